@@ -1,0 +1,398 @@
+"""PodGroup and JobInfo: a gang of tasks and the counts that decide it (seed 000 §4.6, §4.7).
+
+Every count below is exactly Volcano's (``api/job_info.go``):
+
+* ready = Bound + Binding + Running + Allocated + Succeeded;
+* waiting = Pipelined;
+* valid = Pending + Pipelined + Bound + Binding + Running + Allocated + Succeeded;
+* ``is_ready``: ready + pending best-effort >= minAvailable;
+* ``is_pipelined``: waiting + ready + pending best-effort >= minAvailable;
+* ``is_starving``: waiting + ready < minAvailable.
+
+Per-role minimums (``task_min_available``, the pod group's ``minTaskMember``)
+are checked by the ``check_task_*`` methods; all of them pass when minAvailable
+is below the sum of the per-role minimums, as in Volcano.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from batchsched.api.fit import FitErrors
+from batchsched.api.resource import Resource
+from batchsched.api.task import TaskInfo, parse_bool
+from batchsched.api.types import (
+    ALLOCATED_STATUSES,
+    SCHEDULED_STATUSES,
+    PodGroupCondition,
+    PodGroupPhase,
+    TaskStatus,
+)
+
+__all__ = ["JobInfo", "PodGroup"]
+
+_PENDING = TaskStatus.PENDING
+_PIPELINED = TaskStatus.PIPELINED
+_SUCCEEDED = TaskStatus.SUCCEEDED
+_READY_STATUSES = ALLOCATED_STATUSES | {_SUCCEEDED}
+_VALID_STATUSES = _READY_STATUSES | {_PIPELINED, _PENDING}
+
+
+@attrs.define(eq=False)
+class PodGroup:
+    """The pod group a job is built from (Volcano's ``PodGroup`` spec and status)."""
+
+    name: str
+    namespace: str = "default"
+    queue: str = "default"
+    min_member: int = 0
+    min_task_member: dict[str, int] = attrs.field(factory=dict)
+    min_resources: Resource | None = None
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    priority_class_name: str = ""
+    annotations: dict[str, str] = attrs.field(factory=dict)
+    labels: dict[str, str] = attrs.field(factory=dict)
+    creation_time: float = 0.0
+    conditions: list[PodGroupCondition] = attrs.field(factory=list)
+
+    @property
+    def uid(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def clone(self) -> PodGroup:
+        twin = attrs.evolve(self)
+        twin.min_task_member = dict(self.min_task_member)
+        twin.conditions = list(self.conditions)
+        if self.min_resources is not None:
+            twin.min_resources = self.min_resources.clone()
+        return twin
+
+
+@attrs.define(eq=False, repr=False)
+class JobInfo:
+    """A job (pod group plus its tasks) with indexes kept in step by its mutators.
+
+    Change a task's status only through :meth:`update_task_status` (the Statement
+    does), so that ``task_status_index``, ``allocated`` and ``total_request``
+    stay exact. :meth:`check_invariants` verifies them.
+    """
+
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    podgroup: PodGroup
+    priority: int = 0
+    min_available: int = 0
+    task_min_available: dict[str, int] = attrs.field(factory=dict)
+    creation_time: float = 0.0
+    preemptable: bool = False
+    revocable_zone: str = ""
+    waiting_time: float | None = None
+    tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
+    task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = attrs.field(factory=dict)
+    allocated: Resource = attrs.field(factory=Resource)
+    total_request: Resource = attrs.field(factory=Resource)
+    nodes_fit_errors: dict[str, FitErrors] = attrs.field(factory=dict)
+    job_fit_errors: str = ""
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_podgroup(
+        cls, podgroup: PodGroup, *, priority: int = 0, tasks: Iterable[TaskInfo] = ()
+    ) -> JobInfo:
+        job = cls(
+            uid=podgroup.uid,
+            name=podgroup.name,
+            namespace=podgroup.namespace,
+            queue=podgroup.queue,
+            podgroup=podgroup,
+            priority=priority,
+            min_available=podgroup.min_member,
+            task_min_available=dict(podgroup.min_task_member),
+            creation_time=podgroup.creation_time,
+            preemptable=_job_preemptable(podgroup),
+            revocable_zone=_job_revocable_zone(podgroup.annotations),
+        )
+        for task in tasks:
+            job.add_task(task)
+        return job
+
+    # -- indexes --------------------------------------------------------------------
+
+    @property
+    def task_min_available_total(self) -> int:
+        return sum(self.task_min_available.values())
+
+    def tasks_in(self, status: TaskStatus) -> Mapping[str, TaskInfo]:
+        """The tasks of one status (an empty mapping when there are none)."""
+        return self.task_status_index.get(status, _EMPTY)
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Volcano's ``AddTaskInfo``."""
+        self.tasks[task.uid] = task
+        index = self.task_status_index.get(task.status)
+        if index is None:
+            index = self.task_status_index[task.status] = {}
+        index[task.uid] = task
+        self.total_request.add(task.resreq)
+        if task.status in ALLOCATED_STATUSES:
+            self.allocated.add(task.resreq)
+
+    def delete_task(self, task: TaskInfo) -> None:
+        """Volcano's ``DeleteTaskInfo``; a task the job does not hold is ignored."""
+        held = self.tasks.pop(task.uid, None)
+        if held is None:
+            return
+        self.total_request.sub_unchecked(held.resreq)
+        if held.status in ALLOCATED_STATUSES:
+            self.allocated.sub_unchecked(held.resreq)
+        index = self.task_status_index.get(held.status)
+        if index is not None:
+            index.pop(held.uid, None)
+            if not index:
+                del self.task_status_index[held.status]
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move a task to another status, keeping every index exact."""
+        if task.uid in self.tasks:
+            self.delete_task(task)
+        task.status = status
+        self.add_task(task)
+
+    def clone(self) -> JobInfo:
+        """A copy whose tasks, indexes and resources are its own."""
+        twin = attrs.evolve(
+            self,
+            podgroup=self.podgroup.clone(),
+            task_min_available=dict(self.task_min_available),
+            tasks={},
+            task_status_index={},
+            allocated=Resource(),
+            total_request=Resource(),
+            nodes_fit_errors={},
+            extra=dict(self.extra),
+        )
+        for task in self.tasks.values():
+            twin.add_task(task.clone())
+        return twin
+
+    # -- counts (seed 000 §4.6) -----------------------------------------------------
+
+    def _count(self, statuses: frozenset[TaskStatus]) -> int:
+        return sum(len(self.task_status_index.get(s, _EMPTY)) for s in statuses)
+
+    def ready_task_num(self) -> int:
+        return self._count(_READY_STATUSES)
+
+    def waiting_task_num(self) -> int:
+        return len(self.task_status_index.get(_PIPELINED, _EMPTY))
+
+    def pending_best_effort_task_num(self) -> int:
+        return sum(1 for t in self.tasks_in(_PENDING).values() if t.best_effort)
+
+    def allocated_task_num(self) -> int:
+        return self._count(ALLOCATED_STATUSES)
+
+    def valid_task_num(self) -> int:
+        return self._count(_VALID_STATUSES)
+
+    def scheduled_task_num(self) -> int:
+        return self._count(SCHEDULED_STATUSES)
+
+    def releasing_scheduled_task_num(self) -> int:
+        return sum(1 for t in self.tasks_in(TaskStatus.RELEASING).values() if t.node_name)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return (
+            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
+            >= self.min_available
+        )
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.podgroup.phase == PodGroupPhase.PENDING
+
+    def has_pending_tasks(self) -> bool:
+        return bool(self.task_status_index.get(_PENDING))
+
+    # -- per-role checks ------------------------------------------------------------
+
+    def _roles(self, statuses: frozenset[TaskStatus], *, empty_pending: bool) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for status in statuses:
+            for task in self.tasks_in(status).values():
+                counts[task.role] = counts.get(task.role, 0) + 1
+        if empty_pending:
+            for task in self.tasks_in(_PENDING).values():
+                if task.init_resreq.is_empty():
+                    counts[task.role] = counts.get(task.role, 0) + 1
+        return counts
+
+    def _roles_meet_minimums(self, counts: Mapping[str, int]) -> bool:
+        return all(
+            counts.get(role, 0) >= minimum
+            for role, minimum in self.task_min_available.items()
+            if minimum
+        )
+
+    def check_task_valid(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        return self._roles_meet_minimums(self._roles(_VALID_STATUSES, empty_pending=False))
+
+    def check_task_ready(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        return self._roles_meet_minimums(self._roles(_READY_STATUSES, empty_pending=True))
+
+    def check_task_pipelined(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        statuses = _READY_STATUSES | {_PIPELINED}
+        return self._roles_meet_minimums(self._roles(statuses, empty_pending=True))
+
+    def check_task_starving(self) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        statuses = _READY_STATUSES | {_PIPELINED}
+        return not self._roles_meet_minimums(self._roles(statuses, empty_pending=False))
+
+    def allocated_roles(self) -> dict[str, int]:
+        """Tasks per role holding resources, finished, or pending with empty requests."""
+        return self._roles(_READY_STATUSES, empty_pending=True)
+
+    # -- allocation bookkeeping -----------------------------------------------------
+
+    def fit_failed_roles(self) -> set[str]:
+        return {self.tasks[tid].role for tid in self.nodes_fit_errors if tid in self.tasks}
+
+    def task_has_fit_errors(self, task: TaskInfo) -> bool:
+        """A role-bearing task whose role already failed predicates in this pass."""
+        return bool(task.role) and task.role in self.fit_failed_roles()
+
+    def need_continue_allocating(self) -> bool:
+        """Whether allocate should try the job's remaining tasks after a failure."""
+        if self.min_available == len(self.tasks):
+            return False
+        failed = self.fit_failed_roles()
+        if self.min_available < self.task_min_available_total:
+            pending: dict[str, int] = {}
+            for task in self.tasks_in(_PENDING).values():
+                pending[task.role] = pending.get(task.role, 0) + 1
+            left = sum(n for role, n in pending.items() if role not in failed)
+            return self.ready_task_num() + left >= self.min_available
+        allocated = self.allocated_roles()
+        for role in failed:
+            minimum = self.task_min_available.get(role, 0)
+            if minimum and allocated.get(role, 0) < minimum:
+                return False
+        return True
+
+    def min_resources(self) -> Resource:
+        """The pod group's minResources (empty when it sets none)."""
+        mr = self.podgroup.min_resources
+        return mr.clone() if mr is not None else Resource()
+
+    def elastic_resources(self) -> Resource:
+        """What the job holds beyond its minResources, per dimension (never negative)."""
+        return exceeded_part(self.allocated, self.min_resources())
+
+    def fit_error(self) -> str:
+        """Volcano's ``JobInfo.FitError`` summary (the message of gang's condition)."""
+        histogram: dict[str, int] = {}
+        for status, tasks in self.task_status_index.items():
+            histogram[str(status)] = histogram.get(str(status), 0) + len(tasks)
+        histogram["minAvailable"] = self.min_available
+        ready = "pod group is ready" if self.is_ready() else "pod group is not ready"
+        message = f"{ready}, {', '.join(sorted(f'{n} {k}' for k, n in histogram.items()))}"
+        pending_reasons: dict[str, int] = {}
+        for uid in self.tasks_in(_PENDING):
+            reason = self.task_scheduling_reason(uid)[0]
+            pending_reasons[reason] = pending_reasons.get(reason, 0) + 1
+        if pending_reasons:
+            parts = sorted(f"{n} {k}" for k, n in pending_reasons.items())
+            message += f"; Pending: {', '.join(parts)}"
+        if self.job_fit_errors:
+            message += ". Origin reason is: " + self.job_fit_errors
+        else:
+            for task in self.tasks.values():
+                errs = self.nodes_fit_errors.get(task.uid)
+                if errs is not None:
+                    message += f". Origin reason is {task.name}: {errs}"
+                    break
+        return message
+
+    def task_scheduling_reason(self, task_uid: str) -> tuple[str, str]:
+        """(reason, message) for a task, from its last transaction (Volcano's wording)."""
+        task = self.tasks.get(task_uid)
+        if task is None:
+            return "", ""
+        ctx = task.last_transaction or task.transaction
+        if ctx.status == TaskStatus.ALLOCATED:
+            return "Schedulable", (
+                f"Pod {task.namespace}/{task.name} can possibly be assigned to "
+                f"{ctx.node_name}, once minAvailable is satisfied"
+            )
+        if ctx.status == _PIPELINED:
+            return "Unschedulable", (
+                f"Pod {task.namespace}/{task.name} can possibly be assigned to "
+                f"{ctx.node_name}, once resource is released and minAvailable is satisfied"
+            )
+        if ctx.status == _PENDING:
+            errs = self.nodes_fit_errors.get(task_uid)
+            return "Unschedulable", str(errs) if errs is not None else self.job_fit_errors
+        return str(ctx.status), self.job_fit_errors
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError unless every index and sum matches the tasks."""
+        indexed = {uid for index in self.task_status_index.values() for uid in index}
+        assert indexed == set(self.tasks), f"{self.uid}: status index out of step"
+        for status, index in self.task_status_index.items():
+            assert index, f"{self.uid}: empty index kept for {status}"
+            for task in index.values():
+                assert task.status == status, f"{task.uid} indexed as {status}"
+        total, allocated = Resource(), Resource()
+        for task in self.tasks.values():
+            total.add(task.resreq)
+            if task.status in ALLOCATED_STATUSES:
+                allocated.add(task.resreq)
+        assert total.equal(self.total_request), f"{self.uid}: total_request out of step"
+        assert allocated.equal(self.allocated), f"{self.uid}: allocated out of step"
+
+    def __repr__(self) -> str:
+        return f"<Job {self.uid} queue={self.queue} tasks={len(self.tasks)}>"
+
+
+_EMPTY: Mapping[str, TaskInfo] = {}
+
+
+def exceeded_part(left: Resource, right: Resource) -> Resource:
+    """Per dimension ``max(0, left - right)`` (Volcano's ``ExceededPart``)."""
+    out = Resource(max(0.0, left.milli_cpu - right.milli_cpu), max(0.0, left.memory - right.memory))
+    for name, amount in left.scalars.items():
+        out.scalars[name] = max(0.0, amount - right.scalars.get(name, 0.0))
+    return out
+
+
+def _job_preemptable(podgroup: PodGroup) -> bool:
+    for source in (podgroup.annotations, podgroup.labels):
+        if "volcano.sh/preemptable" in source:
+            return bool(parse_bool(source["volcano.sh/preemptable"]))
+    return False
+
+
+def _job_revocable_zone(annotations: Mapping[str, str]) -> str:
+    if "volcano.sh/revocable-zone" in annotations:
+        return "*" if annotations["volcano.sh/revocable-zone"] == "*" else ""
+    if parse_bool(annotations.get("volcano.sh/preemptable", "")):
+        return "*"
+    return ""

@@ -1,0 +1,188 @@
+"""NodeInfo: a node's resources and the tasks on it (seed 000 §4.4).
+
+The figures move with each task as Volcano's ``NodeInfo`` moves them:
+
+================  =================================================
+task status        effect of adding it to the node
+================  =================================================
+Releasing          idle -= req, used += req, releasing += req
+Pipelined          pipelined += req (idle and used untouched)
+anything else      idle -= req, used += req
+================  =================================================
+
+and :meth:`NodeInfo.future_idle` is ``idle + releasing - pipelined``. So
+``idle + used == allocatable`` always holds, which
+:meth:`NodeInfo.check_invariants` verifies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from batchsched.api.resource import PODS, Resource
+from batchsched.api.task import REVOCABLE_ZONE_ANNOTATION, Taint, TaskInfo
+from batchsched.api.types import NodePhase, TaskStatus
+from batchsched.errors import SchedulingError
+
+__all__ = ["NodeInfo"]
+
+_RELEASING = TaskStatus.RELEASING
+_PIPELINED = TaskStatus.PIPELINED
+
+
+@attrs.define(eq=False, repr=False)
+class NodeInfo:
+    """A node in a snapshot or a session.
+
+    The node keeps its own copy of each task (as Volcano does), so that later
+    status changes of the caller's task cannot silently change the node's sums:
+    a task moves on a node only through :meth:`add_task`, :meth:`remove_task`
+    and :meth:`update_task`.
+    """
+
+    name: str
+    allocatable: Resource
+    capacity: Resource
+    idle: Resource
+    used: Resource = attrs.field(factory=Resource)
+    releasing: Resource = attrs.field(factory=Resource)
+    pipelined: Resource = attrs.field(factory=Resource)
+    labels: dict[str, str] = attrs.field(factory=dict)
+    annotations: dict[str, str] = attrs.field(factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    phase: NodePhase = NodePhase.READY
+    images: dict[str, int] = attrs.field(factory=dict)
+    tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
+    on_change: Callable[[NodeInfo], None] | None = None
+
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        allocatable: Resource,
+        *,
+        capacity: Resource | None = None,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        taints: tuple[Taint, ...] = (),
+        unschedulable: bool = False,
+        ready: bool = True,
+        images: dict[str, int] | None = None,
+    ) -> NodeInfo:
+        return cls(
+            name=name,
+            allocatable=allocatable.clone(),
+            capacity=(capacity or allocatable).clone(),
+            idle=allocatable.clone(),
+            labels=dict(labels or {}),
+            annotations=dict(annotations or {}),
+            taints=taints,
+            unschedulable=unschedulable,
+            phase=NodePhase.READY if ready else NodePhase.NOT_READY,
+            images=dict(images or {}),
+        )
+
+    @property
+    def ready(self) -> bool:
+        return self.phase == NodePhase.READY
+
+    @property
+    def revocable_zone(self) -> str:
+        return self.labels.get(REVOCABLE_ZONE_ANNOTATION, "")
+
+    @property
+    def max_task_num(self) -> int:
+        """The node's ``pods`` allocatable: how many tasks it may hold."""
+        return int(self.allocatable.scalars.get(PODS, 0))
+
+    def future_idle(self) -> Resource:
+        """``idle + releasing - pipelined``: what the node will have once releases finish."""
+        return self.idle.clone().add(self.releasing).sub_unchecked(self.pipelined)
+
+    # -- tasks ------------------------------------------------------------------------
+
+    def add_task(self, task: TaskInfo) -> None:
+        """Place a copy of ``task`` here and set ``task.node_name``.
+
+        Raises :class:`~batchsched.errors.SchedulingError` if the task is already
+        here or bound to another node; the node is then unchanged.
+        """
+        if task.node_name and task.node_name != self.name:
+            raise SchedulingError(
+                f"task {task.uid} is already on node {task.node_name}, not {self.name}"
+            )
+        if task.uid in self.tasks:
+            raise SchedulingError(f"task {task.uid} is already on node {self.name}")
+        held = task.clone()
+        req = held.resreq
+        if held.status == _PIPELINED:
+            self.pipelined.add(req)
+        else:
+            self.idle.sub_unchecked(req)
+            self.used.add(req)
+            if held.status == _RELEASING:
+                self.releasing.add(req)
+        task.node_name = self.name
+        held.node_name = self.name
+        self.tasks[task.uid] = held
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def remove_task(self, task: TaskInfo) -> None:
+        """Take the task off the node; a task that is not here is ignored."""
+        held = self.tasks.pop(task.uid, None)
+        if held is None:
+            return
+        req = held.resreq
+        if held.status == _PIPELINED:
+            self.pipelined.sub_unchecked(req)
+        else:
+            self.idle.add(req)
+            self.used.sub_unchecked(req)
+            if held.status == _RELEASING:
+                self.releasing.sub_unchecked(req)
+        if self.on_change is not None:
+            self.on_change(self)
+
+    def update_task(self, task: TaskInfo) -> None:
+        """Re-account a task whose status changed."""
+        self.remove_task(task)
+        self.add_task(task)
+
+    def clone(self) -> NodeInfo:
+        twin = attrs.evolve(
+            self,
+            allocatable=self.allocatable.clone(),
+            capacity=self.capacity.clone(),
+            idle=self.idle.clone(),
+            used=self.used.clone(),
+            releasing=self.releasing.clone(),
+            pipelined=self.pipelined.clone(),
+            labels=dict(self.labels),
+            annotations=dict(self.annotations),
+            images=dict(self.images),
+            tasks={uid: t.clone() for uid, t in self.tasks.items()},
+            on_change=None,
+        )
+        return twin
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError unless the figures add up from the tasks."""
+        used, releasing, pipelined = Resource(), Resource(), Resource()
+        for task in self.tasks.values():
+            if task.status == _PIPELINED:
+                pipelined.add(task.resreq)
+                continue
+            used.add(task.resreq)
+            if task.status == _RELEASING:
+                releasing.add(task.resreq)
+        assert used.equal(self.used), f"{self.name}: used {self.used} != {used}"
+        assert releasing.equal(self.releasing), f"{self.name}: releasing out of step"
+        assert pipelined.equal(self.pipelined), f"{self.name}: pipelined out of step"
+        assert (self.idle + self.used).equal(self.allocatable), f"{self.name}: idle+used"
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name} idle={self.idle} tasks={len(self.tasks)}>"

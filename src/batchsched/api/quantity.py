@@ -1,0 +1,76 @@
+"""Kubernetes resource quantities: ``"500m"``, ``"1Gi"``, ``"1G"``, ``"2"``, ``1.5``, ``"1e3"``.
+
+Parsing is exact (:class:`fractions.Fraction`), and the conversions round up,
+as Kubernetes' ``Quantity.MilliValue`` and ``Quantity.Value`` do.
+
+>>> milli_value("500m"), milli_value(2), value("1Gi"), value("1G")
+(500, 2000, 1073741824, 1000000000)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+from batchsched.errors import QuantityError
+
+__all__ = ["milli_value", "parse_quantity", "value"]
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_QUANTITY = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>(?:\d+(?:\.\d*)?|\.\d+))"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?\d+))?$"
+)
+
+
+def parse_quantity(raw: object) -> Fraction:
+    """Return the exact value of a quantity given as a string or a number.
+
+    Raises :class:`~batchsched.errors.QuantityError` for anything else
+    (booleans, ``None``, ``"1Qi"``, ``"abc"``, NaN and infinities).
+    """
+    if isinstance(raw, bool) or raw is None:
+        raise QuantityError(raw)
+    if isinstance(raw, int):
+        return Fraction(raw)
+    if isinstance(raw, float):
+        if not math.isfinite(raw):
+            raise QuantityError(raw, "not finite")
+        return Fraction(str(raw))
+    if not isinstance(raw, str):
+        raise QuantityError(raw)
+    match = _QUANTITY.match(raw.strip())
+    if match is None:
+        raise QuantityError(raw)
+    number = Fraction(match["number"])
+    if match["sign"] == "-":
+        number = -number
+    if match["exp"] is not None:
+        return number * Fraction(10) ** int(match["exp"])
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    return number * _DECIMAL[suffix]
+
+
+def milli_value(raw: object) -> int:
+    """The quantity in thousandths, rounded up (Kubernetes ``MilliValue``)."""
+    return math.ceil(parse_quantity(raw) * 1000)
+
+
+def value(raw: object) -> int:
+    """The quantity as a whole number, rounded up (Kubernetes ``Value``)."""
+    return math.ceil(parse_quantity(raw))

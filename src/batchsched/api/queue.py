@@ -1,0 +1,95 @@
+"""QueueInfo: a tenant's queue (seed 000 §4.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from batchsched.api.resource import CPU, MEMORY, Resource
+from batchsched.api.types import QueueState
+
+__all__ = ["NodeGroupAffinity", "QueueInfo"]
+
+HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+
+
+@attrs.frozen
+class NodeGroupAffinity:
+    """A queue's node-group affinity rules (read by the nodegroup plugin)."""
+
+    required: tuple[str, ...] = ()
+    preferred: tuple[str, ...] = ()
+    anti_required: tuple[str, ...] = ()
+    anti_preferred: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.required or self.preferred or self.anti_required or self.anti_preferred)
+
+
+@attrs.define(eq=False, repr=False)
+class QueueInfo:
+    """A queue.
+
+    ``capability``, ``deserved`` and ``guarantee`` are ``None`` when the queue
+    does not set them; :meth:`defines` tells whether a dimension was written
+    out (Volcano distinguishes an unset cpu from ``cpu: 0``).
+    """
+
+    name: str
+    weight: int = 1
+    capability: Resource | None = None
+    deserved: Resource | None = None
+    guarantee: Resource | None = None
+    reclaimable: bool = True
+    parent: str = ""
+    priority: int = 0
+    state: QueueState = QueueState.OPEN
+    annotations: dict[str, str] = attrs.field(factory=dict)
+    affinity: NodeGroupAffinity | None = None
+    creation_time: float = 0.0
+    defined: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+
+    @property
+    def uid(self) -> str:
+        return self.name
+
+    @property
+    def hierarchy(self) -> str:
+        """``volcano.sh/hierarchy`` (e.g. ``root/eng/prod``), read by hierarchical drf."""
+        return self.annotations.get(HIERARCHY_ANNOTATION, "")
+
+    @property
+    def weights(self) -> str:
+        """``volcano.sh/hierarchy-weights`` (e.g. ``1/2/8``)."""
+        return self.annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, "")
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == QueueState.OPEN
+
+    def defines(self, field: str, dimension: str) -> bool:
+        """Whether the spec wrote ``dimension`` in ``field`` (capability/deserved/guarantee)."""
+        names = self.defined.get(field)
+        if names is not None:
+            return dimension in names
+        res: Resource | None = getattr(self, field)
+        if res is None:
+            return False
+        if dimension in (CPU, MEMORY):
+            return res.get(dimension) > 0
+        return dimension in res.scalars
+
+    def clone(self) -> QueueInfo:
+        return attrs.evolve(
+            self,
+            capability=self.capability.clone() if self.capability else None,
+            deserved=self.deserved.clone() if self.deserved else None,
+            guarantee=self.guarantee.clone() if self.guarantee else None,
+            annotations=dict(self.annotations),
+        )
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name} weight={self.weight} state={self.state}>"

@@ -1,0 +1,189 @@
+"""TaskInfo: one pod as the scheduler sees it (seed 000 §4.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from batchsched.api.resource import PODS, Resource
+from batchsched.api.types import TaskStatus
+
+__all__ = [
+    "PREEMPTABLE_ANNOTATION",
+    "REVOCABLE_ZONE_ANNOTATION",
+    "Taint",
+    "TaskInfo",
+    "Toleration",
+    "TransactionContext",
+    "parse_bool",
+]
+
+PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+REVOCABLE_ZONE_ANNOTATION = "volcano.sh/revocable-zone"
+PREEMPTION_POLICY_NEVER = "Never"
+
+
+def parse_bool(text: str) -> bool | None:
+    """Go's ``strconv.ParseBool``: None for anything it would reject."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    return None
+
+
+@attrs.frozen
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+    def __str__(self) -> str:
+        return f"{{{self.key}: {self.value}}}"
+
+
+@attrs.frozen
+class Toleration:
+    """A Kubernetes toleration; ``operator`` is ``Equal`` or ``Exists``."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Kubernetes' ``Toleration.ToleratesTaint``."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("Equal", ""):
+            return self.value == taint.value
+        return False
+
+
+@attrs.frozen
+class TransactionContext:
+    """Where a task was and in which status, before a statement changed it."""
+
+    node_name: str
+    status: TaskStatus
+
+
+@attrs.define(eq=False, repr=False)
+class TaskInfo:
+    """A task (pod) in a snapshot or a session.
+
+    ``uid`` is ``namespace/name`` and keys every index. ``order_uid`` is the id
+    Volcano's last-resort orderings compare (``namespace-name``, the pod uid of
+    Volcano's tests). ``resreq`` is what the task holds on a node; ``init_resreq``
+    is what it needs to start (the larger of its requests and init requests), and
+    is what fit checks use. Both include the implicit ``pods: 1``.
+    """
+
+    uid: str
+    name: str
+    namespace: str
+    job: str
+    resreq: Resource
+    init_resreq: Resource
+    status: TaskStatus = TaskStatus.PENDING
+    node_name: str = ""
+    priority: int = 1
+    preemptable: bool = True
+    best_effort: bool = False
+    role: str = ""
+    order_uid: str = ""
+    labels: dict[str, str] = attrs.field(factory=dict)
+    annotations: dict[str, str] = attrs.field(factory=dict)
+    node_selector: dict[str, str] = attrs.field(factory=dict)
+    affinity: Mapping[str, Any] | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[int, ...] = ()
+    images: tuple[str, ...] = ()
+    priority_class_name: str = ""
+    preemption_policy: str = "PreemptLowerPriority"
+    creation_time: float = 0.0
+    revocable_zone: str = ""
+    last_transaction: TransactionContext | None = None
+    eviction_occurred: bool = False
+
+    @classmethod
+    def create(
+        cls,
+        namespace: str,
+        name: str,
+        job: str,
+        requests: Resource | None = None,
+        *,
+        init_requests: Resource | None = None,
+        **fields: Any,
+    ) -> TaskInfo:
+        """Build a task as Volcano's ``NewTaskInfo`` does from a pod.
+
+        ``requests`` are the containers' requests; ``init_requests`` those of the
+        init containers. The implicit ``pods: 1`` is added, ``best_effort`` and
+        ``preemptable`` (from the ``volcano.sh/preemptable`` annotation, then label,
+        default true) are derived unless given.
+        """
+        req = requests.clone() if requests is not None else Resource()
+        if init_requests is not None:
+            req.set_max(init_requests)
+        req.scalars[PODS] = 1.0
+        labels = dict(fields.pop("labels", None) or {})
+        annotations = dict(fields.pop("annotations", None) or {})
+        fields.setdefault("best_effort", req.is_empty())
+        if "preemptable" not in fields:
+            fields["preemptable"] = _preemptable(annotations, labels)
+        if "revocable_zone" not in fields:
+            fields["revocable_zone"] = annotations.get(REVOCABLE_ZONE_ANNOTATION, "")
+        fields.setdefault("order_uid", f"{namespace}-{name}")
+        return cls(
+            uid=f"{namespace}/{name}",
+            name=name,
+            namespace=namespace,
+            job=job,
+            resreq=req,
+            init_resreq=req.clone(),
+            labels=labels,
+            annotations=annotations,
+            **fields,
+        )
+
+    def clone(self) -> TaskInfo:
+        """A copy that owns its status, node and resources (the rest is shared, read-only)."""
+        twin = attrs.evolve(self)
+        twin.resreq = self.resreq.clone()
+        twin.init_resreq = self.init_resreq.clone()
+        return twin
+
+    @property
+    def transaction(self) -> TransactionContext:
+        return TransactionContext(self.node_name, self.status)
+
+    def generate_last_transaction(self) -> None:
+        self.last_transaction = TransactionContext(self.node_name, self.status)
+
+    def clear_last_transaction(self) -> None:
+        self.last_transaction = None
+
+    @property
+    def never_preempts(self) -> bool:
+        """``preemptionPolicy: Never``: the task may not evict anyone."""
+        return self.preemption_policy == PREEMPTION_POLICY_NEVER
+
+    def __repr__(self) -> str:
+        node = f" on {self.node_name}" if self.node_name else ""
+        return f"<Task {self.uid} {self.status}{node}>"
+
+
+def _preemptable(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    for source in (annotations, labels):
+        if PREEMPTABLE_ANNOTATION in source:
+            parsed = parse_bool(source[PREEMPTABLE_ANNOTATION])
+            return bool(parsed)
+    return True

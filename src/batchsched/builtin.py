@@ -1,0 +1,63 @@
+"""The built-in actions and plugins, registered through the same hooks as third parties'.
+
+Each module is imported only when the registry collects specs; each plugin is
+instantiated only when a configuration names it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Iterable
+from typing import Any
+
+from batchsched.framework.arguments import Arguments
+from batchsched.plugin import ActionSpec, PluginSpec, hookimpl
+
+__all__ = ["ACTIONS", "PLUGINS"]
+
+#: action name -> "module:Class"
+ACTIONS: dict[str, str] = {
+    "enqueue": "batchsched.actions.enqueue:EnqueueAction",
+    "allocate": "batchsched.actions.allocate:AllocateAction",
+    "backfill": "batchsched.actions.backfill:BackfillAction",
+    "preempt": "batchsched.actions.preempt:PreemptAction",
+    "reclaim": "batchsched.actions.reclaim:ReclaimAction",
+}
+
+#: plugin name -> "module:Class"
+PLUGINS: dict[str, str] = {}
+
+
+def _load(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _available(table: dict[str, str]) -> Iterable[tuple[str, str]]:
+    for name, target in table.items():
+        module = target.partition(":")[0]
+        if importlib.util.find_spec(module) is not None:
+            yield name, target
+
+
+def _plugin_factory(target: str) -> Any:
+    def build(arguments: Arguments) -> Any:
+        return _load(target)(arguments)
+    return build
+
+
+def _action_factory(target: str) -> Any:
+    def build(arguments: Arguments) -> Any:
+        return _load(target)(arguments)
+    return build
+
+
+@hookimpl
+def batchsched_register_plugins() -> Iterable[PluginSpec]:
+    return [PluginSpec(name, _plugin_factory(target)) for name, target in _available(PLUGINS)]
+
+
+@hookimpl
+def batchsched_register_actions() -> Iterable[ActionSpec]:
+    return [ActionSpec(name, _action_factory(target)) for name, target in _available(ACTIONS)]

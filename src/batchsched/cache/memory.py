@@ -1,0 +1,197 @@
+"""MemoryCache: an in-memory cluster a host (or a test) drives sessions against.
+
+>>> from batchsched.api import Resource, NodeInfo
+>>> cache = MemoryCache()
+>>> cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 4, "pods": 10})))
+>>> sorted(cache.snapshot().nodes)
+['n1']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import attrs
+
+from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.queue import QueueInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
+from batchsched.errors import SchedulingError
+from batchsched.framework.events import RecordedEvent
+
+__all__ = ["Bind", "Eviction", "MemoryCache"]
+
+log = logging.getLogger("batchsched")
+
+
+@attrs.frozen
+class Bind:
+    task: str
+    node: str
+
+
+@attrs.frozen
+class Eviction:
+    task: str
+    reason: str
+
+
+Binder = Callable[[TaskInfo, str], bool]
+
+
+class MemoryCache:
+    """Nodes, jobs (with their tasks), queues and the rest, held in memory.
+
+    A bind makes the cache's task Bound on its node; an eviction makes it
+    Releasing. ``binder`` (optional) decides whether a bind succeeds, to model a
+    host whose binds can fail: a refused bind changes nothing here, and the
+    session returns the task to Pending.
+    """
+
+    def __init__(self, *, binder: Binder | None = None, now: float = 0.0) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.jobs: dict[str, JobInfo] = {}
+        self.queues: dict[str, QueueInfo] = {"default": QueueInfo("default")}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.pdbs: list[PodDisruptionBudget] = []
+        self.resource_quotas: list[ResourceQuota] = []
+        self.binder = binder
+        self.now = now
+        self.binds: list[Bind] = []
+        self.evictions: list[Eviction] = []
+        self.events: list[RecordedEvent] = []
+
+    # -- cluster changes ---------------------------------------------------------------
+
+    def add_node(self, node: NodeInfo) -> None:
+        self.nodes[node.name] = node
+
+    def delete_node(self, name: str) -> None:
+        """Remove a node; its tasks return to Pending in their jobs."""
+        node = self.nodes.pop(name, None)
+        if node is None:
+            return
+        for uid in list(node.tasks):
+            for job in self.jobs.values():
+                task = job.tasks.get(uid)
+                if task is not None:
+                    task.node_name = ""
+                    job.update_task_status(task, TaskStatus.PENDING)
+
+    def add_queue(self, queue: QueueInfo) -> None:
+        self.queues[queue.name] = queue
+
+    def delete_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+
+    def add_priority_class(self, pc: PriorityClass) -> None:
+        self.priority_classes[pc.name] = pc
+
+    def add_job(self, job: JobInfo) -> None:
+        """Add a job and place its already-placed tasks on their nodes."""
+        self.jobs[job.uid] = job
+        for task in job.tasks.values():
+            self._place(task)
+
+    def delete_job(self, uid: str) -> None:
+        job = self.jobs.pop(uid, None)
+        if job is None:
+            return
+        for task in job.tasks.values():
+            node = self.nodes.get(task.node_name)
+            if node is not None:
+                node.remove_task(task)
+
+    def add_task(self, task: TaskInfo) -> None:
+        job = self.jobs.get(task.job)
+        if job is None:
+            raise SchedulingError(f"task {task.uid}: job {task.job!r} is not in the cache")
+        job.add_task(task)
+        self._place(task)
+
+    def delete_task(self, task: TaskInfo) -> None:
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.delete_task(task)
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+
+    def _place(self, task: TaskInfo) -> None:
+        if not task.node_name or task.status == TaskStatus.PENDING:
+            return
+        node = self.nodes.get(task.node_name)
+        if node is None:
+            raise SchedulingError(f"task {task.uid}: node {task.node_name!r} is not in the cache")
+        node.add_task(task)
+
+    # -- Cache protocol ------------------------------------------------------------------
+
+    def snapshot(self) -> ClusterInfo:
+        """A deep copy for one session: Ready nodes only; jobs whose queue exists,
+        with their priority from their priority class (or the global default)."""
+        default_priority = next(
+            (pc.value for pc in self.priority_classes.values() if pc.global_default), 0
+        )
+        jobs: dict[str, JobInfo] = {}
+        for uid, job in self.jobs.items():
+            if job.queue not in self.queues:
+                log.warning("job %s: queue %r does not exist; left out of the session",
+                            uid, job.queue)
+                continue
+            twin = job.clone()
+            pc = self.priority_classes.get(job.podgroup.priority_class_name)
+            twin.priority = pc.value if pc is not None else default_priority
+            jobs[uid] = twin
+        return ClusterInfo(
+            nodes={n: node.clone() for n, node in self.nodes.items() if node.ready},
+            jobs=jobs,
+            queues={q: queue.clone() for q, queue in self.queues.items()},
+            priority_classes=dict(self.priority_classes),
+            pdbs=[attrs.evolve(p) for p in self.pdbs],
+            resource_quotas=[attrs.evolve(q, used=q.used.clone()) for q in self.resource_quotas],
+            now=self.now,
+        )
+
+    def bind(self, task: TaskInfo, node_name: str) -> bool:
+        job = self.jobs.get(task.job)
+        node = self.nodes.get(node_name)
+        if job is None or node is None or task.uid not in job.tasks:
+            return False
+        if self.binder is not None and not self.binder(task, node_name):
+            return False
+        mine = job.tasks[task.uid]
+        if mine.node_name:
+            self.nodes[mine.node_name].remove_task(mine)
+            mine.node_name = ""
+        job.update_task_status(mine, TaskStatus.BOUND)
+        mine.node_name = node_name
+        node.add_task(mine)
+        self.binds.append(Bind(task.uid, node_name))
+        return True
+
+    def evict(self, task: TaskInfo, reason: str) -> bool:
+        job = self.jobs.get(task.job)
+        if job is None or task.uid not in job.tasks:
+            return False
+        mine = job.tasks[task.uid]
+        job.update_task_status(mine, TaskStatus.RELEASING)
+        node = self.nodes.get(mine.node_name)
+        if node is not None:
+            node.update_task(mine)
+        self.evictions.append(Eviction(task.uid, reason))
+        return True
+
+    def update_job_status(self, job: JobInfo) -> None:
+        mine = self.jobs.get(job.uid)
+        if mine is None:
+            return
+        mine.podgroup.phase = job.podgroup.phase
+        mine.podgroup.conditions = list(job.podgroup.conditions)
+
+    def record_event(self, event: RecordedEvent) -> None:
+        self.events.append(event)

@@ -1,0 +1,34 @@
+"""The Cache protocol: where a session's snapshot comes from and its decisions go."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from batchsched.api.cluster import ClusterInfo
+from batchsched.api.job import JobInfo
+from batchsched.api.task import TaskInfo
+from batchsched.framework.events import RecordedEvent
+
+__all__ = ["Cache"]
+
+
+@runtime_checkable
+class Cache(Protocol):
+    """What a host implements to drive sessions from its own cluster state.
+
+    ``snapshot`` returns a ClusterInfo the session may mutate freely (a deep copy);
+    ``bind`` and ``evict`` carry out one decision each and return whether it took
+    effect; ``update_job_status`` receives a job whose pod-group phase and
+    conditions were updated at session close; ``record_event`` receives events on
+    tasks and jobs.
+    """
+
+    def snapshot(self) -> ClusterInfo: ...
+
+    def bind(self, task: TaskInfo, node_name: str) -> bool: ...
+
+    def evict(self, task: TaskInfo, reason: str) -> bool: ...
+
+    def update_job_status(self, job: JobInfo) -> None: ...
+
+    def record_event(self, event: RecordedEvent) -> None: ...

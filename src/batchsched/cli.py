@@ -1,0 +1,200 @@
+"""The ``batchsched`` command line.
+
+``batchsched run SCENARIO [--output json|text] [--scores] [--config FILE]``
+    run one session and print its decisions;
+``batchsched check SCENARIO_OR_DIR...``
+    compare each scenario's decisions with its ``expect`` (exit 1 if any differ);
+``batchsched plugins``
+    list discovered actions and plugins with the distribution providing each;
+``batchsched conf validate FILE``
+    check a Volcano scheduler configuration.
+
+Bad input is one line on stderr and exit code 2 (``--debug`` for a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from batchsched._version import __version__
+from batchsched.errors import BatchSchedError
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_DIFFER, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="batchsched", description="Volcano's batch-scheduling decisions without Kubernetes."
+    )
+    parser.add_argument("--version", action="version", version=f"batchsched {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one scheduling session on a scenario")
+    run.add_argument("scenario")
+    run.add_argument("--output", choices=("json", "text"), default="text")
+    run.add_argument("--scores", action="store_true",
+                     help="include node-order scores of every task on every feasible node")
+    run.add_argument("--config", help="a Volcano scheduler configuration replacing the scenario's")
+    run.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    check = sub.add_parser("check", help="compare scenarios' decisions with their expect")
+    check.add_argument("paths", nargs="+", metavar="SCENARIO_OR_DIR")
+    check.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    plugins = sub.add_parser("plugins", help="list discovered actions and plugins")
+    plugins.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    conf = sub.add_parser("conf", help="scheduler configuration tools")
+    conf_sub = conf.add_subparsers(dest="conf_command", required=True)
+    validate = conf_sub.add_parser("validate", help="check a Volcano scheduler configuration")
+    validate.add_argument("file")
+    validate.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                        format="%(levelname)s: %(message)s", stream=sys.stderr)
+    try:
+        if args.command == "run":
+            return _run(args, sys.stdout)
+        if args.command == "check":
+            return _check(args, sys.stdout)
+        if args.command == "plugins":
+            return _plugins(sys.stdout)
+        return _conf_validate(args, sys.stdout)
+    except BatchSchedError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"batchsched: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    from batchsched.conf import load_configuration
+    from batchsched.scenario import load_scenario, run_scenario
+
+    scenario = load_scenario(args.scenario)
+    for warning in scenario.warnings:
+        print(f"batchsched: warning: {warning}", file=sys.stderr)
+    configuration = load_configuration(args.config) if args.config else None
+    decisions = run_scenario(scenario, scores=args.scores or None, configuration=configuration)
+    if args.output == "json":
+        json.dump(decisions.to_json(), out, indent=1, sort_keys=False)
+        out.write("\n")
+    else:
+        out.write(_text(scenario.name, decisions.to_json()))
+    return EXIT_OK
+
+
+def _text(name: str, got: dict[str, Any]) -> str:
+    lines = [f"scenario: {name}"]
+    binds = got["binds"]
+    lines.append(f"binds ({len(binds)}):")
+    width = max((len(t) for t in binds), default=0)
+    lines.extend(f"  {task:<{width}}  -> {node}" for task, node in binds.items())
+    lines.append(f"evicted ({len(got['evicted'])}):")
+    lines.extend(f"  {task}" for task in got["evicted"])
+    if got["pipelined"]:
+        lines.append("pipelined:")
+        for job, tasks in got["pipelined"].items():
+            lines.extend(f"  {job}: {task} -> {node}" for task, node in tasks.items())
+    lines.append("pod groups:")
+    for job, phase in got["podGroupPhases"].items():
+        counts = ", ".join(f"{s} {n}" for s, n in got["taskStatusCounts"].get(job, {}).items())
+        lines.append(f"  {job:<{max(width, 12)}}  {phase:<10} {counts}")
+    if got["events"]:
+        lines.append("events:")
+        lines.extend(f"  {e['object']} {e['type']} {e['reason']}: {e['message']}"
+                     for e in got["events"])
+    if "scores" in got:
+        lines.append("scores:")
+        for task, nodes in got["scores"].items():
+            ranked = ", ".join(f"{n} {s:g}" for n, s in sorted(nodes.items(), key=lambda x: -x[1]))
+            lines.append(f"  {task}: {ranked}")
+    return "\n".join(lines) + "\n"
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from batchsched.scenario import check_scenario, load_scenario, scenario_files
+
+    files = scenario_files(*args.paths)
+    if not files:
+        raise BatchSchedError(f"no scenario found in {', '.join(args.paths)}")
+    failed = errored = 0
+    for path in files:
+        try:
+            result = check_scenario(load_scenario(path))
+        except BatchSchedError as exc:
+            errored += 1
+            out.write(f"ERROR {path}: {exc}\n")
+            continue
+        if result.passed:
+            out.write(f"ok    {path}\n")
+        else:
+            failed += 1
+            out.write(f"FAIL  {path}\n")
+            out.writelines(f"      - {d}\n" for d in result.differences)
+    passed = len(files) - failed - errored
+    out.write(f"check: {passed} passed, {failed} failed, {errored} errored of {len(files)}\n")
+    if errored:
+        return EXIT_BAD_INPUT
+    return EXIT_DIFFER if failed else EXIT_OK
+
+
+def _plugins(out: TextIO) -> int:
+    from batchsched.framework.extension_points import EXTENSION_POINTS
+    from batchsched.framework.registry import default_registry
+
+    registry = default_registry()
+    for kind, entry in registry.describe():
+        origin = f"{entry.distribution} {entry.version}".strip()
+        out.write(f"{kind:<7} {entry.name:<24} {origin}  ({entry.module})\n")
+        if kind == "plugin":
+            points = _registered_points(entry.name)
+            if points:
+                out.write(f"{'':8}registers: {', '.join(points)}\n")
+    for name, message in registry.broken:
+        out.write(f"broken  {name:<24} {message}\n")
+    out.write(f"extension points: {', '.join(EXTENSION_POINTS)}\n")
+    return EXIT_OK
+
+
+def _registered_points(plugin: str) -> list[str]:
+    """The points a plugin registers, found by opening it on an empty session."""
+    from batchsched.api.cluster import ClusterInfo
+    from batchsched.conf import PluginOption, SchedulerConfiguration, Tier
+    from batchsched.framework.registry import default_registry
+    from batchsched.framework.session import Session
+
+    configuration = SchedulerConfiguration(actions=(), tiers=(Tier((PluginOption(plugin),)),))
+    try:
+        ssn = Session.open(ClusterInfo(now=1.0), configuration, registry=default_registry())
+    except BatchSchedError:
+        return []
+    points = [p for p in ssn._fns if ssn.registered(p)]
+    if ssn.event_handlers:
+        points.append("event handlers")
+    return points
+
+
+def _conf_validate(args: argparse.Namespace, out: TextIO) -> int:
+    from batchsched.conf import load_configuration
+    from batchsched.framework.registry import default_registry
+
+    configuration = load_configuration(args.file)
+    configuration.validate(default_registry())
+    plugins = ", ".join(configuration.plugin_names())
+    out.write(f"{args.file}: ok (actions: {', '.join(configuration.actions) or 'none'}; "
+              f"plugins: {plugins or 'none'})\n")
+    return EXIT_OK

@@ -1,0 +1,300 @@
+"""The scheduler configuration, in Volcano's YAML shape, unchanged.
+
+.. code-block:: yaml
+
+    actions: "enqueue, allocate, backfill"
+    tiers:
+    - plugins:
+      - name: priority
+      - name: gang
+        enablePreemptable: false
+    - plugins:
+      - name: binpack
+        arguments: {binpack.weight: 10}
+    configurations:
+    - name: preempt
+      arguments: {enableTopologyAwarePreemption: true}
+
+An omitted enable flag takes Volcano's configuration-file default (true, except
+``enableHierarchy`` and ``enabledClusterOrder``). Names of actions and plugins
+are checked against a registry by :meth:`SchedulerConfiguration.validate`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import yaml
+
+from batchsched.errors import ConfigError
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.extension_points import ENABLE_FLAGS
+
+if TYPE_CHECKING:
+    from batchsched.framework.registry import Registry
+
+__all__ = [
+    "DEFAULT_CONFIGURATION_YAML",
+    "PluginOption",
+    "SchedulerConfiguration",
+    "Tier",
+    "default_configuration",
+    "load_configuration",
+    "parse_configuration",
+]
+
+DEFAULT_CONFIGURATION_YAML = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+@attrs.frozen
+class PluginOption:
+    """One plugin in a tier: its name, enable flags and arguments."""
+
+    name: str
+    flags: Mapping[str, bool] = attrs.field(factory=dict)
+    arguments: Arguments = attrs.field(factory=Arguments)
+
+    def enabled(self, flag: str | None) -> bool:
+        """Whether the flag is on (``None``, an ungated point, always is)."""
+        if flag is None:
+            return True
+        value = self.flags.get(flag)
+        if value is None:
+            return ENABLE_FLAGS.get(flag, True)
+        return value
+
+    @property
+    def hierarchy(self) -> bool:
+        return self.enabled("enableHierarchy")
+
+
+@attrs.frozen
+class Tier:
+    plugins: tuple[PluginOption, ...]
+
+
+@attrs.frozen
+class SchedulerConfiguration:
+    """Actions in order, tiers of plugins, and per-action arguments."""
+
+    actions: tuple[str, ...]
+    tiers: tuple[Tier, ...]
+    configurations: Mapping[str, Arguments] = attrs.field(factory=dict)
+    source: str = "<configuration>"
+
+    def plugin_names(self) -> list[str]:
+        return [p.name for t in self.tiers for p in t.plugins]
+
+    def plugin_option(self, name: str) -> PluginOption | None:
+        for tier in self.tiers:
+            for option in tier.plugins:
+                if option.name == name:
+                    return option
+        return None
+
+    def action_arguments(self, name: str) -> Arguments:
+        return self.configurations.get(name, Arguments())
+
+    def validate(self, registry: Registry) -> None:
+        """Raise :class:`ConfigError` for names the registry does not know, or
+        combinations Volcano refuses (hierarchical drf with proportion)."""
+        known_actions = sorted(registry.actions)
+        for i, name in enumerate(self.actions):
+            if name not in registry.actions:
+                raise ConfigError(
+                    f"unknown action {name!r}{_did_you_mean(name, known_actions)}",
+                    source=self.source, key=f"actions[{i}]", known=known_actions,
+                )
+        known_plugins = sorted(registry.plugins)
+        for t, tier in enumerate(self.tiers):
+            for p, option in enumerate(tier.plugins):
+                if option.name not in registry.plugins:
+                    raise ConfigError(
+                        f"unknown plugin {option.name!r}"
+                        f"{_did_you_mean(option.name, known_plugins)}",
+                        source=self.source, key=f"tiers[{t}].plugins[{p}].name",
+                        known=known_plugins,
+                    )
+        drf = self.plugin_option("drf")
+        if drf is not None and drf.hierarchy and self.plugin_option("proportion") is not None:
+            raise ConfigError(
+                "drf with enableHierarchy cannot be used together with proportion "
+                "(Volcano refuses this combination: both decide queue shares)",
+                source=self.source, key="tiers",
+            )
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def parse_configuration(
+    document: Mapping[str, Any] | None, *, source: str = "<configuration>"
+) -> SchedulerConfiguration:
+    """Build a configuration from an already-parsed YAML mapping.
+
+    Shape errors (unknown keys, a flag that is not a boolean, a plugin without a
+    name) raise :class:`ConfigError` naming ``source`` and the key path.
+    """
+    if document is None:
+        document = {}
+    if not isinstance(document, Mapping):
+        raise ConfigError("the configuration must be a mapping", source=source)
+    allowed = {"actions", "tiers", "configurations", "metrics"}
+    for key in document:
+        if key not in allowed:
+            raise ConfigError(f"unknown key {key!r}", source=source, key=str(key),
+                              known=sorted(allowed))
+    raw_actions = document.get("actions", "")
+    if raw_actions is None:
+        raw_actions = ""
+    if not isinstance(raw_actions, str):
+        raise ConfigError("must be a comma-separated string", source=source, key="actions")
+    actions = tuple(a.strip() for a in raw_actions.split(",") if a.strip())
+    tiers = []
+    for t, raw_tier in enumerate(_list(document.get("tiers"), source, "tiers")):
+        key = f"tiers[{t}]"
+        if not isinstance(raw_tier, Mapping):
+            raise ConfigError("must be a mapping with 'plugins'", source=source, key=key)
+        for k in raw_tier:
+            if k != "plugins":
+                raise ConfigError(f"unknown key {k!r}", source=source, key=f"{key}.{k}",
+                                  known=["plugins"])
+        plugins = [
+            _plugin_option(raw, source, f"{key}.plugins[{p}]")
+            for p, raw in enumerate(_list(raw_tier.get("plugins"), source, f"{key}.plugins"))
+        ]
+        tiers.append(Tier(tuple(plugins)))
+    configurations: dict[str, Arguments] = {}
+    for c, raw in enumerate(_list(document.get("configurations"), source, "configurations")):
+        key = f"configurations[{c}]"
+        if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+            raise ConfigError("must be a mapping with a 'name'", source=source, key=key)
+        for k in raw:
+            if k not in ("name", "arguments"):
+                raise ConfigError(f"unknown key {k!r}", source=source, key=f"{key}.{k}",
+                                  known=["arguments", "name"])
+        arguments = raw.get("arguments") or {}
+        if not isinstance(arguments, Mapping):
+            raise ConfigError("must be a mapping", source=source, key=f"{key}.arguments")
+        configurations[raw["name"]] = Arguments(arguments)
+    return SchedulerConfiguration(
+        actions=actions, tiers=tuple(tiers), configurations=configurations, source=source
+    )
+
+
+def _list(value: Any, source: str, key: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError("must be a list", source=source, key=key)
+    return value
+
+
+def _plugin_option(raw: Any, source: str, key: str) -> PluginOption:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("must be a mapping with a 'name'", source=source, key=key)
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError("a plugin needs a 'name'", source=source, key=f"{key}.name")
+    flags: dict[str, bool] = {}
+    arguments: Mapping[str, Any] = {}
+    for field, value in raw.items():
+        if field == "name":
+            continue
+        if field == "arguments":
+            if value is None:
+                continue
+            if not isinstance(value, Mapping):
+                raise ConfigError("must be a mapping", source=source, key=f"{key}.arguments")
+            arguments = value
+            continue
+        if field in ENABLE_FLAGS or (field.startswith("enable") and field in _EXTRA_FLAGS):
+            if value is None:
+                continue
+            if not isinstance(value, bool):
+                raise ConfigError(
+                    f"must be true or false, not {value!r}", source=source,
+                    key=f"{key}.{field}",
+                )
+            flags[field] = value
+            continue
+        known = sorted([*ENABLE_FLAGS, "arguments", "name"])
+        raise ConfigError(
+            f"unknown key {field!r} for plugin {name!r}{_did_you_mean(field, known)}",
+            source=source, key=f"{key}.{field}", known=known,
+        )
+    return PluginOption(name=name, flags=flags, arguments=Arguments(arguments))
+
+
+# Flags of Volcano features this library does not model (hyper-nodes, sub-jobs):
+# accepted so that a real Volcano configuration loads unchanged, and ignored.
+_EXTRA_FLAGS = frozenset({
+    "enabledHyperNodeOrder",
+    "enabledSubJobReady",
+    "enabledSubJobPipelined",
+    "enabledSubJobOrder",
+    "enabledHyperNodeGradient",
+})
+
+
+def load_configuration(source: str | Path) -> SchedulerConfiguration:
+    """Read a Volcano scheduler configuration file.
+
+    A file may be the configuration itself or a Kubernetes ConfigMap-style
+    document whose ``volcano-scheduler.conf`` key holds it.
+    """
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from exc
+    return configuration_from_text(text, source=str(path))
+
+
+def configuration_from_text(text: str, *, source: str = "<string>") -> SchedulerConfiguration:
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "document"
+        raise ConfigError(f"malformed YAML ({where}): {getattr(exc, 'problem', exc)}",
+                          source=source) from exc
+    if isinstance(document, Mapping) and "volcano-scheduler.conf" in document:
+        inner = document["volcano-scheduler.conf"]
+        document = yaml.safe_load(inner) if isinstance(inner, str) else inner
+    elif (
+        isinstance(document, Mapping)
+        and isinstance(document.get("data"), Mapping)
+        and "volcano-scheduler.conf" in document["data"]
+    ):
+        document = yaml.safe_load(document["data"]["volcano-scheduler.conf"])
+    return parse_configuration(document, source=source)
+
+
+def default_configuration() -> SchedulerConfiguration:
+    """Volcano's default: enqueue, allocate, backfill with its two default tiers."""
+    return configuration_from_text(DEFAULT_CONFIGURATION_YAML, source="<default>")
+
+
+def flags_help() -> Iterable[tuple[str, bool]]:
+    """Every enable flag with its configuration-file default."""
+    return ENABLE_FLAGS.items()

@@ -1,0 +1,98 @@
+"""The exceptions batchsched raises.
+
+Every error derives from :class:`BatchSchedError` and from the builtin that
+fits it (``ConfigError`` is also a ``ValueError``), so callers can catch either.
+Each carries the data it talks about as attributes, and its message names the
+object, the field and the offending value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "BatchSchedError",
+    "ConfigError",
+    "PluginError",
+    "QuantityError",
+    "ScenarioError",
+    "SchedulingError",
+]
+
+
+class BatchSchedError(Exception):
+    """Base class of every error batchsched raises on purpose."""
+
+
+class QuantityError(BatchSchedError, ValueError):
+    """A resource quantity could not be parsed.
+
+    >>> str(QuantityError("1Qi"))
+    '"1Qi" is not a quantity'
+    """
+
+    def __init__(self, value: object, reason: str = "") -> None:
+        self.value = value
+        self.reason = reason
+        text = f"{value!r}" if not isinstance(value, str) else f'"{value}"'
+        super().__init__(f"{text} is not a quantity" + (f" ({reason})" if reason else ""))
+
+
+class ConfigError(BatchSchedError, ValueError):
+    """A scheduler configuration is invalid.
+
+    ``source`` is the file (or ``"<string>"``), ``key`` the dotted path of the
+    offending key, ``known`` the accepted alternatives when there is a closed set.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "<configuration>",
+        key: str = "",
+        known: Iterable[str] = (),
+    ) -> None:
+        self.source = source
+        self.key = key
+        self.known = tuple(known)
+        where = f"{source}: {key}: " if key else f"{source}: "
+        tail = f" (known: {', '.join(self.known)})" if self.known else ""
+        super().__init__(f"{where}{message}{tail}")
+
+
+class PluginError(BatchSchedError, RuntimeError):
+    """A plugin or action could not be registered, built or run.
+
+    ``plugin`` names the plugin (or action), ``point`` the extension point that
+    was being called when a plugin raised, if any.
+    """
+
+    def __init__(self, message: str, *, plugin: str = "", point: str = "") -> None:
+        self.plugin = plugin
+        self.point = point
+        super().__init__(message)
+
+
+class ScenarioError(BatchSchedError, ValueError):
+    """A scenario document is invalid.
+
+    The message reads ``FILE: OBJECT.FIELD: problem``, e.g.
+    ``s.yaml: tasks[3] (c1/p4).requests.memory: "1Qi" is not a quantity``.
+    """
+
+    def __init__(self, message: str, *, source: str = "<scenario>", path: str = "") -> None:
+        self.source = source
+        self.path = path
+        self.problem = message
+        where = f"{source}: {path}: " if path else f"{source}: "
+        super().__init__(f"{where}{message}")
+
+
+class SchedulingError(BatchSchedError, RuntimeError):
+    """A scheduling operation was asked for something impossible.
+
+    Raised, for example, by a Statement asked to allocate a task of a job the
+    session does not know, or onto a node that does not exist. The session's
+    state is unchanged when it is raised.
+    """

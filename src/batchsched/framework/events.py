@@ -1,0 +1,56 @@
+"""Allocate/deallocate event handlers, recorded events, and validation results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from batchsched.api.task import TaskInfo
+
+__all__ = ["Event", "EventHandler", "RecordedEvent", "ValidateResult"]
+
+
+@attrs.define
+class Event:
+    """What an allocate/deallocate handler receives: the task that moved."""
+
+    task: TaskInfo
+
+
+@attrs.frozen
+class EventHandler:
+    """Callbacks run when a statement places a task on a node (``allocate``: allocate
+    and pipeline) or takes it off (``deallocate``: evict, and the undo of a placement).
+
+    Plugins keep their shares and counters current with these; a handler that
+    raises makes the statement undo the operation and raise
+    :class:`~batchsched.errors.PluginError`.
+    """
+
+    allocate: Callable[[Event], None] | None = None
+    deallocate: Callable[[Event], None] | None = None
+    plugin: str = ""
+
+
+@attrs.frozen
+class RecordedEvent:
+    """An event on a task or job, as Kubernetes would record it."""
+
+    object: str
+    type: str
+    reason: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"object": self.object, "type": self.type, "reason": self.reason,
+                "message": self.message}
+
+
+@attrs.frozen
+class ValidateResult:
+    """A job-valid verdict: ``passed`` false keeps the job out of this session."""
+
+    passed: bool
+    reason: str = ""
+    message: str = ""

@@ -1,0 +1,217 @@
+"""Finding actions and plugins: built-ins and entry points, through the same pluggy hooks.
+
+Built-ins are registered first, as the module :mod:`batchsched.builtin`; then
+every entry point of the ``batchsched`` group is imported (unless
+``BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD`` is set). An entry point that fails to
+import is reported in :attr:`Registry.broken` and skipped; a plugin or action
+name claimed twice is a :class:`~batchsched.errors.PluginError` naming both
+distributions. Nothing is instantiated here: sessions build only the plugins
+their configuration names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+from collections.abc import Iterable
+from importlib import metadata
+from types import ModuleType
+from typing import Any
+
+import attrs
+import pluggy
+
+from batchsched import hookspecs
+from batchsched._version import __version__
+from batchsched.errors import PluginError
+from batchsched.framework.arguments import Arguments
+from batchsched.plugin import ActionSpec, PluginSpec
+
+__all__ = ["AUTOLOAD_ENV", "Registered", "Registry", "default_registry"]
+
+log = logging.getLogger("batchsched")
+
+AUTOLOAD_ENV = "BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD"
+ENTRY_POINT_GROUP = "batchsched"
+
+
+@attrs.frozen
+class Registered:
+    """A plugin or action spec with the distribution that provides it."""
+
+    spec: PluginSpec | ActionSpec
+    distribution: str
+    version: str
+    module: str
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class Registry:
+    """The actions and plugins available to sessions."""
+
+    def __init__(self, *, autoload: bool | None = None) -> None:
+        self.manager = pluggy.PluginManager("batchsched")
+        self.manager.add_hookspecs(hookspecs)
+        self.broken: list[tuple[str, str]] = []
+        self._origin: dict[str, tuple[str, str]] = {}
+        self.plugins: dict[str, Registered] = {}
+        self.actions: dict[str, Registered] = {}
+        from batchsched import builtin
+
+        self.register(builtin, name="batchsched.builtin", distribution="batchsched",
+                      version=__version__, refresh=False)
+        if autoload is None:
+            autoload = not os.environ.get(AUTOLOAD_ENV)
+        if autoload:
+            self._load_entry_points()
+        self.refresh()
+
+    def _load_entry_points(self) -> None:
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            dist = ep.dist
+            dist_name = dist.metadata["Name"] if dist is not None else "<unknown>"
+            version = dist.version if dist is not None else ""
+            if self.manager.has_plugin(ep.name):
+                continue
+            try:
+                module = ep.load()
+            except Exception as exc:
+                message = f"entry point {ep.name!r} of {dist_name}: {type(exc).__name__}: {exc}"
+                self.broken.append((ep.name, message))
+                log.warning("batchsched: skipping broken plugin %s", message)
+                continue
+            self.register(module, name=ep.name, distribution=dist_name, version=version,
+                          refresh=False)
+
+    def register(
+        self,
+        obj: ModuleType | object,
+        *,
+        name: str | None = None,
+        distribution: str = "<local>",
+        version: str = "",
+        refresh: bool = True,
+    ) -> None:
+        """Register an object (usually a module) whose hookimpls provide specs.
+
+        Programs and tests use this to add plugins without packaging them.
+        """
+        registered = self.manager.register(obj, name=name)
+        if registered is None:
+            raise PluginError(f"could not register {name or obj!r} (blocked or duplicate)")
+        self._origin[registered] = (distribution, version)
+        if refresh:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Collect specs from every registered hookimpl; raise on a name claimed twice."""
+        plugins: dict[str, Registered] = {}
+        actions: dict[str, Registered] = {}
+        for hook, table in (
+            (self.manager.hook.batchsched_register_plugins, plugins),
+            (self.manager.hook.batchsched_register_actions, actions),
+        ):
+            for impl in reversed(hook.get_hookimpls()):
+                dist, version = self._origin.get(impl.plugin_name, ("<unknown>", ""))
+                module = getattr(impl.plugin, "__name__", type(impl.plugin).__name__)
+                try:
+                    specs = list(impl.function() or ())
+                except Exception as exc:
+                    message = f"{impl.plugin_name} ({dist}): {type(exc).__name__}: {exc}"
+                    self.broken.append((impl.plugin_name, message))
+                    log.warning("batchsched: registration hook failed: %s", message)
+                    continue
+                for spec in specs:
+                    kind = "plugin" if table is plugins else "action"
+                    expected = PluginSpec if table is plugins else ActionSpec
+                    if not isinstance(spec, expected):
+                        raise PluginError(
+                            f"{dist} returned {spec!r} from its {kind} hook; "
+                            f"expected {expected.__name__}", plugin=str(getattr(spec, "name", ""))
+                        )
+                    if spec.name in table:
+                        other = table[spec.name]
+                        raise PluginError(
+                            f"{kind} name {spec.name!r} is claimed twice: by {other.distribution} "
+                            f"({other.module}) and by {dist} ({module})", plugin=spec.name,
+                        )
+                    table[spec.name] = Registered(spec, dist, version, module)
+        self.plugins = plugins
+        self.actions = actions
+
+    def create_plugin(self, name: str, arguments: Arguments | None = None) -> Any:
+        try:
+            entry = self.plugins[name]
+        except KeyError:
+            raise PluginError(
+                f"unknown plugin {name!r} (known: {', '.join(sorted(self.plugins))})",
+                plugin=name,
+            ) from None
+        try:
+            return entry.spec.factory(arguments if arguments is not None else Arguments())
+        except Exception as exc:
+            raise PluginError(
+                f"plugin {name!r} ({entry.distribution}) failed to build: "
+                f"{type(exc).__name__}: {exc}", plugin=name,
+            ) from exc
+
+    def create_action(self, name: str, arguments: Arguments | None = None) -> Any:
+        try:
+            entry = self.actions[name]
+        except KeyError:
+            raise PluginError(
+                f"unknown action {name!r} (known: {', '.join(sorted(self.actions))})",
+                plugin=name,
+            ) from None
+        factory = entry.spec.factory
+        try:
+            if _takes_argument(factory):
+                return factory(arguments if arguments is not None else Arguments())
+            return factory()
+        except Exception as exc:
+            raise PluginError(
+                f"action {name!r} ({entry.distribution}) failed to build: "
+                f"{type(exc).__name__}: {exc}", plugin=name,
+            ) from exc
+
+    def describe(self) -> Iterable[tuple[str, Registered]]:
+        """("action"|"plugin", entry) for everything registered, sorted by name."""
+        for name in sorted(self.actions):
+            yield "action", self.actions[name]
+        for name in sorted(self.plugins):
+            yield "plugin", self.plugins[name]
+
+
+def _takes_argument(factory: Any) -> bool:
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return False
+    required = [
+        p for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return bool(required)
+
+
+_default: Registry | None = None
+
+
+def default_registry() -> Registry:
+    """The process-wide registry, built on first use."""
+    global _default
+    if _default is None:
+        _default = Registry()
+    return _default
+
+
+def reset_default_registry() -> None:
+    """Forget the process-wide registry (after installing a distribution, in tests)."""
+    global _default
+    _default = None
+    importlib.invalidate_caches()

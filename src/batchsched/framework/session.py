@@ -1,0 +1,577 @@
+"""Session: one scheduling cycle over a snapshot (Volcano's ``framework.Session``).
+
+:meth:`Session.open` takes a snapshot from a cache, builds the plugins the
+configuration names (only those) and lets each register what it decides;
+actions then ask the session and decide through
+:class:`~batchsched.framework.statement.Statement`; :meth:`Session.close` runs
+the plugins' ``on_session_close`` and updates every pod group's phase with
+Volcano's rules, handing the result to the cache.
+
+The dispatch methods (``job_order_fn``, ``predicate``, ``node_order``, ...) each
+combine the enabled plugins' functions by the rule of their extension point
+(:mod:`batchsched.framework.extension_points`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from batchsched.api.cluster import ClusterInfo
+from batchsched.api.fit import FitError
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.priority_queue import PriorityQueue
+from batchsched.api.queue import QueueInfo
+from batchsched.api.resource import Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import (
+    COMPLETED_STATUSES,
+    PodGroupCondition,
+    PodGroupConditionType,
+    PodGroupPhase,
+    TaskStatus,
+)
+from batchsched.conf import SchedulerConfiguration, Tier
+from batchsched.errors import BatchSchedError, PluginError
+from batchsched.framework import combine
+from batchsched.framework.events import Event, EventHandler, RecordedEvent, ValidateResult
+from batchsched.framework.extension_points import EXTENSION_POINTS
+
+if TYPE_CHECKING:
+    from batchsched.cache.protocol import Cache
+    from batchsched.framework.registry import Registry
+    from batchsched.framework.statement import Operation
+
+__all__ = ["Session", "compare_task_default"]
+
+_session_ids = itertools.count(1)
+Fn = Callable[..., Any]
+
+
+class Session:
+    """One scheduling cycle. Build it with :meth:`open`."""
+
+    def __init__(
+        self,
+        snapshot: ClusterInfo,
+        configuration: SchedulerConfiguration,
+        *,
+        cache: Cache | None = None,
+        registry: Registry | None = None,
+        uid: str | None = None,
+    ) -> None:
+        self.uid = uid or f"session-{next(_session_ids)}"
+        self.cache = cache
+        self.configuration = configuration
+        self.tiers: tuple[Tier, ...] = configuration.tiers
+        self.registry = registry
+        self.jobs: dict[str, JobInfo] = snapshot.jobs
+        self.nodes: dict[str, NodeInfo] = snapshot.nodes
+        self.node_list: list[NodeInfo] = list(snapshot.nodes.values())
+        self.queues: dict[str, QueueInfo] = snapshot.queues
+        self.priority_classes = snapshot.priority_classes
+        self.pdbs = snapshot.pdbs
+        self.resource_quotas = snapshot.resource_quotas
+        self.now = snapshot.now or time.time()
+        self.total_resource = Resource()
+        for node in self.node_list:
+            self.total_resource.add(node.allocatable)
+        self.plugins: dict[str, Any] = {}
+        self.event_handlers: list[EventHandler] = []
+        self.events: list[RecordedEvent] = []
+        self.extra: dict[str, Any] = {}
+        self._fns: dict[str, dict[str, Fn]] = {name: {} for name in EXTENSION_POINTS}
+        self._bound: dict[str, combine.Bound] = {}
+        self._initial_phase = {uid: job.podgroup.phase for uid, job in self.jobs.items()}
+        self._closed = False
+        self._opened = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        source: Cache | ClusterInfo,
+        configuration: SchedulerConfiguration | None = None,
+        *,
+        registry: Registry | None = None,
+    ) -> Session:
+        """Snapshot ``source`` (a cache, or a ClusterInfo the session may consume),
+        build the configured plugins and open them."""
+        from batchsched.conf import default_configuration
+        from batchsched.framework.registry import default_registry
+
+        configuration = configuration or default_configuration()
+        registry = registry or default_registry()
+        configuration.validate(registry)
+        if isinstance(source, ClusterInfo):
+            cache, snapshot = None, source
+        else:
+            cache, snapshot = source, source.snapshot()
+        ssn = cls(snapshot, configuration, cache=cache, registry=registry)
+        for tier in configuration.tiers:
+            for option in tier.plugins:
+                plugin = registry.create_plugin(option.name, option.arguments)
+                ssn.plugins[option.name] = plugin
+                try:
+                    plugin.on_session_open(ssn)
+                except BatchSchedError:
+                    raise
+                except Exception as exc:
+                    raise PluginError(
+                        f"plugin {option.name!r} raised in on_session_open: "
+                        f"{type(exc).__name__}: {exc}", plugin=option.name,
+                        point="on_session_open",
+                    ) from exc
+        ssn._opened = True
+        registry.manager.hook.batchsched_session_opened(session=ssn)
+        return ssn
+
+    def close(self) -> None:
+        """Run ``on_session_close``, update pod-group phases, hand them to the cache."""
+        if self._closed:
+            return
+        self._closed = True
+        for name, plugin in self.plugins.items():
+            try:
+                plugin.on_session_close(self)
+            except BatchSchedError:
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {name!r} raised in on_session_close: {type(exc).__name__}: {exc}",
+                    plugin=name, point="on_session_close",
+                ) from exc
+        for job in self.jobs.values():
+            job.podgroup.phase = self.pod_group_phase(job)
+            if self.cache is not None:
+                self.cache.update_job_status(job)
+        if self.registry is not None:
+            self.registry.manager.hook.batchsched_session_closed(session=self)
+
+    def pod_group_phase(self, job: JobInfo) -> PodGroupPhase:
+        """The phase Volcano's job updater gives the pod group at session close."""
+        unschedulable = any(
+            c.type == PodGroupConditionType.UNSCHEDULABLE and c.status == "True"
+            and c.transition_id == self.uid
+            for c in job.podgroup.conditions
+        )
+        if unschedulable and job.tasks_in(TaskStatus.RUNNING):
+            return PodGroupPhase.UNKNOWN
+        scheduled = job.scheduled_task_num() + job.releasing_scheduled_task_num()
+        completed = sum(len(job.tasks_in(s)) for s in COMPLETED_STATUSES)
+        if scheduled >= job.podgroup.min_member:
+            return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
+        if job.podgroup.phase != PodGroupPhase.INQUEUE:
+            return PodGroupPhase.PENDING
+        return job.podgroup.phase
+
+    def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
+        """Set a condition on the job's pod group (replacing one of the same type)."""
+        condition = PodGroupCondition(
+            condition.type, condition.status, condition.reason, condition.message,
+            condition.transition_id or self.uid,
+        )
+        kept = [c for c in job.podgroup.conditions if c.type != condition.type]
+        job.podgroup.conditions = [*kept, condition]
+
+    def record_event(self, obj: str, event_type: str, reason: str, message: str) -> None:
+        """Record a Kubernetes-style event on a task or job id."""
+        event = RecordedEvent(obj, event_type, reason, message)
+        self.events.append(event)
+        if self.cache is not None:
+            self.cache.record_event(event)
+
+    # -- registration (snake_case of Volcano's AddXxxFn) -----------------------------------
+
+    def _add(self, point: str, plugin: str, fn: Fn) -> None:
+        self._fns[point][plugin] = fn
+        self._bound.pop(point, None)
+
+    def add_job_order_fn(self, plugin: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
+        self._add("job_order", plugin, fn)
+
+    def add_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
+        self._add("queue_order", plugin, fn)
+
+    def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+        self._add("task_order", plugin, fn)
+
+    def add_cluster_order_fn(self, plugin: str, fn: Callable[[Any, Any], int]) -> None:
+        self._add("cluster_order", plugin, fn)
+
+    def add_victim_queue_order_fn(
+        self, plugin: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]
+    ) -> None:
+        self._add("victim_queue_order", plugin, fn)
+
+    def add_predicate_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], FitError | None]
+    ) -> None:
+        self._add("predicate", plugin, fn)
+
+    def add_pre_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], FitError | None]) -> None:
+        self._add("pre_predicate", plugin, fn)
+
+    def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self._add("allocatable", plugin, fn)
+
+    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self._add("preemptive", plugin, fn)
+
+    def add_job_ready_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
+        self._add("job_ready", plugin, fn)
+
+    def add_job_valid_fn(
+        self, plugin: str, fn: Callable[[JobInfo], ValidateResult | None]
+    ) -> None:
+        self._add("job_valid", plugin, fn)
+
+    def add_overused_fn(self, plugin: str, fn: Callable[[QueueInfo], bool]) -> None:
+        self._add("overused", plugin, fn)
+
+    def add_job_enqueueable_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
+        self._add("job_enqueueable", plugin, fn)
+
+    def add_job_pipelined_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
+        self._add("job_pipelined", plugin, fn)
+
+    def add_preemptable_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]
+    ) -> None:
+        self._add("preemptable", plugin, fn)
+
+    def add_reclaimable_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo] | None]
+    ) -> None:
+        self._add("reclaimable", plugin, fn)
+
+    def add_victim_tasks_fn(
+        self, plugin: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]
+    ) -> None:
+        self._add("victim_tasks", plugin, fn)
+
+    def add_job_starving_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
+        self._add("job_starving", plugin, fn)
+
+    def add_target_job_fn(self, plugin: str, fn: Callable[[list[JobInfo]], JobInfo | None]) -> None:
+        self._add("target_job", plugin, fn)
+
+    def add_best_node_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, dict[float, list[NodeInfo]]], NodeInfo | None]
+    ) -> None:
+        self._add("best_node", plugin, fn)
+
+    def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
+        self._add("node_order", plugin, fn)
+
+    def add_batch_node_order_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]
+    ) -> None:
+        self._add("batch_node_order", plugin, fn)
+
+    def add_job_enqueued_fn(self, plugin: str, fn: Callable[[JobInfo], None]) -> None:
+        self._add("job_enqueued", plugin, fn)
+
+    def add_reserved_nodes_fn(self, plugin: str, fn: Callable[[], None]) -> None:
+        self._add("reserved_nodes", plugin, fn)
+
+    def add_simulate_add_task_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, TaskInfo, NodeInfo], None]
+    ) -> None:
+        self._add("simulate_add_task", plugin, fn)
+
+    def add_simulate_remove_task_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, TaskInfo, NodeInfo], None]
+    ) -> None:
+        self._add("simulate_remove_task", plugin, fn)
+
+    def add_simulate_allocatable_fn(
+        self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]
+    ) -> None:
+        self._add("simulate_allocatable", plugin, fn)
+
+    def add_simulate_predicate_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], FitError | None]
+    ) -> None:
+        self._add("simulate_predicate", plugin, fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    def registered(self, point: str) -> Mapping[str, Fn]:
+        """The functions registered on a point, by plugin (enabled or not)."""
+        return self._fns[point]
+
+    def tiers_for(self, point: str) -> combine.Bound:
+        """The enabled functions of a point, grouped by tier, in configuration order."""
+        bound = self._bound.get(point)
+        if bound is None:
+            flag = EXTENSION_POINTS[point].flag
+            registered = self._fns[point]
+            bound = [
+                [(opt.name, registered[opt.name]) for opt in tier.plugins
+                 if opt.name in registered and opt.enabled(flag)]
+                for tier in self.tiers
+            ]
+            self._bound[point] = bound
+        return bound
+
+    def has(self, point: str) -> bool:
+        """Whether any enabled plugin serves the point."""
+        return any(self.tiers_for(point))
+
+    # -- orderings ---------------------------------------------------------------------------
+
+    def job_order_compare(self, left: JobInfo, right: JobInfo) -> int:
+        return combine.first_nonzero("job_order", self.tiers_for("job_order"), left, right)
+
+    def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
+        """Whether ``left`` goes before ``right``: plugins, then creation time, then id."""
+        result = self.job_order_compare(left, right)
+        if result:
+            return result < 0
+        if left.creation_time != right.creation_time:
+            return left.creation_time < right.creation_time
+        return left.uid < right.uid
+
+    def queue_order_fn(self, left: QueueInfo, right: QueueInfo) -> bool:
+        result = combine.first_nonzero("queue_order", self.tiers_for("queue_order"), left, right)
+        if result:
+            return result < 0
+        if left.creation_time != right.creation_time:
+            return left.creation_time < right.creation_time
+        return left.uid < right.uid
+
+    def cluster_order_fn(self, left: Any, right: Any) -> bool:
+        result = combine.first_nonzero("cluster_order", self.tiers_for("cluster_order"),
+                                       left, right)
+        return result < 0 if result else False
+
+    def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
+        return combine.first_nonzero("task_order", self.tiers_for("task_order"), left, right)
+
+    def task_order_fn(self, left: TaskInfo, right: TaskInfo) -> bool:
+        result = self.task_compare(left, right)
+        if result:
+            return result < 0
+        return compare_task_default(left, right)
+
+    def victim_queue_order_fn(
+        self, left: QueueInfo, right: QueueInfo, preemptor_queue: QueueInfo | None
+    ) -> bool:
+        result = combine.first_nonzero(
+            "victim_queue_order", self.tiers_for("victim_queue_order"), left, right,
+            preemptor_queue,
+        )
+        if result:
+            return result < 0
+        return not self.queue_order_fn(left, right)
+
+    def build_victims_priority_queue(
+        self, victims: Iterable[TaskInfo], preemptor: TaskInfo
+    ) -> PriorityQueue[TaskInfo]:
+        """Victims in eviction order: same job, reverse task order; same queue, reverse
+        job order then reverse task order; other queues, the victim-queue order."""
+        jobs, queues = self.jobs, self.queues
+        preemptor_job = jobs.get(preemptor.job)
+
+        def job_then_task(lj: JobInfo, rj: JobInfo, lt: TaskInfo, rt: TaskInfo) -> bool:
+            cmp = self.job_order_compare(lj, rj)
+            if cmp:
+                return cmp > 0
+            return not self.task_order_fn(lt, rt)
+
+        def before(lt: TaskInfo, rt: TaskInfo) -> bool:
+            if lt.job == rt.job:
+                return not self.task_order_fn(lt, rt)
+            lj, rj = jobs.get(lt.job), jobs.get(rt.job)
+            if lj is None or rj is None:
+                if lj is None and rj is None:
+                    return not self.task_order_fn(lt, rt)
+                return lj is None
+            if preemptor_job is None:
+                return job_then_task(lj, rj, lt, rt)
+            if lj.queue != rj.queue:
+                return self.victim_queue_order_fn(
+                    queues[lj.queue], queues[rj.queue], queues.get(preemptor_job.queue)
+                )
+            return job_then_task(lj, rj, lt, rt)
+
+        return PriorityQueue(before, victims)
+
+    # -- verdicts -----------------------------------------------------------------------------
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """None if every enabled predicate passes, else the first FitError."""
+        return combine.first_failure("predicate", self.tiers_for("predicate"), task, node)
+
+    def pre_predicate(self, task: TaskInfo) -> FitError | None:
+        return combine.first_failure("pre_predicate", self.tiers_for("pre_predicate"), task)
+
+    def simulate_predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        return combine.first_failure(
+            "simulate_predicate", self.tiers_for("simulate_predicate"), task, node
+        )
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return combine.all_pass("allocatable", self.tiers_for("allocatable"), queue, task)
+
+    def simulate_allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return combine.all_pass(
+            "simulate_allocatable", self.tiers_for("simulate_allocatable"), queue, task
+        )
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return combine.all_pass("preemptive", self.tiers_for("preemptive"), queue, task)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return combine.any_true("overused", self.tiers_for("overused"), queue)
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return combine.all_pass("job_ready", self.tiers_for("job_ready"), job)
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        """None when every plugin accepts the job, else the first failing verdict."""
+        result: ValidateResult | None = combine.first_invalid(
+            "job_valid", self.tiers_for("job_valid"), job
+        )
+        return result
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return combine.vote("job_pipelined", self.tiers_for("job_pipelined"), job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return combine.vote("job_enqueueable", self.tiers_for("job_enqueueable"), job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        combine.call_all("job_enqueued", self.tiers_for("job_enqueued"), job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return combine.first_tier_decides("job_starving", self.tiers_for("job_starving"), job)
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        return combine.intersect_per_tier(
+            "preemptable", self.tiers_for("preemptable"), preemptor, preemptees
+        )
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        return combine.intersect_per_tier(
+            "reclaimable", self.tiers_for("reclaimable"), reclaimer, reclaimees
+        )
+
+    def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        return combine.union_first_nonempty("victim_tasks", self.tiers_for("victim_tasks"), tasks)
+
+    def target_job(self, jobs: list[JobInfo]) -> JobInfo | None:
+        for tier in self.tiers_for("target_job"):
+            for name, fn in tier:
+                try:
+                    return fn(jobs)  # type: ignore[no-any-return]
+                except BatchSchedError:
+                    raise
+                except Exception as exc:
+                    raise combine.plugin_failed("target_job", name, exc) from exc
+        return None
+
+    def reserved_nodes(self) -> None:
+        combine.call_all("reserved_nodes", self.tiers_for("reserved_nodes"))
+
+    def best_node(
+        self, task: TaskInfo, node_scores: dict[float, list[NodeInfo]]
+    ) -> NodeInfo | None:
+        result: NodeInfo | None = combine.first_answer(
+            "best_node", self.tiers_for("best_node"), task, node_scores
+        )
+        return result
+
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        return combine.sum_scores("node_order", self.tiers_for("node_order"), task, node)
+
+    def batch_node_order(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        return combine.sum_batch_scores(
+            "batch_node_order", self.tiers_for("batch_node_order"), task, nodes
+        )
+
+    def simulate_add_task(self, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
+        combine.call_all("simulate_add_task", self.tiers_for("simulate_add_task"),
+                         preemptor, task, node)
+
+    def simulate_remove_task(self, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
+        combine.call_all("simulate_remove_task", self.tiers_for("simulate_remove_task"),
+                         preemptor, task, node)
+
+    # -- events and decisions ------------------------------------------------------------------
+
+    def _fire_allocate(self, task: TaskInfo) -> None:
+        self._fire(task, allocate=True)
+
+    def _fire_deallocate(self, task: TaskInfo) -> None:
+        self._fire(task, allocate=False)
+
+    def _fire(self, task: TaskInfo, *, allocate: bool) -> None:
+        event = Event(task)
+        done: list[EventHandler] = []
+        for handler in self.event_handlers:
+            fn = handler.allocate if allocate else handler.deallocate
+            if fn is None:
+                continue
+            try:
+                fn(event)
+            except Exception as exc:
+                # Undo the handlers that already saw the event, so that no plugin
+                # keeps counting an operation the statement is about to revert.
+                for seen in reversed(done):
+                    undo = seen.deallocate if allocate else seen.allocate
+                    if undo is not None:
+                        undo(Event(task))
+                point = "allocate event" if allocate else "deallocate event"
+                if isinstance(exc, BatchSchedError):
+                    raise
+                raise combine.plugin_failed(point, handler.plugin or "<handler>", exc) from exc
+            done.append(handler)
+
+    def _bind(self, task: TaskInfo) -> bool:
+        if self.cache is None:
+            return True
+        return self.cache.bind(task, task.node_name)
+
+    def _evict(self, task: TaskInfo, reason: str) -> bool:
+        if self.cache is None:
+            return True
+        return self.cache.evict(task, reason)
+
+    def _statement_committed(self, operations: list[Operation]) -> None:
+        if self.registry is not None and operations:
+            self.registry.manager.hook.batchsched_statement_committed(
+                session=self, operations=operations
+            )
+
+    def __repr__(self) -> str:
+        return (f"<Session {self.uid} jobs={len(self.jobs)} nodes={len(self.nodes)} "
+                f"queues={len(self.queues)}>")
+
+
+def compare_task_default(left: TaskInfo, right: TaskInfo) -> bool:
+    """Volcano's default task order (``CompareTask``): the numeric suffix of a pod name
+    with at least three dash-separated parts, then creation time, then id."""
+    lnum, rnum = _name_index(left.name), _name_index(right.name)
+    if lnum is not None and rnum is not None and lnum != rnum:
+        return lnum < rnum
+    if left.creation_time != right.creation_time:
+        return left.creation_time < right.creation_time
+    return left.order_uid < right.order_uid
+
+
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+
+
+def _name_index(name: str) -> int | None:
+    parts = name.split("-")
+    if len(parts) < 3 or not _DIGITS.fullmatch(parts[-1]):
+        return None
+    return int(parts[-1])

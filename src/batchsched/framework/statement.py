@@ -1,0 +1,206 @@
+"""Statement: transactional decisions (Volcano's ``framework/statement.go``).
+
+``allocate``, ``pipeline`` and ``evict`` change the session's view at once (task
+status, node figures, job indexes) and run the allocate/deallocate event
+handlers, so that later decisions in the same session see them. ``commit``
+hands the binds and evictions to the cache; ``discard`` undoes every operation
+in reverse order, restoring each task's previous status and node exactly.
+
+>>> # stmt = Statement(ssn); stmt.allocate(task, node)
+>>> # if ssn.job_ready(job): stmt.commit()
+>>> # else: stmt.discard()
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+import attrs
+
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import TaskInfo, TransactionContext
+from batchsched.api.types import TaskStatus
+from batchsched.errors import SchedulingError
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = ["Operation", "OperationKind", "Statement"]
+
+
+class OperationKind(enum.Enum):
+    EVICT = "evict"
+    PIPELINE = "pipeline"
+    ALLOCATE = "allocate"
+
+
+@attrs.frozen
+class Operation:
+    """One decision and what the task was before it."""
+
+    kind: OperationKind
+    task: TaskInfo
+    node_name: str
+    before: TransactionContext
+    reason: str = ""
+
+
+class Statement:
+    """An operation log over one session."""
+
+    __slots__ = ("operations", "ssn")
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.operations: list[Operation] = []
+
+    # -- decisions ----------------------------------------------------------------------
+
+    def allocate(self, task: TaskInfo, node: NodeInfo | str) -> None:
+        """Place a pending task on a node: status Allocated, node charged."""
+        self._place(task, node, TaskStatus.ALLOCATED, OperationKind.ALLOCATE)
+
+    def pipeline(self, task: TaskInfo, node: NodeInfo | str, eviction_occurred: bool = False) -> None:
+        """Reserve the node's future idle for a task: status Pipelined."""
+        task.eviction_occurred = eviction_occurred
+        self._place(task, node, TaskStatus.PIPELINED, OperationKind.PIPELINE)
+
+    def evict(self, task: TaskInfo, reason: str = "") -> None:
+        """Mark a running task Releasing; its node keeps it until the eviction completes."""
+        ssn = self.ssn
+        job = self._job_of(task)
+        node = ssn.nodes.get(task.node_name)
+        before = task.transaction
+        job.update_task_status(task, TaskStatus.RELEASING)
+        if node is not None:
+            node.update_task(task)
+        op = Operation(OperationKind.EVICT, task, task.node_name, before, reason)
+        try:
+            ssn._fire_deallocate(task)
+        except BaseException:
+            self._revert(op)
+            raise
+        self.operations.append(op)
+
+    def _place(
+        self, task: TaskInfo, node: NodeInfo | str, status: TaskStatus, kind: OperationKind
+    ) -> None:
+        ssn = self.ssn
+        node_info = ssn.nodes.get(node) if isinstance(node, str) else node
+        if node_info is None or ssn.nodes.get(node_info.name) is not node_info:
+            name = node if isinstance(node, str) else node.name
+            raise SchedulingError(f"cannot {kind.value} task {task.uid}: no node {name!r} in session")
+        job = self._job_of(task)
+        before = task.transaction
+        if task.node_name and task.node_name != node_info.name:
+            raise SchedulingError(
+                f"cannot {kind.value} task {task.uid} on {node_info.name}: "
+                f"it is on {task.node_name}"
+            )
+        job.update_task_status(task, status)
+        task.node_name = node_info.name
+        try:
+            node_info.add_task(task)
+        except SchedulingError:
+            job.update_task_status(task, before.status)
+            task.node_name = before.node_name
+            raise
+        op = Operation(kind, task, node_info.name, before)
+        try:
+            ssn._fire_allocate(task)
+        except BaseException:
+            self._revert(op)
+            raise
+        self.operations.append(op)
+
+    def _job_of(self, task: TaskInfo) -> JobInfo:
+        job = self.ssn.jobs.get(task.job)
+        if job is None:
+            raise SchedulingError(f"task {task.uid} belongs to job {task.job!r}, "
+                                  "which is not in the session")
+        return job
+
+    # -- undo -----------------------------------------------------------------------------
+
+    def _revert(self, op: Operation, *, fire: bool = False) -> None:
+        """Put the task back exactly as it was before ``op``."""
+        ssn = self.ssn
+        task = op.task
+        job = ssn.jobs[task.job]
+        node = ssn.nodes.get(op.node_name)
+        if op.kind is OperationKind.EVICT:
+            job.update_task_status(task, op.before.status)
+            if node is not None:
+                node.update_task(task)
+            if fire:
+                ssn._fire_allocate(task)
+            return
+        if node is not None:
+            node.remove_task(task)
+        job.update_task_status(task, op.before.status)
+        task.node_name = op.before.node_name
+        if fire:
+            ssn._fire_deallocate(task)
+
+    def discard(self) -> None:
+        """Undo every operation, last first."""
+        operations, self.operations = self.operations, []
+        for op in reversed(operations):
+            op.task.generate_last_transaction()
+            self._revert(op, fire=True)
+
+    def unallocate(self, task: TaskInfo) -> None:
+        """Undo the latest placement of one task (Volcano's ``UnAllocate``/``UnPipeline``)."""
+        for i in range(len(self.operations) - 1, -1, -1):
+            op = self.operations[i]
+            if op.task is task and op.kind is not OperationKind.EVICT:
+                del self.operations[i]
+                self._revert(op, fire=True)
+                return
+
+    # -- commit ---------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        """Hand evictions and binds to the cache, in order.
+
+        Allocated tasks become Binding. A bind the cache refuses returns that task to
+        Pending (its node and the plugins' shares are released); the other
+        operations stand.
+        """
+        operations, self.operations = self.operations, []
+        ssn = self.ssn
+        committed: list[Operation] = []
+        for op in operations:
+            op.task.clear_last_transaction()
+            if op.kind is OperationKind.EVICT:
+                if ssn._evict(op.task, op.reason):
+                    committed.append(op)
+                else:
+                    self._revert(op, fire=True)
+            elif op.kind is OperationKind.ALLOCATE:
+                if ssn._bind(op.task):
+                    ssn.jobs[op.task.job].update_task_status(op.task, TaskStatus.BINDING)
+                    node = ssn.nodes.get(op.node_name)
+                    if node is not None:
+                        node.update_task(op.task)
+                    committed.append(op)
+                else:
+                    self._revert(op, fire=True)
+            else:
+                committed.append(op)
+        ssn._statement_committed(committed)
+
+    def merge(self, *others: Statement) -> None:
+        """Take over the operations of other statements (Volcano's ``Merge``)."""
+        for other in others:
+            self.operations.extend(other.operations)
+            other.operations = []
+
+    def has_evictions(self) -> bool:
+        return any(op.kind is OperationKind.EVICT for op in self.operations)
+
+    def __len__(self) -> int:
+        return len(self.operations)
+

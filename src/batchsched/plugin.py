@@ -1,0 +1,91 @@
+"""What plugin and action authors import.
+
+>>> from batchsched.plugin import hookimpl, PluginSpec, ActionSpec, Arguments, Vote
+
+A plugin is any object with ``name``, ``on_session_open(ssn)`` and
+``on_session_close(ssn)``; in ``on_session_open`` it registers what it decides
+with ``ssn.add_<point>_fn(self.name, fn)`` (``add_job_order_fn``,
+``add_predicate_fn``, ``add_node_order_fn``, ``add_job_enqueueable_fn``, ...) and
+``ssn.add_event_handler(EventHandler(...))``. The points and the rules that
+combine plugins across tiers are listed in
+:mod:`batchsched.framework.extension_points`.
+
+An action is any object with ``name``, ``initialize()``, ``execute(ssn)`` and
+``uninitialize()``. It reads ``ssn.jobs``, ``ssn.nodes``, ``ssn.queues``, asks
+the session (``ssn.job_valid(job)``, ``ssn.predicate(task, node)``, ...) and
+decides through a :class:`~batchsched.framework.statement.Statement`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+import pluggy
+
+from batchsched.api.types import Vote
+from batchsched.framework.arguments import Arguments
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = [
+    "Action",
+    "ActionSpec",
+    "Arguments",
+    "Plugin",
+    "PluginSpec",
+    "Vote",
+    "hookimpl",
+]
+
+hookimpl = pluggy.HookimplMarker("batchsched")
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    """The shape of a plugin object."""
+
+    name: str
+
+    def on_session_open(self, ssn: Session) -> None: ...
+
+    def on_session_close(self, ssn: Session) -> None: ...
+
+
+@runtime_checkable
+class Action(Protocol):
+    """The shape of an action object."""
+
+    name: str
+
+    def initialize(self) -> None: ...
+
+    def execute(self, ssn: Session) -> None: ...
+
+    def uninitialize(self) -> None: ...
+
+
+@attrs.frozen
+class PluginSpec:
+    """A plugin a distribution provides: its configuration name and factory.
+
+    ``factory(arguments)`` returns a new plugin object for one session.
+    """
+
+    name: str
+    factory: Callable[[Arguments], Any]
+    description: str = ""
+
+
+@attrs.frozen
+class ActionSpec:
+    """An action a distribution provides: its configuration name and factory.
+
+    ``factory()`` (or ``factory(arguments)``) returns a new action object.
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    description: str = ""

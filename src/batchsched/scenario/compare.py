@@ -1,0 +1,81 @@
+"""Compare decisions with a scenario's ``expect``; every difference as one readable line."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["compare_decisions"]
+
+SCORE_TOLERANCE = 1e-6
+
+
+def compare_decisions(
+    expect: Mapping[str, Any], got: Mapping[str, Any], task_jobs: Mapping[str, str] | None = None
+) -> list[str]:
+    """Differences between ``expect`` and decisions in JSON form (empty: they agree).
+
+    ``task_jobs`` (task id -> job id) is needed only for ``x-jobBindCounts``.
+    """
+    diffs: list[str] = []
+    binds: Mapping[str, str] = got.get("binds") or {}
+    if "binds" in expect:
+        want = dict(expect["binds"] or {})
+        if want != dict(binds):
+            missing = {k: v for k, v in want.items() if binds.get(k) != v}
+            extra = {k: v for k, v in binds.items() if k not in want}
+            diffs.append(f"binds: expected but not made {missing}; made but not expected {extra}")
+    if "bindCount" in expect and len(binds) != expect["bindCount"]:
+        diffs.append(f"bindCount: expected {expect['bindCount']}, got {len(binds)}")
+    if "x-nodeBindCounts" in expect:
+        per_node = collections.Counter(binds.values())
+        for node, n in (expect["x-nodeBindCounts"] or {}).items():
+            if per_node.get(node, 0) != n:
+                diffs.append(f"nodeBindCounts: {node} expected {n}, got {per_node.get(node, 0)}")
+    if "x-jobBindCounts" in expect:
+        jobs = task_jobs or {}
+        per_job = collections.Counter(jobs.get(t) for t in binds)
+        for job, allowed in (expect["x-jobBindCounts"] or {}).items():
+            options = allowed if isinstance(allowed, list) else [allowed]
+            if per_job.get(job, 0) not in options:
+                diffs.append(f"jobBindCounts: {job} expected one of {options}, "
+                             f"got {per_job.get(job, 0)}")
+    evicted: Sequence[str] = got.get("evicted") or []
+    if "evicted" in expect:
+        want_ev = collections.Counter(expect["evicted"] or [])
+        if want_ev != collections.Counter(evicted):
+            diffs.append(f"evicted: expected {sorted(want_ev.elements())}, got {sorted(evicted)}")
+    if "evictCount" in expect and len(evicted) != expect["evictCount"]:
+        diffs.append(f"evictCount: expected {expect['evictCount']}, got {len(evicted)}")
+    if "pipelined" in expect:
+        have = got.get("pipelined") or {}
+        for job, nodes in (expect["pipelined"] or {}).items():
+            tasks = have.get(job) or {}
+            if not tasks:
+                diffs.append(f"pipelined: {job} has no pipelined task (expected on {nodes})")
+                continue
+            wrong = {t: n for t, n in tasks.items() if n not in nodes}
+            if wrong:
+                diffs.append(f"pipelined: {job} tasks {wrong} not on {nodes}")
+    if "podGroupPhases" in expect:
+        have = got.get("podGroupPhases") or {}
+        for job, phase in (expect["podGroupPhases"] or {}).items():
+            if have.get(job) != phase:
+                diffs.append(f"podGroupPhases: {job} expected {phase}, got {have.get(job)}")
+    if "taskStatusCounts" in expect:
+        have = got.get("taskStatusCounts") or {}
+        for job, counts in (expect["taskStatusCounts"] or {}).items():
+            have_job = have.get(job) or {}
+            for status, n in counts.items():
+                if have_job.get(status, 0) != n:
+                    diffs.append(f"taskStatusCounts: {job} {status} expected {n}, "
+                                 f"got {have_job.get(status, 0)}")
+    if "scores" in expect:
+        have = got.get("scores") or {}
+        for task, nodes in (expect["scores"] or {}).items():
+            for node, score in nodes.items():
+                value = (have.get(task) or {}).get(node)
+                if value is None or abs(float(value) - float(score)) > SCORE_TOLERANCE:
+                    diffs.append(f"scores: {task} on {node} expected {score}, got {value}")
+    return diffs

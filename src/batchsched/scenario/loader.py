@@ -1,0 +1,651 @@
+"""Load a scenario file (scenario format version 1) strictly.
+
+Every object is checked: an unknown key, a missing reference or a malformed
+quantity raises :class:`~batchsched.errors.ScenarioError` whose message names
+the file, the object and the field, e.g.
+``s.yaml: tasks[3] (c1/p4).requests.memory: "1Qi" is not a quantity``.
+The two tolerances of the format (a job whose queue is missing is dropped, an
+unknown priority class counts as priority 0) are reported as warnings in
+:attr:`Scenario.warnings`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import yaml
+
+from batchsched.api.cluster import PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.job import JobInfo, PodGroup
+from batchsched.api.node import NodeInfo
+from batchsched.api.queue import NodeGroupAffinity, QueueInfo
+from batchsched.api.resource import Resource
+from batchsched.api.task import Taint, TaskInfo, Toleration
+from batchsched.api.types import PodGroupPhase, QueueState, TaskStatus
+from batchsched.cache.memory import MemoryCache
+from batchsched.conf import SchedulerConfiguration, parse_configuration
+from batchsched.errors import ConfigError, QuantityError, ScenarioError
+from batchsched.framework.arguments import parse_duration
+
+__all__ = ["Scenario", "load_scenario", "parse_scenario"]
+
+T = TypeVar("T")
+
+_TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "queues", "nodes",
+             "jobs", "tasks", "pdbs", "resourceQuotas", "now", "expect"}
+_EXPECT_KEYS = {"binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
+                "taskStatusCounts", "scores"}
+
+
+@attrs.frozen
+class Scenario:
+    """A parsed scenario. :meth:`build_cache` gives a fresh cluster each time."""
+
+    name: str
+    description: str
+    source: str
+    configuration: SchedulerConfiguration
+    priority_classes: tuple[PriorityClass, ...]
+    queues: tuple[QueueInfo, ...]
+    nodes: tuple[NodeInfo, ...]
+    jobs: tuple[JobInfo, ...]
+    tasks: tuple[TaskInfo, ...]
+    pdbs: tuple[PodDisruptionBudget, ...]
+    resource_quotas: tuple[ResourceQuota, ...]
+    now: float | None
+    expect: Mapping[str, Any]
+    warnings: tuple[str, ...] = ()
+
+    def build_cache(self) -> MemoryCache:
+        """A new in-memory cluster holding this scenario's objects (copies)."""
+        cache = MemoryCache(now=self.now if self.now is not None else time.time())
+        for pc in self.priority_classes:
+            cache.add_priority_class(pc)
+        for queue in self.queues:
+            cache.add_queue(queue.clone())
+        for node in self.nodes:
+            cache.add_node(node.clone())
+        for job in self.jobs:
+            twin = job.clone()
+            twin.tasks.clear()
+            twin.task_status_index.clear()
+            twin.allocated = Resource()
+            twin.total_request = Resource()
+            cache.add_job(twin)
+        for task in self.tasks:
+            if task.job in cache.jobs:
+                cache.add_task(task.clone())
+        cache.pdbs = [attrs.evolve(p) for p in self.pdbs]
+        cache.resource_quotas = [attrs.evolve(q, used=q.used.clone())
+                                 for q in self.resource_quotas]
+        return cache
+
+    def with_configuration(self, configuration: SchedulerConfiguration) -> Scenario:
+        return attrs.evolve(self, configuration=configuration)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and parse a YAML or JSON scenario file."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"cannot read: {exc.strerror}", source=source) from exc
+    try:
+        if source.endswith(".json"):
+            document = json.loads(text)
+        else:
+            document = yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        if isinstance(exc, json.JSONDecodeError):
+            where = f" at line {exc.lineno}"
+        raise ScenarioError(f"malformed document{where}: {getattr(exc, 'problem', exc)}",
+                            source=source) from exc
+    return parse_scenario(document, source=source)
+
+
+def parse_scenario(document: Any, *, source: str = "<scenario>") -> Scenario:
+    """Build a :class:`Scenario` from an already-parsed document."""
+    return _Parser(source).parse(document)
+
+
+class _Parser:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.warnings: list[str] = []
+        self.now = 0.0
+
+    def fail(self, path: str, message: str) -> ScenarioError:
+        return ScenarioError(message, source=self.source, path=path)
+
+    # -- generic field readers -------------------------------------------------------
+
+    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.fail(path, f"must be a mapping, not {_kind(value)}")
+        return value
+
+    def seq(self, value: Any, path: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(path, f"must be a list, not {_kind(value)}")
+        return value
+
+    def keys(self, obj: Mapping[str, Any], allowed: set[str], path: str) -> None:
+        for key in obj:
+            if isinstance(key, str) and key.startswith("x-"):
+                continue
+            if key not in allowed:
+                raise self.fail(f"{path}.{key}",
+                                f"unknown key (known: {', '.join(sorted(allowed))})")
+
+    def typed(self, obj: Mapping[str, Any], key: str, kind: type[T] | tuple[type, ...],
+              default: T, path: str) -> T:
+        if key not in obj or obj[key] is None:
+            return default
+        value = obj[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            raise self.fail(f"{path}.{key}", f"must be {_names(kinds)}, not {value!r}")
+        if not isinstance(value, kinds):
+            raise self.fail(f"{path}.{key}", f"must be {_names(kinds)}, not {value!r}")
+        return value  # type: ignore[return-value]
+
+    def name(self, obj: Mapping[str, Any], path: str) -> str:
+        value = obj.get("name")
+        if not isinstance(value, str) or not value:
+            raise self.fail(f"{path}.name", "a non-empty name is required")
+        return value
+
+    def resources(self, value: Any, path: str) -> Resource:
+        quantities = self.mapping(value, path)
+        res = Resource()
+        for name, raw in quantities.items():
+            try:
+                res.add(Resource.from_mapping({name: raw}))
+            except QuantityError as exc:
+                reason = f"is negative" if exc.reason.endswith("negative") else "is not a quantity"
+                text = f'"{raw}"' if isinstance(raw, str) else repr(raw)
+                raise self.fail(f"{path}.{name}", f"{text} {reason}") from exc
+        return res
+
+    def string_map(self, value: Any, path: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, item in self.mapping(value, path).items():
+            if isinstance(item, bool):
+                item = "true" if item else "false"
+            if not isinstance(item, (str, int, float)):
+                raise self.fail(f"{path}.{key}", f"must be a string, not {_kind(item)}")
+            out[str(key)] = str(item)
+        return out
+
+    def time_value(self, value: Any, path: str) -> float:
+        if isinstance(value, bool):
+            raise self.fail(path, f"{value!r} is not a time")
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, dt.datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=dt.timezone.utc)
+            return value.timestamp()
+        if isinstance(value, str):
+            text = value.strip()
+            if text[:1] in "+-" and not _looks_like_date(text):
+                try:
+                    return self.now + parse_duration(text)
+                except ValueError:
+                    pass
+            try:
+                parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                raise self.fail(path, f"{value!r} is not a time (RFC 3339, seconds since "
+                                      "the epoch, or a signed duration like \"-90s\")") from None
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=dt.timezone.utc)
+            return parsed.timestamp()
+        raise self.fail(path, f"{value!r} is not a time")
+
+    def enum(self, obj: Mapping[str, Any], key: str, choices: Mapping[str, T], default: T,
+             path: str) -> T:
+        if key not in obj or obj[key] is None:
+            return default
+        value = obj[key]
+        if value not in choices:
+            raise self.fail(f"{path}.{key}",
+                            f"{value!r} is not one of {', '.join(choices)}")
+        return choices[value]
+
+    # -- the document ----------------------------------------------------------------
+
+    def parse(self, doc: Any) -> Scenario:
+        doc = self.mapping(doc, "(document)") if doc is not None else None
+        if not doc:
+            raise self.fail("", "the document is empty")
+        self.keys(doc, _TOP_KEYS, "(top level)")
+        if doc.get("version") != 1:
+            raise self.fail("version", f"must be 1, not {doc.get('version')!r}")
+        if "config" not in doc:
+            raise self.fail("config", "is required")
+        try:
+            configuration = parse_configuration(self.mapping(doc["config"], "config"),
+                                                source=self.source)
+        except ConfigError as exc:
+            key = f"config.{exc.key}" if exc.key else "config"
+            message = str(exc).split(": ", 2)[-1]
+            raise self.fail(key, message) from exc
+        self.now = self.time_value(doc["now"], "now") if doc.get("now") is not None \
+            else time.time()
+        now = self.now if doc.get("now") is not None else None
+
+        classes = self.priority_classes(doc.get("priorityClasses"))
+        queues = self.queues(doc.get("queues"))
+        nodes = self.nodes(doc.get("nodes"))
+        jobs = self.jobs(doc.get("jobs"), classes, queues)
+        tasks = self.tasks(doc.get("tasks"), classes, jobs, nodes)
+        pdbs = self.pdbs(doc.get("pdbs"), tasks)
+        quotas = self.quotas(doc.get("resourceQuotas"))
+        expect = self.expect(doc.get("expect"))
+        kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
+        for uid, job in jobs.items():
+            if uid not in kept_jobs:
+                self.warnings.append(
+                    f"{self.source}: job {uid}: queue {job.queue!r} does not exist; the job "
+                    "is left out of the session (as Volcano does)"
+                )
+        return Scenario(
+            name=str(doc.get("name") or Path(self.source).stem),
+            description=str(doc.get("description") or ""),
+            source=self.source,
+            configuration=configuration,
+            priority_classes=tuple(classes.values()),
+            queues=tuple(queues.values()),
+            nodes=tuple(nodes.values()),
+            jobs=tuple(jobs.values()),
+            tasks=tuple(t for t in tasks if t.job in kept_jobs),
+            pdbs=tuple(pdbs),
+            resource_quotas=tuple(quotas),
+            now=now,
+            expect=expect,
+            warnings=tuple(self.warnings),
+        )
+
+    def unique(self, seen: dict[str, Any], key: str, path: str, what: str) -> None:
+        if key in seen:
+            raise self.fail(path, f"duplicate {what} {key!r}")
+
+    def priority_classes(self, raw: Any) -> dict[str, PriorityClass]:
+        out: dict[str, PriorityClass] = {}
+        for i, item in enumerate(self.seq(raw, "priorityClasses")):
+            path = f"priorityClasses[{i}]"
+            obj = self.mapping(item, path)
+            self.keys(obj, {"name", "value", "preemptionPolicy", "globalDefault"}, path)
+            name = self.name(obj, path)
+            path = f"{path} ({name})"
+            self.unique(out, name, path, "priority class")
+            if "value" not in obj:
+                raise self.fail(f"{path}.value", "is required")
+            value = self.typed(obj, "value", int, 0, path)
+            policy = self.enum(obj, "preemptionPolicy",
+                               {"PreemptLowerPriority": "PreemptLowerPriority", "Never": "Never"},
+                               "PreemptLowerPriority", path)
+            out[name] = PriorityClass(name, value, policy,
+                                      self.typed(obj, "globalDefault", bool, False, path))
+        return out
+
+    def queues(self, raw: Any) -> dict[str, QueueInfo]:
+        out: dict[str, QueueInfo] = {}
+        states = {s.value: s for s in QueueState}
+        for i, item in enumerate(self.seq(raw, "queues")):
+            path = f"queues[{i}]"
+            obj = self.mapping(item, path)
+            self.keys(obj, {"name", "weight", "capability", "deserved", "guarantee",
+                            "reclaimable", "parent", "priority", "state", "annotations",
+                            "affinity", "createdAt"}, path)
+            name = self.name(obj, path)
+            path = f"{path} ({name})"
+            self.unique(out, name, path, "queue")
+            defined = {}
+            resources: dict[str, Resource | None] = {}
+            for field in ("capability", "deserved", "guarantee"):
+                if obj.get(field) is None:
+                    resources[field] = None
+                    continue
+                resources[field] = self.resources(obj[field], f"{path}.{field}")
+                defined[field] = frozenset(self.mapping(obj[field], f"{path}.{field}"))
+            weight = self.typed(obj, "weight", int, 1, path)
+            out[name] = QueueInfo(
+                name=name,
+                weight=weight,
+                capability=resources["capability"],
+                deserved=resources["deserved"],
+                guarantee=resources["guarantee"],
+                reclaimable=self.typed(obj, "reclaimable", bool, True, path),
+                parent=self.typed(obj, "parent", str, "", path),
+                priority=self.typed(obj, "priority", int, 0, path),
+                state=self.enum(obj, "state", states, QueueState.OPEN, path),
+                annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+                affinity=self.queue_affinity(obj.get("affinity"), f"{path}.affinity"),
+                creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
+                if obj.get("createdAt") is not None else 0.0,
+                defined=defined,
+            )
+        if "default" not in out:
+            out["default"] = QueueInfo("default")
+        return out
+
+    def queue_affinity(self, raw: Any, path: str) -> NodeGroupAffinity | None:
+        if raw is None:
+            return None
+        obj = self.mapping(raw, path)
+        self.keys(obj, {"nodeGroupAffinity", "nodeGroupAntiAffinity"}, path)
+        lists: dict[str, tuple[str, ...]] = {}
+        for key, prefix in (("nodeGroupAffinity", ""), ("nodeGroupAntiAffinity", "anti_")):
+            sub = self.mapping(obj.get(key), f"{path}.{key}")
+            req = "requiredDuringSchedulingIgnoredDuringExecution"
+            pref = "preferredDuringSchedulingIgnoredDuringExecution"
+            self.keys(sub, {req, pref}, f"{path}.{key}")
+            lists[f"{prefix}required"] = tuple(
+                str(g) for g in self.seq(sub.get(req), f"{path}.{key}.{req}"))
+            lists[f"{prefix}preferred"] = tuple(
+                str(g) for g in self.seq(sub.get(pref), f"{path}.{key}.{pref}"))
+        return NodeGroupAffinity(**lists)
+
+    def nodes(self, raw: Any) -> dict[str, NodeInfo]:
+        out: dict[str, NodeInfo] = {}
+        for i, item in enumerate(self.seq(raw, "nodes")):
+            path = f"nodes[{i}]"
+            obj = self.mapping(item, path)
+            self.keys(obj, {"name", "allocatable", "capacity", "labels", "annotations", "taints",
+                            "unschedulable", "ready", "images"}, path)
+            name = self.name(obj, path)
+            path = f"{path} ({name})"
+            self.unique(out, name, path, "node")
+            allocatable = self.resources(obj.get("allocatable"), f"{path}.allocatable")
+            capacity = (self.resources(obj["capacity"], f"{path}.capacity")
+                        if obj.get("capacity") is not None else None)
+            taints = []
+            for t, raw_taint in enumerate(self.seq(obj.get("taints"), f"{path}.taints")):
+                tpath = f"{path}.taints[{t}]"
+                taint = self.mapping(raw_taint, tpath)
+                self.keys(taint, {"key", "value", "effect"}, tpath)
+                if not isinstance(taint.get("key"), str):
+                    raise self.fail(f"{tpath}.key", "is required")
+                effect = self.enum(taint, "effect", {e: e for e in _EFFECTS}, "NoSchedule", tpath)
+                taints.append(Taint(taint["key"], str(taint.get("value") or ""), effect))
+            images = {}
+            for img, size in self.mapping(obj.get("images"), f"{path}.images").items():
+                if not isinstance(size, int) or isinstance(size, bool):
+                    raise self.fail(f"{path}.images.{img}", "must be a size in bytes")
+                images[str(img)] = size
+            out[name] = NodeInfo.create(
+                name, allocatable, capacity=capacity,
+                labels=self.string_map(obj.get("labels"), f"{path}.labels"),
+                annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+                taints=tuple(taints),
+                unschedulable=self.typed(obj, "unschedulable", bool, False, path),
+                ready=self.typed(obj, "ready", bool, True, path),
+                images=images,
+            )
+        return out
+
+    def jobs(self, raw: Any, classes: Mapping[str, PriorityClass],
+             queues: Mapping[str, QueueInfo]) -> dict[str, JobInfo]:
+        out: dict[str, JobInfo] = {}
+        phases = {p.value: p for p in PodGroupPhase}
+        for i, item in enumerate(self.seq(raw, "jobs")):
+            path = f"jobs[{i}]"
+            obj = self.mapping(item, path)
+            self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
+                            "minResources", "phase", "priorityClassName", "annotations",
+                            "labels", "createdAt"}, path)
+            name = self.name(obj, path)
+            namespace = self.typed(obj, "namespace", str, "default", path)
+            uid = f"{namespace}/{name}"
+            path = f"{path} ({uid})"
+            self.unique(out, uid, path, "job")
+            min_task = {}
+            for role, count in self.mapping(obj.get("minTaskMember"),
+                                            f"{path}.minTaskMember").items():
+                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                    raise self.fail(f"{path}.minTaskMember.{role}",
+                                    f"must be a non-negative integer, not {count!r}")
+                min_task[str(role)] = count
+            min_member = self.typed(obj, "minMember", int, 0, path)
+            if min_member < 0:
+                raise self.fail(f"{path}.minMember", f"must not be negative, not {min_member}")
+            class_name = self.typed(obj, "priorityClassName", str, "", path)
+            priority = 0
+            if class_name:
+                if class_name in classes:
+                    priority = classes[class_name].value
+                else:
+                    self.warnings.append(
+                        f"{self.source}: {path}.priorityClassName: no priority class "
+                        f"{class_name!r}; the job's priority is 0")
+            podgroup = PodGroup(
+                name=name, namespace=namespace,
+                queue=self.typed(obj, "queue", str, "default", path),
+                min_member=min_member, min_task_member=min_task,
+                min_resources=(self.resources(obj["minResources"], f"{path}.minResources")
+                               if obj.get("minResources") is not None else None),
+                phase=self.enum(obj, "phase", phases, PodGroupPhase.PENDING, path),
+                priority_class_name=class_name,
+                annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+                labels=self.string_map(obj.get("labels"), f"{path}.labels"),
+                creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
+                if obj.get("createdAt") is not None else 0.0,
+            )
+            job = JobInfo.from_podgroup(podgroup, priority=priority)
+            waiting = podgroup.annotations.get("volcano.sh/sla-waiting-time") or \
+                podgroup.annotations.get("sla-waiting-time")
+            if waiting:
+                try:
+                    seconds = parse_duration(waiting)
+                    job.waiting_time = seconds if seconds > 0 else None
+                except ValueError:
+                    self.warnings.append(f"{self.source}: {path}.annotations: invalid "
+                                         f"sla-waiting-time {waiting!r}; ignored")
+            out[uid] = job
+        return out
+
+    def tasks(self, raw: Any, classes: Mapping[str, PriorityClass],
+              jobs: Mapping[str, JobInfo], nodes: Mapping[str, NodeInfo]) -> list[TaskInfo]:
+        out: list[TaskInfo] = []
+        seen: dict[str, None] = {}
+        phases = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
+        default_class = next((c for c in classes.values() if c.global_default), None)
+        for i, item in enumerate(self.seq(raw, "tasks")):
+            path = f"tasks[{i}]"
+            obj = self.mapping(item, path)
+            self.keys(obj, {"name", "namespace", "job", "role", "node", "phase", "deleting",
+                            "requests", "initRequests", "priority", "priorityClassName",
+                            "preemptionPolicy", "labels", "annotations", "nodeSelector",
+                            "tolerations", "affinity", "hostPorts", "images", "createdAt"}, path)
+            name = self.name(obj, path)
+            namespace = self.typed(obj, "namespace", str, "default", path)
+            uid = f"{namespace}/{name}"
+            path = f"{path} ({uid})"
+            self.unique(seen, uid, path, "task")
+            seen[uid] = None
+            job_name = obj.get("job")
+            if not isinstance(job_name, str) or not job_name:
+                raise self.fail(f"{path}.job", "a task needs its job (pod group name)")
+            job_uid = f"{namespace}/{job_name}"
+            if job_uid not in jobs:
+                raise self.fail(f"{path}.job", f"no job {job_name!r} in namespace {namespace!r}")
+            node = self.typed(obj, "node", str, "", path)
+            if node and node not in nodes:
+                raise self.fail(f"{path}.node", f"no node {node!r}")
+            phase = self.typed(obj, "phase", str, "Pending", path)
+            if phase not in phases:
+                raise self.fail(f"{path}.phase", f"{phase!r} is not one of {', '.join(sorted(phases))}")
+            deleting = self.typed(obj, "deleting", bool, False, path)
+            status = _task_status(phase, deleting, node)
+            class_name = self.typed(obj, "priorityClassName", str, "", path)
+            pclass = classes.get(class_name) if class_name else default_class
+            if class_name and class_name not in classes:
+                self.warnings.append(f"{self.source}: {path}.priorityClassName: no priority "
+                                     f"class {class_name!r}")
+                pclass = default_class
+            if "priority" in obj and obj["priority"] is not None:
+                priority = self.typed(obj, "priority", int, 1, path)
+            else:
+                priority = pclass.value if pclass is not None else 1
+            policy = self.enum(obj, "preemptionPolicy",
+                               {"PreemptLowerPriority": "PreemptLowerPriority", "Never": "Never"},
+                               pclass.preemption_policy if pclass else "PreemptLowerPriority",
+                               path)
+            tolerations = []
+            for t, raw_tol in enumerate(self.seq(obj.get("tolerations"), f"{path}.tolerations")):
+                tpath = f"{path}.tolerations[{t}]"
+                tol = self.mapping(raw_tol, tpath)
+                self.keys(tol, {"key", "operator", "value", "effect", "tolerationSeconds"}, tpath)
+                operator = self.enum(tol, "operator", {"Equal": "Equal", "Exists": "Exists"},
+                                     "Equal", tpath)
+                effect = self.enum(tol, "effect", {"": "", **{e: e for e in _EFFECTS}}, "", tpath)
+                tolerations.append(Toleration(str(tol.get("key") or ""), operator,
+                                              str(tol.get("value") or ""), effect))
+            affinity = obj.get("affinity")
+            if affinity is not None:
+                affinity = self.mapping(affinity, f"{path}.affinity")
+                self.keys(affinity, {"nodeAffinity", "podAffinity", "podAntiAffinity"},
+                          f"{path}.affinity")
+            ports = []
+            for p, port in enumerate(self.seq(obj.get("hostPorts"), f"{path}.hostPorts")):
+                if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+                    raise self.fail(f"{path}.hostPorts[{p}]", f"{port!r} is not a port")
+                ports.append(port)
+            requests = self.resources(obj.get("requests"), f"{path}.requests")
+            init = (self.resources(obj["initRequests"], f"{path}.initRequests")
+                    if obj.get("initRequests") is not None else None)
+            task = TaskInfo.create(
+                namespace, name, job_uid, requests, init_requests=init,
+                status=status, node_name=node if status != TaskStatus.PENDING else "",
+                priority=priority, role=self.typed(obj, "role", str, "", path),
+                labels=self.string_map(obj.get("labels"), f"{path}.labels"),
+                annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+                node_selector=self.string_map(obj.get("nodeSelector"), f"{path}.nodeSelector"),
+                affinity=affinity, tolerations=tuple(tolerations), host_ports=tuple(ports),
+                images=tuple(str(x) for x in self.seq(obj.get("images"), f"{path}.images")),
+                priority_class_name=class_name, preemption_policy=policy,
+                creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
+                if obj.get("createdAt") is not None else 0.0,
+            )
+            out.append(task)
+        return out
+
+    def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
+        out = []
+        for i, item in enumerate(self.seq(raw, "pdbs")):
+            path = f"pdbs[{i}]"
+            obj = self.mapping(item, path)
+            self.keys(obj, {"name", "namespace", "selector", "minAvailable", "maxUnavailable",
+                            "disruptionsAllowed"}, path)
+            name = self.name(obj, path)
+            namespace = self.typed(obj, "namespace", str, "default", path)
+            path = f"{path} ({namespace}/{name})"
+            selector = self.string_map(obj.get("selector"), f"{path}.selector")
+            given = [k for k in ("minAvailable", "maxUnavailable", "disruptionsAllowed")
+                     if obj.get(k) is not None]
+            if len(given) != 1:
+                raise self.fail(path, "give exactly one of minAvailable, maxUnavailable, "
+                                      "disruptionsAllowed")
+            matching = [t for t in tasks if t.namespace == namespace and selector
+                        and all(t.labels.get(k) == v for k, v in selector.items())]
+            healthy = sum(1 for t in matching if t.status == TaskStatus.RUNNING)
+            key = given[0]
+            if key == "disruptionsAllowed":
+                allowed = self.typed(obj, key, int, 0, path)
+            else:
+                amount = self.count_or_percent(obj[key], len(matching), f"{path}.{key}",
+                                               round_up=key == "minAvailable")
+                if key == "minAvailable":
+                    allowed = healthy - amount
+                else:
+                    allowed = amount - (len(matching) - healthy)
+            out.append(PodDisruptionBudget(name, namespace, selector, max(0, allowed)))
+        return out
+
+    def count_or_percent(self, value: Any, total: int, path: str, *, round_up: bool) -> int:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        if isinstance(value, str):
+            match = re.fullmatch(r"(\d+)%", value.strip())
+            if match:
+                exact = int(match[1]) * total / 100
+                return math.ceil(exact) if round_up else math.floor(exact)
+        raise self.fail(path, f"{value!r} is not a count or a percentage")
+
+    def quotas(self, raw: Any) -> list[ResourceQuota]:
+        out = []
+        for i, item in enumerate(self.seq(raw, "resourceQuotas")):
+            path = f"resourceQuotas[{i}]"
+            obj = self.mapping(item, path)
+            self.keys(obj, {"name", "namespace", "hard", "used"}, path)
+            name = self.name(obj, path)
+            namespace = self.typed(obj, "namespace", str, "default", path)
+            path = f"{path} ({namespace}/{name})"
+            hard = self.resources(obj.get("hard"), f"{path}.hard")
+            used = self.resources(obj.get("used"), f"{path}.used")
+            out.append(ResourceQuota(name, namespace, hard, used,
+                                     frozenset(self.mapping(obj.get("hard"), f"{path}.hard"))))
+        return out
+
+    def expect(self, raw: Any) -> Mapping[str, Any]:
+        obj = self.mapping(raw, "expect")
+        self.keys(obj, _EXPECT_KEYS, "expect")
+        checks: dict[str, Callable[[Any], bool]] = {
+            "binds": lambda v: isinstance(v, Mapping) or v is None,
+            "bindCount": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "evicted": lambda v: isinstance(v, list) or v is None,
+            "evictCount": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "pipelined": lambda v: isinstance(v, Mapping) or v is None,
+            "podGroupPhases": lambda v: isinstance(v, Mapping) or v is None,
+            "taskStatusCounts": lambda v: isinstance(v, Mapping) or v is None,
+            "scores": lambda v: isinstance(v, Mapping) or v is None,
+        }
+        for key, check in checks.items():
+            if key in obj and not check(obj[key]):
+                raise self.fail(f"expect.{key}", f"has the wrong shape: {obj[key]!r}")
+        return dict(obj)
+
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
+    if phase in ("Running", "Pending") and deleting:
+        return TaskStatus.RELEASING
+    if phase == "Running":
+        return TaskStatus.RUNNING
+    if phase == "Pending":
+        return TaskStatus.BOUND if node else TaskStatus.PENDING
+    return TaskStatus.parse(phase)
+
+
+def _looks_like_date(text: str) -> bool:
+    return bool(re.match(r"[+-]?\d{4}-\d{2}-\d{2}", text))
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", int: "a number",
+            float: "a number", bool: "a boolean", type(None): "nothing"}.get(
+                type(value), type(value).__name__)
+
+
+def _names(kinds: tuple[type, ...]) -> str:
+    words = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+    return " or ".join(words.get(k, k.__name__) for k in kinds)

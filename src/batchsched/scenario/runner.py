@@ -1,0 +1,117 @@
+"""Run a scenario for one session and collect its decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from batchsched.api.fit import FitError
+from batchsched.api.types import TaskStatus
+from batchsched.conf import SchedulerConfiguration
+from batchsched.framework.registry import Registry
+from batchsched.framework.session import Session
+from batchsched.scenario.loader import Scenario
+from batchsched.scheduler import run_actions
+
+__all__ = ["Decisions", "run_scenario", "session_scores"]
+
+
+@attrs.frozen
+class Decisions:
+    """What one session decided, in the scenario format's terms.
+
+    ``binds``: task id -> node; ``evicted``: task ids (a multiset, in eviction
+    order); ``pipelined``: job id -> {task id -> node}; ``pod_group_phases``: job
+    id -> phase after the session's job status update; ``task_status_counts``: job
+    id -> {status -> count}; ``events``: dicts with object, type, reason, message;
+    ``scores``: task id -> node -> score (only when asked for).
+    """
+
+    binds: dict[str, str]
+    evicted: list[str]
+    pipelined: dict[str, dict[str, str]]
+    pod_group_phases: dict[str, str]
+    task_status_counts: dict[str, dict[str, int]]
+    events: list[dict[str, str]]
+    scores: dict[str, dict[str, float]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's JSON object: every key present, ``scores`` only when computed."""
+        out: dict[str, Any] = {
+            "binds": self.binds,
+            "evicted": self.evicted,
+            "pipelined": self.pipelined,
+            "podGroupPhases": self.pod_group_phases,
+            "taskStatusCounts": self.task_status_counts,
+            "events": self.events,
+        }
+        if self.scores is not None:
+            out["scores"] = self.scores
+        return out
+
+
+def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
+    """For every task and every node its predicates pass on (resource fit aside), the
+    node-order plus batch node-order score allocate would rank the node by."""
+    out: dict[str, dict[str, float]] = {}
+    for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        for task in sorted(job.tasks.values(), key=lambda t: t.uid):
+            candidates = [n for n in ssn.node_list if ssn.predicate(task, n) is None]
+            scores: dict[str, float] = {}
+            kept = []
+            for node in candidates:
+                try:
+                    scores[node.name] = ssn.node_order(task, node)
+                except FitError:
+                    continue
+                kept.append(node)
+            for node_name, score in ssn.batch_node_order(task, kept).items():
+                if node_name in scores:
+                    scores[node_name] += score
+            out[task.uid] = scores
+    return out
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    scores: bool | None = None,
+    configuration: SchedulerConfiguration | None = None,
+    registry: Registry | None = None,
+) -> Decisions:
+    """Open a session on the scenario's cluster, run its actions, close it.
+
+    ``scores`` defaults to whether the scenario's ``expect`` asks for them;
+    ``configuration`` replaces the scenario's own.
+    """
+    if scores is None:
+        scores = "scores" in scenario.expect
+    cache = scenario.build_cache()
+    ssn = Session.open(cache, configuration or scenario.configuration, registry=registry)
+    computed = session_scores(ssn) if scores else None
+    run_actions(ssn)
+    pipelined: dict[str, dict[str, str]] = {}
+    for job in ssn.jobs.values():
+        tasks = job.tasks_in(TaskStatus.PIPELINED)
+        if tasks:
+            pipelined[job.uid] = {uid: t.node_name for uid, t in sorted(tasks.items())}
+    counts = {
+        uid: _status_counts(job.task_status_index)
+        for uid, job in sorted(ssn.jobs.items())
+    }
+    ssn.close()
+    return Decisions(
+        binds={b.task: b.node for b in cache.binds},
+        evicted=[e.task for e in cache.evictions],
+        pipelined=pipelined,
+        pod_group_phases={uid: str(job.podgroup.phase) for uid, job in sorted(ssn.jobs.items())},
+        task_status_counts=counts,
+        events=[e.to_dict() for e in ssn.events],
+        scores=computed,
+    )
+
+
+def _status_counts(index: Mapping[TaskStatus, Mapping[str, Any]]) -> dict[str, int]:
+    return {str(status): len(tasks) for status, tasks in sorted(index.items()) if tasks}
