@@ -26,7 +26,25 @@ ACTIONS: dict[str, str] = {
 }
 
 #: plugin name -> "module:Class"
-PLUGINS: dict[str, str] = {}
+PLUGINS: dict[str, str] = {
+    "gang": "batchsched.plugins.gang:GangPlugin",
+    "priority": "batchsched.plugins.priority:PriorityPlugin",
+    "conformance": "batchsched.plugins.conformance:ConformancePlugin",
+    "overcommit": "batchsched.plugins.overcommit:OvercommitPlugin",
+    "sla": "batchsched.plugins.sla:SlaPlugin",
+    "pdb": "batchsched.plugins.pdb:PdbPlugin",
+    "resourcequota": "batchsched.plugins.resourcequota:ResourceQuotaPlugin",
+    "drf": "batchsched.plugins.drf:DrfPlugin",
+    "proportion": "batchsched.plugins.proportion:ProportionPlugin",
+    "capacity": "batchsched.plugins.capacity:CapacityPlugin",
+    "predicates": "batchsched.plugins.predicates:PredicatesPlugin",
+    "nodeorder": "batchsched.plugins.nodeorder:NodeOrderPlugin",
+    "binpack": "batchsched.plugins.binpack:BinpackPlugin",
+    "nodegroup": "batchsched.plugins.nodegroup:NodeGroupPlugin",
+    "tdm": "batchsched.plugins.tdm:TdmPlugin",
+    "resource-strategy-fit": "batchsched.plugins.resource_strategy_fit:ResourceStrategyFitPlugin",
+    "capacity-card": "batchsched.plugins.capacity_card:CapacityCardPlugin",
+}
 
 
 def _load(target: str) -> Any:

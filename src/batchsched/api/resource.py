@@ -98,7 +98,7 @@ class Resource:
             try:
                 if name == CPU:
                     amount = float(milli_value(raw))
-                elif name == MEMORY or name == PODS:
+                elif name in (MEMORY, PODS):
                     amount = float(value(raw))
                 else:
                     amount = float(milli_value(raw))
@@ -279,10 +279,7 @@ class Resource:
                 if name in right and not _le(amount, right[name]):
                     return False
             return True
-        for name, amount in self.scalars.items():
-            if not _le(amount, right.get(name, 0.0)):
-                return False
-        return True
+        return all(_le(amount, right.get(name, 0.0)) for name, amount in self.scalars.items())
 
     def less_equal_with_names(
         self, other: Resource, default: DimensionDefault = _ZERO
@@ -398,7 +395,7 @@ class Resource:
 
 
 def _format_quantity(name: str, amount: float) -> str:
-    if name == MEMORY or name == PODS:
+    if name in (MEMORY, PODS):
         return _format_number(amount)
     if amount % 1000 == 0:
         return _format_number(amount / 1000)

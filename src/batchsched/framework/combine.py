@@ -177,7 +177,7 @@ def intersect_per_tier(point: str, tiers: Bound, actor: Any, candidates: list[T]
             if victims is None:
                 victims = list(answer)
             else:
-                keep = {v.uid for v in answer}  # type: ignore[attr-defined]
+                keep = {v.uid for v in answer}
                 victims = [v for v in victims if v.uid in keep] or None  # type: ignore[attr-defined]
         if victims:
             return victims

@@ -120,7 +120,8 @@ class Registry:
                 dist, version = self._origin.get(impl.plugin_name, ("<unknown>", ""))
                 module = getattr(impl.plugin, "__name__", type(impl.plugin).__name__)
                 try:
-                    specs = list(impl.function() or ())
+                    produced: Any = impl.function()
+                    specs: list[Any] = list(produced or ())
                 except Exception as exc:
                     message = f"{impl.plugin_name} ({dist}): {type(exc).__name__}: {exc}"
                     self.broken.append((impl.plugin_name, message))
@@ -168,7 +169,7 @@ class Registry:
                 f"unknown action {name!r} (known: {', '.join(sorted(self.actions))})",
                 plugin=name,
             ) from None
-        factory = entry.spec.factory
+        factory: Any = entry.spec.factory
         try:
             if _takes_argument(factory):
                 return factory(arguments if arguments is not None else Arguments())
@@ -199,19 +200,17 @@ def _takes_argument(factory: Any) -> bool:
     return bool(required)
 
 
-_default: Registry | None = None
+_default: list[Registry] = []  # one slot: the process-wide registry once built
 
 
 def default_registry() -> Registry:
     """The process-wide registry, built on first use."""
-    global _default
-    if _default is None:
-        _default = Registry()
-    return _default
+    if not _default:
+        _default.append(Registry())
+    return _default[0]
 
 
 def reset_default_registry() -> None:
     """Forget the process-wide registry (after installing a distribution, in tests)."""
-    global _default
-    _default = None
+    _default.clear()
     importlib.invalidate_caches()

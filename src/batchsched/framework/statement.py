@@ -62,7 +62,9 @@ class Statement:
         """Place a pending task on a node: status Allocated, node charged."""
         self._place(task, node, TaskStatus.ALLOCATED, OperationKind.ALLOCATE)
 
-    def pipeline(self, task: TaskInfo, node: NodeInfo | str, eviction_occurred: bool = False) -> None:
+    def pipeline(
+        self, task: TaskInfo, node: NodeInfo | str, eviction_occurred: bool = False
+    ) -> None:
         """Reserve the node's future idle for a task: status Pipelined."""
         task.eviction_occurred = eviction_occurred
         self._place(task, node, TaskStatus.PIPELINED, OperationKind.PIPELINE)
@@ -91,7 +93,9 @@ class Statement:
         node_info = ssn.nodes.get(node) if isinstance(node, str) else node
         if node_info is None or ssn.nodes.get(node_info.name) is not node_info:
             name = node if isinstance(node, str) else node.name
-            raise SchedulingError(f"cannot {kind.value} task {task.uid}: no node {name!r} in session")
+            raise SchedulingError(
+                f"cannot {kind.value} task {task.uid}: no node {name!r} in session"
+            )
         job = self._job_of(task)
         before = task.transaction
         if task.node_name and task.node_name != node_info.name:

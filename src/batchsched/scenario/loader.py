@@ -100,10 +100,7 @@ def load_scenario(path: str | Path) -> Scenario:
     except OSError as exc:
         raise ScenarioError(f"cannot read: {exc.strerror}", source=source) from exc
     try:
-        if source.endswith(".json"):
-            document = json.loads(text)
-        else:
-            document = yaml.safe_load(text)
+        document = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -177,7 +174,7 @@ class _Parser:
             try:
                 res.add(Resource.from_mapping({name: raw}))
             except QuantityError as exc:
-                reason = f"is negative" if exc.reason.endswith("negative") else "is not a quantity"
+                reason = "is negative" if exc.reason.endswith("negative") else "is not a quantity"
                 text = f'"{raw}"' if isinstance(raw, str) else repr(raw)
                 raise self.fail(f"{path}.{name}", f"{text} {reason}") from exc
         return res
@@ -186,10 +183,11 @@ class _Parser:
         out: dict[str, str] = {}
         for key, item in self.mapping(value, path).items():
             if isinstance(item, bool):
-                item = "true" if item else "false"
-            if not isinstance(item, (str, int, float)):
+                out[str(key)] = "true" if item else "false"
+            elif isinstance(item, (str, int, float)):
+                out[str(key)] = str(item)
+            else:
                 raise self.fail(f"{path}.{key}", f"must be a string, not {_kind(item)}")
-            out[str(key)] = str(item)
         return out
 
     def time_value(self, value: Any, path: str) -> float:
@@ -200,7 +198,7 @@ class _Parser:
         if isinstance(value, dt.datetime):
             if value.tzinfo is None:
                 value = value.replace(tzinfo=dt.timezone.utc)
-            return value.timestamp()
+            return float(value.timestamp())
         if isinstance(value, str):
             text = value.strip()
             if text[:1] in "+-" and not _looks_like_date(text):
@@ -491,7 +489,8 @@ class _Parser:
                 raise self.fail(f"{path}.node", f"no node {node!r}")
             phase = self.typed(obj, "phase", str, "Pending", path)
             if phase not in phases:
-                raise self.fail(f"{path}.phase", f"{phase!r} is not one of {', '.join(sorted(phases))}")
+                raise self.fail(f"{path}.phase",
+                                f"{phase!r} is not one of {', '.join(sorted(phases))}")
             deleting = self.typed(obj, "deleting", bool, False, path)
             status = _task_status(phase, deleting, node)
             class_name = self.typed(obj, "priorityClassName", str, "", path)

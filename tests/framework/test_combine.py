@@ -1,0 +1,142 @@
+"""The rules that combine plugins across tiers (design table; session_plugins.go)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from batchsched.api import ClusterInfo, JobInfo, PodGroup, Resource, TaskInfo
+from batchsched.conf import configuration_from_text
+from batchsched.errors import PluginError
+from batchsched.framework import Session
+from batchsched.framework.registry import Registry
+from batchsched.plugin import Arguments, PluginSpec, Vote, hookimpl
+
+Registration = Callable[[Session, str], None]
+
+
+class Probe:
+    """A plugin whose registrations are given by the test."""
+
+    def __init__(self, name: str, register: Registration) -> None:
+        self.name = name
+        self._register = register
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._register(ssn, self.name)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def session(tiers: list[list[tuple[str, Registration]]], flags: str = "") -> Session:
+    registry = Registry(autoload=False)
+    specs = [PluginSpec(name, lambda args, n=name, r=reg: Probe(n, r))
+             for tier in tiers for name, reg in tier]
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return specs
+    registry.register(Provider(), name="probes")
+    text = "actions: ''\ntiers:\n" + "".join(
+        "- plugins:\n" + "".join(f"  - name: {name}\n{flags}" for name, _ in tier) for tier in tiers
+    )
+    return Session.open(ClusterInfo(now=1.0), configuration_from_text(text), registry=registry)
+
+
+def job(name: str) -> JobInfo:
+    return JobInfo.from_podgroup(PodGroup(name, "ns"))
+
+
+def task(name: str) -> TaskInfo:
+    return TaskInfo.create("ns", name, "ns/pg", Resource(1000))
+
+
+def vote(value: int) -> Registration:
+    return lambda ssn, n: ssn.add_job_enqueueable_fn(n, lambda j: value)
+
+
+def test_vote_reject_wins_permit_in_tier_admits_default_yes() -> None:
+    assert not session([[("a", vote(Vote.PERMIT)), ("b", vote(Vote.REJECT))]]).job_enqueueable(job("x"))
+    assert session([[("a", vote(Vote.PERMIT))], [("b", vote(Vote.REJECT))]]).job_enqueueable(job("x"))
+    assert session([[("a", vote(Vote.ABSTAIN))]]).job_enqueueable(job("x"))
+    assert not session([[("a", vote(Vote.ABSTAIN))], [("b", vote(Vote.REJECT))]]).job_enqueueable(job("x"))
+
+
+def test_compare_first_nonzero_then_fallback() -> None:
+    zero: Registration = lambda ssn, n: ssn.add_job_order_fn(n, lambda l, r: 0)
+    reverse: Registration = lambda ssn, n: ssn.add_job_order_fn(n, lambda l, r: -1 if l.uid > r.uid else 1)
+    a, b = job("a"), job("b")
+    assert session([[("z", zero)]]).job_order_fn(a, b)  # falls back to id
+    assert session([[("z", zero)], [("r", reverse)]]).job_order_fn(b, a)
+
+
+def test_disabled_flag_removes_the_function() -> None:
+    reverse: Registration = lambda ssn, n: ssn.add_job_order_fn(n, lambda l, r: -1 if l.uid > r.uid else 1)
+    ssn = session([[("r", reverse)]], flags="    enableJobOrder: false\n")
+    assert ssn.job_order_fn(job("a"), job("b"))
+
+
+def test_starving_first_tier_with_a_function_decides() -> None:
+    yes: Registration = lambda ssn, n: ssn.add_job_starving_fn(n, lambda j: True)
+    no: Registration = lambda ssn, n: ssn.add_job_starving_fn(n, lambda j: False)
+    assert session([[("y", yes)], [("n", no)]]).job_starving(job("x"))
+    assert not session([[("n", no), ("y", yes)]]).job_starving(job("x"))
+    assert not session([[]]).job_starving(job("x"))
+
+
+def victims(keep: set[str] | None) -> Registration:
+    def fn(actor: TaskInfo, cands: list[TaskInfo]) -> list[TaskInfo] | None:
+        return None if keep is None else [c for c in cands if c.name in keep]
+    return lambda ssn, n: ssn.add_preemptable_fn(n, fn)
+
+
+def test_preemptable_intersects_per_tier_and_empty_ends_the_tier() -> None:
+    cands = [task("a"), task("b"), task("c")]
+    names = lambda ts: [t.name for t in ts]  # noqa: E731
+    ssn = session([[("p", victims({"a", "b"})), ("q", victims({"b", "c"}))]])
+    assert names(ssn.preemptable(task("x"), cands)) == ["b"]
+    ssn = session([[("p", victims(set())), ("q", victims({"a"}))], [("r", victims({"c"}))]])
+    assert names(ssn.preemptable(task("x"), cands)) == ["c"]
+    ssn = session([[("p", victims(None))]])
+    assert ssn.preemptable(task("x"), cands) == []
+    # An empty intersection lets the next plugin of the tier start over (Go's nil slice).
+    ssn = session([[("p", victims({"a"})), ("q", victims({"b"})), ("r", victims({"c"}))]])
+    assert names(ssn.preemptable(task("x"), cands)) == ["c"]
+
+
+def test_node_scores_are_summed_and_overused_is_any() -> None:
+    score: Callable[[float], Registration] = lambda v: lambda ssn, n: ssn.add_node_order_fn(n, lambda t, nd: v)
+    ssn = session([[("a", score(1.5))], [("b", score(2))]])
+    assert ssn.node_order(task("t"), None) == 3.5  # type: ignore[arg-type]
+    over: Callable[[bool], Registration] = lambda v: lambda ssn, n: ssn.add_overused_fn(n, lambda q: v)
+    assert session([[("a", over(False)), ("b", over(True))]]).overused(None)  # type: ignore[arg-type]
+
+
+def test_a_raising_plugin_is_named() -> None:
+    def boom(*args: Any) -> bool:
+        raise ZeroDivisionError("division by zero")
+    ssn = session([[("fragile", lambda s, n: s.add_job_ready_fn(n, boom))]])
+    with pytest.raises(PluginError, match="plugin 'fragile' raised in job_ready: ZeroDivisionError"):
+        ssn.job_ready(job("x"))
+
+
+def test_plugins_not_named_in_the_configuration_are_not_built() -> None:
+    built: list[str] = []
+    registry = Registry(autoload=False)
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            def factory(args: Arguments, name: str) -> Probe:
+                built.append(name)
+                return Probe(name, lambda s, n: None)
+            return [PluginSpec("one", lambda a: factory(a, "one")),
+                    PluginSpec("two", lambda a: factory(a, "two"))]
+    registry.register(Provider(), name="p")
+    Session.open(ClusterInfo(now=1.0), configuration_from_text("tiers: [{plugins: [{name: two}]}]"),
+                 registry=registry)
+    assert built == ["two"]

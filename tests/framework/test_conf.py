@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from batchsched.conf import (
+    configuration_from_text,
+    default_configuration,
+    load_configuration,
+    parse_configuration,
+)
+from batchsched.errors import ConfigError
+from batchsched.framework.registry import Registry
+
+
+def test_default_configuration_is_volcanos() -> None:
+    conf = default_configuration()
+    assert conf.actions == ("enqueue", "allocate", "backfill")
+    assert [p.name for p in conf.tiers[0].plugins] == ["priority", "gang", "conformance"]
+    assert [p.name for p in conf.tiers[1].plugins] == [
+        "overcommit", "drf", "predicates", "proportion", "nodeorder"]
+
+
+def test_omitted_flags_take_configuration_file_defaults() -> None:
+    conf = configuration_from_text("tiers: [{plugins: [{name: gang, enablePreemptable: false}]}]")
+    option = conf.tiers[0].plugins[0]
+    assert not option.enabled("enablePreemptable")
+    assert option.enabled("enableJobReady")
+    assert not option.enabled("enableHierarchy")
+    assert not option.enabled("enabledClusterOrder")
+    assert option.enabled(None)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("actions: [allocate]", "actions: must be a comma-separated string"),
+        ("tiers: [{plugins: [{name: gang, enablePreemptable: 'yes'}]}]",
+         "tiers[0].plugins[0].enablePreemptable: must be true or false"),
+        ("tiers: [{plugins: [{name: gang, enablePreemtable: false}]}]",
+         "did you mean 'enablePreemptable'"),
+        ("tiers: [{plugins: [{arguments: {}}]}]", "a plugin needs a 'name'"),
+        ("tier: []", "unknown key 'tier'"),
+        ("tiers: [{plugins: [{name: x, arguments: [1]}]}]", "arguments: must be a mapping"),
+    ],
+)
+def test_shape_errors_name_the_key(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        configuration_from_text(text, source="sched.conf")
+
+
+def test_malformed_yaml_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.conf"
+    path.write_text("actions: [unclosed")
+    with pytest.raises(ConfigError, match=r"bad.conf: malformed YAML \(line"):
+        load_configuration(path)
+
+
+def test_configmap_shape_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "cm.yaml"
+    path.write_text("data:\n  volcano-scheduler.conf: |\n    actions: \"allocate\"\n"
+                    "    tiers:\n    - plugins:\n      - name: gang\n")
+    assert load_configuration(path).actions == ("allocate",)
+
+
+def test_unknown_names_list_the_known_ones() -> None:
+    registry = Registry(autoload=False)
+    conf = parse_configuration({"actions": "alocate"}, source="s.conf")
+    with pytest.raises(ConfigError, match=r"s.conf: actions\[0\]: unknown action 'alocate'") as info:
+        conf.validate(registry)
+    assert info.value.known == tuple(sorted(registry.actions))

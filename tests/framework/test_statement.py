@@ -1,0 +1,155 @@
+"""Statement: decisions change the session at once; discard restores it exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.api import ClusterInfo, JobInfo, NodeInfo, PodGroup, Resource, TaskInfo, TaskStatus
+from batchsched.conf import SchedulerConfiguration
+from batchsched.errors import PluginError, SchedulingError
+from batchsched.framework import Event, EventHandler, Session, Statement
+from batchsched.framework.registry import Registry
+
+REGISTRY = Registry(autoload=False)
+EMPTY = SchedulerConfiguration(actions=(), tiers=())
+
+
+def cluster() -> ClusterInfo:
+    nodes = {f"n{i}": NodeInfo.create(f"n{i}", Resource.from_mapping(
+        {"cpu": 4, "memory": "8Gi", "pods": 10})) for i in range(3)}
+    jobs = {}
+    for j in range(2):
+        job = JobInfo.from_podgroup(PodGroup(f"pg{j}", "ns", min_member=1))
+        for t in range(3):
+            running = t == 0
+            task = TaskInfo.create("ns", f"j{j}-t{t}", job.uid,
+                                   Resource.from_mapping({"cpu": 1, "memory": "1Gi"}),
+                                   status=TaskStatus.RUNNING if running else TaskStatus.PENDING,
+                                   node_name=f"n{j}" if running else "")
+            job.add_task(task)
+            if running:
+                nodes[f"n{j}"].add_task(task)
+        jobs[job.uid] = job
+    return ClusterInfo(nodes=nodes, jobs=jobs, now=1.0)
+
+
+def fingerprint(ssn: Session) -> Any:
+    jobs = {
+        uid: (sorted((t.uid, t.status, t.node_name) for t in job.tasks.values()),
+              job.allocated.to_dict(), job.total_request.to_dict(),
+              sorted((s, sorted(ix)) for s, ix in job.task_status_index.items()))
+        for uid, job in ssn.jobs.items()
+    }
+    nodes = {
+        name: (n.idle.to_dict(), n.used.to_dict(), n.releasing.to_dict(),
+               n.pipelined.to_dict(), sorted((t.uid, t.status) for t in n.tasks.values()))
+        for name, n in ssn.nodes.items()
+    }
+    return jobs, nodes
+
+
+class Share:
+    """A plugin-like counter kept current by event handlers."""
+
+    def __init__(self) -> None:
+        self.placed = 0
+
+    def handler(self) -> EventHandler:
+        def allocate(event: Event) -> None:
+            self.placed += 1
+
+        def deallocate(event: Event) -> None:
+            self.placed -= 1
+        return EventHandler(allocate=allocate, deallocate=deallocate, plugin="share")
+
+
+def open_session() -> tuple[Session, Share]:
+    ssn = Session.open(cluster(), EMPTY, registry=REGISTRY)
+    share = Share()
+    ssn.add_event_handler(share.handler())
+    return ssn, share
+
+
+op = st.tuples(st.sampled_from(["allocate", "pipeline", "evict"]), st.integers(0, 5),
+               st.integers(0, 2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(op, max_size=25))
+def test_discard_restores_the_snapshot_exactly(ops: list[tuple[str, int, int]]) -> None:
+    ssn, share = open_session()
+    before = fingerprint(ssn)
+    stmt = Statement(ssn)
+    tasks = [t for job in ssn.jobs.values() for t in sorted(job.tasks.values(), key=lambda t: t.uid)]
+    for kind, t, n in ops:
+        task, node = tasks[t], ssn.node_list[n]
+        try:
+            if kind == "evict" and task.status == TaskStatus.RUNNING:
+                stmt.evict(task, "test")
+            elif kind == "allocate" and task.status == TaskStatus.PENDING:
+                stmt.allocate(task, node)
+            elif kind == "pipeline" and task.status == TaskStatus.PENDING:
+                stmt.pipeline(task, node.name)
+        except SchedulingError:
+            pass
+        for job in ssn.jobs.values():
+            job.check_invariants()
+        for nd in ssn.nodes.values():
+            nd.check_invariants()
+    stmt.discard()
+    assert fingerprint(ssn) == before
+    assert share.placed == 0
+
+
+def test_allocate_changes_the_session_at_once_and_commit_binds() -> None:
+    ssn, share = open_session()
+    job = ssn.jobs["ns/pg0"]
+    task = job.tasks["ns/j0-t1"]
+    stmt = Statement(ssn)
+    stmt.allocate(task, "n2")
+    assert task.status == TaskStatus.ALLOCATED and task.node_name == "n2"
+    assert ssn.nodes["n2"].used.milli_cpu == 1000
+    assert share.placed == 1
+    stmt.commit()
+    assert task.status == TaskStatus.BINDING
+    assert not stmt.operations
+
+
+def test_unknown_node_or_job_is_a_clear_error_and_changes_nothing() -> None:
+    ssn, _ = open_session()
+    before = fingerprint(ssn)
+    stmt = Statement(ssn)
+    task = ssn.jobs["ns/pg0"].tasks["ns/j0-t1"]
+    with pytest.raises(SchedulingError, match="no node 'n9'"):
+        stmt.allocate(task, "n9")
+    orphan = TaskInfo.create("ns", "orphan", "ns/missing", Resource(1000))
+    with pytest.raises(SchedulingError, match="not in the session"):
+        stmt.allocate(orphan, "n0")
+    assert fingerprint(ssn) == before
+
+
+def test_a_raising_event_handler_undoes_the_operation() -> None:
+    ssn, share = open_session()
+    before = fingerprint(ssn)
+
+    def boom(event: Event) -> None:
+        raise RuntimeError("broken plugin")
+    ssn.add_event_handler(EventHandler(allocate=boom, plugin="broken"))
+    stmt = Statement(ssn)
+    with pytest.raises(PluginError, match="plugin 'broken' raised in allocate event"):
+        stmt.allocate(ssn.jobs["ns/pg0"].tasks["ns/j0-t1"], "n1")
+    assert fingerprint(ssn) == before
+    assert share.placed == 0
+    assert not stmt.operations
+
+
+def test_merge_moves_operations() -> None:
+    ssn, _ = open_session()
+    a, b = Statement(ssn), Statement(ssn)
+    b.allocate(ssn.jobs["ns/pg0"].tasks["ns/j0-t1"], "n1")
+    a.merge(b)
+    assert len(a) == 1 and len(b) == 0
