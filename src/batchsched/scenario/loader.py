@@ -289,9 +289,9 @@ class _Parser:
         for i, item in enumerate(self.seq(raw, "priorityClasses")):
             path = f"priorityClasses[{i}]"
             obj = self.mapping(item, path)
-            self.keys(obj, {"name", "value", "preemptionPolicy", "globalDefault"}, path)
             name = self.name(obj, path)
             path = f"{path} ({name})"
+            self.keys(obj, {"name", "value", "preemptionPolicy", "globalDefault"}, path)
             self.unique(out, name, path, "priority class")
             if "value" not in obj:
                 raise self.fail(f"{path}.value", "is required")
@@ -309,11 +309,11 @@ class _Parser:
         for i, item in enumerate(self.seq(raw, "queues")):
             path = f"queues[{i}]"
             obj = self.mapping(item, path)
+            name = self.name(obj, path)
+            path = f"{path} ({name})"
             self.keys(obj, {"name", "weight", "capability", "deserved", "guarantee",
                             "reclaimable", "parent", "priority", "state", "annotations",
                             "affinity", "createdAt"}, path)
-            name = self.name(obj, path)
-            path = f"{path} ({name})"
             self.unique(out, name, path, "queue")
             defined = {}
             resources: dict[str, Resource | None] = {}
@@ -366,10 +366,10 @@ class _Parser:
         for i, item in enumerate(self.seq(raw, "nodes")):
             path = f"nodes[{i}]"
             obj = self.mapping(item, path)
-            self.keys(obj, {"name", "allocatable", "capacity", "labels", "annotations", "taints",
-                            "unschedulable", "ready", "images"}, path)
             name = self.name(obj, path)
             path = f"{path} ({name})"
+            self.keys(obj, {"name", "allocatable", "capacity", "labels", "annotations", "taints",
+                            "unschedulable", "ready", "images"}, path)
             self.unique(out, name, path, "node")
             allocatable = self.resources(obj.get("allocatable"), f"{path}.allocatable")
             capacity = (self.resources(obj["capacity"], f"{path}.capacity")
@@ -406,13 +406,13 @@ class _Parser:
         for i, item in enumerate(self.seq(raw, "jobs")):
             path = f"jobs[{i}]"
             obj = self.mapping(item, path)
-            self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
-                            "minResources", "phase", "priorityClassName", "annotations",
-                            "labels", "createdAt"}, path)
             name = self.name(obj, path)
             namespace = self.typed(obj, "namespace", str, "default", path)
             uid = f"{namespace}/{name}"
             path = f"{path} ({uid})"
+            self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
+                            "minResources", "phase", "priorityClassName", "annotations",
+                            "labels", "createdAt"}, path)
             self.unique(out, uid, path, "job")
             min_task = {}
             for role, count in self.mapping(obj.get("minTaskMember"),
@@ -468,14 +468,14 @@ class _Parser:
         for i, item in enumerate(self.seq(raw, "tasks")):
             path = f"tasks[{i}]"
             obj = self.mapping(item, path)
-            self.keys(obj, {"name", "namespace", "job", "role", "node", "phase", "deleting",
-                            "requests", "initRequests", "priority", "priorityClassName",
-                            "preemptionPolicy", "labels", "annotations", "nodeSelector",
-                            "tolerations", "affinity", "hostPorts", "images", "createdAt"}, path)
             name = self.name(obj, path)
             namespace = self.typed(obj, "namespace", str, "default", path)
             uid = f"{namespace}/{name}"
             path = f"{path} ({uid})"
+            self.keys(obj, {"name", "namespace", "job", "role", "node", "phase", "deleting",
+                            "requests", "initRequests", "priority", "priorityClassName",
+                            "preemptionPolicy", "labels", "annotations", "nodeSelector",
+                            "tolerations", "affinity", "hostPorts", "images", "createdAt"}, path)
             self.unique(seen, uid, path, "task")
             seen[uid] = None
             job_name = obj.get("job")
@@ -551,11 +551,11 @@ class _Parser:
         for i, item in enumerate(self.seq(raw, "pdbs")):
             path = f"pdbs[{i}]"
             obj = self.mapping(item, path)
-            self.keys(obj, {"name", "namespace", "selector", "minAvailable", "maxUnavailable",
-                            "disruptionsAllowed"}, path)
             name = self.name(obj, path)
             namespace = self.typed(obj, "namespace", str, "default", path)
             path = f"{path} ({namespace}/{name})"
+            self.keys(obj, {"name", "namespace", "selector", "minAvailable", "maxUnavailable",
+                            "disruptionsAllowed"}, path)
             selector = self.string_map(obj.get("selector"), f"{path}.selector")
             given = [k for k in ("minAvailable", "maxUnavailable", "disruptionsAllowed")
                      if obj.get(k) is not None]
@@ -593,10 +593,10 @@ class _Parser:
         for i, item in enumerate(self.seq(raw, "resourceQuotas")):
             path = f"resourceQuotas[{i}]"
             obj = self.mapping(item, path)
-            self.keys(obj, {"name", "namespace", "hard", "used"}, path)
             name = self.name(obj, path)
             namespace = self.typed(obj, "namespace", str, "default", path)
             path = f"{path} ({namespace}/{name})"
+            self.keys(obj, {"name", "namespace", "hard", "used"}, path)
             hard = self.resources(obj.get("hard"), f"{path}.hard")
             used = self.resources(obj.get("used"), f"{path}.used")
             out.append(ResourceQuota(name, namespace, hard, used,

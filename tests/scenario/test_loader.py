@@ -1,0 +1,142 @@
+"""Scenario loading: strict, with errors naming file, object and field."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from batchsched.api import TaskStatus
+from batchsched.errors import ScenarioError
+from batchsched.scenario import load_scenario, parse_scenario
+
+BASE = """
+version: 1
+name: base
+config: {actions: ""}
+queues: [{name: q1}]
+nodes:
+  - {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+jobs:
+  - {name: pg1, namespace: c1, queue: q1, minMember: 1}
+tasks:
+  - {name: p1, namespace: c1, job: pg1, requests: {cpu: 1, memory: 1Gi}}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def load_with(tmp_path: Path, old: str, new: str) -> None:
+    assert old in BASE, old
+    load_scenario(write(tmp_path, BASE.replace(old, new)))
+
+
+BAD_INPUTS = [
+    ("memory: 1Gi}}\n", 'memory: "1Qi"}}\n',
+     's.yaml: tasks[0] (c1/p1).requests.memory: "1Qi" is not a quantity'),
+    ("cpu: 2, memory: 4Gi", "cpu: two, memory: 4Gi",
+     'nodes[0] (n1).allocatable.cpu: "two" is not a quantity'),
+    ("job: pg1", "job: pg9", "tasks[0] (c1/p1).job: no job 'pg9' in namespace 'c1'"),
+    ("requests: {cpu: 1", "node: n7, phase: Running, requests: {cpu: 1",
+     "tasks[0] (c1/p1).node: no node 'n7'"),
+    ("minMember: 1}", "minMember: 1, minMembr: 2}", "jobs[0] (c1/pg1).minMembr: unknown key"),
+    ("version: 1", "version: 2", "version: must be 1, not 2"),
+    ("name: base", "name: base\nextra: 1", "(top level).extra: unknown key"),
+    ("minMember: 1}", "minMember: -1}", "jobs[0] (c1/pg1).minMember: must not be negative"),
+    ("queues: [{name: q1}]", "queues: [{name: q1}, {name: q1}]",
+     "queues[1] (q1): duplicate queue 'q1'"),
+    ("minMember: 1}", "minMember: 1, phase: Sleeping}",
+     "jobs[0] (c1/pg1).phase: 'Sleeping' is not one of"),
+    ('config: {actions: ""}', "config: {actions: allocate, tiers: [{plugins: [{name: gang, "
+     "enableJobReady: maybe}]}]}", "config.tiers[0].plugins[0].enableJobReady: must be true or false"),
+    ("minMember: 1}", "minMember: 1, createdAt: yesterday}", "jobs[0] (c1/pg1).createdAt: 'yesterday' is not a time"),
+    ("requests: {cpu: 1", "hostPorts: [70000], requests: {cpu: 1",
+     "tasks[0] (c1/p1).hostPorts[0]: 70000 is not a port"),
+    ("tasks:\n", "tasks: {p1: 1}\nunused:\n", "(top level).unused: unknown key"),
+    ("requests: {cpu: 1", "tolerations: [{key: k, operator: Maybe}], requests: {cpu: 1",
+     "tasks[0] (c1/p1).tolerations[0].operator: 'Maybe' is not one of Equal, Exists"),
+    ("{name: n1, allocatable", "{name: n1, taints: [{value: v}], allocatable",
+     "nodes[0] (n1).taints[0].key: is required"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), BAD_INPUTS,
+                         ids=[m.split(":")[0] + ":" + m.split(":")[1] for _, _, m in BAD_INPUTS])
+def test_bad_input_names_object_and_field(tmp_path: Path, old: str, new: str, message: str) -> None:
+    with pytest.raises(ScenarioError) as info:
+        load_with(tmp_path, old, new)
+    assert message in str(info.value)
+    assert str(info.value).startswith(str(tmp_path / "s.yaml"))
+
+
+def test_malformed_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"s.yaml: malformed document at line \d+"):
+        load_scenario(write(tmp_path, "version: 1\nconfig: {actions: [\n"))
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ScenarioError, match="cannot read"):
+        load_scenario("does/not/exist.yaml")
+
+
+def test_job_with_missing_queue_is_dropped_with_a_warning() -> None:
+    scenario = parse_scenario(__import__("yaml").safe_load(BASE.replace("queue: q1,", "queue: qX,")))
+    assert not scenario.tasks
+    assert any("queue 'qX' does not exist" in w for w in scenario.warnings)
+
+
+def test_unknown_priority_class_gives_zero_with_a_warning() -> None:
+    doc = __import__("yaml").safe_load(BASE.replace("minMember: 1}", "minMember: 1, priorityClassName: gold}"))
+    scenario = parse_scenario(doc)
+    assert scenario.jobs[0].priority == 0
+    assert any("no priority class 'gold'" in w for w in scenario.warnings)
+
+
+def test_task_status_table() -> None:
+    import yaml
+    doc = yaml.safe_load(BASE)
+    doc["tasks"] = [
+        {"name": "a", "namespace": "c1", "job": "pg1", "phase": "Running", "node": "n1"},
+        {"name": "b", "namespace": "c1", "job": "pg1", "phase": "Pending", "node": "n1"},
+        {"name": "c", "namespace": "c1", "job": "pg1", "phase": "Running", "node": "n1",
+         "deleting": True},
+        {"name": "d", "namespace": "c1", "job": "pg1"},
+        {"name": "e", "namespace": "c1", "job": "pg1", "phase": "Succeeded"},
+    ]
+    statuses = [t.status for t in parse_scenario(doc).tasks]
+    assert statuses == [TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.RELEASING,
+                        TaskStatus.PENDING, TaskStatus.SUCCEEDED]
+
+
+def test_task_priority_defaults() -> None:
+    import yaml
+    doc = yaml.safe_load(BASE)
+    doc["priorityClasses"] = [{"name": "hi", "value": 100}, {"name": "std", "value": 7,
+                                                             "globalDefault": True}]
+    doc["tasks"] = [
+        {"name": "a", "namespace": "c1", "job": "pg1", "priority": 5},
+        {"name": "b", "namespace": "c1", "job": "pg1", "priorityClassName": "hi"},
+        {"name": "c", "namespace": "c1", "job": "pg1"},
+    ]
+    assert [t.priority for t in parse_scenario(doc).tasks] == [5, 100, 7]
+    del doc["priorityClasses"][1]
+    assert parse_scenario(doc).tasks[2].priority == 1
+
+
+def test_relative_times_and_pdb_budget() -> None:
+    import yaml
+    doc = yaml.safe_load(BASE)
+    doc["now"] = "2024-01-01T00:10:00Z"
+    doc["jobs"][0]["createdAt"] = "-90s"
+    doc["tasks"][0].update({"labels": {"app": "web"}, "phase": "Running", "node": "n1"})
+    doc["pdbs"] = [{"name": "b", "namespace": "c1", "selector": {"app": "web"},
+                    "minAvailable": "50%"}]
+    scenario = parse_scenario(doc)
+    assert scenario.now is not None
+    assert scenario.jobs[0].creation_time == scenario.now - 90
+    assert scenario.pdbs[0].disruptions_allowed == 0  # healthy 1 - ceil(50% of 1)
