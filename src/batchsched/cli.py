@@ -88,7 +88,8 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     for warning in scenario.warnings:
         print(f"batchsched: warning: {warning}", file=sys.stderr)
     configuration = load_configuration(args.config) if args.config else None
-    decisions = run_scenario(scenario, scores=args.scores or None, configuration=configuration)
+    decisions = run_scenario(scenario, scores=args.scores or None, configuration=configuration,
+                             consume=True)
     if args.output == "json":
         json.dump(decisions.to_json(), out, indent=1, sort_keys=False)
         out.write("\n")

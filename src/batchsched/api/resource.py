@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Callable, Iterator, Mapping
 
@@ -95,13 +96,10 @@ class Resource:
         """
         res = cls()
         for name, raw in quantities.items():
+            whole = name in (MEMORY, PODS)
             try:
-                if name == CPU:
-                    amount = float(milli_value(raw))
-                elif name in (MEMORY, PODS):
-                    amount = float(value(raw))
-                else:
-                    amount = float(milli_value(raw))
+                amount = _amount(raw, whole) if isinstance(raw, (str, int, float)) else (
+                    _amount_uncached(raw, whole))
             except QuantityError as exc:
                 raise QuantityError(raw, f"resource {name}") from exc
             if amount < 0:
@@ -392,6 +390,15 @@ class Resource:
         return f"<Resource {', '.join(parts)}>"
 
     __str__ = __repr__
+
+
+def _amount_uncached(raw: object, whole: bool) -> float:
+    return float(value(raw) if whole else milli_value(raw))
+
+
+# Workloads repeat a handful of quantity strings ("500m", "1Gi") many thousand times;
+# parsing them exactly (with Fraction) once each keeps loading large clusters fast.
+_amount = functools.lru_cache(maxsize=8192)(_amount_uncached)
 
 
 def _format_quantity(name: str, amount: float) -> str:

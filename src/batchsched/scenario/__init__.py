@@ -43,7 +43,7 @@ class CheckResult:
 
 def check_scenario(scenario: Scenario, *, registry: Registry | None = None) -> CheckResult:
     """Run a scenario and compare its decisions with its ``expect``."""
-    decisions = run_scenario(scenario, registry=registry)
+    decisions = run_scenario(scenario, registry=registry, consume=True)
     task_jobs = {t.uid: t.job for t in scenario.tasks}
     diffs = compare_decisions(scenario.expect, decisions.to_json(), task_jobs)
     return CheckResult(scenario, decisions, diffs)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import attrs
 import yaml
 
-from batchsched.api.cluster import PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
 from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
@@ -63,6 +63,39 @@ class Scenario:
     now: float | None
     expect: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
+
+    def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
+        """The snapshot a session opens on: Ready nodes with their placed tasks, and the
+        jobs (whose queue exists) with their tasks.
+
+        With ``copy=False`` the scenario's own objects are handed over: faster for a
+        one-shot run, after which this scenario must not be run again.
+        """
+        def fresh_job(job: JobInfo) -> JobInfo:
+            twin = job.clone() if copy else job
+            twin.tasks.clear()
+            twin.task_status_index.clear()
+            twin.allocated = Resource()
+            twin.total_request = Resource()
+            return twin
+
+        nodes = {n.name: (n.clone() if copy else n) for n in self.nodes if n.ready}
+        jobs = {job.uid: fresh_job(job) for job in self.jobs}
+        for original in self.tasks:
+            task = original.clone() if copy else original
+            job = jobs.get(task.job)
+            if job is None:
+                continue
+            job.add_task(task)
+            if task.node_name and task.status != TaskStatus.PENDING and task.node_name in nodes:
+                nodes[task.node_name].add_task(task)
+        return ClusterInfo(
+            nodes=nodes, jobs=jobs, queues={q.name: q.clone() for q in self.queues},
+            priority_classes={pc.name: pc for pc in self.priority_classes},
+            pdbs=[attrs.evolve(p) for p in self.pdbs],
+            resource_quotas=[attrs.evolve(q, used=q.used.clone()) for q in self.resource_quotas],
+            now=self.now if self.now is not None else time.time(),
+        )
 
     def build_cache(self) -> MemoryCache:
         """A new in-memory cluster holding this scenario's objects (copies)."""
@@ -141,7 +174,9 @@ class _Parser:
             raise self.fail(path, f"must be a list, not {_kind(value)}")
         return value
 
-    def keys(self, obj: Mapping[str, Any], allowed: set[str], path: str) -> None:
+    def keys(self, obj: Mapping[str, Any], allowed: set[str] | frozenset[str], path: str) -> None:
+        if obj.keys() <= allowed:
+            return
         for key in obj:
             if isinstance(key, str) and key.startswith("x-"):
                 continue
@@ -169,18 +204,23 @@ class _Parser:
 
     def resources(self, value: Any, path: str) -> Resource:
         quantities = self.mapping(value, path)
-        res = Resource()
+        try:
+            return Resource.from_mapping(quantities)
+        except QuantityError:
+            pass  # find the offending entry to name it
         for name, raw in quantities.items():
             try:
-                res.add(Resource.from_mapping({name: raw}))
+                Resource.from_mapping({name: raw})
             except QuantityError as exc:
                 reason = "is negative" if exc.reason.endswith("negative") else "is not a quantity"
                 text = f'"{raw}"' if isinstance(raw, str) else repr(raw)
                 raise self.fail(f"{path}.{name}", f"{text} {reason}") from exc
-        return res
+        raise AssertionError("unreachable: some quantity failed above")
 
     def string_map(self, value: Any, path: str) -> dict[str, str]:
         out: dict[str, str] = {}
+        if value is None:
+            return out
         for key, item in self.mapping(value, path).items():
             if isinstance(item, bool):
                 out[str(key)] = "true" if item else "false"
@@ -425,14 +465,15 @@ class _Parser:
             if min_member < 0:
                 raise self.fail(f"{path}.minMember", f"must not be negative, not {min_member}")
             class_name = self.typed(obj, "priorityClassName", str, "", path)
-            priority = 0
+            priority = next((c.value for c in classes.values() if c.global_default), 0)
             if class_name:
                 if class_name in classes:
                     priority = classes[class_name].value
                 else:
                     self.warnings.append(
                         f"{self.source}: {path}.priorityClassName: no priority class "
-                        f"{class_name!r}; the job's priority is 0")
+                        f"{class_name!r}; the job's priority is {priority} (the global default, "
+                        "else 0)")
             podgroup = PodGroup(
                 name=name, namespace=namespace,
                 queue=self.typed(obj, "queue", str, "default", path),
@@ -472,10 +513,7 @@ class _Parser:
             namespace = self.typed(obj, "namespace", str, "default", path)
             uid = f"{namespace}/{name}"
             path = f"{path} ({uid})"
-            self.keys(obj, {"name", "namespace", "job", "role", "node", "phase", "deleting",
-                            "requests", "initRequests", "priority", "priorityClassName",
-                            "preemptionPolicy", "labels", "annotations", "nodeSelector",
-                            "tolerations", "affinity", "hostPorts", "images", "createdAt"}, path)
+            self.keys(obj, _TASK_KEYS, path)
             self.unique(seen, uid, path, "task")
             seen[uid] = None
             job_name = obj.get("job")
@@ -503,12 +541,13 @@ class _Parser:
                 priority = self.typed(obj, "priority", int, 1, path)
             else:
                 priority = pclass.value if pclass is not None else 1
-            policy = self.enum(obj, "preemptionPolicy",
-                               {"PreemptLowerPriority": "PreemptLowerPriority", "Never": "Never"},
+            policy = self.enum(obj, "preemptionPolicy", _POLICIES,
                                pclass.preemption_policy if pclass else "PreemptLowerPriority",
                                path)
             tolerations = []
-            for t, raw_tol in enumerate(self.seq(obj.get("tolerations"), f"{path}.tolerations")):
+            raw_tolerations = obj.get("tolerations")
+            for t, raw_tol in enumerate(self.seq(raw_tolerations, f"{path}.tolerations")
+                                        if raw_tolerations is not None else ()):
                 tpath = f"{path}.tolerations[{t}]"
                 tol = self.mapping(raw_tol, tpath)
                 self.keys(tol, {"key", "operator", "value", "effect", "tolerationSeconds"}, tpath)
@@ -523,7 +562,9 @@ class _Parser:
                 self.keys(affinity, {"nodeAffinity", "podAffinity", "podAntiAffinity"},
                           f"{path}.affinity")
             ports = []
-            for p, port in enumerate(self.seq(obj.get("hostPorts"), f"{path}.hostPorts")):
+            raw_ports = obj.get("hostPorts")
+            for p, port in enumerate(self.seq(raw_ports, f"{path}.hostPorts")
+                                     if raw_ports is not None else ()):
                 if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
                     raise self.fail(f"{path}.hostPorts[{p}]", f"{port!r} is not a port")
                 ports.append(port)
@@ -538,7 +579,8 @@ class _Parser:
                 annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
                 node_selector=self.string_map(obj.get("nodeSelector"), f"{path}.nodeSelector"),
                 affinity=affinity, tolerations=tuple(tolerations), host_ports=tuple(ports),
-                images=tuple(str(x) for x in self.seq(obj.get("images"), f"{path}.images")),
+                images=tuple(str(x) for x in self.seq(obj["images"], f"{path}.images"))
+                if obj.get("images") is not None else (),
                 priority_class_name=class_name, preemption_policy=policy,
                 creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
                 if obj.get("createdAt") is not None else 0.0,
@@ -623,6 +665,12 @@ class _Parser:
 
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_POLICIES = {"PreemptLowerPriority": "PreemptLowerPriority", "Never": "Never"}
+_TASK_KEYS = frozenset({
+    "name", "namespace", "job", "role", "node", "phase", "deleting", "requests", "initRequests",
+    "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
+    "tolerations", "affinity", "hostPorts", "images", "createdAt",
+})
 
 
 def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:

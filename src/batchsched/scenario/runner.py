@@ -7,7 +7,12 @@ from typing import Any
 
 import attrs
 
+from batchsched.api.cluster import ClusterInfo
 from batchsched.api.fit import FitError
+from batchsched.api.job import JobInfo
+from batchsched.api.task import TaskInfo
+from batchsched.cache.memory import Bind, Eviction
+from batchsched.framework.events import RecordedEvent
 from batchsched.api.types import TaskStatus
 from batchsched.conf import SchedulerConfiguration
 from batchsched.framework.registry import Registry
@@ -74,21 +79,52 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
     return out
 
 
+class _RecordingCache:
+    """A cache for one session over a scenario: hands out the snapshot once and only
+    records the decisions (the scenario's own objects are the session's)."""
+
+    def __init__(self, snapshot: ClusterInfo) -> None:
+        self._snapshot = snapshot
+        self.binds: list[Bind] = []
+        self.evictions: list[Eviction] = []
+        self.events: list[RecordedEvent] = []
+
+    def snapshot(self) -> ClusterInfo:
+        return self._snapshot
+
+    def bind(self, task: TaskInfo, node_name: str) -> bool:
+        self.binds.append(Bind(task.uid, node_name))
+        return True
+
+    def evict(self, task: TaskInfo, reason: str) -> bool:
+        self.evictions.append(Eviction(task.uid, reason))
+        return True
+
+    def update_job_status(self, job: JobInfo) -> None:
+        pass
+
+    def record_event(self, event: RecordedEvent) -> None:
+        self.events.append(event)
+
+
 def run_scenario(
     scenario: Scenario,
     *,
     scores: bool | None = None,
     configuration: SchedulerConfiguration | None = None,
     registry: Registry | None = None,
+    consume: bool = False,
 ) -> Decisions:
     """Open a session on the scenario's cluster, run its actions, close it.
 
     ``scores`` defaults to whether the scenario's ``expect`` asks for them;
-    ``configuration`` replaces the scenario's own.
+    ``configuration`` replaces the scenario's own. With ``consume=True`` the session
+    works on the scenario's own objects instead of copies (faster; the scenario must
+    not be run again).
     """
     if scores is None:
         scores = "scores" in scenario.expect
-    cache = scenario.build_cache()
+    cache = _RecordingCache(scenario.to_cluster(copy=not consume))
     ssn = Session.open(cache, configuration or scenario.configuration, registry=registry)
     computed = session_scores(ssn) if scores else None
     run_actions(ssn)
