@@ -11,10 +11,10 @@ from batchsched.api.cluster import ClusterInfo
 from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
-from batchsched.cache.memory import Bind, Eviction
-from batchsched.framework.events import RecordedEvent
 from batchsched.api.types import TaskStatus
+from batchsched.cache.memory import Bind, Eviction
 from batchsched.conf import SchedulerConfiguration
+from batchsched.framework.events import RecordedEvent
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
 from batchsched.scenario.loader import Scenario
