@@ -1,0 +1,142 @@
+"""Scheduler.run_once / run against MemoryCache: binds land, failed binds leak nothing,
+the configuration file is reloaded when it changes."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from batchsched import (
+    ActionSpec,
+    JobInfo,
+    MemoryCache,
+    NodeInfo,
+    PodGroup,
+    Resource,
+    Scheduler,
+    Session,
+    Statement,
+    TaskInfo,
+    TaskStatus,
+    hookimpl,
+)
+from batchsched.conf import configuration_from_text
+from batchsched.framework.registry import Registry
+
+
+class FirstFit:
+    """A tiny action: each pending task on the first node whose idle fits; commit per job."""
+
+    name = "first-fit"
+
+    def initialize(self) -> None: ...
+
+    def uninitialize(self) -> None: ...
+
+    def execute(self, ssn: Session) -> None:
+        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+            stmt = Statement(ssn)
+            for task in sorted(job.tasks_in(TaskStatus.PENDING).values(), key=lambda t: t.uid):
+                node = next((n for n in ssn.node_list if task.init_resreq.less_equal(n.idle)), None)
+                if node is not None:
+                    stmt.allocate(task, node)
+            stmt.commit() if ssn.job_ready(job) else stmt.discard()
+
+
+class Provider:
+    @hookimpl
+    def batchsched_register_actions(self) -> list[ActionSpec]:
+        return [ActionSpec("first-fit", FirstFit)]
+
+
+def registry() -> Registry:
+    reg = Registry(autoload=False)
+    reg.register(Provider(), name="test-actions")
+    return reg
+
+
+def cluster(**kw: object) -> MemoryCache:
+    cache = MemoryCache(now=1.0, **kw)  # type: ignore[arg-type]
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 2, "memory": "4Gi",
+                                                                "pods": 10})))
+    job = JobInfo.from_podgroup(PodGroup("pg1", "c1", min_member=1))
+    job.add_task(TaskInfo.create("c1", "p1", job.uid, Resource.from_mapping({"cpu": 1})))
+    cache.add_job(job)
+    return cache
+
+
+CONF = 'actions: "first-fit"\ntiers: []\n'
+
+
+def test_run_once_binds_into_the_cache() -> None:
+    cache = cluster()
+    scheduler = Scheduler(cache, configuration_from_text(CONF), registry=registry())
+    scheduler.run_once()
+    assert [(b.task, b.node) for b in cache.binds] == [("c1/p1", "n1")]
+    task = cache.jobs["c1/pg1"].tasks["c1/p1"]
+    assert task.status == TaskStatus.BOUND and task.node_name == "n1"
+    assert cache.nodes["n1"].used.milli_cpu == 1000
+    # In the deciding session the task is Binding, which does not count as scheduled
+    # (as in Volcano); the next session sees it Bound and the pod group Running.
+    assert cache.jobs["c1/pg1"].podgroup.phase.value == "Pending"
+    scheduler.run_once()
+    assert cache.jobs["c1/pg1"].podgroup.phase.value == "Running"
+    assert len(cache.binds) == 1
+    cache.nodes["n1"].check_invariants()
+
+
+def test_a_failed_bind_returns_the_task_to_pending_and_leaks_nothing() -> None:
+    cache = cluster(binder=lambda task, node: False)
+    ssn = Scheduler(cache, configuration_from_text(CONF), registry=registry()).run_once()
+    assert not cache.binds
+    assert cache.jobs["c1/pg1"].tasks["c1/p1"].status == TaskStatus.PENDING
+    assert cache.nodes["n1"].used.is_empty()
+    session_task = ssn.jobs["c1/pg1"].tasks["c1/p1"]
+    assert session_task.status == TaskStatus.PENDING and not session_task.node_name
+    assert ssn.nodes["n1"].used.is_empty()
+
+
+def test_configuration_file_is_reloaded_when_it_changes(tmp_path: Path) -> None:
+    path = tmp_path / "sched.conf"
+    path.write_text('actions: ""\n')
+    cache = cluster()
+    scheduler = Scheduler(cache, path, registry=registry())
+    scheduler.run_once()
+    assert not cache.binds
+    path.write_text(CONF)
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    scheduler.run_once()
+    assert len(cache.binds) == 1
+
+
+def test_a_broken_edit_keeps_the_last_good_configuration(tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "sched.conf"
+    path.write_text(CONF)
+    scheduler = Scheduler(cluster(), path, registry=registry())
+    path.write_text("actions: [broken")
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    scheduler.run_once()
+    assert scheduler.configuration.actions == ("first-fit",)
+    assert "keeping the previous configuration" in caplog.text
+
+
+def test_run_stops_when_asked() -> None:
+    stop = threading.Event()
+    cache = cluster()
+    runs: list[int] = []
+    scheduler = Scheduler(cache, configuration_from_text(CONF), registry=registry())
+    original = scheduler.run_once
+
+    def counting() -> Session:
+        runs.append(1)
+        if len(runs) == 3:
+            stop.set()
+        return original()
+    scheduler.run_once = counting  # type: ignore[method-assign]
+    scheduler.run(period=0.001, stop=stop)
+    assert len(runs) == 3
