@@ -42,6 +42,7 @@ __all__ = [
     "PluginOption",
     "SchedulerConfiguration",
     "Tier",
+    "check_tier_conflicts",
     "default_configuration",
     "load_configuration",
     "parse_configuration",
@@ -113,8 +114,12 @@ class SchedulerConfiguration:
         return self.configurations.get(name, Arguments())
 
     def validate(self, registry: Registry) -> None:
-        """Raise :class:`ConfigError` for names the registry does not know, or
-        combinations Volcano refuses (hierarchical drf with proportion)."""
+        """Raise :class:`ConfigError` for names the registry does not know.
+
+        Combinations Volcano refuses when it reads a configuration file are checked
+        by :func:`check_tier_conflicts` when a file (or text) is read, not here: a
+        configuration built in code (or in a scenario) may combine them, as Volcano's
+        own tests do."""
         known_actions = sorted(registry.actions)
         for i, name in enumerate(self.actions):
             if name not in registry.actions:
@@ -132,13 +137,6 @@ class SchedulerConfiguration:
                         source=self.source, key=f"tiers[{t}].plugins[{p}].name",
                         known=known_plugins,
                     )
-        drf = self.plugin_option("drf")
-        if drf is not None and drf.hierarchy and self.plugin_option("proportion") is not None:
-            raise ConfigError(
-                "drf with enableHierarchy cannot be used together with proportion "
-                "(Volcano refuses this combination: both decide queue shares)",
-                source=self.source, key="tiers",
-            )
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:
@@ -287,7 +285,30 @@ def configuration_from_text(text: str, *, source: str = "<string>") -> Scheduler
         and "volcano-scheduler.conf" in document["data"]
     ):
         document = yaml.safe_load(document["data"]["volcano-scheduler.conf"])
-    return parse_configuration(document, source=source)
+    configuration = parse_configuration(document, source=source)
+    check_tier_conflicts(configuration)
+    return configuration
+
+
+def check_tier_conflicts(configuration: SchedulerConfiguration) -> None:
+    """Volcano's rule when it reads a scheduler configuration file: within one tier,
+    ``drf`` with ``enableHierarchy: true`` and ``proportion`` conflict (both order
+    queues by their own notion of share). The same pair in different tiers is
+    accepted, as Volcano accepts it.
+
+    Raises :class:`ConfigError` naming the tier.
+    """
+    for t, tier in enumerate(configuration.tiers):
+        hierarchical_drf = any(
+            p.name == "drf" and p.flags.get("enableHierarchy") is True for p in tier.plugins
+        )
+        if hierarchical_drf and any(p.name == "proportion" for p in tier.plugins):
+            raise ConfigError(
+                "proportion and drf with hierarchy enabled conflicts: a tier may not hold "
+                "both drf with enableHierarchy: true and proportion (both order queues by "
+                "share); remove one, or put them in different tiers",
+                source=configuration.source, key=f"tiers[{t}]",
+            )
 
 
 def default_configuration() -> SchedulerConfiguration:

@@ -281,7 +281,9 @@ class JobInfo:
 
     def need_continue_allocating(self) -> bool:
         """Whether allocate should try the job's remaining tasks after a failure."""
-        if self.min_available == len(self.tasks):
+        # Volcano tests ``==`` on the job, then ``>=`` on its default sub-job, whose
+        # minimum and tasks are the job's: together, ``>=``.
+        if self.min_available >= len(self.tasks):
             return False
         failed = self.fit_failed_roles()
         if self.min_available < self.task_min_available_total:

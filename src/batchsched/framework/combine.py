@@ -215,12 +215,14 @@ def first_answer(point: str, tiers: Bound, *args: Any) -> Any:
 
 
 def sum_scores(point: str, tiers: Bound, *args: Any) -> float:
+    """Node order: the sum of the scores. A plugin that cannot score the node raises
+    FitError, which is passed on as is (Volcano leaves such a node unscored)."""
     total = 0.0
     for tier in tiers:
         for name, fn in tier:
             try:
                 total += fn(*args)
-            except BatchSchedError:
+            except (FitError, BatchSchedError):
                 raise
             except Exception as exc:
                 raise plugin_failed(point, name, exc) from exc

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 
 import attrs
 
+from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 
-__all__ = ["Event", "EventHandler", "RecordedEvent", "ValidateResult"]
+__all__ = [
+    "Event",
+    "EventHandler",
+    "EvictionContext",
+    "EvictionKind",
+    "RecordedEvent",
+    "ValidateResult",
+]
 
 
 @attrs.define
@@ -54,3 +63,23 @@ class ValidateResult:
     passed: bool
     reason: str = ""
     message: str = ""
+
+
+class EvictionKind(enum.Enum):
+    """Which kind of eviction asks ``unified_evictable`` (Volcano's ``EvictionKind``)."""
+
+    UNKNOWN = "Unknown"
+    GANG_PREEMPT = "GangPreempt"
+    GANG_RECLAIM = "GangReclaim"
+    TASK_PREEMPT = "TaskPreempt"
+    TASK_RECLAIM = "TaskReclaim"
+
+
+@attrs.frozen
+class EvictionContext:
+    """Who evicts, for ``unified_evictable``: the kind of eviction and the evicting job
+    (``task`` only for task-level kinds)."""
+
+    kind: EvictionKind
+    job: JobInfo
+    task: TaskInfo | None = None

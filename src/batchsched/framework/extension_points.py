@@ -59,7 +59,9 @@ class ExtensionPoint:
     ``name`` is the snake_case name (``ssn.add_<name>_fn``), ``volcano`` Volcano's
     ``AddXxxFn`` spelling, ``flag`` the YAML enable flag gating it (``None``: not
     gated, always on), ``signature`` what the registered function receives and
-    returns.
+    returns. ``or_flag``, when set, is a second flag that also enables the
+    point (Volcano gates the simulated add/remove-task points by
+    ``enablePreemptable`` or ``enabledAllocatable``).
     """
 
     name: str
@@ -68,6 +70,7 @@ class ExtensionPoint:
     rule: Rule
     signature: str
     doc: str
+    or_flag: str | None = None
 
 
 EXTENSION_POINTS: dict[str, ExtensionPoint] = {
@@ -110,6 +113,9 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
         ExtensionPoint("reclaimable", "AddReclaimableFn", "enableReclaimable", Rule.INTERSECT,
                        "(TaskInfo, list[TaskInfo]) -> list[TaskInfo] | None",
                        "which candidates may the reclaimer evict (other queues)"),
+        ExtensionPoint("unified_evictable", "AddUnifiedEvictableFn", None, Rule.INTERSECT,
+                       "(EvictionContext, list[TaskInfo]) -> list[TaskInfo] | None",
+                       "which candidates a gang-level eviction may take"),
         ExtensionPoint("victim_tasks", "AddVictimTasksFns", "enabledVictim", Rule.UNION,
                        "(list[TaskInfo]) -> list[TaskInfo]",
                        "tasks a plugin wants evicted on its own account"),
@@ -131,10 +137,12 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
                        Rule.CALL_ALL, "() -> None", "reserve nodes for a target job"),
         ExtensionPoint("simulate_add_task", "AddSimulateAddTaskFn", "enablePreemptable",
                        Rule.CALL_ALL, "(TaskInfo preemptor, TaskInfo added, NodeInfo) -> None",
-                       "dry-run preemption: a task returns to a node"),
+                       "dry-run preemption: a task returns to a node",
+                       or_flag="enabledAllocatable"),
         ExtensionPoint("simulate_remove_task", "AddSimulateRemoveTaskFn", "enablePreemptable",
                        Rule.CALL_ALL, "(TaskInfo preemptor, TaskInfo removed, NodeInfo) -> None",
-                       "dry-run preemption: a task leaves a node"),
+                       "dry-run preemption: a task leaves a node",
+                       or_flag="enabledAllocatable"),
         ExtensionPoint("simulate_allocatable", "AddSimulateAllocatableFn",
                        "enabledAllocatable", Rule.ALL, "(QueueInfo, TaskInfo) -> bool",
                        "dry-run preemption: may the queue take the task"),

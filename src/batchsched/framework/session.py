@@ -38,7 +38,13 @@ from batchsched.api.types import (
 from batchsched.conf import SchedulerConfiguration, Tier
 from batchsched.errors import BatchSchedError, PluginError
 from batchsched.framework import combine
-from batchsched.framework.events import Event, EventHandler, RecordedEvent, ValidateResult
+from batchsched.framework.events import (
+    Event,
+    EventHandler,
+    EvictionContext,
+    RecordedEvent,
+    ValidateResult,
+)
 from batchsched.framework.extension_points import EXTENSION_POINTS
 
 if TYPE_CHECKING:
@@ -87,6 +93,9 @@ class Session:
         self._fns: dict[str, dict[str, Fn]] = {name: {} for name in EXTENSION_POINTS}
         self._bound: dict[str, combine.Bound] = {}
         self._initial_phase = {uid: job.podgroup.phase for uid, job in self.jobs.items()}
+        self._initial_conditions = {
+            uid: list(job.podgroup.conditions) for uid, job in self.jobs.items()
+        }
         self._closed = False
         self._opened = False
 
@@ -150,6 +159,7 @@ class Session:
             job.podgroup.phase = self.pod_group_phase(job)
             if self.cache is not None:
                 self.cache.update_job_status(job)
+            self._record_job_status_event(job)
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
 
@@ -169,6 +179,32 @@ class Session:
         if job.podgroup.phase != PodGroupPhase.INQUEUE:
             return PodGroupPhase.PENDING
         return job.podgroup.phase
+
+    def _record_job_status_event(self, job: JobInfo) -> None:
+        """The pod-group event Volcano's cache records after the status update.
+
+        A job left Pending, Inqueue or Unknown gets a Warning ``Unschedulable``
+        (``"<pending tasks>/<tasks> tasks in gang unschedulable: <fit error>"``);
+        any other job gets a Normal ``Scheduled`` ``pod group is ready`` when its
+        phase or conditions (transition ids aside) changed in this session.
+        """
+        phase = job.podgroup.phase
+        if phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):
+            pending = len(job.tasks_in(TaskStatus.PENDING))
+            self.record_event(
+                job.uid, "Warning", "Unschedulable",
+                f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}",
+            )
+            return
+
+        def comparable(conditions: list[PodGroupCondition]) -> list[tuple[Any, ...]]:
+            return [(c.type, c.status, c.reason, c.message) for c in conditions]
+
+        changed = phase != self._initial_phase.get(job.uid) or comparable(
+            job.podgroup.conditions
+        ) != comparable(self._initial_conditions.get(job.uid, []))
+        if changed:
+            self.record_event(job.uid, "Normal", "Scheduled", "pod group is ready")
 
     def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
         """Set a condition on the job's pod group (replacing one of the same type)."""
@@ -250,6 +286,13 @@ class Session:
     ) -> None:
         self._add("reclaimable", plugin, fn)
 
+    def add_unified_evictable_fn(
+        self,
+        plugin: str,
+        fn: Callable[[EvictionContext, list[TaskInfo]], list[TaskInfo] | None],
+    ) -> None:
+        self._add("unified_evictable", plugin, fn)
+
     def add_victim_tasks_fn(
         self, plugin: str, fn: Callable[[list[TaskInfo]], list[TaskInfo]]
     ) -> None:
@@ -311,11 +354,12 @@ class Session:
         """The enabled functions of a point, grouped by tier, in configuration order."""
         bound = self._bound.get(point)
         if bound is None:
-            flag = EXTENSION_POINTS[point].flag
+            flag, or_flag = EXTENSION_POINTS[point].flag, EXTENSION_POINTS[point].or_flag
             registered = self._fns[point]
             bound = [
                 [(opt.name, registered[opt.name]) for opt in tier.plugins
-                 if opt.name in registered and opt.enabled(flag)]
+                 if opt.name in registered
+                 and (opt.enabled(flag) or (or_flag is not None and opt.enabled(or_flag)))]
                 for tier in self.tiers
             ]
             self._bound[point] = bound
@@ -462,6 +506,14 @@ class Session:
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return combine.intersect_per_tier(
             "reclaimable", self.tiers_for("reclaimable"), reclaimer, reclaimees
+        )
+
+    def unified_evictable(
+        self, context: EvictionContext, candidates: list[TaskInfo]
+    ) -> list[TaskInfo]:
+        """Gang-level eviction's victim filter: Preemptable's rule, never flag-gated."""
+        return combine.intersect_per_tier(
+            "unified_evictable", self.tiers_for("unified_evictable"), context, candidates
         )
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:

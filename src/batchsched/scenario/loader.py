@@ -34,6 +34,7 @@ from batchsched.cache.memory import MemoryCache
 from batchsched.conf import SchedulerConfiguration, parse_configuration
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
+from batchsched.plugins.k8s_matching import AffinityError, parse_affinity
 
 __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 
@@ -561,6 +562,10 @@ class _Parser:
                 affinity = self.mapping(affinity, f"{path}.affinity")
                 self.keys(affinity, {"nodeAffinity", "podAffinity", "podAntiAffinity"},
                           f"{path}.affinity")
+                try:
+                    parse_affinity(affinity)
+                except AffinityError as exc:
+                    raise self.fail(f"{path}.affinity.{exc.path}", exc.problem) from exc
             ports = []
             raw_ports = obj.get("hostPorts")
             for p, port in enumerate(self.seq(raw_ports, f"{path}.hostPorts")

@@ -1,0 +1,244 @@
+"""allocate: place pending tasks on nodes, queue by queue and job by job (Volcano's
+``actions/allocate``).
+
+The action works in rounds. Each round pops the first queue (queue order; an
+overused queue is dropped for the rest of the action), pops that queue's first
+job (job order) and places the job's pending tasks in task order until the job
+is ready:
+
+* a task the queue may not take (``allocatable``) is passed over silently;
+* a task whose role already failed in this session is skipped with
+  ``Task <name> with role spec <role> has already predicated failed, skip``;
+* a task failing the pre-predicates, or fitting no node, records its
+  :class:`~batchsched.api.fit.FitErrors` in ``job.nodes_fit_errors``; the round
+  goes on with the job's next task only if :meth:`JobInfo.need_continue_allocating`
+  says the job can still reach its minimum, else it stops;
+* otherwise the node comes from the :class:`~batchsched.actions.placement.NodeSelector`
+  (resource fit on future idle, predicates, nodes fitting in idle before nodes
+  fitting only in future idle, score, best node; ties go to the first node in
+  session node order). The task is allocated there, or pipelined when the node
+  fits it only once releasing tasks are gone.
+
+At the end of the round the job's statement is committed if the job is ready
+(binds go to the cache) and the job is pushed back when tasks remain; if the job
+is only pipelined the statement is kept as it is (its tasks stay Allocated or
+Pipelined, nothing is bound, the job is not retried); otherwise it is discarded.
+The queue is always pushed back, so its share is re-ranked after each round.
+
+Best-effort tasks (no requests) are left to backfill. When the configuration has
+no ``enqueue`` action, Pending pod groups are treated as Inqueue (and read
+Inqueue at session close).
+
+Why a task was not placed is recorded as a ``FailedScheduling`` warning event on
+each task left Pending, Pipelined or Allocated, in Volcano's wording; the task's
+fit errors also stay in ``job.nodes_fit_errors``, where gang's close condition
+and the session's ``Unschedulable`` pod-group event read them.
+
+Arguments (``configurations: - name: allocate``): ``predicateErrorCacheEnable``
+(default true), see :mod:`batchsched.actions.placement`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from batchsched.actions.placement import NodeSelector, NodeSelectorFactory, ScalarNodeSelector
+from batchsched.api.fit import FitError, FitErrors
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.priority_queue import PriorityQueue
+from batchsched.api.queue import QueueInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import PodGroupPhase, TaskStatus
+from batchsched.errors import SchedulingError
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.statement import Statement
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = ["PREDICATE_ERROR_CACHE_KEY", "AllocateAction", "record_unplaced_events"]
+
+#: Action argument enabling the predicate-error cache (Volcano's key).
+PREDICATE_ERROR_CACHE_KEY = "predicateErrorCacheEnable"
+
+ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
+
+
+class AllocateAction:
+    """Volcano's allocate action.
+
+    ``node_selector_factory`` builds the per-task node choice; replace it (on a
+    subclass or an instance) to plug in another implementation of
+    :class:`~batchsched.actions.placement.NodeSelector`.
+    """
+
+    name = "allocate"
+    node_selector_factory: NodeSelectorFactory = ScalarNodeSelector
+
+    def __init__(self, arguments: Arguments | None = None) -> None:
+        self.arguments = arguments if arguments is not None else Arguments()
+        self.error_cache_enabled = self.arguments.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        # Read through the class so that a plain function set there is not bound as a
+        # method; an instance may then override it.
+        self.node_selector_factory = type(self).node_selector_factory
+
+    def initialize(self) -> None:
+        """Nothing to prepare: all state lives in one :meth:`execute`."""
+
+    def uninitialize(self) -> None:
+        """Nothing to release."""
+
+    def execute(self, ssn: Session) -> None:
+        """Run the allocate rounds over the session until no queue has work left."""
+        selector = self.node_selector_factory(ssn, self.error_cache_enabled)
+        run = _AllocateRun(ssn, selector)
+        run.run()
+        record_unplaced_events(ssn, run.considered)
+
+
+class _AllocateRun:
+    """One execution of the action: the queues, jobs and task lists it works through."""
+
+    def __init__(self, ssn: Session, selector: NodeSelector) -> None:
+        self.ssn = ssn
+        self.selector = selector
+        self.queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        self.jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        self.tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
+        #: The jobs this execution took on, in session order (for the events).
+        self.considered: list[JobInfo] = []
+        self._build()
+
+    def _build(self) -> None:
+        ssn = self.ssn
+        enqueue_configured = "enqueue" in ssn.configuration.actions
+        for job in ssn.jobs.values():
+            if job.is_pending():
+                if enqueue_configured:
+                    continue
+                # Without enqueue nothing would ever admit the job: Volcano admits it here.
+                job.podgroup.phase = PodGroupPhase.INQUEUE
+            verdict = ssn.job_valid(job)
+            if verdict is not None and not verdict.passed:
+                continue
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+            for task in job.tasks_in(TaskStatus.PENDING).values():
+                if task.resreq.is_empty():
+                    continue  # best-effort: backfill's business
+                tasks.push(task)
+            if not tasks:
+                continue
+            if job.queue not in self.jobs_by_queue:
+                self.jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
+                self.queues.push(queue)
+            self.jobs_by_queue[job.queue].push(job)
+            self.tasks_by_job[job.uid] = tasks
+            self.considered.append(job)
+
+    def run(self) -> None:
+        ssn = self.ssn
+        while self.queues:
+            queue = self.queues.pop()
+            if ssn.overused(queue):
+                continue  # dropped for the rest of the action, as in Volcano
+            jobs = self.jobs_by_queue.get(queue.name)
+            if not jobs:
+                continue
+            job = jobs.pop()
+            tasks = self.tasks_by_job[job.uid]
+            stmt = self.allocate_job(queue, job, tasks)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                if tasks:
+                    jobs.push(job)
+            # A pipelined-only statement is neither committed nor discarded: its
+            # tasks keep their places for the rest of the session.
+            self.queues.push(queue)
+
+    def allocate_job(
+        self, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+    ) -> Statement | None:
+        """One round for one job: place tasks until it is ready; None if discarded."""
+        ssn = self.ssn
+        nodes = ssn.node_list
+        if not nodes:
+            return None
+        stmt = Statement(ssn)
+        self.selector.new_cache_scope()
+        while tasks:
+            task = tasks.pop()
+            if not ssn.allocatable(queue, task):
+                continue
+            if job.task_has_fit_errors(task):
+                skipped = FitErrors()
+                skipped.set_error(
+                    f"Task {task.name} with role spec {task.role} has already predicated "
+                    "failed, skip"
+                )
+                job.nodes_fit_errors[task.uid] = skipped
+                continue
+            refusal = ssn.pre_predicate(task)
+            if refusal is not None:
+                job.nodes_fit_errors[task.uid] = _same_error_on_every_node(refusal, nodes)
+                if job.need_continue_allocating():
+                    continue
+                break
+            placement = self.selector.for_allocate(task, nodes)
+            if placement.node is None:
+                job.nodes_fit_errors[task.uid] = placement.fit_errors
+                if job.need_continue_allocating():
+                    continue
+                break
+            try:
+                if placement.pipelined:
+                    stmt.pipeline(task, placement.node)
+                else:
+                    stmt.allocate(task, placement.node)
+            except SchedulingError:
+                # The statement already rolled the task back; Volcano logs and moves on.
+                continue
+            if ssn.job_ready(job):
+                break
+        if ssn.job_ready(job) or ssn.job_pipelined(job):
+            return stmt
+        stmt.discard()
+        return None
+
+
+def _same_error_on_every_node(err: FitError, nodes: list[NodeInfo]) -> FitErrors:
+    errors = FitErrors()
+    for node in nodes:
+        errors.set_node_error(
+            node.name, FitError(err.task_namespace, err.task_name, node.name, list(err.statuses))
+        )
+    return errors
+
+
+_UNPLACED = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
+
+
+def record_unplaced_events(ssn: Session, jobs: list[JobInfo]) -> None:
+    """Record Volcano's ``FailedScheduling`` warning on every task of ``jobs`` left
+    Pending (best-effort tasks aside: backfill reports those), Pipelined or
+    Allocated, with the message Volcano puts in the pod's condition: the task's
+    fit errors (``0/3 nodes are unavailable: 3 Insufficient cpu.``), or where it
+    could go once the gang is complete, else the job's fit-error summary.
+
+    (The job-level ``Unschedulable`` warning is recorded by the session at close.)
+    """
+    for job in jobs:
+        unplaced = [
+            task for status in _UNPLACED for task in job.tasks_in(status).values()
+            if not (status is TaskStatus.PENDING and task.best_effort)
+        ]
+        if not unplaced:
+            continue
+        summary = job.fit_error()
+        for task in sorted(unplaced, key=lambda t: t.uid):
+            _, message = job.task_scheduling_reason(task.uid)
+            ssn.record_event(task.uid, "Warning", "FailedScheduling",
+                             message or summary or ALL_NODES_UNAVAILABLE)

@@ -1,0 +1,281 @@
+"""Choosing a node for one task: the scalar reference path shared by allocate and backfill.
+
+Everything the allocate and backfill actions ask about nodes for a single task
+lives here, behind :class:`NodeSelector`, so that a faster implementation (for
+example a vectorised one) can replace it without touching the actions. This
+module is the reference: simple, node by node, and exactly Volcano's rules.
+
+For one task the selector:
+
+1. **filters** the nodes (Volcano's ``PredicateHelper.PredicateNodes``): allocate
+   first compares the task's ``init_resreq`` with the node's future idle
+   (``idle + releasing - pipelined``, ``pods`` included, epsilon 0.1) and fails
+   with ``Insufficient <dimension>``; then the enabled plugins' predicates run
+   (Volcano's ``PredicateForAllocateAction``: a FitError fails the node only if
+   one of its statuses is Error, Unschedulable, UnschedulableAndUnresolvable,
+   Wait or Skip). Backfill runs only the plugins' predicates.
+2. **groups** the survivors (allocate only): nodes whose idle fits the task come
+   before nodes that fit only in their future idle; the second group is used
+   only when the first is empty, and a task placed there is pipelined.
+3. **scores** a group with more than one node: node-order scores plus batch
+   node-order scores computed over that group; a single node is taken unscored.
+4. **picks** the node a best-node plugin names, else the highest score.
+
+Determinism (Volcano scans nodes with 16 parallel workers from a rotating
+start and picks at random among equal scores):
+
+* Nodes are examined in session node order (``ssn.node_list``), starting where
+  the previous scan of the same selector stopped; with at most 100 nodes every
+  node is examined every time, so the start never moves. Above 100 nodes only
+  Volcano's number of feasible nodes is collected
+  (:func:`num_feasible_nodes_to_find`), and the rotation spreads the scans.
+* Candidates are always handed to scoring in session node order.
+* **Ties**: among the nodes sharing the highest score, the first one in session
+  node order wins.
+* ``Insufficient <dimension>`` names cpu, then memory, then the alphabetically
+  first short scalar resource.
+
+The predicate-error cache (allocate's and backfill's ``predicateErrorCacheEnable``
+argument, default true) is Volcano's: within one cache scope (one allocate round
+of a job; one backfill task), once a task of a (job, role) failed on a node,
+later tasks of the same job and role skip that node with the same error. Tasks
+without a role never use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import attrs
+
+from batchsched.api.fit import FitError, FitErrors, FitStatus, insufficient_resource_reason
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import CPU, MEMORY, DimensionDefault
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import FitStatusCode
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = [
+    "NodeSelector",
+    "NodeSelectorFactory",
+    "Placement",
+    "ScalarNodeSelector",
+    "allocate_predicate",
+    "num_feasible_nodes_to_find",
+    "predicate_for_allocate_action",
+    "select_best_node",
+]
+
+PredicateFn = Callable[[TaskInfo, NodeInfo], "FitError | None"]
+
+#: Volcano's defaults for how many feasible nodes a scan collects.
+MIN_NODES_TO_FIND = 100
+MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
+BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
+
+_FAILING_CODES = frozenset({
+    FitStatusCode.ERROR,
+    FitStatusCode.UNSCHEDULABLE,
+    FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    FitStatusCode.WAIT,
+    FitStatusCode.SKIP,
+})
+
+
+@attrs.frozen
+class Placement:
+    """Where a task should go, or why it cannot go anywhere.
+
+    ``node`` is None when no node passed the filters (``fit_errors`` then holds
+    every node's reason). ``pipelined`` is true when the node fits the task only
+    once its releasing tasks are gone (allocate pipelines the task there).
+    """
+
+    node: NodeInfo | None
+    fit_errors: FitErrors
+    pipelined: bool = False
+
+
+class NodeSelector(Protocol):
+    """The per-task node choice allocate and backfill delegate to.
+
+    One selector serves one action execution; :meth:`new_cache_scope` starts a
+    fresh predicate-error cache (allocate calls it once per job round, backfill
+    once per task).
+    """
+
+    def new_cache_scope(self) -> None: ...
+
+    def for_allocate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Placement: ...
+
+    def for_backfill(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Placement: ...
+
+
+#: Builds a selector for one action execution: ``factory(ssn, error_cache_enabled)``.
+NodeSelectorFactory = Callable[["Session", bool], NodeSelector]
+
+
+def num_feasible_nodes_to_find(total: int) -> int:
+    """How many feasible nodes a scan collects before stopping (Volcano's defaults).
+
+    All of them up to 100 nodes; above, ``max(50 - total // 125, 5)`` percent of
+    them, but never fewer than 100.
+
+    >>> num_feasible_nodes_to_find(80), num_feasible_nodes_to_find(1000)
+    (80, 420)
+    """
+    if total <= MIN_NODES_TO_FIND:
+        return total
+    percentage = max(
+        BASELINE_PERCENTAGE_OF_NODES_TO_FIND - total // 125, MIN_PERCENTAGE_OF_NODES_TO_FIND
+    )
+    return max(total * percentage // 100, MIN_NODES_TO_FIND)
+
+
+def predicate_for_allocate_action(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    """The plugins' predicates as allocate and backfill read them.
+
+    A FitError whose statuses are all harmless (e.g. Success) lets the node pass.
+    """
+    err = ssn.predicate(task, node)
+    if err is None:
+        return None
+    if any(status.code in _FAILING_CODES for status in err.statuses):
+        return err
+    return None
+
+
+def allocate_predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    """Resource fit against the node's future idle, then the plugins' predicates."""
+    fits, short = task.init_resreq.less_equal_with_names(node.future_idle(), DimensionDefault.ZERO)
+    if not fits:
+        reason = insufficient_resource_reason(_ordered_dimensions(short))
+        return FitError(task.namespace, task.name, node.name,
+                        [FitStatus(FitStatusCode.UNSCHEDULABLE, reason)])
+    return predicate_for_allocate_action(ssn, task, node)
+
+
+def _ordered_dimensions(names: Sequence[str]) -> list[str]:
+    head = [n for n in (CPU, MEMORY) if n in names]
+    return head + sorted(n for n in names if n not in (CPU, MEMORY))
+
+
+def _node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
+    """Node-order plus batch node-order score of each node, in the order given.
+
+    As in Volcano, a node whose node-order function reports a FitError keeps
+    only its batch score.
+    """
+    order: list[float] = []
+    for node in nodes:
+        try:
+            order.append(ssn.node_order(task, node))
+        except FitError:
+            order.append(0.0)
+    batch = ssn.batch_node_order(task, list(nodes))
+    return [score + batch.get(node.name, 0.0) for node, score in zip(nodes, order, strict=True)]
+
+
+def select_best_node(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
+    """The best of ``nodes`` (given in session node order) for ``task``.
+
+    One node is taken unscored. Otherwise the nodes are scored over this list;
+    a best-node plugin may name one; failing that the highest score wins, and
+    among equal highest scores the first node of the list (session node order).
+    """
+    if not nodes:
+        return None
+    if len(nodes) == 1:
+        return nodes[0]
+    scores = _node_scores(ssn, task, nodes)
+    by_score: dict[float, list[NodeInfo]] = {}
+    for node, score in zip(nodes, scores, strict=True):
+        by_score.setdefault(score, []).append(node)
+    chosen = ssn.best_node(task, by_score)
+    if chosen is not None:
+        return chosen
+    best = max(scores)
+    return nodes[scores.index(best)]
+
+
+class ScalarNodeSelector:
+    """The reference :class:`NodeSelector`: one node at a time, in session node order."""
+
+    def __init__(self, ssn: Session, error_cache_enabled: bool = True) -> None:
+        self.ssn = ssn
+        self.error_cache_enabled = error_cache_enabled
+        self._error_cache: dict[str, dict[str, FitError]] = {}
+        self._next_start = 0
+        self._position = {node.name: i for i, node in enumerate(ssn.node_list)}
+
+    def new_cache_scope(self) -> None:
+        self._error_cache = {}
+
+    def for_allocate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Placement:
+        """Filter (resource fit on future idle, then predicates), group, score, pick."""
+        ssn = self.ssn
+        candidates, errors = self.feasible_nodes(
+            task, nodes, lambda t, n: allocate_predicate(ssn, t, n)
+        )
+        if not candidates:
+            return Placement(None, errors)
+        request = task.init_resreq
+        fits_idle: list[NodeInfo] = []
+        fits_later: list[NodeInfo] = []
+        for node in candidates:
+            if request.less_equal(node.idle, DimensionDefault.ZERO):
+                fits_idle.append(node)
+            elif request.less_equal(node.future_idle(), DimensionDefault.ZERO):
+                fits_later.append(node)
+        for group, pipelined in ((fits_idle, False), (fits_later, True)):
+            best = select_best_node(ssn, task, group)
+            if best is not None:
+                return Placement(best, errors, pipelined=pipelined)
+        return Placement(None, errors)
+
+    def for_backfill(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Placement:
+        """Filter by the plugins' predicates only, score, pick."""
+        ssn = self.ssn
+        candidates, errors = self.feasible_nodes(
+            task, nodes, lambda t, n: predicate_for_allocate_action(ssn, t, n)
+        )
+        return Placement(select_best_node(ssn, task, candidates), errors)
+
+    def feasible_nodes(
+        self, task: TaskInfo, nodes: Sequence[NodeInfo], predicate: PredicateFn
+    ) -> tuple[list[NodeInfo], FitErrors]:
+        """The nodes passing ``predicate`` (in session node order) and the others' errors."""
+        errors = FitErrors()
+        total = len(nodes)
+        if total == 0:
+            return [], errors
+        use_cache = self.error_cache_enabled and bool(task.role)
+        group = f"{task.job}/{task.role}"
+        failed_before = group in self._error_cache
+        cached = self._error_cache.get(group, {})
+        wanted = num_feasible_nodes_to_find(total)
+        start = self._next_start % total
+        found: list[NodeInfo] = []
+        processed = 0
+        for offset in range(total):
+            node = nodes[(start + offset) % total]
+            processed += 1
+            if use_cache and failed_before and node.name in cached:
+                errors.set_node_error(node.name, cached[node.name])
+                continue
+            err = predicate(task, node)
+            if err is not None:
+                cached[node.name] = err
+                self._error_cache[group] = cached
+                errors.set_node_error(node.name, err)
+                continue
+            found.append(node)
+            if len(found) == wanted:
+                break
+        self._next_start = (start + processed) % total
+        position = self._position
+        found.sort(key=lambda n: position.get(n.name, len(position)))
+        return found, errors

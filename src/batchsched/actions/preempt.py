@@ -1,0 +1,437 @@
+"""The preempt action: starving jobs evict lower-ranked tasks of their own queue.
+
+Volcano's ``actions/preempt``. Two passes per queue, queues in queue order:
+
+1. **Between jobs.** The queue's starving jobs in job order, each with its own
+   statement. While the job starves, its Pending tasks in task order try to
+   preempt Bound/Running tasks of *other* jobs of the same queue. The statement
+   is committed only if the job is then pipelined (``ssn.job_pipelined``);
+   otherwise every eviction and reservation of that job is undone.
+2. **Within a job.** For each job that was starving when the action started (job
+   order), its current Pending tasks try to preempt tasks of the *same* job; each
+   task has its own statement, committed when the task was placed; the first
+   failure ends that job.
+
+A preemptor never evicts anything when its ``preemptionPolicy`` is ``Never``,
+and a best-effort preemptor never evicts a task that is not best-effort. Which
+candidates may go is the tiered Preemptable rule (``ssn.preemptable``); the
+order they go in is the victim order (``ssn.build_victims_priority_queue``).
+Preemption reserves the node for the preemptor (status Pipelined); it is never
+bound here, allocate places it in a later session once the victims are gone.
+
+Two ways of picking victims on a node:
+
+* **Default** (Volcano's normal path): nodes passing the preempt predicate, by
+  node-order score (ties: session node order). On each node, in a temporary
+  statement, before each eviction check whether the preemptor already fits
+  (queue allocatable, request <= future idle, predicates); stop at the first fit.
+  The first node where it fits wins and its statement is merged; on any other
+  node the temporary statement is discarded.
+* **enableTopologyAwarePreemption: true** (kube-scheduler's DefaultPreemption,
+  see :meth:`PreemptAction._topology_aware`): a dry run per node on copies,
+  remove every eligible victim, then reprieve them most important first while
+  the preemptor still fits; choose among candidate nodes by fewest PDB
+  violations, lowest top victim priority, lowest priority sum, fewest victims,
+  latest start time; then evict that node's victims.
+
+Events: each committed eviction records a Warning ``Evict`` "Pod is evicted,
+because of preempt" on the pod and a Normal ``Evict`` "preempt" on its pod
+group (Volcano's wording).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from batchsched.actions.victims import (
+    PREEMPT_REASON,
+    NodePredicates,
+    TaskFilter,
+    candidates_on_node,
+    commit_with_events,
+    fits_on_node,
+    int_argument,
+    jobs_in_order,
+    pending_tasks,
+    score_nodes,
+    validate_victims,
+    victim_order,
+)
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.priority_queue import PriorityQueue
+from batchsched.api.queue import QueueInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import PREEMPTABLE_STATUSES
+from batchsched.errors import ConfigError, SchedulingError
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+from batchsched.framework.statement import Statement
+
+__all__ = ["PreemptAction"]
+
+# Kube-scheduler adds this to every victim priority before summing, so that the sum
+# stays meaningful with negative priorities (and more victims weigh more).
+_PRIORITY_OFFSET = 2**31
+
+
+@attrs.frozen
+class _Attempt:
+    """One preemptor looking for room: its queue and which tasks it may evict."""
+
+    ssn: Session
+    preemptor: TaskInfo
+    queue: QueueInfo
+    keep: TaskFilter
+
+
+@attrs.frozen
+class _Candidate:
+    """A node where evicting ``victims`` would make room (topology-aware path)."""
+
+    node: NodeInfo
+    victims: tuple[TaskInfo, ...]
+    pdb_violations: int
+
+
+class PreemptAction:
+    """Volcano's preempt action. Arguments (the action's ``configurations`` entry):
+
+    ``enableTopologyAwarePreemption`` (bool, default false)
+        use the kube-scheduler dry-run algorithm instead of the default path.
+    ``minCandidateNodesPercentage`` (int 0..100, default 10) and
+    ``minCandidateNodesAbsolute`` (int >= 0, default 1)
+        topology-aware path: how many candidate nodes the dry run collects before
+        choosing, ``max(nodes * percentage // 100, absolute)``, capped by
+        ``maxCandidateNodesAbsolute`` (int >= 1, default 100) and the node count.
+        Percentage and absolute may not both be 0.
+    ``predicateErrorCacheEnable`` (bool, default true)
+        remember predicate failures per job and role for the whole action.
+    ``topologyAwarePreemptWorkerNum``
+        accepted for compatibility; the dry run is sequential.
+
+    A malformed or out-of-range integer is a :class:`~batchsched.errors.ConfigError`
+    naming the argument.
+    """
+
+    name = "preempt"
+
+    def __init__(self, arguments: Arguments | None = None) -> None:
+        args = arguments if arguments is not None else Arguments()
+        self.topology_aware = args.get_bool("enableTopologyAwarePreemption", False)
+        self.cache_predicate_errors = args.get_bool("predicateErrorCacheEnable", True)
+        self.min_candidate_nodes_percentage = int_argument(
+            args, self.name, "minCandidateNodesPercentage", 10, minimum=0, maximum=100)
+        self.min_candidate_nodes_absolute = int_argument(
+            args, self.name, "minCandidateNodesAbsolute", 1, minimum=0)
+        self.max_candidate_nodes_absolute = int_argument(
+            args, self.name, "maxCandidateNodesAbsolute", 100, minimum=1)
+        if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
+            raise ConfigError(
+                "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0",
+                key=f"configurations[{self.name}].arguments",
+            )
+
+    def initialize(self) -> None:
+        """Nothing to prepare: the action keeps no state between sessions."""
+
+    def uninitialize(self) -> None:
+        """Nothing to release."""
+
+    # -- the two passes ---------------------------------------------------------------------
+
+    def execute(self, ssn: Session) -> None:
+        """Run both passes over every queue that has a starving job."""
+        starving: dict[str, PriorityQueue[JobInfo]] = {}
+        under_request: dict[str, list[JobInfo]] = {}
+        preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in jobs_in_order(ssn):
+            if job.is_pending():
+                continue
+            verdict = ssn.job_valid(job)
+            if verdict is not None and not verdict.passed:
+                continue
+            if job.queue not in ssn.queues or not ssn.job_starving(job):
+                continue
+            starving.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+            under_request.setdefault(job.queue, []).append(job)
+            preemptors[job.uid] = pending_tasks(ssn, job)
+
+        queues = PriorityQueue(ssn.queue_order_fn, (ssn.queues[q] for q in starving))
+        predicates = NodePredicates(ssn, cache_errors=self.cache_predicate_errors)
+        while queues:
+            queue = queues.pop()
+            jobs = starving[queue.name]
+            while jobs:
+                job = jobs.pop()
+                self._between_jobs(ssn, job, preemptors[job.uid], predicates)
+            for job in under_request[queue.name]:
+                self._within_job(ssn, job, predicates)
+
+    def _between_jobs(
+        self, ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo],
+        predicates: NodePredicates,
+    ) -> None:
+        stmt = Statement(ssn)
+        while ssn.job_starving(job) and tasks:
+            preemptor = tasks.pop()
+            self._preempt(ssn, stmt, preemptor, _other_jobs_of_queue(ssn, preemptor, job),
+                          predicates)
+        if ssn.job_pipelined(job):
+            commit_with_events(ssn, stmt)
+        else:
+            stmt.discard()
+
+    def _within_job(self, ssn: Session, job: JobInfo, predicates: NodePredicates) -> None:
+        tasks = pending_tasks(ssn, job)
+        while tasks:
+            preemptor = tasks.pop()
+            stmt = Statement(ssn)
+            if not self._preempt(ssn, stmt, preemptor, _same_job(preemptor), predicates):
+                stmt.discard()
+                return
+            commit_with_events(ssn, stmt)
+
+    # -- one preemptor ------------------------------------------------------------------------
+
+    def _preempt(
+        self, ssn: Session, stmt: Statement, preemptor: TaskInfo, keep: TaskFilter,
+        predicates: NodePredicates,
+    ) -> bool:
+        """Try to make room for ``preemptor``; True when it was pipelined somewhere."""
+        if preemptor.never_preempts:
+            return False
+        if ssn.pre_predicate(preemptor) is not None:
+            return False
+        nodes = predicates.feasible_nodes(preemptor)
+        if not nodes:
+            return False
+        attempt = _Attempt(ssn, preemptor, ssn.queues[ssn.jobs[preemptor.job].queue], keep)
+        if self.topology_aware:
+            return self._topology_aware(attempt, stmt, nodes)
+        return self._normal(attempt, stmt, nodes)
+
+    def _normal(self, attempt: _Attempt, stmt: Statement, nodes: list[NodeInfo]) -> bool:
+        ssn, preemptor, queue = attempt.ssn, attempt.preemptor, attempt.queue
+        for node in score_nodes(ssn, preemptor, nodes):
+            victims = ssn.preemptable(
+                preemptor, candidates_on_node(ssn, preemptor, node, attempt.keep))
+            if not validate_victims(preemptor, node, victims):
+                continue
+            node_stmt = Statement(ssn)
+            pending_victims = ssn.build_victims_priority_queue(victims, preemptor)
+            fits = fits_on_node(ssn, queue, preemptor, node)
+            while pending_victims and not fits:
+                node_stmt.evict(pending_victims.pop(), PREEMPT_REASON)
+                fits = fits_on_node(ssn, queue, preemptor, node)
+            if fits and _pipeline(node_stmt, preemptor, node, node_stmt.has_evictions()):
+                stmt.merge(node_stmt)
+                return True
+            node_stmt.discard()
+        return False
+
+    # -- topology-aware (kube-scheduler) path -----------------------------------------------
+
+    def candidate_count(self, nodes: int) -> int:
+        """How many candidate nodes the dry run collects among ``nodes`` feasible ones:
+        ``nodes * minCandidateNodesPercentage // 100``, at least
+        ``minCandidateNodesAbsolute``, at most ``maxCandidateNodesAbsolute`` and
+        ``nodes``."""
+        count = nodes * self.min_candidate_nodes_percentage // 100
+        count = max(count, self.min_candidate_nodes_absolute)
+        return min(count, self.max_candidate_nodes_absolute, nodes)
+
+    def _topology_aware(self, attempt: _Attempt, stmt: Statement, nodes: list[NodeInfo]) -> bool:
+        """Kube-scheduler's DefaultPreemption over the feasible nodes.
+
+        Dry run: the nodes are visited in order starting at offset 0 (kube-scheduler
+        and Volcano start at a random offset; we start at the first feasible node in
+        session node order, so the same input always examines the same nodes), one
+        at a time, until :meth:`candidate_count` candidates are found of which at
+        least one violates no PodDisruptionBudget (kube-scheduler's stopping rule),
+        or the nodes run out. Then :func:`_best_candidate` picks one, its victims
+        are evicted in victim order and the preemptor is pipelined there.
+        """
+        ssn, preemptor = attempt.ssn, attempt.preemptor
+        wanted = self.candidate_count(len(nodes))
+        found: list[_Candidate] = []
+        for node in nodes:
+            candidate = _select_victims_on_node(attempt, node)
+            if candidate is None:
+                continue
+            found.append(candidate)
+            if len(found) >= wanted and any(c.pdb_violations == 0 for c in found):
+                break
+        if not found:
+            return False
+        best = _best_candidate(found)
+        node_stmt = Statement(ssn)
+        for victim in victim_order(ssn, preemptor, best.victims):
+            node_stmt.evict(victim, PREEMPT_REASON)
+        if not _pipeline(node_stmt, preemptor, best.node, True):
+            node_stmt.discard()
+            return False
+        stmt.merge(node_stmt)
+        return True
+
+
+# -- filters ----------------------------------------------------------------------------------
+
+
+def _eligible(preemptor: TaskInfo, task: TaskInfo) -> bool:
+    """Bound or Running, preemptable, and not a non-best-effort task for a
+    best-effort preemptor."""
+    return (
+        task.status in PREEMPTABLE_STATUSES
+        and task.preemptable
+        and not (preemptor.best_effort and not task.best_effort)
+    )
+
+
+def _other_jobs_of_queue(ssn: Session, preemptor: TaskInfo, job: JobInfo) -> TaskFilter:
+    def keep(task: TaskInfo) -> bool:
+        if not _eligible(preemptor, task) or task.job == preemptor.job:
+            return False
+        owner = ssn.jobs.get(task.job)
+        return owner is not None and owner.queue == job.queue
+
+    return keep
+
+
+def _same_job(preemptor: TaskInfo) -> TaskFilter:
+    def keep(task: TaskInfo) -> bool:
+        return task.job == preemptor.job and _eligible(preemptor, task)
+
+    return keep
+
+
+def _pipeline(stmt: Statement, task: TaskInfo, node: NodeInfo, evicted: bool) -> bool:
+    """Reserve ``node`` for ``task``; False (nothing changed) if the node refuses it."""
+    try:
+        stmt.pipeline(task, node, eviction_occurred=evicted)
+    except SchedulingError:
+        return False
+    return True
+
+
+# -- dry run on one node (topology-aware path) ------------------------------------------------
+
+
+def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | None:
+    """Kube-scheduler's ``SelectVictimsOnNode`` on a copy of ``node``.
+
+    The eligible tasks (``keep``, then ``ssn.preemptable``) are all taken off the
+    copy; if the preemptor still does not fit (``ssn.simulate_allocatable``,
+    request <= future idle of the copy, ``ssn.simulate_predicate``) the node is no
+    candidate. Otherwise they are put back one at a time, PDB-violating ones
+    first, then by priority (highest first), then by start time (earliest
+    first; a task's start time is its creation time here), then the one that
+    would be evicted last first. A task that can come back while the preemptor
+    still fits is reprieved; the others are the victims. A node with no victim
+    (the preemptor fits already) is no candidate either, as in kube-scheduler.
+
+    Plugins follow the dry run through ``ssn.simulate_remove_task`` /
+    ``ssn.simulate_add_task``; every removal is matched by an addition before
+    returning, so their state is as it was. The session is not changed.
+    """
+    ssn, preemptor, queue = attempt.ssn, attempt.preemptor, attempt.queue
+    potential = ssn.preemptable(
+        preemptor, candidates_on_node(ssn, preemptor, node, attempt.keep))
+    if not potential or not validate_victims(preemptor, node, potential):
+        return None
+    copy = node.clone()
+
+    def fits() -> bool:
+        return (
+            ssn.simulate_allocatable(queue, preemptor)
+            and preemptor.init_resreq.less_equal(copy.future_idle())
+            and ssn.simulate_predicate(preemptor, copy) is None
+        )
+
+    ranked = _by_importance(victim_order(ssn, preemptor, potential))
+    violating = _pdb_violating(ssn, ranked)
+    removed: list[TaskInfo] = []
+    victims: list[TaskInfo] = []
+    try:
+        for task in potential:
+            ssn.simulate_remove_task(preemptor, task, copy)
+            copy.remove_task(task)
+            removed.append(task)
+        if not fits():
+            return None
+        # Stable sort: budget-breaking tasks come back first, each group most important first.
+        for task in sorted(ranked, key=lambda t: t.uid not in violating):
+            ssn.simulate_add_task(preemptor, task, copy)
+            copy.add_task(task)
+            removed.remove(task)
+            if fits():
+                continue
+            ssn.simulate_remove_task(preemptor, task, copy)
+            copy.remove_task(task)
+            removed.append(task)
+            victims.append(task)
+    finally:
+        for task in reversed(removed):
+            ssn.simulate_add_task(preemptor, task, copy)
+    if not victims:
+        return None
+    return _Candidate(
+        node=node,
+        victims=tuple(_by_importance(victims)),
+        pdb_violations=sum(1 for v in victims if v.uid in violating),
+    )
+
+
+def _by_importance(tasks: list[TaskInfo]) -> list[TaskInfo]:
+    """Most important first: higher priority, then earlier start (creation) time,
+    then the task that comes later in ``tasks`` (``tasks`` is in victim order, so
+    the one that would be evicted last counts as the more important)."""
+    ranked = list(enumerate(tasks))
+    ranked.sort(key=lambda item: (-item[1].priority, item[1].creation_time, -item[0]))
+    return [task for _, task in ranked]
+
+
+def _pdb_violating(ssn: Session, tasks: list[TaskInfo]) -> set[str]:
+    """Ids of the tasks whose eviction would break a PodDisruptionBudget, spending
+    each budget's allowed disruptions on ``tasks`` in the order given
+    (kube-scheduler's ``filterPodsWithPDBViolation``; a task without labels
+    matches no budget; a task listed in a budget's disrupted pods does not
+    count against it)."""
+    if not ssn.pdbs:
+        return set()
+    allowed = [pdb.disruptions_allowed for pdb in ssn.pdbs]
+    violating: set[str] = set()
+    for task in tasks:
+        if not task.labels:
+            continue
+        for i, pdb in enumerate(ssn.pdbs):
+            if not pdb.matches(task.namespace, task.labels):
+                continue
+            if task.name in pdb.disrupted_pods or task.uid in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violating.add(task.uid)
+    return violating
+
+
+def _best_candidate(candidates: list[_Candidate]) -> _Candidate:
+    """Kube-scheduler's ``pickOneNodeForPreemption``: fewest PDB violations, then the
+    lowest highest victim priority, then the lowest sum of victim priorities (each
+    offset by 2^31), then the fewest victims, then the latest start among the
+    highest-priority victims (start time = creation time); remaining ties go to
+    the candidate found first."""
+
+    def rank(candidate: _Candidate) -> tuple[int, int, int, int, float]:
+        victims = candidate.victims
+        top = max(v.priority for v in victims)
+        earliest_top_start = min(v.creation_time for v in victims if v.priority == top)
+        return (
+            candidate.pdb_violations,
+            top,
+            sum(v.priority + _PRIORITY_OFFSET for v in victims),
+            len(victims),
+            -earliest_top_start,
+        )
+
+    return min(candidates, key=rank)

@@ -1,0 +1,173 @@
+"""The reclaim action: starving jobs take back resources other queues hold.
+
+Volcano's ``actions/reclaim``. Every queue that has a valid, non-Pending job
+takes part, in queue order (``ssn.queue_order_fn``):
+
+* an overused queue (``ssn.overused``) is skipped;
+* its starving jobs, in job order, each get a statement; while the job
+  starves, its Pending tasks in task order reclaim; the statement is committed
+  if the job is then pipelined (``ssn.job_pipelined``) and discarded otherwise;
+* a task is skipped when its ``preemptionPolicy`` is ``Never``, when its queue
+  may not reclaim for it (``ssn.preemptive``), or when ``ssn.pre_predicate``
+  rejects it.
+
+For one task, nodes are tried in session node order (no scoring) among those
+passing the preempt predicate. On a node the candidates are the Running,
+preemptable tasks of jobs in *other* queues whose ``reclaimable`` is not false;
+the tiered Reclaimable rule (``ssn.reclaimable``) decides which may go, the
+victim order (``ssn.build_victims_priority_queue``) in which order. The node's
+future idle counts first: victims are evicted only while the task's request
+does not fit what is free plus what was evicted. A node with no candidate at all
+is passed over, even if it has room (Volcano does the same). Evictions happen in
+a temporary statement per node, merged into the job's statement when the task
+is pipelined there and discarded otherwise.
+
+Events: each committed eviction records a Warning ``Evict`` "Pod is evicted,
+because of reclaim" on the pod and a Normal ``Evict`` "reclaim" on its pod
+group (Volcano's wording).
+"""
+
+from __future__ import annotations
+
+from batchsched.actions.victims import (
+    RECLAIM_REASON,
+    NodePredicates,
+    candidates_on_node,
+    commit_with_events,
+    jobs_in_order,
+    pending_tasks,
+    validate_victims,
+)
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.priority_queue import PriorityQueue
+from batchsched.api.queue import QueueInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
+from batchsched.errors import SchedulingError
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+from batchsched.framework.statement import Statement
+
+__all__ = ["ReclaimAction"]
+
+
+class ReclaimAction:
+    """Volcano's reclaim action. Arguments (the action's ``configurations`` entry):
+
+    ``predicateErrorCacheEnable`` (bool, default true)
+        accepted for compatibility; as in Volcano each task scans the nodes with a
+        fresh predicate cache, so it changes nothing.
+    """
+
+    name = "reclaim"
+
+    def __init__(self, arguments: Arguments | None = None) -> None:
+        args = arguments if arguments is not None else Arguments()
+        self.cache_predicate_errors = args.get_bool("predicateErrorCacheEnable", True)
+
+    def initialize(self) -> None:
+        """Nothing to prepare: the action keeps no state between sessions."""
+
+    def uninitialize(self) -> None:
+        """Nothing to release."""
+
+    def execute(self, ssn: Session) -> None:
+        """Visit every queue with a valid, non-Pending job, in queue order."""
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        seen: set[str] = set()
+        starving: dict[str, PriorityQueue[JobInfo]] = {}
+        reclaimers: dict[str, PriorityQueue[TaskInfo]] = {}
+        for job in jobs_in_order(ssn):
+            if job.is_pending():
+                continue
+            verdict = ssn.job_valid(job)
+            if verdict is not None and not verdict.passed:
+                continue
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            if queue.name not in seen:
+                seen.add(queue.name)
+                queues.push(queue)
+            if ssn.job_starving(job):
+                starving.setdefault(queue.name, PriorityQueue(ssn.job_order_fn)).push(job)
+                reclaimers[job.uid] = pending_tasks(ssn, job)
+
+        while queues:
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            # Volcano pushes the queue back after each job while jobs remain, but its
+            # inner loop drains them all in this visit, so later visits do nothing.
+            jobs = starving.get(queue.name)
+            while jobs:
+                job = jobs.pop()
+                self._reclaim_for_job(ssn, queue, job, reclaimers[job.uid])
+
+    def _reclaim_for_job(
+        self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+    ) -> None:
+        stmt = Statement(ssn)
+        while ssn.job_starving(job) and tasks:
+            task = tasks.pop()
+            if task.never_preempts:
+                continue
+            if not ssn.preemptive(queue, task):
+                continue
+            if ssn.pre_predicate(task) is not None:
+                continue
+            self._reclaim_for_task(ssn, stmt, task, job)
+        if ssn.job_pipelined(job):
+            commit_with_events(ssn, stmt)
+        else:
+            stmt.discard()
+
+    def _reclaim_for_task(
+        self, ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo
+    ) -> None:
+        predicates = NodePredicates(ssn, cache_errors=self.cache_predicate_errors)
+
+        def reclaimee(held: TaskInfo) -> bool:
+            if held.status is not TaskStatus.RUNNING or not held.preemptable:
+                return False
+            owner = ssn.jobs.get(held.job)
+            if owner is None or owner.queue == job.queue:
+                return False
+            owner_queue = ssn.queues.get(owner.queue)
+            return owner_queue is not None and owner_queue.reclaimable
+
+        for node in predicates.feasible_nodes(task):
+            candidates = candidates_on_node(ssn, task, node, reclaimee)
+            if not candidates:
+                continue
+            victims = ssn.reclaimable(task, candidates)
+            if not validate_victims(task, node, victims):
+                continue
+            if self._reclaim_on_node(ssn, stmt, task, node, victims):
+                return
+
+    @staticmethod
+    def _reclaim_on_node(
+        ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo, victims: list[TaskInfo]
+    ) -> bool:
+        """Evict victims in victim order until the task fits the node's future idle
+        plus what was evicted, then pipeline it there; False (and nothing kept) if
+        it never fits or the node refuses it."""
+        pending_victims = ssn.build_victims_priority_queue(victims, task)
+        available = node.future_idle()
+        node_stmt = Statement(ssn)
+        while pending_victims and not task.init_resreq.less_equal(available):
+            victim = pending_victims.pop()
+            node_stmt.evict(victim, RECLAIM_REASON)
+            available.add(victim.resreq)
+        if task.init_resreq.less_equal(available):
+            try:
+                node_stmt.pipeline(task, node, eviction_occurred=node_stmt.has_evictions())
+            except SchedulingError:
+                pass
+            else:
+                stmt.merge(node_stmt)
+                return True
+        node_stmt.discard()
+        return False

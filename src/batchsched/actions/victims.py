@@ -1,0 +1,308 @@
+"""What the preempt and reclaim actions share: finding candidate nodes, ordering
+victims, checking whether a preemptor fits, and committing evictions with events.
+
+Volcano's equivalents live in ``pkg/scheduler/util`` (``PredicateHelper``,
+``PrioritizeNodes``, ``SortNodes``, ``ValidateVictims``) and in
+``Session.PredicateForPreemptAction`` /
+``Session.FilterOutUnschedulableAndUnresolvableNodesForTask``. Where Volcano
+iterates a Go map or runs goroutines, the rule used here is stated in the
+function's docstring; nothing depends on randomness or timing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from batchsched.api.fit import FitError
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.priority_queue import PriorityQueue
+from batchsched.api.queue import QueueInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import FitStatusCode, TaskStatus
+from batchsched.errors import ConfigError
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+from batchsched.framework.statement import OperationKind, Statement
+
+__all__ = [
+    "PREEMPT_REASON",
+    "RECLAIM_REASON",
+    "NodePredicates",
+    "TaskFilter",
+    "commit_with_events",
+    "fits_on_node",
+    "int_argument",
+    "jobs_in_order",
+    "nodes_to_find",
+    "pending_tasks",
+    "preempt_predicate",
+    "score_nodes",
+    "session_task",
+    "validate_victims",
+    "victim_order",
+]
+
+#: The reason Volcano passes to ``Statement.Evict`` (and so to the evictor) per action.
+PREEMPT_REASON = "preempt"
+RECLAIM_REASON = "reclaim"
+
+#: Which tasks on a node may be offered to the Preemptable/Reclaimable plugins.
+TaskFilter = Callable[[TaskInfo], bool]
+
+T = TypeVar("T")
+
+# Kube-scheduler's (and Volcano's) adaptive search bounds for feasible nodes.
+_MIN_NODES_TO_FIND = 100
+_MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
+_BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
+
+# A predicate status with one of these codes means evicting pods cannot help.
+_HOPELESS_CODES = frozenset({
+    FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    FitStatusCode.ERROR,
+    FitStatusCode.SKIP,
+    FitStatusCode.WAIT,
+})
+
+
+# -- arguments ----------------------------------------------------------------------------
+
+
+def int_argument(
+    arguments: Arguments,
+    action: str,
+    key: str,
+    default: int,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int:
+    """An integer action argument, or ``ConfigError`` naming the action and key.
+
+    Accepts YAML integers and integral strings; anything else that is present
+    (``true``, ``1.5``, ``"ten"``) is an error rather than a silent default.
+    """
+    if key not in arguments:
+        return default
+    raw = arguments[key]
+    value: int | None = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif isinstance(raw, str):
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            value = None
+    where = f"configurations[{action}].arguments.{key}"
+    if value is None:
+        raise ConfigError(f"must be an integer, got {raw!r}", key=where)
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"must be at least {minimum}, got {value}", key=where)
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"must be at most {maximum}, got {value}", key=where)
+    return value
+
+
+# -- ordering -----------------------------------------------------------------------------
+
+
+def _sorted_by(less: Callable[[T, T], bool], items: Iterable[T]) -> list[T]:
+    def compare(left: T, right: T) -> int:
+        if less(left, right):
+            return -1
+        if less(right, left):
+            return 1
+        return 0
+
+    return sorted(items, key=functools.cmp_to_key(compare))
+
+
+def jobs_in_order(ssn: Session, jobs: Iterable[JobInfo] | None = None) -> list[JobInfo]:
+    """The session's jobs (or the given ones) in job order (``ssn.job_order_fn``).
+
+    Volcano walks ``ssn.Jobs``, a Go map, when it collects preemptors; walking
+    them in job order instead makes every later tie (heap insertion order, the
+    order of preempt's within-job pass) reproducible. ``job_order_fn`` falls back
+    to creation time and then the job id, so the order is total.
+    """
+    return _sorted_by(ssn.job_order_fn, ssn.jobs.values() if jobs is None else jobs)
+
+
+def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
+    """The job's Pending tasks in task order (``ssn.task_order_fn``)."""
+    return PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING).values())
+
+
+def victim_order(ssn: Session, preemptor: TaskInfo, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+    """``tasks`` in the order they would be evicted for ``preemptor``
+    (``ssn.build_victims_priority_queue``: the first one is evicted first)."""
+    queue = ssn.build_victims_priority_queue(tasks, preemptor)
+    return [queue.pop() for _ in range(len(queue))]
+
+
+def session_task(ssn: Session, task: TaskInfo) -> TaskInfo | None:
+    """The job's own object for a task (nodes hold copies), or None if the job is gone."""
+    job = ssn.jobs.get(task.job)
+    if job is None:
+        return None
+    return job.tasks.get(task.uid)
+
+
+def candidates_on_node(
+    ssn: Session, preemptor: TaskInfo, node: NodeInfo, keep: TaskFilter
+) -> list[TaskInfo]:
+    """The tasks on ``node`` that ``keep`` accepts, as the jobs' own objects, in
+    victim order.
+
+    Volcano hands the plugins the node's tasks in Go map order, and budget-style
+    plugins (gang, pdb, proportion, drf) accept candidates in the order given. We
+    hand them over in eviction order, so a budget is spent on the victims that
+    would be evicted first anyway.
+    """
+    picked: list[TaskInfo] = []
+    for held in node.tasks.values():
+        if not keep(held):
+            continue
+        task = session_task(ssn, held)
+        if task is not None:
+            picked.append(task)
+    return victim_order(ssn, preemptor, picked)
+
+
+# -- nodes --------------------------------------------------------------------------------
+
+
+def nodes_to_find(total: int) -> int:
+    """How many feasible nodes a predicate scan stops at (kube-scheduler's adaptive
+    rule, as Volcano's ``CalculateNumOfFeasibleNodesToFind`` with its defaults):
+    every node up to 100, then a shrinking percentage, never below 100."""
+    if total <= _MIN_NODES_TO_FIND:
+        return total
+    percentage = max(_BASELINE_PERCENTAGE_OF_NODES_TO_FIND - total // 125,
+                     _MIN_PERCENTAGE_OF_NODES_TO_FIND)
+    return max(total * percentage // 100, _MIN_NODES_TO_FIND)
+
+
+def preempt_predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    """Volcano's ``PredicateForPreemptAction``: the node is ruled out only if some
+    predicate status says evicting cannot help (UnschedulableAndUnresolvable,
+    Error, Skip or Wait). A node rejected only as Unschedulable (pod count, host
+    port, anti-affinity of a running pod, ...) stays a candidate."""
+    err = ssn.predicate(task, node)
+    if err is None:
+        return None
+    if any(status.code in _HOPELESS_CODES for status in err.statuses):
+        return err
+    return None
+
+
+def fits_on_node(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
+    """Whether the preemptor could be placed on the node now: its queue may take it
+    (``ssn.allocatable``), its request fits the node's future idle (``pods``
+    included), and every predicate passes."""
+    return (
+        ssn.allocatable(queue, task)
+        and task.init_resreq.less_equal(node.future_idle())
+        and ssn.predicate(task, node) is None
+    )
+
+
+def validate_victims(task: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]) -> bool:
+    """Volcano's ``ValidateVictims``: could the task fit the node's future idle once
+    every victim is gone? An empty victim list is valid when it already fits."""
+    room = node.future_idle()
+    for victim in victims:
+        room.add(victim.resreq)
+    return task.init_resreq.less_equal(room)
+
+
+def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+    """``nodes`` by node-order score (node-order plus batch node-order functions),
+    highest first; equal scores keep their order in ``nodes`` (Volcano's
+    ``SortNodes`` walks a Go map of score buckets). A node-order function that
+    fails a node scores it 0 there, as Volcano does."""
+    if len(nodes) < 2:
+        return list(nodes)
+    scores: dict[str, float] = {}
+    for node in nodes:
+        try:
+            scores[node.name] = ssn.node_order(task, node)
+        except FitError:
+            scores[node.name] = 0.0
+    for name, score in ssn.batch_node_order(task, list(nodes)).items():
+        if name in scores:
+            scores[name] += score
+    return sorted(nodes, key=lambda n: -scores[n.name])
+
+
+class NodePredicates:
+    """Volcano's ``PredicateHelper`` for the preempt predicate, with its error cache.
+
+    :meth:`feasible_nodes` scans the session's nodes in session order (Volcano
+    starts from a rotating index with 16 goroutines, so its result order varies)
+    and stops after :func:`nodes_to_find` hits. With ``cache_errors``, a node that
+    failed for one task of a job's role (``job/role``; never for the empty role)
+    is failed without re-running the predicates for the other tasks of that role.
+    """
+
+    def __init__(self, ssn: Session, *, cache_errors: bool = True) -> None:
+        self.ssn = ssn
+        self.cache_errors = cache_errors
+        self._failed: dict[str, dict[str, FitError]] = {}
+
+    def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
+        nodes = self._nodes_for(task)
+        limit = nodes_to_find(len(nodes))
+        key = f"{task.job}/{task.role}" if self.cache_errors and task.role else None
+        failed = self._failed.get(key) if key is not None else None
+        found: list[NodeInfo] = []
+        for node in nodes:
+            if len(found) >= limit:
+                break
+            if failed is not None and node.name in failed:
+                continue
+            err = preempt_predicate(self.ssn, task, node)
+            if err is not None:
+                if key is not None:
+                    self._failed.setdefault(key, {})[node.name] = err
+                continue
+            found.append(node)
+        return found
+
+    def _nodes_for(self, task: TaskInfo) -> list[NodeInfo]:
+        """The session's nodes minus those an earlier allocate found hopeless for this
+        task (UnschedulableAndUnresolvable), in session node order."""
+        job = self.ssn.jobs.get(task.job)
+        errors = job.nodes_fit_errors.get(task.uid) if job is not None else None
+        if errors is None:
+            return list(self.ssn.node_list)
+        skip = errors.unresolvable_nodes()
+        return [n for n in self.ssn.node_list if n.name not in skip]
+
+
+# -- committing ---------------------------------------------------------------------------
+
+
+def commit_with_events(ssn: Session, stmt: Statement) -> int:
+    """Commit ``stmt`` and record Volcano's events for each eviction the cache took.
+
+    Per eviction, as Volcano's evictor and cache do: on the pod a Warning
+    ``Evict`` "Pod is evicted, because of <reason>", and on its pod group a
+    Normal ``Evict`` "<reason>". Returns the number of evictions committed.
+    """
+    evictions = [op for op in stmt.operations if op.kind is OperationKind.EVICT]
+    stmt.commit()
+    done = 0
+    for op in evictions:
+        if op.task.status is not TaskStatus.RELEASING:
+            continue  # the cache refused it and the statement put the task back
+        done += 1
+        ssn.record_event(op.task.uid, "Warning", "Evict",
+                         f"Pod is evicted, because of {op.reason}")
+        ssn.record_event(op.task.job, "Normal", "Evict", op.reason)
+    return done

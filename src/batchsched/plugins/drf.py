@@ -1,0 +1,221 @@
+"""drf: Dominant Resource Fairness between jobs (Volcano's ``drf`` plugin).
+
+A job's *share* is the largest, over the cluster's resources, of what the job
+holds divided by the cluster total (its dominant share). The plugin decides:
+
+* job order: lower share first (equal shares leave the decision to the next
+  plugin);
+* preemptable: a candidate may be evicted when the preemptor's share after
+  taking its request stays at or below (within 1e-6) the victim job's share
+  after giving the candidate up; candidates of one job are taken away
+  cumulatively within one call;
+* allocate/deallocate events keep the shares current.
+
+With ``enableHierarchy: true`` on the plugin entry (hierarchical DRF, see
+:mod:`batchsched.plugins.drf_hierarchy`) it also decides:
+
+* queue order: along the queues' ``volcano.sh/hierarchy`` paths, unsaturated
+  subtrees first, then lower ``share / weight``;
+* reclaimable: a candidate may be evicted when, with the reclaimer's request
+  added and the candidate removed, the reclaimer's queue would still come first.
+
+The plugin takes no arguments.
+"""
+
+from __future__ import annotations
+
+from batchsched.api.job import JobInfo
+from batchsched.api.queue import QueueInfo
+from batchsched.api.resource import Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import ALLOCATED_STATUSES
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.events import Event, EventHandler
+from batchsched.framework.session import Session
+from batchsched.plugins.drf_hierarchy import (
+    HierarchyNode,
+    JobShare,
+    compare_queue_paths,
+    new_root,
+    place_job,
+    recompute,
+)
+from batchsched.plugins.queue_accounting import dominant_share
+
+__all__ = ["SHARE_DELTA", "DrfPlugin"]
+
+#: Shares closer than this count as equal in the preemptable test.
+SHARE_DELTA = 1e-6
+
+
+class DrfPlugin:
+    """Dominant Resource Fairness; hierarchical with ``enableHierarchy``."""
+
+    name = "drf"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        self.total = Resource()
+        self.total_allocated = Resource()
+        self.jobs: dict[str, JobShare] = {}
+        self.root = new_root()
+        self.hierarchy = False
+        self._ssn: Session | None = None
+
+    # -- shares -----------------------------------------------------------------------
+
+    def share_of(self, allocated: Resource) -> float:
+        """The dominant share of ``allocated`` in the session's total resources."""
+        return dominant_share(allocated, self.total)
+
+    def job_share(self, job_uid: str) -> float:
+        """The job's current share (0 for a job the plugin does not know)."""
+        state = self.jobs.get(job_uid)
+        return state.share if state is not None else 0.0
+
+    def _demanding(self, total_allocated: Resource) -> set[str]:
+        return {name for name in self.total.resource_names()
+                if total_allocated.get(name) < self.total.get(name)}
+
+    def _update_tree(
+        self, root: HierarchyNode, total_allocated: Resource, job: JobInfo, state: JobShare,
+        queue: QueueInfo,
+    ) -> None:
+        place_job(root, job.uid, state, job.total_request,
+                  hierarchy=queue.hierarchy, weights=queue.weights)
+        recompute(root, self._demanding(total_allocated), self.share_of)
+
+    # -- session ----------------------------------------------------------------------
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self.total = ssn.total_resource.clone()
+        option = ssn.configuration.plugin_option(self.name)
+        self.hierarchy = option is not None and option.hierarchy
+        for job in ssn.jobs.values():
+            state = JobShare()
+            for status, tasks in job.task_status_index.items():
+                if status in ALLOCATED_STATUSES:
+                    for task in tasks.values():
+                        state.allocated.add(task.resreq)
+            state.share = self.share_of(state.allocated)
+            self.jobs[job.uid] = state
+            queue = ssn.queues.get(job.queue)
+            if self.hierarchy and queue is not None:
+                self.total_allocated.add(state.allocated)
+                self._update_tree(self.root, self.total_allocated, job, state, queue)
+
+        ssn.add_preemptable_fn(self.name, self.preemptable)
+        if self.hierarchy:
+            ssn.add_queue_order_fn(self.name, self.queue_order)
+            ssn.add_reclaimable_fn(self.name, self.reclaimable)
+        ssn.add_job_order_fn(self.name, self.job_order)
+        ssn.add_event_handler(EventHandler(
+            allocate=self._on_allocate, deallocate=self._on_deallocate, plugin=self.name,
+        ))
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.jobs = {}
+        self.total = Resource()
+        self.total_allocated = Resource()
+        self.root = new_root()
+        self._ssn = None
+
+    # -- decisions --------------------------------------------------------------------
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        """Lower share first; equal shares are a tie (0)."""
+        lshare, rshare = self.job_share(left.uid), self.job_share(right.uid)
+        if lshare == rshare:
+            return 0
+        return -1 if lshare < rshare else 1
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Candidates whose job, without them, keeps a share at least the preemptor's
+        job would have with the preemptor's request added."""
+        own = self.jobs.get(preemptor.job)
+        if own is None:
+            return []
+        preemptor_share = self.share_of(own.allocated.clone().add(preemptor.resreq))
+        remaining: dict[str, Resource] = {}
+        victims: list[TaskInfo] = []
+        for candidate in candidates:
+            state = self.jobs.get(candidate.job)
+            if state is None:
+                continue
+            # Volcano takes every candidate off its job's allocation, victim or not.
+            left = remaining.setdefault(candidate.job, state.allocated.clone())
+            left.sub_unchecked(candidate.resreq)
+            victim_share = self.share_of(left)
+            if preemptor_share < victim_share or abs(preemptor_share - victim_share) <= SHARE_DELTA:
+                victims.append(candidate)
+        return victims
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        """Hierarchical order of two queues (only registered with hierarchy)."""
+        result = compare_queue_paths(self.root, left.hierarchy, right.hierarchy)
+        if result < 0:
+            return -1
+        return 1 if result > 0 else 0
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        """Candidates whose removal (each judged alone) keeps the reclaimer's queue ahead
+        of the candidate's queue once the reclaimer's request is added."""
+        ssn = self._ssn
+        assert ssn is not None
+        job = ssn.jobs.get(reclaimer.job)
+        queue = ssn.queues.get(job.queue) if job is not None else None
+        own = self.jobs.get(reclaimer.job)
+        if job is None or queue is None or own is None:
+            return []
+        root = self.root.clone()
+        total_allocated = self.total_allocated.clone().add(reclaimer.resreq)
+        grown = JobShare(own.allocated.clone().add(reclaimer.resreq))
+        grown.share = self.share_of(grown.allocated)
+        self._update_tree(root, total_allocated, job, grown, queue)
+        victims: list[TaskInfo] = []
+        for candidate in candidates:
+            victim_job = ssn.jobs.get(candidate.job)
+            victim_queue = ssn.queues.get(victim_job.queue) if victim_job is not None else None
+            state = self.jobs.get(candidate.job)
+            if victim_job is None or victim_queue is None or state is None:
+                continue
+            total_allocated.sub_unchecked(candidate.resreq)
+            shrunk = JobShare(state.allocated.clone().sub_unchecked(candidate.resreq))
+            shrunk.share = self.share_of(shrunk.allocated)
+            self._update_tree(root, total_allocated, victim_job, shrunk, victim_queue)
+            result = compare_queue_paths(root, queue.hierarchy, victim_queue.hierarchy)
+            total_allocated.add(candidate.resreq)
+            shrunk.allocated.add(candidate.resreq)
+            shrunk.share = self.share_of(shrunk.allocated)
+            self._update_tree(root, total_allocated, victim_job, shrunk, victim_queue)
+            if result < 0:
+                victims.append(candidate)
+        return victims
+
+    # -- events -----------------------------------------------------------------------
+
+    def _on_allocate(self, event: Event) -> None:
+        self._move(event.task, +1)
+
+    def _on_deallocate(self, event: Event) -> None:
+        self._move(event.task, -1)
+
+    def _move(self, task: TaskInfo, sign: int) -> None:
+        ssn = self._ssn
+        state = self.jobs.get(task.job)
+        job = ssn.jobs.get(task.job) if ssn is not None else None
+        if ssn is None or state is None or job is None:
+            return
+        if sign > 0:
+            state.allocated.add(task.resreq)
+        else:
+            state.allocated.sub_unchecked(task.resreq)
+        state.share = self.share_of(state.allocated)
+        queue = ssn.queues.get(job.queue)
+        if self.hierarchy and queue is not None:
+            if sign > 0:
+                self.total_allocated.add(task.resreq)
+            else:
+                self.total_allocated.sub_unchecked(task.resreq)
+            self._update_tree(self.root, self.total_allocated, job, state, queue)

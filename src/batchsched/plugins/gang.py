@@ -1,0 +1,182 @@
+"""gang: all or nothing (Volcano's ``plugins/gang``).
+
+A job (pod group) runs only when at least ``minMember`` of its tasks can run
+together, and each role (task spec) has at least its ``minTaskMember``. gang
+decides:
+
+* **job valid**: enough tasks exist at all (not failed / unknown / releasing);
+* **job ready**: enough tasks hold resources to bind the gang;
+* **job pipelined**: enough tasks hold or wait for resources (vote);
+* **job starving**: fewer than ``minMember`` tasks hold or wait for resources;
+* **victims** (preemptable and reclaimable): a task may be evicted only while its
+  job keeps ``minMember`` ready tasks;
+* **job order**: jobs that are not ready go first;
+* at session close, the pod group's ``Unschedulable`` or ``Scheduled`` condition.
+
+It takes no arguments.
+"""
+
+from __future__ import annotations
+
+from batchsched.api.job import JobInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import (
+    ALLOCATED_STATUSES,
+    PodGroupCondition,
+    PodGroupConditionType,
+    TaskStatus,
+    Vote,
+)
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.events import ValidateResult
+from batchsched.framework.session import Session
+
+__all__ = [
+    "NOT_ENOUGH_PODS_OF_TASK",
+    "NOT_ENOUGH_RESOURCES",
+    "NOT_ENOUGH_TASKS",
+    "SCHEDULED_REASON",
+    "GangPlugin",
+    "should_skip_unschedulable_for_releasing",
+    "unschedulable_message",
+]
+
+#: Job-valid reason when a role has fewer valid tasks than its minimum.
+NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
+#: Job-valid reason when the job has fewer valid tasks than ``minMember``.
+NOT_ENOUGH_TASKS = "NotEnoughTasks"
+#: Reason of the ``Unschedulable`` condition gang sets on a job that is not ready.
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+#: Reason of the ``Scheduled`` condition gang sets on a ready job.
+SCHEDULED_REASON = "tasks in gang are ready to be scheduled"
+
+
+class GangPlugin:
+    """Volcano's gang plugin: a job is scheduled whole (``minMember`` tasks) or not at all."""
+
+    name = "gang"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_job_valid_fn(self.name, job_valid)
+
+        def victims(actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+            return gang_victims(ssn, candidates)
+
+        ssn.add_preemptable_fn(self.name, victims)
+        ssn.add_reclaimable_fn(self.name, victims)
+        ssn.add_unified_evictable_fn(self.name, lambda _context, candidates: list(candidates))
+        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_ready_fn(self.name, job_ready)
+        ssn.add_job_pipelined_fn(self.name, job_pipelined)
+        # Preemption looks at minMember only, not at the per-role minimums.
+        ssn.add_job_starving_fn(self.name, JobInfo.is_starving)
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Set ``Unschedulable`` on every job that is not ready, ``Scheduled`` on the others.
+
+        Jobs without tasks are left alone, and so is a job whose missing tasks are
+        only being released from nodes (:func:`should_skip_unschedulable_for_releasing`).
+        """
+        for job in ssn.jobs.values():
+            if not job.tasks:
+                continue
+            if job.is_ready():
+                ssn.update_pod_group_condition(job, PodGroupCondition(
+                    PodGroupConditionType.SCHEDULED, "True", SCHEDULED_REASON, "", ssn.uid,
+                ))
+                continue
+            if should_skip_unschedulable_for_releasing(job):
+                continue
+            ssn.update_pod_group_condition(job, PodGroupCondition(
+                PodGroupConditionType.UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES,
+                unschedulable_message(job), ssn.uid,
+            ))
+
+
+def job_valid(job: JobInfo) -> ValidateResult | None:
+    """None when the job can be gang-scheduled at all, else why not."""
+    if not job.check_task_valid():
+        return ValidateResult(
+            False, NOT_ENOUGH_PODS_OF_TASK,
+            "Not enough valid pods of each task for gang-scheduling",
+        )
+    valid = job.valid_task_num()
+    if valid < job.min_available:
+        return ValidateResult(
+            False, NOT_ENOUGH_TASKS,
+            f"Not enough valid tasks for gang-scheduling, valid: {valid}, "
+            f"min: {job.min_available}",
+        )
+    return None
+
+
+def gang_victims(ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    """The candidates whose eviction leaves their job with ``minMember`` ready tasks.
+
+    Candidates are taken in the order given; each one accepted lowers its job's
+    ready count for the next. Tasks of jobs outside the session are skipped.
+    """
+    occupied: dict[str, int] = {}
+    out: list[TaskInfo] = []
+    for candidate in candidates:
+        job = ssn.jobs.get(candidate.job)
+        if job is None:
+            continue
+        ready = occupied.setdefault(job.uid, job.ready_task_num())
+        if ready > job.min_available:
+            occupied[job.uid] = ready - 1
+            out.append(candidate)
+    return out
+
+
+def job_order(left: JobInfo, right: JobInfo) -> int:
+    """Jobs that are not ready yet go before ready ones."""
+    left_ready, right_ready = left.is_ready(), right.is_ready()
+    if left_ready == right_ready:
+        return 0
+    return 1 if left_ready else -1
+
+
+def job_ready(job: JobInfo) -> bool:
+    """Enough tasks hold resources, overall and per role."""
+    return job.check_task_ready() and job.is_ready()
+
+
+def job_pipelined(job: JobInfo) -> Vote:
+    """Permit when enough tasks hold or wait for resources (overall and per role)."""
+    if job.check_task_pipelined() and job.is_pipelined():
+        return Vote.PERMIT
+    return Vote.REJECT
+
+
+def should_skip_unschedulable_for_releasing(job: JobInfo) -> bool:
+    """Whether a job that is not ready keeps enough scheduled tasks, counting the ones
+    still being released from a node, that it should not be marked Unschedulable.
+
+    False when no task is Releasing on a node, or when the job still has Pending or
+    Pipelined tasks (they need scheduling and must stay visible).
+    """
+    releasing = job.releasing_scheduled_task_num()
+    if releasing == 0:
+        return False
+    if job.tasks_in(TaskStatus.PENDING) or job.tasks_in(TaskStatus.PIPELINED):
+        return False
+    return job.scheduled_task_num() + releasing >= job.min_available
+
+
+def unschedulable_message(job: JobInfo) -> str:
+    """``"<unready>/<tasks> tasks in gang unschedulable: <fit error>"``.
+
+    ``unready`` is ``minMember`` minus the tasks that are ready or were placed by a
+    statement that was later discarded (their last transaction holds resources).
+    """
+    schedulable = job.ready_task_num()
+    for task in job.tasks_in(TaskStatus.PENDING).values():
+        context = task.last_transaction or task.transaction
+        if context.status in ALLOCATED_STATUSES:
+            schedulable += 1
+    unready = job.min_available - schedulable
+    return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"

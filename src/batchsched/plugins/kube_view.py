@@ -1,0 +1,238 @@
+"""The Kubernetes view of a session's nodes, shared by predicates and nodeorder.
+
+Volcano hands kube-scheduler's filter and score plugins one ``NodeInfo`` per
+node, built at session open from every task on the node (Running, Bound,
+Binding, Allocated, Pipelined and Releasing alike). Both the predicates and the
+nodeorder plugin read **the same** objects, and only the predicates plugin's
+event handlers change them: a task that is allocated or pipelined is added, a
+task that is evicted or whose placement is undone disappears at once. So with
+the predicates plugin configured, later tasks in a session see earlier
+placements (pod count, host ports, pod affinity, requested resources); without
+it, nodeorder keeps scoring against the session-open state.
+
+:class:`KubeView` is that shared state, one per session (kept in
+``ssn.extra``). :class:`PodInfo` is a task as the Kubernetes plugins see it:
+one container with the task's requests (the init request folded in as
+Kubernetes does: per resource the larger), host ports, parsed affinity, and the
+"non-zero" requests kube-scheduler uses for spreading (a missing cpu counts
+100m, a missing memory 200Mi; a request of 0 counts as missing here).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator, Mapping
+
+import attrs
+
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import CPU, MEMORY
+from batchsched.api.task import TaskInfo, Toleration
+from batchsched.api.types import COMPLETED_STATUSES
+from batchsched.errors import SchedulingError
+from batchsched.plugins.k8s_matching import (
+    Affinity,
+    AffinityError,
+    AffinityTerm,
+    WeightedAffinityTerm,
+    WeightedPodAffinityTerm,
+    parse_affinity,
+)
+
+__all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "GPU",
+    "KubeView",
+    "NodeView",
+    "PodInfo",
+    "pod_info",
+]
+
+#: kube-scheduler's stand-ins for a missing request when spreading load.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+#: The extended resource BalancedAllocation looks at besides cpu and memory.
+GPU = "nvidia.com/gpu"
+#: A host port: (host IP, protocol, port); an empty IP is 0.0.0.0.
+HostPort = tuple[str, str, int]
+ANY_IP = "0.0.0.0"
+
+_VIEW_KEY = "batchsched.kube_view"
+
+
+def _ceil_int(amount: float) -> int:
+    """A quantity as the integer Kubernetes holds (rounded up, like ``Quantity.Value``)."""
+    return math.ceil(amount - 1e-9) if amount > 0 else 0
+
+
+@attrs.frozen
+class PodInfo:
+    """A task as kube-scheduler's plugins see it (immutable during a session)."""
+
+    uid: str
+    namespace: str
+    labels: Mapping[str, str]
+    node_selector: Mapping[str, str]
+    affinity: Affinity
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    milli_cpu: int
+    memory: int
+    gpu: int
+    nonzero_milli_cpu: int
+    nonzero_memory: int
+    images: tuple[str, ...]
+    required_affinity: tuple[AffinityTerm, ...]
+    required_anti_affinity: tuple[AffinityTerm, ...]
+    preferred_affinity: tuple[WeightedAffinityTerm, ...]
+    preferred_anti_affinity: tuple[WeightedAffinityTerm, ...]
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        """The pod declares a ``podAffinity`` or ``podAntiAffinity`` section."""
+        return self.affinity.has_pod_affinity or self.affinity.has_pod_anti_affinity
+
+    @property
+    def best_effort(self) -> bool:
+        """Requests nothing BalancedAllocation looks at (cpu, memory, GPUs)."""
+        return self.milli_cpu == 0 and self.memory == 0 and self.gpu == 0
+
+
+def pod_info(task: TaskInfo) -> PodInfo:
+    """Build the Kubernetes view of a task; a bad affinity raises SchedulingError."""
+    try:
+        affinity = parse_affinity(task.affinity, task.labels)
+    except AffinityError as exc:
+        raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
+    req = task.resreq
+    cpu, memory = _ceil_int(req.get(CPU)), _ceil_int(req.get(MEMORY))
+    ns = task.namespace
+
+    def weighted(terms: tuple[WeightedPodAffinityTerm, ...]) -> tuple[WeightedAffinityTerm, ...]:
+        return tuple(WeightedAffinityTerm(t.weight, t.term.resolve(ns)) for t in terms)
+
+    return PodInfo(
+        uid=task.uid,
+        namespace=ns,
+        labels=dict(task.labels),
+        node_selector=dict(task.node_selector),
+        affinity=affinity,
+        tolerations=tuple(task.tolerations),
+        host_ports=tuple((ANY_IP, "TCP", p) for p in task.host_ports),
+        milli_cpu=cpu,
+        memory=memory,
+        gpu=_ceil_int(req.get(GPU)),
+        nonzero_milli_cpu=cpu or DEFAULT_MILLI_CPU_REQUEST,
+        nonzero_memory=memory or DEFAULT_MEMORY_REQUEST,
+        images=tuple(task.images),
+        required_affinity=tuple(t.resolve(ns) for t in affinity.required_affinity),
+        required_anti_affinity=tuple(t.resolve(ns) for t in affinity.required_anti_affinity),
+        preferred_affinity=weighted(affinity.preferred_affinity),
+        preferred_anti_affinity=weighted(affinity.preferred_anti_affinity),
+    )
+
+
+@attrs.define(eq=False)
+class NodeView:
+    """One node as kube-scheduler sees it: its pods and the sums over them."""
+
+    name: str
+    pods: dict[str, PodInfo] = attrs.field(factory=dict)
+    milli_cpu: int = 0
+    memory: int = 0
+    gpu: int = 0
+    nonzero_milli_cpu: int = 0
+    nonzero_memory: int = 0
+    used_ports: Counter[HostPort] = attrs.field(factory=Counter)
+    pods_with_affinity: int = 0
+
+    def add(self, pod: PodInfo) -> None:
+        if pod.uid in self.pods:
+            self.remove(pod.uid)
+        self.pods[pod.uid] = pod
+        self._account(pod, 1)
+
+    def remove(self, uid: str) -> PodInfo | None:
+        pod = self.pods.pop(uid, None)
+        if pod is not None:
+            self._account(pod, -1)
+        return pod
+
+    def _account(self, pod: PodInfo, sign: int) -> None:
+        self.milli_cpu += sign * pod.milli_cpu
+        self.memory += sign * pod.memory
+        self.gpu += sign * pod.gpu
+        self.nonzero_milli_cpu += sign * pod.nonzero_milli_cpu
+        self.nonzero_memory += sign * pod.nonzero_memory
+        for port in pod.host_ports:
+            self.used_ports[port] += sign
+            if self.used_ports[port] <= 0:
+                del self.used_ports[port]
+        if pod.has_pod_affinity:
+            self.pods_with_affinity += sign
+
+    def port_conflict(self, wanted: HostPort) -> bool:
+        """Kubernetes' ``HostPortInfo.CheckConflict``: 0.0.0.0 clashes with every IP."""
+        ip, protocol, port = wanted
+        ip = ip or ANY_IP
+        if ip == ANY_IP:
+            return any(p == port and proto == protocol for _, proto, p in self.used_ports)
+        used = self.used_ports
+        return (ip, protocol, port) in used or (ANY_IP, protocol, port) in used
+
+
+class KubeView:
+    """Every session node's :class:`NodeView`, plus the parsed pods, for one session."""
+
+    def __init__(self, nodes: Mapping[str, NodeInfo]) -> None:
+        self.nodes: dict[str, NodeView] = {}
+        self._pods: dict[str, PodInfo] = {}
+        self._where: dict[str, str] = {}
+        for name, node in nodes.items():
+            self.nodes[name] = NodeView(name)
+            for task in node.tasks.values():
+                # Finished tasks hold nothing in Kubernetes' view of a node.
+                if task.status not in COMPLETED_STATUSES:
+                    self.add(task, name)
+
+    @classmethod
+    def of(cls, ssn: object) -> KubeView:
+        """The session's view, created from its nodes on first use."""
+        extra: dict[str, object] = ssn.extra  # type: ignore[attr-defined]
+        view = extra.get(_VIEW_KEY)
+        if not isinstance(view, KubeView):
+            view = cls(ssn.nodes)  # type: ignore[attr-defined]
+            extra[_VIEW_KEY] = view
+        return view
+
+    def pod(self, task: TaskInfo) -> PodInfo:
+        """The task's PodInfo (parsed once per session)."""
+        info = self._pods.get(task.uid)
+        if info is None:
+            info = pod_info(task)
+            self._pods[task.uid] = info
+        return info
+
+    def add(self, task: TaskInfo, node_name: str) -> None:
+        """The task now runs on ``node_name`` (an allocate or pipeline)."""
+        previous = self._where.get(task.uid)
+        if previous is not None and previous in self.nodes:
+            self.nodes[previous].remove(task.uid)
+        node = self.nodes.get(node_name)
+        if node is None:
+            return
+        node.add(self.pod(task))
+        self._where[task.uid] = node_name
+
+    def remove(self, task: TaskInfo) -> None:
+        """The task left its node (an eviction or an undone placement)."""
+        name = self._where.pop(task.uid, None)
+        if name is not None and name in self.nodes:
+            self.nodes[name].remove(task.uid)
+
+    def all_pods(self) -> Iterator[tuple[NodeView, PodInfo]]:
+        for node in self.nodes.values():
+            for pod in node.pods.values():
+                yield node, pod

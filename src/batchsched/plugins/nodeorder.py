@@ -1,0 +1,359 @@
+"""nodeorder: kube-scheduler's node scores, weighted (Volcano's ``plugins/nodeorder``).
+
+Each scorer gives every candidate node an integer from 0 to 100, with
+kube-scheduler's integer arithmetic; the plugin adds ``score * weight`` per
+scorer. All but image locality are *batch* scores: they are computed over the
+list of candidate nodes handed to ``batch_node_order`` (in allocate, the nodes
+that passed the predicates), and some are normalised over that list.
+
+================================  =======  ========================================================
+argument                          default  scorer
+================================  =======  ========================================================
+``leastrequested.weight``         1        LeastAllocated: cpu and memory, weights 50/50
+``mostrequested.weight``          0        MostAllocated: cpu and memory, weights 1/1
+``balancedresource.weight``       1        BalancedAllocation: cpu, memory, nvidia.com/gpu
+``nodeaffinity.weight``           2        preferred node affinity, normalised to the best node
+``podaffinity.weight``            2        preferred inter-pod (anti-)affinity, min-max normalised
+``tainttoleration.weight``        3        untolerated PreferNoSchedule taints, reversed
+``podtopologyspread.weight``      2        topology spread (the model has no constraints: inert)
+``imagelocality.weight``          1        images already on the node (per node, not normalised)
+================================  =======  ========================================================
+
+A weight of 0 turns the scorer off; a negative weight is used as given.
+
+* **LeastAllocated**: per resource with allocatable > 0,
+  ``(allocatable - requested) * 100 // allocatable`` (0 if requested exceeds
+  allocatable), where requested = the node's pods' requests + the task's, a
+  missing cpu request counting 100m and a missing memory request 200Mi; the
+  node score is ``(cpu * 50 + memory * 50) // 100``.
+* **MostAllocated**: ``min(requested, allocatable) * 100 // allocatable``, averaged
+  with integer division.
+* **BalancedAllocation**: with the real requests (no 100m/200Mi), the fraction
+  ``min(1, requested / allocatable)`` of cpu, memory and -- if the task asks for
+  it and the node has it -- nvidia.com/gpu; score ``int((1 - std) * 100)`` where
+  std is half the difference for two fractions, the population standard
+  deviation for three. A task requesting none of them is not scored.
+* **node affinity**: the sum of the weights of the preferred terms the node
+  matches, then ``100 * raw // max(raw)``. Only for tasks with preferred terms.
+* **taint toleration**: the number of ``PreferNoSchedule`` taints the task does
+  not tolerate, then ``100 - 100 * raw // max(raw)`` (all 100 when max is 0).
+* **inter-pod affinity**: for each placed pod P and its node's topology value,
+  add the weight of every preferred affinity term of the task matching P, and
+  of every preferred affinity term of P matching the task; subtract the same for
+  anti-affinity terms (Volcano gives P's *required* affinity terms weight 0).
+  A node's raw score sums the totals of its topology values; then
+  ``int(100 * (raw - min) / (max - min))`` (0 when all equal). Not scored when no
+  term applies at all.
+* **image locality**: per task image present on the node, ``size * nodes having it
+  / all nodes``; the sum clamped to [23 MiB, 1000 MiB * images] and scaled to
+  0..100. Image names without a tag mean ``:latest`` (on both sides).
+
+The node view these scores read is the one the predicates plugin keeps current
+(:mod:`batchsched.plugins.kube_view`); without the predicates plugin it stays
+as it was when the session opened, as in Volcano.
+
+:func:`least_allocated`, :func:`most_allocated` and :func:`balanced_allocation`
+take plain integer vectors (request, node used, node allocatable) and are the
+reference a vectorised implementation is checked against.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import CPU, MEMORY
+from batchsched.api.task import TaskInfo
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+from batchsched.plugins.k8s_matching import count_intolerable_taints
+from batchsched.plugins.kube_view import GPU, KubeView, NodeView, PodInfo
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "NodeOrderPlugin",
+    "balanced_allocation",
+    "default_normalize",
+    "image_locality_score",
+    "inter_pod_affinity_normalize",
+    "least_allocated",
+    "least_requested_score",
+    "most_allocated",
+    "most_requested_score",
+    "normalized_image_name",
+]
+
+PLUGIN_NAME = "nodeorder"
+MAX_NODE_SCORE = 100
+LEAST_ALLOCATED_WEIGHTS = (50, 50)
+MOST_ALLOCATED_WEIGHTS = (1, 1)
+MIB = 1024 * 1024
+IMAGE_MIN_THRESHOLD = 23 * MIB
+IMAGE_MAX_CONTAINER_THRESHOLD = 1000 * MIB
+
+WEIGHT_ARGUMENTS: dict[str, int] = {
+    "leastrequested.weight": 1,
+    "mostrequested.weight": 0,
+    "balancedresource.weight": 1,
+    "nodeaffinity.weight": 2,
+    "podaffinity.weight": 2,
+    "tainttoleration.weight": 3,
+    "podtopologyspread.weight": 2,
+    "imagelocality.weight": 1,
+}
+
+# -- pure scoring functions (integer arithmetic as in kube-scheduler) --------------------------
+
+
+def least_requested_score(requested: int, allocatable: int) -> int:
+    """``(allocatable - requested) * 100 // allocatable``, 0 when over."""
+    if requested > allocatable:
+        return 0
+    return (allocatable - requested) * MAX_NODE_SCORE // allocatable
+
+
+def most_requested_score(requested: int, allocatable: int) -> int:
+    """``min(requested, allocatable) * 100 // allocatable``."""
+    return min(requested, allocatable) * MAX_NODE_SCORE // allocatable
+
+
+def least_allocated(
+    request: Sequence[int], used: Sequence[int], allocatable: Sequence[int],
+    weights: Sequence[int] = LEAST_ALLOCATED_WEIGHTS,
+) -> int:
+    """kube-scheduler's LeastAllocated over resources with allocatable > 0."""
+    score = weight_sum = 0
+    for req, use, alloc, weight in zip(request, used, allocatable, weights, strict=True):
+        if alloc == 0:
+            continue
+        score += least_requested_score(use + req, alloc) * weight
+        weight_sum += weight
+    return score // weight_sum if weight_sum else 0
+
+
+def most_allocated(
+    request: Sequence[int], used: Sequence[int], allocatable: Sequence[int],
+    weights: Sequence[int] = MOST_ALLOCATED_WEIGHTS,
+) -> int:
+    """kube-scheduler's MostAllocated over resources with allocatable > 0."""
+    score = weight_sum = 0
+    for req, use, alloc, weight in zip(request, used, allocatable, weights, strict=True):
+        if alloc == 0:
+            continue
+        score += most_requested_score(use + req, alloc) * weight
+        weight_sum += weight
+    return score // weight_sum if weight_sum else 0
+
+
+def balanced_allocation(
+    request: Sequence[int], used: Sequence[int], allocatable: Sequence[int],
+    extended: Sequence[bool] = (False, False, True),
+) -> int:
+    """kube-scheduler's BalancedAllocation: ``int((1 - std) * 100)`` of the fractions.
+
+    An extended resource the task does not request, and any resource the node
+    lacks (allocatable 0), are left out.
+    """
+    fractions: list[float] = []
+    total = 0.0
+    for req, use, alloc, is_extended in zip(request, used, allocatable, extended, strict=True):
+        if (is_extended and req == 0) or alloc == 0:
+            continue
+        fraction = min(float(use + req) / float(alloc), 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / len(fractions)
+        squares = 0.0
+        for fraction in fractions:
+            squares = squares + (fraction - mean) * (fraction - mean)
+        std = math.sqrt(squares / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def default_normalize(scores: Sequence[int], *, reverse: bool) -> list[int]:
+    """kube-scheduler's ``DefaultNormalizeScore(100, reverse)``."""
+    top = max([0, *scores])
+    if top == 0:
+        return [MAX_NODE_SCORE if reverse else s for s in scores]
+    out = [MAX_NODE_SCORE * s // top for s in scores]
+    return [MAX_NODE_SCORE - s for s in out] if reverse else out
+
+
+def inter_pod_affinity_normalize(scores: Sequence[int]) -> list[int]:
+    """Min-max scaling to 0..100 with float arithmetic, truncated."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    spread = high - low
+    if spread <= 0:
+        return [0 for _ in scores]
+    return [int(float(MAX_NODE_SCORE) * (float(s - low) / float(spread))) for s in scores]
+
+
+def normalized_image_name(name: str) -> str:
+    """An image name without a tag means ``:latest``."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def image_locality_score(image_sum: int, containers: int) -> int:
+    """Scale the summed, spread-weighted image sizes to 0..100."""
+    high = IMAGE_MAX_CONTAINER_THRESHOLD * containers
+    clamped = min(max(image_sum, IMAGE_MIN_THRESHOLD), high)
+    return MAX_NODE_SCORE * (clamped - IMAGE_MIN_THRESHOLD) // (high - IMAGE_MIN_THRESHOLD)
+
+
+# -- the plugin ---------------------------------------------------------------------------------
+
+
+def _int_amount(amount: float) -> int:
+    return math.ceil(amount - 1e-9) if amount > 0 else 0
+
+
+class NodeOrderPlugin:
+    """Volcano's nodeorder plugin (see the module docstring)."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        self.weights = {key: arguments.get_int(key, default)
+                        for key, default in WEIGHT_ARGUMENTS.items()}
+        self.least_weight = self.weights["leastrequested.weight"]
+        self.most_weight = self.weights["mostrequested.weight"]
+        self.balanced_weight = self.weights["balancedresource.weight"]
+        self.node_affinity_weight = self.weights["nodeaffinity.weight"]
+        self.pod_affinity_weight = self.weights["podaffinity.weight"]
+        self.taint_weight = self.weights["tainttoleration.weight"]
+        self.spread_weight = self.weights["podtopologyspread.weight"]
+        self.image_weight = self.weights["imagelocality.weight"]
+        self._view: KubeView | None = None
+        self._ssn: Session | None = None
+        self._images: dict[str, dict[str, int]] = {}
+        self._image_spread: Counter[str] = Counter()
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self._view = KubeView.of(ssn)
+        self._images = {
+            name: {normalized_image_name(img): size for img, size in node.images.items()}
+            for name, node in ssn.nodes.items()
+        }
+        self._image_spread = Counter(img for images in self._images.values() for img in images)
+        ssn.add_node_order_fn(self.name, self.node_order)
+        ssn.add_batch_node_order_fn(self.name, self.batch_node_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self._images = {}
+
+    @property
+    def view(self) -> KubeView:
+        if self._view is None:
+            raise RuntimeError("the nodeorder plugin is not open on a session")
+        return self._view
+
+    # -- per node -----------------------------------------------------------------------------
+
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        """Image locality times its weight."""
+        if self.image_weight == 0:
+            return 0.0
+        pod = self.view.pod(task)
+        on_node = self._images.get(node.name, {})
+        total_nodes = len(self._images)
+        image_sum = 0
+        for image in pod.images:
+            size = on_node.get(normalized_image_name(image))
+            if size is not None:
+                spread = float(self._image_spread[normalized_image_name(image)]) / total_nodes
+                image_sum += int(float(size) * spread)
+        score = image_locality_score(image_sum, max(len(pod.images), 1))
+        return float(score * self.image_weight)
+
+    # -- over the candidate list -----------------------------------------------------------------
+
+    def batch_node_order(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        """The weighted sum of the batch scorers for every candidate node."""
+        pod = self.view.pod(task)
+        views = [self.view.nodes.get(n.name) or NodeView(n.name) for n in nodes]
+        totals = {n.name: 0.0 for n in nodes}
+
+        def add(scores: Sequence[int], weight: int) -> None:
+            for node, score in zip(nodes, scores, strict=True):
+                totals[node.name] += float(score * weight)
+
+        if self.least_weight:
+            add([least_allocated((pod.nonzero_milli_cpu, pod.nonzero_memory),
+                                 (v.nonzero_milli_cpu, v.nonzero_memory), _cpu_memory(n))
+                 for n, v in zip(nodes, views, strict=True)], self.least_weight)
+        if self.most_weight:
+            add([most_allocated((pod.nonzero_milli_cpu, pod.nonzero_memory),
+                                (v.nonzero_milli_cpu, v.nonzero_memory), _cpu_memory(n))
+                 for n, v in zip(nodes, views, strict=True)], self.most_weight)
+        if self.balanced_weight and not pod.best_effort:
+            request = (pod.milli_cpu, pod.memory, pod.gpu)
+            add([balanced_allocation(request, (v.milli_cpu, v.memory, v.gpu),
+                                     (*_cpu_memory(n), _int_amount(n.allocatable.get(GPU))))
+                 for n, v in zip(nodes, views, strict=True)], self.balanced_weight)
+        if self.node_affinity_weight and pod.affinity.node.preferred:
+            raw = [pod.affinity.node.preferred_score(n.labels, n.name) for n in nodes]
+            add(default_normalize(raw, reverse=False), self.node_affinity_weight)
+        if self.taint_weight:
+            raw = [count_intolerable_taints(n.taints, pod.tolerations) for n in nodes]
+            add(default_normalize(raw, reverse=True), self.taint_weight)
+        if self.pod_affinity_weight:
+            topology = self._topology_scores(pod)
+            if topology:
+                raw = [_topology_total(topology, n.labels) for n in nodes]
+                add(inter_pod_affinity_normalize(raw), self.pod_affinity_weight)
+        return totals
+
+    def _topology_scores(self, pod: PodInfo) -> dict[tuple[str, str], int]:
+        """kube-scheduler's InterPodAffinity PreScore: weight per topology pair."""
+        assert self._ssn is not None
+        preferred = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
+        scores: dict[tuple[str, str], int] = {}
+
+        def credit(key: str, labels: Mapping[str, str], weight: int) -> None:
+            if key in labels:
+                pair = (key, labels[key])
+                scores[pair] = scores.get(pair, 0) + weight
+
+        for node_view in self.view.nodes.values():
+            if not preferred and node_view.pods_with_affinity == 0:
+                continue
+            node = self._ssn.nodes.get(node_view.name)
+            labels = node.labels if node is not None else {}
+            if not labels:
+                continue
+            for other in node_view.pods.values():
+                if other.uid == pod.uid or (not preferred and not other.has_pod_affinity):
+                    continue
+                for w in pod.preferred_affinity:
+                    if w.term.matches(other.namespace, other.labels):
+                        credit(w.term.topology_key, labels, w.weight)
+                for w in pod.preferred_anti_affinity:
+                    if w.term.matches(other.namespace, other.labels):
+                        credit(w.term.topology_key, labels, -w.weight)
+                for w in other.preferred_affinity:
+                    if w.term.matches(pod.namespace, pod.labels):
+                        credit(w.term.topology_key, labels, w.weight)
+                for w in other.preferred_anti_affinity:
+                    if w.term.matches(pod.namespace, pod.labels):
+                        credit(w.term.topology_key, labels, -w.weight)
+        return scores
+
+
+def _cpu_memory(node: NodeInfo) -> tuple[int, int]:
+    return _int_amount(node.allocatable.get(CPU)), _int_amount(node.allocatable.get(MEMORY))
+
+
+def _topology_total(scores: Mapping[tuple[str, str], int], labels: Mapping[str, str]) -> int:
+    return sum(weight for (key, value), weight in scores.items() if labels.get(key) == value)

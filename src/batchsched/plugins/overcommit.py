@@ -1,0 +1,99 @@
+"""overcommit: admit jobs up to a multiple of the cluster (Volcano's ``plugins/overcommit``).
+
+At session open the plugin computes
+
+* ``idle = total allocatable x overcommit-factor - used`` (used: what the tasks on
+  the nodes hold, pipelined tasks excluded), and
+* ``inqueue``: the full ``minResources`` of every Inqueue pod group, plus, for a
+  Running pod group with at least ``minMember`` tasks holding resources, the part
+  of its ``minResources`` it does not hold yet.
+
+A pending job is **enqueueable** when it sets no ``minResources``, or when
+``inqueue + minResources <= idle`` on every dimension its ``minResources``
+requests (cpu, memory, scalars other than ``pods``; no epsilon). Every admitted
+job's ``minResources`` is added to ``inqueue`` (**job enqueued**), so later jobs
+of the same session see it. A rejection records a ``Normal`` ``Unschedulable``
+event on the pod group naming the overused dimensions.
+
+Argument ``overcommit-factor`` (number, default 1.2; a value below 1 is
+replaced by the default).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from batchsched.api.job import JobInfo
+from batchsched.api.resource import Resource
+from batchsched.api.types import PodGroupPhase, Vote
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+from batchsched.plugins.queue_accounting import inqueue_resource
+
+__all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "OVERCOMMIT_FACTOR", "OvercommitPlugin"]
+
+log = logging.getLogger("batchsched")
+
+#: Name of the argument.
+OVERCOMMIT_FACTOR = "overcommit-factor"
+#: Factor used when the argument is missing or below 1.
+DEFAULT_OVERCOMMIT_FACTOR = 1.2
+
+
+class OvercommitPlugin:
+    """Volcano's overcommit plugin: enqueue admits jobs until ``factor x total`` is reserved."""
+
+    name = "overcommit"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        factor = arguments.get_float(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR)
+        if factor < 1.0:
+            log.warning("overcommit: %s %r is below 1; using %s", OVERCOMMIT_FACTOR,
+                        arguments.get(OVERCOMMIT_FACTOR), DEFAULT_OVERCOMMIT_FACTOR)
+            factor = DEFAULT_OVERCOMMIT_FACTOR
+        self.factor = factor
+        self.idle = Resource()
+        self.inqueue = Resource()
+
+    def on_session_open(self, ssn: Session) -> None:
+        used = Resource()
+        for node in ssn.node_list:
+            used.add(node.used)
+        self.idle = ssn.total_resource.clone().multi(self.factor).sub_unchecked(used)
+        self.inqueue = Resource()
+        for job in ssn.jobs.values():
+            minimum = job.podgroup.min_resources
+            if minimum is None:
+                continue
+            phase = job.podgroup.phase
+            if phase == PodGroupPhase.INQUEUE:
+                self.inqueue.add(minimum)
+            elif (phase == PodGroupPhase.RUNNING
+                  and job.allocated_task_num() >= job.podgroup.min_member):
+                self.inqueue.add(inqueue_resource(job, job.allocated))
+
+        def enqueueable(job: JobInfo) -> Vote:
+            minimum = job.podgroup.min_resources
+            if minimum is None:
+                return Vote.PERMIT
+            fits, short = (self.inqueue + minimum).less_equal_with_dimension(self.idle, minimum)
+            if fits:
+                return Vote.PERMIT
+            message = "resource in cluster is overused"
+            if short:
+                message += ": " + ", ".join(f"overused {name}" for name in short)
+            ssn.record_event(job.uid, "Normal", "Unschedulable", message)
+            return Vote.REJECT
+
+        def enqueued(job: JobInfo) -> None:
+            if job.podgroup.min_resources is not None:
+                self.inqueue.add(job.podgroup.min_resources)
+
+        ssn.add_job_enqueueable_fn(self.name, enqueueable)
+        ssn.add_job_enqueued_fn(self.name, enqueued)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.idle = Resource()
+        self.inqueue = Resource()
+

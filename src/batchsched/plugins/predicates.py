@@ -1,0 +1,443 @@
+"""predicates: may this task run on that node (Volcano's ``plugins/predicates``).
+
+Volcano runs kube-scheduler's filter plugins; this module applies the same
+rules to the task and node model. ``predicate(task, node)`` checks, in this order:
+
+1. **pod count** (always): the node holds fewer pods than its allocatable
+   ``pods`` (a node without ``pods`` takes none) -- ``node(s) pod number exceeded``,
+   Unschedulable. It does not stop the other checks.
+2. the node-static checks, each stopping at its first failure (all
+   UnschedulableAndUnresolvable):
+
+   * **node unschedulable** (always): a cordoned node takes only tasks that
+     tolerate ``node.kubernetes.io/unschedulable:NoSchedule`` --
+     ``node(s) were unschedulable``;
+   * **node affinity** (``predicate.NodeAffinityEnable``): the ``nodeSelector``
+     and the required node affinity -- ``node(s) didn't match Pod's node
+     affinity/selector``;
+   * **taints** (``predicate.TaintTolerationEnable``): every ``NoSchedule`` and
+     ``NoExecute`` taint must be tolerated -- ``node(s) had untolerated taint
+     {key: value}`` (the first one, in node order).
+3. **host ports** (``predicate.NodePortsEnable``): no pod on the node uses one
+   of the task's host ports -- ``node(s) didn't have free ports for the
+   requested pod ports``, Unschedulable.
+4. **inter-pod affinity** (``predicate.PodAffinityEnable``): the task's required
+   pod affinity (UnschedulableAndUnresolvable, ``node(s) didn't match pod
+   affinity rules``), its required anti-affinity (``node(s) didn't match pod
+   anti-affinity rules``) and the required anti-affinity of pods already placed
+   (``node(s) didn't satisfy existing pods anti-affinity rules``), the last two
+   Unschedulable.
+5. **proportional** (``predicate.ProportionalEnable``, default false, the
+   argument set of Volcano releases that had it here; resource-strategy-fit
+   offers the same check): a task that asks for none of the listed resources
+   (e.g. GPUs) must leave enough idle cpu and memory for the node's idle
+   GPUs -- ``proportional of resource R check failed``, UnschedulableAndUnresolvable.
+
+The result is a :class:`~batchsched.api.fit.FitError` holding every failure in
+that order (preempt reads the codes: an UnschedulableAndUnresolvable node is
+not worth evicting for). Volume, zone, CSI-limit, topology-spread and DRA
+checks have nothing to look at in this model: their switches are accepted and
+they always pass.
+
+**State within a session.** The plugin keeps the Kubernetes view of each node
+(:mod:`batchsched.plugins.kube_view`) current: a task allocated or pipelined
+counts on its node at once, an evicted task or an undone placement stops
+counting at once. ``pre_predicate(task)`` computes the task's inter-pod
+affinity counts over all nodes; like Volcano, a check found irrelevant for a
+task at that point (e.g. inter-pod affinity for a task without required terms
+while no placed pod has an anti-affinity against it) stays off for that task
+for the rest of the session. ``predicate`` without an earlier
+``pre_predicate`` computes the counts itself (Volcano would fail the node).
+
+``predicate.CacheEnable`` (default false) remembers, per node and per pod
+template (annotation ``volcano.sh/template-uid``), the outcome of the
+node-static checks; a remembered failure reads ``plugin equivalence cache
+predicates failed`` (code Error).
+
+``simulate_predicate`` (the dry run of topology-aware preemption) checks inter-pod
+affinity only, on the node copy it is given: the pods counted on that node are
+those of the view that the copy still holds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from batchsched.api.fit import NODE_POD_NUMBER_EXCEEDED, FitError, FitStatus
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import Taint, TaskInfo
+from batchsched.api.types import FitStatusCode
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.events import Event, EventHandler
+from batchsched.framework.session import Session
+from batchsched.plugins.k8s_matching import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    UNSCHEDULABLE_TAINT_KEY,
+    find_untolerated_taint,
+    node_selector_matches,
+    tolerations_tolerate,
+)
+from batchsched.plugins.kube_view import KubeView, NodeView, PodInfo
+from batchsched.plugins.resource_strategy_fit import (
+    ProportionalRates,
+    check_proportional,
+    proportional_reason,
+)
+
+__all__ = [
+    "REASON_AFFINITY_RULES",
+    "REASON_ANTI_AFFINITY_RULES",
+    "REASON_EXISTING_ANTI_AFFINITY_RULES",
+    "REASON_NODE_AFFINITY",
+    "REASON_NODE_PORTS",
+    "REASON_NODE_UNSCHEDULABLE",
+    "InterPodCounts",
+    "PredicatesPlugin",
+    "inter_pod_affinity_counts",
+    "untolerated_taint_reason",
+]
+
+PLUGIN_NAME = "predicates"
+
+REASON_NODE_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
+REASON_AFFINITY_RULES = "node(s) didn't match pod affinity rules"
+REASON_ANTI_AFFINITY_RULES = "node(s) didn't match pod anti-affinity rules"
+REASON_EXISTING_ANTI_AFFINITY_RULES = "node(s) didn't satisfy existing pods anti-affinity rules"
+REASON_CACHE_FAILED = "plugin equivalence cache predicates failed"
+REASON_NODE_NOT_FOUND = "node info not found"
+REASON_AFFINITY_CONFLICT = "pod affinity terms conflict"
+TEMPLATE_UID_ANNOTATION = "volcano.sh/template-uid"
+
+# kube-scheduler's plugin names, carried on each status.
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_AFFINITY = "NodeAffinity"
+TAINT_TOLERATION = "TaintToleration"
+NODE_PORTS = "NodePorts"
+INTER_POD_AFFINITY = "InterPodAffinity"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+PROPORTIONAL = "predicate.ProportionalEnable"
+
+_UU = FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE
+_UNSCHEDULABLE = FitStatusCode.UNSCHEDULABLE
+_ABORT = frozenset({_UU, FitStatusCode.ERROR, FitStatusCode.WAIT, FitStatusCode.SKIP})
+_BLOCKING_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
+_UNSCHEDULABLE_TAINT = Taint(UNSCHEDULABLE_TAINT_KEY, "", NO_SCHEDULE)
+
+TopologyPair = tuple[str, str]
+
+
+def untolerated_taint_reason(taint: Taint) -> str:
+    """``node(s) had untolerated taint {key: value}``."""
+    return f"node(s) had untolerated taint {taint}"
+
+
+@attrs.define
+class InterPodCounts:
+    """kube-scheduler's InterPodAffinity pre-filter counts for one incoming pod.
+
+    Each maps a topology pair (label key, value) to a number of pods:
+    ``existing_anti``: placed pods whose required anti-affinity selects the
+    incoming pod; ``affinity``: placed pods matching all of the incoming pod's
+    required affinity terms; ``anti``: placed pods selected by one of the incoming
+    pod's required anti-affinity terms (once per term).
+    """
+
+    existing_anti: Counter[TopologyPair] = attrs.field(factory=Counter)
+    affinity: Counter[TopologyPair] = attrs.field(factory=Counter)
+    anti: Counter[TopologyPair] = attrs.field(factory=Counter)
+
+
+def inter_pod_affinity_counts(
+    pod: PodInfo, placed: Iterable[tuple[Mapping[str, str], PodInfo]]
+) -> InterPodCounts:
+    """Count, over ``(node labels, placed pod)`` pairs, what the filter needs."""
+    counts = InterPodCounts()
+    for labels, other in placed:
+        if other.uid == pod.uid or not labels:
+            continue
+        for term in other.required_anti_affinity:
+            key = term.topology_key
+            if key in labels and term.matches(pod.namespace, pod.labels):
+                counts.existing_anti[(key, labels[key])] += 1
+        if pod.required_affinity and all(
+            t.matches(other.namespace, other.labels) for t in pod.required_affinity
+        ):
+            for term in pod.required_affinity:
+                key = term.topology_key
+                if key in labels:
+                    counts.affinity[(key, labels[key])] += 1
+        for term in pod.required_anti_affinity:
+            key = term.topology_key
+            if key in labels and term.matches(other.namespace, other.labels):
+                counts.anti[(key, labels[key])] += 1
+    return counts
+
+
+def inter_pod_affinity_filter(
+    pod: PodInfo, counts: InterPodCounts, labels: Mapping[str, str]
+) -> FitStatus | None:
+    """kube-scheduler's InterPodAffinity filter on a node with ``labels``."""
+    pods_exist = True
+    for term in pod.required_affinity:
+        value = labels.get(term.topology_key)
+        if value is None:
+            return FitStatus(_UU, REASON_AFFINITY_RULES, INTER_POD_AFFINITY)
+        if counts.affinity[(term.topology_key, value)] <= 0:
+            pods_exist = False
+    # The first pod of a group with affinity to itself may go anywhere the
+    # topology labels exist, provided no other pod matches yet.
+    if not pods_exist and not (
+        not +counts.affinity
+        and all(t.matches(pod.namespace, pod.labels) for t in pod.required_affinity)
+    ):
+        return FitStatus(_UU, REASON_AFFINITY_RULES, INTER_POD_AFFINITY)
+    for term in pod.required_anti_affinity:
+        value = labels.get(term.topology_key)
+        if value is not None and counts.anti[(term.topology_key, value)] > 0:
+            return FitStatus(_UNSCHEDULABLE, REASON_ANTI_AFFINITY_RULES, INTER_POD_AFFINITY)
+    if +counts.existing_anti and any(
+        counts.existing_anti[(k, v)] > 0 for k, v in labels.items()
+    ):
+        return FitStatus(_UNSCHEDULABLE, REASON_EXISTING_ANTI_AFFINITY_RULES, INTER_POD_AFFINITY)
+    return None
+
+
+@attrs.define
+class _TaskState:
+    """A task's pre-filter state for the session (Volcano's cycle state).
+
+    ``provisional`` marks a state computed by ``predicate`` itself, without a
+    ``pre_predicate`` call; the next ``pre_predicate`` starts afresh.
+    """
+
+    skipped: set[str] = attrs.field(factory=set)
+    counts: InterPodCounts | None = None
+    provisional: bool = False
+
+
+def _read_rates(arguments: Arguments) -> ProportionalRates:
+    rates: dict[str, tuple[float, float]] = {}
+    for raw in arguments.get_str("predicate.resources", "").split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        cpu = arguments.get_float(f"predicate.resources.{name}.cpu", 1.0)
+        memory = arguments.get_float(f"predicate.resources.{name}.memory", 1.0)
+        rates[name] = (cpu if cpu >= 0 else 1.0, memory if memory >= 0 else 1.0)
+    return rates
+
+
+class PredicatesPlugin:
+    """Volcano's predicates plugin: Kubernetes' node filters (see the module docstring)."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        self.node_affinity_enable = arguments.get_bool("predicate.NodeAffinityEnable", True)
+        self.node_ports_enable = arguments.get_bool("predicate.NodePortsEnable", True)
+        self.taint_toleration_enable = arguments.get_bool("predicate.TaintTolerationEnable", True)
+        self.pod_affinity_enable = arguments.get_bool("predicate.PodAffinityEnable", True)
+        # Accepted for compatibility; nothing in the model has volumes, zones or claims.
+        self.node_volume_limits_enable = arguments.get_bool(
+            "predicate.NodeVolumeLimitsEnable", True)
+        self.volume_zone_enable = arguments.get_bool("predicate.VolumeZoneEnable", True)
+        self.pod_topology_spread_enable = arguments.get_bool(
+            "predicate.PodTopologySpreadEnable", True)
+        self.volume_binding_enable = arguments.get_bool("predicate.VolumeBindingEnable", True)
+        self.cache_enable = arguments.get_bool("predicate.CacheEnable", False)
+        self.proportional_enable = arguments.get_bool("predicate.ProportionalEnable", False)
+        self.proportional: ProportionalRates = _read_rates(arguments)
+        self._view: KubeView | None = None
+        self._ssn: Session | None = None
+        self._states: dict[str, _TaskState] = {}
+        self._cache: dict[str, dict[str, bool]] = {}
+
+    # -- session ------------------------------------------------------------------------
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self._view = view = KubeView.of(ssn)
+        self._states = {}
+        self._cache = {}
+
+        def on_allocate(event: Event) -> None:
+            view.add(event.task, event.task.node_name)
+
+        def on_deallocate(event: Event) -> None:
+            view.remove(event.task)
+
+        ssn.add_event_handler(EventHandler(on_allocate, on_deallocate, plugin=self.name))
+        ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
+        ssn.add_predicate_fn(self.name, self.predicate)
+        ssn.add_simulate_predicate_fn(self.name, self.simulate_predicate)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self._states = {}
+        self._cache = {}
+
+    @property
+    def view(self) -> KubeView:
+        if self._view is None:
+            raise RuntimeError("the predicates plugin is not open on a session")
+        return self._view
+
+    def _labels(self, node_name: str) -> Mapping[str, str]:
+        assert self._ssn is not None
+        node = self._ssn.nodes.get(node_name)
+        return node.labels if node is not None else {}
+
+    # -- pre-predicate ------------------------------------------------------------------------
+
+    def pre_predicate(self, task: TaskInfo) -> FitError | None:
+        """Compute the task's filter state over all nodes (Volcano's ``PrePredicate``)."""
+        state = self._states.get(task.uid)
+        if state is None or state.provisional:
+            state = self._states[task.uid] = _TaskState()
+        return self._pre_filter(task, state)
+
+    def _pre_filter(self, task: TaskInfo, state: _TaskState) -> FitError | None:
+        pod = self.view.pod(task)
+        if self.node_affinity_enable:
+            node_affinity = pod.affinity.node
+            if not pod.node_selector and node_affinity.required is None:
+                state.skipped.add(NODE_AFFINITY)
+            elif node_affinity.conflicting_node_names():
+                return FitError(task.namespace, task.name, "", [FitStatus(
+                    _UU, f"plugin {NODE_AFFINITY} pre-predicates failed {REASON_AFFINITY_CONFLICT}",
+                    NODE_AFFINITY)])
+        if self.node_ports_enable and not pod.host_ports:
+            state.skipped.add(NODE_PORTS)
+        if self.pod_affinity_enable:
+            state.counts = inter_pod_affinity_counts(pod, self._placed_pods())
+            if (not pod.required_affinity and not pod.required_anti_affinity
+                    and not +state.counts.existing_anti):
+                state.skipped.add(INTER_POD_AFFINITY)
+        if self.pod_topology_spread_enable:
+            # No task in the model has topology spread constraints.
+            state.skipped.add(POD_TOPOLOGY_SPREAD)
+        return None
+
+    def _placed_pods(
+        self, override: NodeInfo | None = None
+    ) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
+        """Every placed pod with its node's labels; on ``override``'s node only the
+        pods that node copy still holds."""
+        for node_view in self.view.nodes.values():
+            labels = self._labels(node_view.name)
+            if override is not None and node_view.name == override.name:
+                labels = override.labels
+                for pod in node_view.pods.values():
+                    if pod.uid in override.tasks:
+                        yield labels, pod
+                continue
+            for pod in node_view.pods.values():
+                yield labels, pod
+
+    def _state(self, task: TaskInfo) -> _TaskState:
+        state = self._states.get(task.uid)
+        if state is None:
+            state = self._states[task.uid] = _TaskState(provisional=True)
+            self._pre_filter(task, state)
+        return state
+
+    # -- predicate ------------------------------------------------------------------------------
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """Every enabled filter, in Volcano's order (see the module docstring)."""
+        node_view = self.view.nodes.get(node.name)
+        if node_view is None:
+            return FitError(task.namespace, task.name, node.name,
+                            [FitStatus(FitStatusCode.ERROR, REASON_NODE_NOT_FOUND, self.name)])
+        pod = self.view.pod(task)
+        state = self._state(task)
+        statuses: list[FitStatus] = []
+        if node.max_task_num <= len(node_view.pods):
+            statuses.append(FitStatus(_UNSCHEDULABLE, NODE_POD_NUMBER_EXCEEDED, self.name))
+
+        stable, fit = self._stable_filters_cached(task, pod, node, state)
+        statuses.extend(stable)
+        if not fit:
+            return FitError(task.namespace, task.name, node.name, statuses)
+
+        for status in self._dynamic_filters(task, pod, node, node_view, state):
+            statuses.append(status)
+            if status.code in _ABORT:
+                break
+        if statuses:
+            return FitError(task.namespace, task.name, node.name, statuses)
+        return None
+
+    def _stable_filters_cached(
+        self, task: TaskInfo, pod: PodInfo, node: NodeInfo, state: _TaskState
+    ) -> tuple[list[FitStatus], bool]:
+        template = task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
+        if not self.cache_enable or not template:
+            return self._stable_filters(pod, node, state)
+        known = self._cache.setdefault(node.name, {})
+        if template not in known:
+            statuses, fit = self._stable_filters(pod, node, state)
+            known[template] = fit
+            return statuses, fit
+        if known[template]:
+            return [], True
+        return [FitStatus(FitStatusCode.ERROR, REASON_CACHE_FAILED, "predicate.CacheEnable")], False
+
+    def _stable_filters(
+        self, pod: PodInfo, node: NodeInfo, state: _TaskState
+    ) -> tuple[list[FitStatus], bool]:
+        """Node unschedulable, node affinity, taints: the checks that depend only on the
+        node's static fields. All fail UnschedulableAndUnresolvable, which stops."""
+        if node.unschedulable and not tolerations_tolerate(
+            pod.tolerations, _UNSCHEDULABLE_TAINT
+        ):
+            return [FitStatus(_UU, REASON_NODE_UNSCHEDULABLE, NODE_UNSCHEDULABLE)], False
+        if self.node_affinity_enable and NODE_AFFINITY not in state.skipped and not (
+            node_selector_matches(pod.node_selector, node.labels)
+            and pod.affinity.node.required_matches(node.labels, node.name)
+        ):
+            return [FitStatus(_UU, REASON_NODE_AFFINITY, NODE_AFFINITY)], False
+        if self.taint_toleration_enable:
+            taint = find_untolerated_taint(node.taints, pod.tolerations,
+                                           _BLOCKING_EFFECTS)
+            if taint is not None:
+                return [FitStatus(_UU, untolerated_taint_reason(taint), TAINT_TOLERATION)], False
+        return [], True
+
+    def _dynamic_filters(
+        self, task: TaskInfo, pod: PodInfo, node: NodeInfo, node_view: NodeView, state: _TaskState
+    ) -> Iterable[FitStatus]:
+        if (self.node_ports_enable and NODE_PORTS not in state.skipped
+                and any(node_view.port_conflict(port) for port in pod.host_ports)):
+            yield FitStatus(_UNSCHEDULABLE, REASON_NODE_PORTS, NODE_PORTS)
+        if self.pod_affinity_enable and INTER_POD_AFFINITY not in state.skipped:
+            counts = state.counts or InterPodCounts()
+            status = inter_pod_affinity_filter(pod, counts, node.labels)
+            if status is not None:
+                yield status
+        if self.proportional_enable:
+            failed = check_proportional(task, node, self.proportional)
+            if failed is not None:
+                yield FitStatus(_UU, proportional_reason(failed), PROPORTIONAL)
+
+    # -- dry-run preemption -------------------------------------------------------------------
+
+    def simulate_predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """Inter-pod affinity on a node copy whose tasks a preemption dry run changed."""
+        if not self.pod_affinity_enable:
+            return None
+        state = self._state(task)
+        if INTER_POD_AFFINITY in state.skipped:
+            return None
+        pod = self.view.pod(task)
+        counts = inter_pod_affinity_counts(pod, self._placed_pods(override=node))
+        status = inter_pod_affinity_filter(pod, counts, node.labels)
+        if status is None:
+            return None
+        return FitError(task.namespace, task.name, node.name, [status])

@@ -1,0 +1,96 @@
+"""priority: order and preempt by priority (Volcano's ``plugins/priority``).
+
+* **task order**: higher task priority first (a pod's ``priority``, else its
+  class's value, else 1);
+* **job order**: higher job priority first (the pod group's priority class);
+* **preemptable**: a task of another job is a victim only if its job's priority
+  is lower than the preemptor job's; a task of the preemptor's own job only if
+  its task priority is lower than the preemptor's;
+* **unified evictable** (gang-level eviction): gang reclaim may take every
+  candidate; gang preempt only candidates whose job priority is lower than the
+  evicting job's;
+* **job starving**: the job has tasks that neither hold nor wait for resources
+  (ready + pipelined < number of tasks).
+
+It registers no reclaimable function (reclaim is about queues, not priority)
+and takes no arguments.
+"""
+
+from __future__ import annotations
+
+from batchsched.api.job import JobInfo
+from batchsched.api.task import TaskInfo
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.events import EvictionContext, EvictionKind
+from batchsched.framework.session import Session
+
+__all__ = ["PriorityPlugin", "job_order", "job_starving", "task_order"]
+
+
+class PriorityPlugin:
+    """Volcano's priority plugin."""
+
+    name = "priority"
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_task_order_fn(self.name, task_order)
+        ssn.add_job_order_fn(self.name, job_order)
+
+        def preemptable(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+            preemptor_job = ssn.jobs.get(preemptor.job)
+            if preemptor_job is None:
+                return []
+            victims = []
+            for candidate in candidates:
+                job = ssn.jobs.get(candidate.job)
+                if job is None:
+                    continue
+                if job.uid != preemptor_job.uid:
+                    if job.priority < preemptor_job.priority:
+                        victims.append(candidate)
+                elif candidate.priority < preemptor.priority:
+                    victims.append(candidate)
+            return victims
+
+        def unified_evictable(
+            context: EvictionContext, candidates: list[TaskInfo]
+        ) -> list[TaskInfo]:
+            if context.kind is EvictionKind.GANG_RECLAIM:
+                return list(candidates)
+            victims = []
+            for candidate in candidates:
+                job = ssn.jobs.get(candidate.job)
+                if job is not None and job.priority < context.job.priority:
+                    victims.append(candidate)
+            return victims
+
+        ssn.add_preemptable_fn(self.name, preemptable)
+        ssn.add_unified_evictable_fn(self.name, unified_evictable)
+        ssn.add_job_starving_fn(self.name, job_starving)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+def task_order(left: TaskInfo, right: TaskInfo) -> int:
+    """Higher task priority first."""
+    return _higher_first(left.priority, right.priority)
+
+
+def job_order(left: JobInfo, right: JobInfo) -> int:
+    """Higher job priority first."""
+    return _higher_first(left.priority, right.priority)
+
+
+def job_starving(job: JobInfo) -> bool:
+    """Some task of the job neither holds nor waits for resources."""
+    return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
+
+
+def _higher_first(left: int, right: int) -> int:
+    if left == right:
+        return 0
+    return -1 if left > right else 1

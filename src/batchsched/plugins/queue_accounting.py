@@ -1,0 +1,306 @@
+"""Resource helpers and queue accounting shared by drf, proportion and capacity.
+
+The helpers restate the exact semantics of Volcano's ``api/resource_info.go``
+and ``api/helpers`` functions these plugins rely on where
+:class:`~batchsched.api.resource.Resource` has no equivalent (which dimensions
+count, which use the 0.1 epsilon, which keys survive). :class:`QueueUsage`
+gathers what proportion and capacity both read off a queue's jobs at session
+open: allocated, requested, reserved by admitted jobs (inqueue) and held beyond
+the jobs' minimums (elastic).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+
+import attrs
+
+from batchsched.api.job import JobInfo
+from batchsched.api.queue import QueueInfo
+from batchsched.api.resource import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
+
+__all__ = [
+    "MAX_AMOUNT",
+    "QueueUsage",
+    "capability_from_spec",
+    "diff",
+    "dominant_share",
+    "exceeded_part",
+    "greater_partly_in_relevant_dimensions",
+    "inqueue_resource",
+    "intersection",
+    "less_equal_partly_zero_filtered",
+    "resource_max",
+    "same_resource",
+    "share",
+    "spec_written",
+    "sum_requests",
+]
+
+#: Volcano's ``math.MaxFloat64``: an unbounded cpu or memory amount.
+MAX_AMOUNT = sys.float_info.max
+
+
+def share(allocated: float, deserved: float) -> float:
+    """``allocated / deserved``; 0 when both are 0, 1 when only ``deserved`` is."""
+    if deserved == 0:
+        return 0.0 if allocated == 0 else 1.0
+    return allocated / deserved
+
+
+def dominant_share(allocated: Resource, reference: Resource) -> float:
+    """The largest ``share`` over the dimensions ``reference`` holds (0 when none)."""
+    result = 0.0
+    for name in reference.resource_names():
+        result = max(result, share(allocated.get(name), reference.get(name)))
+    return result
+
+
+def exceeded_part(left: Resource, right: Resource) -> Resource:
+    """Per dimension ``max(0, left - right)``; a scalar is kept only when positive
+    (Volcano's ``ExceededPart``)."""
+    out = Resource(max(0.0, left.milli_cpu - right.milli_cpu),
+                   max(0.0, left.memory - right.memory))
+    for name, amount in left.scalars.items():
+        rest = amount - right.scalars.get(name, 0.0)
+        if rest > 0:
+            out.scalars[name] = rest
+    return out
+
+
+def diff(left: Resource, right: Resource) -> tuple[Resource, Resource]:
+    """(increase, decrease) from ``right`` to ``left`` per dimension, missing scalars
+    read as 0 (Volcano's ``Diff`` with the Zero default)."""
+    increased, decreased = Resource(), Resource()
+    if left.milli_cpu > right.milli_cpu:
+        increased.milli_cpu = left.milli_cpu - right.milli_cpu
+    else:
+        decreased.milli_cpu = right.milli_cpu - left.milli_cpu
+    if left.memory > right.memory:
+        increased.memory = left.memory - right.memory
+    else:
+        decreased.memory = right.memory - left.memory
+    for name in _union(left.scalars, right.scalars):
+        lq, rq = left.scalars.get(name, 0.0), right.scalars.get(name, 0.0)
+        if lq > rq:
+            increased.scalars[name] = lq - rq
+        else:
+            decreased.scalars[name] = rq - lq
+    return increased, decreased
+
+
+def resource_max(left: Resource, right: Resource) -> Resource:
+    """Per dimension the larger; scalars over both key sets, negative values dropped
+    (Volcano's ``helpers.Max``)."""
+    out = Resource(max(left.milli_cpu, right.milli_cpu), max(left.memory, right.memory))
+    for name, amount in left.scalars.items():
+        if amount >= 0:
+            out.scalars[name] = amount
+    for name, amount in right.scalars.items():
+        if amount >= 0:
+            out.scalars[name] = max(amount, out.scalars.get(name, 0.0))
+    return out
+
+
+def same_resource(left: Resource, right: Resource) -> bool:
+    """Exact equality: cpu, memory and the same scalar keys with the same values
+    (Volcano compares with ``DeepEqual``, so a key at 0 differs from a missing key)."""
+    return (left.milli_cpu == right.milli_cpu and left.memory == right.memory
+            and left.scalars == right.scalars)
+
+
+def intersection(left: Resource, right: Resource, *, ignore_pods: bool = False) -> list[str]:
+    """The dimensions holding at least the epsilon on both sides (``pods`` included
+    unless ``ignore_pods``)."""
+    names = set(right.resource_names())
+    return [n for n in left.resource_names()
+            if n in names and not (ignore_pods and n == PODS)]
+
+
+def _le(left: float, right: float) -> bool:
+    return left < right or abs(left - right) < MIN_RESOURCE
+
+
+def less_equal_partly_zero_filtered(used: Resource, limit: Resource, request: Resource) -> bool:
+    """Whether ``used <= limit`` (with the epsilon) on at least one dimension the
+    request asks for, leaving out dimensions below the epsilon on both sides and
+    ``pods`` (Volcano's ``LessEqualPartlyWithDimensionZeroFiltered``)."""
+    for name in _requested(request):
+        left, right = used.get(name), limit.get(name)
+        if left < MIN_RESOURCE and right < MIN_RESOURCE:
+            continue
+        if _le(left, right):
+            return True
+    return False
+
+
+def greater_partly_in_relevant_dimensions(
+    used: Resource, limit: Resource, request: Resource
+) -> bool:
+    """Whether ``used > limit`` (strictly) on a requested dimension ``limit`` has:
+    cpu and memory when the limit holds at least the epsilon, a scalar when the limit
+    names it at all; ``pods`` never (Volcano's ``GreaterPartlyWithRelevantDimensions``)."""
+    for name in _requested(request):
+        if name in (CPU, MEMORY):
+            if limit.get(name) < MIN_RESOURCE:
+                continue
+        elif name not in limit.scalars:
+            continue
+        if used.get(name) > limit.get(name):
+            return True
+    return False
+
+
+def _requested(request: Resource) -> Iterable[str]:
+    """The dimensions a request asks for (> 0), ``pods`` left out."""
+    if request.milli_cpu > 0:
+        yield CPU
+    if request.memory > 0:
+        yield MEMORY
+    for name, amount in request.scalars.items():
+        if name != PODS and amount > 0:
+            yield name
+
+
+def _union(left: dict[str, float], right: dict[str, float]) -> list[str]:
+    return list(dict.fromkeys([*left, *right]))
+
+
+def sum_requests(tasks: Iterable[TaskInfo | None]) -> Resource:
+    """The sum of the tasks' requests (``None`` entries are skipped)."""
+    total = Resource()
+    for task in tasks:
+        if task is not None:
+            total.add(task.resreq)
+    return total
+
+
+# -- queue specs --------------------------------------------------------------------------
+
+
+def spec_written(queue: QueueInfo, field: str) -> bool:
+    """Whether the queue spec lists any resource under ``field`` (Volcano tests
+    ``len(spec.field) != 0``, so ``cpu: 0`` counts as written)."""
+    names = queue.defined.get(field)
+    if names is not None:
+        return bool(names)
+    res: Resource | None = getattr(queue, field)
+    if res is None:
+        return False
+    return bool(res.milli_cpu or res.memory or res.scalars)
+
+
+def spec_resource(queue: QueueInfo, field: str) -> Resource:
+    """A copy of the spec's ``field`` (empty when unset)."""
+    res: Resource | None = getattr(queue, field)
+    return res.clone() if res is not None else Resource()
+
+
+def capability_from_spec(queue: QueueInfo) -> Resource | None:
+    """The queue's capability, or None when unset; a cpu or memory of 0 (or one not
+    written) means unbounded, as in Volcano's proportion and flat capacity."""
+    if not spec_written(queue, "capability"):
+        return None
+    capability = spec_resource(queue, "capability")
+    if capability.milli_cpu <= 0:
+        capability.milli_cpu = MAX_AMOUNT
+    if capability.memory <= 0:
+        capability.memory = MAX_AMOUNT
+    return capability
+
+
+# -- jobs -----------------------------------------------------------------------------
+
+
+def _is_scalar_resource_name(name: str) -> bool:
+    """Kubernetes' ``IsScalarResourceName`` (extended, hugepages, attachable volumes,
+    native ``kubernetes.io/`` names)."""
+    if name.startswith(("hugepages-", "attachable-volumes-")):
+        return True
+    if "kubernetes.io/" in name:
+        return True
+    return "/" in name and not name.startswith("requests.")
+
+
+def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
+    """The part of the job's minResources not yet allocated (Volcano's
+    ``util.GetInqueueResource``): per dimension ``max(0, min - allocated)``; an
+    extended scalar the job holds none of is reserved in full."""
+    minimum = job.podgroup.min_resources
+    out = Resource()
+    if minimum is None:
+        return out
+    out.milli_cpu = max(0.0, minimum.milli_cpu - allocated.milli_cpu)
+    out.memory = max(0.0, minimum.memory - allocated.memory)
+    for name, amount in minimum.scalars.items():
+        if name == PODS:
+            rest = amount - allocated.scalars.get(PODS, 0.0)
+            if rest > 0:
+                out.scalars[PODS] = rest
+            continue
+        if name.startswith("count/") or not _is_scalar_resource_name(name):
+            continue
+        if name not in allocated.scalars:
+            out.scalars[name] = amount
+        elif amount - allocated.scalars[name] > 0:
+            out.scalars[name] = amount - allocated.scalars[name]
+    return out
+
+
+def job_min_resources(job: JobInfo) -> Resource:
+    """The job's minResources (empty when unset)."""
+    minimum = job.podgroup.min_resources
+    return minimum.clone() if minimum is not None else Resource()
+
+
+@attrs.define
+class QueueUsage:
+    """What a queue's jobs hold, want and reserve (built at session open).
+
+    ``allocated``: requests of tasks holding resources (Allocated, Binding, Bound,
+    Running); ``request``: those plus Pending tasks; ``inqueue``: minResources
+    not yet allocated, for admitted (Inqueue) jobs and for Running jobs with at
+    least minMember tasks holding resources; ``elastic``: what jobs hold beyond
+    their minResources.
+    """
+
+    allocated: Resource = attrs.field(factory=Resource)
+    request: Resource = attrs.field(factory=Resource)
+    inqueue: Resource = attrs.field(factory=Resource)
+    elastic: Resource = attrs.field(factory=Resource)
+
+    def add_job(self, job: JobInfo) -> QueueUsage:
+        """Account one job; returns what it added (capacity passes it to ancestors)."""
+        delta = QueueUsage()
+        for status, tasks in job.task_status_index.items():
+            if status in ALLOCATED_STATUSES:
+                for task in tasks.values():
+                    delta.allocated.add(task.resreq)
+                    delta.request.add(task.resreq)
+            elif status == TaskStatus.PENDING:
+                for task in tasks.values():
+                    delta.request.add(task.resreq)
+        has_minimum = job.podgroup.min_resources is not None
+        phase = job.podgroup.phase
+        if has_minimum and phase == PodGroupPhase.INQUEUE:
+            delta.inqueue.add(inqueue_resource(job, job.allocated))
+        if (has_minimum and phase == PodGroupPhase.RUNNING
+                and job.allocated_task_num() >= job.podgroup.min_member):
+            delta.inqueue.add(inqueue_resource(job, job.allocated))
+        delta.elastic.add(exceeded_part(job.allocated, job_min_resources(job)))
+        self.merge(delta)
+        return delta
+
+    def merge(self, other: QueueUsage) -> None:
+        self.allocated.add(other.allocated)
+        self.request.add(other.request)
+        self.inqueue.add(other.inqueue)
+        self.elastic.add(other.elastic)
+
+    def enqueue_demand(self, minimum: Resource) -> Resource:
+        """``minimum + allocated + inqueue - elastic``: what the queue would hold if
+        the job were admitted (the enqueue checks compare it with realCapability)."""
+        return minimum.clone().add(self.allocated).add(self.inqueue).sub_unchecked(self.elastic)

@@ -1,0 +1,378 @@
+"""resource-strategy-fit: per-resource most/least allocated scoring, scarce-resource
+avoidance and a proportional predicate (Volcano's ``plugins/resource-strategy-fit``).
+
+Node-order score = **strategy fit** part + **sra** part:
+
+* strategy fit (``resourceStrategyFitWeight``, default 10; 0 turns it off): for
+  every resource the task requests (cpu, memory, scalars, ``pods``) that has a
+  configured strategy -- an exact name, else the longest ``prefix*`` pattern --
+  with request ``r``, node used ``u`` and allocatable ``c`` (Volcano's own
+  accounting, current within the session):
+
+  - ``MostAllocated``: ``(u + r) * w / c``; ``LeastAllocated``: ``(c - u - r) * w / c``;
+  - ``c == 0``: 0 (the weight still counts); ``u + r > c``: the whole part is 0.
+
+  part = ``sum / sum(w) * 100 * resourceStrategyFitWeight``. A task may set its
+  own strategy with the annotations ``volcano.sh/resource-strategy-scoring-type``
+  (the type for every resource) and ``volcano.sh/resource-strategy-weight``
+  (JSON ``{"resource": weight}``; only those resources count; missing or invalid
+  JSON makes the part 0).
+* sra, scarce-resource avoidance (``sra.enable`` and ``sra.weight`` > 0): 0 if
+  the node lacks (allocatable 0) any resource the task requests, ``pods``
+  included; else ``(1 - have / total) * 100 * sra.weight`` where ``have`` sums the
+  ``sra.resourceWeight`` of the listed scarce resources the node has and
+  ``total`` sums all of them. Nodes without GPUs score high for CPU-only tasks.
+
+Predicate (``proportional.enable``): a task that requests none of the listed
+resources R may use a node only if, after it, the node's idle cpu and memory
+still cover ``idle[R] * rate`` for each R the node has (rates from
+``proportional.resourceProportion``: ``R.cpu`` in millicores per milli-unit of R,
+i.e. cores per unit; ``R.memory`` in 10^6 bytes per milli-unit, i.e. GB per
+unit) -- else ``proportional of resource R check failed``,
+UnschedulableAndUnresolvable. Resources are checked in the order listed.
+
+The pure functions (:func:`most_allocated_part`, :func:`least_allocated_part`,
+:func:`strategy_fit_score`, :func:`sra_score`, :func:`check_proportional`) are
+the reference a vectorised implementation is checked against.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from batchsched.api.fit import FitError, FitStatus
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import CPU, MEMORY, Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import FitStatusCode
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+
+__all__ = [
+    "LEAST_ALLOCATED",
+    "MOST_ALLOCATED",
+    "ProportionalRates",
+    "ResourceStrategy",
+    "ResourceStrategyFitPlugin",
+    "SraConfig",
+    "check_proportional",
+    "find_strategy",
+    "least_allocated_part",
+    "most_allocated_part",
+    "proportional_reason",
+    "sra_score",
+    "strategy_fit_score",
+]
+
+PLUGIN_NAME = "resource-strategy-fit"
+MOST_ALLOCATED = "MostAllocated"
+LEAST_ALLOCATED = "LeastAllocated"
+DEFAULT_WEIGHT = 10
+MAX_NODE_SCORE = 100
+SCORING_TYPE_ANNOTATION = "volcano.sh/resource-strategy-scoring-type"
+SCORING_WEIGHT_ANNOTATION = "volcano.sh/resource-strategy-weight"
+
+#: Proportional rates: resource -> (cpu rate, memory rate).
+ProportionalRates = Mapping[str, tuple[float, float]]
+
+
+@attrs.frozen
+class ResourceStrategy:
+    """How one resource (or ``prefix*`` family) is scored."""
+
+    type: str = LEAST_ALLOCATED
+    weight: int = 1
+
+
+@attrs.frozen
+class SraConfig:
+    """Scarce-resource avoidance: ``weight`` 0 turns it off."""
+
+    weight: int = 0
+    resources: Mapping[str, int] = attrs.field(factory=dict)
+
+    @property
+    def weight_sum(self) -> int:
+        return sum(self.resources.values())
+
+
+# -- pure scoring functions -------------------------------------------------------------------
+
+
+def most_allocated_part(request: float, used: float, capacity: float, weight: int) -> float | None:
+    """``(used + request) * weight / capacity``; None when the node has too little."""
+    if weight == 0 or capacity == 0:
+        return 0.0
+    final = request + used
+    if final > capacity:
+        return None
+    return final * weight / capacity
+
+
+def least_allocated_part(request: float, used: float, capacity: float, weight: int) -> float | None:
+    """``(capacity - used - request) * weight / capacity``; None when the node has too little."""
+    if weight == 0 or capacity == 0:
+        return 0.0
+    final = request + used
+    if final > capacity:
+        return None
+    return (capacity - final) * weight / capacity
+
+
+def find_strategy(name: str, strategies: Mapping[str, ResourceStrategy]) -> ResourceStrategy | None:
+    """The strategy for ``name``: exact key, else the longest matching ``prefix*`` key."""
+    exact = strategies.get(name)
+    if exact is not None:
+        return exact
+    best: ResourceStrategy | None = None
+    best_len = -1
+    for key, strategy in strategies.items():
+        if key.endswith("*"):
+            prefix = key[:-1]
+            if name.startswith(prefix) and len(prefix) > best_len:
+                best, best_len = strategy, len(prefix)
+    return best
+
+
+def strategy_fit_score(
+    request: Resource,
+    allocatable: Resource,
+    used: Resource,
+    strategies: Mapping[str, ResourceStrategy],
+    plugin_weight: int,
+) -> float:
+    """The strategy-fit part for one node (see the module docstring)."""
+    score = 0.0
+    weight_sum = 0
+    for name in request.resource_names():
+        strategy = find_strategy(name, strategies)
+        if strategy is None:
+            continue
+        args = (request.get(name), used.get(name), allocatable.get(name), strategy.weight)
+        if strategy.type == MOST_ALLOCATED:
+            part = most_allocated_part(*args)
+        elif strategy.type == LEAST_ALLOCATED:
+            part = least_allocated_part(*args)
+        else:
+            part = 0.0
+        if part is None:
+            return 0.0
+        score += part
+        weight_sum += strategy.weight
+    if weight_sum > 0:
+        score /= weight_sum
+    return score * MAX_NODE_SCORE * plugin_weight
+
+
+def sra_score(request: Resource, allocatable: Resource, sra: SraConfig) -> float:
+    """The scarce-resource-avoidance part for one node (see the module docstring)."""
+    for name in request.resource_names():
+        if allocatable.get(name) == 0:
+            return 0.0
+    have = float(sum(w for name, w in sra.resources.items() if allocatable.get(name) > 0))
+    total = sra.weight_sum
+    if total > 0:
+        have = 1.0 - have / total
+    return have * MAX_NODE_SCORE * sra.weight
+
+
+def check_proportional(task: TaskInfo, node: NodeInfo, rates: ProportionalRates) -> str | None:
+    """The first proportional resource whose reserve the task would eat into, or None."""
+    request = task.resreq
+    if any(request.scalars.get(name, 0.0) > 0 for name in rates):
+        return None
+    idle = node.idle
+    for name, (cpu_rate, memory_rate) in rates.items():
+        if name not in idle.scalars:
+            continue
+        amount = idle.scalars[name]
+        cpu_reserved = amount * cpu_rate
+        memory_reserved = amount * memory_rate * 1000 * 1000
+        if (idle.milli_cpu - request.milli_cpu < cpu_reserved
+                or idle.memory - request.memory < memory_reserved):
+            return name
+    return None
+
+
+def proportional_reason(resource: str) -> str:
+    return f"proportional of resource {resource} check failed"
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+
+def _int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"argument {path}: expected an integer, got {value!r}")
+    return int(value)
+
+
+def _float(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"argument {path}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"argument {path}: expected a string, got {value!r}")
+    return value
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"argument {path}: expected true or false, got {value!r}")
+    return value
+
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"argument {path}: expected a mapping, got {value!r}")
+    return value
+
+
+def _field(obj: Mapping[str, Any], name: str) -> Any:
+    """Go's mapstructure matches field names case-insensitively."""
+    for key, value in obj.items():
+        if str(key).lower() == name.lower():
+            return value
+    return None
+
+
+def _valid_pattern(key: str) -> bool:
+    if "*" not in key:
+        return True
+    return key != "*" and key.endswith("*") and key.count("*") == 1
+
+
+def read_strategies(arguments: Arguments) -> dict[str, ResourceStrategy]:
+    """``resources``: absent or empty -> cpu and memory LeastAllocated, weight 1."""
+    raw = _mapping(arguments.get("resources"), "resources")
+    if not raw:
+        return {CPU: ResourceStrategy(), MEMORY: ResourceStrategy()}
+    out: dict[str, ResourceStrategy] = {}
+    for key, value in raw.items():
+        name = str(key)
+        path = f"resources.{name}"
+        spec = _mapping(value, path)
+        kind = _field(spec, "type")
+        kind = _str(kind, f"{path}.type") if kind is not None else ""
+        weight = _field(spec, "weight")
+        weight = _int(weight, f"{path}.weight") if weight is not None else 0
+        if not _valid_pattern(name):
+            continue
+        out[name] = ResourceStrategy(
+            kind if kind in (MOST_ALLOCATED, LEAST_ALLOCATED) else LEAST_ALLOCATED,
+            weight if weight > 0 else 1,
+        )
+    return out
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def read_sra(arguments: Arguments) -> SraConfig:
+    raw = _mapping(arguments.get("sra"), "sra")
+    enable = _field(raw, "enable")
+    if enable is None or not _bool(enable, "sra.enable"):
+        return SraConfig()
+    names = _field(raw, "resources")
+    weight = _field(raw, "weight")
+    weights = _mapping(_field(raw, "resourceWeight"), "sra.resourceWeight")
+    resources: dict[str, int] = {}
+    for name in _names(_str(names, "sra.resources") if names is not None else ""):
+        w = _int(weights[name], f"sra.resourceWeight.{name}") if name in weights else 1
+        resources[name] = w if w >= 0 else 1
+    return SraConfig(_int(weight, "sra.weight") if weight is not None else 0, resources)
+
+
+def read_proportional(arguments: Arguments) -> dict[str, tuple[float, float]] | None:
+    """None unless ``proportional.enable`` is true."""
+    raw = _mapping(arguments.get("proportional"), "proportional")
+    enable = _field(raw, "enable")
+    if enable is None or not _bool(enable, "proportional.enable"):
+        return None
+    names = _field(raw, "resources")
+    rates_raw = _mapping(_field(raw, "resourceProportion"), "proportional.resourceProportion")
+    rates: dict[str, tuple[float, float]] = {}
+    for name in _names(_str(names, "proportional.resources") if names is not None else ""):
+        pair = []
+        for part in ("cpu", "memory"):
+            key = f"{name}.{part}"
+            rate = (_float(rates_raw[key], f"proportional.resourceProportion.{key}")
+                    if key in rates_raw else 1.0)
+            pair.append(rate if rate >= 0 else 1.0)
+        rates[name] = (pair[0], pair[1])
+    return rates
+
+
+def _pod_level(task: TaskInfo) -> tuple[str, dict[str, int] | None] | None:
+    """The task's own strategy: (type, weights), weights None when unreadable."""
+    kind = task.annotations.get(SCORING_TYPE_ANNOTATION, "")
+    if not kind:
+        return None
+    text = task.annotations.get(SCORING_WEIGHT_ANNOTATION, "")
+    try:
+        raw = json.loads(text) if text else None
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in raw.values()
+    ):
+        return kind, None
+    return kind, {str(k): int(v) for k, v in raw.items()}
+
+
+class ResourceStrategyFitPlugin:
+    """Volcano's resource-strategy-fit plugin (see the module docstring)."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        weight = arguments.get("resourceStrategyFitWeight")
+        weight = _int(weight, "resourceStrategyFitWeight") if weight is not None else -1
+        self.weight = weight if weight >= 0 else DEFAULT_WEIGHT
+        self.strategies = read_strategies(arguments)
+        self.sra = read_sra(arguments)
+        self.proportional = read_proportional(arguments)
+
+    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """Strategy-fit part plus sra part for one node."""
+        total = 0.0
+        if self.weight > 0:
+            strategies: Mapping[str, ResourceStrategy] = self.strategies
+            pod_level = _pod_level(task)
+            if pod_level is not None:
+                kind, weights = pod_level
+                strategies = {n: ResourceStrategy(kind, w) for n, w in (weights or {}).items()}
+            if pod_level is None or pod_level[1] is not None:
+                total += strategy_fit_score(
+                    task.resreq, node.allocatable, node.used, strategies, self.weight
+                )
+        if self.sra.weight > 0:
+            total += sra_score(task.resreq, node.allocatable, self.sra)
+        return total
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        failed = check_proportional(task, node, self.proportional or {})
+        if failed is None:
+            return None
+        return FitError(task.namespace, task.name, node.name, [FitStatus(
+            FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, proportional_reason(failed), self.name)])
+
+    def on_session_open(self, ssn: Session) -> None:
+        if self.proportional is not None:
+            ssn.add_predicate_fn(self.name, self.predicate)
+        if self.weight > 0 or self.sra.weight > 0:
+            ssn.add_node_order_fn(self.name, self.score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass

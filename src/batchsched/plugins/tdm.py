@@ -1,0 +1,290 @@
+"""tdm: revocable nodes usable only in their time windows (Volcano's ``plugins/tdm``).
+
+A node is *revocable* when it has the label ``volcano.sh/revocable-zone: Z``.
+Each zone Z is configured by an argument ``tdm.revocable-zone.Z: "H:MM-H:MM"``
+(hour of one or two digits, minutes of two; when the start is not before the
+end the window ends the next day, so ``"0:00-0:00"`` is a whole day). **The
+window is read in UTC** against the session clock ``ssn.now`` (Volcano uses the
+scheduler's local time zone; a library has none to assume). A zone is active
+while ``start <= now <= end`` in whole seconds, start and end on the UTC date of
+``now``.
+
+A task may use revocable nodes when its annotation ``volcano.sh/revocable-zone``
+is ``"*"``, or, without that annotation, when ``volcano.sh/preemptable`` is true
+(Volcano's rule; any other zone value means "no").
+
+* **predicate**: a non-revocable node passes; a revocable node fails
+  (UnschedulableAndUnresolvable) when its zone is inactive (``current time beyond
+  revocable zone Z:RAW``), unknown (``revocable zone Z not support``) or
+  malformed, or when the task may not use revocable nodes (``not allow to
+  dispatch to revocable node``).
+* **node order**: 100 for a revocable node in an active zone and a task that may
+  use it, else 0; a revocable node whose zone is inactive or unknown gets no
+  score (the node-order function fails for it).
+* **preemptable**: a preemptable or revocable-capable task evicts nobody; any
+  other may evict Running preemptable tasks on non-revocable nodes, per job
+  within the job's disruption budget (below).
+* **victim tasks**: for every configured zone that is inactive, the Running
+  preemptable tasks on its nodes, per job within the budget -- at most once per
+  ``tdm.evict.period`` (Go duration, default ``1m``) per scheduler cache.
+* **job order**: non-preemptable jobs first; **job pipelined**: permit when the
+  job is pipelined, else reject; **job starving**: a non-preemptable job with
+  Pending tasks.
+
+Budget (pod-group annotations): with ``volcano.sh/jdb-max-unavailable`` (a count
+or a percentage of the job's tasks, rounded up) a job may lose ``max -
+(tasks - finished - running)`` more tasks; else with
+``volcano.sh/jdb-min-available``, ``running - min`` if positive; else 1.
+
+Determinism: zones are visited in name order, nodes in session order, and a
+job's candidates in task id order; victims are taken from the front.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+import weakref
+from collections.abc import Mapping
+
+from batchsched.api.fit import FitError, FitStatus
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import (
+    PREEMPTABLE_ANNOTATION,
+    REVOCABLE_ZONE_ANNOTATION,
+    TaskInfo,
+    parse_bool,
+)
+from batchsched.api.types import COMPLETED_STATUSES, FitStatusCode, TaskStatus, Vote
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+
+__all__ = [
+    "JDB_MAX_UNAVAILABLE",
+    "JDB_MIN_AVAILABLE",
+    "REASON_NOT_ALLOWED",
+    "TdmPlugin",
+    "max_pod_evict_num",
+    "parse_revocable_zone",
+    "task_revocable_zone",
+    "zone_error",
+]
+
+PLUGIN_NAME = "tdm"
+ZONE_PREFIX = "tdm.revocable-zone."
+EVICT_PERIOD = "tdm.evict.period"
+DEFAULT_EVICT_PERIOD = 60.0
+MAX_NODE_SCORE = 100.0
+JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
+JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
+REASON_NOT_ALLOWED = "not allow to dispatch to revocable node"
+
+_CLOCK = re.compile(r"([0-9]{1,2}):([0-9]{2})")
+_INT_OR_PERCENT = re.compile(r"([0-9]+)(%?)")
+
+#: When each scheduler cache last had victims taken (Volcano keeps one global clock).
+_last_evict: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
+
+
+def _clock(text: str, raw: str) -> tuple[int, int]:
+    match = _CLOCK.fullmatch(text)
+    if match is None:
+        raise ValueError(f'parsing time "{text}" as "15:04": cannot parse (zone {raw!r})')
+    hour, minute = int(match[1]), int(match[2])
+    if hour > 23:
+        raise ValueError(f'parsing time "{text}": hour out of range')
+    if minute > 59:
+        raise ValueError(f'parsing time "{text}": minute out of range')
+    return hour, minute
+
+
+def parse_revocable_zone(raw: str, now: float) -> tuple[float, float]:
+    """The (start, end) UNIX times of a ``"H:MM-H:MM"`` window on the UTC day of ``now``.
+
+    Raises ValueError for a malformed window.
+
+    >>> start, end = parse_revocable_zone(" 1:00-0:00 ", 0.0)
+    >>> end - start
+    82800.0
+    """
+    parts = raw.strip().split("-")
+    if len(parts) != 2:
+        raise ValueError(f"revocable zone {raw} format error")
+    (h1, m1), (h2, m2) = _clock(parts[0], raw), _clock(parts[1], raw)
+    day = dt.datetime.fromtimestamp(math.floor(now), dt.timezone.utc).replace(
+        hour=0, minute=0, second=0, microsecond=0)
+    start = day + dt.timedelta(hours=h1, minutes=m1)
+    end = day + dt.timedelta(hours=h2, minutes=m2)
+    if (h1, m1) >= (h2, m2):
+        end += dt.timedelta(days=1)
+    return start.timestamp(), end.timestamp()
+
+
+def zone_error(zones: Mapping[str, str], zone: str, now: float) -> str | None:
+    """Why ``zone`` is not usable at ``now``, or None when it is active."""
+    raw = zones.get(zone)
+    if raw is None:
+        return f"revocable zone {zone} not support"
+    try:
+        start, end = parse_revocable_zone(raw, now)
+    except ValueError as exc:
+        return str(exc)
+    second = math.floor(now)
+    if second < start or second > end:
+        return f"current time beyond revocable zone {zone}:{raw}"
+    return None
+
+
+def task_revocable_zone(task: TaskInfo) -> str:
+    """``"*"`` when the task may use revocable nodes, else ``""`` (Volcano's rule)."""
+    annotations = task.annotations
+    if REVOCABLE_ZONE_ANNOTATION in annotations:
+        return "*" if annotations[REVOCABLE_ZONE_ANNOTATION] == "*" else ""
+    if parse_bool(annotations.get(PREEMPTABLE_ANNOTATION, "")):
+        return "*"
+    return ""
+
+
+def _int_or_percent(text: str, total: int) -> int:
+    match = _INT_OR_PERCENT.fullmatch(text.strip())
+    if match is None:
+        return 0
+    number = int(match[1])
+    if match[2]:
+        return math.ceil(number * total / 100)
+    return number
+
+
+def max_pod_evict_num(job: JobInfo) -> int:
+    """How many more tasks the job's disruption budget lets go (see the module docstring)."""
+    annotations = job.podgroup.annotations
+    total = len(job.tasks)
+    running = len(job.tasks_in(TaskStatus.RUNNING))
+    if annotations.get(JDB_MAX_UNAVAILABLE):
+        allowed = _int_or_percent(annotations[JDB_MAX_UNAVAILABLE], total)
+        finished = sum(len(job.tasks_in(s)) for s in COMPLETED_STATUSES)
+        unavailable = total - finished - running
+        return 0 if unavailable >= allowed else allowed - unavailable
+    if annotations.get(JDB_MIN_AVAILABLE):
+        minimum = _int_or_percent(annotations[JDB_MIN_AVAILABLE], total)
+        if running >= minimum:
+            return running - minimum
+    return 1
+
+
+def _max_victims(job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+    return candidates[:min(max_pod_evict_num(job), len(candidates))]
+
+
+class TdmPlugin:
+    """Volcano's tdm plugin (see the module docstring)."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+        self.zones: dict[str, str] = {
+            key.replace(ZONE_PREFIX, "", 1): str(value)
+            for key, value in arguments.items() if ZONE_PREFIX in key
+        }
+        period = arguments.get_duration(EVICT_PERIOD)
+        self.evict_period = DEFAULT_EVICT_PERIOD if period is None else period
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.add_predicate_fn(self.name, lambda task, node: self.predicate(ssn, task, node))
+        ssn.add_node_order_fn(self.name, lambda task, node: self.score(ssn, task, node))
+        ssn.add_preemptable_fn(self.name, lambda p, c: self.preemptable(ssn, p, c))
+        ssn.add_victim_tasks_fn(self.name, lambda tasks: self.victims(ssn))
+        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_pipelined_fn(self.name, job_pipelined)
+        ssn.add_job_starving_fn(self.name, job_starving)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+    def predicate(self, ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        zone = node.revocable_zone
+        if not zone:
+            return None
+        reason = zone_error(self.zones, zone, ssn.now)
+        if reason is None and not task_revocable_zone(task):
+            reason = REASON_NOT_ALLOWED
+        if reason is None:
+            return None
+        return FitError(task.namespace, task.name, node.name, [FitStatus(
+            FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE, reason, self.name)])
+
+    def score(self, ssn: Session, task: TaskInfo, node: NodeInfo) -> float:
+        zone = node.revocable_zone
+        if not zone:
+            return 0.0
+        reason = zone_error(self.zones, zone, ssn.now)
+        if reason is not None:
+            # Volcano's node-order function errors here: the node gets no score.
+            raise FitError(task.namespace, task.name, node.name, [FitStatus(
+                FitStatusCode.ERROR, reason, self.name)])
+        return MAX_NODE_SCORE if task_revocable_zone(task) else 0.0
+
+    def preemptable(
+        self, ssn: Session, preemptor: TaskInfo, candidates: list[TaskInfo]
+    ) -> list[TaskInfo]:
+        if preemptor.preemptable or task_revocable_zone(preemptor):
+            return []
+        by_job: dict[str, list[TaskInfo]] = {}
+        for task in candidates:
+            if not task.preemptable or task.status != TaskStatus.RUNNING:
+                continue
+            node = ssn.nodes.get(task.node_name)
+            if node is None or node.revocable_zone:
+                continue
+            by_job.setdefault(task.job, []).append(task)
+        victims: list[TaskInfo] = []
+        for job_uid, tasks in by_job.items():
+            job = ssn.jobs.get(job_uid)
+            if job is not None:
+                victims.extend(_max_victims(job, tasks))
+        return victims
+
+    def victims(self, ssn: Session) -> list[TaskInfo]:
+        """Preemptable Running tasks on the nodes of inactive zones, within budgets."""
+        key = ssn.cache
+        if key is not None:
+            last = _last_evict.get(key)
+            if last is not None and last + self.evict_period > ssn.now:
+                return []
+        victims: list[TaskInfo] = []
+        for zone in sorted(self.zones):
+            if zone_error(self.zones, zone, ssn.now) is None:
+                continue
+            by_job: dict[str, list[TaskInfo]] = {}
+            for node in ssn.node_list:
+                if node.revocable_zone != zone:
+                    continue
+                for uid in sorted(node.tasks):
+                    job = ssn.jobs.get(node.tasks[uid].job)
+                    task = job.tasks.get(uid) if job is not None else None
+                    if task is not None and task.preemptable and task.status == TaskStatus.RUNNING:
+                        by_job.setdefault(task.job, []).append(task)
+            for job_uid, tasks in by_job.items():
+                victims.extend(_max_victims(ssn.jobs[job_uid], tasks))
+        if key is not None:
+            _last_evict[key] = ssn.now
+        return victims
+
+
+def job_order(left: JobInfo, right: JobInfo) -> int:
+    """Non-preemptable jobs first."""
+    if left.preemptable == right.preemptable:
+        return 0
+    return 1 if left.preemptable else -1
+
+
+def job_pipelined(job: JobInfo) -> int:
+    return Vote.PERMIT if job.is_pipelined() else Vote.REJECT
+
+
+def job_starving(job: JobInfo) -> bool:
+    """A non-preemptable job that still has Pending tasks."""
+    return not job.preemptable and bool(job.tasks_in(TaskStatus.PENDING))

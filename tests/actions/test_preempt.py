@@ -1,0 +1,354 @@
+"""preempt: scenario tests for behaviours the conformance corpus does not pin down,
+and a property test over random clusters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from action_support import Outcome, run_document, run_parsed
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from victim_support import (
+    OBSERVER,
+    OBSERVER_REGISTRY,
+    random_cluster,
+)
+
+from batchsched.actions.preempt import PreemptAction
+from batchsched.api.types import TaskStatus
+from batchsched.errors import ConfigError
+from batchsched.framework.arguments import Arguments
+
+PRIORITY_CLASSES = """
+priorityClasses:
+  - {name: low, value: 5}
+  - {name: mid, value: 10}
+  - {name: high, value: 100}
+"""
+
+
+def preempt_config(**arguments: Any) -> str:
+    """Conformance, gang and priority decide victims; proportion bounds the queue."""
+    text = """
+config:
+  actions: preempt
+  tiers:
+    - plugins: [{name: conformance}, {name: gang}, {name: priority}]
+    - plugins: [{name: proportion}]
+"""
+    if arguments:
+        args = ", ".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}"
+                         for k, v in arguments.items())
+        text += f"  configurations:\n    - {{name: preempt, arguments: {{{args}}}}}\n"
+    return text + PRIORITY_CLASSES
+
+
+def run(body: str, **arguments: Any) -> Outcome:
+    return run_document(preempt_config(**arguments) + body)
+
+
+def evicted(outcome: Outcome) -> list[str]:
+    return sorted(e.task for e in outcome.cache.evictions)
+
+
+# -- events -----------------------------------------------------------------------------------
+
+ONE_VICTIM = """
+queues: [{name: q1}]
+nodes:
+  - {name: n1, allocatable: {cpu: 1, pods: 10}}
+jobs:
+  - {name: low, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: high, namespace: c1, queue: q1, minMember: 1, phase: Inqueue,
+     priorityClassName: high}
+tasks:
+  - {name: victim, namespace: c1, job: low, node: n1, phase: Running, requests: {cpu: 1}}
+  - {name: preemptor, namespace: c1, job: high, requests: {cpu: 1}}
+"""
+
+
+def test_an_eviction_records_volcanos_events_and_reason() -> None:
+    outcome = run(ONE_VICTIM)
+    assert [(e.task, e.reason) for e in outcome.cache.evictions] == [("c1/victim", "preempt")]
+    [on_pod] = outcome.events("c1/victim", "Evict")
+    assert (on_pod.type, on_pod.message) == ("Warning", "Pod is evicted, because of preempt")
+    [on_group] = outcome.events("c1/low", "Evict")
+    assert (on_group.type, on_group.message) == ("Normal", "preempt")
+    # The preemptor is reserved on the node, never bound by preempt.
+    assert outcome.binds == {}
+    assert outcome.task("c1/preemptor").node_name == "n1"
+    assert outcome.task("c1/preemptor").eviction_occurred
+
+
+def test_both_algorithms_agree_on_a_single_victim() -> None:
+    assert evicted(run(ONE_VICTIM, enableTopologyAwarePreemption=True)) == ["c1/victim"]
+
+
+# -- victims within one job (second pass) -------------------------------------------------------
+
+
+def test_a_high_priority_task_evicts_a_lower_priority_task_of_its_own_job() -> None:
+    # Only one job, so the between-jobs pass finds nothing; the within-job pass lets
+    # the priority-100 task evict the lowest-priority running task of the same job
+    # (gang allows one: 2 ready > minMember 1). Gang does not vote on starving here,
+    # so priority's rule (not every task placed) makes the job a preemptor.
+    outcome = run_document("""
+config:
+  actions: preempt
+  tiers:
+    - plugins:
+        - {name: conformance}
+        - {name: gang, enableJobStarving: false}
+        - {name: priority}
+""" + PRIORITY_CLASSES + """
+queues: [{name: q1}]
+nodes:
+  - {name: n1, allocatable: {cpu: 2, pods: 10}}
+jobs:
+  - {name: pg1, namespace: c1, queue: q1, minMember: 1, phase: Running}
+tasks:
+  - {name: worker-a, namespace: c1, job: pg1, node: n1, phase: Running, priority: 2,
+     requests: {cpu: 1}}
+  - {name: worker-b, namespace: c1, job: pg1, node: n1, phase: Running, priority: 1,
+     requests: {cpu: 1}}
+  - {name: urgent, namespace: c1, job: pg1, priority: 100, requests: {cpu: 1}}
+""")
+    assert evicted(outcome) == ["c1/worker-b"]
+    assert outcome.status("c1/urgent") == TaskStatus.PIPELINED
+
+
+# -- who may evict whom --------------------------------------------------------------------------
+
+
+def test_a_best_effort_preemptor_never_evicts_a_task_that_is_not_best_effort() -> None:
+    # The node's only pod slot is held by a low-priority task with requests; the
+    # best-effort preemptor would need that slot but may not take it.
+    outcome = run_document("""
+config:
+  actions: preempt
+  tiers:
+    - plugins: [{name: conformance}, {name: gang}, {name: priority}]
+    - plugins: [{name: test-selector}]
+""" + PRIORITY_CLASSES + """
+queues: [{name: q1}]
+nodes:
+  - {name: n1, allocatable: {cpu: 4, pods: 1}}
+jobs:
+  - {name: low, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: high, namespace: c1, queue: q1, minMember: 1, phase: Inqueue,
+     priorityClassName: high}
+tasks:
+  - {name: victim, namespace: c1, job: low, node: n1, phase: Running, requests: {cpu: 1}}
+  - {name: preemptor, namespace: c1, job: high}
+""")
+    assert evicted(outcome) == []
+    assert outcome.status("c1/preemptor") == TaskStatus.PENDING
+
+
+def test_a_failed_attempt_leaves_bound_victims_bound() -> None:
+    # The preemptor (4 CPU) can never fit the queue's 3-CPU capability, so the
+    # tentative evictions are undone. Victims go back to exactly what they were:
+    # Bound stays Bound (Volcano would reset them to Running).
+    outcome = run("""
+queues: [{name: q1, capability: {cpu: 3}}]
+nodes:
+  - {name: n1, allocatable: {cpu: 10, pods: 10}}
+jobs:
+  - {name: low, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: high, namespace: c1, queue: q1, minMember: 1, phase: Inqueue,
+     priorityClassName: high}
+tasks:
+  - {name: v1, namespace: c1, job: low, node: n1, phase: Pending, requests: {cpu: 1}}
+  - {name: v2, namespace: c1, job: low, node: n1, phase: Pending, requests: {cpu: 1}}
+  - {name: preemptor, namespace: c1, job: high, requests: {cpu: 4}}
+""")
+    assert evicted(outcome) == []
+    assert outcome.status("c1/v1") == TaskStatus.BOUND
+    assert outcome.status("c1/v2") == TaskStatus.BOUND
+    assert outcome.events("c1/v1", "Evict") == []
+
+
+# -- which node --------------------------------------------------------------------------------
+
+TWO_FULL_NODES = """
+queues: [{name: q1}]
+jobs:
+  - {name: low, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: mid, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: mid}
+  - {name: high, namespace: c1, queue: q1, minMember: 1, phase: Inqueue,
+     priorityClassName: high}
+tasks:
+  - {name: on-first, namespace: c1, job: mid, node: first, phase: Running,
+     priorityClassName: mid, requests: {cpu: 1}}
+  - {name: on-second, namespace: c1, job: low, node: second, phase: Running,
+     priorityClassName: low, requests: {cpu: 1}}
+  - {name: preemptor, namespace: c1, job: high, requests: {cpu: 1}}
+nodes:
+  - {name: first, allocatable: {cpu: 1, pods: 10}}
+  - {name: second, allocatable: {cpu: 1, pods: 10}}
+"""
+
+
+def test_equal_node_scores_are_tried_in_session_node_order() -> None:
+    outcome = run(TWO_FULL_NODES)
+    assert evicted(outcome) == ["c1/on-first"]
+    assert outcome.task("c1/preemptor").node_name == "first"
+
+
+def test_topology_aware_examines_one_candidate_node_by_default() -> None:
+    # minCandidateNodesPercentage 10 of 2 nodes is 0, so minCandidateNodesAbsolute
+    # (1) decides: the first feasible node is the only candidate.
+    outcome = run(TWO_FULL_NODES, enableTopologyAwarePreemption=True)
+    assert evicted(outcome) == ["c1/on-first"]
+
+
+def test_topology_aware_prefers_the_node_whose_top_victim_has_the_lowest_priority() -> None:
+    outcome = run(TWO_FULL_NODES, enableTopologyAwarePreemption=True,
+                  minCandidateNodesAbsolute=2)
+    assert evicted(outcome) == ["c1/on-second"]
+    assert outcome.task("c1/preemptor").node_name == "second"
+
+
+# -- reprieve (topology-aware) -----------------------------------------------------------------
+
+SMALL_AND_LARGE_VICTIM = """
+queues: [{name: q1}]
+nodes:
+  - {name: n1, allocatable: {cpu: 3, pods: 10}}
+jobs:
+  - {name: low, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: mid, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: mid}
+  - {name: high, namespace: c1, queue: q1, minMember: 1, phase: Inqueue,
+     priorityClassName: high}
+tasks:
+  - {name: small, namespace: c1, job: low, node: n1, phase: Running, priorityClassName: low,
+     requests: {cpu: 1}}
+  - {name: large, namespace: c1, job: mid, node: n1, phase: Running, priorityClassName: mid,
+     requests: {cpu: 2}}
+  - {name: preemptor, namespace: c1, job: high, requests: {cpu: 2}}
+"""
+
+
+def test_default_path_evicts_in_victim_order_until_the_preemptor_fits() -> None:
+    # Lowest job priority first: "small" frees 1 CPU (not enough), then "large".
+    assert evicted(run(SMALL_AND_LARGE_VICTIM)) == ["c1/large", "c1/small"]
+
+
+def test_topology_aware_reprieves_victims_that_are_not_needed() -> None:
+    # Both are removed in the dry run; putting "large" (higher priority) back leaves
+    # 1 CPU, too little; putting "small" back leaves 2 CPU, enough: it is reprieved.
+    assert evicted(run(SMALL_AND_LARGE_VICTIM, enableTopologyAwarePreemption=True)) == [
+        "c1/large"]
+
+
+PDB_CHOICE = """
+queues: [{name: q1}]
+nodes:
+  - {name: n1, allocatable: {cpu: 2, pods: 10}}
+jobs:
+  - {name: low, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: mid, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: mid}
+  - {name: high, namespace: c1, queue: q1, minMember: 1, phase: Inqueue,
+     priorityClassName: high}
+tasks:
+  - {name: db, namespace: c1, job: low, node: n1, phase: Running, priorityClassName: low,
+     labels: {app: db}, requests: {cpu: 1}}
+  - {name: web, namespace: c1, job: mid, node: n1, phase: Running, priorityClassName: mid,
+     labels: {app: web}, requests: {cpu: 1}}
+  - {name: preemptor, namespace: c1, job: high, requests: {cpu: 1}}
+"""
+
+
+def test_topology_aware_reprieves_the_higher_priority_victim_first() -> None:
+    assert evicted(run(PDB_CHOICE, enableTopologyAwarePreemption=True)) == ["c1/db"]
+
+
+def test_topology_aware_reprieves_a_budget_protected_victim_first() -> None:
+    protected = PDB_CHOICE + """
+pdbs:
+  - {name: db-pdb, namespace: c1, selector: {app: db}, disruptionsAllowed: 0}
+"""
+    assert evicted(run(protected, enableTopologyAwarePreemption=True)) == ["c1/web"]
+
+
+# -- arguments --------------------------------------------------------------------------------
+
+
+def test_candidate_count_follows_percentage_absolute_and_caps() -> None:
+    assert PreemptAction(Arguments()).candidate_count(5) == 1
+    assert PreemptAction(Arguments()).candidate_count(200) == 20
+    action = PreemptAction(Arguments({"minCandidateNodesPercentage": 50,
+                                      "minCandidateNodesAbsolute": 0}))
+    assert action.candidate_count(7) == 3
+    capped = PreemptAction(Arguments({"minCandidateNodesAbsolute": 500,
+                                      "maxCandidateNodesAbsolute": 4}))
+    assert capped.candidate_count(10) == 4
+    assert capped.candidate_count(3) == 3
+
+
+@pytest.mark.parametrize(("arguments", "named"), [
+    ({"minCandidateNodesPercentage": 150}, "minCandidateNodesPercentage"),
+    ({"minCandidateNodesPercentage": "ten"}, "minCandidateNodesPercentage"),
+    ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute"),
+    ({"maxCandidateNodesAbsolute": 0}, "maxCandidateNodesAbsolute"),
+    ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+     "minCandidateNodesAbsolute"),
+])
+def test_bad_arguments_are_reported_by_name(arguments: dict[str, Any], named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        PreemptAction(Arguments(arguments))
+
+
+# -- properties over random clusters --------------------------------------------------------------
+
+def _run_random(
+    document: dict[str, Any], topology: bool, gang_starving: bool = True
+) -> tuple[Outcome, list[str]]:
+    # Priority is the last preemptable plugin of its tier, so its answer bounds the
+    # tier's intersection. Without gang's starving vote, priority's (some task not
+    # placed) decides, which lets jobs preempt within themselves too.
+    config = {
+        "actions": "preempt",
+        "tiers": [{"plugins": [{"name": "preempt-observer"}, {"name": "conformance"},
+                               {"name": "gang", "enableJobStarving": gang_starving},
+                               {"name": "priority"}]},
+                  {"plugins": [{"name": "proportion"}]}],
+        "configurations": [{
+            "name": "preempt",
+            "arguments": {"enableTopologyAwarePreemption": topology,
+                          "minCandidateNodesAbsolute": 2},
+        }],
+    }
+    OBSERVER.reset()
+    outcome = run_parsed({**document, "config": config}, registry=OBSERVER_REGISTRY)
+    return outcome, list(OBSERVER.problems)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=random_cluster(), topology=st.booleans(), gang_starving=st.booleans())
+def test_every_victim_ranks_below_its_preemptor(
+    document: dict[str, Any], topology: bool, gang_starving: bool
+) -> None:
+    """With the priority plugin deciding victims, each committed eviction made room for
+    a preemptor of a higher-priority job (or, within one job, a higher-priority task),
+    in the same queue, on the victim's node; and the same input decides the same."""
+    outcome, problems = _run_random(document, topology, gang_starving)
+    assert problems == []
+    committed = OBSERVER.committed_pairs
+    assert len(committed) == len(outcome.cache.evictions)
+    ssn = outcome.ssn
+    for victim, preemptor in committed:
+        victim_job, preemptor_job = ssn.jobs[victim.job], ssn.jobs[preemptor.job]
+        assert victim_job.queue == preemptor_job.queue
+        assert victim.node_name == preemptor.node_name
+        if victim.job == preemptor.job:
+            assert victim.priority < preemptor.priority
+        else:
+            assert victim_job.priority < preemptor_job.priority
+    again, _ = _run_random(document, topology, gang_starving)
+    assert [e.task for e in again.cache.evictions] == [e.task for e in outcome.cache.evictions]
+    pipelined = {uid: t.node_name for j in outcome.ssn.jobs.values()
+                 for uid, t in j.tasks_in(TaskStatus.PIPELINED).items()}
+    assert pipelined == {uid: t.node_name for j in again.ssn.jobs.values()
+                         for uid, t in j.tasks_in(TaskStatus.PIPELINED).items()}

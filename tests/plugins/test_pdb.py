@@ -1,0 +1,114 @@
+"""pdb: victims never break a PodDisruptionBudget (pdb_test.go
+TestPreemptableAndReclaimableFn, plus selectors, disrupted pods and budgets the loader
+derives from minAvailable / maxUnavailable)."""
+
+from __future__ import annotations
+
+import pytest
+from policy_support import cluster, make_task, open_cluster, open_scenario, scenario
+
+from batchsched.api import PodDisruptionBudget, TaskInfo, TaskStatus
+
+PDB = [{"name": "pdb", "enablePreemptable": True, "enableReclaimable": True,
+        "enabledVictim": True}]
+JOB_LABEL = {"volcano.sh/job-name": "job-1"}
+
+
+def candidate(name: str, labels: dict[str, str] | None = None,
+              namespace: str = "default") -> TaskInfo:
+    return make_task(name, namespace=namespace, job=f"{namespace}/pg1",
+                     status=TaskStatus.RUNNING, node="n1", labels=labels)
+
+
+def budget(allowed: int, selector: dict[str, str] | None = None, *, name: str = "test-pdb",
+           namespace: str = "default", disrupted: frozenset[str] = frozenset(),
+           ) -> PodDisruptionBudget:
+    return PodDisruptionBudget(name, namespace, dict(JOB_LABEL if selector is None else selector),
+                               allowed, disrupted)
+
+
+@pytest.mark.parametrize(
+    ("case", "pdbs", "victims"),
+    [
+        ("test without pdbs", [], ["test-pod1", "test-pod2"]),
+        ("test with pdbs(can evict 0 pod)", [budget(0)], []),
+        ("test with pdbs(can evict 1 pod)", [budget(1)], ["test-pod1"]),
+    ],
+)
+def test_pdb_unit_cases(case: str, pdbs: list[PodDisruptionBudget], victims: list[str]) -> None:
+    """UNIT-CASES.md: candidates outside the session, an empty preemptor."""
+    candidates = [candidate("test-pod1", JOB_LABEL), candidate("test-pod2", JOB_LABEL)]
+    ssn = open_cluster(cluster(pdbs=pdbs), PDB)
+    preemptor = make_task("preemptor", job="")
+    assert [t.name for t in ssn.preemptable(preemptor, candidates)] == victims, case
+    assert [t.name for t in ssn.reclaimable(preemptor, candidates)] == victims, case
+    assert {t.name for t in ssn.victim_tasks(candidates)} == set(victims), case
+
+
+def test_pods_without_labels_are_never_victims() -> None:
+    ssn = open_cluster(cluster(), PDB)
+    plain, labelled = candidate("plain"), candidate("labelled", {"app": "web"})
+    assert ssn.preemptable(make_task("p"), [plain, labelled]) == [labelled]
+
+
+def test_only_budgets_of_the_same_namespace_with_a_matching_selector_count() -> None:
+    pdbs = [
+        budget(0, {"app": "web"}, namespace="other"),  # other namespace
+        budget(0, {"app": "db"}),  # selector does not match
+        budget(0, {}),  # an empty selector matches nothing
+    ]
+    ssn = open_cluster(cluster(pdbs=pdbs), PDB)
+    web = candidate("web", {"app": "web"})
+    assert ssn.preemptable(make_task("p"), [web]) == [web]
+
+
+def test_pods_already_disrupted_do_not_use_the_budget() -> None:
+    pdbs = [budget(1, disrupted=frozenset({"test-pod1"}))]
+    ssn = open_cluster(cluster(pdbs=pdbs), PDB)
+    pods = [candidate(f"test-pod{i}", JOB_LABEL) for i in (1, 2, 3)]
+    assert [t.name for t in ssn.victim_tasks(pods)] == ["test-pod1", "test-pod2"]
+
+
+def test_a_rejected_candidate_still_uses_up_its_other_budgets() -> None:
+    pdbs = [budget(0, {"app": "web"}, name="web"), budget(1, {"tier": "x"}, name="tier")]
+    ssn = open_cluster(cluster(pdbs=pdbs), PDB)
+    both = candidate("both", {"app": "web", "tier": "x"})
+    tier_only = candidate("tier-only", {"tier": "x"})
+    # "both" breaks the web budget and takes the tier budget's only disruption with it.
+    assert ssn.preemptable(make_task("p"), [both, tier_only]) == []
+    assert ssn.preemptable(make_task("p"), [tier_only, both]) == [tier_only]
+
+
+def test_budgets_are_fresh_for_every_call() -> None:
+    ssn = open_cluster(cluster(pdbs=[budget(1)]), PDB)
+    pod = candidate("test-pod1", JOB_LABEL)
+    assert ssn.preemptable(make_task("p"), [pod]) == [pod]
+    assert ssn.preemptable(make_task("p"), [pod]) == [pod]
+
+
+def test_budgets_derived_from_min_available_and_max_unavailable() -> None:
+    ssn = open_scenario(scenario("""
+        config:
+          actions: ""
+          tiers: [{plugins: [{name: pdb}]}]
+        nodes: [{name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}]
+        jobs: [{name: pg1, namespace: c1}]
+        pdbs:
+          - {name: web, namespace: c1, selector: {app: web}, minAvailable: 2}
+          - {name: db, namespace: c1, selector: {app: db}, maxUnavailable: 1}
+        tasks:
+          - {name: web-1, namespace: c1, job: pg1, node: n1, phase: Running,
+             labels: {app: web}, requests: {cpu: 1}}
+          - {name: web-2, namespace: c1, job: pg1, node: n1, phase: Running,
+             labels: {app: web}, requests: {cpu: 1}}
+          - {name: web-3, namespace: c1, job: pg1, node: n1, phase: Running,
+             labels: {app: web}, requests: {cpu: 1}}
+          - {name: db-1, namespace: c1, job: pg1, node: n1, phase: Running,
+             labels: {app: db}, requests: {cpu: 1}}
+          - {name: db-2, namespace: c1, job: pg1, node: n1, phase: Running, deleting: true,
+             labels: {app: db}, requests: {cpu: 1}}
+    """))
+    tasks = ssn.jobs["c1/pg1"].tasks
+    running = [tasks[f"c1/{n}"] for n in ("web-1", "web-2", "web-3", "db-1")]
+    # web: 3 healthy - minAvailable 2 = 1 disruption; db: 1 - (2 matching - 1 healthy) = 0.
+    assert [t.name for t in ssn.victim_tasks(running)] == ["web-1"]
