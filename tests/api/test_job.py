@@ -112,3 +112,11 @@ def test_clone_is_deep() -> None:
     assert job.tasks["ns/t0"].status == S.PENDING
     job.check_invariants()
     twin.check_invariants()
+
+
+def test_sla_waiting_time_falls_back_past_an_invalid_annotation() -> None:
+    pg = PodGroup("pg", "ns", annotations={"volcano.sh/sla-waiting-time": "soon",
+                                           "sla-waiting-time": "1h2m3s"})
+    assert JobInfo.from_podgroup(pg).waiting_time == 3723
+    assert JobInfo.from_podgroup(PodGroup("pg", "ns", annotations={
+        "sla-waiting-time": "-5m"})).waiting_time is None

@@ -32,7 +32,7 @@ from batchsched.api.types import (
     TaskStatus,
 )
 
-__all__ = ["JobInfo", "PodGroup"]
+__all__ = ["SLA_WAITING_TIME_ANNOTATIONS", "JobInfo", "PodGroup", "waiting_time_from"]
 
 _PENDING = TaskStatus.PENDING
 _PIPELINED = TaskStatus.PIPELINED
@@ -116,6 +116,7 @@ class JobInfo:
             creation_time=podgroup.creation_time,
             preemptable=_job_preemptable(podgroup),
             revocable_zone=_job_revocable_zone(podgroup.annotations),
+            waiting_time=_job_waiting_time(podgroup.annotations),
         )
         for task in tasks:
             job.add_task(task)
@@ -383,6 +384,32 @@ def exceeded_part(left: Resource, right: Resource) -> Resource:
     for name, amount in left.scalars.items():
         out.scalars[name] = max(0.0, amount - right.scalars.get(name, 0.0))
     return out
+
+
+#: Pod-group annotations giving a job's SLA waiting time, read in this order (Volcano's).
+SLA_WAITING_TIME_ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+
+
+def waiting_time_from(text: str) -> float | None:
+    """A positive Go duration in seconds, or None (invalid or not positive)."""
+    from batchsched.framework.arguments import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
+
+
+def _job_waiting_time(annotations: Mapping[str, str]) -> float | None:
+    """The first annotation holding a valid positive duration (an invalid one falls
+    through to the next, as Volcano's ``SetPodGroup`` does)."""
+    for key in SLA_WAITING_TIME_ANNOTATIONS:
+        if key in annotations:
+            seconds = waiting_time_from(annotations[key])
+            if seconds is not None:
+                return seconds
+    return None
 
 
 def _job_preemptable(podgroup: PodGroup) -> bool:

@@ -4,7 +4,14 @@ Plugin discovery lives in :mod:`batchsched.framework.registry` (imported on dema
 """
 
 from batchsched.framework.arguments import Arguments, parse_duration
-from batchsched.framework.events import Event, EventHandler, RecordedEvent, ValidateResult
+from batchsched.framework.events import (
+    Event,
+    EventHandler,
+    EvictionContext,
+    EvictionKind,
+    RecordedEvent,
+    ValidateResult,
+)
 from batchsched.framework.extension_points import EXTENSION_POINTS, ExtensionPoint, Rule
 from batchsched.framework.session import Session
 from batchsched.framework.statement import Operation, OperationKind, Statement
@@ -14,6 +21,8 @@ __all__ = [
     "Arguments",
     "Event",
     "EventHandler",
+    "EvictionContext",
+    "EvictionKind",
     "ExtensionPoint",
     "Operation",
     "OperationKind",

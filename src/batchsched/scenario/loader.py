@@ -24,7 +24,7 @@ import attrs
 import yaml
 
 from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
-from batchsched.api.job import JobInfo, PodGroup
+from batchsched.api.job import SLA_WAITING_TIME_ANNOTATIONS, JobInfo, PodGroup, waiting_time_from
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
@@ -489,15 +489,11 @@ class _Parser:
                 if obj.get("createdAt") is not None else 0.0,
             )
             job = JobInfo.from_podgroup(podgroup, priority=priority)
-            waiting = podgroup.annotations.get("volcano.sh/sla-waiting-time") or \
-                podgroup.annotations.get("sla-waiting-time")
-            if waiting:
-                try:
-                    seconds = parse_duration(waiting)
-                    job.waiting_time = seconds if seconds > 0 else None
-                except ValueError:
-                    self.warnings.append(f"{self.source}: {path}.annotations: invalid "
-                                         f"sla-waiting-time {waiting!r}; ignored")
+            for key in SLA_WAITING_TIME_ANNOTATIONS:
+                text = podgroup.annotations.get(key)
+                if text is not None and waiting_time_from(text) is None:
+                    self.warnings.append(f"{self.source}: {path}.annotations.{key}: "
+                                         f"{text!r} is not a positive Go duration; ignored")
             out[uid] = job
         return out
 
