@@ -7,6 +7,15 @@ import json
 from typing import Any
 
 import pytest
+from node_support import (
+    document,
+    open_session,
+    plugin,
+    predicates,
+    reasons,
+    scores,
+    task,
+)
 
 from batchsched import Statement
 from batchsched.api.queue import NodeGroupAffinity
@@ -19,15 +28,6 @@ from batchsched.plugins.nodegroup import (
     REASON_UNSATISFIED,
     group_allowed,
     group_score,
-)
-from node_support import (
-    document,
-    open_session,
-    plugin,
-    predicates,
-    reasons,
-    scores,
-    task,
 )
 
 UU = int(FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
@@ -223,8 +223,8 @@ def test_node_group_resource_limits(case: str) -> None:
 
 
 def test_limit_is_exceeded_only_by_at_least_the_epsilon() -> None:
-    # 2 CPU requested against a 1.9999 CPU limit: 0.1m over, below Volcano's 0.1 epsilon?
-    # No: the epsilon is 0.1 in internal units (millicores), and 2000 - 1999.95 < 0.1.
+    # 2 CPU against a limit of 1999.95 millicores: over by 0.05, less than Volcano's
+    # epsilon of 0.1 (in internal units), so still allowed.
     annotation = json.dumps({"group1": {"cpu": "1999950u"}})
     assert predicates(_limit_session(annotation), "limit/pending")["n1"] is None
 

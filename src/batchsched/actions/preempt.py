@@ -224,6 +224,8 @@ class PreemptAction:
             while pending_victims and not fits:
                 node_stmt.evict(pending_victims.pop(), PREEMPT_REASON)
                 fits = fits_on_node(ssn, queue, preemptor, node)
+            # Volcano flags "eviction occurred" only when the evicted requests are not
+            # empty (best-effort victims do not count); any eviction counts here.
             if fits and _pipeline(node_stmt, preemptor, node, node_stmt.has_evictions()):
                 stmt.merge(node_stmt)
                 return True

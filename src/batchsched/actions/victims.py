@@ -32,6 +32,7 @@ __all__ = [
     "RECLAIM_REASON",
     "NodePredicates",
     "TaskFilter",
+    "candidates_on_node",
     "commit_with_events",
     "fits_on_node",
     "int_argument",
