@@ -16,6 +16,7 @@ from batchsched.api.types import Vote
 from batchsched.errors import BatchSchedError, PluginError
 
 __all__ = [
+    "Blame",
     "Bound",
     "all_pass",
     "any_true",
@@ -43,111 +44,102 @@ def plugin_failed(point: str, plugin: str, exc: Exception) -> PluginError:
     return err
 
 
+class Blame:
+    """Turns an exception escaping a plugin into a PluginError naming it.
+
+    The loops assign the plugin being called to ``blame.plugin``
+    (``for blame.plugin, fn in tier``); errors of our own pass through untouched.
+    """
+
+    __slots__ = ("plugin", "point")
+
+    def __init__(self, point: str) -> None:
+        self.point = point
+        self.plugin = "<unknown>"
+
+    def __enter__(self) -> Blame:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
+        if isinstance(exc, Exception) and not isinstance(exc, BatchSchedError):
+            raise plugin_failed(self.point, self.plugin, exc) from exc
+
+
 def first_nonzero(point: str, tiers: Bound, *args: Any) -> int:
-    for tier in tiers:
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
                 result = fn(*args)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-            if result:
-                return -1 if result < 0 else 1
+                if result:
+                    return -1 if result < 0 else 1
     return 0
 
 
 def all_pass(point: str, tiers: Bound, *args: Any) -> bool:
-    for tier in tiers:
-        for name, fn in tier:
-            try:
-                ok = fn(*args)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-            if not ok:
-                return False
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
+                if not fn(*args):
+                    return False
     return True
 
 
 def first_failure(point: str, tiers: Bound, *args: Any) -> FitError | None:
     """Predicates: None when all pass, else the first FitError (returned or raised)."""
-    for tier in tiers:
-        for name, fn in tier:
-            try:
-                err = fn(*args)
-            except FitError as fit:
-                return fit
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-            if err is not None:
-                return err  # type: ignore[no-any-return]
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
+                try:
+                    err = fn(*args)
+                except FitError as fit:
+                    return fit
+                if err is not None:
+                    return err  # type: ignore[no-any-return]
     return None
 
 
 def first_invalid(point: str, tiers: Bound, *args: Any) -> Any:
     """Job valid: the first result that did not pass, else None."""
-    for tier in tiers:
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
                 result = fn(*args)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-            if result is not None and not result.passed:
-                return result
+                if result is not None and not result.passed:
+                    return result
     return None
 
 
 def any_true(point: str, tiers: Bound, *args: Any) -> bool:
-    for tier in tiers:
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
                 if fn(*args):
                     return True
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
     return False
 
 
 def vote(point: str, tiers: Bound, *args: Any) -> bool:
-    for tier in tiers:
-        permitted = False
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            permitted = False
+            for blame.plugin, fn in tier:
                 answer = fn(*args)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-            if answer < 0:
-                return False
-            if answer > 0:
-                permitted = True
-        if permitted:
-            return True
+                if answer < 0:
+                    return False
+                if answer > 0:
+                    permitted = True
+            if permitted:
+                return True
     return True
 
 
 def first_tier_decides(point: str, tiers: Bound, *args: Any) -> bool:
-    for tier in tiers:
-        if not tier:
-            continue
-        for name, fn in tier:
-            try:
-                if not fn(*args):
-                    return False
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-        return True
+    with Blame(point) as blame:
+        for tier in tiers:
+            if not tier:
+                continue
+            return all(fn(*args) for blame.plugin, fn in tier)
     return False
 
 
@@ -160,99 +152,72 @@ def intersect_per_tier(point: str, tiers: Bound, actor: Any, candidates: list[T]
     next plugin's answer starts over, as Go's nil slice does. The first tier with a
     non-empty result wins; with none, there are no victims.
     """
-    for tier in tiers:
-        victims: list[T] | None = None
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            victims: list[T] | None = None
+            for blame.plugin, fn in tier:
                 answer = fn(actor, candidates)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-            if answer is None:
-                continue
-            if not answer:
-                victims = None
-                break
-            if victims is None:
-                victims = list(answer)
-            else:
-                keep = {v.uid for v in answer}
-                victims = [v for v in victims if v.uid in keep] or None  # type: ignore[attr-defined]
-        if victims:
-            return victims
+                if answer is None:
+                    continue
+                if not answer:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(answer)
+                else:
+                    keep = {v.uid for v in answer}
+                    victims = [v for v in victims if v.uid in keep] or None  # type: ignore[attr-defined]
+            if victims:
+                return victims
     return []
 
 
 def union_first_nonempty(point: str, tiers: Bound, tasks: list[T]) -> list[T]:
-    for tier in tiers:
-        seen: dict[int, T] = {}
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            seen: dict[int, T] = {}
+            for blame.plugin, fn in tier:
                 for victim in fn(tasks) or ():
                     seen.setdefault(id(victim), victim)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-        if seen:
-            return list(seen.values())
+            if seen:
+                return list(seen.values())
     return []
 
 
 def first_answer(point: str, tiers: Bound, *args: Any) -> Any:
-    for tier in tiers:
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
                 answer = fn(*args)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-            if answer is not None:
-                return answer
+                if answer is not None:
+                    return answer
     return None
 
 
 def sum_scores(point: str, tiers: Bound, *args: Any) -> float:
-    """Node order: the sum of the scores. A plugin that cannot score the node raises
-    FitError, which is passed on as is (Volcano leaves such a node unscored)."""
     total = 0.0
-    for tier in tiers:
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
                 total += fn(*args)
-            except (FitError, BatchSchedError):
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
     return total
 
 
 def sum_batch_scores(point: str, tiers: Bound, *args: Any) -> dict[str, float]:
     totals: dict[str, float] = {}
-    for tier in tiers:
-        for name, fn in tier:
-            try:
-                scores = fn(*args)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
-            for node, score in (scores or {}).items():
-                totals[node] = totals.get(node, 0.0) + score
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
+                for node, score in (fn(*args) or {}).items():
+                    totals[node] = totals.get(node, 0.0) + score
     return totals
 
 
 def call_all(point: str, tiers: Bound, *args: Any) -> None:
-    for tier in tiers:
-        for name, fn in tier:
-            try:
+    with Blame(point) as blame:
+        for tier in tiers:
+            for blame.plugin, fn in tier:
                 fn(*args)
-            except BatchSchedError:
-                raise
-            except Exception as exc:
-                raise plugin_failed(point, name, exc) from exc
 
 
 def flatten(tiers: Bound) -> Iterable[tuple[str, Callable[..., Any]]]:

@@ -520,14 +520,11 @@ class Session:
         return combine.union_first_nonempty("victim_tasks", self.tiers_for("victim_tasks"), tasks)
 
     def target_job(self, jobs: list[JobInfo]) -> JobInfo | None:
-        for tier in self.tiers_for("target_job"):
-            for name, fn in tier:
-                try:
+        """The first enabled target-job function decides, even when it answers None."""
+        with combine.Blame("target_job") as blame:
+            for tier in self.tiers_for("target_job"):
+                for blame.plugin, fn in tier:
                     return fn(jobs)  # type: ignore[no-any-return]
-                except BatchSchedError:
-                    raise
-                except Exception as exc:
-                    raise combine.plugin_failed("target_job", name, exc) from exc
         return None
 
     def reserved_nodes(self) -> None:
