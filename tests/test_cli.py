@@ -49,7 +49,8 @@ def test_run_text(scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "binds (0):" in out and "c1/pg1" in out
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(GOOD.replace("memory: 1Gi}", 'memory: "1Qi"}'))
     assert main(["run", str(path)]) == 2
@@ -59,7 +60,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert "Traceback" not in err[0]
 
 
-def test_unknown_plugin_is_refused_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_plugin_is_refused_clearly(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(GOOD.replace('config: {actions: ""}',
                                  'config: {actions: "", tiers: [{plugins: [{name: nosuch}]}]}'))

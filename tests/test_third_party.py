@@ -47,7 +47,7 @@ def installed() -> Iterator[None]:
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD"}
     return subprocess.run([sys.executable, "-m", "batchsched", *args], capture_output=True,
-                          text=True, env=env)
+                          text=True, env=env, check=False)
 
 
 @pytest.mark.slow

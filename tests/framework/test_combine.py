@@ -59,30 +59,44 @@ def vote(value: int) -> Registration:
     return lambda ssn, n: ssn.add_job_enqueueable_fn(n, lambda j: value)
 
 
+def enqueueable(tiers: list[list[tuple[str, Registration]]]) -> bool:
+    return session(tiers).job_enqueueable(job("x"))
+
+
 def test_vote_reject_wins_permit_in_tier_admits_default_yes() -> None:
-    assert not session([[("a", vote(Vote.PERMIT)), ("b", vote(Vote.REJECT))]]).job_enqueueable(job("x"))
-    assert session([[("a", vote(Vote.PERMIT))], [("b", vote(Vote.REJECT))]]).job_enqueueable(job("x"))
-    assert session([[("a", vote(Vote.ABSTAIN))]]).job_enqueueable(job("x"))
-    assert not session([[("a", vote(Vote.ABSTAIN))], [("b", vote(Vote.REJECT))]]).job_enqueueable(job("x"))
+    permit, reject, abstain = vote(Vote.PERMIT), vote(Vote.REJECT), vote(Vote.ABSTAIN)
+    assert not enqueueable([[("a", permit), ("b", reject)]])
+    assert enqueueable([[("a", permit)], [("b", reject)]])
+    assert enqueueable([[("a", abstain)]])
+    assert not enqueueable([[("a", abstain)], [("b", reject)]])
+
+
+def order_by(compare: Callable[[JobInfo, JobInfo], int]) -> Registration:
+    return lambda ssn, n: ssn.add_job_order_fn(n, compare)
+
+
+def reverse_ids(left: JobInfo, right: JobInfo) -> int:
+    return -1 if left.uid > right.uid else 1
 
 
 def test_compare_first_nonzero_then_fallback() -> None:
-    zero: Registration = lambda ssn, n: ssn.add_job_order_fn(n, lambda l, r: 0)
-    reverse: Registration = lambda ssn, n: ssn.add_job_order_fn(n, lambda l, r: -1 if l.uid > r.uid else 1)
+    zero = order_by(lambda left, right: 0)
     a, b = job("a"), job("b")
     assert session([[("z", zero)]]).job_order_fn(a, b)  # falls back to id
-    assert session([[("z", zero)], [("r", reverse)]]).job_order_fn(b, a)
+    assert session([[("z", zero)], [("r", order_by(reverse_ids))]]).job_order_fn(b, a)
 
 
 def test_disabled_flag_removes_the_function() -> None:
-    reverse: Registration = lambda ssn, n: ssn.add_job_order_fn(n, lambda l, r: -1 if l.uid > r.uid else 1)
-    ssn = session([[("r", reverse)]], flags="    enableJobOrder: false\n")
+    ssn = session([[("r", order_by(reverse_ids))]], flags="    enableJobOrder: false\n")
     assert ssn.job_order_fn(job("a"), job("b"))
 
 
+def starving(answer: bool) -> Registration:
+    return lambda ssn, n: ssn.add_job_starving_fn(n, lambda j: answer)
+
+
 def test_starving_first_tier_with_a_function_decides() -> None:
-    yes: Registration = lambda ssn, n: ssn.add_job_starving_fn(n, lambda j: True)
-    no: Registration = lambda ssn, n: ssn.add_job_starving_fn(n, lambda j: False)
+    yes, no = starving(True), starving(False)
     assert session([[("y", yes)], [("n", no)]]).job_starving(job("x"))
     assert not session([[("n", no), ("y", yes)]]).job_starving(job("x"))
     assert not session([[]]).job_starving(job("x"))
@@ -94,9 +108,12 @@ def victims(keep: set[str] | None) -> Registration:
     return lambda ssn, n: ssn.add_preemptable_fn(n, fn)
 
 
+def names(tasks: list[TaskInfo]) -> list[str]:
+    return [t.name for t in tasks]
+
+
 def test_preemptable_intersects_per_tier_and_empty_ends_the_tier() -> None:
     cands = [task("a"), task("b"), task("c")]
-    names = lambda ts: [t.name for t in ts]  # noqa: E731
     ssn = session([[("p", victims({"a", "b"})), ("q", victims({"b", "c"}))]])
     assert names(ssn.preemptable(task("x"), cands)) == ["b"]
     ssn = session([[("p", victims(set())), ("q", victims({"a"}))], [("r", victims({"c"}))]])
@@ -108,19 +125,27 @@ def test_preemptable_intersects_per_tier_and_empty_ends_the_tier() -> None:
     assert names(ssn.preemptable(task("x"), cands)) == ["c"]
 
 
+def score(value: float) -> Registration:
+    return lambda ssn, n: ssn.add_node_order_fn(n, lambda t, nd: value)
+
+
+def overused(value: bool) -> Registration:
+    return lambda ssn, n: ssn.add_overused_fn(n, lambda q: value)
+
+
 def test_node_scores_are_summed_and_overused_is_any() -> None:
-    score: Callable[[float], Registration] = lambda v: lambda ssn, n: ssn.add_node_order_fn(n, lambda t, nd: v)
     ssn = session([[("a", score(1.5))], [("b", score(2))]])
     assert ssn.node_order(task("t"), None) == 3.5  # type: ignore[arg-type]
-    over: Callable[[bool], Registration] = lambda v: lambda ssn, n: ssn.add_overused_fn(n, lambda q: v)
-    assert session([[("a", over(False)), ("b", over(True))]]).overused(None)  # type: ignore[arg-type]
+    ssn = session([[("a", overused(False)), ("b", overused(True))]])
+    assert ssn.overused(None)  # type: ignore[arg-type]
 
 
 def test_a_raising_plugin_is_named() -> None:
     def boom(*args: Any) -> bool:
         raise ZeroDivisionError("division by zero")
     ssn = session([[("fragile", lambda s, n: s.add_job_ready_fn(n, boom))]])
-    with pytest.raises(PluginError, match="plugin 'fragile' raised in job_ready: ZeroDivisionError"):
+    expected = "plugin 'fragile' raised in job_ready: ZeroDivisionError"
+    with pytest.raises(PluginError, match=expected):
         ssn.job_ready(job("x"))
 
 

@@ -67,6 +67,7 @@ def test_configmap_shape_is_accepted(tmp_path: Path) -> None:
 def test_unknown_names_list_the_known_ones() -> None:
     registry = Registry(autoload=False)
     conf = parse_configuration({"actions": "alocate"}, source="s.conf")
-    with pytest.raises(ConfigError, match=r"s.conf: actions\[0\]: unknown action 'alocate'") as info:
+    expected = r"s.conf: actions\[0\]: unknown action 'alocate'"
+    with pytest.raises(ConfigError, match=expected) as info:
         conf.validate(registry)
     assert info.value.known == tuple(sorted(registry.actions))

@@ -84,7 +84,8 @@ def test_discard_restores_the_snapshot_exactly(ops: list[tuple[str, int, int]]) 
     ssn, share = open_session()
     before = fingerprint(ssn)
     stmt = Statement(ssn)
-    tasks = [t for job in ssn.jobs.values() for t in sorted(job.tasks.values(), key=lambda t: t.uid)]
+    tasks = [t for job in ssn.jobs.values()
+             for t in sorted(job.tasks.values(), key=lambda t: t.uid)]
     for kind, t, n in ops:
         task, node = tasks[t], ssn.node_list[n]
         try:

@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from batchsched.api import TaskStatus
 from batchsched.errors import ScenarioError
@@ -53,8 +54,10 @@ BAD_INPUTS = [
     ("minMember: 1}", "minMember: 1, phase: Sleeping}",
      "jobs[0] (c1/pg1).phase: 'Sleeping' is not one of"),
     ('config: {actions: ""}', "config: {actions: allocate, tiers: [{plugins: [{name: gang, "
-     "enableJobReady: maybe}]}]}", "config.tiers[0].plugins[0].enableJobReady: must be true or false"),
-    ("minMember: 1}", "minMember: 1, createdAt: yesterday}", "jobs[0] (c1/pg1).createdAt: 'yesterday' is not a time"),
+     "enableJobReady: maybe}]}]}",
+     "config.tiers[0].plugins[0].enableJobReady: must be true or false"),
+    ("minMember: 1}", "minMember: 1, createdAt: yesterday}",
+     "jobs[0] (c1/pg1).createdAt: 'yesterday' is not a time"),
     ("requests: {cpu: 1", "hostPorts: [70000], requests: {cpu: 1",
      "tasks[0] (c1/p1).hostPorts[0]: 70000 is not a port"),
     ("tasks:\n", "tasks: {p1: 1}\nunused:\n", "(top level).unused: unknown key"),
@@ -85,20 +88,19 @@ def test_missing_file() -> None:
 
 
 def test_job_with_missing_queue_is_dropped_with_a_warning() -> None:
-    scenario = parse_scenario(__import__("yaml").safe_load(BASE.replace("queue: q1,", "queue: qX,")))
+    scenario = parse_scenario(yaml.safe_load(BASE.replace("queue: q1,", "queue: qX,")))
     assert not scenario.tasks
     assert any("queue 'qX' does not exist" in w for w in scenario.warnings)
 
 
 def test_unknown_priority_class_gives_zero_with_a_warning() -> None:
-    doc = __import__("yaml").safe_load(BASE.replace("minMember: 1}", "minMember: 1, priorityClassName: gold}"))
+    doc = yaml.safe_load(BASE.replace("minMember: 1}", "minMember: 1, priorityClassName: gold}"))
     scenario = parse_scenario(doc)
     assert scenario.jobs[0].priority == 0
     assert any("no priority class 'gold'" in w for w in scenario.warnings)
 
 
 def test_task_status_table() -> None:
-    import yaml
     doc = yaml.safe_load(BASE)
     doc["tasks"] = [
         {"name": "a", "namespace": "c1", "job": "pg1", "phase": "Running", "node": "n1"},
@@ -114,7 +116,6 @@ def test_task_status_table() -> None:
 
 
 def test_task_priority_defaults() -> None:
-    import yaml
     doc = yaml.safe_load(BASE)
     doc["priorityClasses"] = [{"name": "hi", "value": 100}, {"name": "std", "value": 7,
                                                              "globalDefault": True}]
@@ -129,7 +130,6 @@ def test_task_priority_defaults() -> None:
 
 
 def test_relative_times_and_pdb_budget() -> None:
-    import yaml
     doc = yaml.safe_load(BASE)
     doc["now"] = "2024-01-01T00:10:00Z"
     doc["jobs"][0]["createdAt"] = "-90s"
