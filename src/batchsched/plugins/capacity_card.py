@@ -356,8 +356,8 @@ class CapacityCardPlugin:
 
     def _charge(self, task: TaskInfo, queue: str) -> Charge:
         """What a task placed on ``task.node_name`` costs its queue: the model its node
-        offers among its alternatives; a single named model when the node is not in the
-        session; nothing for alternatives whose node is gone."""
+        offers among its alternatives; else (node gone, slices re-partitioned) the model
+        when it names just one; else no card."""
         wanted = self.task_cards(task)
         usage = Resource()
         if not (self.card_unlimited_cpu_memory and wanted.uses_card):
