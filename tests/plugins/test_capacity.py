@@ -397,3 +397,21 @@ def test_queue_orders_are_antisymmetric_and_transitive(
     if hierarchy:
         for preemptor in queues:
             assert_total_order(queues, lambda a, b, p=preemptor: plugin.victim_queue_order(a, b, p))
+
+
+def test_simulation_follows_the_task_and_its_ancestors() -> None:
+    ssn = open_scenario(doc(
+        TREE, "[{name: a, queue: dev}, {name: b, queue: prod}]",
+        "[{name: b1, job: b, node: n1, phase: Running, requests: {cpu: 3}},"
+        " {name: a1, job: a, requests: {cpu: 2}}]", hierarchy=True,
+    ))
+    plugin = capacity_of(ssn)
+    task = ssn.jobs["default/a"].tasks["default/a1"]
+    victim = ssn.jobs["default/b"].tasks["default/b1"]
+    ssn.pre_predicate(task)
+    assert not ssn.simulate_allocatable(ssn.queues["dev"], task)   # eng: 3 + 2 > 4
+    ssn.simulate_remove_task(task, victim, ssn.nodes["n1"])
+    assert ssn.simulate_allocatable(ssn.queues["dev"], task)       # eng: 0 + 2 <= 4
+    state = plugin.snapshots.state(task.uid)
+    assert state is not None and state["eng"].allocated.milli_cpu == 0
+    assert plugin.queue_attrs["eng"].allocated.milli_cpu == 3000

@@ -299,3 +299,28 @@ def test_queue_order_is_antisymmetric_and_transitive(
         queue.priority = priorities[i]
         queues.append(queue)
     assert_total_order(queues, plugin.queue_order)
+
+
+# -- simulated preemption ------------------------------------------------------------------
+
+def test_simulation_works_on_the_figures_of_the_pre_predicate() -> None:
+    ssn = open_scenario(cluster_doc(
+        "[{name: q1, capability: {cpu: 4}}]", "[{name: a, queue: q1}, {name: p, queue: q1}]",
+        "[{name: a1, job: a, node: n1, phase: Running, requests: {cpu: 2}},"
+        " {name: a2, job: a, requests: {cpu: 1}},"
+        " {name: p1, job: p, requests: {cpu: 2}}]",
+    ))
+    plugin = proportion_of(ssn)
+    queue, node = ssn.queues["q1"], ssn.nodes["n1"]
+    running = ssn.jobs["default/a"].tasks["default/a1"]
+    preemptor = ssn.jobs["default/p"].tasks["default/p1"]
+    assert not ssn.simulate_allocatable(queue, preemptor)   # no pre-predicate yet
+    ssn.pre_predicate(preemptor)                             # deserved 4, allocated 2
+    Statement(ssn).allocate(ssn.jobs["default/a"].tasks["default/a2"], node)  # live: 3
+    assert ssn.simulate_allocatable(queue, preemptor)        # snapshot: 2 + 2 <= 4
+    assert not ssn.allocatable(queue, preemptor)             # live: 3 + 2 > 4
+    ssn.simulate_remove_task(preemptor, running, node)
+    state = plugin.snapshots.state(preemptor.uid)
+    assert state is not None and state["q1"].allocated.milli_cpu == 0
+    ssn.simulate_add_task(preemptor, running, node)
+    assert plugin.queue_attrs["q1"].allocated.milli_cpu == 3000  # the live figures never moved

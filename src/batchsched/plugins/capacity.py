@@ -67,6 +67,7 @@ from batchsched.plugins.capacity_hierarchy import (
 )
 from batchsched.plugins.proportion import format_resource_names
 from batchsched.plugins.queue_accounting import (
+    SimulationSnapshots,
     greater_partly_in_relevant_dimensions,
     intersection,
     job_min_resources,
@@ -113,8 +114,9 @@ class CapacityPlugin:
         self.hierarchy = False
         self.ready = True
         self.queue_attrs: dict[str, CapacityQueue] = {}
-        #: preemptor task uid -> queue figures as of its pre-predicate (simulated preemption)
-        self.simulated: dict[str, dict[str, CapacityQueue]] = {}
+        #: queue figures as of each task's pre-predicate (simulated preemption)
+        self.snapshots: SimulationSnapshots[CapacityQueue] = SimulationSnapshots(
+            lambda: self.queue_attrs)
         self._ssn: Session | None = None
 
     # -- session ----------------------------------------------------------------------
@@ -156,7 +158,7 @@ class CapacityPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}
-        self.simulated = {}
+        self.snapshots.clear()
         self._ssn = None
 
     def _session(self) -> Session:
@@ -251,6 +253,7 @@ class CapacityPlugin:
         if attr is None or job.podgroup.min_resources is None:
             return
         minimum = job_min_resources(job)
+        self.snapshots.before_change()
         attr.usage.inqueue.add(minimum)
         if self.hierarchy:
             for ancestor in attr.ancestors:
@@ -382,12 +385,12 @@ class CapacityPlugin:
 
     def pre_predicate(self, task: TaskInfo) -> None:
         """Snapshot every queue's figures for the task's simulated preemption."""
-        self.simulated[task.uid] = {name: a.clone() for name, a in self.queue_attrs.items()}
+        self.snapshots.record(task.uid)
 
     def simulate_allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """As :meth:`allocatable` on the task's snapshot, without the Open check;
         false when no snapshot was taken."""
-        state = self.simulated.get(task.uid)
+        state = self.snapshots.state(task.uid)
         if state is None or not self.ready:
             return False
         attr = state.get(queue.name)
@@ -408,7 +411,7 @@ class CapacityPlugin:
         # simulate_allocatable answers false instead, which has the same effect.
         ssn = self._session()
         job = ssn.jobs.get(task.job)
-        state = self.simulated.get(preemptor.uid)
+        state = self.snapshots.state(preemptor.uid)
         attr = state.get(job.queue) if state is not None and job is not None else None
         if state is None or attr is None:
             return
@@ -418,7 +421,7 @@ class CapacityPlugin:
 
     def _on_allocate(self, event: Event) -> None:
         # A placed task needs no simulation snapshot any more: free it.
-        self.simulated.pop(event.task.uid, None)
+        self.snapshots.forget(event.task.uid)
         self._account(event.task, +1)
 
     def _on_deallocate(self, event: Event) -> None:
@@ -430,6 +433,7 @@ class CapacityPlugin:
         attr = self.queue_attrs.get(job.queue) if job is not None else None
         if attr is None:
             return
+        self.snapshots.before_change()
         self._charge(attr, task.resreq, sign, [self.queue_attrs[a] for a in attr.ancestors])
 
     def _charge(self, attr: CapacityQueue, request: Resource, sign: int,

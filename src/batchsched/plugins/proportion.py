@@ -45,6 +45,7 @@ from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.plugins.queue_accounting import (
     QueueUsage,
+    SimulationSnapshots,
     capability_from_spec,
     diff,
     exceeded_part,
@@ -163,8 +164,9 @@ class ProportionPlugin:
         self.total = Resource()
         self.total_guarantee = Resource()
         self.queue_attrs: dict[str, QueueAttr] = {}
-        #: preemptor task uid -> queue figures as of its pre-predicate (simulated preemption)
-        self.simulated: dict[str, dict[str, QueueAttr]] = {}
+        #: queue figures as of each task's pre-predicate (simulated preemption)
+        self.snapshots: SimulationSnapshots[QueueAttr] = SimulationSnapshots(
+            lambda: self.queue_attrs)
         self._ssn: Session | None = None
 
     # -- session ----------------------------------------------------------------------
@@ -203,7 +205,7 @@ class ProportionPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}
-        self.simulated = {}
+        self.snapshots.clear()
         self.total = Resource()
         self.total_guarantee = Resource()
         self._ssn = None
@@ -295,18 +297,20 @@ class ProportionPlugin:
             return
         attr = self.queue_attrs.get(job.queue)
         if attr is not None:
+            self.snapshots.before_change()
             attr.usage.inqueue.add(job_min_resources(job))
 
     # -- simulated preemption ---------------------------------------------------------
 
     def pre_predicate(self, task: TaskInfo) -> None:
         """Snapshot every queue's figures for the task's simulated preemption."""
-        self.simulated[task.uid] = {name: a.clone() for name, a in self.queue_attrs.items()}
+        self.snapshots.record(task.uid)
 
     def simulate_allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """As :meth:`allocatable` on the task's snapshot, without the Open check;
         false when no snapshot was taken."""
-        attr = self.simulated.get(task.uid, {}).get(queue.name)
+        state = self.snapshots.state(task.uid)
+        attr = state.get(queue.name) if state is not None else None
         if attr is None:
             return False
         return _fits(attr, task.resreq)
@@ -329,7 +333,7 @@ class ProportionPlugin:
         by answering false)."""
         ssn = self._ssn
         job = ssn.jobs.get(task.job) if ssn is not None else None
-        state = self.simulated.get(preemptor.uid)
+        state = self.snapshots.state(preemptor.uid)
         if job is None or state is None:
             return None
         return state.get(job.queue)
@@ -338,15 +342,17 @@ class ProportionPlugin:
 
     def _on_allocate(self, event: Event) -> None:
         # A placed task needs no simulation snapshot any more: free it.
-        self.simulated.pop(event.task.uid, None)
+        self.snapshots.forget(event.task.uid)
         attr = self._attr_of(event.task)
         if attr is not None:
+            self.snapshots.before_change()
             attr.allocated.add(event.task.resreq)
             attr.update_share()
 
     def _on_deallocate(self, event: Event) -> None:
         attr = self._attr_of(event.task)
         if attr is not None:
+            self.snapshots.before_change()
             attr.allocated.sub_unchecked(event.task.resreq)
             attr.update_share()
 

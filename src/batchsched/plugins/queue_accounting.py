@@ -12,9 +12,11 @@ the jobs' minimums (elastic).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Generic, Protocol, TypeVar
 
 import attrs
+from typing_extensions import Self
 
 from batchsched.api.job import JobInfo
 from batchsched.api.queue import QueueInfo
@@ -25,6 +27,7 @@ from batchsched.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 __all__ = [
     "MAX_AMOUNT",
     "QueueUsage",
+    "SimulationSnapshots",
     "capability_from_spec",
     "diff",
     "dominant_share",
@@ -304,3 +307,83 @@ class QueueUsage:
         """``minimum + allocated + inqueue - elastic``: what the queue would hold if
         the job were admitted (the enqueue checks compare it with realCapability)."""
         return minimum.clone().add(self.allocated).add(self.inqueue).sub_unchecked(self.elastic)
+
+
+# -- simulated preemption -------------------------------------------------------------
+
+
+class _Clonable(Protocol):
+    def clone(self) -> Self: ...
+
+
+Figures = TypeVar("Figures", bound=_Clonable)
+
+
+class SimulationSnapshots(Generic[Figures]):
+    """Per-task copies of the queue figures for the dry run of topology-aware preemption.
+
+    Volcano's pre-predicate writes a copy of every queue's figures into the task's
+    cycle state; the dry run adds and removes tasks on that copy. Copying every
+    queue for every task allocate looks at is costly, so copies are taken only when
+    needed: :meth:`record` notes the moment, :meth:`before_change` (called before
+    the live figures change) keeps one frozen copy for the tasks recorded since the
+    last change, and :meth:`state` gives a task its own copy on first use.
+    """
+
+    def __init__(self, live: Callable[[], dict[str, Figures]]) -> None:
+        self._live = live
+        self._version = 0
+        self._recorded_at: dict[str, int] = {}
+        self._recent: set[str] = set()
+        self._frozen: dict[int, dict[str, Figures]] = {}
+        self._users: dict[int, int] = {}
+        self._states: dict[str, dict[str, Figures]] = {}
+
+    def record(self, task_uid: str) -> None:
+        """The task's pre-predicate: its copy is the figures as they are now."""
+        self.forget(task_uid)
+        self._recorded_at[task_uid] = self._version
+        self._users[self._version] = self._users.get(self._version, 0) + 1
+        self._recent.add(task_uid)
+
+    def forget(self, task_uid: str) -> None:
+        """Drop the task's copy (it was placed, or is recorded anew)."""
+        self._states.pop(task_uid, None)
+        self._recent.discard(task_uid)
+        version = self._recorded_at.pop(task_uid, None)
+        if version is None:
+            return
+        self._users[version] -= 1
+        if not self._users[version]:
+            del self._users[version]
+            self._frozen.pop(version, None)
+
+    def before_change(self) -> None:
+        """The live figures are about to change: freeze them for recent records."""
+        if self._recent:
+            self._frozen[self._version] = _copy(self._live())
+            self._recent.clear()
+        self._version += 1
+
+    def state(self, task_uid: str) -> dict[str, Figures] | None:
+        """The task's own copy, or None when its pre-predicate did not run."""
+        state = self._states.get(task_uid)
+        if state is not None:
+            return state
+        version = self._recorded_at.get(task_uid)
+        if version is None:
+            return None
+        source = self._live() if version == self._version else self._frozen[version]
+        state = self._states[task_uid] = _copy(source)
+        return state
+
+    def clear(self) -> None:
+        self._recorded_at.clear()
+        self._recent.clear()
+        self._frozen.clear()
+        self._users.clear()
+        self._states.clear()
+
+
+def _copy(figures: dict[str, Figures]) -> dict[str, Figures]:
+    return {name: value.clone() for name, value in figures.items()}
