@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from node_support import document, open_session, plugin, scores
 
 from batchsched.api import Resource
 from batchsched.framework.arguments import Arguments
 from batchsched.plugins.binpack import BinpackPlugin, binpack_score, resource_binpack_score
-from node_support import document, open_session, plugin, scores
 
 
 def test_arguments() -> None:

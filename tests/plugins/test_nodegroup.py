@@ -290,3 +290,38 @@ def test_unlabelled_node_and_queue_without_affinity_score_zero() -> None:
     p = task(ssn, "c1/p")
     assert all(ssn.node_order(p, n) == 0 for n in ssn.node_list)
     assert LABEL in ssn.nodes["n1"].labels
+
+
+def test_limits_are_checked_only_after_the_affinity() -> None:
+    # group3 is not in the queue's affinity: the affinity reason wins over the limit.
+    body = LIMIT_NODES.replace("group2", "group3") + """
+jobs: [{name: pg-pending, namespace: limit, queue: q}]
+tasks: [{name: pending, namespace: limit, job: pg-pending, requests: {cpu: 2}}]
+"""
+    doc = document(body, plugin("nodegroup", enablePredicate=True, enableNodeOrder=True))
+    doc["queues"] = [{"name": "q", "affinity": LIMIT_AFFINITY, "annotations": {
+        "volcano.sh/nodegroup-resource-limits": json.dumps({"group3": {"cpu": "1"}})}}]
+    got = predicates(open_session(doc), "limit/pending")
+    assert reasons(got["n2"]) == [(UU, REASON_UNSATISFIED)]
+
+
+def test_only_tasks_holding_resources_count_at_session_open() -> None:
+    annotation = json.dumps({"group1": {"cpu": "5"}})
+    body = LIMIT_NODES + """
+jobs:
+- {name: pg-pending, namespace: limit, queue: q}
+- {name: pg-used, namespace: limit, queue: q, phase: Running}
+tasks:
+- {name: pending, namespace: limit, job: pg-pending, requests: {cpu: 2}}
+- {name: bound, namespace: limit, job: pg-used, node: n1, requests: {cpu: 2}}
+- {name: leaving, namespace: limit, job: pg-used, node: n1, phase: Running, deleting: true,
+   requests: {cpu: 2}}
+"""
+    doc = document(body, plugin("nodegroup", enablePredicate=True, enableNodeOrder=True))
+    doc["queues"] = [{"name": "q", "affinity": LIMIT_AFFINITY,
+                      "annotations": {"volcano.sh/nodegroup-resource-limits": annotation}}]
+    # Bound counts (2), Releasing does not: 2 + 2 <= 5.
+    assert predicates(open_session(doc), "limit/pending")["n1"] is None
+    doc["tasks"][1]["requests"] = {"cpu": 4}
+    got = predicates(open_session(doc), "limit/pending")["n1"]
+    assert reasons(got) == [(UU, REASON_LIMIT_EXCEEDED)]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from node_support import document, open_session, plugin, predicates, reasons, scores
 
 from batchsched.api import NodeInfo, Resource, TaskInfo
 from batchsched.api.types import FitStatusCode
@@ -26,7 +27,6 @@ from batchsched.plugins.resource_strategy_fit import (
     sra_score,
     strategy_fit_score,
 )
-from node_support import document, open_session, plugin, predicates, reasons, scores
 
 GPU = "nvidia.com/gpu"
 RATES = {GPU: (4.0, 4.0)}
@@ -77,7 +77,8 @@ tasks:
 
 def test_default_rates_are_one_and_negative_means_one() -> None:
     plugin_ = ResourceStrategyFitPlugin(Arguments({"proportional": {
-        "enable": True, "resources": " a, b ,", "resourceProportion": {"a.cpu": -2, "b.memory": 8}}}))
+        "enable": True, "resources": " a, b ,",
+        "resourceProportion": {"a.cpu": -2, "b.memory": 8}}}))
     assert plugin_.proportional == {"a": (1.0, 1.0), "b": (1.0, 8.0)}
     assert ResourceStrategyFitPlugin(Arguments({})).proportional is None
 

@@ -7,6 +7,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from node_support import document, open_session, plugin, predicates, reasons, scores, task
 
 from batchsched.api import FitError
 from batchsched.api.types import FitStatusCode, TaskStatus
@@ -20,7 +21,6 @@ from batchsched.plugins.tdm import (
     zone_error,
 )
 from batchsched.scenario import parse_scenario
-from node_support import document, open_session, plugin, predicates, reasons, scores, task
 
 UU = int(FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
 NOON = "2024-01-01T12:00:00Z"
@@ -135,7 +135,8 @@ def test_zone_active_from_start_to_end_inclusive() -> None:
     assert zone_error(zones, "z", day + 10 * 3600) is None
     assert zone_error(zones, "z", day + 11 * 3600) is None
     assert zone_error(zones, "z", day + 11 * 3600 + 0.999) is None     # whole seconds
-    assert zone_error(zones, "z", day + 11 * 3600 + 1) == "current time beyond revocable zone z:10:00-11:00"
+    late = zone_error(zones, "z", day + 11 * 3600 + 1)
+    assert late == "current time beyond revocable zone z:10:00-11:00"
     assert zone_error(zones, "z", day + 10 * 3600 - 1) is not None
     assert zone_error(zones, "other", day) == "revocable zone other not support"
 
@@ -234,7 +235,8 @@ def test_preemptable_tasks_and_revocable_tasks_preempt_nobody() -> None:
                          "annotations": {"volcano.sh/preemptable": "true"}})
     doc["jobs"].append({"name": "hi", "namespace": "c1", "queue": "c1"})
     doc["tasks"].append({"name": "boss", "namespace": "c1", "job": "hi",
-                         "requests": {"cpu": 1}, "annotations": {"volcano.sh/preemptable": "false"}})
+                         "requests": {"cpu": 1},
+                         "annotations": {"volcano.sh/preemptable": "false"}})
     doc["config"]["tiers"][0]["plugins"][0]["enablePreemptable"] = True
     ssn = open_session(doc)
     candidates = [t for t in ssn.jobs["c1/pg1"].tasks.values()]

@@ -195,11 +195,22 @@ def first_answer(point: str, tiers: Bound, *args: Any) -> Any:
 
 
 def sum_scores(point: str, tiers: Bound, *args: Any) -> float:
+    """Node order: the sum of the scores. A plugin that cannot score the node raises
+    FitError, which is passed on as is (Volcano leaves such a node unscored)."""
     total = 0.0
+    unscored: FitError | None = None
     with Blame(point) as blame:
         for tier in tiers:
             for blame.plugin, fn in tier:
-                total += fn(*args)
+                try:
+                    total += fn(*args)
+                except FitError as err:
+                    unscored = err
+                    break
+            if unscored is not None:
+                break
+    if unscored is not None:
+        raise unscored
     return total
 
 

@@ -147,6 +147,7 @@ class NodeView:
     nonzero_memory: int = 0
     used_ports: Counter[HostPort] = attrs.field(factory=Counter)
     pods_with_affinity: int = 0
+    pods_with_required_anti_affinity: int = 0
 
     def add(self, pod: PodInfo) -> None:
         if pod.uid in self.pods:
@@ -172,6 +173,8 @@ class NodeView:
                 del self.used_ports[port]
         if pod.has_pod_affinity:
             self.pods_with_affinity += sign
+        if pod.required_anti_affinity:
+            self.pods_with_required_anti_affinity += sign
 
     def port_conflict(self, wanted: HostPort) -> bool:
         """Kubernetes' ``HostPortInfo.CheckConflict``: 0.0.0.0 clashes with every IP."""

@@ -315,7 +315,9 @@ class PredicatesPlugin:
         if self.node_ports_enable and not pod.host_ports:
             state.skipped.add(NODE_PORTS)
         if self.pod_affinity_enable:
-            state.counts = inter_pod_affinity_counts(pod, self._placed_pods())
+            own_terms = bool(pod.required_affinity or pod.required_anti_affinity)
+            state.counts = inter_pod_affinity_counts(
+                pod, self._placed_pods(anti_affinity_only=not own_terms))
             if (not pod.required_affinity and not pod.required_anti_affinity
                     and not +state.counts.existing_anti):
                 state.skipped.add(INTER_POD_AFFINITY)
@@ -325,11 +327,15 @@ class PredicatesPlugin:
         return None
 
     def _placed_pods(
-        self, override: NodeInfo | None = None
+        self, override: NodeInfo | None = None, *, anti_affinity_only: bool = False
     ) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
         """Every placed pod with its node's labels; on ``override``'s node only the
-        pods that node copy still holds."""
+        pods that node copy still holds. ``anti_affinity_only`` skips nodes without
+        a pod having required anti-affinity (all that matters to a task without
+        required terms of its own)."""
         for node_view in self.view.nodes.values():
+            if anti_affinity_only and not node_view.pods_with_required_anti_affinity:
+                continue
             labels = self._labels(node_view.name)
             if override is not None and node_view.name == override.name:
                 labels = override.labels

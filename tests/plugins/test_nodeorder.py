@@ -1,0 +1,257 @@
+"""nodeorder: kube-scheduler's scores with Volcano's weights, the normalisations, and the
+node view they read (live with the predicates plugin, session-open state without)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from node_support import document, node_scores, open_session, plugin, task
+
+from batchsched import Statement
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+from batchsched.plugins.nodeorder import (
+    WEIGHT_ARGUMENTS,
+    NodeOrderPlugin,
+    balanced_allocation,
+    default_normalize,
+    image_locality_score,
+    inter_pod_affinity_normalize,
+    least_allocated,
+    most_allocated,
+    normalized_image_name,
+)
+
+GI = 1024**3
+ONLY = {key: 0 for key in WEIGHT_ARGUMENTS}
+
+
+def _weights(**weights: int) -> dict[str, int]:
+    """Every nodeorder weight 0 except the ones given (``least=1`` for leastrequested)."""
+    names = {"least": "leastrequested.weight", "most": "mostrequested.weight",
+             "balanced": "balancedresource.weight", "node_affinity": "nodeaffinity.weight",
+             "pod_affinity": "podaffinity.weight", "taint": "tainttoleration.weight",
+             "spread": "podtopologyspread.weight", "image": "imagelocality.weight"}
+    return {**ONLY, **{names[k]: v for k, v in weights.items()}}
+
+
+def test_default_weights() -> None:
+    p = NodeOrderPlugin(Arguments({}))
+    assert p.weights == {"leastrequested.weight": 1, "mostrequested.weight": 0,
+                         "balancedresource.weight": 1, "nodeaffinity.weight": 2,
+                         "podaffinity.weight": 2, "tainttoleration.weight": 3,
+                         "podtopologyspread.weight": 2, "imagelocality.weight": 1}
+
+
+# -- the resource scores on numbers (the worked examples of docs/plugins/nodeorder.md) --------
+
+def test_least_allocated_worked_example() -> None:
+    # Task 1 cpu / 1G on an empty node of 2 cpu / 4Gi, then 4 cpu / 8Gi.
+    assert least_allocated((1000, 10**9), (0, 0), (2000, 4 * GI)) == (50 + 76) // 2 == 63
+    assert least_allocated((1000, 10**9), (0, 0), (4000, 8 * GI)) == (75 + 88) // 2 == 81
+
+
+def test_most_allocated_worked_example() -> None:
+    assert most_allocated((1000, 10**9), (0, 0), (2000, 4 * GI)) == (50 + 23) // 2 == 36
+    assert most_allocated((1000, 10**9), (0, 0), (4000, 8 * GI)) == (25 + 11) // 2 == 18
+
+
+def test_over_request_and_missing_resource() -> None:
+    assert least_allocated((3000, 0), (0, 0), (2000, 4 * GI)) == (0 + 100) // 2
+    assert most_allocated((3000, 0), (0, 0), (2000, 4 * GI)) == (100 + 0) // 2
+    # A node without memory: only cpu counts.
+    assert least_allocated((1000, GI), (0, 0), (4000, 0)) == 75
+
+
+def test_balanced_allocation_worked_examples() -> None:
+    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (2000, 2 * GI, 0)) == 100
+    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (4000, 2 * GI, 0)) == 87
+    # With GPUs requested: three fractions and the population standard deviation.
+    assert balanced_allocation((1000, 10**9, 2), (0, 0, 0), (5000, 10 * GI, 10)) == 94
+    assert balanced_allocation((1000, 10**9, 2), (1000, 10**9, 2), (5000, 10 * GI, 10)) == 89
+    # GPUs not requested: ignored even if the node has them.
+    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (2000, 2 * GI, 8)) == 100
+
+
+def test_normalisations() -> None:
+    assert default_normalize([20, 80, 0], reverse=False) == [25, 100, 0]
+    assert default_normalize([0, 0], reverse=False) == [0, 0]
+    assert default_normalize([0, 1, 2], reverse=True) == [100, 50, 0]
+    assert default_normalize([0, 0], reverse=True) == [100, 100]
+    assert inter_pod_affinity_normalize([-30, -30, 50]) == [0, 0, 100]
+    assert inter_pod_affinity_normalize([10, 20, 40]) == [0, 33, 100]
+    assert inter_pod_affinity_normalize([7, 7]) == [0, 0]
+
+
+def test_image_locality_score() -> None:
+    mib = 1024 * 1024
+    assert normalized_image_name("nginx") == "nginx:latest"
+    assert normalized_image_name("reg:5000/app") == "reg:5000/app:latest"
+    assert normalized_image_name("app:1.2") == "app:1.2"
+    # 500 MiB image on 2 of 3 nodes: int(500 MiB * 2/3) = 349525333 bytes.
+    assert image_locality_score(349525333, 1) == 31
+    assert image_locality_score(10 * mib, 1) == 0
+    assert image_locality_score(5000 * mib, 1) == 100
+
+
+resources = st.tuples(st.integers(0, 64_000), st.integers(0, 2**36))
+
+
+@given(request=resources, used=resources, allocatable=resources)
+def test_resource_scores_stay_in_range(request: tuple[int, int], used: tuple[int, int],
+                                       allocatable: tuple[int, int]) -> None:
+    assert 0 <= least_allocated(request, used, allocatable) <= 100
+    assert 0 <= most_allocated(request, used, allocatable) <= 100
+    assert 50 <= balanced_allocation((*request, 0), (*used, 0), (*allocatable, 0)) <= 100
+
+
+@given(st.lists(st.integers(-500, 500), min_size=1, max_size=8))
+def test_inter_pod_normalisation_in_range(raw: list[int]) -> None:
+    out = inter_pod_affinity_normalize(raw)
+    assert all(0 <= s <= 100 for s in out)
+    if max(raw) > min(raw):
+        assert out[raw.index(max(raw))] == 100 and out[raw.index(min(raw))] == 0
+
+
+@given(st.lists(st.integers(0, 500), min_size=1, max_size=8), st.booleans())
+def test_default_normalisation_in_range(raw: list[int], reverse: bool) -> None:
+    assert all(0 <= s <= 100 for s in default_normalize(raw, reverse=reverse))
+
+
+# -- through a session ---------------------------------------------------------------------------
+
+def _session(body: str, weights: dict[str, int], *extra: dict[str, Any]) -> Session:
+    return open_session(document(body, plugin("nodeorder", weights), *extra))
+
+
+ZONES = """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10},
+   labels: {kubernetes.io/hostname: n1, zone: a}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 10},
+   labels: {kubernetes.io/hostname: n2, zone: b},
+   taints: [{key: k, value: v, effect: PreferNoSchedule}]}
+- {name: n3, allocatable: {cpu: 4, memory: 8Gi, pods: 10},
+   labels: {kubernetes.io/hostname: n3, zone: c},
+   taints: [{key: k, value: v, effect: PreferNoSchedule}, {key: j, effect: PreferNoSchedule}]}
+jobs: [{name: pg, namespace: c1}, {name: other, namespace: c1}]
+"""
+
+
+def _tasks(*entries: dict[str, Any]) -> str:
+    return "tasks:\n" + "\n".join(
+        "- " + yaml.safe_dump(e, default_flow_style=True).strip() for e in entries)
+
+
+def test_node_affinity_preferred_terms() -> None:
+    pref = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 20, "preference": {"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["a", "b"]}]}},
+        {"weight": 60, "preference": {"matchExpressions": [
+            {"key": "zone", "operator": "In", "values": ["b"]}]}}]}}
+    body = ZONES + _tasks({"name": "p", "namespace": "c1", "job": "pg", "affinity": pref})
+    ssn = _session(body, _weights(node_affinity=2))
+    assert node_scores(ssn, "c1/p") == {"n1": 50, "n2": 200, "n3": 0}
+    # Normalised over the candidates handed in.
+    assert node_scores(ssn, "c1/p", ["n1", "n3"]) == {"n1": 200, "n3": 0}
+
+
+def test_taint_toleration_prefers_fewer_untolerated_taints() -> None:
+    body = ZONES + _tasks(
+        {"name": "p", "namespace": "c1", "job": "pg"},
+        {"name": "t", "namespace": "c1", "job": "pg",
+         "tolerations": [{"key": "k", "operator": "Exists", "effect": "PreferNoSchedule"}]})
+    ssn = _session(body, _weights(taint=3))
+    assert node_scores(ssn, "c1/p") == {"n1": 300, "n2": 150, "n3": 0}
+    assert node_scores(ssn, "c1/t") == {"n1": 300, "n2": 300, "n3": 0}
+
+
+def test_inter_pod_affinity_preferences_both_ways() -> None:
+    zone_term = {"topologyKey": "zone"}
+    existing = [
+        {"name": "cache", "namespace": "c1", "job": "other", "node": "n1", "phase": "Running",
+         "labels": {"app": "cache"}},
+        {"name": "web", "namespace": "c1", "job": "other", "node": "n3", "phase": "Running",
+         "labels": {"app": "web"}, "affinity": {"podAffinity": {
+             "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50, "podAffinityTerm": {
+                 "labelSelector": {"matchLabels": {"app": "api"}}, **zone_term}}]}}},
+        # Required terms of placed pods weigh 0 in Volcano (HardPodAffinityWeight 0).
+        {"name": "needy", "namespace": "c1", "job": "other", "node": "n2", "phase": "Running",
+         "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+             {"labelSelector": {"matchLabels": {"app": "api"}}, **zone_term}]}}},
+    ]
+    api = {"name": "api", "namespace": "c1", "job": "pg", "labels": {"app": "api"},
+           "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+               {"weight": 30, "podAffinityTerm": {
+                   "labelSelector": {"matchLabels": {"app": "cache"}}, **zone_term}}]}}}
+    plain = {"name": "plain", "namespace": "c1", "job": "pg", "labels": {"app": "api"}}
+    nobody = {"name": "nobody", "namespace": "c1", "job": "pg", "labels": {"app": "zzz"}}
+    ssn = _session(ZONES + _tasks(*existing, api, plain, nobody), _weights(pod_affinity=2))
+    # raw: zone a -30 (cache repels), b 0, zone c +50 (web attracts); min-max over -30..50:
+    # n1 0, n2 int(100 * 30 / 80) = 37, n3 100; times podaffinity.weight 2.
+    assert node_scores(ssn, "c1/api") == {"n1": 0, "n2": 74, "n3": 200}
+    assert node_scores(ssn, "c1/plain") == {"n1": 0, "n2": 0, "n3": 200}
+    assert node_scores(ssn, "c1/nobody") == {"n1": 0, "n2": 0, "n3": 0}
+
+
+def test_image_locality_through_the_session() -> None:
+    mib = 1024 * 1024
+    body = f"""
+nodes:
+- {{name: n1, allocatable: {{pods: 10}}, images: {{"nginx:latest": {500 * mib}}}}}
+- {{name: n2, allocatable: {{pods: 10}}, images: {{nginx: {500 * mib}, "redis:7": {300 * mib}}}}}
+- {{name: n3, allocatable: {{pods: 10}}}}
+jobs: [{{name: pg, namespace: c1}}]
+tasks:
+- {{name: p, namespace: c1, job: pg, images: [nginx, "redis:7"]}}
+"""
+    ssn = _session(body, _weights(image=1))
+    # Two images, so the range is 23 MiB .. 2000 MiB. n1: int(500 MiB * 2/3) = 349525333
+    # -> 100 * (349525333 - 23 MiB) // (2000 MiB - 23 MiB) = 15; n2 adds
+    # int(300 MiB * 1/3) = 104857600 -> 20.
+    assert node_scores(ssn, "c1/p") == {"n1": 15, "n2": 20, "n3": 0}
+
+
+def test_best_effort_task_uses_default_requests_and_skips_balance() -> None:
+    body = """
+nodes: [{name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}]
+jobs: [{name: pg, namespace: c1}]
+tasks: [{name: p, namespace: c1, job: pg}]
+"""
+    ssn = open_session(document(body, plugin("nodeorder")))
+    # least: cpu (2000 - 100) * 100 // 2000 = 95, memory (4Gi - 200Mi) * 100 // 4Gi = 95;
+    # balanced: skipped; taint toleration: 100 * 3.
+    assert node_scores(ssn, "c1/p") == {"n1": 95 + 300}
+
+
+def test_zero_weights_score_nothing_and_negative_weights_subtract() -> None:
+    body = ZONES + _tasks({"name": "p", "namespace": "c1", "job": "pg",
+                           "requests": {"cpu": 1, "memory": "1Gi"}})
+    assert node_scores(_session(body, ONLY), "c1/p") == {"n1": 0, "n2": 0, "n3": 0}
+    got = node_scores(_session(body, _weights(most=-1)), "c1/p")
+    # most: cpu 1000 * 100 // 4000 = 25, memory 1Gi * 100 // 8Gi = 12 -> 18, times -1.
+    assert got == {"n1": -18, "n2": -18, "n3": -18}
+
+
+LIVE = """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs: [{name: pg, namespace: c1}]
+tasks:
+- {name: a, namespace: c1, job: pg, requests: {cpu: 2, memory: 4Gi}}
+- {name: b, namespace: c1, job: pg, requests: {cpu: 1, memory: 1Gi}}
+"""
+
+
+@pytest.mark.parametrize(("with_predicates", "n1"), [(True, 31), (False, 81)])
+def test_view_is_live_only_with_the_predicates_plugin(with_predicates: bool, n1: int) -> None:
+    extra = [plugin("predicates")] if with_predicates else []
+    ssn = _session(LIVE, _weights(least=1), *extra)
+    Statement(ssn).allocate(task(ssn, "c1/a"), ssn.nodes["n1"])
+    # Live: n1 holds a (2 cpu, 4Gi) -> cpu 25, memory 37 -> 31. Stale: as empty n2, 81.
+    assert node_scores(ssn, "c1/b") == {"n1": n1, "n2": 81}
