@@ -140,3 +140,18 @@ def test_relative_times_and_pdb_budget() -> None:
     assert scenario.now is not None
     assert scenario.jobs[0].creation_time == scenario.now - 90
     assert scenario.pdbs[0].disruptions_allowed == 0  # healthy 1 - ceil(50% of 1)
+
+
+def test_finished_tasks_hold_nothing_on_their_node() -> None:
+    doc = yaml.safe_load(BASE)
+    doc["tasks"] = [
+        {"name": "done", "namespace": "c1", "job": "pg1", "phase": "Succeeded", "node": "n1",
+         "requests": {"cpu": 2}},
+        {"name": "run", "namespace": "c1", "job": "pg1", "phase": "Running", "node": "n1",
+         "requests": {"cpu": 1}},
+    ]
+    scenario = parse_scenario(doc)
+    for cluster in (scenario.to_cluster(), scenario.build_cache().snapshot()):
+        node = cluster.nodes["n1"]
+        assert sorted(node.tasks) == ["c1/run"]
+        assert node.used.milli_cpu == 1000

@@ -19,7 +19,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import TaskStatus
+from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
 
@@ -122,7 +122,9 @@ class MemoryCache:
             node.remove_task(task)
 
     def _place(self, task: TaskInfo) -> None:
-        if not task.node_name or task.status == TaskStatus.PENDING:
+        # Finished tasks hold nothing on their node (Volcano's cache skips them too).
+        if (not task.node_name or task.status == TaskStatus.PENDING
+                or task.status in COMPLETED_STATUSES):
             return
         node = self.nodes.get(task.node_name)
         if node is None:

@@ -29,7 +29,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import Taint, TaskInfo, Toleration
-from batchsched.api.types import PodGroupPhase, QueueState, TaskStatus
+from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, QueueState, TaskStatus
 from batchsched.cache.memory import MemoryCache
 from batchsched.conf import SchedulerConfiguration, parse_configuration
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
@@ -88,7 +88,8 @@ class Scenario:
             if job is None:
                 continue
             job.add_task(task)
-            if task.node_name and task.status != TaskStatus.PENDING and task.node_name in nodes:
+            if (task.node_name and task.status != TaskStatus.PENDING
+                    and task.status not in COMPLETED_STATUSES and task.node_name in nodes):
                 nodes[task.node_name].add_task(task)
         return ClusterInfo(
             nodes=nodes, jobs=jobs, queues={q.name: q.clone() for q in self.queues},
