@@ -154,3 +154,63 @@ def test_merge_moves_operations() -> None:
     b.allocate(ssn.jobs["ns/pg0"].tasks["ns/j0-t1"], "n1")
     a.merge(b)
     assert len(a) == 1 and len(b) == 0
+
+
+def test_deallocate_handlers_see_the_node_the_task_leaves() -> None:
+    ssn, _ = open_session()
+    seen: list[tuple[str, str]] = []
+    ssn.add_event_handler(EventHandler(
+        deallocate=lambda e: seen.append((e.task.uid, e.task.node_name)), plugin="probe"))
+    stmt = Statement(ssn)
+    task = ssn.jobs["ns/pg0"].tasks["ns/j0-t1"]
+    stmt.allocate(task, "n2")
+    stmt.discard()
+    assert seen == [("ns/j0-t1", "n2")]
+    assert task.node_name == "" and task.status == TaskStatus.PENDING
+
+
+def test_a_handler_raising_during_discard_keeps_the_rest_undoable() -> None:
+    ssn, share = open_session()
+    before = fingerprint(ssn)
+    stmt = Statement(ssn)
+    tasks = [ssn.jobs["ns/pg0"].tasks[f"ns/j0-t{i}"] for i in (1, 2)]
+    for task in tasks:
+        stmt.allocate(task, "n1")
+    fail = {"armed": True}
+
+    def flaky(event: Event) -> None:
+        if fail.pop("armed", False):
+            raise RuntimeError("transient")
+    ssn.add_event_handler(EventHandler(deallocate=flaky, plugin="flaky"))
+    with pytest.raises(PluginError, match="flaky"):
+        stmt.discard()
+    assert len(stmt) == 1  # the first task was undone, the second is still there
+    stmt.discard()
+    assert fingerprint(ssn) == before
+
+
+def test_a_cache_raising_during_commit_leaves_the_rest_in_the_statement() -> None:
+    class Exploding:
+        def __init__(self) -> None:
+            self.binds = 0
+
+        def bind(self, task: TaskInfo, node: str) -> bool:
+            self.binds += 1
+            if self.binds == 2:
+                raise OSError("api server unreachable")
+            return True
+
+        def evict(self, task: TaskInfo, reason: str) -> bool:
+            return True
+
+    ssn, _ = open_session()
+    ssn.cache = Exploding()  # type: ignore[assignment]
+    stmt = Statement(ssn)
+    for i in (1, 2):
+        stmt.allocate(ssn.jobs["ns/pg0"].tasks[f"ns/j0-t{i}"], "n1")
+    with pytest.raises(OSError):
+        stmt.commit()
+    assert [op.task.uid for op in stmt.operations] == ["ns/j0-t2"]
+    assert ssn.jobs["ns/pg0"].tasks["ns/j0-t1"].status == TaskStatus.BINDING
+    stmt.discard()
+    assert ssn.jobs["ns/pg0"].tasks["ns/j0-t2"].status == TaskStatus.PENDING

@@ -144,14 +144,22 @@ class Statement:
         if node is not None:
             node.remove_task(task)
         job.update_task_status(task, op.before.status)
-        task.node_name = op.before.node_name
-        if fire:
-            ssn._fire_deallocate(task)
+        try:
+            if fire:
+                # Handlers still see the node the task is leaving, as in Volcano.
+                ssn._fire_deallocate(task)
+        finally:
+            task.node_name = op.before.node_name
 
     def discard(self) -> None:
-        """Undo every operation, last first."""
-        operations, self.operations = self.operations, []
-        for op in reversed(operations):
+        """Undo every operation, last first.
+
+        If an event handler raises, the operation being undone is reverted anyway, the
+        ones not yet undone stay in the statement (a second ``discard`` finishes the
+        job), and the error propagates.
+        """
+        while self.operations:
+            op = self.operations.pop()
             op.task.generate_last_transaction()
             self._revert(op, fire=True)
 
@@ -173,27 +181,34 @@ class Statement:
         Pending (its node and the plugins' shares are released); the other
         operations stand.
         """
-        operations, self.operations = self.operations, []
         ssn = self.ssn
         committed: list[Operation] = []
-        for op in operations:
-            op.task.clear_last_transaction()
-            if op.kind is OperationKind.EVICT:
-                if ssn._evict(op.task, op.reason):
-                    committed.append(op)
+        operations = self.operations
+        handed_over = 0
+        try:
+            for op in operations:
+                op.task.clear_last_transaction()
+                if op.kind is OperationKind.EVICT:
+                    if ssn._evict(op.task, op.reason):
+                        committed.append(op)
+                    else:
+                        self._revert(op, fire=True)
+                elif op.kind is OperationKind.ALLOCATE:
+                    if ssn._bind(op.task):
+                        ssn.jobs[op.task.job].update_task_status(op.task, TaskStatus.BINDING)
+                        node = ssn.nodes.get(op.node_name)
+                        if node is not None:
+                            node.update_task(op.task)
+                        committed.append(op)
+                    else:
+                        self._revert(op, fire=True)
                 else:
-                    self._revert(op, fire=True)
-            elif op.kind is OperationKind.ALLOCATE:
-                if ssn._bind(op.task):
-                    ssn.jobs[op.task.job].update_task_status(op.task, TaskStatus.BINDING)
-                    node = ssn.nodes.get(op.node_name)
-                    if node is not None:
-                        node.update_task(op.task)
                     committed.append(op)
-                else:
-                    self._revert(op, fire=True)
-            else:
-                committed.append(op)
+                handed_over += 1
+        finally:
+            # If the cache raised, the operations not yet handed over (the failing one
+            # included) stay in the statement, where discard can still undo them.
+            del operations[:handed_over]
         ssn._statement_committed(committed)
 
     def merge(self, *others: Statement) -> None:
