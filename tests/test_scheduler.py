@@ -140,3 +140,49 @@ def test_run_stops_when_asked() -> None:
     scheduler.run_once = counting  # type: ignore[method-assign]
     scheduler.run(period=0.001, stop=stop)
     assert len(runs) == 3
+
+
+class Exploding:
+    name = "exploding"
+
+    def initialize(self) -> None: ...
+
+    def uninitialize(self) -> None: ...
+
+    def execute(self, ssn: Session) -> None:
+        raise RuntimeError("bug in a third-party action")
+
+
+class ExplodingProvider:
+    @hookimpl
+    def batchsched_register_actions(self) -> list[ActionSpec]:
+        return [ActionSpec("exploding", Exploding)]
+
+
+def test_a_failing_action_publishes_nothing_and_the_loop_goes_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from batchsched.errors import PluginError
+
+    reg = registry()
+    reg.register(ExplodingProvider(), name="exploding")
+    cache = cluster()
+    cache.jobs["c1/pg1"].podgroup.phase = __import__("batchsched").PodGroupPhase.INQUEUE
+    scheduler = Scheduler(cache, configuration_from_text('actions: "first-fit, exploding"'),
+                          registry=reg)
+    with pytest.raises(PluginError, match="action 'exploding' raised: RuntimeError"):
+        scheduler.run_once()
+    # first-fit's committed bind stands; no half-made status was published.
+    assert len(cache.binds) == 1
+    assert cache.jobs["c1/pg1"].podgroup.phase.value == "Inqueue"
+    stop = threading.Event()
+    calls: list[int] = []
+    original = scheduler.run_once
+
+    def counting() -> Session:
+        calls.append(1)
+        if len(calls) == 2:
+            stop.set()
+        return original()
+    scheduler.run_once = counting  # type: ignore[method-assign]
+    scheduler.run(period=0.001, stop=stop)
+    assert len(calls) == 2 and "scheduling cycle failed" in caplog.text

@@ -97,8 +97,10 @@ class Scheduler:
         ssn = Session.open(self.cache, self.configuration, registry=self.registry)
         try:
             run_actions(ssn)
-        finally:
-            ssn.close()
+        except BaseException:
+            ssn.abort()
+            raise
+        ssn.close()
         return ssn
 
     def run(
@@ -106,7 +108,10 @@ class Scheduler:
         period: float = 1.0,
         stop: threading.Event | Callable[[], bool] | None = None,
     ) -> None:
-        """Call :meth:`run_once` every ``period`` seconds until ``stop`` says so."""
+        """Call :meth:`run_once` every ``period`` seconds until ``stop`` says so.
+
+        A cycle that fails with a batchsched error is logged and the loop goes on.
+        """
         def stopped() -> bool:
             if stop is None:
                 return False
@@ -116,7 +121,12 @@ class Scheduler:
 
         while not stopped():
             started = time.monotonic()
-            self.run_once()
+            try:
+                self.run_once()
+            except BatchSchedError:
+                # One bad cycle (a plugin that raised) must not stop the scheduler: the
+                # next cycle starts from a fresh snapshot.
+                log.exception("batchsched: scheduling cycle failed")
             delay = max(0.0, period - (time.monotonic() - started))
             if isinstance(stop, threading.Event):
                 stop.wait(delay)

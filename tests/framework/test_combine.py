@@ -165,3 +165,17 @@ def test_plugins_not_named_in_the_configuration_are_not_built() -> None:
     Session.open(ClusterInfo(now=1.0), configuration_from_text("tiers: [{plugins: [{name: two}]}]"),
                  registry=registry)
     assert built == ["two"]
+
+
+def test_a_predicate_returning_the_wrong_type_is_named() -> None:
+    ssn = session([[("sloppy", lambda s, n: s.add_predicate_fn(n, lambda t, nd: True))]])
+    expected = "plugin 'sloppy': predicate must return None or a FitError"
+    with pytest.raises(PluginError, match=expected):
+        ssn.predicate(task("t"), None)  # type: ignore[arg-type]
+
+
+def test_registering_under_an_unconfigured_name_is_an_error() -> None:
+    def wrong_name(ssn: Session, name: str) -> None:
+        ssn.add_job_ready_fn("typo", lambda j: True)
+    with pytest.raises(PluginError, match="registered under 'typo', which is not a plugin"):
+        session([[("real", wrong_name)]])

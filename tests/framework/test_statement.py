@@ -170,7 +170,7 @@ def test_deallocate_handlers_see_the_node_the_task_leaves() -> None:
 
 
 def test_a_handler_raising_during_discard_keeps_the_rest_undoable() -> None:
-    ssn, share = open_session()
+    ssn, _ = open_session()
     before = fingerprint(ssn)
     stmt = Statement(ssn)
     tasks = [ssn.jobs["ns/pg0"].tasks[f"ns/j0-t{i}"] for i in (1, 2)]
@@ -214,3 +214,12 @@ def test_a_cache_raising_during_commit_leaves_the_rest_in_the_statement() -> Non
     assert ssn.jobs["ns/pg0"].tasks["ns/j0-t1"].status == TaskStatus.BINDING
     stmt.discard()
     assert ssn.jobs["ns/pg0"].tasks["ns/j0-t2"].status == TaskStatus.PENDING
+
+
+def test_a_clock_at_zero_is_a_clock_not_the_real_time() -> None:
+    snapshot = cluster()
+    snapshot.now = 0.0
+    assert Session.open(snapshot, EMPTY, registry=REGISTRY).now == 0.0
+    snapshot = cluster()
+    snapshot.now = None
+    assert Session.open(snapshot, EMPTY, registry=REGISTRY).now > 1e9

@@ -65,7 +65,8 @@ class ClusterInfo:
     priority_classes: dict[str, PriorityClass] = attrs.field(factory=dict)
     pdbs: list[PodDisruptionBudget] = attrs.field(factory=list)
     resource_quotas: list[ResourceQuota] = attrs.field(factory=list)
-    now: float = 0.0
+    #: The session clock (seconds since the epoch); None: the real time when a session opens.
+    now: float | None = None
 
     def clone(self) -> ClusterInfo:
         return ClusterInfo(

@@ -47,12 +47,13 @@ class MemoryCache:
     """Nodes, jobs (with their tasks), queues and the rest, held in memory.
 
     A bind makes the cache's task Bound on its node; an eviction makes it
-    Releasing. ``binder`` (optional) decides whether a bind succeeds, to model a
+    Releasing. ``now`` fixes the sessions' clock (seconds since the epoch; 0 is a
+    valid instant); by default each session reads the real time. ``binder`` (optional) decides whether a bind succeeds, to model a
     host whose binds can fail: a refused bind changes nothing here, and the
     session returns the task to Pending.
     """
 
-    def __init__(self, *, binder: Binder | None = None, now: float = 0.0) -> None:
+    def __init__(self, *, binder: Binder | None = None, now: float | None = None) -> None:
         self.nodes: dict[str, NodeInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = {"default": QueueInfo("default")}

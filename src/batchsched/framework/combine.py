@@ -94,8 +94,13 @@ def first_failure(point: str, tiers: Bound, *args: Any) -> FitError | None:
                     err = fn(*args)
                 except FitError as fit:
                     return fit
-                if err is not None:
-                    return err  # type: ignore[no-any-return]
+                if err is None:
+                    continue
+                if not isinstance(err, FitError):
+                    raise PluginError(
+                        f"plugin {blame.plugin!r}: {point} must return None or a FitError, "
+                        f"not {err!r}", plugin=blame.plugin, point=point)
+                return err
     return None
 
 

@@ -82,7 +82,7 @@ class Session:
         self.priority_classes = snapshot.priority_classes
         self.pdbs = snapshot.pdbs
         self.resource_quotas = snapshot.resource_quotas
-        self.now = snapshot.now or time.time()
+        self.now = snapshot.now if snapshot.now is not None else time.time()
         self.total_resource = Resource()
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
@@ -91,6 +91,7 @@ class Session:
         self.events: list[RecordedEvent] = []
         self.extra: dict[str, Any] = {}
         self._fns: dict[str, dict[str, Fn]] = {name: {} for name in EXTENSION_POINTS}
+        self._configured = frozenset(configuration.plugin_names())
         self._bound: dict[str, combine.Bound] = {}
         self._initial_phase = {uid: job.podgroup.phase for uid, job in self.jobs.items()}
         self._initial_conditions = {
@@ -163,6 +164,12 @@ class Session:
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
 
+    def abort(self) -> None:
+        """Close without publishing anything: after an action failed, the session's view
+        may hold uncommitted decisions, so no pod-group status is handed to the cache
+        (what statements already committed stands)."""
+        self._closed = True
+
     def pod_group_phase(self, job: JobInfo) -> PodGroupPhase:
         """The phase Volcano's job updater gives the pod group at session close."""
         unschedulable = any(
@@ -225,6 +232,15 @@ class Session:
     # -- registration (snake_case of Volcano's AddXxxFn) -----------------------------------
 
     def _add(self, point: str, plugin: str, fn: Fn) -> None:
+        # Functions are found through the configuration's plugin names (that is how
+        # tiers and enable flags apply), so one filed under another name would never
+        # run: say so instead of ignoring it.
+        if plugin not in self._configured:
+            raise PluginError(
+                f"{point} function registered under {plugin!r}, which is not a plugin of "
+                f"this configuration ({', '.join(sorted(self._configured)) or 'none'}); "
+                "register under the plugin's configured name", plugin=plugin, point=point,
+            )
         self._fns[point][plugin] = fn
         self._bound.pop(point, None)
 
@@ -345,6 +361,26 @@ class Session:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
+
+    # Vectorised variants of the node points (see batchsched.framework.vectorized).
+
+    def add_vector_predicate_fn(self, plugin: str, fn: Callable[..., Any]) -> None:
+        """``fn(task, columns)``: the plugin's predicate over all nodes at once."""
+        from batchsched.framework import vectorized
+
+        vectorized.register(self, "predicate", plugin, fn)
+
+    def add_vector_node_order_fn(self, plugin: str, fn: Callable[..., Any]) -> None:
+        """``fn(task, columns, candidates)``: the plugin's node-order scores at once."""
+        from batchsched.framework import vectorized
+
+        vectorized.register(self, "node_order", plugin, fn)
+
+    def add_vector_batch_node_order_fn(self, plugin: str, fn: Callable[..., Any]) -> None:
+        """``fn(task, columns, candidates)``: the plugin's batch node-order scores."""
+        from batchsched.framework import vectorized
+
+        vectorized.register(self, "batch_node_order", plugin, fn)
 
     def registered(self, point: str) -> Mapping[str, Fn]:
         """The functions registered on a point, by plugin (enabled or not)."""

@@ -127,7 +127,11 @@ def run_scenario(
     cache = _RecordingCache(scenario.to_cluster(copy=not consume))
     ssn = Session.open(cache, configuration or scenario.configuration, registry=registry)
     computed = session_scores(ssn) if scores else None
-    run_actions(ssn)
+    try:
+        run_actions(ssn)
+    except BaseException:
+        ssn.abort()
+        raise
     pipelined: dict[str, dict[str, str]] = {}
     for job in ssn.jobs.values():
         tasks = job.tasks_in(TaskStatus.PIPELINED)
