@@ -99,6 +99,12 @@ class JobInfo:
     nodes_fit_errors: dict[str, FitErrors] = attrs.field(factory=dict)
     job_fit_errors: str = ""
     extra: dict[str, Any] = attrs.field(factory=dict)
+    # Per status, tasks per role; and pending tasks that need nothing to start, per role.
+    # Kept by add_task/delete_task so that gang's per-role checks cost O(roles), not
+    # O(tasks), however large the job.
+    _role_counts: dict[TaskStatus, dict[str, int]] = attrs.field(init=False, factory=dict)
+    _empty_pending_roles: dict[str, int] = attrs.field(init=False, factory=dict)
+    _pending_best_effort: int = attrs.field(init=False, default=0)
 
     @classmethod
     def from_podgroup(
@@ -142,6 +148,19 @@ class JobInfo:
         self.total_request.add(task.resreq)
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
+        self._count_task(task, 1)
+
+    def _count_task(self, task: TaskInfo, step: int) -> None:
+        roles = self._role_counts.get(task.status)
+        if roles is None:
+            roles = self._role_counts[task.status] = {}
+        roles[task.role] = roles.get(task.role, 0) + step
+        if task.status == _PENDING:
+            if task.init_resreq.is_empty():
+                empty = self._empty_pending_roles
+                empty[task.role] = empty.get(task.role, 0) + step
+            if task.best_effort:
+                self._pending_best_effort += step
 
     def delete_task(self, task: TaskInfo) -> None:
         """Volcano's ``DeleteTaskInfo``; a task the job does not hold is ignored."""
@@ -156,6 +175,7 @@ class JobInfo:
             index.pop(held.uid, None)
             if not index:
                 del self.task_status_index[held.status]
+        self._count_task(held, -1)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to another status, keeping every index exact."""
@@ -193,7 +213,7 @@ class JobInfo:
         return len(self.task_status_index.get(_PIPELINED, _EMPTY))
 
     def pending_best_effort_task_num(self) -> int:
-        return sum(1 for t in self.tasks_in(_PENDING).values() if t.best_effort)
+        return self._pending_best_effort
 
     def allocated_task_num(self) -> int:
         return self._count(ALLOCATED_STATUSES)
@@ -229,13 +249,12 @@ class JobInfo:
 
     def _roles(self, statuses: frozenset[TaskStatus], *, empty_pending: bool) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for status in statuses:
-            for task in self.tasks_in(status).values():
-                counts[task.role] = counts.get(task.role, 0) + 1
+        sources = [self._role_counts.get(s, _NO_ROLES) for s in statuses]
         if empty_pending:
-            for task in self.tasks_in(_PENDING).values():
-                if task.init_resreq.is_empty():
-                    counts[task.role] = counts.get(task.role, 0) + 1
+            sources.append(self._empty_pending_roles)
+        for roles in sources:
+            for role, n in roles.items():
+                counts[role] = counts.get(role, 0) + n
         return counts
 
     def _roles_meet_minimums(self, counts: Mapping[str, int]) -> bool:
@@ -363,6 +382,11 @@ class JobInfo:
             assert index, f"{self.uid}: empty index kept for {status}"
             for task in index.values():
                 assert task.status == status, f"{task.uid} indexed as {status}"
+            roles: dict[str, int] = {}
+            for task in index.values():
+                roles[task.role] = roles.get(task.role, 0) + 1
+            counted = {r: n for r, n in self._role_counts.get(status, {}).items() if n}
+            assert counted == roles, f"{self.uid}: role counts out of step for {status}"
         total, allocated = Resource(), Resource()
         for task in self.tasks.values():
             total.add(task.resreq)
@@ -376,6 +400,7 @@ class JobInfo:
 
 
 _EMPTY: Mapping[str, TaskInfo] = {}
+_NO_ROLES: Mapping[str, int] = {}
 
 
 def exceeded_part(left: Resource, right: Resource) -> Resource:
