@@ -59,13 +59,8 @@ def _available(table: dict[str, str]) -> Iterable[tuple[str, str]]:
             yield name, target
 
 
-def _plugin_factory(target: str) -> Any:
-    def build(arguments: Arguments) -> Any:
-        return _load(target)(arguments)
-    return build
-
-
-def _action_factory(target: str) -> Any:
+def _factory(target: str) -> Any:
+    """Build the action or plugin ``target`` names, importing its module on first use."""
     def build(arguments: Arguments) -> Any:
         return _load(target)(arguments)
     return build
@@ -73,9 +68,9 @@ def _action_factory(target: str) -> Any:
 
 @hookimpl
 def batchsched_register_plugins() -> Iterable[PluginSpec]:
-    return [PluginSpec(name, _plugin_factory(target)) for name, target in _available(PLUGINS)]
+    return [PluginSpec(name, _factory(target)) for name, target in _available(PLUGINS)]
 
 
 @hookimpl
 def batchsched_register_actions() -> Iterable[ActionSpec]:
-    return [ActionSpec(name, _action_factory(target)) for name, target in _available(ACTIONS)]
+    return [ActionSpec(name, _factory(target)) for name, target in _available(ACTIONS)]

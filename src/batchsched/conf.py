@@ -114,7 +114,8 @@ class SchedulerConfiguration:
         return self.configurations.get(name, Arguments())
 
     def validate(self, registry: Registry) -> None:
-        """Raise :class:`ConfigError` for names the registry does not know.
+        """Raise :class:`ConfigError` for names the registry does not know, and for a
+        plugin listed more than once (the error names both positions).
 
         Combinations Volcano refuses when it reads a configuration file are checked
         by :func:`check_tier_conflicts` when a file (or text) is read, not here: a
@@ -128,15 +129,25 @@ class SchedulerConfiguration:
                     source=self.source, key=f"actions[{i}]", known=known_actions,
                 )
         known_plugins = sorted(registry.plugins)
+        first_seen: dict[str, str] = {}
         for t, tier in enumerate(self.tiers):
             for p, option in enumerate(tier.plugins):
+                key = f"tiers[{t}].plugins[{p}].name"
                 if option.name not in registry.plugins:
                     raise ConfigError(
                         f"unknown plugin {option.name!r}"
                         f"{_did_you_mean(option.name, known_plugins)}",
-                        source=self.source, key=f"tiers[{t}].plugins[{p}].name",
-                        known=known_plugins,
+                        source=self.source, key=key, known=known_plugins,
                     )
+                # A session holds one instance per name: a second entry would replace
+                # the first one's functions while both kept their event handlers.
+                if option.name in first_seen:
+                    raise ConfigError(
+                        f"plugin {option.name!r} is listed twice (first at "
+                        f"{first_seen[option.name]}); a plugin may appear once",
+                        source=self.source, key=key,
+                    )
+                first_seen[option.name] = key
 
 
 def _did_you_mean(name: str, known: list[str]) -> str:

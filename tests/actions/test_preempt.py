@@ -19,6 +19,8 @@ from batchsched.actions.preempt import PreemptAction
 from batchsched.api.types import TaskStatus
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+from batchsched.plugins.pdb import within_budgets
 
 PRIORITY_CLASSES = """
 priorityClasses:
@@ -272,6 +274,27 @@ pdbs:
     assert evicted(run(protected, enableTopologyAwarePreemption=True)) == ["c1/web"]
 
 
+@pytest.mark.parametrize(("disrupted", "victim"), [
+    ("db", "c1/db"),  # already disrupted (by pod name): no longer protected
+    ("c1/db", "c1/web"),  # not a pod name: the budget still protects db
+])
+def test_topology_aware_reads_disrupted_pods_by_pod_name_as_the_pdb_plugin(
+    disrupted: str, victim: str
+) -> None:
+    protected = preempt_config(enableTopologyAwarePreemption=True) + PDB_CHOICE + """
+pdbs:
+  - {name: db-pdb, namespace: c1, selector: {app: db}, disruptionsAllowed: 0}
+"""
+
+    def mark_disrupted(ssn: Session) -> None:
+        ssn.pdbs[0].disrupted_pods = frozenset({disrupted})
+        db = ssn.jobs["c1/low"].tasks["c1/db"]
+        # The pdb plugin's filter reads the same budget the same way.
+        assert bool(within_budgets(ssn.pdbs, [db])) == (victim == "c1/db")
+
+    assert evicted(run_document(protected, before_actions=mark_disrupted)) == [victim]
+
+
 # -- arguments --------------------------------------------------------------------------------
 
 
@@ -352,3 +375,39 @@ def test_every_victim_ranks_below_its_preemptor(
                  for uid, t in j.tasks_in(TaskStatus.PIPELINED).items()}
     assert pipelined == {uid: t.node_name for j in again.ssn.jobs.values()
                          for uid, t in j.tasks_in(TaskStatus.PIPELINED).items()}
+
+
+# -- victim ordering cost ---------------------------------------------------------------------
+
+TWO_VICTIMS = """
+queues: [{name: q1}]
+nodes:
+  - {name: n1, allocatable: {cpu: 2, pods: 10}}
+jobs:
+  - {name: low, namespace: c1, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: high, namespace: c1, queue: q1, minMember: 1, phase: Inqueue,
+     priorityClassName: high}
+tasks:
+  - {name: v1, namespace: c1, job: low, node: n1, phase: Running, requests: {cpu: 1}}
+  - {name: v2, namespace: c1, job: low, node: n1, phase: Running, requests: {cpu: 1}}
+  - {name: preemptor, namespace: c1, job: high, requests: {cpu: 2}}
+"""
+
+
+@pytest.mark.parametrize("topology_aware", [False, True])
+def test_victims_are_ordered_once_per_node_attempt(
+    monkeypatch: pytest.MonkeyPatch, topology_aware: bool
+) -> None:
+    calls: list[int] = []
+    original = Session.build_victims_priority_queue
+
+    def counting(self: Session, victims: Any, preemptor: Any) -> Any:
+        calls.append(1)
+        return original(self, victims, preemptor)
+
+    monkeypatch.setattr(Session, "build_victims_priority_queue", counting)
+    outcome = run(TWO_VICTIMS, enableTopologyAwarePreemption=topology_aware)
+    assert evicted(outcome) == ["c1/v1", "c1/v2"]
+    # One node tried once: the candidates are ordered once, and the plugins' choice
+    # and the evictions reuse that order.
+    assert len(calls) == 1

@@ -136,3 +136,19 @@ def test_every_victim_sat_in_another_queue_above_its_deserved_share(
     again = _run_random(document)
     assert [e.task for e in again.cache.evictions] == [e.task for e in outcome.cache.evictions]
 
+
+
+def test_victims_are_ordered_once_per_node_attempt(monkeypatch: Any) -> None:
+    from batchsched.framework.session import Session
+
+    calls: list[int] = []
+    original = Session.build_victims_priority_queue
+
+    def counting(self: Session, victims: Any, preemptor: Any) -> Any:
+        calls.append(1)
+        return original(self, victims, preemptor)
+
+    monkeypatch.setattr(Session, "build_victims_priority_queue", counting)
+    outcome = run(cluster())
+    assert evicted(outcome) == ["c1/b2"]
+    assert len(calls) == 1

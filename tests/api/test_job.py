@@ -98,13 +98,6 @@ def test_need_continue_allocating() -> None:
     assert not job.task_has_fit_errors(job.tasks["ns/t1"])
 
 
-def test_elastic_resources() -> None:
-    job = job_with([(S.RUNNING, "", False)] * 3, 1)
-    job.podgroup.min_resources = Resource(1000, 2**30)
-    elastic = job.elastic_resources()
-    assert elastic.milli_cpu == 2000 and elastic.memory == 2 * 2**30
-
-
 def test_clone_is_deep() -> None:
     job = job_with([(S.PENDING, "", False)], 1)
     twin = job.clone()

@@ -71,3 +71,23 @@ def test_unknown_names_list_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=expected) as info:
         conf.validate(registry)
     assert info.value.known == tuple(sorted(registry.actions))
+
+
+def test_a_plugin_listed_twice_names_both_positions() -> None:
+    registry = Registry(autoload=False)
+    conf = parse_configuration(
+        {"tiers": [{"plugins": [{"name": "gang"}, {"name": "priority"}]},
+                   {"plugins": [{"name": "drf"}, {"name": "gang"}]}]},
+        source="s.conf",
+    )
+    expected = (r"s.conf: tiers\[1\].plugins\[1\].name: plugin 'gang' is listed twice "
+                r"\(first at tiers\[0\].plugins\[0\].name\)")
+    with pytest.raises(ConfigError, match=expected):
+        conf.validate(registry)
+
+
+def test_a_plugin_listed_twice_in_one_tier_is_rejected() -> None:
+    registry = Registry(autoload=False)
+    conf = parse_configuration({"tiers": [{"plugins": [{"name": "drf"}, {"name": "drf"}]}]})
+    with pytest.raises(ConfigError, match=r"tiers\[0\].plugins\[1\].name.*tiers\[0\].plugins\[0\]"):
+        conf.validate(registry)

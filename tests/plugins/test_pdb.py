@@ -112,3 +112,16 @@ def test_budgets_derived_from_min_available_and_max_unavailable() -> None:
     running = [tasks[f"c1/{n}"] for n in ("web-1", "web-2", "web-3", "db-1")]
     # web: 3 healthy - minAvailable 2 = 1 disruption; db: 1 - (2 matching - 1 healthy) = 0.
     assert [t.name for t in ssn.victim_tasks(running)] == ["web-1"]
+
+
+def test_the_budget_ledger_spends_a_disruption_even_on_a_refused_task() -> None:
+    from batchsched.api import BudgetLedger
+
+    web = budget(1, {"app": "web"})
+    ledger = BudgetLedger([web])
+    first, second = candidate("w1", {"app": "web"}), candidate("w2", {"app": "web"})
+    assert ledger.charge(first) is True
+    assert ledger.charge(second) is False
+    assert ledger.charge(candidate("plain")) is True  # no labels: no budget
+    # The ledger works on its own copy of the allowance.
+    assert web.disruptions_allowed == 1

@@ -17,7 +17,6 @@ from batchsched.plugins.tdm import (
     REASON_NOT_ALLOWED,
     max_pod_evict_num,
     parse_revocable_zone,
-    task_revocable_zone,
     zone_error,
 )
 from batchsched.scenario import parse_scenario
@@ -80,9 +79,9 @@ def test_only_star_or_preemptable_lets_a_task_use_revocable_nodes() -> None:
     """Volcano's GetPodRevocableZone: a zone name other than "*" means no (UNIT-CASES says
     "any non-empty value"; the Go code accepts only "*"), preemptable=true means "*"."""
     ssn = _tdm_session()
-    assert task_revocable_zone(task(ssn, "c1/p1")) == "*"
-    assert task_revocable_zone(task(ssn, "c1/p4")) == ""
-    assert task_revocable_zone(task(ssn, "c1/p5")) == "*"
+    assert task(ssn, "c1/p1").revocable_zone == "*"
+    assert task(ssn, "c1/p4").revocable_zone == ""
+    assert task(ssn, "c1/p5").revocable_zone == "*"
     assert reasons(predicates(ssn, "c1/p4")["n1"]) == NOT_ALLOWED
     assert predicates(ssn, "c1/p5")["n1"] is None
 
@@ -209,6 +208,43 @@ def test_victims_wait_for_the_evict_period_per_cache() -> None:
     assert Session.open(cache, parsed.configuration, registry=registry).victim_tasks([]) == []
     cache.now += 31
     assert len(Session.open(cache, parsed.configuration, registry=registry).victim_tasks([])) == 2
+
+
+def test_two_schedulers_on_different_caches_do_not_share_the_evict_period() -> None:
+    parsed = parse_scenario(_victims_document({MAX_U: "30%"}, None, "0:00-0:01", "1m"),
+                            source="<test>")
+    registry = Registry(autoload=False)
+    one, two = parsed.build_cache(), parsed.build_cache()
+    assert len(Session.open(one, parsed.configuration, registry=registry).victim_tasks([])) == 2
+    assert len(Session.open(two, parsed.configuration, registry=registry).victim_tasks([])) == 2
+    assert Session.open(one, parsed.configuration, registry=registry).victim_tasks([]) == []
+
+
+def test_a_session_without_a_cache_waits_for_the_evict_period_within_itself() -> None:
+    parsed = parse_scenario(_victims_document({MAX_U: "30%"}, None, "0:00-0:01", "1m"),
+                            source="<test>")
+    cache, registry = parsed.build_cache(), Registry(autoload=False)
+    ssn = Session.open(cache.snapshot(), parsed.configuration, registry=registry)
+    assert ssn.cache is None
+    assert len(ssn.victim_tasks([])) == 2
+    assert ssn.victim_tasks([]) == []
+    # Another session on its own snapshot starts afresh.
+    again = Session.open(cache.snapshot(), parsed.configuration, registry=registry)
+    assert len(again.victim_tasks([])) == 2
+
+
+def test_malformed_arguments_are_logged_and_fall_back(caplog: pytest.LogCaptureFixture) -> None:
+    from batchsched.framework.arguments import Arguments
+    from batchsched.plugins.tdm import DEFAULT_EVICT_PERIOD, TdmPlugin
+
+    with caplog.at_level("WARNING", logger="batchsched"):
+        plugin = TdmPlugin(Arguments({"tdm.evict.period": "soon",
+                                      "tdm.revocable-zone.rz1": "9-5", "tdm.typo": 1}))
+    assert plugin.evict_period == DEFAULT_EVICT_PERIOD
+    text = caplog.text
+    assert "plugin 'tdm': argument 'tdm.evict.period' = 'soon'" in text
+    assert "'tdm.revocable-zone.rz1' = '9-5' is not a window" in text
+    assert "ignoring argument(s) 'tdm.typo'" in text
 
 
 def test_victims_come_in_task_id_order() -> None:

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batchsched.actions.placement import NodeSelector, NodeSelectorFactory, ScalarNodeSelector
+from batchsched.actions.fast_placement import default_node_selector
+from batchsched.actions.placement import NodeSelector, NodeSelectorFactory
 from batchsched.api.fit import FitError, FitErrors
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -74,7 +75,7 @@ class AllocateAction:
     """
 
     name = "allocate"
-    node_selector_factory: NodeSelectorFactory = ScalarNodeSelector
+    node_selector_factory: NodeSelectorFactory = default_node_selector
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         self.arguments = arguments if arguments is not None else Arguments()

@@ -34,7 +34,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from batchsched.actions.allocate import PREDICATE_ERROR_CACHE_KEY
-from batchsched.actions.placement import NodeSelectorFactory, ScalarNodeSelector
+from batchsched.actions.fast_placement import default_node_selector
+from batchsched.actions.placement import NodeSelectorFactory
 from batchsched.api.fit import FitError, FitErrors
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -62,7 +63,7 @@ class BackfillAction:
     """
 
     name = "backfill"
-    node_selector_factory: NodeSelectorFactory = ScalarNodeSelector
+    node_selector_factory: NodeSelectorFactory = default_node_selector
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         self.arguments = arguments if arguments is not None else Arguments()

@@ -15,7 +15,9 @@ Volcano's ``actions/preempt``. Two passes per queue, queues in queue order:
 A preemptor never evicts anything when its ``preemptionPolicy`` is ``Never``,
 and a best-effort preemptor never evicts a task that is not best-effort. Which
 candidates may go is the tiered Preemptable rule (``ssn.preemptable``); the
-order they go in is the victim order (``ssn.build_victims_priority_queue``).
+order they go in is the victim order (``ssn.build_victims_priority_queue``),
+computed once per node attempt over the node's candidates and fixed for it
+(:func:`~batchsched.actions.victims.in_victim_order`).
 Preemption reserves the node for the preemptor (status Pipelined); it is never
 bound here, allocate places it in a later session once the victims are gone.
 
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import attrs
 
+from batchsched.actions.allocate import PREDICATE_ERROR_CACHE_KEY
 from batchsched.actions.victims import (
     PREEMPT_REASON,
     NodePredicates,
@@ -50,13 +53,14 @@ from batchsched.actions.victims import (
     candidates_on_node,
     commit_with_events,
     fits_on_node,
+    in_victim_order,
     int_argument,
     jobs_in_order,
     pending_tasks,
     score_nodes,
     validate_victims,
-    victim_order,
 )
+from batchsched.api.cluster import BudgetLedger
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
@@ -87,10 +91,15 @@ class _Attempt:
 
 @attrs.frozen
 class _Candidate:
-    """A node where evicting ``victims`` would make room (topology-aware path)."""
+    """A node where evicting ``victims`` would make room (topology-aware path).
+
+    ``victims`` are most important first; ``eviction_order`` holds the same tasks
+    in victim order, the order they are evicted in.
+    """
 
     node: NodeInfo
     victims: tuple[TaskInfo, ...]
+    eviction_order: tuple[TaskInfo, ...]
     pdb_violations: int
 
 
@@ -119,7 +128,7 @@ class PreemptAction:
     def __init__(self, arguments: Arguments | None = None) -> None:
         args = arguments if arguments is not None else Arguments()
         self.topology_aware = args.get_bool("enableTopologyAwarePreemption", False)
-        self.cache_predicate_errors = args.get_bool("predicateErrorCacheEnable", True)
+        self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
         self.min_candidate_nodes_percentage = int_argument(
             args, self.name, "minCandidateNodesPercentage", 10, minimum=0, maximum=100)
         self.min_candidate_nodes_absolute = int_argument(
@@ -214,15 +223,18 @@ class PreemptAction:
     def _normal(self, attempt: _Attempt, stmt: Statement, nodes: list[NodeInfo]) -> bool:
         ssn, preemptor, queue = attempt.ssn, attempt.preemptor, attempt.queue
         for node in score_nodes(ssn, preemptor, nodes):
-            victims = ssn.preemptable(
-                preemptor, candidates_on_node(ssn, preemptor, node, attempt.keep))
+            candidates = candidates_on_node(ssn, preemptor, node, attempt.keep)
+            victims = ssn.preemptable(preemptor, candidates)
             if not validate_victims(preemptor, node, victims):
                 continue
             node_stmt = Statement(ssn)
-            pending_victims = ssn.build_victims_priority_queue(victims, preemptor)
+            pending_victims = iter(in_victim_order(victims, candidates))
             fits = fits_on_node(ssn, queue, preemptor, node)
-            while pending_victims and not fits:
-                node_stmt.evict(pending_victims.pop(), PREEMPT_REASON)
+            while not fits:
+                victim = next(pending_victims, None)
+                if victim is None:
+                    break
+                node_stmt.evict(victim, PREEMPT_REASON)
                 fits = fits_on_node(ssn, queue, preemptor, node)
             # Volcano flags "eviction occurred" only when the evicted requests are not
             # empty (best-effort victims do not count); any eviction counts here.
@@ -268,7 +280,7 @@ class PreemptAction:
             return False
         best = _best_candidate(found)
         node_stmt = Statement(ssn)
-        for victim in victim_order(ssn, preemptor, best.victims):
+        for victim in best.eviction_order:
             node_stmt.evict(victim, PREEMPT_REASON)
         if not _pipeline(node_stmt, preemptor, best.node, True):
             node_stmt.discard()
@@ -337,8 +349,8 @@ def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | N
     returning, so their state is as it was. The session is not changed.
     """
     ssn, preemptor, queue = attempt.ssn, attempt.preemptor, attempt.queue
-    potential = ssn.preemptable(
-        preemptor, candidates_on_node(ssn, preemptor, node, attempt.keep))
+    candidates = candidates_on_node(ssn, preemptor, node, attempt.keep)
+    potential = ssn.preemptable(preemptor, candidates)
     if not potential or not validate_victims(preemptor, node, potential):
         return None
     copy = node.clone()
@@ -350,7 +362,7 @@ def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | N
             and ssn.simulate_predicate(preemptor, copy) is None
         )
 
-    ranked = _by_importance(victim_order(ssn, preemptor, potential))
+    ranked = _by_importance(in_victim_order(potential, candidates))
     violating = _pdb_violating(ssn, ranked)
     removed: list[TaskInfo] = []
     victims: list[TaskInfo] = []
@@ -380,6 +392,7 @@ def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | N
     return _Candidate(
         node=node,
         victims=tuple(_by_importance(victims)),
+        eviction_order=tuple(in_victim_order(victims, candidates)),
         pdb_violations=sum(1 for v in victims if v.uid in violating),
     )
 
@@ -396,25 +409,14 @@ def _by_importance(tasks: list[TaskInfo]) -> list[TaskInfo]:
 def _pdb_violating(ssn: Session, tasks: list[TaskInfo]) -> set[str]:
     """Ids of the tasks whose eviction would break a PodDisruptionBudget, spending
     each budget's allowed disruptions on ``tasks`` in the order given
-    (kube-scheduler's ``filterPodsWithPDBViolation``; a task without labels
-    matches no budget; a task listed in a budget's disrupted pods does not
-    count against it)."""
+    (kube-scheduler's ``filterPodsWithPDBViolation``), through the same
+    :class:`~batchsched.api.cluster.BudgetLedger` as the pdb plugin: a task without
+    labels matches no budget; a pod listed by name in a budget's disrupted pods
+    does not count against it."""
     if not ssn.pdbs:
         return set()
-    allowed = [pdb.disruptions_allowed for pdb in ssn.pdbs]
-    violating: set[str] = set()
-    for task in tasks:
-        if not task.labels:
-            continue
-        for i, pdb in enumerate(ssn.pdbs):
-            if not pdb.matches(task.namespace, task.labels):
-                continue
-            if task.name in pdb.disrupted_pods or task.uid in pdb.disrupted_pods:
-                continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
-                violating.add(task.uid)
-    return violating
+    ledger = BudgetLedger(ssn.pdbs)
+    return {task.uid for task in tasks if not ledger.charge(task)}
 
 
 def _best_candidate(candidates: list[_Candidate]) -> _Candidate:

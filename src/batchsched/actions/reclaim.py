@@ -15,7 +15,8 @@ For one task, nodes are tried in session node order (no scoring) among those
 passing the preempt predicate. On a node the candidates are the Running,
 preemptable tasks of jobs in *other* queues whose ``reclaimable`` is not false;
 the tiered Reclaimable rule (``ssn.reclaimable``) decides which may go, the
-victim order (``ssn.build_victims_priority_queue``) in which order. The node's
+victim order (``ssn.build_victims_priority_queue``, computed once per node over
+its candidates and fixed for the attempt) in which order. The node's
 future idle counts first: victims are evicted only while the task's request
 does not fit what is free plus what was evicted. A node with no candidate at all
 is passed over, even if it has room (Volcano does the same). Evictions happen in
@@ -29,11 +30,13 @@ group (Volcano's wording).
 
 from __future__ import annotations
 
+from batchsched.actions.allocate import PREDICATE_ERROR_CACHE_KEY
 from batchsched.actions.victims import (
     RECLAIM_REASON,
     NodePredicates,
     candidates_on_node,
     commit_with_events,
+    in_victim_order,
     jobs_in_order,
     pending_tasks,
     validate_victims,
@@ -64,7 +67,7 @@ class ReclaimAction:
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         args = arguments if arguments is not None else Arguments()
-        self.cache_predicate_errors = args.get_bool("predicateErrorCacheEnable", True)
+        self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
 
     def initialize(self) -> None:
         """Nothing to prepare: the action keeps no state between sessions."""
@@ -141,7 +144,7 @@ class ReclaimAction:
             candidates = candidates_on_node(ssn, task, node, reclaimee)
             if not candidates:
                 continue
-            victims = ssn.reclaimable(task, candidates)
+            victims = in_victim_order(ssn.reclaimable(task, candidates), candidates)
             if not validate_victims(task, node, victims):
                 continue
             if self._reclaim_on_node(ssn, stmt, task, node, victims):
@@ -151,14 +154,14 @@ class ReclaimAction:
     def _reclaim_on_node(
         ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo, victims: list[TaskInfo]
     ) -> bool:
-        """Evict victims in victim order until the task fits the node's future idle
-        plus what was evicted, then pipeline it there; False (and nothing kept) if
-        it never fits or the node refuses it."""
-        pending_victims = ssn.build_victims_priority_queue(victims, task)
+        """Evict ``victims`` (in victim order) until the task fits the node's future
+        idle plus what was evicted, then pipeline it there; False (and nothing kept)
+        if it never fits or the node refuses it."""
         available = node.future_idle()
         node_stmt = Statement(ssn)
-        while pending_victims and not task.init_resreq.less_equal(available):
-            victim = pending_victims.pop()
+        for victim in victims:
+            if task.init_resreq.less_equal(available):
+                break
             node_stmt.evict(victim, RECLAIM_REASON)
             available.add(victim.resreq)
         if task.init_resreq.less_equal(available):

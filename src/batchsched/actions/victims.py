@@ -4,9 +4,12 @@ victims, checking whether a preemptor fits, and committing evictions with events
 Volcano's equivalents live in ``pkg/scheduler/util`` (``PredicateHelper``,
 ``PrioritizeNodes``, ``SortNodes``, ``ValidateVictims``) and in
 ``Session.PredicateForPreemptAction`` /
-``Session.FilterOutUnschedulableAndUnresolvableNodesForTask``. Where Volcano
-iterates a Go map or runs goroutines, the rule used here is stated in the
-function's docstring; nothing depends on randomness or timing.
+``Session.FilterOutUnschedulableAndUnresolvableNodesForTask``. The node search
+itself (how many nodes a scan collects, which predicate statuses fail a node,
+scores, the predicate-error cache) is :mod:`batchsched.actions.node_search`,
+the same rules allocate and backfill follow. Where Volcano iterates a Go map or runs
+goroutines, the rule used here is stated in the function's docstring; nothing
+depends on randomness or timing.
 """
 
 from __future__ import annotations
@@ -15,13 +18,17 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from batchsched.api.fit import FitError
+from batchsched.actions.node_search import (
+    FeasibleNodeScan,
+    node_scores,
+    predicate_for_preempt_action,
+)
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import FitStatusCode, TaskStatus
+from batchsched.api.types import TaskStatus
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
@@ -35,11 +42,10 @@ __all__ = [
     "candidates_on_node",
     "commit_with_events",
     "fits_on_node",
+    "in_victim_order",
     "int_argument",
     "jobs_in_order",
-    "nodes_to_find",
     "pending_tasks",
-    "preempt_predicate",
     "score_nodes",
     "session_task",
     "validate_victims",
@@ -54,19 +60,6 @@ RECLAIM_REASON = "reclaim"
 TaskFilter = Callable[[TaskInfo], bool]
 
 T = TypeVar("T")
-
-# Kube-scheduler's (and Volcano's) adaptive search bounds for feasible nodes.
-_MIN_NODES_TO_FIND = 100
-_MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
-_BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
-
-# A predicate status with one of these codes means evicting pods cannot help.
-_HOPELESS_CODES = frozenset({
-    FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
-    FitStatusCode.ERROR,
-    FitStatusCode.SKIP,
-    FitStatusCode.WAIT,
-})
 
 
 # -- arguments ----------------------------------------------------------------------------
@@ -163,7 +156,9 @@ def candidates_on_node(
     Volcano hands the plugins the node's tasks in Go map order, and budget-style
     plugins (gang, pdb, proportion, drf) accept candidates in the order given. We
     hand them over in eviction order, so a budget is spent on the victims that
-    would be evicted first anyway.
+    would be evicted first anyway. This is the only victim ordering of a node
+    attempt: what the plugins keep is put back in this order by
+    :func:`in_victim_order`, without asking the order plugins again.
     """
     picked: list[TaskInfo] = []
     for held in node.tasks.values():
@@ -175,31 +170,24 @@ def candidates_on_node(
     return victim_order(ssn, preemptor, picked)
 
 
+def in_victim_order(victims: Iterable[TaskInfo], ordered: Sequence[TaskInfo]) -> list[TaskInfo]:
+    """``victims`` (what the plugins kept of ``ordered``, the node's candidates in
+    victim order) in the order of ``ordered``.
+
+    The victim order is a total order over the tasks, so the order of a subset is
+    its order within the whole set: no order plugin is asked again. The order is
+    fixed when the node is tried; evictions on that node do not reorder the rest
+    (Volcano's heap compares lazily, so its later pops can see the job order
+    change an eviction caused, in a way that depends on the heap's layout). A task
+    not among ``ordered`` (a plugin returned something it was not offered) goes
+    last, in the order the plugins gave.
+    """
+    rank = {task.uid: i for i, task in enumerate(ordered)}
+    missing = len(rank)
+    return sorted(victims, key=lambda task: rank.get(task.uid, missing))
+
+
 # -- nodes --------------------------------------------------------------------------------
-
-
-def nodes_to_find(total: int) -> int:
-    """How many feasible nodes a predicate scan stops at (kube-scheduler's adaptive
-    rule, as Volcano's ``CalculateNumOfFeasibleNodesToFind`` with its defaults):
-    every node up to 100, then a shrinking percentage, never below 100."""
-    if total <= _MIN_NODES_TO_FIND:
-        return total
-    percentage = max(_BASELINE_PERCENTAGE_OF_NODES_TO_FIND - total // 125,
-                     _MIN_PERCENTAGE_OF_NODES_TO_FIND)
-    return max(total * percentage // 100, _MIN_NODES_TO_FIND)
-
-
-def preempt_predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
-    """Volcano's ``PredicateForPreemptAction``: the node is ruled out only if some
-    predicate status says evicting cannot help (UnschedulableAndUnresolvable,
-    Error, Skip or Wait). A node rejected only as Unschedulable (pod count, host
-    port, anti-affinity of a running pod, ...) stays a candidate."""
-    err = ssn.predicate(task, node)
-    if err is None:
-        return None
-    if any(status.code in _HOPELESS_CODES for status in err.statuses):
-        return err
-    return None
 
 
 def fits_on_node(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
@@ -223,56 +211,41 @@ def validate_victims(task: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]
 
 
 def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
-    """``nodes`` by node-order score (node-order plus batch node-order functions),
-    highest first; equal scores keep their order in ``nodes`` (Volcano's
-    ``SortNodes`` walks a Go map of score buckets). A node-order function that
-    fails a node scores it 0 there, as Volcano does."""
+    """``nodes`` by node-order score (:func:`~batchsched.actions.node_search.node_scores`:
+    node-order plus batch node-order functions; a node-order function that fails a
+    node scores it 0 there, as Volcano does), highest first; equal scores keep
+    their order in ``nodes`` (Volcano's ``SortNodes`` walks a Go map of score
+    buckets)."""
     if len(nodes) < 2:
         return list(nodes)
-    scores: dict[str, float] = {}
-    for node in nodes:
-        try:
-            scores[node.name] = ssn.node_order(task, node)
-        except FitError:
-            scores[node.name] = 0.0
-    for name, score in ssn.batch_node_order(task, list(nodes)).items():
-        if name in scores:
-            scores[name] += score
-    return sorted(nodes, key=lambda n: -scores[n.name])
+    scores = node_scores(ssn, task, nodes)
+    ranked = sorted(range(len(nodes)), key=lambda i: -scores[i])
+    return [nodes[i] for i in ranked]
 
 
 class NodePredicates:
-    """Volcano's ``PredicateHelper`` for the preempt predicate, with its error cache.
+    """The preempt predicate over the session's nodes, through the shared
+    :class:`~batchsched.actions.node_search.FeasibleNodeScan`.
 
-    :meth:`feasible_nodes` scans the session's nodes in session order (Volcano
-    starts from a rotating index with 16 goroutines, so its result order varies)
-    and stops after :func:`nodes_to_find` hits. With ``cache_errors``, a node that
-    failed for one task of a job's role (``job/role``; never for the empty role)
-    is failed without re-running the predicates for the other tasks of that role.
+    :meth:`feasible_nodes` scans the session's nodes in session order, always from
+    the first (Volcano starts from a rotating index with 16 goroutines, so its
+    result order varies), and stops after
+    :func:`~batchsched.actions.node_search.num_feasible_nodes_to_find` hits. With
+    ``cache_errors``, a node that failed for one task of a job's role
+    (``job/role``; never for the empty role) is failed without re-running the
+    predicates for the other tasks of that role.
     """
 
     def __init__(self, ssn: Session, *, cache_errors: bool = True) -> None:
         self.ssn = ssn
         self.cache_errors = cache_errors
-        self._failed: dict[str, dict[str, FitError]] = {}
+        self._scan = FeasibleNodeScan(ssn.node_list, error_cache_enabled=cache_errors,
+                                      rotate=False)
 
     def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
-        nodes = self._nodes_for(task)
-        limit = nodes_to_find(len(nodes))
-        key = f"{task.job}/{task.role}" if self.cache_errors and task.role else None
-        failed = self._failed.get(key) if key is not None else None
-        found: list[NodeInfo] = []
-        for node in nodes:
-            if len(found) >= limit:
-                break
-            if failed is not None and node.name in failed:
-                continue
-            err = preempt_predicate(self.ssn, task, node)
-            if err is not None:
-                if key is not None:
-                    self._failed.setdefault(key, {})[node.name] = err
-                continue
-            found.append(node)
+        ssn = self.ssn
+        found, _ = self._scan.feasible_nodes(
+            task, self._nodes_for(task), lambda t, n: predicate_for_preempt_action(ssn, t, n))
         return found
 
     def _nodes_for(self, task: TaskInfo) -> list[NodeInfo]:

@@ -1,6 +1,12 @@
 """The data model: resources, tasks, jobs, queues, nodes and the cluster snapshot."""
 
-from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.cluster import (
+    BudgetLedger,
+    ClusterInfo,
+    PodDisruptionBudget,
+    PriorityClass,
+    ResourceQuota,
+)
 from batchsched.api.fit import FitError, FitErrors, FitStatus
 from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.node import NodeInfo
@@ -25,6 +31,7 @@ from batchsched.api.types import (
 
 __all__ = [
     "MIN_RESOURCE",
+    "BudgetLedger",
     "ClusterInfo",
     "DimensionDefault",
     "FitError",

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
+from batchsched.api.task import TaskInfo
 
-__all__ = ["ClusterInfo", "PodDisruptionBudget", "PriorityClass", "ResourceQuota"]
+__all__ = [
+    "BudgetLedger",
+    "ClusterInfo",
+    "PodDisruptionBudget",
+    "PriorityClass",
+    "ResourceQuota",
+]
 
 
 @attrs.frozen
@@ -35,9 +44,58 @@ class PodDisruptionBudget:
     disrupted_pods: frozenset[str] = frozenset()
 
     def matches(self, namespace: str, labels: dict[str, str]) -> bool:
+        """Same namespace and a non-empty selector all of whose labels the pod has."""
         if namespace != self.namespace or not self.selector:
             return False
         return all(labels.get(k) == v for k, v in self.selector.items())
+
+    def counts(self, task: TaskInfo) -> bool:
+        """Whether evicting ``task`` spends a disruption of this budget: the task has
+        labels, the budget matches them, and the pod is not already among the
+        budget's disrupted pods (keyed by pod name, as Kubernetes keys them)."""
+        return (
+            bool(task.labels)
+            and self.matches(task.namespace, task.labels)
+            and task.name not in self.disrupted_pods
+        )
+
+
+class BudgetLedger:
+    """PodDisruptionBudgets being spent on a sequence of evictions.
+
+    Each budget starts at its ``disruptions_allowed``. :meth:`charge` spends one
+    disruption of every budget the task counts against
+    (:meth:`PodDisruptionBudget.counts`) and says whether all of them are still
+    within budget. A refused task has spent its disruptions all the same, as in
+    Volcano's pdb plugin and kube-scheduler's ``filterPodsWithPDBViolation``. The
+    pdb plugin and topology-aware preemption both spend budgets through it.
+
+    >>> pdb = PodDisruptionBudget("web", "ns", {"app": "web"}, disruptions_allowed=1)
+    >>> ledger = BudgetLedger([pdb])
+    >>> pod = TaskInfo.create("ns", "w1", "ns/j", labels={"app": "web"})
+    >>> ledger.charge(pod), ledger.charge(pod)
+    (True, False)
+    """
+
+    __slots__ = ("_allowed", "_budgets")
+
+    def __init__(self, budgets: Iterable[PodDisruptionBudget]) -> None:
+        self._budgets = list(budgets)
+        self._allowed = [budget.disruptions_allowed for budget in self._budgets]
+
+    def charge(self, task: TaskInfo) -> bool:
+        """Spend ``task``'s disruptions; False when a budget it counts against is
+        now below zero. A task without labels counts against no budget (True)."""
+        within = True
+        if not task.labels:
+            return within
+        for i, budget in enumerate(self._budgets):
+            if not budget.counts(task):
+                continue
+            self._allowed[i] -= 1
+            if self._allowed[i] < 0:
+                within = False
+        return within
 
 
 @attrs.define(eq=False)

@@ -90,7 +90,6 @@ class JobInfo:
     task_min_available: dict[str, int] = attrs.field(factory=dict)
     creation_time: float = 0.0
     preemptable: bool = False
-    revocable_zone: str = ""
     waiting_time: float | None = None
     tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
     task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = attrs.field(factory=dict)
@@ -121,7 +120,6 @@ class JobInfo:
             task_min_available=dict(podgroup.min_task_member),
             creation_time=podgroup.creation_time,
             preemptable=_job_preemptable(podgroup),
-            revocable_zone=_job_revocable_zone(podgroup.annotations),
             waiting_time=_job_waiting_time(podgroup.annotations),
         )
         for task in tasks:
@@ -319,15 +317,6 @@ class JobInfo:
                 return False
         return True
 
-    def min_resources(self) -> Resource:
-        """The pod group's minResources (empty when it sets none)."""
-        mr = self.podgroup.min_resources
-        return mr.clone() if mr is not None else Resource()
-
-    def elastic_resources(self) -> Resource:
-        """What the job holds beyond its minResources, per dimension (never negative)."""
-        return exceeded_part(self.allocated, self.min_resources())
-
     def fit_error(self) -> str:
         """Volcano's ``JobInfo.FitError`` summary (the message of gang's condition)."""
         histogram: dict[str, int] = {}
@@ -403,14 +392,6 @@ _EMPTY: Mapping[str, TaskInfo] = {}
 _NO_ROLES: Mapping[str, int] = {}
 
 
-def exceeded_part(left: Resource, right: Resource) -> Resource:
-    """Per dimension ``max(0, left - right)`` (Volcano's ``ExceededPart``)."""
-    out = Resource(max(0.0, left.milli_cpu - right.milli_cpu), max(0.0, left.memory - right.memory))
-    for name, amount in left.scalars.items():
-        out.scalars[name] = max(0.0, amount - right.scalars.get(name, 0.0))
-    return out
-
-
 #: Pod-group annotations giving a job's SLA waiting time, read in this order (Volcano's).
 SLA_WAITING_TIME_ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
 
@@ -442,11 +423,3 @@ def _job_preemptable(podgroup: PodGroup) -> bool:
         if "volcano.sh/preemptable" in source:
             return bool(parse_bool(source["volcano.sh/preemptable"]))
     return False
-
-
-def _job_revocable_zone(annotations: Mapping[str, str]) -> str:
-    if "volcano.sh/revocable-zone" in annotations:
-        return "*" if annotations["volcano.sh/revocable-zone"] == "*" else ""
-    if parse_bool(annotations.get("volcano.sh/preemptable", "")):
-        return "*"
-    return ""

@@ -18,6 +18,7 @@ __all__ = [
     "Toleration",
     "TransactionContext",
     "parse_bool",
+    "revocable_zone_of",
 ]
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
@@ -83,6 +84,12 @@ class TaskInfo:
     Volcano's tests). ``resreq`` is what the task holds on a node; ``init_resreq``
     is what it needs to start (the larger of its requests and init requests), and
     is what fit checks use. Both include the implicit ``pods: 1``.
+
+    ``revocable_zone`` is ``"*"`` when the task may run on revocable nodes and
+    ``""`` otherwise (:func:`revocable_zone_of`, derived once by :meth:`create`).
+    ``eviction_occurred`` is set when the task is pipelined onto a node where
+    evictions were made for it (Volcano keeps it for the nominated node of a
+    preemptor); nothing in batchsched reads it yet, and a discard does not reset it.
     """
 
     uid: str
@@ -128,7 +135,7 @@ class TaskInfo:
         ``requests`` are the containers' requests; ``init_requests`` those of the
         init containers. The implicit ``pods: 1`` is added, ``best_effort`` and
         ``preemptable`` (from the ``volcano.sh/preemptable`` annotation, then label,
-        default true) are derived unless given.
+        default true) and ``revocable_zone`` are derived unless given.
         """
         req = requests.clone() if requests is not None else Resource()
         if init_requests is not None:
@@ -140,7 +147,7 @@ class TaskInfo:
         if "preemptable" not in fields:
             fields["preemptable"] = _preemptable(annotations, labels)
         if "revocable_zone" not in fields:
-            fields["revocable_zone"] = annotations.get(REVOCABLE_ZONE_ANNOTATION, "")
+            fields["revocable_zone"] = revocable_zone_of(annotations)
         fields.setdefault("order_uid", f"{namespace}-{name}")
         return cls(
             uid=f"{namespace}/{name}",
@@ -179,6 +186,22 @@ class TaskInfo:
     def __repr__(self) -> str:
         node = f" on {self.node_name}" if self.node_name else ""
         return f"<Task {self.uid} {self.status}{node}>"
+
+
+def revocable_zone_of(annotations: Mapping[str, str]) -> str:
+    """``"*"`` when a pod with these annotations may use revocable nodes, else ``""``
+    (Volcano's ``GetPodRevocableZone``): the ``volcano.sh/revocable-zone``
+    annotation when present (only ``"*"`` counts; a zone name means no), else
+    ``volcano.sh/preemptable`` true.
+
+    >>> revocable_zone_of({"volcano.sh/preemptable": "true"}), revocable_zone_of({})
+    ('*', '')
+    """
+    if REVOCABLE_ZONE_ANNOTATION in annotations:
+        return "*" if annotations[REVOCABLE_ZONE_ANNOTATION] == "*" else ""
+    if parse_bool(annotations.get(PREEMPTABLE_ANNOTATION, "")):
+        return "*"
+    return ""
 
 
 def _preemptable(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:

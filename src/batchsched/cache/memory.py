@@ -48,9 +48,10 @@ class MemoryCache:
 
     A bind makes the cache's task Bound on its node; an eviction makes it
     Releasing. ``now`` fixes the sessions' clock (seconds since the epoch; 0 is a
-    valid instant); by default each session reads the real time. ``binder`` (optional) decides whether a bind succeeds, to model a
-    host whose binds can fail: a refused bind changes nothing here, and the
-    session returns the task to Pending.
+    valid instant); by default each session reads the real time. ``binder``
+    (optional) decides whether a bind succeeds, to model a host whose binds can
+    fail: a refused bind changes nothing here, and the session returns the task to
+    Pending.
     """
 
     def __init__(self, *, binder: Binder | None = None, now: float | None = None) -> None:

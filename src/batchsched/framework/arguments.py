@@ -3,6 +3,11 @@
 Volcano's ``framework.Arguments`` reads YAML values that may be numbers, booleans
 or strings; the getters accept all of these the way Volcano does and fall back
 to the default when a value is missing or cannot be read as the type asked for.
+A value that is present but cannot be read is not an error (Volcano's fallback is
+kept) but is logged as a warning on the ``batchsched`` logger, naming the owner
+(the plugin or action, when the caller passes ``owner=``), the argument and the
+value; :func:`warn_unreadable` words it for checks a getter cannot make.
+:meth:`Arguments.warn_unknown` reports arguments a plugin does not read at all.
 
 >>> args = Arguments({"binpack.weight": "10", "enabled": "true", "ratio": 1.5})
 >>> args.get_int("binpack.weight", 1), args.get_bool("enabled", False), args.get_float("ratio", 1)
@@ -13,11 +18,14 @@ to the default when a value is missing or cannot be read as the type asked for.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["Arguments", "parse_duration"]
+__all__ = ["Arguments", "parse_duration", "warn_unreadable"]
+
+log = logging.getLogger("batchsched")
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _UNIT_SECONDS = {
@@ -59,8 +67,25 @@ def parse_duration(text: str) -> float:
     return sign * total
 
 
+def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback: object) -> None:
+    """Log that argument ``key`` of ``owner`` holds ``value``, which is not
+    ``expected`` (``"an integer"``, ``"a Go duration such as 1h30m"``...), and that
+    ``fallback`` is used instead, as a WARNING on the ``batchsched`` logger:
+    ``plugin 'capacity': argument 'ancestorReclaimLevel' = 'two' is not an integer;
+    using 0 instead``.
+    """
+    who = f"plugin {owner!r}" if owner else "arguments"
+    shown = "no value" if fallback is None else repr(fallback)
+    log.warning("%s: argument %r = %r is not %s; using %s instead", who, key, value,
+                expected, shown)
+
+
 class Arguments(Mapping[str, Any]):
-    """A read-only mapping of argument names to YAML values, with typed getters."""
+    """A read-only mapping of argument names to YAML values, with typed getters.
+
+    Each getter takes ``owner`` (the plugin's or action's name) to name in the
+    warning logged when a value is present but cannot be read.
+    """
 
     __slots__ = ("_values",)
 
@@ -79,11 +104,12 @@ class Arguments(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"Arguments({self._values!r})"
 
-    def get_int(self, key: str, default: int) -> int:
+    def get_int(self, key: str, default: int, *, owner: str = "") -> int:
+        """An integer (a YAML integer, an integral float, or a string holding one)."""
         value = self._values.get(key)
-        if isinstance(value, bool) or value is None:
+        if value is None:
             return default
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
@@ -91,24 +117,30 @@ class Arguments(Mapping[str, Any]):
             try:
                 return int(value.strip())
             except ValueError:
-                return default
+                pass
+        warn_unreadable(owner, key, value, "an integer", default)
         return default
 
-    def get_float(self, key: str, default: float) -> float:
+    def get_float(self, key: str, default: float, *, owner: str = "") -> float:
+        """A number (a YAML number or a string holding one)."""
         value = self._values.get(key)
-        if isinstance(value, bool) or value is None:
+        if value is None:
             return default
-        if isinstance(value, (int, float)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         if isinstance(value, str):
             try:
                 return float(value.strip())
             except ValueError:
-                return default
+                pass
+        warn_unreadable(owner, key, value, "a number", default)
         return default
 
-    def get_bool(self, key: str, default: bool) -> bool:
+    def get_bool(self, key: str, default: bool, *, owner: str = "") -> bool:
+        """A YAML boolean or one of the strings true/false, 1/0, t/f, yes/no."""
         value = self._values.get(key)
+        if value is None:
+            return default
         if isinstance(value, bool):
             return value
         if isinstance(value, str):
@@ -117,6 +149,7 @@ class Arguments(Mapping[str, Any]):
                 return True
             if lowered in ("false", "0", "f", "no"):
                 return False
+        warn_unreadable(owner, key, value, "true or false", default)
         return default
 
     def get_str(self, key: str, default: str = "") -> str:
@@ -127,12 +160,31 @@ class Arguments(Mapping[str, Any]):
             return "true" if value else "false"
         return str(value)
 
-    def get_duration(self, key: str) -> float | None:
-        """A Go duration string in seconds, or None when missing or not a string."""
+    def get_duration(
+        self, key: str, default: float | None = None, *, owner: str = ""
+    ) -> float | None:
+        """A Go duration string in seconds; ``default`` when missing or unreadable (a
+        value that is not a Go duration string is logged)."""
         value = self._values.get(key)
-        if not isinstance(value, str):
-            return None
-        try:
-            return parse_duration(value)
-        except ValueError:
-            return None
+        if value is None:
+            return default
+        if isinstance(value, str):
+            try:
+                return parse_duration(value)
+            except ValueError:
+                pass
+        warn_unreadable(owner, key, value, "a Go duration such as \"1h30m\"", default)
+        return default
+
+    def warn_unknown(self, owner: str, known: Iterable[str] = (), *,
+                     prefixes: Iterable[str] = ()) -> list[str]:
+        """Log the arguments ``owner`` does not read (neither in ``known`` nor
+        starting with one of ``prefixes``), which Volcano ignores silently; returns
+        them, sorted."""
+        names, starts = set(known), tuple(prefixes)
+        unknown = sorted(k for k in self._values if k not in names and not k.startswith(starts))
+        if unknown:
+            reads = ", ".join(sorted(names) + [f"{p}*" for p in starts]) or "no arguments"
+            log.warning("plugin %r: ignoring argument(s) %s (it reads: %s)", owner,
+                        ", ".join(repr(k) for k in unknown), reads)
+        return unknown

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from batchsched.api.fit import FitError
-from batchsched.api.types import Vote
 from batchsched.errors import BatchSchedError, PluginError
 
 __all__ = [
@@ -125,6 +124,10 @@ def any_true(point: str, tiers: Bound, *args: Any) -> bool:
 
 
 def vote(point: str, tiers: Bound, *args: Any) -> bool:
+    """Job enqueueable / pipelined: each answer is a
+    :class:`~batchsched.api.types.Vote` (an int: below 0 rejects, 0 abstains,
+    above 0 permits). Any reject gives no; a tier with a permit gives yes; with no
+    vote at all, yes."""
     with Blame(point) as blame:
         for tier in tiers:
             permitted = False
@@ -240,5 +243,3 @@ def flatten(tiers: Bound) -> Iterable[tuple[str, Callable[..., Any]]]:
     for tier in tiers:
         yield from tier
 
-
-_ = Vote  # votes are plain ints compared with 0; the enum documents their values

@@ -15,8 +15,11 @@ Rules (Volcano's ``framework/session_plugins.go``):
     any REJECT gives no; a tier in which some plugin PERMITs gives yes; with no
     vote at all, yes.
 ``intersect``
-    per tier, intersect the victim lists of the enabled plugins that answered; an
-    empty answer ends that tier with nothing; the first tier with an answer wins.
+    per tier, intersect the victim lists of the enabled plugins that answered
+    (None abstains); an empty answer ends that tier with no decision (it does not
+    veto: the next tier decides); an empty intersection resets, so the next
+    plugin's answer stands alone; the first tier with victims wins, and with none
+    there are no victims.
 ``union``
     per tier, the union of the victims; the first non-empty tier wins.
 ``first-tier``
@@ -28,6 +31,22 @@ Rules (Volcano's ``framework/session_plugins.go``):
     the scores are added up.
 ``call-all``
     every enabled function is called.
+
+Predicates (``predicate``, ``pre_predicate``, ``simulate_predicate``) return None
+when the task passes or a :class:`~batchsched.api.fit.FitError` when it does not;
+raising the FitError also works. Any other return value is a PluginError naming
+the plugin. Which status codes of a predicate's FitError fail a node depends on
+the action (:mod:`batchsched.actions.node_search`): allocate and backfill fail
+it on Error, Unschedulable, UnschedulableAndUnresolvable, Wait or Skip; preempt
+and reclaim only on UnschedulableAndUnresolvable, Error, Wait or Skip (an
+Unschedulable node stays a candidate, since evicting may make room). A
+pre-predicate FitError rules the task out whatever its codes.
+
+Not every point has a caller among the built-in actions: ``victim_tasks``,
+``unified_evictable``, ``target_job``, ``reserved_nodes`` and ``cluster_order``
+are registered and dispatched by the session, but no built-in action consults
+them yet (Volcano's ``shuffle``, gang-level preempt/reclaim and reservation
+actions are not implemented). A host or third-party action may call them.
 """
 
 from __future__ import annotations
@@ -83,15 +102,16 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
         ExtensionPoint("task_order", "AddTaskOrderFn", "enableTaskOrder", Rule.COMPARE,
                        "(TaskInfo, TaskInfo) -> int", "which task of a job goes first"),
         ExtensionPoint("cluster_order", "AddClusterOrderFn", "enabledClusterOrder", Rule.COMPARE,
-                       "(object, object) -> int", "which cluster goes first"),
+                       "(object, object) -> int",
+                       "which cluster goes first (no built-in action asks)"),
         ExtensionPoint("victim_queue_order", "AddVictimQueueOrderFn", None, Rule.COMPARE,
                        "(QueueInfo, QueueInfo, QueueInfo) -> int",
                        "which queue's victims are evicted first (third: preemptor's queue)"),
         ExtensionPoint("predicate", "AddPredicateFn", "enablePredicate", Rule.ALL,
-                       "(TaskInfo, NodeInfo) -> None, raises FitError",
+                       "(TaskInfo, NodeInfo) -> FitError | None (raising FitError works too)",
                        "may the task run on the node"),
         ExtensionPoint("pre_predicate", "AddPrePredicateFn", "enablePredicate", Rule.ALL,
-                       "(TaskInfo) -> None, raises FitError",
+                       "(TaskInfo) -> FitError | None (raising FitError works too)",
                        "may the task run at all (node-independent checks)"),
         ExtensionPoint("allocatable", "AddAllocatableFn", "enabledAllocatable", Rule.ALL,
                        "(QueueInfo, TaskInfo) -> bool", "may the queue take this task now"),
@@ -115,14 +135,15 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
                        "which candidates may the reclaimer evict (other queues)"),
         ExtensionPoint("unified_evictable", "AddUnifiedEvictableFn", None, Rule.INTERSECT,
                        "(EvictionContext, list[TaskInfo]) -> list[TaskInfo] | None",
-                       "which candidates a gang-level eviction may take"),
+                       "which candidates a gang-level eviction may take (no built-in action asks)"),
         ExtensionPoint("victim_tasks", "AddVictimTasksFns", "enabledVictim", Rule.UNION,
                        "(list[TaskInfo]) -> list[TaskInfo]",
-                       "tasks a plugin wants evicted on its own account"),
+                       "tasks a plugin wants evicted on its own account (no built-in action asks)"),
         ExtensionPoint("job_starving", "AddJobStarvingFns", "enableJobStarving",
                        Rule.FIRST_TIER, "(JobInfo) -> bool", "does the job need preemption"),
         ExtensionPoint("target_job", "AddTargetJobFn", "enableTargetJob", Rule.FIRST,
-                       "(list[JobInfo]) -> JobInfo | None", "which job to favour"),
+                       "(list[JobInfo]) -> JobInfo | None",
+                       "which job to favour (no built-in action asks)"),
         ExtensionPoint("best_node", "AddBestNodeFn", "enableBestNode", Rule.FIRST,
                        "(TaskInfo, dict[float, list[NodeInfo]]) -> NodeInfo | None",
                        "pick the node from the scored candidates"),
@@ -134,7 +155,8 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
         ExtensionPoint("job_enqueued", "AddJobEnqueuedFn", "enableJobEnqueued", Rule.CALL_ALL,
                        "(JobInfo) -> None", "the job was admitted"),
         ExtensionPoint("reserved_nodes", "AddReservedNodesFn", "enableReservedNodes",
-                       Rule.CALL_ALL, "() -> None", "reserve nodes for a target job"),
+                       Rule.CALL_ALL, "() -> None",
+                       "reserve nodes for a target job (no built-in action asks)"),
         ExtensionPoint("simulate_add_task", "AddSimulateAddTaskFn", "enablePreemptable",
                        Rule.CALL_ALL, "(TaskInfo preemptor, TaskInfo added, NodeInfo) -> None",
                        "dry-run preemption: a task returns to a node",
@@ -147,7 +169,8 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
                        "enabledAllocatable", Rule.ALL, "(QueueInfo, TaskInfo) -> bool",
                        "dry-run preemption: may the queue take the task"),
         ExtensionPoint("simulate_predicate", "AddSimulatePredicateFn", "enablePredicate",
-                       Rule.ALL, "(TaskInfo, NodeInfo) -> None, raises FitError",
+                       Rule.ALL,
+                       "(TaskInfo, NodeInfo) -> FitError | None (raising FitError works too)",
                        "dry-run preemption: may the task run on the node"),
     )
 }

@@ -65,7 +65,12 @@ class Statement:
     def pipeline(
         self, task: TaskInfo, node: NodeInfo | str, eviction_occurred: bool = False
     ) -> None:
-        """Reserve the node's future idle for a task: status Pipelined."""
+        """Reserve the node's future idle for a task: status Pipelined.
+
+        ``eviction_occurred`` (preempt and reclaim: victims were evicted on this node
+        for the task) is recorded on the task, where Volcano reads it to report the
+        node as the pod's nominated node; nothing in batchsched reads it yet.
+        """
         task.eviction_occurred = eviction_occurred
         self._place(task, node, TaskStatus.PIPELINED, OperationKind.PIPELINE)
 

@@ -33,11 +33,14 @@ deserved (best effort). The plugin decides:
   shares a non-root ancestor with the reclaimer is spared when the reclaimer's
   own deserved has none of its dimensions;
 * allocate/deallocate events keep allocated (and the queue's share) current;
-* unified evictable (gang-level evictions): a gang preemption may take any
-  candidate; a gang reclaim applies the guarantee and deserved tests above;
+* unified evictable (gang-level evictions; no built-in action consults it yet,
+  Volcano's gang-preempt/gang-reclaim are not implemented): a gang preemption
+  may take any candidate; a gang reclaim applies the guarantee and deserved
+  tests above;
 * the simulation hooks of topology-aware preemption.
 
-Argument: ``ancestorReclaimLevel`` (int, default 0; negative reads as 0).
+Argument: ``ancestorReclaimLevel`` (int, default 0; negative reads as 0; a value
+that is not an integer is logged as a warning and reads as 0, Volcano's fallback).
 When the hierarchy is not ready (see :mod:`~batchsched.plugins.capacity_hierarchy`)
 every check refuses and no order is registered.
 """
@@ -65,9 +68,9 @@ from batchsched.plugins.capacity_hierarchy import (
     common_level,
     shares_non_root_ancestor,
 )
-from batchsched.plugins.proportion import format_resource_names
 from batchsched.plugins.queue_accounting import (
     SimulationSnapshots,
+    format_resource_names,
     greater_partly_in_relevant_dimensions,
     intersection,
     job_min_resources,
@@ -79,6 +82,11 @@ __all__ = ["ANCESTOR_RECLAIM_LEVEL", "CapacityPlugin", "compare_share_with_deser
 log = logging.getLogger("batchsched")
 
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
+# Volcano's DRA quota switches: accepted without a warning, no effect (no resource claims).
+_ACCEPTED_DRA_ARGUMENTS = (
+    "capacity.DynamicResourceAllocationEnable",
+    "capacity.DRAConsumableCapacityEnable",
+)
 _ZERO = DimensionDefault.ZERO
 
 
@@ -105,7 +113,8 @@ class CapacityPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        level = arguments.get_int(ANCESTOR_RECLAIM_LEVEL, 0)
+        level = arguments.get_int(ANCESTOR_RECLAIM_LEVEL, 0, owner=self.name)
+        arguments.warn_unknown(self.name, [ANCESTOR_RECLAIM_LEVEL, *_ACCEPTED_DRA_ARGUMENTS])
         if level < 0:
             log.warning("capacity: %s should be non-negative, got %d; using 0",
                         ANCESTOR_RECLAIM_LEVEL, level)

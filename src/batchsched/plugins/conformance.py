@@ -3,8 +3,10 @@
 A candidate is dropped from every victim list (preemptable, reclaimable and
 gang-level unified evictable) when it runs in the ``kube-system`` namespace or
 its pod's ``priorityClassName`` is ``system-cluster-critical`` or
-``system-node-critical``. The rest are returned unchanged; an empty result
-means "no victims" for the tier. It takes no arguments.
+``system-node-critical``. The rest are returned unchanged. An empty result ends
+the tier with no decision: it does not veto, a later tier may still pick victims
+(Volcano's rule). No built-in action consults unified evictable yet (Volcano's
+gang-preempt/gang-reclaim are not implemented). It takes no arguments.
 """
 
 from __future__ import annotations

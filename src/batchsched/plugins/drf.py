@@ -19,7 +19,7 @@ With ``enableHierarchy: true`` on the plugin entry (hierarchical DRF, see
 * reclaimable: a candidate may be evicted when, with the reclaimer's request
   added and the candidate removed, the reclaimer's queue would still come first.
 
-The plugin takes no arguments.
+The plugin takes no arguments (any given is logged as a warning and ignored).
 """
 
 from __future__ import annotations
@@ -35,10 +35,8 @@ from batchsched.framework.session import Session
 from batchsched.plugins.drf_hierarchy import (
     HierarchyNode,
     JobShare,
+    ShareTree,
     compare_queue_paths,
-    new_root,
-    place_job,
-    recompute,
 )
 from batchsched.plugins.queue_accounting import dominant_share
 
@@ -55,10 +53,11 @@ class DrfPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        arguments.warn_unknown(self.name)
         self.total = Resource()
         self.total_allocated = Resource()
         self.jobs: dict[str, JobShare] = {}
-        self.root = new_root()
+        self.tree = ShareTree()
         self.hierarchy = False
         self._ssn: Session | None = None
 
@@ -77,13 +76,18 @@ class DrfPlugin:
         return {name for name in self.total.resource_names()
                 if total_allocated.get(name) < self.total.get(name)}
 
+    @property
+    def root(self) -> HierarchyNode:
+        """The root of the hierarchical share tree."""
+        return self.tree.root
+
     def _update_tree(
-        self, root: HierarchyNode, total_allocated: Resource, job: JobInfo, state: JobShare,
+        self, tree: ShareTree, total_allocated: Resource, job: JobInfo, state: JobShare,
         queue: QueueInfo,
     ) -> None:
-        place_job(root, job.uid, state, job.total_request,
-                  hierarchy=queue.hierarchy, weights=queue.weights)
-        recompute(root, self._demanding(total_allocated), self.share_of)
+        tree.update_job(job.uid, state, job.total_request, hierarchy=queue.hierarchy,
+                        weights=queue.weights, demanding=self._demanding(total_allocated),
+                        share_of=self.share_of)
 
     # -- session ----------------------------------------------------------------------
 
@@ -92,6 +96,7 @@ class DrfPlugin:
         self.total = ssn.total_resource.clone()
         option = ssn.configuration.plugin_option(self.name)
         self.hierarchy = option is not None and option.hierarchy
+        placed = False
         for job in ssn.jobs.values():
             state = JobShare()
             for status, tasks in job.task_status_index.items():
@@ -103,7 +108,13 @@ class DrfPlugin:
             queue = ssn.queues.get(job.queue)
             if self.hierarchy and queue is not None:
                 self.total_allocated.add(state.allocated)
-                self._update_tree(self.root, self.total_allocated, job, state, queue)
+                self.tree.place(job.uid, state, job.total_request,
+                                hierarchy=queue.hierarchy, weights=queue.weights)
+                placed = True
+        if placed:
+            # Placing every job and computing once gives what computing after each
+            # placement gives in the end: the last computation redoes every node.
+            self.tree.recompute(self._demanding(self.total_allocated), self.share_of)
 
         ssn.add_preemptable_fn(self.name, self.preemptable)
         if self.hierarchy:
@@ -118,7 +129,7 @@ class DrfPlugin:
         self.jobs = {}
         self.total = Resource()
         self.total_allocated = Resource()
-        self.root = new_root()
+        self.tree = ShareTree()
         self._ssn = None
 
     # -- decisions --------------------------------------------------------------------
@@ -168,11 +179,11 @@ class DrfPlugin:
         own = self.jobs.get(reclaimer.job)
         if job is None or queue is None or own is None:
             return []
-        root = self.root.clone()
+        tree = self.tree.clone()
         total_allocated = self.total_allocated.clone().add(reclaimer.resreq)
         grown = JobShare(own.allocated.clone().add(reclaimer.resreq))
         grown.share = self.share_of(grown.allocated)
-        self._update_tree(root, total_allocated, job, grown, queue)
+        self._update_tree(tree, total_allocated, job, grown, queue)
         victims: list[TaskInfo] = []
         for candidate in candidates:
             victim_job = ssn.jobs.get(candidate.job)
@@ -183,12 +194,12 @@ class DrfPlugin:
             total_allocated.sub_unchecked(candidate.resreq)
             shrunk = JobShare(state.allocated.clone().sub_unchecked(candidate.resreq))
             shrunk.share = self.share_of(shrunk.allocated)
-            self._update_tree(root, total_allocated, victim_job, shrunk, victim_queue)
-            result = compare_queue_paths(root, queue.hierarchy, victim_queue.hierarchy)
+            self._update_tree(tree, total_allocated, victim_job, shrunk, victim_queue)
+            result = compare_queue_paths(tree.root, queue.hierarchy, victim_queue.hierarchy)
             total_allocated.add(candidate.resreq)
             shrunk.allocated.add(candidate.resreq)
             shrunk.share = self.share_of(shrunk.allocated)
-            self._update_tree(root, total_allocated, victim_job, shrunk, victim_queue)
+            self._update_tree(tree, total_allocated, victim_job, shrunk, victim_queue)
             if result < 0:
                 victims.append(candidate)
         return victims
@@ -218,4 +229,4 @@ class DrfPlugin:
                 self.total_allocated.add(task.resreq)
             else:
                 self.total_allocated.sub_unchecked(task.resreq)
-            self._update_tree(self.root, self.total_allocated, job, state, queue)
+            self._update_tree(self.tree, self.total_allocated, job, state, queue)

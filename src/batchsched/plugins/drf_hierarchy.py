@@ -14,6 +14,13 @@ a dimension the cluster has run out of; an inner node is saturated when all its
 children are. Queues compare along their paths: unsaturated before saturated,
 then lower ``share / weight`` first.
 
+Cost: :class:`ShareTree` recomputes only the changed job's ancestors when the
+set of dimensions the cluster still has room in is unchanged and the job's leaf
+already existed (the common case of an allocate or deallocate event); otherwise
+the whole tree. Both give bit-identical results: a node's figures depend only on
+its children's and on that set, and the children off the changed path keep
+theirs.
+
 Determinism: Volcano sums children in Go map order (so float rounding may vary);
 here children are visited in name order.
 """
@@ -26,7 +33,15 @@ import attrs
 
 from batchsched.api.resource import Resource
 
-__all__ = ["HierarchyNode", "JobShare", "compare_queue_paths", "place_job", "recompute"]
+__all__ = [
+    "HierarchyNode",
+    "JobShare",
+    "ShareTree",
+    "compare_queue_paths",
+    "place_job",
+    "recompute",
+    "refresh_path",
+]
 
 ShareOf = Callable[[Resource], float]
 
@@ -87,12 +102,18 @@ def _weight(weights: list[str], index: int) -> float:
 def place_job(
     root: HierarchyNode, job_uid: str, state: JobShare, request: Resource, *,
     hierarchy: str, weights: str,
-) -> None:
+) -> tuple[list[HierarchyNode], bool]:
     """Put (or replace) the job's leaf under its queue's path, creating missing inner
-    nodes. An inner node's weight is fixed by the first queue that creates it."""
+    nodes. An inner node's weight is fixed by the first queue that creates it.
+
+    Returns the path from the root to the new leaf, and whether the tree's shape
+    changed (a node was created, or anything but a leaf of this job replaced).
+    """
     paths = hierarchy.split("/")
     weight_list = weights.split("/")
     node = root
+    path = [root]
+    reshaped = False
     for i in range(1, len(paths)):
         children = node.children
         assert children is not None  # only leaves have no children, and leaves end paths
@@ -100,10 +121,17 @@ def place_job(
         if child is None or child.is_leaf:
             child = HierarchyNode(paths[i], _weight(weight_list, i))
             children[paths[i]] = child
+            reshaped = True
         node = child
+        path.append(node)
     assert node.children is not None
-    node.children[job_uid] = HierarchyNode(job_uid, 1.0, state, request.clone(),
-                                           children=None)
+    previous = node.children.get(job_uid)
+    if previous is None or not previous.is_leaf:
+        reshaped = True
+    leaf = HierarchyNode(job_uid, 1.0, state, request.clone(), children=None)
+    node.children[job_uid] = leaf
+    path.append(leaf)
+    return path, reshaped
 
 
 def _leaf_saturated(allocated: Resource, request: Resource, demanding: set[str]) -> bool:
@@ -125,10 +153,27 @@ def recompute(node: HierarchyNode, demanding: set[str], share_of: ShareOf) -> No
     if node.children is None:
         node.saturated = _leaf_saturated(node.state.allocated, node.request, demanding)
         return
+    for child in node.children.values():
+        recompute(child, demanding, share_of)
+    _aggregate(node, share_of)
+
+
+def refresh_path(path: list[HierarchyNode], demanding: set[str], share_of: ShareOf) -> None:
+    """Refresh a leaf (``path[-1]``) and its ancestors (``path[:-1]``, root first),
+    trusting every other node: what :func:`recompute` of the root gives when only
+    that leaf changed since the tree was last computed for the same ``demanding``."""
+    leaf = path[-1]
+    leaf.saturated = _leaf_saturated(leaf.state.allocated, leaf.request, demanding)
+    for node in reversed(path[:-1]):
+        _aggregate(node, share_of)
+
+
+def _aggregate(node: HierarchyNode, share_of: ShareOf) -> None:
+    """An inner node's allocation, share and saturation from its (current) children."""
+    assert node.children is not None
     children = [node.children[name] for name in sorted(node.children)]
     smallest = 1.0
     for child in children:
-        recompute(child, demanding, share_of)
         if child.state.share != 0 and not child.saturated:
             smallest = min(smallest, share_of(child.state.allocated))
     allocated = Resource()
@@ -143,6 +188,43 @@ def recompute(node: HierarchyNode, demanding: set[str], share_of: ShareOf) -> No
                 allocated.add(child.state.allocated.clone().multi(smallest / child.state.share))
     node.state = JobShare(allocated, share_of(allocated))
     node.saturated = saturated
+
+
+@attrs.define(eq=False)
+class ShareTree:
+    """The share tree and the ``demanding`` set it was last computed for.
+
+    :meth:`update_job` refreshes only the job's path when it can (see the module
+    docstring); ``demanding`` is None while the tree is not known to be current.
+    """
+
+    root: HierarchyNode = attrs.field(factory=new_root)
+    demanding: frozenset[str] | None = None
+
+    def clone(self) -> ShareTree:
+        return ShareTree(self.root.clone(), self.demanding)
+
+    def place(self, job_uid: str, state: JobShare, request: Resource, *,
+              hierarchy: str, weights: str) -> None:
+        """Place a job without computing anything (call :meth:`recompute` after)."""
+        place_job(self.root, job_uid, state, request, hierarchy=hierarchy, weights=weights)
+        self.demanding = None
+
+    def recompute(self, demanding: set[str], share_of: ShareOf) -> None:
+        """Recompute the whole tree."""
+        recompute(self.root, demanding, share_of)
+        self.demanding = frozenset(demanding)
+
+    def update_job(self, job_uid: str, state: JobShare, request: Resource, *,
+                   hierarchy: str, weights: str, demanding: set[str],
+                   share_of: ShareOf) -> None:
+        """Replace the job's leaf and bring the tree up to date."""
+        path, reshaped = place_job(self.root, job_uid, state, request,
+                                   hierarchy=hierarchy, weights=weights)
+        if reshaped or self.demanding != frozenset(demanding):
+            self.recompute(demanding, share_of)
+            return
+        refresh_path(path, demanding, share_of)
 
 
 _MISSING = HierarchyNode("", 1.0, children={})

@@ -10,6 +10,8 @@ decides:
 * **job starving**: fewer than ``minMember`` tasks hold or wait for resources;
 * **victims** (preemptable and reclaimable): a task may be evicted only while its
   job keeps ``minMember`` ready tasks;
+* **unified evictable** (gang-level eviction): every candidate; no built-in action
+  consults this point yet (Volcano's gang-preempt/gang-reclaim are not implemented);
 * **job order**: jobs that are not ready go first;
 * at session close, the pod group's ``Unschedulable`` or ``Scheduled`` condition.
 

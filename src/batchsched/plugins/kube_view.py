@@ -193,6 +193,14 @@ class KubeView:
         self.nodes: dict[str, NodeView] = {}
         self._pods: dict[str, PodInfo] = {}
         self._where: dict[str, str] = {}
+        #: Names of the nodes whose pods changed, oldest first (append-only), so that
+        #: a columnar copy of the view can refresh only what moved.
+        self.change_log: list[str] = []
+        #: Nodes holding a pod with a pod (anti-)affinity section, and nodes holding a
+        #: pod with required anti-affinity: the only nodes the affinity rules of a pod
+        #: without terms of its own need to look at.
+        self.nodes_with_affinity: set[str] = set()
+        self.nodes_with_required_anti_affinity: set[str] = set()
         for name, node in nodes.items():
             self.nodes[name] = NodeView(name)
             for task in node.tasks.values():
@@ -223,17 +231,31 @@ class KubeView:
         previous = self._where.get(task.uid)
         if previous is not None and previous in self.nodes:
             self.nodes[previous].remove(task.uid)
+            self._changed(self.nodes[previous])
         node = self.nodes.get(node_name)
         if node is None:
             return
         node.add(self.pod(task))
         self._where[task.uid] = node_name
+        self._changed(node)
 
     def remove(self, task: TaskInfo) -> None:
         """The task left its node (an eviction or an undone placement)."""
         name = self._where.pop(task.uid, None)
         if name is not None and name in self.nodes:
-            self.nodes[name].remove(task.uid)
+            node = self.nodes[name]
+            node.remove(task.uid)
+            self._changed(node)
+
+    def _changed(self, node: NodeView) -> None:
+        self.change_log.append(node.name)
+        for members, present in ((self.nodes_with_affinity, node.pods_with_affinity),
+                                 (self.nodes_with_required_anti_affinity,
+                                  node.pods_with_required_anti_affinity)):
+            if present:
+                members.add(node.name)
+            else:
+                members.discard(node.name)
 
     def all_pods(self) -> Iterator[tuple[NodeView, PodInfo]]:
         for node in self.nodes.values():

@@ -29,7 +29,9 @@ groups), and -1 overriding everything if the group is a preferred anti-affinity.
 **Hierarchy** (the plugin's ``enableHierarchy`` flag): a queue without affinity
 takes that of its nearest ancestor that has one (parent ``""`` means ``root``).
 
-Arguments: ``strict`` (default true), ``enablePreferredOrder`` (default false).
+Arguments: ``strict`` (default true), ``enablePreferredOrder`` (default false). A
+value that is not a boolean keeps the default (Volcano's fallback) and is logged
+as a warning, as is any other argument.
 The annotation reads ``{"group1": {"cpu": "3", "memory": "8Gi"}}``.
 """
 
@@ -150,8 +152,10 @@ class NodeGroupPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        self.strict = arguments.get_bool("strict", True)
-        self.preferred_order = arguments.get_bool("enablePreferredOrder", False)
+        self.strict = arguments.get_bool("strict", True, owner=self.name)
+        self.preferred_order = arguments.get_bool("enablePreferredOrder", False,
+                                                  owner=self.name)
+        arguments.warn_unknown(self.name, ["strict", "enablePreferredOrder"])
         self._attrs: dict[str, _QueueAttr] = {}
         self._charged: dict[str, str] = {}
 

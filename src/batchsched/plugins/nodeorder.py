@@ -54,22 +54,46 @@ as it was when the session opened, as in Volcano.
 
 :func:`least_allocated`, :func:`most_allocated` and :func:`balanced_allocation`
 take plain integer vectors (request, node used, node allocatable) and are the
-reference a vectorised implementation is checked against.
+reference their array twins in :mod:`batchsched.plugins.node_vectors` are
+checked against. ``vector_node_order`` and ``vector_batch_node_order`` give the
+plugin's scores for all candidates at once (for the fast node selector,
+:mod:`batchsched.actions.fast_placement`), equal node for node: the resource
+scores read the view's arrays (:mod:`batchsched.plugins.kube_columns`), the
+node-affinity and taint raw scores are computed once per distinct preferred
+terms or tolerations, and inter-pod affinity from the topology scores.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
 
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY
 from batchsched.api.task import TaskInfo
 from batchsched.framework.arguments import Arguments
+from batchsched.framework.node_columns import (
+    Candidates,
+    FloatArray,
+    NodeArrayCache,
+    NodeColumns,
+)
 from batchsched.framework.session import Session
+from batchsched.framework.vectorized import VectorFallback
 from batchsched.plugins.k8s_matching import count_intolerable_taints
+from batchsched.plugins.kube_columns import LARGE, IntArray, KubeColumns
 from batchsched.plugins.kube_view import GPU, KubeView, NodeView, PodInfo
+from batchsched.plugins.node_vectors import (
+    balanced_allocation_vector,
+    default_normalize_vector,
+    inter_pod_affinity_normalize_vector,
+    least_allocated_vector,
+    most_allocated_vector,
+)
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -238,6 +262,9 @@ class NodeOrderPlugin:
         self._ssn: Session | None = None
         self._images: dict[str, dict[str, int]] = {}
         self._image_spread: Counter[str] = Counter()
+        self._kube: KubeColumns | None = None
+        self._static: dict[object, Any] = {}
+        self._resource_cache: NodeArrayCache | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -249,9 +276,17 @@ class NodeOrderPlugin:
         self._image_spread = Counter(img for images in self._images.values() for img in images)
         ssn.add_node_order_fn(self.name, self.node_order)
         ssn.add_batch_node_order_fn(self.name, self.batch_node_order)
+        ssn.add_vector_node_order_fn(self.name, self.vector_node_order)
+        ssn.add_vector_batch_node_order_fn(self.name, self.vector_batch_node_order)
+        self._kube = None
+        self._static = {}
+        self._resource_cache = None
 
     def on_session_close(self, ssn: Session) -> None:
         self._images = {}
+        self._kube = None
+        self._static = {}
+        self._resource_cache = None
 
     @property
     def view(self) -> KubeView:
@@ -326,6 +361,143 @@ class NodeOrderPlugin:
                 totals[i] += float(score * self.balanced_weight)
         return totals
 
+    # -- all candidates at once ---------------------------------------------------------------
+
+    def _kube_columns(self, columns: NodeColumns) -> KubeColumns:
+        assert self._ssn is not None
+        kube = self._kube
+        if kube is None or kube.columns is not columns:
+            kube = self._kube = KubeColumns.of(self._ssn)
+        kube.sync()
+        if not kube.exact:
+            raise VectorFallback("nodeorder: amounts too large for exact array arithmetic")
+        return kube
+
+    def vector_node_order(
+        self, task: TaskInfo, columns: NodeColumns, candidates: Candidates
+    ) -> FloatArray:
+        """:meth:`node_order` for every candidate (image sizes are fixed for the session,
+        so each distinct image list is scored over all nodes once)."""
+        if self.image_weight == 0:
+            return np.zeros(len(candidates))
+        pod = self.view.pod(task)
+        key = ("images", pod.images)
+        scores = self._static.get(key)
+        if scores is None:
+            if pod.images:
+                scores = np.array([self.node_order(task, node) for node in columns.nodes])
+            else:
+                scores = np.full(len(columns), float(image_locality_score(0, 1)
+                                                     * self.image_weight))
+            self._static[key] = scores
+        picked: FloatArray = candidates.pick(scores)
+        return picked
+
+    def vector_batch_node_order(
+        self, task: TaskInfo, columns: NodeColumns, candidates: Candidates
+    ) -> FloatArray:
+        """:meth:`batch_node_order` for every candidate, with the same integer scores.
+
+        The resource scores (least, most, balanced) depend on the task only through
+        its requests, and on a node only through its figures in the view: they are
+        kept per distinct request over all nodes and refreshed for the nodes that
+        changed (:class:`~batchsched.framework.node_columns.NodeArrayCache`).
+        """
+        kube = self._kube_columns(columns)
+        pod = self.view.pod(task)
+        if max(pod.nonzero_milli_cpu, pod.nonzero_memory, pod.gpu) >= LARGE:
+            raise VectorFallback("nodeorder: request too large for exact array arithmetic")
+        cache = self._resource_cache
+        if cache is None or cache.changes is not kube.changes:
+            cache = self._resource_cache = NodeArrayCache(kube.changes)
+        key = (pod.nonzero_milli_cpu, pod.nonzero_memory, pod.milli_cpu, pod.memory, pod.gpu)
+        resources = cache.get(
+            key,
+            lambda: self._resource_totals(kube, pod, Candidates(np.arange(len(columns)))),
+            lambda positions: self._resource_totals(kube, pod, Candidates(positions)),
+            lambda position: self._resource_total(kube, pod, position),
+        )
+        totals: FloatArray = candidates.pick(resources)
+        pick = candidates.pick
+        if self.node_affinity_weight and pod.affinity.node.preferred:
+            raw = pick(self._node_static(("affinity", pod.affinity.node.preferred), columns,
+                       lambda n: pod.affinity.node.preferred_score(n.labels, n.name)))
+            totals = totals + default_normalize_vector(raw, reverse=False) * (
+                self.node_affinity_weight)
+        if self.taint_weight:
+            every = self._node_static(("taints", pod.tolerations), columns,
+                                      lambda n: count_intolerable_taints(n.taints, pod.tolerations))
+            if self._static[("taints-max", pod.tolerations)] == 0:
+                totals = totals + float(MAX_NODE_SCORE * self.taint_weight)
+            else:
+                totals = totals + default_normalize_vector(pick(every), reverse=True) * (
+                    self.taint_weight)
+        if self.pod_affinity_weight:
+            topology = self._topology_scores(pod)
+            if topology:
+                raw = np.zeros(len(candidates), dtype=np.int64)
+                for (label, value), weight in topology.items():
+                    raw += pick(kube.labels(label).equal(value)) * weight
+                totals = totals + inter_pod_affinity_normalize_vector(raw) * (
+                    self.pod_affinity_weight)
+        return totals
+
+    def _resource_totals(self, kube: KubeColumns, pod: PodInfo, nodes: Candidates) -> FloatArray:
+        """Weighted least + most + balanced allocation of ``nodes`` (as :meth:`resource_scores`)."""
+        pick = nodes.pick
+        totals: FloatArray = np.zeros(len(nodes))
+        allocatable = pick(kube.allocatable)
+        everywhere = kube.cpu_memory_everywhere
+        nonzero = (pod.nonzero_milli_cpu, pod.nonzero_memory)
+        if self.least_weight or self.most_weight:
+            used = pick(kube.nonzero)
+            if self.least_weight:
+                totals += least_allocated_vector(
+                    nonzero, used, allocatable[:2], everywhere=everywhere) * self.least_weight
+            if self.most_weight:
+                totals += most_allocated_vector(
+                    nonzero, used, allocatable[:2], everywhere=everywhere) * self.most_weight
+        if self.balanced_weight and not pod.best_effort:
+            score = balanced_allocation_vector(
+                (pod.milli_cpu, pod.memory, pod.gpu), pick(kube.requested), allocatable,
+                everywhere=everywhere)
+            totals += score * self.balanced_weight
+        return totals
+
+    def _resource_total(self, kube: KubeColumns, pod: PodInfo, i: int) -> float:
+        """:meth:`_resource_totals` of one node, with the scalar reference functions."""
+        cpu, memory, gpu = kube.allocatable[:, i].tolist()
+        nonzero = (pod.nonzero_milli_cpu, pod.nonzero_memory)
+        total = 0.0
+        if self.least_weight or self.most_weight:
+            used = kube.nonzero[:, i].tolist()
+            if self.least_weight:
+                total += float(least_allocated(nonzero, used, (cpu, memory)) * self.least_weight)
+            if self.most_weight:
+                total += float(most_allocated(nonzero, used, (cpu, memory)) * self.most_weight)
+        if self.balanced_weight and not pod.best_effort:
+            score = balanced_allocation((pod.milli_cpu, pod.memory, pod.gpu),
+                                        kube.requested[:, i].tolist(), (cpu, memory, gpu))
+            total += float(score * self.balanced_weight)
+        return total
+
+    def _node_static(
+        self, key: tuple[str, object], columns: NodeColumns, score: Callable[[NodeInfo], int]
+    ) -> IntArray:
+        """A raw score that depends on node labels and taints only, for every node,
+        computed once per key (nodes without taints score without a call when the
+        key is about taints)."""
+        values = self._static.get(key)
+        if values is None:
+            values = np.zeros(len(columns), dtype=np.int64)
+            for i, node in enumerate(columns.nodes):
+                if key[0] != "taints" or node.taints:
+                    values[i] = score(node)
+            self._static[key] = values
+            self._static[(f"{key[0]}-max", key[1])] = int(values.max()) if len(values) else 0
+        known: IntArray = values
+        return known
+
     def _topology_scores(self, pod: PodInfo) -> dict[tuple[str, str], int]:
         """kube-scheduler's InterPodAffinity PreScore: weight per topology pair."""
         assert self._ssn is not None
@@ -337,9 +509,14 @@ class NodeOrderPlugin:
                 pair = (key, labels[key])
                 scores[pair] = scores.get(pair, 0) + weight
 
-        for node_view in self.view.nodes.values():
-            if not preferred and node_view.pods_with_affinity == 0:
-                continue
+        view = self.view
+        # Without preferred terms of its own, only pods with affinity sections can
+        # score; the order of the (integer) sums does not matter.
+        node_views: Iterable[NodeView] = (
+            view.nodes.values() if preferred
+            else [view.nodes[name] for name in view.nodes_with_affinity]
+        )
+        for node_view in node_views:
             node = self._ssn.nodes.get(node_view.name)
             labels = node.labels if node is not None else {}
             if not labels:

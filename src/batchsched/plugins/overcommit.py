@@ -15,24 +15,20 @@ job's ``minResources`` is added to ``inqueue`` (**job enqueued**), so later jobs
 of the same session see it. A rejection records a ``Normal`` ``Unschedulable``
 event on the pod group naming the overused dimensions.
 
-Argument ``overcommit-factor`` (number, default 1.2; a value below 1 is
-replaced by the default).
+Argument ``overcommit-factor`` (number, default 1.2; a value below 1, or one
+that is not a number, is replaced by the default and logged as a warning).
 """
 
 from __future__ import annotations
 
-import logging
-
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
 from batchsched.api.types import PodGroupPhase, Vote
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, warn_unreadable
 from batchsched.framework.session import Session
-from batchsched.plugins.queue_accounting import inqueue_resource
+from batchsched.plugins.queue_accounting import format_resource_names, running_job_reservation
 
 __all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "OVERCOMMIT_FACTOR", "OvercommitPlugin"]
-
-log = logging.getLogger("batchsched")
 
 #: Name of the argument.
 OVERCOMMIT_FACTOR = "overcommit-factor"
@@ -47,11 +43,13 @@ class OvercommitPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        factor = arguments.get_float(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR)
+        factor = arguments.get_float(OVERCOMMIT_FACTOR, DEFAULT_OVERCOMMIT_FACTOR,
+                                     owner=self.name)
         if factor < 1.0:
-            log.warning("overcommit: %s %r is below 1; using %s", OVERCOMMIT_FACTOR,
-                        arguments.get(OVERCOMMIT_FACTOR), DEFAULT_OVERCOMMIT_FACTOR)
+            warn_unreadable(self.name, OVERCOMMIT_FACTOR, arguments.get(OVERCOMMIT_FACTOR),
+                            "at least 1", DEFAULT_OVERCOMMIT_FACTOR)
             factor = DEFAULT_OVERCOMMIT_FACTOR
+        arguments.warn_unknown(self.name, [OVERCOMMIT_FACTOR])
         self.factor = factor
         self.idle = Resource()
         self.inqueue = Resource()
@@ -64,14 +62,12 @@ class OvercommitPlugin:
         self.inqueue = Resource()
         for job in ssn.jobs.values():
             minimum = job.podgroup.min_resources
-            if minimum is None:
-                continue
-            phase = job.podgroup.phase
-            if phase == PodGroupPhase.INQUEUE:
+            if minimum is not None and job.podgroup.phase == PodGroupPhase.INQUEUE:
+                # The full minimum, as Volcano's overcommit counts it (proportion and
+                # capacity deduct what an Inqueue job already holds).
                 self.inqueue.add(minimum)
-            elif (phase == PodGroupPhase.RUNNING
-                  and job.allocated_task_num() >= job.podgroup.min_member):
-                self.inqueue.add(inqueue_resource(job, job.allocated))
+            else:
+                self.inqueue.add(running_job_reservation(job))
 
         def enqueueable(job: JobInfo) -> Vote:
             minimum = job.podgroup.min_resources
@@ -80,10 +76,8 @@ class OvercommitPlugin:
             fits, short = (self.inqueue + minimum).less_equal_with_dimension(self.idle, minimum)
             if fits:
                 return Vote.PERMIT
-            message = "resource in cluster is overused"
-            if short:
-                message += ": " + ", ".join(f"overused {name}" for name in short)
-            ssn.record_event(job.uid, "Normal", "Unschedulable", message)
+            ssn.record_event(job.uid, "Normal", "Unschedulable", format_resource_names(
+                "resource in cluster is overused", "overused", short))
             return Vote.REJECT
 
         def enqueued(job: JobInfo) -> None:

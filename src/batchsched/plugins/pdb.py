@@ -3,13 +3,16 @@
 For one list of candidates, each budget starts at its ``disruptionsAllowed``.
 Candidates are taken in the order given; every budget of the candidate's
 namespace whose (non-empty) selector matches the candidate's labels, and which
-does not already list the pod among its disrupted pods, is charged one
-disruption. The candidate stays a victim only if none of its budgets went below
-zero. A pod without labels matches no budget and, as in Volcano, is never a
-victim of this filter.
+does not already list the pod (by pod name) among its disrupted pods, is charged
+one disruption. The candidate stays a victim only if none of its budgets went
+below zero. A pod without labels matches no budget and, as in Volcano, is never a
+victim of this filter. The budgets are spent through
+:class:`~batchsched.api.cluster.BudgetLedger`, the same ledger topology-aware
+preemption uses, so both read a budget the same way.
 
 The filter serves the **preemptable**, **reclaimable** and **victim tasks**
-points. Budgets are fresh for every call. It takes no arguments.
+points (no built-in action consults victim tasks yet: Volcano's shuffle action is
+not implemented). Budgets are fresh for every call. It takes no arguments.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from batchsched.api.cluster import PodDisruptionBudget
+from batchsched.api.cluster import BudgetLedger, PodDisruptionBudget
 from batchsched.api.task import TaskInfo
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
@@ -54,22 +57,7 @@ def within_budgets(
     """The tasks that may be evicted together, in order, without breaking a budget.
 
     A rejected task still uses up one disruption of each budget it matches, as in
-    Volcano.
+    Volcano; a task without labels is never kept.
     """
-    allowed = [budget.disruptions_allowed for budget in budgets]
-    out: list[TaskInfo] = []
-    for task in tasks:
-        if not task.labels:
-            continue
-        violated = False
-        for i, budget in enumerate(budgets):
-            if not budget.matches(task.namespace, task.labels):
-                continue
-            if task.name in budget.disrupted_pods:
-                continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
-                violated = True
-        if not violated:
-            out.append(task)
-    return out
+    ledger = BudgetLedger(budgets)
+    return [task for task in tasks if task.labels and ledger.charge(task)]

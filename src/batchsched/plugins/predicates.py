@@ -57,6 +57,15 @@ predicates failed`` (code Error).
 ``simulate_predicate`` (the dry run of topology-aware preemption) checks inter-pod
 affinity only, on the node copy it is given: the pods counted on that node are
 those of the view that the copy still holds.
+
+``vector_predicate`` answers ``predicate`` for all nodes at once (a mask) for the
+fast node selector (:mod:`batchsched.actions.fast_placement`): the pod count is
+one comparison over the view's arrays, the node-static filters are computed
+once per distinct combination of selector, required node affinity and
+tolerations, host ports look only at nodes with used ports, and inter-pod
+affinity once per distinct combination of the topology labels involved. It
+declines the proportional check and the equivalence cache (the scalar
+predicate then serves those tasks).
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 import attrs
+import numpy as np
 
 from batchsched.api.fit import NODE_POD_NUMBER_EXCEEDED, FitError, FitStatus
 from batchsched.api.node import NodeInfo
@@ -72,7 +82,9 @@ from batchsched.api.task import Taint, TaskInfo
 from batchsched.api.types import FitStatusCode
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
+from batchsched.framework.node_columns import BoolArray, NodeColumns
 from batchsched.framework.session import Session
+from batchsched.framework.vectorized import VectorFallback
 from batchsched.plugins.k8s_matching import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -81,6 +93,7 @@ from batchsched.plugins.k8s_matching import (
     node_selector_matches,
     tolerations_tolerate,
 )
+from batchsched.plugins.kube_columns import KubeColumns
 from batchsched.plugins.kube_view import KubeView, NodeView, PodInfo
 from batchsched.plugins.resource_strategy_fit import (
     ProportionalRates,
@@ -258,6 +271,8 @@ class PredicatesPlugin:
         self._ssn: Session | None = None
         self._states: dict[str, _TaskState] = {}
         self._cache: dict[str, dict[str, bool]] = {}
+        self._stable_masks: dict[object, BoolArray | None] = {}
+        self._kube: KubeColumns | None = None
 
     # -- session ------------------------------------------------------------------------
 
@@ -276,11 +291,16 @@ class PredicatesPlugin:
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate, plugin=self.name))
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate)
+        ssn.add_vector_predicate_fn(self.name, self.vector_predicate)
         ssn.add_simulate_predicate_fn(self.name, self.simulate_predicate)
+        self._stable_masks = {}
+        self._kube = None
 
     def on_session_close(self, ssn: Session) -> None:
         self._states = {}
         self._cache = {}
+        self._stable_masks = {}
+        self._kube = None
 
     @property
     def view(self) -> KubeView:
@@ -333,9 +353,13 @@ class PredicatesPlugin:
         pods that node copy still holds. ``anti_affinity_only`` skips nodes without
         a pod having required anti-affinity (all that matters to a task without
         required terms of its own)."""
-        for node_view in self.view.nodes.values():
-            if anti_affinity_only and not node_view.pods_with_required_anti_affinity:
-                continue
+        view = self.view
+        # The counts are sums, so the order nodes are visited in does not matter.
+        node_views: Iterable[NodeView] = (
+            [view.nodes[name] for name in view.nodes_with_required_anti_affinity]
+            if anti_affinity_only else view.nodes.values()
+        )
+        for node_view in node_views:
             labels = self._labels(node_view.name)
             if override is not None and node_view.name == override.name:
                 labels = override.labels
@@ -431,6 +455,103 @@ class PredicatesPlugin:
             failed = check_proportional(task, node, self.proportional)
             if failed is not None:
                 yield FitStatus(_UU, proportional_reason(failed), PROPORTIONAL)
+
+    # -- all nodes at once ----------------------------------------------------------------------
+
+    def vector_predicate(self, task: TaskInfo, columns: NodeColumns) -> BoolArray:
+        """:meth:`predicate` for every node at once: True where it returns None.
+
+        Declines (VectorFallback) the proportional check and the equivalence cache,
+        whose answers depend on which nodes earlier tasks happened to visit.
+        """
+        if self.proportional_enable or (
+            self.cache_enable and task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
+        ):
+            raise VectorFallback("predicates: proportional check or equivalence cache")
+        assert self._ssn is not None
+        kube = self._kube
+        if kube is None or kube.columns is not columns:
+            kube = self._kube = KubeColumns.of(self._ssn)
+        kube.sync()
+        pod = self.view.pod(task)
+        state = self._state(task)
+        # ``kube.room`` is shared: combine into a new array before changing anything.
+        passes: BoolArray = kube.room
+        stable = self._stable_mask(pod, state, kube)
+        if stable is not None:
+            passes = passes & stable
+        check_ports = (self.node_ports_enable and NODE_PORTS not in state.skipped
+                       and bool(pod.host_ports) and bool(kube.port_nodes))
+        check_affinity = self.pod_affinity_enable and INTER_POD_AFFINITY not in state.skipped
+        if not check_ports and not check_affinity:
+            return passes
+        if passes is kube.room:
+            passes = passes.copy()
+        if check_ports:
+            names = columns.names
+            for position in kube.port_nodes:
+                node_view = self.view.nodes[names[position]]
+                if any(node_view.port_conflict(port) for port in pod.host_ports):
+                    passes[position] = False
+        if check_affinity:
+            passes &= self._inter_pod_mask(pod, state.counts or InterPodCounts(), kube)
+        return passes
+
+    def _stable_mask(self, pod: PodInfo, state: _TaskState, kube: KubeColumns) -> BoolArray | None:
+        """Which nodes pass the node-static filters (None: all of them), cached per
+        distinct combination of what they read from the pod."""
+        affinity_checked = self.node_affinity_enable and NODE_AFFINITY not in state.skipped
+        key = (
+            pod.tolerations if self.taint_toleration_enable else None,
+            tuple(sorted(pod.node_selector.items())) if affinity_checked else None,
+            pod.affinity.node.required if affinity_checked else None,
+            affinity_checked,
+        )
+        if key in self._stable_masks:
+            return self._stable_masks[key]
+        nodes = kube.columns.nodes
+        if affinity_checked and (pod.node_selector or pod.affinity.node.required is not None):
+            positions: Iterable[int] = range(len(nodes))
+        else:
+            special = kube.static.get("stable_special")
+            if special is None:
+                special = kube.static["stable_special"] = [
+                    i for i, node in enumerate(nodes)
+                    if node.unschedulable or any(t.effect in _BLOCKING_EFFECTS for t in node.taints)
+                ]
+            positions = special
+        mask: BoolArray | None = None
+        for position in positions:
+            if not self._stable_filters(pod, nodes[position], state)[1]:
+                if mask is None:
+                    mask = np.ones(len(nodes), dtype=np.bool_)
+                mask[position] = False
+        self._stable_masks[key] = mask
+        return mask
+
+    def _inter_pod_mask(self, pod: PodInfo, counts: InterPodCounts, kube: KubeColumns) -> BoolArray:
+        """:func:`inter_pod_affinity_filter` on every node, evaluated once per distinct
+        combination of the node labels it reads."""
+        keys = list(dict.fromkeys(
+            [t.topology_key for t in pod.required_affinity]
+            + [t.topology_key for t in pod.required_anti_affinity]
+            + [k for (k, _), n in counts.existing_anti.items() if n > 0]
+        ))
+        size = len(kube.columns)
+        if not keys:
+            ok = inter_pod_affinity_filter(pod, counts, {}) is None
+            return np.full(size, ok, dtype=np.bool_)
+        codes = [kube.labels(k) for k in keys]
+        stacked = np.stack([c.codes for c in codes])
+        combos, inverse = np.unique(stacked, axis=1, return_inverse=True)
+        names = [{code: value for value, code in c.values.items()} for c in codes]
+        verdicts = np.empty(combos.shape[1], dtype=np.bool_)
+        for j in range(combos.shape[1]):
+            labels = {key: names[k][int(code)] for k, (key, code)
+                      in enumerate(zip(keys, combos[:, j], strict=True)) if code >= 0}
+            verdicts[j] = inter_pod_affinity_filter(pod, counts, labels) is None
+        mask: BoolArray = verdicts[inverse.reshape(-1)]
+        return mask
 
     # -- dry-run preemption -------------------------------------------------------------------
 

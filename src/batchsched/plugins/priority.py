@@ -8,7 +8,8 @@
   its task priority is lower than the preemptor's;
 * **unified evictable** (gang-level eviction): gang reclaim may take every
   candidate; gang preempt only candidates whose job priority is lower than the
-  evicting job's;
+  evicting job's (no built-in action consults this point yet: Volcano's
+  gang-preempt/gang-reclaim are not implemented);
 * **job starving**: the job has tasks that neither hold nor wait for resources
   (ready + pipelined < number of tasks).
 

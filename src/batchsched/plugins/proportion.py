@@ -27,7 +27,8 @@ It then decides:
 * the simulation hooks of topology-aware preemption (pre-predicate snapshot,
   simulated add/remove/allocatable).
 
-The spec ``deserved`` of a queue is not used. The plugin takes no arguments.
+The spec ``deserved`` of a queue is not used. The plugin takes no arguments (any
+given is logged as a warning and ignored).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from batchsched.plugins.queue_accounting import (
     capability_from_spec,
     diff,
     exceeded_part,
+    format_resource_names,
     job_min_resources,
     resource_max,
     same_resource,
@@ -57,7 +59,7 @@ from batchsched.plugins.queue_accounting import (
     spec_written,
 )
 
-__all__ = ["ProportionPlugin", "QueueAttr", "format_resource_names", "queue_share"]
+__all__ = ["ProportionPlugin", "QueueAttr", "queue_share"]
 
 _ZERO = DimensionDefault.ZERO
 _INFINITY = DimensionDefault.INFINITY
@@ -101,13 +103,6 @@ def queue_share(allocated: Resource, deserved: Resource) -> float:
     for name in deserved.resource_names():
         result = max(result, share(allocated.get(name), deserved.get(name)))
     return result
-
-
-def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
-    """Volcano's ``util.FormatResourceNames``: ``prefix: verb a, verb b``."""
-    if not names:
-        return prefix
-    return f"{prefix}: " + ", ".join(f"{verb} {name}" for name in names)
 
 
 def real_capability(total: Resource, total_guarantee: Resource, guarantee: Resource,
@@ -161,6 +156,7 @@ class ProportionPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        arguments.warn_unknown(self.name)
         self.total = Resource()
         self.total_guarantee = Resource()
         self.queue_attrs: dict[str, QueueAttr] = {}

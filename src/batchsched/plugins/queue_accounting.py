@@ -32,11 +32,14 @@ __all__ = [
     "diff",
     "dominant_share",
     "exceeded_part",
+    "format_resource_names",
     "greater_partly_in_relevant_dimensions",
     "inqueue_resource",
     "intersection",
+    "job_min_resources",
     "less_equal_partly_zero_filtered",
     "resource_max",
+    "running_job_reservation",
     "same_resource",
     "share",
     "spec_written",
@@ -259,6 +262,26 @@ def job_min_resources(job: JobInfo) -> Resource:
     return minimum.clone() if minimum is not None else Resource()
 
 
+def running_job_reservation(job: JobInfo) -> Resource:
+    """What a Running pod group still reserves: the part of its minResources it does
+    not hold (:func:`inqueue_resource`), when it sets minResources and at least
+    minMember of its tasks hold resources; nothing otherwise. (The minMember test
+    keeps a job whose driver finished while the group runs on from reserving its
+    minimum again.) Proportion, capacity and overcommit all count it."""
+    podgroup = job.podgroup
+    if (podgroup.min_resources is None or podgroup.phase != PodGroupPhase.RUNNING
+            or job.allocated_task_num() < podgroup.min_member):
+        return Resource()
+    return inqueue_resource(job, job.allocated)
+
+
+def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
+    """Volcano's ``util.FormatResourceNames``: ``prefix: verb a, verb b``."""
+    if not names:
+        return prefix
+    return f"{prefix}: " + ", ".join(f"{verb} {name}" for name in names)
+
+
 @attrs.define
 class QueueUsage:
     """What a queue's jobs hold, want and reserve (built at session open).
@@ -286,13 +309,9 @@ class QueueUsage:
             elif status == TaskStatus.PENDING:
                 for task in tasks.values():
                     delta.request.add(task.resreq)
-        has_minimum = job.podgroup.min_resources is not None
-        phase = job.podgroup.phase
-        if has_minimum and phase == PodGroupPhase.INQUEUE:
+        if job.podgroup.min_resources is not None and job.podgroup.phase == PodGroupPhase.INQUEUE:
             delta.inqueue.add(inqueue_resource(job, job.allocated))
-        if (has_minimum and phase == PodGroupPhase.RUNNING
-                and job.allocated_task_num() >= job.podgroup.min_member):
-            delta.inqueue.add(inqueue_resource(job, job.allocated))
+        delta.inqueue.add(running_job_reservation(job))
         delta.elastic.add(exceeded_part(job.allocated, job_min_resources(job)))
         self.merge(delta)
         return delta

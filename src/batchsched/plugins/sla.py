@@ -15,21 +15,17 @@ argument, else none.
 
 Argument ``sla-waiting-time``: a Go duration string such as ``"1h2m3s"``; it is
 ignored unless it is a string that parses to a positive duration (a bare number
-is ignored, as in Volcano). Default: none.
+is ignored, as in Volcano, and logged as a warning). Default: none.
 """
 
 from __future__ import annotations
 
-import logging
-
 from batchsched.api.job import JobInfo
 from batchsched.api.types import Vote
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, warn_unreadable
 from batchsched.framework.session import Session
 
 __all__ = ["SLA_WAITING_TIME", "SlaPlugin"]
-
-log = logging.getLogger("batchsched")
 
 #: Name of the argument (and of the job annotation).
 SLA_WAITING_TIME = "sla-waiting-time"
@@ -42,12 +38,12 @@ class SlaPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        waiting = arguments.get_duration(SLA_WAITING_TIME)
+        waiting = arguments.get_duration(SLA_WAITING_TIME, owner=self.name)
         if waiting is not None and waiting <= 0:
+            warn_unreadable(self.name, SLA_WAITING_TIME, arguments[SLA_WAITING_TIME],
+                            "a positive duration", None)
             waiting = None
-        if waiting is None and SLA_WAITING_TIME in arguments:
-            log.warning("sla: ignoring %s %r: not a positive Go duration string such as "
-                        "\"1h30m\"", SLA_WAITING_TIME, arguments[SLA_WAITING_TIME])
+        arguments.warn_unknown(self.name, [SLA_WAITING_TIME])
         #: The default waiting time in seconds, None when not configured.
         self.waiting_time: float | None = waiting
 

@@ -11,7 +11,8 @@ while ``start <= now <= end`` in whole seconds, start and end on the UTC date of
 
 A task may use revocable nodes when its annotation ``volcano.sh/revocable-zone``
 is ``"*"``, or, without that annotation, when ``volcano.sh/preemptable`` is true
-(Volcano's rule; any other zone value means "no").
+(Volcano's rule; any other zone value means "no"). ``TaskInfo.create`` derives
+this once, as ``task.revocable_zone`` (``"*"`` or ``""``).
 
 * **predicate**: a non-revocable node passes; a revocable node fails
   (UnschedulableAndUnresolvable) when its zone is inactive (``current time beyond
@@ -26,10 +27,20 @@ is ``"*"``, or, without that annotation, when ``volcano.sh/preemptable`` is true
   within the job's disruption budget (below).
 * **victim tasks**: for every configured zone that is inactive, the Running
   preemptable tasks on its nodes, per job within the budget -- at most once per
-  ``tdm.evict.period`` (Go duration, default ``1m``) per scheduler cache.
+  ``tdm.evict.period`` (Go duration, default ``1m``) per scheduler cache (the
+  time of the last selection is kept on the cache object, so it spans sessions
+  and two schedulers on different caches never share it; a session opened on a
+  bare snapshot keeps it for that session only). **No built-in action consults
+  victim tasks yet** (Volcano's ``shuffle`` action is not implemented), so this
+  only answers ``ssn.victim_tasks`` for a host or a third-party action.
 * **job order**: non-preemptable jobs first; **job pipelined**: permit when the
   job is pipelined, else reject; **job starving**: a non-preemptable job with
   Pending tasks.
+
+Arguments: ``tdm.revocable-zone.<zone>`` (a window, see above) and
+``tdm.evict.period``. A period that is not a Go duration, or a window that cannot
+be parsed, is logged as a warning (Volcano's fallback is kept: the default period;
+the zone's nodes are never usable), as is any other argument.
 
 Budget (pod-group annotations): with ``volcano.sh/jdb-max-unavailable`` (a count
 or a percentage of the job's tasks, rounded up) a job may lose ``max -
@@ -43,20 +54,15 @@ job's candidates in task id order; victims are taken from the front.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 import re
-import weakref
 from collections.abc import Mapping
 
 from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
-from batchsched.api.task import (
-    PREEMPTABLE_ANNOTATION,
-    REVOCABLE_ZONE_ANNOTATION,
-    TaskInfo,
-    parse_bool,
-)
+from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, FitStatusCode, TaskStatus, Vote
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
@@ -68,9 +74,10 @@ __all__ = [
     "TdmPlugin",
     "max_pod_evict_num",
     "parse_revocable_zone",
-    "task_revocable_zone",
     "zone_error",
 ]
+
+log = logging.getLogger("batchsched")
 
 PLUGIN_NAME = "tdm"
 ZONE_PREFIX = "tdm.revocable-zone."
@@ -84,8 +91,11 @@ REASON_NOT_ALLOWED = "not allow to dispatch to revocable node"
 _CLOCK = re.compile(r"([0-9]{1,2}):([0-9]{2})")
 _INT_OR_PERCENT = re.compile(r"([0-9]+)(%?)")
 
-#: When each scheduler cache last had victims taken (Volcano keeps one global clock).
-_last_evict: weakref.WeakKeyDictionary[object, float] = weakref.WeakKeyDictionary()
+# Where the time of the last victim selection is kept: an attribute of the cache
+# object, else (no cache, or one that takes no attributes) the session's extra.
+_CACHE_ATTRIBUTE = "_batchsched_tdm_state"
+_EXTRA_KEY = "tdm.state"
+_LAST_EVICT = "last-evict"
 
 
 def _clock(text: str, raw: str) -> tuple[int, int]:
@@ -137,14 +147,23 @@ def zone_error(zones: Mapping[str, str], zone: str, now: float) -> str | None:
     return None
 
 
-def task_revocable_zone(task: TaskInfo) -> str:
-    """``"*"`` when the task may use revocable nodes, else ``""`` (Volcano's rule)."""
-    annotations = task.annotations
-    if REVOCABLE_ZONE_ANNOTATION in annotations:
-        return "*" if annotations[REVOCABLE_ZONE_ANNOTATION] == "*" else ""
-    if parse_bool(annotations.get(PREEMPTABLE_ANNOTATION, "")):
-        return "*"
-    return ""
+def _state(ssn: Session) -> dict[str, float]:
+    """tdm's state that outlives a session: on the scheduler cache (Volcano keeps one
+    process-wide clock; per cache, schedulers on different caches never share it),
+    else in ``ssn.extra`` for this session only."""
+    cache = ssn.cache
+    if cache is not None:
+        state = getattr(cache, _CACHE_ATTRIBUTE, None)
+        if state is None:
+            state = {}
+            try:
+                setattr(cache, _CACHE_ATTRIBUTE, state)
+            except (AttributeError, TypeError):
+                state = None
+        if isinstance(state, dict):
+            return state
+    extra: dict[str, float] = ssn.extra.setdefault(_EXTRA_KEY, {})
+    return extra
 
 
 def _int_or_percent(text: str, total: int) -> int:
@@ -185,12 +204,20 @@ class TdmPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        zone_keys = [key for key in arguments if ZONE_PREFIX in key]
         self.zones: dict[str, str] = {
-            key.replace(ZONE_PREFIX, "", 1): str(value)
-            for key, value in arguments.items() if ZONE_PREFIX in key
+            key.replace(ZONE_PREFIX, "", 1): str(arguments[key]) for key in zone_keys
         }
-        period = arguments.get_duration(EVICT_PERIOD)
+        for key in zone_keys:
+            try:
+                parse_revocable_zone(str(arguments[key]), 0.0)
+            except ValueError as exc:
+                log.warning("plugin %r: argument %r = %r is not a window \"H:MM-H:MM\" (%s); "
+                            "the zone's nodes are never usable", self.name, key,
+                            arguments[key], exc)
+        period = arguments.get_duration(EVICT_PERIOD, DEFAULT_EVICT_PERIOD, owner=self.name)
         self.evict_period = DEFAULT_EVICT_PERIOD if period is None else period
+        arguments.warn_unknown(self.name, [EVICT_PERIOD, *zone_keys])
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_predicate_fn(self.name, lambda task, node: self.predicate(ssn, task, node))
@@ -209,7 +236,7 @@ class TdmPlugin:
         if not zone:
             return None
         reason = zone_error(self.zones, zone, ssn.now)
-        if reason is None and not task_revocable_zone(task):
+        if reason is None and not task.revocable_zone:
             reason = REASON_NOT_ALLOWED
         if reason is None:
             return None
@@ -225,12 +252,12 @@ class TdmPlugin:
             # Volcano's node-order function errors here: the node gets no score.
             raise FitError(task.namespace, task.name, node.name, [FitStatus(
                 FitStatusCode.ERROR, reason, self.name)])
-        return MAX_NODE_SCORE if task_revocable_zone(task) else 0.0
+        return MAX_NODE_SCORE if task.revocable_zone else 0.0
 
     def preemptable(
         self, ssn: Session, preemptor: TaskInfo, candidates: list[TaskInfo]
     ) -> list[TaskInfo]:
-        if preemptor.preemptable or task_revocable_zone(preemptor):
+        if preemptor.preemptable or preemptor.revocable_zone:
             return []
         by_job: dict[str, list[TaskInfo]] = {}
         for task in candidates:
@@ -248,12 +275,12 @@ class TdmPlugin:
         return victims
 
     def victims(self, ssn: Session) -> list[TaskInfo]:
-        """Preemptable Running tasks on the nodes of inactive zones, within budgets."""
-        key = ssn.cache
-        if key is not None:
-            last = _last_evict.get(key)
-            if last is not None and last + self.evict_period > ssn.now:
-                return []
+        """Preemptable Running tasks on the nodes of inactive zones, within budgets;
+        nothing while the evict period since the last selection has not passed."""
+        state = _state(ssn)
+        last = state.get(_LAST_EVICT)
+        if last is not None and last + self.evict_period > ssn.now:
+            return []
         victims: list[TaskInfo] = []
         for zone in sorted(self.zones):
             if zone_error(self.zones, zone, ssn.now) is None:
@@ -269,8 +296,7 @@ class TdmPlugin:
                         by_job.setdefault(task.job, []).append(task)
             for job_uid, tasks in by_job.items():
                 victims.extend(_max_victims(ssn.jobs[job_uid], tasks))
-        if key is not None:
-            _last_evict[key] = ssn.now
+        state[_LAST_EVICT] = ssn.now
         return victims
 
 

@@ -1,0 +1,210 @@
+"""Node search shared by the actions: how many feasible nodes a scan collects, which
+predicate statuses fail a node for which action, node scoring, and the scan itself
+with Volcano's predicate-error cache.
+
+Volcano keeps these on ``Session`` (``PredicateForAllocateAction``,
+``PredicateForPreemptAction``) and in ``pkg/scheduler/util`` (``PredicateHelper``,
+``CalculateNumOfFeasibleNodesToFind``, ``PrioritizeNodes``). The preempt and
+reclaim actions read them from here (through :mod:`batchsched.actions.victims`);
+:mod:`batchsched.actions.placement` (allocate, backfill) still spells out the
+same rules and is meant to use this module too, so that each rule is written once.
+
+Which predicate statuses fail a node:
+
+============================== ============================ ===========================
+code                           allocate and backfill        preempt and reclaim
+============================== ============================ ===========================
+Success                        passes                       passes
+Unschedulable                  **fails**                    passes (evicting may help)
+UnschedulableAndUnresolvable   **fails**                    **fails**
+Error                          **fails**                    **fails**
+Wait                           **fails**                    **fails**
+Skip                           **fails**                    **fails**
+============================== ============================ ===========================
+
+A FitError carrying several statuses fails the node when any one of them does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from batchsched.api.fit import FitError, FitErrors
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import FitStatusCode
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = [
+    "ALLOCATE_FAILING_CODES",
+    "BASELINE_PERCENTAGE_OF_NODES_TO_FIND",
+    "MIN_NODES_TO_FIND",
+    "MIN_PERCENTAGE_OF_NODES_TO_FIND",
+    "PREEMPT_FAILING_CODES",
+    "FeasibleNodeScan",
+    "PredicateFn",
+    "failing_predicate",
+    "node_scores",
+    "num_feasible_nodes_to_find",
+    "predicate_for_allocate_action",
+    "predicate_for_preempt_action",
+]
+
+PredicateFn = Callable[[TaskInfo, NodeInfo], "FitError | None"]
+
+#: Volcano's (and kube-scheduler's) defaults for how many feasible nodes a scan collects.
+MIN_NODES_TO_FIND = 100
+MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
+BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
+
+#: Statuses that fail a node for allocate and backfill (``PredicateForAllocateAction``).
+ALLOCATE_FAILING_CODES = frozenset({
+    FitStatusCode.ERROR,
+    FitStatusCode.UNSCHEDULABLE,
+    FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    FitStatusCode.WAIT,
+    FitStatusCode.SKIP,
+})
+
+#: Statuses that fail a node for preempt and reclaim (``PredicateForPreemptAction``):
+#: those saying that evicting pods cannot help. A node that is only Unschedulable
+#: (pod count, host port, anti-affinity of a running pod, ...) stays a candidate.
+PREEMPT_FAILING_CODES = frozenset({
+    FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
+    FitStatusCode.ERROR,
+    FitStatusCode.SKIP,
+    FitStatusCode.WAIT,
+})
+
+
+def num_feasible_nodes_to_find(total: int) -> int:
+    """How many feasible nodes a scan collects before stopping (Volcano's defaults).
+
+    All of them up to 100 nodes; above, ``max(50 - total // 125, 5)`` percent of
+    them, but never fewer than 100.
+
+    >>> num_feasible_nodes_to_find(80), num_feasible_nodes_to_find(1000)
+    (80, 420)
+    """
+    if total <= MIN_NODES_TO_FIND:
+        return total
+    percentage = max(
+        BASELINE_PERCENTAGE_OF_NODES_TO_FIND - total // 125, MIN_PERCENTAGE_OF_NODES_TO_FIND
+    )
+    return max(total * percentage // 100, MIN_NODES_TO_FIND)
+
+
+def failing_predicate(
+    ssn: Session, task: TaskInfo, node: NodeInfo, failing_codes: frozenset[FitStatusCode]
+) -> FitError | None:
+    """The plugins' predicates, read with ``failing_codes``: the FitError when one
+    of its statuses has such a code, else None (the node passes)."""
+    err = ssn.predicate(task, node)
+    if err is None:
+        return None
+    if any(status.code in failing_codes for status in err.statuses):
+        return err
+    return None
+
+
+def predicate_for_allocate_action(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    """The plugins' predicates as allocate and backfill read them
+    (:data:`ALLOCATE_FAILING_CODES`)."""
+    return failing_predicate(ssn, task, node, ALLOCATE_FAILING_CODES)
+
+
+def predicate_for_preempt_action(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    """The plugins' predicates as preempt and reclaim read them
+    (:data:`PREEMPT_FAILING_CODES`)."""
+    return failing_predicate(ssn, task, node, PREEMPT_FAILING_CODES)
+
+
+def node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
+    """Node-order plus batch node-order score of each node, in the order given.
+
+    The batch functions score over ``nodes`` as one group. As in Volcano, a node
+    whose node-order function reports a FitError keeps only its batch score.
+    """
+    order: list[float] = []
+    for node in nodes:
+        try:
+            order.append(ssn.node_order(task, node))
+        except FitError:
+            order.append(0.0)
+    batch = ssn.batch_node_order(task, list(nodes))
+    return [score + batch.get(node.name, 0.0) for node, score in zip(nodes, order, strict=True)]
+
+
+class FeasibleNodeScan:
+    """Volcano's ``PredicateHelper``: the feasible nodes of one task, with the
+    predicate-error cache.
+
+    :meth:`feasible_nodes` examines ``nodes`` one at a time and stops once
+    :func:`num_feasible_nodes_to_find` of them passed. With ``rotate`` each scan
+    starts where the previous one of this object stopped (Volcano's rotating start
+    index; with at most 100 nodes every node is examined, so it changes nothing);
+    without it every scan starts at the first node. The result is always in the
+    order of ``session_nodes`` (Volcano's 16 parallel workers give no order).
+
+    The error cache (``error_cache_enabled``): within one cache scope (until
+    :meth:`new_cache_scope`), once a task of a (job, role) failed on a node, later
+    tasks of the same job and role skip that node with the same error. Tasks
+    without a role never use it (Volcano issue 3527).
+    """
+
+    def __init__(
+        self,
+        session_nodes: Sequence[NodeInfo],
+        *,
+        error_cache_enabled: bool = True,
+        rotate: bool = True,
+    ) -> None:
+        self.error_cache_enabled = error_cache_enabled
+        self.rotate = rotate
+        self._error_cache: dict[str, dict[str, FitError]] = {}
+        self._next_start = 0
+        self._position = {node.name: i for i, node in enumerate(session_nodes)}
+
+    def new_cache_scope(self) -> None:
+        """Forget every cached predicate failure."""
+        self._error_cache = {}
+
+    def feasible_nodes(
+        self, task: TaskInfo, nodes: Sequence[NodeInfo], predicate: PredicateFn
+    ) -> tuple[list[NodeInfo], FitErrors]:
+        """The nodes passing ``predicate`` (in session node order) and the others' errors."""
+        errors = FitErrors()
+        total = len(nodes)
+        if total == 0:
+            return [], errors
+        use_cache = self.error_cache_enabled and bool(task.role)
+        group = f"{task.job}/{task.role}"
+        failed_before = group in self._error_cache
+        cached = self._error_cache.get(group, {})
+        wanted = num_feasible_nodes_to_find(total)
+        start = self._next_start % total if self.rotate else 0
+        found: list[NodeInfo] = []
+        processed = 0
+        for offset in range(total):
+            node = nodes[(start + offset) % total]
+            processed += 1
+            if use_cache and failed_before and node.name in cached:
+                errors.set_node_error(node.name, cached[node.name])
+                continue
+            err = predicate(task, node)
+            if err is not None:
+                cached[node.name] = err
+                self._error_cache[group] = cached
+                errors.set_node_error(node.name, err)
+                continue
+            found.append(node)
+            if len(found) == wanted:
+                break
+        if self.rotate:
+            self._next_start = (start + processed) % total
+        position = self._position
+        found.sort(key=lambda n: position.get(n.name, len(position)))
+        return found, errors

@@ -1,0 +1,352 @@
+"""A columnar mirror of a session's nodes, for vectorised node choice.
+
+:class:`NodeColumns` holds, for every node of ``ssn.node_list`` (same order:
+node ``i`` is column ``i``), its allocatable, idle, used, releasing, pipelined
+and future-idle amounts as ``float64`` arrays of shape ``[dimensions, nodes]``,
+plus the number of tasks on each node. Dimension 0 is cpu, 1 memory, 2 pods,
+then every other resource seen on a node or a task of the session, sorted by
+name; a dimension a node does not have reads 0, as ``Resource.get`` does.
+
+The mirror is built on first use (:meth:`NodeColumns.of`), so a session that
+never asks for it pays nothing. It stays in step through ``NodeInfo.on_change``:
+a node whose tasks change is marked dirty, and :meth:`NodeColumns.sync` copies
+the dirty nodes' figures from their ``Resource`` objects (a copy, not a
+re-computation, so the arrays hold bit for bit what the scalar path reads;
+``future_idle`` is ``(idle + releasing) - pipelined`` with the same float
+operations as ``NodeInfo.future_idle``). Every reader calls :meth:`sync` first.
+
+:attr:`NodeColumns.changes` logs the node indices each sync refreshed, so a
+cache over nodes (e.g. a per-template score array) can refresh only what moved:
+keep ``len(columns.changes)`` and look at the entries appended since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+
+__all__ = ["BASE_DIMENSIONS", "Candidates", "NodeColumns", "fits_mask"]
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IndexArray = npt.NDArray[np.intp]
+
+#: The dimensions every mirror has, in this order.
+BASE_DIMENSIONS = (CPU, MEMORY, PODS)
+
+_EXTRA_KEY = "batchsched.node_columns"
+
+
+def fits_mask(request: FloatArray, available: FloatArray) -> BoolArray:
+    """Volcano's ``less_equal`` per column: every row of ``request`` (shape ``[k]``)
+    within the epsilon of the same row of ``available`` (shape ``[k, n]``).
+
+    ``l < r or |l - r| < 0.1`` is exactly ``l - r < 0.1`` in floating point:
+    when ``l < r`` the rounded difference is negative, otherwise it is the
+    absolute difference. (Infinities and NaNs give the same answer both ways.)
+    """
+    diff = request[:, None] - available
+    ok: BoolArray = np.less(diff, MIN_RESOURCE, out=np.empty(diff.shape, dtype=np.bool_))
+    if ok.shape[0] == 1:
+        first: BoolArray = ok[0]
+        return first
+    every: BoolArray = np.logical_and.reduce(ok, axis=0)
+    return every
+
+
+class Candidates:
+    """A set of node indices in session order, handed to vectorised scorers.
+
+    ``indices`` is sorted; ``span`` is the equivalent slice when the indices are
+    contiguous (then :meth:`pick` returns views instead of copies).
+    """
+
+    __slots__ = ("indices", "span")
+
+    def __init__(self, indices: IndexArray) -> None:
+        self.indices = indices
+        size = len(indices)
+        first = int(indices[0]) if size else 0
+        self.span: slice | None = (
+            slice(first, first + size)
+            if size and int(indices[-1]) - first + 1 == size else None
+        )
+
+    def pick(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """The candidates' entries of a per-node array (last axis = nodes)."""
+        if self.span is not None:
+            return array[..., self.span]
+        return array[..., self.indices]
+
+    def pick_rows(self, array: npt.NDArray[Any], rows: IndexArray) -> npt.NDArray[Any]:
+        """``array[rows]`` restricted to the candidates (one gather)."""
+        if self.span is not None:
+            return array[rows, self.span]
+        return array[rows[:, None], self.indices]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class NodeColumns:
+    """The nodes of one session as arrays (see the module docstring)."""
+
+    def __init__(self, nodes: Sequence[NodeInfo], extra_dimensions: Iterable[str] = ()) -> None:
+        self.nodes: list[NodeInfo] = list(nodes)
+        #: The sequence the mirror was built from (the session's ``node_list``).
+        self.source: Sequence[NodeInfo] = nodes
+        self.names: list[str] = [node.name for node in self.nodes]
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        names: set[str] = set(extra_dimensions)
+        for node in self.nodes:
+            for res in (node.allocatable, node.idle, node.used, node.releasing, node.pipelined):
+                names.update(res.scalars)
+        names.difference_update(BASE_DIMENSIONS)
+        self.dimensions: list[str] = [*BASE_DIMENSIONS, *sorted(names)]
+        self.dimension_index: dict[str, int] = {n: i for i, n in enumerate(self.dimensions)}
+        self._dirty: list[int] = []
+        #: Node indices refreshed by each :meth:`sync`, oldest first.
+        self.changes: list[int] = []
+        self._build()
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def of(cls, ssn: Any) -> NodeColumns:
+        """The session's mirror, built on first use over ``ssn.node_list``.
+
+        Every resource name of the session's tasks becomes a dimension too, so
+        that any task's request can be compared column by column.
+        """
+        extra: dict[str, Any] = ssn.extra
+        columns = extra.get(_EXTRA_KEY)
+        if isinstance(columns, NodeColumns) and columns.source is ssn.node_list:
+            return columns
+        seen: set[str] = set()
+        for job in ssn.jobs.values():
+            for task in job.tasks.values():
+                seen.update(task.init_resreq.scalars)
+                seen.update(task.resreq.scalars)
+        columns = cls(ssn.node_list, seen)
+        columns.source = ssn.node_list
+        columns.attach()
+        extra[_EXTRA_KEY] = columns
+        return columns
+
+    def _build(self) -> None:
+        count, width = len(self.dimensions), len(self.nodes)
+        self.allocatable: FloatArray = np.zeros((count, width))
+        self.idle: FloatArray = np.zeros((count, width))
+        self.used: FloatArray = np.zeros((count, width))
+        self.releasing: FloatArray = np.zeros((count, width))
+        self.pipelined: FloatArray = np.zeros((count, width))
+        self.task_count = np.zeros(width, dtype=np.int64)
+        #: Nodes whose releasing or pipelined amounts are not all zero.
+        self.in_transition = np.zeros(width, dtype=np.bool_)
+        self.future_idle: FloatArray = np.zeros((count, width))
+        self._transitions = 0
+        self._scalar_names = self.dimensions[2:]
+        for i, node in enumerate(self.nodes):
+            self._column(self.allocatable, i, node.allocatable)
+            self._refresh(i, node)
+
+    def _column(self, array: FloatArray, i: int, res: Resource) -> None:
+        array[0, i] = res.milli_cpu
+        array[1, i] = res.memory
+        scalars = res.scalars
+        if scalars:
+            index = self.dimension_index
+            for name, amount in scalars.items():
+                array[index[name], i] = amount
+
+    def _refresh(self, i: int, node: NodeInfo) -> None:
+        """Copy node ``i``'s changing figures (future idle too, with
+        ``NodeInfo.future_idle``'s float operations)."""
+        names = self._scalar_names
+        values = self._values
+        idle = values(node.idle, names)
+        self.idle[:, i] = idle
+        self.used[:, i] = values(node.used, names)
+        self.task_count[i] = len(node.tasks)
+        moving = _nonzero(node.releasing) or _nonzero(node.pipelined)
+        if moving or self.in_transition[i]:
+            releasing = values(node.releasing, names)
+            pipelined = values(node.pipelined, names)
+            self.releasing[:, i] = releasing
+            self.pipelined[:, i] = pipelined
+            self.future_idle[:, i] = [(a + b) - c for a, b, c
+                                      in zip(idle, releasing, pipelined, strict=True)]
+            self._transitions += int(moving) - int(bool(self.in_transition[i]))
+            self.in_transition[i] = moving
+        else:
+            self.future_idle[:, i] = [(a + 0.0) - 0.0 for a in idle]
+
+    @staticmethod
+    def _values(res: Resource, names: list[str]) -> list[float]:
+        scalars = res.scalars
+        if not scalars:
+            return [res.milli_cpu, res.memory, *([0.0] * len(names))]
+        get = scalars.get
+        return [res.milli_cpu, res.memory, *[get(name, 0.0) for name in names]]
+
+    def attach(self) -> None:
+        """Follow every node's changes (chaining any ``on_change`` already set)."""
+        for i, node in enumerate(self.nodes):
+            previous = node.on_change
+            node.on_change = self._watcher(i, previous)
+
+    def _watcher(
+        self, i: int, previous: Callable[[NodeInfo], None] | None
+    ) -> Callable[[NodeInfo], None]:
+        dirty = self._dirty
+        if previous is None:
+            def mark(node: NodeInfo) -> None:
+                dirty.append(i)
+            return mark
+
+        def mark_and_chain(node: NodeInfo) -> None:
+            dirty.append(i)
+            previous(node)
+        return mark_and_chain
+
+    # -- keeping in step ---------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Bring the arrays up to date with every node changed since the last sync."""
+        if not self._dirty:
+            return
+        dirty = list(dict.fromkeys(self._dirty)) if len(self._dirty) > 1 else self._dirty[:]
+        self._dirty.clear()
+        for i in dirty:
+            node = self.nodes[i]
+            if not self._known(node):
+                self._grow(node)
+            self._refresh(i, node)
+        self.changes.extend(dirty)
+
+    def _known(self, node: NodeInfo) -> bool:
+        index = self.dimension_index
+        for res in (node.idle, node.used, node.releasing, node.pipelined):
+            for name in res.scalars:
+                if name not in index:
+                    return False
+        return True
+
+    def _grow(self, node: NodeInfo) -> None:
+        """A resource no mirror dimension covers appeared on a node: add rows for it."""
+        names = set(self.dimensions[len(BASE_DIMENSIONS):])
+        for res in (node.idle, node.used, node.releasing, node.pipelined):
+            names.update(res.scalars)
+        names.difference_update(BASE_DIMENSIONS)
+        self.add_dimensions(names)
+
+    def add_dimensions(self, names: Iterable[str]) -> None:
+        """Make sure every name in ``names`` is a dimension (rebuilding the arrays if not)."""
+        missing = {n for n in names if n not in self.dimension_index}
+        if not missing:
+            return
+        others = sorted(set(self.dimensions[len(BASE_DIMENSIONS):]) | missing)
+        self.dimensions = [*BASE_DIMENSIONS, *others]
+        self.dimension_index = {n: i for i, n in enumerate(self.dimensions)}
+        pending = list(self._dirty)
+        self._dirty.clear()
+        self._build()
+        self.changes.extend(range(len(self.nodes)))
+        self._dirty.extend(pending)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def has_transitions(self) -> bool:
+        """Whether some node has releasing or pipelined amounts (after :meth:`sync`).
+
+        Without any, every node's future idle equals its idle.
+        """
+        return self._transitions > 0
+
+    def rows(self, names: Iterable[str]) -> IndexArray:
+        """The row indices of resource names (adding dimensions for unknown names)."""
+        names = list(names)
+        index = self.dimension_index
+        if any(n not in index for n in names):
+            self.add_dimensions(names)
+            index = self.dimension_index
+        return np.array([index[n] for n in names], dtype=np.intp)
+
+    def request(self, res: Resource) -> tuple[IndexArray, FloatArray]:
+        """The rows Volcano's ``less_equal`` checks for a request, and the amounts.
+
+        cpu and memory always; then every scalar the request holds, in row order.
+        """
+        index = self.dimension_index
+        if any(n not in index for n in res.scalars):
+            self.add_dimensions(res.scalars)
+            index = self.dimension_index
+        pairs = sorted([(0, res.milli_cpu), (1, res.memory),
+                        *[(index[n], amount) for n, amount in res.scalars.items()]])
+        return (np.array([row for row, _ in pairs], dtype=np.intp),
+                np.array([amount for _, amount in pairs], dtype=np.float64))
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+
+def _nonzero(res: Resource) -> bool:
+    return bool(res.milli_cpu or res.memory or any(res.scalars.values()))
+
+
+class NodeArrayCache:
+    """Per-template arrays over all nodes, kept exact by refreshing only moved nodes.
+
+    A score that depends on a task only through some "template" (e.g. its
+    request) and on a node only through figures whose changes are logged in
+    ``changes`` (a list of node indices that only grows, such as
+    :attr:`NodeColumns.changes`) is computed once over all nodes per template;
+    afterwards each :meth:`get` recomputes just the nodes logged since that
+    template's previous use: with ``one`` node by node when few moved, else with
+    ``some`` over their indices. The arrays are shared: callers must not modify
+    them. At most ``capacity`` templates are kept (least recently used dropped).
+    """
+
+    def __init__(self, changes: list[int], capacity: int = 64, one_by_one: int = 3) -> None:
+        self.changes = changes
+        self.capacity = capacity
+        self.one_by_one = one_by_one
+        self._entries: dict[Any, tuple[npt.NDArray[Any], int]] = {}
+
+    def get(
+        self,
+        key: Any,
+        every: Callable[[], npt.NDArray[Any]],
+        some: Callable[[IndexArray], npt.NDArray[Any]],
+        one: Callable[[int], Any] | None = None,
+    ) -> npt.NDArray[Any]:
+        """The template's array, built with ``every()`` or refreshed with ``some``/``one``."""
+        entries = self._entries
+        log = self.changes
+        entry = entries.pop(key, None)
+        if entry is None:
+            array = every()
+            if len(entries) >= self.capacity:
+                del entries[next(iter(entries))]
+        else:
+            array, seen = entry
+            if seen < len(log):
+                moved = log[seen:]
+                if one is not None and len(moved) <= self.one_by_one:
+                    for position in dict.fromkeys(moved):
+                        array[position] = one(position)
+                else:
+                    positions = np.unique(np.asarray(moved, dtype=np.intp))
+                    array[positions] = some(positions)
+        entries[key] = (array, len(log))
+        return array
+
+    def clear(self) -> None:
+        self._entries.clear()

@@ -1,0 +1,182 @@
+"""Vectorised variants of the node extension points, and how they combine.
+
+A plugin may register, next to its scalar ``predicate``, ``node_order`` or
+``batch_node_order`` function, a variant that answers for many nodes at once
+over the session's :class:`~batchsched.framework.node_columns.NodeColumns`:
+
+==========================================  ==================================================
+registration                                function receives -> returns
+==========================================  ==================================================
+``ssn.add_vector_predicate_fn``             ``(task, columns)`` -> ``None`` (every node passes),
+                                            a bool array over all nodes (True: the scalar
+                                            function returns None there), or a pair
+                                            ``(passes, harmless)`` whose second array marks the
+                                            nodes where the scalar function returns a FitError
+                                            with no failing status
+``ssn.add_vector_node_order_fn``            ``(task, columns, candidates)`` -> float array over
+                                            the candidates; NaN where the scalar function raises
+                                            FitError (the node then gets no node-order score)
+``ssn.add_vector_batch_node_order_fn``      ``(task, columns, candidates)`` -> float array over
+                                            the candidates (0.0 for a node the scalar function
+                                            leaves out of its mapping)
+==========================================  ==================================================
+
+A variant must give **exactly** the scalar function's answer (the same float
+operations in the same order), so that both paths make the same decisions. A
+variant that cannot answer exactly for a given task raises
+:class:`VectorFallback`; the node selector then takes the scalar path for that
+task.
+
+The variants are consulted only when they cover the point completely:
+:func:`vector_tiers` returns the enabled functions of a point with each
+replaced by its plugin's variant, or ``None`` as soon as one enabled plugin has
+none. The enable flags and tiers are the scalar point's
+(:meth:`Session.tiers_for`), and the combination rules are those of
+:mod:`batchsched.framework.combine`: predicates stop at the first plugin
+reporting a FitError, which fails the node only if one of its statuses fails;
+node-order scores are summed, a FitError leaving the node unscored; batch
+scores are summed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from batchsched.api.task import TaskInfo
+from batchsched.errors import BatchSchedError
+from batchsched.framework.combine import Blame
+from batchsched.framework.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = [
+    "VECTOR_POINTS",
+    "VectorFallback",
+    "VectorTiers",
+    "batch_node_order_scores",
+    "node_order_scores",
+    "predicate_mask",
+    "register",
+    "vector_tiers",
+]
+
+#: The points that may have vectorised variants.
+VECTOR_POINTS = ("predicate", "node_order", "batch_node_order")
+
+VectorFn = Callable[..., Any]
+VectorTiers = Sequence[Sequence[tuple[str, VectorFn]]]
+
+_EXTRA_KEY = "batchsched.vector_fns"
+
+
+class VectorFallback(BatchSchedError):  # noqa: N818  (a signal, not a failure)
+    """Raised by a vectorised variant that cannot answer exactly for this task."""
+
+
+def _registry(ssn: Session) -> dict[str, dict[str, VectorFn]]:
+    registry: dict[str, dict[str, VectorFn]] | None = ssn.extra.get(_EXTRA_KEY)
+    if registry is None:
+        registry = {point: {} for point in VECTOR_POINTS}
+        ssn.extra[_EXTRA_KEY] = registry
+    return registry
+
+
+def register(ssn: Session, point: str, plugin: str, fn: VectorFn) -> None:
+    """Record ``plugin``'s vectorised variant of ``point``."""
+    if point not in VECTOR_POINTS:
+        raise ValueError(f"no vectorised variant exists for extension point {point!r}")
+    _registry(ssn)[point][plugin] = fn
+
+
+def registered(ssn: Session, point: str) -> dict[str, VectorFn]:
+    """The vectorised variants of a point, by plugin (enabled or not)."""
+    return dict(_registry(ssn)[point])
+
+
+def vector_tiers(ssn: Session, point: str) -> VectorTiers | None:
+    """The enabled functions of ``point`` as vectorised variants, tier by tier, or
+    None when an enabled plugin serving the point has no variant."""
+    variants = _registry(ssn)[point]
+    tiers: list[list[tuple[str, VectorFn]]] = []
+    for tier in ssn.tiers_for(point):
+        row: list[tuple[str, VectorFn]] = []
+        for name, _ in tier:
+            variant = variants.get(name)
+            if variant is None:
+                return None
+            row.append((name, variant))
+        tiers.append(row)
+    return tiers
+
+
+def _flat(tiers: VectorTiers) -> list[tuple[str, VectorFn]]:
+    return [entry for tier in tiers for entry in tier]
+
+
+def predicate_mask(
+    tiers: VectorTiers, task: TaskInfo, columns: NodeColumns
+) -> BoolArray | None:
+    """Which nodes pass the predicates (None: all of them), over all nodes.
+
+    Per node the first plugin reporting an error decides, as
+    ``combine.first_failure`` does; the node fails unless that error is harmless.
+    The array returned may be one a plugin shares: read it, do not modify it.
+    """
+    passes: BoolArray | None = None
+    undecided: BoolArray | None = None
+    failed: BoolArray | None = None
+    with Blame("vector predicate") as blame:
+        for blame.plugin, fn in _flat(tiers):
+            answer = fn(task, columns)
+            if answer is None:
+                continue
+            if isinstance(answer, tuple):
+                ok, harmless = answer
+                if undecided is None:
+                    undecided = passes.copy() if passes is not None else np.ones(
+                        len(columns), dtype=np.bool_)
+                    failed = ~undecided
+                assert failed is not None
+                failed |= undecided & ~ok & ~harmless
+                undecided &= ok
+                continue
+            if undecided is not None:
+                assert failed is not None
+                failed |= undecided & ~answer
+                undecided &= answer
+            elif passes is None:
+                passes = answer  # read only: the next mask makes a new array
+            else:
+                passes = passes & answer
+    if failed is not None:
+        return ~failed
+    return passes
+
+
+def node_order_scores(
+    tiers: VectorTiers, task: TaskInfo, columns: NodeColumns, candidates: Candidates
+) -> FloatArray:
+    """The summed node-order scores of the candidates (0.0 for an unscored node)."""
+    total: FloatArray = np.zeros(len(candidates))
+    with Blame("vector node order") as blame:
+        for blame.plugin, fn in _flat(tiers):
+            total += fn(task, columns, candidates)
+    unscored = np.isnan(total)
+    if unscored.any():
+        total[unscored] = 0.0
+    return total
+
+
+def batch_node_order_scores(
+    tiers: VectorTiers, task: TaskInfo, columns: NodeColumns, candidates: Candidates
+) -> FloatArray:
+    """The summed batch node-order scores of the candidates."""
+    total: FloatArray = np.zeros(len(candidates))
+    with Blame("vector batch node order") as blame:
+        for blame.plugin, fn in _flat(tiers):
+            total += fn(task, columns, candidates)
+    return total

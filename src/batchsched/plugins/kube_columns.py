@@ -1,0 +1,173 @@
+"""The Kubernetes view of the nodes (:mod:`batchsched.plugins.kube_view`) as arrays.
+
+:class:`KubeColumns` mirrors, for every node of the session in
+:class:`~batchsched.framework.node_columns.NodeColumns` order, what the
+vectorised predicates and nodeorder variants read from a
+:class:`~batchsched.plugins.kube_view.NodeView`: the number of pods, their
+summed requests (cpu, memory, GPUs) and their "non-zero" requests, as
+``int64`` arrays, plus the node allocatable figures kube-scheduler uses
+(rounded up to integers as ``Quantity.Value`` does). It follows the view's
+``change_log``, so one placement costs one node's refresh, done the next time
+the arrays are read (:meth:`KubeColumns.sync`).
+
+It also caches what depends on node labels only (which never change in a
+session): per label key, each node's value as an integer code.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from batchsched.api.resource import CPU, MEMORY, PODS
+from batchsched.framework.node_columns import IndexArray, NodeColumns
+from batchsched.plugins.kube_view import GPU, KubeView
+
+__all__ = ["KubeColumns", "LabelCodes", "ceil_amounts"]
+
+IntArray = npt.NDArray[np.int64]
+
+_EXTRA_KEY = "batchsched.kube_columns"
+#: Amounts below this keep the scores' integer products within int64 and their
+#: float conversions exact; a larger one sends the task to the scalar path.
+LARGE = 2**52
+
+
+def ceil_amounts(amounts: npt.NDArray[np.float64]) -> tuple[IntArray, bool]:
+    """``ceil(amount - 1e-9)`` for positive amounts, else 0: the integers the kube
+    plugins hold (the same float operations as the scalar ``_int_amount``), and
+    whether all of them are small enough for exact int64 and float arithmetic."""
+    if len(amounts) and not (np.all(np.isfinite(amounts)) and float(amounts.max()) < LARGE):
+        values = [math.ceil(a - 1e-9) if a > 0 else 0 for a in amounts.tolist()]
+        return np.array([min(v, LARGE) for v in values], dtype=np.int64), False
+    out = np.ceil(amounts - 1e-9)
+    out[amounts <= 0] = 0.0
+    return out.astype(np.int64), True
+
+
+class LabelCodes:
+    """Per node, the value of one label key as an integer code (-1: label absent)."""
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, columns: NodeColumns, key: str) -> None:
+        self.values: dict[str, int] = {}
+        codes = np.empty(len(columns), dtype=np.int64)
+        for i, node in enumerate(columns.nodes):
+            value = node.labels.get(key)
+            if value is None:
+                codes[i] = -1
+            else:
+                codes[i] = self.values.setdefault(value, len(self.values))
+        self.codes: IntArray = codes
+
+    def equal(self, value: str) -> npt.NDArray[np.bool_]:
+        """Which nodes carry the label with exactly this value."""
+        code = self.values.get(value)
+        if code is None:
+            return np.zeros(len(self.codes), dtype=np.bool_)
+        return self.codes == code  # type: ignore[no-any-return]
+
+
+class KubeColumns:
+    """Arrays of the Kubernetes node view (see the module docstring)."""
+
+    def __init__(self, view: KubeView, columns: NodeColumns) -> None:
+        self.view = view
+        self.columns = columns
+        width = len(columns)
+        self.pods: IntArray = np.zeros(width, dtype=np.int64)
+        #: The pods' summed requests: rows cpu (millicores), memory (bytes), GPUs.
+        self.requested: IntArray = np.zeros((3, width), dtype=np.int64)
+        #: The pods' summed "non-zero" requests: rows cpu, memory.
+        self.nonzero: IntArray = np.zeros((2, width), dtype=np.int64)
+        #: Nodes with at least one used host port.
+        self.port_nodes: set[int] = set()
+        #: Node indices refreshed by each :meth:`sync`, oldest first (append-only).
+        self.changes: list[int] = []
+        #: False once some amount is too large for exact array arithmetic.
+        self.exact = True
+        self._seen = len(view.change_log)
+        index = columns.dimension_index
+        pods_row = columns.allocatable[index[PODS]]
+        #: ``int(allocatable pods)`` per node: how many pods the node may hold.
+        self.max_pods: IntArray = np.trunc(np.minimum(pods_row, float(LARGE))).astype(np.int64)
+        #: Nodes holding fewer pods than ``max_pods`` (the predicates' pod-count check).
+        self.room = np.zeros(width, dtype=np.bool_)
+        for i in range(width):
+            self._refresh(i)
+        cpu, cpu_exact = ceil_amounts(columns.allocatable[index[CPU]])
+        memory, memory_exact = ceil_amounts(columns.allocatable[index[MEMORY]])
+        gpu_row = index.get(GPU)
+        gpu, gpu_exact = (ceil_amounts(columns.allocatable[gpu_row]) if gpu_row is not None
+                          else (np.zeros(width, dtype=np.int64), True))
+        #: Allocatable as kube-scheduler holds it: rows cpu, memory, GPUs.
+        self.allocatable: IntArray = np.stack([cpu, memory, gpu])
+        #: Whether every node has some cpu and some memory allocatable.
+        self.cpu_memory_everywhere = bool((self.allocatable[:2] != 0).all())
+        self.exact = self.exact and cpu_exact and memory_exact and gpu_exact
+        self._labels: dict[str, LabelCodes] = {}
+        self.static: dict[Any, Any] = {}
+
+    @classmethod
+    def of(cls, ssn: Any) -> KubeColumns:
+        """The session's mirror of its kube view, built on first use."""
+        extra: dict[str, Any] = ssn.extra
+        mirror = extra.get(_EXTRA_KEY)
+        columns = NodeColumns.of(ssn)
+        view = KubeView.of(ssn)
+        if (not isinstance(mirror, KubeColumns) or mirror.columns is not columns
+                or mirror.view is not view):
+            mirror = cls(view, columns)
+            extra[_EXTRA_KEY] = mirror
+        return mirror
+
+    def _refresh(self, i: int) -> None:
+        node = self.view.nodes.get(self.columns.names[i])
+        if node is None:
+            self.pods[i] = 0
+            self.requested[:, i] = 0
+            self.nonzero[:, i] = 0
+            self.room[i] = self.max_pods[i] > 0
+            self.port_nodes.discard(i)
+            return
+        if max(node.memory, node.nonzero_memory, node.milli_cpu, node.nonzero_milli_cpu,
+               node.gpu) >= LARGE:
+            self.exact = False
+            return
+        self.pods[i] = count = len(node.pods)
+        self.room[i] = count < self.max_pods[i]
+        self.requested[:, i] = (node.milli_cpu, node.memory, node.gpu)
+        self.nonzero[:, i] = (node.nonzero_milli_cpu, node.nonzero_memory)
+        if node.used_ports:
+            self.port_nodes.add(i)
+        else:
+            self.port_nodes.discard(i)
+
+    def sync(self) -> None:
+        """Refresh the nodes the view changed since the last sync."""
+        log = self.view.change_log
+        if self._seen == len(log):
+            return
+        index = self.columns.index
+        changes = self.changes
+        for name in dict.fromkeys(log[self._seen:]):
+            position = index.get(name)
+            if position is not None:
+                self._refresh(position)
+                changes.append(position)
+        self._seen = len(log)
+
+    def labels(self, key: str) -> LabelCodes:
+        """Each node's value of label ``key`` (computed once per session)."""
+        codes = self._labels.get(key)
+        if codes is None:
+            codes = self._labels[key] = LabelCodes(self.columns, key)
+        return codes
+
+    def positions(self, names: set[str]) -> IndexArray:
+        index = self.columns.index
+        return np.fromiter((index[n] for n in names if n in index), dtype=np.intp)

@@ -1,0 +1,306 @@
+"""The vectorised node choice decides exactly as the scalar reference does.
+
+Random clusters (small ones, and ones above 100 nodes where Volcano's partial
+scan and its rotating start matter), random gang workloads with roles,
+releasing tasks (future idle above idle, so pipelining happens), best-effort
+tasks for backfill, and several plugin configurations: the fast path must give
+the same binds in the same order, the same pipelined tasks, statuses, phases
+and events (fit-error messages included), and the same per-node scores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from fast_path_support import (
+    REGISTRY,
+    assert_same_decisions,
+    close,
+    decide,
+    decide_both,
+    kube_node,
+    kube_task,
+    random_document,
+    strict_vector_selector,
+    volcano_default_with_binpack,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from batchsched.actions.fast_placement import (
+    FAST_PATH_ENVIRONMENT_VARIABLE,
+    VectorNodeSelector,
+    default_node_selector,
+)
+from batchsched.actions.placement import (
+    ScalarNodeSelector,
+    _node_scores,
+    predicate_for_allocate_action,
+)
+from batchsched.errors import PluginError
+from batchsched.framework.node_columns import Candidates, NodeColumns, fits_mask
+from batchsched.framework.session import Session
+from batchsched.framework.vectorized import (
+    VectorFallback,
+    batch_node_order_scores,
+    node_order_scores,
+    predicate_mask,
+    vector_tiers,
+)
+from batchsched.scenario import parse_scenario
+
+PLUGIN_SETS: list[list[str]] = [
+    [],
+    ["drf", "proportion"],
+    ["vt-predicate"],
+    ["vt-order", "vt-batch"],
+    ["drf", "vt-predicate", "proportion", "vt-order", "vt-batch"],
+    ["vt-predicate", "vt-order", "vt-best"],
+    ["vt-batch", "vt-predicate", "vt-best", "vt-order"],
+]
+
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def plugins(names: list[str]) -> list[dict[str, Any]]:
+    return [{"name": name} for name in names]
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32), nodes=st.sampled_from([0, 1, 2, 3, 5, 8]),
+       jobs=st.integers(1, 8), names=st.sampled_from(PLUGIN_SETS), error_cache=st.booleans())
+def test_small_clusters_same_decisions(
+    seed: int, nodes: int, jobs: int, names: list[str], error_cache: bool
+) -> None:
+    document = random_document(seed, nodes=nodes, jobs=jobs, plugins=plugins(names),
+                               error_cache=error_cache)
+    assert_same_decisions(*decide_both(document))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), nodes=st.integers(101, 260), jobs=st.integers(20, 80),
+       names=st.sampled_from(PLUGIN_SETS[2:]), error_cache=st.booleans())
+def test_partial_scans_same_decisions(
+    seed: int, nodes: int, jobs: int, names: list[str], error_cache: bool
+) -> None:
+    document = random_document(seed, nodes=nodes, jobs=jobs, plugins=plugins(names),
+                               error_cache=error_cache)
+    assert_same_decisions(*decide_both(document))
+
+
+def open_session(document: dict[str, Any]) -> Session:
+    scenario = parse_scenario(document, source="<fast path test>")
+    return Session.open(scenario.to_cluster(), scenario.configuration, registry=REGISTRY)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32), nodes=st.integers(1, 40))
+def test_masks_and_scores_agree_node_by_node(seed: int, nodes: int) -> None:
+    names = ["vt-predicate", "vt-order", "vt-batch"]
+    check_masks_and_scores(open_session(random_document(seed, nodes=nodes, jobs=4,
+                                                        plugins=plugins(names))))
+
+
+def check_masks_and_scores(ssn: Session) -> None:
+    """For every task: the predicate mask, the resource fit, and the scores over the
+    nodes passing the predicates, array against node by node."""
+    columns = NodeColumns.of(ssn)
+    columns.sync()
+    predicates = vector_tiers(ssn, "predicate")
+    orders = vector_tiers(ssn, "node_order")
+    batches = vector_tiers(ssn, "batch_node_order")
+    assert predicates is not None and orders is not None and batches is not None
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            if ssn.pre_predicate(task) is not None:
+                continue
+            expected = [predicate_for_allocate_action(ssn, task, n) is None
+                        for n in ssn.node_list]
+            try:
+                mask = predicate_mask(predicates, task, columns)
+            except VectorFallback:
+                continue
+            got = [True] * len(ssn.node_list) if mask is None else mask.tolist()
+            assert got == expected
+            rows, amounts = columns.request(task.init_resreq)
+            fit = fits_mask(amounts, columns.future_idle[rows])
+            assert fit.tolist() == [
+                task.init_resreq.less_equal(n.future_idle()) for n in ssn.node_list]
+            chosen = [i for i, ok in enumerate(expected) if ok]
+            if not chosen:
+                continue
+            reference = _node_scores(ssn, task, [ssn.node_list[i] for i in chosen])
+            candidates = Candidates(np.array(chosen, dtype=np.intp))
+            try:
+                fast = (node_order_scores(orders, task, columns, candidates)
+                        + batch_node_order_scores(batches, task, columns, candidates))
+            except VectorFallback:
+                continue
+            assert all(close(a, b) for a, b in zip(reference, fast.tolist(), strict=True)), (
+                task.uid, reference, fast.tolist())
+
+
+def test_columns_follow_the_nodes_through_a_session() -> None:
+    document = random_document(11, nodes=30, jobs=12, plugins=plugins(["vt-predicate"]))
+    scenario = parse_scenario(document, source="<fast path test>")
+    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=REGISTRY)
+    columns = NodeColumns.of(ssn)
+    from batchsched.scheduler import run_actions
+
+    run_actions(ssn)
+    columns.sync()
+    for i, node in enumerate(ssn.node_list):
+        for row, name in enumerate(columns.dimensions):
+            assert columns.idle[row, i] == node.idle.get(name)
+            assert columns.used[row, i] == node.used.get(name)
+            assert columns.future_idle[row, i] == node.future_idle().get(name)
+        assert columns.task_count[i] == len(node.tasks)
+
+
+class _Counting:
+    """Counts the session's per-node scalar dispatches."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.calls = 0
+        for point in ("predicate", "node_order", "batch_node_order"):
+            original = getattr(ssn, point)
+
+            def counted(*args: Any, _original: Any = original) -> Any:
+                self.calls += 1
+                return _original(*args)
+
+            setattr(ssn, point, counted)
+
+
+def test_default_allocate_path_calls_no_scalar_node_function() -> None:
+    """With every node plugin vectorised, no per-node scalar call remains (here every
+    task fits somewhere, so no fit-error message has to be written)."""
+    document = random_document(5, nodes=150, jobs=30,
+                               plugins=plugins(["vt-predicate", "vt-order", "vt-batch"]))
+    for node in document["nodes"]:
+        node["allocatable"] = {"cpu": 64, "memory": "256Gi", "pods": 110}
+        node["labels"].pop("harmless", None)
+    for task in document["tasks"]:
+        task.pop("labels", None)
+        task.pop("node", None)
+    scenario = parse_scenario(document, source="<fast path test>")
+    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=REGISTRY)
+    counter = _Counting(ssn)
+    selectors: list[Any] = []
+
+    def factory(session: Session, cache: bool = True) -> Any:
+        chosen = default_node_selector(session, cache)
+        selectors.append(chosen)
+        return chosen
+
+    from fast_path_support import selector
+
+    from batchsched.scheduler import run_actions
+
+    with selector(factory):
+        run_actions(ssn)
+    assert selectors and all(isinstance(s, VectorNodeSelector) for s in selectors)
+    assert sum(len(j.tasks) for j in ssn.jobs.values()) > 50
+    assert counter.calls == 0
+
+
+def test_a_plugin_without_variant_selects_the_reference_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vectorised = open_session(random_document(1, nodes=3, jobs=1,
+                                              plugins=plugins(["vt-predicate", "vt-order"])))
+    assert isinstance(default_node_selector(vectorised), VectorNodeSelector)
+    mixed = open_session(random_document(1, nodes=3, jobs=1,
+                                         plugins=plugins(["vt-order", "vt-scalar-only"])))
+    assert type(default_node_selector(mixed)) is ScalarNodeSelector
+    monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
+    assert type(default_node_selector(vectorised)) is ScalarNodeSelector
+
+
+def test_disabled_plugin_points_do_not_count() -> None:
+    """A plugin whose node-order flag is off does not need a variant."""
+    names = [{"name": "vt-order"}, {"name": "vt-scalar-only", "enableNodeOrder": False}]
+    ssn = open_session(random_document(2, nodes=3, jobs=1, plugins=names))
+    assert isinstance(default_node_selector(ssn), VectorNodeSelector)
+
+
+def test_tasks_a_variant_declines_take_the_scalar_path() -> None:
+    def mark(rng: Any, task: dict[str, Any]) -> None:
+        task.setdefault("labels", {})["scalar-only"] = "yes"
+
+    document = random_document(3, nodes=120, jobs=6, extra_task=mark,
+                               plugins=plugins(["vt-predicate", "vt-order"]))
+    reference, fast = decide_both(document)
+    assert_same_decisions(reference, fast)
+    assert fast.binds
+
+
+def test_strict_factory_refuses_unvectorised_sessions() -> None:
+    document = random_document(4, nodes=2, jobs=1, plugins=plugins(["vt-scalar-only"]))
+    with pytest.raises(PluginError, match="not all vectorised"):
+        decide(document, strict_vector_selector)
+
+
+# -- the built-in node plugins --------------------------------------------------------------------
+
+BUILTIN_CONFIGURATIONS: list[list[dict[str, Any]]] = [
+    volcano_default_with_binpack(),
+    volcano_default_with_binpack(
+        nodeorder={"mostrequested.weight": 2, "leastrequested.weight": 0,
+                   "balancedresource.weight": 3, "nodeaffinity.weight": 5,
+                   "podaffinity.weight": 1, "tainttoleration.weight": 1},
+        binpack={"binpack.weight": 3, "binpack.cpu": 2, "binpack.resources": "nvidia.com/gpu",
+                 "binpack.resources.nvidia.com/gpu": 4}),
+    volcano_default_with_binpack(
+        predicates={"predicate.NodeAffinityEnable": False, "predicate.PodAffinityEnable": False,
+                    "predicate.TaintTolerationEnable": False},
+        nodeorder={"imagelocality.weight": 0}),
+    [{"name": "drf"}, {"name": "nodeorder"}, {"name": "binpack"}],
+    [{"name": "predicates"}, {"name": "binpack", "arguments": {"binpack.memory": 0}}],
+    volcano_default_with_binpack(predicates={"predicate.CacheEnable": True}),
+    volcano_default_with_binpack(predicates={"predicate.ProportionalEnable": True,
+                                             "predicate.resources": "nvidia.com/gpu"}),
+]
+
+
+def builtin_document(seed: int, nodes: int, jobs: int, plugins: list[dict[str, Any]],
+                     error_cache: bool = True) -> dict[str, Any]:
+    document = random_document(seed, nodes=nodes, jobs=jobs, plugins=plugins,
+                               error_cache=error_cache, extra_node=kube_node,
+                               extra_task=kube_task)
+    document["config"]["tiers"][0]["plugins"].append({"name": "conformance"})
+    return document
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32), nodes=st.sampled_from([1, 2, 4, 7, 12]),
+       jobs=st.integers(1, 10), plugins=st.sampled_from(BUILTIN_CONFIGURATIONS),
+       error_cache=st.booleans())
+def test_builtin_plugins_small_clusters_same_decisions(
+    seed: int, nodes: int, jobs: int, plugins: list[dict[str, Any]], error_cache: bool
+) -> None:
+    document = builtin_document(seed, nodes, jobs, plugins, error_cache)
+    assert_same_decisions(*decide_both(document))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), nodes=st.integers(101, 220), jobs=st.integers(20, 60),
+       plugins=st.sampled_from(BUILTIN_CONFIGURATIONS))
+def test_builtin_plugins_partial_scans_same_decisions(
+    seed: int, nodes: int, jobs: int, plugins: list[dict[str, Any]]
+) -> None:
+    document = builtin_document(seed, nodes, jobs, plugins)
+    assert_same_decisions(*decide_both(document))
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32), nodes=st.integers(1, 30),
+       plugins=st.sampled_from(BUILTIN_CONFIGURATIONS[:5]))
+def test_builtin_masks_and_scores_agree_node_by_node(
+    seed: int, nodes: int, plugins: list[dict[str, Any]]
+) -> None:
+    ssn = open_session(builtin_document(seed, nodes, 5, plugins))
+    check_masks_and_scores(ssn)
