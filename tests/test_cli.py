@@ -92,3 +92,14 @@ def test_python_dash_m_and_plugins_listing() -> None:
     proc = subprocess.run([sys.executable, "-m", "batchsched", "plugins"], capture_output=True,
                           text=True, check=True)
     assert "extension points:" in proc.stdout
+
+
+def test_config_flag_replaces_the_scenarios_configuration(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(GOOD)  # its own configuration runs no action
+    conf = tmp_path / "sched.conf"
+    conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+                    "  - name: predicates\n")
+    assert main(["run", str(scenario), "--output", "json", "--config", str(conf)]) == 0
+    assert json.loads(capsys.readouterr().out)["binds"] == {"c1/p1": "n1"}
