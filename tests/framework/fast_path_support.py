@@ -98,8 +98,14 @@ class VectorPredicatePlugin(_Plugin):
             harmless = label_mask(columns, "harmless", "yes")
             return passes & ~harmless, passes & harmless
 
+        def template(task: TaskInfo) -> tuple[object, ...] | None:
+            if task.labels.get("scalar-only") == "yes":
+                return None
+            return (task.labels.get("avoid"),)
+
         ssn.add_predicate_fn(self.name, predicate)
         ssn.add_vector_predicate_fn(self.name, vector)
+        ssn.add_vector_template_fn(self.name, template)
 
 
 class VectorOrderPlugin(_Plugin):
@@ -126,6 +132,7 @@ class VectorOrderPlugin(_Plugin):
 
         ssn.add_node_order_fn(self.name, score)
         ssn.add_vector_node_order_fn(self.name, vector)
+        ssn.add_vector_template_fn(self.name, lambda task: (task.resreq.milli_cpu,))
 
 
 class VectorBatchPlugin(_Plugin):
@@ -147,6 +154,8 @@ class VectorBatchPlugin(_Plugin):
 
         ssn.add_batch_node_order_fn(self.name, batch)
         ssn.add_vector_batch_node_order_fn(self.name, vector)
+        # Normalised over the candidates: no node's score stands on its own.
+        ssn.add_vector_template_fn(self.name, lambda task: None)
 
 
 class BestNodePlugin(_Plugin):
@@ -189,10 +198,16 @@ REGISTRY = make_registry()
 # -- running one scenario with a chosen selector -------------------------------------------------
 
 
+SELECTORS: list[VectorNodeSelector] = []
+
+
 def strict_vector_selector(ssn: Session, error_cache_enabled: bool = True) -> NodeSelector:
-    """The vectorised selector, failing the test if the session does not allow it."""
+    """The vectorised selector, failing the test if the session does not allow it (the
+    selectors built are kept in ``SELECTORS`` for inspection)."""
     assert fast_path_available(ssn), "the session's node plugins are not all vectorised"
-    return VectorNodeSelector(ssn, error_cache_enabled)
+    chosen = VectorNodeSelector(ssn, error_cache_enabled)
+    SELECTORS.append(chosen)
+    return chosen
 
 
 @contextlib.contextmanager
@@ -230,8 +245,12 @@ def random_document(
     actions: str = "allocate, backfill", error_cache: bool = True,
     extra_node: Callable[[random.Random, dict[str, Any]], None] | None = None,
     extra_task: Callable[[random.Random, dict[str, Any]], None] | None = None,
+    running: float = 0.35, deleting: float = 0.4, roles: float = 0.3, job_size: int = 6,
+    uniform_jobs: bool = False,
 ) -> dict[str, Any]:
-    """A random cluster and workload; ``plugins`` form the second tier."""
+    """A random cluster and workload; ``plugins`` form the second tier. ``running`` is
+    the share of tasks already on a node, ``deleting`` the share of those being
+    deleted (Releasing), ``roles`` the share of tasks with a role."""
     rng = random.Random(seed)
     # Some clusters are roomy, most are tight enough for failures and pipelining.
     sizes = rng.choice([[1, 2, "1500m"], [1, 2, 4, "1500m"], [2, 4, 8]])
@@ -255,33 +274,37 @@ def random_document(
     job_docs: list[dict[str, Any]] = []
     task_docs: list[dict[str, Any]] = []
     for j in range(jobs):
-        size = rng.randint(1, 6)
+        size = rng.randint(1, job_size)
         name = f"pg{j:02d}"
         job_docs.append({"name": name, "namespace": "ns", "queue": rng.choice(queues)["name"],
                          "minMember": rng.randint(0, size),
                          "phase": rng.choice(["Inqueue", "Inqueue", "Pending", "Running"]),
                          "priorityClassName": rng.choice(["low", "high"])})
         template = _random_requests(rng)
+        job_labels = {"avoid": rng.choice("abc")} if rng.random() < 0.3 else {}
         for t in range(size):
-            requests = template if rng.random() < 0.7 else _random_requests(rng)
+            requests = template if uniform_jobs or rng.random() < 0.7 else _random_requests(rng)
             task: dict[str, Any] = {"name": f"{name}-t-{t}", "namespace": "ns", "job": name}
             if requests:
                 task["requests"] = requests
-            if rng.random() < 0.3:
+            if rng.random() < roles:
                 task["role"] = rng.choice(["ps", "worker"])
             labels: dict[str, str] = {}
-            if rng.random() < 0.3:
-                labels["avoid"] = rng.choice("abc")
-            if rng.random() < 0.05:
-                labels["scalar-only"] = "yes"
+            if uniform_jobs:
+                labels = dict(job_labels)
+            else:
+                if rng.random() < 0.3:
+                    labels["avoid"] = rng.choice("abc")
+                if rng.random() < 0.05:
+                    labels["scalar-only"] = "yes"
             if labels:
                 task["labels"] = labels
             if extra_task is not None:
                 extra_task(rng, task)
-            if node_docs and rng.random() < 0.35:
+            if node_docs and rng.random() < running:
                 task["node"] = rng.choice(node_docs)["name"]
                 task["phase"] = "Running"
-                task["deleting"] = rng.random() < 0.4
+                task["deleting"] = rng.random() < deleting
             task_docs.append(task)
     config: dict[str, Any] = {
         "actions": actions,

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from fast_path_support import (
     REGISTRY,
+    SELECTORS,
     assert_same_decisions,
     close,
     decide,
@@ -304,3 +305,43 @@ def test_builtin_masks_and_scores_agree_node_by_node(
 ) -> None:
     ssn = open_session(builtin_document(seed, nodes, 5, plugins))
     check_masks_and_scores(ssn)
+
+
+# -- windows worked out ahead ---------------------------------------------------------------------
+
+LOOKAHEAD_CONFIGURATIONS: list[list[dict[str, Any]]] = [
+    plugins(["vt-predicate", "vt-order"]),
+    volcano_default_with_binpack(),
+    [{"name": "predicates"}, {"name": "nodeorder", "arguments": {"mostrequested.weight": 1}},
+     {"name": "binpack", "arguments": {"binpack.weight": 2}}],
+]
+
+
+def lookahead_document(seed: int, nodes: int, jobs: int, plugins: list[dict[str, Any]],
+                       running: float, *, kube: bool = True) -> dict[str, Any]:
+    builtin = kube and plugins is not LOOKAHEAD_CONFIGURATIONS[0]
+    return random_document(seed, nodes=nodes, jobs=jobs, plugins=plugins, running=running,
+                           deleting=0.0, roles=0.0, job_size=8, uniform_jobs=True,
+                           extra_node=kube_node if builtin else None,
+                           extra_task=kube_task if builtin else None)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), nodes=st.integers(4000, 7000), jobs=st.integers(5, 20),
+       plugins=st.sampled_from(LOOKAHEAD_CONFIGURATIONS), running=st.sampled_from([0.0, 0.3]))
+def test_windows_planned_ahead_decide_the_same(
+    seed: int, nodes: int, jobs: int, plugins: list[dict[str, Any]], running: float
+) -> None:
+    """Gang jobs of up to 8 tasks sharing a request, no releasing tasks and no roles, on
+    clusters where a scan window is a small fraction of the nodes (5% from 5625 nodes
+    on): the selector works several windows out at once, and still decides as the
+    reference."""
+    assert_same_decisions(*decide_both(lookahead_document(seed, nodes, jobs, plugins, running)))
+
+
+@pytest.mark.parametrize("plugins", LOOKAHEAD_CONFIGURATIONS)
+def test_windows_are_planned_ahead(plugins: list[dict[str, Any]]) -> None:
+    SELECTORS.clear()
+    reference, fast = decide_both(lookahead_document(21, 6000, 12, plugins, 0.0, kube=False))
+    assert_same_decisions(reference, fast)
+    assert sum(s.served_from_plans for s in SELECTORS) >= len(fast.binds) // 3

@@ -55,14 +55,13 @@ from batchsched.actions.placement import (
 )
 from batchsched.api.fit import FitErrors
 from batchsched.api.node import NodeInfo
-from batchsched.api.resource import MIN_RESOURCE
 from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
 from batchsched.framework.node_columns import (
     BoolArray,
     Candidates,
     FloatArray,
     IndexArray,
-    NodeArrayCache,
     NodeColumns,
     fits_mask,
 )
@@ -72,6 +71,7 @@ from batchsched.framework.vectorized import (
     batch_node_order_scores,
     node_order_scores,
     predicate_mask,
+    template_fns,
     vector_tiers,
 )
 
@@ -92,6 +92,8 @@ FAST_PATH_ENVIRONMENT_VARIABLE = "BATCHSCHED_FAST_PATH"
 #: The first chunk of a scan examines this many times the number of nodes wanted.
 _FIRST_CHUNK_FACTOR = 1.25
 _MIN_CHUNK = 256
+#: At most this many windows are worked out at once for tasks sharing a template.
+_MAX_WINDOWS_AHEAD = 8
 
 
 def fast_path_enabled() -> bool:
@@ -134,9 +136,15 @@ class VectorNodeSelector(ScalarNodeSelector):
         self.batch_orders: VectorTiers = batch_orders
         self.has_best_node = ssn.has("best_node")
         self.columns = NodeColumns.of(ssn)
-        self._requests: dict[str, tuple[IndexArray, FloatArray, tuple[object, ...]]] = {}
+        plugins = list(dict.fromkeys(
+            name for tiers in (predicates, node_orders, batch_orders)
+            for tier in tiers for name, _ in tier))
+        self._templates = template_fns(ssn, plugins)
+        self._plan: _Plan | None = None
+        #: How many tasks were placed from windows worked out ahead (for statistics).
+        self.served_from_plans = 0
+        self._requests: dict[tuple[object, ...], tuple[IndexArray, FloatArray]] = {}
         self._skip_masks: dict[str, tuple[int, BoolArray]] = {}
-        self._fit_cache: NodeArrayCache | None = None
 
     def new_cache_scope(self) -> None:
         super().new_cache_scope()
@@ -169,19 +177,31 @@ class VectorNodeSelector(ScalarNodeSelector):
         total = len(columns)
         if total == 0:
             return Placement(None, FitErrors())
-        fit = self._fit(task) if allocate else None
-        passes = predicate_mask(self.predicates, task, columns)
+        request = self._request(task) if allocate else None
         use_cache = self.error_cache_enabled and bool(task.role)
+        start = self._next_start % total
+        key = None
+        if (allocate and not use_cache and self._templates is not None
+                and not self.has_best_node and not columns.has_transitions):
+            key = self._template_key(task)
+            if key is not None:
+                served = self._serve_planned(key, start, total)
+                if served is not None:
+                    return served
+        passes = predicate_mask(self.predicates, task, columns)
         group = f"{task.job}/{task.role}"
         skip = self._skip_mask(group) if use_cache else None
-        start = self._next_start % total
-        feasibility = _Feasibility(fit, passes, skip)
+        feasibility = _Feasibility(columns.future_idle, request, passes, skip)
+        if key is not None:
+            planned = self._plan_windows(task, key, start, total, feasibility)
+            if planned is not None:
+                return planned
         candidates, processed = self._scan(total, start, feasibility)
         groups: list[tuple[IndexArray, bool]]
         if not allocate or not len(candidates) or not columns.has_transitions:
             groups = [(candidates, False)]
         else:
-            rows, amounts, _ = self._request(task)
+            rows, amounts = self._request(task)
             in_idle = fits_mask(amounts, columns.idle[rows][:, candidates])
             groups = [(candidates[in_idle], False), (candidates[~in_idle], True)]
         chosen: int | None = None
@@ -202,37 +222,83 @@ class VectorNodeSelector(ScalarNodeSelector):
             return Placement(None, errors)
         return Placement(columns.nodes[chosen], errors, pipelined=pipelined)
 
-    def _request(self, task: TaskInfo) -> tuple[IndexArray, FloatArray, tuple[object, ...]]:
-        """The rows and amounts resource fit compares for the task, and a key for them."""
-        request = self._requests.get(task.uid)
-        if request is None:
-            rows, amounts = self.columns.request(task.init_resreq)
-            key = (*rows.tolist(), *amounts.tolist())
-            request = self._requests[task.uid] = (rows, amounts, key)
-        return request
+    # -- several windows at once --------------------------------------------------------------
 
-    def _fit(self, task: TaskInfo) -> BoolArray:
-        """Which nodes' future idle holds the task's ``init_resreq``, for all nodes, kept
-        per distinct request and refreshed for the nodes that changed."""
-        rows, amounts, key = self._request(task)
+    def _template_key(self, task: TaskInfo) -> tuple[object, ...] | None:
+        """What every answer for this task depends on, or None (see ``template_fns``)."""
+        assert self._templates is not None
+        init = task.init_resreq
+        parts: list[object] = [init.milli_cpu, init.memory, *init.scalars.items()]
+        for fn in self._templates:
+            part = fn(task)
+            if part is None:
+                return None
+            parts.append(part)
+        return tuple(parts)
+
+    def _serve_planned(self, key: tuple[object, ...], start: int, total: int) -> Placement | None:
+        """The next window of the current plan, if it is this task's window and still
+        valid: same template, the rotation is where the plan expects it, and no node
+        of the windows ahead changed since they were worked out."""
+        plan = self._plan
+        if plan is None or plan.key != key or plan.next >= len(plan.windows):
+            return None
+        window_start, processed, chosen = plan.windows[plan.next]
+        if window_start != start:
+            return None
+        for position in self.columns.changes[plan.mark:]:
+            if window_start <= position < plan.end:
+                self._plan = None
+                return None
+        plan.next += 1
+        self.served_from_plans += 1
+        self._next_start = (start + processed) % total
+        return Placement(self.columns.nodes[chosen], FitErrors())
+
+    def _plan_windows(
+        self, task: TaskInfo, key: tuple[object, ...], start: int, total: int,
+        feasibility: _Feasibility,
+    ) -> Placement | None:
+        """Work out this task's window and the next ones at once, for the job's tasks
+        still to come with the same template; serve the first. None when even the
+        first window does not fit before the end of the node list (the rotation
+        wraps around there, and the ordinary scan handles it)."""
+        wanted = num_feasible_nodes_to_find(total)
+        job = self.ssn.jobs.get(task.job)
+        ahead = min(_MAX_WINDOWS_AHEAD,
+                    len(job.tasks_in(TaskStatus.PENDING)) if job is not None else 1)
+        if ahead <= 1:
+            return None
+        end = min(total, start + ahead * max(int(wanted * _FIRST_CHUNK_FACTOR), _MIN_CHUNK))
+        feasible = np.flatnonzero(feasibility.between(start, end))
+        windows = min(ahead, len(feasible) // wanted)
+        if windows < 2:
+            return None
+        members = feasible[:windows * wanted] + start
+        candidates = Candidates(members)
         columns = self.columns
-        available = columns.future_idle
-        cache = self._fit_cache
-        if cache is None or cache.changes is not columns.changes:
-            cache = self._fit_cache = NodeArrayCache(columns.changes, one_by_one=8)
-        pairs = list(zip(rows.tolist(), amounts.tolist(), strict=True))
+        scores = node_order_scores(self.node_orders, task, columns, candidates)
+        scores += batch_node_order_scores(self.batch_orders, task, columns, candidates)
+        planned: list[tuple[int, int, int]] = []
+        window_start = start
+        for w in range(windows):
+            window = slice(w * wanted, (w + 1) * wanted)
+            chosen = int(members[window][int(np.argmax(scores[window]))])
+            last = int(members[(w + 1) * wanted - 1])
+            planned.append((window_start, last - window_start + 1, chosen))
+            window_start = last + 1
+        self._plan = _Plan(key, planned, len(columns.changes), window_start)
+        return self._serve_planned(key, start, total)
 
-        def one(position: int) -> bool:
-            return all((amount - available[row, position]) < MIN_RESOURCE
-                       for row, amount in pairs)
-
-        fit: BoolArray = cache.get(
-            key,
-            lambda: fits_mask(amounts, available[rows]),
-            lambda positions: fits_mask(amounts, available[rows][:, positions]),
-            one,
-        )
-        return fit
+    def _request(self, task: TaskInfo) -> tuple[IndexArray, FloatArray]:
+        """The rows and amounts resource fit compares for the task (kept per distinct
+        request: tasks of a job usually share theirs)."""
+        init = task.init_resreq
+        key = (init.milli_cpu, init.memory, *init.scalars.items())
+        request = self._requests.get(key)
+        if request is None:
+            request = self._requests[key] = self.columns.request(init)
+        return request
 
     def _skip_mask(self, group: str) -> BoolArray | None:
         """The nodes the group's cached errors rule out (None when it has none)."""
@@ -345,24 +411,50 @@ class VectorNodeSelector(ScalarNodeSelector):
         return errors
 
 
-class _Feasibility:
-    """Which nodes pass for one task: resource fit (allocate only), the predicates'
-    mask, and the predicate-error cache's exclusions (each over all nodes, or None)."""
+class _Plan:
+    """Windows worked out ahead for tasks sharing a template: for each, where it
+    starts, how many nodes its scan examines and the node chosen; ``next`` is the
+    window to serve next; ``mark`` the node-change log position when planned; no
+    node in ``[window start, end)`` may change before its window is served."""
 
-    __slots__ = ("fit", "passes", "skip")
+    __slots__ = ("end", "key", "mark", "next", "windows")
 
     def __init__(
-        self, fit: BoolArray | None, passes: BoolArray | None, skip: BoolArray | None
+        self, key: tuple[object, ...], windows: list[tuple[int, int, int]], mark: int, end: int
     ) -> None:
-        self.fit = fit
+        self.key = key
+        self.windows = windows
+        self.mark = mark
+        self.end = end
+        self.next = 0
+
+
+class _Feasibility:
+    """Which nodes pass for one task: resource fit of the request (allocate only) on
+    ``available``, the predicates' mask, and the predicate-error cache's exclusions."""
+
+    __slots__ = ("amounts", "available", "passes", "rows", "skip")
+
+    def __init__(
+        self, available: FloatArray, request: tuple[IndexArray, FloatArray] | None,
+        passes: BoolArray | None, skip: BoolArray | None,
+    ) -> None:
+        self.available = available
+        self.rows: IndexArray | None = None
+        self.amounts: FloatArray | None = None
+        if request is not None:
+            self.rows, self.amounts = request
         self.passes = passes
         self.skip = skip
 
     def between(self, lo: int, hi: int) -> BoolArray:
         """The verdicts of nodes ``lo`` to ``hi - 1`` (a new array)."""
-        fit, passes, skip = self.fit, self.passes, self.skip
-        if fit is not None:
-            ok = fit[lo:hi] & passes[lo:hi] if passes is not None else fit[lo:hi].copy()
+        passes, skip = self.passes, self.skip
+        if self.rows is not None:
+            assert self.amounts is not None
+            ok = fits_mask(self.amounts, self.available[self.rows, lo:hi])
+            if passes is not None:
+                ok &= passes[lo:hi]
         elif passes is not None:
             ok = passes[lo:hi].copy()
         else:

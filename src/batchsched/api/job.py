@@ -104,6 +104,8 @@ class JobInfo:
     _role_counts: dict[TaskStatus, dict[str, int]] = attrs.field(init=False, factory=dict)
     _empty_pending_roles: dict[str, int] = attrs.field(init=False, factory=dict)
     _pending_best_effort: int = attrs.field(init=False, default=0)
+    # Tasks in a ready status (gang's job order asks for it at every heap comparison).
+    _ready: int = attrs.field(init=False, default=0)
 
     @classmethod
     def from_podgroup(
@@ -153,6 +155,8 @@ class JobInfo:
         if roles is None:
             roles = self._role_counts[task.status] = {}
         roles[task.role] = roles.get(task.role, 0) + step
+        if task.status in _READY_STATUSES:
+            self._ready += step
         if task.status == _PENDING:
             if task.init_resreq.is_empty():
                 empty = self._empty_pending_roles
@@ -202,10 +206,15 @@ class JobInfo:
     # -- counts (seed 000 §4.6) -----------------------------------------------------
 
     def _count(self, statuses: frozenset[TaskStatus]) -> int:
-        return sum(len(self.task_status_index.get(s, _EMPTY)) for s in statuses)
+        # A job has tasks in few statuses at once: walk those, not the whole set.
+        count = 0
+        for status, tasks in self.task_status_index.items():
+            if status in statuses:
+                count += len(tasks)
+        return count
 
     def ready_task_num(self) -> int:
-        return self._count(_READY_STATUSES)
+        return self._ready
 
     def waiting_task_num(self) -> int:
         return len(self.task_status_index.get(_PIPELINED, _EMPTY))
@@ -383,6 +392,7 @@ class JobInfo:
                 allocated.add(task.resreq)
         assert total.equal(self.total_request), f"{self.uid}: total_request out of step"
         assert allocated.equal(self.allocated), f"{self.uid}: allocated out of step"
+        assert self._ready == self._count(_READY_STATUSES), f"{self.uid}: ready count out of step"
 
     def __repr__(self) -> str:
         return f"<Job {self.uid} queue={self.queue} tasks={len(self.tasks)}>"

@@ -163,7 +163,9 @@ class TaskInfo:
 
     def clone(self) -> TaskInfo:
         """A copy that owns its status, node and resources (the rest is shared, read-only)."""
-        twin = attrs.evolve(self)
+        # Nodes copy every task they take, so this is hot: a generated field-by-field
+        # copy is an order of magnitude faster than attrs.evolve (same result).
+        twin = _copy_fields(self) if type(self) is TaskInfo else attrs.evolve(self)
         twin.resreq = self.resreq.clone()
         twin.init_resreq = self.init_resreq.clone()
         return twin
@@ -202,6 +204,19 @@ def revocable_zone_of(annotations: Mapping[str, str]) -> str:
     if parse_bool(annotations.get(PREEMPTABLE_ANNOTATION, "")):
         return "*"
     return ""
+
+
+def _field_copier(cls: type[Any]) -> Any:
+    """A function copying every attrs field of ``cls`` into a new instance, without
+    running ``__init__`` (what ``attrs.evolve`` amounts to for plain fields)."""
+    names = [field.name for field in attrs.fields(cls)]
+    body = "".join(f"    twin.{name} = self.{name}\n" for name in names)
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    exec(f"def copy(self):\n    twin = _new(_cls)\n{body}    return twin\n", namespace)
+    return namespace["copy"]
+
+
+_copy_fields = _field_copier(TaskInfo)
 
 
 def _preemptable(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:

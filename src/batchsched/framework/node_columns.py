@@ -14,10 +14,6 @@ the dirty nodes' figures from their ``Resource`` objects (a copy, not a
 re-computation, so the arrays hold bit for bit what the scalar path reads;
 ``future_idle`` is ``(idle + releasing) - pipelined`` with the same float
 operations as ``NodeInfo.future_idle``). Every reader calls :meth:`sync` first.
-
-:attr:`NodeColumns.changes` logs the node indices each sync refreshed, so a
-cache over nodes (e.g. a per-template score array) can refresh only what moved:
-keep ``len(columns.changes)`` and look at the entries appended since.
 """
 
 from __future__ import annotations
@@ -111,7 +107,8 @@ class NodeColumns:
         self.dimensions: list[str] = [*BASE_DIMENSIONS, *sorted(names)]
         self.dimension_index: dict[str, int] = {n: i for i, n in enumerate(self.dimensions)}
         self._dirty: list[int] = []
-        #: Node indices refreshed by each :meth:`sync`, oldest first.
+        #: Node indices refreshed by each :meth:`sync`, oldest first (append-only): what
+        #: moved since a given moment is ``changes[mark:]`` with ``mark = len(changes)``.
         self.changes: list[int] = []
         self._build()
 
@@ -142,19 +139,23 @@ class NodeColumns:
     def _build(self) -> None:
         count, width = len(self.dimensions), len(self.nodes)
         self.allocatable: FloatArray = np.zeros((count, width))
-        self.idle: FloatArray = np.zeros((count, width))
-        self.used: FloatArray = np.zeros((count, width))
-        self.releasing: FloatArray = np.zeros((count, width))
-        self.pipelined: FloatArray = np.zeros((count, width))
+        # One block holds the figures that move, so that a node's refresh is one write.
+        self._moving: FloatArray = np.zeros((5, count, width))
+        self.idle: FloatArray = self._moving[0]
+        self.used: FloatArray = self._moving[1]
+        self.future_idle: FloatArray = self._moving[2]
+        self.releasing: FloatArray = self._moving[3]
+        self.pipelined: FloatArray = self._moving[4]
         self.task_count = np.zeros(width, dtype=np.int64)
         #: Nodes whose releasing or pipelined amounts are not all zero.
         self.in_transition = np.zeros(width, dtype=np.bool_)
-        self.future_idle: FloatArray = np.zeros((count, width))
         self._transitions = 0
         self._scalar_names = self.dimensions[2:]
         for i, node in enumerate(self.nodes):
             self._column(self.allocatable, i, node.allocatable)
             self._refresh(i, node)
+        #: Per dimension, whether every node has some of it allocatable.
+        self.everywhere: list[bool] = (self.allocatable != 0).all(axis=1).tolist()
 
     def _column(self, array: FloatArray, i: int, res: Resource) -> None:
         array[0, i] = res.milli_cpu
@@ -171,21 +172,19 @@ class NodeColumns:
         names = self._scalar_names
         values = self._values
         idle = values(node.idle, names)
-        self.idle[:, i] = idle
-        self.used[:, i] = values(node.used, names)
+        used = values(node.used, names)
         self.task_count[i] = len(node.tasks)
         moving = _nonzero(node.releasing) or _nonzero(node.pipelined)
         if moving or self.in_transition[i]:
             releasing = values(node.releasing, names)
             pipelined = values(node.pipelined, names)
-            self.releasing[:, i] = releasing
-            self.pipelined[:, i] = pipelined
-            self.future_idle[:, i] = [(a + b) - c for a, b, c
-                                      in zip(idle, releasing, pipelined, strict=True)]
+            future = [(a + b) - c for a, b, c in zip(idle, releasing, pipelined, strict=True)]
+            self._moving[:, :, i] = (idle, used, future, releasing, pipelined)
             self._transitions += int(moving) - int(bool(self.in_transition[i]))
             self.in_transition[i] = moving
         else:
-            self.future_idle[:, i] = [(a + 0.0) - 0.0 for a in idle]
+            future = [(a + 0.0) - 0.0 for a in idle]
+            self._moving[:3, :, i] = (idle, used, future)
 
     @staticmethod
     def _values(res: Resource, names: list[str]) -> list[float]:
@@ -299,54 +298,3 @@ class NodeColumns:
 
 def _nonzero(res: Resource) -> bool:
     return bool(res.milli_cpu or res.memory or any(res.scalars.values()))
-
-
-class NodeArrayCache:
-    """Per-template arrays over all nodes, kept exact by refreshing only moved nodes.
-
-    A score that depends on a task only through some "template" (e.g. its
-    request) and on a node only through figures whose changes are logged in
-    ``changes`` (a list of node indices that only grows, such as
-    :attr:`NodeColumns.changes`) is computed once over all nodes per template;
-    afterwards each :meth:`get` recomputes just the nodes logged since that
-    template's previous use: with ``one`` node by node when few moved, else with
-    ``some`` over their indices. The arrays are shared: callers must not modify
-    them. At most ``capacity`` templates are kept (least recently used dropped).
-    """
-
-    def __init__(self, changes: list[int], capacity: int = 64, one_by_one: int = 3) -> None:
-        self.changes = changes
-        self.capacity = capacity
-        self.one_by_one = one_by_one
-        self._entries: dict[Any, tuple[npt.NDArray[Any], int]] = {}
-
-    def get(
-        self,
-        key: Any,
-        every: Callable[[], npt.NDArray[Any]],
-        some: Callable[[IndexArray], npt.NDArray[Any]],
-        one: Callable[[int], Any] | None = None,
-    ) -> npt.NDArray[Any]:
-        """The template's array, built with ``every()`` or refreshed with ``some``/``one``."""
-        entries = self._entries
-        log = self.changes
-        entry = entries.pop(key, None)
-        if entry is None:
-            array = every()
-            if len(entries) >= self.capacity:
-                del entries[next(iter(entries))]
-        else:
-            array, seen = entry
-            if seen < len(log):
-                moved = log[seen:]
-                if one is not None and len(moved) <= self.one_by_one:
-                    for position in dict.fromkeys(moved):
-                        array[position] = one(position)
-                else:
-                    positions = np.unique(np.asarray(moved, dtype=np.intp))
-                    array[positions] = some(positions)
-        entries[key] = (array, len(log))
-        return array
-
-    def clear(self) -> None:
-        self._entries.clear()

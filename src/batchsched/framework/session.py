@@ -382,6 +382,12 @@ class Session:
 
         vectorized.register(self, "batch_node_order", plugin, fn)
 
+    def add_vector_template_fn(self, plugin: str, fn: Callable[[TaskInfo], Any]) -> None:
+        """``fn(task)``: what the plugin's vectorised answers depend on (or None)."""
+        from batchsched.framework import vectorized
+
+        vectorized.register_template(self, plugin, fn)
+
     def registered(self, point: str) -> Mapping[str, Fn]:
         """The functions registered on a point, by plugin (enabled or not)."""
         return self._fns[point]

@@ -14,15 +14,17 @@ registration                                function receives -> returns
                                             nodes where the scalar function returns a FitError
                                             with no failing status
 ``ssn.add_vector_node_order_fn``            ``(task, columns, candidates)`` -> float array over
-                                            the candidates; NaN where the scalar function raises
-                                            FitError (the node then gets no node-order score)
+                                            the candidates, or one float for all of them; NaN
+                                            where the scalar function raises FitError (the
+                                            node then gets no node-order score)
 ``ssn.add_vector_batch_node_order_fn``      ``(task, columns, candidates)`` -> float array over
-                                            the candidates (0.0 for a node the scalar function
-                                            leaves out of its mapping)
+                                            the candidates, or one float for all of them (0.0
+                                            for a node the scalar function leaves out)
 ==========================================  ==================================================
 
 A variant must give **exactly** the scalar function's answer (the same float
-operations in the same order), so that both paths make the same decisions. A
+operations in the same order), so that both paths make the same decisions;
+returned arrays are read, never modified, so a variant may hand out views. A
 variant that cannot answer exactly for a given task raises
 :class:`VectorFallback`; the node selector then takes the scalar path for that
 task.
@@ -40,6 +42,7 @@ scores are summed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +64,8 @@ __all__ = [
     "node_order_scores",
     "predicate_mask",
     "register",
+    "register_template",
+    "template_fns",
     "vector_tiers",
 ]
 
@@ -71,6 +76,7 @@ VectorFn = Callable[..., Any]
 VectorTiers = Sequence[Sequence[tuple[str, VectorFn]]]
 
 _EXTRA_KEY = "batchsched.vector_fns"
+_TEMPLATES_KEY = "batchsched.vector_templates"
 
 
 class VectorFallback(BatchSchedError):  # noqa: N818  (a signal, not a failure)
@@ -90,6 +96,36 @@ def register(ssn: Session, point: str, plugin: str, fn: VectorFn) -> None:
     if point not in VECTOR_POINTS:
         raise ValueError(f"no vectorised variant exists for extension point {point!r}")
     _registry(ssn)[point][plugin] = fn
+
+
+def register_template(ssn: Session, plugin: str, fn: Callable[[TaskInfo], Any]) -> None:
+    """Record ``plugin``'s template function (see :func:`template_fns`)."""
+    templates: dict[str, Callable[[TaskInfo], Any]] = ssn.extra.setdefault(_TEMPLATES_KEY, {})
+    templates[plugin] = fn
+
+
+def template_fns(
+    ssn: Session, plugins: Sequence[str]
+) -> list[Callable[[TaskInfo], Any]] | None:
+    """The template functions of ``plugins``, or None if one of them has none.
+
+    A plugin's template function ``fn(task)`` returns a hashable value, or None.
+    A value promises that the plugin's vectorised answers (predicate mask,
+    node-order and batch node-order scores) for any node depend only on that
+    value, on the node's own figures and on what does not change during the
+    session: not on other nodes (no normalisation over the candidates) and not on
+    placements elsewhere. Tasks with equal values then get equal answers, and an
+    answer for a node stays right until that node changes, which lets the node
+    selector work out several tasks' windows at once. None makes no promise.
+    """
+    templates: dict[str, Callable[[TaskInfo], Any]] = ssn.extra.get(_TEMPLATES_KEY, {})
+    fns = []
+    for plugin in plugins:
+        fn = templates.get(plugin)
+        if fn is None:
+            return None
+        fns.append(fn)
+    return fns
 
 
 def registered(ssn: Session, point: str) -> dict[str, VectorFn]:
@@ -157,26 +193,56 @@ def predicate_mask(
     return passes
 
 
+class _Sum:
+    """Scores added up in the scalar path's order; float answers (the same score on
+    every candidate) are kept aside until an array comes, as adding 0.0 changes
+    nothing and adding constants first or later gives the same sum only when they
+    are added in order, which this keeps."""
+
+    __slots__ = ("array", "constant", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.array: FloatArray | None = None
+        self.constant = 0.0
+
+    def add(self, score: Any) -> None:
+        if isinstance(score, float | int):
+            if self.array is None:
+                self.constant += score
+            elif score != 0.0:
+                self.array += score
+        elif self.array is None:
+            self.array = score + self.constant
+        else:
+            self.array += score
+
+    def result(self) -> FloatArray:
+        if self.array is None:
+            return np.full(self.size, self.constant)
+        return self.array
+
+
 def node_order_scores(
     tiers: VectorTiers, task: TaskInfo, columns: NodeColumns, candidates: Candidates
 ) -> FloatArray:
     """The summed node-order scores of the candidates (0.0 for an unscored node)."""
-    total: FloatArray = np.zeros(len(candidates))
+    total = _Sum(len(candidates))
     with Blame("vector node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            total += fn(task, columns, candidates)
-    unscored = np.isnan(total)
-    if unscored.any():
-        total[unscored] = 0.0
-    return total
+            total.add(fn(task, columns, candidates))
+    scores = total.result()
+    if math.isnan(float(scores.sum())):
+        scores[np.isnan(scores)] = 0.0
+    return scores
 
 
 def batch_node_order_scores(
     tiers: VectorTiers, task: TaskInfo, columns: NodeColumns, candidates: Candidates
 ) -> FloatArray:
     """The summed batch node-order scores of the candidates."""
-    total: FloatArray = np.zeros(len(candidates))
+    total = _Sum(len(candidates))
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            total += fn(task, columns, candidates)
-    return total
+            total.add(fn(task, columns, candidates))
+    return total.result()

@@ -38,7 +38,6 @@ from batchsched.framework.node_columns import (
     Candidates,
     FloatArray,
     IndexArray,
-    NodeArrayCache,
     NodeColumns,
 )
 from batchsched.framework.session import Session
@@ -49,7 +48,7 @@ __all__ = ["BinpackPlugin", "binpack_score", "read_weights", "resource_binpack_s
 PLUGIN_NAME = "binpack"
 MAX_NODE_SCORE = 100
 
-_Plan = tuple[IndexArray, FloatArray, list[int], int, tuple[object, ...]]
+_Plan = tuple[IndexArray, FloatArray, list[int], int, bool]
 
 
 def resource_binpack_score(
@@ -113,8 +112,7 @@ class BinpackPlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         self.weight, self.resource_weights = read_weights(arguments)
-        self._plans: dict[str, _Plan] = {}
-        self._cache: NodeArrayCache | None = None
+        self._plans: dict[tuple[object, ...], _Plan] = {}
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
         return binpack_score(task.resreq, node.allocatable, node.used,
@@ -122,48 +120,36 @@ class BinpackPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self._plans = {}
-        self._cache = None
         if self.weight != 0:
             ssn.add_node_order_fn(self.name, self.score)
             ssn.add_vector_node_order_fn(self.name, self.vector_score)
+            ssn.add_vector_template_fn(self.name, self.vector_template)
+
+    def vector_template(self, task: TaskInfo) -> tuple[object, ...]:
+        """The score of a node depends on the task through its request only."""
+        resreq = task.resreq
+        return (resreq.milli_cpu, resreq.memory, *resreq.scalars.items())
 
     def vector_score(
         self, task: TaskInfo, columns: NodeColumns, candidates: Candidates
     ) -> FloatArray:
-        """:meth:`score` for every candidate at once (same float operations).
-
-        The score depends on the task only through its request and on a node only
-        through its used and allocatable figures, so it is kept per distinct request
-        over all nodes and refreshed for the nodes that changed.
-        """
-        plan = self._plans.get(task.uid)
+        """:meth:`score` for every candidate at once (same float operations)."""
+        resreq = task.resreq
+        key = (resreq.milli_cpu, resreq.memory, *resreq.scalars.items())
+        plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[task.uid] = self._plan(task, columns)
-        cache = self._cache
-        if cache is None or cache.changes is not columns.changes:
-            cache = self._cache = NodeArrayCache(columns.changes)
-        columns.sync()
-        rows, request, weights, weight_sum, key = plan
-        nodes = columns.nodes
-
-        def some(positions: Candidates) -> FloatArray:
-            return binpack_vector(request, weights, positions.pick_rows(columns.allocatable, rows),
-                                  positions.pick_rows(columns.used, rows),
-                                  weight_sum=weight_sum, plugin_weight=self.weight)
-
-        scores = cache.get(
-            key,
-            lambda: some(Candidates(np.arange(len(columns)))),
-            lambda positions: some(Candidates(positions)),
-            lambda position: self.score(task, nodes[position]),
-        )
-        picked: FloatArray = candidates.pick(scores)
-        return picked
+            plan = self._plans[key] = self._plan(task, columns)
+        rows, request, weights, weight_sum, everywhere = plan
+        scores = binpack_vector(request, weights, candidates.pick_rows(columns.allocatable, rows),
+                                candidates.pick_rows(columns.used, rows),
+                                weight_sum=weight_sum, plugin_weight=self.weight,
+                                everywhere=everywhere)
+        return scores
 
     def _plan(self, task: TaskInfo, columns: NodeColumns) -> _Plan:
         """What :func:`binpack_score` counts for the task, in its order: the rows,
-        requests and weights of those resources, the sum of the weights, and a key
-        naming all of it."""
+        requests and weights of those resources, the sum of the weights, and whether
+        every node has all of those resources."""
         request = task.resreq
         rows: list[int] = []
         amounts: list[float] = []
@@ -179,8 +165,9 @@ class BinpackPlugin:
             rows.append(row)
             amounts.append(amount)
             weights.append(weight)
-        key = (*rows, *amounts, *weights)
-        return (np.array(rows, dtype=np.intp), np.array(amounts), weights, sum(weights), key)
+        everywhere = all(columns.everywhere[row] for row in rows)
+        return (np.array(rows, dtype=np.intp), np.array(amounts), weights, sum(weights),
+                everywhere)
 
     def on_session_close(self, ssn: Session) -> None:
         pass

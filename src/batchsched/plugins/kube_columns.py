@@ -79,15 +79,15 @@ class KubeColumns:
         self.view = view
         self.columns = columns
         width = len(columns)
-        self.pods: IntArray = np.zeros(width, dtype=np.int64)
+        # One block, so that a node's refresh is one write: pods, requests, non-zero.
+        self._figures: IntArray = np.zeros((6, width), dtype=np.int64)
+        self.pods: IntArray = self._figures[0]
         #: The pods' summed requests: rows cpu (millicores), memory (bytes), GPUs.
-        self.requested: IntArray = np.zeros((3, width), dtype=np.int64)
+        self.requested: IntArray = self._figures[1:4]
         #: The pods' summed "non-zero" requests: rows cpu, memory.
-        self.nonzero: IntArray = np.zeros((2, width), dtype=np.int64)
+        self.nonzero: IntArray = self._figures[4:6]
         #: Nodes with at least one used host port.
         self.port_nodes: set[int] = set()
-        #: Node indices refreshed by each :meth:`sync`, oldest first (append-only).
-        self.changes: list[int] = []
         #: False once some amount is too large for exact array arithmetic.
         self.exact = True
         self._seen = len(view.change_log)
@@ -128,20 +128,17 @@ class KubeColumns:
     def _refresh(self, i: int) -> None:
         node = self.view.nodes.get(self.columns.names[i])
         if node is None:
-            self.pods[i] = 0
-            self.requested[:, i] = 0
-            self.nonzero[:, i] = 0
+            self._figures[:, i] = 0
             self.room[i] = self.max_pods[i] > 0
             self.port_nodes.discard(i)
             return
-        if max(node.memory, node.nonzero_memory, node.milli_cpu, node.nonzero_milli_cpu,
-               node.gpu) >= LARGE:
+        figures = (len(node.pods), node.milli_cpu, node.memory, node.gpu,
+                   node.nonzero_milli_cpu, node.nonzero_memory)
+        if max(figures) >= LARGE:
             self.exact = False
             return
-        self.pods[i] = count = len(node.pods)
-        self.room[i] = count < self.max_pods[i]
-        self.requested[:, i] = (node.milli_cpu, node.memory, node.gpu)
-        self.nonzero[:, i] = (node.nonzero_milli_cpu, node.nonzero_memory)
+        self._figures[:, i] = figures
+        self.room[i] = figures[0] < self.max_pods[i]
         if node.used_ports:
             self.port_nodes.add(i)
         else:
@@ -153,12 +150,10 @@ class KubeColumns:
         if self._seen == len(log):
             return
         index = self.columns.index
-        changes = self.changes
         for name in dict.fromkeys(log[self._seen:]):
             position = index.get(name)
             if position is not None:
                 self._refresh(position)
-                changes.append(position)
         self._seen = len(log)
 
     def labels(self, key: str) -> LabelCodes:

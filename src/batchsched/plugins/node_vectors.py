@@ -41,15 +41,15 @@ def _column(values: Sequence[int]) -> IntArray:
 
 def _weighted_average(scores: IntArray, has: BoolArray | None, weights: Sequence[int]) -> IntArray:
     """``sum(score * weight) // sum(weight)`` per node over the resources (rows) the node
-    has (``has``; None: all of them), adding in row order; 0 for a node with none."""
+    has (``has``; None: all of them); 0 for a node with none. Integer sums are exact,
+    so the order of the additions does not matter."""
     if has is None:
         total = sum(weights)
-        score: IntArray = scores[0] * weights[0]
-        for row in range(1, len(weights)):
-            score = score + scores[row] * weights[row]
         if not total:
             return np.zeros(scores.shape[1], dtype=np.int64)
-        return score // total
+        weighted: IntArray = np.dot(np.array(weights, dtype=np.int64), scores)
+        weighted //= total
+        return weighted
     score = np.zeros(scores.shape[1], dtype=np.int64)
     weight_sums = np.zeros(scores.shape[1], dtype=np.int64)
     for row, weight in enumerate(weights):
@@ -76,15 +76,14 @@ def least_allocated_vector(
     and one column per node; ``everywhere=True`` promises every allocatable is > 0.
     """
     has = _present(allocatable, everywhere)
-    requested = used + _column(request)
-    if has is None:
-        # (alloc - requested) * 100 // alloc is negative exactly when requested > alloc
-        # (alloc >= 1), where the score is 0.
-        scores = np.maximum((allocatable - requested) * MAX_NODE_SCORE // allocatable, 0)
-    else:
-        safe = np.where(has, allocatable, 1)
-        scores = np.maximum((allocatable - requested) * MAX_NODE_SCORE // safe, 0)
-    return _weighted_average(scores, has, weights)
+    free = allocatable - used
+    free -= _column(request)
+    free *= MAX_NODE_SCORE
+    # (alloc - requested) * 100 // alloc is negative exactly when requested > alloc
+    # (alloc >= 1), where the score is 0.
+    free //= allocatable if has is None else np.where(has, allocatable, 1)
+    np.maximum(free, 0, out=free)
+    return _weighted_average(free, has, weights)
 
 
 def most_allocated_vector(
@@ -112,12 +111,17 @@ def balanced_allocation_vector(
     """
     rows = [r for r, req in enumerate(request) if not (extended[r] and req == 0)]
     size = used.shape[1]
-    if everywhere and len(rows) == 2 and not any(extended[r] for r in rows):
-        first, second = rows
-        fractions = np.minimum(
-            (used[rows] + _column([request[first], request[second]])) / allocatable[rows], 1.0)
-        std = np.abs((fractions[0] - fractions[1]) / 2)
-        pair: IntArray = np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    if everywhere and rows == [0, 1] and not extended[0] and not extended[1]:
+        requested = used[:2] + _column(request[:2])
+        fractions: FloatArray = requested / allocatable[:2]
+        np.minimum(fractions, 1.0, out=fractions)
+        spread = fractions[0] - fractions[1]
+        spread /= 2
+        np.abs(spread, out=spread)
+        score = 1 - spread
+        score *= MAX_NODE_SCORE
+        np.trunc(score, out=score)
+        pair: IntArray = score.astype(np.int64)
         return pair
     fractions_by_row: list[FloatArray] = []
     kept: list[BoolArray] = []
@@ -179,38 +183,46 @@ def inter_pod_affinity_normalize_vector(scores: IntArray) -> IntArray:
 
 def binpack_vector(
     request: FloatArray, weights: Sequence[int], allocatable: FloatArray, used: FloatArray,
-    *, weight_sum: int, plugin_weight: int,
+    *, weight_sum: int, plugin_weight: int, everywhere: bool | None = None,
 ) -> FloatArray:
     """``binpack.binpack_score`` for every node at once.
 
     ``request`` and ``weights`` list, in the scalar loop's order, each counted
     resource; ``allocatable`` and ``used`` have one row per such resource and one
-    column per node. A node where some resource does not fit scores 0.
+    column per node (``everywhere=True`` promises no allocatable is 0). A node
+    where some resource does not fit scores 0.
     """
     size = allocatable.shape[1]
-    if not len(weights):
+    count = len(weights)
+    if not count:
         return np.zeros(size)
     final = used + request.reshape(-1, 1)
-    present = allocatable != 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        parts = final * _column(weights) / allocatable
-    if bool(present.all()):
+    if everywhere is None:
+        everywhere = bool((allocatable != 0).all())
+    if everywhere:
+        parts = final * np.array(weights, dtype=np.float64).reshape(-1, 1)
+        parts /= allocatable
         over = final > allocatable
     else:
+        present = allocatable != 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            parts = final * np.array(weights, dtype=np.float64).reshape(-1, 1) / allocatable
         parts = np.where(present, parts, 0.0)
         over = (final > allocatable) & present
-    zero_weight = [row for row, weight in enumerate(weights) if weight == 0]
-    if zero_weight:
+    if 0 in weights:
+        zero_weight = [row for row, weight in enumerate(weights) if weight == 0]
         parts[zero_weight] = 0.0
         over[zero_weight] = False
     score = parts[0]
-    for row in range(1, len(weights)):
+    misfit = over[0]
+    for row in range(1, count):
         score = score + parts[row]
+        misfit = misfit | over[row]
     if weight_sum > 0:
         score = score / weight_sum
-    score = score * MAX_NODE_SCORE * plugin_weight
-    misfit = over.any(axis=0) if len(weights) > 1 else over[0]
-    if misfit.any():
-        score[misfit] = 0.0
+    score = score * MAX_NODE_SCORE
+    if plugin_weight != 1:
+        score *= plugin_weight
+    np.putmask(score, misfit, 0.0)
     result: FloatArray = score
     return result

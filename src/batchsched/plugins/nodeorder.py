@@ -79,7 +79,6 @@ from batchsched.framework.arguments import Arguments
 from batchsched.framework.node_columns import (
     Candidates,
     FloatArray,
-    NodeArrayCache,
     NodeColumns,
 )
 from batchsched.framework.session import Session
@@ -264,7 +263,6 @@ class NodeOrderPlugin:
         self._image_spread: Counter[str] = Counter()
         self._kube: KubeColumns | None = None
         self._static: dict[object, Any] = {}
-        self._resource_cache: NodeArrayCache | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -278,15 +276,14 @@ class NodeOrderPlugin:
         ssn.add_batch_node_order_fn(self.name, self.batch_node_order)
         ssn.add_vector_node_order_fn(self.name, self.vector_node_order)
         ssn.add_vector_batch_node_order_fn(self.name, self.vector_batch_node_order)
+        ssn.add_vector_template_fn(self.name, self.vector_template)
         self._kube = None
         self._static = {}
-        self._resource_cache = None
 
     def on_session_close(self, ssn: Session) -> None:
         self._images = {}
         self._kube = None
         self._static = {}
-        self._resource_cache = None
 
     @property
     def view(self) -> KubeView:
@@ -373,22 +370,43 @@ class NodeOrderPlugin:
             raise VectorFallback("nodeorder: amounts too large for exact array arithmetic")
         return kube
 
+    def vector_template(self, task: TaskInfo) -> tuple[object, ...] | None:
+        """What the vectorised scores read from the task, when each node's score
+        depends only on that node: not when preferred node affinity, untolerated
+        PreferNoSchedule taints (both normalised over the candidates) or inter-pod
+        affinity (placements everywhere) are in play."""
+        assert self._ssn is not None
+        pod = self.view.pod(task)
+        if self.pod_affinity_weight and (pod.preferred_affinity or pod.preferred_anti_affinity
+                                         or self.view.nodes_with_affinity):
+            return None
+        if self.node_affinity_weight and pod.affinity.node.preferred:
+            return None
+        if self.taint_weight:
+            columns = NodeColumns.of(self._ssn)
+            self._node_static(("taints", pod.tolerations), columns,
+                              lambda n: count_intolerable_taints(n.taints, pod.tolerations))
+            if self._static[("taints-max", pod.tolerations)] != 0:
+                return None
+        return (pod.nonzero_milli_cpu, pod.nonzero_memory, pod.milli_cpu, pod.memory, pod.gpu,
+                pod.best_effort, pod.tolerations if self.taint_weight else None,
+                pod.images if self.image_weight else None)
+
     def vector_node_order(
         self, task: TaskInfo, columns: NodeColumns, candidates: Candidates
-    ) -> FloatArray:
+    ) -> FloatArray | float:
         """:meth:`node_order` for every candidate (image sizes are fixed for the session,
-        so each distinct image list is scored over all nodes once)."""
+        so each distinct image list is scored over all nodes once; a task without
+        images scores the same everywhere)."""
         if self.image_weight == 0:
-            return np.zeros(len(candidates))
+            return 0.0
         pod = self.view.pod(task)
+        if not pod.images:
+            return float(image_locality_score(0, 1) * self.image_weight)
         key = ("images", pod.images)
         scores = self._static.get(key)
         if scores is None:
-            if pod.images:
-                scores = np.array([self.node_order(task, node) for node in columns.nodes])
-            else:
-                scores = np.full(len(columns), float(image_locality_score(0, 1)
-                                                     * self.image_weight))
+            scores = np.array([self.node_order(task, node) for node in columns.nodes])
             self._static[key] = scores
         picked: FloatArray = candidates.pick(scores)
         return picked
@@ -396,28 +414,12 @@ class NodeOrderPlugin:
     def vector_batch_node_order(
         self, task: TaskInfo, columns: NodeColumns, candidates: Candidates
     ) -> FloatArray:
-        """:meth:`batch_node_order` for every candidate, with the same integer scores.
-
-        The resource scores (least, most, balanced) depend on the task only through
-        its requests, and on a node only through its figures in the view: they are
-        kept per distinct request over all nodes and refreshed for the nodes that
-        changed (:class:`~batchsched.framework.node_columns.NodeArrayCache`).
-        """
+        """:meth:`batch_node_order` for every candidate, with the same integer scores."""
         kube = self._kube_columns(columns)
         pod = self.view.pod(task)
         if max(pod.nonzero_milli_cpu, pod.nonzero_memory, pod.gpu) >= LARGE:
             raise VectorFallback("nodeorder: request too large for exact array arithmetic")
-        cache = self._resource_cache
-        if cache is None or cache.changes is not kube.changes:
-            cache = self._resource_cache = NodeArrayCache(kube.changes)
-        key = (pod.nonzero_milli_cpu, pod.nonzero_memory, pod.milli_cpu, pod.memory, pod.gpu)
-        resources = cache.get(
-            key,
-            lambda: self._resource_totals(kube, pod, Candidates(np.arange(len(columns)))),
-            lambda positions: self._resource_totals(kube, pod, Candidates(positions)),
-            lambda position: self._resource_total(kube, pod, position),
-        )
-        totals: FloatArray = candidates.pick(resources)
+        totals: FloatArray = self._resource_totals(kube, pod, candidates)
         pick = candidates.pick
         if self.node_affinity_weight and pod.affinity.node.preferred:
             raw = pick(self._node_static(("affinity", pod.affinity.node.preferred), columns,
@@ -432,7 +434,8 @@ class NodeOrderPlugin:
             else:
                 totals = totals + default_normalize_vector(pick(every), reverse=True) * (
                     self.taint_weight)
-        if self.pod_affinity_weight:
+        if self.pod_affinity_weight and (pod.preferred_affinity or pod.preferred_anti_affinity
+                                         or self.view.nodes_with_affinity):
             topology = self._topology_scores(pod)
             if topology:
                 raw = np.zeros(len(candidates), dtype=np.int64)
@@ -443,43 +446,38 @@ class NodeOrderPlugin:
         return totals
 
     def _resource_totals(self, kube: KubeColumns, pod: PodInfo, nodes: Candidates) -> FloatArray:
-        """Weighted least + most + balanced allocation of ``nodes`` (as :meth:`resource_scores`)."""
+        """Weighted least + most + balanced allocation of ``nodes`` (as :meth:`resource_scores`).
+
+        The scores are integers, so their float sum is exact in any order: it is
+        computed in integers and converted once.
+        """
         pick = nodes.pick
-        totals: FloatArray = np.zeros(len(nodes))
         allocatable = pick(kube.allocatable)
         everywhere = kube.cpu_memory_everywhere
         nonzero = (pod.nonzero_milli_cpu, pod.nonzero_memory)
+        total: IntArray | None = None
         if self.least_weight or self.most_weight:
             used = pick(kube.nonzero)
             if self.least_weight:
-                totals += least_allocated_vector(
-                    nonzero, used, allocatable[:2], everywhere=everywhere) * self.least_weight
+                total = least_allocated_vector(
+                    nonzero, used, allocatable[:2], everywhere=everywhere)
+                if self.least_weight != 1:
+                    total *= self.least_weight
             if self.most_weight:
-                totals += most_allocated_vector(
+                most = most_allocated_vector(
                     nonzero, used, allocatable[:2], everywhere=everywhere) * self.most_weight
+                total = most if total is None else total + most
         if self.balanced_weight and not pod.best_effort:
-            score = balanced_allocation_vector(
+            balanced = balanced_allocation_vector(
                 (pod.milli_cpu, pod.memory, pod.gpu), pick(kube.requested), allocatable,
                 everywhere=everywhere)
-            totals += score * self.balanced_weight
+            if self.balanced_weight != 1:
+                balanced *= self.balanced_weight
+            total = balanced if total is None else total + balanced
+        if total is None:
+            return np.zeros(len(nodes))
+        totals: FloatArray = total.astype(np.float64)
         return totals
-
-    def _resource_total(self, kube: KubeColumns, pod: PodInfo, i: int) -> float:
-        """:meth:`_resource_totals` of one node, with the scalar reference functions."""
-        cpu, memory, gpu = kube.allocatable[:, i].tolist()
-        nonzero = (pod.nonzero_milli_cpu, pod.nonzero_memory)
-        total = 0.0
-        if self.least_weight or self.most_weight:
-            used = kube.nonzero[:, i].tolist()
-            if self.least_weight:
-                total += float(least_allocated(nonzero, used, (cpu, memory)) * self.least_weight)
-            if self.most_weight:
-                total += float(most_allocated(nonzero, used, (cpu, memory)) * self.most_weight)
-        if self.balanced_weight and not pod.best_effort:
-            score = balanced_allocation((pod.milli_cpu, pod.memory, pod.gpu),
-                                        kube.requested[:, i].tolist(), (cpu, memory, gpu))
-            total += float(score * self.balanced_weight)
-        return total
 
     def _node_static(
         self, key: tuple[str, object], columns: NodeColumns, score: Callable[[NodeInfo], int]

@@ -292,6 +292,7 @@ class PredicatesPlugin:
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate)
         ssn.add_vector_predicate_fn(self.name, self.vector_predicate)
+        ssn.add_vector_template_fn(self.name, self.vector_template)
         ssn.add_simulate_predicate_fn(self.name, self.simulate_predicate)
         self._stable_masks = {}
         self._kube = None
@@ -497,16 +498,39 @@ class PredicatesPlugin:
             passes &= self._inter_pod_mask(pod, state.counts or InterPodCounts(), kube)
         return passes
 
-    def _stable_mask(self, pod: PodInfo, state: _TaskState, kube: KubeColumns) -> BoolArray | None:
-        """Which nodes pass the node-static filters (None: all of them), cached per
-        distinct combination of what they read from the pod."""
+    def vector_template(self, task: TaskInfo) -> tuple[object, ...] | None:
+        """What :meth:`vector_predicate` reads from the task, when each node's verdict
+        depends only on that node: not with inter-pod affinity in play (counts over
+        all nodes), the proportional check or the equivalence cache."""
+        if self.proportional_enable or (
+            self.cache_enable and task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
+        ):
+            return None
+        state = self._state(task)
+        if self.pod_affinity_enable and INTER_POD_AFFINITY not in state.skipped:
+            return None
+        pod = self.view.pod(task)
+        ports = self.node_ports_enable and NODE_PORTS not in state.skipped
+        return (self._stable_key(pod, state), pod.host_ports if ports else ())
+
+    def _stable_key(self, pod: PodInfo, state: _TaskState) -> tuple[object, ...]:
         affinity_checked = self.node_affinity_enable and NODE_AFFINITY not in state.skipped
-        key = (
+        return (
             pod.tolerations if self.taint_toleration_enable else None,
             tuple(sorted(pod.node_selector.items())) if affinity_checked else None,
             pod.affinity.node.required if affinity_checked else None,
             affinity_checked,
         )
+
+    def _stable_mask(self, pod: PodInfo, state: _TaskState, kube: KubeColumns) -> BoolArray | None:
+        """Which nodes pass the node-static filters (None: all of them), cached per
+        distinct combination of what they read from the pod."""
+        affinity_checked = self.node_affinity_enable and NODE_AFFINITY not in state.skipped
+        if (not affinity_checked and not pod.tolerations
+                and (None,) in self._stable_masks):
+            # The common case, answered without building the key.
+            return self._stable_masks[(None,)]
+        key = self._stable_key(pod, state)
         if key in self._stable_masks:
             return self._stable_masks[key]
         nodes = kube.columns.nodes
@@ -527,6 +551,8 @@ class PredicatesPlugin:
                     mask = np.ones(len(nodes), dtype=np.bool_)
                 mask[position] = False
         self._stable_masks[key] = mask
+        if not affinity_checked and not pod.tolerations:
+            self._stable_masks[(None,)] = mask
         return mask
 
     def _inter_pod_mask(self, pod: PodInfo, counts: InterPodCounts, kube: KubeColumns) -> BoolArray:

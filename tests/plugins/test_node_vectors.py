@@ -1,0 +1,117 @@
+"""The array scores equal their scalar references on every node, bit for bit.
+
+Random nodes include resources a node lacks (allocatable 0), requests beyond
+allocatable, GPUs requested or not, and zero weights, so that every branch of
+the scalar functions is met.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.api.resource import Resource
+from batchsched.plugins.binpack import binpack_score
+from batchsched.plugins.node_vectors import (
+    balanced_allocation_vector,
+    binpack_vector,
+    default_normalize_vector,
+    inter_pod_affinity_normalize_vector,
+    least_allocated_vector,
+    most_allocated_vector,
+)
+from batchsched.plugins.nodeorder import (
+    balanced_allocation,
+    default_normalize,
+    inter_pod_affinity_normalize,
+    least_allocated,
+    most_allocated,
+)
+
+amounts = st.integers(0, 5) | st.integers(0, 2**40)
+small = st.integers(0, 64)
+
+
+@st.composite
+def nodes(draw: st.DrawFn, rows: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    count = draw(st.integers(1, 12))
+    scale = draw(st.sampled_from([amounts, small]))
+    request = [draw(scale) for _ in range(rows)]
+    used = np.array([[draw(scale) for _ in range(count)] for _ in range(rows)], dtype=np.int64)
+    allocatable = np.array([[draw(scale) for _ in range(count)] for _ in range(rows)],
+                           dtype=np.int64)
+    return request, used, allocatable
+
+
+def columns(array: np.ndarray) -> list[list[int]]:
+    return [list(map(int, column)) for column in array.T]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=nodes(2), weights=st.sampled_from([(50, 50), (1, 1), (3, 0), (0, 0)]))
+def test_least_and_most_allocated(data: tuple[list[int], np.ndarray, np.ndarray],
+                                  weights: tuple[int, int]) -> None:
+    request, used, allocatable = data
+    everywhere = bool((allocatable != 0).all())
+    for flag in (None, everywhere or None):
+        least = least_allocated_vector(request, used, allocatable, weights, everywhere=flag)
+        most = most_allocated_vector(request, used, allocatable, weights, everywhere=flag)
+        for i, (use, alloc) in enumerate(zip(columns(used), columns(allocatable), strict=True)):
+            assert least[i] == least_allocated(request, use, alloc, weights)
+            assert most[i] == most_allocated(request, use, alloc, weights)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=nodes(3))
+def test_balanced_allocation(data: tuple[list[int], np.ndarray, np.ndarray]) -> None:
+    request, used, allocatable = data
+    everywhere = bool((allocatable[:2] != 0).all())
+    for flag in (None, everywhere or None):
+        got = balanced_allocation_vector(request, used, allocatable, everywhere=flag)
+        for i, (use, alloc) in enumerate(zip(columns(used), columns(allocatable), strict=True)):
+            assert got[i] == balanced_allocation(request, use, alloc)
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.lists(st.integers(0, 500), min_size=1, max_size=20), reverse=st.booleans())
+def test_normalizations(raw: list[int], reverse: bool) -> None:
+    scores = np.array(raw, dtype=np.int64)
+    assert default_normalize_vector(scores, reverse=reverse).tolist() == default_normalize(
+        raw, reverse=reverse)
+    shifted = [v - 250 for v in raw]
+    assert inter_pod_affinity_normalize_vector(
+        np.array(shifted, dtype=np.int64)).tolist() == inter_pod_affinity_normalize(shifted)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cpu=st.sampled_from([0.0, 100.0, 500.0, 2000.0, 1e6]),
+    memory=st.sampled_from([0.0, 1.0, 2.0**30, 3e9]),
+    gpu=st.sampled_from([None, 1000.0, 3000.0]),
+    used=st.lists(st.tuples(st.sampled_from([0.0, 1000.0, 7500.0, 32000.0]),
+                            st.sampled_from([0.0, 2.0**30, 1.2e11]),
+                            st.sampled_from([0.0, 1000.0, 4000.0])), min_size=1, max_size=8),
+    allocatable=st.sampled_from([(32000.0, 2.0**37, 8000.0), (0.0, 2.0**37, 0.0),
+                                 (4000.0, 0.0, 2000.0)]),
+    weights=st.sampled_from([{"cpu": 1, "memory": 1}, {"cpu": 2, "memory": 0},
+                             {"cpu": 1, "memory": 3, "nvidia.com/gpu": 5}]),
+    plugin_weight=st.sampled_from([1, 3]),
+)
+def test_binpack(cpu: float, memory: float, gpu: float | None,
+                 used: list[tuple[float, float, float]], allocatable: tuple[float, float, float],
+                 weights: dict[str, int], plugin_weight: int) -> None:
+    request = Resource(cpu, memory, {"pods": 1.0, **({"nvidia.com/gpu": gpu} if gpu else {})})
+    names = [n for n in request.resource_names() if request.get(n) and n in weights]
+    dims = {"cpu": 0, "memory": 1, "nvidia.com/gpu": 2}
+    rows = [dims[n] for n in names]
+    capacity = np.array([list(allocatable)] * len(used)).T
+    use = np.array(used).T
+    got = binpack_vector(np.array([request.get(n) for n in names]), [weights[n] for n in names],
+                         capacity[rows], use[rows], weight_sum=sum(weights[n] for n in names),
+                         plugin_weight=plugin_weight)
+    for i, (u_cpu, u_mem, u_gpu) in enumerate(used):
+        node_alloc = Resource(allocatable[0], allocatable[1],
+                              {"nvidia.com/gpu": allocatable[2]})
+        node_used = Resource(u_cpu, u_mem, {"nvidia.com/gpu": u_gpu})
+        assert got[i] == binpack_score(request, node_alloc, node_used, weights, plugin_weight)
