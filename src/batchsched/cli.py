@@ -109,7 +109,8 @@ def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     decisions = run_scenario(scenario, scores=args.scores or None, configuration=configuration,
                              consume=True)
     if args.output == "json":
-        json.dump(decisions.to_json(), out, indent=1, sort_keys=False)
+        # One write: json.dump would write each of the (many) pieces separately.
+        out.write(json.dumps(decisions.to_json(), indent=1, sort_keys=False))
         out.write("\n")
     else:
         out.write(_text(scenario.name, decisions.to_json()))

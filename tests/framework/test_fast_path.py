@@ -345,3 +345,47 @@ def test_windows_are_planned_ahead(plugins: list[dict[str, Any]]) -> None:
     reference, fast = decide_both(lookahead_document(21, 6000, 12, plugins, 0.0, kube=False))
     assert_same_decisions(reference, fast)
     assert sum(s.served_from_plans for s in SELECTORS) >= len(fast.binds) // 3
+
+
+def session_after(document: dict[str, Any], factory: Any) -> Session:
+    from fast_path_support import selector
+
+    from batchsched.scheduler import run_actions
+
+    scenario = parse_scenario(document, source="<fast path test>")
+    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=REGISTRY)
+    with selector(factory):
+        run_actions(ssn)
+    return ssn
+
+
+def described(errors: Any) -> tuple[str, list[tuple[str, str, list[str], list[str]]], set[str]]:
+    return (str(errors),
+            [(name, err.node_name, err.reasons, [str(s.code) for s in err.statuses])
+             for name, err in errors.nodes.items()],
+            errors.unresolvable_nodes())
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32), nodes=st.sampled_from([3, 40, 130]),
+       plugins=st.sampled_from([["vt-predicate"], ["vt-predicate", "vt-order"], []]))
+def test_fit_errors_of_unplaced_tasks_are_the_reference_ones(
+    seed: int, nodes: int, plugins: list[str]
+) -> None:
+    """Overloaded clusters: many tasks fit nowhere. Their fit errors (summary, every
+    node's error in scan order, unresolvable nodes) are the reference's."""
+    def tiny(rng: Any, node: dict[str, Any]) -> None:
+        node["allocatable"]["cpu"] = rng.choice(["500m", 1, 2])
+
+    document = random_document(seed, nodes=nodes, jobs=25, extra_node=tiny,
+                               plugins=[{"name": n} for n in plugins])
+    reference = session_after(document, ScalarNodeSelector)
+    fast = session_after(document, strict_vector_selector)
+    unplaced = 0
+    for uid, job in reference.jobs.items():
+        other = fast.jobs[uid].nodes_fit_errors
+        assert set(other) == set(job.nodes_fit_errors)
+        for task_uid, errors in job.nodes_fit_errors.items():
+            assert described(other[task_uid]) == described(errors)
+            unplaced += 1
+    assert unplaced

@@ -98,7 +98,7 @@ def test_normalizations(raw: list[int], reverse: bool) -> None:
                              {"cpu": 1, "memory": 3, "nvidia.com/gpu": 5}]),
     plugin_weight=st.sampled_from([1, 3]),
 )
-def test_binpack(cpu: float, memory: float, gpu: float | None,
+def test_binpack(*, cpu: float, memory: float, gpu: float | None,
                  used: list[tuple[float, float, float]], allocatable: tuple[float, float, float],
                  weights: dict[str, int], plugin_weight: int) -> None:
     request = Resource(cpu, memory, {"pods": 1.0, **({"nvidia.com/gpu": gpu} if gpu else {})})

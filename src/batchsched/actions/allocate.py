@@ -126,7 +126,7 @@ class _AllocateRun:
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue
-            tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
+            tasks = PriorityQueue.by_comparison(ssn.task_order_total)
             for task in job.tasks_in(TaskStatus.PENDING).values():
                 if task.resreq.is_empty():
                     continue  # best-effort: backfill's business
@@ -134,7 +134,7 @@ class _AllocateRun:
             if not tasks:
                 continue
             if job.queue not in self.jobs_by_queue:
-                self.jobs_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
+                self.jobs_by_queue[job.queue] = PriorityQueue.by_comparison(ssn.job_order_total)
                 self.queues.push(queue)
             self.jobs_by_queue[job.queue].push(job)
             self.tasks_by_job[job.uid] = tasks

@@ -27,12 +27,25 @@ the scalar one. A variant may decline a particular task (``VectorFallback``):
 that task then takes the scalar path, with the same rotating start and
 predicate-error cache, so decisions stay identical.
 
+**Windows worked out ahead.** Consecutive tasks of a gang usually share their
+request, and consecutive scans look at consecutive windows of nodes. When every
+node plugin vouches (with a template function) that its answer for a node
+depends only on the task's template and on that node, the selector works out
+the windows of the job's next tasks together with the current one (one set of
+array operations instead of one per task) and serves them in turn, as long as
+the next task has the same template, the rotation is where the plan expects it,
+and no node of the windows ahead has changed. This is skipped for tasks with a
+role under the predicate-error cache, while any node has releasing or
+pipelined tasks, and with best-node plugins.
+
 Two things are done differently, neither visible in a decision:
 
 * When a node is found, the returned :class:`Placement` carries no per-node
   fit errors (allocate and backfill read them only when no node is found).
-  When no node is found, every node's error is computed by the scalar
-  predicates at that moment, in scan order, exactly as the reference does.
+  When no node is found, every node's error is the one the reference would
+  record, in scan order: ``Insufficient <resource>`` is worked out with arrays
+  and the per-node objects are built only if someone reads them; the other
+  errors come from the scalar predicates at that moment.
 * Best-node plugins, if any are enabled, receive the same ``{score: [nodes]}``
   mapping, built from the arrays.
 """
@@ -44,6 +57,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from batchsched.actions.placement import (
     NodeSelector,
@@ -53,10 +67,11 @@ from batchsched.actions.placement import (
     num_feasible_nodes_to_find,
     predicate_for_allocate_action,
 )
-from batchsched.api.fit import FitErrors
+from batchsched.api.fit import FitError, FitErrors, FitStatus, insufficient_resource_reason
 from batchsched.api.node import NodeInfo
+from batchsched.api.resource import CPU, MEMORY, MIN_RESOURCE
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import TaskStatus
+from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.framework.node_columns import (
     BoolArray,
     Candidates,
@@ -213,7 +228,9 @@ class VectorNodeSelector(ScalarNodeSelector):
                 break
         # No fallback past this point: commit the scan's effects.
         self._next_start = (start + processed) % total
-        if use_cache or chosen is None:
+        if chosen is None and allocate and not use_cache:
+            errors: FitErrors = self._unplaced_errors(task, start)
+        elif use_cache or chosen is None:
             errors = self._errors(task, start, processed, passes_fn=allocate, group=group,
                                   candidates=candidates)
         else:
@@ -409,6 +426,112 @@ class VectorNodeSelector(ScalarNodeSelector):
             self._error_cache[group] = cached
             errors.set_node_error(node.name, err)
         return errors
+
+
+    def _unplaced_errors(self, task: TaskInfo, start: int) -> FitErrors:
+        """Every node's fit error for a task allocate could place nowhere, as the reference
+        scan would record them (scan order from ``start``), without a call per node
+        for the nodes too small for it: their ``Insufficient <resource>`` is worked out
+        with arrays; the few others get their error from the scalar predicates."""
+        columns = self.columns
+        rows, amounts = self._request(task)
+        names = [columns.dimensions[row] for row in rows]
+        order = sorted(range(len(names)), key=lambda k: _dimension_rank(names[k]))
+        # Not (l - r < 0.1), so that a NaN counts as short, as in the scalar comparison.
+        short = ~np.less(amounts[order][:, None] - columns.future_idle[rows[order]],
+                         MIN_RESOURCE)
+        reasons = np.where(short.any(axis=0), short.argmax(axis=0), -1)
+        others: dict[int, FitError] = {}
+        for position in np.flatnonzero(reasons < 0).tolist():
+            node = columns.nodes[position]
+            err = allocate_predicate(self.ssn, task, node)
+            if err is None:
+                raise AssertionError(
+                    f"vectorised predicates rejected node {node.name} for task {task.uid}, "
+                    "the scalar ones accept it: a vectorised variant disagrees with its plugin"
+                )
+            others[position] = err
+        texts = [insufficient_resource_reason([names[k]]) for k in order]
+        return _UnplacedFitErrors(task, columns.names, start, reasons=reasons, texts=texts,
+                                  others=others)
+
+
+def _dimension_rank(name: str) -> tuple[int, str]:
+    """cpu, then memory, then the other resources by name (the order of the reason)."""
+    if name == CPU:
+        return 0, ""
+    if name == MEMORY:
+        return 1, ""
+    return 2, name
+
+
+class _UnplacedFitErrors(FitErrors):
+    """The fit errors of every node for one task, built on first use.
+
+    ``reasons[i]`` indexes ``texts`` (node ``i`` lacks that resource) or is -1 (its
+    error is ``others[i]``). The nodes come in scan order from ``start``, as the
+    reference records them; the summary needs no per-node objects.
+    """
+
+    def __init__(
+        self, task: TaskInfo, names: list[str], start: int, *, reasons: npt.NDArray[np.int64],
+        texts: list[str], others: dict[int, FitError],
+    ) -> None:
+        self.error = ""
+        self._task = task
+        self._names = names
+        self._start = start
+        self._reasons = reasons
+        self._texts = texts
+        self._others = others
+        self._nodes: dict[str, FitError] | None = None
+
+    @property
+    def nodes(self) -> dict[str, FitError]:
+        if self._nodes is None:
+            task, names, reasons, texts = self._task, self._names, self._reasons, self._texts
+            total = len(names)
+            nodes: dict[str, FitError] = {}
+            for offset in range(total):
+                position = (self._start + offset) % total
+                reason = int(reasons[position])
+                if reason < 0:
+                    err = self._others[position]
+                    err.node_name = names[position]
+                else:
+                    err = FitError(task.namespace, task.name, names[position],
+                                   [FitStatus(FitStatusCode.UNSCHEDULABLE, texts[reason])])
+                nodes[names[position]] = err
+            self._nodes = nodes
+        return self._nodes
+
+    @nodes.setter
+    def nodes(self, value: dict[str, FitError]) -> None:
+        self._nodes = value
+
+    def unresolvable_nodes(self) -> set[str]:
+        # "Insufficient ..." is Unschedulable: only the other errors can be unresolvable.
+        return {self._names[p] for p, err in self._others.items() if err.unresolvable}
+
+    def __str__(self) -> str:
+        if self._nodes is not None:
+            return super().__str__()
+        head = self.error or f"0/{len(self._names)} nodes are unavailable"
+        if not len(self._names):
+            return head
+        histogram: dict[str, int] = {}
+        counts = np.bincount(self._reasons[self._reasons >= 0], minlength=len(self._texts))
+        for text, count in zip(self._texts, counts.tolist(), strict=True):
+            if count:
+                histogram[text] = histogram.get(text, 0) + count
+        for err in self._others.values():
+            for reason in err.reasons:
+                histogram[reason] = histogram.get(reason, 0) + 1
+        parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
+        return f"{head}: {', '.join(parts)}."
+
+    def __bool__(self) -> bool:
+        return bool(len(self._names)) or bool(self.error)
 
 
 class _Plan:

@@ -14,6 +14,7 @@ combine the enabled plugins' functions by the rule of their extension point
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import time
@@ -425,6 +426,18 @@ class Session:
             return left.creation_time < right.creation_time
         return left.uid < right.uid
 
+    def job_order_total(self, left: JobInfo, right: JobInfo) -> int:
+        """:meth:`job_order_fn` as one three-way comparison (<0: ``left`` first; 0 only
+        for the same job), for priority queues that should compare once."""
+        result = self.job_order_compare(left, right)
+        if result:
+            return result
+        if left.creation_time != right.creation_time:
+            return -1 if left.creation_time < right.creation_time else 1
+        if left.uid != right.uid:
+            return -1 if left.uid < right.uid else 1
+        return 0
+
     def queue_order_fn(self, left: QueueInfo, right: QueueInfo) -> bool:
         result = combine.first_nonzero("queue_order", self.tiers_for("queue_order"), left, right)
         if result:
@@ -446,6 +459,15 @@ class Session:
         if result:
             return result < 0
         return compare_task_default(left, right)
+
+    def task_order_total(self, left: TaskInfo, right: TaskInfo) -> int:
+        """:meth:`task_order_fn` as one three-way comparison (see :meth:`job_order_total`)."""
+        result = self.task_compare(left, right)
+        if result:
+            return result
+        if compare_task_default(left, right):
+            return -1
+        return 1 if compare_task_default(right, left) else 0
 
     def victim_queue_order_fn(
         self, left: QueueInfo, right: QueueInfo, preemptor_queue: QueueInfo | None
@@ -661,6 +683,7 @@ def compare_task_default(left: TaskInfo, right: TaskInfo) -> bool:
 _DIGITS = re.compile(r"[+-]?[0-9]+")
 
 
+@functools.lru_cache(maxsize=65536)
 def _name_index(name: str) -> int | None:
     parts = name.split("-")
     if len(parts) < 3 or not _DIGITS.fullmatch(parts[-1]):

@@ -20,6 +20,8 @@ registration                                function receives -> returns
 ``ssn.add_vector_batch_node_order_fn``      ``(task, columns, candidates)`` -> float array over
                                             the candidates, or one float for all of them (0.0
                                             for a node the scalar function leaves out)
+``ssn.add_vector_template_fn``              ``(task)`` -> a hashable "template" of the task, or
+                                            None (optional; see :func:`template_fns`)
 ==========================================  ==================================================
 
 A variant must give **exactly** the scalar function's answer (the same float
@@ -194,10 +196,10 @@ def predicate_mask(
 
 
 class _Sum:
-    """Scores added up in the scalar path's order; float answers (the same score on
-    every candidate) are kept aside until an array comes, as adding 0.0 changes
-    nothing and adding constants first or later gives the same sum only when they
-    are added in order, which this keeps."""
+    """Per-candidate scores added up as the scalar path adds them (from 0.0, plugin
+    after plugin). A float answer counts for every candidate: floats before the
+    first array are summed on their own, then added to it (the same sums, as
+    addition is commutative), and adding 0.0 is skipped (it changes nothing)."""
 
     __slots__ = ("array", "constant", "size")
 

@@ -337,11 +337,15 @@ class PredicatesPlugin:
             state.skipped.add(NODE_PORTS)
         if self.pod_affinity_enable:
             own_terms = bool(pod.required_affinity or pod.required_anti_affinity)
-            state.counts = inter_pod_affinity_counts(
-                pod, self._placed_pods(anti_affinity_only=not own_terms))
-            if (not pod.required_affinity and not pod.required_anti_affinity
-                    and not +state.counts.existing_anti):
+            if not own_terms and not self.view.nodes_with_required_anti_affinity:
+                # Nothing to count: the filter has nothing to check for this task.
+                state.counts = None
                 state.skipped.add(INTER_POD_AFFINITY)
+            else:
+                state.counts = inter_pod_affinity_counts(
+                    pod, self._placed_pods(anti_affinity_only=not own_terms))
+                if not own_terms and not +state.counts.existing_anti:
+                    state.skipped.add(INTER_POD_AFFINITY)
         if self.pod_topology_spread_enable:
             # No task in the model has topology spread constraints.
             state.skipped.add(POD_TOPOLOGY_SPREAD)
