@@ -35,9 +35,9 @@ from batchsched.actions.fast_placement import (
     VectorNodeSelector,
     default_node_selector,
 )
+from batchsched.actions.node_search import node_scores
 from batchsched.actions.placement import (
     ScalarNodeSelector,
-    _node_scores,
     predicate_for_allocate_action,
 )
 from batchsched.errors import PluginError
@@ -133,7 +133,7 @@ def check_masks_and_scores(ssn: Session) -> None:
             chosen = [i for i, ok in enumerate(expected) if ok]
             if not chosen:
                 continue
-            reference = _node_scores(ssn, task, [ssn.node_list[i] for i in chosen])
+            reference = node_scores(ssn, task, [ssn.node_list[i] for i in chosen])
             candidates = Candidates(np.array(chosen, dtype=np.intp))
             try:
                 fast = (node_order_scores(orders, task, columns, candidates)

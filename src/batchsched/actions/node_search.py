@@ -6,8 +6,8 @@ Volcano keeps these on ``Session`` (``PredicateForAllocateAction``,
 ``PredicateForPreemptAction``) and in ``pkg/scheduler/util`` (``PredicateHelper``,
 ``CalculateNumOfFeasibleNodesToFind``, ``PrioritizeNodes``). The preempt and
 reclaim actions read them from here (through :mod:`batchsched.actions.victims`);
-:mod:`batchsched.actions.placement` (allocate, backfill) still spells out the
-same rules and is meant to use this module too, so that each rule is written once.
+:mod:`batchsched.actions.placement` (allocate, backfill) reads the same rules from here,
+so that each rule is written once.
 
 Which predicate statuses fail a node:
 

@@ -49,6 +49,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
+from batchsched.actions.node_search import (
+    PredicateFn,
+    node_scores,
+    num_feasible_nodes_to_find,
+    predicate_for_allocate_action,
+)
 from batchsched.api.fit import FitError, FitErrors, FitStatus, insufficient_resource_reason
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, DimensionDefault
@@ -69,20 +75,6 @@ __all__ = [
     "select_best_node",
 ]
 
-PredicateFn = Callable[[TaskInfo, NodeInfo], "FitError | None"]
-
-#: Volcano's defaults for how many feasible nodes a scan collects.
-MIN_NODES_TO_FIND = 100
-MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
-BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
-
-_FAILING_CODES = frozenset({
-    FitStatusCode.ERROR,
-    FitStatusCode.UNSCHEDULABLE,
-    FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
-    FitStatusCode.WAIT,
-    FitStatusCode.SKIP,
-})
 
 
 @attrs.frozen
@@ -118,36 +110,6 @@ class NodeSelector(Protocol):
 NodeSelectorFactory = Callable[["Session", bool], NodeSelector]
 
 
-def num_feasible_nodes_to_find(total: int) -> int:
-    """How many feasible nodes a scan collects before stopping (Volcano's defaults).
-
-    All of them up to 100 nodes; above, ``max(50 - total // 125, 5)`` percent of
-    them, but never fewer than 100.
-
-    >>> num_feasible_nodes_to_find(80), num_feasible_nodes_to_find(1000)
-    (80, 420)
-    """
-    if total <= MIN_NODES_TO_FIND:
-        return total
-    percentage = max(
-        BASELINE_PERCENTAGE_OF_NODES_TO_FIND - total // 125, MIN_PERCENTAGE_OF_NODES_TO_FIND
-    )
-    return max(total * percentage // 100, MIN_NODES_TO_FIND)
-
-
-def predicate_for_allocate_action(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
-    """The plugins' predicates as allocate and backfill read them.
-
-    A FitError whose statuses are all harmless (e.g. Success) lets the node pass.
-    """
-    err = ssn.predicate(task, node)
-    if err is None:
-        return None
-    if any(status.code in _FAILING_CODES for status in err.statuses):
-        return err
-    return None
-
-
 def allocate_predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
     """Resource fit against the node's future idle, then the plugins' predicates."""
     fits, short = task.init_resreq.less_equal_with_names(node.future_idle(), DimensionDefault.ZERO)
@@ -163,22 +125,6 @@ def _ordered_dimensions(names: Sequence[str]) -> list[str]:
     return head + sorted(n for n in names if n not in (CPU, MEMORY))
 
 
-def _node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
-    """Node-order plus batch node-order score of each node, in the order given.
-
-    As in Volcano, a node whose node-order function reports a FitError keeps
-    only its batch score.
-    """
-    order: list[float] = []
-    for node in nodes:
-        try:
-            order.append(ssn.node_order(task, node))
-        except FitError:
-            order.append(0.0)
-    batch = ssn.batch_node_order(task, list(nodes))
-    return [score + batch.get(node.name, 0.0) for node, score in zip(nodes, order, strict=True)]
-
-
 def select_best_node(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> NodeInfo | None:
     """The best of ``nodes`` (given in session node order) for ``task``.
 
@@ -190,7 +136,7 @@ def select_best_node(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) ->
         return None
     if len(nodes) == 1:
         return nodes[0]
-    scores = _node_scores(ssn, task, nodes)
+    scores = node_scores(ssn, task, nodes)
     by_score: dict[float, list[NodeInfo]] = {}
     for node, score in zip(nodes, scores, strict=True):
         by_score.setdefault(score, []).append(node)
