@@ -235,7 +235,9 @@ class JobInfo:
         return sum(1 for t in self.tasks_in(TaskStatus.RELEASING).values() if t.node_name)
 
     def is_ready(self) -> bool:
-        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+        # ready_task_num() + pending_best_effort_task_num(), read directly: the gang
+        # job order asks this at every heap comparison.
+        return self._ready + self._pending_best_effort >= self.min_available
 
     def is_pipelined(self) -> bool:
         return (
@@ -264,6 +266,14 @@ class JobInfo:
                 counts[role] = counts.get(role, 0) + n
         return counts
 
+    def _roles_reach_minimums(
+        self, statuses: frozenset[TaskStatus], *, empty_pending: bool
+    ) -> bool:
+        # Most jobs set no per-role minimum: then nothing needs counting.
+        if not self.task_min_available:
+            return True
+        return self._roles_meet_minimums(self._roles(statuses, empty_pending=empty_pending))
+
     def _roles_meet_minimums(self, counts: Mapping[str, int]) -> bool:
         return all(
             counts.get(role, 0) >= minimum
@@ -274,24 +284,24 @@ class JobInfo:
     def check_task_valid(self) -> bool:
         if self.min_available < self.task_min_available_total:
             return True
-        return self._roles_meet_minimums(self._roles(_VALID_STATUSES, empty_pending=False))
+        return self._roles_reach_minimums(_VALID_STATUSES, empty_pending=False)
 
     def check_task_ready(self) -> bool:
         if self.min_available < self.task_min_available_total:
             return True
-        return self._roles_meet_minimums(self._roles(_READY_STATUSES, empty_pending=True))
+        return self._roles_reach_minimums(_READY_STATUSES, empty_pending=True)
 
     def check_task_pipelined(self) -> bool:
         if self.min_available < self.task_min_available_total:
             return True
         statuses = _READY_STATUSES | {_PIPELINED}
-        return self._roles_meet_minimums(self._roles(statuses, empty_pending=True))
+        return self._roles_reach_minimums(statuses, empty_pending=True)
 
     def check_task_starving(self) -> bool:
         if self.min_available < self.task_min_available_total:
             return True
         statuses = _READY_STATUSES | {_PIPELINED}
-        return not self._roles_meet_minimums(self._roles(statuses, empty_pending=False))
+        return not self._roles_reach_minimums(statuses, empty_pending=False)
 
     def allocated_roles(self) -> dict[str, int]:
         """Tasks per role holding resources, finished, or pending with empty requests."""

@@ -65,30 +65,46 @@ class Blame:
             raise plugin_failed(self.point, self.plugin, exc) from exc
 
 
+# The three rules below run for every task or every heap comparison: they blame
+# with try/except (free when nothing raises) rather than the Blame context
+# manager, with exactly Blame's effect.
+
+
 def first_nonzero(point: str, tiers: Bound, *args: Any) -> int:
-    with Blame(point) as blame:
+    plugin = "<unknown>"
+    try:
         for tier in tiers:
-            for blame.plugin, fn in tier:
+            for plugin, fn in tier:  # noqa: B007 (named in the error)
                 result = fn(*args)
                 if result:
                     return -1 if result < 0 else 1
+    except BatchSchedError:
+        raise
+    except Exception as exc:
+        raise plugin_failed(point, plugin, exc) from exc
     return 0
 
 
 def all_pass(point: str, tiers: Bound, *args: Any) -> bool:
-    with Blame(point) as blame:
+    plugin = "<unknown>"
+    try:
         for tier in tiers:
-            for blame.plugin, fn in tier:
+            for plugin, fn in tier:  # noqa: B007 (named in the error)
                 if not fn(*args):
                     return False
+    except BatchSchedError:
+        raise
+    except Exception as exc:
+        raise plugin_failed(point, plugin, exc) from exc
     return True
 
 
 def first_failure(point: str, tiers: Bound, *args: Any) -> FitError | None:
     """Predicates: None when all pass, else the first FitError (returned or raised)."""
-    with Blame(point) as blame:
+    plugin = "<unknown>"
+    try:
         for tier in tiers:
-            for blame.plugin, fn in tier:
+            for plugin, fn in tier:
                 try:
                     err = fn(*args)
                 except FitError as fit:
@@ -97,9 +113,13 @@ def first_failure(point: str, tiers: Bound, *args: Any) -> FitError | None:
                     continue
                 if not isinstance(err, FitError):
                     raise PluginError(
-                        f"plugin {blame.plugin!r}: {point} must return None or a FitError, "
-                        f"not {err!r}", plugin=blame.plugin, point=point)
+                        f"plugin {plugin!r}: {point} must return None or a FitError, "
+                        f"not {err!r}", plugin=plugin, point=point)
                 return err
+    except BatchSchedError:
+        raise
+    except Exception as exc:
+        raise plugin_failed(point, plugin, exc) from exc
     return None
 
 

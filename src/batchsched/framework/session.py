@@ -429,7 +429,11 @@ class Session:
     def job_order_total(self, left: JobInfo, right: JobInfo) -> int:
         """:meth:`job_order_fn` as one three-way comparison (<0: ``left`` first; 0 only
         for the same job), for priority queues that should compare once."""
-        result = self.job_order_compare(left, right)
+        # job_order_compare, inlined: this runs at every step of allocate's job heaps.
+        tiers = self._bound.get("job_order")
+        if tiers is None:
+            tiers = self.tiers_for("job_order")
+        result = combine.first_nonzero("job_order", tiers, left, right)
         if result:
             return result
         if left.creation_time != right.creation_time:
@@ -462,7 +466,10 @@ class Session:
 
     def task_order_total(self, left: TaskInfo, right: TaskInfo) -> int:
         """:meth:`task_order_fn` as one three-way comparison (see :meth:`job_order_total`)."""
-        result = self.task_compare(left, right)
+        tiers = self._bound.get("task_order")
+        if tiers is None:
+            tiers = self.tiers_for("task_order")
+        result = combine.first_nonzero("task_order", tiers, left, right)
         if result:
             return result
         if compare_task_default(left, right):

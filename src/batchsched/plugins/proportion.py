@@ -49,12 +49,12 @@ from batchsched.plugins.queue_accounting import (
     SimulationSnapshots,
     capability_from_spec,
     diff,
+    dominant_share,
     exceeded_part,
     format_resource_names,
     job_min_resources,
     resource_max,
     same_resource,
-    share,
     spec_resource,
     spec_written,
 )
@@ -99,10 +99,7 @@ class QueueAttr:
 
 def queue_share(allocated: Resource, deserved: Resource) -> float:
     """max over deserved's dimensions of allocated / deserved (0 when it has none)."""
-    result = 0.0
-    for name in deserved.resource_names():
-        result = max(result, share(allocated.get(name), deserved.get(name)))
-    return result
+    return dominant_share(allocated, deserved)
 
 
 def real_capability(total: Resource, total_guarantee: Resource, guarantee: Resource,

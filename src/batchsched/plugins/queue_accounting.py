@@ -58,10 +58,30 @@ def share(allocated: float, deserved: float) -> float:
 
 
 def dominant_share(allocated: Resource, reference: Resource) -> float:
-    """The largest ``share`` over the dimensions ``reference`` holds (0 when none)."""
+    """The largest ``share`` over the dimensions ``reference`` holds (0 when none).
+
+    The dimensions are ``reference.resource_names()``, visited in that order, and
+    each ratio is ``share``'s; written out because every placement recomputes a
+    job's and a queue's share.
+    """
     result = 0.0
-    for name in reference.resource_names():
-        result = max(result, share(allocated.get(name), reference.get(name)))
+    deserved = reference.milli_cpu
+    if deserved >= MIN_RESOURCE:
+        ratio = share(allocated.milli_cpu, deserved)
+        if ratio > result:  # noqa: PLR1730 (a call per dimension costs)
+            result = ratio
+    deserved = reference.memory
+    if deserved >= MIN_RESOURCE:
+        ratio = share(allocated.memory, deserved)
+        if ratio > result:  # noqa: PLR1730 (a call per dimension costs)
+            result = ratio
+    if reference.scalars:
+        held = allocated.scalars
+        for name, deserved in reference.scalars.items():
+            if deserved >= MIN_RESOURCE:
+                ratio = share(held.get(name, 0.0), deserved)
+                if ratio > result:  # noqa: PLR1730
+                    result = ratio
     return result
 
 
