@@ -194,7 +194,7 @@ class VectorNodeSelector(ScalarNodeSelector):
             return Placement(None, FitErrors())
         request = self._request(task) if allocate else None
         use_cache = self.error_cache_enabled and bool(task.role)
-        start = self._next_start % total
+        start = self.node_scan.next_start % total
         key = None
         if (allocate and not use_cache and self._templates is not None
                 and not self.has_best_node and not columns.has_transitions):
@@ -227,7 +227,7 @@ class VectorNodeSelector(ScalarNodeSelector):
                 pipelined = later
                 break
         # No fallback past this point: commit the scan's effects.
-        self._next_start = (start + processed) % total
+        self.node_scan.next_start = (start + processed) % total
         if chosen is None and allocate and not use_cache:
             errors: FitErrors = self._unplaced_errors(task, start)
         elif use_cache or chosen is None:
@@ -269,7 +269,7 @@ class VectorNodeSelector(ScalarNodeSelector):
                 return None
         plan.next += 1
         self.served_from_plans += 1
-        self._next_start = (start + processed) % total
+        self.node_scan.next_start = (start + processed) % total
         return Placement(self.columns.nodes[chosen], FitErrors())
 
     def _plan_windows(
@@ -319,7 +319,7 @@ class VectorNodeSelector(ScalarNodeSelector):
 
     def _skip_mask(self, group: str) -> BoolArray | None:
         """The nodes the group's cached errors rule out (None when it has none)."""
-        cached = self._error_cache.get(group)
+        cached = self.node_scan.error_cache.get(group)
         if cached is None:
             return None
         known = self._skip_masks.get(group)
@@ -404,8 +404,8 @@ class VectorNodeSelector(ScalarNodeSelector):
         total = len(nodes)
         errors = FitErrors()
         use_cache = self.error_cache_enabled and bool(task.role)
-        failed_before = group in self._error_cache
-        cached = self._error_cache.get(group, {})
+        failed_before = group in self.node_scan.error_cache
+        cached = self.node_scan.error_cache.get(group, {})
         feasible = set(candidates.tolist())
         for offset in range(processed):
             position = (start + offset) % total
@@ -423,7 +423,7 @@ class VectorNodeSelector(ScalarNodeSelector):
                     "the scalar ones accept it: a vectorised variant disagrees with its plugin"
                 )
             cached[node.name] = err
-            self._error_cache[group] = cached
+            self.node_scan.error_cache[group] = cached
             errors.set_node_error(node.name, err)
         return errors
 

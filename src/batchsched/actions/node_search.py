@@ -153,6 +153,10 @@ class FeasibleNodeScan:
     :meth:`new_cache_scope`), once a task of a (job, role) failed on a node, later
     tasks of the same job and role skip that node with the same error. Tasks
     without a role never use it (Volcano issue 3527).
+
+    ``next_start`` (the rotation) and ``error_cache`` are public so that another
+    implementation of the same scan (the vectorised selector) continues exactly
+    where this one stopped.
     """
 
     def __init__(
@@ -164,13 +168,13 @@ class FeasibleNodeScan:
     ) -> None:
         self.error_cache_enabled = error_cache_enabled
         self.rotate = rotate
-        self._error_cache: dict[str, dict[str, FitError]] = {}
-        self._next_start = 0
+        self.error_cache: dict[str, dict[str, FitError]] = {}
+        self.next_start = 0
         self._position = {node.name: i for i, node in enumerate(session_nodes)}
 
     def new_cache_scope(self) -> None:
         """Forget every cached predicate failure."""
-        self._error_cache = {}
+        self.error_cache = {}
 
     def feasible_nodes(
         self, task: TaskInfo, nodes: Sequence[NodeInfo], predicate: PredicateFn
@@ -182,10 +186,10 @@ class FeasibleNodeScan:
             return [], errors
         use_cache = self.error_cache_enabled and bool(task.role)
         group = f"{task.job}/{task.role}"
-        failed_before = group in self._error_cache
-        cached = self._error_cache.get(group, {})
+        failed_before = group in self.error_cache
+        cached = self.error_cache.get(group, {})
         wanted = num_feasible_nodes_to_find(total)
-        start = self._next_start % total if self.rotate else 0
+        start = self.next_start % total if self.rotate else 0
         found: list[NodeInfo] = []
         processed = 0
         for offset in range(total):
@@ -197,14 +201,14 @@ class FeasibleNodeScan:
             err = predicate(task, node)
             if err is not None:
                 cached[node.name] = err
-                self._error_cache[group] = cached
+                self.error_cache[group] = cached
                 errors.set_node_error(node.name, err)
                 continue
             found.append(node)
             if len(found) == wanted:
                 break
         if self.rotate:
-            self._next_start = (start + processed) % total
+            self.next_start = (start + processed) % total
         position = self._position
         found.sort(key=lambda n: position.get(n.name, len(position)))
         return found, errors

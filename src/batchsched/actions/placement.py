@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 from batchsched.actions.node_search import (
+    FeasibleNodeScan,
     PredicateFn,
     node_scores,
     num_feasible_nodes_to_find,
@@ -153,12 +154,13 @@ class ScalarNodeSelector:
     def __init__(self, ssn: Session, error_cache_enabled: bool = True) -> None:
         self.ssn = ssn
         self.error_cache_enabled = error_cache_enabled
-        self._error_cache: dict[str, dict[str, FitError]] = {}
-        self._next_start = 0
-        self._position = {node.name: i for i, node in enumerate(ssn.node_list)}
+        #: Volcano's partial scan with its rotating start and predicate-error cache.
+        self.node_scan = FeasibleNodeScan(
+            ssn.node_list, error_cache_enabled=error_cache_enabled, rotate=True
+        )
 
     def new_cache_scope(self) -> None:
-        self._error_cache = {}
+        self.node_scan.new_cache_scope()
 
     def for_allocate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Placement:
         """Filter (resource fit on future idle, then predicates), group, score, pick."""
@@ -194,34 +196,4 @@ class ScalarNodeSelector:
         self, task: TaskInfo, nodes: Sequence[NodeInfo], predicate: PredicateFn
     ) -> tuple[list[NodeInfo], FitErrors]:
         """The nodes passing ``predicate`` (in session node order) and the others' errors."""
-        errors = FitErrors()
-        total = len(nodes)
-        if total == 0:
-            return [], errors
-        use_cache = self.error_cache_enabled and bool(task.role)
-        group = f"{task.job}/{task.role}"
-        failed_before = group in self._error_cache
-        cached = self._error_cache.get(group, {})
-        wanted = num_feasible_nodes_to_find(total)
-        start = self._next_start % total
-        found: list[NodeInfo] = []
-        processed = 0
-        for offset in range(total):
-            node = nodes[(start + offset) % total]
-            processed += 1
-            if use_cache and failed_before and node.name in cached:
-                errors.set_node_error(node.name, cached[node.name])
-                continue
-            err = predicate(task, node)
-            if err is not None:
-                cached[node.name] = err
-                self._error_cache[group] = cached
-                errors.set_node_error(node.name, err)
-                continue
-            found.append(node)
-            if len(found) == wanted:
-                break
-        self._next_start = (start + processed) % total
-        position = self._position
-        found.sort(key=lambda n: position.get(n.name, len(position)))
-        return found, errors
+        return self.node_scan.feasible_nodes(task, nodes, predicate)
