@@ -186,3 +186,23 @@ def test_a_failing_action_publishes_nothing_and_the_loop_goes_on(
     scheduler.run_once = counting  # type: ignore[method-assign]
     scheduler.run(period=0.001, stop=stop)
     assert len(calls) == 2 and "scheduling cycle failed" in caplog.text
+
+
+def test_a_malformed_task_is_refused_at_the_door_and_changes_nothing() -> None:
+    from batchsched.errors import SchedulingError
+
+    cache = cluster()
+    job = JobInfo.from_podgroup(PodGroup("pg2", "c1", min_member=1))
+    job.add_task(TaskInfo.create("c1", "bad", job.uid, Resource.from_mapping({"cpu": 1}),
+                                 affinity={"nodeAffinity": {"requiredDuringScheduling": []}}))
+    with pytest.raises(SchedulingError, match="task c1/bad: affinity"):
+        cache.add_job(job)
+    assert "c1/pg2" not in cache.jobs
+    orphan = TaskInfo.create("c1", "lost", "c1/pg1", Resource.from_mapping({"cpu": 1}),
+                             status=TaskStatus.RUNNING, node_name="n9")
+    with pytest.raises(SchedulingError, match="node 'n9' is not in the cache"):
+        cache.add_task(orphan)
+    assert "c1/lost" not in cache.jobs["c1/pg1"].tasks
+    # Sessions still open and schedule.
+    Scheduler(cache, configuration_from_text(CONF), registry=registry()).run_once()
+    assert len(cache.binds) == 1

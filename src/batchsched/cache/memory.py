@@ -94,7 +94,13 @@ class MemoryCache:
         self.priority_classes[pc.name] = pc
 
     def add_job(self, job: JobInfo) -> None:
-        """Add a job and place its already-placed tasks on their nodes."""
+        """Add a job and place its already-placed tasks on their nodes.
+
+        Raises :class:`~batchsched.errors.SchedulingError` naming the task and field
+        if a task is malformed or names a missing node; the cache is then unchanged.
+        """
+        for task in job.tasks.values():
+            self._check(task)
         self.jobs[job.uid] = job
         for task in job.tasks.values():
             self._place(task)
@@ -112,6 +118,7 @@ class MemoryCache:
         job = self.jobs.get(task.job)
         if job is None:
             raise SchedulingError(f"task {task.uid}: job {task.job!r} is not in the cache")
+        self._check(task)
         job.add_task(task)
         self._place(task)
 
@@ -122,6 +129,18 @@ class MemoryCache:
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
+
+    def _check(self, task: TaskInfo) -> None:
+        """Refuse at the door what would otherwise break every later session."""
+        from batchsched.plugins.k8s_matching import AffinityError, parse_affinity
+
+        try:
+            parse_affinity(task.affinity, task.labels)
+        except AffinityError as exc:
+            raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
+        if (task.node_name and task.status != TaskStatus.PENDING
+                and task.status not in COMPLETED_STATUSES and task.node_name not in self.nodes):
+            raise SchedulingError(f"task {task.uid}: node {task.node_name!r} is not in the cache")
 
     def _place(self, task: TaskInfo) -> None:
         # Finished tasks hold nothing on their node (Volcano's cache skips them too).
