@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from batchsched.api.resource import Resource
 from batchsched.plugins.binpack import binpack_score
 from batchsched.plugins.node_vectors import (
+    FLOAT_DIVISION_LIMIT,
     balanced_allocation_vector,
     binpack_vector,
     default_normalize_vector,
@@ -60,6 +61,29 @@ def test_least_and_most_allocated(data: tuple[list[int], np.ndarray, np.ndarray]
         for i, (use, alloc) in enumerate(zip(columns(used), columns(allocatable), strict=True)):
             assert least[i] == least_allocated(request, use, alloc, weights)
             assert most[i] == most_allocated(request, use, alloc, weights)
+
+
+near_limit = st.integers(FLOAT_DIVISION_LIMIT - 2**20, FLOAT_DIVISION_LIMIT - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), weights=st.sampled_from([(50, 50), (1, 1), (3, 0)]))
+def test_least_allocated_float_division(data: st.DataObject, weights: tuple[int, int]) -> None:
+    """With every allocatable > 0 and below the limit, the float division gives the
+    integer one's scores, near the limit and for quotients just below an integer."""
+    count = data.draw(st.integers(1, 12))
+    scale = data.draw(st.sampled_from([small, amounts, near_limit]))
+    allocatable = np.array([[data.draw(scale) or 1 for _ in range(count)] for _ in range(2)],
+                           dtype=np.int64)
+    # used = allocatable - k * allocatable // 100 - 1 puts the quotient just below k.
+    used = np.array([[max(0, int(a) - data.draw(st.integers(0, 100)) * int(a) // 100
+                          - data.draw(st.integers(0, 2))) for a in row]
+                     for row in allocatable], dtype=np.int64)
+    request = [data.draw(st.integers(0, 3)) for _ in range(2)]
+    got = least_allocated_vector(request, used, allocatable, weights, everywhere=True,
+                                 small=True)
+    for i, (use, alloc) in enumerate(zip(columns(used), columns(allocatable), strict=True)):
+        assert got[i] == least_allocated(request, use, alloc, weights)
 
 
 @settings(max_examples=300, deadline=None)

@@ -296,12 +296,14 @@ class VectorNodeSelector(ScalarNodeSelector):
         columns = self.columns
         scores = node_order_scores(self.node_orders, task, columns, candidates)
         scores += batch_node_order_scores(self.batch_orders, task, columns, candidates)
+        # One argmax per window row (the first best, as np.argmax over the window).
+        best = np.argmax(scores.reshape(windows, wanted), axis=1)
+        best += np.arange(0, windows * wanted, wanted)
+        chosen_nodes: list[int] = members[best].tolist()
+        last_nodes: list[int] = members[wanted - 1::wanted].tolist()
         planned: list[tuple[int, int, int]] = []
         window_start = start
-        for w in range(windows):
-            window = slice(w * wanted, (w + 1) * wanted)
-            chosen = int(members[window][int(np.argmax(scores[window]))])
-            last = int(members[(w + 1) * wanted - 1])
+        for chosen, last in zip(chosen_nodes, last_nodes, strict=True):
             planned.append((window_start, last - window_start + 1, chosen))
             window_start = last + 1
         self._plan = _Plan(key, planned, len(columns.changes), window_start)

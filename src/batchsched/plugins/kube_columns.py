@@ -25,6 +25,7 @@ import numpy.typing as npt
 from batchsched.api.resource import CPU, MEMORY, PODS
 from batchsched.framework.node_columns import IndexArray, NodeColumns
 from batchsched.plugins.kube_view import GPU, KubeView
+from batchsched.plugins.node_vectors import FLOAT_DIVISION_LIMIT
 
 __all__ = ["KubeColumns", "LabelCodes", "ceil_amounts"]
 
@@ -108,6 +109,8 @@ class KubeColumns:
         self.allocatable: IntArray = np.stack([cpu, memory, gpu])
         #: Whether every node has some cpu and some memory allocatable.
         self.cpu_memory_everywhere = bool((self.allocatable[:2] != 0).all())
+        #: Whether every cpu and memory allocatable is below ``FLOAT_DIVISION_LIMIT``.
+        self.cpu_memory_small = bool(self.allocatable[:2].max(initial=0) < FLOAT_DIVISION_LIMIT)
         self.exact = self.exact and cpu_exact and memory_exact and gpu_exact
         self._labels: dict[str, LabelCodes] = {}
         self.static: dict[Any, Any] = {}

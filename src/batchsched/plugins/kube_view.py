@@ -27,7 +27,6 @@ from collections.abc import Iterator, Mapping
 import attrs
 
 from batchsched.api.node import NodeInfo
-from batchsched.api.resource import CPU, MEMORY
 from batchsched.api.task import TaskInfo, Toleration
 from batchsched.api.types import COMPLETED_STATUSES
 from batchsched.errors import SchedulingError
@@ -60,6 +59,8 @@ HostPort = tuple[str, str, int]
 ANY_IP = "0.0.0.0"
 
 _VIEW_KEY = "batchsched.kube_view"
+#: What ``parse_affinity(None)`` gives (immutable, so shared by every task without one).
+_NO_AFFINITY = parse_affinity(None)
 
 
 def _ceil_int(amount: float) -> int:
@@ -102,13 +103,34 @@ class PodInfo:
 
 def pod_info(task: TaskInfo) -> PodInfo:
     """Build the Kubernetes view of a task; a bad affinity raises SchedulingError."""
+    req = task.resreq
+    cpu, memory = _ceil_int(req.milli_cpu), _ceil_int(req.memory)
+    ns = task.namespace
+    if task.affinity is None:
+        # Most tasks have no affinity: skip the parsing and the term resolution.
+        return PodInfo(
+            uid=task.uid,
+            namespace=ns,
+            labels=dict(task.labels),
+            node_selector=dict(task.node_selector),
+            affinity=_NO_AFFINITY,
+            tolerations=tuple(task.tolerations),
+            host_ports=tuple((ANY_IP, "TCP", p) for p in task.host_ports),
+            milli_cpu=cpu,
+            memory=memory,
+            gpu=_ceil_int(req.scalars.get(GPU, 0.0)),
+            nonzero_milli_cpu=cpu or DEFAULT_MILLI_CPU_REQUEST,
+            nonzero_memory=memory or DEFAULT_MEMORY_REQUEST,
+            images=tuple(task.images),
+            required_affinity=(),
+            required_anti_affinity=(),
+            preferred_affinity=(),
+            preferred_anti_affinity=(),
+        )
     try:
         affinity = parse_affinity(task.affinity, task.labels)
     except AffinityError as exc:
         raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
-    req = task.resreq
-    cpu, memory = _ceil_int(req.get(CPU)), _ceil_int(req.get(MEMORY))
-    ns = task.namespace
 
     def weighted(terms: tuple[WeightedPodAffinityTerm, ...]) -> tuple[WeightedAffinityTerm, ...]:
         return tuple(WeightedAffinityTerm(t.weight, t.term.resolve(ns)) for t in terms)

@@ -460,7 +460,8 @@ class NodeOrderPlugin:
             used = pick(kube.nonzero)
             if self.least_weight:
                 total = least_allocated_vector(
-                    nonzero, used, allocatable[:2], everywhere=everywhere)
+                    nonzero, used, allocatable[:2], everywhere=everywhere,
+                    small=kube.cpu_memory_small)
                 if self.least_weight != 1:
                     total *= self.least_weight
             if self.most_weight:
