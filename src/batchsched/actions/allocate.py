@@ -42,8 +42,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batchsched.actions.fast_placement import default_node_selector
-from batchsched.actions.placement import NodeSelector, NodeSelectorFactory
+from batchsched.actions.placement import NodeSelector
+from batchsched.actions.selector_action import SelectorAction
 from batchsched.api.fit import FitError, FitErrors
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -52,21 +52,19 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PodGroupPhase, TaskStatus
 from batchsched.errors import SchedulingError
-from batchsched.framework.arguments import Arguments
 from batchsched.framework.statement import Statement
 
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
 
-__all__ = ["PREDICATE_ERROR_CACHE_KEY", "AllocateAction", "record_unplaced_events"]
+__all__ = ["AllocateAction", "record_unplaced_events"]
 
 #: Action argument enabling the predicate-error cache (Volcano's key).
-PREDICATE_ERROR_CACHE_KEY = "predicateErrorCacheEnable"
 
 ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
 
 
-class AllocateAction:
+class AllocateAction(SelectorAction):
     """Volcano's allocate action.
 
     ``node_selector_factory`` builds the per-task node choice; replace it (on a
@@ -75,25 +73,10 @@ class AllocateAction:
     """
 
     name = "allocate"
-    node_selector_factory: NodeSelectorFactory = default_node_selector
-
-    def __init__(self, arguments: Arguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else Arguments()
-        self.error_cache_enabled = self.arguments.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
-        # Read through the class so that a plain function set there is not bound as a
-        # method; an instance may then override it.
-        self.node_selector_factory = type(self).node_selector_factory
-
-    def initialize(self) -> None:
-        """Nothing to prepare: all state lives in one :meth:`execute`."""
-
-    def uninitialize(self) -> None:
-        """Nothing to release."""
 
     def execute(self, ssn: Session) -> None:
         """Run the allocate rounds over the session until no queue has work left."""
-        selector = self.node_selector_factory(ssn, self.error_cache_enabled)
-        run = _AllocateRun(ssn, selector)
+        run = _AllocateRun(ssn, self.new_selector(ssn))
         run.run()
         record_unplaced_events(ssn, run.considered)
 

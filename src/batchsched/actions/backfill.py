@@ -33,9 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batchsched.actions.allocate import PREDICATE_ERROR_CACHE_KEY
-from batchsched.actions.fast_placement import default_node_selector
-from batchsched.actions.placement import NodeSelectorFactory
+from batchsched.actions.selector_action import SelectorAction
 from batchsched.api.fit import FitError, FitErrors
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -44,7 +42,6 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo, TransactionContext
 from batchsched.api.types import TaskStatus
 from batchsched.errors import SchedulingError
-from batchsched.framework.arguments import Arguments
 from batchsched.framework.statement import Operation, OperationKind, Statement
 
 if TYPE_CHECKING:
@@ -55,7 +52,7 @@ __all__ = ["BackfillAction"]
 _UNPLACED = TransactionContext("", TaskStatus.PENDING)
 
 
-class BackfillAction:
+class BackfillAction(SelectorAction):
     """Volcano's backfill action.
 
     ``node_selector_factory`` builds the per-task node choice, as for
@@ -63,24 +60,10 @@ class BackfillAction:
     """
 
     name = "backfill"
-    node_selector_factory: NodeSelectorFactory = default_node_selector
-
-    def __init__(self, arguments: Arguments | None = None) -> None:
-        self.arguments = arguments if arguments is not None else Arguments()
-        self.error_cache_enabled = self.arguments.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
-        # Read through the class so that a plain function set there is not bound as a
-        # method; an instance may then override it.
-        self.node_selector_factory = type(self).node_selector_factory
-
-    def initialize(self) -> None:
-        """Nothing to prepare."""
-
-    def uninitialize(self) -> None:
-        """Nothing to release."""
 
     def execute(self, ssn: Session) -> None:
         """Place every picked best-effort task, in the order fixed up front."""
-        selector = self.node_selector_factory(ssn, self.error_cache_enabled)
+        selector = self.new_selector(ssn)
         nodes = ssn.node_list
         for task in pick_up_pending_tasks(ssn):
             job = ssn.jobs[task.job]

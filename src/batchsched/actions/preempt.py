@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import attrs
 
-from batchsched.actions.allocate import PREDICATE_ERROR_CACHE_KEY
+from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
 from batchsched.actions.victims import (
     PREEMPT_REASON,
     NodePredicates,

@@ -30,7 +30,7 @@ group (Volcano's wording).
 
 from __future__ import annotations
 
-from batchsched.actions.allocate import PREDICATE_ERROR_CACHE_KEY
+from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
 from batchsched.actions.victims import (
     RECLAIM_REASON,
     NodePredicates,
