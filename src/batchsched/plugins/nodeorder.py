@@ -142,18 +142,27 @@ def most_requested_score(requested: int, allocatable: int) -> int:
     return min(requested, allocatable) * MAX_NODE_SCORE // allocatable
 
 
+def _weighted_resource_score(
+    per_resource: Callable[[int, int], int], request: Sequence[int], used: Sequence[int],
+    allocatable: Sequence[int], weights: Sequence[int],
+) -> int:
+    """kube-scheduler's weighted average of a per-resource score over the resources
+    with allocatable > 0 (integer division, as in Go)."""
+    score = weight_sum = 0
+    for req, use, alloc, weight in zip(request, used, allocatable, weights, strict=True):
+        if alloc == 0:
+            continue
+        score += per_resource(use + req, alloc) * weight
+        weight_sum += weight
+    return score // weight_sum if weight_sum else 0
+
+
 def least_allocated(
     request: Sequence[int], used: Sequence[int], allocatable: Sequence[int],
     weights: Sequence[int] = LEAST_ALLOCATED_WEIGHTS,
 ) -> int:
     """kube-scheduler's LeastAllocated over resources with allocatable > 0."""
-    score = weight_sum = 0
-    for req, use, alloc, weight in zip(request, used, allocatable, weights, strict=True):
-        if alloc == 0:
-            continue
-        score += least_requested_score(use + req, alloc) * weight
-        weight_sum += weight
-    return score // weight_sum if weight_sum else 0
+    return _weighted_resource_score(least_requested_score, request, used, allocatable, weights)
 
 
 def most_allocated(
@@ -161,13 +170,7 @@ def most_allocated(
     weights: Sequence[int] = MOST_ALLOCATED_WEIGHTS,
 ) -> int:
     """kube-scheduler's MostAllocated over resources with allocatable > 0."""
-    score = weight_sum = 0
-    for req, use, alloc, weight in zip(request, used, allocatable, weights, strict=True):
-        if alloc == 0:
-            continue
-        score += most_requested_score(use + req, alloc) * weight
-        weight_sum += weight
-    return score // weight_sum if weight_sum else 0
+    return _weighted_resource_score(most_requested_score, request, used, allocatable, weights)
 
 
 def balanced_allocation(
