@@ -107,30 +107,12 @@ def pod_info(task: TaskInfo) -> PodInfo:
     cpu, memory = _ceil_int(req.milli_cpu), _ceil_int(req.memory)
     ns = task.namespace
     if task.affinity is None:
-        # Most tasks have no affinity: skip the parsing and the term resolution.
-        return PodInfo(
-            uid=task.uid,
-            namespace=ns,
-            labels=dict(task.labels),
-            node_selector=dict(task.node_selector),
-            affinity=_NO_AFFINITY,
-            tolerations=tuple(task.tolerations),
-            host_ports=tuple((ANY_IP, "TCP", p) for p in task.host_ports),
-            milli_cpu=cpu,
-            memory=memory,
-            gpu=_ceil_int(req.scalars.get(GPU, 0.0)),
-            nonzero_milli_cpu=cpu or DEFAULT_MILLI_CPU_REQUEST,
-            nonzero_memory=memory or DEFAULT_MEMORY_REQUEST,
-            images=tuple(task.images),
-            required_affinity=(),
-            required_anti_affinity=(),
-            preferred_affinity=(),
-            preferred_anti_affinity=(),
-        )
-    try:
-        affinity = parse_affinity(task.affinity, task.labels)
-    except AffinityError as exc:
-        raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
+        affinity = _NO_AFFINITY  # most tasks: no parsing, no terms to resolve
+    else:
+        try:
+            affinity = parse_affinity(task.affinity, task.labels)
+        except AffinityError as exc:
+            raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
 
     def weighted(terms: tuple[WeightedPodAffinityTerm, ...]) -> tuple[WeightedAffinityTerm, ...]:
         return tuple(WeightedAffinityTerm(t.weight, t.term.resolve(ns)) for t in terms)
