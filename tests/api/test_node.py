@@ -69,3 +69,34 @@ def test_figures_always_add_up(ops: list[tuple[int, TaskStatus, bool]]) -> None:
             t.status = status
             n.add_task(t)
         n.check_invariants()
+
+
+def test_watchers_hear_of_status_changes_that_move_a_figure() -> None:
+    """update_task re-accounts the task as Volcano does (remove, then add); a watcher
+    (the columnar node view) is told only when a figure moved."""
+    n = node()
+    heard: list[str] = []
+    t = task("a", TaskStatus.ALLOCATED, 2)
+    n.add_task(t)
+    n.on_change = lambda changed: heard.append(changed.name)
+    t.status = TaskStatus.BINDING  # the same accounting: every figure stays as it was
+    n.update_task(t)
+    assert heard == []
+    assert n.tasks[t.uid].status is TaskStatus.BINDING
+    t.status = TaskStatus.RELEASING  # releasing moves
+    n.update_task(t)
+    assert heard == ["n1"]
+    n.check_invariants()
+
+
+def test_a_failed_update_still_tells_watchers() -> None:
+    n = node()
+    heard: list[str] = []
+    t = task("a", TaskStatus.ALLOCATED, 2)
+    n.add_task(t)
+    n.on_change = lambda changed: heard.append(changed.name)
+    t.node_name = "elsewhere"
+    with pytest.raises(SchedulingError):
+        n.update_task(t)
+    assert heard == ["n1"]  # the task left the node: its figures moved
+    assert t.uid not in n.tasks

@@ -27,9 +27,10 @@ from fast_path_support import (
     strict_vector_selector,
     volcano_default_with_binpack,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from batchsched.actions import fast_placement
 from batchsched.actions.fast_placement import (
     FAST_PATH_ENVIRONMENT_VARIABLE,
     VectorNodeSelector,
@@ -347,6 +348,22 @@ def test_windows_are_planned_ahead(plugins: list[dict[str, Any]]) -> None:
     assert sum(s.served_from_plans for s in SELECTORS) >= len(fast.binds) // 3
 
 
+@pytest.mark.parametrize(("capacity", "from_use"), [(1, 1), (2, 2), (64, 1)])
+def test_scores_kept_per_template_decide_the_same(
+    capacity: int, from_use: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scores kept over every node for a template, refreshed where nodes changed, give
+    the reference's decisions, also when templates keep being pushed out of a small
+    store and come back."""
+    monkeypatch.setattr(fast_placement, "_SCORES_KEPT_FROM_USE", from_use)
+    monkeypatch.setattr(fast_placement, "_KEPT_SCORES_BUDGET", capacity * 8 * 6000)
+    SELECTORS.clear()
+    document = lookahead_document(5, 6000, 30, volcano_default_with_binpack(), 0.3, kube=False)
+    reference, fast = decide_both(document)
+    assert_same_decisions(reference, fast)
+    assert sum(s.scored_from_kept for s in SELECTORS) > 0
+
+
 def session_after(document: dict[str, Any], factory: Any) -> Session:
     from fast_path_support import selector
 
@@ -388,4 +405,5 @@ def test_fit_errors_of_unplaced_tasks_are_the_reference_ones(
         for task_uid, errors in job.nodes_fit_errors.items():
             assert described(other[task_uid]) == described(errors)
             unplaced += 1
-    assert unplaced
+    # Some draws fit everything (130 small nodes may take 25 jobs): nothing to compare.
+    assume(unplaced > 0)

@@ -53,7 +53,7 @@ Two things are done differently, neither visible in a decision:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -109,6 +109,11 @@ _FIRST_CHUNK_FACTOR = 1.25
 _MIN_CHUNK = 256
 #: At most this many windows are worked out at once for tasks sharing a template.
 _MAX_WINDOWS_AHEAD = 8
+#: A template gets scores kept over every node from its second task on (a one-off
+#: template would pay a whole-cluster scoring for one window).
+_SCORES_KEPT_FROM_USE = 2
+#: Bytes of kept score arrays at most (the least recently used template goes first).
+_KEPT_SCORES_BUDGET = 64 * 2**20
 
 
 def fast_path_enabled() -> bool:
@@ -160,6 +165,9 @@ class VectorNodeSelector(ScalarNodeSelector):
         self.served_from_plans = 0
         self._requests: dict[tuple[object, ...], tuple[IndexArray, FloatArray]] = {}
         self._skip_masks: dict[str, tuple[int, BoolArray]] = {}
+        self._kept = _KeptScores(max(1, _KEPT_SCORES_BUDGET // (8 * max(1, len(self.columns)))))
+        #: How many scorings read scores kept for their template (for statistics).
+        self.scored_from_kept = 0
 
     def new_cache_scope(self) -> None:
         super().new_cache_scope()
@@ -192,7 +200,6 @@ class VectorNodeSelector(ScalarNodeSelector):
         total = len(columns)
         if total == 0:
             return Placement(None, FitErrors())
-        request = self._request(task) if allocate else None
         use_cache = self.error_cache_enabled and bool(task.role)
         start = self.node_scan.next_start % total
         key = None
@@ -203,12 +210,17 @@ class VectorNodeSelector(ScalarNodeSelector):
                 served = self._serve_planned(key, start, total)
                 if served is not None:
                     return served
-        passes = predicate_mask(self.predicates, task, columns)
+        request = self._request(task) if allocate else None
         group = f"{task.job}/{task.role}"
-        skip = self._skip_mask(group) if use_cache else None
-        feasibility = _Feasibility(columns.future_idle, request, passes, skip)
+        kept = self._kept_for(task, key) if key is not None else None
+        if kept is not None:
+            feasibility = _Feasibility.known(kept, lambda: self._refresh(task, kept))
+        else:
+            passes = predicate_mask(self.predicates, task, columns)
+            skip = self._skip_mask(group) if use_cache else None
+            feasibility = _Feasibility(columns.future_idle, request, passes, skip)
         if key is not None:
-            planned = self._plan_windows(task, key, start, total, feasibility)
+            planned = self._plan_windows(task, key, start, total, feasibility, kept=kept)
             if planned is not None:
                 return planned
         candidates, processed = self._scan(total, start, feasibility)
@@ -222,7 +234,7 @@ class VectorNodeSelector(ScalarNodeSelector):
         chosen: int | None = None
         pipelined = False
         for members, later in groups:
-            chosen = self._best(task, members)
+            chosen = self._best(task, members, kept)
             if chosen is not None:
                 pipelined = later
                 break
@@ -263,10 +275,13 @@ class VectorNodeSelector(ScalarNodeSelector):
         window_start, processed, chosen = plan.windows[plan.next]
         if window_start != start:
             return None
-        for position in self.columns.changes[plan.mark:]:
+        changes = self.columns.changes
+        for position in changes[plan.mark:]:
             if window_start <= position < plan.end:
                 self._plan = None
                 return None
+        # Windows only move forward: a change outside this window's span stays outside.
+        plan.mark = len(changes)
         plan.next += 1
         self.served_from_plans += 1
         self.node_scan.next_start = (start + processed) % total
@@ -274,7 +289,7 @@ class VectorNodeSelector(ScalarNodeSelector):
 
     def _plan_windows(
         self, task: TaskInfo, key: tuple[object, ...], start: int, total: int,
-        feasibility: _Feasibility,
+        feasibility: _Feasibility, *, kept: _TemplateAnswers | None,
     ) -> Placement | None:
         """Work out this task's window and the next ones at once, for the job's tasks
         still to come with the same template; serve the first. None when even the
@@ -292,10 +307,8 @@ class VectorNodeSelector(ScalarNodeSelector):
         if windows < 2:
             return None
         members = feasible[:windows * wanted] + start
-        candidates = Candidates(members)
         columns = self.columns
-        scores = node_order_scores(self.node_orders, task, columns, candidates)
-        scores += batch_node_order_scores(self.batch_orders, task, columns, candidates)
+        scores = self._scores(task, members, kept)
         # One argmax per window row (the first best, as np.argmax over the window).
         best = np.argmax(scores.reshape(windows, wanted), axis=1)
         best += np.arange(0, windows * wanted, wanted)
@@ -371,17 +384,75 @@ class VectorNodeSelector(ScalarNodeSelector):
             candidates = np.sort(candidates)
         return candidates, processed
 
-    def _best(self, task: TaskInfo, members: IndexArray) -> int | None:
+    def _kept_for(self, task: TaskInfo, key: tuple[object, ...]) -> _TemplateAnswers | None:
+        """The template's answers over every node, with the nodes changed since they
+        were worked out listed as stale (:meth:`_refresh` works them out anew); None
+        until the template is seen again (a one-off template would pay a
+        whole-cluster pass for one window)."""
+        columns = self.columns
+        changes = columns.changes
+        kept = self._kept.get(key)
+        if kept is None:
+            if self._kept.count_use(key) < _SCORES_KEPT_FROM_USE:
+                return None
+            everything = np.arange(len(columns))
+            return self._kept.add(key, _TemplateAnswers(
+                self._score_nodes(task, everything), self._feasible(task, everything),
+                len(changes)))
+        if kept.mark < len(changes):
+            kept.stale.update(changes[kept.mark:])
+            kept.mark = len(changes)
+        return kept
+
+    def _refresh(self, task: TaskInfo, kept: _TemplateAnswers) -> None:
+        """Work out the stale nodes' answers anew."""
+        stale = np.array(sorted(kept.stale), dtype=np.intp)
+        # Both answers first: a VectorFallback leaves the kept ones as they were.
+        scores, feasible = self._score_nodes(task, stale), self._feasible(task, stale)
+        kept.scores[stale] = scores
+        kept.feasible[stale] = feasible
+        kept.stale.clear()
+
+    def _feasible(self, task: TaskInfo, members: IndexArray) -> BoolArray:
+        """Resource fit on future idle and the predicates, for ``members`` (no error cache:
+        tasks with a template never use it)."""
+        columns = self.columns
+        rows, amounts = self._request(task)
+        ok = fits_mask(amounts, columns.future_idle[rows][:, members])
+        passes = predicate_mask(self.predicates, task, columns)
+        if passes is not None:
+            ok &= passes[members]
+        return ok
+
+    def _scores(
+        self, task: TaskInfo, members: IndexArray, kept: _TemplateAnswers | None = None
+    ) -> FloatArray:
+        """The summed node-order and batch node-order scores of ``members`` (sorted node
+        indices), read from the template's kept answers when there are some."""
+        if kept is None:
+            return self._score_nodes(task, members)
+        self.scored_from_kept += 1
+        picked: FloatArray = Candidates(members).pick(kept.scores)
+        return picked
+
+    def _score_nodes(self, task: TaskInfo, members: IndexArray) -> FloatArray:
+        candidates = Candidates(members)
+        columns = self.columns
+        scores = node_order_scores(self.node_orders, task, columns, candidates)
+        scores += batch_node_order_scores(self.batch_orders, task, columns, candidates)
+        return scores
+
+    def _best(
+        self, task: TaskInfo, members: IndexArray, kept: _TemplateAnswers | None = None
+    ) -> int | None:
         """The reference ``select_best_node`` over node indices (session order)."""
         count = len(members)
         if count == 0:
             return None
         if count == 1:
             return int(members[0])
-        candidates = Candidates(members)
         columns = self.columns
-        scores = node_order_scores(self.node_orders, task, columns, candidates)
-        scores += batch_node_order_scores(self.batch_orders, task, columns, candidates)
+        scores = self._scores(task, members, kept)
         if self.has_best_node:
             nodes = columns.nodes
             by_score: dict[float, list[NodeInfo]] = {}
@@ -554,11 +625,54 @@ class _Plan:
         self.next = 0
 
 
+class _TemplateAnswers:
+    """One template's answers over every node: summed scores and feasibility (resource
+    fit on future idle and predicates). The nodes in ``stale`` changed since theirs
+    were worked out; ``mark`` is how much of the node-change log was read into it."""
+
+    __slots__ = ("feasible", "mark", "scores", "stale")
+
+    def __init__(self, scores: FloatArray, feasible: BoolArray, mark: int) -> None:
+        self.scores = scores
+        self.feasible = feasible
+        self.mark = mark
+        self.stale: set[int] = set()
+
+
+class _KeptScores:
+    """Scores kept per template, at most ``capacity`` templates (least recently used
+    out first), and how often each template was asked for."""
+
+    __slots__ = ("capacity", "entries", "uses")
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.entries: dict[tuple[object, ...], _TemplateAnswers] = {}
+        self.uses: dict[tuple[object, ...], int] = {}
+
+    def get(self, key: tuple[object, ...]) -> _TemplateAnswers | None:
+        entry = self.entries.pop(key, None)
+        if entry is not None:
+            self.entries[key] = entry  # most recently used last
+        return entry
+
+    def count_use(self, key: tuple[object, ...]) -> int:
+        uses = self.uses[key] = self.uses.get(key, 0) + 1
+        return uses
+
+    def add(self, key: tuple[object, ...], answers: _TemplateAnswers) -> _TemplateAnswers:
+        while len(self.entries) >= self.capacity:
+            del self.entries[next(iter(self.entries))]
+        self.entries[key] = answers
+        return answers
+
+
 class _Feasibility:
     """Which nodes pass for one task: resource fit of the request (allocate only) on
-    ``available``, the predicates' mask, and the predicate-error cache's exclusions."""
+    ``available``, the predicates' mask, and the predicate-error cache's exclusions;
+    or the verdicts kept for the task's template (:meth:`known`)."""
 
-    __slots__ = ("amounts", "available", "passes", "rows", "skip")
+    __slots__ = ("amounts", "available", "kept", "passes", "refresh", "rows", "skip")
 
     def __init__(
         self, available: FloatArray, request: tuple[IndexArray, FloatArray] | None,
@@ -571,9 +685,27 @@ class _Feasibility:
             self.rows, self.amounts = request
         self.passes = passes
         self.skip = skip
+        self.kept: _TemplateAnswers | None = None
+        self.refresh: Callable[[], None] | None = None
+
+    @classmethod
+    def known(cls, kept: _TemplateAnswers, refresh: Callable[[], None]) -> _Feasibility:
+        """Verdicts kept for the task's template; ``refresh`` brings its stale nodes up
+        to date, which is done as soon as a range asked for holds one."""
+        feasibility = cls(np.empty((0, 0)), None, None, None)
+        feasibility.kept = kept
+        feasibility.refresh = refresh
+        return feasibility
 
     def between(self, lo: int, hi: int) -> BoolArray:
-        """The verdicts of nodes ``lo`` to ``hi - 1`` (a new array)."""
+        """The verdicts of nodes ``lo`` to ``hi - 1`` (read them, do not modify them)."""
+        kept = self.kept
+        if kept is not None:
+            if kept.stale and any(lo <= position < hi for position in kept.stale):
+                assert self.refresh is not None
+                self.refresh()
+            known: BoolArray = kept.feasible[lo:hi]
+            return known
         passes, skip = self.passes, self.skip
         if self.rows is not None:
             assert self.amounts is not None

@@ -148,9 +148,33 @@ class NodeInfo:
             self.on_change(self)
 
     def update_task(self, task: TaskInfo) -> None:
-        """Re-account a task whose status changed."""
-        self.remove_task(task)
-        self.add_task(task)
+        """Re-account a task whose status changed (Volcano's remove, then add).
+
+        ``on_change`` is called only if a figure moved: a change that keeps the
+        task's accounting (Allocated to Binding, say) usually leaves every figure
+        as it was, and watchers need not re-read the node.
+        """
+        watcher = self.on_change
+        if watcher is None:
+            self.remove_task(task)
+            self.add_task(task)
+            return
+        before = self._figures()
+        self.on_change = None
+        try:
+            self.remove_task(task)
+            self.add_task(task)
+        finally:
+            self.on_change = watcher
+            if self._figures() != before:
+                watcher(self)
+
+    def _figures(self) -> tuple[object, ...]:
+        idle, used, releasing, pipelined = self.idle, self.used, self.releasing, self.pipelined
+        return (len(self.tasks), idle.milli_cpu, idle.memory, dict(idle.scalars),
+                used.milli_cpu, used.memory, dict(used.scalars),
+                releasing.milli_cpu, releasing.memory, dict(releasing.scalars),
+                pipelined.milli_cpu, pipelined.memory, dict(pipelined.scalars))
 
     def clone(self) -> NodeInfo:
         twin = attrs.evolve(

@@ -398,7 +398,9 @@ def _amount_uncached(raw: object, whole: bool) -> float:
 
 # Workloads repeat a handful of quantity strings ("500m", "1Gi") many thousand times;
 # parsing them exactly (with Fraction) once each keeps loading large clusters fast.
-_amount = functools.lru_cache(maxsize=8192)(_amount_uncached)
+# Typed: equal numbers of different types parse differently (True is no quantity, 1 is;
+# 1e23 and 99999999999999991611392 differ in thousandths).
+_amount = functools.lru_cache(maxsize=8192, typed=True)(_amount_uncached)
 
 
 def _format_quantity(name: str, amount: float) -> str:

@@ -128,6 +128,8 @@ class TaskInfo:
         requests: Resource | None = None,
         *,
         init_requests: Resource | None = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
         **fields: Any,
     ) -> TaskInfo:
         """Build a task as Volcano's ``NewTaskInfo`` does from a pod.
@@ -141,14 +143,19 @@ class TaskInfo:
         if init_requests is not None:
             req.set_max(init_requests)
         req.scalars[PODS] = 1.0
-        labels = dict(fields.pop("labels", None) or {})
-        annotations = dict(fields.pop("annotations", None) or {})
-        fields.setdefault("best_effort", req.is_empty())
-        if "preemptable" not in fields:
-            fields["preemptable"] = _preemptable(annotations, labels)
-        if "revocable_zone" not in fields:
-            fields["revocable_zone"] = revocable_zone_of(annotations)
-        fields.setdefault("order_uid", f"{namespace}-{name}")
+        own_labels = dict(labels) if labels else {}
+        own_annotations = dict(annotations) if annotations else {}
+        if "best_effort" not in fields:
+            fields["best_effort"] = req.is_empty()
+        # Without labels and annotations, the derived values are the fields' defaults
+        # (preemptable, no revocable zone): most tasks of a large cluster skip this.
+        if own_labels or own_annotations:
+            if "preemptable" not in fields:
+                fields["preemptable"] = _preemptable(own_annotations, own_labels)
+            if "revocable_zone" not in fields:
+                fields["revocable_zone"] = revocable_zone_of(own_annotations)
+        if "order_uid" not in fields:
+            fields["order_uid"] = f"{namespace}-{name}"
         return cls(
             uid=f"{namespace}/{name}",
             name=name,
@@ -156,8 +163,8 @@ class TaskInfo:
             job=job,
             resreq=req,
             init_resreq=req.clone(),
-            labels=labels,
-            annotations=annotations,
+            labels=own_labels,
+            annotations=own_annotations,
             **fields,
         )
 

@@ -106,6 +106,10 @@ def pod_info(task: TaskInfo) -> PodInfo:
     req = task.resreq
     cpu, memory = _ceil_int(req.milli_cpu), _ceil_int(req.memory)
     ns = task.namespace
+    required: tuple[AffinityTerm, ...] = ()
+    required_anti: tuple[AffinityTerm, ...] = ()
+    preferred: tuple[WeightedAffinityTerm, ...] = ()
+    preferred_anti: tuple[WeightedAffinityTerm, ...] = ()
     if task.affinity is None:
         affinity = _NO_AFFINITY  # most tasks: no parsing, no terms to resolve
     else:
@@ -113,10 +117,10 @@ def pod_info(task: TaskInfo) -> PodInfo:
             affinity = parse_affinity(task.affinity, task.labels)
         except AffinityError as exc:
             raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
-
-    def weighted(terms: tuple[WeightedPodAffinityTerm, ...]) -> tuple[WeightedAffinityTerm, ...]:
-        return tuple(WeightedAffinityTerm(t.weight, t.term.resolve(ns)) for t in terms)
-
+        required = tuple(t.resolve(ns) for t in affinity.required_affinity)
+        required_anti = tuple(t.resolve(ns) for t in affinity.required_anti_affinity)
+        preferred = _resolve_weighted(affinity.preferred_affinity, ns)
+        preferred_anti = _resolve_weighted(affinity.preferred_anti_affinity, ns)
     return PodInfo(
         uid=task.uid,
         namespace=ns,
@@ -124,18 +128,24 @@ def pod_info(task: TaskInfo) -> PodInfo:
         node_selector=dict(task.node_selector),
         affinity=affinity,
         tolerations=tuple(task.tolerations),
-        host_ports=tuple((ANY_IP, "TCP", p) for p in task.host_ports),
+        host_ports=tuple((ANY_IP, "TCP", p) for p in task.host_ports) if task.host_ports else (),
         milli_cpu=cpu,
         memory=memory,
         gpu=_ceil_int(req.get(GPU)),
         nonzero_milli_cpu=cpu or DEFAULT_MILLI_CPU_REQUEST,
         nonzero_memory=memory or DEFAULT_MEMORY_REQUEST,
         images=tuple(task.images),
-        required_affinity=tuple(t.resolve(ns) for t in affinity.required_affinity),
-        required_anti_affinity=tuple(t.resolve(ns) for t in affinity.required_anti_affinity),
-        preferred_affinity=weighted(affinity.preferred_affinity),
-        preferred_anti_affinity=weighted(affinity.preferred_anti_affinity),
+        required_affinity=required,
+        required_anti_affinity=required_anti,
+        preferred_affinity=preferred,
+        preferred_anti_affinity=preferred_anti,
     )
+
+
+def _resolve_weighted(
+    terms: tuple[WeightedPodAffinityTerm, ...], owner_namespace: str
+) -> tuple[WeightedAffinityTerm, ...]:
+    return tuple(WeightedAffinityTerm(t.weight, t.term.resolve(owner_namespace)) for t in terms)
 
 
 @attrs.define(eq=False)

@@ -74,7 +74,7 @@ import numpy as np
 
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY
-from batchsched.api.task import TaskInfo
+from batchsched.api.task import TaskInfo, Toleration
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.node_columns import (
     Candidates,
@@ -378,22 +378,29 @@ class NodeOrderPlugin:
         depends only on that node: not when preferred node affinity, untolerated
         PreferNoSchedule taints (both normalised over the candidates) or inter-pod
         affinity (placements everywhere) are in play."""
-        assert self._ssn is not None
-        pod = self.view.pod(task)
+        view = self.view
+        pod = view.pod(task)
         if self.pod_affinity_weight and (pod.preferred_affinity or pod.preferred_anti_affinity
-                                         or self.view.nodes_with_affinity):
+                                         or view.nodes_with_affinity):
             return None
         if self.node_affinity_weight and pod.affinity.node.preferred:
             return None
-        if self.taint_weight:
-            columns = NodeColumns.of(self._ssn)
-            self._node_static(("taints", pod.tolerations), columns,
-                              lambda n: count_intolerable_taints(n.taints, pod.tolerations))
-            if self._static[("taints-max", pod.tolerations)] != 0:
-                return None
-        return (pod.nonzero_milli_cpu, pod.nonzero_memory, pod.milli_cpu, pod.memory, pod.gpu,
-                pod.best_effort, pod.tolerations if self.taint_weight else None,
+        if self.taint_weight and self._most_intolerable_taints(pod.tolerations) != 0:
+            return None
+        # The non-zero requests and ``best_effort`` the scores also read follow from these.
+        return (pod.milli_cpu, pod.memory, pod.gpu, pod.tolerations if self.taint_weight else None,
                 pod.images if self.image_weight else None)
+
+    def _most_intolerable_taints(self, tolerations: tuple[Toleration, ...]) -> int:
+        """The most PreferNoSchedule taints these tolerations leave untolerated on any
+        node (worked out over every node once per distinct tolerations)."""
+        most: int | None = self._static.get(("taints-max", tolerations))
+        if most is None:
+            assert self._ssn is not None
+            self._node_static(("taints", tolerations), NodeColumns.of(self._ssn),
+                              lambda n: count_intolerable_taints(n.taints, tolerations))
+            most = self._static[("taints-max", tolerations)]
+        return most
 
     def vector_node_order(
         self, task: TaskInfo, columns: NodeColumns, candidates: Candidates

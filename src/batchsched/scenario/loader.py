@@ -7,6 +7,11 @@ the file, the object and the field, e.g.
 The two tolerances of the format (a job whose queue is missing is dropped, an
 unknown priority class counts as priority 0) are reported as warnings in
 :attr:`Scenario.warnings`.
+
+Large scenarios are mostly plain nodes, jobs and tasks (a few keys, all well
+formed): those are built without the checks' bookkeeping (``plain_node``,
+``plain_job``, ``plain_task``); anything else, and so every error and warning,
+goes through the checked path.
 """
 
 from __future__ import annotations
@@ -156,6 +161,7 @@ class _Parser:
         self.source = source
         self.warnings: list[str] = []
         self.now = 0.0
+        self.shared_quantities: dict[tuple[Any, ...], Resource] = {}
 
     def fail(self, path: str, message: str) -> ScenarioError:
         return ScenarioError(message, source=self.source, path=path)
@@ -218,6 +224,29 @@ class _Parser:
                 text = f'"{raw}"' if isinstance(raw, str) else repr(raw)
                 raise self.fail(f"{path}.{name}", f"{text} {reason}") from exc
         raise AssertionError("unreachable: some quantity failed above")
+
+    def shared_resources(self, value: Any) -> Resource | None:
+        """What :meth:`resources` gives for ``value``, parsed once per distinct mapping
+        (large scenarios repeat a few request shapes), or None when ``value`` is not a
+        dict of valid quantities. The result is shared: whoever keeps it must copy it.
+        """
+        if value is None:
+            value = {}
+        elif type(value) is not dict:
+            return None
+        # The types keep apart mappings that are equal but parse differently:
+        # {"cpu": 1} holds a quantity, {"cpu": True} does not.
+        key = (*value.items(), *map(type, value), *map(type, value.values()))
+        try:
+            shared = self.shared_quantities.get(key)
+        except TypeError:  # an unhashable quantity, not a valid one
+            return None
+        if shared is None:
+            try:
+                shared = self.shared_quantities[key] = Resource.from_mapping(value)
+            except QuantityError:
+                return None
+        return shared
 
     def string_map(self, value: Any, path: str) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -322,7 +351,7 @@ class _Parser:
             warnings=tuple(self.warnings),
         )
 
-    def unique(self, seen: dict[str, Any], key: str, path: str, what: str) -> None:
+    def unique(self, seen: Mapping[str, Any], key: str, path: str, what: str) -> None:
         if key in seen:
             raise self.fail(path, f"duplicate {what} {key!r}")
 
@@ -406,189 +435,307 @@ class _Parser:
     def nodes(self, raw: Any) -> dict[str, NodeInfo]:
         out: dict[str, NodeInfo] = {}
         for i, item in enumerate(self.seq(raw, "nodes")):
-            path = f"nodes[{i}]"
-            obj = self.mapping(item, path)
-            name = self.name(obj, path)
-            path = f"{path} ({name})"
-            self.keys(obj, {"name", "allocatable", "capacity", "labels", "annotations", "taints",
-                            "unschedulable", "ready", "images"}, path)
-            self.unique(out, name, path, "node")
-            allocatable = self.resources(obj.get("allocatable"), f"{path}.allocatable")
-            capacity = (self.resources(obj["capacity"], f"{path}.capacity")
-                        if obj.get("capacity") is not None else None)
-            taints = []
-            for t, raw_taint in enumerate(self.seq(obj.get("taints"), f"{path}.taints")):
-                tpath = f"{path}.taints[{t}]"
-                taint = self.mapping(raw_taint, tpath)
-                self.keys(taint, {"key", "value", "effect"}, tpath)
-                if not isinstance(taint.get("key"), str):
-                    raise self.fail(f"{tpath}.key", "is required")
-                effect = self.enum(taint, "effect", {e: e for e in _EFFECTS}, "NoSchedule", tpath)
-                taints.append(Taint(taint["key"], str(taint.get("value") or ""), effect))
-            images = {}
-            for img, size in self.mapping(obj.get("images"), f"{path}.images").items():
-                if not isinstance(size, int) or isinstance(size, bool):
-                    raise self.fail(f"{path}.images.{img}", "must be a size in bytes")
-                images[str(img)] = size
-            out[name] = NodeInfo.create(
-                name, allocatable, capacity=capacity,
-                labels=self.string_map(obj.get("labels"), f"{path}.labels"),
-                annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
-                taints=tuple(taints),
-                unschedulable=self.typed(obj, "unschedulable", bool, False, path),
-                ready=self.typed(obj, "ready", bool, True, path),
-                images=images,
-            )
+            node = self.plain_node(item)
+            if node is None or node.name in out:
+                node = self.node(i, item, out)
+            out[node.name] = node
         return out
+
+    def plain_node(self, obj: Any) -> NodeInfo | None:
+        """The node a plain entry describes, built as :meth:`node` builds it but without
+        its bookkeeping; None when the entry is anything but plain, for :meth:`node`.
+
+        Plain: only the keys of ``_PLAIN_NODE_KEYS``, each of its exact type and valid.
+        Nothing here raises.
+        """
+        if type(obj) is not dict or not obj.keys() <= _PLAIN_NODE_KEYS:
+            return None
+        name = obj.get("name")
+        if type(name) is not str or not name:
+            return None
+        allocatable = self.shared_resources(obj.get("allocatable"))
+        labels = _plain_strings(obj.get("labels"))
+        if allocatable is None or labels is None:
+            return None
+        capacity = None
+        if obj.get("capacity") is not None:
+            capacity = self.shared_resources(obj["capacity"])
+            if capacity is None:
+                return None
+        # NodeInfo.create copies the (shared) resources and the labels.
+        return NodeInfo.create(name, allocatable, capacity=capacity, labels=labels)
+
+    def node(self, i: int, item: Any, seen: Mapping[str, NodeInfo]) -> NodeInfo:
+        """Entry ``i`` of ``nodes``, every field checked."""
+        path = f"nodes[{i}]"
+        obj = self.mapping(item, path)
+        name = self.name(obj, path)
+        path = f"{path} ({name})"
+        self.keys(obj, {"name", "allocatable", "capacity", "labels", "annotations", "taints",
+                        "unschedulable", "ready", "images"}, path)
+        self.unique(seen, name, path, "node")
+        allocatable = self.resources(obj.get("allocatable"), f"{path}.allocatable")
+        capacity = (self.resources(obj["capacity"], f"{path}.capacity")
+                    if obj.get("capacity") is not None else None)
+        taints = []
+        for t, raw_taint in enumerate(self.seq(obj.get("taints"), f"{path}.taints")):
+            tpath = f"{path}.taints[{t}]"
+            taint = self.mapping(raw_taint, tpath)
+            self.keys(taint, {"key", "value", "effect"}, tpath)
+            if not isinstance(taint.get("key"), str):
+                raise self.fail(f"{tpath}.key", "is required")
+            effect = self.enum(taint, "effect", {e: e for e in _EFFECTS}, "NoSchedule", tpath)
+            taints.append(Taint(taint["key"], str(taint.get("value") or ""), effect))
+        images = {}
+        for img, size in self.mapping(obj.get("images"), f"{path}.images").items():
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise self.fail(f"{path}.images.{img}", "must be a size in bytes")
+            images[str(img)] = size
+        return NodeInfo.create(
+            name, allocatable, capacity=capacity,
+            labels=self.string_map(obj.get("labels"), f"{path}.labels"),
+            annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+            taints=tuple(taints),
+            unschedulable=self.typed(obj, "unschedulable", bool, False, path),
+            ready=self.typed(obj, "ready", bool, True, path),
+            images=images,
+        )
 
     def jobs(self, raw: Any, classes: Mapping[str, PriorityClass],
              queues: Mapping[str, QueueInfo]) -> dict[str, JobInfo]:
         out: dict[str, JobInfo] = {}
-        phases = {p.value: p for p in PodGroupPhase}
+        default_priority = next((c.value for c in classes.values() if c.global_default), 0)
         for i, item in enumerate(self.seq(raw, "jobs")):
-            path = f"jobs[{i}]"
-            obj = self.mapping(item, path)
-            name = self.name(obj, path)
-            namespace = self.typed(obj, "namespace", str, "default", path)
-            uid = f"{namespace}/{name}"
-            path = f"{path} ({uid})"
-            self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
-                            "minResources", "phase", "priorityClassName", "annotations",
-                            "labels", "createdAt"}, path)
-            self.unique(out, uid, path, "job")
-            min_task = {}
-            for role, count in self.mapping(obj.get("minTaskMember"),
-                                            f"{path}.minTaskMember").items():
-                if not isinstance(count, int) or isinstance(count, bool) or count < 0:
-                    raise self.fail(f"{path}.minTaskMember.{role}",
-                                    f"must be a non-negative integer, not {count!r}")
-                min_task[str(role)] = count
-            min_member = self.typed(obj, "minMember", int, 0, path)
-            if min_member < 0:
-                raise self.fail(f"{path}.minMember", f"must not be negative, not {min_member}")
-            class_name = self.typed(obj, "priorityClassName", str, "", path)
-            priority = next((c.value for c in classes.values() if c.global_default), 0)
-            if class_name:
-                if class_name in classes:
-                    priority = classes[class_name].value
-                else:
-                    self.warnings.append(
-                        f"{self.source}: {path}.priorityClassName: no priority class "
-                        f"{class_name!r}; the job's priority is {priority} (the global default, "
-                        "else 0)")
-            podgroup = PodGroup(
-                name=name, namespace=namespace,
-                queue=self.typed(obj, "queue", str, "default", path),
-                min_member=min_member, min_task_member=min_task,
-                min_resources=(self.resources(obj["minResources"], f"{path}.minResources")
-                               if obj.get("minResources") is not None else None),
-                phase=self.enum(obj, "phase", phases, PodGroupPhase.PENDING, path),
-                priority_class_name=class_name,
-                annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
-                labels=self.string_map(obj.get("labels"), f"{path}.labels"),
-                creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
-                if obj.get("createdAt") is not None else 0.0,
-            )
-            job = JobInfo.from_podgroup(podgroup, priority=priority)
-            for key in SLA_WAITING_TIME_ANNOTATIONS:
-                text = podgroup.annotations.get(key)
-                if text is not None and waiting_time_from(text) is None:
-                    self.warnings.append(f"{self.source}: {path}.annotations.{key}: "
-                                         f"{text!r} is not a positive Go duration; ignored")
-            out[uid] = job
+            job = self.plain_job(item, classes, default_priority)
+            if job is None or job.uid in out:
+                job = self.job(i, item, classes, default_priority, out)
+            out[job.uid] = job
         return out
+
+    def plain_job(self, obj: Any, classes: Mapping[str, PriorityClass],
+                  default_priority: int) -> JobInfo | None:
+        """The job a plain entry describes, built as :meth:`job` builds it but without
+        its bookkeeping; None when the entry is anything but plain, for :meth:`job`.
+
+        Plain: only the keys of ``_PLAIN_JOB_KEYS``, each of its exact type and valid,
+        the priority class (if any) known. Nothing here raises or warns.
+        """
+        if type(obj) is not dict or not obj.keys() <= _PLAIN_JOB_KEYS:
+            return None
+        name = obj.get("name")
+        namespace = obj.get("namespace", "default")
+        queue = obj.get("queue", "default")
+        min_member = obj.get("minMember", 0)
+        raw_phase = obj.get("phase", PodGroupPhase.PENDING.value)
+        phase = _POD_GROUP_PHASES.get(raw_phase) if type(raw_phase) is str else None
+        class_name = obj.get("priorityClassName", "")
+        if not (type(name) is str and name and type(namespace) is str and type(queue) is str
+                and type(min_member) is int and min_member >= 0 and phase is not None
+                and type(class_name) is str):
+            return None
+        priority = default_priority
+        if class_name:
+            if class_name not in classes:
+                return None
+            priority = classes[class_name].value
+        podgroup = PodGroup(name=name, namespace=namespace, queue=queue,
+                            min_member=min_member, phase=phase,
+                            priority_class_name=class_name)
+        return JobInfo.from_podgroup(podgroup, priority=priority)
+
+    def job(self, i: int, item: Any, classes: Mapping[str, PriorityClass],
+            default_priority: int, seen: Mapping[str, JobInfo]) -> JobInfo:
+        """Entry ``i`` of ``jobs``, every field checked."""
+        path = f"jobs[{i}]"
+        obj = self.mapping(item, path)
+        name = self.name(obj, path)
+        namespace = self.typed(obj, "namespace", str, "default", path)
+        uid = f"{namespace}/{name}"
+        path = f"{path} ({uid})"
+        self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
+                        "minResources", "phase", "priorityClassName", "annotations",
+                        "labels", "createdAt"}, path)
+        self.unique(seen, uid, path, "job")
+        min_task = {}
+        for role, count in self.mapping(obj.get("minTaskMember"),
+                                        f"{path}.minTaskMember").items():
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise self.fail(f"{path}.minTaskMember.{role}",
+                                f"must be a non-negative integer, not {count!r}")
+            min_task[str(role)] = count
+        min_member = self.typed(obj, "minMember", int, 0, path)
+        if min_member < 0:
+            raise self.fail(f"{path}.minMember", f"must not be negative, not {min_member}")
+        class_name = self.typed(obj, "priorityClassName", str, "", path)
+        priority = default_priority
+        if class_name:
+            if class_name in classes:
+                priority = classes[class_name].value
+            else:
+                self.warnings.append(
+                    f"{self.source}: {path}.priorityClassName: no priority class "
+                    f"{class_name!r}; the job's priority is {priority} (the global default, "
+                    "else 0)")
+        podgroup = PodGroup(
+            name=name, namespace=namespace,
+            queue=self.typed(obj, "queue", str, "default", path),
+            min_member=min_member, min_task_member=min_task,
+            min_resources=(self.resources(obj["minResources"], f"{path}.minResources")
+                           if obj.get("minResources") is not None else None),
+            phase=self.enum(obj, "phase", _POD_GROUP_PHASES, PodGroupPhase.PENDING, path),
+            priority_class_name=class_name,
+            annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+            labels=self.string_map(obj.get("labels"), f"{path}.labels"),
+            creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
+            if obj.get("createdAt") is not None else 0.0,
+        )
+        job = JobInfo.from_podgroup(podgroup, priority=priority)
+        for key in SLA_WAITING_TIME_ANNOTATIONS:
+            text = podgroup.annotations.get(key)
+            if text is not None and waiting_time_from(text) is None:
+                self.warnings.append(f"{self.source}: {path}.annotations.{key}: "
+                                     f"{text!r} is not a positive Go duration; ignored")
+        return job
 
     def tasks(self, raw: Any, classes: Mapping[str, PriorityClass],
               jobs: Mapping[str, JobInfo], nodes: Mapping[str, NodeInfo]) -> list[TaskInfo]:
         out: list[TaskInfo] = []
         seen: dict[str, None] = {}
-        phases = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
         default_class = next((c for c in classes.values() if c.global_default), None)
         for i, item in enumerate(self.seq(raw, "tasks")):
-            path = f"tasks[{i}]"
-            obj = self.mapping(item, path)
-            name = self.name(obj, path)
-            namespace = self.typed(obj, "namespace", str, "default", path)
-            uid = f"{namespace}/{name}"
-            path = f"{path} ({uid})"
-            self.keys(obj, _TASK_KEYS, path)
-            self.unique(seen, uid, path, "task")
-            seen[uid] = None
-            job_name = obj.get("job")
-            if not isinstance(job_name, str) or not job_name:
-                raise self.fail(f"{path}.job", "a task needs its job (pod group name)")
-            job_uid = f"{namespace}/{job_name}"
-            if job_uid not in jobs:
-                raise self.fail(f"{path}.job", f"no job {job_name!r} in namespace {namespace!r}")
-            node = self.typed(obj, "node", str, "", path)
-            if node and node not in nodes:
-                raise self.fail(f"{path}.node", f"no node {node!r}")
-            phase = self.typed(obj, "phase", str, "Pending", path)
-            if phase not in phases:
-                raise self.fail(f"{path}.phase",
-                                f"{phase!r} is not one of {', '.join(sorted(phases))}")
-            deleting = self.typed(obj, "deleting", bool, False, path)
-            status = _task_status(phase, deleting, node)
-            class_name = self.typed(obj, "priorityClassName", str, "", path)
-            pclass = classes.get(class_name) if class_name else default_class
-            if class_name and class_name not in classes:
-                self.warnings.append(f"{self.source}: {path}.priorityClassName: no priority "
-                                     f"class {class_name!r}")
-                pclass = default_class
-            if "priority" in obj and obj["priority"] is not None:
-                priority = self.typed(obj, "priority", int, 1, path)
-            else:
-                priority = pclass.value if pclass is not None else 1
-            policy = self.enum(obj, "preemptionPolicy", _POLICIES,
-                               pclass.preemption_policy if pclass else "PreemptLowerPriority",
-                               path)
-            tolerations = []
-            raw_tolerations = obj.get("tolerations")
-            for t, raw_tol in enumerate(self.seq(raw_tolerations, f"{path}.tolerations")
-                                        if raw_tolerations is not None else ()):
-                tpath = f"{path}.tolerations[{t}]"
-                tol = self.mapping(raw_tol, tpath)
-                self.keys(tol, {"key", "operator", "value", "effect", "tolerationSeconds"}, tpath)
-                operator = self.enum(tol, "operator", {"Equal": "Equal", "Exists": "Exists"},
-                                     "Equal", tpath)
-                effect = self.enum(tol, "effect", {"": "", **{e: e for e in _EFFECTS}}, "", tpath)
-                tolerations.append(Toleration(str(tol.get("key") or ""), operator,
-                                              str(tol.get("value") or ""), effect))
-            affinity = obj.get("affinity")
-            if affinity is not None:
-                affinity = self.mapping(affinity, f"{path}.affinity")
-                self.keys(affinity, {"nodeAffinity", "podAffinity", "podAntiAffinity"},
-                          f"{path}.affinity")
-                try:
-                    parse_affinity(affinity)
-                except AffinityError as exc:
-                    raise self.fail(f"{path}.affinity.{exc.path}", exc.problem) from exc
-            ports = []
-            raw_ports = obj.get("hostPorts")
-            for p, port in enumerate(self.seq(raw_ports, f"{path}.hostPorts")
-                                     if raw_ports is not None else ()):
-                if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
-                    raise self.fail(f"{path}.hostPorts[{p}]", f"{port!r} is not a port")
-                ports.append(port)
-            requests = self.resources(obj.get("requests"), f"{path}.requests")
-            init = (self.resources(obj["initRequests"], f"{path}.initRequests")
-                    if obj.get("initRequests") is not None else None)
-            task = TaskInfo.create(
-                namespace, name, job_uid, requests, init_requests=init,
-                status=status, node_name=node if status != TaskStatus.PENDING else "",
-                priority=priority, role=self.typed(obj, "role", str, "", path),
-                labels=self.string_map(obj.get("labels"), f"{path}.labels"),
-                annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
-                node_selector=self.string_map(obj.get("nodeSelector"), f"{path}.nodeSelector"),
-                affinity=affinity, tolerations=tuple(tolerations), host_ports=tuple(ports),
-                images=tuple(str(x) for x in self.seq(obj["images"], f"{path}.images"))
-                if obj.get("images") is not None else (),
-                priority_class_name=class_name, preemption_policy=policy,
-                creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
-                if obj.get("createdAt") is not None else 0.0,
-            )
+            task = self.plain_task(item, classes, default_class, jobs)
+            if task is None or task.uid in seen:
+                task = self.task(i, item, classes=classes, default_class=default_class,
+                                 jobs=jobs, nodes=nodes, seen=seen)
+            seen[task.uid] = None
             out.append(task)
         return out
+
+    def plain_task(self, obj: Any, classes: Mapping[str, PriorityClass],
+                   default_class: PriorityClass | None,
+                   jobs: Mapping[str, JobInfo]) -> TaskInfo | None:
+        """The task a plain entry describes, built as :meth:`task` builds it but without
+        its bookkeeping; None when the entry is anything but plain, for :meth:`task`.
+
+        Plain: a pending task with only the keys of ``_PLAIN_TASK_KEYS``, each of its
+        exact type, whose job and priority class exist and whose requests parse (the
+        bulk of a large scenario). Nothing here raises or warns.
+        """
+        if type(obj) is not dict or not obj.keys() <= _PLAIN_TASK_KEYS:
+            return None
+        name = obj.get("name")
+        namespace = obj.get("namespace", "default")
+        job_name = obj.get("job")
+        role = obj.get("role", "")
+        class_name = obj.get("priorityClassName", "")
+        if not (type(name) is str and name and type(namespace) is str
+                and type(job_name) is str and job_name
+                and type(role) is str and type(class_name) is str):
+            return None
+        job_uid = f"{namespace}/{job_name}"
+        if job_uid not in jobs:
+            return None
+        pclass = default_class
+        if class_name:
+            pclass = classes.get(class_name)
+            if pclass is None:
+                return None
+        requests = self.shared_resources(obj.get("requests"))
+        if requests is None:
+            return None
+        # TaskInfo.create copies the (shared) requests; every other field keeps its default.
+        return TaskInfo.create(
+            namespace, name, job_uid, requests, role=role,
+            priority=pclass.value if pclass is not None else 1,
+            priority_class_name=class_name,
+            preemption_policy=pclass.preemption_policy if pclass else "PreemptLowerPriority",
+        )
+
+    def task(self, i: int, item: Any, *, classes: Mapping[str, PriorityClass],
+             default_class: PriorityClass | None, jobs: Mapping[str, JobInfo],
+             nodes: Mapping[str, NodeInfo], seen: Mapping[str, None]) -> TaskInfo:
+        """Entry ``i`` of ``tasks``, every field checked."""
+        path = f"tasks[{i}]"
+        obj = self.mapping(item, path)
+        name = self.name(obj, path)
+        namespace = self.typed(obj, "namespace", str, "default", path)
+        uid = f"{namespace}/{name}"
+        path = f"{path} ({uid})"
+        self.keys(obj, _TASK_KEYS, path)
+        self.unique(seen, uid, path, "task")
+        job_name = obj.get("job")
+        if not isinstance(job_name, str) or not job_name:
+            raise self.fail(f"{path}.job", "a task needs its job (pod group name)")
+        job_uid = f"{namespace}/{job_name}"
+        if job_uid not in jobs:
+            raise self.fail(f"{path}.job", f"no job {job_name!r} in namespace {namespace!r}")
+        node = self.typed(obj, "node", str, "", path)
+        if node and node not in nodes:
+            raise self.fail(f"{path}.node", f"no node {node!r}")
+        phase = self.typed(obj, "phase", str, "Pending", path)
+        if phase not in _PHASES:
+            raise self.fail(f"{path}.phase",
+                            f"{phase!r} is not one of {', '.join(sorted(_PHASES))}")
+        deleting = self.typed(obj, "deleting", bool, False, path)
+        status = _task_status(phase, deleting, node)
+        class_name = self.typed(obj, "priorityClassName", str, "", path)
+        pclass = classes.get(class_name) if class_name else default_class
+        if class_name and class_name not in classes:
+            self.warnings.append(f"{self.source}: {path}.priorityClassName: no priority "
+                                 f"class {class_name!r}")
+            pclass = default_class
+        if "priority" in obj and obj["priority"] is not None:
+            priority = self.typed(obj, "priority", int, 1, path)
+        else:
+            priority = pclass.value if pclass is not None else 1
+        policy = self.enum(obj, "preemptionPolicy", _POLICIES,
+                           pclass.preemption_policy if pclass else "PreemptLowerPriority",
+                           path)
+        tolerations = []
+        raw_tolerations = obj.get("tolerations")
+        for t, raw_tol in enumerate(self.seq(raw_tolerations, f"{path}.tolerations")
+                                    if raw_tolerations is not None else ()):
+            tpath = f"{path}.tolerations[{t}]"
+            tol = self.mapping(raw_tol, tpath)
+            self.keys(tol, {"key", "operator", "value", "effect", "tolerationSeconds"}, tpath)
+            operator = self.enum(tol, "operator", {"Equal": "Equal", "Exists": "Exists"},
+                                 "Equal", tpath)
+            effect = self.enum(tol, "effect", {"": "", **{e: e for e in _EFFECTS}}, "", tpath)
+            tolerations.append(Toleration(str(tol.get("key") or ""), operator,
+                                          str(tol.get("value") or ""), effect))
+        affinity = obj.get("affinity")
+        if affinity is not None:
+            affinity = self.mapping(affinity, f"{path}.affinity")
+            self.keys(affinity, {"nodeAffinity", "podAffinity", "podAntiAffinity"},
+                      f"{path}.affinity")
+            try:
+                parse_affinity(affinity)
+            except AffinityError as exc:
+                raise self.fail(f"{path}.affinity.{exc.path}", exc.problem) from exc
+        ports = []
+        raw_ports = obj.get("hostPorts")
+        for p, port in enumerate(self.seq(raw_ports, f"{path}.hostPorts")
+                                 if raw_ports is not None else ()):
+            if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+                raise self.fail(f"{path}.hostPorts[{p}]", f"{port!r} is not a port")
+            ports.append(port)
+        requests = self.resources(obj.get("requests"), f"{path}.requests")
+        init = (self.resources(obj["initRequests"], f"{path}.initRequests")
+                if obj.get("initRequests") is not None else None)
+        return TaskInfo.create(
+            namespace, name, job_uid, requests, init_requests=init,
+            status=status, node_name=node if status != TaskStatus.PENDING else "",
+            priority=priority, role=self.typed(obj, "role", str, "", path),
+            labels=self.string_map(obj.get("labels"), f"{path}.labels"),
+            annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+            node_selector=self.string_map(obj.get("nodeSelector"), f"{path}.nodeSelector"),
+            affinity=affinity, tolerations=tuple(tolerations), host_ports=tuple(ports),
+            images=tuple(str(x) for x in self.seq(obj["images"], f"{path}.images"))
+            if obj.get("images") is not None else (),
+            priority_class_name=class_name, preemption_policy=policy,
+            creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
+            if obj.get("createdAt") is not None else 0.0,
+        )
 
     def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
         out = []
@@ -668,6 +815,13 @@ class _Parser:
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _POLICIES = {"PreemptLowerPriority": "PreemptLowerPriority", "Never": "Never"}
+_PHASES = frozenset({"Pending", "Running", "Succeeded", "Failed", "Unknown"})
+# The keys a task, job or node may have and still take the plain (fast) path.
+_PLAIN_TASK_KEYS = frozenset({"name", "namespace", "job", "role", "requests", "priorityClassName"})
+_PLAIN_JOB_KEYS = frozenset({"name", "namespace", "queue", "minMember", "phase",
+                             "priorityClassName"})
+_PLAIN_NODE_KEYS = frozenset({"name", "allocatable", "capacity", "labels"})
+_POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
 _TASK_KEYS = frozenset({
     "name", "namespace", "job", "role", "node", "phase", "deleting", "requests", "initRequests",
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
@@ -683,6 +837,16 @@ def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
     if phase == "Pending":
         return TaskStatus.BOUND if node else TaskStatus.PENDING
     return TaskStatus.parse(phase)
+
+
+def _plain_strings(value: Any) -> dict[str, str] | None:
+    """``value`` itself when :meth:`_Parser.string_map` would return an equal copy of it
+    (nothing, or a dict of strings to strings), else None."""
+    if value is None:
+        return {}
+    if type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items()):
+        return value
+    return None
 
 
 def _looks_like_date(text: str) -> bool:
