@@ -36,6 +36,7 @@ from batchsched.actions.fast_placement import (
     VectorNodeSelector,
     default_node_selector,
 )
+from batchsched.actions.kept_answers import StackedStore
 from batchsched.actions.node_search import node_scores
 from batchsched.actions.placement import (
     ScalarNodeSelector,
@@ -47,6 +48,8 @@ from batchsched.framework.session import Session
 from batchsched.framework.vectorized import (
     VectorFallback,
     batch_node_order_scores,
+    many_scores,
+    many_tiers,
     node_order_scores,
     predicate_mask,
     vector_tiers,
@@ -308,6 +311,40 @@ def test_builtin_masks_and_scores_agree_node_by_node(
     check_masks_and_scores(ssn)
 
 
+@SETTINGS
+@given(seed=st.integers(0, 2**32), nodes=st.integers(1, 30),
+       plugins=st.sampled_from(BUILTIN_CONFIGURATIONS[:5]), kube=st.booleans())
+def test_scores_for_several_tasks_are_the_single_task_rows(
+    seed: int, nodes: int, plugins: list[dict[str, Any]], kube: bool
+) -> None:
+    """The built-in variants for several tasks at once (``many=``) give, row by row, the
+    single-task variants' scores, whether they compute the tasks together or fall back
+    to one at a time (images, GPUs, most-allocated, affinity, taints...)."""
+    document = random_document(seed, nodes=nodes, jobs=6, plugins=plugins,
+                               extra_node=kube_node if kube else None,
+                               extra_task=kube_task if kube else None)
+    ssn = open_session(document)
+    columns = NodeColumns.of(ssn)
+    columns.sync()
+    orders, batches = vector_tiers(ssn, "node_order"), vector_tiers(ssn, "batch_node_order")
+    many_orders, many_batches = many_tiers(ssn, "node_order"), many_tiers(ssn, "batch_node_order")
+    assert orders is not None and batches is not None
+    assert many_orders is not None and many_batches is not None
+    tasks = [task for job in ssn.jobs.values() for task in job.tasks.values()
+             if ssn.pre_predicate(task) is None]
+    candidates = Candidates(np.arange(len(ssn.node_list)))
+    if not tasks or not len(candidates):
+        return
+    try:
+        many = many_scores(many_orders, many_batches, tasks, columns, candidates)
+    except VectorFallback:
+        return
+    for row, task in enumerate(tasks):
+        single = node_order_scores(orders, task, columns, candidates)
+        single += batch_node_order_scores(batches, task, columns, candidates)
+        assert many[row].tolist() == single.tolist(), task.uid
+
+
 # -- windows worked out ahead ---------------------------------------------------------------------
 
 LOOKAHEAD_CONFIGURATIONS: list[list[dict[str, Any]]] = [
@@ -348,20 +385,24 @@ def test_windows_are_planned_ahead(plugins: list[dict[str, Any]]) -> None:
     assert sum(s.served_from_plans for s in SELECTORS) >= len(fast.binds) // 3
 
 
+@pytest.mark.parametrize("stacked", [True, False])
 @pytest.mark.parametrize(("capacity", "from_use"), [(1, 1), (2, 2), (64, 1)])
-def test_scores_kept_per_template_decide_the_same(
-    capacity: int, from_use: int, monkeypatch: pytest.MonkeyPatch
+def test_answers_kept_per_template_decide_the_same(
+    capacity: int, from_use: int, stacked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Scores kept over every node for a template, refreshed where nodes changed, give
-    the reference's decisions, also when templates keep being pushed out of a small
-    store and come back."""
-    monkeypatch.setattr(fast_placement, "_SCORES_KEPT_FROM_USE", from_use)
-    monkeypatch.setattr(fast_placement, "_KEPT_SCORES_BUDGET", capacity * 8 * 6000)
+    """Scores and feasibility kept over every node for each template, worked out anew
+    where nodes changed (template by template, or all templates together), give the
+    reference's decisions, also when templates keep being pushed out of a small store
+    and come back."""
+    monkeypatch.setattr(fast_placement, "_KEPT_FROM_USE", from_use)
+    monkeypatch.setattr(fast_placement, "_KEPT_ANSWERS_BUDGET", capacity * 9 * 6000)
+    monkeypatch.setattr(fast_placement.VectorNodeSelector, "stack_templates", stacked)
     SELECTORS.clear()
     document = lookahead_document(5, 6000, 30, volcano_default_with_binpack(), 0.3, kube=False)
     reference, fast = decide_both(document)
     assert_same_decisions(reference, fast)
     assert sum(s.scored_from_kept for s in SELECTORS) > 0
+    assert all(isinstance(s._kept, StackedStore) is stacked for s in SELECTORS)
 
 
 def session_after(document: dict[str, Any], factory: Any) -> Session:

@@ -15,10 +15,13 @@ from batchsched.api.resource import Resource
 from batchsched.plugins.binpack import binpack_score
 from batchsched.plugins.node_vectors import (
     FLOAT_DIVISION_LIMIT,
+    balanced_allocation_many,
     balanced_allocation_vector,
+    binpack_many,
     binpack_vector,
     default_normalize_vector,
     inter_pod_affinity_normalize_vector,
+    least_allocated_many,
     least_allocated_vector,
     most_allocated_vector,
 )
@@ -139,3 +142,45 @@ def test_binpack(*, cpu: float, memory: float, gpu: float | None,
                               {"nvidia.com/gpu": allocatable[2]})
         node_used = Resource(u_cpu, u_mem, {"nvidia.com/gpu": u_gpu})
         assert got[i] == binpack_score(request, node_alloc, node_used, weights, plugin_weight)
+
+
+# -- several requests at once ---------------------------------------------------------------
+
+
+@st.composite
+def many_requests(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Several requests and nodes that all have some of every resource."""
+    count = draw(st.integers(1, 10))
+    tasks = draw(st.integers(1, 6))
+    scale = draw(st.sampled_from([st.integers(0, 2**40), st.integers(0, 64)]))
+    requests = np.array([[draw(scale) for _ in range(tasks)] for _ in range(2)], dtype=np.int64)
+    used = np.array([[draw(scale) for _ in range(count)] for _ in range(2)], dtype=np.int64)
+    allocatable = np.array([[draw(scale) + 1 for _ in range(count)] for _ in range(2)],
+                           dtype=np.int64)
+    return requests, used, allocatable
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=many_requests(), weights=st.sampled_from([(50, 50), (1, 1), (3, 0), (0, 0)]))
+def test_many_requests_give_the_single_request_rows(
+    data: tuple[np.ndarray, np.ndarray, np.ndarray], weights: tuple[int, int]
+) -> None:
+    """Row k of each function for several requests is, bit for bit, the single-request
+    function's answer for request k."""
+    requests, used, allocatable = data
+    least = least_allocated_many(requests, used, allocatable, weights)
+    balanced = balanced_allocation_many(requests, used, allocatable)
+    gpu_free = np.vstack([allocatable, np.ones((1, allocatable.shape[1]), dtype=np.int64)])
+    floats = requests.astype(np.float64)
+    binpack = binpack_many(floats, [2, 1], allocatable.astype(np.float64),
+                           used.astype(np.float64), weight_sum=3, plugin_weight=2)
+    for k in range(requests.shape[1]):
+        request = [int(x) for x in requests[:, k]]
+        assert np.array_equal(least[k], least_allocated_vector(
+            request, used, allocatable, weights, everywhere=True, small=True))
+        assert np.array_equal(balanced[k], balanced_allocation_vector(
+            [*request, 0], np.vstack([used, np.zeros((1, used.shape[1]), dtype=np.int64)]),
+            gpu_free, everywhere=True))
+        assert np.array_equal(binpack[k], binpack_vector(
+            floats[:, k], [2, 1], allocatable.astype(np.float64), used.astype(np.float64),
+            weight_sum=3, plugin_weight=2, everywhere=True))

@@ -53,12 +53,13 @@ Two things are done differently, neither visible in a decision:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.actions.kept_answers import StackedStore, TemplateAnswers, TemplateStore
 from batchsched.actions.placement import (
     NodeSelector,
     Placement,
@@ -84,6 +85,8 @@ from batchsched.framework.vectorized import (
     VectorFallback,
     VectorTiers,
     batch_node_order_scores,
+    many_scores,
+    many_tiers,
     node_order_scores,
     predicate_mask,
     template_fns,
@@ -109,11 +112,12 @@ _FIRST_CHUNK_FACTOR = 1.25
 _MIN_CHUNK = 256
 #: At most this many windows are worked out at once for tasks sharing a template.
 _MAX_WINDOWS_AHEAD = 8
-#: A template gets scores kept over every node from its second task on (a one-off
-#: template would pay a whole-cluster scoring for one window).
-_SCORES_KEPT_FROM_USE = 2
-#: Bytes of kept score arrays at most (the least recently used template goes first).
-_KEPT_SCORES_BUDGET = 64 * 2**20
+#: A template's answers are kept over every node from its second task on.
+_KEPT_FROM_USE = 2
+#: Bytes of kept answers at most (a score and a verdict per node and template).
+_KEPT_ANSWERS_BUDGET = 64 * 2**20
+#: At most this many templates are kept stacked (all are refreshed together).
+_STACKED_TEMPLATES = 64
 
 
 def fast_path_enabled() -> bool:
@@ -165,9 +169,30 @@ class VectorNodeSelector(ScalarNodeSelector):
         self.served_from_plans = 0
         self._requests: dict[tuple[object, ...], tuple[IndexArray, FloatArray]] = {}
         self._skip_masks: dict[str, tuple[int, BoolArray]] = {}
-        self._kept = _KeptScores(max(1, _KEPT_SCORES_BUDGET // (8 * max(1, len(self.columns)))))
+        self._kept = self._store(ssn, plugins)
         #: How many scorings read scores kept for their template (for statistics).
         self.scored_from_kept = 0
+
+    #: Keep templates stacked (:class:`StackedStore`) when every score plugin has a
+    #: variant for several tasks at once; False keeps them one by one.
+    stack_templates = True
+
+    def _store(self, ssn: Session, plugins: list[str]) -> TemplateStore | StackedStore:
+        """Where answers are kept per template (see :mod:`batchsched.actions.kept_answers`)."""
+        nodes = len(self.columns)
+        capacity = _KEPT_ANSWERS_BUDGET // (9 * max(1, nodes))
+        many_orders = many_tiers(ssn, "node_order")
+        many_batches = many_tiers(ssn, "batch_node_order")
+        if self.stack_templates and many_orders is not None and many_batches is not None:
+            predicate_plugins = [name for tier in self.predicates for name, _ in tier]
+            self._predicate_templates = template_fns(ssn, predicate_plugins) or []
+            self._many_orders, self._many_batches = many_orders, many_batches
+            #: Per kept task: the resources its fit compares, its predicates' template.
+            self._many_groups: dict[str, tuple[tuple[int, ...], tuple[object, ...]]] = {}
+            return StackedStore(min(capacity, _STACKED_TEMPLATES), _KEPT_FROM_USE, nodes,
+                                score=self._score_many, feasible=self._feasible_many)
+        return TemplateStore(capacity, _KEPT_FROM_USE, nodes,
+                             score=self._score_nodes, feasible=self._feasible)
 
     def new_cache_scope(self) -> None:
         super().new_cache_scope()
@@ -212,9 +237,9 @@ class VectorNodeSelector(ScalarNodeSelector):
                     return served
         request = self._request(task) if allocate else None
         group = f"{task.job}/{task.role}"
-        kept = self._kept_for(task, key) if key is not None else None
+        kept = self._kept.get(task, key, self.columns.changes) if key is not None else None
         if kept is not None:
-            feasibility = _Feasibility.known(kept, lambda: self._refresh(task, kept))
+            feasibility = _Feasibility.known(kept)
         else:
             passes = predicate_mask(self.predicates, task, columns)
             skip = self._skip_mask(group) if use_cache else None
@@ -289,7 +314,7 @@ class VectorNodeSelector(ScalarNodeSelector):
 
     def _plan_windows(
         self, task: TaskInfo, key: tuple[object, ...], start: int, total: int,
-        feasibility: _Feasibility, *, kept: _TemplateAnswers | None,
+        feasibility: _Feasibility, *, kept: TemplateAnswers | None,
     ) -> Placement | None:
         """Work out this task's window and the next ones at once, for the job's tasks
         still to come with the same template; serve the first. None when even the
@@ -384,48 +409,52 @@ class VectorNodeSelector(ScalarNodeSelector):
             candidates = np.sort(candidates)
         return candidates, processed
 
-    def _kept_for(self, task: TaskInfo, key: tuple[object, ...]) -> _TemplateAnswers | None:
-        """The template's answers over every node, with the nodes changed since they
-        were worked out listed as stale (:meth:`_refresh` works them out anew); None
-        until the template is seen again (a one-off template would pay a
-        whole-cluster pass for one window)."""
-        columns = self.columns
-        changes = columns.changes
-        kept = self._kept.get(key)
-        if kept is None:
-            if self._kept.count_use(key) < _SCORES_KEPT_FROM_USE:
-                return None
-            everything = np.arange(len(columns))
-            return self._kept.add(key, _TemplateAnswers(
-                self._score_nodes(task, everything), self._feasible(task, everything),
-                len(changes)))
-        if kept.mark < len(changes):
-            kept.stale.update(changes[kept.mark:])
-            kept.mark = len(changes)
-        return kept
-
-    def _refresh(self, task: TaskInfo, kept: _TemplateAnswers) -> None:
-        """Work out the stale nodes' answers anew."""
-        stale = np.array(sorted(kept.stale), dtype=np.intp)
-        # Both answers first: a VectorFallback leaves the kept ones as they were.
-        scores, feasible = self._score_nodes(task, stale), self._feasible(task, stale)
-        kept.scores[stale] = scores
-        kept.feasible[stale] = feasible
-        kept.stale.clear()
-
     def _feasible(self, task: TaskInfo, members: IndexArray) -> BoolArray:
         """Resource fit on future idle and the predicates, for ``members`` (no error cache:
         tasks with a template never use it)."""
         columns = self.columns
         rows, amounts = self._request(task)
-        ok = fits_mask(amounts, columns.future_idle[rows][:, members])
+        ok = fits_mask(amounts, columns.future_idle[rows[:, None], members])
         passes = predicate_mask(self.predicates, task, columns)
         if passes is not None:
             ok &= passes[members]
         return ok
 
+    def _score_many(self, tasks: Sequence[TaskInfo], members: IndexArray) -> FloatArray:
+        return many_scores(self._many_orders, self._many_batches, tasks, self.columns,
+                           Candidates(members))
+
+    def _feasible_many(self, tasks: Sequence[TaskInfo], members: IndexArray) -> BoolArray:
+        """:meth:`_feasible` for several tasks, one row each: resource fit together for
+        tasks asking for the same resources, the predicates once per distinct answer
+        their template promises."""
+        columns = self.columns
+        ok = np.empty((len(tasks), len(members)), dtype=np.bool_)
+        by_rows: dict[tuple[int, ...], list[int]] = {}
+        by_predicates: dict[tuple[object, ...], list[int]] = {}
+        groups = self._many_groups
+        for row, task in enumerate(tasks):
+            group = groups.get(task.uid)
+            if group is None:
+                group = groups[task.uid] = (
+                    tuple(self._request(task)[0].tolist()),
+                    tuple(fn(task) for fn in self._predicate_templates))
+            by_rows.setdefault(group[0], []).append(row)
+            by_predicates.setdefault(group[1], []).append(row)
+        for dimensions, rows in by_rows.items():
+            amounts = np.array([self._request(tasks[row])[1] for row in rows])
+            available = columns.future_idle[np.array(dimensions)[:, None], members]
+            # fits_mask's comparison, for every task of the group at once.
+            short = np.less(amounts[:, :, None] - available, MIN_RESOURCE)
+            ok[rows] = np.logical_and.reduce(short, axis=1)
+        for rows in by_predicates.values():
+            passes = predicate_mask(self.predicates, tasks[rows[0]], columns)
+            if passes is not None:
+                ok[rows] &= passes[members]
+        return ok
+
     def _scores(
-        self, task: TaskInfo, members: IndexArray, kept: _TemplateAnswers | None = None
+        self, task: TaskInfo, members: IndexArray, kept: TemplateAnswers | None = None
     ) -> FloatArray:
         """The summed node-order and batch node-order scores of ``members`` (sorted node
         indices), read from the template's kept answers when there are some."""
@@ -443,7 +472,7 @@ class VectorNodeSelector(ScalarNodeSelector):
         return scores
 
     def _best(
-        self, task: TaskInfo, members: IndexArray, kept: _TemplateAnswers | None = None
+        self, task: TaskInfo, members: IndexArray, kept: TemplateAnswers | None = None
     ) -> int | None:
         """The reference ``select_best_node`` over node indices (session order)."""
         count = len(members)
@@ -625,54 +654,12 @@ class _Plan:
         self.next = 0
 
 
-class _TemplateAnswers:
-    """One template's answers over every node: summed scores and feasibility (resource
-    fit on future idle and predicates). The nodes in ``stale`` changed since theirs
-    were worked out; ``mark`` is how much of the node-change log was read into it."""
-
-    __slots__ = ("feasible", "mark", "scores", "stale")
-
-    def __init__(self, scores: FloatArray, feasible: BoolArray, mark: int) -> None:
-        self.scores = scores
-        self.feasible = feasible
-        self.mark = mark
-        self.stale: set[int] = set()
-
-
-class _KeptScores:
-    """Scores kept per template, at most ``capacity`` templates (least recently used
-    out first), and how often each template was asked for."""
-
-    __slots__ = ("capacity", "entries", "uses")
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.entries: dict[tuple[object, ...], _TemplateAnswers] = {}
-        self.uses: dict[tuple[object, ...], int] = {}
-
-    def get(self, key: tuple[object, ...]) -> _TemplateAnswers | None:
-        entry = self.entries.pop(key, None)
-        if entry is not None:
-            self.entries[key] = entry  # most recently used last
-        return entry
-
-    def count_use(self, key: tuple[object, ...]) -> int:
-        uses = self.uses[key] = self.uses.get(key, 0) + 1
-        return uses
-
-    def add(self, key: tuple[object, ...], answers: _TemplateAnswers) -> _TemplateAnswers:
-        while len(self.entries) >= self.capacity:
-            del self.entries[next(iter(self.entries))]
-        self.entries[key] = answers
-        return answers
-
-
 class _Feasibility:
     """Which nodes pass for one task: resource fit of the request (allocate only) on
     ``available``, the predicates' mask, and the predicate-error cache's exclusions;
     or the verdicts kept for the task's template (:meth:`known`)."""
 
-    __slots__ = ("amounts", "available", "kept", "passes", "refresh", "rows", "skip")
+    __slots__ = ("amounts", "available", "kept", "passes", "rows", "skip")
 
     def __init__(
         self, available: FloatArray, request: tuple[IndexArray, FloatArray] | None,
@@ -685,16 +672,14 @@ class _Feasibility:
             self.rows, self.amounts = request
         self.passes = passes
         self.skip = skip
-        self.kept: _TemplateAnswers | None = None
-        self.refresh: Callable[[], None] | None = None
+        self.kept: TemplateAnswers | None = None
 
     @classmethod
-    def known(cls, kept: _TemplateAnswers, refresh: Callable[[], None]) -> _Feasibility:
-        """Verdicts kept for the task's template; ``refresh`` brings its stale nodes up
-        to date, which is done as soon as a range asked for holds one."""
+    def known(cls, kept: TemplateAnswers) -> _Feasibility:
+        """Verdicts kept for the task's template, brought up to date as soon as a range
+        asked for holds a stale node."""
         feasibility = cls(np.empty((0, 0)), None, None, None)
         feasibility.kept = kept
-        feasibility.refresh = refresh
         return feasibility
 
     def between(self, lo: int, hi: int) -> BoolArray:
@@ -702,8 +687,7 @@ class _Feasibility:
         kept = self.kept
         if kept is not None:
             if kept.stale and any(lo <= position < hi for position in kept.stale):
-                assert self.refresh is not None
-                self.refresh()
+                kept.refresh()
             known: BoolArray = kept.feasible[lo:hi]
             return known
         passes, skip = self.passes, self.skip

@@ -371,17 +371,23 @@ class Session:
 
         vectorized.register(self, "predicate", plugin, fn)
 
-    def add_vector_node_order_fn(self, plugin: str, fn: Callable[..., Any]) -> None:
-        """``fn(task, columns, candidates)``: the plugin's node-order scores at once."""
+    def add_vector_node_order_fn(
+        self, plugin: str, fn: Callable[..., Any], *, many: Callable[..., Any] | None = None
+    ) -> None:
+        """``fn(task, columns, candidates)``: the plugin's node-order scores at once;
+        ``many(tasks, columns, candidates)``: the same for several tasks (one row each)."""
         from batchsched.framework import vectorized
 
-        vectorized.register(self, "node_order", plugin, fn)
+        vectorized.register(self, "node_order", plugin, fn, many=many)
 
-    def add_vector_batch_node_order_fn(self, plugin: str, fn: Callable[..., Any]) -> None:
-        """``fn(task, columns, candidates)``: the plugin's batch node-order scores."""
+    def add_vector_batch_node_order_fn(
+        self, plugin: str, fn: Callable[..., Any], *, many: Callable[..., Any] | None = None
+    ) -> None:
+        """``fn(task, columns, candidates)``: the plugin's batch node-order scores;
+        ``many`` as for :meth:`add_vector_node_order_fn`."""
         from batchsched.framework import vectorized
 
-        vectorized.register(self, "batch_node_order", plugin, fn)
+        vectorized.register(self, "batch_node_order", plugin, fn, many=many)
 
     def add_vector_template_fn(self, plugin: str, fn: Callable[[TaskInfo], Any]) -> None:
         """``fn(task)``: what the plugin's vectorised answers depend on (or None)."""

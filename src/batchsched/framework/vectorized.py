@@ -22,6 +22,11 @@ registration                                function receives -> returns
                                             for a node the scalar function leaves out)
 ``ssn.add_vector_template_fn``              ``(task)`` -> a hashable "template" of the task, or
                                             None (optional; see :func:`template_fns`)
+``many=`` of the two score registrations    ``(tasks, columns, candidates)`` -> float array of
+                                            shape ``(len(tasks), len(candidates))``, row ``k``
+                                            the variant's answer for ``tasks[k]``, or one float
+                                            for every task and candidate (optional; used for
+                                            tasks with templates, see :func:`many_tiers`)
 ==========================================  ==================================================
 
 A variant must give **exactly** the scalar function's answer (the same float
@@ -63,10 +68,13 @@ __all__ = [
     "VectorFallback",
     "VectorTiers",
     "batch_node_order_scores",
+    "many_scores",
+    "many_tiers",
     "node_order_scores",
     "predicate_mask",
     "register",
     "register_template",
+    "stacked",
     "template_fns",
     "vector_tiers",
 ]
@@ -78,6 +86,7 @@ VectorFn = Callable[..., Any]
 VectorTiers = Sequence[Sequence[tuple[str, VectorFn]]]
 
 _EXTRA_KEY = "batchsched.vector_fns"
+_MANY_KEY = "batchsched.vector_many_fns"
 _TEMPLATES_KEY = "batchsched.vector_templates"
 
 
@@ -93,11 +102,19 @@ def _registry(ssn: Session) -> dict[str, dict[str, VectorFn]]:
     return registry
 
 
-def register(ssn: Session, point: str, plugin: str, fn: VectorFn) -> None:
-    """Record ``plugin``'s vectorised variant of ``point``."""
+def register(
+    ssn: Session, point: str, plugin: str, fn: VectorFn, *, many: VectorFn | None = None
+) -> None:
+    """Record ``plugin``'s vectorised variant of ``point`` (and its variant for several
+    tasks at once, for the score points)."""
     if point not in VECTOR_POINTS:
         raise ValueError(f"no vectorised variant exists for extension point {point!r}")
     _registry(ssn)[point][plugin] = fn
+    if many is not None:
+        if point == "predicate":
+            raise ValueError("predicates have no variant for several tasks")
+        manies: dict[str, dict[str, VectorFn]] = ssn.extra.setdefault(_MANY_KEY, {})
+        manies.setdefault(point, {})[plugin] = many
 
 
 def register_template(ssn: Session, plugin: str, fn: Callable[[TaskInfo], Any]) -> None:
@@ -144,6 +161,22 @@ def vector_tiers(ssn: Session, point: str) -> VectorTiers | None:
         row: list[tuple[str, VectorFn]] = []
         for name, _ in tier:
             variant = variants.get(name)
+            if variant is None:
+                return None
+            row.append((name, variant))
+        tiers.append(row)
+    return tiers
+
+
+def many_tiers(ssn: Session, point: str) -> VectorTiers | None:
+    """As :func:`vector_tiers`, with each plugin's variant for several tasks at once, or
+    None when an enabled plugin serving the point has none."""
+    manies: dict[str, VectorFn] = ssn.extra.get(_MANY_KEY, {}).get(point, {})
+    tiers: list[list[tuple[str, VectorFn]]] = []
+    for tier in ssn.tiers_for(point):
+        row: list[tuple[str, VectorFn]] = []
+        for name, _ in tier:
+            variant = manies.get(name)
             if variant is None:
                 return None
             row.append((name, variant))
@@ -199,12 +232,13 @@ class _Sum:
     """Per-candidate scores added up as the scalar path adds them (from 0.0, plugin
     after plugin). A float answer counts for every candidate: floats before the
     first array are summed on their own, then added to it (the same sums, as
-    addition is commutative), and adding 0.0 is skipped (it changes nothing)."""
+    addition is commutative), and adding 0.0 is skipped (it changes nothing).
+    ``shape`` is ``(candidates,)``, or ``(tasks, candidates)`` for several tasks."""
 
-    __slots__ = ("array", "constant", "size")
+    __slots__ = ("array", "constant", "shape")
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, shape: int | tuple[int, int]) -> None:
+        self.shape = shape
         self.array: FloatArray | None = None
         self.constant = 0.0
 
@@ -221,7 +255,7 @@ class _Sum:
 
     def result(self) -> FloatArray:
         if self.array is None:
-            return np.full(self.size, self.constant)
+            return np.full(self.shape, self.constant)
         return self.array
 
 
@@ -248,3 +282,37 @@ def batch_node_order_scores(
         for blame.plugin, fn in _flat(tiers):
             total.add(fn(task, columns, candidates))
     return total.result()
+
+
+def many_scores(
+    node_orders: VectorTiers, batch_orders: VectorTiers, tasks: Sequence[TaskInfo],
+    columns: NodeColumns, candidates: Candidates,
+) -> FloatArray:
+    """Row ``k``: :func:`node_order_scores` plus :func:`batch_node_order_scores` for
+    ``tasks[k]`` (the tiers hold the variants for several tasks, see :func:`many_tiers`)."""
+    shape = (len(tasks), len(candidates))
+    total = _Sum(shape)
+    with Blame("vector node order") as blame:
+        for blame.plugin, fn in _flat(node_orders):
+            total.add(fn(tasks, columns, candidates))
+    scores = total.result()
+    if math.isnan(float(scores.sum())):
+        scores[np.isnan(scores)] = 0.0
+    batch = _Sum(shape)
+    with Blame("vector batch node order") as blame:
+        for blame.plugin, fn in _flat(batch_orders):
+            batch.add(fn(tasks, columns, candidates))
+    scores += batch.result()
+    return scores
+
+
+def stacked(
+    fn: VectorFn, tasks: Sequence[TaskInfo], columns: NodeColumns, candidates: Candidates
+) -> FloatArray:
+    """A variant for several tasks made of a single-task variant ``fn``: its answers,
+    one row per task (a float answer fills its row). For the cases a plugin's own
+    variant for several tasks does not cover."""
+    rows = np.empty((len(tasks), len(candidates)))
+    for row, task in enumerate(tasks):
+        rows[row] = fn(task, columns, candidates)
+    return rows

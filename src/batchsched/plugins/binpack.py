@@ -26,7 +26,7 @@ selector uses (:mod:`batchsched.actions.fast_placement`), equal node for node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -41,7 +41,8 @@ from batchsched.framework.node_columns import (
     NodeColumns,
 )
 from batchsched.framework.session import Session
-from batchsched.plugins.node_vectors import binpack_vector
+from batchsched.framework.vectorized import stacked
+from batchsched.plugins.node_vectors import binpack_many, binpack_vector
 
 __all__ = ["BinpackPlugin", "binpack_score", "read_weights", "resource_binpack_score"]
 
@@ -49,6 +50,8 @@ PLUGIN_NAME = "binpack"
 MAX_NODE_SCORE = 100
 
 _Plan = tuple[IndexArray, FloatArray, list[int], int, bool]
+#: Sets of tasks whose requests side by side are remembered (cleared beyond that).
+_MANY_PLANS_KEPT = 256
 
 
 def resource_binpack_score(
@@ -113,6 +116,7 @@ class BinpackPlugin:
         self.arguments = arguments
         self.weight, self.resource_weights = read_weights(arguments)
         self._plans: dict[tuple[object, ...], _Plan] = {}
+        self._many_plans: dict[tuple[str, ...], tuple[_Plan, FloatArray | None]] = {}
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
         return binpack_score(task.resreq, node.allocatable, node.used,
@@ -120,9 +124,11 @@ class BinpackPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self._plans = {}
+        self._many_plans = {}
         if self.weight != 0:
             ssn.add_node_order_fn(self.name, self.score)
-            ssn.add_vector_node_order_fn(self.name, self.vector_score)
+            ssn.add_vector_node_order_fn(self.name, self.vector_score,
+                                         many=self.vector_score_many)
             ssn.add_vector_template_fn(self.name, self.vector_template)
 
     def vector_template(self, task: TaskInfo) -> tuple[object, ...]:
@@ -134,17 +140,45 @@ class BinpackPlugin:
         self, task: TaskInfo, columns: NodeColumns, candidates: Candidates
     ) -> FloatArray:
         """:meth:`score` for every candidate at once (same float operations)."""
-        resreq = task.resreq
-        key = (resreq.milli_cpu, resreq.memory, *resreq.scalars.items())
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._plan(task, columns)
-        rows, request, weights, weight_sum, everywhere = plan
+        rows, request, weights, weight_sum, everywhere = self._plan_of(task, columns)
         scores = binpack_vector(request, weights, candidates.pick_rows(columns.allocatable, rows),
                                 candidates.pick_rows(columns.used, rows),
                                 weight_sum=weight_sum, plugin_weight=self.weight,
                                 everywhere=everywhere)
         return scores
+
+    def vector_score_many(
+        self, tasks: Sequence[TaskInfo], columns: NodeColumns, candidates: Candidates
+    ) -> FloatArray:
+        """:meth:`vector_score` for several tasks, one row each (in the same array
+        operations when they count the same resources, present on every node)."""
+        uids = tuple(task.uid for task in tasks)
+        known = self._many_plans.get(uids)
+        if known is None:
+            # The same tasks come back (the fast path keeps a set of them): work out once
+            # whether they count the same resources, and their requests side by side.
+            if len(self._many_plans) > _MANY_PLANS_KEPT:
+                self._many_plans.clear()
+            plans = [self._plan_of(task, columns) for task in tasks]
+            counted = plans[0][0].tobytes()
+            common = plans[0][4] and all(plan[2] == plans[0][2] and plan[0].tobytes() == counted
+                                         for plan in plans[1:])
+            known = self._many_plans[uids] = (
+                plans[0], np.stack([plan[1] for plan in plans], axis=1) if common else None)
+        (rows, _, weights, weight_sum, _), requests = known
+        if requests is None:
+            return stacked(self.vector_score, tasks, columns, candidates)
+        return binpack_many(requests, weights, candidates.pick_rows(columns.allocatable, rows),
+                            candidates.pick_rows(columns.used, rows),
+                            weight_sum=weight_sum, plugin_weight=self.weight)
+
+    def _plan_of(self, task: TaskInfo, columns: NodeColumns) -> _Plan:
+        resreq = task.resreq
+        key = (resreq.milli_cpu, resreq.memory, *resreq.scalars.items())
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(task, columns)
+        return plan
 
     def _plan(self, task: TaskInfo, columns: NodeColumns) -> _Plan:
         """What :func:`binpack_score` counts for the task, in its order: the rows,

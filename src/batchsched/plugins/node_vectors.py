@@ -20,10 +20,13 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "balanced_allocation_many",
     "balanced_allocation_vector",
+    "binpack_many",
     "binpack_vector",
     "default_normalize_vector",
     "inter_pod_affinity_normalize_vector",
+    "least_allocated_many",
     "least_allocated_vector",
     "most_allocated_vector",
 ]
@@ -227,6 +230,86 @@ def binpack_vector(
             parts = final * np.array(weights, dtype=np.float64).reshape(-1, 1) / allocatable
         parts = np.where(present, parts, 0.0)
         over = (final > allocatable) & present
+    if 0 in weights:
+        zero_weight = [row for row, weight in enumerate(weights) if weight == 0]
+        parts[zero_weight] = 0.0
+        over[zero_weight] = False
+    score = parts[0]
+    misfit = over[0]
+    for row in range(1, count):
+        score = score + parts[row]
+        misfit = misfit | over[row]
+    if weight_sum > 0:
+        score = score / weight_sum
+    score = score * MAX_NODE_SCORE
+    if plugin_weight != 1:
+        score *= plugin_weight
+    np.putmask(score, misfit, 0.0)
+    result: FloatArray = score
+    return result
+
+
+# -- several requests at once --------------------------------------------------------------
+#
+# Row k of each function below is the single-request function's answer for requests[k]:
+# the same operations on the same numbers, with the requests along a middle axis (shape
+# [resources, requests, nodes]). Only the common cases are covered (the callers use the
+# single-request functions otherwise).
+
+
+def least_allocated_many(
+    requests: IntArray, used: IntArray, allocatable: IntArray,
+    weights: Sequence[int] = (50, 50),
+) -> IntArray:
+    """:func:`least_allocated_vector` with ``everywhere=True, small=True`` for each
+    column of ``requests`` (shape ``[resources, requests]``): shape ``[requests, nodes]``."""
+    free = (allocatable - used)[:, None, :] - requests[:, :, None]
+    np.maximum(free, 0, out=free)
+    ratio = free * float(MAX_NODE_SCORE)
+    ratio /= allocatable[:, None, :]
+    np.floor(ratio, out=ratio)
+    scores = ratio.astype(np.int64)
+    total = sum(weights)
+    if not total:
+        return np.zeros(scores.shape[1:], dtype=np.int64)
+    weighted: IntArray = scores[0] * weights[0]
+    for row in range(1, len(weights)):
+        weighted += scores[row] * weights[row]
+    weighted //= total
+    return weighted
+
+
+def balanced_allocation_many(
+    requests: IntArray, used: IntArray, allocatable: IntArray
+) -> IntArray:
+    """:func:`balanced_allocation_vector` with ``everywhere=True`` for requests of cpu and
+    memory only (``requests`` shape ``[2, requests]``, no GPU asked): ``[requests, nodes]``."""
+    requested = used[:2][:, None, :] + requests[:2][:, :, None]
+    fractions: FloatArray = requested / allocatable[:2][:, None, :]
+    np.minimum(fractions, 1.0, out=fractions)
+    spread = fractions[0] - fractions[1]
+    spread /= 2
+    np.abs(spread, out=spread)
+    score = 1 - spread
+    score *= MAX_NODE_SCORE
+    np.trunc(score, out=score)
+    pair: IntArray = score.astype(np.int64)
+    return pair
+
+
+def binpack_many(
+    requests: FloatArray, weights: Sequence[int], allocatable: FloatArray, used: FloatArray,
+    *, weight_sum: int, plugin_weight: int,
+) -> FloatArray:
+    """:func:`binpack_vector` with ``everywhere=True`` for each column of ``requests``
+    (shape ``[resources, requests]``): shape ``[requests, nodes]``."""
+    count = len(weights)
+    if not count:
+        return np.zeros((requests.shape[1], allocatable.shape[1]))
+    final = used[:, None, :] + requests[:, :, None]
+    parts = final * np.array(weights, dtype=np.float64).reshape(-1, 1, 1)
+    parts /= allocatable[:, None, :]
+    over = final > allocatable[:, None, :]
     if 0 in weights:
         zero_weight = [row for row, weight in enumerate(weights) if weight == 0]
         parts[zero_weight] = 0.0

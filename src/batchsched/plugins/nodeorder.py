@@ -82,17 +82,22 @@ from batchsched.framework.node_columns import (
     NodeColumns,
 )
 from batchsched.framework.session import Session
-from batchsched.framework.vectorized import VectorFallback
+from batchsched.framework.vectorized import VectorFallback, stacked
 from batchsched.plugins.k8s_matching import count_intolerable_taints
 from batchsched.plugins.kube_columns import LARGE, IntArray, KubeColumns
 from batchsched.plugins.kube_view import GPU, KubeView, NodeView, PodInfo
 from batchsched.plugins.node_vectors import (
+    balanced_allocation_many,
     balanced_allocation_vector,
     default_normalize_vector,
     inter_pod_affinity_normalize_vector,
+    least_allocated_many,
     least_allocated_vector,
     most_allocated_vector,
 )
+
+#: Sets of tasks whose requests side by side are remembered (cleared beyond that).
+_MANY_REQUESTS_KEPT = 256
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -266,6 +271,7 @@ class NodeOrderPlugin:
         self._image_spread: Counter[str] = Counter()
         self._kube: KubeColumns | None = None
         self._static: dict[object, Any] = {}
+        self._many_requests: dict[tuple[str, ...], tuple[IntArray, IntArray, bool]] = {}
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -277,16 +283,20 @@ class NodeOrderPlugin:
         self._image_spread = Counter(img for images in self._images.values() for img in images)
         ssn.add_node_order_fn(self.name, self.node_order)
         ssn.add_batch_node_order_fn(self.name, self.batch_node_order)
-        ssn.add_vector_node_order_fn(self.name, self.vector_node_order)
-        ssn.add_vector_batch_node_order_fn(self.name, self.vector_batch_node_order)
+        ssn.add_vector_node_order_fn(self.name, self.vector_node_order,
+                                     many=self.vector_node_order_many)
+        ssn.add_vector_batch_node_order_fn(self.name, self.vector_batch_node_order,
+                                           many=self.vector_batch_node_order_many)
         ssn.add_vector_template_fn(self.name, self.vector_template)
         self._kube = None
         self._static = {}
+        self._many_requests = {}
 
     def on_session_close(self, ssn: Session) -> None:
         self._images = {}
         self._kube = None
         self._static = {}
+        self._many_requests = {}
 
     @property
     def view(self) -> KubeView:
@@ -454,6 +464,80 @@ class NodeOrderPlugin:
                 totals = totals + inter_pod_affinity_normalize_vector(raw) * (
                     self.pod_affinity_weight)
         return totals
+
+    def vector_node_order_many(
+        self, tasks: Sequence[TaskInfo], columns: NodeColumns, candidates: Candidates
+    ) -> FloatArray | float:
+        """:meth:`vector_node_order` for several tasks, one row each."""
+        if self.image_weight == 0:
+            return 0.0
+        view = self.view
+        if not any(view.pod(task).images for task in tasks):
+            return float(image_locality_score(0, 1) * self.image_weight)
+        return stacked(self.vector_node_order, tasks, columns, candidates)
+
+    def vector_batch_node_order_many(
+        self, tasks: Sequence[TaskInfo], columns: NodeColumns, candidates: Candidates
+    ) -> FloatArray:
+        """:meth:`vector_batch_node_order` for several tasks, one row each: least and
+        balanced allocation of every task in the same array operations when all of
+        them are of the common kind (cpu and memory requests, nothing normalised over
+        the candidates, on nodes that all have cpu and memory), else task by task."""
+        kube = self._kube_columns(columns)
+        uids = tuple(task.uid for task in tasks)
+        requests = self._many_requests.get(uids)
+        if requests is None:
+            # The same tasks come back (the fast path keeps a set of them): their
+            # requests side by side are worked out once.
+            if len(self._many_requests) > _MANY_REQUESTS_KEPT:
+                self._many_requests.clear()
+            pods = [self.view.pod(task) for task in tasks]
+            requests = self._many_requests[uids] = (
+                np.array([[p.nonzero_milli_cpu for p in pods], [p.nonzero_memory for p in pods]],
+                         dtype=np.int64),
+                np.array([[p.milli_cpu for p in pods], [p.memory for p in pods]],
+                         dtype=np.int64),
+                self._common_kind(kube, pods))
+        nonzero, resources, common = requests
+        if not common or (self.pod_affinity_weight and self.view.nodes_with_affinity):
+            return stacked(self.vector_batch_node_order, tasks, columns, candidates)
+        pick = candidates.pick
+        allocatable = pick(kube.allocatable)
+        total: IntArray | None = None
+        if self.least_weight:
+            total = least_allocated_many(nonzero, pick(kube.nonzero), allocatable[:2])
+            if self.least_weight != 1:
+                total *= self.least_weight
+        if self.balanced_weight:
+            balanced = balanced_allocation_many(resources, pick(kube.requested), allocatable)
+            if self.balanced_weight != 1:
+                balanced *= self.balanced_weight
+            total = balanced if total is None else total + balanced
+        totals: FloatArray = (np.zeros((len(tasks), len(candidates))) if total is None
+                              else total.astype(np.float64))
+        if self.taint_weight:
+            totals = totals + float(MAX_NODE_SCORE * self.taint_weight)
+        return totals
+
+    def _common_kind(self, kube: KubeColumns, pods: Sequence[PodInfo]) -> bool:
+        """Whether :meth:`vector_batch_node_order` takes, for each of ``pods``, the branches
+        :meth:`vector_batch_node_order_many` computes together (as long as no placed
+        pod has inter-pod affinity terms, which the caller checks each time)."""
+        if self.most_weight or not (kube.cpu_memory_everywhere and kube.cpu_memory_small):
+            return False
+        for pod in pods:
+            if max(pod.nonzero_milli_cpu, pod.nonzero_memory) >= LARGE or pod.gpu:
+                return False
+            if self.balanced_weight and pod.best_effort:
+                return False
+            if self.node_affinity_weight and pod.affinity.node.preferred:
+                return False
+            if self.taint_weight and self._most_intolerable_taints(pod.tolerations) != 0:
+                return False
+            if self.pod_affinity_weight and (pod.preferred_affinity
+                                             or pod.preferred_anti_affinity):
+                return False
+        return True
 
     def _resource_totals(self, kube: KubeColumns, pod: PodInfo, nodes: Candidates) -> FloatArray:
         """Weighted least + most + balanced allocation of ``nodes`` (as :meth:`resource_scores`).
