@@ -298,11 +298,14 @@ class VectorNodeSelector(ScalarNodeSelector):
         if plan is None or plan.key != key or plan.next >= len(plan.windows):
             return None
         window_start, processed, chosen = plan.windows[plan.next]
-        if window_start != start:
+        if window_start % total != start:
             return None
         changes = self.columns.changes
+        origin, end = plan.origin, plan.end
         for position in changes[plan.mark:]:
-            if window_start <= position < plan.end:
+            # Positions in rotation order from the plan's origin (past the end of the
+            # node list, the rotation goes on from the first node).
+            if window_start <= (position if position >= origin else position + total) < end:
                 self._plan = None
                 return None
         # Windows only move forward: a change outside this window's span stays outside.
@@ -317,34 +320,48 @@ class VectorNodeSelector(ScalarNodeSelector):
         feasibility: _Feasibility, *, kept: TemplateAnswers | None,
     ) -> Placement | None:
         """Work out this task's window and the next ones at once, for the job's tasks
-        still to come with the same template; serve the first. None when even the
-        first window does not fit before the end of the node list (the rotation
-        wraps around there, and the ordinary scan handles it)."""
+        still to come with the same template; serve the first. With the template's
+        answers kept, the windows may go on past the end of the node list (the
+        rotation wraps around there); without, they stop there. None when fewer than
+        two windows can be worked out."""
         wanted = num_feasible_nodes_to_find(total)
         job = self.ssn.jobs.get(task.job)
         ahead = min(_MAX_WINDOWS_AHEAD,
                     len(job.tasks_in(TaskStatus.PENDING)) if job is not None else 1)
         if ahead <= 1:
             return None
-        end = min(total, start + ahead * max(int(wanted * _FIRST_CHUNK_FACTOR), _MIN_CHUNK))
-        feasible = np.flatnonzero(feasibility.between(start, end))
+        span = ahead * max(int(wanted * _FIRST_CHUNK_FACTOR), _MIN_CHUNK)
+        # Positions in rotation order: past the node list, ``total + i`` is node ``i``.
+        end = start + min(total, span) if kept is not None else min(total, start + span)
+        feasible = np.flatnonzero(feasibility.between(start, min(end, total)))
+        feasible += start
+        if end > total:
+            feasible = np.concatenate(
+                (feasible, np.flatnonzero(feasibility.between(0, end - total)) + total))
         windows = min(ahead, len(feasible) // wanted)
         if windows < 2:
             return None
-        members = feasible[:windows * wanted] + start
-        columns = self.columns
-        scores = self._scores(task, members, kept)
-        # One argmax per window row (the first best, as np.argmax over the window).
-        best = np.argmax(scores.reshape(windows, wanted), axis=1)
-        best += np.arange(0, windows * wanted, wanted)
-        chosen_nodes: list[int] = members[best].tolist()
-        last_nodes: list[int] = members[wanted - 1::wanted].tolist()
+        in_rotation = feasible[:windows * wanted].reshape(windows, wanted)
+        if end > total:
+            # Each window's candidates in session order, as the scan sorts them.
+            members = np.sort(in_rotation % total, axis=1)
+            assert kept is not None
+            self.scored_from_kept += 1
+            scores = kept.scores[members]
+        else:
+            members = in_rotation
+            scores = self._scores(task, members.ravel(), kept).reshape(windows, wanted)
+        # One argmax per window row (the first best in session order, as np.argmax over
+        # the window's candidates).
+        best = np.argmax(scores, axis=1)
+        chosen_nodes: list[int] = members[np.arange(windows), best].tolist()
+        last_nodes: list[int] = in_rotation[:, -1].tolist()
         planned: list[tuple[int, int, int]] = []
         window_start = start
         for chosen, last in zip(chosen_nodes, last_nodes, strict=True):
             planned.append((window_start, last - window_start + 1, chosen))
             window_start = last + 1
-        self._plan = _Plan(key, planned, len(columns.changes), window_start)
+        self._plan = _Plan(key, planned, len(self.columns.changes), start, window_start)
         return self._serve_planned(key, start, total)
 
     def _request(self, task: TaskInfo) -> tuple[IndexArray, FloatArray]:
@@ -640,16 +657,20 @@ class _Plan:
     """Windows worked out ahead for tasks sharing a template: for each, where it
     starts, how many nodes its scan examines and the node chosen; ``next`` is the
     window to serve next; ``mark`` the node-change log position when planned; no
-    node in ``[window start, end)`` may change before its window is served."""
+    node in ``[window start, end)`` may change before its window is served.
+    Window starts and ``end`` are positions in rotation order from ``origin``
+    (``total + i`` is node ``i`` once the rotation has wrapped around)."""
 
-    __slots__ = ("end", "key", "mark", "next", "windows")
+    __slots__ = ("end", "key", "mark", "next", "origin", "windows")
 
     def __init__(
-        self, key: tuple[object, ...], windows: list[tuple[int, int, int]], mark: int, end: int
+        self, key: tuple[object, ...], windows: list[tuple[int, int, int]], mark: int,
+        origin: int, end: int,
     ) -> None:
         self.key = key
         self.windows = windows
         self.mark = mark
+        self.origin = origin
         self.end = end
         self.next = 0
 
