@@ -134,24 +134,22 @@ class _AllocateRun:
                 continue
             job = jobs.pop()
             tasks = self.tasks_by_job[job.uid]
-            stmt = self.allocate_job(queue, job, tasks)
-            if stmt is not None and ssn.job_ready(job):
-                stmt.commit()
-                if tasks:
-                    jobs.push(job)
-            # A pipelined-only statement is neither committed nor discarded: its
-            # tasks keep their places for the rest of the session.
+            if self.allocate_job(queue, job, tasks) and tasks:
+                jobs.push(job)
             self.queues.push(queue)
 
     def allocate_job(
         self, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
-    ) -> Statement | None:
-        """One round for one job: place tasks until it is ready; None if discarded."""
+    ) -> bool:
+        """One round for one job: place tasks until it is ready, then commit the
+        statement if the job is ready (returning True), keep it if the job is only
+        pipelined, else discard it."""
         ssn = self.ssn
         nodes = ssn.node_list
         if not nodes:
-            return None
+            return False
         stmt = Statement(ssn)
+        ready = False
         self.selector.new_cache_scope()
         while tasks:
             task = tasks.pop()
@@ -186,11 +184,16 @@ class _AllocateRun:
                 # The statement already rolled the task back; Volcano logs and moves on.
                 continue
             if ssn.job_ready(job):
+                ready = True  # nothing changes the job before the commit: no need to ask again
                 break
-        if ssn.job_ready(job) or ssn.job_pipelined(job):
-            return stmt
-        stmt.discard()
-        return None
+        if ready or ssn.job_ready(job):
+            stmt.commit()
+            return True
+        # A pipelined-only statement is neither committed nor discarded: its tasks
+        # keep their places for the rest of the session.
+        if not ssn.job_pipelined(job):
+            stmt.discard()
+        return False
 
 
 def _same_error_on_every_node(err: FitError, nodes: list[NodeInfo]) -> FitErrors:

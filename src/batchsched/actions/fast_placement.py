@@ -118,6 +118,14 @@ _KEPT_FROM_USE = 2
 _KEPT_ANSWERS_BUDGET = 64 * 2**20
 #: At most this many templates are kept stacked (all are refreshed together).
 _STACKED_TEMPLATES = 64
+#: Sets of stacked tasks whose groups are remembered (cleared beyond that).
+_GROUPS_KEPT = 256
+
+#: Tasks (rows) grouped for :meth:`VectorNodeSelector._feasible_many`: per distinct
+#: requested resources, their rows, the rows' indices and amounts; per distinct
+#: predicates' template, a row asking for all of them and the rows.
+_ManyGroups = tuple[list[tuple[IndexArray, IndexArray, FloatArray]],
+                    list[tuple[int, IndexArray]]]
 
 
 def fast_path_enabled() -> bool:
@@ -187,8 +195,7 @@ class VectorNodeSelector(ScalarNodeSelector):
             predicate_plugins = [name for tier in self.predicates for name, _ in tier]
             self._predicate_templates = template_fns(ssn, predicate_plugins) or []
             self._many_orders, self._many_batches = many_orders, many_batches
-            #: Per kept task: the resources its fit compares, its predicates' template.
-            self._many_groups: dict[str, tuple[tuple[int, ...], tuple[object, ...]]] = {}
+            self._many_groups: dict[tuple[str, ...], _ManyGroups] = {}
             return StackedStore(min(capacity, _STACKED_TEMPLATES), _KEPT_FROM_USE, nodes,
                                 score=self._score_many, feasible=self._feasible_many)
         return TemplateStore(capacity, _KEPT_FROM_USE, nodes,
@@ -446,29 +453,40 @@ class VectorNodeSelector(ScalarNodeSelector):
         tasks asking for the same resources, the predicates once per distinct answer
         their template promises."""
         columns = self.columns
+        groups = self._many_groups.get(tuple(task.uid for task in tasks))
+        if groups is None:
+            groups = self._group(tasks)
+        fits, predicates = groups
         ok = np.empty((len(tasks), len(members)), dtype=np.bool_)
-        by_rows: dict[tuple[int, ...], list[int]] = {}
-        by_predicates: dict[tuple[object, ...], list[int]] = {}
-        groups = self._many_groups
-        for row, task in enumerate(tasks):
-            group = groups.get(task.uid)
-            if group is None:
-                group = groups[task.uid] = (
-                    tuple(self._request(task)[0].tolist()),
-                    tuple(fn(task) for fn in self._predicate_templates))
-            by_rows.setdefault(group[0], []).append(row)
-            by_predicates.setdefault(group[1], []).append(row)
-        for dimensions, rows in by_rows.items():
-            amounts = np.array([self._request(tasks[row])[1] for row in rows])
-            available = columns.future_idle[np.array(dimensions)[:, None], members]
+        for dimensions, rows, amounts in fits:
+            available = columns.future_idle[dimensions, members]
             # fits_mask's comparison, for every task of the group at once.
             short = np.less(amounts[:, :, None] - available, MIN_RESOURCE)
             ok[rows] = np.logical_and.reduce(short, axis=1)
-        for rows in by_predicates.values():
-            passes = predicate_mask(self.predicates, tasks[rows[0]], columns)
+        for first, rows in predicates:
+            passes = predicate_mask(self.predicates, tasks[first], columns)
             if passes is not None:
                 ok[rows] &= passes[members]
         return ok
+
+    def _group(self, tasks: Sequence[TaskInfo]) -> _ManyGroups:
+        """The tasks (by row) asking for the same resources, with their amounts, and the
+        tasks whose predicates' templates are equal, worked out once per set of tasks
+        (the stacked store asks about the same tasks until a template comes or goes)."""
+        if len(self._many_groups) > _GROUPS_KEPT:
+            self._many_groups.clear()
+        by_rows: dict[tuple[int, ...], list[int]] = {}
+        by_predicates: dict[tuple[object, ...], list[int]] = {}
+        for row, task in enumerate(tasks):
+            by_rows.setdefault(tuple(self._request(task)[0].tolist()), []).append(row)
+            key = tuple(fn(task) for fn in self._predicate_templates)
+            by_predicates.setdefault(key, []).append(row)
+        fits = [(np.array(dimensions, dtype=np.intp)[:, None], np.array(rows, dtype=np.intp),
+                 np.array([self._request(tasks[row])[1] for row in rows]))
+                for dimensions, rows in by_rows.items()]
+        predicates = [(rows[0], np.array(rows, dtype=np.intp)) for rows in by_predicates.values()]
+        groups = self._many_groups[tuple(task.uid for task in tasks)] = (fits, predicates)
+        return groups
 
     def _scores(
         self, task: TaskInfo, members: IndexArray, kept: TemplateAnswers | None = None

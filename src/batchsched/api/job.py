@@ -181,10 +181,44 @@ class JobInfo:
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to another status, keeping every index exact."""
-        if task.uid in self.tasks:
-            self.delete_task(task)
+        uid = task.uid
+        tasks = self.tasks
+        if tasks.get(uid) is not task:
+            # Not held, or another object under the same id: take that one off.
+            if uid in tasks:
+                self.delete_task(task)
+            task.status = status
+            self.add_task(task)
+            return
+        # delete_task then add_task, in one step: every index ends in the same order
+        # (the task goes to the end of ``tasks`` and of its new status' index), and
+        # the sums get the same float operations (the request is subtracted, then
+        # added back).
+        old = task.status
+        del tasks[uid]
+        tasks[uid] = task
+        by_status = self.task_status_index
+        index = by_status.get(old)
+        if index is not None:
+            index.pop(uid, None)
+            if not index:
+                del by_status[old]
+        index = by_status.get(status)
+        if index is None:
+            index = by_status[status] = {}
+        index[uid] = task
+        req = task.resreq
+        self.total_request.readd(req)
+        if old in ALLOCATED_STATUSES:
+            if status in ALLOCATED_STATUSES:
+                self.allocated.readd(req)
+            else:
+                self.allocated.sub_unchecked(req)
+        elif status in ALLOCATED_STATUSES:
+            self.allocated.add(req)
+        self._count_task(task, -1)
         task.status = status
-        self.add_task(task)
+        self._count_task(task, 1)
 
     def clone(self) -> JobInfo:
         """A copy whose tasks, indexes and resources are its own."""

@@ -209,6 +209,55 @@ class Resource:
             scalars[name] = scalars.get(name, 0.0) - amount
         return self
 
+    def readd(self, request: Resource) -> Resource:
+        """``sub_unchecked(request).add(request)`` in one call, for a task whose status
+        changed (Volcano takes its request off, then puts it back).
+
+        The float operations are those of the two calls, in the same order: each
+        dimension becomes ``(x - request) + request``, which for non-integral amounts
+        may differ from ``x``.
+        """
+        if request is self:  # the second step must see the first
+            return self.sub_unchecked(request).add(request)
+        self.milli_cpu = (self.milli_cpu - request.milli_cpu) + request.milli_cpu
+        self.memory = (self.memory - request.memory) + request.memory
+        scalars = self.scalars
+        get = scalars.get
+        # One pass does what the two calls' passes do: each name is subtracted then
+        # added back, and a name missing here is inserted in the same order.
+        for name, amount in request.scalars.items():
+            scalars[name] = (get(name, 0.0) - amount) + amount
+        return self
+
+    def sub_then_add(self, removed: Resource, added: Resource) -> Resource:
+        """``sub_unchecked(removed).add(added)`` in one call: each dimension becomes
+        ``(x - removed) + added``, the same float operations in the same order (see
+        :meth:`readd`)."""
+        if removed is self or added is self:  # the second step must see the first
+            return self.sub_unchecked(removed).add(added)
+        self.milli_cpu = (self.milli_cpu - removed.milli_cpu) + added.milli_cpu
+        self.memory = (self.memory - removed.memory) + added.memory
+        scalars = self.scalars
+        for name, amount in removed.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) - amount
+        for name, amount in added.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) + amount
+        return self
+
+    def add_then_sub(self, added: Resource, removed: Resource) -> Resource:
+        """``add(added).sub_unchecked(removed)`` in one call: each dimension becomes
+        ``(x + added) - removed``, the same float operations in the same order."""
+        if removed is self or added is self:
+            return self.add(added).sub_unchecked(removed)
+        self.milli_cpu = (self.milli_cpu + added.milli_cpu) - removed.milli_cpu
+        self.memory = (self.memory + added.memory) - removed.memory
+        scalars = self.scalars
+        for name, amount in added.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) + amount
+        for name, amount in removed.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) - amount
+        return self
+
     def multi(self, ratio: float) -> Resource:
         self.milli_cpu *= ratio
         self.memory *= ratio

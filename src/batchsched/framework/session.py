@@ -435,13 +435,20 @@ class Session:
     def job_order_total(self, left: JobInfo, right: JobInfo) -> int:
         """:meth:`job_order_fn` as one three-way comparison (<0: ``left`` first; 0 only
         for the same job), for priority queues that should compare once."""
-        # job_order_compare, inlined: this runs at every step of allocate's job heaps.
-        tiers = self._bound.get("job_order")
-        if tiers is None:
-            tiers = self.tiers_for("job_order")
-        result = combine.first_nonzero("job_order", tiers, left, right)
-        if result:
-            return result
+        # job_order_compare with combine.first_nonzero written out (same calls, same
+        # blame): this runs at every step of allocate's job heaps.
+        tiers = self._bound.get("job_order") or self.tiers_for("job_order")
+        plugin = "<unknown>"
+        try:
+            for tier in tiers:
+                for plugin, fn in tier:  # noqa: B007 (named in the error)
+                    result = fn(left, right)
+                    if result:
+                        return -1 if result < 0 else 1
+        except BatchSchedError:
+            raise
+        except Exception as exc:
+            raise combine.plugin_failed("job_order", plugin, exc) from exc
         if left.creation_time != right.creation_time:
             return -1 if left.creation_time < right.creation_time else 1
         if left.uid != right.uid:
@@ -449,7 +456,8 @@ class Session:
         return 0
 
     def queue_order_fn(self, left: QueueInfo, right: QueueInfo) -> bool:
-        result = combine.first_nonzero("queue_order", self.tiers_for("queue_order"), left, right)
+        tiers = self._bound.get("queue_order") or self.tiers_for("queue_order")
+        result = combine.first_nonzero("queue_order", tiers, left, right)
         if result:
             return result < 0
         if left.creation_time != right.creation_time:
@@ -472,15 +480,19 @@ class Session:
 
     def task_order_total(self, left: TaskInfo, right: TaskInfo) -> int:
         """:meth:`task_order_fn` as one three-way comparison (see :meth:`job_order_total`)."""
-        tiers = self._bound.get("task_order")
-        if tiers is None:
-            tiers = self.tiers_for("task_order")
-        result = combine.first_nonzero("task_order", tiers, left, right)
-        if result:
-            return result
-        if compare_task_default(left, right):
-            return -1
-        return 1 if compare_task_default(right, left) else 0
+        tiers = self._bound.get("task_order") or self.tiers_for("task_order")
+        plugin = "<unknown>"
+        try:
+            for tier in tiers:
+                for plugin, fn in tier:  # noqa: B007 (named in the error)
+                    result = fn(left, right)
+                    if result:
+                        return -1 if result < 0 else 1
+        except BatchSchedError:
+            raise
+        except Exception as exc:
+            raise combine.plugin_failed("task_order", plugin, exc) from exc
+        return _compare_task_default_total(left, right)
 
     def victim_queue_order_fn(
         self, left: QueueInfo, right: QueueInfo, preemptor_queue: QueueInfo | None
@@ -532,7 +544,8 @@ class Session:
         return combine.first_failure("predicate", self.tiers_for("predicate"), task, node)
 
     def pre_predicate(self, task: TaskInfo) -> FitError | None:
-        return combine.first_failure("pre_predicate", self.tiers_for("pre_predicate"), task)
+        tiers = self._bound.get("pre_predicate") or self.tiers_for("pre_predicate")
+        return combine.first_failure("pre_predicate", tiers, task)
 
     def simulate_predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         return combine.first_failure(
@@ -540,7 +553,8 @@ class Session:
         )
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return combine.all_pass("allocatable", self.tiers_for("allocatable"), queue, task)
+        tiers = self._bound.get("allocatable") or self.tiers_for("allocatable")
+        return combine.all_pass("allocatable", tiers, queue, task)
 
     def simulate_allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return combine.all_pass(
@@ -554,7 +568,8 @@ class Session:
         return combine.any_true("overused", self.tiers_for("overused"), queue)
 
     def job_ready(self, job: JobInfo) -> bool:
-        return combine.all_pass("job_ready", self.tiers_for("job_ready"), job)
+        tiers = self._bound.get("job_ready") or self.tiers_for("job_ready")
+        return combine.all_pass("job_ready", tiers, job)
 
     def job_valid(self, job: JobInfo) -> ValidateResult | None:
         """None when every plugin accepts the job, else the first failing verdict."""
@@ -691,6 +706,20 @@ def compare_task_default(left: TaskInfo, right: TaskInfo) -> bool:
     if left.creation_time != right.creation_time:
         return left.creation_time < right.creation_time
     return left.order_uid < right.order_uid
+
+
+def _compare_task_default_total(left: TaskInfo, right: TaskInfo) -> int:
+    """:func:`compare_task_default` both ways at once: -1 when it puts ``left`` first,
+    1 when it puts ``right`` first, 0 when neither (each name parsed once)."""
+    lnum, rnum = _name_index(left.name), _name_index(right.name)
+    if lnum is not None and rnum is not None and lnum != rnum:
+        return -1 if lnum < rnum else 1
+    ltime, rtime = left.creation_time, right.creation_time
+    if ltime != rtime:
+        # Unequal yet neither smaller (NaN): neither way comes first.
+        return -1 if ltime < rtime else (1 if rtime < ltime else 0)
+    luid, ruid = left.order_uid, right.order_uid
+    return -1 if luid < ruid else (1 if ruid < luid else 0)
 
 
 _DIGITS = re.compile(r"[+-]?[0-9]+")

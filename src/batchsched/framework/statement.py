@@ -30,6 +30,12 @@ if TYPE_CHECKING:
 __all__ = ["Operation", "OperationKind", "Statement"]
 
 
+_PENDING = TaskStatus.PENDING
+_BINDING = TaskStatus.BINDING
+#: Where a pending task on no node was (contexts are immutable values: one serves all).
+_UNPLACED = TransactionContext("", _PENDING)
+
+
 class OperationKind(enum.Enum):
     EVICT = "evict"
     PIPELINE = "pipeline"
@@ -102,21 +108,23 @@ class Statement:
                 f"cannot {kind.value} task {task.uid}: no node {name!r} in session"
             )
         job = self._job_of(task)
-        before = task.transaction
-        if task.node_name and task.node_name != node_info.name:
+        name = node_info.name
+        if task.node_name and task.node_name != name:
             raise SchedulingError(
-                f"cannot {kind.value} task {task.uid} on {node_info.name}: "
-                f"it is on {task.node_name}"
+                f"cannot {kind.value} task {task.uid} on {name}: it is on {task.node_name}"
             )
+        # Nearly every placement is of a pending task on no node: share that context.
+        unplaced = not task.node_name and task.status == _PENDING
+        before = _UNPLACED if unplaced else task.transaction
         job.update_task_status(task, status)
-        task.node_name = node_info.name
+        task.node_name = name
         try:
             node_info.add_task(task)
         except SchedulingError:
             job.update_task_status(task, before.status)
             task.node_name = before.node_name
             raise
-        op = Operation(kind, task, node_info.name, before)
+        op = Operation(kind, task, name, before)
         try:
             ssn._fire_allocate(task)
         except BaseException:
@@ -192,18 +200,19 @@ class Statement:
         handed_over = 0
         try:
             for op in operations:
-                op.task.clear_last_transaction()
-                if op.kind is OperationKind.EVICT:
-                    if ssn._evict(op.task, op.reason):
+                task, kind = op.task, op.kind
+                task.clear_last_transaction()
+                if kind is OperationKind.EVICT:
+                    if ssn._evict(task, op.reason):
                         committed.append(op)
                     else:
                         self._revert(op, fire=True)
-                elif op.kind is OperationKind.ALLOCATE:
-                    if ssn._bind(op.task):
-                        ssn.jobs[op.task.job].update_task_status(op.task, TaskStatus.BINDING)
+                elif kind is OperationKind.ALLOCATE:
+                    if ssn._bind(task):
+                        ssn.jobs[task.job].update_task_status(task, _BINDING)
                         node = ssn.nodes.get(op.node_name)
                         if node is not None:
-                            node.update_task(op.task)
+                            node.update_task(task)
                         committed.append(op)
                     else:
                         self._revert(op, fire=True)

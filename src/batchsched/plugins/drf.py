@@ -136,7 +136,11 @@ class DrfPlugin:
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Lower share first; equal shares are a tie (0)."""
-        lshare, rshare = self.job_share(left.uid), self.job_share(right.uid)
+        # job_share twice, written out: asked at every step of allocate's job heaps.
+        jobs = self.jobs
+        lstate, rstate = jobs.get(left.uid), jobs.get(right.uid)
+        lshare = lstate.share if lstate is not None else 0.0
+        rshare = rstate.share if rstate is not None else 0.0
         if lshare == rshare:
             return 0
         return -1 if lshare < rshare else 1
@@ -223,8 +227,10 @@ class DrfPlugin:
         else:
             state.allocated.sub_unchecked(task.resreq)
         state.share = self.share_of(state.allocated)
+        if not self.hierarchy:
+            return
         queue = ssn.queues.get(job.queue)
-        if self.hierarchy and queue is not None:
+        if queue is not None:
             if sign > 0:
                 self.total_allocated.add(task.resreq)
             else:

@@ -76,22 +76,25 @@ class PriorityPlugin:
         pass
 
 
+# The two orders are asked at every step of allocate's heaps: each compares inline.
+
+
 def task_order(left: TaskInfo, right: TaskInfo) -> int:
     """Higher task priority first."""
-    return _higher_first(left.priority, right.priority)
+    lprio, rprio = left.priority, right.priority
+    if lprio == rprio:
+        return 0
+    return -1 if lprio > rprio else 1
 
 
 def job_order(left: JobInfo, right: JobInfo) -> int:
     """Higher job priority first."""
-    return _higher_first(left.priority, right.priority)
+    lprio, rprio = left.priority, right.priority
+    if lprio == rprio:
+        return 0
+    return -1 if lprio > rprio else 1
 
 
 def job_starving(job: JobInfo) -> bool:
     """Some task of the job neither holds nor waits for resources."""
     return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
-
-
-def _higher_first(left: int, right: int) -> int:
-    if left == right:
-        return 0
-    return -1 if left > right else 1

@@ -38,7 +38,7 @@ import attrs
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
-from batchsched.api.resource import DimensionDefault, Resource
+from batchsched.api.resource import PODS, DimensionDefault, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import Vote
 from batchsched.framework.arguments import Arguments
@@ -222,14 +222,13 @@ class ProportionPlugin:
         """Higher priority first, then lower share; equal shares tie."""
         if left.priority != right.priority:
             return right.priority - left.priority
-        lshare, rshare = self._share(left.name), self._share(right.name)
+        queue_attrs = self.queue_attrs
+        lattr, rattr = queue_attrs.get(left.name), queue_attrs.get(right.name)
+        lshare = lattr.share if lattr is not None else 0.0
+        rshare = rattr.share if rattr is not None else 0.0
         if lshare == rshare:
             return 0
         return -1 if lshare < rshare else 1
-
-    def _share(self, queue: str) -> float:
-        attr = self.queue_attrs.get(queue)
-        return attr.share if attr is not None else 0.0
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Candidates of queues whose (running) allocation exceeds deserved somewhere;
@@ -334,20 +333,25 @@ class ProportionPlugin:
     # -- events -----------------------------------------------------------------------
 
     def _on_allocate(self, event: Event) -> None:
+        task = event.task
         # A placed task needs no simulation snapshot any more: free it.
-        self.snapshots.forget(event.task.uid)
-        attr = self._attr_of(event.task)
+        self.snapshots.forget(task.uid)
+        attr = self._attr_of(task)
         if attr is not None:
             self.snapshots.before_change()
-            attr.allocated.add(event.task.resreq)
-            attr.update_share()
+            allocated = attr.usage.allocated
+            allocated.add(task.resreq)
+            # update_share, written out: once per placement.
+            attr.share = dominant_share(allocated, attr.deserved)
 
     def _on_deallocate(self, event: Event) -> None:
-        attr = self._attr_of(event.task)
+        task = event.task
+        attr = self._attr_of(task)
         if attr is not None:
             self.snapshots.before_change()
-            attr.allocated.sub_unchecked(event.task.resreq)
-            attr.update_share()
+            allocated = attr.usage.allocated
+            allocated.sub_unchecked(task.resreq)
+            attr.share = dominant_share(allocated, attr.deserved)
 
     def _attr_of(self, task: TaskInfo) -> QueueAttr | None:
         ssn = self._ssn
@@ -356,6 +360,18 @@ class ProportionPlugin:
 
 
 def _fits(attr: QueueAttr, request: Resource) -> bool:
-    future = attr.allocated.clone().add(request)
-    ok, _ = future.less_equal_with_dimension(attr.deserved, request)
-    return ok
+    """``(allocated + request).less_equal_with_dimension(deserved, request)``, without
+    building the sum: the same additions and comparisons on the requested
+    dimensions (> 0, ``pods`` aside), asked for every task allocate considers."""
+    allocated, deserved = attr.usage.allocated, attr.deserved
+    if request.milli_cpu > 0 and allocated.milli_cpu + request.milli_cpu > deserved.milli_cpu:
+        return False
+    if request.memory > 0 and allocated.memory + request.memory > deserved.memory:
+        return False
+    held, limit = allocated.scalars, deserved.scalars
+    for name, amount in request.scalars.items():
+        if name == PODS or amount <= 0:
+            continue
+        if held.get(name, 0.0) + amount > limit.get(name, 0.0):
+            return False
+    return True

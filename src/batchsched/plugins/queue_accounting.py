@@ -61,25 +61,26 @@ def dominant_share(allocated: Resource, reference: Resource) -> float:
     """The largest ``share`` over the dimensions ``reference`` holds (0 when none).
 
     The dimensions are ``reference.resource_names()``, visited in that order, and
-    each ratio is ``share``'s; written out because every placement recomputes a
-    job's and a queue's share.
+    each ratio is ``share``'s, which on such a dimension (at least the epsilon, so
+    never 0) is the plain division; written out because every placement recomputes
+    a job's and a queue's share.
     """
     result = 0.0
     deserved = reference.milli_cpu
     if deserved >= MIN_RESOURCE:
-        ratio = share(allocated.milli_cpu, deserved)
+        ratio = allocated.milli_cpu / deserved
         if ratio > result:  # noqa: PLR1730 (a call per dimension costs)
             result = ratio
     deserved = reference.memory
     if deserved >= MIN_RESOURCE:
-        ratio = share(allocated.memory, deserved)
+        ratio = allocated.memory / deserved
         if ratio > result:  # noqa: PLR1730 (a call per dimension costs)
             result = ratio
     if reference.scalars:
         held = allocated.scalars
         for name, deserved in reference.scalars.items():
             if deserved >= MIN_RESOURCE:
-                ratio = share(held.get(name, 0.0), deserved)
+                ratio = held.get(name, 0.0) / deserved
                 if ratio > result:  # noqa: PLR1730
                     result = ratio
     return result
@@ -387,11 +388,11 @@ class SimulationSnapshots(Generic[Figures]):
 
     def forget(self, task_uid: str) -> None:
         """Drop the task's copy (it was placed, or is recorded anew)."""
-        self._states.pop(task_uid, None)
-        self._recent.discard(task_uid)
         version = self._recorded_at.pop(task_uid, None)
         if version is None:
-            return
+            return  # never recorded, so neither recent nor copied
+        self._states.pop(task_uid, None)
+        self._recent.discard(task_uid)
         self._users[version] -= 1
         if not self._users[version]:
             del self._users[version]
