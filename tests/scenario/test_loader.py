@@ -53,6 +53,8 @@ BAD_INPUTS = [
      "queues[1] (q1): duplicate queue 'q1'"),
     ("minMember: 1}", "minMember: 1, phase: Sleeping}",
      "jobs[0] (c1/pg1).phase: 'Sleeping' is not one of"),
+    ("minMember: 1}", "minMember: 1, phase: [Pending]}",
+     "jobs[0] (c1/pg1).phase: ['Pending'] is not one of"),
     ('config: {actions: ""}', "config: {actions: allocate, tiers: [{plugins: [{name: gang, "
      "enableJobReady: maybe}]}]}",
      "config.tiers[0].plugins[0].enableJobReady: must be true or false"),

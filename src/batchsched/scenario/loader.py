@@ -292,7 +292,8 @@ class _Parser:
         if key not in obj or obj[key] is None:
             return default
         value = obj[key]
-        if value not in choices:
+        # Only strings name a choice (a list or mapping is not even hashable).
+        if not isinstance(value, str) or value not in choices:
             raise self.fail(f"{path}.{key}",
                             f"{value!r} is not one of {', '.join(choices)}")
         return choices[value]
