@@ -155,28 +155,23 @@ def registered(ssn: Session, point: str) -> dict[str, VectorFn]:
 def vector_tiers(ssn: Session, point: str) -> VectorTiers | None:
     """The enabled functions of ``point`` as vectorised variants, tier by tier, or
     None when an enabled plugin serving the point has no variant."""
-    variants = _registry(ssn)[point]
-    tiers: list[list[tuple[str, VectorFn]]] = []
-    for tier in ssn.tiers_for(point):
-        row: list[tuple[str, VectorFn]] = []
-        for name, _ in tier:
-            variant = variants.get(name)
-            if variant is None:
-                return None
-            row.append((name, variant))
-        tiers.append(row)
-    return tiers
+    return _enabled_variants(ssn, point, _registry(ssn)[point])
 
 
 def many_tiers(ssn: Session, point: str) -> VectorTiers | None:
     """As :func:`vector_tiers`, with each plugin's variant for several tasks at once, or
     None when an enabled plugin serving the point has none."""
-    manies: dict[str, VectorFn] = ssn.extra.get(_MANY_KEY, {}).get(point, {})
+    return _enabled_variants(ssn, point, ssn.extra.get(_MANY_KEY, {}).get(point, {}))
+
+
+def _enabled_variants(
+    ssn: Session, point: str, variants: dict[str, VectorFn]
+) -> VectorTiers | None:
     tiers: list[list[tuple[str, VectorFn]]] = []
     for tier in ssn.tiers_for(point):
         row: list[tuple[str, VectorFn]] = []
         for name, _ in tier:
-            variant = manies.get(name)
+            variant = variants.get(name)
             if variant is None:
                 return None
             row.append((name, variant))

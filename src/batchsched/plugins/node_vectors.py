@@ -52,7 +52,7 @@ def _weighted_average(scores: IntArray, has: BoolArray | None, weights: Sequence
     if has is None:
         total = sum(weights)
         if not total:
-            return np.zeros(scores.shape[1], dtype=np.int64)
+            return np.zeros(scores.shape[1:], dtype=np.int64)
         # Row by row rather than np.dot: integer dot products have no fast kernel.
         weighted: IntArray = scores[0] * weights[0]
         for row in range(1, len(weights)):
@@ -91,20 +91,29 @@ def least_allocated_vector(
     free = allocatable - used
     free -= _column(request)
     if has is None and small:
-        # 0 <= free <= allocatable < 2**46 (used and request are >= 0): 100 * free is
-        # exact in float64, and a quotient at most 100 lies further than half an ulp
-        # from the next integer, so the floor of the float quotient is the integer one.
-        np.maximum(free, 0, out=free)
-        ratio = free * float(MAX_NODE_SCORE)
-        ratio /= allocatable
-        np.floor(ratio, out=ratio)
-        return _weighted_average(ratio.astype(np.int64), None, weights)
+        return _least_allocated_small(free, allocatable, weights)
     free *= MAX_NODE_SCORE
     # (alloc - requested) * 100 // alloc is negative exactly when requested > alloc
     # (alloc >= 1), where the score is 0.
     free //= allocatable if has is None else np.where(has, allocatable, 1)
     np.maximum(free, 0, out=free)
     return _weighted_average(free, has, weights)
+
+
+def _least_allocated_small(free: IntArray, allocatable: IntArray,
+                           weights: Sequence[int]) -> IntArray:
+    """least-allocated from the free amounts (rows: resources), with every allocatable
+    above 0 and below :data:`FLOAT_DIVISION_LIMIT`.
+
+    0 <= free <= allocatable < 2**46 once clipped (used and request are >= 0): 100 *
+    free is exact in float64, and a quotient at most 100 lies further than half an
+    ulp from the next integer, so the floor of the float quotient is the integer one.
+    """
+    np.maximum(free, 0, out=free)
+    ratio = free * float(MAX_NODE_SCORE)
+    ratio /= allocatable
+    np.floor(ratio, out=ratio)
+    return _weighted_average(ratio.astype(np.int64), None, weights)
 
 
 def most_allocated_vector(
@@ -133,17 +142,7 @@ def balanced_allocation_vector(
     rows = [r for r, req in enumerate(request) if not (extended[r] and req == 0)]
     size = used.shape[1]
     if everywhere and rows == [0, 1] and not extended[0] and not extended[1]:
-        requested = used[:2] + _column(request[:2])
-        fractions: FloatArray = requested / allocatable[:2]
-        np.minimum(fractions, 1.0, out=fractions)
-        spread = fractions[0] - fractions[1]
-        spread /= 2
-        np.abs(spread, out=spread)
-        score = 1 - spread
-        score *= MAX_NODE_SCORE
-        np.trunc(score, out=score)
-        pair: IntArray = score.astype(np.int64)
-        return pair
+        return _balanced_pair(used[:2] + _column(request[:2]), allocatable[:2])
     fractions_by_row: list[FloatArray] = []
     kept: list[BoolArray] = []
     for row in rows:
@@ -174,6 +173,21 @@ def balanced_allocation_vector(
                 squares = squares + (parts[2] - mean) * (parts[2] - mean)
                 std[every] = np.sqrt(squares / 3)
     return np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def _balanced_pair(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """balanced-allocation from cpu and memory only (rows 0 and 1; every allocatable
+    above 0): half the difference of the two fractions, each at most 1."""
+    fractions: FloatArray = requested / allocatable
+    np.minimum(fractions, 1.0, out=fractions)
+    spread = fractions[0] - fractions[1]
+    spread /= 2
+    np.abs(spread, out=spread)
+    score = 1 - spread
+    score *= MAX_NODE_SCORE
+    np.trunc(score, out=score)
+    pair: IntArray = score.astype(np.int64)
+    return pair
 
 
 def default_normalize_vector(scores: IntArray, *, reverse: bool) -> IntArray:
@@ -230,13 +244,22 @@ def binpack_vector(
             parts = final * np.array(weights, dtype=np.float64).reshape(-1, 1) / allocatable
         parts = np.where(present, parts, 0.0)
         over = (final > allocatable) & present
+    return _binpack_total(parts, over, weights, weight_sum, plugin_weight)
+
+
+def _binpack_total(parts: FloatArray, over: BoolArray, weights: Sequence[int],
+                   weight_sum: int, plugin_weight: int) -> FloatArray:
+    """binpack's score from each counted resource's weighted fraction (``parts``, first
+    axis the resources) and whether it overflows (``over``): the sum in the scalar
+    loop's order, over the weight sum, times 100 and the plugin weight; 0 where some
+    resource does not fit."""
     if 0 in weights:
         zero_weight = [row for row, weight in enumerate(weights) if weight == 0]
         parts[zero_weight] = 0.0
         over[zero_weight] = False
     score = parts[0]
     misfit = over[0]
-    for row in range(1, count):
+    for row in range(1, len(weights)):
         score = score + parts[row]
         misfit = misfit | over[row]
     if weight_sum > 0:
@@ -264,19 +287,7 @@ def least_allocated_many(
     """:func:`least_allocated_vector` with ``everywhere=True, small=True`` for each
     column of ``requests`` (shape ``[resources, requests]``): shape ``[requests, nodes]``."""
     free = (allocatable - used)[:, None, :] - requests[:, :, None]
-    np.maximum(free, 0, out=free)
-    ratio = free * float(MAX_NODE_SCORE)
-    ratio /= allocatable[:, None, :]
-    np.floor(ratio, out=ratio)
-    scores = ratio.astype(np.int64)
-    total = sum(weights)
-    if not total:
-        return np.zeros(scores.shape[1:], dtype=np.int64)
-    weighted: IntArray = scores[0] * weights[0]
-    for row in range(1, len(weights)):
-        weighted += scores[row] * weights[row]
-    weighted //= total
-    return weighted
+    return _least_allocated_small(free, allocatable[:, None, :], weights)
 
 
 def balanced_allocation_many(
@@ -284,17 +295,8 @@ def balanced_allocation_many(
 ) -> IntArray:
     """:func:`balanced_allocation_vector` with ``everywhere=True`` for requests of cpu and
     memory only (``requests`` shape ``[2, requests]``, no GPU asked): ``[requests, nodes]``."""
-    requested = used[:2][:, None, :] + requests[:2][:, :, None]
-    fractions: FloatArray = requested / allocatable[:2][:, None, :]
-    np.minimum(fractions, 1.0, out=fractions)
-    spread = fractions[0] - fractions[1]
-    spread /= 2
-    np.abs(spread, out=spread)
-    score = 1 - spread
-    score *= MAX_NODE_SCORE
-    np.trunc(score, out=score)
-    pair: IntArray = score.astype(np.int64)
-    return pair
+    return _balanced_pair(used[:2][:, None, :] + requests[:2][:, :, None],
+                          allocatable[:2][:, None, :])
 
 
 def binpack_many(
@@ -310,20 +312,4 @@ def binpack_many(
     parts = final * np.array(weights, dtype=np.float64).reshape(-1, 1, 1)
     parts /= allocatable[:, None, :]
     over = final > allocatable[:, None, :]
-    if 0 in weights:
-        zero_weight = [row for row, weight in enumerate(weights) if weight == 0]
-        parts[zero_weight] = 0.0
-        over[zero_weight] = False
-    score = parts[0]
-    misfit = over[0]
-    for row in range(1, count):
-        score = score + parts[row]
-        misfit = misfit | over[row]
-    if weight_sum > 0:
-        score = score / weight_sum
-    score = score * MAX_NODE_SCORE
-    if plugin_weight != 1:
-        score *= plugin_weight
-    np.putmask(score, misfit, 0.0)
-    result: FloatArray = score
-    return result
+    return _binpack_total(parts, over, weights, weight_sum, plugin_weight)
