@@ -57,7 +57,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from batchsched.actions.kept_answers import StackedStore, TemplateAnswers, TemplateStore
 from batchsched.actions.placement import (
@@ -68,11 +67,12 @@ from batchsched.actions.placement import (
     num_feasible_nodes_to_find,
     predicate_for_allocate_action,
 )
-from batchsched.api.fit import FitError, FitErrors, FitStatus, insufficient_resource_reason
+from batchsched.actions.unplaced_errors import UnplacedFitErrors, dimension_rank
+from batchsched.api.fit import FitError, FitErrors, insufficient_resource_reason
 from batchsched.api.node import NodeInfo
-from batchsched.api.resource import CPU, MEMORY, MIN_RESOURCE
+from batchsched.api.resource import MIN_RESOURCE
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import FitStatusCode, TaskStatus
+from batchsched.api.types import TaskStatus
 from batchsched.framework.node_columns import (
     BoolArray,
     Candidates,
@@ -573,7 +573,7 @@ class VectorNodeSelector(ScalarNodeSelector):
         columns = self.columns
         rows, amounts = self._request(task)
         names = [columns.dimensions[row] for row in rows]
-        order = sorted(range(len(names)), key=lambda k: _dimension_rank(names[k]))
+        order = sorted(range(len(names)), key=lambda k: dimension_rank(names[k]))
         # Not (l - r < 0.1), so that a NaN counts as short, as in the scalar comparison.
         short = ~np.less(amounts[order][:, None] - columns.future_idle[rows[order]],
                          MIN_RESOURCE)
@@ -589,86 +589,8 @@ class VectorNodeSelector(ScalarNodeSelector):
                 )
             others[position] = err
         texts = [insufficient_resource_reason([names[k]]) for k in order]
-        return _UnplacedFitErrors(task, columns.names, start, reasons=reasons, texts=texts,
+        return UnplacedFitErrors(task, columns.names, start, reasons=reasons, texts=texts,
                                   others=others)
-
-
-def _dimension_rank(name: str) -> tuple[int, str]:
-    """cpu, then memory, then the other resources by name (the order of the reason)."""
-    if name == CPU:
-        return 0, ""
-    if name == MEMORY:
-        return 1, ""
-    return 2, name
-
-
-class _UnplacedFitErrors(FitErrors):
-    """The fit errors of every node for one task, built on first use.
-
-    ``reasons[i]`` indexes ``texts`` (node ``i`` lacks that resource) or is -1 (its
-    error is ``others[i]``). The nodes come in scan order from ``start``, as the
-    reference records them; the summary needs no per-node objects.
-    """
-
-    def __init__(
-        self, task: TaskInfo, names: list[str], start: int, *, reasons: npt.NDArray[np.int64],
-        texts: list[str], others: dict[int, FitError],
-    ) -> None:
-        self.error = ""
-        self._task = task
-        self._names = names
-        self._start = start
-        self._reasons = reasons
-        self._texts = texts
-        self._others = others
-        self._nodes: dict[str, FitError] | None = None
-
-    @property
-    def nodes(self) -> dict[str, FitError]:
-        if self._nodes is None:
-            task, names, reasons, texts = self._task, self._names, self._reasons, self._texts
-            total = len(names)
-            nodes: dict[str, FitError] = {}
-            for offset in range(total):
-                position = (self._start + offset) % total
-                reason = int(reasons[position])
-                if reason < 0:
-                    err = self._others[position]
-                    err.node_name = names[position]
-                else:
-                    err = FitError(task.namespace, task.name, names[position],
-                                   [FitStatus(FitStatusCode.UNSCHEDULABLE, texts[reason])])
-                nodes[names[position]] = err
-            self._nodes = nodes
-        return self._nodes
-
-    @nodes.setter
-    def nodes(self, value: dict[str, FitError]) -> None:
-        self._nodes = value
-
-    def unresolvable_nodes(self) -> set[str]:
-        # "Insufficient ..." is Unschedulable: only the other errors can be unresolvable.
-        return {self._names[p] for p, err in self._others.items() if err.unresolvable}
-
-    def __str__(self) -> str:
-        if self._nodes is not None:
-            return super().__str__()
-        head = self.error or f"0/{len(self._names)} nodes are unavailable"
-        if not len(self._names):
-            return head
-        histogram: dict[str, int] = {}
-        counts = np.bincount(self._reasons[self._reasons >= 0], minlength=len(self._texts))
-        for text, count in zip(self._texts, counts.tolist(), strict=True):
-            if count:
-                histogram[text] = histogram.get(text, 0) + count
-        for err in self._others.values():
-            for reason in err.reasons:
-                histogram[reason] = histogram.get(reason, 0) + 1
-        parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
-        return f"{head}: {', '.join(parts)}."
-
-    def __bool__(self) -> bool:
-        return bool(len(self._names)) or bool(self.error)
 
 
 class _Plan:

@@ -12,6 +12,9 @@ Large scenarios are mostly plain nodes, jobs and tasks (a few keys, all well
 formed): those are built without the checks' bookkeeping (``plain_node``,
 ``plain_job``, ``plain_task``); anything else, and so every error and warning,
 goes through the checked path.
+
+The module is long because it is the format's whole grammar, one method per kind
+of object, sharing one error convention (file, object, field).
 """
 
 from __future__ import annotations
