@@ -69,6 +69,7 @@ def measure(path: str) -> dict[str, Any]:
     from batchsched.framework.registry import default_registry
     from batchsched.framework.session import Session
     from batchsched.scenario import load_scenario
+    from batchsched.scenario.json_output import dumps_decisions
     from batchsched.scenario.runner import Decisions, _RecordingCache, _status_counts
 
     imported = time.perf_counter()
@@ -103,7 +104,7 @@ def measure(path: str) -> dict[str, Any]:
         task_status_counts=counts,
         events=[e.to_dict() for e in ssn.events],
     )
-    text = json.dumps(decisions.to_json(), indent=1, sort_keys=False) + "\n"
+    text = dumps_decisions(decisions.to_json()) + "\n"  # the CLI's writer
     written = time.perf_counter()
     return {
         "fast_path": fast_path_enabled(),

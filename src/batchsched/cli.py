@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import logging
 import os
 import sys
@@ -108,6 +107,7 @@ def _run(args: argparse.Namespace, out: TextIO, *, process_ends: bool = False) -
 def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     from batchsched.conf import load_configuration
     from batchsched.scenario import load_scenario, run_scenario
+    from batchsched.scenario.json_output import dumps_decisions
 
     scenario = load_scenario(args.scenario)
     for warning in scenario.warnings:
@@ -116,8 +116,9 @@ def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     decisions = run_scenario(scenario, scores=args.scores or None, configuration=configuration,
                              consume=True)
     if args.output == "json":
-        # One write: json.dump would write each of the (many) pieces separately.
-        out.write(json.dumps(decisions.to_json(), indent=1, sort_keys=False))
+        # json.dumps(..., indent=1) to the byte, in one write (json.dump would write
+        # each of the many pieces separately).
+        out.write(dumps_decisions(decisions.to_json()))
         out.write("\n")
     else:
         out.write(_text(scenario.name, decisions.to_json()))

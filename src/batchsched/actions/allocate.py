@@ -97,6 +97,10 @@ class _AllocateRun:
     def _build(self) -> None:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
+        # Read once for the whole loop (one turn per job of the session).
+        task_order, job_order = ssn.task_order_total, ssn.job_order_total
+        queues, jobs_by_queue = ssn.queues, self.jobs_by_queue
+        pending = TaskStatus.PENDING
         for job in ssn.jobs.values():
             if job.is_pending():
                 if enqueue_configured:
@@ -106,20 +110,21 @@ class _AllocateRun:
             verdict = ssn.job_valid(job)
             if verdict is not None and not verdict.passed:
                 continue
-            queue = ssn.queues.get(job.queue)
+            queue = queues.get(job.queue)
             if queue is None:
                 continue
-            tasks = PriorityQueue.by_comparison(ssn.task_order_total)
-            for task in job.tasks_in(TaskStatus.PENDING).values():
+            tasks = PriorityQueue.by_comparison(task_order)
+            for task in job.tasks_in(pending).values():
                 if task.resreq.is_empty():
                     continue  # best-effort: backfill's business
                 tasks.push(task)
             if not tasks:
                 continue
-            if job.queue not in self.jobs_by_queue:
-                self.jobs_by_queue[job.queue] = PriorityQueue.by_comparison(ssn.job_order_total)
+            jobs = jobs_by_queue.get(job.queue)
+            if jobs is None:
+                jobs = jobs_by_queue[job.queue] = PriorityQueue.by_comparison(job_order)
                 self.queues.push(queue)
-            self.jobs_by_queue[job.queue].push(job)
+            jobs.push(job)
             self.tasks_by_job[job.uid] = tasks
             self.considered.append(job)
 

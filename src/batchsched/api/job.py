@@ -38,6 +38,8 @@ _PENDING = TaskStatus.PENDING
 _PIPELINED = TaskStatus.PIPELINED
 _SUCCEEDED = TaskStatus.SUCCEEDED
 _READY_STATUSES = ALLOCATED_STATUSES | {_SUCCEEDED}
+#: ``str(status)``, worked out once (the enum's ``__str__`` is comparatively slow).
+_STATUS_NAMES = {status: str(status) for status in TaskStatus}
 _VALID_STATUSES = _READY_STATUSES | {_PIPELINED, _PENDING}
 
 
@@ -158,11 +160,36 @@ class JobInfo:
         if task.status in _READY_STATUSES:
             self._ready += step
         if task.status == _PENDING:
-            if task.init_resreq.is_empty():
-                empty = self._empty_pending_roles
-                empty[task.role] = empty.get(task.role, 0) + step
-            if task.best_effort:
-                self._pending_best_effort += step
+            self._count_pending(task, step)
+
+    def _count_pending(self, task: TaskInfo, step: int) -> None:
+        if task.init_resreq.is_empty():
+            empty = self._empty_pending_roles
+            empty[task.role] = empty.get(task.role, 0) + step
+        if task.best_effort:
+            self._pending_best_effort += step
+
+    def _recount_task(self, task: TaskInfo, old: TaskStatus, new: TaskStatus) -> None:
+        """``_count_task(task, -1)`` as of status ``old``, then ``_count_task(task, 1)``
+        as of ``new``, in one pass: the same counts, and keys added in the same order."""
+        role = task.role
+        role_counts = self._role_counts
+        roles = role_counts.get(old)
+        if roles is None:
+            roles = role_counts[old] = {}
+        roles[role] = roles.get(role, 0) - 1
+        roles = role_counts.get(new)
+        if roles is None:
+            roles = role_counts[new] = {}
+        roles[role] = roles.get(role, 0) + 1
+        if old in _READY_STATUSES:
+            self._ready -= 1
+        if new in _READY_STATUSES:
+            self._ready += 1
+        if old == _PENDING:
+            self._count_pending(task, -1)
+        if new == _PENDING:
+            self._count_pending(task, 1)
 
     def delete_task(self, task: TaskInfo) -> None:
         """Volcano's ``DeleteTaskInfo``; a task the job does not hold is ignored."""
@@ -216,9 +243,8 @@ class JobInfo:
                 self.allocated.sub_unchecked(req)
         elif status in ALLOCATED_STATUSES:
             self.allocated.add(req)
-        self._count_task(task, -1)
         task.status = status
-        self._count_task(task, 1)
+        self._recount_task(task, old, status)
 
     def clone(self) -> JobInfo:
         """A copy whose tasks, indexes and resources are its own."""
@@ -266,7 +292,10 @@ class JobInfo:
         return self._count(SCHEDULED_STATUSES)
 
     def releasing_scheduled_task_num(self) -> int:
-        return sum(1 for t in self.tasks_in(TaskStatus.RELEASING).values() if t.node_name)
+        releasing = self.task_status_index.get(TaskStatus.RELEASING)
+        if not releasing:  # most jobs: no generator to run (asked for each job at close)
+            return 0
+        return sum(1 for t in releasing.values() if t.node_name)
 
     def is_ready(self) -> bool:
         # ready_task_num() + pending_best_effort_task_num(), read directly: the gang
@@ -372,22 +401,22 @@ class JobInfo:
 
     def fit_error(self) -> str:
         """Volcano's ``JobInfo.FitError`` summary (the message of gang's condition)."""
-        histogram: dict[str, int] = {}
-        for status, tasks in self.task_status_index.items():
-            histogram[str(status)] = histogram.get(str(status), 0) + len(tasks)
+        # One entry per status (each has its own name), then minAvailable.
+        histogram = {_STATUS_NAMES[status]: len(tasks)
+                     for status, tasks in self.task_status_index.items()}
         histogram["minAvailable"] = self.min_available
         ready = "pod group is ready" if self.is_ready() else "pod group is not ready"
-        message = f"{ready}, {', '.join(sorted(f'{n} {k}' for k, n in histogram.items()))}"
+        message = f"{ready}, {', '.join(sorted([f'{n} {k}' for k, n in histogram.items()]))}"
         pending_reasons: dict[str, int] = {}
         for uid in self.tasks_in(_PENDING):
-            reason = self.task_scheduling_reason(uid)[0]
+            reason = self._scheduling_reason(uid)
             pending_reasons[reason] = pending_reasons.get(reason, 0) + 1
         if pending_reasons:
             parts = sorted(f"{n} {k}" for k, n in pending_reasons.items())
             message += f"; Pending: {', '.join(parts)}"
         if self.job_fit_errors:
             message += ". Origin reason is: " + self.job_fit_errors
-        else:
+        elif self.nodes_fit_errors:
             for task in self.tasks.values():
                 errs = self.nodes_fit_errors.get(task.uid)
                 if errs is not None:
@@ -415,6 +444,19 @@ class JobInfo:
             errs = self.nodes_fit_errors.get(task_uid)
             return "Unschedulable", str(errs) if errs is not None else self.job_fit_errors
         return str(ctx.status), self.job_fit_errors
+
+    def _scheduling_reason(self, task_uid: str) -> str:
+        """The reason of :meth:`task_scheduling_reason` alone, without building the
+        message (:meth:`fit_error` counts the reasons of every pending task)."""
+        task = self.tasks.get(task_uid)
+        if task is None:
+            return ""
+        status = (task.last_transaction or task.transaction).status
+        if status == TaskStatus.ALLOCATED:
+            return "Schedulable"
+        if status in (_PIPELINED, _PENDING):
+            return "Unschedulable"
+        return _STATUS_NAMES[status]
 
     def check_invariants(self) -> None:
         """Raise AssertionError unless every index and sum matches the tasks."""

@@ -11,6 +11,10 @@ __all__ = ["PriorityQueue"]
 
 T = TypeVar("T")
 
+#: The default ``items``: most queues start empty and are filled by pushes, and
+#: skip building and heapifying an empty list (allocate makes one queue per job).
+_NO_ITEMS: tuple[()] = ()
+
 
 class _Entry(Generic[T]):
     __slots__ = ("item", "less", "seq")
@@ -55,18 +59,20 @@ class PriorityQueue(Generic[T]):
     """
 
     def __init__(
-        self, less: Callable[[T, T], bool], items: Iterable[T] = (), *,
+        self, less: Callable[[T, T], bool], items: Iterable[T] = _NO_ITEMS, *,
         compare: Callable[[T, T], int] | None = None,
     ) -> None:
         self._less = less
         self._compare = compare
         self._seq = itertools.count()
-        self._heap: list[_Entry[T] | _ComparedEntry[T]] = [self._entry(i) for i in items]
-        heapq.heapify(self._heap)
+        self._heap: list[_Entry[T] | _ComparedEntry[T]] = []
+        if items is not _NO_ITEMS:
+            self._heap = [self._entry(i) for i in items]
+            heapq.heapify(self._heap)
 
     @classmethod
     def by_comparison(
-        cls, compare: Callable[[T, T], int], items: Iterable[T] = ()
+        cls, compare: Callable[[T, T], int], items: Iterable[T] = _NO_ITEMS
     ) -> PriorityQueue[T]:
         """A queue ordered by a three-way comparison (<0: the first argument comes
         first), called once per heap comparison. It orders exactly as

@@ -157,10 +157,11 @@ class Session:
                     f"plugin {name!r} raised in on_session_close: {type(exc).__name__}: {exc}",
                     plugin=name, point="on_session_close",
                 ) from exc
+        cache = self.cache
         for job in self.jobs.values():
             job.podgroup.phase = self.pod_group_phase(job)
-            if self.cache is not None:
-                self.cache.update_job_status(job)
+            if cache is not None:
+                cache.update_job_status(job)
             self._record_job_status_event(job)
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
@@ -173,20 +174,21 @@ class Session:
 
     def pod_group_phase(self, job: JobInfo) -> PodGroupPhase:
         """The phase Volcano's job updater gives the pod group at session close."""
-        unschedulable = any(
+        podgroup = job.podgroup
+        # Running tasks first: most jobs have none, and then the conditions do not matter.
+        if job.tasks_in(TaskStatus.RUNNING) and any(
             c.type == PodGroupConditionType.UNSCHEDULABLE and c.status == "True"
             and c.transition_id == self.uid
-            for c in job.podgroup.conditions
-        )
-        if unschedulable and job.tasks_in(TaskStatus.RUNNING):
+            for c in podgroup.conditions
+        ):
             return PodGroupPhase.UNKNOWN
         scheduled = job.scheduled_task_num() + job.releasing_scheduled_task_num()
-        completed = sum(len(job.tasks_in(s)) for s in COMPLETED_STATUSES)
-        if scheduled >= job.podgroup.min_member:
+        if scheduled >= podgroup.min_member:
+            completed = sum(len(job.tasks_in(s)) for s in COMPLETED_STATUSES)
             return PodGroupPhase.COMPLETED if scheduled == completed else PodGroupPhase.RUNNING
-        if job.podgroup.phase != PodGroupPhase.INQUEUE:
+        if podgroup.phase != PodGroupPhase.INQUEUE:
             return PodGroupPhase.PENDING
-        return job.podgroup.phase
+        return podgroup.phase
 
     def _record_job_status_event(self, job: JobInfo) -> None:
         """The pod-group event Volcano's cache records after the status update.
@@ -204,13 +206,9 @@ class Session:
                 f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}",
             )
             return
-
-        def comparable(conditions: list[PodGroupCondition]) -> list[tuple[Any, ...]]:
-            return [(c.type, c.status, c.reason, c.message) for c in conditions]
-
-        changed = phase != self._initial_phase.get(job.uid) or comparable(
+        changed = phase != self._initial_phase.get(job.uid) or _comparable(
             job.podgroup.conditions
-        ) != comparable(self._initial_conditions.get(job.uid, []))
+        ) != _comparable(self._initial_conditions.get(job.uid, []))
         if changed:
             self.record_event(job.uid, "Normal", "Scheduled", "pod group is ready")
 
@@ -731,3 +729,8 @@ def _name_index(name: str) -> int | None:
     if len(parts) < 3 or not _DIGITS.fullmatch(parts[-1]):
         return None
     return int(parts[-1])
+
+
+def _comparable(conditions: list[PodGroupCondition]) -> list[tuple[Any, ...]]:
+    """Pod-group conditions as compared at close: transition ids left out."""
+    return [(c.type, c.status, c.reason, c.message) for c in conditions]

@@ -181,11 +181,15 @@ class NodeView:
         self.gpu += sign * pod.gpu
         self.nonzero_milli_cpu += sign * pod.nonzero_milli_cpu
         self.nonzero_memory += sign * pod.nonzero_memory
-        for port in pod.host_ports:
-            self.used_ports[port] += sign
-            if self.used_ports[port] <= 0:
-                del self.used_ports[port]
-        if pod.has_pod_affinity:
+        if pod.host_ports:
+            used = self.used_ports
+            for port in pod.host_ports:
+                used[port] += sign
+                if used[port] <= 0:
+                    del used[port]
+        # pod.has_pod_affinity, read without the property: once per placement.
+        affinity = pod.affinity
+        if affinity.has_pod_affinity or affinity.has_pod_anti_affinity:
             self.pods_with_affinity += sign
         if pod.required_anti_affinity:
             self.pods_with_required_anti_affinity += sign
@@ -242,15 +246,17 @@ class KubeView:
 
     def add(self, task: TaskInfo, node_name: str) -> None:
         """The task now runs on ``node_name`` (an allocate or pipeline)."""
-        previous = self._where.get(task.uid)
-        if previous is not None and previous in self.nodes:
-            self.nodes[previous].remove(task.uid)
-            self._changed(self.nodes[previous])
-        node = self.nodes.get(node_name)
+        uid = task.uid
+        nodes = self.nodes
+        previous = self._where.get(uid)
+        if previous is not None and previous in nodes:
+            nodes[previous].remove(uid)
+            self._changed(nodes[previous])
+        node = nodes.get(node_name)
         if node is None:
             return
         node.add(self.pod(task))
-        self._where[task.uid] = node_name
+        self._where[uid] = node_name
         self._changed(node)
 
     def remove(self, task: TaskInfo) -> None:
@@ -262,14 +268,16 @@ class KubeView:
             self._changed(node)
 
     def _changed(self, node: NodeView) -> None:
-        self.change_log.append(node.name)
-        for members, present in ((self.nodes_with_affinity, node.pods_with_affinity),
-                                 (self.nodes_with_required_anti_affinity,
-                                  node.pods_with_required_anti_affinity)):
-            if present:
-                members.add(node.name)
-            else:
-                members.discard(node.name)
+        name = node.name
+        self.change_log.append(name)
+        if node.pods_with_affinity:
+            self.nodes_with_affinity.add(name)
+        else:
+            self.nodes_with_affinity.discard(name)
+        if node.pods_with_required_anti_affinity:
+            self.nodes_with_required_anti_affinity.add(name)
+        else:
+            self.nodes_with_required_anti_affinity.discard(name)
 
     def all_pods(self) -> Iterator[tuple[NodeView, PodInfo]]:
         for node in self.nodes.values():

@@ -324,31 +324,33 @@ class PredicatesPlugin:
         return self._pre_filter(task, state)
 
     def _pre_filter(self, task: TaskInfo, state: _TaskState) -> FitError | None:
-        pod = self.view.pod(task)
+        view = self.view
+        pod = view.pod(task)
+        skipped = state.skipped
         if self.node_affinity_enable:
             node_affinity = pod.affinity.node
             if not pod.node_selector and node_affinity.required is None:
-                state.skipped.add(NODE_AFFINITY)
+                skipped.add(NODE_AFFINITY)
             elif node_affinity.conflicting_node_names():
                 return FitError(task.namespace, task.name, "", [FitStatus(
                     _UU, f"plugin {NODE_AFFINITY} pre-predicates failed {REASON_AFFINITY_CONFLICT}",
                     NODE_AFFINITY)])
         if self.node_ports_enable and not pod.host_ports:
-            state.skipped.add(NODE_PORTS)
+            skipped.add(NODE_PORTS)
         if self.pod_affinity_enable:
             own_terms = bool(pod.required_affinity or pod.required_anti_affinity)
-            if not own_terms and not self.view.nodes_with_required_anti_affinity:
+            if not own_terms and not view.nodes_with_required_anti_affinity:
                 # Nothing to count: the filter has nothing to check for this task.
                 state.counts = None
-                state.skipped.add(INTER_POD_AFFINITY)
+                skipped.add(INTER_POD_AFFINITY)
             else:
                 state.counts = inter_pod_affinity_counts(
                     pod, self._placed_pods(anti_affinity_only=not own_terms))
                 if not own_terms and not +state.counts.existing_anti:
-                    state.skipped.add(INTER_POD_AFFINITY)
+                    skipped.add(INTER_POD_AFFINITY)
         if self.pod_topology_spread_enable:
             # No task in the model has topology spread constraints.
-            state.skipped.add(POD_TOPOLOGY_SPREAD)
+            skipped.add(POD_TOPOLOGY_SPREAD)
         return None
 
     def _placed_pods(

@@ -48,6 +48,8 @@ __all__ = [
 
 #: Volcano's ``math.MaxFloat64``: an unbounded cpu or memory amount.
 MAX_AMOUNT = sys.float_info.max
+#: An empty vector, only ever read (never handed out).
+_NO_RESOURCES = Resource()
 
 
 def share(allocated: float, deserved: float) -> float:
@@ -322,18 +324,25 @@ class QueueUsage:
     def add_job(self, job: JobInfo) -> QueueUsage:
         """Account one job; returns what it added (capacity passes it to ancestors)."""
         delta = QueueUsage()
+        allocated, request = delta.allocated, delta.request
         for status, tasks in job.task_status_index.items():
             if status in ALLOCATED_STATUSES:
                 for task in tasks.values():
-                    delta.allocated.add(task.resreq)
-                    delta.request.add(task.resreq)
+                    allocated.add(task.resreq)
+                    request.add(task.resreq)
             elif status == TaskStatus.PENDING:
                 for task in tasks.values():
-                    delta.request.add(task.resreq)
-        if job.podgroup.min_resources is not None and job.podgroup.phase == PodGroupPhase.INQUEUE:
-            delta.inqueue.add(inqueue_resource(job, job.allocated))
-        delta.inqueue.add(running_job_reservation(job))
-        delta.elastic.add(exceeded_part(job.allocated, job_min_resources(job)))
+                    request.add(task.resreq)
+        minimum = job.podgroup.min_resources
+        # Without minResources a job reserves nothing: both reservations would be empty
+        # vectors, and adding one to the fresh (+0.0) ``delta.inqueue`` changes nothing.
+        if minimum is not None:
+            if job.podgroup.phase == PodGroupPhase.INQUEUE:
+                delta.inqueue.add(inqueue_resource(job, job.allocated))
+            delta.inqueue.add(running_job_reservation(job))
+        # exceeded_part only reads the minimum: no copy of it (job_min_resources) needed.
+        delta.elastic.add(exceeded_part(
+            job.allocated, minimum if minimum is not None else _NO_RESOURCES))
         self.merge(delta)
         return delta
 

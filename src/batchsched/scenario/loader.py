@@ -90,8 +90,8 @@ class Scenario:
 
         nodes = {n.name: (n.clone() if copy else n) for n in self.nodes if n.ready}
         jobs = {job.uid: fresh_job(job) for job in self.jobs}
-        for original in self.tasks:
-            task = original.clone() if copy else original
+        tasks = [task.clone() for task in self.tasks] if copy else self.tasks
+        for task in tasks:
             job = jobs.get(task.job)
             if job is None:
                 continue

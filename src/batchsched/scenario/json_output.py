@@ -1,0 +1,122 @@
+"""The decisions as JSON text: exactly ``json.dumps(obj, indent=1)``, written faster.
+
+With ``indent`` set, the json module encodes with its pure-Python encoder, one
+generator step per value; on 50,000 binds and the per-job maps that takes longer
+than the rest of the output. The decisions object has a known, shallow shape
+(dicts and lists of strings, numbers and small dicts of them), so it is written
+here with the C-accelerated string quoting of the json module and ``str.join``.
+
+Every scalar is spelled the way json's encoder spells it (its checks, in its
+order). Anything outside the known shape (other containers, non-string keys,
+deeper nesting, unknown objects) sends the whole object to ``json.dumps``, so
+the text, or the error, is always the json module's own.
+"""
+
+from __future__ import annotations
+
+import json
+from json.encoder import encode_basestring_ascii
+from typing import Any
+
+__all__ = ["dumps_decisions"]
+
+_INFINITY = float("inf")
+
+#: Containers deeper than this are not the decisions' shape (top-level object ->
+#: section -> per-job or per-task map or event -> scalars); the bound also keeps a
+#: self-containing object from recursing here: json.dumps reports it instead.
+_MAX_DEPTH = 3
+
+#: indent=1: a member of a container at depth d starts a line with d + 1 spaces; the
+#: closing bracket starts one with d spaces.
+_LINE_STARTS = ["\n" + " " * depth for depth in range(_MAX_DEPTH + 1)]
+_MEMBER_SEPARATORS = ["," + line_start for line_start in _LINE_STARTS]
+
+
+class _OtherShapeError(Exception):
+    """A value this writer does not encode itself."""
+
+
+def dumps_decisions(obj: Any) -> str:
+    """``json.dumps(obj, indent=1)``, byte for byte (the CLI's ``--output json``)."""
+    try:
+        return _value(obj, 0)
+    except _OtherShapeError:
+        return json.dumps(obj, indent=1)
+
+
+def _value(value: Any, depth: int) -> str:
+    kind = type(value)
+    if kind is str:
+        return encode_basestring_ascii(value)
+    if kind is dict:
+        return _container("{", _dict_members(value, depth), "}", depth) if value else "{}"
+    if kind is list:
+        return _container("[", _list_members(value, depth), "]", depth) if value else "[]"
+    if kind is int:
+        return int.__repr__(value)
+    return _scalar(value)
+
+
+def _dict_members(mapping: dict[Any, Any], depth: int) -> list[str]:
+    if depth >= _MAX_DEPTH:
+        raise _OtherShapeError
+    if type(next(iter(mapping.values()))) is str:
+        # Most maps are strings to strings: both quoted by the C function, which
+        # refuses anything but a string with a TypeError.
+        try:
+            return [f"{encode_basestring_ascii(k)}: {encode_basestring_ascii(v)}"
+                    for k, v in mapping.items()]
+        except TypeError:
+            pass
+    return [f"{_key(k)}: {_value(v, depth + 1)}" for k, v in mapping.items()]
+
+
+def _list_members(items: list[Any], depth: int) -> list[str]:
+    if depth >= _MAX_DEPTH:
+        raise _OtherShapeError
+    if type(items[0]) is str:
+        try:
+            return [encode_basestring_ascii(v) for v in items]
+        except TypeError:
+            pass
+    return [_value(v, depth + 1) for v in items]
+
+
+def _container(opening: str, members: list[str], closing: str, depth: int) -> str:
+    return (opening + _LINE_STARTS[depth + 1] + _MEMBER_SEPARATORS[depth + 1].join(members)
+            + _LINE_STARTS[depth] + closing)
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return encode_basestring_ascii(key)
+    raise _OtherShapeError  # json turns numbers, booleans and None into key strings
+
+
+def _scalar(value: Any) -> str:
+    # json.encoder's checks in json.encoder's order, so subclasses (a str enum, a
+    # bool) come out the way json writes them.
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float(value)
+    raise _OtherShapeError
+
+
+def _float(value: float) -> str:
+    if value != value:  # noqa: PLR0124 - NaN is the one float unequal to itself
+        return "NaN"
+    if value == _INFINITY:
+        return "Infinity"
+    if value == -_INFINITY:
+        return "-Infinity"
+    return float.__repr__(value)

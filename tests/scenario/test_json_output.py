@@ -1,0 +1,160 @@
+"""The CLI's JSON writer is json.dumps(obj, indent=1), byte for byte, on any object."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.cli import main
+from batchsched.framework.registry import Registry
+from batchsched.scenario import json_output, load_scenario, run_scenario, scenario_files
+from batchsched.scenario.json_output import dumps_decisions
+
+CONFORMANCE = Path(__file__).parent.parent / "conformance"
+
+
+def same_as_json(obj: Any) -> None:
+    assert dumps_decisions(obj) == json.dumps(obj, indent=1)
+
+
+# -- decision-shaped objects ---------------------------------------------------------------------
+
+# Every code point, lone surrogates, quotes, backslashes and control characters included.
+texts = st.text(st.characters(exclude_categories=()), max_size=12)
+short_texts = st.one_of(
+    texts, st.sampled_from(["", '"', "\\", "\n", "\u00e9", "\ud800", "\U0001f600"]))
+str_maps = st.dictionaries(short_texts, short_texts, max_size=6)
+count_maps = st.dictionaries(short_texts, st.integers(), max_size=4)
+score_maps = st.dictionaries(short_texts, st.floats(), max_size=4)  # NaN, infinities, -0.0
+
+decisions = st.fixed_dictionaries(
+    {
+        "binds": str_maps,
+        "evicted": st.lists(short_texts, max_size=5),
+        "pipelined": st.dictionaries(short_texts, str_maps, max_size=3),
+        "podGroupPhases": str_maps,
+        "taskStatusCounts": st.dictionaries(short_texts, count_maps, max_size=4),
+        "events": st.lists(str_maps, max_size=4),
+    },
+    optional={"scores": st.dictionaries(short_texts, score_maps, max_size=4)},
+)
+
+
+@settings(max_examples=300)
+@given(decisions)
+def test_decision_shaped_objects(obj: dict[str, Any]) -> None:
+    same_as_json(obj)
+
+
+# -- anything else: other scalars, subclasses, other shapes ---------------------------------------
+
+
+class Phase(str, enum.Enum):
+    RUNNING = "Running"
+
+
+class Level(enum.IntEnum):
+    HIGH = 7
+
+
+class Ratio(float):
+    pass
+
+
+class Tagged(dict[str, Any]):
+    pass
+
+
+scalars = st.one_of(
+    short_texts, st.integers(), st.floats(), st.booleans(), st.none(),
+    st.sampled_from([Phase.RUNNING, Level.HIGH, Ratio(0.5), Ratio(math.inf), 10**40]),
+)
+keys = st.one_of(short_texts, short_texts, st.integers(), st.floats(), st.booleans(), st.none(),
+                 st.just(Phase.RUNNING))
+anything = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(keys, inner, max_size=4),
+        st.dictionaries(short_texts, inner, max_size=3).map(Tagged),
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500)
+@given(anything)
+def test_any_json_value(obj: Any) -> None:
+    same_as_json(obj)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {}, [], "", 0, None, {"a": {}}, {"a": []}, {"a": [[]]}, {"a": {"b": {"c": {}}}},
+        {"a": {"b": {"c": {"d": 1}}}},  # deeper than the decisions: json.dumps writes it
+        {"a": ["x", 1, "y"]}, {"a": {"x": "y", "z": 2}}, {"a": {"x": 2, "z": "y"}},
+        {"a": ["x", Phase.RUNNING]}, {"a": {"x": Phase.RUNNING}}, {"a": {Phase.RUNNING: "x"}},
+        {"a": {"x": "y", 1: "z"}}, {"a": [True, False, None, -0.0, 1e300, math.nan]},
+        {"scores": {"t": {"n1": math.inf, "n2": -math.inf, "n3": math.nan, "n4": 5e-324}}},
+    ],
+)
+def test_edge_cases(obj: Any) -> None:
+    same_as_json(obj)
+
+
+@settings(max_examples=50)
+@given(decisions)
+def test_decision_shaped_objects_need_no_fallback(obj: dict[str, Any]) -> None:
+    def no_fallback(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("the writer handed a decision-shaped object to json.dumps")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(json_output.json, "dumps", no_fallback)
+        text = dumps_decisions(obj)
+    assert text == json.dumps(obj, indent=1)
+
+
+def test_errors_are_json_errors() -> None:
+    looped: dict[str, Any] = {}
+    looped["self"] = {"again": looped}
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        dumps_decisions(looped)
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        dumps_decisions({"binds": {"t": {"n"}}})
+
+
+# -- real decisions --------------------------------------------------------------------------------
+
+_registry = Registry(autoload=False)
+
+
+def _runnable(path: Path) -> bool:
+    configuration = load_scenario(path).configuration
+    return all(a in _registry.actions for a in configuration.actions) and all(
+        p in _registry.plugins for p in configuration.plugin_names())
+
+
+FILES = [p for p in scenario_files(CONFORMANCE) if _runnable(p)]
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(CONFORMANCE)) for p in FILES])
+def test_conformance_scenarios(path: Path) -> None:
+    decisions = run_scenario(load_scenario(path), scores=True, registry=_registry, consume=True)
+    same_as_json(decisions.to_json())
+
+
+def test_cli_writes_json_dumps_text(capsys: pytest.CaptureFixture[str]) -> None:
+    path = CONFORMANCE / "capacity-card" / "card-02-allocate-stops-at-quota.yaml"
+    assert main(["run", str(path), "--output", "json", "--scores"]) == 0
+    out = capsys.readouterr().out
+    assert out == json.dumps(json.loads(out), indent=1) + "\n"
+    assert json.loads(out)["binds"]
