@@ -337,6 +337,10 @@ class VectorNodeSelector(ScalarNodeSelector):
                     len(job.tasks_in(TaskStatus.PENDING)) if job is not None else 1)
         if ahead <= 1:
             return None
+        if (kept is not None and start + ahead * wanted <= total
+                and self._plan_contiguous(key, start, wanted, ahead,
+                                          feasibility=feasibility, kept=kept)):
+            return self._serve_planned(key, start, total)
         span = ahead * max(int(wanted * _FIRST_CHUNK_FACTOR), _MIN_CHUNK)
         # Positions in rotation order: past the node list, ``total + i`` is node ``i``.
         end = start + min(total, span) if kept is not None else min(total, start + span)
@@ -370,6 +374,24 @@ class VectorNodeSelector(ScalarNodeSelector):
             window_start = last + 1
         self._plan = _Plan(key, planned, len(self.columns.changes), start, window_start)
         return self._serve_planned(key, start, total)
+
+    def _plan_contiguous(
+        self, key: tuple[object, ...], start: int, wanted: int, ahead: int, *,
+        feasibility: _Feasibility, kept: TemplateAnswers,
+    ) -> bool:
+        """Plan when every node of the next ``ahead`` windows is feasible (the common
+        case until nodes fill up): each window is ``wanted`` consecutive nodes, and its
+        best node one argmax over a view of the kept scores. False otherwise."""
+        end = start + ahead * wanted
+        if not feasibility.between(start, end).all():
+            return False
+        self.scored_from_kept += 1
+        best = np.argmax(kept.scores[start:end].reshape(ahead, wanted), axis=1)
+        best += np.arange(start, end, wanted)
+        planned = [(window_start, wanted, chosen) for window_start, chosen
+                   in zip(range(start, end, wanted), best.tolist(), strict=True)]
+        self._plan = _Plan(key, planned, len(self.columns.changes), start, end)
+        return True
 
     def _request(self, task: TaskInfo) -> tuple[IndexArray, FloatArray]:
         """The rows and amounts resource fit compares for the task (kept per distinct
