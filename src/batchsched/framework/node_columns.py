@@ -146,10 +146,13 @@ class NodeColumns:
         self.future_idle: FloatArray = self._moving[2]
         self.releasing: FloatArray = self._moving[3]
         self.pipelined: FloatArray = self._moving[4]
+        # The same block, one row per (figure, dimension): idle, used and future idle of
+        # a node are the column's first 3 * dimensions entries.
+        self._moving_rows: FloatArray = self._moving.reshape(5 * count, width)
         self.task_count = np.zeros(width, dtype=np.int64)
         #: Nodes whose releasing or pipelined amounts are not all zero.
         self.in_transition = np.zeros(width, dtype=np.bool_)
-        self._transitions = 0
+        self._in_transition: set[int] = set()
         self._scalar_names = self.dimensions[2:]
         for i, node in enumerate(self.nodes):
             self._column(self.allocatable, i, node.allocatable)
@@ -176,20 +179,21 @@ class NodeColumns:
         self.task_count[i] = len(node.tasks)
         releasing, pipelined = node.releasing, node.pipelined
         moving = _nonzero(releasing) or _nonzero(pipelined)
-        moving_block = self._moving
-        if moving or self.in_transition[i]:
+        if moving or i in self._in_transition:
             releasing_values = values(releasing, names)
             pipelined_values = values(pipelined, names)
             future = [(a + b) - c for a, b, c
                       in zip(idle, releasing_values, pipelined_values, strict=True)]
-            moving_block[:, :, i] = (idle, used, future, releasing_values, pipelined_values)
-            self._transitions += int(moving) - int(bool(self.in_transition[i]))
+            self._moving[:, :, i] = (idle, used, future, releasing_values, pipelined_values)
             self.in_transition[i] = moving
+            if moving:
+                self._in_transition.add(i)
+            else:
+                self._in_transition.discard(i)
         else:
-            # Row by row: numpy converts three flat lists faster than one nested one.
-            moving_block[0, :, i] = idle
-            moving_block[1, :, i] = used
-            moving_block[2, :, i] = [(a + 0.0) - 0.0 for a in idle]
+            # One write of a flat list: numpy converts it faster than nested ones.
+            self._moving_rows[:3 * len(idle), i] = [
+                *idle, *used, *[(a + 0.0) - 0.0 for a in idle]]
 
     @staticmethod
     def _values(res: Resource, names: list[str]) -> list[float]:
@@ -270,7 +274,7 @@ class NodeColumns:
 
         Without any, every node's future idle equals its idle.
         """
-        return self._transitions > 0
+        return bool(self._in_transition)
 
     def rows(self, names: Iterable[str]) -> IndexArray:
         """The row indices of resource names (adding dimensions for unknown names)."""
