@@ -37,6 +37,9 @@ from batchsched.framework.node_columns import BoolArray, FloatArray, IndexArray
 
 __all__ = ["StackedStore", "TemplateAnswers", "TemplateStore"]
 
+#: At most this many templates' uses are counted at a time.
+_COUNTED_TEMPLATES = 65536
+
 #: Answers for ``(tasks, nodes)``: one row per task, one column per node.
 ManyFn = Callable[[Sequence[TaskInfo], IndexArray], FloatArray]
 ManyFeasibleFn = Callable[[Sequence[TaskInfo], IndexArray], BoolArray]
@@ -69,6 +72,8 @@ class _Uses:
         self.counts: dict[Hashable, int] = {}
 
     def worth_keeping(self, key: Hashable) -> bool:
+        if len(self.counts) >= _COUNTED_TEMPLATES:
+            self.counts.clear()  # a workload of one-off templates: start counting again
         count = self.counts[key] = self.counts.get(key, 0) + 1
         return count >= self.threshold
 

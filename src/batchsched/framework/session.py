@@ -478,6 +478,7 @@ class Session:
 
     def task_order_total(self, left: TaskInfo, right: TaskInfo) -> int:
         """:meth:`task_order_fn` as one three-way comparison (see :meth:`job_order_total`)."""
+        # combine.first_nonzero written out, as in job_order_total: every task heap step.
         tiers = self._bound.get("task_order") or self.tiers_for("task_order")
         plugin = "<unknown>"
         try:
