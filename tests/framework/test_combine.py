@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from batchsched.api import ClusterInfo, JobInfo, PodGroup, Resource, TaskInfo
+from batchsched.api import ClusterInfo, JobInfo, NodeInfo, PodGroup, Resource, TaskInfo
 from batchsched.conf import configuration_from_text
 from batchsched.errors import PluginError
 from batchsched.framework import Session
@@ -179,3 +179,17 @@ def test_registering_under_an_unconfigured_name_is_an_error() -> None:
         ssn.add_job_ready_fn("typo", lambda j: True)
     with pytest.raises(PluginError, match="registered under 'typo', which is not a plugin"):
         session([[("real", wrong_name)]])
+
+
+def test_best_node_must_name_a_candidate() -> None:
+    """A best-node plugin that names a node outside the candidates fails, naming itself;
+    a candidate is answered with the session's own node object."""
+    n1 = NodeInfo.create("n1", Resource(4000))
+    n2 = NodeInfo.create("n2", Resource(4000))
+    elsewhere = NodeInfo.create("n9", Resource(4000))
+    copy_of_n2 = NodeInfo.create("n2", Resource(4000))
+    ssn = session([[("pick-n2", lambda s, n: s.add_best_node_fn(n, lambda t, sc: copy_of_n2))]])
+    assert ssn.best_node(task("p1"), {1.0: [n1], 2.0: [n2]}) is n2
+    bad = session([[("pick-n9", lambda s, n: s.add_best_node_fn(n, lambda t, sc: elsewhere))]])
+    with pytest.raises(PluginError, match=r"plugin 'pick-n9' raised in best_node: .*n9"):
+        bad.best_node(task("p1"), {1.0: [n1], 2.0: [n2]})

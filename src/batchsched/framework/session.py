@@ -624,10 +624,27 @@ class Session:
     def best_node(
         self, task: TaskInfo, node_scores: dict[float, list[NodeInfo]]
     ) -> NodeInfo | None:
-        result: NodeInfo | None = combine.first_answer(
-            "best_node", self.tiers_for("best_node"), task, node_scores
-        )
-        return result
+        """The first enabled best-node function's answer (None when none names a node).
+
+        The node named must be one of the candidates in ``node_scores``; any other
+        answer is a PluginError naming the plugin (it would otherwise place the task
+        on a node that failed the predicates, or that the session does not have).
+        """
+        with combine.Blame("best_node") as blame:
+            for tier in self.tiers_for("best_node"):
+                for blame.plugin, fn in tier:
+                    answer = fn(task, node_scores)
+                    if answer is None:
+                        continue
+                    name = getattr(answer, "name", None)
+                    for nodes in node_scores.values():
+                        for node in nodes:
+                            if node.name == name:
+                                return node
+                    raise combine.plugin_failed("best_node", blame.plugin, ValueError(
+                        f"answered {answer!r} for task {task.uid}, which is not one of "
+                        "the candidate nodes"))
+        return None
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         return combine.sum_scores("node_order", self.tiers_for("node_order"), task, node)
