@@ -239,10 +239,10 @@ class NodeColumns:
         self.changes.extend(dirty)
 
     def _known(self, node: NodeInfo) -> bool:
+        # After the build, a name enters a node's figures only with a task's request:
+        # into used (and idle, and releasing, a part of used) or into pipelined.
         known = self.dimension_index.keys()
-        return (known >= node.idle.scalars.keys() and known >= node.used.scalars.keys()
-                and known >= node.releasing.scalars.keys()
-                and known >= node.pipelined.scalars.keys())
+        return known >= node.used.scalars.keys() and known >= node.pipelined.scalars.keys()
 
     def _grow(self, node: NodeInfo) -> None:
         """A resource no mirror dimension covers appeared on a node: add rows for it."""

@@ -672,8 +672,8 @@ class Session:
 
     def _fire(self, task: TaskInfo, *, allocate: bool) -> None:
         event = Event(task)
-        done: list[EventHandler] = []
-        for handler in self.event_handlers:
+        handlers = self.event_handlers
+        for position, handler in enumerate(handlers):
             fn = handler.allocate if allocate else handler.deallocate
             if fn is None:
                 continue
@@ -682,7 +682,9 @@ class Session:
             except Exception as exc:
                 # Undo the handlers that already saw the event, so that no plugin
                 # keeps counting an operation the statement is about to revert.
-                for seen in reversed(done):
+                for seen in reversed(handlers[:position]):
+                    if (seen.allocate if allocate else seen.deallocate) is None:
+                        continue  # it did not see the event
                     undo = seen.deallocate if allocate else seen.allocate
                     if undo is not None:
                         undo(Event(task))
@@ -690,7 +692,6 @@ class Session:
                 if isinstance(exc, BatchSchedError):
                     raise
                 raise combine.plugin_failed(point, handler.plugin or "<handler>", exc) from exc
-            done.append(handler)
 
     def _bind(self, task: TaskInfo) -> bool:
         if self.cache is None:
