@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from probe_support import Probe, Registration, session
 
 from batchsched.api import ClusterInfo, JobInfo, NodeInfo, PodGroup, Resource, TaskInfo
 from batchsched.conf import configuration_from_text
@@ -13,38 +14,6 @@ from batchsched.errors import PluginError
 from batchsched.framework import Session
 from batchsched.framework.registry import Registry
 from batchsched.plugin import Arguments, PluginSpec, Vote, hookimpl
-
-Registration = Callable[[Session, str], None]
-
-
-class Probe:
-    """A plugin whose registrations are given by the test."""
-
-    def __init__(self, name: str, register: Registration) -> None:
-        self.name = name
-        self._register = register
-
-    def on_session_open(self, ssn: Session) -> None:
-        self._register(ssn, self.name)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
-
-
-def session(tiers: list[list[tuple[str, Registration]]], flags: str = "") -> Session:
-    registry = Registry(autoload=False)
-    specs = [PluginSpec(name, lambda args, n=name, r=reg: Probe(n, r))
-             for tier in tiers for name, reg in tier]
-
-    class Provider:
-        @hookimpl
-        def batchsched_register_plugins(self) -> list[PluginSpec]:
-            return specs
-    registry.register(Provider(), name="probes")
-    text = "actions: ''\ntiers:\n" + "".join(
-        "- plugins:\n" + "".join(f"  - name: {name}\n{flags}" for name, _ in tier) for tier in tiers
-    )
-    return Session.open(ClusterInfo(now=1.0), configuration_from_text(text), registry=registry)
 
 
 def job(name: str) -> JobInfo:

@@ -42,10 +42,12 @@ from batchsched.actions.placement import (
     ScalarNodeSelector,
     predicate_for_allocate_action,
 )
+from batchsched.api import Resource, TaskInfo
 from batchsched.errors import PluginError
 from batchsched.framework.node_columns import Candidates, NodeColumns, fits_mask
 from batchsched.framework.session import Session
 from batchsched.framework.vectorized import (
+    TaskSetCache,
     VectorFallback,
     batch_node_order_scores,
     many_scores,
@@ -448,3 +450,20 @@ def test_fit_errors_of_unplaced_tasks_are_the_reference_ones(
             unplaced += 1
     # Some draws fit everything (130 small nodes may take 25 jobs): nothing to compare.
     assume(unplaced > 0)
+
+
+def test_task_set_cache_computes_once_per_set_and_stays_bounded() -> None:
+    tasks = [TaskInfo.create("ns", f"t{i}", "ns/j", Resource(1000)) for i in range(4)]
+    cache: TaskSetCache[int] = TaskSetCache(limit=2)
+    calls: list[int] = []
+
+    def compute(n: int) -> int:
+        calls.append(n)
+        return n
+
+    assert cache.get(tasks[:2], lambda: compute(1)) == 1
+    assert cache.get(tasks[:2], lambda: compute(9)) == 1  # the same tasks: kept
+    assert cache.get(tasks[1::-1], lambda: compute(2)) == 2  # order matters (rows)
+    assert cache.get(tasks[2:], lambda: compute(3)) == 3  # beyond the limit: all dropped
+    assert cache.get(tasks[:2], lambda: compute(4)) == 4
+    assert calls == [1, 2, 3, 4]

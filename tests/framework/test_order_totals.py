@@ -5,51 +5,26 @@ Resource operations it restates."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from probe_support import Registration
+from probe_support import session as probe_session
 
-from batchsched.api import ClusterInfo, JobInfo, PodGroup, Resource, TaskInfo
+from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo
 from batchsched.api.resource import PODS
-from batchsched.conf import configuration_from_text
 from batchsched.errors import PluginError
 from batchsched.framework import Session
-from batchsched.framework.registry import Registry
 from batchsched.framework.session import _compare_task_default_total, compare_task_default
-from batchsched.plugin import PluginSpec, hookimpl
 from batchsched.plugins.proportion import QueueAttr, _fits
 from batchsched.plugins.queue_accounting import dominant_share, share
-
-Registration = Callable[[Session, str], None]
-
-
-class Probe:
-    def __init__(self, name: str, register: Registration) -> None:
-        self.name = name
-        self._register = register
-
-    def on_session_open(self, ssn: Session) -> None:
-        self._register(ssn, self.name)
-
-    def on_session_close(self, ssn: Session) -> None:
-        pass
 
 
 def session(plugins: list[tuple[str, Registration]]) -> Session:
     """One tier per plugin, in the given order."""
-    registry = Registry(autoload=False)
-    specs = [PluginSpec(name, lambda args, n=name, r=reg: Probe(n, r)) for name, reg in plugins]
-
-    class Provider:
-        @hookimpl
-        def batchsched_register_plugins(self) -> list[PluginSpec]:
-            return specs
-    registry.register(Provider(), name="probes")
-    text = "actions: ''\ntiers:\n" + "".join(f"- plugins:\n  - name: {n}\n" for n, _ in plugins)
-    return Session.open(ClusterInfo(now=1.0), configuration_from_text(text), registry=registry)
+    return probe_session([[plugin] for plugin in plugins])
 
 
 def sign(value: int) -> int:

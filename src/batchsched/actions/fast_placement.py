@@ -82,6 +82,7 @@ from batchsched.framework.node_columns import (
     fits_mask,
 )
 from batchsched.framework.vectorized import (
+    TaskSetCache,
     VectorFallback,
     VectorTiers,
     batch_node_order_scores,
@@ -118,8 +119,6 @@ _KEPT_FROM_USE = 2
 _KEPT_ANSWERS_BUDGET = 64 * 2**20
 #: At most this many templates are kept stacked (all are refreshed together).
 _STACKED_TEMPLATES = 64
-#: Sets of stacked tasks whose groups are remembered (cleared beyond that).
-_GROUPS_KEPT = 256
 
 #: Tasks (rows) grouped for :meth:`VectorNodeSelector._feasible_many`: per distinct
 #: requested resources, their rows, the rows' indices and amounts; per distinct
@@ -195,7 +194,7 @@ class VectorNodeSelector(ScalarNodeSelector):
             predicate_plugins = [name for tier in self.predicates for name, _ in tier]
             self._predicate_templates = template_fns(ssn, predicate_plugins) or []
             self._many_orders, self._many_batches = many_orders, many_batches
-            self._many_groups: dict[tuple[str, ...], _ManyGroups] = {}
+            self._many_groups: TaskSetCache[_ManyGroups] = TaskSetCache()
             return StackedStore(min(capacity, _STACKED_TEMPLATES), _KEPT_FROM_USE, nodes,
                                 score=self._score_many, feasible=self._feasible_many)
         return TemplateStore(capacity, _KEPT_FROM_USE, nodes,
@@ -475,10 +474,7 @@ class VectorNodeSelector(ScalarNodeSelector):
         tasks asking for the same resources, the predicates once per distinct answer
         their template promises."""
         columns = self.columns
-        groups = self._many_groups.get(tuple(task.uid for task in tasks))
-        if groups is None:
-            groups = self._group(tasks)
-        fits, predicates = groups
+        fits, predicates = self._many_groups.get(tasks, lambda: self._group(tasks))
         ok = np.empty((len(tasks), len(members)), dtype=np.bool_)
         for dimensions, rows, amounts in fits:
             available = columns.future_idle[dimensions, members]
@@ -495,8 +491,6 @@ class VectorNodeSelector(ScalarNodeSelector):
         """The tasks (by row) asking for the same resources, with their amounts, and the
         tasks whose predicates' templates are equal, worked out once per set of tasks
         (the stacked store asks about the same tasks until a template comes or goes)."""
-        if len(self._many_groups) > _GROUPS_KEPT:
-            self._many_groups.clear()
         by_rows: dict[tuple[int, ...], list[int]] = {}
         by_predicates: dict[tuple[object, ...], list[int]] = {}
         for row, task in enumerate(tasks):
@@ -507,8 +501,7 @@ class VectorNodeSelector(ScalarNodeSelector):
                  np.array([self._request(tasks[row])[1] for row in rows]))
                 for dimensions, rows in by_rows.items()]
         predicates = [(rows[0], np.array(rows, dtype=np.intp)) for rows in by_predicates.values()]
-        groups = self._many_groups[tuple(task.uid for task in tasks)] = (fits, predicates)
-        return groups
+        return fits, predicates
 
     def _scores(
         self, task: TaskInfo, members: IndexArray, kept: TemplateAnswers | None = None

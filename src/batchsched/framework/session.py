@@ -433,20 +433,10 @@ class Session:
     def job_order_total(self, left: JobInfo, right: JobInfo) -> int:
         """:meth:`job_order_fn` as one three-way comparison (<0: ``left`` first; 0 only
         for the same job), for priority queues that should compare once."""
-        # job_order_compare with combine.first_nonzero written out (same calls, same
-        # blame): this runs at every step of allocate's job heaps.
         tiers = self._bound.get("job_order") or self.tiers_for("job_order")
-        plugin = "<unknown>"
-        try:
-            for tier in tiers:
-                for plugin, fn in tier:  # noqa: B007 (named in the error)
-                    result = fn(left, right)
-                    if result:
-                        return -1 if result < 0 else 1
-        except BatchSchedError:
-            raise
-        except Exception as exc:
-            raise combine.plugin_failed("job_order", plugin, exc) from exc
+        result = combine.first_nonzero("job_order", tiers, left, right)
+        if result:
+            return result
         if left.creation_time != right.creation_time:
             return -1 if left.creation_time < right.creation_time else 1
         if left.uid != right.uid:
@@ -478,19 +468,10 @@ class Session:
 
     def task_order_total(self, left: TaskInfo, right: TaskInfo) -> int:
         """:meth:`task_order_fn` as one three-way comparison (see :meth:`job_order_total`)."""
-        # combine.first_nonzero written out, as in job_order_total: every task heap step.
         tiers = self._bound.get("task_order") or self.tiers_for("task_order")
-        plugin = "<unknown>"
-        try:
-            for tier in tiers:
-                for plugin, fn in tier:  # noqa: B007 (named in the error)
-                    result = fn(left, right)
-                    if result:
-                        return -1 if result < 0 else 1
-        except BatchSchedError:
-            raise
-        except Exception as exc:
-            raise combine.plugin_failed("task_order", plugin, exc) from exc
+        result = combine.first_nonzero("task_order", tiers, left, right)
+        if result:
+            return result
         return _compare_task_default_total(left, right)
 
     def victim_queue_order_fn(

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "VECTOR_POINTS",
+    "TaskSetCache",
     "VectorFallback",
     "VectorTiers",
     "batch_node_order_scores",
@@ -311,3 +312,32 @@ def stacked(
     for row, task in enumerate(tasks):
         rows[row] = fn(task, columns, candidates)
     return rows
+
+
+V = TypeVar("V")
+
+
+class TaskSetCache(Generic[V]):
+    """Values a variant for several tasks works out once per set of tasks.
+
+    The fast path asks about the same tasks (one per kept template) again and again
+    until a template comes or goes, so what depends only on the tasks (their requests
+    side by side, how they group) is worth keeping; at most ``limit`` sets are kept
+    (all are dropped beyond that).
+    """
+
+    __slots__ = ("_values", "limit")
+
+    def __init__(self, limit: int = 256) -> None:
+        self.limit = limit
+        self._values: dict[tuple[str, ...], V] = {}
+
+    def get(self, tasks: Sequence[TaskInfo], compute: Callable[[], V]) -> V:
+        """The value for ``tasks`` (by their ids, in order), computed on first use."""
+        key = tuple(task.uid for task in tasks)
+        value = self._values.get(key)
+        if value is None:
+            if len(self._values) >= self.limit:
+                self._values.clear()
+            value = self._values[key] = compute()
+        return value

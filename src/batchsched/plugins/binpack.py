@@ -41,7 +41,7 @@ from batchsched.framework.node_columns import (
     NodeColumns,
 )
 from batchsched.framework.session import Session
-from batchsched.framework.vectorized import stacked
+from batchsched.framework.vectorized import TaskSetCache, stacked
 from batchsched.plugins.node_vectors import binpack_many, binpack_vector
 
 __all__ = ["BinpackPlugin", "binpack_score", "read_weights", "resource_binpack_score"]
@@ -50,8 +50,6 @@ PLUGIN_NAME = "binpack"
 MAX_NODE_SCORE = 100
 
 _Plan = tuple[IndexArray, FloatArray, list[int], int, bool]
-#: Sets of tasks whose requests side by side are remembered (cleared beyond that).
-_MANY_PLANS_KEPT = 256
 
 
 def resource_binpack_score(
@@ -116,7 +114,7 @@ class BinpackPlugin:
         self.arguments = arguments
         self.weight, self.resource_weights = read_weights(arguments)
         self._plans: dict[tuple[object, ...], _Plan] = {}
-        self._many_plans: dict[tuple[str, ...], tuple[_Plan, FloatArray | None]] = {}
+        self._many_plans: TaskSetCache[tuple[_Plan, FloatArray | None]] = TaskSetCache()
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
         return binpack_score(task.resreq, node.allocatable, node.used,
@@ -124,7 +122,7 @@ class BinpackPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self._plans = {}
-        self._many_plans = {}
+        self._many_plans = TaskSetCache()
         if self.weight != 0:
             ssn.add_node_order_fn(self.name, self.score)
             ssn.add_vector_node_order_fn(self.name, self.vector_score,
@@ -152,25 +150,24 @@ class BinpackPlugin:
     ) -> FloatArray:
         """:meth:`vector_score` for several tasks, one row each (in the same array
         operations when they count the same resources, present on every node)."""
-        uids = tuple(task.uid for task in tasks)
-        known = self._many_plans.get(uids)
-        if known is None:
-            # The same tasks come back (the fast path keeps a set of them): work out once
-            # whether they count the same resources, and their requests side by side.
-            if len(self._many_plans) > _MANY_PLANS_KEPT:
-                self._many_plans.clear()
-            plans = [self._plan_of(task, columns) for task in tasks]
-            counted = plans[0][0].tobytes()
-            common = plans[0][4] and all(plan[2] == plans[0][2] and plan[0].tobytes() == counted
-                                         for plan in plans[1:])
-            known = self._many_plans[uids] = (
-                plans[0], np.stack([plan[1] for plan in plans], axis=1) if common else None)
-        (rows, _, weights, weight_sum, _), requests = known
+        (rows, _, weights, weight_sum, _), requests = self._many_plans.get(
+            tasks, lambda: self._requests_side_by_side(tasks, columns))
         if requests is None:
             return stacked(self.vector_score, tasks, columns, candidates)
         return binpack_many(requests, weights, candidates.pick_rows(columns.allocatable, rows),
                             candidates.pick_rows(columns.used, rows),
                             weight_sum=weight_sum, plugin_weight=self.weight)
+
+    def _requests_side_by_side(
+        self, tasks: Sequence[TaskInfo], columns: NodeColumns
+    ) -> tuple[_Plan, FloatArray | None]:
+        """The first task's plan, and the tasks' requests side by side (one column per
+        task) when they all count the same resources, present on every node."""
+        plans = [self._plan_of(task, columns) for task in tasks]
+        counted = plans[0][0].tobytes()
+        common = plans[0][4] and all(plan[2] == plans[0][2] and plan[0].tobytes() == counted
+                                     for plan in plans[1:])
+        return plans[0], np.stack([plan[1] for plan in plans], axis=1) if common else None
 
     def _plan_of(self, task: TaskInfo, columns: NodeColumns) -> _Plan:
         resreq = task.resreq

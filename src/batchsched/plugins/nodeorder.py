@@ -82,7 +82,7 @@ from batchsched.framework.node_columns import (
     NodeColumns,
 )
 from batchsched.framework.session import Session
-from batchsched.framework.vectorized import VectorFallback, stacked
+from batchsched.framework.vectorized import TaskSetCache, VectorFallback, stacked
 from batchsched.plugins.k8s_matching import count_intolerable_taints
 from batchsched.plugins.kube_columns import LARGE, IntArray, KubeColumns
 from batchsched.plugins.kube_view import GPU, KubeView, NodeView, PodInfo
@@ -95,9 +95,6 @@ from batchsched.plugins.node_vectors import (
     least_allocated_vector,
     most_allocated_vector,
 )
-
-#: Sets of tasks whose requests side by side are remembered (cleared beyond that).
-_MANY_REQUESTS_KEPT = 256
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -271,7 +268,7 @@ class NodeOrderPlugin:
         self._image_spread: Counter[str] = Counter()
         self._kube: KubeColumns | None = None
         self._static: dict[object, Any] = {}
-        self._many_requests: dict[tuple[str, ...], tuple[IntArray, IntArray, bool]] = {}
+        self._many_requests: TaskSetCache[tuple[IntArray, IntArray, bool]] = TaskSetCache()
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -290,13 +287,13 @@ class NodeOrderPlugin:
         ssn.add_vector_template_fn(self.name, self.vector_template)
         self._kube = None
         self._static = {}
-        self._many_requests = {}
+        self._many_requests = TaskSetCache()
 
     def on_session_close(self, ssn: Session) -> None:
         self._images = {}
         self._kube = None
         self._static = {}
-        self._many_requests = {}
+        self._many_requests = TaskSetCache()
 
     @property
     def view(self) -> KubeView:
@@ -484,21 +481,8 @@ class NodeOrderPlugin:
         them are of the common kind (cpu and memory requests, nothing normalised over
         the candidates, on nodes that all have cpu and memory), else task by task."""
         kube = self._kube_columns(columns)
-        uids = tuple(task.uid for task in tasks)
-        requests = self._many_requests.get(uids)
-        if requests is None:
-            # The same tasks come back (the fast path keeps a set of them): their
-            # requests side by side are worked out once.
-            if len(self._many_requests) > _MANY_REQUESTS_KEPT:
-                self._many_requests.clear()
-            pods = [self.view.pod(task) for task in tasks]
-            requests = self._many_requests[uids] = (
-                np.array([[p.nonzero_milli_cpu for p in pods], [p.nonzero_memory for p in pods]],
-                         dtype=np.int64),
-                np.array([[p.milli_cpu for p in pods], [p.memory for p in pods]],
-                         dtype=np.int64),
-                self._common_kind(kube, pods))
-        nonzero, resources, common = requests
+        nonzero, resources, common = self._many_requests.get(
+            tasks, lambda: self._requests_side_by_side(kube, tasks))
         if not common or (self.pod_affinity_weight and self.view.nodes_with_affinity):
             return stacked(self.vector_batch_node_order, tasks, columns, candidates)
         pick = candidates.pick
@@ -518,6 +502,17 @@ class NodeOrderPlugin:
         if self.taint_weight:
             totals = totals + float(MAX_NODE_SCORE * self.taint_weight)
         return totals
+
+    def _requests_side_by_side(
+        self, kube: KubeColumns, tasks: Sequence[TaskInfo]
+    ) -> tuple[IntArray, IntArray, bool]:
+        """The tasks' non-zero requests and requests (rows cpu, memory; one column per
+        task), and whether they are all of the common kind."""
+        pods = [self.view.pod(task) for task in tasks]
+        return (np.array([[p.nonzero_milli_cpu for p in pods], [p.nonzero_memory for p in pods]],
+                         dtype=np.int64),
+                np.array([[p.milli_cpu for p in pods], [p.memory for p in pods]], dtype=np.int64),
+                self._common_kind(kube, pods))
 
     def _common_kind(self, kube: KubeColumns, pods: Sequence[PodInfo]) -> bool:
         """Whether :meth:`vector_batch_node_order` takes, for each of ``pods``, the branches
