@@ -10,7 +10,7 @@ The flow::
 <TaskStatus.PENDING: 1>
 """
 
-from batchsched import plugin
+from batchsched import _moved, plugin
 from batchsched._version import __version__
 from batchsched.api import (
     ClusterInfo,
@@ -40,6 +40,8 @@ from batchsched.errors import (
 from batchsched.framework import Arguments, EventHandler, Session, Statement, ValidateResult
 from batchsched.plugin import ActionSpec, PluginSpec, Vote, hookimpl
 from batchsched.scheduler import Scheduler, run_actions
+
+_moved.install()
 
 __all__ = [
     "ActionSpec",

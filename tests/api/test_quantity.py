@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from batchsched.api.quantity import milli_value, parse_quantity, value
 from batchsched.errors import QuantityError
+from batchsched.kube.quantity import milli_value, parse_quantity, value
 
 
 @pytest.mark.parametrize(

@@ -9,16 +9,15 @@ import pytest
 
 from batchsched.api import Taint, Toleration
 from batchsched.errors import ScenarioError
-from batchsched.plugins.k8s_matching import (
+from batchsched.kube.affinity import (
     ALL_NAMESPACES,
     AffinityError,
     LabelSelector,
     PodAffinityTerm,
     Requirement,
-    count_intolerable_taints,
-    find_untolerated_taint,
     parse_affinity,
 )
+from batchsched.kube.taints import count_intolerable_taints, find_untolerated_taint
 from batchsched.scenario import parse_scenario
 
 LABELS = {"zone": "a", "rank": "5", "neg": "-3"}

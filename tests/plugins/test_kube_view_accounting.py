@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchsched.api import NodeInfo, Resource, TaskInfo
-from batchsched.plugins.kube_view import KubeView, NodeView, PodInfo
+from batchsched.kube.pod_view import KubeView, NodeView, PodInfo
 
 NODES = [f"n{i}" for i in range(5)]
 

@@ -16,7 +16,7 @@ from batchsched.api import NodeInfo, Resource, TaskInfo
 from batchsched.api.types import FitStatusCode
 from batchsched.errors import SchedulingError
 from batchsched.framework.session import Session
-from batchsched.plugins.kube_view import KubeView
+from batchsched.kube.pod_view import KubeView
 from batchsched.plugins.predicates import (
     REASON_AFFINITY_RULES,
     REASON_ANTI_AFFINITY_RULES,

@@ -11,7 +11,7 @@ import yaml
 from node_support import document, open_session, plugin, task
 
 from batchsched.framework.session import Session
-from batchsched.plugins.kube_view import ANY_IP, KubeView, pod_info
+from batchsched.kube.pod_view import ANY_IP, KubeView, pod_info
 from batchsched.plugins.nodeorder import NodeOrderPlugin
 
 NODES = """

@@ -22,9 +22,10 @@ from collections.abc import Callable
 import attrs
 
 from batchsched.api.resource import PODS, Resource
-from batchsched.api.task import REVOCABLE_ZONE_ANNOTATION, Taint, TaskInfo
+from batchsched.api.task import REVOCABLE_ZONE_ANNOTATION, TaskInfo
 from batchsched.api.types import NodePhase, TaskStatus
 from batchsched.errors import SchedulingError
+from batchsched.kube.taints import Taint
 
 __all__ = ["NodeInfo"]
 

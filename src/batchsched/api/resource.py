@@ -29,8 +29,8 @@ import functools
 import math
 from collections.abc import Callable, Iterator, Mapping
 
-from batchsched.api.quantity import milli_value, value
 from batchsched.errors import QuantityError
+from batchsched.kube.quantity import milli_value, value
 
 __all__ = [
     "CPU",

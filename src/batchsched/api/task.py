@@ -9,6 +9,7 @@ import attrs
 
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.types import TaskStatus
+from batchsched.kube.taints import Taint, Toleration
 
 __all__ = [
     "PREEMPTABLE_ANNOTATION",
@@ -33,38 +34,6 @@ def parse_bool(text: str) -> bool | None:
     if text in ("0", "f", "F", "FALSE", "false", "False"):
         return False
     return None
-
-
-@attrs.frozen
-class Taint:
-    key: str
-    value: str = ""
-    effect: str = "NoSchedule"
-
-    def __str__(self) -> str:
-        return f"{{{self.key}: {self.value}}}"
-
-
-@attrs.frozen
-class Toleration:
-    """A Kubernetes toleration; ``operator`` is ``Equal`` or ``Exists``."""
-
-    key: str = ""
-    operator: str = "Equal"
-    value: str = ""
-    effect: str = ""
-
-    def tolerates(self, taint: Taint) -> bool:
-        """Kubernetes' ``Toleration.ToleratesTaint``."""
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.key and self.key != taint.key:
-            return False
-        if self.operator == "Exists":
-            return True
-        if self.operator in ("Equal", ""):
-            return self.value == taint.value
-        return False
 
 
 @attrs.frozen

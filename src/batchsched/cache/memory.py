@@ -132,7 +132,7 @@ class MemoryCache:
 
     def _check(self, task: TaskInfo) -> None:
         """Refuse at the door what would otherwise break every later session."""
-        from batchsched.plugins.k8s_matching import AffinityError, parse_affinity
+        from batchsched.kube.affinity import AffinityError, parse_affinity
 
         try:
             parse_affinity(task.affinity, task.labels)

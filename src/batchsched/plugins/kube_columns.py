@@ -1,9 +1,9 @@
-"""The Kubernetes view of the nodes (:mod:`batchsched.plugins.kube_view`) as arrays.
+"""The Kubernetes view of the nodes (:mod:`batchsched.kube.pod_view`) as arrays.
 
 :class:`KubeColumns` mirrors, for every node of the session in
 :class:`~batchsched.framework.node_columns.NodeColumns` order, what the
 vectorised predicates and nodeorder variants read from a
-:class:`~batchsched.plugins.kube_view.NodeView`: the number of pods, their
+:class:`~batchsched.kube.pod_view.NodeView`: the number of pods, their
 summed requests (cpu, memory, GPUs) and their "non-zero" requests, as
 ``int64`` arrays, plus the node allocatable figures kube-scheduler uses
 (rounded up to integers as ``Quantity.Value`` does). It follows the view's
@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from batchsched.api.resource import CPU, MEMORY, PODS
 from batchsched.framework.node_columns import IndexArray, NodeColumns
-from batchsched.plugins.kube_view import GPU, KubeView
+from batchsched.kube.pod_view import GPU, KubeView
 from batchsched.plugins.node_vectors import FLOAT_DIVISION_LIMIT
 
 __all__ = ["KubeColumns", "LabelCodes", "ceil_amounts"]

@@ -49,7 +49,7 @@ A weight of 0 turns the scorer off; a negative weight is used as given.
   0..100. Image names without a tag mean ``:latest`` (on both sides).
 
 The node view these scores read is the one the predicates plugin keeps current
-(:mod:`batchsched.plugins.kube_view`); without the predicates plugin it stays
+(:mod:`batchsched.kube.pod_view`); without the predicates plugin it stays
 as it was when the session opened, as in Volcano.
 
 :func:`least_allocated`, :func:`most_allocated` and :func:`balanced_allocation`
@@ -74,7 +74,7 @@ import numpy as np
 
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY
-from batchsched.api.task import TaskInfo, Toleration
+from batchsched.api.task import TaskInfo
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.node_columns import (
     Candidates,
@@ -83,9 +83,9 @@ from batchsched.framework.node_columns import (
 )
 from batchsched.framework.session import Session
 from batchsched.framework.vectorized import TaskSetCache, VectorFallback, stacked
-from batchsched.plugins.k8s_matching import count_intolerable_taints
+from batchsched.kube.pod_view import GPU, KubeView, NodeView, PodInfo
+from batchsched.kube.taints import Toleration, count_intolerable_taints
 from batchsched.plugins.kube_columns import LARGE, IntArray, KubeColumns
-from batchsched.plugins.kube_view import GPU, KubeView, NodeView, PodInfo
 from batchsched.plugins.node_vectors import (
     balanced_allocation_many,
     balanced_allocation_vector,

@@ -40,7 +40,7 @@ checks have nothing to look at in this model: their switches are accepted and
 they always pass.
 
 **State within a session.** The plugin keeps the Kubernetes view of each node
-(:mod:`batchsched.plugins.kube_view`) current: a task allocated or pipelined
+(:mod:`batchsched.kube.pod_view`) current: a task allocated or pipelined
 counts on its node at once, an evicted task or an undone placement stops
 counting at once. ``pre_predicate(task)`` computes the task's inter-pod
 affinity counts over all nodes; like Volcano, a check found irrelevant for a
@@ -78,23 +78,24 @@ import numpy as np
 
 from batchsched.api.fit import NODE_POD_NUMBER_EXCEEDED, FitError, FitStatus
 from batchsched.api.node import NodeInfo
-from batchsched.api.task import Taint, TaskInfo
+from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.node_columns import BoolArray, NodeColumns
 from batchsched.framework.session import Session
 from batchsched.framework.vectorized import VectorFallback
-from batchsched.plugins.k8s_matching import (
+from batchsched.kube.affinity import node_selector_matches
+from batchsched.kube.pod_view import KubeView, NodeView, PodInfo
+from batchsched.kube.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
     UNSCHEDULABLE_TAINT_KEY,
+    Taint,
     find_untolerated_taint,
-    node_selector_matches,
     tolerations_tolerate,
 )
 from batchsched.plugins.kube_columns import KubeColumns
-from batchsched.plugins.kube_view import KubeView, NodeView, PodInfo
 from batchsched.plugins.resource_strategy_fit import (
     ProportionalRates,
     check_proportional,

@@ -36,13 +36,14 @@ from batchsched.api.job import SLA_WAITING_TIME_ANNOTATIONS, JobInfo, PodGroup, 
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
-from batchsched.api.task import Taint, TaskInfo, Toleration
+from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, QueueState, TaskStatus
 from batchsched.cache.memory import MemoryCache
 from batchsched.conf import SchedulerConfiguration, parse_configuration
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
-from batchsched.plugins.k8s_matching import AffinityError, parse_affinity
+from batchsched.kube.affinity import AffinityError, parse_affinity
+from batchsched.kube.taints import Taint, Toleration
 
 __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 

@@ -35,12 +35,13 @@ from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
-from batchsched.api.task import Taint, TaskInfo, Toleration
+from batchsched.api.task import TaskInfo
 from batchsched.api.types import PodGroupPhase, TaskStatus
 from batchsched.conf import PluginOption, SchedulerConfiguration, Tier
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.registry import Registry, default_registry
 from batchsched.framework.session import Session
+from batchsched.kube.taints import Taint, Toleration
 
 __all__ = ["PluginCheck", "check_plugin", "generated_cluster", "plugin_checks"]
 

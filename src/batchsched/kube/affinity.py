@@ -1,4 +1,4 @@
-"""Kubernetes matching rules shared by the predicates and nodeorder plugins.
+"""Kubernetes label selectors, node affinity and inter-pod affinity terms.
 
 Everything here is pure: it reads a task's Kubernetes-shaped fields (node
 selector, affinity, tolerations, labels) and a node's labels and taints, and
@@ -11,7 +11,6 @@ answers the way kube-scheduler and ``k8s.io/component-helpers`` do:
   label; at least one required ``nodeSelectorTerm`` must match (an empty term, or
   an empty list of terms, matches no node); ``matchFields`` knows only
   ``metadata.name``;
-* **taints and tolerations** (Kubernetes' ``ToleratesTaint``);
 * **inter-pod affinity terms**: a term of pod P matches pod Q when Q's namespace
   is one of the term's namespaces (default: P's own; an empty
   ``namespaceSelector: {}`` means every namespace) and the term's label selector
@@ -35,19 +34,13 @@ read. Namespaces carry no labels in this model, so a non-empty
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from batchsched.api.task import Taint, Toleration
-
 __all__ = [
     "ALL_NAMESPACES",
-    "NO_EXECUTE",
-    "NO_SCHEDULE",
-    "PREFER_NO_SCHEDULE",
-    "UNSCHEDULABLE_TAINT_KEY",
     "Affinity",
     "AffinityError",
     "AffinityTerm",
@@ -59,18 +52,10 @@ __all__ = [
     "Requirement",
     "WeightedAffinityTerm",
     "WeightedPodAffinityTerm",
-    "count_intolerable_taints",
-    "find_untolerated_taint",
     "node_selector_matches",
     "parse_affinity",
-    "tolerations_tolerate",
 ]
 
-NO_SCHEDULE = "NoSchedule"
-NO_EXECUTE = "NoExecute"
-PREFER_NO_SCHEDULE = "PreferNoSchedule"
-#: The taint an unschedulable (cordoned) node is treated as carrying.
-UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 #: The node field ``matchFields`` may name.
 NODE_NAME_FIELD = "metadata.name"
 
@@ -290,39 +275,6 @@ class Affinity:
     preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
     has_pod_affinity: bool = False
     has_pod_anti_affinity: bool = False
-
-
-# -- taints and tolerations --------------------------------------------------------------------
-
-
-def tolerations_tolerate(tolerations: Iterable[Toleration], taint: Taint) -> bool:
-    """Some toleration tolerates the taint."""
-    return any(t.tolerates(taint) for t in tolerations)
-
-
-def find_untolerated_taint(
-    taints: Sequence[Taint], tolerations: Sequence[Toleration], effects: frozenset[str]
-) -> Taint | None:
-    """The first taint (in node order) with one of ``effects`` that no toleration tolerates."""
-    for taint in taints:
-        if taint.effect in effects and not tolerations_tolerate(tolerations, taint):
-            return taint
-    return None
-
-
-def count_intolerable_taints(
-    taints: Sequence[Taint], tolerations: Sequence[Toleration]
-) -> int:
-    """How many ``PreferNoSchedule`` taints the tolerations do not tolerate.
-
-    Only tolerations with no effect or ``PreferNoSchedule`` are considered, as in
-    kube-scheduler's TaintToleration score.
-    """
-    usable = [t for t in tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
-    return sum(
-        1 for taint in taints
-        if taint.effect == PREFER_NO_SCHEDULE and not tolerations_tolerate(usable, taint)
-    )
 
 
 # -- parsing -----------------------------------------------------------------------------------

@@ -27,10 +27,10 @@ from collections.abc import Iterator, Mapping
 import attrs
 
 from batchsched.api.node import NodeInfo
-from batchsched.api.task import TaskInfo, Toleration
+from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES
 from batchsched.errors import SchedulingError
-from batchsched.plugins.k8s_matching import (
+from batchsched.kube.affinity import (
     Affinity,
     AffinityError,
     AffinityTerm,
@@ -38,6 +38,7 @@ from batchsched.plugins.k8s_matching import (
     WeightedPodAffinityTerm,
     parse_affinity,
 )
+from batchsched.kube.taints import Toleration
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
