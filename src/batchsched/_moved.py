@@ -32,6 +32,12 @@ MOVED: dict[str, tuple[str, ...]] = {
     "batchsched.api.quantity": ("batchsched.kube.quantity",),
     "batchsched.plugins.k8s_matching": ("batchsched.kube.affinity", "batchsched.kube.taints"),
     "batchsched.plugins.kube_view": ("batchsched.kube.pod_view",),
+    "batchsched.framework.node_columns": ("batchsched.columnar.node_columns",),
+    "batchsched.framework.vectorized": ("batchsched.columnar.forms",),
+    "batchsched.actions.fast_placement": ("batchsched.columnar.selector",),
+    "batchsched.actions.kept_answers": ("batchsched.columnar.kept_answers",),
+    "batchsched.plugins.kube_columns": ("batchsched.columnar.kube_columns",),
+    "batchsched.plugins.node_vectors": ("batchsched.columnar.scores",),
 }
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batchsched.actions.fast_placement import default_node_selector
 from batchsched.actions.placement import NodeSelector, NodeSelectorFactory
+from batchsched.columnar.selector import default_node_selector
 from batchsched.framework.arguments import Arguments
 
 if TYPE_CHECKING:

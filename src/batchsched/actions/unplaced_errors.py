@@ -2,7 +2,7 @@
 
 A task that fits no node records every node's reason, in the reference scan's
 order. On a large cluster most reasons are ``Insufficient <resource>``, worked
-out with arrays by :class:`~batchsched.actions.fast_placement.VectorNodeSelector`;
+out with arrays by :class:`~batchsched.columnar.selector.VectorNodeSelector`;
 :class:`UnplacedFitErrors` holds them as one code per node and builds the
 per-node :class:`~batchsched.api.fit.FitError` objects only if someone reads
 them (the summary needs none).

@@ -18,9 +18,11 @@ import functools
 import itertools
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo
@@ -361,37 +363,39 @@ class Session:
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
-    # Vectorised variants of the node points (see batchsched.framework.vectorized).
+    # Column forms used to be registered here; they belong to batchsched.columnar now.
 
     def add_vector_predicate_fn(self, plugin: str, fn: Callable[..., Any]) -> None:
-        """``fn(task, columns)``: the plugin's predicate over all nodes at once."""
-        from batchsched.framework import vectorized
+        """Deprecated: use :func:`batchsched.columnar.add_predicate_fn`."""
+        _moved_to_columnar("add_vector_predicate_fn", "add_predicate_fn")
+        from batchsched.columnar import forms
 
-        vectorized.register(self, "predicate", plugin, fn)
+        forms.add_predicate_fn(self, plugin, fn)
 
     def add_vector_node_order_fn(
         self, plugin: str, fn: Callable[..., Any], *, many: Callable[..., Any] | None = None
     ) -> None:
-        """``fn(task, columns, candidates)``: the plugin's node-order scores at once;
-        ``many(tasks, columns, candidates)``: the same for several tasks (one row each)."""
-        from batchsched.framework import vectorized
+        """Deprecated: use :func:`batchsched.columnar.add_node_order_fn`."""
+        _moved_to_columnar("add_vector_node_order_fn", "add_node_order_fn")
+        from batchsched.columnar import forms
 
-        vectorized.register(self, "node_order", plugin, fn, many=many)
+        forms.add_node_order_fn(self, plugin, fn, many=many)
 
     def add_vector_batch_node_order_fn(
         self, plugin: str, fn: Callable[..., Any], *, many: Callable[..., Any] | None = None
     ) -> None:
-        """``fn(task, columns, candidates)``: the plugin's batch node-order scores;
-        ``many`` as for :meth:`add_vector_node_order_fn`."""
-        from batchsched.framework import vectorized
+        """Deprecated: use :func:`batchsched.columnar.add_batch_node_order_fn`."""
+        _moved_to_columnar("add_vector_batch_node_order_fn", "add_batch_node_order_fn")
+        from batchsched.columnar import forms
 
-        vectorized.register(self, "batch_node_order", plugin, fn, many=many)
+        forms.add_batch_node_order_fn(self, plugin, fn, many=many)
 
     def add_vector_template_fn(self, plugin: str, fn: Callable[[TaskInfo], Any]) -> None:
-        """``fn(task)``: what the plugin's vectorised answers depend on (or None)."""
-        from batchsched.framework import vectorized
+        """Deprecated: use :func:`batchsched.columnar.add_template_fn`."""
+        _moved_to_columnar("add_vector_template_fn", "add_template_fn")
+        from batchsched.columnar import forms
 
-        vectorized.register_template(self, plugin, fn)
+        forms.add_template_fn(self, plugin, fn)
 
     def registered(self, point: str) -> Mapping[str, Fn]:
         """The functions registered on a point, by plugin (enabled or not)."""
@@ -734,3 +738,12 @@ def _name_index(name: str) -> int | None:
 def _comparable(conditions: list[PodGroupCondition]) -> list[tuple[Any, ...]]:
     """Pod-group conditions as compared at close: transition ids left out."""
     return [(c.type, c.status, c.reason, c.message) for c in conditions]
+
+
+def _moved_to_columnar(old: str, new: str) -> None:
+    warnings.warn(
+        f"Session.{old} is deprecated and goes away in batchsched {REMOVED_IN}: "
+        f"call batchsched.columnar.{new}(ssn, ...) instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )

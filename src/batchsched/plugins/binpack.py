@@ -21,7 +21,7 @@ all), ``binpack.cpu`` and ``binpack.memory`` (default 1; a negative value means
 
 :func:`resource_binpack_score` and :func:`binpack_score` are the reference;
 :meth:`BinpackPlugin.vector_score` is the vectorised twin the fast node
-selector uses (:mod:`batchsched.actions.fast_placement`), equal node for node.
+selector uses (:mod:`batchsched.columnar.selector`), equal node for node.
 """
 
 from __future__ import annotations
@@ -30,19 +30,20 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from batchsched import columnar
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.task import TaskInfo
-from batchsched.framework.arguments import Arguments
-from batchsched.framework.node_columns import (
+from batchsched.columnar.forms import TaskSetCache, stacked
+from batchsched.columnar.node_columns import (
     Candidates,
     FloatArray,
     IndexArray,
     NodeColumns,
 )
+from batchsched.columnar.scores import binpack_many, binpack_vector
+from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
-from batchsched.framework.vectorized import TaskSetCache, stacked
-from batchsched.plugins.node_vectors import binpack_many, binpack_vector
 
 __all__ = ["BinpackPlugin", "binpack_score", "read_weights", "resource_binpack_score"]
 
@@ -125,9 +126,9 @@ class BinpackPlugin:
         self._many_plans = TaskSetCache()
         if self.weight != 0:
             ssn.add_node_order_fn(self.name, self.score)
-            ssn.add_vector_node_order_fn(self.name, self.vector_score,
+            columnar.add_node_order_fn(ssn, self.name, self.vector_score,
                                          many=self.vector_score_many)
-            ssn.add_vector_template_fn(self.name, self.vector_template)
+            columnar.add_template_fn(ssn, self.name, self.vector_template)
 
     def vector_template(self, task: TaskInfo) -> tuple[object, ...]:
         """The score of a node depends on the task through its request only."""

@@ -54,11 +54,11 @@ as it was when the session opened, as in Volcano.
 
 :func:`least_allocated`, :func:`most_allocated` and :func:`balanced_allocation`
 take plain integer vectors (request, node used, node allocatable) and are the
-reference their array twins in :mod:`batchsched.plugins.node_vectors` are
+reference their array twins in :mod:`batchsched.columnar.scores` are
 checked against. ``vector_node_order`` and ``vector_batch_node_order`` give the
 plugin's scores for all candidates at once (for the fast node selector,
-:mod:`batchsched.actions.fast_placement`), equal node for node: the resource
-scores read the view's arrays (:mod:`batchsched.plugins.kube_columns`), the
+:mod:`batchsched.columnar.selector`), equal node for node: the resource
+scores read the view's arrays (:mod:`batchsched.columnar.kube_columns`), the
 node-affinity and taint raw scores are computed once per distinct preferred
 terms or tolerations, and inter-pod affinity from the topology scores.
 """
@@ -72,21 +72,18 @@ from typing import Any
 
 import numpy as np
 
+from batchsched import columnar
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY
 from batchsched.api.task import TaskInfo
-from batchsched.framework.arguments import Arguments
-from batchsched.framework.node_columns import (
+from batchsched.columnar.forms import TaskSetCache, VectorFallback, stacked
+from batchsched.columnar.kube_columns import LARGE, IntArray, KubeColumns
+from batchsched.columnar.node_columns import (
     Candidates,
     FloatArray,
     NodeColumns,
 )
-from batchsched.framework.session import Session
-from batchsched.framework.vectorized import TaskSetCache, VectorFallback, stacked
-from batchsched.kube.pod_view import GPU, KubeView, NodeView, PodInfo
-from batchsched.kube.taints import Toleration, count_intolerable_taints
-from batchsched.plugins.kube_columns import LARGE, IntArray, KubeColumns
-from batchsched.plugins.node_vectors import (
+from batchsched.columnar.scores import (
     balanced_allocation_many,
     balanced_allocation_vector,
     default_normalize_vector,
@@ -95,6 +92,10 @@ from batchsched.plugins.node_vectors import (
     least_allocated_vector,
     most_allocated_vector,
 )
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
+from batchsched.kube.pod_view import GPU, KubeView, NodeView, PodInfo
+from batchsched.kube.taints import Toleration, count_intolerable_taints
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -280,11 +281,11 @@ class NodeOrderPlugin:
         self._image_spread = Counter(img for images in self._images.values() for img in images)
         ssn.add_node_order_fn(self.name, self.node_order)
         ssn.add_batch_node_order_fn(self.name, self.batch_node_order)
-        ssn.add_vector_node_order_fn(self.name, self.vector_node_order,
+        columnar.add_node_order_fn(ssn, self.name, self.vector_node_order,
                                      many=self.vector_node_order_many)
-        ssn.add_vector_batch_node_order_fn(self.name, self.vector_batch_node_order,
+        columnar.add_batch_node_order_fn(ssn, self.name, self.vector_batch_node_order,
                                            many=self.vector_batch_node_order_many)
-        ssn.add_vector_template_fn(self.name, self.vector_template)
+        columnar.add_template_fn(ssn, self.name, self.vector_template)
         self._kube = None
         self._static = {}
         self._many_requests = TaskSetCache()

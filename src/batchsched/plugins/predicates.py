@@ -59,7 +59,7 @@ affinity only, on the node copy it is given: the pods counted on that node are
 those of the view that the copy still holds.
 
 ``vector_predicate`` answers ``predicate`` for all nodes at once (a mask) for the
-fast node selector (:mod:`batchsched.actions.fast_placement`): the pod count is
+fast node selector (:mod:`batchsched.columnar.selector`): the pod count is
 one comparison over the view's arrays, the node-static filters are computed
 once per distinct combination of selector, required node affinity and
 tolerations, host ports look only at nodes with used ports, and inter-pod
@@ -76,15 +76,17 @@ from collections.abc import Iterable, Mapping
 import attrs
 import numpy as np
 
+from batchsched import columnar
 from batchsched.api.fit import NODE_POD_NUMBER_EXCEEDED, FitError, FitStatus
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
+from batchsched.columnar.forms import VectorFallback
+from batchsched.columnar.kube_columns import KubeColumns
+from batchsched.columnar.node_columns import BoolArray, NodeColumns
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
-from batchsched.framework.node_columns import BoolArray, NodeColumns
 from batchsched.framework.session import Session
-from batchsched.framework.vectorized import VectorFallback
 from batchsched.kube.affinity import node_selector_matches
 from batchsched.kube.pod_view import KubeView, NodeView, PodInfo
 from batchsched.kube.taints import (
@@ -95,7 +97,6 @@ from batchsched.kube.taints import (
     find_untolerated_taint,
     tolerations_tolerate,
 )
-from batchsched.plugins.kube_columns import KubeColumns
 from batchsched.plugins.resource_strategy_fit import (
     ProportionalRates,
     check_proportional,
@@ -292,8 +293,8 @@ class PredicatesPlugin:
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate, plugin=self.name))
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate)
-        ssn.add_vector_predicate_fn(self.name, self.vector_predicate)
-        ssn.add_vector_template_fn(self.name, self.vector_template)
+        columnar.add_predicate_fn(ssn, self.name, self.vector_predicate)
+        columnar.add_template_fn(ssn, self.name, self.vector_template)
         ssn.add_simulate_predicate_fn(self.name, self.simulate_predicate)
         self._stable_masks = {}
         self._kube = None

@@ -24,20 +24,21 @@ from typing import Any
 
 import numpy as np
 
+from batchsched import columnar
 from batchsched.actions.allocate import AllocateAction
 from batchsched.actions.backfill import BackfillAction
-from batchsched.actions.fast_placement import VectorNodeSelector, fast_path_available
 from batchsched.actions.placement import NodeSelector, ScalarNodeSelector
 from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import PODS
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
+from batchsched.columnar.forms import VectorFallback
+from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
+from batchsched.columnar.selector import VectorNodeSelector, fast_path_available
 from batchsched.framework.arguments import Arguments
-from batchsched.framework.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
-from batchsched.framework.vectorized import VectorFallback
 from batchsched.plugin import PluginSpec, hookimpl
 from batchsched.scenario import parse_scenario
 from batchsched.scenario.runner import Decisions, run_scenario
@@ -104,8 +105,8 @@ class VectorPredicatePlugin(_Plugin):
             return (task.labels.get("avoid"),)
 
         ssn.add_predicate_fn(self.name, predicate)
-        ssn.add_vector_predicate_fn(self.name, vector)
-        ssn.add_vector_template_fn(self.name, template)
+        columnar.add_predicate_fn(ssn, self.name, vector)
+        columnar.add_template_fn(ssn, self.name, template)
 
 
 class VectorOrderPlugin(_Plugin):
@@ -131,8 +132,8 @@ class VectorOrderPlugin(_Plugin):
             return np.where(candidates.pick(unscored[0]), np.nan, out)
 
         ssn.add_node_order_fn(self.name, score)
-        ssn.add_vector_node_order_fn(self.name, vector)
-        ssn.add_vector_template_fn(self.name, lambda task: (task.resreq.milli_cpu,))
+        columnar.add_node_order_fn(ssn, self.name, vector)
+        columnar.add_template_fn(ssn, self.name, lambda task: (task.resreq.milli_cpu,))
 
 
 class VectorBatchPlugin(_Plugin):
@@ -153,9 +154,9 @@ class VectorBatchPlugin(_Plugin):
             return np.zeros(len(candidates))
 
         ssn.add_batch_node_order_fn(self.name, batch)
-        ssn.add_vector_batch_node_order_fn(self.name, vector)
+        columnar.add_batch_node_order_fn(ssn, self.name, vector)
         # Normalised over the candidates: no node's score stands on its own.
-        ssn.add_vector_template_fn(self.name, lambda task: None)
+        columnar.add_template_fn(ssn, self.name, lambda task: None)
 
 
 class BestNodePlugin(_Plugin):

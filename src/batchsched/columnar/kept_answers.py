@@ -1,7 +1,7 @@
 """The node plugins' answers kept per task template, over every node, for the fast path.
 
 When every node plugin vouches that its answers for a node depend only on the
-task's template and on that node (:func:`batchsched.framework.vectorized.template_fns`),
+task's template and on that node (:func:`batchsched.columnar.forms.template_fns`),
 a template's summed scores and feasibility (resource fit on future idle and the
 predicates) can be worked out for every node once and kept: afterwards only the
 nodes that changed need working out anew, and a scan reads the rest.
@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from batchsched.api.task import TaskInfo
-from batchsched.framework.node_columns import BoolArray, FloatArray, IndexArray
+from batchsched.columnar.node_columns import BoolArray, FloatArray, IndexArray
 
 __all__ = ["StackedStore", "TemplateAnswers", "TemplateStore"]
 

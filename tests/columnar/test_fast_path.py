@@ -30,23 +30,14 @@ from fast_path_support import (
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from batchsched.actions import fast_placement
-from batchsched.actions.fast_placement import (
-    FAST_PATH_ENVIRONMENT_VARIABLE,
-    VectorNodeSelector,
-    default_node_selector,
-)
-from batchsched.actions.kept_answers import StackedStore
 from batchsched.actions.node_search import node_scores
 from batchsched.actions.placement import (
     ScalarNodeSelector,
     predicate_for_allocate_action,
 )
 from batchsched.api import Resource, TaskInfo
-from batchsched.errors import PluginError
-from batchsched.framework.node_columns import Candidates, NodeColumns, fits_mask
-from batchsched.framework.session import Session
-from batchsched.framework.vectorized import (
+from batchsched.columnar import selector as fast_placement
+from batchsched.columnar.forms import (
     TaskSetCache,
     VectorFallback,
     batch_node_order_scores,
@@ -56,6 +47,15 @@ from batchsched.framework.vectorized import (
     predicate_mask,
     vector_tiers,
 )
+from batchsched.columnar.kept_answers import StackedStore
+from batchsched.columnar.node_columns import Candidates, NodeColumns, fits_mask
+from batchsched.columnar.selector import (
+    FAST_PATH_ENVIRONMENT_VARIABLE,
+    VectorNodeSelector,
+    default_node_selector,
+)
+from batchsched.errors import PluginError
+from batchsched.framework.session import Session
 from batchsched.scenario import parse_scenario
 
 PLUGIN_SETS: list[list[str]] = [

@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.api.resource import Resource
-from batchsched.plugins.binpack import binpack_score
-from batchsched.plugins.node_vectors import (
+from batchsched.columnar.scores import (
     FLOAT_DIVISION_LIMIT,
     balanced_allocation_many,
     balanced_allocation_vector,
@@ -25,6 +24,7 @@ from batchsched.plugins.node_vectors import (
     least_allocated_vector,
     most_allocated_vector,
 )
+from batchsched.plugins.binpack import binpack_score
 from batchsched.plugins.nodeorder import (
     balanced_allocation,
     default_normalize,

@@ -1,26 +1,29 @@
-"""Vectorised variants of the node extension points, and how they combine.
+"""Column forms: vectorised variants of the node extension points, and how they combine.
 
-A plugin may register, next to its scalar ``predicate``, ``node_order`` or
+A plugin may offer, next to its scalar ``predicate``, ``node_order`` or
 ``batch_node_order`` function, a variant that answers for many nodes at once
-over the session's :class:`~batchsched.framework.node_columns.NodeColumns`:
+over the session's :class:`~batchsched.columnar.node_columns.NodeColumns`. It
+registers it here, in ``on_session_open``; the session itself never learns
+which plugins have one, and a plugin that offers none is simply served by the
+scalar path:
 
 ==========================================  ==================================================
 registration                                function receives -> returns
 ==========================================  ==================================================
-``ssn.add_vector_predicate_fn``             ``(task, columns)`` -> ``None`` (every node passes),
+``add_predicate_fn(ssn, name, fn)``         ``(task, columns)`` -> ``None`` (every node passes),
                                             a bool array over all nodes (True: the scalar
                                             function returns None there), or a pair
                                             ``(passes, harmless)`` whose second array marks the
                                             nodes where the scalar function returns a FitError
                                             with no failing status
-``ssn.add_vector_node_order_fn``            ``(task, columns, candidates)`` -> float array over
+``add_node_order_fn(ssn, name, fn)``        ``(task, columns, candidates)`` -> float array over
                                             the candidates, or one float for all of them; NaN
                                             where the scalar function raises FitError (the
                                             node then gets no node-order score)
-``ssn.add_vector_batch_node_order_fn``      ``(task, columns, candidates)`` -> float array over
+``add_batch_node_order_fn(ssn, name, fn)``  ``(task, columns, candidates)`` -> float array over
                                             the candidates, or one float for all of them (0.0
                                             for a node the scalar function leaves out)
-``ssn.add_vector_template_fn``              ``(task)`` -> a hashable "template" of the task, or
+``add_template_fn(ssn, name, fn)``          ``(task)`` -> a hashable "template" of the task, or
                                             None (optional; see :func:`template_fns`)
 ``many=`` of the two score registrations    ``(tasks, columns, candidates)`` -> float array of
                                             shape ``(len(tasks), len(candidates))``, row ``k``
@@ -56,9 +59,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import numpy as np
 
 from batchsched.api.task import TaskInfo
+from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
 from batchsched.errors import BatchSchedError
 from batchsched.framework.combine import Blame
-from batchsched.framework.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
 
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
@@ -68,6 +71,10 @@ __all__ = [
     "TaskSetCache",
     "VectorFallback",
     "VectorTiers",
+    "add_batch_node_order_fn",
+    "add_node_order_fn",
+    "add_predicate_fn",
+    "add_template_fn",
     "batch_node_order_scores",
     "many_scores",
     "many_tiers",
@@ -116,6 +123,33 @@ def register(
             raise ValueError("predicates have no variant for several tasks")
         manies: dict[str, dict[str, VectorFn]] = ssn.extra.setdefault(_MANY_KEY, {})
         manies.setdefault(point, {})[plugin] = many
+
+
+def add_predicate_fn(ssn: Session, plugin: str, fn: VectorFn) -> None:
+    """Offer ``fn(task, columns)`` as ``plugin``'s predicate over every node at once."""
+    register(ssn, "predicate", plugin, fn)
+
+
+def add_node_order_fn(
+    ssn: Session, plugin: str, fn: VectorFn, *, many: VectorFn | None = None
+) -> None:
+    """Offer ``fn(task, columns, candidates)`` as ``plugin``'s node-order scores over the
+    candidates at once, and ``many(tasks, columns, candidates)`` for several tasks."""
+    register(ssn, "node_order", plugin, fn, many=many)
+
+
+def add_batch_node_order_fn(
+    ssn: Session, plugin: str, fn: VectorFn, *, many: VectorFn | None = None
+) -> None:
+    """Offer ``fn(task, columns, candidates)`` as ``plugin``'s batch node-order scores;
+    ``many`` as for :func:`add_node_order_fn`."""
+    register(ssn, "batch_node_order", plugin, fn, many=many)
+
+
+def add_template_fn(ssn: Session, plugin: str, fn: Callable[[TaskInfo], Any]) -> None:
+    """Offer ``fn(task)``: what ``plugin``'s column answers depend on (see
+    :func:`template_fns`)."""
+    register_template(ssn, plugin, fn)
 
 
 def register_template(ssn: Session, plugin: str, fn: Callable[[TaskInfo], Any]) -> None:

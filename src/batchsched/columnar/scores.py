@@ -6,9 +6,9 @@ the same integer arithmetic (``int64``, floor division on non-negative
 operands, as Go's and Python's) or the same float operations in the same order,
 so that the results are bit for bit those of the scalar functions. The callers
 guarantee the integer inputs are small enough for ``int64`` products
-(:data:`batchsched.plugins.kube_columns.LARGE`).
+(:data:`batchsched.columnar.kube_columns.LARGE`).
 
-``tests/plugins/test_node_vectors.py`` checks every function against its
+``tests/columnar/test_scores.py`` checks every function against its
 reference on random inputs.
 """
 

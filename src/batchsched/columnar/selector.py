@@ -4,8 +4,8 @@
 :class:`~batchsched.actions.placement.ScalarNodeSelector` (same partial scan,
 same rotating start, same groups, same scores, same tie rule), but answers each
 question for many nodes at once over the session's
-:class:`~batchsched.framework.node_columns.NodeColumns` and the plugins'
-vectorised variants (:mod:`batchsched.framework.vectorized`):
+:class:`~batchsched.columnar.node_columns.NodeColumns` and the plugins'
+vectorised variants (:mod:`batchsched.columnar.forms`):
 
 * resource fit of ``init_resreq`` against future idle is one comparison over
   the node columns; the plugins' predicates come as masks;
@@ -58,7 +58,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from batchsched.actions.kept_answers import StackedStore, TemplateAnswers, TemplateStore
 from batchsched.actions.placement import (
     NodeSelector,
     Placement,
@@ -73,15 +72,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.resource import MIN_RESOURCE
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
-from batchsched.framework.node_columns import (
-    BoolArray,
-    Candidates,
-    FloatArray,
-    IndexArray,
-    NodeColumns,
-    fits_mask,
-)
-from batchsched.framework.vectorized import (
+from batchsched.columnar.forms import (
     TaskSetCache,
     VectorFallback,
     VectorTiers,
@@ -92,6 +83,15 @@ from batchsched.framework.vectorized import (
     predicate_mask,
     template_fns,
     vector_tiers,
+)
+from batchsched.columnar.kept_answers import StackedStore, TemplateAnswers, TemplateStore
+from batchsched.columnar.node_columns import (
+    BoolArray,
+    Candidates,
+    FloatArray,
+    IndexArray,
+    NodeColumns,
+    fits_mask,
 )
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ class VectorNodeSelector(ScalarNodeSelector):
     stack_templates = True
 
     def _store(self, ssn: Session, plugins: list[str]) -> TemplateStore | StackedStore:
-        """Where answers are kept per template (see :mod:`batchsched.actions.kept_answers`)."""
+        """Where answers are kept per template (see :mod:`batchsched.columnar.kept_answers`)."""
         nodes = len(self.columns)
         capacity = _KEPT_ANSWERS_BUDGET // (9 * max(1, nodes))
         many_orders = many_tiers(ssn, "node_order")

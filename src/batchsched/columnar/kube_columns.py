@@ -1,7 +1,7 @@
 """The Kubernetes view of the nodes (:mod:`batchsched.kube.pod_view`) as arrays.
 
 :class:`KubeColumns` mirrors, for every node of the session in
-:class:`~batchsched.framework.node_columns.NodeColumns` order, what the
+:class:`~batchsched.columnar.node_columns.NodeColumns` order, what the
 vectorised predicates and nodeorder variants read from a
 :class:`~batchsched.kube.pod_view.NodeView`: the number of pods, their
 summed requests (cpu, memory, GPUs) and their "non-zero" requests, as
@@ -23,9 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from batchsched.api.resource import CPU, MEMORY, PODS
-from batchsched.framework.node_columns import IndexArray, NodeColumns
+from batchsched.columnar.node_columns import IndexArray, NodeColumns
+from batchsched.columnar.scores import FLOAT_DIVISION_LIMIT
 from batchsched.kube.pod_view import GPU, KubeView
-from batchsched.plugins.node_vectors import FLOAT_DIVISION_LIMIT
 
 __all__ = ["KubeColumns", "LabelCodes", "ceil_amounts"]
 
