@@ -38,6 +38,10 @@ MOVED: dict[str, tuple[str, ...]] = {
     "batchsched.actions.kept_answers": ("batchsched.columnar.kept_answers",),
     "batchsched.plugins.kube_columns": ("batchsched.columnar.kube_columns",),
     "batchsched.plugins.node_vectors": ("batchsched.columnar.scores",),
+    "batchsched.plugins.queue_accounting": ("batchsched.api.queue_accounting",),
+    "batchsched.plugins.card_detection": ("batchsched.plugins.capacity_card.cards",),
+    "batchsched.plugins.drf_hierarchy": ("batchsched.plugins.drf.hierarchy",),
+    "batchsched.plugins.capacity_hierarchy": ("batchsched.plugins.capacity.hierarchy",),
 }
 
 

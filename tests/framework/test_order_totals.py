@@ -14,12 +14,12 @@ from probe_support import Registration
 from probe_support import session as probe_session
 
 from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo
+from batchsched.api.queue_accounting import dominant_share, share
 from batchsched.api.resource import PODS
 from batchsched.errors import PluginError
 from batchsched.framework import Session
 from batchsched.framework.session import _compare_task_default_total, compare_task_default
 from batchsched.plugins.proportion import QueueAttr, _fits
-from batchsched.plugins.queue_accounting import dominant_share, share
 
 
 def session(plugins: list[tuple[str, Registration]]) -> Session:

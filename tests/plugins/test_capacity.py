@@ -20,13 +20,13 @@ from batchsched.api import (
     Resource,
     TaskInfo,
 )
+from batchsched.api.queue_accounting import QueueUsage
 from batchsched.cache import MemoryCache
 from batchsched.conf import parse_configuration
 from batchsched.framework import Statement
 from batchsched.framework.arguments import Arguments
 from batchsched.plugins.capacity import CapacityPlugin
-from batchsched.plugins.capacity_hierarchy import CapacityQueue
-from batchsched.plugins.queue_accounting import QueueUsage
+from batchsched.plugins.capacity.hierarchy import CapacityQueue
 from batchsched.scheduler import Scheduler
 
 

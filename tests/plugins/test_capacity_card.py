@@ -32,7 +32,7 @@ from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
 from batchsched.plugins.capacity_card import CapacityCardPlugin, format_amount
-from batchsched.plugins.card_detection import (
+from batchsched.plugins.capacity_card.cards import (
     CardAnnotationError,
     CardCatalog,
     detect_node_cards,

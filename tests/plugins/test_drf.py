@@ -16,7 +16,7 @@ from batchsched.conf import configuration_from_text, load_configuration, parse_c
 from batchsched.errors import ConfigError
 from batchsched.framework import Session, Statement
 from batchsched.plugins.drf import DrfPlugin
-from batchsched.plugins.drf_hierarchy import HierarchyNode, compare_queue_paths
+from batchsched.plugins.drf.hierarchy import HierarchyNode, compare_queue_paths
 from batchsched.scenario import parse_scenario
 
 

@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from policy_support import open_scenario, scenario
 
+from batchsched.api.queue_accounting import dominant_share
 from batchsched.api.resource import Resource
 from batchsched.framework import Statement
-from batchsched.plugins import drf_hierarchy
 from batchsched.plugins.drf import DrfPlugin
-from batchsched.plugins.drf_hierarchy import HierarchyNode, JobShare, ShareTree, recompute
-from batchsched.plugins.queue_accounting import dominant_share
+from batchsched.plugins.drf import hierarchy as drf_hierarchy
+from batchsched.plugins.drf.hierarchy import HierarchyNode, JobShare, ShareTree, recompute
 
 TOTAL = Resource.from_mapping({"cpu": 6, "memory": "6Gi", "nvidia.com/gpu": 2})
 # Queue paths sharing prefixes at several depths, with weights (some below 1 or odd).

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from policy_support import open_scenario, run, scenario
 
+from batchsched.api.queue_accounting import inqueue_resource
 from batchsched.framework import Arguments
 from batchsched.plugins.overcommit import OvercommitPlugin
-from batchsched.plugins.queue_accounting import inqueue_resource
 
 
 def unit_case_document(factor: Any, job: dict[str, Any]) -> dict[str, Any]:

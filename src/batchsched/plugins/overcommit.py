@@ -22,11 +22,11 @@ that is not a number, is replaced by the default and logged as a warning).
 from __future__ import annotations
 
 from batchsched.api.job import JobInfo
+from batchsched.api.queue_accounting import format_resource_names, running_job_reservation
 from batchsched.api.resource import Resource
 from batchsched.api.types import PodGroupPhase, Vote
 from batchsched.framework.arguments import Arguments, warn_unreadable
 from batchsched.framework.session import Session
-from batchsched.plugins.queue_accounting import format_resource_names, running_job_reservation
 
 __all__ = ["DEFAULT_OVERCOMMIT_FACTOR", "OVERCOMMIT_FACTOR", "OvercommitPlugin"]
 

@@ -38,13 +38,7 @@ import attrs
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
-from batchsched.api.resource import PODS, DimensionDefault, Resource
-from batchsched.api.task import TaskInfo
-from batchsched.api.types import Vote
-from batchsched.framework.arguments import Arguments
-from batchsched.framework.events import Event, EventHandler
-from batchsched.framework.session import Session
-from batchsched.plugins.queue_accounting import (
+from batchsched.api.queue_accounting import (
     QueueUsage,
     SimulationSnapshots,
     capability_from_spec,
@@ -58,6 +52,12 @@ from batchsched.plugins.queue_accounting import (
     spec_resource,
     spec_written,
 )
+from batchsched.api.resource import PODS, DimensionDefault, Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import Vote
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.events import Event, EventHandler
+from batchsched.framework.session import Session
 
 __all__ = ["ProportionPlugin", "QueueAttr", "queue_share"]
 

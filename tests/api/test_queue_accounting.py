@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo, TaskStatus
-from batchsched.plugins.queue_accounting import QueueUsage, exceeded_part, job_min_resources
+from batchsched.api.queue_accounting import QueueUsage, exceeded_part, job_min_resources
 
 
 def test_exceeded_part_drops_scalars_that_are_not_above_the_reference() -> None:

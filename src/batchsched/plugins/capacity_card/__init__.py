@@ -6,7 +6,7 @@ shape of Volcano's ``capacity`` plugin (queue attributes, enqueueable, allocatab
 allocate/deallocate events), for flat queues:
 
 * the cards a node offers come from its labels and allocatable resources
-  (:mod:`batchsched.plugins.card_detection`): whole cards (``NVIDIA-H200``), MIG
+  (:mod:`batchsched.plugins.capacity_card.cards`): whole cards (``NVIDIA-H200``), MIG
   slices (``NVIDIA-H200/mig-1g.18gb-mixed``), MPS slices
   (``NVIDIA-H800/mps-80g*1/2``); other scalar resources are not limited here;
 * a queue's **capability** is its ``volcano.sh/card.quota`` annotation (card model
@@ -59,6 +59,7 @@ from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
+from batchsched.api.queue_accounting import exceeded_part
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
@@ -72,7 +73,7 @@ from batchsched.api.types import (
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
-from batchsched.plugins.card_detection import (
+from batchsched.plugins.capacity_card.cards import (
     CARD_NAME_ANNOTATION,
     CARD_QUOTA_ANNOTATION,
     CARD_REQUEST_ANNOTATION,
@@ -82,7 +83,6 @@ from batchsched.plugins.card_detection import (
     parse_card_counts,
     parse_card_name,
 )
-from batchsched.plugins.queue_accounting import exceeded_part
 
 __all__ = ["CapacityCardPlugin", "Charge", "QueueCards", "TaskCards", "format_amount"]
 

@@ -3,7 +3,7 @@
 
 Unlike proportion, a queue's ``deserved`` is written in its spec (capped by its
 realCapability, raised to its guarantee); the figures are built by
-:mod:`batchsched.plugins.capacity_hierarchy`. A queue's share is the largest
+:mod:`batchsched.plugins.capacity.hierarchy`. A queue's share is the largest
 allocated / deserved over deserved's dimensions, and 1 for a queue without
 deserved (best effort). The plugin decides:
 
@@ -41,7 +41,7 @@ deserved (best effort). The plugin decides:
 
 Argument: ``ancestorReclaimLevel`` (int, default 0; negative reads as 0; a value
 that is not an integer is logged as a warning and reads as 0, Volcano's fallback).
-When the hierarchy is not ready (see :mod:`~batchsched.plugins.capacity_hierarchy`)
+When the hierarchy is not ready (see :mod:`~batchsched.plugins.capacity.hierarchy`)
 every check refuses and no order is registered.
 """
 
@@ -52,13 +52,21 @@ import logging
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
+from batchsched.api.queue_accounting import (
+    SimulationSnapshots,
+    format_resource_names,
+    greater_partly_in_relevant_dimensions,
+    intersection,
+    job_min_resources,
+    less_equal_partly_zero_filtered,
+)
 from batchsched.api.resource import DimensionDefault, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import Vote
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler, EvictionContext, EvictionKind
 from batchsched.framework.session import Session
-from batchsched.plugins.capacity_hierarchy import (
+from batchsched.plugins.capacity.hierarchy import (
     ROOT,
     CapacityQueue,
     HierarchyError,
@@ -67,14 +75,6 @@ from batchsched.plugins.capacity_hierarchy import (
     build_hierarchy,
     common_level,
     shares_non_root_ancestor,
-)
-from batchsched.plugins.queue_accounting import (
-    SimulationSnapshots,
-    format_resource_names,
-    greater_partly_in_relevant_dimensions,
-    intersection,
-    job_min_resources,
-    less_equal_partly_zero_filtered,
 )
 
 __all__ = ["ANCESTOR_RECLAIM_LEVEL", "CapacityPlugin", "compare_share_with_deserved"]

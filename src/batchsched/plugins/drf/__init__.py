@@ -12,7 +12,7 @@ holds divided by the cluster total (its dominant share). The plugin decides:
 * allocate/deallocate events keep the shares current.
 
 With ``enableHierarchy: true`` on the plugin entry (hierarchical DRF, see
-:mod:`batchsched.plugins.drf_hierarchy`) it also decides:
+:mod:`batchsched.plugins.drf.hierarchy`) it also decides:
 
 * queue order: along the queues' ``volcano.sh/hierarchy`` paths, unsaturated
   subtrees first, then lower ``share / weight``;
@@ -26,19 +26,19 @@ from __future__ import annotations
 
 from batchsched.api.job import JobInfo
 from batchsched.api.queue import QueueInfo
+from batchsched.api.queue_accounting import dominant_share
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import ALLOCATED_STATUSES
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
-from batchsched.plugins.drf_hierarchy import (
+from batchsched.plugins.drf.hierarchy import (
     HierarchyNode,
     JobShare,
     ShareTree,
     compare_queue_paths,
 )
-from batchsched.plugins.queue_accounting import dominant_share
 
 __all__ = ["SHARE_DELTA", "DrfPlugin"]
 

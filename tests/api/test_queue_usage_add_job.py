@@ -11,14 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo, TaskStatus
-from batchsched.api.types import ALLOCATED_STATUSES, PodGroupPhase
-from batchsched.plugins.queue_accounting import (
+from batchsched.api.queue_accounting import (
     QueueUsage,
     exceeded_part,
     inqueue_resource,
     job_min_resources,
     running_job_reservation,
 )
+from batchsched.api.types import ALLOCATED_STATUSES, PodGroupPhase
 
 amounts = st.one_of(
     st.sampled_from([0.0, -0.0, 0.1, 0.3, 1000.0, 2.0**53 + 2, 8 * 2.0**30]),

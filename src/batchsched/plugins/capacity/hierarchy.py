@@ -28,8 +28,7 @@ import attrs
 
 from batchsched.api.job import JobInfo
 from batchsched.api.queue import QueueInfo
-from batchsched.api.resource import DimensionDefault, Resource
-from batchsched.plugins.queue_accounting import (
+from batchsched.api.queue_accounting import (
     MAX_AMOUNT,
     QueueUsage,
     capability_from_spec,
@@ -39,6 +38,7 @@ from batchsched.plugins.queue_accounting import (
     spec_resource,
     spec_written,
 )
+from batchsched.api.resource import DimensionDefault, Resource
 
 __all__ = [
     "ROOT",
