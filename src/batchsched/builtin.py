@@ -1,7 +1,9 @@
 """The built-in actions and plugins, registered through the same hooks as third parties'.
 
-Each module is imported only when the registry collects specs; each plugin is
-instantiated only when a configuration names it.
+This module is batchsched's own entry point in the ``batchsched`` group (see
+``pyproject.toml``): the registry finds it exactly as it finds a third-party
+distribution's, and never imports it by name. Each action or plugin module is
+imported only when a configuration names it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
-"""Finding actions and plugins: built-ins and entry points, through the same pluggy hooks.
+"""Finding actions and plugins: every distribution's entry points, built-ins included.
 
-Built-ins are registered first, as the module :mod:`batchsched.builtin`; then
-every entry point of the ``batchsched`` group is imported (unless
-``BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD`` is set). An entry point that fails to
-import is reported in :attr:`Registry.broken` and skipped; a plugin or action
-name claimed twice is a :class:`~batchsched.errors.PluginError` naming both
-distributions. Nothing is instantiated here: sessions build only the plugins
-their configuration names.
+Every distribution, batchsched itself among them, declares an entry point in
+the ``batchsched`` group naming a module whose pluggy hooks return its
+actions and plugins. batchsched's own entry point (:mod:`batchsched.builtin`)
+is loaded first and always; the others follow unless
+``BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD`` is set. The registry imports no
+action or plugin module itself: it knows them only through entry points.
+An entry point that fails to import is reported in :attr:`Registry.broken`
+and skipped; a plugin or action name claimed twice is a
+:class:`~batchsched.errors.PluginError` naming both distributions. Nothing
+is instantiated here: sessions build only the plugins their configuration
+names.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ log = logging.getLogger("batchsched")
 
 AUTOLOAD_ENV = "BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD"
 ENTRY_POINT_GROUP = "batchsched"
+DISTRIBUTION = "batchsched"
+#: batchsched's own entry point, as its pyproject.toml declares it.
+BUILTIN_ENTRY_POINT = metadata.EntryPoint(
+    name="batchsched", value="batchsched.builtin", group=ENTRY_POINT_GROUP
+)
 
 
 @attrs.frozen
@@ -61,21 +70,23 @@ class Registry:
         self._origin: dict[str, tuple[str, str]] = {}
         self.plugins: dict[str, Registered] = {}
         self.actions: dict[str, Registered] = {}
-        from batchsched import builtin
-
-        self.register(builtin, name="batchsched.builtin", distribution="batchsched",
-                      version=__version__, refresh=False)
         if autoload is None:
             autoload = not os.environ.get(AUTOLOAD_ENV)
-        if autoload:
-            self._load_entry_points()
+        self._load_entry_points(autoload=autoload)
         self.refresh()
 
-    def _load_entry_points(self) -> None:
+    def _load_entry_points(self, *, autoload: bool) -> None:
+        own: list[metadata.EntryPoint] = []
+        others: list[metadata.EntryPoint] = []
         for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            dist = ep.dist
-            dist_name = dist.metadata["Name"] if dist is not None else "<unknown>"
-            version = dist.version if dist is not None else ""
+            (own if _distribution_name(ep) == DISTRIBUTION else others).append(ep)
+        if not own:
+            # Run from a source tree, or bundled without its metadata: the built-ins
+            # come through the same entry point, declared here instead of on disk.
+            own = [BUILTIN_ENTRY_POINT]
+        for ep in [*own, *(others if autoload else ())]:
+            dist_name = _distribution_name(ep) or DISTRIBUTION
+            version = ep.dist.version if ep.dist is not None else __version__
             if self.manager.has_plugin(ep.name):
                 continue
             try:
@@ -186,6 +197,11 @@ class Registry:
             yield "action", self.actions[name]
         for name in sorted(self.plugins):
             yield "plugin", self.plugins[name]
+
+
+def _distribution_name(ep: metadata.EntryPoint) -> str | None:
+    dist = ep.dist
+    return None if dist is None else str(dist.metadata["Name"])
 
 
 def _takes_argument(factory: Any) -> bool:
