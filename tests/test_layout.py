@@ -224,7 +224,7 @@ def test_the_deprecated_session_registrations_forward_to_columnar() -> None:
         ssn.close()
 
 
-DOTTED = re.compile(r"\bbatchsched(?:\.[a-z_]+)+(?::[A-Za-z_]+)?")
+DOTTED = re.compile(r"\bbatchsched(?:\.[a-z_]+)+(?::[A-Za-z_]+)?(?![\w*])")
 
 
 def _documented_paths() -> set[str]:
@@ -258,3 +258,23 @@ def test_every_module_and_name_the_docs_mention_imports() -> None:
             else:
                 missing.append(dotted)
     assert not missing, f"documented but not importable: {missing}"
+
+
+FROM_IMPORT = re.compile(r"^\s*from (batchsched[\w.]*) import ([\w, ]+)$", re.M)
+
+
+def test_every_name_the_docs_import_imports() -> None:
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    missing = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for path in texts:
+            for module_name, names in FROM_IMPORT.findall(path.read_text(encoding="utf-8")):
+                module = importlib.import_module(module_name)
+                for name in (n.strip() for n in names.split(",")):
+                    if name and not hasattr(module, name):
+                        try:
+                            importlib.import_module(f"{module_name}.{name}")
+                        except ModuleNotFoundError:
+                            missing.append(f"{path.name}: from {module_name} import {name}")
+    assert not missing, missing
