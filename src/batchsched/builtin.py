@@ -25,6 +25,8 @@ ACTIONS: dict[str, str] = {
     "backfill": "batchsched.actions.backfill:BackfillAction",
     "preempt": "batchsched.actions.preempt:PreemptAction",
     "reclaim": "batchsched.actions.reclaim:ReclaimAction",
+    "strict-allocate": "batchsched.actions.strict_allocate:StrictAllocateAction",
+    "easy-backfill": "batchsched.actions.easy_backfill:EasyBackfillAction",
 }
 
 #: plugin name -> "module:Class"
@@ -46,6 +48,10 @@ PLUGINS: dict[str, str] = {
     "tdm": "batchsched.plugins.tdm:TdmPlugin",
     "resource-strategy-fit": "batchsched.plugins.resource_strategy_fit:ResourceStrategyFitPlugin",
     "capacity-card": "batchsched.plugins.capacity_card:CapacityCardPlugin",
+    "sjf": "batchsched.plugins.sjf:SjfPlugin",
+    "wfp3": "batchsched.plugins.wfp3:Wfp3Plugin",
+    "unicep": "batchsched.plugins.unicep:UnicepPlugin",
+    "f1": "batchsched.plugins.f1:F1Plugin",
 }
 
 

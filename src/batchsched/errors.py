@@ -17,6 +17,7 @@ __all__ = [
     "QuantityError",
     "ScenarioError",
     "SchedulingError",
+    "WorkloadError",
 ]
 
 
@@ -96,3 +97,20 @@ class SchedulingError(BatchSchedError, RuntimeError):
     session does not know, or onto a node that does not exist. The session's
     state is unchanged when it is raised.
     """
+
+
+class WorkloadError(BatchSchedError, ValueError):
+    """A workload trace is invalid.
+
+    The message reads ``FILE:LINE: problem`` (or ``FILE: problem`` when no line
+    is to blame), e.g. ``lublin.swf:12: field 4 (run time) "x" is not a number``.
+    """
+
+    def __init__(
+        self, message: str, *, source: str = "<workload>", line: int | None = None
+    ) -> None:
+        self.source = source
+        self.line = line
+        self.problem = message
+        where = f"{source}:{line}: " if line is not None else f"{source}: "
+        super().__init__(f"{where}{message}")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import attrs
 import pluggy
 
+from batchsched.api.job import JobInfo
 from batchsched.api.types import Vote
 from batchsched.framework.arguments import Arguments
 
@@ -34,6 +35,7 @@ __all__ = [
     "Action",
     "ActionSpec",
     "Arguments",
+    "JobKeyOrderPlugin",
     "Plugin",
     "PluginSpec",
     "Vote",
@@ -89,3 +91,50 @@ class ActionSpec:
     name: str
     factory: Callable[..., Any]
     description: str = ""
+
+
+class JobKeyOrderPlugin:
+    """Base of a plugin whose job order is "smaller key first".
+
+    A subclass names itself and defines :meth:`key`; the key of each job is
+    worked out once per session (with the session's clock), and two jobs with
+    equal keys are left to the next plugin, then to the session's own rule
+    (creation time, then id). The HPC orders (``sjf``, ``wfp3``, ``unicep``,
+    ``f1``) are written this way::
+
+        class ShortestFirst(JobKeyOrderPlugin):
+            name = "shortest-first"
+
+            def key(self, job, now):
+                return job.requested_runtime or math.inf
+    """
+
+    name = ""
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.arguments = arguments
+
+    def key(self, job: JobInfo, now: float) -> Any:
+        """The job's key at ``now`` (any comparable value; smaller goes first)."""
+        raise NotImplementedError
+
+    def on_session_open(self, ssn: Session) -> None:
+        keys: dict[str, Any] = {}
+        now = ssn.now
+        key = self.key
+
+        def order(left: JobInfo, right: JobInfo) -> int:
+            lkey = keys.get(left.uid)
+            if lkey is None:
+                lkey = keys[left.uid] = key(left, now)
+            rkey = keys.get(right.uid)
+            if rkey is None:
+                rkey = keys[right.uid] = key(right, now)
+            if lkey < rkey:
+                return -1
+            return 1 if rkey < lkey else 0
+
+        ssn.add_job_order_fn(self.name, order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass

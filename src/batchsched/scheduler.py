@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from batchsched.cache.protocol import Cache
 from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
@@ -19,16 +20,35 @@ from batchsched.errors import BatchSchedError, PluginError
 from batchsched.framework.registry import Registry, default_registry
 from batchsched.framework.session import Session
 
-__all__ = ["Scheduler", "run_actions"]
+__all__ = ["Scheduler", "create_actions", "run_actions"]
 
 log = logging.getLogger("batchsched")
 
 
-def run_actions(ssn: Session) -> None:
-    """Run the configuration's actions on an open session, in order."""
+def create_actions(
+    configuration: SchedulerConfiguration, registry: Registry | None = None
+) -> dict[str, Any]:
+    """One instance of each action the configuration names, with its arguments."""
+    registry = registry or default_registry()
+    return {
+        name: registry.create_action(name, configuration.action_arguments(name))
+        for name in configuration.actions
+    }
+
+
+def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
+    """Run the configuration's actions on an open session, in order.
+
+    ``actions`` (from :func:`create_actions`) are instances kept from session to
+    session, as Volcano keeps its actions for the scheduler's life (an action may
+    remember what it decided earlier, ``strict-allocate`` its blocked head); by
+    default each session gets new ones.
+    """
     registry = ssn.registry or default_registry()
     for name in ssn.configuration.actions:
-        action = registry.create_action(name, ssn.configuration.action_arguments(name))
+        action = actions.get(name) if actions is not None else None
+        if action is None:
+            action = registry.create_action(name, ssn.configuration.action_arguments(name))
         try:
             action.initialize()
             action.execute(ssn)
@@ -71,6 +91,7 @@ class Scheduler:
             self.configuration = load_configuration(self._path)
             self._mtime = self._path.stat().st_mtime
         self.configuration.validate(self.registry)
+        self._actions = create_actions(self.configuration, self.registry)
 
     def _reload_if_changed(self) -> None:
         if self._path is None:
@@ -85,10 +106,11 @@ class Scheduler:
         try:
             configuration = load_configuration(self._path)
             configuration.validate(self.registry)
+            actions = create_actions(configuration, self.registry)
         except BatchSchedError as exc:
             log.error("batchsched: keeping the previous configuration: %s", exc)
             return
-        self.configuration = configuration
+        self.configuration, self._actions = configuration, actions
         log.info("batchsched: configuration reloaded from %s", self._path)
 
     def run_once(self) -> Session:
@@ -96,7 +118,7 @@ class Scheduler:
         self._reload_if_changed()
         ssn = Session.open(self.cache, self.configuration, registry=self.registry)
         try:
-            run_actions(ssn)
+            run_actions(ssn, self._actions)
         except BaseException:
             ssn.abort()
             raise

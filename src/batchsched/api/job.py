@@ -16,6 +16,7 @@ is below the sum of the per-role minimums, as in Volcano.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -32,7 +33,14 @@ from batchsched.api.types import (
     TaskStatus,
 )
 
-__all__ = ["SLA_WAITING_TIME_ANNOTATIONS", "JobInfo", "PodGroup", "waiting_time_from"]
+__all__ = [
+    "REQUESTED_RUNTIME_ANNOTATION",
+    "SLA_WAITING_TIME_ANNOTATIONS",
+    "JobInfo",
+    "PodGroup",
+    "requested_runtime_of",
+    "waiting_time_from",
+]
 
 _PENDING = TaskStatus.PENDING
 _PIPELINED = TaskStatus.PIPELINED
@@ -93,6 +101,9 @@ class JobInfo:
     creation_time: float = 0.0
     preemptable: bool = False
     waiting_time: float | None = None
+    #: How long the job says it will run, in seconds (``batchsched.io/requested-runtime``:
+    #: the time limit a batch user asks for, as SWF's "requested time"); None if unsaid.
+    requested_runtime: float | None = None
     tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
     task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = attrs.field(factory=dict)
     allocated: Resource = attrs.field(factory=Resource)
@@ -125,6 +136,7 @@ class JobInfo:
             creation_time=podgroup.creation_time,
             preemptable=_job_preemptable(podgroup),
             waiting_time=_job_waiting_time(podgroup.annotations),
+            requested_runtime=requested_runtime_of(podgroup.annotations),
         )
         for task in tasks:
             job.add_task(task)
@@ -490,6 +502,7 @@ _NO_ROLES: Mapping[str, int] = {}
 
 #: Pod-group annotations giving a job's SLA waiting time, read in this order (Volcano's).
 SLA_WAITING_TIME_ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+REQUESTED_RUNTIME_ANNOTATION = "batchsched.io/requested-runtime"
 
 
 def waiting_time_from(text: str) -> float | None:
@@ -512,6 +525,28 @@ def _job_waiting_time(annotations: Mapping[str, str]) -> float | None:
             if seconds is not None:
                 return seconds
     return None
+
+
+def requested_runtime_of(annotations: Mapping[str, str]) -> float | None:
+    """The ``batchsched.io/requested-runtime`` annotation in seconds: a number
+    (``"3600"``) or a Go duration (``"1h"``); None when absent, unreadable or negative.
+
+    >>> requested_runtime_of({REQUESTED_RUNTIME_ANNOTATION: "1h30m"})
+    5400.0
+    """
+    from batchsched.framework.arguments import parse_duration
+
+    raw = annotations.get(REQUESTED_RUNTIME_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            seconds = parse_duration(raw)
+        except ValueError:
+            return None
+    return seconds if seconds >= 0 and math.isfinite(seconds) else None
 
 
 def _job_preemptable(podgroup: PodGroup) -> bool:

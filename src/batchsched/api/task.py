@@ -87,6 +87,8 @@ class TaskInfo:
     revocable_zone: str = ""
     last_transaction: TransactionContext | None = None
     eviction_occurred: bool = False
+    #: When the task's pod started running (seconds since the epoch; None: not known).
+    start_time: float | None = None
 
     @classmethod
     def create(

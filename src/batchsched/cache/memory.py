@@ -130,6 +130,50 @@ class MemoryCache:
         if node is not None:
             node.remove_task(task)
 
+    # -- what the host sees happen to pods: started, ended, gone to be recreated ------
+
+    def task_started(self, job_uid: str, task_uid: str, at: float | None = None) -> None:
+        """The bound task's pod runs since ``at`` (Bound becomes Running)."""
+        job, task = self._task(job_uid, task_uid)
+        task.start_time = at
+        job.update_task_status(task, TaskStatus.RUNNING)
+        node = self.nodes.get(task.node_name)
+        if node is not None:
+            node.update_task(task)
+
+    def task_ended(
+        self, job_uid: str, task_uid: str, status: TaskStatus = TaskStatus.SUCCEEDED
+    ) -> None:
+        """The task's pod ended with ``status`` (a completed status): its node is freed;
+        the task stays in its job with its final status."""
+        if status not in COMPLETED_STATUSES:
+            raise SchedulingError(f"task {task_uid}: {status} is not a completed status")
+        job, task = self._task(job_uid, task_uid)
+        node = self.nodes.get(task.node_name)
+        if node is not None and task.uid in node.tasks:
+            node.remove_task(task)
+        job.update_task_status(task, status)
+
+    def task_recreated(self, job_uid: str, task_uid: str) -> None:
+        """The task's pod was deleted and created again: it is Pending on no node
+        (an evicted pod once it is gone, or a gang member restarted with its job)."""
+        job, task = self._task(job_uid, task_uid)
+        node = self.nodes.get(task.node_name)
+        if node is not None and task.uid in node.tasks:
+            node.remove_task(task)
+        task.node_name = ""
+        task.start_time = None
+        job.update_task_status(task, TaskStatus.PENDING)
+
+    def _task(self, job_uid: str, task_uid: str) -> tuple[JobInfo, TaskInfo]:
+        job = self.jobs.get(job_uid)
+        if job is None:
+            raise SchedulingError(f"task {task_uid}: job {job_uid!r} is not in the cache")
+        task = job.tasks.get(task_uid)
+        if task is None:
+            raise SchedulingError(f"task {task_uid}: not a task of job {job_uid!r}")
+        return job, task
+
     def _check(self, task: TaskInfo) -> None:
         """Refuse at the door what would otherwise break every later session."""
         from batchsched.kube.affinity import AffinityError, parse_affinity

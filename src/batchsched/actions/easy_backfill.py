@@ -1,0 +1,151 @@
+"""easy-backfill: start later jobs behind a blocked head, without delaying it (EASY).
+
+Run it after :mod:`~batchsched.actions.strict_allocate`. For each queue whose
+head job is blocked, the head's **reserved start** (shadow time) is the
+earliest time at which, as the running tasks end, enough resources will be
+free in total for the head's whole gang: each running task is expected to end
+at its start (now, for one placed in this session or whose start is unknown)
+plus its job's requested run time (``batchsched.io/requested-runtime``; a task
+without one is not expected to end). A later job of the queue then starts now, through the same gang
+statement and node choice as allocate, if it fits now and either
+
+* its requested run ends by the reserved start, or
+* it uses only the **extra** resources: those free at the reserved start
+  beyond what the head needs (each such job takes its share of the extra).
+
+So a backfilled job never delays the head, provided requested times are not
+exceeded. Candidates are tried in the session's job order.
+
+Arguments (``configurations: - name: easy-backfill``):
+
+* ``extraNodes`` (default true): allow the second rule above;
+* ``candidateOrder``: ``policy`` (default, the session's job order) or
+  ``submit`` (submit time, then id);
+* ``strictShadow`` (default false): a job must end strictly before the
+  reserved start, not at it.
+
+RLScheduler's reference simulator (DIR-LAB/deep-batch-scheduler) backfills
+with ``extraNodes: false``, ``candidateOrder: submit`` and
+``strictShadow: true``; published tables that use it replay with those.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from batchsched.actions.allocate import _AllocateRun
+from batchsched.actions.selector_action import SelectorAction
+from batchsched.actions.strict_allocate import BLOCKED_KEY
+from batchsched.api.job import JobInfo
+from batchsched.api.resource import Resource
+from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
+from batchsched.errors import ConfigError
+from batchsched.framework.arguments import Arguments
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = ["EasyBackfillAction", "reserved_start"]
+
+_ORDERS = ("policy", "submit")
+
+
+class EasyBackfillAction(SelectorAction):
+    """EASY backfilling behind each queue's blocked head."""
+
+    name = "easy-backfill"
+
+    def __init__(self, arguments: Arguments | None = None) -> None:
+        super().__init__(arguments)
+        self.extra_nodes = self.arguments.get_bool("extraNodes", True)
+        self.strict_shadow = self.arguments.get_bool("strictShadow", False)
+        self.candidate_order = self.arguments.get_str("candidateOrder", "policy")
+        if self.candidate_order not in _ORDERS:
+            raise ConfigError(
+                f"easy-backfill: candidateOrder {self.candidate_order!r} is not one of "
+                f"{', '.join(_ORDERS)}"
+            )
+
+    def execute(self, ssn: Session) -> None:
+        blocked: dict[str, str] = ssn.extra.get(BLOCKED_KEY, {})
+        if not blocked:
+            return
+        run = _AllocateRun(ssn, self.new_selector(ssn))
+        for queue_name, head_uid in blocked.items():
+            head = ssn.jobs.get(head_uid)
+            queue = ssn.queues.get(queue_name)
+            if head is None or queue is None:
+                continue
+            self._backfill_queue(ssn, run, queue_name, head)
+
+    def _backfill_queue(self, ssn: Session, run: _AllocateRun, queue_name: str,
+                        head: JobInfo) -> None:
+        shadow, extra = reserved_start(ssn, head)
+        candidates = [job for job in run.considered
+                      if job.queue == queue_name and job.uid != head.uid]
+        if self.candidate_order == "submit":
+            candidates.sort(key=lambda job: (job.creation_time, job.uid))
+        else:
+            candidates = sorted_by_order(ssn, candidates)
+        queue = ssn.queues[queue_name]
+        now = ssn.now
+        for job in candidates:
+            tasks = run.tasks_by_job.get(job.uid)
+            if not tasks:
+                continue
+            requested = job.requested_runtime
+            end = math.inf if requested is None else now + requested
+            ends_in_time = end < shadow if self.strict_shadow else end <= shadow
+            need = _pending_request(job)
+            uses_extra = (not ends_in_time and self.extra_nodes and extra is not None
+                          and need.less_equal(extra))
+            if not (ends_in_time or uses_extra):
+                continue
+            if run.allocate_job(queue, job, tasks) and uses_extra and extra is not None:
+                extra.sub_unchecked(need)
+
+
+def sorted_by_order(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
+    """``jobs`` in the session's job order."""
+    import functools
+
+    return sorted(jobs, key=functools.cmp_to_key(ssn.job_order_total))
+
+
+def _pending_request(job: JobInfo) -> Resource:
+    need = Resource()
+    for task in job.tasks_in(TaskStatus.PENDING).values():
+        need.add(task.resreq)
+    return need
+
+
+def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]:
+    """The head's reserved start and the extra resources free then beyond its need.
+
+    The free total (idle plus releasing) grows as running tasks end at their
+    start plus their job's requested run time; the reserved start is the first
+    such end at which the head's pending request fits the total (now, if it
+    already does). ``(inf, None)`` when that never happens.
+    """
+    need = _pending_request(head)
+    free = Resource()
+    for node in ssn.node_list:
+        free.add(node.future_idle())
+    if need.less_equal(free):
+        return ssn.now, free.sub_unchecked(need)
+    ends: list[tuple[float, Resource]] = []
+    for job in ssn.jobs.values():
+        requested = job.requested_runtime
+        for status in ALLOCATED_STATUSES:
+            for task in job.tasks_in(status).values():
+                if requested is None:
+                    continue  # not expected to end
+                start = task.start_time if task.start_time is not None else ssn.now
+                ends.append((start + requested, task.resreq))
+    ends.sort(key=lambda item: item[0])
+    for end, released in ends:
+        free.add(released)
+        if need.less_equal(free):
+            return end, free.sub_unchecked(need)
+    return math.inf, None

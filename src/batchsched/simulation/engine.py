@@ -1,0 +1,250 @@
+"""The discrete-event clock: a workload replayed through real scheduling sessions.
+
+The cluster is a :class:`~batchsched.cache.MemoryCache`; the decisions are
+those of a :class:`~batchsched.scheduler.Scheduler` over it, with any
+configuration and any installed plugin, exactly as ``batchsched run`` decides.
+The simulator only plays the parts a cluster plays around the scheduler:
+
+* a job **arrives** at its submit time (its pod group and pods are created);
+* a bound task **starts** at once and **ends** after its real run time, which
+  frees its node;
+* an **evicted** task's pod goes at once and is created again (Pending); with
+  the job's restart rule ``gang`` (the default) every other running member of
+  its gang goes too, and the whole gang starts again (seed 001: a gang that
+  loses a member restarts whole), with ``task`` only the victims do.
+
+Events are taken one at a time in time order (arrivals before completions at
+the same instant, then in the order they were scheduled), and a session runs
+after each one while some task waits, or, with ``schedule_period``, at each
+multiple of the period at which something changed. Two sessions at the same
+instant are normal: simultaneous completions are released one by one, with a
+chance to schedule between them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from batchsched.api.types import TaskStatus
+from batchsched.cache.memory import MemoryCache
+from batchsched.conf import SchedulerConfiguration
+from batchsched.framework.registry import Registry
+from batchsched.scheduler import Scheduler
+from batchsched.simulation.timeline import Timeline
+from batchsched.simulation.workload import RESTART_GANG, Workload
+
+__all__ = ["Simulator", "simulate"]
+
+_ARRIVAL, _EVICTED, _COMPLETION, _TICK = 0, 1, 2, 3
+_ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+
+Progress = Callable[[int, int], None]
+
+
+@attrs.define
+class _Running:
+    """A job's tasks that are running, and the run they belong to."""
+
+    generation: int = 0
+    tasks: set[str] = attrs.field(factory=set)
+
+
+class Simulator:
+    """Replays ``workload`` under ``configuration`` (see the module docstring).
+
+    ``until`` stops the clock (simulated seconds after the first arrival);
+    ``progress(done, total)`` is called as jobs finish.
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        configuration: SchedulerConfiguration | None = None,
+        *,
+        registry: Registry | None = None,
+        schedule_period: float | None = None,
+        until: float | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        if schedule_period is not None and schedule_period <= 0:
+            raise ValueError(f"schedule_period must be positive, not {schedule_period}")
+        self.workload = workload
+        self.schedule_period = schedule_period
+        self.progress = progress
+        self.start = min((job.submit for job in workload.jobs), default=0.0)
+        self.until = None if until is None else self.start + until
+        self.cache = MemoryCache(now=self.start)
+        for node in workload.nodes:
+            self.cache.add_node(node.clone())
+        for queue in workload.queues:
+            self.cache.add_queue(queue.clone())
+        for priority_class in workload.priority_classes:
+            self.cache.add_priority_class(priority_class)
+        self.scheduler = Scheduler(self.cache, configuration, registry=registry)
+        self.timeline = Timeline(self.workload, self.start)
+        self._events: list[tuple[float, int, int, int, Any]] = []
+        self._sequence = itertools.count()
+        self._running: dict[str, _Running] = {}
+        self._waiting: set[str] = set()  # jobs with a Pending task
+        self._jobs = {job.uid: job for job in workload.jobs}
+        self._job_of_task = {task: job.uid for job in workload.jobs for task in job.run_times}
+        self._binds_seen = 0
+        self._evictions_seen = 0
+        self._tick_due = False
+        self.sessions = 0
+
+    # -- the clock ----------------------------------------------------------------------
+
+    @property
+    def now(self) -> float:
+        return float(self.cache.now or 0.0)
+
+    def _push(self, at: float, kind: int, payload: Any) -> None:
+        heapq.heappush(self._events, (at, kind, next(self._sequence), kind, payload))
+
+    def run(self) -> Timeline:
+        """Replay until every job has finished (or can never start), or ``until``."""
+        for position, job in enumerate(self.workload.jobs):
+            heapq.heappush(self._events, (job.submit, _ARRIVAL, position, _ARRIVAL, job.uid))
+        while self._events:
+            at, _, _, kind, payload = heapq.heappop(self._events)
+            if self.until is not None and at > self.until:
+                break
+            self.cache.now = max(self.now, at)
+            if kind == _ARRIVAL:
+                self._arrive(payload)
+            elif kind == _COMPLETION:
+                if not self._complete(*payload):
+                    continue  # a run that an eviction already ended
+            elif kind == _EVICTED:
+                self._evicted(payload)
+            if self.schedule_period is None:
+                self._schedule()
+            elif kind == _TICK:
+                self._tick_due = False
+                self._schedule()
+            elif not self._tick_due:
+                self._tick_due = True
+                period = self.schedule_period
+                self._push((self.now // period + 1) * period, _TICK, None)
+        self.timeline.close(self.now, self.cache, self._waiting)
+        return self.timeline
+
+    # -- what happens to jobs -------------------------------------------------------------
+
+    def _arrive(self, uid: str) -> None:
+        job = self._jobs[uid].arrive()
+        self.cache.add_job(job)
+        self._waiting.add(uid)
+        self.timeline.arrived(uid, self.now)
+
+    def _complete(self, uid: str, generation: int, tasks: tuple[str, ...]) -> bool:
+        running = self._running.get(uid)
+        if running is None or running.generation != generation:
+            return False
+        for task in tasks:
+            self.cache.task_ended(uid, task)
+            running.tasks.discard(task)
+            self.timeline.released(uid, task, self.now, self.cache)
+        job = self.cache.jobs[uid]
+        if all(task.status in _ENDED for task in job.tasks.values()):
+            del self._running[uid]
+            self.cache.delete_job(uid)
+            self.timeline.finished(uid, self.now)
+            if self.progress is not None:
+                self.progress(self.timeline.finished_count, len(self.workload.jobs))
+        return True
+
+    def _evicted(self, victims: tuple[tuple[str, str], ...]) -> None:
+        restart_whole = {uid for uid, _ in victims if self._jobs[uid].restart == RESTART_GANG}
+        for uid, task in victims:
+            if uid not in restart_whole:
+                self._recreate(uid, task)
+        for uid in restart_whole:
+            job = self.cache.jobs[uid]
+            for member in list(job.tasks.values()):
+                if member.status not in _ENDED and member.status is not TaskStatus.PENDING:
+                    self._recreate(uid, member.uid)
+        for uid, _ in victims:
+            self.timeline.evicted(uid, self.now)
+
+    def _recreate(self, uid: str, task: str) -> None:
+        running = self._running.get(uid)
+        if running is not None and task in running.tasks:
+            running.tasks.discard(task)
+            running.generation += 1  # the completions scheduled for this run are void
+            self._reschedule(uid, running)
+        self.cache.task_recreated(uid, task)
+        self.timeline.released(uid, task, self.now, self.cache)
+        self._waiting.add(uid)
+
+    def _reschedule(self, uid: str, running: _Running) -> None:
+        """Schedule again the completions of the job's tasks that still run."""
+        job = self.cache.jobs[uid]
+        ends: dict[float, list[str]] = {}
+        for task in running.tasks:
+            start = job.tasks[task].start_time or self.now
+            ends.setdefault(start + self._jobs[uid].run_times[task], []).append(task)
+        for end, tasks in sorted(ends.items()):
+            self._push(end, _COMPLETION, (uid, running.generation, tuple(sorted(tasks))))
+
+    # -- sessions -----------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        if not self._waiting:
+            return
+        self.scheduler.run_once()
+        self.sessions += 1
+        self._start_bound_tasks()
+        self._take_evictions()
+
+    def _start_bound_tasks(self) -> None:
+        binds = self.cache.binds
+        if self._binds_seen == len(binds):
+            return
+        started: dict[str, list[str]] = {}
+        for bind in binds[self._binds_seen:]:
+            job_uid = self._job_of_task[bind.task]
+            started.setdefault(job_uid, []).append(bind.task)
+        self._binds_seen = len(binds)
+        now = self.now
+        for uid, tasks in started.items():
+            running = self._running.setdefault(uid, _Running())
+            ends: dict[float, list[str]] = {}
+            for task in tasks:
+                self.cache.task_started(uid, task, at=now)
+                running.tasks.add(task)
+                ends.setdefault(now + self._jobs[uid].run_times[task], []).append(task)
+                self.timeline.placed(uid, task, now, self.cache)
+            for end, ending in sorted(ends.items()):
+                self._push(end, _COMPLETION, (uid, running.generation, tuple(ending)))
+            job = self.cache.jobs[uid]
+            if not job.tasks_in(TaskStatus.PENDING):
+                self._waiting.discard(uid)
+            self.timeline.started(uid, now)
+
+    def _take_evictions(self) -> None:
+        evictions = self.cache.evictions
+        if self._evictions_seen == len(evictions):
+            return
+        victims = tuple(
+            (self._job_of_task[eviction.task], eviction.task)
+            for eviction in evictions[self._evictions_seen:]
+        )
+        self._evictions_seen = len(evictions)
+        self._push(self.now, _EVICTED, victims)
+
+
+def simulate(
+    workload: Workload,
+    configuration: SchedulerConfiguration | None = None,
+    **options: Any,
+) -> Timeline:
+    """Replay ``workload`` under ``configuration`` and return its timeline
+    (see :class:`Simulator` for the options)."""
+    return Simulator(workload, configuration, **options).run()

@@ -1,0 +1,184 @@
+"""The Standard Workload Format (Parallel Workloads Archive) as a workload.
+
+A line is one job of 18 whitespace-separated fields; lines starting with ``;``
+are header comments, of which ``MaxNodes`` and ``MaxProcs`` describe the
+machine. The reading follows the archive's conventions as RLScheduler's
+reference simulator applies them (DIR-LAB/deep-batch-scheduler, ``job.py``),
+so that published results replay exactly:
+
+* processors: the larger of "allocated" (field 5) and "requested" (field 8);
+* requested time: field 9, or the run time when it is -1 (read before the run
+  time's own fix); a negative run time becomes 10 s; a job that ran 0 s is
+  dropped; jobs are taken in job-number order;
+* a job asking no processor at all is dropped (and reported).
+
+The cluster is ``MaxNodes`` nodes of ``MaxProcs / MaxNodes`` cpu each (when
+``MaxProcs`` is absent it equals ``MaxNodes``). A job of P processors becomes a
+gang of ceil(P / cpu-per-node) tasks, each asking one whole node's cpu, with
+the requested time in its ``batchsched.io/requested-runtime`` annotation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+
+from batchsched.api.job import REQUESTED_RUNTIME_ANNOTATION, JobInfo, PodGroup
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import Resource
+from batchsched.api.task import TaskInfo
+from batchsched.errors import WorkloadError
+from batchsched.simulation.workload import Skipped, Workload, WorkloadJob
+
+__all__ = ["NAMESPACE", "SwfJob", "read_swf", "swf_workload"]
+
+NAMESPACE = "swf"
+_FIELDS = 18
+_HEADER = re.compile(r"^;\s*(\w+)\s*:\s*(.*?)\s*$")
+#: What each of the fields read here means, for error messages (1-based as in the format).
+_FIELD_NAMES = {1: "job number", 2: "submit time", 4: "run time", 5: "allocated processors",
+                8: "requested processors", 9: "requested time"}
+
+
+@attrs.frozen
+class SwfJob:
+    """One job line, as read (times in seconds)."""
+
+    job_id: int
+    submit: int
+    run_time: int
+    procs: int
+    requested_time: int
+    line: int
+
+
+def _number(text: str, field: int, source: str, line: int) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise WorkloadError(
+                f"field {field} ({_FIELD_NAMES.get(field, 'unused')}) {text!r} is not a number",
+                source=source, line=line,
+            ) from None
+        return int(value)
+
+
+def read_swf(
+    path: str | Path, *, text: str | None = None
+) -> tuple[list[SwfJob], dict[str, str], list[Skipped]]:
+    """The jobs of an SWF file (in job-number order), its header, and what was dropped.
+
+    ``text`` replaces the file's content (for tests and in-memory traces).
+    """
+    source = Path(path).name
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="strict")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise WorkloadError(f"cannot read: {exc}", source=source) from exc
+    header: dict[str, str] = {}
+    jobs: list[SwfJob] = []
+    dropped: list[Skipped] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith(";"):
+            match = _HEADER.match(line)
+            if match:
+                header[match[1]] = match[2]
+            continue
+        fields = line.split()
+        if len(fields) != _FIELDS:
+            raise WorkloadError(f"a job line has {_FIELDS} fields, this one {len(fields)}",
+                                source=source, line=number)
+        value = [_number(fields[i - 1], i, source, number) if i in _FIELD_NAMES else 0
+                 for i in range(1, _FIELDS + 1)]
+        job_id, submit, run = value[0], value[1], value[3]
+        procs = max(value[4], value[7])
+        requested = value[8] if value[8] != -1 else run
+        if run < 0:
+            run = 10
+        origin = f"{source}:{number}"
+        if run == 0:
+            dropped.append(Skipped(f"{NAMESPACE}/job {job_id}", origin, "it ran 0 s"))
+            continue
+        if procs <= 0:
+            dropped.append(Skipped(f"{NAMESPACE}/job {job_id}", origin, "it asks no processor"))
+            continue
+        jobs.append(SwfJob(job_id, submit, run, procs, requested, number))
+    jobs.sort(key=lambda job: job.job_id)
+    return jobs, header, dropped
+
+
+def _header_int(header: dict[str, str], key: str, source: str) -> int | None:
+    raw = header.get(key)
+    if raw is None:
+        return None
+    try:
+        value = int(float(raw))
+    except ValueError:
+        raise WorkloadError(f"header {key}: {raw!r} is not a number", source=source) from None
+    if value <= 0:
+        raise WorkloadError(f"header {key}: {raw!r} must be positive", source=source)
+    return value
+
+
+def _job_name(job_id: int, width: int) -> str:
+    return f"job-{job_id:0{width}d}"
+
+
+def swf_workload(path: str | Path, *, text: str | None = None,
+                 nodes: Iterable[NodeInfo] | None = None) -> Workload:
+    """Read an SWF trace as a :class:`~batchsched.simulation.workload.Workload`.
+
+    ``nodes`` replaces the cluster the header describes (tasks then ask the
+    header's cpu per node all the same, so that P processors stay P).
+    """
+    source = Path(path).name
+    jobs, header, dropped = read_swf(path, text=text)
+    max_nodes = _header_int(header, "MaxNodes", source)
+    max_procs = _header_int(header, "MaxProcs", source)
+    if max_nodes is None and max_procs is None:
+        raise WorkloadError("the header gives neither MaxNodes nor MaxProcs", source=source)
+    max_nodes = max_nodes or max_procs
+    max_procs = max_procs or max_nodes
+    assert max_nodes is not None and max_procs is not None
+    per_node = max_procs / max_nodes
+    cluster = tuple(nodes) if nodes is not None else tuple(
+        NodeInfo.create(f"node-{i:0{len(str(max_nodes - 1))}d}",
+                        Resource.from_mapping({"cpu": per_node, "pods": 110}))
+        for i in range(max_nodes)
+    )
+    width = len(str(max((job.job_id for job in jobs), default=0)))
+    request = Resource.from_mapping({"cpu": per_node})
+    workload_jobs = []
+    for job in jobs:
+        name = _job_name(job.job_id, width)
+        podgroup = PodGroup(
+            name=name, namespace=NAMESPACE, min_member=math.ceil(job.procs / per_node),
+            annotations={REQUESTED_RUNTIME_ANNOTATION: str(job.requested_time)},
+            creation_time=float(job.submit),
+        )
+        tasks = [
+            TaskInfo.create(NAMESPACE, f"{name}-{k}", podgroup.uid, request,
+                            creation_time=float(job.submit))
+            for k in range(podgroup.min_member)
+        ]
+        prototype = JobInfo.from_podgroup(podgroup, tasks=tasks)
+        workload_jobs.append(WorkloadJob(
+            prototype=prototype, submit=float(job.submit),
+            run_times={task.uid: float(job.run_time) for task in tasks},
+            origin=f"{source}:{job.line}",
+        ))
+    return Workload(name=source, nodes=cluster, jobs=tuple(workload_jobs),
+                    skipped=tuple(dropped))

@@ -1,0 +1,210 @@
+"""What happened during a replay, and the metrics read off it.
+
+A :class:`Timeline` records, per job, when it arrived, started (each run) and
+ended, and, over time, what every queue held. The metrics are the batch
+scheduling literature's:
+
+* wait = start of the job's last run - submit; response = end - submit;
+* bounded slowdown = max(1, (wait + run) / max(run, 10)), run being the job's
+  real run time (the longest task's);
+* utilisation = allocated cpu integrated over time / (cluster cpu x makespan),
+  makespan being the first arrival to the last end; per resource as well;
+* per-queue share = the queue's time-averaged share of the cluster's cpu;
+  Jain's fairness index over the queues' shares divided by their weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from batchsched.api.resource import CPU, Resource
+
+if TYPE_CHECKING:
+    from batchsched.cache.memory import MemoryCache
+    from batchsched.simulation.workload import Workload
+
+__all__ = ["BOUNDED_SLOWDOWN_THRESHOLD", "JobRecord", "Timeline", "bounded_slowdown", "jain"]
+
+#: Run times below this count as this in bounded slowdown (the usual 10 s).
+BOUNDED_SLOWDOWN_THRESHOLD = 10.0
+
+
+def bounded_slowdown(wait: float, run: float) -> float:
+    """max(1, (wait + run) / max(run, 10)).
+
+    >>> bounded_slowdown(90.0, 10.0), bounded_slowdown(0.0, 1.0)
+    (10.0, 1.0)
+    """
+    return max(1.0, (wait + run) / max(run, BOUNDED_SLOWDOWN_THRESHOLD))
+
+
+def jain(values: Iterable[float]) -> float:
+    """Jain's fairness index: 1 when all values are equal, 1/n when one has everything.
+
+    >>> jain([1.0, 1.0]), jain([1.0, 0.0])
+    (1.0, 0.5)
+    """
+    xs = list(values)
+    squares = sum(x * x for x in xs)
+    if not xs or squares == 0:
+        return 1.0
+    return sum(xs) ** 2 / (len(xs) * squares)
+
+
+@attrs.define
+class JobRecord:
+    """One job's life in the replay (times in seconds, as in the trace)."""
+
+    uid: str
+    queue: str
+    submit: float
+    run_time: float
+    origin: str = ""
+    first_start: float | None = None
+    start: float | None = None
+    end: float | None = None
+    restarts: int = 0
+
+    @property
+    def wait(self) -> float | None:
+        return None if self.start is None else self.start - self.submit
+
+    @property
+    def response(self) -> float | None:
+        return None if self.end is None else self.end - self.submit
+
+    @property
+    def bounded_slowdown(self) -> float | None:
+        wait = self.wait
+        return None if wait is None or self.end is None else bounded_slowdown(wait, self.run_time)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job": self.uid, "queue": self.queue, "submit": self.submit,
+                "start": self.start, "end": self.end, "boundedSlowdown": self.bounded_slowdown,
+                "wait": self.wait, "restarts": self.restarts}
+
+
+class Timeline:
+    """Records a replay (fed by the simulator) and computes its metrics."""
+
+    def __init__(self, workload: Workload, start: float) -> None:
+        self.start = start
+        self.end = start
+        self.capacity: Resource = workload.capacity()
+        self.jobs: dict[str, JobRecord] = {
+            job.uid: JobRecord(job.uid, job.prototype.queue, job.submit, job.run_time,
+                               job.origin)
+            for job in workload.jobs
+        }
+        self.queue_weights = {queue.name: queue.weight for queue in workload.queues}
+        self.finished_count = 0
+        self.never_started: list[str] = []
+        #: Allocated resources right now, per queue, and the integral so far.
+        self._held: dict[str, Resource] = {}
+        self._held_seconds: dict[str, dict[str, float]] = {}
+        self._last = start
+        #: (time, allocated cpu in cores) at each change: utilisation over time.
+        self.usage: list[tuple[float, float]] = [(start, 0.0)]
+
+    # -- fed by the simulator -----------------------------------------------------------
+
+    def arrived(self, uid: str, now: float) -> None:
+        self._advance(now)
+
+    def placed(self, uid: str, task: str, now: float, cache: MemoryCache) -> None:
+        self._advance(now)
+        request = cache.jobs[uid].tasks[task].resreq
+        self._held.setdefault(self.jobs[uid].queue, Resource()).add(request)
+        self._note_usage(now)
+
+    def released(self, uid: str, task: str, now: float, cache: MemoryCache) -> None:
+        self._advance(now)
+        request = cache.jobs[uid].tasks[task].resreq
+        self._held[self.jobs[uid].queue].sub_unchecked(request)
+        self._note_usage(now)
+
+    def started(self, uid: str, now: float) -> None:
+        record = self.jobs[uid]
+        if record.first_start is None:
+            record.first_start = now
+        record.start = now
+
+    def evicted(self, uid: str, now: float) -> None:
+        record = self.jobs[uid]
+        if record.start is not None and record.end is None:
+            record.restarts += 1
+
+    def finished(self, uid: str, now: float) -> None:
+        self.jobs[uid].end = now
+        self.finished_count += 1
+        self.end = max(self.end, now)
+
+    def close(self, now: float, cache: MemoryCache, waiting: Iterable[str]) -> None:
+        self._advance(now)
+        self.end = max(self.end, now)
+        self.never_started = sorted(uid for uid in waiting if self.jobs[uid].start is None)
+
+    def _advance(self, now: float) -> None:
+        elapsed = now - self._last
+        if elapsed > 0:
+            for queue, held in self._held.items():
+                seconds = self._held_seconds.setdefault(queue, {})
+                for name in held.names():
+                    seconds[name] = seconds.get(name, 0.0) + held.get(name) * elapsed
+            self._last = now
+
+    def _note_usage(self, now: float) -> None:
+        cores = sum(held.get(CPU) for held in self._held.values()) / 1000.0
+        if self.usage[-1][0] == now:
+            self.usage[-1] = (now, cores)
+        else:
+            self.usage.append((now, cores))
+
+    # -- metrics ------------------------------------------------------------------------
+
+    def finished_jobs(self) -> list[JobRecord]:
+        return [record for record in self.jobs.values() if record.end is not None]
+
+    def metrics(self) -> dict[str, Any]:
+        done = self.finished_jobs()
+        makespan = self.end - self.start
+        slowdowns = [record.bounded_slowdown or 1.0 for record in done]
+        utilization: dict[str, float] = {}
+        for name in self.capacity.names():
+            capacity = self.capacity.get(name)
+            if capacity <= 0 or makespan <= 0:
+                continue
+            used = sum(seconds.get(name, 0.0) for seconds in self._held_seconds.values())
+            utilization[name] = used / (capacity * makespan)
+        shares = self.queue_shares()
+        weighted = [share / self.queue_weights.get(queue, 1) for queue, share in shares.items()]
+        return {
+            "averageBoundedSlowdown": _mean(slowdowns),
+            "averageWait": _mean([record.wait or 0.0 for record in done]),
+            "averageResponse": _mean([record.response or 0.0 for record in done]),
+            "makespan": makespan,
+            "utilization": utilization.get(CPU, 0.0),
+            "utilizationByResource": utilization,
+            "finishedJobs": len(done),
+            "neverStarted": len(self.never_started),
+            "restarts": sum(record.restarts for record in self.jobs.values()),
+            "queueShare": shares,
+            "jainFairness": jain(weighted),
+        }
+
+    def queue_shares(self) -> dict[str, float]:
+        """Each queue's time-averaged share of the cluster's cpu."""
+        makespan = self.end - self.start
+        capacity = self.capacity.get(CPU)
+        if makespan <= 0 or capacity <= 0:
+            return {}
+        return {queue: seconds.get(CPU, 0.0) / (capacity * makespan)
+                for queue, seconds in sorted(self._held_seconds.items())}
+
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0

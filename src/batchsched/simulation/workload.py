@@ -1,0 +1,118 @@
+"""A workload: a cluster and jobs that arrive over time, with how long their tasks run.
+
+Jobs are ordinary :class:`~batchsched.api.job.JobInfo` pod groups (tasks
+Pending), kept as prototypes: each replay takes a fresh copy when the job
+arrives, so one workload can be replayed under many configurations. What the
+scheduler may know of the future is what a real user tells it: the job's
+``batchsched.io/requested-runtime`` annotation (the time limit). The real run
+time of each task is known only to the simulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from batchsched.api.cluster import PriorityClass
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.queue import QueueInfo
+from batchsched.api.resource import Resource
+
+__all__ = ["RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob"]
+
+#: An evicted member makes the whole gang start again (MPI-style; the default).
+RESTART_GANG = "gang"
+#: Only the evicted tasks start again (Spark-style executors).
+RESTART_TASK = "task"
+
+
+@attrs.frozen
+class WorkloadJob:
+    """One job of a workload: a pod group whose tasks all arrive at ``submit``."""
+
+    prototype: JobInfo
+    submit: float
+    #: Real run time of each task, in seconds, by task uid.
+    run_times: Mapping[str, float]
+    restart: str = RESTART_GANG
+    #: Where the job came from (``file:line``), for reports.
+    origin: str = ""
+
+    @property
+    def uid(self) -> str:
+        return self.prototype.uid
+
+    @property
+    def run_time(self) -> float:
+        """The longest task's run time: how long the job runs once all its tasks run."""
+        return max(self.run_times.values(), default=0.0)
+
+    def arrive(self) -> JobInfo:
+        """A fresh copy of the job, as it enters the cluster."""
+        return self.prototype.clone()
+
+
+@attrs.frozen
+class Skipped:
+    """A job left out of a replay, and why (for example: larger than the cluster)."""
+
+    job: str
+    origin: str
+    reason: str
+
+
+@attrs.frozen
+class Workload:
+    """A cluster (nodes, queues, priority classes) and the jobs that arrive on it, in
+    trace order (a job arrives at its submit time; equal times keep trace order)."""
+
+    name: str
+    nodes: tuple[NodeInfo, ...]
+    jobs: tuple[WorkloadJob, ...]
+    queues: tuple[QueueInfo, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+
+    def window(self, first: int = 0, count: int | None = None) -> Workload:
+        """The jobs at positions ``first`` .. ``first + count - 1`` (0-based, in
+        trace order), on the same cluster."""
+        if first < 0 or (count is not None and count < 0):
+            raise ValueError(f"a window needs a start and a length >= 0, not {first}, {count}")
+        end = len(self.jobs) if count is None else first + count
+        return attrs.evolve(self, jobs=self.jobs[first:end])
+
+    def capacity(self) -> Resource:
+        """The cluster's total allocatable resources."""
+        total = Resource()
+        for node in self.nodes:
+            total.add(node.allocatable)
+        return total
+
+    def without_oversized(self) -> Workload:
+        """The workload less the jobs that could never start on this cluster: a task
+        larger than every node, or a gang larger than the whole cluster."""
+        capacity = self.capacity()
+        kept: list[WorkloadJob] = []
+        skipped = list(self.skipped)
+        for job in self.jobs:
+            reason = _never_fits(job.prototype, self.nodes, capacity)
+            if reason is None:
+                kept.append(job)
+            else:
+                skipped.append(Skipped(job.uid, job.origin, reason))
+        return attrs.evolve(self, jobs=tuple(kept), skipped=tuple(skipped))
+
+
+def _never_fits(job: JobInfo, nodes: Sequence[NodeInfo], capacity: Resource) -> str | None:
+    for task in job.tasks.values():
+        if not any(task.resreq.less_equal(node.allocatable) for node in nodes):
+            return f"task {task.name} asks {task.resreq}, more than any node has"
+    need = Resource()
+    minimum = sorted(job.tasks.values(), key=lambda task: task.uid)[: max(job.min_available, 1)]
+    for task in minimum:
+        need.add(task.resreq)
+    if not need.less_equal(capacity):
+        return f"its gang asks {need}, more than the cluster's {capacity}"
+    return None
