@@ -40,6 +40,7 @@ Arguments (``configurations: - name: allocate``): ``predicateErrorCacheEnable``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from batchsched.actions.placement import NodeSelector
@@ -76,7 +77,7 @@ class AllocateAction(SelectorAction):
 
     def execute(self, ssn: Session) -> None:
         """Run the allocate rounds over the session until no queue has work left."""
-        run = _AllocateRun(ssn, self.new_selector(ssn))
+        run = _AllocateRun(ssn, lambda: self.new_selector(ssn))
         run.run()
         record_unplaced_events(ssn, run.considered)
 
@@ -84,9 +85,10 @@ class AllocateAction(SelectorAction):
 class _AllocateRun:
     """One execution of the action: the queues, jobs and task lists it works through."""
 
-    def __init__(self, ssn: Session, selector: NodeSelector) -> None:
+    def __init__(self, ssn: Session, selector: Callable[[], NodeSelector]) -> None:
         self.ssn = ssn
-        self.selector = selector
+        self._new_selector = selector
+        self._selector: NodeSelector | None = None
         self.queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         self.jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         self.tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -98,7 +100,7 @@ class _AllocateRun:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
         # Read once for the whole loop (one turn per job of the session).
-        task_order, job_order = ssn.task_order_total, ssn.job_order_total
+        job_order = ssn.job_order_total
         queues, jobs_by_queue = ssn.queues, self.jobs_by_queue
         pending = TaskStatus.PENDING
         for job in ssn.jobs.values():
@@ -113,20 +115,34 @@ class _AllocateRun:
             queue = queues.get(job.queue)
             if queue is None:
                 continue
-            tasks = PriorityQueue.by_comparison(task_order)
-            for task in job.tasks_in(pending).values():
-                if task.resreq.is_empty():
-                    continue  # best-effort: backfill's business
-                tasks.push(task)
-            if not tasks:
-                continue
+            if all(task.resreq.is_empty() for task in job.tasks_in(pending).values()):
+                continue  # nothing to place here: best-effort tasks are backfill's business
             jobs = jobs_by_queue.get(job.queue)
             if jobs is None:
                 jobs = jobs_by_queue[job.queue] = PriorityQueue.by_comparison(job_order)
                 self.queues.push(queue)
             jobs.push(job)
-            self.tasks_by_job[job.uid] = tasks
             self.considered.append(job)
+
+    @property
+    def selector(self) -> NodeSelector:
+        """The node selector, built when the first task needs a node (a session whose
+        jobs all wait never builds the node columns)."""
+        if self._selector is None:
+            self._selector = self._new_selector()
+        return self._selector
+
+    def tasks_of(self, job: JobInfo) -> PriorityQueue[TaskInfo]:
+        """The job's pending tasks to place, in task order: built when the job's first
+        round comes (a job whose turn never comes costs nothing), then kept."""
+        tasks = self.tasks_by_job.get(job.uid)
+        if tasks is None:
+            tasks = PriorityQueue.by_comparison(self.ssn.task_order_total)
+            for task in job.tasks_in(TaskStatus.PENDING).values():
+                if not task.resreq.is_empty():
+                    tasks.push(task)
+            self.tasks_by_job[job.uid] = tasks
+        return tasks
 
     def run(self) -> None:
         ssn = self.ssn
@@ -138,7 +154,7 @@ class _AllocateRun:
             if not jobs:
                 continue
             job = jobs.pop()
-            tasks = self.tasks_by_job[job.uid]
+            tasks = self.tasks_of(job)
             if self.allocate_job(queue, job, tasks) and tasks:
                 jobs.push(job)
             self.queues.push(queue)

@@ -71,7 +71,7 @@ class EasyBackfillAction(SelectorAction):
         blocked: dict[str, str] = ssn.extra.get(BLOCKED_KEY, {})
         if not blocked:
             return
-        run = _AllocateRun(ssn, self.new_selector(ssn))
+        run = _AllocateRun(ssn, lambda: self.new_selector(ssn))
         for queue_name, head_uid in blocked.items():
             head = ssn.jobs.get(head_uid)
             queue = ssn.queues.get(queue_name)
@@ -91,7 +91,7 @@ class EasyBackfillAction(SelectorAction):
         queue = ssn.queues[queue_name]
         now = ssn.now
         for job in candidates:
-            tasks = run.tasks_by_job.get(job.uid)
+            tasks = run.tasks_of(job)
             if not tasks:
                 continue
             requested = job.requested_runtime

@@ -24,6 +24,7 @@ Arguments (``configurations: - name: strict-allocate``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from batchsched.actions.allocate import AllocateAction, _AllocateRun, record_unplaced_events
@@ -55,19 +56,23 @@ class StrictAllocateAction(AllocateAction):
 
     def execute(self, ssn: Session) -> None:
         held = self.held if self.hold_blocked_head else {}
-        run = _StrictRun(ssn, self.new_selector(ssn), held)
+        run = _StrictRun(ssn, lambda: self.new_selector(ssn), held)
         run.run()
         if self.hold_blocked_head:
             self.held = dict(run.blocked)
         ssn.extra[BLOCKED_KEY] = dict(run.blocked)
-        record_unplaced_events(ssn, run.considered)
+        # Jobs behind a blocked head were never tried: they have no reason to report.
+        record_unplaced_events(ssn, run.tried)
 
 
 class _StrictRun(_AllocateRun):
-    def __init__(self, ssn: Session, selector: NodeSelector, held: dict[str, str]) -> None:
+    def __init__(
+        self, ssn: Session, selector: Callable[[], NodeSelector], held: dict[str, str]
+    ) -> None:
         super().__init__(ssn, selector)
         self.held = dict(held)
         self.blocked: dict[str, str] = {}
+        self.tried: list[JobInfo] = []
         self._free: Resource | None = None
 
     def run(self) -> None:
@@ -81,7 +86,8 @@ class _StrictRun(_AllocateRun):
             job = self._next_job(queue.name, done)
             if job is None or jobs is None:
                 continue
-            tasks = self.tasks_by_job[job.uid]
+            tasks = self.tasks_of(job)
+            self.tried.append(job)
             if not self._may_fit(job) or not self.allocate_job(queue, job, tasks):
                 self.blocked[queue.name] = job.uid
                 continue  # the queue is blocked: it is not pushed back
@@ -94,8 +100,10 @@ class _StrictRun(_AllocateRun):
 
     def _next_job(self, queue: str, done: set[str]) -> JobInfo | None:
         held = self.held.pop(queue, None)
-        if held is not None and held in self.tasks_by_job and held not in done:
-            return self.ssn.jobs[held]
+        if held is not None and held not in done:
+            job = self.ssn.jobs.get(held)
+            if job is not None and any(job is considered for considered in self.considered):
+                return job
         jobs = self.jobs_by_queue.get(queue)
         while jobs:
             job = jobs.pop()

@@ -111,6 +111,9 @@ class JobInfo:
     nodes_fit_errors: dict[str, FitErrors] = attrs.field(factory=dict)
     job_fit_errors: str = ""
     extra: dict[str, Any] = attrs.field(factory=dict)
+    #: How many times a task was added, deleted or moved to another status: a job whose
+    #: count has not moved holds the same tasks in the same states.
+    mutations: int = 0
     # Per status, tasks per role; and pending tasks that need nothing to start, per role.
     # Kept by add_task/delete_task so that gang's per-role checks cost O(roles), not
     # O(tasks), however large the job.
@@ -154,6 +157,7 @@ class JobInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """Volcano's ``AddTaskInfo``."""
+        self.mutations += 1
         self.tasks[task.uid] = task
         index = self.task_status_index.get(task.status)
         if index is None:
@@ -208,6 +212,7 @@ class JobInfo:
         held = self.tasks.pop(task.uid, None)
         if held is None:
             return
+        self.mutations += 1
         self.total_request.sub_unchecked(held.resreq)
         if held.status in ALLOCATED_STATUSES:
             self.allocated.sub_unchecked(held.resreq)
@@ -220,6 +225,7 @@ class JobInfo:
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move a task to another status, keeping every index exact."""
+        self.mutations += 1
         uid = task.uid
         tasks = self.tasks
         if tasks.get(uid) is not task:
@@ -266,13 +272,23 @@ class JobInfo:
             task_min_available=dict(self.task_min_available),
             tasks={},
             task_status_index={},
-            allocated=Resource(),
-            total_request=Resource(),
+            allocated=self.allocated.clone(),
+            total_request=self.total_request.clone(),
             nodes_fit_errors={},
             extra=dict(self.extra),
         )
-        for task in self.tasks.values():
-            twin.add_task(task.clone())
+        # The indexes are copied, not rebuilt task by task: the copy is exactly the
+        # state add_task would have built (check_invariants agrees), for less.
+        tasks = {uid: task.clone() for uid, task in self.tasks.items()}
+        twin.tasks = tasks
+        twin.task_status_index = {
+            status: {uid: tasks[uid] for uid in index}
+            for status, index in self.task_status_index.items()
+        }
+        twin._role_counts = {status: dict(counts) for status, counts in self._role_counts.items()}
+        twin._empty_pending_roles = dict(self._empty_pending_roles)
+        twin._pending_best_effort = self._pending_best_effort
+        twin._ready = self._ready
         return twin
 
     # -- counts (seed 000 §4.6) -----------------------------------------------------
@@ -420,8 +436,8 @@ class JobInfo:
         ready = "pod group is ready" if self.is_ready() else "pod group is not ready"
         message = f"{ready}, {', '.join(sorted([f'{n} {k}' for k, n in histogram.items()]))}"
         pending_reasons: dict[str, int] = {}
-        for uid in self.tasks_in(_PENDING):
-            reason = self._scheduling_reason(uid)
+        for task in self.tasks_in(_PENDING).values():
+            reason = _reason_of(task)
             pending_reasons[reason] = pending_reasons.get(reason, 0) + 1
         if pending_reasons:
             parts = sorted(f"{n} {k}" for k, n in pending_reasons.items())
@@ -461,14 +477,7 @@ class JobInfo:
         """The reason of :meth:`task_scheduling_reason` alone, without building the
         message (:meth:`fit_error` counts the reasons of every pending task)."""
         task = self.tasks.get(task_uid)
-        if task is None:
-            return ""
-        status = (task.last_transaction or task.transaction).status
-        if status == TaskStatus.ALLOCATED:
-            return "Schedulable"
-        if status in (_PIPELINED, _PENDING):
-            return "Unschedulable"
-        return _STATUS_NAMES[status]
+        return "" if task is None else _reason_of(task)
 
     def check_invariants(self) -> None:
         """Raise AssertionError unless every index and sum matches the tasks."""
@@ -525,6 +534,17 @@ def _job_waiting_time(annotations: Mapping[str, str]) -> float | None:
             if seconds is not None:
                 return seconds
     return None
+
+
+def _reason_of(task: TaskInfo) -> str:
+    """The scheduling reason of a task, from its last transaction (else its status)."""
+    context = task.last_transaction
+    status = task.status if context is None else context.status
+    if status == TaskStatus.ALLOCATED:
+        return "Schedulable"
+    if status in (_PIPELINED, _PENDING):
+        return "Unschedulable"
+    return _STATUS_NAMES[status]
 
 
 def requested_runtime_of(annotations: Mapping[str, str]) -> float | None:

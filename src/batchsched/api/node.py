@@ -60,6 +60,9 @@ class NodeInfo:
     images: dict[str, int] = attrs.field(factory=dict)
     tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
     on_change: Callable[[NodeInfo], None] | None = None
+    #: How many times a task was added, removed or re-accounted here: an object whose
+    #: count has not moved holds the same tasks in the same states.
+    mutations: int = 0
 
     @classmethod
     def create(
@@ -119,6 +122,7 @@ class NodeInfo:
             )
         if task.uid in self.tasks:
             raise SchedulingError(f"task {task.uid} is already on node {self.name}")
+        self.mutations += 1
         held = task.clone()
         req = held.resreq
         if held.status == _PIPELINED:
@@ -139,6 +143,7 @@ class NodeInfo:
         held = self.tasks.pop(task.uid, None)
         if held is None:
             return
+        self.mutations += 1
         req = held.resreq
         if held.status == _PIPELINED:
             self.pipelined.sub_unchecked(req)
@@ -157,6 +162,7 @@ class NodeInfo:
         task's accounting (Allocated to Binding, say) usually leaves every figure
         as it was, and watchers need not re-read the node.
         """
+        self.mutations += 1
         held = self.tasks.get(task.uid)
         if (held is not None and held.status not in _OWN_FIGURE
                 and task.status not in _OWN_FIGURE

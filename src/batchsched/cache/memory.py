@@ -51,10 +51,26 @@ class MemoryCache:
     valid instant); by default each session reads the real time. ``binder``
     (optional) decides whether a bind succeeds, to model a host whose binds can
     fail: a refused bind changes nothing here, and the session returns the task to
-    Pending.
+    Pending. ``keep_events=False`` drops recorded events (a long replay makes many).
+
+    ``incremental_snapshots=True`` makes :meth:`snapshot` hand out again the copy
+    of a node or job from the previous snapshot when neither the cache nor the
+    session moved a task of it (their ``mutations`` counts tell), resetting what
+    a session writes besides task moves (the pod group, fit errors, ``extra``).
+    It is exact under two rules that the simulator keeps: change the cache's
+    objects only through its methods, and let plugins change session objects
+    only through statements (as the built-ins do). A copy handed out again is
+    the same object: a caller that keeps snapshots must not turn it on.
     """
 
-    def __init__(self, *, binder: Binder | None = None, now: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        binder: Binder | None = None,
+        now: float | None = None,
+        keep_events: bool = True,
+        incremental_snapshots: bool = False,
+    ) -> None:
         self.nodes: dict[str, NodeInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = {"default": QueueInfo("default")}
@@ -66,6 +82,12 @@ class MemoryCache:
         self.binds: list[Bind] = []
         self.evictions: list[Eviction] = []
         self.events: list[RecordedEvent] = []
+        self.keep_events = keep_events
+        self.incremental_snapshots = incremental_snapshots
+        # name or uid -> (the copy handed out, its original, the original's and the
+        # copy's mutation counts then): a copy both sides left alone is still exact.
+        self._node_twins: dict[str, tuple[NodeInfo, NodeInfo, int, int]] = {}
+        self._job_twins: dict[str, tuple[JobInfo, JobInfo, int, int]] = {}
 
     # -- cluster changes ---------------------------------------------------------------
 
@@ -106,6 +128,7 @@ class MemoryCache:
             self._place(task)
 
     def delete_job(self, uid: str) -> None:
+        self._job_twins.pop(uid, None)
         job = self.jobs.pop(uid, None)
         if job is None:
             return
@@ -200,7 +223,11 @@ class MemoryCache:
 
     def snapshot(self) -> ClusterInfo:
         """A deep copy for one session: Ready nodes only; jobs whose queue exists,
-        with their priority from their priority class (or the global default)."""
+        with their priority from their priority class (or the global default).
+
+        With ``incremental_snapshots``, a node or job that neither the cache nor
+        the last session changed is handed out again instead of copied anew (see
+        the class docstring)."""
         default_priority = next(
             (pc.value for pc in self.priority_classes.values() if pc.global_default), 0
         )
@@ -210,12 +237,12 @@ class MemoryCache:
                 log.warning("job %s: queue %r does not exist; left out of the session",
                             uid, job.queue)
                 continue
-            twin = job.clone()
+            twin = self._job_twin(job)
             pc = self.priority_classes.get(job.podgroup.priority_class_name)
             twin.priority = pc.value if pc is not None else default_priority
             jobs[uid] = twin
         return ClusterInfo(
-            nodes={n: node.clone() for n, node in self.nodes.items() if node.ready},
+            nodes={n: self._node_twin(node) for n, node in self.nodes.items() if node.ready},
             jobs=jobs,
             queues={q: queue.clone() for q, queue in self.queues.items()},
             priority_classes=dict(self.priority_classes),
@@ -223,6 +250,35 @@ class MemoryCache:
             resource_quotas=[attrs.evolve(q, used=q.used.clone()) for q in self.resource_quotas],
             now=self.now,
         )
+
+    def _job_twin(self, job: JobInfo) -> JobInfo:
+        if self.incremental_snapshots:
+            kept = self._job_twins.get(job.uid)
+            if (kept is not None and kept[1] is job and kept[2] == job.mutations
+                    and kept[0].mutations == kept[3]):
+                twin = kept[0]
+                # What a session writes besides task moves: its own verdicts and notes.
+                twin.podgroup = job.podgroup.clone()
+                twin.nodes_fit_errors = {}
+                twin.job_fit_errors = ""
+                twin.extra = dict(job.extra)
+                return twin
+        twin = job.clone()
+        if self.incremental_snapshots:
+            self._job_twins[job.uid] = (twin, job, job.mutations, twin.mutations)
+        return twin
+
+    def _node_twin(self, node: NodeInfo) -> NodeInfo:
+        if self.incremental_snapshots:
+            kept = self._node_twins.get(node.name)
+            if (kept is not None and kept[1] is node and kept[2] == node.mutations
+                    and kept[0].mutations == kept[3]):
+                kept[0].on_change = None
+                return kept[0]
+        twin = node.clone()
+        if self.incremental_snapshots:
+            self._node_twins[node.name] = (twin, node, node.mutations, twin.mutations)
+        return twin
 
     def bind(self, task: TaskInfo, node_name: str) -> bool:
         job = self.jobs.get(task.job)
@@ -261,4 +317,5 @@ class MemoryCache:
         mine.podgroup.conditions = list(job.podgroup.conditions)
 
     def record_event(self, event: RecordedEvent) -> None:
-        self.events.append(event)
+        if self.keep_events:
+            self.events.append(event)

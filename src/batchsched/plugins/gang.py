@@ -177,8 +177,8 @@ def unschedulable_message(job: JobInfo) -> str:
     """
     schedulable = job.ready_task_num()
     for task in job.tasks_in(TaskStatus.PENDING).values():
-        context = task.last_transaction or task.transaction
-        if context.status in ALLOCATED_STATUSES:
+        context = task.last_transaction  # without one, the task is simply Pending
+        if context is not None and context.status in ALLOCATED_STATUSES:
             schedulable += 1
     unready = job.min_available - schedulable
     return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"

@@ -58,7 +58,10 @@ class Simulator:
     """Replays ``workload`` under ``configuration`` (see the module docstring).
 
     ``until`` stops the clock (simulated seconds after the first arrival);
-    ``progress(done, total)`` is called as jobs finish.
+    ``progress(done, total)`` is called as jobs finish. Sessions copy only the
+    nodes and jobs that changed since the last one (``incremental_snapshots``,
+    see :class:`~batchsched.cache.MemoryCache`); turning it off decides the same,
+    slower.
     """
 
     def __init__(
@@ -70,6 +73,7 @@ class Simulator:
         schedule_period: float | None = None,
         until: float | None = None,
         progress: Progress | None = None,
+        incremental_snapshots: bool = True,
     ) -> None:
         if schedule_period is not None and schedule_period <= 0:
             raise ValueError(f"schedule_period must be positive, not {schedule_period}")
@@ -78,7 +82,8 @@ class Simulator:
         self.progress = progress
         self.start = min((job.submit for job in workload.jobs), default=0.0)
         self.until = None if until is None else self.start + until
-        self.cache = MemoryCache(now=self.start)
+        self.cache = MemoryCache(now=self.start, keep_events=False,
+                                 incremental_snapshots=incremental_snapshots)
         for node in workload.nodes:
             self.cache.add_node(node.clone())
         for queue in workload.queues:
