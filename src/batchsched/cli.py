@@ -7,7 +7,9 @@
 ``batchsched plugins``
     list discovered actions and plugins with the distribution providing each;
 ``batchsched conf validate FILE``
-    check a Volcano scheduler configuration.
+    check a Volcano scheduler configuration;
+``batchsched simulate WORKLOAD [...]``
+    replay a workload over time (see :mod:`batchsched.simulation.command`).
 
 Bad input is one line on stderr and exit code 2 (``--debug`` for a traceback).
 """
@@ -59,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     validate = conf_sub.add_parser("validate", help="check a Volcano scheduler configuration")
     validate.add_argument("file")
     validate.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    from batchsched.simulation import command as simulate_command
+
+    simulate = sub.add_parser("simulate", help="replay a workload over time through sessions")
+    simulate_command.add_arguments(simulate)
+    simulate.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -75,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args, sys.stdout)
         if args.command == "plugins":
             return _plugins(sys.stdout)
+        if args.command == "simulate":
+            from batchsched.simulation import command as simulate_command
+
+            return simulate_command.run(args, sys.stdout, sys.stderr)
         return _conf_validate(args, sys.stdout)
     except BatchSchedError as exc:
         if args.debug:

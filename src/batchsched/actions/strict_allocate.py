@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from batchsched.actions.allocate import AllocateAction, _AllocateRun, record_unplaced_events
 from batchsched.actions.placement import NodeSelector
 from batchsched.api.job import JobInfo
+from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
 from batchsched.framework.arguments import Arguments
@@ -70,10 +71,25 @@ class _StrictRun(_AllocateRun):
         self, ssn: Session, selector: Callable[[], NodeSelector], held: dict[str, str]
     ) -> None:
         super().__init__(ssn, selector)
-        self.held = dict(held)
         self.blocked: dict[str, str] = {}
         self.tried: list[JobInfo] = []
         self._free: Resource | None = None
+        # A held head is taken out of its queue's heap: it goes first, and the heap
+        # must not hold a job whose rank changes while it sits there.
+        self.held: dict[str, JobInfo] = {}
+        considered = {job.uid: job for job in self.considered}
+        for queue, uid in held.items():
+            job = considered.get(uid)
+            jobs = self.jobs_by_queue.get(queue)
+            if job is None or jobs is None:
+                continue
+            self.held[queue] = job
+            rest = PriorityQueue.by_comparison(self.ssn.job_order_total)
+            while jobs:
+                other = jobs.pop()
+                if other is not job:
+                    rest.push(other)
+            self.jobs_by_queue[queue] = rest
 
     def run(self) -> None:
         ssn = self.ssn
@@ -82,8 +98,8 @@ class _StrictRun(_AllocateRun):
             queue = self.queues.pop()
             if ssn.overused(queue):
                 continue
-            jobs = self.jobs_by_queue.get(queue.name)
             job = self._next_job(queue.name, done)
+            jobs = self.jobs_by_queue.get(queue.name)
             if job is None or jobs is None:
                 continue
             tasks = self.tasks_of(job)
@@ -100,10 +116,8 @@ class _StrictRun(_AllocateRun):
 
     def _next_job(self, queue: str, done: set[str]) -> JobInfo | None:
         held = self.held.pop(queue, None)
-        if held is not None and held not in done:
-            job = self.ssn.jobs.get(held)
-            if job is not None and any(job is considered for considered in self.considered):
-                return job
+        if held is not None:
+            return held
         jobs = self.jobs_by_queue.get(queue)
         while jobs:
             job = jobs.pop()

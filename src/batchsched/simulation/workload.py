@@ -61,6 +61,9 @@ class Skipped:
     job: str
     origin: str
     reason: str
+    #: True when the job could never start on the cluster (as opposed to a trace
+    #: line the format says to drop).
+    oversized: bool = False
 
 
 @attrs.frozen
@@ -101,7 +104,7 @@ class Workload:
             if reason is None:
                 kept.append(job)
             else:
-                skipped.append(Skipped(job.uid, job.origin, reason))
+                skipped.append(Skipped(job.uid, job.origin, reason, oversized=True))
         return attrs.evolve(self, jobs=tuple(kept), skipped=tuple(skipped))
 
 

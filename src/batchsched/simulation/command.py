@@ -1,0 +1,132 @@
+"""``batchsched simulate``: the command of the simulation contract.
+
+``batchsched simulate WORKLOAD [--config CONF] [--cluster CLUSTER] [--first-job K]
+[--jobs N] [--until SECONDS] [--seed N] [--schedule-period SECONDS]
+[--output text|json] [--report DIR] [--no-progress]``
+
+The workload's kind comes from its extension (``.swf``; ``.yaml``/``.yml``/
+``.json``: batchsched's own workload format). Bad input is one line on stderr
+naming the file and line or field, and exit status 2. A job that could never
+start on the cluster (larger than it) is reported on stderr, left out of the
+replay (the report lists it under ``skipped``), and the exit status is 2 after
+the report is printed; a job that fits the cluster but never started is
+listed under ``neverStarted``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
+from batchsched.errors import WorkloadError
+from batchsched.simulation.engine import Progress, Simulator
+from batchsched.simulation.report import report, text_summary, write_report
+from batchsched.simulation.workload import Workload
+
+__all__ = ["add_arguments", "load_workload", "run"]
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workload", help="an .swf trace or a workload .yaml/.json")
+    parser.add_argument("--config", help="a Volcano scheduler configuration (YAML)")
+    parser.add_argument("--cluster", help="a scenario file whose nodes and queues are the cluster")
+    parser.add_argument("--first-job", type=int, default=0, metavar="K",
+                        help="start at the job at this position of the trace (0-based)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="replay this many jobs (default: all from K on)")
+    parser.add_argument("--until", type=float, default=None, metavar="SECONDS",
+                        help="stop the clock this many simulated seconds after the first arrival")
+    parser.add_argument("--arrived-load", type=float, default=None, metavar="F",
+                        help="GPU traces: stop arrivals at F x the cluster's GPUs")
+    parser.add_argument("--seed", type=int, default=0, help="seed of any sampling")
+    parser.add_argument("--schedule-period", type=float, default=None, metavar="SECONDS",
+                        help="a session every SECONDS at most (default: after every event)")
+    parser.add_argument("--output", choices=("text", "json"), default="text")
+    parser.add_argument("--report", metavar="DIR", help="write report.json and plots here")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def load_workload(path: str | Path, cluster: str | Path | None = None
+                  ) -> tuple[Workload, SchedulerConfiguration | None]:
+    """The workload a file holds, on ``cluster`` if given, and the configuration the
+    file carries (batchsched's own format has one)."""
+    from batchsched.scenario.loader import load_scenario
+    from batchsched.simulation.scenario_workload import workload_from
+    from batchsched.simulation.swf import swf_workload
+
+    suffix = Path(path).suffix.lower()
+    nodes = queues = None
+    if cluster is not None:
+        scenario = load_scenario(cluster)
+        nodes, queues = scenario.nodes, scenario.queues
+    configuration: SchedulerConfiguration | None = None
+    if suffix == ".swf":
+        workload = swf_workload(path, nodes=nodes)
+    elif suffix in (".yaml", ".yml", ".json"):
+        scenario = load_scenario(path)
+        workload, configuration = workload_from(scenario), scenario.configuration
+        if nodes is not None:
+            workload = Workload(workload.name, nodes, workload.jobs, workload.queues,
+                                workload.priority_classes, workload.skipped)
+    else:
+        raise WorkloadError(f"unknown workload kind {suffix or '(no extension)'!r}: "
+                            "expected .swf, .yaml, .yml or .json", source=Path(path).name)
+    if queues:
+        workload = Workload(workload.name, workload.nodes, workload.jobs, tuple(queues),
+                            workload.priority_classes, workload.skipped)
+    return workload, configuration
+
+
+def _progress_bar(enabled: bool, total: int) -> tuple[Progress | None, Any]:
+    if not enabled or not sys.stderr.isatty():
+        return None, None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None, None
+    bar = tqdm(total=total, unit="job", file=sys.stderr, leave=False)
+
+    def progress(done: int, _total: int) -> None:
+        bar.update(done - bar.n)
+
+    return progress, bar
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Carry out ``batchsched simulate`` (errors propagate as BatchSchedError)."""
+    if args.arrived_load is not None:
+        raise WorkloadError("--arrived-load applies to GPU traces (.csv), which this version "
+                            "does not read yet", source=Path(args.workload).name)
+    workload, own_configuration = load_workload(args.workload, args.cluster)
+    if args.first_job < 0 or (args.jobs is not None and args.jobs < 0):
+        raise WorkloadError("--first-job and --jobs must not be negative",
+                            source=Path(args.workload).name)
+    workload = workload.window(args.first_job, args.jobs).without_oversized()
+    for skipped in workload.skipped:
+        err.write(f"{skipped.origin}: job {skipped.job} skipped: {skipped.reason}\n")
+    if args.config:
+        configuration = load_configuration(args.config)
+    else:
+        configuration = own_configuration or default_configuration()
+    progress, bar = _progress_bar(not args.no_progress, len(workload.jobs))
+    try:
+        simulator = Simulator(workload, configuration, until=args.until,
+                              schedule_period=args.schedule_period, progress=progress)
+        timeline = simulator.run()
+    finally:
+        if bar is not None:
+            bar.close()
+    data = report(workload, timeline, sessions=simulator.sessions)
+    if args.report:
+        write_report(data, args.report)
+    if args.output == "json":
+        out.write(json.dumps(data, indent=1) + "\n")
+    else:
+        out.write(text_summary(data) + "\n")
+    return EXIT_BAD_INPUT if any(s.oversized for s in workload.skipped) else EXIT_OK

@@ -1,0 +1,87 @@
+"""batchsched's own workload format: a scenario file (version 1) whose jobs arrive over time.
+
+Every field keeps its scenario meaning (docs/scenario-format.md); three
+annotations add time:
+
+* a job's ``createdAt`` is its submit time (it arrives then);
+* each task's ``batchsched.io/run-time`` annotation (seconds, or a Go duration
+  such as ``"10m"``) is how long it runs once started; only the simulator
+  reads it;
+* a job's ``batchsched.io/requested-runtime`` annotation is the time limit the
+  user asked for (read by sjf, wfp3, unicep, f1 and easy-backfill), and
+  ``batchsched.io/restart`` (``gang``, the default, or ``task``) says whether
+  an evicted member restarts the whole gang or only itself.
+
+Tasks must be Pending and on no node (they arrive with their job).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
+from batchsched.errors import WorkloadError
+from batchsched.framework.arguments import parse_duration
+from batchsched.scenario.loader import Scenario, load_scenario
+from batchsched.simulation.workload import RESTART_GANG, RESTART_TASK, Workload, WorkloadJob
+
+__all__ = ["RESTART_ANNOTATION", "RUN_TIME_ANNOTATION", "scenario_workload", "workload_from"]
+
+RUN_TIME_ANNOTATION = "batchsched.io/run-time"
+RESTART_ANNOTATION = "batchsched.io/restart"
+
+
+def _seconds(raw: str, what: str, source: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            seconds = parse_duration(raw)
+        except ValueError:
+            raise WorkloadError(f"{what}: {raw!r} is not a number of seconds nor a duration",
+                                source=source) from None
+    if seconds < 0:
+        raise WorkloadError(f"{what}: {raw!r} is negative", source=source)
+    return seconds
+
+
+def workload_from(scenario: Scenario) -> Workload:
+    """The workload a loaded scenario describes (see the module docstring)."""
+    source = scenario.source
+    tasks_by_job: dict[str, list[TaskInfo]] = {}
+    for index, task in enumerate(scenario.tasks):
+        where = f"tasks[{index}] ({task.uid})"
+        if task.node_name or task.status is not TaskStatus.PENDING:
+            raise WorkloadError(f"{where}: a workload's tasks arrive Pending, on no node",
+                                source=source)
+        if RUN_TIME_ANNOTATION not in task.annotations:
+            raise WorkloadError(f"{where}.annotations: {RUN_TIME_ANNOTATION} is missing",
+                                source=source)
+        tasks_by_job.setdefault(task.job, []).append(task)
+    jobs = []
+    for index, job in enumerate(scenario.jobs):
+        where = f"jobs[{index}] ({job.uid})"
+        restart = job.podgroup.annotations.get(RESTART_ANNOTATION, RESTART_GANG)
+        if restart not in (RESTART_GANG, RESTART_TASK):
+            raise WorkloadError(f"{where}.annotations.{RESTART_ANNOTATION}: {restart!r} is not "
+                                f"{RESTART_GANG} or {RESTART_TASK}", source=source)
+        prototype = job.clone()
+        run_times: dict[str, float] = {}
+        for task in tasks_by_job.get(job.uid, []):
+            prototype.add_task(task.clone())
+            run_times[task.uid] = _seconds(task.annotations[RUN_TIME_ANNOTATION],
+                                           f"task {task.uid}: {RUN_TIME_ANNOTATION}", source)
+        if not run_times:
+            continue  # a pod group without pods never asks for anything
+        jobs.append(WorkloadJob(prototype=prototype, submit=job.creation_time,
+                                run_times=run_times, restart=restart, origin=f"{source}: {where}"))
+    jobs.sort(key=lambda job: job.submit)  # stable: file order among equal submit times
+    return Workload(name=source, nodes=scenario.nodes, jobs=tuple(jobs), queues=scenario.queues,
+                    priority_classes=scenario.priority_classes)
+
+
+def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:
+    """Read a workload file; also returns the scenario (for its configuration)."""
+    scenario = load_scenario(path)
+    return workload_from(scenario), scenario
