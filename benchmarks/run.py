@@ -65,8 +65,8 @@ def measure(path: str) -> dict[str, Any]:
     each phase; return the timings, the number of binds and a hash of the decisions."""
     started = time.perf_counter()
     gc.disable()  # as `batchsched run` does
-    from batchsched.columnar.selector import fast_path_enabled
     from batchsched.api.types import TaskStatus
+    from batchsched.columnar.selector import fast_path_enabled
     from batchsched.framework.registry import default_registry
     from batchsched.framework.session import Session
     from batchsched.scenario import load_scenario

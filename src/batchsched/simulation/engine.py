@@ -58,7 +58,10 @@ class Simulator:
     """Replays ``workload`` under ``configuration`` (see the module docstring).
 
     ``until`` stops the clock (simulated seconds after the first arrival);
-    ``progress(done, total)`` is called as jobs finish. Sessions copy only the
+    ``progress(done, total)`` is called as jobs finish; ``observe(simulator)``
+    after every session, once its binds started and its evictions were taken (a
+    platform test asserts on ``simulator.cache`` and ``simulator.now`` there).
+    Sessions copy only the
     nodes and jobs that changed since the last one (``incremental_snapshots``,
     see :class:`~batchsched.cache.MemoryCache`); turning it off decides the same,
     slower.
@@ -73,6 +76,7 @@ class Simulator:
         schedule_period: float | None = None,
         until: float | None = None,
         progress: Progress | None = None,
+        observe: Callable[[Simulator], None] | None = None,
         incremental_snapshots: bool = True,
     ) -> None:
         if schedule_period is not None and schedule_period <= 0:
@@ -80,6 +84,7 @@ class Simulator:
         self.workload = workload
         self.schedule_period = schedule_period
         self.progress = progress
+        self.observe = observe
         self.start = min((job.submit for job in workload.jobs), default=0.0)
         self.until = None if until is None else self.start + until
         self.cache = MemoryCache(now=self.start, keep_events=False,
@@ -207,6 +212,8 @@ class Simulator:
         self.sessions += 1
         self._start_bound_tasks()
         self._take_evictions()
+        if self.observe is not None:
+            self.observe(self)
 
     def _start_bound_tasks(self) -> None:
         binds = self.cache.binds

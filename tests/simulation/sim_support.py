@@ -1,0 +1,51 @@
+"""Small workloads for the simulation tests, made here (the real traces are not shipped)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+HEADER = "; Version: 2\n; MaxNodes: {nodes}\n; MaxProcs: {procs}\n"
+
+
+def swf_line(job_id: int, submit: int, run: int, procs: int, requested: int = -1) -> str:
+    fields = [job_id, submit, -1, run, procs, -1, -1, -1, requested, -1, 1, -1, -1, -1, 0, -1,
+              -1, -1]
+    return " ".join(str(field) for field in fields)
+
+
+def random_swf(seed: int, jobs: int, nodes: int = 16, *, estimates: bool = False) -> str:
+    """A synthetic trace: bursts of arrivals, wide and narrow jobs, ties in submit time."""
+    rng = random.Random(seed)
+    lines = [HEADER.format(nodes=nodes, procs=nodes).rstrip("\n")]
+    submit = 0
+    for job_id in range(1, jobs + 1):
+        submit += rng.choice((0, 0, 1, 5, 30, 120, 600))
+        run = rng.choice((1, 5, 10, 60, 300, 1800))
+        procs = rng.choice((1, 1, 2, 3, 4, nodes // 2, nodes))
+        requested = run * rng.choice((1, 2, 3)) if estimates else -1
+        lines.append(swf_line(job_id, submit, run, procs, requested))
+    return "\n".join(lines) + "\n"
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+STRICT = """
+actions: "strict-allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: {policy}
+"""
+
+BACKFILL = """
+actions: "strict-allocate, easy-backfill"
+tiers:
+- plugins:
+  - name: gang
+  - name: {policy}
+"""

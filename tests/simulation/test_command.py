@@ -1,0 +1,130 @@
+"""``batchsched simulate`` as outside tools use it: the JSON contract, errors on stderr
+with exit 2, and batchsched's own workload format with evictions and restarts."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+from sim_support import HEADER, STRICT, swf_line, write
+
+from batchsched.cli import main
+
+CONTRACT_METRICS = {"averageBoundedSlowdown", "averageWait", "averageResponse", "makespan",
+                    "utilization"}
+CONTRACT_JOB = {"job", "submit", "start", "end", "boundedSlowdown"}
+
+
+def simulate(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["simulate", *args, "--no-progress"])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_the_json_report_has_the_contract_keys(tmp_path: Path) -> None:
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join([
+        swf_line(1, 0, 100, 2), swf_line(2, 10, 5, 1), swf_line(3, 20, 50, 1)]) + "\n")
+    config = write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))
+    code, out, err = simulate(str(trace), "--config", str(config), "--output", "json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["workload"] == "t.swf" and data["jobs"] == 3
+    assert set(data["metrics"]) >= CONTRACT_METRICS
+    assert all(set(job) >= CONTRACT_JOB for job in data["perJob"])
+    # FCFS, no backfilling: job 2 waits for job 1 (both nodes), job 3 behind it.
+    starts = {job["job"]: job["start"] for job in data["perJob"]}
+    assert starts == {"swf/job-1": 0.0, "swf/job-2": 100.0, "swf/job-3": 100.0}
+    assert data["metrics"]["makespan"] == 150.0
+    assert data["simulatedSeconds"] == 150.0
+    job2 = next(job for job in data["perJob"] if job["job"] == "swf/job-2")
+    assert job2["boundedSlowdown"] == pytest.approx((90 + 5) / 10)
+
+
+def test_first_job_and_jobs_pick_a_window(tmp_path: Path) -> None:
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join(
+        swf_line(i, i * 10, 5, 1) for i in range(1, 6)) + "\n")
+    code, out, _ = simulate(str(trace), "--first-job", "1", "--jobs", "2", "--output", "json")
+    assert code == 0
+    assert [job["job"] for job in json.loads(out)["perJob"]] == ["swf/job-2", "swf/job-3"]
+
+
+def test_a_malformed_trace_is_one_line_naming_file_and_line(tmp_path: Path) -> None:
+    trace = write(tmp_path, "bad.swf", HEADER.format(nodes=2, procs=2) + "1 0 -1 ten 1\n")
+    code, out, err = simulate(str(trace))
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines() == ["batchsched: error: bad.swf:4: a job line has 18 fields, "
+                                        "this one 5"]
+
+
+def test_a_job_larger_than_the_cluster_is_reported_skipped_and_exit_is_2(tmp_path: Path) -> None:
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join([
+        swf_line(1, 0, 10, 1), swf_line(2, 5, 10, 4)]) + "\n")
+    code, out, err = simulate(str(trace), "--output", "json")
+    assert code == 2
+    assert "t.swf:5: job swf/job-2 skipped" in err
+    data = json.loads(out)
+    assert [job["job"] for job in data["perJob"]] == ["swf/job-1"]
+    assert data["skipped"][0]["job"] == "swf/job-2"
+
+
+def test_an_unknown_workload_kind_is_refused(tmp_path: Path) -> None:
+    code, _, err = simulate(str(write(tmp_path, "w.txt", "")))
+    assert code == 2 and "unknown workload kind '.txt'" in err
+
+
+WORKLOAD = """
+version: 1
+name: preemption in time
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+priorityClasses:
+- {name: low, value: 1}
+- {name: high, value: 100}
+nodes:
+- {name: n1, allocatable: {cpu: 1, memory: 1Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 1, memory: 1Gi, pods: 10}}
+jobs:
+- {name: batch, minMember: RESTART_MIN, priorityClassName: low, createdAt: 0,
+   annotations: {batchsched.io/restart: RESTART}}
+- {name: urgent, minMember: 1, priorityClassName: high, createdAt: 100}
+tasks:
+- {name: b1, job: batch, priorityClassName: low, requests: {cpu: 1, memory: 512Mi},
+   annotations: {batchsched.io/run-time: "1000"}}
+- {name: b2, job: batch, priorityClassName: low, requests: {cpu: 1, memory: 512Mi},
+   annotations: {batchsched.io/run-time: "1000"}}
+- {name: u1, job: urgent, priorityClassName: high, requests: {cpu: 1, memory: 512Mi},
+   annotations: {batchsched.io/run-time: 50s}}
+"""
+
+
+@pytest.mark.parametrize(("restart", "minimum", "batch_end"), [
+    ("gang", 2, 1150.0),   # both members start again once urgent is done (t=150)
+    ("task", 1, 1150.0),   # only the victim starts again, at t=150
+])
+def test_an_evicted_gang_restarts_by_its_rule(
+    tmp_path: Path, restart: str, minimum: int, batch_end: float
+) -> None:
+    path = write(tmp_path, "w.yaml", WORKLOAD.replace("RESTART_MIN", str(minimum))
+                 .replace("RESTART", restart))
+    code, out, err = simulate(str(path), "--output", "json")
+    assert (code, err) == (0, "")
+    jobs = {job["job"]: job for job in json.loads(out)["perJob"]}
+    assert jobs["default/urgent"]["start"] == 100.0
+    assert jobs["default/urgent"]["end"] == 150.0
+    assert jobs["default/batch"]["restarts"] == 1
+    assert jobs["default/batch"]["end"] == batch_end
+
+
+def test_a_workload_task_without_a_run_time_is_refused(tmp_path: Path) -> None:
+    text = WORKLOAD.replace('annotations: {batchsched.io/run-time: 50s}', "annotations: {}")
+    path = write(tmp_path, "w.yaml", text.replace("RESTART_MIN", "2").replace("RESTART", "gang"))
+    code, _, err = simulate(str(path))
+    assert code == 2
+    assert "w.yaml: tasks[2] (default/u1).annotations: batchsched.io/run-time is missing" in err

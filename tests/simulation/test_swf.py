@@ -1,0 +1,72 @@
+"""Reading SWF traces: the archive's conventions as the reference reads them, and errors
+that name file and line."""
+
+from __future__ import annotations
+
+import pytest
+from sim_support import HEADER, swf_line
+
+from batchsched.api.job import REQUESTED_RUNTIME_ANNOTATION
+from batchsched.errors import WorkloadError
+from batchsched.simulation import swf_workload
+from batchsched.simulation.swf import read_swf
+
+TEXT = HEADER.format(nodes=4, procs=8) + "\n".join([
+    swf_line(3, 20, 50, 3),            # 3 processors on nodes of 2: a gang of 2 tasks
+    swf_line(1, 10, 100, 2, 400),      # requested 400 s
+    swf_line(2, 10, -1, 1),            # run -1: requested is read first (-1), run becomes 10
+    swf_line(4, 30, 0, 1),             # ran 0 s: dropped
+]) + "\n"
+
+
+def test_jobs_follow_the_archive_conventions() -> None:
+    jobs, header, dropped = read_swf("t.swf", text=TEXT)
+    assert header["MaxNodes"] == "4" and header["MaxProcs"] == "8"
+    assert [job.job_id for job in jobs] == [1, 2, 3]  # job-number order
+    assert [(job.run_time, job.requested_time) for job in jobs] == [(100, 400), (10, -1),
+                                                                     (50, 50)]
+    assert [d.reason for d in dropped] == ["it ran 0 s"]
+
+
+def test_a_job_becomes_a_gang_of_whole_nodes() -> None:
+    workload = swf_workload("t.swf", text=TEXT)
+    assert len(workload.nodes) == 4
+    assert {node.allocatable.milli_cpu for node in workload.nodes} == {2000}
+    third = workload.jobs[2].prototype
+    assert third.min_available == 2 and len(third.tasks) == 2
+    assert {task.resreq.milli_cpu for task in third.tasks.values()} == {2000}
+    assert third.creation_time == 20.0
+    first = workload.jobs[0]
+    assert first.prototype.podgroup.annotations[REQUESTED_RUNTIME_ANNOTATION] == "400"
+    assert first.prototype.requested_runtime == 400.0
+    assert first.run_time == 100.0
+
+
+def test_a_window_takes_trace_positions() -> None:
+    workload = swf_workload("t.swf", text=TEXT)
+    assert [job.uid for job in workload.window(1, 2).jobs] == ["swf/job-2", "swf/job-3"]
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    ("1 10 -1 x 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1", "field 4 (run time) 'x' is not a number"),
+    ("1 10 -1 5 1", "a job line has 18 fields, this one 5"),
+])
+def test_a_malformed_line_names_file_and_line(line: str, problem: str) -> None:
+    text = HEADER.format(nodes=4, procs=4) + swf_line(1, 0, 5, 1) + "\n" + line + "\n"
+    with pytest.raises(WorkloadError) as caught:
+        swf_workload("bad.swf", text=text)
+    assert str(caught.value) == f"bad.swf:5: {problem}"
+
+
+def test_a_header_without_the_machine_is_refused() -> None:
+    with pytest.raises(WorkloadError, match="neither MaxNodes nor MaxProcs"):
+        swf_workload("t.swf", text=swf_line(1, 0, 5, 1) + "\n")
+
+
+def test_a_job_larger_than_the_cluster_is_skipped_and_reported() -> None:
+    text = HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 5, 1) + "\n" + swf_line(2, 1, 5, 3)
+    workload = swf_workload("t.swf", text=text).without_oversized()
+    assert [job.uid for job in workload.jobs] == ["swf/job-1"]
+    assert [(s.job, s.origin, s.oversized) for s in workload.skipped] == [
+        ("swf/job-2", "t.swf:5", True)
+    ]
