@@ -1,11 +1,12 @@
 """``batchsched simulate``: the command of the simulation contract.
 
 ``batchsched simulate WORKLOAD [--config CONF] [--cluster CLUSTER] [--first-job K]
-[--jobs N] [--until SECONDS] [--seed N] [--schedule-period SECONDS]
+[--jobs N] [--until SECONDS] [--arrived-load F] [--seed N] [--schedule-period SECONDS]
 [--output text|json] [--report DIR] [--no-progress]``
 
-The workload's kind comes from its extension (``.swf``; ``.yaml``/``.yml``/
-``.json``: batchsched's own workload format). Bad input is one line on stderr
+The workload's kind comes from its extension (``.swf``; ``.csv``: an Alibaba
+``openb_pod_list_*.csv``, with ``--cluster openb_node_list_*.csv``;
+``.yaml``/``.yml``/``.json``: batchsched's own workload format). Bad input is one line on stderr
 naming the file and line or field, and exit status 2. A job that could never
 start on the cluster (larger than it) is reported on stderr, left out of the
 replay (the report lists it under ``skipped``), and the exit status is 2 after
@@ -21,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from batchsched.api.node import NodeInfo
+from batchsched.api.queue import QueueInfo
 from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
 from batchsched.errors import WorkloadError
 from batchsched.simulation.engine import Progress, Simulator
@@ -52,21 +55,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def load_workload(path: str | Path, cluster: str | Path | None = None
+def load_workload(path: str | Path, cluster: str | Path | None = None, *,
+                  arrived_load: float | None = None
                   ) -> tuple[Workload, SchedulerConfiguration | None]:
-    """The workload a file holds, on ``cluster`` if given, and the configuration the
-    file carries (batchsched's own format has one)."""
+    """The workload a file holds, on ``cluster`` if given (a scenario file or an
+    ``openb_node_list_*.csv``), and the configuration the file carries (batchsched's
+    own format has one)."""
     from batchsched.scenario.loader import load_scenario
+    from batchsched.simulation.alibaba import alibaba_nodes, alibaba_workload
     from batchsched.simulation.scenario_workload import workload_from
     from batchsched.simulation.swf import swf_workload
 
     suffix = Path(path).suffix.lower()
-    nodes = queues = None
-    if cluster is not None:
+    nodes: tuple[NodeInfo, ...] | None = None
+    queues: tuple[QueueInfo, ...] | None = None
+    if cluster is not None and Path(cluster).suffix.lower() == ".csv":
+        nodes = alibaba_nodes(cluster)
+    elif cluster is not None:
         scenario = load_scenario(cluster)
         nodes, queues = scenario.nodes, scenario.queues
+    if arrived_load is not None and suffix != ".csv":
+        raise WorkloadError("--arrived-load applies to GPU pod traces (.csv)",
+                            source=Path(path).name)
     configuration: SchedulerConfiguration | None = None
-    if suffix == ".swf":
+    if suffix == ".csv":
+        if nodes is None:
+            raise WorkloadError("a pod trace needs its nodes: --cluster openb_node_list_*.csv",
+                                source=Path(path).name)
+        workload = alibaba_workload(path, nodes, arrived_load=arrived_load)
+    elif suffix == ".swf":
         workload = swf_workload(path, nodes=nodes)
     elif suffix in (".yaml", ".yml", ".json"):
         scenario = load_scenario(path)
@@ -76,7 +93,7 @@ def load_workload(path: str | Path, cluster: str | Path | None = None
                                 workload.priority_classes, workload.skipped)
     else:
         raise WorkloadError(f"unknown workload kind {suffix or '(no extension)'!r}: "
-                            "expected .swf, .yaml, .yml or .json", source=Path(path).name)
+                            "expected .swf, .csv, .yaml, .yml or .json", source=Path(path).name)
     if queues:
         workload = Workload(workload.name, workload.nodes, workload.jobs, tuple(queues),
                             workload.priority_classes, workload.skipped)
@@ -100,10 +117,8 @@ def _progress_bar(enabled: bool, total: int) -> tuple[Progress | None, Any]:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Carry out ``batchsched simulate`` (errors propagate as BatchSchedError)."""
-    if args.arrived_load is not None:
-        raise WorkloadError("--arrived-load applies to GPU traces (.csv), which this version "
-                            "does not read yet", source=Path(args.workload).name)
-    workload, own_configuration = load_workload(args.workload, args.cluster)
+    workload, own_configuration = load_workload(args.workload, args.cluster,
+                                                arrived_load=args.arrived_load)
     if args.first_job < 0 or (args.jobs is not None and args.jobs < 0):
         raise WorkloadError("--first-job and --jobs must not be negative",
                             source=Path(args.workload).name)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -201,7 +202,8 @@ class Simulator:
             start = job.tasks[task].start_time or self.now
             ends.setdefault(start + self._jobs[uid].run_times[task], []).append(task)
         for end, tasks in sorted(ends.items()):
-            self._push(end, _COMPLETION, (uid, running.generation, tuple(sorted(tasks))))
+            if end != math.inf:
+                self._push(end, _COMPLETION, (uid, running.generation, tuple(sorted(tasks))))
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -234,7 +236,8 @@ class Simulator:
                 ends.setdefault(now + self._jobs[uid].run_times[task], []).append(task)
                 self.timeline.placed(uid, task, now, self.cache)
             for end, ending in sorted(ends.items()):
-                self._push(end, _COMPLETION, (uid, running.generation, tuple(ending)))
+                if end != math.inf:  # a task that never ends (a GPU packing experiment)
+                    self._push(end, _COMPLETION, (uid, running.generation, tuple(ending)))
             job = self.cache.jobs[uid]
             if not job.tasks_in(TaskStatus.PENDING):
                 self._waiting.discard(uid)

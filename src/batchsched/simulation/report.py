@@ -52,6 +52,8 @@ def text_summary(data: dict[str, Any]) -> str:
         f"utilization       {metrics['utilization']:.3f} of the cluster's cpu",
         f"restarts          {metrics['restarts']}",
     ]
+    if "gpuAllocationRatio" in metrics:
+        lines.append(f"GPUs allocated    {metrics['gpuAllocationRatio']:.4f} of the cluster's")
     if len(metrics["queueShare"]) > 1:
         shares = ", ".join(f"{q} {s:.3f}" for q, s in metrics["queueShare"].items())
         lines.append(f"queue shares      {shares} (Jain {metrics['jainFairness']:.3f})")

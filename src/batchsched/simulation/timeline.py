@@ -23,6 +23,8 @@ import attrs
 
 from batchsched.api.resource import CPU, Resource
 
+GPU = "nvidia.com/gpu"
+
 if TYPE_CHECKING:
     from batchsched.cache.memory import MemoryCache
     from batchsched.simulation.workload import Workload
@@ -182,7 +184,14 @@ class Timeline:
             utilization[name] = used / (capacity * makespan)
         shares = self.queue_shares()
         weighted = [share / self.queue_weights.get(queue, 1) for queue, share in shares.items()]
+        extra: dict[str, Any] = {}
+        gpus = self.capacity.get(GPU)
+        if gpus > 0:
+            # Allocated now over the cluster's: at the end of a replay where nothing
+            # leaves, the FGD paper's allocation ratio once the last pod arrived.
+            extra["gpuAllocationRatio"] = sum(held.get(GPU) for held in self._held.values()) / gpus
         return {
+            **extra,
             "averageBoundedSlowdown": _mean(slowdowns),
             "averageWait": _mean([record.wait or 0.0 for record in done]),
             "averageResponse": _mean([record.response or 0.0 for record in done]),

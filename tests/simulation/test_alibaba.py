@@ -1,0 +1,64 @@
+"""Alibaba GPU trace files (openb_*.csv), in a small copy made here."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+from sim_support import write
+
+from batchsched.cli import main
+from batchsched.errors import WorkloadError
+from batchsched.simulation.alibaba import GPU, MODEL_LABEL, alibaba_nodes, alibaba_workload
+
+NODES = """sn,cpu_milli,memory_mib,gpu,model
+node-a,8000,32768,2,V100M16
+node-b,8000,32768,1,T4
+"""
+PODS = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time\n"
+) + """pod-0,1000,1024,1,1000,,LS,Running,0,100,10
+pod-1,1000,1024,1,500,T4,LS,Running,5,50,5
+pod-2,1000,1024,2,1000,,BE,Running,6,60,
+pod-3,1000,1024,1,1000,,BE,Running,7,70,7
+"""
+
+
+def test_nodes_and_pods_read_as_the_trace_says() -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    assert [(n.name, n.allocatable.get(GPU), n.labels[MODEL_LABEL]) for n in nodes] == [
+        ("node-a", 2000.0, "V100M16"), ("node-b", 1000.0, "T4")]
+    workload = alibaba_workload("pods.csv", nodes, text=PODS)
+    assert [job.submit for job in workload.jobs] == [0.0, 5.0, 6.0, 7.0]
+    assert [job.run_time for job in workload.jobs] == [90.0, 45.0, 54.0, 63.0]
+    task = next(iter(workload.jobs[1].prototype.tasks.values()))
+    assert task.affinity is not None and task.resreq.get(GPU) == 1000.0
+
+
+def test_arrived_load_stops_arrivals_and_nobody_leaves() -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    workload = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=0.5)
+    # 3 GPUs in the cluster: arrivals stop once 1.5 GPUs were asked (after pod-1).
+    assert [job.uid for job in workload.jobs] == ["openb/pod-0", "openb/pod-1"]
+    assert {job.run_time for job in workload.jobs} == {float("inf")}
+
+
+def test_an_unknown_column_is_named() -> None:
+    with pytest.raises(WorkloadError, match=r"nodes.csv:1: unknown column 'gpus'"):
+        alibaba_nodes("nodes.csv", text=NODES.replace("gpu,model", "gpus,model"))
+
+
+def test_simulate_reports_the_gpu_allocation_ratio(tmp_path: Path) -> None:
+    nodes, pods = write(tmp_path, "n.csv", NODES), write(tmp_path, "p.csv", PODS)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["simulate", str(pods), "--cluster", str(nodes), "--arrived-load", "1.0",
+                     "--output", "json", "--no-progress"])
+    assert code == 0
+    metrics = json.loads(out.getvalue())["metrics"]
+    # pod-0 (1 GPU, any model) and pod-1 (T4) fit; pod-2 asks 2 GPUs on one node: no room.
+    assert metrics["gpuAllocationRatio"] == pytest.approx(2 / 3)
