@@ -9,7 +9,9 @@
 ``batchsched conf validate FILE``
     check a Volcano scheduler configuration;
 ``batchsched simulate WORKLOAD [...]``
-    replay a workload over time (see :mod:`batchsched.simulation.command`).
+    replay a workload over time (see :mod:`batchsched.simulation.command`);
+``batchsched compare WORKLOAD --config A --config B [...]``
+    replay it under several configurations, side by side.
 
 Bad input is one line on stderr and exit code 2 (``--debug`` for a traceback).
 """
@@ -67,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     simulate = sub.add_parser("simulate", help="replay a workload over time through sessions")
     simulate_command.add_arguments(simulate)
     simulate.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    from batchsched.simulation import sweep as compare_command
+
+    compare = sub.add_parser("compare", help="replay a workload under several configurations")
+    compare_command.add_arguments(compare)
+    compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -87,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from batchsched.simulation import command as simulate_command
 
             return simulate_command.run(args, sys.stdout, sys.stderr)
+        if args.command == "compare":
+            from batchsched.simulation import sweep as compare_command
+
+            return compare_command.run(args, sys.stdout)
         return _conf_validate(args, sys.stdout)
     except BatchSchedError as exc:
         if args.debug:

@@ -128,3 +128,24 @@ def test_a_workload_task_without_a_run_time_is_refused(tmp_path: Path) -> None:
     code, _, err = simulate(str(path))
     assert code == 2
     assert "w.yaml: tasks[2] (default/u1).annotations: batchsched.io/run-time is missing" in err
+
+
+def test_compare_puts_configurations_side_by_side(tmp_path: Path) -> None:
+    lines = [swf_line(i, i * 5, 100 if i % 3 else 5, 1 + i % 2) for i in range(1, 13)]
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join(lines) + "\n")
+    fcfs = write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))
+    sjf = write(tmp_path, "sjf.yaml", STRICT.format(policy="sjf"))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["compare", str(trace), "--config", str(fcfs), "--config", str(sjf),
+                     "--windows", "0,4", "--jobs", "6", "--workers", "1", "--output", "json"])
+    assert code == 0
+    table = json.loads(out.getvalue())["configurations"]
+    assert set(table) == {str(fcfs), str(sjf)}
+    for config in (fcfs, sjf):
+        windows = []
+        for first in (0, 4):
+            _, single, _ = simulate(str(trace), "--config", str(config), "--first-job",
+                                    str(first), "--jobs", "6", "--output", "json")
+            windows.append(json.loads(single)["metrics"]["averageBoundedSlowdown"])
+        assert table[str(config)]["averageBoundedSlowdown"] == pytest.approx(sum(windows) / 2)

@@ -1,0 +1,135 @@
+"""``batchsched compare``: several configurations replayed on the same workload, side by side.
+
+Each configuration is replayed on each window of the workload (``--windows
+K1,K2,... --jobs N``, or the whole workload); the replays are independent, so
+they run in parallel: in local processes (``--workers``), or on a
+dask.distributed cluster (``--dask ADDRESS``, with the ``[dask]`` extra
+installed). Each replay is exactly ``batchsched simulate`` on that window.
+The table shows, per configuration, the mean over the windows of each metric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+
+from batchsched.errors import BatchSchedError, ConfigError
+
+__all__ = ["Replay", "add_arguments", "replay", "run", "sweep"]
+
+_SHOWN = ("averageBoundedSlowdown", "averageWait", "averageResponse", "utilization")
+
+
+@attrs.frozen
+class Replay:
+    """One replay of a sweep: what ``batchsched simulate`` would be given."""
+
+    workload: str
+    config: str | None
+    cluster: str | None = None
+    first_job: int = 0
+    jobs: int | None = None
+    arrived_load: float | None = None
+
+
+def replay(spec: Replay) -> dict[str, Any]:
+    """Run one replay and return its metrics (a top-level function: it is shipped to
+    worker processes and dask workers)."""
+    from batchsched.conf import default_configuration, load_configuration
+    from batchsched.simulation.command import load_workload
+    from batchsched.simulation.engine import Simulator
+
+    workload, own = load_workload(spec.workload, spec.cluster, arrived_load=spec.arrived_load)
+    workload = workload.window(spec.first_job, spec.jobs).without_oversized()
+    configuration = (load_configuration(spec.config) if spec.config
+                     else own or default_configuration())
+    simulator = Simulator(workload, configuration)
+    metrics: dict[str, Any] = simulator.run().metrics()
+    metrics["sessions"] = simulator.sessions
+    return metrics
+
+
+def sweep(specs: Sequence[Replay], *, workers: int = 1, dask_address: str | None = None,
+          run_one: Callable[[Replay], dict[str, Any]] = replay) -> list[dict[str, Any]]:
+    """The metrics of every replay, in order, computed in parallel."""
+    if dask_address is not None:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ConfigError("--dask needs the [dask] extra: pip install 'batchsched[dask]'"
+                              ) from None
+        with Client(dask_address) as client:
+            futures = client.map(run_one, list(specs), pure=False)
+            return list(client.gather(futures))
+    if workers <= 1 or len(specs) <= 1:
+        return [run_one(spec) for spec in specs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run_one, specs))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workload")
+    parser.add_argument("--config", action="append", required=True, metavar="CONF",
+                        help="a configuration to compare (give two or more)")
+    parser.add_argument("--cluster")
+    parser.add_argument("--windows", help="comma-separated start positions (0-based)")
+    parser.add_argument("--jobs", type=int, default=None, help="jobs per window")
+    parser.add_argument("--arrived-load", type=float, default=None)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--dask", metavar="ADDRESS", help="a dask.distributed scheduler address")
+    parser.add_argument("--output", choices=("text", "json"), default="text")
+
+
+def _windows(text: str | None) -> list[int]:
+    if not text:
+        return [0]
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise BatchSchedError(f"--windows {text!r}: expected positions such as 0,1024") from None
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    windows = _windows(args.windows)
+    specs = [Replay(args.workload, config, args.cluster, first, args.jobs, args.arrived_load)
+             for config in args.config for first in windows]
+    results = sweep(specs, workers=args.workers, dask_address=args.dask)
+    table: dict[str, dict[str, float]] = {}
+    for config in args.config:
+        rows = [metrics for spec, metrics in zip(specs, results, strict=True)
+                if spec.config == config]
+        table[config] = {key: statistics.fmean(row[key] for row in rows) for key in _SHOWN
+                         if all(key in row for row in rows)}
+        if all("gpuAllocationRatio" in row for row in rows):
+            table[config]["gpuAllocationRatio"] = statistics.fmean(
+                row["gpuAllocationRatio"] for row in rows)
+    if args.output == "json":
+        out.write(json.dumps({"workload": Path(args.workload).name, "windows": windows,
+                              "jobs": args.jobs, "configurations": table}, indent=1) + "\n")
+    else:
+        out.write(_format(table) + "\n")
+    return 0
+
+
+def _format(table: dict[str, dict[str, float]]) -> str:
+    names = [Path(config).stem for config in table]
+    keys: list[str] = []
+    for row in table.values():
+        keys.extend(key for key in row if key not in keys)
+    width = max(len(key) for key in keys) if keys else 10
+    columns = [max(len(name), 12) for name in names]
+    lines = [" " * width + "  " + "  ".join(n.rjust(c) for n, c in zip(names, columns,
+                                                                         strict=True))]
+    for key in keys:
+        cells: Iterable[str] = (f"{row.get(key, float('nan')):.4g}".rjust(c)
+                                for row, c in zip(table.values(), columns, strict=True))
+        lines.append(key.ljust(width) + "  " + "  ".join(cells))
+    return "\n".join(lines)
