@@ -224,7 +224,7 @@ def test_the_deprecated_session_registrations_forward_to_columnar() -> None:
         ssn.close()
 
 
-DOTTED = re.compile(r"\bbatchsched(?:\.[a-z_]+)+(?::[A-Za-z_]+)?(?![\w*])")
+DOTTED = re.compile(r"\bbatchsched(?:\.[a-z_]+)+(?::[A-Za-z_]+)?(?![\w*/])")
 
 
 def _documented_paths() -> set[str]:
