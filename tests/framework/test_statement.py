@@ -189,31 +189,67 @@ def test_a_handler_raising_during_discard_keeps_the_rest_undoable() -> None:
     assert fingerprint(ssn) == before
 
 
-def test_a_cache_raising_during_commit_leaves_the_rest_in_the_statement() -> None:
-    class Exploding:
-        def __init__(self) -> None:
-            self.binds = 0
+class _FailingSecondBind:
+    """A host whose second bind fails: refused, or raising (an unreachable API server)."""
 
-        def bind(self, task: TaskInfo, node: str) -> bool:
-            self.binds += 1
-            if self.binds == 2:
+    def __init__(self, failure: str) -> None:
+        self.failure = failure
+        self.binds: list[str] = []
+        self.taken_back: list[str] = []
+        self.events: list[str] = []
+
+    def bind(self, task: TaskInfo, node: str) -> bool:
+        self.binds.append(task.uid)
+        if len(self.binds) == 2:
+            if self.failure == "raise":
                 raise OSError("api server unreachable")
-            return True
+            return False
+        return True
 
-        def evict(self, task: TaskInfo, reason: str) -> bool:
-            return True
+    def evict(self, task: TaskInfo, reason: str) -> bool:
+        self.taken_back.append(task.uid)
+        return True
 
-    ssn, _ = open_session()
-    ssn.cache = Exploding()  # type: ignore[assignment]
+    def record_event(self, event: object) -> None:
+        self.events.append(str(event))
+
+
+@pytest.mark.parametrize("failure", ["refuse", "raise"])
+def test_a_failed_bind_of_a_gang_below_its_minimum_rolls_back_its_other_binds(
+    failure: str,
+) -> None:
+    ssn, share = open_session()
+    job = ssn.jobs["ns/pg0"]
+    job.min_available = 3  # the running task and both new ones
+    host = _FailingSecondBind(failure)
+    ssn.cache = host  # type: ignore[assignment]
     stmt = Statement(ssn)
     for i in (1, 2):
-        stmt.allocate(ssn.jobs["ns/pg0"].tasks[f"ns/j0-t{i}"], "n1")
-    with pytest.raises(OSError):
-        stmt.commit()
-    assert [op.task.uid for op in stmt.operations] == ["ns/j0-t2"]
-    assert ssn.jobs["ns/pg0"].tasks["ns/j0-t1"].status == TaskStatus.BINDING
-    stmt.discard()
-    assert ssn.jobs["ns/pg0"].tasks["ns/j0-t2"].status == TaskStatus.PENDING
+        stmt.allocate(job.tasks[f"ns/j0-t{i}"], "n1")
+    stmt.commit()  # the failure is survived
+    assert host.binds == ["ns/j0-t1", "ns/j0-t2"]
+    assert host.taken_back == ["ns/j0-t1"]  # no unbind on this host: evicted
+    assert {uid: t.status for uid, t in job.tasks.items()} == {
+        "ns/j0-t0": TaskStatus.RUNNING, "ns/j0-t1": TaskStatus.PENDING,
+        "ns/j0-t2": TaskStatus.PENDING}
+    assert list(ssn.nodes["n1"].tasks) == ["ns/j1-t0"]  # pg1's running task alone
+    assert share.placed == 0  # the handlers saw every undo
+    assert any(e.reason == "FailedBinding" and e.object == "ns/j0-t2" for e in ssn.events)
+
+
+def test_a_failed_bind_that_leaves_the_gang_ready_keeps_the_other_binds() -> None:
+    ssn, _ = open_session()
+    job = ssn.jobs["ns/pg0"]  # minMember 1: the running task is enough
+    host = _FailingSecondBind("raise")
+    ssn.cache = host  # type: ignore[assignment]
+    stmt = Statement(ssn)
+    for i in (1, 2):
+        stmt.allocate(job.tasks[f"ns/j0-t{i}"], "n1")
+    stmt.commit()
+    assert host.taken_back == []
+    assert job.tasks["ns/j0-t1"].status == TaskStatus.BINDING
+    assert job.tasks["ns/j0-t2"].status == TaskStatus.PENDING
+    assert stmt.operations == []
 
 
 def test_a_clock_at_zero_is_a_clock_not_the_real_time() -> None:

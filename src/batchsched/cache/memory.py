@@ -81,6 +81,7 @@ class MemoryCache:
         self.now = now
         self.binds: list[Bind] = []
         self.evictions: list[Eviction] = []
+        self.unbinds: list[Eviction] = []
         self.events: list[RecordedEvent] = []
         self.keep_events = keep_events
         self.incremental_snapshots = incremental_snapshots
@@ -295,6 +296,17 @@ class MemoryCache:
         mine.node_name = node_name
         node.add_task(mine)
         self.binds.append(Bind(task.uid, node_name))
+        return True
+
+    def unbind(self, task: TaskInfo, reason: str) -> bool:
+        """Take back a bind (the pod is deleted before it runs and created again):
+        the task is Pending on no node; the bind stays in ``binds``, and ``unbinds``
+        records this."""
+        job = self.jobs.get(task.job)
+        if job is None or task.uid not in job.tasks:
+            return False
+        self.task_recreated(job.uid, task.uid)
+        self.unbinds.append(Eviction(task.uid, reason))
         return True
 
     def evict(self, task: TaskInfo, reason: str) -> bool:

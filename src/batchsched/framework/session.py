@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import re
 import time
 import warnings
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     from batchsched.framework.statement import Operation
 
 __all__ = ["Session", "compare_task_default"]
+
+log = logging.getLogger("batchsched")
 
 _session_ids = itertools.count(1)
 Fn = Callable[..., Any]
@@ -687,6 +690,22 @@ class Session:
         if self.cache is None:
             return True
         return self.cache.evict(task, reason)
+
+    def _unbind(self, task: TaskInfo, reason: str) -> None:
+        """Take back a bind the cache accepted (``unbind`` if the cache has it, else an
+        eviction); a failure here is logged: the next snapshot shows what stands."""
+        cache = self.cache
+        if cache is None:
+            return
+        try:
+            unbind = getattr(cache, "unbind", None)
+            if unbind is not None:
+                unbind(task, reason)
+            else:
+                cache.evict(task, reason)
+        except Exception as exc:
+            log.warning("batchsched: task %s: taking back its bind raised %s: %s",
+                        task.uid, type(exc).__name__, exc)
 
     def _statement_committed(self, operations: list[Operation]) -> None:
         if self.registry is not None and operations:

@@ -14,6 +14,7 @@ in reverse order, restoring each task's previous status and node exactly.
 from __future__ import annotations
 
 import enum
+import logging
 from typing import TYPE_CHECKING
 
 import attrs
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from batchsched.framework.session import Session
 
 __all__ = ["Operation", "OperationKind", "Statement"]
+
+log = logging.getLogger("batchsched")
 
 
 _PENDING = TaskStatus.PENDING
@@ -190,14 +193,20 @@ class Statement:
     def commit(self) -> None:
         """Hand evictions and binds to the cache, in order.
 
-        Allocated tasks become Binding. A bind the cache refuses returns that task to
-        Pending (its node and the plugins' shares are released); the other
-        operations stand.
+        Allocated tasks become Binding. A bind the cache refuses, or that raises
+        (the host's API server was unreachable, say), returns that task to Pending
+        (its node and the plugins' shares are released) and is recorded as a
+        ``FailedBinding`` warning; the other operations stand, except for the gang
+        rule: when a failed bind leaves its job below its minimum (not ready), the
+        job's other binds of this commit are rolled back too (the cache's
+        ``unbind`` if it has one, else ``evict``), so that no gang is left partly
+        bound.
         """
         ssn = self.ssn
         committed: list[Operation] = []
         operations = self.operations
         handed_over = 0
+        failed_jobs: set[str] = set()
         try:
             for op in operations:
                 task, kind = op.task, op.kind
@@ -208,7 +217,7 @@ class Statement:
                     else:
                         self._revert(op, fire=True)
                 elif kind is OperationKind.ALLOCATE:
-                    if ssn._bind(task):
+                    if self._bind(task):
                         ssn.jobs[task.job].update_task_status(task, _BINDING)
                         node = ssn.nodes.get(op.node_name)
                         if node is not None:
@@ -216,6 +225,7 @@ class Statement:
                         committed.append(op)
                     else:
                         self._revert(op, fire=True)
+                        failed_jobs.add(task.job)
                 else:
                     committed.append(op)
                 handed_over += 1
@@ -223,7 +233,36 @@ class Statement:
             # If the cache raised, the operations not yet handed over (the failing one
             # included) stay in the statement, where discard can still undo them.
             del operations[:handed_over]
+        for uid in sorted(failed_jobs):
+            if not ssn.jobs[uid].is_ready():  # below minMember, whatever the plugins say
+                committed = self._roll_back_binds(uid, committed)
         ssn._statement_committed(committed)
+
+    def _bind(self, task: TaskInfo) -> bool:
+        ssn = self.ssn
+        try:
+            if ssn._bind(task):
+                return True
+            reason = "the cache refused the bind"
+        except Exception as exc:  # the host's failure: the bind did not happen
+            reason = f"bind raised {type(exc).__name__}: {exc}"
+            log.warning("batchsched: task %s: %s", task.uid, reason)
+        ssn.record_event(task.uid, "Warning", "FailedBinding",
+                         f"Binding {task.namespace}/{task.name} to {task.node_name} failed: "
+                         f"{reason}")
+        return False
+
+    def _roll_back_binds(self, job_uid: str, committed: list[Operation]) -> list[Operation]:
+        """Undo the job's binds of this commit (the gang fell below its minimum)."""
+        ssn = self.ssn
+        kept: list[Operation] = []
+        for op in committed:
+            if op.kind is not OperationKind.ALLOCATE or op.task.job != job_uid:
+                kept.append(op)
+                continue
+            ssn._unbind(op.task, "gang below its minimum after a failed bind")
+            self._revert(op, fire=True)
+        return kept
 
     def merge(self, *others: Statement) -> None:
         """Take over the operations of other statements (Volcano's ``Merge``)."""
