@@ -273,29 +273,58 @@ def load_configuration(source: str | Path) -> SchedulerConfiguration:
     """
     path = Path(source)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+                          source=str(path)) from exc
     return configuration_from_text(text, source=str(path))
 
 
-def configuration_from_text(text: str, *, source: str = "<string>") -> SchedulerConfiguration:
+def _parse_yaml(text: str, source: str, first_line: int = 0) -> Any:
+    """YAML, or a ConfigError naming the line (``first_line``: where ``text`` starts in
+    the file, for a configuration embedded in a ConfigMap)."""
     try:
-        document = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "document"
+        where = f"line {first_line + mark.line + 1}" if mark is not None else "document"
         raise ConfigError(f"malformed YAML ({where}): {getattr(exc, 'problem', exc)}",
                           source=source) from exc
+
+
+def _embedded_line(text: str, path: tuple[str, ...]) -> int:
+    """The 0-based line of the file where the string at ``path`` starts (its first
+    content line for a block scalar)."""
+    node: Any = yaml.compose(text)
+    for key in path:
+        node = next(value for name, value in node.value if name.value == key)
+    block = node.style in ("|", ">")
+    return int(node.start_mark.line) + (1 if block else 0)
+
+
+def configuration_from_text(text: str, *, source: str = "<string>") -> SchedulerConfiguration:
+    document = _parse_yaml(text, source)
     if isinstance(document, Mapping) and "volcano-scheduler.conf" in document:
         inner = document["volcano-scheduler.conf"]
-        document = yaml.safe_load(inner) if isinstance(inner, str) else inner
+        if isinstance(inner, str):
+            first = _embedded_line(text, ("volcano-scheduler.conf",))
+            document = _parse_yaml(inner, source, first)
+        else:
+            document = inner
     elif (
         isinstance(document, Mapping)
         and isinstance(document.get("data"), Mapping)
         and "volcano-scheduler.conf" in document["data"]
     ):
-        document = yaml.safe_load(document["data"]["volcano-scheduler.conf"])
+        first = _embedded_line(text, ("data", "volcano-scheduler.conf"))
+        document = _parse_yaml(document["data"]["volcano-scheduler.conf"], source, first)
+    if document is None:
+        raise ConfigError("the configuration is empty: it names no action and no tier",
+                          source=source)
     configuration = parse_configuration(document, source=source)
     check_tier_conflicts(configuration)
     return configuration

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "BatchSchedError",
+    "CacheError",
     "ConfigError",
     "PluginError",
     "QuantityError",
@@ -114,3 +115,15 @@ class WorkloadError(BatchSchedError, ValueError):
         self.problem = message
         where = f"{source}:{line}: " if line is not None else f"{source}: "
         super().__init__(f"{where}{message}")
+
+
+class CacheError(BatchSchedError, RuntimeError):
+    """The host's cache failed: ``operation`` is what batchsched asked of it
+    (``snapshot``, ``bind``, ``evict``, ``update_job_status``, ``record_event``),
+    ``obj`` the task or job concerned, and the host's exception is ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, operation: str, obj: str = "") -> None:
+        self.operation = operation
+        self.obj = obj
+        super().__init__(message)

@@ -14,13 +14,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from batchsched.cache.protocol import Cache
 from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
-from batchsched.errors import BatchSchedError, PluginError
+from batchsched.errors import BatchSchedError, ConfigError, PluginError, SchedulingError
 from batchsched.framework.registry import Registry, default_registry
 from batchsched.framework.session import Session
 
-__all__ = ["Scheduler", "create_actions", "run_actions"]
+__all__ = ["LoopStatus", "Scheduler", "create_actions", "run_actions"]
 
 log = logging.getLogger("batchsched")
 
@@ -62,13 +64,50 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
             ) from exc
 
 
+@attrs.define
+class LoopStatus:
+    """What the loop has been through, for the host to read (and export as metrics)."""
+
+    #: Cycles attempted, and those that failed.
+    cycles: int = 0
+    failures: int = 0
+    #: Failed cycles in a row (0 after a good one): the backoff grows with it.
+    consecutive_failures: int = 0
+    #: The last failure; the pause chosen after the last cycle (the period, or the
+    #: backoff after a failure) and what was left of it once the cycle's own time
+    #: was taken off.
+    last_error: BatchSchedError | None = None
+    pause: float = 0.0
+    next_delay: float = 0.0
+    #: Configuration reloads taken, and why the file on disk is not in force ("" if it is).
+    reloads: int = 0
+    reload_error: str = ""
+
+
 class Scheduler:
     """Runs sessions against a cache with a configuration.
 
     ``configuration`` is a :class:`SchedulerConfiguration`, a path to a Volcano
-    configuration file (reloaded when it changes, checked before each session;
-    a broken edit keeps the last good configuration and is logged), or ``None``
-    for Volcano's default.
+    configuration file (reloaded when it changes, checked before each session),
+    or ``None`` for Volcano's default.
+
+    The error policy (docs/embedding.md):
+
+    * a cycle fails when the cache's snapshot fails, or a plugin or action
+      raises: :meth:`run_once` raises a :class:`~batchsched.errors.BatchSchedError`
+      (:class:`~batchsched.errors.CacheError`, :class:`~batchsched.errors.PluginError`,
+      or :class:`~batchsched.errors.SchedulingError` wrapping anything else), with
+      the cause chained; what statements committed before stands;
+    * a bind or eviction the cache refuses or fails is a decision not taken (a
+      gang below its minimum has its other binds taken back); a status or event
+      the cache fails to take is logged and kept in ``session.host_errors``: the
+      cycle goes on;
+    * an edit of the configuration file that does not load (empty, not UTF-8,
+      malformed YAML, a wrong shape, an unknown plugin or action, no action at
+      all) keeps the last good configuration; :attr:`status` says why;
+    * :meth:`run` survives every failed cycle: it logs it and waits
+      ``min(max_backoff, period * 2**consecutive_failures)`` before the next; it
+      ends only when ``stop`` says so (or on KeyboardInterrupt / SystemExit).
     """
 
     def __init__(
@@ -80,6 +119,7 @@ class Scheduler:
     ) -> None:
         self.cache = cache
         self.registry = registry or default_registry()
+        self.status = LoopStatus()
         self._path: Path | None = None
         self._mtime: float | None = None
         if configuration is None:
@@ -88,51 +128,84 @@ class Scheduler:
             self.configuration = configuration
         else:
             self._path = Path(configuration)
+            self._mtime = _mtime(self._path)
             self.configuration = load_configuration(self._path)
-            self._mtime = self._path.stat().st_mtime
         self.configuration.validate(self.registry)
+        if not self.configuration.actions:
+            log.warning("batchsched: %s names no action: the scheduler decides nothing",
+                        self.configuration.source)
         self._actions = create_actions(self.configuration, self.registry)
+
+    def _check_edit(self, configuration: SchedulerConfiguration) -> None:
+        configuration.validate(self.registry)
+        if not configuration.actions:
+            # Most likely a file caught half-written: never stop scheduling silently.
+            raise ConfigError("names no action: the scheduler would stop deciding",
+                              source=configuration.source)
 
     def _reload_if_changed(self) -> None:
         if self._path is None:
             return
-        try:
-            mtime = self._path.stat().st_mtime
-        except OSError:
-            return
+        mtime = _mtime(self._path)
         if mtime == self._mtime:
             return
         self._mtime = mtime
         try:
             configuration = load_configuration(self._path)
-            configuration.validate(self.registry)
+            self._check_edit(configuration)
             actions = create_actions(configuration, self.registry)
         except BatchSchedError as exc:
+            self.status.reload_error = str(exc)
             log.error("batchsched: keeping the previous configuration: %s", exc)
             return
         self.configuration, self._actions = configuration, actions
+        self.status.reloads += 1
+        self.status.reload_error = ""
         log.info("batchsched: configuration reloaded from %s", self._path)
 
     def run_once(self) -> Session:
-        """One scheduling cycle; returns the closed session (for inspection)."""
-        self._reload_if_changed()
-        ssn = Session.open(self.cache, self.configuration, registry=self.registry)
+        """One scheduling cycle; returns the closed session (for inspection).
+
+        Raises a :class:`~batchsched.errors.BatchSchedError` when the cycle fails
+        (see the class docstring); nothing else leaves it but KeyboardInterrupt and
+        SystemExit.
+        """
+        self.status.cycles += 1
         try:
-            run_actions(ssn, self._actions)
-        except BaseException:
-            ssn.abort()
+            self._reload_if_changed()
+            ssn = Session.open(self.cache, self.configuration, registry=self.registry)
+            try:
+                run_actions(ssn, self._actions)
+            except BaseException:
+                ssn.abort()
+                raise
+            ssn.close()
+        except BatchSchedError as exc:
+            self._failed(exc)
             raise
-        ssn.close()
+        except Exception as exc:
+            error = SchedulingError(f"scheduling cycle failed: {type(exc).__name__}: {exc}")
+            self._failed(error)
+            raise error from exc
+        self.status.consecutive_failures = 0
         return ssn
+
+    def _failed(self, error: BatchSchedError) -> None:
+        self.status.failures += 1
+        self.status.consecutive_failures += 1
+        self.status.last_error = error
 
     def run(
         self,
         period: float = 1.0,
         stop: threading.Event | Callable[[], bool] | None = None,
+        *,
+        max_backoff: float = 60.0,
     ) -> None:
         """Call :meth:`run_once` every ``period`` seconds until ``stop`` says so.
 
-        A cycle that fails with a batchsched error is logged and the loop goes on.
+        A failed cycle is logged and the loop goes on, after a capped exponential
+        backoff (see the class docstring).
         """
         def stopped() -> bool:
             if stop is None:
@@ -143,14 +216,24 @@ class Scheduler:
 
         while not stopped():
             started = time.monotonic()
+            wait = period
             try:
                 self.run_once()
             except BatchSchedError:
-                # One bad cycle (a plugin that raised) must not stop the scheduler: the
-                # next cycle starts from a fresh snapshot.
+                # A bad cycle must not stop the scheduler: the next one starts from a
+                # fresh snapshot, later when the failures repeat.
                 log.exception("batchsched: scheduling cycle failed")
-            delay = max(0.0, period - (time.monotonic() - started))
+                wait = min(max_backoff, period * 2 ** self.status.consecutive_failures)
+            delay = max(0.0, wait - (time.monotonic() - started))
+            self.status.pause, self.status.next_delay = wait, delay
             if isinstance(stop, threading.Event):
                 stop.wait(delay)
             elif delay:
                 time.sleep(delay)
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime_ns / 1e9
+    except OSError:
+        return None

@@ -9,8 +9,12 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Concatenate, ParamSpec, TypeVar
 
 import attrs
 
@@ -42,6 +46,19 @@ class Eviction:
 
 Binder = Callable[[TaskInfo, str], bool]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[Concatenate[MemoryCache, _P], _R]) -> Callable[
+        Concatenate[MemoryCache, _P], _R]:
+    """Run the method holding the cache's lock (see the threading contract)."""
+    @functools.wraps(method)
+    def locked(self: MemoryCache, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
+
 
 class MemoryCache:
     """Nodes, jobs (with their tasks), queues and the rest, held in memory.
@@ -52,6 +69,14 @@ class MemoryCache:
     (optional) decides whether a bind succeeds, to model a host whose binds can
     fail: a refused bind changes nothing here, and the session returns the task to
     Pending. ``keep_events=False`` drops recorded events (a long replay makes many).
+
+    **Threading.** Every method takes the cache's lock (a re-entrant lock), and
+    :meth:`snapshot` copies under it: a host may change the cache from other
+    threads (an informer's callbacks) while a scheduling cycle runs, since the
+    session works on its snapshot and hands back its decisions through
+    :meth:`bind`, :meth:`evict` and :meth:`update_job_status`, which take the
+    lock too. Objects read from ``nodes`` or ``jobs`` directly are not
+    protected; :meth:`updates` holds the lock over several changes.
 
     ``incremental_snapshots=True`` makes :meth:`snapshot` hand out again the copy
     of a node or job from the previous snapshot when neither the cache nor the
@@ -84,17 +109,31 @@ class MemoryCache:
         self.unbinds: list[Eviction] = []
         self.events: list[RecordedEvent] = []
         self.keep_events = keep_events
+        self._lock = threading.RLock()
         self.incremental_snapshots = incremental_snapshots
         # name or uid -> (the copy handed out, its original, the original's and the
         # copy's mutation counts then): a copy both sides left alone is still exact.
         self._node_twins: dict[str, tuple[NodeInfo, NodeInfo, int, int]] = {}
         self._job_twins: dict[str, tuple[JobInfo, JobInfo, int, int]] = {}
 
+    @contextmanager
+    def updates(self) -> Iterator[MemoryCache]:
+        """Hold the lock over several changes, so that no snapshot sees half of them::
+
+            with cache.updates():
+                cache.add_job(job)
+                cache.task_ended(...)
+        """
+        with self._lock:
+            yield self
+
     # -- cluster changes ---------------------------------------------------------------
 
+    @_locked
     def add_node(self, node: NodeInfo) -> None:
         self.nodes[node.name] = node
 
+    @_locked
     def delete_node(self, name: str) -> None:
         """Remove a node; its tasks return to Pending in their jobs."""
         node = self.nodes.pop(name, None)
@@ -107,15 +146,19 @@ class MemoryCache:
                     task.node_name = ""
                     job.update_task_status(task, TaskStatus.PENDING)
 
+    @_locked
     def add_queue(self, queue: QueueInfo) -> None:
         self.queues[queue.name] = queue
 
+    @_locked
     def delete_queue(self, name: str) -> None:
         self.queues.pop(name, None)
 
+    @_locked
     def add_priority_class(self, pc: PriorityClass) -> None:
         self.priority_classes[pc.name] = pc
 
+    @_locked
     def add_job(self, job: JobInfo) -> None:
         """Add a job and place its already-placed tasks on their nodes.
 
@@ -128,6 +171,7 @@ class MemoryCache:
         for task in job.tasks.values():
             self._place(task)
 
+    @_locked
     def delete_job(self, uid: str) -> None:
         self._job_twins.pop(uid, None)
         job = self.jobs.pop(uid, None)
@@ -138,6 +182,7 @@ class MemoryCache:
             if node is not None:
                 node.remove_task(task)
 
+    @_locked
     def add_task(self, task: TaskInfo) -> None:
         job = self.jobs.get(task.job)
         if job is None:
@@ -146,6 +191,7 @@ class MemoryCache:
         job.add_task(task)
         self._place(task)
 
+    @_locked
     def delete_task(self, task: TaskInfo) -> None:
         job = self.jobs.get(task.job)
         if job is not None:
@@ -156,6 +202,7 @@ class MemoryCache:
 
     # -- what the host sees happen to pods: started, ended, gone to be recreated ------
 
+    @_locked
     def task_started(self, job_uid: str, task_uid: str, at: float | None = None) -> None:
         """The bound task's pod runs since ``at`` (Bound becomes Running)."""
         job, task = self._task(job_uid, task_uid)
@@ -165,6 +212,7 @@ class MemoryCache:
         if node is not None:
             node.update_task(task)
 
+    @_locked
     def task_ended(
         self, job_uid: str, task_uid: str, status: TaskStatus = TaskStatus.SUCCEEDED
     ) -> None:
@@ -178,6 +226,7 @@ class MemoryCache:
             node.remove_task(task)
         job.update_task_status(task, status)
 
+    @_locked
     def task_recreated(self, job_uid: str, task_uid: str) -> None:
         """The task's pod was deleted and created again: it is Pending on no node
         (an evicted pod once it is gone, or a gang member restarted with its job)."""
@@ -222,6 +271,7 @@ class MemoryCache:
 
     # -- Cache protocol ------------------------------------------------------------------
 
+    @_locked
     def snapshot(self) -> ClusterInfo:
         """A deep copy for one session: Ready nodes only; jobs whose queue exists,
         with their priority from their priority class (or the global default).
@@ -281,6 +331,7 @@ class MemoryCache:
             self._node_twins[node.name] = (twin, node, node.mutations, twin.mutations)
         return twin
 
+    @_locked
     def bind(self, task: TaskInfo, node_name: str) -> bool:
         job = self.jobs.get(task.job)
         node = self.nodes.get(node_name)
@@ -298,6 +349,7 @@ class MemoryCache:
         self.binds.append(Bind(task.uid, node_name))
         return True
 
+    @_locked
     def unbind(self, task: TaskInfo, reason: str) -> bool:
         """Take back a bind (the pod is deleted before it runs and created again):
         the task is Pending on no node; the bind stays in ``binds``, and ``unbinds``
@@ -309,6 +361,7 @@ class MemoryCache:
         self.unbinds.append(Eviction(task.uid, reason))
         return True
 
+    @_locked
     def evict(self, task: TaskInfo, reason: str) -> bool:
         job = self.jobs.get(task.job)
         if job is None or task.uid not in job.tasks:
@@ -321,6 +374,7 @@ class MemoryCache:
         self.evictions.append(Eviction(task.uid, reason))
         return True
 
+    @_locked
     def update_job_status(self, job: JobInfo) -> None:
         mine = self.jobs.get(job.uid)
         if mine is None:
@@ -328,6 +382,7 @@ class MemoryCache:
         mine.podgroup.phase = job.podgroup.phase
         mine.podgroup.conditions = list(job.podgroup.conditions)
 
+    @_locked
     def record_event(self, event: RecordedEvent) -> None:
         if self.keep_events:
             self.events.append(event)

@@ -40,7 +40,7 @@ from batchsched.api.types import (
     TaskStatus,
 )
 from batchsched.conf import SchedulerConfiguration, Tier
-from batchsched.errors import BatchSchedError, PluginError
+from batchsched.errors import BatchSchedError, CacheError, PluginError
 from batchsched.framework import combine
 from batchsched.framework.events import (
     Event,
@@ -95,6 +95,8 @@ class Session:
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self.events: list[RecordedEvent] = []
+        #: Messages the cache failed to take (statuses, events), in order.
+        self.host_errors: list[CacheError] = []
         self.extra: dict[str, Any] = {}
         self._fns: dict[str, dict[str, Fn]] = {name: {} for name in EXTENSION_POINTS}
         self._configured = frozenset(configuration.plugin_names())
@@ -127,7 +129,14 @@ class Session:
         if isinstance(source, ClusterInfo):
             cache, snapshot = None, source
         else:
-            cache, snapshot = source, source.snapshot()
+            cache = source
+            try:
+                snapshot = source.snapshot()
+            except BatchSchedError:
+                raise
+            except Exception as exc:
+                raise CacheError(f"the cache's snapshot raised {type(exc).__name__}: {exc}",
+                                 operation="snapshot") from exc
         ssn = cls(snapshot, configuration, cache=cache, registry=registry)
         for tier in configuration.tiers:
             for option in tier.plugins:
@@ -166,7 +175,7 @@ class Session:
         for job in self.jobs.values():
             job.podgroup.phase = self.pod_group_phase(job)
             if cache is not None:
-                cache.update_job_status(job)
+                self._tell_cache("update_job_status", job.uid, cache.update_job_status, job)
             self._record_job_status_event(job)
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
@@ -231,7 +240,21 @@ class Session:
         event = RecordedEvent(obj, event_type, reason, message)
         self.events.append(event)
         if self.cache is not None:
-            self.cache.record_event(event)
+            self._tell_cache("record_event", obj, self.cache.record_event, event)
+
+    def _tell_cache(self, operation: str, obj: str, call: Callable[[Any], object],
+                    argument: Any) -> None:
+        """Hand the cache a status or an event. A host that fails here loses only
+        that message (the next session computes the status again): the failure is
+        logged and kept in ``host_errors``, and the session goes on."""
+        try:
+            call(argument)
+        except Exception as exc:
+            error = CacheError(f"{obj}: the cache's {operation} raised {type(exc).__name__}: "
+                               f"{exc}", operation=operation, obj=obj)
+            error.__cause__ = exc
+            self.host_errors.append(error)
+            log.warning("batchsched: %s", error)
 
     # -- registration (snake_case of Volcano's AddXxxFn) -----------------------------------
 
@@ -687,9 +710,18 @@ class Session:
         return self.cache.bind(task, task.node_name)
 
     def _evict(self, task: TaskInfo, reason: str) -> bool:
+        """Hand an eviction to the cache; one that raises did not happen."""
         if self.cache is None:
             return True
-        return self.cache.evict(task, reason)
+        try:
+            return self.cache.evict(task, reason)
+        except Exception as exc:
+            error = CacheError(f"{task.uid}: the cache's evict raised {type(exc).__name__}: "
+                               f"{exc}", operation="evict", obj=task.uid)
+            error.__cause__ = exc
+            self.host_errors.append(error)
+            log.warning("batchsched: %s", error)
+            return False
 
     def _unbind(self, task: TaskInfo, reason: str) -> None:
         """Take back a bind the cache accepted (``unbind`` if the cache has it, else an
