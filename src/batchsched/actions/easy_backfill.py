@@ -91,18 +91,19 @@ class EasyBackfillAction(SelectorAction):
         queue = ssn.queues[queue_name]
         now = ssn.now
         for job in candidates:
-            tasks = run.tasks_of(job)
-            if not tasks:
-                continue
             requested = job.requested_runtime
             end = math.inf if requested is None else now + requested
             ends_in_time = end < shadow if self.strict_shadow else end <= shadow
-            need = _pending_request(job)
-            uses_extra = (not ends_in_time and self.extra_nodes and extra is not None
-                          and need.less_equal(extra))
-            if not (ends_in_time or uses_extra):
-                continue
-            if run.allocate_job(queue, job, tasks) and uses_extra and extra is not None:
+            need: Resource | None = None
+            if not ends_in_time:
+                if not self.extra_nodes or extra is None:
+                    continue
+                need = _pending_request(job)
+                if not need.less_equal(extra):
+                    continue
+            tasks = run.tasks_of(job)
+            if tasks and run.allocate_job(queue, job, tasks) and need is not None:
+                assert extra is not None
                 extra.sub_unchecked(need)
 
 
