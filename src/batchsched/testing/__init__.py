@@ -25,13 +25,18 @@ BuildPod, BuildPodGroup, BuildQueue).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from batchsched.api.job import REQUESTED_RUNTIME_ANNOTATION
 from batchsched.conf import DEFAULT_CONFIGURATION_YAML
 from batchsched.framework.registry import Registry
 from batchsched.scenario import Decisions, compare_decisions, parse_scenario, run_scenario
+from batchsched.simulation.scenario_workload import RESTART_ANNOTATION, RUN_TIME_ANNOTATION
+
+if TYPE_CHECKING:
+    from batchsched.simulation.timeline import Timeline
 
 __all__ = [
     "ScenarioBuilder",
@@ -41,6 +46,7 @@ __all__ = [
     "build_queue",
     "build_task",
     "run",
+    "simulate",
 ]
 
 
@@ -63,23 +69,48 @@ def build_node(name: str, *, cpu: object = None, memory: object = None, pods: ob
     return {"name": name, "allocatable": _resources(cpu, memory, pods, scalars), **fields}
 
 
+def _annotate(entry: dict[str, Any], **values: object) -> None:
+    annotations = dict(entry.get("annotations") or {})
+    for key, value in values.items():
+        if value is not None:
+            annotations[key] = str(value)
+    if annotations:
+        entry["annotations"] = annotations
+
+
 def build_task(name: str, *, job: str, namespace: str = "default", cpu: object = None,
                memory: object = None, scalars: Mapping[str, object] | None = None,
-               **fields: Any) -> dict[str, Any]:
-    """A task (pod) entry (Volcano's ``BuildPod``); other fields in the format's camelCase."""
+               run_time: object = None, **fields: Any) -> dict[str, Any]:
+    """A task (pod) entry (Volcano's ``BuildPod``); other fields in the format's camelCase.
+
+    ``run_time`` (seconds or a Go duration) is how long the task runs in a simulation
+    (the ``batchsched.io/run-time`` annotation).
+    """
     entry: dict[str, Any] = {"name": name, "namespace": namespace, "job": job}
     requests = _resources(cpu, memory, None, scalars)
     if requests:
         entry["requests"] = requests
     entry.update(fields)
+    _annotate(entry, **{RUN_TIME_ANNOTATION: run_time})
     return entry
 
 
 def build_job(name: str, *, namespace: str = "default", queue: str = "default",
-              min_member: int = 0, **fields: Any) -> dict[str, Any]:
-    """A job (pod group) entry (Volcano's ``BuildPodGroup``)."""
-    return {"name": name, "namespace": namespace, "queue": queue, "minMember": min_member,
-            **fields}
+              min_member: int = 0, submit: object = None, requested_runtime: object = None,
+              restart: str | None = None, **fields: Any) -> dict[str, Any]:
+    """A job (pod group) entry (Volcano's ``BuildPodGroup``).
+
+    For a simulation: ``submit`` is when the job arrives (its ``createdAt``),
+    ``requested_runtime`` its time limit and ``restart`` (``gang`` or ``task``) what an
+    eviction restarts (the ``batchsched.io/...`` annotations).
+    """
+    entry: dict[str, Any] = {"name": name, "namespace": namespace, "queue": queue,
+                             "minMember": min_member, **fields}
+    if submit is not None:
+        entry["createdAt"] = submit
+    _annotate(entry, **{REQUESTED_RUNTIME_ANNOTATION: requested_runtime,
+                        RESTART_ANNOTATION: restart})
+    return entry
 
 
 def build_queue(name: str, *, weight: int = 1, **fields: Any) -> dict[str, Any]:
@@ -133,6 +164,32 @@ def run(scenario: ScenarioBuilder | Mapping[str, Any], *, scores: bool | None = 
     document = scenario.document if isinstance(scenario, ScenarioBuilder) else scenario
     return run_scenario(parse_scenario(document, source="<built scenario>"), scores=scores,
                         registry=registry)
+
+
+def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
+             registry: Registry | None = None, **options: Any) -> Timeline:
+    """Replay a built workload over time (jobs arrive at ``submit``, tasks run
+    ``run_time``) and return its timeline; ``options`` are the
+    :class:`~batchsched.simulation.Simulator`'s (``until``, ``schedule_period``,
+    ``observe``)::
+
+        timeline = simulate(
+            ScenarioBuilder(actions="enqueue, allocate")
+            .node("n1", cpu=2)
+            .job("a", min_member=2, submit=0).task("a0", job="a", cpu=1, run_time=60)
+            .task("a1", job="a", cpu=1, run_time=60)
+            .job("b", min_member=1, submit=10).task("b0", job="b", cpu=1, run_time=5)
+        )
+        assert timeline.jobs["default/b"].start == 60.0
+    """
+    from batchsched.simulation import Simulator
+    from batchsched.simulation.scenario_workload import workload_from
+
+    document = scenario.document if isinstance(scenario, ScenarioBuilder) else scenario
+    built = parse_scenario(document, source="<built scenario>")
+    simulator = Simulator(workload_from(built), built.configuration, registry=registry,
+                          **options)
+    return simulator.run()
 
 
 def assert_decisions(decisions: Decisions, **expect: Any) -> None:
