@@ -10,6 +10,8 @@
     check a Volcano scheduler configuration;
 ``batchsched simulate WORKLOAD [...]``
     replay a workload over time (see :mod:`batchsched.simulation.command`);
+``batchsched explain SCENARIO (--job NS/NAME | --task NS/NAME) [--output json]``
+    why a job or task is (not) placed, plugin by plugin;
 ``batchsched compare WORKLOAD --config A --config B [...]``
     replay it under several configurations, side by side.
 
@@ -72,6 +74,14 @@ def _parser() -> argparse.ArgumentParser:
 
     from batchsched.simulation import sweep as compare_command
 
+    explain = sub.add_parser("explain", help="why a job or task is (not) placed")
+    explain.add_argument("scenario")
+    target = explain.add_mutually_exclusive_group(required=True)
+    target.add_argument("--job", metavar="NS/NAME")
+    target.add_argument("--task", metavar="NS/NAME")
+    explain.add_argument("--output", choices=("text", "json"), default="text")
+    explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
     compare = sub.add_parser("compare", help="replay a workload under several configurations")
     compare_command.add_arguments(compare)
     compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
@@ -95,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from batchsched.simulation import command as simulate_command
 
             return simulate_command.run(args, sys.stdout, sys.stderr)
+        if args.command == "explain":
+            return _explain(args, sys.stdout)
         if args.command == "compare":
             from batchsched.simulation import sweep as compare_command
 
@@ -238,6 +250,17 @@ def _registered_points(plugin: str) -> list[str]:
     if ssn.event_handlers:
         points.append("event handlers")
     return points
+
+
+def _explain(args: argparse.Namespace, out: TextIO) -> int:
+    import json
+
+    from batchsched.explain import explain, render
+    from batchsched.scenario import load_scenario
+
+    report = explain(load_scenario(args.scenario), job=args.job, task=args.task)
+    out.write((json.dumps(report, indent=1) if args.output == "json" else render(report)) + "\n")
+    return EXIT_OK
 
 
 def _conf_validate(args: argparse.Namespace, out: TextIO) -> int:

@@ -53,6 +53,7 @@ from batchsched.framework.extension_points import EXTENSION_POINTS
 
 if TYPE_CHECKING:
     from batchsched.cache.protocol import Cache
+    from batchsched.framework.recording import Recorder
     from batchsched.framework.registry import Registry
     from batchsched.framework.statement import Operation
 
@@ -95,6 +96,8 @@ class Session:
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self.events: list[RecordedEvent] = []
+        #: Keeps what plugins answer, for explanations (see batchsched.framework.recording).
+        self.recorder: Recorder | None = None
         #: Messages the cache failed to take (statuses, events), in order.
         self.host_errors: list[CacheError] = []
         self.extra: dict[str, Any] = {}
@@ -117,9 +120,11 @@ class Session:
         configuration: SchedulerConfiguration | None = None,
         *,
         registry: Registry | None = None,
+        recorder: Recorder | None = None,
     ) -> Session:
         """Snapshot ``source`` (a cache, or a ClusterInfo the session may consume),
-        build the configured plugins and open them."""
+        build the configured plugins and open them. With a ``recorder``, what the
+        plugins answer at the points it records is kept for explanations."""
         from batchsched.conf import default_configuration
         from batchsched.framework.registry import default_registry
 
@@ -138,6 +143,7 @@ class Session:
                 raise CacheError(f"the cache's snapshot raised {type(exc).__name__}: {exc}",
                                  operation="snapshot") from exc
         ssn = cls(snapshot, configuration, cache=cache, registry=registry)
+        ssn.recorder = recorder
         for tier in configuration.tiers:
             for option in tier.plugins:
                 plugin = registry.create_plugin(option.name, option.arguments)
@@ -268,6 +274,8 @@ class Session:
                 f"this configuration ({', '.join(sorted(self._configured)) or 'none'}); "
                 "register under the plugin's configured name", plugin=plugin, point=point,
             )
+        if self.recorder is not None:
+            fn = self.recorder.wrap(point, plugin, fn)
         self._fns[point][plugin] = fn
         self._bound.pop(point, None)
 

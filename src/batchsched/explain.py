@@ -1,0 +1,154 @@
+"""Why a job or task is pending: the session's reasons, plugin by plugin.
+
+:func:`explain` runs one session on a scenario with a
+:class:`~batchsched.framework.recording.Recorder` and reads, for one job (or
+one task and its job):
+
+* what each plugin answered about it at the points that decide whether a job
+  may start (valid, enqueueable, allocatable, ready, pipelined, overused);
+* for each of its tasks: where it went, or why no node took it, summarised as
+  kube-scheduler does (``0/5 nodes are unavailable: 3 Insufficient cpu, 2
+  node(s) had untolerated taint {dedicated: infra}.``) with the count of nodes
+  per reason;
+* the pod group's phase before and after, its conditions and the events;
+* a verdict naming what decided: the plugins that said no, else the node
+  reasons, else the gang's minimum.
+
+The JSON form (``batchsched explain ... --output json``) is a public format;
+its keys are listed in docs/explain.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batchsched.api.job import JobInfo
+from batchsched.api.types import TaskStatus
+from batchsched.errors import ScenarioError
+from batchsched.framework.recording import Recorder
+from batchsched.framework.registry import Registry
+from batchsched.framework.session import Session
+from batchsched.scenario.loader import Scenario
+from batchsched.scheduler import run_actions
+
+__all__ = ["explain", "render"]
+
+_NEGATIVE = ("no", "reject")
+
+
+def explain(scenario: Scenario, *, job: str | None = None, task: str | None = None,
+            registry: Registry | None = None) -> dict[str, Any]:
+    """The explanation of ``job`` (``namespace/name``) or of ``task``, after one session."""
+    if (job is None) == (task is None):
+        raise ScenarioError("explain one job or one task", source=scenario.source)
+    if task is not None:
+        owner = next((t.job for t in scenario.tasks if t.uid == task), None)
+        if owner is None:
+            raise ScenarioError(f"no task {task!r}", source=scenario.source, path="tasks")
+        job = owner
+    assert job is not None
+    if job not in {j.uid for j in scenario.jobs}:
+        raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
+    recorder = Recorder()
+    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=registry,
+                       recorder=recorder)
+    target = ssn.jobs.get(job)
+    phase_before = target.podgroup.phase.value if target is not None else None
+    run_actions(ssn)
+    ssn.close()
+    if target is None:
+        return {"job": job, "verdict": "the job is not in the session: its queue does not "
+                "exist", "decidedBy": ["queue"], "tasks": [], "plugins": []}
+    report = _job_report(ssn, recorder, target, phase_before)
+    if task is not None:
+        report["tasks"] = [entry for entry in report["tasks"] if entry["task"] == task]
+        report["plugins"] = [entry for entry in report["plugins"]
+                             if entry["subject"] in (job, task, report["queue"])]
+        report["task"] = task
+    return report
+
+
+def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
+                phase_before: str | None) -> dict[str, Any]:
+    plugins = [
+        {"point": a.point, "plugin": a.plugin, "subject": a.subject, "answer": a.answer,
+         **({"about": a.about} if a.about else {})}
+        for subject in (job.uid, *sorted(job.tasks), job.queue)
+        for a in recorder.about(subject)
+    ]
+    tasks = []
+    for uid, task in sorted(job.tasks.items()):
+        entry: dict[str, Any] = {"task": uid, "status": str(task.status)}
+        if task.node_name:
+            entry["node"] = task.node_name
+        errors = job.nodes_fit_errors.get(uid)
+        if errors is not None:
+            entry["reason"] = str(errors)
+            histogram: dict[str, int] = {}
+            for err in errors.nodes.values():
+                for reason in err.reasons:
+                    histogram[reason] = histogram.get(reason, 0) + 1
+            entry["nodes"] = dict(sorted(histogram.items()))
+        elif task.status is TaskStatus.PENDING:
+            refusals = [f"{a.plugin} said {a.answer} at {a.point}"
+                        for a in recorder.about(uid) if a.answer in _NEGATIVE]
+            entry["reason"] = ("; ".join(refusals) or job.job_fit_errors
+                               or "not tried in this session")
+        tasks.append(entry)
+    said_no = sorted({p["plugin"] for p in plugins
+                      if p["answer"] in _NEGATIVE or p["answer"].startswith("invalid")})
+    unplaced = [t for t in tasks if t["status"] == str(TaskStatus.PENDING)]
+    started = job.ready_task_num() >= job.min_available and not unplaced
+    decided_by: list[str]
+    if started:
+        verdict, decided_by = "placed", []
+    elif said_no:
+        verdict = f"held back by {', '.join(said_no)}"
+        decided_by = said_no
+    elif any("nodes" in t for t in unplaced):
+        reasons = sorted({r for t in unplaced for r in t.get("nodes", {})})
+        verdict = "no node fits: " + "; ".join(reasons)
+        decided_by = ["predicates"]
+    else:
+        verdict = (f"gang: {job.ready_task_num()} of minMember {job.min_available} placed")
+        decided_by = ["gang"]
+    return {
+        "job": job.uid, "queue": job.queue, "minMember": job.min_available,
+        "phase": {"before": phase_before, "after": job.podgroup.phase.value},
+        "verdict": verdict, "decidedBy": decided_by,
+        "plugins": plugins,
+        "notes": [{"plugin": p, "text": text} for subject in (job.uid, *job.tasks)
+                  for p, text in recorder.notes.get(subject, [])],
+        "tasks": tasks,
+        "conditions": [{"type": c.type.value, "status": c.status, "reason": c.reason,
+                        "message": c.message} for c in job.podgroup.conditions],
+        "events": [e.to_dict() for e in ssn.events
+                   if e.object == job.uid or e.object in job.tasks],
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as a readable tree."""
+    lines = [f"job {report['job']}: {report['verdict']}"]
+    if "phase" in report:
+        lines.append(f"  queue {report['queue']}, minMember {report['minMember']}, pod group "
+                     f"{report['phase']['before']} -> {report['phase']['after']}")
+    if report.get("plugins"):
+        lines.append("  plugins:")
+        for p in report["plugins"]:
+            about = f" (queue {p['about']})" if p.get("about") else ""
+            lines.append(f"    {p['point']:16} {p['plugin']:14} {p['subject']}: "
+                         f"{p['answer']}{about}")
+    for note in report.get("notes", []):
+        lines.append(f"  {note['plugin']}: {note['text']}")
+    if report.get("tasks"):
+        lines.append("  tasks:")
+        for t in report["tasks"]:
+            where = f" on {t['node']}" if "node" in t else ""
+            lines.append(f"    {t['task']}: {t['status']}{where}")
+            if "reason" in t:
+                lines.append(f"      {t['reason']}")
+    for c in report.get("conditions", []):
+        message = f": {c['message']}" if c["message"] else ""
+        lines.append(f"  condition {c['type']}={c['status']}{message}")
+    return "\n".join(lines)
