@@ -68,3 +68,42 @@ def test_an_unknown_job_is_a_clear_error() -> None:
     with contextlib.redirect_stderr(err):
         assert main(["explain", str(path), "--job", "nowhere/none"]) == 2
     assert "no job 'nowhere/none'" in err.getvalue()
+
+
+def _apply(scenario: object, job: str, change: dict[str, object]) -> object:
+    from batchsched.explain import _with_nodes, _with_smaller_requests
+
+    if change["kind"] == "moreNodes":
+        template = next(n for n in scenario.nodes if n.name == change["like"])  # type: ignore[attr-defined]
+        return _with_nodes(scenario, template, int(change["count"]))  # type: ignore[arg-type,call-overload]
+    return _with_smaller_requests(scenario, job, float(change["factor"]))  # type: ignore[arg-type]
+
+
+NODE_BOUND = [
+    (path, job) for path in CORPUS for job in unplaced_jobs(path)
+    if explain(load_scenario(path), job=job)["decidedBy"] == ["predicates"]
+]
+
+
+@pytest.mark.parametrize(("path", "job"), NODE_BOUND,
+                         ids=[f"{p.stem}:{j}" for p, j in NODE_BOUND])
+def test_a_proposed_change_does_let_the_job_start(path: Path, job: str) -> None:
+    from batchsched.explain import counterfactuals
+
+    scenario = load_scenario(path)
+    pending = {t.uid for t in scenario.tasks if t.job == job and not t.node_name}
+    # No change of the kinds tried may help (a node selector no node matches): then
+    # none is proposed. Every one proposed must work when applied.
+    for change in counterfactuals(scenario, job=job, max_nodes=4):
+        changed = _apply(scenario, job, change)
+        binds = run_scenario(changed).binds  # type: ignore[arg-type]
+        assert pending & set(binds), (job, change)
+
+
+def test_insufficient_cpu_proposes_a_node_and_a_smaller_request() -> None:
+    from batchsched.explain import counterfactuals
+
+    path = next(p for p in CORPUS if p.name == "allocate-00-fairshare-low-share-queue-first.yaml")
+    changes = counterfactuals(load_scenario(path), job="ns-1/pg-large-1")
+    assert [c["text"] for c in changes] == ["the job's pending requests times 0.5",
+                                            "1 more node(s) like node-1"]

@@ -80,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--job", metavar="NS/NAME")
     target.add_argument("--task", metavar="NS/NAME")
     explain.add_argument("--output", choices=("text", "json"), default="text")
+    explain.add_argument("--counterfactuals", action="store_true",
+                         help="also search the smallest changes that let it start (slower)")
     explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     compare = sub.add_parser("compare", help="replay a workload under several configurations")
@@ -255,10 +257,13 @@ def _registered_points(plugin: str) -> list[str]:
 def _explain(args: argparse.Namespace, out: TextIO) -> int:
     import json
 
-    from batchsched.explain import explain, render
+    from batchsched.explain import counterfactuals, explain, render
     from batchsched.scenario import load_scenario
 
-    report = explain(load_scenario(args.scenario), job=args.job, task=args.task)
+    scenario = load_scenario(args.scenario)
+    report = explain(scenario, job=args.job, task=args.task)
+    if args.counterfactuals:
+        report["counterfactuals"] = counterfactuals(scenario, job=args.job, task=args.task)
     out.write((json.dumps(report, indent=1) if args.output == "json" else render(report)) + "\n")
     return EXIT_OK
 

@@ -22,7 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import PODS, Resource
 from batchsched.api.types import TaskStatus
 from batchsched.errors import ScenarioError
 from batchsched.framework.recording import Recorder
@@ -31,7 +35,7 @@ from batchsched.framework.session import Session
 from batchsched.scenario.loader import Scenario
 from batchsched.scheduler import run_actions
 
-__all__ = ["explain", "render"]
+__all__ = ["counterfactuals", "explain", "render"]
 
 _NEGATIVE = ("no", "reject")
 
@@ -66,6 +70,86 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
                              if entry["subject"] in (job, task, report["queue"])]
         report["task"] = task
     return report
+
+
+def _starts(scenario: Scenario, job: str, task: str | None,
+            registry: Registry | None) -> bool:
+    """Whether, in one session on ``scenario``, the job starts (its gang is ready with a
+    task placed) or, for ``task``, that task is placed."""
+    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=registry)
+    run_actions(ssn)
+    ssn.close()
+    target = ssn.jobs.get(job)
+    if target is None:
+        return False
+    if task is not None:
+        placed = target.tasks.get(task)
+        return placed is not None and placed.status is not TaskStatus.PENDING
+    return (target.ready_task_num() >= max(target.min_available, 1)
+            and not any(not t.resreq.is_empty() for t in target.tasks_in(TaskStatus.PENDING)
+                        .values()))
+
+
+def _with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
+    extra = tuple(
+        NodeInfo.create(f"{template.name}-extra-{k}", template.allocatable,
+                        capacity=template.capacity, labels=dict(template.labels),
+                        annotations=dict(template.annotations), taints=template.taints)
+        for k in range(count)
+    )
+    return attrs.evolve(scenario, nodes=scenario.nodes + extra)
+
+
+def _with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenario:
+    def smaller(request: Resource) -> Resource:
+        scaled = request.clone().multi(factor)
+        if request.has(PODS):
+            scaled.set(PODS, request.get(PODS))
+        return scaled
+
+    tasks = tuple(
+        attrs.evolve(task, resreq=smaller(task.resreq), init_resreq=smaller(task.init_resreq))
+        if task.job == job and task.status is TaskStatus.PENDING else task
+        for task in scenario.tasks
+    )
+    return attrs.evolve(scenario, tasks=tasks)
+
+
+def counterfactuals(scenario: Scenario, *, job: str | None = None, task: str | None = None,
+                    registry: Registry | None = None, max_nodes: int = 16
+                    ) -> list[dict[str, Any]]:
+    """The smallest changes, of each kind, that let the job (or task) start now; each
+    one found and checked by running a session on the changed scenario.
+
+    Kinds: ``moreNodes`` (N more nodes like an existing one, for each distinct node
+    shape, the smallest N up to ``max_nodes``) and ``smallerRequests`` (the job's
+    pending requests scaled down, the largest factor of 3/4, 1/2, 1/4, 1/10).
+    """
+    if task is not None:
+        job = next((t.job for t in scenario.tasks if t.uid == task), None)
+    if job is None:
+        raise ScenarioError("explain one job or one task", source=scenario.source)
+    if _starts(scenario, job, task, registry):
+        return []
+    found: list[dict[str, Any]] = []
+    shapes: dict[tuple[Any, ...], NodeInfo] = {}
+    for node in scenario.nodes:
+        key = (tuple(sorted(node.allocatable.to_dict().items())),
+               tuple(sorted(node.labels.items())), node.taints)
+        shapes.setdefault(key, node)
+    for template in shapes.values():
+        for count in range(1, max_nodes + 1):
+            if _starts(_with_nodes(scenario, template, count), job, task, registry):
+                found.append({"kind": "moreNodes", "like": template.name, "count": count,
+                              "text": f"{count} more node(s) like {template.name}"})
+                break
+    for factor in (0.75, 0.5, 0.25, 0.1):
+        if _starts(_with_smaller_requests(scenario, job, factor), job, task, registry):
+            found.append({"kind": "smallerRequests", "factor": factor,
+                          "text": f"the job's pending requests times {factor}"})
+            break
+    found.sort(key=lambda change: change.get("count", 0))
+    return found
 
 
 def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
@@ -151,4 +235,9 @@ def render(report: dict[str, Any]) -> str:
     for c in report.get("conditions", []):
         message = f": {c['message']}" if c["message"] else ""
         lines.append(f"  condition {c['type']}={c['status']}{message}")
+    if "counterfactuals" in report:
+        changes = report["counterfactuals"]
+        lines.append("  it would start now with:" if changes else
+                     "  no change tried lets it start now")
+        lines.extend(f"    {change['text']}" for change in changes)
     return "\n".join(lines)
