@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from batchsched.actions.allocate import _AllocateRun
 from batchsched.actions.selector_action import SelectorAction
-from batchsched.actions.strict_allocate import BLOCKED_KEY
+from batchsched.actions.strict_allocate import BLOCKED_KEY, cluster_free, gang_may_fit
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
 from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
@@ -90,6 +90,7 @@ class EasyBackfillAction(SelectorAction):
             candidates = sorted_by_order(ssn, candidates)
         queue = ssn.queues[queue_name]
         now = ssn.now
+        free = cluster_free(ssn)
         for job in candidates:
             requested = job.requested_runtime
             end = math.inf if requested is None else now + requested
@@ -101,10 +102,14 @@ class EasyBackfillAction(SelectorAction):
                 need = _pending_request(job)
                 if not need.less_equal(extra):
                     continue
+            if not gang_may_fit(job, free):
+                continue  # more than the cluster has free in total: it cannot start now
             tasks = run.tasks_of(job)
-            if tasks and run.allocate_job(queue, job, tasks) and need is not None:
-                assert extra is not None
-                extra.sub_unchecked(need)
+            if tasks and run.allocate_job(queue, job, tasks):
+                free = cluster_free(ssn)
+                if need is not None:
+                    assert extra is not None
+                    extra.sub_unchecked(need)
 
 
 def sorted_by_order(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:

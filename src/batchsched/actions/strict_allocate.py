@@ -126,15 +126,25 @@ class _StrictRun(_AllocateRun):
         return None
 
     def _may_fit(self, job: JobInfo) -> bool:
-        """False when the gang's whole request exceeds the cluster's free total."""
-        if job.min_available < len(job.tasks):
-            return True  # the gang may start with part of its tasks: only a search can tell
         if self._free is None:
-            free = Resource()
-            for node in self.ssn.node_list:
-                free.add(node.future_idle())
-            self._free = free
-        need = Resource()
-        for task in job.tasks_in(TaskStatus.PENDING).values():
-            need.add(task.resreq)
-        return need.less_equal(self._free)
+            self._free = cluster_free(self.ssn)
+        return gang_may_fit(job, self._free)
+
+
+def cluster_free(ssn: Session) -> Resource:
+    """What the cluster will have free in total: idle plus releasing, less pipelined."""
+    free = Resource()
+    for node in ssn.node_list:
+        free.add(node.future_idle())
+    return free
+
+
+def gang_may_fit(job: JobInfo, free: Resource) -> bool:
+    """False when the job is all-or-nothing and its pending request exceeds ``free`` in
+    total: no placement can then start it, so it need not be searched for."""
+    if job.min_available < len(job.tasks):
+        return True  # the gang may start with part of its tasks: only a search can tell
+    need = Resource()
+    for task in job.tasks_in(TaskStatus.PENDING).values():
+        need.add(task.resreq)
+    return need.less_equal(free)
