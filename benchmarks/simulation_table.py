@@ -67,10 +67,10 @@ def run_sequence(job: tuple[str, str, str, bool, int, int]) -> dict[str, Any]:
             "sessions": data["sessions"], "jobs": data["jobs"]}
 
 
-def lean_cells(trace: str, length: int) -> dict[str, Any]:
+def lean_cells(trace: str, length: int, starts: tuple[int, ...]) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, str(HERE / "lean_hpc_sim.py"), trace, "--json", "--length", str(length),
-         "--starts", ",".join(map(str, STARTS))],
+         "--starts", ",".join(map(str, starts))],
         capture_output=True, text=True, check=True)
     result: dict[str, Any] = json.loads(done.stdout)
     return result
@@ -82,19 +82,29 @@ def main() -> int:
     parser.add_argument("--rules", default="reference,batchsched")
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--length", type=int, default=1024)
+    parser.add_argument("--starts", default=",".join(map(str, STARTS)),
+                        help="comma-separated 0-based start positions of the sequences")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", default=str(HERE / "simulation_results"))
     args = parser.parse_args()
     name = Path(args.trace).name
+    starts = tuple(int(start) for start in args.starts.split(","))
     jobs = [(args.trace, rules, policy, backfill, start, args.length)
             for rules in args.rules.split(",") for backfill in (False, True)
-            for policy in args.policies.split(",") for start in STARTS]
+            for policy in args.policies.split(",") for start in starts]
     began = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        runs = list(pool.map(run_sequence, jobs))
+    # Each finished sequence is also appended to OUT.jsonl at once: a long run that is
+    # stopped keeps what it finished.
+    progress = Path(args.out).with_suffix(".jsonl")
+    runs = []
+    with ProcessPoolExecutor(max_workers=args.workers) as pool, progress.open("a") as log:
+        for run in pool.map(run_sequence, jobs):
+            runs.append(run)
+            log.write(json.dumps(run) + "\n")
+            log.flush()
     wall = time.perf_counter() - began
     lean_began = time.perf_counter()
-    lean = lean_cells(args.trace, args.length)
+    lean = lean_cells(args.trace, args.length, starts)
     lean_wall = time.perf_counter() - lean_began
     cells: dict[str, dict[str, Any]] = {}
     for run in runs:
@@ -108,13 +118,13 @@ def main() -> int:
         _, policy, kind = key.split("/")
         cell["bsld"] = statistics.fmean(cell["sequences"])
         reference = published.get((policy, kind == "backfill"))
-        if reference is not None:
+        if reference is not None and starts == STARTS:
             cell["published"] = reference
             cell["relativeError"] = abs(cell["bsld"] - reference) / reference
     replayed = len(runs) * args.length
     cpu_seconds = sum(run["seconds"] for run in runs)
     result = {
-        "trace": name, "length": args.length, "starts": STARTS, "workers": args.workers,
+        "trace": name, "length": args.length, "starts": starts, "workers": args.workers,
         "command": "batchsched simulate TRACE --config benchmarks/simulation/RULES/POLICY.yaml "
                    f"--first-job K --jobs {args.length} --output json",
         "cells": cells, "wallSeconds": wall, "processSeconds": cpu_seconds,
