@@ -14,13 +14,16 @@ def swf_line(job_id: int, submit: int, run: int, procs: int, requested: int = -1
     return " ".join(str(field) for field in fields)
 
 
-def random_swf(seed: int, jobs: int, nodes: int = 16, *, estimates: bool = False) -> str:
-    """A synthetic trace: bursts of arrivals, wide and narrow jobs, ties in submit time."""
+def random_swf(seed: int, jobs: int, nodes: int = 16, *, estimates: bool = False,
+               simultaneous: bool = True) -> str:
+    """A synthetic trace: bursts of arrivals, wide and narrow jobs, ties in submit time
+    (unless ``simultaneous`` is false: then every job arrives at a time of its own)."""
     rng = random.Random(seed)
     lines = [HEADER.format(nodes=nodes, procs=nodes).rstrip("\n")]
     submit = 0
+    gaps = (0, 0, 1, 5, 30, 120, 600) if simultaneous else (1, 2, 5, 30, 120, 600)
     for job_id in range(1, jobs + 1):
-        submit += rng.choice((0, 0, 1, 5, 30, 120, 600))
+        submit += rng.choice(gaps)
         run = rng.choice((1, 5, 10, 60, 300, 1800))
         procs = rng.choice((1, 1, 2, 3, 4, nodes // 2, nodes))
         requested = run * rng.choice((1, 2, 3)) if estimates else -1

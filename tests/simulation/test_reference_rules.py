@@ -4,10 +4,12 @@ heuristics (benchmarks/lean_hpc_sim.py), which reproduces the published Table V.
 
 The traces are synthetic (made here): bursts of simultaneous arrivals, ties in keys,
 wide and narrow jobs, and, without backfilling, estimates that differ from run times.
-With backfilling the requested times equal the run times, as in the Lublin traces:
-the reference works out a blocked head's reserved start once, when it blocks, while
-batchsched works it out again at every session from what runs then, which differs
-only when jobs end before their requested time (docs/simulation.md).
+With backfilling, two differences that docs/simulation.md names are kept out of the
+traces, as the Lublin traces keep them out: requested times equal run times (the
+reference works out a blocked head's reserved start once, batchsched at every
+session), and no two jobs arrive at the same second (the reference then scans
+equal-submit backfill candidates in whatever order its list holds; batchsched in
+arrival order). The examples are fixed (derandomized), so that CI is repeatable.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def simulate(trace: Path, policy: str, backfill: bool, first: int, count: int) -
     return [job["boundedSlowdown"] for job in json.loads(out.getvalue())["perJob"]]
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=8, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 100_000), policy=st.sampled_from(POLICIES), backfill=st.booleans(),
        estimates=st.booleans())
 def test_reference_rules_decide_as_the_lean_replay(
@@ -53,7 +55,8 @@ def test_reference_rules_decide_as_the_lean_replay(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         trace = write(Path(tmp), "random.swf",
-                      random_swf(seed, 45, estimates=estimates and not backfill))
+                      random_swf(seed, 45, estimates=estimates and not backfill,
+                                 simultaneous=not backfill))
         jobs, nodes, procs = lean_hpc_sim.parse_swf(trace)
         first, count = 5, 40
         expected = lean_hpc_sim.simulate(jobs, first, count, policy, backfill=backfill,
