@@ -16,7 +16,6 @@ is below the sum of the per-role minimums, as in Volcano.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -554,19 +553,15 @@ def requested_runtime_of(annotations: Mapping[str, str]) -> float | None:
     >>> requested_runtime_of({REQUESTED_RUNTIME_ANNOTATION: "1h30m"})
     5400.0
     """
-    from batchsched.framework.arguments import parse_duration
+    from batchsched.framework.arguments import parse_seconds
 
     raw = annotations.get(REQUESTED_RUNTIME_ANNOTATION)
     if raw is None:
         return None
     try:
-        seconds = float(raw)
+        return parse_seconds(raw)
     except ValueError:
-        try:
-            seconds = parse_duration(raw)
-        except ValueError:
-            return None
-    return seconds if seconds >= 0 and math.isfinite(seconds) else None
+        return None
 
 
 def _job_preemptable(podgroup: PodGroup) -> bool:

@@ -19,6 +19,7 @@ value; :func:`warn_unreadable` words it for checks a getter cannot make.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -65,6 +66,23 @@ def parse_duration(text: str) -> float:
         total += float(match[1]) * _UNIT_SECONDS[match[2]]
         pos = match.end()
     return sign * total
+
+
+def parse_seconds(text: str) -> float:
+    """A number of seconds (``"90"``, ``"1.5"``) or a Go duration (``"1h30m"``).
+
+    Raises ``ValueError`` for anything else, a negative amount, or an infinite one.
+
+    >>> parse_seconds("90"), parse_seconds("1h30m")
+    (90.0, 5400.0)
+    """
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = parse_duration(text)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{text!r} is not a finite, non-negative number of seconds")
+    return seconds
 
 
 def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback: object) -> None:

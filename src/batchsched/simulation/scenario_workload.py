@@ -22,7 +22,7 @@ from pathlib import Path
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.errors import WorkloadError
-from batchsched.framework.arguments import parse_duration
+from batchsched.framework.arguments import parse_seconds
 from batchsched.scenario.loader import Scenario, load_scenario
 from batchsched.simulation.workload import RESTART_GANG, RESTART_TASK, Workload, WorkloadJob
 
@@ -34,16 +34,10 @@ RESTART_ANNOTATION = "batchsched.io/restart"
 
 def _seconds(raw: str, what: str, source: str) -> float:
     try:
-        seconds = float(raw)
+        return parse_seconds(raw)
     except ValueError:
-        try:
-            seconds = parse_duration(raw)
-        except ValueError:
-            raise WorkloadError(f"{what}: {raw!r} is not a number of seconds nor a duration",
-                                source=source) from None
-    if seconds < 0:
-        raise WorkloadError(f"{what}: {raw!r} is negative", source=source)
-    return seconds
+        raise WorkloadError(f"{what}: {raw!r} is not a number of seconds nor a duration "
+                            "(or it is negative)", source=source) from None
 
 
 def workload_from(scenario: Scenario) -> Workload:
