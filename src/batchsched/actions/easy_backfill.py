@@ -6,15 +6,16 @@ earliest time at which, as the running tasks end, enough resources will be
 free in total for the head's whole gang: each running task is expected to end
 at its start (now, for one placed in this session or whose start is unknown)
 plus its job's requested run time (``batchsched.io/requested-runtime``; a task
-without one is not expected to end). A later job of the queue then starts now, through the same gang
-statement and node choice as allocate, if it fits now and either
+without one is not expected to end). A later job of the queue then starts now,
+through the same gang statement and node choice as allocate, if it fits now and
+either
 
 * its requested run ends by the reserved start, or
 * it uses only the **extra** resources: those free at the reserved start
   beyond what the head needs (each such job takes its share of the extra).
 
 So a backfilled job never delays the head, provided requested times are not
-exceeded. Candidates are tried in the session's job order.
+exceeded.
 
 Arguments (``configurations: - name: easy-backfill``):
 
@@ -31,15 +32,21 @@ with ``extraNodes: false``, ``candidateOrder: submit`` and
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
 from batchsched.actions.allocate import _AllocateRun
 from batchsched.actions.selector_action import SelectorAction
-from batchsched.actions.strict_allocate import BLOCKED_KEY, cluster_free, gang_may_fit
+from batchsched.actions.strict_allocate import (
+    BLOCKED_KEY,
+    cluster_free,
+    gang_may_fit,
+    pending_request,
+)
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
-from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
+from batchsched.api.types import ALLOCATED_STATUSES
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
 
@@ -99,7 +106,7 @@ class EasyBackfillAction(SelectorAction):
             if not ends_in_time:
                 if not self.extra_nodes or extra is None:
                     continue
-                need = _pending_request(job)
+                need = pending_request(job)
                 if not need.less_equal(extra):
                     continue
             if not gang_may_fit(job, free):
@@ -114,16 +121,7 @@ class EasyBackfillAction(SelectorAction):
 
 def sorted_by_order(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
     """``jobs`` in the session's job order."""
-    import functools
-
     return sorted(jobs, key=functools.cmp_to_key(ssn.job_order_total))
-
-
-def _pending_request(job: JobInfo) -> Resource:
-    need = Resource()
-    for task in job.tasks_in(TaskStatus.PENDING).values():
-        need.add(task.resreq)
-    return need
 
 
 def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]:
@@ -134,10 +132,8 @@ def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]
     such end at which the head's pending request fits the total (now, if it
     already does). ``(inf, None)`` when that never happens.
     """
-    need = _pending_request(head)
-    free = Resource()
-    for node in ssn.node_list:
-        free.add(node.future_idle())
+    need = pending_request(head)
+    free = cluster_free(ssn)
     if need.less_equal(free):
         return ssn.now, free.sub_unchecked(need)
     ends: list[tuple[float, Resource]] = []

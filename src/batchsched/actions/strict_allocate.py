@@ -38,7 +38,13 @@ from batchsched.framework.arguments import Arguments
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
 
-__all__ = ["BLOCKED_KEY", "StrictAllocateAction"]
+__all__ = [
+    "BLOCKED_KEY",
+    "StrictAllocateAction",
+    "cluster_free",
+    "gang_may_fit",
+    "pending_request",
+]
 
 #: Where the session keeps each queue's blocked head (queue name -> job uid).
 BLOCKED_KEY = "strict-allocate.blocked"
@@ -144,7 +150,12 @@ def gang_may_fit(job: JobInfo, free: Resource) -> bool:
     total: no placement can then start it, so it need not be searched for."""
     if job.min_available < len(job.tasks):
         return True  # the gang may start with part of its tasks: only a search can tell
+    return pending_request(job).less_equal(free)
+
+
+def pending_request(job: JobInfo) -> Resource:
+    """What the job's pending tasks ask for, in total."""
     need = Resource()
     for task in job.tasks_in(TaskStatus.PENDING).values():
         need.add(task.resreq)
-    return need.less_equal(free)
+    return need

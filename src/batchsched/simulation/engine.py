@@ -98,7 +98,8 @@ class Simulator:
             self.cache.add_priority_class(priority_class)
         self.scheduler = Scheduler(self.cache, configuration, registry=registry)
         self.timeline = Timeline(self.workload, self.start)
-        self._events: list[tuple[float, int, int, int, Any]] = []
+        # (time, kind, order of scheduling, payload): kinds rank events at the same time.
+        self._events: list[tuple[float, int, int, Any]] = []
         self._sequence = itertools.count()
         self._running: dict[str, _Running] = {}
         self._waiting: set[str] = set()  # jobs with a Pending task
@@ -116,14 +117,14 @@ class Simulator:
         return float(self.cache.now or 0.0)
 
     def _push(self, at: float, kind: int, payload: Any) -> None:
-        heapq.heappush(self._events, (at, kind, next(self._sequence), kind, payload))
+        heapq.heappush(self._events, (at, kind, next(self._sequence), payload))
 
     def run(self) -> Timeline:
         """Replay until every job has finished (or can never start), or ``until``."""
-        for position, job in enumerate(self.workload.jobs):
-            heapq.heappush(self._events, (job.submit, _ARRIVAL, position, _ARRIVAL, job.uid))
+        for job in self.workload.jobs:  # in trace order: equal submit times keep it
+            self._push(job.submit, _ARRIVAL, job.uid)
         while self._events:
-            at, _, _, kind, payload = heapq.heappop(self._events)
+            at, kind, _, payload = heapq.heappop(self._events)
             if self.until is not None and at > self.until:
                 break
             self.cache.now = max(self.now, at)
@@ -143,7 +144,7 @@ class Simulator:
                 self._tick_due = True
                 period = self.schedule_period
                 self._push((self.now // period + 1) * period, _TICK, None)
-        self.timeline.close(self.now, self.cache, self._waiting)
+        self.timeline.close(self.now, self._waiting)
         return self.timeline
 
     # -- what happens to jobs -------------------------------------------------------------

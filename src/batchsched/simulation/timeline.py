@@ -145,7 +145,7 @@ class Timeline:
         self.finished_count += 1
         self.end = max(self.end, now)
 
-    def close(self, now: float, cache: MemoryCache, waiting: Iterable[str]) -> None:
+    def close(self, now: float, waiting: Iterable[str]) -> None:
         self._advance(now)
         self.end = max(self.end, now)
         self.never_started = sorted(uid for uid in waiting if self.jobs[uid].start is None)
