@@ -149,3 +149,17 @@ def test_compare_puts_configurations_side_by_side(tmp_path: Path) -> None:
                                     str(first), "--jobs", "6", "--output", "json")
             windows.append(json.loads(single)["metrics"]["averageBoundedSlowdown"])
         assert table[str(config)]["averageBoundedSlowdown"] == pytest.approx(sum(windows) / 2)
+
+
+def test_report_writes_the_json_and_the_plots_when_matplotlib_is_there(tmp_path: Path) -> None:
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join(
+        swf_line(i, i * 10, 50, 1 + i % 2) for i in range(1, 7)) + "\n")
+    code, out, _ = simulate(str(trace), "--output", "json", "--report", str(tmp_path / "r"))
+    assert code == 0
+    assert json.loads((tmp_path / "r" / "report.json").read_text()) == json.loads(out)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert {p.name for p in (tmp_path / "r").iterdir()} == {
+        "report.json", "utilization.png", "slowdown.png"}

@@ -13,6 +13,7 @@ writes the JSON and says the plots were left out.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,27 +74,28 @@ def write_report(data: dict[str, Any], directory: str | Path) -> list[Path]:
         import matplotlib.pyplot as plt
     except ImportError:
         return written
-    usage = data["utilizationOverTime"]
-    if usage:
+
+    def plot(name: str, title: str, xlabel: str, ylabel: str,
+             draw: Callable[[Any], object]) -> None:
         fig, ax = plt.subplots(figsize=(8, 3))
-        ax.step([t / 3600 for t, _ in usage], [c for _, c in usage], where="post")
-        ax.set_xlabel("hours since the first arrival")
-        ax.set_ylabel("allocated cpu (cores)")
-        ax.set_title(f"{data['workload']}: cluster use over time")
+        draw(ax)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{data['workload']}: {title}")
         fig.tight_layout()
-        written.append(out / "utilization.png")
+        written.append(out / name)
         fig.savefig(written[-1], dpi=120)
         plt.close(fig)
+
+    usage = data["utilizationOverTime"]
+    if usage:
+        plot("utilization.png", "cluster use over time", "hours since the first arrival",
+             "allocated cpu (cores)",
+             lambda ax: ax.step([t / 3600 for t, _ in usage], [c for _, c in usage],
+                                where="post"))
     slowdowns = [job["boundedSlowdown"] for job in data["perJob"]
                  if job["boundedSlowdown"] is not None]
     if slowdowns:
-        fig, ax = plt.subplots(figsize=(8, 3))
-        ax.hist(slowdowns, bins=50, log=True)
-        ax.set_xlabel("bounded slowdown")
-        ax.set_ylabel("jobs")
-        ax.set_title(f"{data['workload']}: bounded slowdown per job")
-        fig.tight_layout()
-        written.append(out / "slowdown.png")
-        fig.savefig(written[-1], dpi=120)
-        plt.close(fig)
+        plot("slowdown.png", "bounded slowdown per job", "bounded slowdown", "jobs",
+             lambda ax: ax.hist(slowdowns, bins=50, log=True))
     return written
