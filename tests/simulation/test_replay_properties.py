@@ -66,6 +66,13 @@ def test_incremental_snapshots_decide_as_full_copies(seed: int, config: str) -> 
         text, CONFIGS[config], incremental_snapshots=False)
 
 
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), config=st.sampled_from(sorted(CONFIGS)))
+def test_dropping_events_decides_as_keeping_them(seed: int, config: str) -> None:
+    text = random_swf(seed, 20, estimates=True)
+    assert replay(text, CONFIGS[config]) == replay(text, CONFIGS[config], keep_events=True)
+
+
 def test_a_session_period_batches_events() -> None:
     text = random_swf(7, 20)
     every_event = Simulator(swf_workload("r.swf", text=text),

@@ -47,6 +47,19 @@ def test_a_window_takes_trace_positions() -> None:
     assert [job.uid for job in workload.window(1, 2).jobs] == ["swf/job-2", "swf/job-3"]
 
 
+def test_a_window_read_from_the_file_equals_the_window_of_the_whole_trace() -> None:
+    whole = swf_workload("t.swf", text=TEXT).window(1, 2)
+    read = swf_workload("t.swf", text=TEXT, first=1, count=2)
+    assert [(j.uid, j.submit, dict(j.run_times)) for j in read.jobs] == [
+        (j.uid, j.submit, dict(j.run_times)) for j in whole.jobs]
+
+
+def test_a_malformed_line_outside_the_window_is_still_reported() -> None:
+    text = HEADER.format(nodes=4, procs=4) + swf_line(1, 0, 5, 1) + "\n1 10 -1 5 1\n"
+    with pytest.raises(WorkloadError, match=r"bad\.swf:5"):
+        swf_workload("bad.swf", text=text, first=0, count=1)
+
+
 @pytest.mark.parametrize(("line", "problem"), [
     ("1 10 -1 x 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1", "field 4 (run time) 'x' is not a number"),
     ("1 10 -1 5 1", "a job line has 18 fields, this one 5"),

@@ -237,7 +237,10 @@ def record_unplaced_events(ssn: Session, jobs: list[JobInfo]) -> None:
     could go once the gang is complete, else the job's fit-error summary.
 
     (The job-level ``Unschedulable`` warning is recorded by the session at close.)
+    Nothing is built when the cache drops events (``ssn.keeps_events``).
     """
+    if not ssn.keeps_events:
+        return
     for job in jobs:
         unplaced = [
             task for status in _UNPLACED for task in job.tasks_in(status).values()

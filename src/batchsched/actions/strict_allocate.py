@@ -24,6 +24,7 @@ Arguments (``configurations: - name: strict-allocate``):
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -138,11 +139,36 @@ class _StrictRun(_AllocateRun):
 
 
 def cluster_free(ssn: Session) -> Resource:
-    """What the cluster will have free in total: idle plus releasing, less pipelined."""
-    free = Resource()
+    """What the cluster will have free in total: idle plus releasing, less pipelined.
+
+    A fresh object the caller may change. The sum is kept on the session until a
+    node changes (node mutation counters only grow, so their sum names a state):
+    strict-allocate and easy-backfill ask for it after every job they try.
+    """
+    version = sum(node.mutations for node in ssn.node_list)
+    kept = ssn.extra.get(_FREE_KEY)
+    if kept is not None and kept[0] == version:
+        return kept[1].clone()  # type: ignore[no-any-return]
+    # Resource.add's float operations, inlined: this runs after every job started.
+    cpu = memory = 0.0
+    scalars: dict[str, float] = {}
     for node in ssn.node_list:
-        free.add(node.future_idle())
-    return free
+        releasing, pipelined = node.releasing, node.pipelined
+        if _exactly_zero(releasing) and _exactly_zero(pipelined):
+            part = node.idle  # (idle + 0) - 0 is idle, bit for bit
+        else:
+            part = node.future_idle()
+        cpu += part.milli_cpu
+        memory += part.memory
+        for name, amount in part.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) + amount
+    free = Resource(cpu, memory, scalars)
+    ssn.extra[_FREE_KEY] = (version, free)
+    return free.clone()
+
+
+def _exactly_zero(res: Resource) -> bool:
+    return not (res.milli_cpu or res.memory or (res.scalars and any(res.scalars.values())))
 
 
 def gang_may_fit(job: JobInfo, free: Resource) -> bool:
@@ -154,8 +180,21 @@ def gang_may_fit(job: JobInfo, free: Resource) -> bool:
 
 
 def pending_request(job: JobInfo) -> Resource:
-    """What the job's pending tasks ask for, in total."""
+    """What the job's pending tasks ask for, in total (do not change the result: it is
+    kept until the job's tasks change)."""
+    kept = _pending_requests.get(job)
+    if kept is not None and kept[0] == job.mutations:
+        return kept[1]
     need = Resource()
     for task in job.tasks_in(TaskStatus.PENDING).values():
         need.add(task.resreq)
+    _pending_requests[job] = (job.mutations, need)
     return need
+
+
+_FREE_KEY = "strict-allocate.cluster-free"
+#: Each job's last pending request, kept while the job lives (job mutation counters
+#: name its state). Weak keys: a finished session's jobs are not held.
+_pending_requests: weakref.WeakKeyDictionary[JobInfo, tuple[int, Resource]] = (
+    weakref.WeakKeyDictionary()
+)

@@ -435,9 +435,15 @@ class JobInfo:
         ready = "pod group is ready" if self.is_ready() else "pod group is not ready"
         message = f"{ready}, {', '.join(sorted([f'{n} {k}' for k, n in histogram.items()]))}"
         pending_reasons: dict[str, int] = {}
+        untouched = 0  # pending, no transaction: "Unschedulable" (most tasks of a queue)
         for task in self.tasks_in(_PENDING).values():
+            if task.last_transaction is None:
+                untouched += 1
+                continue
             reason = _reason_of(task)
             pending_reasons[reason] = pending_reasons.get(reason, 0) + 1
+        if untouched:
+            pending_reasons[_UNSCHEDULABLE] = pending_reasons.get(_UNSCHEDULABLE, 0) + untouched
         if pending_reasons:
             parts = sorted(f"{n} {k}" for k, n in pending_reasons.items())
             message += f"; Pending: {', '.join(parts)}"
@@ -533,6 +539,9 @@ def _job_waiting_time(annotations: Mapping[str, str]) -> float | None:
             if seconds is not None:
                 return seconds
     return None
+
+
+_UNSCHEDULABLE = "Unschedulable"
 
 
 def _reason_of(task: TaskInfo) -> str:

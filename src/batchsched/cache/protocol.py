@@ -21,6 +21,11 @@ class Cache(Protocol):
     effect; ``update_job_status`` receives a job whose pod-group phase and
     conditions were updated at session close; ``record_event`` receives events on
     tasks and jobs.
+
+    A cache may also carry ``keep_events = False`` (an attribute outside the
+    protocol, read with ``getattr``): sessions then skip building the warnings
+    that only describe a decision (a long simulated replay would build millions).
+    Decisions do not depend on it.
     """
 
     def snapshot(self) -> ClusterInfo: ...

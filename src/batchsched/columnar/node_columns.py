@@ -18,12 +18,14 @@ operations as ``NodeInfo.future_idle``). Every reader calls :meth:`sync` first.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
 
@@ -90,6 +92,27 @@ class Candidates:
         return len(self.indices)
 
 
+#: Each job's resource names, kept while its tasks do not change (a job's mutation
+#: count names its state; an unchanged job is the same object session after session).
+_job_names: weakref.WeakKeyDictionary[JobInfo, tuple[int, frozenset[str]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _resource_names(job: JobInfo) -> frozenset[str]:
+    """The scalar resource names the job's tasks ask for (requests and init requests)."""
+    kept = _job_names.get(job)
+    if kept is not None and kept[0] == job.mutations:
+        return kept[1]
+    names: set[str] = set()
+    for task in job.tasks.values():
+        names.update(task.init_resreq.scalars)
+        names.update(task.resreq.scalars)
+    frozen = frozenset(names)
+    _job_names[job] = (job.mutations, frozen)
+    return frozen
+
+
 class NodeColumns:
     """The nodes of one session as arrays (see the module docstring)."""
 
@@ -127,9 +150,7 @@ class NodeColumns:
             return columns
         seen: set[str] = set()
         for job in ssn.jobs.values():
-            for task in job.tasks.values():
-                seen.update(task.init_resreq.scalars)
-                seen.update(task.resreq.scalars)
+            seen.update(_resource_names(job))
         columns = cls(ssn.node_list, seen)
         columns.source = ssn.node_list
         columns.attach()

@@ -96,6 +96,9 @@ class Session:
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self.events: list[RecordedEvent] = []
+        #: False when the cache drops events (``keep_events = False``): actions may then
+        #: skip building the messages of events that only describe their decisions.
+        self.keeps_events: bool = bool(getattr(cache, "keep_events", True))
         #: Keeps what plugins answer, for explanations (see batchsched.framework.recording).
         self.recorder: Recorder | None = None
         #: Messages the cache failed to take (statuses, events), in order.
@@ -182,7 +185,8 @@ class Session:
             job.podgroup.phase = self.pod_group_phase(job)
             if cache is not None:
                 self._tell_cache("update_job_status", job.uid, cache.update_job_status, job)
-            self._record_job_status_event(job)
+            if self.keeps_events:
+                self._record_job_status_event(job)
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
 

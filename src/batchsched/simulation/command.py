@@ -56,11 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_workload(path: str | Path, cluster: str | Path | None = None, *,
-                  arrived_load: float | None = None
+                  arrived_load: float | None = None, first: int = 0, count: int | None = None
                   ) -> tuple[Workload, SchedulerConfiguration | None]:
     """The workload a file holds, on ``cluster`` if given (a scenario file or an
     ``openb_node_list_*.csv``), and the configuration the file carries (batchsched's
-    own format has one)."""
+    own format has one). ``first`` and ``count`` keep a window of its jobs
+    (:meth:`Workload.window`)."""
     from batchsched.scenario.loader import load_scenario
     from batchsched.simulation.alibaba import alibaba_nodes, alibaba_workload
     from batchsched.simulation.scenario_workload import workload_from
@@ -84,7 +85,8 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
                                 source=Path(path).name)
         workload = alibaba_workload(path, nodes, arrived_load=arrived_load)
     elif suffix == ".swf":
-        workload = swf_workload(path, nodes=nodes)
+        workload = swf_workload(path, nodes=nodes, first=first, count=count)
+        first, count = 0, None  # already applied
     elif suffix in (".yaml", ".yml", ".json"):
         scenario = load_scenario(path)
         workload, configuration = workload_from(scenario), scenario.configuration
@@ -97,7 +99,7 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     if queues:
         workload = Workload(workload.name, workload.nodes, workload.jobs, tuple(queues),
                             workload.priority_classes, workload.skipped)
-    return workload, configuration
+    return workload.window(first, count), configuration
 
 
 def _progress_bar(enabled: bool, total: int) -> tuple[Progress | None, Any]:
@@ -117,12 +119,14 @@ def _progress_bar(enabled: bool, total: int) -> tuple[Progress | None, Any]:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Carry out ``batchsched simulate`` (errors propagate as BatchSchedError)."""
-    workload, own_configuration = load_workload(args.workload, args.cluster,
-                                                arrived_load=args.arrived_load)
     if args.first_job < 0 or (args.jobs is not None and args.jobs < 0):
         raise WorkloadError("--first-job and --jobs must not be negative",
                             source=Path(args.workload).name)
-    workload = workload.window(args.first_job, args.jobs).without_oversized()
+    workload, own_configuration = load_workload(
+        args.workload, args.cluster, arrived_load=args.arrived_load,
+        first=args.first_job, count=args.jobs,
+    )
+    workload = workload.without_oversized()
     for skipped in workload.skipped:
         err.write(f"{skipped.origin}: job {skipped.job} skipped: {skipped.reason}\n")
     if args.config:

@@ -65,7 +65,8 @@ class Simulator:
     Sessions copy only the
     nodes and jobs that changed since the last one (``incremental_snapshots``,
     see :class:`~batchsched.cache.MemoryCache`); turning it off decides the same,
-    slower.
+    slower. Events (``FailedScheduling`` and the like) are dropped unless
+    ``keep_events``: a long replay would build millions, and they decide nothing.
     """
 
     def __init__(
@@ -79,6 +80,7 @@ class Simulator:
         progress: Progress | None = None,
         observe: Callable[[Simulator], None] | None = None,
         incremental_snapshots: bool = True,
+        keep_events: bool = False,
     ) -> None:
         if schedule_period is not None and schedule_period <= 0:
             raise ValueError(f"schedule_period must be positive, not {schedule_period}")
@@ -88,7 +90,7 @@ class Simulator:
         self.observe = observe
         self.start = min((job.submit for job in workload.jobs), default=0.0)
         self.until = None if until is None else self.start + until
-        self.cache = MemoryCache(now=self.start, keep_events=False,
+        self.cache = MemoryCache(now=self.start, keep_events=keep_events,
                                  incremental_snapshots=incremental_snapshots)
         for node in workload.nodes:
             self.cache.add_node(node.clone())

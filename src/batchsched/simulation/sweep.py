@@ -47,8 +47,9 @@ def replay(spec: Replay) -> dict[str, Any]:
     from batchsched.simulation.command import load_workload
     from batchsched.simulation.engine import Simulator
 
-    workload, own = load_workload(spec.workload, spec.cluster, arrived_load=spec.arrived_load)
-    workload = workload.window(spec.first_job, spec.jobs).without_oversized()
+    workload, own = load_workload(spec.workload, spec.cluster, arrived_load=spec.arrived_load,
+                                  first=spec.first_job, count=spec.jobs)
+    workload = workload.without_oversized()
     configuration = (load_configuration(spec.config) if spec.config
                      else own or default_configuration())
     simulator = Simulator(workload, configuration)

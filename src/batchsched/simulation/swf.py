@@ -138,14 +138,21 @@ def _job_name(job_id: int, width: int) -> str:
 
 
 def swf_workload(path: str | Path, *, text: str | None = None,
-                 nodes: Iterable[NodeInfo] | None = None) -> Workload:
+                 nodes: Iterable[NodeInfo] | None = None,
+                 first: int = 0, count: int | None = None) -> Workload:
     """Read an SWF trace as a :class:`~batchsched.simulation.workload.Workload`.
 
     ``nodes`` replaces the cluster the header describes (tasks then ask the
     header's cpu per node all the same, so that P processors stay P).
+    ``first`` and ``count`` keep a window of the jobs, as
+    :meth:`Workload.window` does; every line is still checked, but only the
+    window's jobs are built (a trace holds far more jobs than one replay takes).
     """
     source = Path(path).name
     jobs, header, dropped = read_swf(path, text=text)
+    if first < 0 or (count is not None and count < 0):
+        raise ValueError(f"a window needs a start and a length >= 0, not {first}, {count}")
+    jobs = jobs[first:] if count is None else jobs[first:first + count]
     max_nodes = _header_int(header, "MaxNodes", source)
     max_procs = _header_int(header, "MaxProcs", source)
     if max_nodes is None and max_procs is None:
