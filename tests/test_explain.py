@@ -7,13 +7,23 @@ import contextlib
 import io
 import json
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
+import yaml
 
+from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
 from batchsched.cli import main
-from batchsched.explain import explain
-from batchsched.scenario import load_scenario, run_scenario
+from batchsched.explain import counterfactuals, explain, render
+from batchsched.explain.counterfactuals import (
+    with_nodes,
+    with_queue,
+    with_smaller_requests,
+    without_tasks,
+)
+from batchsched.scenario import Scenario, load_scenario, parse_scenario, run_scenario
 
 CORPUS = sorted((Path(__file__).parent / "conformance" / "volcano").rglob("*.yaml"))
 
@@ -70,40 +80,134 @@ def test_an_unknown_job_is_a_clear_error() -> None:
     assert "no job 'nowhere/none'" in err.getvalue()
 
 
-def _apply(scenario: object, job: str, change: dict[str, object]) -> object:
-    from batchsched.explain import _with_nodes, _with_smaller_requests
+def _apply(scenario: Scenario, job: str, change: dict[str, Any]) -> Scenario:
+    """What the change says, done to the scenario by hand (not by the search)."""
+    kind = change["kind"]
+    if kind == "moreNodes":
+        template = next(n for n in scenario.nodes if n.name == change["like"])
+        return with_nodes(scenario, template, int(change["count"]))
+    if kind == "smallerRequests":
+        return with_smaller_requests(scenario, job, float(change["factor"]))
+    if kind == "victims":
+        return without_tasks(scenario, {v["task"] for v in change["tasks"]})
+    assert kind == "quota"
+    if change["field"] == "weight":
+        return with_queue(scenario, change["queue"],
+                          lambda q: attrs.evolve(q, weight=change["to"]))
+    extra = Resource.from_mapping(change["by"])
+    return with_queue(scenario, change["queue"], lambda q: attrs.evolve(
+        q, **{change["field"]: getattr(q, change["field"]).clone().add(extra)}))
 
-    if change["kind"] == "moreNodes":
-        template = next(n for n in scenario.nodes if n.name == change["like"])  # type: ignore[attr-defined]
-        return _with_nodes(scenario, template, int(change["count"]))  # type: ignore[arg-type,call-overload]
-    return _with_smaller_requests(scenario, job, float(change["factor"]))  # type: ignore[arg-type]
 
-
-NODE_BOUND = [
+UNPLACED = [
     (path, job) for path in CORPUS for job in unplaced_jobs(path)
-    if explain(load_scenario(path), job=job)["decidedBy"] == ["predicates"]
+    if explain(load_scenario(path), job=job)["verdict"] != "placed"
 ]
 
 
-@pytest.mark.parametrize(("path", "job"), NODE_BOUND,
-                         ids=[f"{p.stem}:{j}" for p, j in NODE_BOUND])
+@pytest.mark.parametrize(("path", "job"), UNPLACED,
+                         ids=[f"{p.stem}:{j}" for p, j in UNPLACED])
 def test_a_proposed_change_does_let_the_job_start(path: Path, job: str) -> None:
-    from batchsched.explain import counterfactuals
-
     scenario = load_scenario(path)
     pending = {t.uid for t in scenario.tasks if t.job == job and not t.node_name}
     # No change of the kinds tried may help (a node selector no node matches): then
     # none is proposed. Every one proposed must work when applied.
-    for change in counterfactuals(scenario, job=job, max_nodes=4):
+    quota = explain(scenario, job=job)["quota"]
+    for change in counterfactuals(scenario, job=job, max_nodes=4, quota=quota):
         changed = _apply(scenario, job, change)
-        binds = run_scenario(changed).binds  # type: ignore[arg-type]
+        binds = run_scenario(changed).binds
         assert pending & set(binds), (job, change)
 
 
 def test_insufficient_cpu_proposes_a_node_and_a_smaller_request() -> None:
-    from batchsched.explain import counterfactuals
-
     path = next(p for p in CORPUS if p.name == "allocate-00-fairshare-low-share-queue-first.yaml")
     changes = counterfactuals(load_scenario(path), job="ns-1/pg-large-1")
-    assert [c["text"] for c in changes] == ["the job's pending requests times 0.5",
-                                            "1 more node(s) like node-1"]
+    assert [c["text"] for c in changes] == ["1 more node(s) like node-1",
+                                            "the job's pending requests times 0.5"]
+
+
+def scenario_of(text: str) -> Scenario:
+    return parse_scenario(yaml.safe_load(text), source="test.yaml")
+
+
+PREEMPTION = """
+version: 1
+name: a high-priority job waits behind low-priority ones
+config:
+  actions: "allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: nodeorder}]
+priorityClasses: [{name: high, value: 1000}, {name: low, value: 10}]
+nodes:
+- {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+jobs:
+- {name: low, minMember: 1, priorityClassName: low, phase: Running}
+- {name: old, minMember: 1, priorityClassName: low, phase: Running}
+- {name: urgent, minMember: 1, priorityClassName: high, phase: Inqueue}
+tasks:
+- {name: low-0, job: low, node: n1, phase: Running, requests: {cpu: 2}, createdAt: 100}
+- {name: old-0, job: old, node: n2, phase: Running, requests: {cpu: 2}, createdAt: 50}
+- {name: urgent-0, job: urgent, requests: {cpu: 1500m}}
+"""
+
+
+def test_victims_are_the_fewest_running_tasks_whose_eviction_starts_the_job() -> None:
+    scenario = scenario_of(PREEMPTION)
+    victims = [c for c in counterfactuals(scenario, job="default/urgent")
+               if c["kind"] == "victims"]
+    # Either task would do; the newest of the lowest priority is taken first.
+    assert victims == [{
+        "kind": "victims", "text": "evicting 1 task(s): default/low-0",
+        "tasks": [{"task": "default/low-0", "job": "default/low", "node": "n1",
+                   "basis": "preempt"}],
+    }]
+
+
+QUOTA = """
+version: 1
+name: a queue's capability holds a job back
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: gang}]
+  - plugins: [{name: predicates}, {name: proportion}]
+queues:
+- {name: small, capability: {cpu: 1, memory: 8Gi}}
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: big, queue: small, minMember: 1, phase: Inqueue}
+tasks:
+- {name: big-0, job: big, requests: {cpu: 2, memory: 1Gi}}
+"""
+
+
+def test_a_quota_gap_names_the_queue_the_ceiling_and_the_shortfall() -> None:
+    scenario = scenario_of(QUOTA)
+    report = explain(scenario, job="default/big")
+    assert report["decidedBy"] == ["proportion"]
+    capability = next(q for q in report["quota"] if q["ceiling"] == "capability")
+    assert capability["short"] == {"cpu": "1"}
+    assert "queue small's capability (proportion) is short by cpu 1" in report["verdict"]
+    changes = counterfactuals(scenario, job="default/big", quota=report["quota"])
+    quota = next(c for c in changes if c["kind"] == "quota")
+    assert quota["text"] == "queue small's capability raised by cpu 1"
+    assert run_scenario(_apply(scenario, "default/big", quota)).binds
+
+
+def test_a_placed_task_shows_the_scores_of_its_node_and_the_runners_up() -> None:
+    scenario = scenario_of(PREEMPTION.replace("requests: {cpu: 2}", "requests: {cpu: 1}")
+                           .replace("cpu: 1500m", "cpu: 500m"))
+    report = explain(scenario, job="default/urgent")
+    (task,) = report["tasks"]
+    placement = task["placement"]
+    assert placement["chosen"]["node"] == task["node"]
+    assert placement["feasibleNodes"] == 2
+    assert len(placement["runnersUp"]) == 1
+    assert set(placement["chosen"]["plugins"]) == {"nodeorder"}
+    for runner in placement["runnersUp"]:
+        assert runner["node"] != task["node"]
+    text = render(report)
+    assert "scored" in text and "best of" in text

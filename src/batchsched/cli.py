@@ -82,6 +82,10 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--output", choices=("text", "json"), default="text")
     explain.add_argument("--counterfactuals", action="store_true",
                          help="also search the smallest changes that let it start (slower)")
+    explain.add_argument("--predict-start", action="store_true",
+                         help="also replay the cluster forward to say when it starts "
+                              "(run times from batchsched.io/run-time or "
+                              "batchsched.io/requested-runtime)")
     explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     compare = sub.add_parser("compare", help="replay a workload under several configurations")
@@ -263,7 +267,12 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
     scenario = load_scenario(args.scenario)
     report = explain(scenario, job=args.job, task=args.task)
     if args.counterfactuals:
-        report["counterfactuals"] = counterfactuals(scenario, job=args.job, task=args.task)
+        report["counterfactuals"] = counterfactuals(scenario, job=args.job, task=args.task,
+                                                    quota=report.get("quota"))
+    if args.predict_start:
+        from batchsched.simulation.predict import predict_start
+
+        report["startPrediction"] = predict_start(scenario, report["job"])
     out.write((json.dumps(report, indent=1) if args.output == "json" else render(report)) + "\n")
     return EXIT_OK
 

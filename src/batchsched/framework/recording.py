@@ -12,16 +12,35 @@ answers (predicates) are summarised by the session's fit errors instead.
 
 A plugin may attach reasons of its own: ``recorder.note(subject, plugin, text)``
 (through ``ssn.recorder`` when one is set).
+
+Tasks named in ``watch`` are also scored when a statement places them: just
+before the placement, every node that passes the predicates and has room is
+scored by each node-order plugin (:class:`Placement`: the chosen node and the
+runners-up, plugin by plugin). Scoring every node costs what the scalar path
+costs, so only watched tasks pay it.
+
+A plugin that keeps per-queue quotas may offer ``queue_quota(queue_name)``
+returning a :class:`QueueQuota` (proportion and capacity do): explanations then
+show how far a job's request is from each ceiling.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-__all__ = ["DEFAULT_POINTS", "PluginAnswer", "Recorder"]
+from batchsched.api.fit import FitError
+from batchsched.api.resource import Resource
+from batchsched.framework.combine import flatten
+
+if TYPE_CHECKING:
+    from batchsched.api.node import NodeInfo
+    from batchsched.api.task import TaskInfo
+    from batchsched.framework.session import Session
+
+__all__ = ["DEFAULT_POINTS", "NodeScore", "Placement", "PluginAnswer", "QueueQuota", "Recorder"]
 
 DEFAULT_POINTS = frozenset({
     "job_valid", "job_enqueueable", "allocatable", "job_ready", "job_pipelined", "overused",
@@ -41,6 +60,37 @@ class PluginAnswer:
     answer: str
     #: The queue or node the question was asked with, if any.
     about: str = ""
+
+
+@attrs.frozen
+class QueueQuota:
+    """A queue's figures as a quota plugin sees them in this session: what it has
+    allocated, and each ceiling it enforces (``deserved``, ``capability``...)."""
+
+    allocated: Resource
+    ceilings: Mapping[str, Resource]
+
+
+@attrs.frozen
+class NodeScore:
+    """One node's score for a task: the total and each plugin's part (None: the
+    plugin could not score the node)."""
+
+    node: str
+    total: float
+    by_plugin: Mapping[str, float | None]
+
+
+@attrs.frozen
+class Placement:
+    """Where a watched task went and the nodes it was weighed against, best first."""
+
+    task: str
+    kind: str
+    chosen: NodeScore | None
+    runners_up: tuple[NodeScore, ...]
+    #: Nodes that pass the predicates and have room (the chosen one included).
+    feasible: int
 
 
 def _subject(args: tuple[Any, ...]) -> tuple[str, str]:
@@ -72,11 +122,18 @@ def _describe(result: Any) -> str:
 class Recorder:
     """Keeps the answers of the recorded points, by subject (job, task or queue id)."""
 
-    def __init__(self, points: Iterable[str] = DEFAULT_POINTS, *, per_subject: int = 200) -> None:
+    def __init__(self, points: Iterable[str] = DEFAULT_POINTS, *, per_subject: int = 200,
+                 watch: Iterable[str] = (), runners_up: int = 3) -> None:
         self.points = frozenset(points)
         self.per_subject = per_subject
         self.answers: dict[str, list[PluginAnswer]] = {}
         self.notes: dict[str, list[tuple[str, str]]] = {}
+        #: Task ids whose placements are scored (see the module docstring).
+        self.watch = frozenset(watch)
+        self.runners_up = runners_up
+        #: Each watched task's placements in this session, in order (a placement a
+        #: statement later discarded stays: it shows what was tried).
+        self.placements: dict[str, list[Placement]] = {}
 
     def wrap(self, point: str, plugin: str, fn: Fn) -> Fn:
         """``fn`` itself if ``point`` is not recorded, else a function that records."""
@@ -106,3 +163,44 @@ class Recorder:
                 seen.add(answer)
                 out.append(answer)
         return out
+
+    def before_placement(self, ssn: Session, task: TaskInfo, node: NodeInfo, kind: str) -> None:
+        """Score a watched task on every node it could go to, just before a statement
+        places it on ``node`` (called by the statement; cheap for other tasks)."""
+        if task.uid not in self.watch:
+            return
+        feasible = [
+            candidate for candidate in ssn.node_list
+            if (candidate is node or task.resreq.less_equal(candidate.future_idle()))
+            and ssn.predicate(task, candidate) is None
+        ]
+        if node not in feasible:
+            feasible.append(node)
+        scored = score_nodes(ssn, task, feasible)
+        chosen = next((s for s in scored if s.node == node.name), None)
+        others = tuple(s for s in scored if s.node != node.name)[: self.runners_up]
+        self.placements.setdefault(task.uid, []).append(
+            Placement(task.uid, kind, chosen, others, len(feasible)))
+
+
+def score_nodes(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeScore]:
+    """Each node's node-order and batch node-order scores, plugin by plugin, best
+    total first (ties by node name)."""
+    parts: dict[str, dict[str, float | None]] = {node.name: {} for node in nodes}
+    for plugin, fn in flatten(ssn.tiers_for("node_order")):
+        for node in nodes:
+            try:
+                parts[node.name][plugin] = float(fn(task, node))
+            except FitError:
+                parts[node.name][plugin] = None
+    for plugin, fn in flatten(ssn.tiers_for("batch_node_order")):
+        batch = fn(task, nodes) or {}
+        for node in nodes:
+            earlier = parts[node.name].get(plugin) or 0.0
+            parts[node.name][plugin] = earlier + float(batch.get(node.name, 0.0))
+    scored = [
+        NodeScore(name, sum(v for v in by_plugin.values() if v is not None), by_plugin)
+        for name, by_plugin in parts.items()
+    ]
+    scored.sort(key=lambda s: (-s.total, s.node))
+    return scored

@@ -116,6 +116,8 @@ class Statement:
             raise SchedulingError(
                 f"cannot {kind.value} task {task.uid} on {name}: it is on {task.node_name}"
             )
+        if ssn.recorder is not None:
+            ssn.recorder.before_placement(ssn, task, node_info, kind.value)
         # Nearly every placement is of a pending task on no node: share that context.
         unplaced = not task.node_name and task.status == _PENDING
         before = _UNPLACED if unplaced else task.transaction

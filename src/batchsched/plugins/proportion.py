@@ -57,6 +57,7 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import Vote
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
+from batchsched.framework.recording import QueueQuota
 from batchsched.framework.session import Session
 
 __all__ = ["ProportionPlugin", "QueueAttr", "queue_share"]
@@ -195,6 +196,15 @@ class ProportionPlugin:
         ssn.add_event_handler(EventHandler(
             allocate=self._on_allocate, deallocate=self._on_deallocate, plugin=self.name,
         ))
+
+    def queue_quota(self, queue: str) -> QueueQuota | None:
+        """The queue's allocated and the ceilings proportion enforces: ``deserved``
+        (allocatable and overused) and ``capability`` (its real capability)."""
+        attr = self.queue_attrs.get(queue)
+        if attr is None:
+            return None
+        return QueueQuota(attr.allocated.clone(), {
+            "deserved": attr.deserved.clone(), "capability": attr.real_capability.clone()})
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}

@@ -43,6 +43,8 @@ __all__ = ["Simulator", "simulate"]
 
 _ARRIVAL, _EVICTED, _COMPLETION, _TICK = 0, 1, 2, 3
 _ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+#: Statuses of a task that arrives on a node and runs from then on.
+_RUNNING_ON_ARRIVAL = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING})
 
 Progress = Callable[[int, int], None]
 
@@ -154,8 +156,18 @@ class Simulator:
     def _arrive(self, uid: str) -> None:
         job = self._jobs[uid].arrive()
         self.cache.add_job(job)
-        self._waiting.add(uid)
         self.timeline.arrived(uid, self.now)
+        # A job may arrive with tasks already on nodes (a snapshot of a live cluster
+        # replayed forward): they run from their start time, or from now.
+        placed = {task.uid: task.start_time if task.start_time is not None else self.now
+                  for task in job.tasks.values()
+                  if task.node_name and task.status in _RUNNING_ON_ARRIVAL}
+        for task in list(job.tasks_in(TaskStatus.RELEASING).values()):
+            self.cache.task_ended(uid, task.uid)  # its pod was already going away
+        if placed:
+            self._run(uid, placed)
+        elif job.tasks_in(TaskStatus.PENDING):
+            self._waiting.add(uid)
 
     def _complete(self, uid: str, generation: int, tasks: tuple[str, ...]) -> bool:
         running = self._running.get(uid)
@@ -231,20 +243,29 @@ class Simulator:
         self._binds_seen = len(binds)
         now = self.now
         for uid, tasks in started.items():
-            running = self._running.setdefault(uid, _Running())
-            ends: dict[float, list[str]] = {}
-            for task in tasks:
-                self.cache.task_started(uid, task, at=now)
-                running.tasks.add(task)
-                ends.setdefault(now + self._jobs[uid].run_times[task], []).append(task)
-                self.timeline.placed(uid, task, now, self.cache)
-            for end, ending in sorted(ends.items()):
-                if end != math.inf:  # a task that never ends (a GPU packing experiment)
-                    self._push(end, _COMPLETION, (uid, running.generation, tuple(ending)))
-            job = self.cache.jobs[uid]
-            if not job.tasks_in(TaskStatus.PENDING):
-                self._waiting.discard(uid)
-            self.timeline.started(uid, now)
+            self._run(uid, dict.fromkeys(tasks, now))
+
+    def _run(self, uid: str, starts: dict[str, float]) -> None:
+        """The job's tasks ``starts`` (task uid -> start time) run: their completions
+        are scheduled at start plus run time."""
+        running = self._running.setdefault(uid, _Running())
+        ends: dict[float, list[str]] = {}
+        now = self.now
+        for task, start in starts.items():
+            self.cache.task_started(uid, task, at=start)
+            running.tasks.add(task)
+            end = max(start + self._jobs[uid].run_times[task], now)
+            ends.setdefault(end, []).append(task)
+            self.timeline.placed(uid, task, now, self.cache)
+        for end, ending in sorted(ends.items()):
+            if end != math.inf:  # a task that never ends (a GPU packing experiment)
+                self._push(end, _COMPLETION, (uid, running.generation, tuple(ending)))
+        job = self.cache.jobs[uid]
+        if job.tasks_in(TaskStatus.PENDING):
+            self._waiting.add(uid)
+        else:
+            self._waiting.discard(uid)
+        self.timeline.started(uid, now)
 
     def _take_evictions(self) -> None:
         evictions = self.cache.evictions

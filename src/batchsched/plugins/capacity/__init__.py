@@ -65,6 +65,7 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import Vote
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler, EvictionContext, EvictionKind
+from batchsched.framework.recording import QueueQuota
 from batchsched.framework.session import Session
 from batchsched.plugins.capacity.hierarchy import (
     ROOT,
@@ -164,6 +165,15 @@ class CapacityPlugin:
         elif self.ready:
             ssn.add_queue_order_fn(self.name, self.hierarchical_queue_order)
             ssn.add_victim_queue_order_fn(self.name, self.victim_queue_order)
+
+    def queue_quota(self, queue: str) -> QueueQuota | None:
+        """The queue's allocated and the ceilings capability enforces: its real
+        ``capability`` (allocatable) and ``deserved`` (what reclaim protects)."""
+        attr = self.queue_attrs.get(queue)
+        if attr is None:
+            return None
+        return QueueQuota(attr.allocated.clone(), {
+            "capability": attr.real_capability.clone(), "deserved": attr.deserved.clone()})
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}

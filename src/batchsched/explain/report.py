@@ -10,9 +10,13 @@ one task and its job):
   kube-scheduler does (``0/5 nodes are unavailable: 3 Insufficient cpu, 2
   node(s) had untolerated taint {dedicated: infra}.``) with the count of nodes
   per reason;
+* for each placed task, the node-order scores of the chosen node and of the
+  runners-up, plugin by plugin, as they stood just before the placement;
+* the quota gaps: for each quota plugin (proportion, capacity), the job's queue's
+  allocated plus the job's pending request against each ceiling, per resource;
 * the pod group's phase before and after, its conditions and the events;
-* a verdict naming what decided: the plugins that said no, else the node
-  reasons, else the gang's minimum.
+* a verdict naming what decided: the plugins that said no (with the quota
+  they found short), else the node reasons, else the gang's minimum.
 
 The JSON form (``batchsched explain ... --output json``) is a public format;
 its keys are listed in docs/explain.md.
@@ -22,22 +26,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
+from batchsched.actions.strict_allocate import pending_request
 from batchsched.api.job import JobInfo
-from batchsched.api.node import NodeInfo
-from batchsched.api.resource import PODS, Resource
+from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
 from batchsched.errors import ScenarioError
-from batchsched.framework.recording import Recorder
+from batchsched.framework.recording import NodeScore, Placement, QueueQuota, Recorder
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
 from batchsched.scenario.loader import Scenario
 from batchsched.scheduler import run_actions
 
-__all__ = ["counterfactuals", "explain", "render"]
+__all__ = ["explain", "render"]
 
 _NEGATIVE = ("no", "reject")
+_CONSEQUENCES = ("job_ready", "job_pipelined")
 
 
 def explain(scenario: Scenario, *, job: str | None = None, task: str | None = None,
@@ -53,17 +56,20 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     assert job is not None
     if job not in {j.uid for j in scenario.jobs}:
         raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
-    recorder = Recorder()
+    watched = [t.uid for t in scenario.tasks if t.job == job]
+    recorder = Recorder(watch=watched)
     ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=registry,
                        recorder=recorder)
     target = ssn.jobs.get(job)
     phase_before = target.podgroup.phase.value if target is not None else None
     run_actions(ssn)
+    # Quota plugins forget their figures at close: read them first.
+    quota = quota_gaps(ssn, target) if target is not None else []
     ssn.close()
     if target is None:
         return {"job": job, "verdict": "the job is not in the session: its queue does not "
-                "exist", "decidedBy": ["queue"], "tasks": [], "plugins": []}
-    report = _job_report(ssn, recorder, target, phase_before)
+                "exist", "decidedBy": ["queue"], "tasks": [], "plugins": [], "quota": []}
+    report = _job_report(ssn, recorder, target, phase_before, quota)
     if task is not None:
         report["tasks"] = [entry for entry in report["tasks"] if entry["task"] == task]
         report["plugins"] = [entry for entry in report["plugins"]
@@ -72,88 +78,52 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     return report
 
 
-def _starts(scenario: Scenario, job: str, task: str | None,
-            registry: Registry | None) -> bool:
-    """Whether, in one session on ``scenario``, the job starts (its gang is ready with a
-    task placed) or, for ``task``, that task is placed."""
-    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=registry)
-    run_actions(ssn)
-    ssn.close()
-    target = ssn.jobs.get(job)
-    if target is None:
-        return False
-    if task is not None:
-        placed = target.tasks.get(task)
-        return placed is not None and placed.status is not TaskStatus.PENDING
-    return (target.ready_task_num() >= max(target.min_available, 1)
-            and not any(not t.resreq.is_empty() for t in target.tasks_in(TaskStatus.PENDING)
-                        .values()))
+def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
+    """For every plugin offering ``queue_quota``: the job's queue's allocated plus the
+    job's pending request against each ceiling, and what is short, per resource
+    (the dimensions the request asks for, as Volcano's quota checks compare)."""
+    request = pending_request(job)
+    asked = request.resource_names()
+    out = []
+    for name, plugin in ssn.plugins.items():
+        read = getattr(plugin, "queue_quota", None)
+        if read is None:
+            continue
+        quota: QueueQuota | None = read(job.queue)
+        if quota is None:
+            continue
+        future = quota.allocated.clone().add(request)
+        for ceiling, limit in quota.ceilings.items():
+            if limit.is_empty():
+                continue  # an unset ceiling limits nothing
+            short = Resource()
+            for dimension in asked:
+                gap = future.get(dimension) - limit.get(dimension)
+                if limit.has(dimension) and gap > 0:
+                    short.set(dimension, gap)
+            out.append({
+                "plugin": name, "queue": job.queue, "ceiling": ceiling,
+                "allocated": quota.allocated.to_quantities(),
+                "request": request.to_quantities(), "limit": limit.to_quantities(),
+                "short": short.to_quantities(),
+            })
+    return out
 
 
-def _with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
-    extra = tuple(
-        NodeInfo.create(f"{template.name}-extra-{k}", template.allocatable,
-                        capacity=template.capacity, labels=dict(template.labels),
-                        annotations=dict(template.annotations), taints=template.taints)
-        for k in range(count)
-    )
-    return attrs.evolve(scenario, nodes=scenario.nodes + extra)
+def _score(score: NodeScore) -> dict[str, Any]:
+    return {"node": score.node, "total": score.total, "plugins": dict(score.by_plugin)}
 
 
-def _with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenario:
-    def smaller(request: Resource) -> Resource:
-        scaled = request.clone().multi(factor)
-        if request.has(PODS):
-            scaled.set(PODS, request.get(PODS))
-        return scaled
-
-    tasks = tuple(
-        attrs.evolve(task, resreq=smaller(task.resreq), init_resreq=smaller(task.init_resreq))
-        if task.job == job and task.status is TaskStatus.PENDING else task
-        for task in scenario.tasks
-    )
-    return attrs.evolve(scenario, tasks=tasks)
-
-
-def counterfactuals(scenario: Scenario, *, job: str | None = None, task: str | None = None,
-                    registry: Registry | None = None, max_nodes: int = 16
-                    ) -> list[dict[str, Any]]:
-    """The smallest changes, of each kind, that let the job (or task) start now; each
-    one found and checked by running a session on the changed scenario.
-
-    Kinds: ``moreNodes`` (N more nodes like an existing one, for each distinct node
-    shape, the smallest N up to ``max_nodes``) and ``smallerRequests`` (the job's
-    pending requests scaled down, the largest factor of 3/4, 1/2, 1/4, 1/10).
-    """
-    if task is not None:
-        job = next((t.job for t in scenario.tasks if t.uid == task), None)
-    if job is None:
-        raise ScenarioError("explain one job or one task", source=scenario.source)
-    if _starts(scenario, job, task, registry):
-        return []
-    found: list[dict[str, Any]] = []
-    shapes: dict[tuple[Any, ...], NodeInfo] = {}
-    for node in scenario.nodes:
-        key = (tuple(sorted(node.allocatable.to_dict().items())),
-               tuple(sorted(node.labels.items())), node.taints)
-        shapes.setdefault(key, node)
-    for template in shapes.values():
-        for count in range(1, max_nodes + 1):
-            if _starts(_with_nodes(scenario, template, count), job, task, registry):
-                found.append({"kind": "moreNodes", "like": template.name, "count": count,
-                              "text": f"{count} more node(s) like {template.name}"})
-                break
-    for factor in (0.75, 0.5, 0.25, 0.1):
-        if _starts(_with_smaller_requests(scenario, job, factor), job, task, registry):
-            found.append({"kind": "smallerRequests", "factor": factor,
-                          "text": f"the job's pending requests times {factor}"})
-            break
-    found.sort(key=lambda change: change.get("count", 0))
-    return found
+def _placement(placement: Placement) -> dict[str, Any]:
+    return {
+        "kind": placement.kind, "feasibleNodes": placement.feasible,
+        "chosen": _score(placement.chosen) if placement.chosen is not None else None,
+        "runnersUp": [_score(s) for s in placement.runners_up],
+    }
 
 
 def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
-                phase_before: str | None) -> dict[str, Any]:
+                phase_before: str | None, quota: list[dict[str, Any]]) -> dict[str, Any]:
     plugins = [
         {"point": a.point, "plugin": a.plugin, "subject": a.subject, "answer": a.answer,
          **({"about": a.about} if a.about else {})}
@@ -165,6 +135,9 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         entry: dict[str, Any] = {"task": uid, "status": str(task.status)}
         if task.node_name:
             entry["node"] = task.node_name
+        placements = recorder.placements.get(uid)
+        if placements and task.node_name:
+            entry["placement"] = _placement(placements[-1])
         errors = job.nodes_fit_errors.get(uid)
         if errors is not None:
             entry["reason"] = str(errors)
@@ -179,8 +152,11 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
             entry["reason"] = ("; ".join(refusals) or job.job_fit_errors
                                or "not tried in this session")
         tasks.append(entry)
-    said_no = sorted({p["plugin"] for p in plugins
-                      if p["answer"] in _NEGATIVE or p["answer"].startswith("invalid")})
+    refused = [p for p in plugins
+               if p["answer"] in _NEGATIVE or p["answer"].startswith("invalid")]
+    # "Not ready" follows from a task refused elsewhere: a cause only when alone.
+    causes = [p for p in refused if p["point"] not in _CONSEQUENCES] or refused
+    said_no = sorted({p["plugin"] for p in causes})
     unplaced = [t for t in tasks if t["status"] == str(TaskStatus.PENDING)]
     started = job.ready_task_num() >= job.min_available and not unplaced
     decided_by: list[str]
@@ -188,6 +164,11 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         verdict, decided_by = "placed", []
     elif said_no:
         verdict = f"held back by {', '.join(said_no)}"
+        shortages = [f"queue {q['queue']}'s {q['ceiling']} ({q['plugin']}) is short by "
+                     + ", ".join(f"{k} {v}" for k, v in q["short"].items())
+                     for q in quota if q["short"] and q["plugin"] in said_no]
+        if shortages:
+            verdict += ": " + "; ".join(shortages)
         decided_by = said_no
     elif any("nodes" in t for t in unplaced):
         reasons = sorted({r for t in unplaced for r in t.get("nodes", {})})
@@ -204,6 +185,7 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         "notes": [{"plugin": p, "text": text} for subject in (job.uid, *job.tasks)
                   for p, text in recorder.notes.get(subject, [])],
         "tasks": tasks,
+        "quota": quota,
         "conditions": [{"type": c.type.value, "status": c.status, "reason": c.reason,
                         "message": c.message} for c in job.podgroup.conditions],
         "events": [e.to_dict() for e in ssn.events
@@ -232,12 +214,38 @@ def render(report: dict[str, Any]) -> str:
             lines.append(f"    {t['task']}: {t['status']}{where}")
             if "reason" in t:
                 lines.append(f"      {t['reason']}")
+            placement = t.get("placement")
+            if placement and placement["chosen"] is not None:
+                lines.extend(_render_placement(placement))
+    for q in report.get("quota", []):
+        short = ", ".join(f"{k} {v}" for k, v in q["short"].items())
+        used = ", ".join(f"{k} {v}" for k, v in q["allocated"].items()) or "nothing"
+        asked = ", ".join(f"{k} {v}" for k, v in q["request"].items()) or "nothing"
+        limit = ", ".join(f"{k} {v}" for k, v in q["limit"].items())
+        lines.append(f"  quota {q['plugin']} {q['queue']} {q['ceiling']} {limit}: allocated "
+                     f"{used} + request {asked}" + (f", short by {short}" if short else ", fits"))
     for c in report.get("conditions", []):
         message = f": {c['message']}" if c["message"] else ""
         lines.append(f"  condition {c['type']}={c['status']}{message}")
+    prediction = report.get("startPrediction")
+    if prediction is not None:
+        lines.append(f"  start: {prediction['text']}")
     if "counterfactuals" in report:
         changes = report["counterfactuals"]
         lines.append("  it would start now with:" if changes else
                      "  no change tried lets it start now")
         lines.extend(f"    {change['text']}" for change in changes)
     return "\n".join(lines)
+
+
+def _render_placement(placement: dict[str, Any]) -> list[str]:
+    def parts(score: dict[str, Any]) -> str:
+        shown = ", ".join(f"{plugin} {value:g}" for plugin, value in score["plugins"].items()
+                          if value is not None)
+        return f"{score['total']:g}" + (f" ({shown})" if shown else "")
+
+    chosen = placement["chosen"]
+    lines = [f"      scored {parts(chosen)}, best of {placement['feasibleNodes']} feasible "
+             "node(s)"]
+    lines.extend(f"      runner-up {s['node']}: {parts(s)}" for s in placement["runnersUp"])
+    return lines

@@ -1,0 +1,265 @@
+"""The smallest changes that would let a pending job start now, each checked by a session.
+
+Every change is applied to a copy of the scenario and a full session runs on it
+(the configured actions and plugins, nothing simulated aside): a change is
+proposed only if that session starts the job (or places the task). Kinds:
+
+* ``moreNodes``: N more nodes like an existing one (for each distinct node
+  shape, the smallest N up to ``max_nodes``);
+* ``smallerRequests``: the job's pending requests scaled down (the largest
+  factor of 3/4, 1/2, 1/4, 1/10 that works);
+* ``quota``: the job's queue with a larger ceiling: its ``capability`` or
+  ``deserved`` raised by what the quota plugin found short, or, for weighted
+  shares (proportion), its weight doubled up to 16 times;
+* ``victims``: running tasks whose eviction lets the job start, taken as
+  preemption and reclaim would consider them (lower priority, or a reclaimable
+  queue other than the job's), lowest priority and newest first; the set is
+  then shrunk until no victim can be spared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from batchsched.api.node import NodeInfo
+from batchsched.api.queue import QueueInfo
+from batchsched.api.resource import PODS, Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
+from batchsched.errors import ScenarioError
+from batchsched.framework.registry import Registry
+from batchsched.framework.session import Session
+from batchsched.scenario.loader import Scenario
+from batchsched.scheduler import run_actions
+
+__all__ = ["counterfactuals", "starts", "with_nodes", "with_queue", "with_smaller_requests",
+           "without_tasks"]
+
+_FACTORS = (0.75, 0.5, 0.25, 0.1)
+_WEIGHT_STEPS = (2, 4, 8, 16)
+_PLACED = (TaskStatus.RUNNING, TaskStatus.BOUND)
+
+
+def starts(scenario: Scenario, job: str, task: str | None = None,
+           registry: Registry | None = None) -> bool:
+    """Whether, in one session on ``scenario``, the job starts (its gang is ready and no
+    task that asks for resources is left pending) or, for ``task``, that task is placed."""
+    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=registry)
+    run_actions(ssn)
+    ssn.close()
+    target = ssn.jobs.get(job)
+    if target is None:
+        return False
+    if task is not None:
+        placed = target.tasks.get(task)
+        return placed is not None and placed.status is not TaskStatus.PENDING
+    return (target.ready_task_num() >= max(target.min_available, 1)
+            and not any(not t.resreq.is_empty()
+                        for t in target.tasks_in(TaskStatus.PENDING).values()))
+
+
+def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
+    """The scenario with ``count`` more nodes shaped like ``template`` (empty)."""
+    extra = tuple(
+        NodeInfo.create(f"{template.name}-extra-{k}", template.allocatable,
+                        capacity=template.capacity, labels=dict(template.labels),
+                        annotations=dict(template.annotations), taints=template.taints)
+        for k in range(count)
+    )
+    return attrs.evolve(scenario, nodes=scenario.nodes + extra)
+
+
+def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenario:
+    """The scenario with the job's pending requests times ``factor`` (pods kept)."""
+    def smaller(request: Resource) -> Resource:
+        scaled = request.clone().multi(factor)
+        if request.has(PODS):
+            scaled.set(PODS, request.get(PODS))
+        return scaled
+
+    tasks = tuple(
+        attrs.evolve(task, resreq=smaller(task.resreq), init_resreq=smaller(task.init_resreq))
+        if task.job == job and task.status is TaskStatus.PENDING else task
+        for task in scenario.tasks
+    )
+    return attrs.evolve(scenario, tasks=tasks)
+
+
+def with_queue(scenario: Scenario, name: str, change: Callable[[QueueInfo], QueueInfo]
+               ) -> Scenario:
+    """The scenario with queue ``name`` replaced by ``change(copy of it)``."""
+    queues = tuple(change(q.clone()) if q.name == name else q for q in scenario.queues)
+    return attrs.evolve(scenario, queues=queues)
+
+
+def without_tasks(scenario: Scenario, uids: set[str]) -> Scenario:
+    """The scenario with the tasks ``uids`` gone (evicted and deleted)."""
+    return attrs.evolve(scenario, tasks=tuple(t for t in scenario.tasks if t.uid not in uids))
+
+
+def counterfactuals(scenario: Scenario, *, job: str | None = None, task: str | None = None,
+                    registry: Registry | None = None, max_nodes: int = 16,
+                    quota: list[dict[str, Any]] | None = None,
+                    max_sessions: int = 64) -> list[dict[str, Any]]:
+    """The smallest change of each kind that lets the job (or task) start now, each
+    found and checked by a session on the changed scenario (see the module docstring).
+
+    ``quota`` is the explanation's quota gaps (``explain(...)["quota"]``); without it
+    the quota kind tries the queue's weight only. ``max_sessions`` bounds the
+    sessions the victims search may run.
+    """
+    if task is not None:
+        job = next((t.job for t in scenario.tasks if t.uid == task), None)
+    if job is None:
+        raise ScenarioError("explain one job or one task", source=scenario.source)
+    target: str = job
+
+    def works(changed: Scenario) -> bool:
+        return starts(changed, target, task, registry)
+
+    if works(scenario):
+        return []
+    found: list[dict[str, Any]] = []
+    more = _more_nodes(scenario, works, max_nodes)
+    if more is not None:
+        found.append(more)
+    smaller = _smaller_requests(scenario, target, works)
+    if smaller is not None:
+        found.append(smaller)
+    raised = _raised_quota(scenario, target, quota or [], works)
+    if raised is not None:
+        found.append(raised)
+    victims = _victims(scenario, target, works, max_sessions)
+    if victims is not None:
+        found.append(victims)
+    return found
+
+
+def _more_nodes(scenario: Scenario, works: Callable[[Scenario], bool],
+                max_nodes: int) -> dict[str, Any] | None:
+    shapes: dict[tuple[Any, ...], NodeInfo] = {}
+    for node in scenario.nodes:
+        key = (tuple(sorted(node.allocatable.to_dict().items())),
+               tuple(sorted(node.labels.items())), node.taints)
+        shapes.setdefault(key, node)
+    best: dict[str, Any] | None = None
+    for template in shapes.values():
+        limit = max_nodes if best is None else best["count"] - 1
+        for count in range(1, limit + 1):
+            if works(with_nodes(scenario, template, count)):
+                best = {"kind": "moreNodes", "like": template.name, "count": count,
+                        "text": f"{count} more node(s) like {template.name}"}
+                break
+    return best
+
+
+def _smaller_requests(scenario: Scenario, job: str,
+                      works: Callable[[Scenario], bool]) -> dict[str, Any] | None:
+    for factor in _FACTORS:
+        if works(with_smaller_requests(scenario, job, factor)):
+            return {"kind": "smallerRequests", "factor": factor,
+                    "text": f"the job's pending requests times {factor}"}
+    return None
+
+
+def _raised_quota(scenario: Scenario, job: str, gaps: list[dict[str, Any]],
+                  works: Callable[[Scenario], bool]) -> dict[str, Any] | None:
+    owner = next((j for j in scenario.jobs if j.uid == job), None)
+    queue = next((q for q in scenario.queues if owner is not None and q.name == owner.queue),
+                 None)
+    if queue is None:
+        return None
+    for gap in gaps:
+        field = gap["ceiling"]
+        if not gap["short"] or field not in ("capability", "deserved"):
+            continue
+        spec: Resource | None = getattr(queue, field)
+        if spec is None:
+            continue  # the ceiling comes from elsewhere (the cluster, the weights)
+        short = Resource.from_mapping(gap["short"])
+
+        def raise_field(q: QueueInfo, field: str = field, short: Resource = short) -> QueueInfo:
+            raised = (getattr(q, field) or Resource()).clone().add(short)
+            defined = dict(q.defined)
+            if field in defined:
+                defined[field] = defined[field] | frozenset(short.to_dict())
+            if field == "capability":
+                return attrs.evolve(q, capability=raised, defined=defined)
+            return attrs.evolve(q, deserved=raised, defined=defined)
+
+        if works(with_queue(scenario, queue.name, raise_field)):
+            amounts = ", ".join(f"{k} {v}" for k, v in gap["short"].items())
+            return {"kind": "quota", "queue": queue.name, "field": field,
+                    "by": dict(gap["short"]),
+                    "text": f"queue {queue.name}'s {field} raised by {amounts}"}
+    for step in _WEIGHT_STEPS:
+        weight = queue.weight * step
+
+        def reweigh(q: QueueInfo, weight: int = weight) -> QueueInfo:
+            return attrs.evolve(q, weight=weight)
+
+        if works(with_queue(scenario, queue.name, reweigh)):
+            return {"kind": "quota", "queue": queue.name, "field": "weight", "to": weight,
+                    "text": f"queue {queue.name}'s weight raised from {queue.weight} to "
+                            f"{weight}"}
+    return None
+
+
+def _victims(scenario: Scenario, job: str, works: Callable[[Scenario], bool],
+             max_sessions: int) -> dict[str, Any] | None:
+    jobs = {j.uid: j for j in scenario.jobs}
+    owner = jobs.get(job)
+    if owner is None:
+        return None
+    reclaimable = {q.name for q in scenario.queues if q.reclaimable} | {"default"}
+
+    def basis(task: TaskInfo) -> str | None:
+        other = jobs.get(task.job)
+        if other is None:
+            return None
+        if other.priority < owner.priority:
+            return "preempt"
+        if other.queue != owner.queue and other.queue in reclaimable:
+            return "reclaim"
+        return None
+
+    candidates = [t for t in scenario.tasks
+                  if t.job != job and t.node_name and t.status in _PLACED
+                  and basis(t) is not None]
+    candidates.sort(key=lambda t: (jobs[t.job].priority, t.priority, -t.creation_time, t.uid))
+    if not candidates:
+        return None
+    budget = [max_sessions]
+
+    def works_without(uids: set[str]) -> bool:
+        budget[0] -= 1
+        return works(without_tasks(scenario, uids))
+
+    if not works_without({t.uid for t in candidates}):
+        return None
+    # The shortest prefix that works (binary search), then spare whom we can.
+    low, high = 1, len(candidates)
+    while low < high and budget[0] > 0:
+        middle = (low + high) // 2
+        if works_without({t.uid for t in candidates[:middle]}):
+            high = middle
+        else:
+            low = middle + 1
+    chosen = [t.uid for t in candidates[:high]]
+    for uid in reversed(list(chosen)):
+        if budget[0] <= 0 or len(chosen) == 1:
+            break
+        trial = set(chosen) - {uid}
+        if works_without(trial):
+            chosen.remove(uid)
+    if not works(without_tasks(scenario, set(chosen))):
+        return None  # the search's budget ran out before it found a set that works
+    by_uid = {t.uid: t for t in candidates}
+    listed = [{"task": uid, "job": by_uid[uid].job, "node": by_uid[uid].node_name,
+               "basis": basis(by_uid[uid])} for uid in sorted(chosen)]
+    names = ", ".join(uid for uid in sorted(chosen))
+    return {"kind": "victims", "tasks": listed,
+            "text": f"evicting {len(chosen)} task(s): {names}"}

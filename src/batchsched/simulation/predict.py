@@ -1,0 +1,119 @@
+"""When will a pending job start? A forward replay of a cluster's state.
+
+:func:`predict_start` takes a scenario (a cluster as it is now: running tasks on
+their nodes, pending jobs waiting) and replays it forward with the scheduler's
+own configuration, through the same :class:`~batchsched.simulation.Simulator`
+that ``batchsched simulate`` uses: running tasks end, freed resources go to
+waiting jobs in the order the configured plugins choose, until the job starts.
+
+How long a task runs is read, in this order, from its
+``batchsched.io/run-time`` annotation (the real run time, when a test knows
+it), else its job's ``batchsched.io/requested-runtime`` (the user's time
+limit, an upper bound), else it is unknown: such a task is assumed to run
+forever, and the prediction says how many of them it had to assume. A running
+task whose start is unknown is taken to have just started. Jobs that have not
+arrived yet cannot be known and are not invented: a prediction is what happens
+if nothing else arrives.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from batchsched.api.types import TaskStatus
+from batchsched.errors import ScenarioError, WorkloadError
+from batchsched.framework.arguments import parse_seconds
+from batchsched.framework.registry import Registry
+from batchsched.scenario.loader import Scenario
+from batchsched.simulation.engine import Simulator
+from batchsched.simulation.scenario_workload import RUN_TIME_ANNOTATION
+from batchsched.simulation.workload import Workload, WorkloadJob
+
+__all__ = ["predict_start"]
+
+#: How far forward a prediction looks by default (simulated seconds).
+DEFAULT_HORIZON = 30 * 24 * 3600.0
+
+
+def predict_start(scenario: Scenario, job: str, *, registry: Registry | None = None,
+                  horizon: float = DEFAULT_HORIZON) -> dict[str, Any]:
+    """The expected start of ``job`` (``namespace/name``) if nothing else arrives.
+
+    Returns ``{"job", "now", "expectedStart", "waitSeconds", "unknownRunTimes",
+    "text"}``; ``expectedStart`` (seconds since the epoch, as ``now``) and
+    ``waitSeconds`` are None when the job does not start within ``horizon``.
+    """
+    if job not in {j.uid for j in scenario.jobs}:
+        raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
+    now = scenario.now if scenario.now is not None else time.time()
+    workload, unknown = _workload_at(scenario, now, job)
+    simulator = Simulator(workload, scenario.configuration, registry=registry, until=horizon)
+    simulator.cache.now = now
+    timeline = simulator.run()
+    record = timeline.jobs.get(job)
+    start = record.first_start if record is not None else None
+    wait = None if start is None else max(start - now, 0.0)
+    if wait is None:
+        text = f"not within {_duration(horizon)}"
+        if unknown:
+            text += f" ({unknown} running or waiting task(s) have no known run time: " \
+                    "assumed never to end)"
+    else:
+        text = "now" if wait == 0 else f"in {_duration(wait)}"
+        if unknown:
+            text += f", assuming {unknown} task(s) with no known run time never end"
+    return {"job": job, "now": now, "expectedStart": start, "waitSeconds": wait,
+            "unknownRunTimes": unknown, "text": text}
+
+
+def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload, int]:
+    """Every job of the scenario arriving at ``now`` with its tasks as they are, and
+    how many tasks (the target's aside) have no known run time."""
+    cluster = scenario.to_cluster()
+    jobs: list[WorkloadJob] = []
+    unknown = 0
+    for uid in sorted(cluster.jobs, key=lambda u: (cluster.jobs[u].creation_time, u)):
+        job = cluster.jobs[uid]
+        run_times: dict[str, float] = {}
+        for task in job.tasks.values():
+            if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                run_times[task.uid] = 0.0
+                continue
+            seconds = _run_time(task.annotations.get(RUN_TIME_ANNOTATION), task.uid,
+                                scenario.source)
+            if seconds is None:
+                seconds = job.requested_runtime
+            if seconds is None:
+                seconds = math.inf
+                unknown += uid != target
+            run_times[task.uid] = seconds
+        if run_times:
+            jobs.append(WorkloadJob(prototype=job, submit=now, run_times=run_times,
+                                    origin=f"{scenario.source}: {uid}"))
+    # The scenario's own nodes hold no task: the jobs bring theirs when they arrive.
+    workload = Workload(name=scenario.source, nodes=scenario.nodes,
+                        jobs=tuple(jobs), queues=tuple(cluster.queues.values()),
+                        priority_classes=tuple(cluster.priority_classes.values()))
+    return workload, unknown
+
+
+def _run_time(raw: str | None, task: str, source: str) -> float | None:
+    if raw is None:
+        return None
+    try:
+        return parse_seconds(raw)
+    except ValueError:
+        raise WorkloadError(f"task {task}: {RUN_TIME_ANNOTATION}: {raw!r} is not a number of "
+                            "seconds nor a duration", source=source) from None
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:g}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
