@@ -13,7 +13,10 @@
 ``batchsched explain SCENARIO (--job NS/NAME | --task NS/NAME) [--output json]``
     why a job or task is (not) placed, plugin by plugin;
 ``batchsched compare WORKLOAD --config A --config B [...]``
-    replay it under several configurations, side by side.
+    replay it under several configurations, side by side;
+``batchsched import kubectl DUMP [-o SCENARIO] [--config CONFIGMAP] [--now TIME]``
+    convert ``kubectl get ... -o json`` into a scenario (``run`` and ``explain``
+    also read such a dump directly).
 
 Bad input is one line on stderr and exit code 2 (``--debug`` for a traceback).
 """
@@ -91,6 +94,21 @@ def _parser() -> argparse.ArgumentParser:
     compare = sub.add_parser("compare", help="replay a workload under several configurations")
     compare_command.add_arguments(compare)
     compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+
+    imports = sub.add_parser("import", help="convert a real cluster's state into a scenario")
+    import_sub = imports.add_subparsers(dest="import_command", required=True)
+    kubectl = import_sub.add_parser(
+        "kubectl", help="from `kubectl get nodes,pods,podgroups,queues,priorityclasses,"
+        "poddisruptionbudgets -A -o json`")
+    kubectl.add_argument("dump", metavar="DUMP")
+    kubectl.add_argument("-o", "--output", metavar="SCENARIO",
+                         help="write the scenario here (default: standard output)")
+    kubectl.add_argument("--config", metavar="CONFIGMAP",
+                         help="Volcano's scheduler ConfigMap (or configuration), replacing "
+                         "the dump's")
+    kubectl.add_argument("--now", metavar="TIME", help="the session clock (RFC 3339 or "
+                         "seconds since the epoch; default: real time)")
+    kubectl.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -117,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from batchsched.simulation import sweep as compare_command
 
             return compare_command.run(args, sys.stdout)
+        if args.command == "import":
+            return _import_kubectl(args, sys.stdout)
         return _conf_validate(args, sys.stdout)
     except BatchSchedError as exc:
         if args.debug:
@@ -148,10 +168,11 @@ def _run(args: argparse.Namespace, out: TextIO, *, process_ends: bool = False) -
 
 def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     from batchsched.conf import load_configuration
-    from batchsched.scenario import load_scenario, run_scenario
+    from batchsched.scenario import run_scenario
     from batchsched.scenario.json_output import dumps_decisions
+    from batchsched.scenario.kubectl import load_scenario_or_dump
 
-    scenario = load_scenario(args.scenario)
+    scenario = load_scenario_or_dump(args.scenario)
     for warning in scenario.warnings:
         print(f"batchsched: warning: {warning}", file=sys.stderr)
     configuration = load_configuration(args.config) if args.config else None
@@ -262,9 +283,9 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
     import json
 
     from batchsched.explain import counterfactuals, explain, render
-    from batchsched.scenario import load_scenario
+    from batchsched.scenario.kubectl import load_scenario_or_dump
 
-    scenario = load_scenario(args.scenario)
+    scenario = load_scenario_or_dump(args.scenario)
     report = explain(scenario, job=args.job, task=args.task)
     if args.counterfactuals:
         report["counterfactuals"] = counterfactuals(scenario, job=args.job, task=args.task,
@@ -274,6 +295,27 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
 
         report["startPrediction"] = predict_start(scenario, report["job"])
     out.write((json.dumps(report, indent=1) if args.output == "json" else render(report)) + "\n")
+    return EXIT_OK
+
+
+def _import_kubectl(args: argparse.Namespace, out: TextIO) -> int:
+    from pathlib import Path
+
+    from batchsched.scenario.kubectl import import_kubectl_dump, scenario_yaml
+
+    document, scenario = import_kubectl_dump(args.dump, config_path=args.config, now=args.now)
+    for warning in scenario.warnings:
+        print(f"batchsched: warning: {warning}", file=sys.stderr)
+    text = scenario_yaml(document)
+    if not args.output:
+        out.write(text)
+        return EXIT_OK
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BatchSchedError(f"{args.output}: cannot write: {exc.strerror}") from exc
+    out.write(f"{args.output}: {len(scenario.nodes)} nodes, {len(scenario.jobs)} jobs, "
+              f"{len(scenario.tasks)} tasks, {len(scenario.queues)} queues\n")
     return EXIT_OK
 
 

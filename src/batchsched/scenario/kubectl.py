@@ -1,0 +1,633 @@
+"""A real cluster's state, as ``kubectl get ... -o json`` prints it, as a scenario.
+
+The dump is a Kubernetes ``List`` (docs/explain.md gives the command); each object
+becomes what Volcano's scheduler cache makes of it (nodes, pods as tasks, pod groups
+as jobs, queues, priority classes, budgets) in the scenario format (version 1). The
+scheduler configuration is Volcano's ConfigMap (an item of the List, or a file given
+apart), else Volcano's default. What Volcano would not see (pods of other schedulers
+waiting for a node, objects of other kinds) is left out with a warning, in
+:attr:`Scenario.warnings` and in the scenario's description. A malformed object is one
+:class:`~batchsched.errors.ScenarioError` naming the object and its field, e.g.
+``dump.json: Pod team-a/w-3: spec.containers[0].resources.requests.cpu: "2x" is not a
+quantity``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Collection, Mapping
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from batchsched.conf import DEFAULT_CONFIGURATION_YAML, configuration_from_text
+from batchsched.errors import QuantityError, ScenarioError
+from batchsched.kube.quantity import parse_quantity
+from batchsched.scenario.loader import Scenario, load_scenario, parse_scenario
+
+__all__ = ["import_kubectl_dump", "is_kubectl_dump", "load_kubectl_dump", "load_scenario_or_dump",
+           "scenario_document_from_kubectl", "scenario_yaml"]
+
+GROUP_NAME = "scheduling.k8s.io/group-name"
+QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+TASK_SPEC = "volcano.sh/task-spec"
+CONF_KEY = "volcano-scheduler.conf"
+# Kept out of every object: a copy of the whole manifest that nothing schedules by.
+_NOISE_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+_READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget",
+               "ResourceQuota")
+_COMPLETED = frozenset({"Succeeded", "Failed"})
+_BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
+           ("Ki", 2**10))
+
+_NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota",
+                         "ConfigMap"})
+
+Quantities = dict[str, Fraction]
+
+
+@attrs.frozen
+class _Item:
+    """One object of the List: ``who`` names it in messages (``Pod team-a/w-0``)."""
+
+    who: str
+    namespace: str
+    name: str
+    obj: Mapping[str, Any]
+
+
+def is_kubectl_dump(document: Any) -> bool:
+    """Whether ``document`` is a Kubernetes list (``kind: List``, ``apiVersion: v1``,
+    or a typed ``...List``) holding ``items``."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("items"), list):
+        return False
+    kind = document.get("kind")
+    return (kind == "List" and document.get("apiVersion") == "v1") or (
+        isinstance(kind, str) and kind.endswith("List"))
+
+
+def scenario_document_from_kubectl(
+    dump: Mapping[str, Any], *, source: str, configuration_text: str | None = None,
+    now: str | float | None = None, scheduler_names: Collection[str] = ("volcano",),
+) -> dict[str, Any]:
+    """The scenario document (plain data, ready for YAML) of a kubectl List.
+
+    ``configuration_text`` (a Volcano ConfigMap or the configuration itself) replaces
+    the List's scheduler ConfigMap; ``now`` is the session clock (absent: real time);
+    ``scheduler_names`` are the names Volcano answers to (its ``--scheduler-name``).
+    """
+    return _Converter(source, scheduler_names).convert(dump, configuration_text, now)
+
+
+def import_kubectl_dump(
+    path: str | Path, *, config_path: str | Path | None = None, now: str | float | None = None,
+) -> tuple[dict[str, Any], Scenario]:
+    """Read a dump file, convert it and parse the result: the scenario document and
+    the :class:`Scenario` it loads to (whose warnings include the conversion's)."""
+    source = str(path)
+    text = None if config_path is None else _read_text(config_path)
+    converter = _Converter(source, ("volcano",))
+    document = converter.convert(_read_dump(source), text, now, str(config_path))
+    return document, converter.parse(document)
+
+
+def load_kubectl_dump(path: str | Path, *, config_path: str | Path | None = None,
+                      now: str | float | None = None) -> Scenario:
+    """The :class:`Scenario` of a kubectl dump file (``config_path``: a Volcano
+    scheduler ConfigMap or configuration file replacing the dump's)."""
+    return import_kubectl_dump(path, config_path=config_path, now=now)[1]
+
+
+def load_scenario_or_dump(path: str | Path) -> Scenario:
+    """A scenario file, or a kubectl dump converted (what ``batchsched run`` and
+    ``batchsched explain`` read). A scenario file is read exactly as by
+    :func:`~batchsched.scenario.loader.load_scenario`. (The loader does not read dumps
+    itself: this module builds on it, and the package's imports form no cycle.)"""
+    try:
+        return load_scenario(path)
+    except ScenarioError as exc:
+        # A List is no scenario: its top-level keys are unknown to the format.
+        if not exc.path.startswith("(top level)."):
+            raise
+        document = _read_document(str(path))
+        if not is_kubectl_dump(document):
+            raise
+    converter = _Converter(str(path), ("volcano",))
+    return converter.parse(converter.convert(document, None, None))
+
+
+def scenario_yaml(document: Mapping[str, Any]) -> str:
+    """The scenario document as YAML (leaf mappings in flow style, keys in order)."""
+    return yaml.safe_dump(dict(document), sort_keys=False, default_flow_style=None,
+                          allow_unicode=True, width=100)
+
+
+# -- reading ------------------------------------------------------------------------
+
+
+def _read_text(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ScenarioError(f"cannot read: {reason}", source=str(path)) from exc
+
+
+def _read_document(source: str) -> Any:
+    text = _read_text(source)
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(f"malformed JSON at line {exc.lineno}: {exc.msg}",
+                                source=source) from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ScenarioError(f"neither JSON nor YAML{where}: {getattr(exc, 'problem', exc)}",
+                            source=source) from exc
+
+
+def _read_dump(source: str) -> Mapping[str, Any]:
+    document = _read_document(source)
+    if not is_kubectl_dump(document):
+        found = (f"kind {document.get('kind')!r}" if isinstance(document, Mapping)
+                 else "nothing" if document is None else f"a {type(document).__name__}")
+        raise ScenarioError("not a kubectl List (the output of `kubectl get ... -o json`: "
+                            f"kind List with items); found {found}", source=source)
+    return document  # type: ignore[no-any-return]
+
+
+def _configuration_document(text: str, source: str) -> dict[str, Any]:
+    """The configuration mapping of a Volcano ConfigMap or configuration text, checked
+    by :func:`batchsched.conf.configuration_from_text` (whose errors name ``source``)."""
+    configuration_from_text(text, source=source)
+    document = yaml.safe_load(text)
+    if isinstance(document, Mapping):
+        data = document.get("data")
+        if CONF_KEY in document:
+            document = document[CONF_KEY]
+        elif isinstance(data, Mapping) and CONF_KEY in data:
+            document = data[CONF_KEY]
+    if isinstance(document, str):
+        document = yaml.safe_load(document)
+    return dict(document)
+
+
+# -- converting ---------------------------------------------------------------------
+
+
+def _counted(name: str) -> bool:
+    """Whether Volcano's ``NewResource`` keeps a resource: cpu, memory, pods and the
+    scalar names (extended, hugepages, attachable volumes); not ephemeral-storage."""
+    if name in ("cpu", "memory", "pods") or name.startswith(("hugepages-",
+                                                             "attachable-volumes-")):
+        return True
+    return "/" in name and not name.startswith("requests.")
+
+
+def _format(name: str, amount: Fraction) -> str:
+    """A quantity string the loader reads back as exactly ``amount`` (rounded up as
+    Kubernetes' ``Value``/``MilliValue``)."""
+    whole = name in ("memory", "pods")
+    if amount.denominator != 1 and whole:
+        amount = Fraction(math.ceil(amount))
+    if amount.denominator != 1:
+        return f"{math.ceil(amount * 1000)}m"
+    number = int(amount)
+    if number and (name == "memory" or name.startswith("hugepages-")):
+        for suffix, factor in _BINARY:
+            if number % factor == 0:
+                return f"{number // factor}{suffix}"
+    return str(number)
+
+
+def _add(total: Quantities, more: Mapping[str, Fraction]) -> Quantities:
+    for name, amount in more.items():
+        total[name] = total.get(name, Fraction(0)) + amount
+    return total
+
+
+def _formatted(quantities: Mapping[str, Fraction]) -> dict[str, str]:
+    return {name: _format(name, amount) for name, amount in quantities.items()}
+
+
+def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if v is not None and v not in ({}, [])}
+
+
+class _Converter:
+    def __init__(self, source: str, scheduler_names: Collection[str]) -> None:
+        self.source = source
+        self.scheduler_names = frozenset(scheduler_names)
+        self.warnings: list[str] = []
+        # (section, index) -> "Kind namespace/name": what a loader error is about.
+        self.origins: dict[tuple[str, int], str] = {}
+        self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.podgroups: set[tuple[str, str]] = set()  # those of the dump, not stand-ins
+        self.nodes: dict[str, dict[str, Any]] = {}
+
+    def fail(self, who: str, field: str, message: str) -> ScenarioError:
+        return ScenarioError(message, source=self.source,
+                             path=f"{who}: {field}" if field else who)
+
+    def warn(self, who: str, message: str) -> None:
+        self.warnings.append(f"{self.source}: {who}: {message}")
+
+    # -- typed field access ------------------------------------------------------
+
+    def mapping(self, value: Any, who: str, field: str) -> Mapping[str, Any]:
+        if value is not None and not isinstance(value, Mapping):
+            raise self.fail(who, field, f"must be a mapping, not {value!r}")
+        return value or {}
+
+    def seq(self, value: Any, who: str, field: str) -> list[Any]:
+        if value is not None and not isinstance(value, list):
+            raise self.fail(who, field, f"must be a list, not {value!r}")
+        return value or []
+
+    def strings(self, value: Any, who: str, field: str) -> dict[str, str]:
+        return {str(k): v for k, v in self.mapping(value, who, field).items()
+                if k not in _NOISE_ANNOTATIONS}
+
+    def quantities(self, value: Any, who: str, field: str, *, all_names: bool = False
+                   ) -> Quantities:
+        out: Quantities = {}
+        for name, raw in self.mapping(value, who, field).items():
+            try:
+                amount = parse_quantity(raw)
+            except QuantityError as exc:
+                raise self.fail(who, f"{field}.{name}", str(exc)) from exc
+            if amount < 0:
+                raise self.fail(who, f"{field}.{name}", f"{raw!r} is negative")
+            if all_names or _counted(str(name)):
+                out[str(name)] = amount
+        return out
+
+    def resources(self, value: Any, who: str, field: str) -> dict[str, str] | None:
+        return None if value is None else _formatted(self.quantities(value, who, field))
+
+    # -- the List ------------------------------------------------------------------
+
+    def convert(self, dump: Mapping[str, Any], configuration_text: str | None,
+                now: str | float | None, config_source: str = "<configuration>"
+                ) -> dict[str, Any]:
+        by_kind, config_maps = self.sort(dump)
+        if configuration_text is not None:
+            config = _configuration_document(configuration_text, config_source)
+        elif config_maps:
+            who, text = config_maps.pop(0)
+            config = _configuration_document(text, f"{self.source}: {who}")
+        else:
+            config = yaml.safe_load(DEFAULT_CONFIGURATION_YAML)
+        for who, _ in config_maps:
+            self.warn(who, "not used: another scheduler configuration is")
+        for item in by_kind["Node"]:
+            self.nodes[item.name] = self.node(item)
+        for item in by_kind["PodGroup"]:
+            self.jobs[(item.namespace, item.name)] = self.podgroup(item)
+        self.podgroups = set(self.jobs)
+        tasks = [(item.who, task) for item in by_kind["Pod"] if (task := self.pod(item))]
+        sections: dict[str, list[tuple[str, dict[str, Any]]]] = {
+            "priorityClasses": [(i.who, self.priority_class(i))
+                                for i in by_kind["PriorityClass"]],
+            "queues": [(i.who, self.queue(i)) for i in by_kind["Queue"]],
+            "nodes": [(f"Node {n}", node) for n, node in self.nodes.items()],
+            "jobs": [(f"PodGroup {ns}/{n}", job) for (ns, n), job in self.jobs.items()],
+            "tasks": tasks,
+            "pdbs": [(i.who, self.pdb(i)) for i in by_kind["PodDisruptionBudget"]],
+            "resourceQuotas": [(i.who, self.quota(i)) for i in by_kind["ResourceQuota"]],
+        }
+        lines = [f"Imported from {Path(self.source).name} by `batchsched import kubectl` "
+                 f"({len(self.nodes)} nodes, {len(self.jobs)} pod groups, {len(tasks)} pods, "
+                 f"{len(sections['queues'])} queues).", *(f"- {w}" for w in self.warnings)]
+        document: dict[str, Any] = {"version": 1, "name": Path(self.source).stem,
+                                    "description": "\n".join(lines), "config": config}
+        if isinstance(now, str) and re.fullmatch(r"\d+(\.\d+)?", now.strip()):
+            now = float(now)
+        if now is not None:
+            document["now"] = now
+        for section, entries in sections.items():
+            for index, (who, _) in enumerate(entries):
+                self.origins[(section, index)] = who
+            if entries or section in ("nodes", "jobs", "tasks"):
+                document[section] = [entry for _, entry in entries]
+        return document
+
+    def sort(self, dump: Mapping[str, Any]
+             ) -> tuple[dict[str, list[_Item]], list[tuple[str, str]]]:
+        """The List's objects by kind, and its Volcano scheduler ConfigMaps (name, text);
+        objects of other kinds are counted in one warning."""
+        if not is_kubectl_dump(dump):
+            raise ScenarioError("not a kubectl List (kind List with items)", source=self.source)
+        kind = str(dump["kind"])  # a typed list (PodList) leaves its items' kind out
+        default_kind = kind[: -len("List")] if kind != "List" else ""
+        by_kind: dict[str, list[_Item]] = {k: [] for k in _READ_KINDS}
+        config_maps: list[tuple[str, str]] = []
+        skipped: dict[str, int] = {}
+        for i, obj in enumerate(dump["items"]):
+            if not isinstance(obj, Mapping):
+                raise self.fail(f"items[{i}]", "", f"not an object: {obj!r}")
+            item_kind = obj.get("kind") or default_kind
+            meta = self.mapping(obj.get("metadata"), f"items[{i}]", "metadata")
+            name = meta.get("name")
+            if not isinstance(item_kind, str) or not item_kind:
+                named = f" ({name})" if name else ""
+                raise self.fail(f"items[{i}]{named}", "", "an object without kind")
+            if not isinstance(name, str) or not name:
+                raise self.fail(f"items[{i}] ({item_kind})", "",
+                                "an object without metadata.name")
+            namespace = str(meta.get("namespace") or "default")
+            who = (f"{item_kind} {namespace}/{name}" if item_kind in _NAMESPACED
+                   else f"{item_kind} {name}")
+            api = str(obj.get("apiVersion") or "scheduling.volcano.sh/")
+            data = self.mapping(obj.get("data"), who, "data") if item_kind == "ConfigMap" \
+                else {}
+            if item_kind in ("PodGroup", "Queue") and not api.startswith(
+                    "scheduling.volcano.sh/"):
+                self.warn(who, f"skipped: {api} is not Volcano's scheduling API")
+            elif item_kind in by_kind:
+                by_kind[item_kind].append(_Item(who, namespace, name, obj))
+            elif CONF_KEY in data:
+                if not isinstance(data[CONF_KEY], str):
+                    raise self.fail(who, f"data.{CONF_KEY}", "must be a string")
+                config_maps.append((who, data[CONF_KEY]))
+            else:
+                skipped[item_kind] = skipped.get(item_kind, 0) + 1
+        if skipped:
+            self.warnings.append(
+                f"{self.source}: skipped {sum(skipped.values())} object(s) of other kinds ("
+                + ", ".join(f"{k} {n}" for k, n in sorted(skipped.items()))
+                + f"): batchsched reads {', '.join(_READ_KINDS)} and Volcano's scheduler "
+                "ConfigMap")
+        return by_kind, config_maps
+
+    def parse(self, document: Mapping[str, Any]) -> Scenario:
+        """Load the converted document; a loader error is renamed after the Kubernetes
+        object it is about, and the conversion's warnings come first."""
+        try:
+            scenario = parse_scenario(document, source=self.source)
+        except ScenarioError as exc:
+            raise self.renamed(exc) from exc
+        return attrs.evolve(scenario, warnings=(*self.warnings, *scenario.warnings))
+
+    def renamed(self, exc: ScenarioError) -> ScenarioError:
+        match = re.fullmatch(r"(\w+)\[(\d+)\](?: \([^)]*\))?\.?(.*)", exc.path, re.S)
+        if match is None or (match[1], int(match[2])) not in self.origins:
+            return exc
+        section, rest = match[1], match[3]
+        cut = re.search(r"[.\[]", rest)
+        head, tail = (rest[: cut.start()], rest[cut.start():]) if cut else (rest, "")
+        field = _K8S_FIELDS.get(section, {}).get(head) or _COMMON_FIELDS.get(head) or (
+            f"{_PREFIX.get(section, '')}{head}" if head else "")
+        return self.fail(self.origins[(section, int(match[2]))], f"{field}{tail}", exc.problem)
+
+    # -- objects -------------------------------------------------------------------
+
+    def meta(self, item: _Item) -> dict[str, Any]:
+        meta = self.mapping(item.obj.get("metadata"), item.who, "metadata")
+        return {
+            "annotations": self.strings(meta.get("annotations"), item.who,
+                                        "metadata.annotations"),
+            "labels": self.strings(meta.get("labels"), item.who, "metadata.labels"),
+            "createdAt": meta.get("creationTimestamp"),
+        }
+
+    def parts(self, item: _Item) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+        return (self.mapping(item.obj.get("spec"), item.who, "spec"),
+                self.mapping(item.obj.get("status"), item.who, "status"))
+
+    def node(self, item: _Item) -> dict[str, Any]:
+        (spec, status), who = self.parts(item), item.who
+        key = "allocatable" if status.get("allocatable") is not None else "capacity"
+        ready = all(c.get("status") == "True"
+                    for c in self.seq(status.get("conditions"), who, "status.conditions")
+                    if isinstance(c, Mapping) and c.get("type") == "Ready")
+        images = {}
+        for i, image in enumerate(self.seq(status.get("images"), who, "status.images")):
+            entry = self.mapping(image, who, f"status.images[{i}]")
+            for name in self.seq(entry.get("names"), who, f"status.images[{i}].names"):
+                images[str(name)] = entry.get("sizeBytes")
+        taints = []
+        for i, raw in enumerate(self.seq(spec.get("taints"), who, "spec.taints")):
+            taint = self.mapping(raw, who, f"spec.taints[{i}]")  # timeAdded is not read
+            taints.append(_drop_none({k: taint.get(k) for k in ("key", "value", "effect")}))
+        meta = self.meta(item)
+        return _drop_none({
+            "name": item.name,
+            "allocatable": self.resources(status.get(key), who, f"status.{key}"),
+            "capacity": self.resources(status.get("capacity"), who, "status.capacity"),
+            "labels": meta["labels"], "annotations": meta["annotations"], "taints": taints,
+            "unschedulable": spec.get("unschedulable") or None,
+            "ready": None if ready else False,
+            "images": images,
+        })
+
+    def podgroup(self, item: _Item) -> dict[str, Any]:
+        spec, status = self.parts(item)
+        return _drop_none({
+            "name": item.name, "namespace": item.namespace,
+            "queue": spec.get("queue") or "default",
+            "minMember": spec.get("minMember"), "minTaskMember": spec.get("minTaskMember"),
+            "minResources": self.resources(spec.get("minResources"), item.who,
+                                           "spec.minResources"),
+            "phase": status.get("phase") or None,
+            "priorityClassName": spec.get("priorityClassName") or None,
+            **self.meta(item),
+        })
+
+    def queue(self, item: _Item) -> dict[str, Any]:
+        (spec, status), who = self.parts(item), item.who
+        guarantee = self.mapping(spec.get("guarantee"), who, "spec.guarantee")
+        meta = self.meta(item)
+        return _drop_none({
+            "name": item.name, "weight": spec.get("weight"),
+            "capability": self.resources(spec.get("capability"), who, "spec.capability"),
+            "deserved": self.resources(spec.get("deserved"), who, "spec.deserved"),
+            "guarantee": self.resources(guarantee.get("resource"), who,
+                                        "spec.guarantee.resource"),
+            "reclaimable": spec.get("reclaimable"), "parent": spec.get("parent") or None,
+            "priority": spec.get("priority"), "state": status.get("state") or None,
+            "annotations": meta["annotations"], "affinity": spec.get("affinity"),
+            "createdAt": meta["createdAt"],
+        })
+
+    def priority_class(self, item: _Item) -> dict[str, Any]:
+        obj = item.obj
+        return _drop_none({"name": item.name, "value": obj.get("value"),
+                           "globalDefault": obj.get("globalDefault") or None,
+                           "preemptionPolicy": obj.get("preemptionPolicy")})
+
+    def pdb(self, item: _Item) -> dict[str, Any]:
+        (spec, status), who = self.parts(item), item.who
+        selector = self.mapping(spec.get("selector"), who, "spec.selector")
+        labels = self.strings(selector.get("matchLabels"), who, "spec.selector.matchLabels")
+        for i, raw in enumerate(self.seq(selector.get("matchExpressions"), who,
+                                         "spec.selector.matchExpressions")):
+            term = self.mapping(raw, who, f"spec.selector.matchExpressions[{i}]")
+            values = self.seq(term.get("values"), who,
+                              f"spec.selector.matchExpressions[{i}].values")
+            if term.get("operator") != "In" or len(values) != 1:
+                raise self.fail(who, f"spec.selector.matchExpressions[{i}]",
+                                f"operator {term.get('operator')!r} with {len(values)} "
+                                "value(s) cannot be expressed in a scenario (only matchLabels, "
+                                "or In with one value)")
+            labels[str(term.get("key"))] = str(values[0])
+        out: dict[str, Any] = {"name": item.name, "namespace": item.namespace,
+                               "selector": labels}
+        # Volcano's pdb plugin reads the status the disruption controller computed.
+        if status.get("disruptionsAllowed") is not None:
+            out["disruptionsAllowed"] = status["disruptionsAllowed"]
+        else:
+            out.update(_drop_none({"minAvailable": spec.get("minAvailable"),
+                                   "maxUnavailable": spec.get("maxUnavailable")}))
+        return out
+
+    def quota(self, item: _Item) -> dict[str, Any]:
+        (spec, status), who = self.parts(item), item.who
+        field = "status.hard" if status.get("hard") is not None else "spec.hard"
+        hard = self.quantities(status.get("hard") or spec.get("hard"), who, field,
+                               all_names=True)
+        used = self.quantities(status.get("used"), who, "status.used", all_names=True)
+        return _drop_none({"name": item.name, "namespace": item.namespace,
+                           "hard": _formatted(hard), "used": _formatted(used)})
+
+    # -- pods ----------------------------------------------------------------------
+
+    def container_requests(self, container: Any, who: str, field: str) -> Quantities:
+        """A container's requests; a resource with only a limit requests the limit (the
+        API server's defaulting)."""
+        resources = self.mapping(self.mapping(container, who, field).get("resources"), who,
+                                 f"{field}.resources")
+        requests = self.quantities(resources.get("requests"), who,
+                                   f"{field}.resources.requests")
+        limits = self.quantities(resources.get("limits"), who, f"{field}.resources.limits")
+        given = self.mapping(resources.get("requests"), who, f"{field}.resources.requests")
+        return {**{k: v for k, v in limits.items() if k not in given}, **requests}
+
+    def pod_requests(self, spec: Mapping[str, Any], who: str
+                     ) -> tuple[Quantities, Quantities | None]:
+        """The containers' requests (plus sidecars and overhead) and what the pod needs
+        while its init containers run, as Kubernetes' ``PodRequests`` computes them."""
+        total: Quantities = {}
+        for i, container in enumerate(self.seq(spec.get("containers"), who,
+                                               "spec.containers")):
+            _add(total, self.container_requests(container, who, f"spec.containers[{i}]"))
+        sidecars: Quantities = {}
+        init: Quantities = {}
+        inits = self.seq(spec.get("initContainers"), who, "spec.initContainers")
+        for i, container in enumerate(inits):
+            own = self.container_requests(container, who, f"spec.initContainers[{i}]")
+            if container.get("restartPolicy") == "Always":  # a sidecar keeps running
+                _add(sidecars, own)
+                need = dict(sidecars)
+            else:
+                need = _add(dict(own), sidecars)
+            for name, amount in need.items():
+                init[name] = max(init.get(name, Fraction(0)), amount)
+        overhead = self.quantities(spec.get("overhead"), who, "spec.overhead")
+        _add(_add(total, sidecars), overhead)
+        if not inits:
+            return total, None
+        return total, {name: amount + overhead.get(name, Fraction(0))
+                       for name, amount in init.items()}
+
+    def pod(self, item: _Item) -> dict[str, Any] | None:
+        (spec, status), who = self.parts(item), item.who
+        namespace, name = item.namespace, item.name
+        meta = self.mapping(item.obj.get("metadata"), who, "metadata")
+        phase = status.get("phase") or "Pending"
+        node = spec.get("nodeName") or ""
+        scheduler = spec.get("schedulerName") or "default-scheduler"
+        requests, init = self.pod_requests(spec, who)
+        ours = scheduler in self.scheduler_names
+        if not ours and not node:
+            self.warn(who, f"left out: it waits for scheduler {scheduler!r}, and Volcano "
+                      f"schedules only its own pods ({', '.join(sorted(self.scheduler_names))})")
+            return None
+        if not ours and phase in _COMPLETED:
+            return None  # no job, no node: Volcano does nothing with it
+        fields = self.meta(item)
+        group = fields["annotations"].get(GROUP_NAME)
+        if group and (namespace, group) not in self.podgroups:
+            if not node or phase in _COMPLETED:
+                self.warn(who, f"left out: its PodGroup {namespace}/{group} does not exist, "
+                          "and Volcano leaves such a pod unscheduled")
+                return None
+            self.warn(who, f"its PodGroup {namespace}/{group} does not exist; the pod keeps "
+                      f"its place on {node} in a stand-in job")
+        if not group:  # Volcano's controller gives the pod a PodGroup of its own
+            owner = next((ref.get("uid") for ref in self.seq(
+                meta.get("ownerReferences"), who, "metadata.ownerReferences")
+                if isinstance(ref, Mapping) and ref.get("controller") and ref.get("uid")),
+                None)
+            group = f"podgroup-{owner or meta.get('uid') or name}"
+        if (namespace, group) not in self.jobs:
+            effective = dict(requests)
+            for key, amount in (init or {}).items():
+                effective[key] = max(effective.get(key, Fraction(0)), amount)
+            self.jobs[(namespace, group)] = _drop_none({
+                "name": group, "namespace": namespace,
+                "queue": fields["annotations"].get(QUEUE_NAME) or "default", "minMember": 1,
+                "minResources": None if phase in _COMPLETED else _formatted(
+                    {k: v for k, v in effective.items() if k in ("cpu", "memory")}),
+                "phase": "Running" if node else None,
+                "priorityClassName": spec.get("priorityClassName") or None,
+                "createdAt": fields["createdAt"],
+            })
+        if node and node not in self.nodes:
+            self.warn(who, f"its node {node} is not in the dump: a NotReady stand-in holds it "
+                      "and every pod placed there")
+            self.nodes[node] = {"name": node, "allocatable": {}, "ready": False}
+        containers = [self.mapping(c, who, f"spec.containers[{i}]")
+                      for i, c in enumerate(self.seq(spec.get("containers"), who,
+                                                     "spec.containers"))]
+        ports = [port.get("hostPort") for c in containers
+                 for port in self.seq(c.get("ports"), who, "spec.containers[*].ports")
+                 if isinstance(port, Mapping) and port.get("hostPort")]
+        return _drop_none({
+            "name": name, "namespace": namespace, "job": group,
+            "role": fields["annotations"].get(TASK_SPEC) or None,
+            "node": node or None, "phase": phase,
+            "deleting": True if meta.get("deletionTimestamp") else None,
+            "requests": _formatted(requests), "initRequests": init and _formatted(init),
+            "priority": spec.get("priority"),
+            "priorityClassName": spec.get("priorityClassName") or None,
+            "preemptionPolicy": spec.get("preemptionPolicy"),
+            "labels": fields["labels"], "annotations": fields["annotations"],
+            "nodeSelector": spec.get("nodeSelector"), "tolerations": spec.get("tolerations"),
+            "affinity": spec.get("affinity"), "hostPorts": ports,
+            "images": [c["image"] for c in containers if c.get("image")],
+            "createdAt": fields["createdAt"],
+        })
+
+
+# Where a scenario field comes from in the Kubernetes object (for renamed errors).
+_COMMON_FIELDS = {"labels": "metadata.labels", "annotations": "metadata.annotations",
+                  "createdAt": "metadata.creationTimestamp", "name": "metadata.name",
+                  "namespace": "metadata.namespace"}
+_PREFIX = {"tasks": "spec.", "jobs": "spec.", "queues": "spec.", "pdbs": "spec.",
+           "resourceQuotas": "spec."}
+_K8S_FIELDS = {
+    "nodes": {"allocatable": "status.allocatable", "capacity": "status.capacity",
+              "taints": "spec.taints", "unschedulable": "spec.unschedulable",
+              "ready": "status.conditions", "images": "status.images"},
+    "tasks": {"job": f"metadata.annotations.{GROUP_NAME}", "node": "spec.nodeName",
+              "role": f"metadata.annotations.{TASK_SPEC}", "phase": "status.phase",
+              "deleting": "metadata.deletionTimestamp",
+              "requests": "spec.containers[*].resources.requests",
+              "initRequests": "spec.initContainers[*].resources.requests",
+              "hostPorts": "spec.containers[*].ports[*].hostPort",
+              "images": "spec.containers[*].image"},
+    "jobs": {"phase": "status.phase"},
+    "queues": {"guarantee": "spec.guarantee.resource", "state": "status.state"},
+    "pdbs": {"selector": "spec.selector", "disruptionsAllowed": "status.disruptionsAllowed"},
+    "resourceQuotas": {"hard": "status.hard", "used": "status.used"},
+}

@@ -1,0 +1,288 @@
+"""`batchsched import kubectl`: a real cluster's `kubectl get ... -o json` as a scenario.
+
+The dump under data/ is what the API server returns for a small Volcano cluster:
+five nodes (one tainted for infra, one with GPUs, one NotReady), three queues, a
+gang training job partly running, pods with init containers, a terminating pod,
+a finished one, a pod without a PodGroup, system pods of the default scheduler,
+two PodDisruptionBudgets and Volcano's scheduler ConfigMap.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from batchsched.api import TaskStatus
+from batchsched.cli import main
+from batchsched.errors import ConfigError, ScenarioError
+from batchsched.scenario import load_scenario, run_scenario
+from batchsched.scenario.kubectl import (
+    is_kubectl_dump,
+    load_kubectl_dump,
+    scenario_document_from_kubectl,
+)
+
+DUMP = Path(__file__).parent / "data" / "kubectl-dump.json"
+TRAIN = "team-a/train-5b7e2c1a-8d4f-4f0e-9a63-2c1d7e9b4a10"
+DEBUG_SHELL_JOB = "team-b/podgroup-8b0c6f0e-4d3a-4e2b-9c1d-0a9b8c7d6e5f"
+GiB = 2**30
+
+
+def dump() -> dict[str, Any]:
+    return json.loads(DUMP.read_text())
+
+
+def item(document: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
+    return next(i for i in document["items"]
+                if i["kind"] == kind and i["metadata"]["name"] == name)
+
+
+def write(tmp_path: Path, document: Any, name: str = "dump.json") -> Path:
+    path = tmp_path / name
+    path.write_text(document if isinstance(document, str) else json.dumps(document))
+    return path
+
+
+def test_the_dump_imports_nodes_queues_jobs_and_tasks() -> None:
+    scenario = load_kubectl_dump(DUMP)
+    assert len(scenario.nodes) == 5
+    assert {q.name for q in scenario.queues} == {"default", "team-a", "team-b"}
+    assert len(scenario.jobs) == 8  # 4 PodGroups, 1 for the bare pod, 3 for system pods
+    assert len(scenario.tasks) == 15  # 16 pods, less the one waiting for kube-scheduler
+    nodes = {n.name: n for n in scenario.nodes}
+    assert nodes["node-1"].allocatable.milli_cpu == 7800
+    assert nodes["node-1"].allocatable.memory == 31 * GiB
+    assert nodes["gpu-node-1"].allocatable.get("nvidia.com/gpu") == 4000
+    assert [(t.key, t.value, t.effect) for t in nodes["infra-node-1"].taints] == [
+        ("dedicated", "infra", "NoSchedule")]
+    assert nodes["infra-node-1"].labels["kubernetes.io/hostname"] == "infra-node-1"
+    assert not nodes["node-3"].ready and nodes["node-1"].ready
+    team_a = next(q for q in scenario.queues if q.name == "team-a")
+    assert team_a.weight == 2 and team_a.parent == "root"
+    assert team_a.guarantee is not None and team_a.guarantee.milli_cpu == 4000
+    assert not next(q for q in scenario.queues if q.name == "team-b").reclaimable
+    assert scenario.configuration.plugin_names()[-1] == "binpack"  # from the ConfigMap
+
+
+def test_the_gang_keeps_its_pod_group_and_roles() -> None:
+    scenario = load_kubectl_dump(DUMP)
+    train = next(j for j in scenario.jobs if j.uid == TRAIN)
+    assert train.podgroup.min_member == 3
+    assert dict(train.podgroup.min_task_member) == {"master": 1, "worker": 2}
+    assert train.queue == "team-a" and train.priority == 100000
+    tasks = {t.name: t for t in scenario.tasks if t.job == TRAIN}
+    assert {n: (t.role, t.status, t.node_name) for n, t in tasks.items()} == {
+        "train-master-0": ("master", TaskStatus.RUNNING, "gpu-node-1"),
+        "train-worker-0": ("worker", TaskStatus.RUNNING, "gpu-node-1"),
+        "train-worker-1": ("worker", TaskStatus.RUNNING, "gpu-node-1"),
+        "train-worker-2": ("worker", TaskStatus.PENDING, ""),
+    }
+
+
+def test_pods_map_to_tasks_as_volcano_sees_them() -> None:
+    scenario = load_kubectl_dump(DUMP)
+    tasks = {t.uid: t for t in scenario.tasks}
+    assert tasks["team-a/eval-0"].status == TaskStatus.RELEASING  # deletionTimestamp
+    assert tasks["team-b/etl-download-0"].status == TaskStatus.SUCCEEDED
+    # Init containers: the larger of the running and the init requests; a sidecar
+    # (restartPolicy Always) adds to both, the pod overhead too.
+    assert tasks["team-b/etl-0"].resreq.milli_cpu == 2100
+    assert tasks["team-b/etl-1"].resreq.milli_cpu == 3250
+    assert tasks["team-b/etl-1"].resreq.memory == (4 * 1024 + 160) * 2**20
+    infer = tasks["team-a/infer-server-0"]
+    assert infer.node_selector == {"dedicated": "infra"}
+    assert ("dedicated", "Equal", "infra", "NoSchedule") in [
+        (t.key, t.operator, t.value, t.effect) for t in infer.tolerations]
+    assert infer.affinity is not None and "podAntiAffinity" in infer.affinity
+    assert infer.host_ports == (8080,)
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in infer.annotations
+
+
+def test_a_pod_without_group_name_gets_a_single_task_job_as_volcano_s_controller_does(
+) -> None:
+    scenario = load_kubectl_dump(DUMP)
+    job = next(j for j in scenario.jobs if j.uid == DEBUG_SHELL_JOB)
+    assert job.podgroup.min_member == 1
+    assert job.queue == "team-b"  # the pod's scheduling.volcano.sh/queue-name
+    assert [t.uid for t in scenario.tasks if t.job == DEBUG_SHELL_JOB] == ["team-b/debug-shell"]
+
+
+def test_the_pdb_reads_the_status_volcano_reads() -> None:
+    pdbs = {p.name: p for p in load_kubectl_dump(DUMP).pdbs}
+    assert pdbs["train-pdb"].selector == {"volcano.sh/job-name": "train"}
+    assert pdbs["train-pdb"].disruptions_allowed == 1
+    assert pdbs["coredns"].namespace == "kube-system"
+
+
+def test_a_pending_pod_of_another_scheduler_is_left_out_with_a_warning() -> None:
+    scenario = load_kubectl_dump(DUMP)
+    assert "kube-system/metrics-server-6d94bc8694-lp4nz" not in {t.uid for t in scenario.tasks}
+    assert any("Pod kube-system/metrics-server-6d94bc8694-lp4nz: left out" in w
+               for w in scenario.warnings)
+    # Placed pods of other schedulers still occupy their nodes.
+    assert "kube-system/coredns-5d78c9869d-7xkq2" in {t.uid for t in scenario.tasks}
+
+
+def test_import_writes_yaml_that_loads_and_decides_as_the_dump(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "scenario.yaml"
+    assert main(["import", "kubectl", str(DUMP), "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "5 nodes, 8 jobs, 15 tasks, 3 queues" in captured.out
+    assert "batchsched: warning:" in captured.err
+    text = out.read_text()
+    assert "cpu: 7800m" in text and "memory: 31Gi" in text
+    from_yaml = run_scenario(load_scenario(out)).to_json()
+    assert from_yaml == run_scenario(load_kubectl_dump(DUMP)).to_json()
+    assert from_yaml["binds"]["team-a/infer-server-0"] == "infra-node-1"  # tolerates the taint
+    assert "team-a/train-worker-2" not in from_yaml["binds"]  # every GPU is taken
+    assert main(["run", str(DUMP), "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["binds"] == from_yaml["binds"]
+
+
+def test_import_without_output_prints_the_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", "kubectl", str(DUMP), "--now", "2024-05-13T10:00:00Z"]) == 0
+    document = yaml.safe_load(capsys.readouterr().out)
+    assert document["version"] == 1 and document["now"] == "2024-05-13T10:00:00Z"
+    assert "Pod kube-system/metrics-server" in document["description"]
+
+
+def test_explain_reads_the_dump(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(DUMP), "--job", TRAIN]) == 0
+    verdict = capsys.readouterr().out.splitlines()[0]
+    assert verdict.startswith(f"job {TRAIN}: held back by proportion")
+    assert "nvidia.com/gpu" in verdict
+
+
+def test_a_configmap_given_apart_replaces_the_dump_s(tmp_path: Path) -> None:
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "volcano-scheduler-configmap",
+                               "namespace": "volcano-system"},
+                  "data": {"volcano-scheduler.conf": "actions: \"enqueue, allocate\"\ntiers:\n"
+                           "- plugins:\n  - name: gang\n  - name: predicates\n"}}
+    path = write(tmp_path, yaml.safe_dump(config_map), "cm.yaml")
+    scenario = load_kubectl_dump(DUMP, config_path=path)
+    assert scenario.configuration.actions == ("enqueue", "allocate")
+    assert scenario.configuration.plugin_names() == ["gang", "predicates"]
+    assert any("ConfigMap volcano-system/volcano-scheduler-configmap: not used" in w
+               for w in scenario.warnings)
+    bad = write(tmp_path, "actions: allocate\ntiers: [{plugins: [{name: gang, "
+                "enableJobReady: maybe}]}]\n", "bad.yaml")
+    with pytest.raises(ConfigError, match=f"^{bad}: tiers.0..plugins.0..enableJobReady"):
+        load_kubectl_dump(DUMP, config_path=bad)
+
+
+def test_without_a_configmap_the_configuration_is_volcano_s_default() -> None:
+    document = dump()
+    document["items"] = [i for i in document["items"] if i["kind"] != "ConfigMap"]
+    scenario = scenario_document_from_kubectl(document, source="dump.json")
+    assert scenario["config"]["actions"] == "enqueue, allocate, backfill"
+    assert "now" not in scenario
+
+
+def test_a_pod_whose_pod_group_is_missing_is_kept_out_with_a_warning(tmp_path: Path) -> None:
+    document = dump()
+    annotations = item(document, "Pod", "etl-0")["metadata"]["annotations"]
+    annotations["scheduling.k8s.io/group-name"] = "etl-v2"
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    assert "team-b/etl-0" not in {t.uid for t in scenario.tasks}
+    assert any("Pod team-b/etl-0: left out: its PodGroup team-b/etl-v2 does not exist" in w
+               for w in scenario.warnings)
+
+
+def test_placed_pods_of_a_missing_pod_group_keep_their_node(tmp_path: Path) -> None:
+    document = dump()
+    for pod in document["items"]:
+        if pod["metadata"]["name"].startswith("train-") and pod["kind"] == "Pod":
+            pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "train-gone"
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    tasks = {t.name: t for t in scenario.tasks if t.job == "team-a/train-gone"}
+    assert sorted(tasks) == ["train-master-0", "train-worker-0", "train-worker-1"]
+    assert {t.node_name for t in tasks.values()} == {"gpu-node-1"}
+    assert any("Pod team-a/train-worker-2: left out" in w for w in scenario.warnings)
+
+
+def test_objects_of_other_kinds_are_skipped_with_one_warning(tmp_path: Path) -> None:
+    document = dump()
+    document["items"] += [
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": "kube-dns", "namespace": "kube-system"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+    ]
+    warnings = load_kubectl_dump(write(tmp_path, document)).warnings
+    assert any("skipped 2 object(s) of other kinds (Namespace 1, Service 1)" in w
+               for w in warnings)
+
+
+def _bad_quantity(d: dict[str, Any]) -> None:
+    pod = item(d, "Pod", "train-worker-2")
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2x"
+
+
+def _no_kind(d: dict[str, Any]) -> None:
+    del item(d, "Pod", "eval-0")["kind"]
+
+
+def _bad_affinity(d: dict[str, Any]) -> None:
+    terms = item(d, "Pod", "infer-server-0")["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    terms[0]["matchExpressions"][0]["operator"] = "Maybe"
+
+
+def _pdb_expression(d: dict[str, Any]) -> None:
+    item(d, "PodDisruptionBudget", "coredns")["spec"]["selector"] = {"matchExpressions": [
+        {"key": "k8s-app", "operator": "NotIn", "values": ["a", "b"]}]}
+
+
+def _bad_phase(d: dict[str, Any]) -> None:
+    item(d, "PodGroup", "eval")["status"]["phase"] = "Sleeping"
+
+
+BAD_DUMPS: list[tuple[str, Callable[[dict[str, Any]], None] | str, str]] = [
+    ("bad quantity", _bad_quantity, "dump.json: Pod team-a/train-worker-2: "
+     'spec.containers[0].resources.requests.cpu: "2x" is not a quantity'),
+    ("object without kind", _no_kind, "dump.json: items[16] (eval-0): an object without kind"),
+    ("loader error named after the pod", _bad_affinity,
+     "dump.json: Pod team-a/infer-server-0: spec.affinity.nodeAffinity."),
+    ("pdb selector", _pdb_expression, "dump.json: PodDisruptionBudget kube-system/coredns: "
+     "spec.selector.matchExpressions[0]: operator 'NotIn' with 2 value(s) cannot be expressed"),
+    ("pod group phase", _bad_phase,
+     "dump.json: PodGroup team-a/eval: status.phase: 'Sleeping' is not one of"),
+    ("not a List", json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),
+     "dump.json: not a kubectl List (the output of `kubectl get ... -o json`: kind List with "
+     "items); found kind 'Pod'"),
+    ("not JSON", '{"apiVersion": "v1", "items": [', "dump.json: malformed JSON at line 1"),
+]
+
+
+@pytest.mark.parametrize(("label", "change", "message"), BAD_DUMPS, ids=[b[0] for b in BAD_DUMPS])
+def test_a_malformed_dump_is_one_line_naming_the_object(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], label: str,
+        change: Callable[[dict[str, Any]], None] | str, message: str) -> None:
+    if isinstance(change, str):
+        path = write(tmp_path, change)
+    else:
+        document = dump()
+        change(document)
+        path = write(tmp_path, document)
+    assert main(["import", "kubectl", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"batchsched: error: {tmp_path / message.split(': ', 1)[0]}")
+    assert message.split(": ", 1)[1] in err[0]
+    with pytest.raises(ScenarioError):
+        load_kubectl_dump(path)
+
+
+def test_is_kubectl_dump() -> None:
+    assert is_kubectl_dump(dump())
+    assert is_kubectl_dump({"apiVersion": "v1", "kind": "PodList", "items": []})
+    assert not is_kubectl_dump({"apiVersion": "v1", "kind": "Pod", "items": []})
+    assert not is_kubectl_dump({"version": 1, "config": {}})
+    assert not is_kubectl_dump(copy.deepcopy([dump()]))
