@@ -103,10 +103,25 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
                     short.set(dimension, gap)
             out.append({
                 "plugin": name, "queue": job.queue, "ceiling": ceiling,
-                "allocated": quota.allocated.to_quantities(),
-                "request": request.to_quantities(), "limit": limit.to_quantities(),
-                "short": short.to_quantities(),
+                "allocated": quantities(quota.allocated), "request": quantities(request),
+                "limit": quantities(limit), "short": quantities(short),
             })
+    return out
+
+
+_MEMORY_UNITS = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("T", 10**12),
+                 ("G", 10**9), ("M", 10**6), ("Ki", 2**10), ("k", 10**3))
+
+
+def quantities(resource: Resource) -> dict[str, str]:
+    """Kubernetes quantities, memory in the largest unit that divides it exactly."""
+    out = resource.to_quantities()
+    memory = resource.memory
+    if memory and memory == int(memory):
+        for suffix, size in _MEMORY_UNITS:
+            if memory % size == 0:
+                out["memory"] = f"{int(memory) // size}{suffix}"
+                break
     return out
 
 
