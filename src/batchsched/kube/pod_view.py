@@ -38,6 +38,7 @@ from batchsched.kube.affinity import (
     WeightedPodAffinityTerm,
     parse_affinity,
 )
+from batchsched.kube.pod_index import PlacedPodIndex
 from batchsched.kube.taints import Toleration
 
 __all__ = [
@@ -220,6 +221,8 @@ class KubeView:
         #: without terms of its own need to look at.
         self.nodes_with_affinity: set[str] = set()
         self.nodes_with_required_anti_affinity: set[str] = set()
+        #: The placed pods by label and by anti-affinity anchor (inter-pod affinity).
+        self.placed = PlacedPodIndex()
         for name, node in nodes.items():
             self.nodes[name] = NodeView(name)
             for task in node.tasks.values():
@@ -251,12 +254,16 @@ class KubeView:
         nodes = self.nodes
         previous = self._where.get(uid)
         if previous is not None and previous in nodes:
-            nodes[previous].remove(uid)
+            gone = nodes[previous].remove(uid)
+            if gone is not None:
+                self.placed.remove(gone)
             self._changed(nodes[previous])
         node = nodes.get(node_name)
         if node is None:
             return
-        node.add(self.pod(task))
+        pod = self.pod(task)
+        node.add(pod)
+        self.placed.add(pod, node_name)
         self._where[uid] = node_name
         self._changed(node)
 
@@ -265,7 +272,9 @@ class KubeView:
         name = self._where.pop(task.uid, None)
         if name is not None and name in self.nodes:
             node = self.nodes[name]
-            node.remove(task.uid)
+            gone = node.remove(task.uid)
+            if gone is not None:
+                self.placed.remove(gone)
             self._changed(node)
 
     def _changed(self, node: NodeView) -> None:

@@ -71,7 +71,7 @@ predicate then serves those tasks).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 import numpy as np
@@ -88,6 +88,7 @@ from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.kube.affinity import node_selector_matches
+from batchsched.kube.pod_index import PlacedPodIndex
 from batchsched.kube.pod_view import KubeView, NodeView, PodInfo
 from batchsched.kube.taints import (
     NO_EXECUTE,
@@ -189,6 +190,43 @@ def inter_pod_affinity_counts(
                     counts.affinity[(key, labels[key])] += 1
         for term in pod.required_anti_affinity:
             key = term.topology_key
+            if key in labels and term.matches(other.namespace, other.labels):
+                counts.anti[(key, labels[key])] += 1
+    return counts
+
+
+def indexed_inter_pod_affinity_counts(
+    pod: PodInfo, placed: PlacedPodIndex, node_labels: Callable[[str], Mapping[str, str]]
+) -> InterPodCounts:
+    """:func:`inter_pod_affinity_counts` over every placed pod, visiting only the pods
+    and terms the index says may match (the same counts, see
+    :mod:`batchsched.kube.pod_index`)."""
+    counts = InterPodCounts()
+    namespace, labels_of_pod = pod.namespace, pod.labels
+    for term, node, other in placed.anti_terms_selecting(labels_of_pod):
+        if other.uid == pod.uid:
+            continue
+        labels = node_labels(node)
+        key = term.topology_key
+        if key in labels and term.matches(namespace, labels_of_pod):
+            counts.existing_anti[(key, labels[key])] += 1
+    required = pod.required_affinity
+    if required:
+        for other, node in placed.selected_by(required[0]):
+            if other.uid == pod.uid:
+                continue
+            if all(t.matches(other.namespace, other.labels) for t in required):
+                labels = node_labels(node)
+                for term in required:
+                    key = term.topology_key
+                    if key in labels:
+                        counts.affinity[(key, labels[key])] += 1
+    for term in pod.required_anti_affinity:
+        key = term.topology_key
+        for other, node in placed.selected_by(term):
+            if other.uid == pod.uid:
+                continue
+            labels = node_labels(node)
             if key in labels and term.matches(other.namespace, other.labels):
                 counts.anti[(key, labels[key])] += 1
     return counts
@@ -346,8 +384,8 @@ class PredicatesPlugin:
                 state.counts = None
                 skipped.add(INTER_POD_AFFINITY)
             else:
-                state.counts = inter_pod_affinity_counts(
-                    pod, self._placed_pods(anti_affinity_only=not own_terms))
+                state.counts = indexed_inter_pod_affinity_counts(
+                    pod, view.placed, self._labels)
                 if not own_terms and not +state.counts.existing_anti:
                     skipped.add(INTER_POD_AFFINITY)
         if self.pod_topology_spread_enable:
@@ -564,27 +602,39 @@ class PredicatesPlugin:
         return mask
 
     def _inter_pod_mask(self, pod: PodInfo, counts: InterPodCounts, kube: KubeColumns) -> BoolArray:
-        """:func:`inter_pod_affinity_filter` on every node, evaluated once per distinct
-        combination of the node labels it reads."""
-        keys = list(dict.fromkeys(
-            [t.topology_key for t in pod.required_affinity]
-            + [t.topology_key for t in pod.required_anti_affinity]
-            + [k for (k, _), n in counts.existing_anti.items() if n > 0]
-        ))
+        """:func:`inter_pod_affinity_filter` on every node at once, as column operations
+        over the topology labels: O(nodes x terms) in numpy, whatever the number of
+        placed pods (their counts per topology domain are already in ``counts``)."""
         size = len(kube.columns)
-        if not keys:
-            ok = inter_pod_affinity_filter(pod, counts, {}) is None
-            return np.full(size, ok, dtype=np.bool_)
-        codes = [kube.labels(k) for k in keys]
-        stacked = np.stack([c.codes for c in codes])
-        combos, inverse = np.unique(stacked, axis=1, return_inverse=True)
-        names = [{code: value for value, code in c.values.items()} for c in codes]
-        verdicts = np.empty(combos.shape[1], dtype=np.bool_)
-        for j in range(combos.shape[1]):
-            labels = {key: names[k][int(code)] for k, (key, code)
-                      in enumerate(zip(keys, combos[:, j], strict=True)) if code >= 0}
-            verdicts[j] = inter_pod_affinity_filter(pod, counts, labels) is None
-        mask: BoolArray = verdicts[inverse.reshape(-1)]
+        mask: BoolArray = np.ones(size, dtype=np.bool_)
+
+        def domains(pairs: Counter[TopologyPair], key: str) -> list[int]:
+            """The label codes of the domains of ``key`` holding a positive count."""
+            values = kube.labels(key).values
+            return [values[v] for (k, v), n in pairs.items()
+                    if k == key and n > 0 and v in values]
+
+        required = pod.required_affinity
+        if required:
+            pods_exist: BoolArray = np.ones(size, dtype=np.bool_)
+            for term in required:
+                codes = kube.labels(term.topology_key).codes
+                mask &= codes >= 0  # the node must have the topology label
+                pods_exist &= np.isin(codes, domains(counts.affinity, term.topology_key))
+            # The first pod of a group with affinity to itself may go anywhere the
+            # topology labels exist, provided no other pod matches yet.
+            first_of_group = not +counts.affinity and all(
+                t.matches(pod.namespace, pod.labels) for t in required)
+            if not first_of_group:
+                mask &= pods_exist
+        for term in pod.required_anti_affinity:
+            taken = domains(counts.anti, term.topology_key)
+            if taken:
+                mask &= ~np.isin(kube.labels(term.topology_key).codes, taken)
+        for key in dict.fromkeys(k for (k, _), n in counts.existing_anti.items() if n > 0):
+            taken = domains(counts.existing_anti, key)
+            if taken:
+                mask &= ~np.isin(kube.labels(key).codes, taken)
         return mask
 
     # -- dry-run preemption -------------------------------------------------------------------
