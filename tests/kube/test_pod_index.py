@@ -48,6 +48,9 @@ def _pod(rng: random.Random, name: str) -> PodInfo:
         if rng.random() < 0.5:
             affinity[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": [
                 _term(rng) for _ in range(rng.randint(1, 2))]}
+        if rng.random() < 0.4:
+            affinity.setdefault(kind, {})["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "podAffinityTerm": _term(rng)}]
     task = TaskInfo.create(rng.choice(["ns1", "ns2"]), name, "ns1/job", labels=labels,
                            affinity=affinity or None)
     return pod_info(task)
@@ -83,3 +86,29 @@ def test_indexed_counts_equal_a_full_scan(seed: int, pods: int, nodes: int) -> N
         assert +indexed.existing_anti == +scan.existing_anti
         assert +indexed.affinity == +scan.affinity
         assert +indexed.anti == +scan.anti
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32), pods=st.integers(0, 40))
+def test_the_index_returns_every_pod_and_term_that_matches(seed: int, pods: int) -> None:
+    rng = random.Random(seed)
+    index = PlacedPodIndex()
+    placed = [_pod(rng, f"p{k}") for k in range(pods)]
+    for pod in placed:
+        index.add(pod, "n0")
+    for k in range(5):
+        incoming = _pod(rng, f"new{k}")
+        for weighted in (*incoming.preferred_affinity, *incoming.preferred_anti_affinity):
+            term = weighted.term
+            found = {pod.uid for pod, _ in index.selected_by(term)}
+            assert {p.uid for p in placed if term.matches(p.namespace, p.labels)} <= found
+        expected = {
+            (pod.uid, term, sign * w.weight)
+            for pod in placed
+            for sign, terms in ((1, pod.preferred_affinity), (-1, pod.preferred_anti_affinity))
+            for w in terms for term in (w.term,)
+            if term.matches(incoming.namespace, incoming.labels)
+        }
+        found_terms = {(pod.uid, term, weight) for term, weight, _, pod
+                       in index.preferred_terms_selecting(incoming.labels)}
+        assert expected <= found_terms

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -590,7 +590,6 @@ class NodeOrderPlugin:
     def _topology_scores(self, pod: PodInfo) -> dict[tuple[str, str], int]:
         """kube-scheduler's InterPodAffinity PreScore: weight per topology pair."""
         assert self._ssn is not None
-        preferred = bool(pod.preferred_affinity or pod.preferred_anti_affinity)
         scores: dict[tuple[str, str], int] = {}
 
         def credit(key: str, labels: Mapping[str, str], weight: int) -> None:
@@ -599,32 +598,24 @@ class NodeOrderPlugin:
                 scores[pair] = scores.get(pair, 0) + weight
 
         view = self.view
-        # Without preferred terms of its own, only pods with affinity sections can
-        # score; the order of the (integer) sums does not matter.
-        node_views: Iterable[NodeView] = (
-            view.nodes.values() if preferred
-            else [view.nodes[name] for name in view.nodes_with_affinity]
-        )
-        for node_view in node_views:
-            node = self._ssn.nodes.get(node_view.name)
-            labels = node.labels if node is not None else {}
-            if not labels:
-                continue
-            for other in node_view.pods.values():
-                if other.uid == pod.uid or (not preferred and not other.has_pod_affinity):
-                    continue
-                for w in pod.preferred_affinity:
-                    if w.term.matches(other.namespace, other.labels):
-                        credit(w.term.topology_key, labels, w.weight)
-                for w in pod.preferred_anti_affinity:
-                    if w.term.matches(other.namespace, other.labels):
-                        credit(w.term.topology_key, labels, -w.weight)
-                for w in other.preferred_affinity:
-                    if w.term.matches(pod.namespace, pod.labels):
-                        credit(w.term.topology_key, labels, w.weight)
-                for w in other.preferred_anti_affinity:
-                    if w.term.matches(pod.namespace, pod.labels):
-                        credit(w.term.topology_key, labels, -w.weight)
+        ssn = self._ssn
+
+        def labels_of(node_name: str) -> Mapping[str, str]:
+            node = ssn.nodes.get(node_name)
+            return node.labels if node is not None else {}
+
+        # The placed pods the incoming pod's preferred terms select, and the placed
+        # pods whose preferred terms select it, found through the label index (the
+        # integer sums do not depend on the order they are visited in).
+        placed = view.placed
+        for sign, terms in ((1, pod.preferred_affinity), (-1, pod.preferred_anti_affinity)):
+            for w in terms:
+                for other, node_name in placed.selected_by(w.term):
+                    if other.uid != pod.uid and w.term.matches(other.namespace, other.labels):
+                        credit(w.term.topology_key, labels_of(node_name), sign * w.weight)
+        for term, weight, node_name, other in placed.preferred_terms_selecting(pod.labels):
+            if other.uid != pod.uid and term.matches(pod.namespace, pod.labels):
+                credit(term.topology_key, labels_of(node_name), weight)
         return scores
 
 

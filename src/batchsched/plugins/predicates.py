@@ -203,7 +203,7 @@ def indexed_inter_pod_affinity_counts(
     :mod:`batchsched.kube.pod_index`)."""
     counts = InterPodCounts()
     namespace, labels_of_pod = pod.namespace, pod.labels
-    for term, node, other in placed.anti_terms_selecting(labels_of_pod):
+    for term, _, node, other in placed.anti_terms_selecting(labels_of_pod):
         if other.uid == pod.uid:
             continue
         labels = node_labels(node)
