@@ -467,3 +467,22 @@ def test_task_set_cache_computes_once_per_set_and_stays_bounded() -> None:
     assert cache.get(tasks[2:], lambda: compute(3)) == 3  # beyond the limit: all dropped
     assert cache.get(tasks[:2], lambda: compute(4)) == 4
     assert calls == [1, 2, 3, 4]
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32), nodes=st.integers(2, 30),
+       plugins=st.sampled_from(BUILTIN_CONFIGURATIONS[:5]), subset=st.integers(0, 2**32))
+def test_preempt_candidate_scores_equal_the_reference(
+    seed: int, nodes: int, plugins: list[dict[str, Any]], subset: int
+) -> None:
+    """preempt and reclaim score their candidate nodes over the columns: the same
+    numbers as ``node_scores``, for any subset of nodes in session order."""
+    ssn = open_session(builtin_document(seed, nodes, 5, plugins))
+    rng = np.random.default_rng(subset)
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            chosen = [n for n in ssn.node_list if rng.random() < 0.7]
+            fast = fast_placement.vector_node_scores(ssn, task, chosen)
+            if fast is None:
+                continue  # a plugin declined the task: the reference answers alone
+            assert fast == node_scores(ssn, task, chosen)

@@ -29,6 +29,7 @@ from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
+from batchsched.columnar.selector import vector_node_scores
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
@@ -218,7 +219,9 @@ def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list
     buckets)."""
     if len(nodes) < 2:
         return list(nodes)
-    scores = node_scores(ssn, task, nodes)
+    scores = vector_node_scores(ssn, task, nodes)
+    if scores is None:
+        scores = node_scores(ssn, task, nodes)
     ranked = sorted(range(len(nodes)), key=lambda i: -scores[i])
     return [nodes[i] for i in ranked]
 

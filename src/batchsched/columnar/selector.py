@@ -102,6 +102,7 @@ __all__ = [
     "VectorNodeSelector",
     "default_node_selector",
     "fast_path_available",
+    "vector_node_scores",
 ]
 
 #: Set to ``0`` (or ``false``, ``off``, ``no``) to make allocate and backfill use the
@@ -131,6 +132,41 @@ def fast_path_enabled() -> bool:
     """Whether the environment allows the fast path (it does unless told not to)."""
     value = os.environ.get(FAST_PATH_ENVIRONMENT_VARIABLE, "1").strip().lower()
     return value not in ("0", "false", "off", "no")
+
+
+def vector_node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
+                       ) -> list[float] | None:
+    """Each node's node-order plus batch node-order score, over the node columns:
+    :func:`~batchsched.actions.node_search.node_scores` (the reference) bit for bit,
+    for preempt and reclaim, whose candidate nodes are scored one task at a time.
+
+    None when the columns cannot answer: the fast path is off, an enabled plugin
+    has no vectorised variant or declines the task, or ``nodes`` are not session
+    nodes in session order.
+    """
+    if not fast_path_enabled():
+        return None
+    node_orders = vector_tiers(ssn, "node_order")
+    batch_orders = vector_tiers(ssn, "batch_node_order")
+    if node_orders is None or batch_orders is None:
+        return None
+    columns = NodeColumns.of(ssn)
+    index = columns.index
+    positions = [index.get(node.name, -1) for node in nodes]
+    if any(p < 0 or columns.nodes[p] is not node for p, node in zip(positions, nodes, strict=True)):
+        return None
+    members = np.array(positions, dtype=np.intp)
+    if len(members) > 1 and not bool(np.all(members[1:] > members[:-1])):
+        return None  # candidates are read in session order
+    columns.sync()
+    candidates = Candidates(members)
+    try:
+        scores = node_order_scores(node_orders, task, columns, candidates)
+        scores = scores + batch_node_order_scores(batch_orders, task, columns, candidates)
+    except VectorFallback:
+        return None
+    result: list[float] = scores.tolist()
+    return result
 
 
 def fast_path_available(ssn: Session) -> bool:
