@@ -486,3 +486,37 @@ def test_preempt_candidate_scores_equal_the_reference(
             if fast is None:
                 continue  # a plugin declined the task: the reference answers alone
             assert fast == node_scores(ssn, task, chosen)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32), nodes=st.integers(1, 30),
+       plugins=st.sampled_from(BUILTIN_CONFIGURATIONS[:5]), roles=st.booleans())
+def test_preempt_scans_find_the_reference_nodes(
+    seed: int, nodes: int, plugins: list[dict[str, Any]], roles: bool
+) -> None:
+    """The preempt and reclaim scan over the columns: the nodes the scalar scan finds,
+    and the same nodes left failed in the error cache, task after task."""
+    from batchsched.actions.node_search import FeasibleNodeScan, predicate_for_preempt_action
+
+    document = builtin_document(seed, nodes, 6, plugins)
+    for task in document["tasks"]:
+        if roles:
+            task["role"] = "worker"
+    ssn = open_session(document)
+    reference = FeasibleNodeScan(ssn.node_list, rotate=False)
+    fast = FeasibleNodeScan(ssn.node_list, rotate=False)
+    answered = 0
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            ssn.pre_predicate(task)
+            found = fast_placement.vector_preempt_scan(ssn, fast, task, ssn.node_list)
+            expected, _ = reference.feasible_nodes(
+                task, ssn.node_list, lambda t, n: predicate_for_preempt_action(ssn, t, n))
+            if found is None:
+                fast = FeasibleNodeScan(ssn.node_list, rotate=False)  # start again in step
+                fast.error_cache = {k: dict(v) for k, v in reference.error_cache.items()}
+                continue
+            answered += 1
+            assert [n.name for n in found] == [n.name for n in expected]
+            assert ({k: set(v) for k, v in fast.error_cache.items()}
+                    == {k: set(v) for k, v in reference.error_cache.items()})

@@ -29,7 +29,7 @@ from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
-from batchsched.columnar.selector import vector_node_scores
+from batchsched.columnar.selector import vector_node_scores, vector_preempt_scan
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
@@ -247,8 +247,12 @@ class NodePredicates:
 
     def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         ssn = self.ssn
+        nodes = self._nodes_for(task)
+        found = vector_preempt_scan(ssn, self._scan, task, nodes)
+        if found is not None:
+            return found
         found, _ = self._scan.feasible_nodes(
-            task, self._nodes_for(task), lambda t, n: predicate_for_preempt_action(ssn, t, n))
+            task, nodes, lambda t, n: predicate_for_preempt_action(ssn, t, n))
         return found
 
     def _nodes_for(self, task: TaskInfo) -> list[NodeInfo]:

@@ -16,8 +16,10 @@ the session's nodes). It registers it here from ``on_session_open``::
 A column form must give exactly the scalar function's answer, or raise
 :class:`VectorFallback` for a task it cannot answer exactly. When every
 enabled plugin of a node point offers one, the node selector of allocate and
-backfill (:mod:`batchsched.columnar.selector`) answers from the columns;
-otherwise it takes the scalar path, which decides the same. The session never
+backfill (:mod:`batchsched.columnar.selector`) answers from the columns, and so
+do the candidate scans of preempt and reclaim (their predicate reads statuses
+differently: a plugin offers that reading with ``add_preempt_predicate_fn``);
+otherwise they take the scalar path, which decides the same. The session never
 learns which plugins offer a column form, and a plugin that offers none works
 unchanged.
 
@@ -40,6 +42,7 @@ from batchsched.columnar.forms import (
     add_batch_node_order_fn,
     add_node_order_fn,
     add_predicate_fn,
+    add_preempt_predicate_fn,
     add_template_fn,
     stacked,
 )
@@ -52,6 +55,7 @@ __all__ = [
     "add_batch_node_order_fn",
     "add_node_order_fn",
     "add_predicate_fn",
+    "add_preempt_predicate_fn",
     "add_template_fn",
     "stacked",
 ]

@@ -74,12 +74,14 @@ __all__ = [
     "add_batch_node_order_fn",
     "add_node_order_fn",
     "add_predicate_fn",
+    "add_preempt_predicate_fn",
     "add_template_fn",
     "batch_node_order_scores",
     "many_scores",
     "many_tiers",
     "node_order_scores",
     "predicate_mask",
+    "preempt_predicate_tiers",
     "register",
     "register_template",
     "stacked",
@@ -91,6 +93,7 @@ __all__ = [
 VECTOR_POINTS = ("predicate", "node_order", "batch_node_order")
 
 VectorFn = Callable[..., Any]
+_PREEMPT_KEY = "batchsched.vector_preempt_predicates"
 VectorTiers = Sequence[Sequence[tuple[str, VectorFn]]]
 
 _EXTRA_KEY = "batchsched.vector_fns"
@@ -128,6 +131,21 @@ def register(
 def add_predicate_fn(ssn: Session, plugin: str, fn: VectorFn) -> None:
     """Offer ``fn(task, columns)`` as ``plugin``'s predicate over every node at once."""
     register(ssn, "predicate", plugin, fn)
+
+
+def add_preempt_predicate_fn(ssn: Session, plugin: str, fn: VectorFn) -> None:
+    """Offer ``fn(task, columns) -> (ok, resolvable)`` as ``plugin``'s predicate as
+    preempt and reclaim read it, over every node at once: ``ok`` where the plugin
+    reports no error, ``resolvable`` where its error has only statuses that
+    evicting pods may resolve (none of ``PREEMPT_FAILING_CODES``)."""
+    variants: dict[str, VectorFn] = ssn.extra.setdefault(_PREEMPT_KEY, {})
+    variants[plugin] = fn
+
+
+def preempt_predicate_tiers(ssn: Session) -> VectorTiers | None:
+    """The enabled predicates as preempt column forms, tier by tier, or None when an
+    enabled predicate plugin has none (:func:`predicate_mask` combines them)."""
+    return _enabled_variants(ssn, "predicate", ssn.extra.get(_PREEMPT_KEY, {}))
 
 
 def add_node_order_fn(

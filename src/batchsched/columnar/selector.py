@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from batchsched.actions.node_search import FeasibleNodeScan
 from batchsched.actions.placement import (
     NodeSelector,
     Placement,
@@ -81,6 +82,7 @@ from batchsched.columnar.forms import (
     many_tiers,
     node_order_scores,
     predicate_mask,
+    preempt_predicate_tiers,
     template_fns,
     vector_tiers,
 )
@@ -103,11 +105,16 @@ __all__ = [
     "default_node_selector",
     "fast_path_available",
     "vector_node_scores",
+    "vector_preempt_scan",
 ]
 
 #: Set to ``0`` (or ``false``, ``off``, ``no``) to make allocate and backfill use the
 #: scalar reference selector.
 FAST_PATH_ENVIRONMENT_VARIABLE = "BATCHSCHED_FAST_PATH"
+
+#: What the preempt scan leaves in the error cache for a node it failed (the scalar
+#: scan leaves the FitError; preempt reads only which nodes failed).
+_PREEMPT_SCAN_FAILURE = FitError("", "", "", [])
 
 #: The first chunk of a scan examines this many times the number of nodes wanted.
 _FIRST_CHUNK_FACTOR = 1.25
@@ -167,6 +174,54 @@ def vector_node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
         return None
     result: list[float] = scores.tolist()
     return result
+
+
+def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
+                        nodes: Sequence[NodeInfo]) -> list[NodeInfo] | None:
+    """:meth:`FeasibleNodeScan.feasible_nodes` with the preempt predicate (for a scan
+    that does not rotate), answered from the columns: the same nodes, and the same
+    failures left in the scan's error cache. None when the columns cannot answer
+    (the fast path is off, an enabled predicate has no preempt column form or
+    declines the task, the scan rotates)."""
+    if scan.rotate or not fast_path_enabled():
+        return None
+    tiers = preempt_predicate_tiers(ssn)
+    if tiers is None:
+        return None
+    if not nodes:
+        return []
+    columns = NodeColumns.of(ssn)
+    columns.sync()
+    index = columns.index
+    positions = np.fromiter((index.get(node.name, -1) for node in nodes), dtype=np.intp,
+                            count=len(nodes))
+    if bool((positions < 0).any()):
+        return None
+    try:
+        passes = predicate_mask(tiers, task, columns)
+    except VectorFallback:
+        return None
+    ok = (np.ones(len(nodes), dtype=np.bool_) if passes is None
+          else np.asarray(passes, dtype=np.bool_)[positions])
+    use_cache = scan.error_cache_enabled and bool(task.role)
+    group = f"{task.job}/{task.role}"
+    cached = scan.error_cache.get(group) if use_cache else None
+    if cached:
+        ok &= np.fromiter((node.name not in cached for node in nodes), dtype=np.bool_,
+                          count=len(nodes))
+    hits = np.flatnonzero(ok)
+    wanted = num_feasible_nodes_to_find(len(nodes))
+    examined = len(nodes) if len(hits) < wanted else int(hits[wanted - 1]) + 1
+    # The nodes the scan looked at and failed join the cache, as the scalar scan
+    # leaves them, role or not (preempt reads only which nodes are there).
+    failed = np.flatnonzero(~ok[:examined])
+    if len(failed):
+        known = scan.error_cache.setdefault(group, {})
+        for i in failed.tolist():
+            name = nodes[i].name
+            if name not in known:
+                known[name] = _PREEMPT_SCAN_FAILURE
+    return [nodes[i] for i in hits[:wanted].tolist()]
 
 
 def fast_path_available(ssn: Session) -> bool:

@@ -332,6 +332,7 @@ class PredicatesPlugin:
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_predicate_fn(self.name, self.predicate)
         columnar.add_predicate_fn(ssn, self.name, self.vector_predicate)
+        columnar.add_preempt_predicate_fn(ssn, self.name, self.vector_preempt_predicate)
         columnar.add_template_fn(ssn, self.name, self.vector_template)
         ssn.add_simulate_predicate_fn(self.name, self.simulate_predicate)
         self._stable_masks = {}
@@ -605,37 +606,73 @@ class PredicatesPlugin:
         """:func:`inter_pod_affinity_filter` on every node at once, as column operations
         over the topology labels: O(nodes x terms) in numpy, whatever the number of
         placed pods (their counts per topology domain are already in ``counts``)."""
+        mask = self._required_affinity_mask(pod, counts, kube)
+        mask &= self._anti_affinity_mask(pod, counts, kube)
+        return mask
+
+    @staticmethod
+    def _domains(kube: KubeColumns, pairs: Counter[TopologyPair], key: str) -> list[int]:
+        """The label codes of the domains of ``key`` holding a positive count."""
+        values = kube.labels(key).values
+        return [values[v] for (k, v), n in pairs.items() if k == key and n > 0 and v in values]
+
+    def _required_affinity_mask(
+        self, pod: PodInfo, counts: InterPodCounts, kube: KubeColumns
+    ) -> BoolArray:
+        """Where the pod's required affinity holds (its failures are unresolvable)."""
         size = len(kube.columns)
         mask: BoolArray = np.ones(size, dtype=np.bool_)
-
-        def domains(pairs: Counter[TopologyPair], key: str) -> list[int]:
-            """The label codes of the domains of ``key`` holding a positive count."""
-            values = kube.labels(key).values
-            return [values[v] for (k, v), n in pairs.items()
-                    if k == key and n > 0 and v in values]
-
         required = pod.required_affinity
-        if required:
-            pods_exist: BoolArray = np.ones(size, dtype=np.bool_)
-            for term in required:
-                codes = kube.labels(term.topology_key).codes
-                mask &= codes >= 0  # the node must have the topology label
-                pods_exist &= np.isin(codes, domains(counts.affinity, term.topology_key))
-            # The first pod of a group with affinity to itself may go anywhere the
-            # topology labels exist, provided no other pod matches yet.
-            first_of_group = not +counts.affinity and all(
-                t.matches(pod.namespace, pod.labels) for t in required)
-            if not first_of_group:
-                mask &= pods_exist
+        if not required:
+            return mask
+        pods_exist: BoolArray = np.ones(size, dtype=np.bool_)
+        for term in required:
+            codes = kube.labels(term.topology_key).codes
+            mask &= codes >= 0  # the node must have the topology label
+            pods_exist &= np.isin(codes, self._domains(kube, counts.affinity, term.topology_key))
+        # The first pod of a group with affinity to itself may go anywhere the
+        # topology labels exist, provided no other pod matches yet.
+        first_of_group = not +counts.affinity and all(
+            t.matches(pod.namespace, pod.labels) for t in required)
+        if not first_of_group:
+            mask &= pods_exist
+        return mask
+
+    def _anti_affinity_mask(
+        self, pod: PodInfo, counts: InterPodCounts, kube: KubeColumns
+    ) -> BoolArray:
+        """Where neither the pod's required anti-affinity nor a placed pod's rules it
+        out (failures that evicting pods may resolve)."""
+        mask: BoolArray = np.ones(len(kube.columns), dtype=np.bool_)
         for term in pod.required_anti_affinity:
-            taken = domains(counts.anti, term.topology_key)
+            taken = self._domains(kube, counts.anti, term.topology_key)
             if taken:
                 mask &= ~np.isin(kube.labels(term.topology_key).codes, taken)
         for key in dict.fromkeys(k for (k, _), n in counts.existing_anti.items() if n > 0):
-            taken = domains(counts.existing_anti, key)
+            taken = self._domains(kube, counts.existing_anti, key)
             if taken:
                 mask &= ~np.isin(kube.labels(key).codes, taken)
         return mask
+
+    def vector_preempt_predicate(
+        self, task: TaskInfo, columns: NodeColumns
+    ) -> tuple[BoolArray, BoolArray]:
+        """:meth:`predicate` as preempt and reclaim read it, for every node at once:
+        (no error, an error evicting may resolve). The pod count, host ports and
+        anti-affinity are resolvable (Unschedulable); node affinity, taints and
+        required pod affinity are not."""
+        ok = self.vector_predicate(task, columns)
+        kube = self._kube
+        assert kube is not None  # built by vector_predicate
+        pod = self.view.pod(task)
+        state = self._state(task)
+        # Where no unresolvable filter fails (None: everywhere).
+        settled: BoolArray | None = self._stable_mask(pod, state, kube)
+        if self.pod_affinity_enable and INTER_POD_AFFINITY not in state.skipped:
+            affinity = self._required_affinity_mask(pod, state.counts or InterPodCounts(), kube)
+            settled = affinity if settled is None else settled & affinity
+        resolvable: BoolArray = ~ok if settled is None else ~ok & settled
+        return ok, resolvable
 
     # -- dry-run preemption -------------------------------------------------------------------
 
