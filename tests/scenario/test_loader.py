@@ -157,3 +157,27 @@ def test_finished_tasks_hold_nothing_on_their_node() -> None:
         node = cluster.nodes["n1"]
         assert sorted(node.tasks) == ["c1/run"]
         assert node.used.milli_cpu == 1000
+
+
+def test_a_document_handed_to_parse_scenario_is_left_unchanged(tmp_path: Path) -> None:
+    """load_scenario drops a file's entries as it converts them (its own document);
+    a document a caller hands over is theirs and stays whole."""
+    import copy
+    import json as json_module
+
+    from batchsched.scenario import load_scenario, parse_scenario
+
+    document = {
+        "version": 1, "config": {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]},
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 2, "pods": 10}}],
+        "jobs": [{"name": "j", "minMember": 1}],
+        "tasks": [{"name": "t", "job": "j", "requests": {"cpu": 1}}],
+    }
+    kept = copy.deepcopy(document)
+    parsed = parse_scenario(document)
+    assert document == kept
+    path = tmp_path / "s.json"
+    path.write_text(json_module.dumps(document))
+    loaded = load_scenario(path)
+    assert [t.uid for t in loaded.tasks] == [t.uid for t in parsed.tasks]
+    assert [n.name for n in loaded.nodes] == [n.name for n in parsed.nodes]

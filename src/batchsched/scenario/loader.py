@@ -24,7 +24,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -145,6 +145,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"cannot read: {exc.strerror}", source=source) from exc
     try:
         document = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
+        del text  # a large file's text need not outlive its parse
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -152,17 +153,20 @@ def load_scenario(path: str | Path) -> Scenario:
             where = f" at line {exc.lineno}"
         raise ScenarioError(f"malformed document{where}: {getattr(exc, 'problem', exc)}",
                             source=source) from exc
-    return parse_scenario(document, source=source)
+    # The document is ours: its entries are dropped as they become objects, so that
+    # the document and the objects it becomes are not both held whole at the peak.
+    return _Parser(source, consume=True).parse(document)
 
 
 def parse_scenario(document: Any, *, source: str = "<scenario>") -> Scenario:
-    """Build a :class:`Scenario` from an already-parsed document."""
+    """Build a :class:`Scenario` from an already-parsed document (left unchanged)."""
     return _Parser(source).parse(document)
 
 
 class _Parser:
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, consume: bool = False) -> None:
         self.source = source
+        self.consume = consume
         self.warnings: list[str] = []
         self.now = 0.0
         self.shared_quantities: dict[tuple[Any, ...], Resource] = {}
@@ -178,6 +182,15 @@ class _Parser:
         if not isinstance(value, Mapping):
             raise self.fail(path, f"must be a mapping, not {_kind(value)}")
         return value
+
+    def items(self, value: Any, path: str) -> Iterator[tuple[int, Any]]:
+        """The entries of a list with their positions; when the parser consumes its
+        document, each entry is dropped from the list once the next is asked for."""
+        entries = self.seq(value, path)
+        for i, item in enumerate(entries):
+            yield i, item
+            if self.consume:
+                entries[i] = None
 
     def seq(self, value: Any, path: str) -> list[Any]:
         if value is None:
@@ -439,7 +452,7 @@ class _Parser:
 
     def nodes(self, raw: Any) -> dict[str, NodeInfo]:
         out: dict[str, NodeInfo] = {}
-        for i, item in enumerate(self.seq(raw, "nodes")):
+        for i, item in self.items(raw, "nodes"):
             node = self.plain_node(item)
             if node is None or node.name in out:
                 node = self.node(i, item, out)
@@ -510,7 +523,7 @@ class _Parser:
              queues: Mapping[str, QueueInfo]) -> dict[str, JobInfo]:
         out: dict[str, JobInfo] = {}
         default_priority = next((c.value for c in classes.values() if c.global_default), 0)
-        for i, item in enumerate(self.seq(raw, "jobs")):
+        for i, item in self.items(raw, "jobs"):
             job = self.plain_job(item, classes, default_priority)
             if job is None or job.uid in out:
                 job = self.job(i, item, classes, default_priority, out)
@@ -607,7 +620,7 @@ class _Parser:
         out: list[TaskInfo] = []
         seen: dict[str, None] = {}
         default_class = next((c for c in classes.values() if c.global_default), None)
-        for i, item in enumerate(self.seq(raw, "tasks")):
+        for i, item in self.items(raw, "tasks"):
             task = self.plain_task(item, classes, default_class, jobs)
             if task is None or task.uid in seen:
                 task = self.task(i, item, classes=classes, default_class=default_class,
