@@ -107,6 +107,8 @@ class MemoryCache:
         self.binds: list[Bind] = []
         self.evictions: list[Eviction] = []
         self.unbinds: list[Eviction] = []
+        #: Preemptor task uid -> the node its victims were evicted on (the latest).
+        self.nominations: dict[str, str] = {}
         self.events: list[RecordedEvent] = []
         self.keep_events = keep_events
         self._lock = threading.RLock()
@@ -348,6 +350,12 @@ class MemoryCache:
         node.add_task(mine)
         self.binds.append(Bind(task.uid, node_name))
         return True
+
+    @_locked
+    def nominate(self, task: TaskInfo, node_name: str) -> None:
+        """A preemptor was pipelined on ``node_name`` after evictions there (kube's
+        nominated node); kept in ``nominations``."""
+        self.nominations[task.uid] = node_name
 
     @_locked
     def unbind(self, task: TaskInfo, reason: str) -> bool:

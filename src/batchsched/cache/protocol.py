@@ -22,6 +22,11 @@ class Cache(Protocol):
     conditions were updated at session close; ``record_event`` receives events on
     tasks and jobs.
 
+    A cache may also offer ``unbind(task, reason)`` (take back a bind it accepted,
+    when a failed bind left the task's gang below its minimum; without it the
+    session evicts) and ``nominate(task, node_name)`` (a preemptor was pipelined
+    on a node where its victims were evicted: kube-scheduler's nominated node).
+
     A cache may also carry ``keep_events = False`` (an attribute outside the
     protocol, read with ``getattr``): sessions then skip building the warnings
     that only describe a decision (a long simulated replay would build millions).

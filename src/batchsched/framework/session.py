@@ -735,6 +735,13 @@ class Session:
             log.warning("batchsched: %s", error)
             return False
 
+    def _nominate(self, task: TaskInfo, node_name: str) -> None:
+        """Tell the cache the node a preemptor's victims were evicted on (kube's
+        nominated node), if the cache takes nominations (``nominate``)."""
+        nominate = getattr(self.cache, "nominate", None)
+        if nominate is not None:
+            self._tell_cache("nominate", task.uid, lambda t: nominate(t, node_name), task)
+
     def _unbind(self, task: TaskInfo, reason: str) -> None:
         """Take back a bind the cache accepted (``unbind`` if the cache has it, else an
         eviction); a failure here is logged: the next snapshot shows what stands."""

@@ -229,6 +229,8 @@ class Statement:
                         self._revert(op, fire=True)
                         failed_jobs.add(task.job)
                 else:
+                    if kind is OperationKind.PIPELINE and task.eviction_occurred:
+                        ssn._nominate(task, op.node_name)
                     committed.append(op)
                 handed_over += 1
         finally:

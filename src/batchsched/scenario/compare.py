@@ -41,6 +41,17 @@ def compare_decisions(
             if per_job.get(job, 0) not in options:
                 diffs.append(f"jobBindCounts: {job} expected one of {options}, "
                              f"got {per_job.get(job, 0)}")
+    if "bindFailures" in expect:
+        want_failed = collections.Counter(expect["bindFailures"] or [])
+        have_failed = collections.Counter(got.get("bindFailures") or [])
+        if want_failed != have_failed:
+            diffs.append(f"bindFailures: expected {sorted(want_failed.elements())}, "
+                         f"got {sorted(have_failed.elements())}")
+    if "nominated" in expect:
+        want_nominated = dict(expect["nominated"] or {})
+        have_nominated = dict(got.get("nominated") or {})
+        if want_nominated != have_nominated:
+            diffs.append(f"nominated: expected {want_nominated}, got {have_nominated}")
     evicted: Sequence[str] = got.get("evicted") or []
     if "evicted" in expect:
         want_ev = collections.Counter(expect["evicted"] or [])

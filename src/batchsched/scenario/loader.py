@@ -50,9 +50,9 @@ __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 T = TypeVar("T")
 
 _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "queues", "nodes",
-             "jobs", "tasks", "pdbs", "resourceQuotas", "now", "expect"}
+             "jobs", "tasks", "pdbs", "resourceQuotas", "now", "faults", "expect"}
 _EXPECT_KEYS = {"binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
-                "taskStatusCounts", "scores"}
+                "taskStatusCounts", "scores", "bindFailures", "nominated"}
 
 
 @attrs.frozen
@@ -73,6 +73,8 @@ class Scenario:
     now: float | None
     expect: Mapping[str, Any]
     warnings: tuple[str, ...] = ()
+    #: ``faults.bindFailures``: the tasks whose bind the cache refuses (platform tests).
+    bind_failures: frozenset[str] = frozenset()
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
         """The snapshot a session opens on: Ready nodes with their placed tasks, and the
@@ -345,6 +347,7 @@ class _Parser:
         pdbs = self.pdbs(doc.get("pdbs"), tasks)
         quotas = self.quotas(doc.get("resourceQuotas"))
         expect = self.expect(doc.get("expect"))
+        bind_failures = self.faults(doc.get("faults"), tasks)
         kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
         for uid, job in jobs.items():
             if uid not in kept_jobs:
@@ -367,6 +370,7 @@ class _Parser:
             now=now,
             expect=expect,
             warnings=tuple(self.warnings),
+            bind_failures=bind_failures,
         )
 
     def unique(self, seen: Mapping[str, Any], key: str, path: str, what: str) -> None:
@@ -812,6 +816,24 @@ class _Parser:
                                      frozenset(self.mapping(obj.get("hard"), f"{path}.hard"))))
         return out
 
+    def faults(self, raw: Any, tasks: list[TaskInfo]) -> frozenset[str]:
+        """``faults: {bindFailures: [NS/NAME, ...]}``: binds the cache will refuse."""
+        if raw is None:
+            return frozenset()
+        obj = self.mapping(raw, "faults")
+        self.keys(obj, {"bindFailures"}, "faults")
+        known = {task.uid for task in tasks}
+        refused: set[str] = set()
+        for i, item in enumerate(self.seq(obj.get("bindFailures"), "faults.bindFailures")):
+            path = f"faults.bindFailures[{i}]"
+            if not isinstance(item, str):
+                raise self.fail(path, f"must be a task id (namespace/name), not {_kind(item)}")
+            uid = item if "/" in item else f"default/{item}"
+            if uid not in known:
+                raise self.fail(path, f"no task {item!r}")
+            refused.add(uid)
+        return frozenset(refused)
+
     def expect(self, raw: Any) -> Mapping[str, Any]:
         obj = self.mapping(raw, "expect")
         self.keys(obj, _EXPECT_KEYS, "expect")
@@ -824,6 +846,8 @@ class _Parser:
             "podGroupPhases": lambda v: isinstance(v, Mapping) or v is None,
             "taskStatusCounts": lambda v: isinstance(v, Mapping) or v is None,
             "scores": lambda v: isinstance(v, Mapping) or v is None,
+            "bindFailures": lambda v: isinstance(v, list) or v is None,
+            "nominated": lambda v: isinstance(v, Mapping) or v is None,
         }
         for key, check in checks.items():
             if key in obj and not check(obj[key]):

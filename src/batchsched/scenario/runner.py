@@ -31,7 +31,9 @@ class Decisions:
     order); ``pipelined``: job id -> {task id -> node}; ``pod_group_phases``: job
     id -> phase after the session's job status update; ``task_status_counts``: job
     id -> {status -> count}; ``events``: dicts with object, type, reason, message;
-    ``scores``: task id -> node -> score (only when asked for).
+    ``scores``: task id -> node -> score (only when asked for);
+    ``bind_failures``: task ids whose bind the cache refused (``faults``), in order;
+    ``nominated``: preemptor task id -> the node its victims were evicted on.
     """
 
     binds: dict[str, str]
@@ -41,6 +43,8 @@ class Decisions:
     task_status_counts: dict[str, dict[str, int]]
     events: list[dict[str, str]]
     scores: dict[str, dict[str, float]] | None = None
+    bind_failures: list[str] = attrs.field(factory=list)
+    nominated: dict[str, str] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's JSON object: every key present, ``scores`` only when computed."""
@@ -50,6 +54,8 @@ class Decisions:
             "pipelined": self.pipelined,
             "podGroupPhases": self.pod_group_phases,
             "taskStatusCounts": self.task_status_counts,
+            "bindFailures": self.bind_failures,
+            "nominated": self.nominated,
             "events": self.events,
         }
         if self.scores is not None:
@@ -81,20 +87,34 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
 
 class _RecordingCache:
     """A cache for one session over a scenario: hands out the snapshot once and only
-    records the decisions (the scenario's own objects are the session's)."""
+    records the decisions (the scenario's own objects are the session's). Binds of
+    the tasks in ``refuse`` are refused (the scenario's ``faults``)."""
 
-    def __init__(self, snapshot: ClusterInfo) -> None:
+    def __init__(self, snapshot: ClusterInfo, refuse: frozenset[str] = frozenset()) -> None:
         self._snapshot = snapshot
+        self.refuse = refuse
         self.binds: list[Bind] = []
         self.evictions: list[Eviction] = []
         self.events: list[RecordedEvent] = []
+        self.bind_failures: list[str] = []
+        self.nominated: dict[str, str] = {}
 
     def snapshot(self) -> ClusterInfo:
         return self._snapshot
 
     def bind(self, task: TaskInfo, node_name: str) -> bool:
+        if task.uid in self.refuse:
+            self.bind_failures.append(task.uid)
+            return False
         self.binds.append(Bind(task.uid, node_name))
         return True
+
+    def unbind(self, task: TaskInfo, reason: str) -> None:
+        """A bind taken back (its gang fell below minMember): it does not stand."""
+        self.binds = [b for b in self.binds if b.task != task.uid]
+
+    def nominate(self, task: TaskInfo, node_name: str) -> None:
+        self.nominated[task.uid] = node_name
 
     def evict(self, task: TaskInfo, reason: str) -> bool:
         self.evictions.append(Eviction(task.uid, reason))
@@ -124,7 +144,7 @@ def run_scenario(
     """
     if scores is None:
         scores = "scores" in scenario.expect
-    cache = _RecordingCache(scenario.to_cluster(copy=not consume))
+    cache = _RecordingCache(scenario.to_cluster(copy=not consume), scenario.bind_failures)
     ssn = Session.open(cache, configuration or scenario.configuration, registry=registry)
     computed = session_scores(ssn) if scores else None
     try:
@@ -150,6 +170,8 @@ def run_scenario(
         task_status_counts=counts,
         events=[e.to_dict() for e in ssn.events],
         scores=computed,
+        bind_failures=list(cache.bind_failures),
+        nominated=dict(sorted(cache.nominated.items())),
     )
 
 

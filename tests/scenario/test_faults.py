@@ -1,0 +1,104 @@
+"""``faults.bindFailures``: a platform test makes the cache refuse binds, and reads which
+binds stand, which failed, and where preemptors were nominated."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from batchsched.errors import ScenarioError
+from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.scenario.compare import compare_decisions
+
+GANG = """
+version: 1
+name: one bind of a gang refused
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: nodeorder}]
+nodes:
+- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
+jobs:
+- {name: gang, minMember: MIN, phase: Inqueue}
+tasks:
+- {name: gang-0, job: gang, requests: {cpu: 1}}
+- {name: gang-1, job: gang, requests: {cpu: 1}}
+- {name: gang-2, job: gang, requests: {cpu: 1}}
+faults:
+  bindFailures: [default/gang-1]
+"""
+
+
+def decide(text: str) -> dict[str, object]:
+    return run_scenario(parse_scenario(yaml.safe_load(text), source="t.yaml")).to_json()
+
+
+def test_a_refused_bind_that_breaks_the_gang_takes_back_the_others() -> None:
+    got = decide(GANG.replace("MIN", "3"))
+    assert got["binds"] == {}
+    assert got["bindFailures"] == ["default/gang-1"]
+    assert any(e["reason"] == "FailedBinding" and e["object"] == "default/gang-1"
+               for e in got["events"])  # type: ignore[union-attr]
+    assert not compare_decisions({"binds": {}, "bindFailures": ["default/gang-1"]}, got)
+
+
+def test_a_refused_bind_leaves_the_others_when_the_gang_still_holds() -> None:
+    got = decide(GANG.replace("MIN", "1"))
+    assert got["binds"] == {"default/gang-0": "n1", "default/gang-2": "n1"}
+    assert got["bindFailures"] == ["default/gang-1"]
+
+
+PREEMPTION = """
+version: 1
+name: a preemptor is nominated to the node its victim leaves
+config:
+  actions: "allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]
+nodes:
+- {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+jobs:
+- {name: low, minMember: 1, priorityClassName: low, phase: Running}
+- {name: high, minMember: 1, priorityClassName: high, phase: Inqueue}
+tasks:
+- {name: low-0, job: low, node: n1, phase: Running, priorityClassName: low, requests: {cpu: 1}}
+- {name: low-1, job: low, node: n1, phase: Running, priorityClassName: low, requests: {cpu: 1}}
+- {name: high-0, job: high, priorityClassName: high, requests: {cpu: 1}}
+expect:
+  evictCount: 1
+  nominated: {default/high-0: n1}
+"""
+
+
+def test_a_preemptor_is_nominated_to_the_node_of_its_victims() -> None:
+    scenario = parse_scenario(yaml.safe_load(PREEMPTION), source="t.yaml")
+    got = run_scenario(scenario).to_json()
+    assert got["nominated"] == {"default/high-0": "n1"}
+    assert not compare_decisions(scenario.expect, got)
+    assert compare_decisions({"nominated": {}}, got) == [
+        "nominated: expected {}, got {'default/high-0': 'n1'}"]
+
+
+@pytest.mark.parametrize(("faults", "message"), [
+    ({"bindFailures": ["default/nobody"]}, r"faults\.bindFailures\[0\]: no task 'default/nobody'"),
+    ({"bindFailures": [3]}, r"faults\.bindFailures\[0\]: must be a task id"),
+    ({"bindFalures": []}, "faults"),
+])
+def test_a_fault_naming_nothing_is_a_clear_error(faults: dict[str, object], message: str) -> None:
+    document = yaml.safe_load(GANG.replace("MIN", "3"))
+    document["faults"] = faults
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(document, source="t.yaml")
+
+
+def test_the_memory_cache_keeps_the_nominated_node() -> None:
+    from batchsched.scheduler import Scheduler
+
+    scenario = parse_scenario(yaml.safe_load(PREEMPTION), source="t.yaml")
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert cache.nominations == {"default/high-0": "n1"}
