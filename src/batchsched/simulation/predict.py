@@ -23,12 +23,11 @@ import time
 from typing import Any
 
 from batchsched.api.types import TaskStatus
-from batchsched.errors import ScenarioError, WorkloadError
-from batchsched.framework.arguments import parse_seconds
+from batchsched.errors import ScenarioError
 from batchsched.framework.registry import Registry
 from batchsched.scenario.loader import Scenario
 from batchsched.simulation.engine import Simulator
-from batchsched.simulation.scenario_workload import RUN_TIME_ANNOTATION
+from batchsched.simulation.scenario_workload import RUN_TIME_ANNOTATION, seconds_of
 from batchsched.simulation.workload import Workload, WorkloadJob
 
 __all__ = ["predict_start"]
@@ -81,10 +80,9 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
             if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
                 run_times[task.uid] = 0.0
                 continue
-            seconds = _run_time(task.annotations.get(RUN_TIME_ANNOTATION), task.uid,
-                                scenario.source)
-            if seconds is None:
-                seconds = job.requested_runtime
+            raw = task.annotations.get(RUN_TIME_ANNOTATION)
+            seconds = (job.requested_runtime if raw is None else
+                       seconds_of(raw, f"task {task.uid}: {RUN_TIME_ANNOTATION}", scenario.source))
             if seconds is None:
                 seconds = math.inf
                 unknown += uid != target
@@ -97,16 +95,6 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
                         jobs=tuple(jobs), queues=tuple(cluster.queues.values()),
                         priority_classes=tuple(cluster.priority_classes.values()))
     return workload, unknown
-
-
-def _run_time(raw: str | None, task: str, source: str) -> float | None:
-    if raw is None:
-        return None
-    try:
-        return parse_seconds(raw)
-    except ValueError:
-        raise WorkloadError(f"task {task}: {RUN_TIME_ANNOTATION}: {raw!r} is not a number of "
-                            "seconds nor a duration", source=source) from None
 
 
 def _duration(seconds: float) -> str:

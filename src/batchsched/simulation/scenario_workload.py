@@ -26,13 +26,15 @@ from batchsched.framework.arguments import parse_seconds
 from batchsched.scenario.loader import Scenario, load_scenario
 from batchsched.simulation.workload import RESTART_GANG, RESTART_TASK, Workload, WorkloadJob
 
-__all__ = ["RESTART_ANNOTATION", "RUN_TIME_ANNOTATION", "scenario_workload", "workload_from"]
+__all__ = ["RESTART_ANNOTATION", "RUN_TIME_ANNOTATION", "scenario_workload", "seconds_of",
+           "workload_from"]
 
 RUN_TIME_ANNOTATION = "batchsched.io/run-time"
 RESTART_ANNOTATION = "batchsched.io/restart"
 
 
-def _seconds(raw: str, what: str, source: str) -> float:
+def seconds_of(raw: str, what: str, source: str) -> float:
+    """A number of seconds or a Go duration; a WorkloadError naming ``what`` otherwise."""
     try:
         return parse_seconds(raw)
     except ValueError:
@@ -64,7 +66,7 @@ def workload_from(scenario: Scenario) -> Workload:
         run_times: dict[str, float] = {}
         for task in tasks_by_job.get(job.uid, []):
             prototype.add_task(task.clone())
-            run_times[task.uid] = _seconds(task.annotations[RUN_TIME_ANNOTATION],
+            run_times[task.uid] = seconds_of(task.annotations[RUN_TIME_ANNOTATION],
                                            f"task {task.uid}: {RUN_TIME_ANNOTATION}", source)
         if not run_times:
             continue  # a pod group without pods never asks for anything
