@@ -16,11 +16,13 @@ from typing import Any
 
 import attrs
 
+from batchsched.api.queue_accounting import dominant_share
 from batchsched.cache.protocol import Cache
 from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
 from batchsched.errors import BatchSchedError, ConfigError, PluginError, SchedulingError
 from batchsched.framework.registry import Registry, default_registry
 from batchsched.framework.session import Session
+from batchsched.metrics import Metrics
 
 __all__ = ["LoopStatus", "Scheduler", "create_actions", "run_actions"]
 
@@ -47,10 +49,12 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
     default each session gets new ones.
     """
     registry = ssn.registry or default_registry()
+    metrics = ssn.metrics
     for name in ssn.configuration.actions:
         action = actions.get(name) if actions is not None else None
         if action is None:
             action = registry.create_action(name, ssn.configuration.action_arguments(name))
+        began = time.perf_counter()
         try:
             action.initialize()
             action.execute(ssn)
@@ -62,6 +66,9 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
                 f"action {name!r} raised: {type(exc).__name__}: {exc}", plugin=name,
                 point="execute",
             ) from exc
+        if metrics is not None:
+            metrics.observe("action_scheduling_latency_microseconds",
+                            (time.perf_counter() - began) * 1e6, action=name)
 
 
 @attrs.define
@@ -108,6 +115,10 @@ class Scheduler:
     * :meth:`run` survives every failed cycle: it logs it and waits
       ``min(max_backoff, period * 2**consecutive_failures)`` before the next; it
       ends only when ``stop`` says so (or on KeyboardInterrupt / SystemExit).
+
+    With ``metrics`` (:class:`~batchsched.metrics.Metrics`), every cycle records
+    its latency, its actions' and plugins' latencies, binds, evictions and queue
+    shares under Volcano's metric names (docs/metrics.md).
     """
 
     def __init__(
@@ -116,8 +127,10 @@ class Scheduler:
         configuration: SchedulerConfiguration | str | Path | None = None,
         *,
         registry: Registry | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.cache = cache
+        self.metrics = metrics
         self.registry = registry or default_registry()
         self.status = LoopStatus()
         self._path: Path | None = None
@@ -171,14 +184,18 @@ class Scheduler:
         SystemExit.
         """
         self.status.cycles += 1
+        began = time.perf_counter()
         try:
             self._reload_if_changed()
-            ssn = Session.open(self.cache, self.configuration, registry=self.registry)
+            ssn = Session.open(self.cache, self.configuration, registry=self.registry,
+                               metrics=self.metrics)
             try:
                 run_actions(ssn, self._actions)
             except BaseException:
                 ssn.abort()
                 raise
+            if self.metrics is not None:
+                _record_queue_shares(ssn, self.metrics)  # plugins forget them at close
             ssn.close()
         except BatchSchedError as exc:
             self._failed(exc)
@@ -188,9 +205,21 @@ class Scheduler:
             self._failed(error)
             raise error from exc
         self.status.consecutive_failures = 0
+        if self.metrics is not None:
+            self._record(ssn, time.perf_counter() - began)
         return ssn
 
+    def _record(self, ssn: Session, seconds: float) -> None:
+        metrics = self.metrics
+        assert metrics is not None
+        metrics.observe("e2e_scheduling_latency_milliseconds", seconds * 1e3)
+        metrics.inc("schedule_attempts_total", result="scheduled")
+        metrics.inc("pod_schedule_successes_total", ssn.bound_count)
+        metrics.set("pod_preemption_victims", ssn.evicted_count)
+
     def _failed(self, error: BatchSchedError) -> None:
+        if self.metrics is not None:
+            self.metrics.inc("schedule_attempts_total", result="error")
         self.status.failures += 1
         self.status.consecutive_failures += 1
         self.status.last_error = error
@@ -230,6 +259,21 @@ class Scheduler:
                 stop.wait(delay)
             elif delay:
                 time.sleep(delay)
+
+
+def _record_queue_shares(ssn: Session, metrics: Metrics) -> None:
+    """Each queue's share (allocated over deserved, the largest dimension) as the
+    quota plugins see it (``queue_quota``; proportion and capacity)."""
+    for plugin in ssn.plugins.values():
+        quota = getattr(plugin, "queue_quota", None)
+        if quota is None:
+            continue
+        for queue in ssn.queues:
+            figures = quota(queue)
+            deserved = figures.ceilings.get("deserved") if figures is not None else None
+            if figures is not None and deserved is not None:
+                metrics.set("queue_share", dominant_share(figures.allocated, deserved),
+                            queue_name=queue)
 
 
 def _mtime(path: Path) -> float | None:

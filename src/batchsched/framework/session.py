@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from batchsched.framework.recording import Recorder
     from batchsched.framework.registry import Registry
     from batchsched.framework.statement import Operation
+    from batchsched.metrics import Metrics
 
 __all__ = ["Session", "compare_task_default"]
 
@@ -101,6 +102,11 @@ class Session:
         self.keeps_events: bool = bool(getattr(cache, "keep_events", True))
         #: Keeps what plugins answer, for explanations (see batchsched.framework.recording).
         self.recorder: Recorder | None = None
+        #: Times plugins and actions (see batchsched.metrics).
+        self.metrics: Metrics | None = None
+        #: Binds and evictions the cache accepted in this session.
+        self.bound_count = 0
+        self.evicted_count = 0
         #: Messages the cache failed to take (statuses, events), in order.
         self.host_errors: list[CacheError] = []
         self.extra: dict[str, Any] = {}
@@ -124,10 +130,12 @@ class Session:
         *,
         registry: Registry | None = None,
         recorder: Recorder | None = None,
+        metrics: Metrics | None = None,
     ) -> Session:
         """Snapshot ``source`` (a cache, or a ClusterInfo the session may consume),
         build the configured plugins and open them. With a ``recorder``, what the
-        plugins answer at the points it records is kept for explanations."""
+        plugins answer at the points it records is kept for explanations; with
+        ``metrics``, each plugin's open and close and each action are timed."""
         from batchsched.conf import default_configuration
         from batchsched.framework.registry import default_registry
 
@@ -147,10 +155,12 @@ class Session:
                                  operation="snapshot") from exc
         ssn = cls(snapshot, configuration, cache=cache, registry=registry)
         ssn.recorder = recorder
+        ssn.metrics = metrics
         for tier in configuration.tiers:
             for option in tier.plugins:
                 plugin = registry.create_plugin(option.name, option.arguments)
                 ssn.plugins[option.name] = plugin
+                began = time.perf_counter()
                 try:
                     plugin.on_session_open(ssn)
                 except BatchSchedError:
@@ -161,6 +171,10 @@ class Session:
                         f"{type(exc).__name__}: {exc}", plugin=option.name,
                         point="on_session_open",
                     ) from exc
+                if metrics is not None:
+                    metrics.observe("plugin_scheduling_latency_microseconds",
+                                    (time.perf_counter() - began) * 1e6,
+                                    plugin=option.name, OnSession="OnSessionOpen")
         ssn._opened = True
         registry.manager.hook.batchsched_session_opened(session=ssn)
         return ssn
@@ -171,6 +185,7 @@ class Session:
             return
         self._closed = True
         for name, plugin in self.plugins.items():
+            began = time.perf_counter()
             try:
                 plugin.on_session_close(self)
             except BatchSchedError:
@@ -180,6 +195,10 @@ class Session:
                     f"plugin {name!r} raised in on_session_close: {type(exc).__name__}: {exc}",
                     plugin=name, point="on_session_close",
                 ) from exc
+            if self.metrics is not None:
+                self.metrics.observe("plugin_scheduling_latency_microseconds",
+                                     (time.perf_counter() - began) * 1e6,
+                                     plugin=name, OnSession="OnSessionClose")
         cache = self.cache
         for job in self.jobs.values():
             job.podgroup.phase = self.pod_group_phase(job)
@@ -717,16 +736,19 @@ class Session:
                 raise combine.plugin_failed(point, handler.plugin or "<handler>", exc) from exc
 
     def _bind(self, task: TaskInfo) -> bool:
-        if self.cache is None:
-            return True
-        return self.cache.bind(task, task.node_name)
+        accepted = self.cache is None or self.cache.bind(task, task.node_name)
+        self.bound_count += bool(accepted)
+        return accepted
 
     def _evict(self, task: TaskInfo, reason: str) -> bool:
         """Hand an eviction to the cache; one that raises did not happen."""
         if self.cache is None:
+            self.evicted_count += 1
             return True
         try:
-            return self.cache.evict(task, reason)
+            accepted = self.cache.evict(task, reason)
+            self.evicted_count += bool(accepted)
+            return accepted
         except Exception as exc:
             error = CacheError(f"{task.uid}: the cache's evict raised {type(exc).__name__}: "
                                f"{exc}", operation="evict", obj=task.uid)

@@ -1,0 +1,167 @@
+"""Scheduling metrics, in process, named as Volcano's.
+
+A :class:`Metrics` given to :class:`~batchsched.scheduler.Scheduler` (or to
+:meth:`Session.open <batchsched.framework.session.Session.open>`) records, with
+Volcano's metric names (prefix ``volcano_``) where Volcano has one:
+
+==========================================================  =========  ==========================
+name                                                        kind       labels
+==========================================================  =========  ==========================
+``volcano_e2e_scheduling_latency_milliseconds``             histogram  (one cycle: open to close)
+``volcano_action_scheduling_latency_microseconds``          histogram  ``action``
+``volcano_plugin_scheduling_latency_microseconds``          histogram  ``plugin``, ``OnSession``
+``volcano_schedule_attempts_total``                         counter    ``result`` (scheduled, error)
+``volcano_pod_schedule_successes_total`` (batchsched)       counter
+``volcano_pod_preemption_victims``                          gauge      (evictions of the last cycle)
+``volcano_queue_share``                                     gauge      ``queue_name``
+==========================================================  =========  ==========================
+
+Read them in Python (:meth:`Metrics.value`, :meth:`Metrics.histogram`) or as
+Prometheus' text exposition format (:meth:`Metrics.exposition`), which any
+scraper reads; no client library is needed. Latency buckets are Volcano's
+(``ExponentialBuckets(5, 2, 10)``). Recording costs a clock read per action and
+plugin call.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Mapping
+
+__all__ = ["LATENCY_BUCKETS", "Metrics"]
+
+#: Volcano's buckets for every latency histogram: 5, 10, 20, ... 2560.
+LATENCY_BUCKETS: tuple[float, ...] = tuple(5.0 * 2**i for i in range(10))
+
+Labels = tuple[tuple[str, str], ...]
+
+_HELP = {
+    "e2e_scheduling_latency_milliseconds":
+        ("histogram", "E2e scheduling latency in milliseconds (scheduling algorithm + binding)"),
+    "action_scheduling_latency_microseconds":
+        ("histogram", "Action scheduling latency in microseconds"),
+    "plugin_scheduling_latency_microseconds":
+        ("histogram", "Plugin scheduling latency in microseconds"),
+    "schedule_attempts_total":
+        ("counter", "Number of attempts to schedule, by the result of the cycle"),
+    "pod_schedule_successes_total":
+        ("counter", "Number of tasks bound"),
+    "pod_preemption_victims":
+        ("gauge", "Number of tasks evicted (preempted or reclaimed) in the last cycle"),
+    "queue_share":
+        ("gauge", "Share for one queue (allocated over deserved, the largest dimension)"),
+}
+
+
+class _Histogram:
+    __slots__ = ("count", "counts", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(LATENCY_BUCKETS)
+        self.count = 0
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        for i, bound in enumerate(LATENCY_BUCKETS):
+            if value <= bound:
+                self.counts[i] += 1
+
+
+class Metrics:
+    """The scheduler's metrics (see the module docstring). Thread-safe."""
+
+    def __init__(self, namespace: str = "volcano") -> None:
+        self.namespace = namespace
+        self._lock = threading.Lock()
+        self._histograms: dict[tuple[str, Labels], _Histogram] = {}
+        self._values: dict[tuple[str, Labels], float] = {}
+
+    # -- recording -------------------------------------------------------------------------
+
+    def observe(self, name: str, value: float, **labels: str) -> None:
+        """One observation of a histogram."""
+        key = (name, _labels(labels))
+        with self._lock:
+            histogram = self._histograms.get(key)
+            if histogram is None:
+                histogram = self._histograms[key] = _Histogram()
+            histogram.observe(value)
+
+    def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        """Add to a counter."""
+        key = (name, _labels(labels))
+        with self._lock:
+            self._values[key] = self._values.get(key, 0.0) + amount
+
+    def set(self, name: str, value: float, **labels: str) -> None:
+        """Set a gauge."""
+        with self._lock:
+            self._values[(name, _labels(labels))] = value
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def value(self, name: str, **labels: str) -> float:
+        """A counter's or gauge's value (0 when never recorded)."""
+        with self._lock:
+            return self._values.get((name, _labels(labels)), 0.0)
+
+    def histogram(self, name: str, **labels: str) -> tuple[int, float]:
+        """A histogram's (count, sum)."""
+        with self._lock:
+            histogram = self._histograms.get((name, _labels(labels)))
+            return (0, 0.0) if histogram is None else (histogram.count, histogram.total)
+
+    def exposition(self) -> str:
+        """Every metric in Prometheus' text exposition format (version 0.0.4)."""
+        with self._lock:
+            histograms = sorted(self._histograms.items())
+            values = sorted(self._values.items())
+        lines: list[str] = []
+        described: set[str] = set()
+
+        def describe(name: str) -> str:
+            full = f"{self.namespace}_{name}"
+            if name not in described:
+                described.add(name)
+                kind, text = _HELP.get(name, ("untyped", name))
+                lines.append(f"# HELP {full} {text}")
+                lines.append(f"# TYPE {full} {kind}")
+            return full
+
+        for (name, labels), histogram in histograms:
+            full = describe(name)
+            for bound, count in zip(LATENCY_BUCKETS, histogram.counts, strict=True):
+                lines.append(f"{full}_bucket{_format(labels, le=_number(bound))} {count}")
+            lines.append(f"{full}_bucket{_format(labels, le='+Inf')} {histogram.count}")
+            lines.append(f"{full}_sum{_format(labels)} {_number(histogram.total)}")
+            lines.append(f"{full}_count{_format(labels)} {histogram.count}")
+        for (name, labels), value in values:
+            full = describe(name)
+            lines.append(f"{full}{_format(labels)} {_number(value)}")
+        return "\n".join(lines) + "\n"
+
+
+def _labels(labels: Mapping[str, str]) -> Labels:
+    return tuple(sorted((k, str(v)) for k, v in labels.items()))
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _format(labels: Iterable[tuple[str, str]], **extra: str) -> str:
+    pairs = [*labels, *extra.items()]
+    if not pairs:
+        return ""
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in pairs) + "}"
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == int(value):
+        return str(int(value))
+    return repr(value)

@@ -1,0 +1,95 @@
+"""Scheduling metrics: Volcano's names, read in process or as Prometheus text."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from batchsched.metrics import LATENCY_BUCKETS, Metrics
+from batchsched.scenario import parse_scenario
+from batchsched.scheduler import Scheduler
+
+PREEMPTION = """
+version: 1
+name: one preemption
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]
+nodes:
+- {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+jobs:
+- {name: low, minMember: 1, priorityClassName: low, phase: Running}
+- {name: high, minMember: 1, priorityClassName: high, phase: Inqueue}
+- {name: small, minMember: 1, priorityClassName: low, phase: Inqueue}
+tasks:
+- {name: low-0, job: low, node: n1, phase: Running, priorityClassName: low, requests: {cpu: 1}}
+- {name: low-1, job: low, node: n1, phase: Running, priorityClassName: low, requests: {cpu: 1}}
+- {name: low-2, job: low, node: n2, phase: Running, priorityClassName: low, requests: {cpu: 2}}
+- {name: high-0, job: high, priorityClassName: high, requests: {cpu: 1}}
+"""
+
+
+def run_one_cycle() -> Metrics:
+    scenario = parse_scenario(yaml.safe_load(PREEMPTION), source="t.yaml")
+    metrics = Metrics()
+    Scheduler(scenario.build_cache(), scenario.configuration, metrics=metrics).run_once()
+    return metrics
+
+
+def test_a_cycle_records_its_latencies_and_its_evictions() -> None:
+    metrics = run_one_cycle()
+    assert metrics.histogram("e2e_scheduling_latency_milliseconds")[0] == 1
+    for action in ("enqueue", "allocate", "preempt"):
+        count, total = metrics.histogram("action_scheduling_latency_microseconds", action=action)
+        assert count == 1 and total > 0
+    for plugin in ("priority", "gang", "drf", "predicates", "proportion", "nodeorder"):
+        for point in ("OnSessionOpen", "OnSessionClose"):
+            count, _ = metrics.histogram("plugin_scheduling_latency_microseconds",
+                                         plugin=plugin, OnSession=point)
+            assert count == 1, (plugin, point)
+    assert metrics.value("schedule_attempts_total", result="scheduled") == 1
+    assert metrics.value("pod_preemption_victims") == 1
+    assert metrics.value("queue_share", queue_name="default") > 0
+
+
+def test_the_text_exposition_is_prometheus_format() -> None:
+    text = run_one_cycle().exposition()
+    assert "# TYPE volcano_e2e_scheduling_latency_milliseconds histogram" in text
+    assert 'volcano_action_scheduling_latency_microseconds_count{action="preempt"} 1' in text
+    assert 'volcano_schedule_attempts_total{result="scheduled"} 1' in text
+    bucket = r'volcano_e2e_scheduling_latency_milliseconds_bucket\{le="([^"]+)"\} (\d+)'
+    buckets = re.findall(bucket, text)
+    assert [b for b, _ in buckets] == [f"{b:g}" for b in LATENCY_BUCKETS] + ["+Inf"]
+    counts = [int(c) for _, c in buckets]
+    assert counts == sorted(counts) and counts[-1] == 1  # cumulative
+    sample = r'[a-z0-9_]+(\{[^}]*\})? [0-9.e+-]+|.*Inf.*'
+    for line in text.splitlines():
+        assert line.startswith("#") or re.fullmatch(sample, line)
+
+
+def test_labels_are_escaped() -> None:
+    metrics = Metrics()
+    metrics.set("queue_share", 0.5, queue_name='a "q"\n')
+    assert 'volcano_queue_share{queue_name="a \\"q\\"\\n"} 0.5' in metrics.exposition()
+
+
+def test_a_failed_cycle_counts_as_an_error() -> None:
+    import pytest
+
+    from batchsched.cache import MemoryCache
+    from batchsched.errors import BatchSchedError
+
+    class Broken(MemoryCache):
+        def snapshot(self):  # type: ignore[no-untyped-def]
+            raise ConnectionError("api server unreachable")
+
+    metrics = Metrics()
+    scheduler = Scheduler(Broken(now=0.0), None, metrics=metrics)
+    with pytest.raises(BatchSchedError):
+        scheduler.run_once()
+    assert metrics.value("schedule_attempts_total", result="error") == 1
