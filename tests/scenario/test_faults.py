@@ -102,3 +102,24 @@ def test_the_memory_cache_keeps_the_nominated_node() -> None:
     cache = scenario.build_cache()
     Scheduler(cache, scenario.configuration).run_once()
     assert cache.nominations == {"default/high-0": "n1"}
+
+
+def test_a_job_may_keep_its_binds_after_a_failed_one() -> None:
+    text = GANG.replace("MIN", "3").replace(
+        "- {name: gang, minMember: 3, phase: Inqueue}",
+        "- {name: gang, minMember: 3, phase: Inqueue,\n"
+        "   annotations: {batchsched.io/bind-failure-policy: KeepBound}}")
+    got = decide(text)
+    assert got["binds"] == {"default/gang-0": "n1", "default/gang-2": "n1"}
+    assert got["bindFailures"] == ["default/gang-1"]
+
+
+def test_an_unknown_bind_failure_policy_is_reported_and_the_default_applies() -> None:
+    text = GANG.replace("MIN", "3").replace(
+        "- {name: gang, minMember: 3, phase: Inqueue}",
+        "- {name: gang, minMember: 3, phase: Inqueue,\n"
+        "   annotations: {batchsched.io/bind-failure-policy: Sometimes}}")
+    got = decide(text)
+    assert got["binds"] == {}
+    assert any(e["reason"] == "InvalidBindFailurePolicy" and "'Sometimes'" in e["message"]
+               for e in got["events"])  # type: ignore[union-attr]

@@ -28,7 +28,15 @@ from batchsched.errors import SchedulingError
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
 
-__all__ = ["Operation", "OperationKind", "Statement"]
+__all__ = [
+    "BIND_FAILURE_POLICY_ANNOTATION",
+    "KEEP_BOUND",
+    "ROLLBACK_GANG",
+    "Operation",
+    "OperationKind",
+    "Statement",
+    "bind_failure_policy",
+]
 
 log = logging.getLogger("batchsched")
 
@@ -202,7 +210,9 @@ class Statement:
         rule: when a failed bind leaves its job below its minimum (not ready), the
         job's other binds of this commit are rolled back too (the cache's
         ``unbind`` if it has one, else ``evict``), so that no gang is left partly
-        bound.
+        bound. A job annotated ``batchsched.io/bind-failure-policy: KeepBound``
+        keeps the binds that went through instead; its failed tasks wait for the
+        next session (:func:`bind_failure_policy`).
         """
         ssn = self.ssn
         committed: list[Operation] = []
@@ -238,7 +248,10 @@ class Statement:
             # included) stay in the statement, where discard can still undo them.
             del operations[:handed_over]
         for uid in sorted(failed_jobs):
-            if not ssn.jobs[uid].is_ready():  # below minMember, whatever the plugins say
+            job = ssn.jobs[uid]
+            # Below minMember, whatever the plugins say, and the job did not ask to keep
+            # what was bound.
+            if not job.is_ready() and bind_failure_policy(ssn, job) == ROLLBACK_GANG:
                 committed = self._roll_back_binds(uid, committed)
         ssn._statement_committed(committed)
 
@@ -280,3 +293,25 @@ class Statement:
     def __len__(self) -> int:
         return len(self.operations)
 
+
+
+#: A pod-group annotation choosing what a failed bind does to the gang.
+BIND_FAILURE_POLICY_ANNOTATION = "batchsched.io/bind-failure-policy"
+#: The default: a failed bind that leaves the gang below minMember takes back the
+#: gang's other binds of the commit (no gang is left partly bound).
+ROLLBACK_GANG = "RollbackGang"
+#: The binds that went through stand; the failed tasks are tried again next session.
+KEEP_BOUND = "KeepBound"
+_POLICIES = (ROLLBACK_GANG, KEEP_BOUND)
+
+
+def bind_failure_policy(ssn: Session, job: JobInfo) -> str:
+    """The job's bind-failure policy (``batchsched.io/bind-failure-policy``). An
+    unknown value is reported as a Warning event on the job and the default applies."""
+    value = job.podgroup.annotations.get(BIND_FAILURE_POLICY_ANNOTATION, ROLLBACK_GANG)
+    if value in _POLICIES:
+        return value
+    ssn.record_event(job.uid, "Warning", "InvalidBindFailurePolicy",
+                     f"annotation {BIND_FAILURE_POLICY_ANNOTATION}: {value!r} is not one of "
+                     f"{', '.join(_POLICIES)}; {ROLLBACK_GANG} applies")
+    return ROLLBACK_GANG
