@@ -278,3 +278,10 @@ def test_every_name_the_docs_import_imports() -> None:
                         except ModuleNotFoundError:
                             missing.append(f"{path.name}: from {module_name} import {name}")
     assert not missing, missing
+
+
+def test_the_package_declares_its_type_hints() -> None:
+    """PEP 561: type checkers read batchsched's hints only if the package says so."""
+    from importlib.resources import files
+
+    assert files("batchsched").joinpath("py.typed").is_file()
