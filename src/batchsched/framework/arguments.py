@@ -98,6 +98,10 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
                 expected, shown)
 
 
+#: (plugin, argument) pairs already warned about by :meth:`Arguments.warn_inert`.
+_WARNED_INERT: set[tuple[str, str]] = set()
+
+
 class Arguments(Mapping[str, Any]):
     """A read-only mapping of argument names to YAML values, with typed getters.
 
@@ -193,6 +197,24 @@ class Arguments(Mapping[str, Any]):
                 pass
         warn_unreadable(owner, key, value, "a Go duration such as \"1h30m\"", default)
         return default
+
+    def warn_inert(self, owner: str, switches: Mapping[str, str]) -> list[str]:
+        """Log, once per process and switch, each of ``switches`` (argument -> why it
+        does nothing here) that the configuration turns on: true for an enable flag,
+        a non-zero weight. Volcano users set them; batchsched must not ignore them
+        silently. Returns those turned on."""
+        on = []
+        for key, why in switches.items():
+            if key not in self._values:
+                continue
+            value = self._values[key]
+            if value is False or value in (0, "0", "false", "False"):
+                continue
+            on.append(key)
+            if (owner, key) not in _WARNED_INERT:
+                _WARNED_INERT.add((owner, key))
+                log.warning("plugin %r: %s=%r has no effect: %s", owner, key, value, why)
+        return on
 
     def warn_unknown(self, owner: str, known: Iterable[str] = (), *,
                      prefixes: Iterable[str] = ()) -> list[str]:

@@ -263,6 +263,9 @@ class NodeOrderPlugin:
         self.taint_weight = self.weights["tainttoleration.weight"]
         self.spread_weight = self.weights["podtopologyspread.weight"]
         self.image_weight = self.weights["imagelocality.weight"]
+        arguments.warn_inert(self.name, {"podtopologyspread.weight":
+                                         "tasks have no topologySpreadConstraints in the "
+                                         "scenario model yet"})
         self._view: KubeView | None = None
         self._ssn: Session | None = None
         self._images: dict[str, dict[str, int]] = {}

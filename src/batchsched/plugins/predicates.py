@@ -304,6 +304,14 @@ class PredicatesPlugin:
         self.pod_topology_spread_enable = arguments.get_bool(
             "predicate.PodTopologySpreadEnable", True)
         self.volume_binding_enable = arguments.get_bool("predicate.VolumeBindingEnable", True)
+        no_volumes = "the scenario model has no volumes, claims or CSI drivers"
+        arguments.warn_inert(self.name, {
+            "predicate.NodeVolumeLimitsEnable": no_volumes,
+            "predicate.VolumeZoneEnable": no_volumes,
+            "predicate.VolumeBindingEnable": no_volumes,
+            "predicate.PodTopologySpreadEnable":
+                "tasks have no topologySpreadConstraints in the scenario model yet",
+        })
         self.cache_enable = arguments.get_bool("predicate.CacheEnable", False)
         self.proportional_enable = arguments.get_bool("predicate.ProportionalEnable", False)
         self.proportional: ProportionalRates = _read_rates(arguments)

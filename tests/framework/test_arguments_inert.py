@@ -1,0 +1,44 @@
+"""A switch a Volcano user turns on, that batchsched cannot honour yet, is said, never silent."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from batchsched.framework import arguments as arguments_module
+from batchsched.framework.arguments import Arguments
+from batchsched.plugins.nodeorder import NodeOrderPlugin
+from batchsched.plugins.predicates import PredicatesPlugin
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    arguments_module._WARNED_INERT.clear()
+
+
+def test_an_enabled_volume_or_spread_switch_is_reported_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": True,
+                                    "predicate.VolumeBindingEnable": "true"}))
+        PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": True}))
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2
+    assert any("predicate.PodTopologySpreadEnable=True has no effect" in m for m in messages)
+    assert any("predicate.VolumeBindingEnable='true' has no effect" in m for m in messages)
+
+
+def test_a_switch_turned_off_or_left_out_says_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        PredicatesPlugin(Arguments({"predicate.VolumeZoneEnable": False}))
+        NodeOrderPlugin(Arguments({"podtopologyspread.weight": 0}))
+        NodeOrderPlugin(Arguments({}))
+    assert caplog.records == []
+
+
+def test_a_spread_weight_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        NodeOrderPlugin(Arguments({"podtopologyspread.weight": 3}))
+    assert "podtopologyspread.weight=3 has no effect" in caplog.records[0].getMessage()
