@@ -20,7 +20,7 @@ Read them in Python (:meth:`Metrics.value`, :meth:`Metrics.histogram`) or as
 Prometheus' text exposition format (:meth:`Metrics.exposition`), which any
 scraper reads; no client library is needed. Latency buckets are Volcano's
 (``ExponentialBuckets(5, 2, 10)``). Recording costs a clock read per action and
-plugin call.
+per plugin open and close.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _HELP = {
     "schedule_attempts_total":
         ("counter", "Number of attempts to schedule, by the result of the cycle"),
     "pod_schedule_successes_total":
-        ("counter", "Number of tasks bound"),
+        ("counter", "Number of binds the cache accepted and that stood"),
     "pod_preemption_victims":
         ("gauge", "Number of tasks evicted (preempted or reclaimed) in the last cycle"),
     "queue_share":

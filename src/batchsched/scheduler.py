@@ -191,11 +191,11 @@ class Scheduler:
                                metrics=self.metrics)
             try:
                 run_actions(ssn, self._actions)
+                if self.metrics is not None:
+                    _record_queue_shares(ssn, self.metrics)  # plugins forget them at close
             except BaseException:
                 ssn.abort()
                 raise
-            if self.metrics is not None:
-                _record_queue_shares(ssn, self.metrics)  # plugins forget them at close
             ssn.close()
         except BatchSchedError as exc:
             self._failed(exc)

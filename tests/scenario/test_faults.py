@@ -123,3 +123,13 @@ def test_an_unknown_bind_failure_policy_is_reported_and_the_default_applies() ->
     assert got["binds"] == {}
     assert any(e["reason"] == "InvalidBindFailurePolicy" and "'Sometimes'" in e["message"]
                for e in got["events"])  # type: ignore[union-attr]
+
+
+def test_no_nomination_when_the_eviction_was_refused() -> None:
+    from batchsched.scheduler import Scheduler
+
+    scenario = parse_scenario(yaml.safe_load(PREEMPTION), source="t.yaml")
+    cache = scenario.build_cache()
+    cache.evict = lambda task, reason: False  # type: ignore[method-assign]
+    Scheduler(cache, scenario.configuration).run_once()
+    assert cache.nominations == {}

@@ -54,6 +54,13 @@ def test_a_window_read_from_the_file_equals_the_window_of_the_whole_trace() -> N
         (j.uid, j.submit, dict(j.run_times)) for j in whole.jobs]
 
 
+def test_a_job_keeps_its_name_whatever_the_window() -> None:
+    text = HEADER.format(nodes=4, procs=4) + "\n".join(
+        swf_line(i, i, 5, 1) for i in range(1, 121)) + "\n"
+    read = swf_workload("t.swf", text=text, first=0, count=3)
+    assert [j.uid for j in read.jobs] == ["swf/job-001", "swf/job-002", "swf/job-003"]
+
+
 def test_a_malformed_line_outside_the_window_is_still_reported() -> None:
     text = HEADER.format(nodes=4, procs=4) + swf_line(1, 0, 5, 1) + "\n1 10 -1 5 1\n"
     with pytest.raises(WorkloadError, match=r"bad\.swf:5"):

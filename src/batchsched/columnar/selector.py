@@ -195,7 +195,9 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
     index = columns.index
     positions = np.fromiter((index.get(node.name, -1) for node in nodes), dtype=np.intp,
                             count=len(nodes))
-    if bool((positions < 0).any()):
+    if bool((positions < 0).any()) or any(
+            columns.nodes[p] is not node for p, node in zip(positions.tolist(), nodes,
+                                                             strict=True)):
         return None
     try:
         passes = predicate_mask(tiers, task, columns)

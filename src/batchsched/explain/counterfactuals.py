@@ -12,9 +12,9 @@ proposed only if that session starts the job (or places the task). Kinds:
   ``deserved`` raised by what the quota plugin found short, or, for weighted
   shares (proportion), its weight doubled up to 16 times;
 * ``victims``: running tasks whose eviction lets the job start, taken as
-  preemption and reclaim would consider them (lower priority, or a reclaimable
-  queue other than the job's), lowest priority and newest first; the set is
-  then shrunk until no victim can be spared.
+  preemption and reclaim would consider them (lower priority in the job's own
+  queue, or any task of another reclaimable queue), lowest priority and newest
+  first; the set is then shrunk until no victim can be spared.
 """
 
 from __future__ import annotations
@@ -48,7 +48,11 @@ def starts(scenario: Scenario, job: str, task: str | None = None,
     """Whether, in one session on ``scenario``, the job starts (its gang is ready and no
     task that asks for resources is left pending) or, for ``task``, that task is placed."""
     ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=registry)
-    run_actions(ssn)
+    try:
+        run_actions(ssn)
+    except BaseException:
+        ssn.abort()
+        raise
     ssn.close()
     target = ssn.jobs.get(job)
     if target is None:
@@ -214,17 +218,19 @@ def _victims(scenario: Scenario, job: str, works: Callable[[Scenario], bool],
     owner = jobs.get(job)
     if owner is None:
         return None
-    reclaimable = {q.name for q in scenario.queues if q.reclaimable} | {"default"}
+    reclaimable = {q.name for q in scenario.queues if q.reclaimable}
+    if all(q.name != "default" for q in scenario.queues):
+        reclaimable.add("default")  # the implicit default queue is reclaimable
 
     def basis(task: TaskInfo) -> str | None:
+        """Preempt takes lower-priority tasks of the preemptor's queue; reclaim takes
+        tasks of other, reclaimable queues."""
         other = jobs.get(task.job)
         if other is None:
             return None
-        if other.priority < owner.priority:
-            return "preempt"
-        if other.queue != owner.queue and other.queue in reclaimable:
-            return "reclaim"
-        return None
+        if other.queue == owner.queue:
+            return "preempt" if other.priority < owner.priority else None
+        return "reclaim" if other.queue in reclaimable else None
 
     candidates = [t for t in scenario.tasks
                   if t.job != job and t.node_name and t.status in _PLACED
@@ -255,8 +261,7 @@ def _victims(scenario: Scenario, job: str, works: Callable[[Scenario], bool],
         trial = set(chosen) - {uid}
         if works_without(trial):
             chosen.remove(uid)
-    if not works(without_tasks(scenario, set(chosen))):
-        return None  # the search's budget ran out before it found a set that works
+    # Every prefix kept and every removal made was checked by a session above.
     by_uid = {t.uid: t for t in candidates}
     listed = [{"task": uid, "job": by_uid[uid].job, "node": by_uid[uid].node_name,
                "basis": basis(by_uid[uid])} for uid in sorted(chosen)]

@@ -33,7 +33,7 @@ import attrs
 
 from batchsched.api.fit import FitError
 from batchsched.api.resource import Resource
-from batchsched.framework.combine import flatten
+from batchsched.framework.combine import Blame, flatten
 
 if TYPE_CHECKING:
     from batchsched.api.node import NodeInfo
@@ -73,8 +73,8 @@ class QueueQuota:
 
 @attrs.frozen
 class NodeScore:
-    """One node's score for a task: the total and each plugin's part (None: the
-    plugin could not score the node)."""
+    """One node's score for a task: the total allocate ranks it by, and each plugin's
+    part (node order plus batch node order; None: the plugin could not score it)."""
 
     node: str
     total: float
@@ -184,23 +184,32 @@ class Recorder:
 
 
 def score_nodes(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeScore]:
-    """Each node's node-order and batch node-order scores, plugin by plugin, best
-    total first (ties by node name)."""
+    """Each node's score as allocate ranks it (node order plus batch node order; a
+    node that a node-order function cannot score keeps only its batch score), best
+    first, ties by node name; and each plugin's part of it, for display (None: the
+    plugin could not score the node)."""
+    batch = ssn.batch_node_order(task, nodes)
+    totals: dict[str, float] = {}
+    for node in nodes:
+        try:
+            ordered = ssn.node_order(task, node)
+        except FitError:
+            ordered = 0.0
+        totals[node.name] = ordered + batch.get(node.name, 0.0)
     parts: dict[str, dict[str, float | None]] = {node.name: {} for node in nodes}
-    for plugin, fn in flatten(ssn.tiers_for("node_order")):
-        for node in nodes:
-            try:
-                parts[node.name][plugin] = float(fn(task, node))
-            except FitError:
-                parts[node.name][plugin] = None
-    for plugin, fn in flatten(ssn.tiers_for("batch_node_order")):
-        batch = fn(task, nodes) or {}
-        for node in nodes:
-            earlier = parts[node.name].get(plugin) or 0.0
-            parts[node.name][plugin] = earlier + float(batch.get(node.name, 0.0))
-    scored = [
-        NodeScore(name, sum(v for v in by_plugin.values() if v is not None), by_plugin)
-        for name, by_plugin in parts.items()
-    ]
+    with Blame("node_order") as blame:
+        for blame.plugin, fn in flatten(ssn.tiers_for("node_order")):
+            for node in nodes:
+                try:
+                    parts[node.name][blame.plugin] = float(fn(task, node))
+                except FitError:
+                    parts[node.name][blame.plugin] = None
+    with Blame("batch_node_order") as blame:
+        for blame.plugin, fn in flatten(ssn.tiers_for("batch_node_order")):
+            answers = fn(task, nodes) or {}
+            for node in nodes:
+                earlier = parts[node.name].get(blame.plugin) or 0.0
+                parts[node.name][blame.plugin] = earlier + float(answers.get(node.name, 0.0))
+    scored = [NodeScore(name, totals[name], by_plugin) for name, by_plugin in parts.items()]
     scored.sort(key=lambda s: (-s.total, s.node))
     return scored

@@ -219,6 +219,7 @@ class Statement:
         operations = self.operations
         handed_over = 0
         failed_jobs: set[str] = set()
+        evicted_on: set[str] = set()  # nodes where an eviction of this commit went through
         try:
             for op in operations:
                 task, kind = op.task, op.kind
@@ -226,6 +227,7 @@ class Statement:
                 if kind is OperationKind.EVICT:
                     if ssn._evict(task, op.reason):
                         committed.append(op)
+                        evicted_on.add(op.node_name)
                     else:
                         self._revert(op, fire=True)
                 elif kind is OperationKind.ALLOCATE:
@@ -239,7 +241,8 @@ class Statement:
                         self._revert(op, fire=True)
                         failed_jobs.add(task.job)
                 else:
-                    if kind is OperationKind.PIPELINE and task.eviction_occurred:
+                    if (kind is OperationKind.PIPELINE and task.eviction_occurred
+                            and op.node_name in evicted_on):
                         ssn._nominate(task, op.node_name)
                     committed.append(op)
                 handed_over += 1
@@ -278,6 +281,7 @@ class Statement:
                 kept.append(op)
                 continue
             ssn._unbind(op.task, "gang below its minimum after a failed bind")
+            ssn.bound_count -= 1
             self._revert(op, fire=True)
         return kept
 

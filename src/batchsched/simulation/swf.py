@@ -151,7 +151,11 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     source = Path(path).name
     jobs, header, dropped = read_swf(path, text=text)
     if first < 0 or (count is not None and count < 0):
-        raise ValueError(f"a window needs a start and a length >= 0, not {first}, {count}")
+        raise WorkloadError(f"a window needs a start and a length >= 0, not {first}, {count}",
+                            source=source)
+    # Names are padded to the whole trace's widest id, so that a job has the same
+    # name whatever window it is replayed in.
+    width = len(str(max((job.job_id for job in jobs), default=0)))
     jobs = jobs[first:] if count is None else jobs[first:first + count]
     max_nodes = _header_int(header, "MaxNodes", source)
     max_procs = _header_int(header, "MaxProcs", source)
@@ -166,7 +170,6 @@ def swf_workload(path: str | Path, *, text: str | None = None,
                         Resource.from_mapping({"cpu": per_node, "pods": 110}))
         for i in range(max_nodes)
     )
-    width = len(str(max((job.job_id for job in jobs), default=0)))
     request = Resource.from_mapping({"cpu": per_node})
     workload_jobs = []
     for job in jobs:
