@@ -86,6 +86,7 @@ def test_a_preemptor_is_nominated_to_the_node_of_its_victims() -> None:
 @pytest.mark.parametrize(("faults", "message"), [
     ({"bindFailures": ["default/nobody"]}, r"faults\.bindFailures\[0\]: no task 'default/nobody'"),
     ({"bindFailures": [3]}, r"faults\.bindFailures\[0\]: must be a task id"),
+    ({"bindFailures": ["gang-1"]}, r"no task 'gang-1' \(a task id is namespace/name\)"),
     ({"bindFalures": []}, "faults"),
 ])
 def test_a_fault_naming_nothing_is_a_clear_error(faults: dict[str, object], message: str) -> None:

@@ -828,10 +828,10 @@ class _Parser:
             path = f"faults.bindFailures[{i}]"
             if not isinstance(item, str):
                 raise self.fail(path, f"must be a task id (namespace/name), not {_kind(item)}")
-            uid = item if "/" in item else f"default/{item}"
-            if uid not in known:
-                raise self.fail(path, f"no task {item!r}")
-            refused.add(uid)
+            if item not in known:
+                hint = "" if "/" in item else " (a task id is namespace/name)"
+                raise self.fail(path, f"no task {item!r}{hint}")
+            refused.add(item)
         return frozenset(refused)
 
     def expect(self, raw: Any) -> Mapping[str, Any]:
