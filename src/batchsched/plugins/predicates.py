@@ -520,6 +520,13 @@ class PredicatesPlugin:
         Declines (VectorFallback) the proportional check and the equivalence cache,
         whose answers depend on which nodes earlier tasks happened to visit.
         """
+        return self._masks(task, columns)[0]
+
+    def _masks(
+        self, task: TaskInfo, columns: NodeColumns
+    ) -> tuple[BoolArray, BoolArray | None, BoolArray | None]:
+        """(where every filter passes, where the node-static filters pass, where the
+        required pod affinity holds); None for "everywhere"."""
         if self.proportional_enable or (
             self.cache_enable and task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
         ):
@@ -540,7 +547,7 @@ class PredicatesPlugin:
                        and bool(pod.host_ports) and bool(kube.port_nodes))
         check_affinity = self.pod_affinity_enable and INTER_POD_AFFINITY not in state.skipped
         if not check_ports and not check_affinity:
-            return passes
+            return passes, stable, None
         if passes is kube.room:
             passes = passes.copy()
         if check_ports:
@@ -549,9 +556,13 @@ class PredicatesPlugin:
                 node_view = self.view.nodes[names[position]]
                 if any(node_view.port_conflict(port) for port in pod.host_ports):
                     passes[position] = False
+        required: BoolArray | None = None
         if check_affinity:
-            passes &= self._inter_pod_mask(pod, state.counts or InterPodCounts(), kube)
-        return passes
+            counts = state.counts or InterPodCounts()
+            required = self._required_affinity_mask(pod, counts, kube)
+            passes &= required
+            passes &= self._anti_affinity_mask(pod, counts, kube)
+        return passes, stable, required
 
     def vector_template(self, task: TaskInfo) -> tuple[object, ...] | None:
         """What :meth:`vector_predicate` reads from the task, when each node's verdict
@@ -610,14 +621,6 @@ class PredicatesPlugin:
             self._stable_masks[(None,)] = mask
         return mask
 
-    def _inter_pod_mask(self, pod: PodInfo, counts: InterPodCounts, kube: KubeColumns) -> BoolArray:
-        """:func:`inter_pod_affinity_filter` on every node at once, as column operations
-        over the topology labels: O(nodes x terms) in numpy, whatever the number of
-        placed pods (their counts per topology domain are already in ``counts``)."""
-        mask = self._required_affinity_mask(pod, counts, kube)
-        mask &= self._anti_affinity_mask(pod, counts, kube)
-        return mask
-
     @staticmethod
     def _domains(kube: KubeColumns, pairs: Counter[TopologyPair], key: str) -> list[int]:
         """The label codes of the domains of ``key`` holding a positive count."""
@@ -627,7 +630,10 @@ class PredicatesPlugin:
     def _required_affinity_mask(
         self, pod: PodInfo, counts: InterPodCounts, kube: KubeColumns
     ) -> BoolArray:
-        """Where the pod's required affinity holds (its failures are unresolvable)."""
+        """Where the pod's required affinity holds (its failures are unresolvable); with
+        :meth:`_anti_affinity_mask`, :func:`inter_pod_affinity_filter` on every node at
+        once, as column operations over the topology labels: O(nodes x terms) in
+        numpy, whatever the number of placed pods (``counts`` holds them per domain)."""
         size = len(kube.columns)
         mask: BoolArray = np.ones(size, dtype=np.bool_)
         required = pod.required_affinity
@@ -669,16 +675,10 @@ class PredicatesPlugin:
         (no error, an error evicting may resolve). The pod count, host ports and
         anti-affinity are resolvable (Unschedulable); node affinity, taints and
         required pod affinity are not."""
-        ok = self.vector_predicate(task, columns)
-        kube = self._kube
-        assert kube is not None  # built by vector_predicate
-        pod = self.view.pod(task)
-        state = self._state(task)
+        ok, stable, required = self._masks(task, columns)
         # Where no unresolvable filter fails (None: everywhere).
-        settled: BoolArray | None = self._stable_mask(pod, state, kube)
-        if self.pod_affinity_enable and INTER_POD_AFFINITY not in state.skipped:
-            affinity = self._required_affinity_mask(pod, state.counts or InterPodCounts(), kube)
-            settled = affinity if settled is None else settled & affinity
+        settled = stable if required is None else (
+            required if stable is None else stable & required)
         resolvable: BoolArray = ~ok if settled is None else ~ok & settled
         return ok, resolvable
 
