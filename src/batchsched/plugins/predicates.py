@@ -402,22 +402,12 @@ class PredicatesPlugin:
             skipped.add(POD_TOPOLOGY_SPREAD)
         return None
 
-    def _placed_pods(
-        self, override: NodeInfo | None = None, *, anti_affinity_only: bool = False
-    ) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
-        """Every placed pod with its node's labels; on ``override``'s node only the
-        pods that node copy still holds. ``anti_affinity_only`` skips nodes without
-        a pod having required anti-affinity (all that matters to a task without
-        required terms of its own)."""
-        view = self.view
-        # The counts are sums, so the order nodes are visited in does not matter.
-        node_views: Iterable[NodeView] = (
-            [view.nodes[name] for name in view.nodes_with_required_anti_affinity]
-            if anti_affinity_only else view.nodes.values()
-        )
-        for node_view in node_views:
+    def _placed_pods(self, override: NodeInfo) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
+        """Every placed pod with its node's labels; on ``override``'s node (a copy a
+        preemption dry run changed) only the pods that copy still holds."""
+        for node_view in self.view.nodes.values():
             labels = self._labels(node_view.name)
-            if override is not None and node_view.name == override.name:
+            if node_view.name == override.name:
                 labels = override.labels
                 for pod in node_view.pods.values():
                     if pod.uid in override.tasks:
