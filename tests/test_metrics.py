@@ -3,39 +3,18 @@
 from __future__ import annotations
 
 import re
-
-import yaml
+from pathlib import Path
 
 from batchsched.metrics import LATENCY_BUCKETS, Metrics
-from batchsched.scenario import parse_scenario
+from batchsched.scenario import load_scenario
 from batchsched.scheduler import Scheduler
 
-PREEMPTION = """
-version: 1
-name: one preemption
-config:
-  actions: "enqueue, allocate, preempt"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
-  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
-priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]
-nodes:
-- {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
-- {name: n2, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
-jobs:
-- {name: low, minMember: 1, priorityClassName: low, phase: Running}
-- {name: high, minMember: 1, priorityClassName: high, phase: Inqueue}
-- {name: small, minMember: 1, priorityClassName: low, phase: Inqueue}
-tasks:
-- {name: low-0, job: low, node: n1, phase: Running, priorityClassName: low, requests: {cpu: 1}}
-- {name: low-1, job: low, node: n1, phase: Running, priorityClassName: low, requests: {cpu: 1}}
-- {name: low-2, job: low, node: n2, phase: Running, priorityClassName: low, requests: {cpu: 2}}
-- {name: high-0, job: high, priorityClassName: high, requests: {cpu: 1}}
-"""
+#: One high-priority task preempts a low-priority one on a full node.
+PREEMPTION_FILE = Path(__file__).parent / "scenario" / "data" / "one-preemption.yaml"
 
 
 def run_one_cycle() -> Metrics:
-    scenario = parse_scenario(yaml.safe_load(PREEMPTION), source="t.yaml")
+    scenario = load_scenario(PREEMPTION_FILE)
     metrics = Metrics()
     Scheduler(scenario.build_cache(), scenario.configuration, metrics=metrics).run_once()
     return metrics
@@ -44,7 +23,7 @@ def run_one_cycle() -> Metrics:
 def test_a_cycle_records_its_latencies_and_its_evictions() -> None:
     metrics = run_one_cycle()
     assert metrics.histogram("e2e_scheduling_latency_milliseconds")[0] == 1
-    for action in ("enqueue", "allocate", "preempt"):
+    for action in ("allocate", "preempt"):
         count, total = metrics.histogram("action_scheduling_latency_microseconds", action=action)
         assert count == 1 and total > 0
     for plugin in ("priority", "gang", "drf", "predicates", "proportion", "nodeorder"):

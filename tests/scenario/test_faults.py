@@ -3,11 +3,13 @@ binds stand, which failed, and where preemptors were nominated."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
 from batchsched.errors import ScenarioError
-from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.scenario import load_scenario, parse_scenario, run_scenario
 from batchsched.scenario.compare import compare_decisions
 
 GANG = """
@@ -50,32 +52,12 @@ def test_a_refused_bind_leaves_the_others_when_the_gang_still_holds() -> None:
     assert got["bindFailures"] == ["default/gang-1"]
 
 
-PREEMPTION = """
-version: 1
-name: a preemptor is nominated to the node its victim leaves
-config:
-  actions: "allocate, preempt"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
-  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
-priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]
-nodes:
-- {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
-jobs:
-- {name: low, minMember: 1, priorityClassName: low, phase: Running}
-- {name: high, minMember: 1, priorityClassName: high, phase: Inqueue}
-tasks:
-- {name: low-0, job: low, node: n1, phase: Running, priorityClassName: low, requests: {cpu: 1}}
-- {name: low-1, job: low, node: n1, phase: Running, priorityClassName: low, requests: {cpu: 1}}
-- {name: high-0, job: high, priorityClassName: high, requests: {cpu: 1}}
-expect:
-  evictCount: 1
-  nominated: {default/high-0: n1}
-"""
+#: One high-priority task preempts a low-priority one on a full node.
+PREEMPTION_FILE = Path(__file__).parent / "data" / "one-preemption.yaml"
 
 
 def test_a_preemptor_is_nominated_to_the_node_of_its_victims() -> None:
-    scenario = parse_scenario(yaml.safe_load(PREEMPTION), source="t.yaml")
+    scenario = load_scenario(PREEMPTION_FILE)
     got = run_scenario(scenario).to_json()
     assert got["nominated"] == {"default/high-0": "n1"}
     assert not compare_decisions(scenario.expect, got)
@@ -99,28 +81,28 @@ def test_a_fault_naming_nothing_is_a_clear_error(faults: dict[str, object], mess
 def test_the_memory_cache_keeps_the_nominated_node() -> None:
     from batchsched.scheduler import Scheduler
 
-    scenario = parse_scenario(yaml.safe_load(PREEMPTION), source="t.yaml")
+    scenario = load_scenario(PREEMPTION_FILE)
     cache = scenario.build_cache()
     Scheduler(cache, scenario.configuration).run_once()
     assert cache.nominations == {"default/high-0": "n1"}
 
 
-def test_a_job_may_keep_its_binds_after_a_failed_one() -> None:
-    text = GANG.replace("MIN", "3").replace(
+def gang_with_policy(policy: str) -> str:
+    """The gang of minMember 3 annotated with a bind-failure policy."""
+    return GANG.replace("MIN", "3").replace(
         "- {name: gang, minMember: 3, phase: Inqueue}",
         "- {name: gang, minMember: 3, phase: Inqueue,\n"
-        "   annotations: {batchsched.io/bind-failure-policy: KeepBound}}")
-    got = decide(text)
+        f"   annotations: {{batchsched.io/bind-failure-policy: {policy}}}}}")
+
+
+def test_a_job_may_keep_its_binds_after_a_failed_one() -> None:
+    got = decide(gang_with_policy("KeepBound"))
     assert got["binds"] == {"default/gang-0": "n1", "default/gang-2": "n1"}
     assert got["bindFailures"] == ["default/gang-1"]
 
 
 def test_an_unknown_bind_failure_policy_is_reported_and_the_default_applies() -> None:
-    text = GANG.replace("MIN", "3").replace(
-        "- {name: gang, minMember: 3, phase: Inqueue}",
-        "- {name: gang, minMember: 3, phase: Inqueue,\n"
-        "   annotations: {batchsched.io/bind-failure-policy: Sometimes}}")
-    got = decide(text)
+    got = decide(gang_with_policy("Sometimes"))
     assert got["binds"] == {}
     assert any(e["reason"] == "InvalidBindFailurePolicy" and "'Sometimes'" in e["message"]
                for e in got["events"])  # type: ignore[union-attr]
@@ -129,7 +111,7 @@ def test_an_unknown_bind_failure_policy_is_reported_and_the_default_applies() ->
 def test_no_nomination_when_the_eviction_was_refused() -> None:
     from batchsched.scheduler import Scheduler
 
-    scenario = parse_scenario(yaml.safe_load(PREEMPTION), source="t.yaml")
+    scenario = load_scenario(PREEMPTION_FILE)
     cache = scenario.build_cache()
     cache.evict = lambda task, reason: False  # type: ignore[method-assign]
     Scheduler(cache, scenario.configuration).run_once()
