@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONFIGURATION_YAML",
+    "NodesToFind",
     "PluginOption",
     "SchedulerConfiguration",
     "Tier",
@@ -92,13 +93,45 @@ class Tier:
 
 
 @attrs.frozen
+class NodesToFind:
+    """How many feasible nodes a scan collects before it stops.
+
+    Volcano's (and kube-scheduler's) command-line flags ``--percentage-nodes-to-find``,
+    ``--minimum-feasible-nodes`` and ``--minimum-percentage-nodes-to-find``; in a
+    configuration file they are the top-level mapping ``nodesToFind`` with the keys
+    ``percentageOfNodesToFind`` (0: adaptive, 100: every node), ``minNodesToFind``
+    and ``minPercentageOfNodesToFind``.
+
+    >>> NodesToFind().count(1000), NodesToFind(percentage=100).count(1000)
+    (420, 1000)
+    """
+
+    percentage: int = 0
+    minimum: int = 100
+    min_percentage: int = 5
+
+    def count(self, total: int) -> int:
+        """All nodes up to ``minimum`` (or with a percentage of 100); above, the
+        percentage of them (adaptive: ``max(50 - total // 125, min_percentage)``),
+        never fewer than ``minimum``."""
+        if total <= self.minimum or self.percentage >= 100:
+            return total
+        percentage = self.percentage
+        if percentage <= 0:
+            percentage = max(50 - total // 125, self.min_percentage)
+        return max(total * percentage // 100, self.minimum)
+
+
+@attrs.frozen
 class SchedulerConfiguration:
-    """Actions in order, tiers of plugins, and per-action arguments."""
+    """Actions in order, tiers of plugins, per-action arguments, and how many feasible
+    nodes a node scan collects."""
 
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
     configurations: Mapping[str, Arguments] = attrs.field(factory=dict)
     source: str = "<configuration>"
+    nodes_to_find: NodesToFind = attrs.field(factory=NodesToFind)
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.tiers for p in t.plugins]
@@ -155,6 +188,28 @@ def _did_you_mean(name: str, known: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+_NODES_TO_FIND_KEYS = {"percentageOfNodesToFind": "percentage", "minNodesToFind": "minimum",
+                       "minPercentageOfNodesToFind": "min_percentage"}
+
+
+def _nodes_to_find(raw: Any, source: str) -> NodesToFind:
+    if raw is None:
+        return NodesToFind()
+    if not isinstance(raw, Mapping):
+        raise ConfigError("must be a mapping", source=source, key="nodesToFind")
+    values: dict[str, int] = {}
+    for key, amount in raw.items():
+        field = _NODES_TO_FIND_KEYS.get(key)
+        if field is None:
+            raise ConfigError(f"unknown key {key!r}", source=source, key=f"nodesToFind.{key}",
+                              known=sorted(_NODES_TO_FIND_KEYS))
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+            raise ConfigError(f"must be a non-negative integer, not {amount!r}", source=source,
+                              key=f"nodesToFind.{key}")
+        values[field] = amount
+    return NodesToFind(**values)
+
+
 def parse_configuration(
     document: Mapping[str, Any] | None, *, source: str = "<configuration>"
 ) -> SchedulerConfiguration:
@@ -167,7 +222,7 @@ def parse_configuration(
         document = {}
     if not isinstance(document, Mapping):
         raise ConfigError("the configuration must be a mapping", source=source)
-    allowed = {"actions", "tiers", "configurations", "metrics"}
+    allowed = {"actions", "tiers", "configurations", "metrics", "nodesToFind"}
     for key in document:
         if key not in allowed:
             raise ConfigError(f"unknown key {key!r}", source=source, key=str(key),
@@ -206,7 +261,8 @@ def parse_configuration(
             raise ConfigError("must be a mapping", source=source, key=f"{key}.arguments")
         configurations[raw["name"]] = Arguments(arguments)
     return SchedulerConfiguration(
-        actions=actions, tiers=tuple(tiers), configurations=configurations, source=source
+        actions=actions, tiers=tuple(tiers), configurations=configurations, source=source,
+        nodes_to_find=_nodes_to_find(document.get("nodesToFind"), source),
     )
 
 

@@ -34,6 +34,7 @@ from batchsched.api.fit import FitError, FitErrors
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
+from batchsched.conf import NodesToFind
 
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
@@ -48,6 +49,7 @@ __all__ = [
     "PredicateFn",
     "failing_predicate",
     "node_scores",
+    "nodes_to_find_of",
     "num_feasible_nodes_to_find",
     "predicate_for_allocate_action",
     "predicate_for_preempt_action",
@@ -59,6 +61,7 @@ PredicateFn = Callable[[TaskInfo, NodeInfo], "FitError | None"]
 MIN_NODES_TO_FIND = 100
 MIN_PERCENTAGE_OF_NODES_TO_FIND = 5
 BASELINE_PERCENTAGE_OF_NODES_TO_FIND = 50
+_DEFAULT_SEARCH = NodesToFind(0, MIN_NODES_TO_FIND, MIN_PERCENTAGE_OF_NODES_TO_FIND)
 
 #: Statuses that fail a node for allocate and backfill (``PredicateForAllocateAction``).
 ALLOCATE_FAILING_CODES = frozenset({
@@ -80,8 +83,17 @@ PREEMPT_FAILING_CODES = frozenset({
 })
 
 
-def num_feasible_nodes_to_find(total: int) -> int:
-    """How many feasible nodes a scan collects before stopping (Volcano's defaults).
+def nodes_to_find_of(ssn: object) -> NodesToFind:
+    """The session configuration's ``nodesToFind`` (Volcano's defaults for an object
+    without a configuration, such as a test's stand-in session)."""
+    configuration = getattr(ssn, "configuration", None)
+    found = getattr(configuration, "nodes_to_find", None)
+    return found if isinstance(found, NodesToFind) else _DEFAULT_SEARCH
+
+
+def num_feasible_nodes_to_find(total: int, search: NodesToFind | None = None) -> int:
+    """How many feasible nodes a scan collects before stopping (by default Volcano's
+    defaults; a configuration's ``nodesToFind`` changes them, :class:`NodesToFind`).
 
     All of them up to 100 nodes; above, ``max(50 - total // 125, 5)`` percent of
     them, but never fewer than 100.
@@ -89,12 +101,7 @@ def num_feasible_nodes_to_find(total: int) -> int:
     >>> num_feasible_nodes_to_find(80), num_feasible_nodes_to_find(1000)
     (80, 420)
     """
-    if total <= MIN_NODES_TO_FIND:
-        return total
-    percentage = max(
-        BASELINE_PERCENTAGE_OF_NODES_TO_FIND - total // 125, MIN_PERCENTAGE_OF_NODES_TO_FIND
-    )
-    return max(total * percentage // 100, MIN_NODES_TO_FIND)
+    return (search or _DEFAULT_SEARCH).count(total)
 
 
 def failing_predicate(
@@ -165,7 +172,9 @@ class FeasibleNodeScan:
         *,
         error_cache_enabled: bool = True,
         rotate: bool = True,
+        nodes_to_find: NodesToFind | None = None,
     ) -> None:
+        self.nodes_to_find = nodes_to_find or _DEFAULT_SEARCH
         self.error_cache_enabled = error_cache_enabled
         self.rotate = rotate
         self.error_cache: dict[str, dict[str, FitError]] = {}
@@ -188,7 +197,7 @@ class FeasibleNodeScan:
         group = f"{task.job}/{task.role}"
         failed_before = group in self.error_cache
         cached = self.error_cache.get(group, {})
-        wanted = num_feasible_nodes_to_find(total)
+        wanted = self.nodes_to_find.count(total)
         start = self.next_start % total if self.rotate else 0
         found: list[NodeInfo] = []
         processed = 0

@@ -53,6 +53,7 @@ from batchsched.actions.node_search import (
     FeasibleNodeScan,
     PredicateFn,
     node_scores,
+    nodes_to_find_of,
     num_feasible_nodes_to_find,
     predicate_for_allocate_action,
 )
@@ -156,7 +157,8 @@ class ScalarNodeSelector:
         self.error_cache_enabled = error_cache_enabled
         #: Volcano's partial scan with its rotating start and predicate-error cache.
         self.node_scan = FeasibleNodeScan(
-            ssn.node_list, error_cache_enabled=error_cache_enabled, rotate=True
+            ssn.node_list, error_cache_enabled=error_cache_enabled, rotate=True,
+            nodes_to_find=nodes_to_find_of(ssn),
         )
 
     def new_cache_scope(self) -> None:

@@ -21,6 +21,7 @@ from typing import TypeVar
 from batchsched.actions.node_search import (
     FeasibleNodeScan,
     node_scores,
+    nodes_to_find_of,
     predicate_for_preempt_action,
 )
 from batchsched.api.job import JobInfo
@@ -243,7 +244,8 @@ class NodePredicates:
         self.ssn = ssn
         self.cache_errors = cache_errors
         self._scan = FeasibleNodeScan(ssn.node_list, error_cache_enabled=cache_errors,
-                                      rotate=False)
+                                      rotate=False,
+                                      nodes_to_find=nodes_to_find_of(ssn))
 
     def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         ssn = self.ssn

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import attrs
 
+from batchsched.api.devices import GPU_MILLI, best_fit_devices, device_count, gpu_ask
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.task import REVOCABLE_ZONE_ANNOTATION, TaskInfo
 from batchsched.api.types import NodePhase, TaskStatus
@@ -63,6 +64,15 @@ class NodeInfo:
     #: How many times a task was added, removed or re-accounted here: an object whose
     #: count has not moved holds the same tasks in the same states.
     mutations: int = 0
+    #: The free milli of each GPU (:mod:`batchsched.api.devices`); None on a node
+    #: without GPUs.
+    gpu_free: list[int] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.gpu_free is None:
+            count = device_count(self.allocatable)
+            if count:
+                self.gpu_free = [GPU_MILLI] * count
 
     @classmethod
     def create(
@@ -122,9 +132,11 @@ class NodeInfo:
             )
         if task.uid in self.tasks:
             raise SchedulingError(f"task {task.uid} is already on node {self.name}")
-        self.mutations += 1
         held = task.clone()
         req = held.resreq
+        if self.gpu_free is not None and held.status != _PIPELINED:
+            task.gpu_devices = held.gpu_devices = self._take_devices(held)
+        self.mutations += 1
         if held.status == _PIPELINED:
             self.pipelined.add(req)
         else:
@@ -144,6 +156,12 @@ class NodeInfo:
         if held is None:
             return
         self.mutations += 1
+        free = self.gpu_free
+        if free is not None and held.gpu_devices and held.status != _PIPELINED:
+            ask = gpu_ask(held.resreq, strict=False)
+            if ask is not None:
+                for index in held.gpu_devices:
+                    free[index] += ask.milli
         req = held.resreq
         if held.status == _PIPELINED:
             self.pipelined.sub_unchecked(req)
@@ -164,6 +182,8 @@ class NodeInfo:
         """
         self.mutations += 1
         held = self.tasks.get(task.uid)
+        if held is not None and held.gpu_devices and not task.gpu_devices:
+            task.gpu_devices = held.gpu_devices  # the same devices, whichever copy is given
         if (held is not None and held.status not in _OWN_FIGURE
                 and task.status not in _OWN_FIGURE
                 and (not task.node_name or task.node_name == self.name)):
@@ -194,6 +214,7 @@ class NodeInfo:
         used tells the watcher exactly what the general path's comparison would.
         """
         twin = task.clone()
+        twin.gpu_devices = task.gpu_devices = held.gpu_devices
         old, new = held.resreq, twin.resreq
         idle, used = self.idle, self.used
         watcher = self.on_change
@@ -233,6 +254,7 @@ class NodeInfo:
             images=dict(self.images),
             tasks={uid: t.clone() for uid, t in self.tasks.items()},
             on_change=None,
+            gpu_free=None if self.gpu_free is None else list(self.gpu_free),
         )
         return twin
 
@@ -250,6 +272,38 @@ class NodeInfo:
         assert releasing.equal(self.releasing), f"{self.name}: releasing out of step"
         assert pipelined.equal(self.pipelined), f"{self.name}: pipelined out of step"
         assert (self.idle + self.used).equal(self.allocatable), f"{self.name}: idle+used"
+        if self.gpu_free is not None:
+            free = [GPU_MILLI] * len(self.gpu_free)
+            for task in self.tasks.values():
+                ask = gpu_ask(task.resreq, strict=False)
+                if task.status != _PIPELINED and ask is not None:
+                    assert not ask.whole or all(
+                        other is task or index not in other.gpu_devices
+                        for index in task.gpu_devices for other in self.tasks.values()
+                    ), f"{self.name}: whole GPU of {task.uid} shared"
+                    for index in task.gpu_devices:
+                        free[index] -= ask.milli
+            assert free == self.gpu_free, f"{self.name}: GPU devices {self.gpu_free} != {free}"
+            assert all(left >= 0 for left in free), f"{self.name}: a GPU over 1000 milli"
+
+    def _take_devices(self, held: TaskInfo) -> tuple[int, ...]:
+        """Charge the devices of a task being added (those it names when they serve
+        it, else the default choice); none when it asks no GPU or none serves it
+        (a running pod the devices cannot account for keeps only the aggregate)."""
+        free = self.gpu_free
+        ask = gpu_ask(held.resreq, strict=False)
+        if free is None or ask is None:
+            return ()
+        chosen: tuple[int, ...] | None = held.gpu_devices
+        if not chosen or len(chosen) != ask.count or not all(
+                0 <= index < len(free) and free[index] >= (GPU_MILLI if ask.whole else ask.milli)
+                for index in chosen) or len(set(chosen)) != len(chosen):
+            chosen = best_fit_devices(free, ask)
+        if chosen is None:
+            return ()
+        for index in chosen:
+            free[index] -= ask.milli
+        return chosen
 
     def __repr__(self) -> str:
         return f"<Node {self.name} idle={self.idle} tasks={len(self.tasks)}>"

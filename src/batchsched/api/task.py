@@ -89,6 +89,8 @@ class TaskInfo:
     eviction_occurred: bool = False
     #: When the task's pod started running (seconds since the epoch; None: not known).
     start_time: float | None = None
+    #: The indexes of the node's GPUs the task holds (:mod:`batchsched.api.devices`).
+    gpu_devices: tuple[int, ...] = ()
 
     @classmethod
     def create(

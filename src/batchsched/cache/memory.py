@@ -347,6 +347,7 @@ class MemoryCache:
             mine.node_name = ""
         job.update_task_status(mine, TaskStatus.BOUND)
         mine.node_name = node_name
+        mine.gpu_devices = task.gpu_devices  # the GPUs the session chose, not the default
         node.add_task(mine)
         self.binds.append(Bind(task.uid, node_name))
         return True

@@ -64,7 +64,6 @@ from batchsched.actions.placement import (
     Placement,
     ScalarNodeSelector,
     allocate_predicate,
-    num_feasible_nodes_to_find,
     predicate_for_allocate_action,
 )
 from batchsched.actions.unplaced_errors import UnplacedFitErrors, dimension_rank
@@ -212,7 +211,7 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
         ok &= np.fromiter((node.name not in cached for node in nodes), dtype=np.bool_,
                           count=len(nodes))
     hits = np.flatnonzero(ok)
-    wanted = num_feasible_nodes_to_find(len(nodes))
+    wanted = scan.nodes_to_find.count(len(nodes))
     examined = len(nodes) if len(hits) < wanted else int(hits[wanted - 1]) + 1
     # The nodes the scan looked at and failed join the cache, as the scalar scan
     # leaves them, role or not (preempt reads only which nodes are there).
@@ -423,7 +422,7 @@ class VectorNodeSelector(ScalarNodeSelector):
         answers kept, the windows may go on past the end of the node list (the
         rotation wraps around there); without, they stop there. None when fewer than
         two windows can be worked out."""
-        wanted = num_feasible_nodes_to_find(total)
+        wanted = self.node_scan.nodes_to_find.count(total)
         job = self.ssn.jobs.get(task.job)
         ahead = min(_MAX_WINDOWS_AHEAD,
                     len(job.tasks_in(TaskStatus.PENDING)) if job is not None else 1)
@@ -515,7 +514,7 @@ class VectorNodeSelector(ScalarNodeSelector):
     def _scan(self, total: int, start: int, feasibility: _Feasibility) -> tuple[IndexArray, int]:
         """The first ``num_feasible_nodes_to_find`` feasible nodes from ``start`` in
         rotation order (sorted into session order), and how many nodes were examined."""
-        wanted = num_feasible_nodes_to_find(total)
+        wanted = self.node_scan.nodes_to_find.count(total)
         chunk = max(int(wanted * _FIRST_CHUNK_FACTOR), _MIN_CHUNK)
         parts: list[IndexArray] = []
         found = processed = 0

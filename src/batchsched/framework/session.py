@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
+from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
 from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -386,6 +387,11 @@ class Session:
     def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
         self._add("node_order", plugin, fn)
 
+    def add_device_select_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], tuple[int, ...] | None]
+    ) -> None:
+        self._add("device_select", plugin, fn)
+
     def add_batch_node_order_fn(
         self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]
     ) -> None:
@@ -687,6 +693,37 @@ class Session:
                         f"answered {answer!r} for task {task.uid}, which is not one of "
                         "the candidate nodes"))
         return None
+
+    def select_devices(self, task: TaskInfo, node: NodeInfo) -> tuple[int, ...]:
+        """The GPUs of ``node`` a task being placed there gets: the first enabled
+        device-select function's answer, else the node's default choice (empty: the
+        task asks no GPU, or the node has none).
+
+        An answer that names devices the node does not have, or that cannot serve
+        the task, is a PluginError naming the plugin.
+        """
+        free = node.gpu_free
+        if free is None:
+            return ()
+        ask = gpu_ask(task.resreq, strict=False)
+        if ask is None:
+            return ()
+        with combine.Blame("device_select") as blame:
+            for tier in self.tiers_for("device_select"):
+                for blame.plugin, fn in tier:
+                    answer = fn(task, node)
+                    if answer is None:
+                        continue
+                    chosen = tuple(answer)
+                    need = GPU_MILLI if ask.whole else ask.milli
+                    if (len(chosen) != ask.count or len(set(chosen)) != len(chosen)
+                            or not all(isinstance(i, int) and 0 <= i < len(free)
+                                       and free[i] >= need for i in chosen)):
+                        raise combine.plugin_failed("device_select", blame.plugin, ValueError(
+                            f"answered GPUs {answer!r} of node {node.name} for task "
+                            f"{task.uid}, which cannot serve its {ask.count} x {ask.milli}m"))
+                    return chosen
+        return best_fit_devices(free, ask) or ()
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         return combine.sum_scores("node_order", self.tiers_for("node_order"), task, node)

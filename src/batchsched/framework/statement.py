@@ -129,6 +129,8 @@ class Statement:
         # Nearly every placement is of a pending task on no node: share that context.
         unplaced = not task.node_name and task.status == _PENDING
         before = _UNPLACED if unplaced else task.transaction
+        if node_info.gpu_free is not None and status is not TaskStatus.PIPELINED:
+            task.gpu_devices = ssn.select_devices(task, node_info)
         job.update_task_status(task, status)
         task.node_name = name
         try:
@@ -176,6 +178,8 @@ class Statement:
                 ssn._fire_deallocate(task)
         finally:
             task.node_name = op.before.node_name
+            if not task.node_name:
+                task.gpu_devices = ()
 
     def discard(self) -> None:
         """Undo every operation, last first.
