@@ -52,6 +52,13 @@ PLUGINS: dict[str, str] = {
     "wfp3": "batchsched.plugins.wfp3:Wfp3Plugin",
     "unicep": "batchsched.plugins.unicep:UnicepPlugin",
     "f1": "batchsched.plugins.f1:F1Plugin",
+    "deviceshare": "batchsched.plugins.deviceshare:DeviceSharePlugin",
+    "gpu-random": "batchsched.plugins.gpu_random:RandomPlugin",
+    "gpu-dotprod": "batchsched.plugins.gpu_dotprod:DotProductPlugin",
+    "gpu-clustering": "batchsched.plugins.gpu_clustering:ClusteringPlugin",
+    "gpu-packing": "batchsched.plugins.gpu_packing:PackingPlugin",
+    "gpu-bestfit": "batchsched.plugins.gpu_bestfit:BestFitPlugin",
+    "fgd": "batchsched.plugins.fgd:FgdPlugin",
 }
 
 

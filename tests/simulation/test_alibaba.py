@@ -36,15 +36,33 @@ def test_nodes_and_pods_read_as_the_trace_says() -> None:
     assert [job.submit for job in workload.jobs] == [0.0, 5.0, 6.0, 7.0]
     assert [job.run_time for job in workload.jobs] == [90.0, 45.0, 54.0, 63.0]
     task = next(iter(workload.jobs[1].prototype.tasks.values()))
-    assert task.affinity is not None and task.resreq.get(GPU) == 1000.0
+    # pod-1 asks half of one T4: a share of 500 milli.
+    assert task.affinity is not None and task.resreq.get(GPU) == 500.0
+    assert [dict(kind) for kind in workload.pod_mix] == [
+        {"cpu": "1000m", "gpu": "500m", "weight": 1},
+        {"cpu": "1000m", "gpu": "1000m", "weight": 2},
+        {"cpu": "1000m", "gpu": "2000m", "weight": 1}]
 
 
 def test_arrived_load_stops_arrivals_and_nobody_leaves() -> None:
     nodes = alibaba_nodes("nodes.csv", text=NODES)
-    workload = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=0.5)
-    # 3 GPUs in the cluster: arrivals stop once 1.5 GPUs were asked (after pod-1).
-    assert [job.uid for job in workload.jobs] == ["openb/pod-0", "openb/pod-1"]
+    workload = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=0.5, seed=3)
+    # 3 GPUs in the cluster: arrivals stop once 1.5 GPUs were asked.
+    asked = [job.prototype.total_request.get(GPU) for job in workload.jobs]
+    assert sum(asked) >= 1500 > sum(asked[:-1])
     assert {job.run_time for job in workload.jobs} == {float("inf")}
+    assert [job.submit for job in workload.jobs] == list(range(len(workload.jobs)))
+    again = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=0.5, seed=3)
+    assert [job.uid for job in again.jobs] == [job.uid for job in workload.jobs]
+    assert sorted(node.name for node in workload.nodes) == ["node-a", "node-b"]
+
+
+def test_past_the_trace_pods_are_drawn_again_after_every_original() -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    workload = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=2.5, seed=1)
+    names = [job.prototype.name for job in workload.jobs]
+    assert sorted(names[:4]) == ["pod-0", "pod-1", "pod-2", "pod-3"]
+    assert names[4:] and all("-tuned-" in name for name in names[4:])
 
 
 def test_an_unknown_column_is_named() -> None:
@@ -59,6 +77,11 @@ def test_simulate_reports_the_gpu_allocation_ratio(tmp_path: Path) -> None:
         code = main(["simulate", str(pods), "--cluster", str(nodes), "--arrived-load", "1.0",
                      "--output", "json", "--no-progress"])
     assert code == 0
-    metrics = json.loads(out.getvalue())["metrics"]
-    # pod-0 (1 GPU, any model) and pod-1 (T4) fit; pod-2 asks 2 GPUs on one node: no room.
-    assert metrics["gpuAllocationRatio"] == pytest.approx(2 / 3)
+    data = json.loads(out.getvalue())
+    nodes_list = alibaba_nodes(nodes)
+    workload = alibaba_workload(pods, nodes_list, arrived_load=1.0, seed=0)
+    requests = {job.uid: job.prototype.total_request.get(GPU) for job in workload.jobs}
+    started = sum(requests[job["job"]] for job in data["perJob"] if job["start"] is not None)
+    assert data["metrics"]["gpuAllocationRatio"] == pytest.approx(started / 3000)
+    curve = data["gpuAllocationByArrivedLoad"]
+    assert curve[-1][0] >= 100 and 0 < curve[-1][1] <= 100

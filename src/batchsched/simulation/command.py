@@ -22,10 +22,18 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+import attrs
+
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
-from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
+from batchsched.conf import (
+    SchedulerConfiguration,
+    Tier,
+    default_configuration,
+    load_configuration,
+)
 from batchsched.errors import WorkloadError
+from batchsched.framework.arguments import Arguments
 from batchsched.simulation.engine import Progress, Simulator
 from batchsched.simulation.report import report, text_summary, write_report
 from batchsched.simulation.workload import Workload
@@ -56,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_workload(path: str | Path, cluster: str | Path | None = None, *,
-                  arrived_load: float | None = None, first: int = 0, count: int | None = None
-                  ) -> tuple[Workload, SchedulerConfiguration | None]:
+                  arrived_load: float | None = None, first: int = 0, count: int | None = None,
+                  seed: int = 0) -> tuple[Workload, SchedulerConfiguration | None]:
     """The workload a file holds, on ``cluster`` if given (a scenario file or an
     ``openb_node_list_*.csv``), and the configuration the file carries (batchsched's
     own format has one). ``first`` and ``count`` keep a window of its jobs
@@ -83,7 +91,7 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         if nodes is None:
             raise WorkloadError("a pod trace needs its nodes: --cluster openb_node_list_*.csv",
                                 source=Path(path).name)
-        workload = alibaba_workload(path, nodes, arrived_load=arrived_load)
+        workload = alibaba_workload(path, nodes, arrived_load=arrived_load, seed=seed)
     elif suffix == ".swf":
         workload = swf_workload(path, nodes=nodes, first=first, count=count)
         first, count = 0, None  # already applied
@@ -100,6 +108,33 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         workload = Workload(workload.name, workload.nodes, workload.jobs, tuple(queues),
                             workload.priority_classes, workload.skipped)
     return workload.window(first, count), configuration
+
+
+#: Plugin arguments the simulator fills from the run when the configuration leaves
+#: them out: the seed of a random policy, the trace's pod mix for FGD.
+_SEED_ARGUMENTS = {"gpu-random": "gpu-random.seed"}
+_POD_MIX_ARGUMENTS = {"fgd": "fgd.typicalPods"}
+
+
+def with_workload_hints(configuration: SchedulerConfiguration, workload: Workload, *,
+                        seed: int) -> SchedulerConfiguration:
+    """``configuration`` with ``--seed`` given to the random policies and the trace's
+    pod mix to the plugins that plan for the workload to come, where the
+    configuration does not set them itself."""
+    tiers = []
+    for tier in configuration.tiers:
+        options = []
+        for option in tier.plugins:
+            values = dict(option.arguments)
+            key = _SEED_ARGUMENTS.get(option.name)
+            if key is not None and key not in values:
+                values[key] = seed
+            key = _POD_MIX_ARGUMENTS.get(option.name)
+            if key is not None and key not in values and workload.pod_mix:
+                values[key] = [dict(kind) for kind in workload.pod_mix]
+            options.append(attrs.evolve(option, arguments=Arguments(values)))
+        tiers.append(Tier(tuple(options)))
+    return attrs.evolve(configuration, tiers=tuple(tiers))
 
 
 def _progress_bar(enabled: bool, total: int) -> tuple[Progress | None, Any]:
@@ -124,7 +159,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                             source=Path(args.workload).name)
     workload, own_configuration = load_workload(
         args.workload, args.cluster, arrived_load=args.arrived_load,
-        first=args.first_job, count=args.jobs,
+        first=args.first_job, count=args.jobs, seed=args.seed,
     )
     workload = workload.without_oversized()
     for skipped in workload.skipped:
@@ -133,6 +168,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         configuration = load_configuration(args.config)
     else:
         configuration = own_configuration or default_configuration()
+    configuration = with_workload_hints(configuration, workload, seed=args.seed)
     progress, bar = _progress_bar(not args.no_progress, len(workload.jobs))
     try:
         simulator = Simulator(workload, configuration, until=args.until,

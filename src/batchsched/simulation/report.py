@@ -13,19 +13,51 @@ writes the JSON and says the plots were left out.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from batchsched.api.devices import GPU
 from batchsched.simulation.timeline import Timeline
 from batchsched.simulation.workload import Workload
 
-__all__ = ["report", "text_summary", "write_report"]
+__all__ = ["gpu_allocation_by_arrived_load", "report", "text_summary", "write_report"]
+
+
+def gpu_allocation_by_arrived_load(workload: Workload, timeline: Timeline
+                                   ) -> list[list[float]]:
+    """The FGD paper's curve: GPU allocation against arrived load, both in percent of
+    the cluster's GPUs, for a replay where nothing leaves (``--arrived-load``).
+
+    After each arrival the allocated GPUs are those of the pods placed so far (a
+    pod is placed in its turn or never, as nothing frees room); the value at an
+    integer load ``x`` is the mean over the arrivals whose load rounds to ``x``,
+    as the paper's analysis reads its simulator's log. Empty for other replays.
+    """
+    capacity = sum(node.allocatable.get(GPU) for node in workload.nodes)
+    if capacity <= 0 or not workload.jobs or not all(
+            math.isinf(run) for job in workload.jobs for run in job.run_times.values()):
+        return []
+    arrived = allocated = 0.0
+    buckets: dict[int, list[float]] = {}
+    for job in sorted(workload.jobs, key=lambda job: job.submit):
+        asked = sum(task.resreq.get(GPU) for task in job.prototype.tasks.values())
+        arrived += asked
+        record = timeline.jobs.get(job.uid)
+        if record is not None and record.start is not None:
+            allocated += asked
+        buckets.setdefault(round(arrived * 100 / capacity), []).append(
+            allocated * 100 / capacity)
+    return [[float(load), round(math.fsum(values) / len(values), 4)]
+            for load, values in sorted(buckets.items())]
 
 
 def report(workload: Workload, timeline: Timeline, *, sessions: int = 0) -> dict[str, Any]:
     """The JSON-ready report of one replay."""
+    curve = gpu_allocation_by_arrived_load(workload, timeline)
     return {
+        **({"gpuAllocationByArrivedLoad": curve} if curve else {}),
         "workload": workload.name,
         "jobs": len(workload.jobs),
         "simulatedSeconds": timeline.end - timeline.start,
@@ -93,6 +125,11 @@ def write_report(data: dict[str, Any], directory: str | Path) -> list[Path]:
              "allocated cpu (cores)",
              lambda ax: ax.step([t / 3600 for t, _ in usage], [c for _, c in usage],
                                 where="post"))
+    curve = data.get("gpuAllocationByArrivedLoad")
+    if curve:
+        plot("gpu-allocation.png", "GPU allocation against arrived load",
+             "arrived GPU load (% of the cluster's GPUs)", "GPUs allocated (%)",
+             lambda ax: ax.plot([x for x, _ in curve], [y for _, y in curve]))
     slowdowns = [job["boundedSlowdown"] for job in data["perJob"]
                  if job["boundedSlowdown"] is not None]
     if slowdowns:

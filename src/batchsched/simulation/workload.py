@@ -77,6 +77,9 @@ class Workload:
     queues: tuple[QueueInfo, ...] = ()
     priority_classes: tuple[PriorityClass, ...] = ()
     skipped: tuple[Skipped, ...] = ()
+    #: The trace's own mix of pods, ``{cpu, gpu, weight}`` per kind, for plugins that
+    #: plan for the workload to come (``fgd.typicalPods``); empty when not known.
+    pod_mix: tuple[dict[str, object], ...] = ()
 
     def window(self, first: int = 0, count: int | None = None) -> Workload:
         """The jobs at positions ``first`` .. ``first + count - 1`` (0-based, in

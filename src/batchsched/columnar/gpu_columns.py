@@ -1,0 +1,103 @@
+"""The session's GPUs as arrays: the free milli of every device of every node.
+
+The column mirror the ``deviceshare`` plugin and the GPU placement policies
+(``gpu-*``, ``fgd``) read. Rows follow the
+session's node order; a node with fewer GPUs than the widest has its missing
+devices at 0 free, which no ask fits and every sum ignores. A row is read again
+from its node whenever the node's ``mutations`` count moved, so the arrays are
+right whichever path (statement, discard, commit) changed the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from batchsched.api.devices import GPU_MILLI
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import TaskInfo
+from batchsched.columnar.forms import add_node_order_fn
+from batchsched.columnar.node_columns import FloatArray
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = ["GpuColumns", "IntArray", "register_gpu_score", "trunc_div_rows"]
+
+_EXTRA_KEY = "batchsched.columnar.gpu_columns"
+
+IntArray = npt.NDArray[np.int64]
+
+
+class GpuColumns:
+    """``free[i, d]``: free milli of device ``d`` of node ``i``; ``cpu_left[i]``: its idle cpu."""
+
+    def __init__(self, nodes: list[NodeInfo]) -> None:
+        self.nodes = nodes
+        width = max((len(node.gpu_free or ()) for node in nodes), default=0)
+        self.free: IntArray = np.zeros((len(nodes), max(width, 1)), dtype=np.int64)
+        self.cpu_left = np.zeros(len(nodes))
+        self.device_count: IntArray = np.array([len(node.gpu_free or ()) for node in nodes],
+                                               dtype=np.int64)
+        self._seen: IntArray = np.full(len(nodes), -1, dtype=np.int64)
+        self.version = 0
+        #: Per node, how many times its row was re-read: an answer computed for a row
+        #: holds while its version has not moved.
+        self.row_version: IntArray = np.zeros(len(nodes), dtype=np.int64)
+
+    @classmethod
+    def of(cls, ssn: Session) -> GpuColumns:
+        """The session's arrays, built on first use and brought up to date."""
+        columns = ssn.extra.get(_EXTRA_KEY)
+        if not isinstance(columns, GpuColumns) or columns.nodes is not ssn.node_list:
+            columns = ssn.extra[_EXTRA_KEY] = cls(ssn.node_list)
+        columns.refresh()
+        return columns
+
+    def refresh(self) -> None:
+        """Re-read the rows of the nodes that changed since the last call."""
+        nodes = self.nodes
+        counts = np.fromiter((node.mutations for node in nodes), dtype=np.int64,
+                             count=len(nodes))
+        stale = np.flatnonzero(counts != self._seen)
+        if not len(stale):
+            return
+        self.version += 1
+        self.row_version[stale] += 1
+        for i in stale.tolist():
+            node = nodes[i]
+            free = node.gpu_free or ()
+            self.free[i, :len(free)] = free
+            self.cpu_left[i] = node.idle.milli_cpu
+        self._seen = counts
+
+    def gpu_left(self) -> IntArray:
+        """Free milli over each node's devices."""
+        summed: IntArray = self.free.sum(axis=1)
+        return summed
+
+    def whole_free(self) -> IntArray:
+        """How many devices of each node are entirely free."""
+        counted: IntArray = (self.free == GPU_MILLI).sum(axis=1)
+        return counted
+
+
+def trunc_div_rows(numerator: IntArray, denominator: int) -> IntArray:
+    """:func:`batchsched.api.devices.trunc_div` over an array."""
+    quotient: IntArray = np.abs(numerator) // denominator
+    return np.where(numerator >= 0, quotient, -quotient)
+
+
+def register_gpu_score(
+    ssn: Session, plugin: str, weight: int,
+    scalar: Callable[[TaskInfo, NodeInfo], int],
+    rows: Callable[[GpuColumns, TaskInfo, IntArray], FloatArray],
+) -> None:
+    """Register a GPU policy's integer node score, times ``weight``: the scalar
+    reference and its column form (``rows`` scores the given node rows)."""
+    ssn.add_node_order_fn(plugin, lambda task, node: float(scalar(task, node) * weight))
+    add_node_order_fn(ssn, plugin, lambda task, columns, candidates: rows(
+        GpuColumns.of(ssn), task, candidates.indices) * weight)
