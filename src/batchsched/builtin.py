@@ -52,6 +52,7 @@ PLUGINS: dict[str, str] = {
     "wfp3": "batchsched.plugins.wfp3:Wfp3Plugin",
     "unicep": "batchsched.plugins.unicep:UnicepPlugin",
     "f1": "batchsched.plugins.f1:F1Plugin",
+    "kube-plugins": "batchsched.plugins.kube_plugins:KubePluginsPlugin",
     "deviceshare": "batchsched.plugins.deviceshare:DeviceSharePlugin",
     "gpu-random": "batchsched.plugins.gpu_random:RandomPlugin",
     "gpu-dotprod": "batchsched.plugins.gpu_dotprod:DotProductPlugin",
@@ -89,3 +90,10 @@ def batchsched_register_plugins() -> Iterable[PluginSpec]:
 @hookimpl
 def batchsched_register_actions() -> Iterable[ActionSpec]:
     return [ActionSpec(name, _factory(target)) for name, target in _available(ACTIONS)]
+
+
+@hookimpl
+def batchsched_register_kube_plugins() -> Iterable[Any]:
+    from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS
+
+    return list(BUILTIN_KUBE_PLUGINS)

@@ -29,6 +29,7 @@ import pluggy
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
     from batchsched.framework.statement import Operation
+    from batchsched.kubesched.registry import KubePluginSpec
     from batchsched.plugin import ActionSpec, PluginSpec
 
 __all__ = ["hookspec"]
@@ -63,6 +64,18 @@ def batchsched_register_actions() -> Iterable[ActionSpec]:
     configuration's ``actions`` string; its factory takes no argument, or the
     action's :class:`~batchsched.plugin.Arguments` (from ``configurations``) if it
     declares one parameter.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def batchsched_register_kube_plugins() -> Iterable[KubePluginSpec]:
+    """Return the kube-style plugins (:mod:`batchsched.kubesched`) this distribution
+    provides.
+
+    Each :class:`~batchsched.kubesched.registry.KubePluginSpec` names the plugin as
+    a kube profile enables it and gives ``factory(arguments, handle)``. A name
+    claimed by two distributions is an error naming it.
     """
     raise NotImplementedError
 

@@ -91,6 +91,9 @@ class TaskInfo:
     start_time: float | None = None
     #: The indexes of the node's GPUs the task holds (:mod:`batchsched.api.devices`).
     gpu_devices: tuple[int, ...] = ()
+    #: The pod's ``spec.schedulerName`` ("" reads as ``default-scheduler``): which
+    #: kube-style profile schedules it (:mod:`batchsched.kubesched`).
+    scheduler_name: str = ""
 
     @classmethod
     def create(

@@ -757,6 +757,7 @@ class _Parser:
             priority_class_name=class_name, preemption_policy=policy,
             creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
             if obj.get("createdAt") is not None else 0.0,
+            scheduler_name=self.typed(obj, "schedulerName", str, "", path),
         )
 
     def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
@@ -867,7 +868,7 @@ _POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
 _TASK_KEYS = frozenset({
     "name", "namespace", "job", "role", "node", "phase", "deleting", "requests", "initRequests",
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
-    "tolerations", "affinity", "hostPorts", "images", "createdAt",
+    "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
 })
 
 

@@ -1,0 +1,69 @@
+"""CycleState: what plugins share during one pod's scheduling cycle (seed 002 §2.4).
+
+Any plugin may write, read and delete entries; each entry is a
+:class:`StateData` that knows how to copy itself, so that :meth:`CycleState.clone`
+gives a dry run (preemption's "what if these pods were gone") a state of its own:
+writes to the clone never reach the original, nor the other way round.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol, runtime_checkable
+
+from batchsched.errors import SchedulingError
+
+__all__ = ["CycleState", "StateData", "StateNotFoundError"]
+
+
+@runtime_checkable
+class StateData(Protocol):
+    """An entry of a cycle state."""
+
+    def clone(self) -> StateData:
+        """A copy for a cloned cycle state (shallow where the owner never mutates)."""
+        ...
+
+
+class StateNotFoundError(SchedulingError, KeyError):
+    """No entry under that key in this cycle's state."""
+
+
+class CycleState:
+    """A pod's scheduling-cycle state (kube-scheduler's ``framework.CycleState``)."""
+
+    def __init__(self) -> None:
+        self._storage: dict[str, StateData] = {}
+        self._lock = threading.RLock()
+        #: Filter and Score plugins that asked, at PreFilter / PreScore, to be skipped.
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def read(self, key: str) -> StateData:
+        with self._lock:
+            try:
+                return self._storage[key]
+            except KeyError:
+                raise StateNotFoundError(f"no cycle state under {key!r}") from None
+
+    def write(self, key: str, data: StateData) -> None:
+        if not isinstance(data, StateData):
+            raise TypeError(f"cycle state {key!r}: {type(data).__name__} has no clone()")
+        with self._lock:
+            self._storage[key] = data
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._storage.pop(key, None)
+
+    def clone(self) -> CycleState:
+        """A state whose entries are the entries' own clones."""
+        twin = CycleState()
+        with self._lock:
+            twin._storage = {key: data.clone() for key, data in self._storage.items()}
+        twin.skip_filter_plugins = set(self.skip_filter_plugins)
+        twin.skip_score_plugins = set(self.skip_score_plugins)
+        return twin
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._storage

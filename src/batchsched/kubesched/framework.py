@@ -1,0 +1,430 @@
+"""The kube-scheduler framework: a profile's plugins at each extension point (seed 002).
+
+A :class:`Profile` names, per extension point, the plugins enabled there (Score
+plugins with a weight) and each plugin's arguments; a :class:`Framework` builds
+them from a :class:`~batchsched.kubesched.registry.Registry` once and runs
+them, with kube-scheduler's rules:
+
+* **PreFilter** runs every plugin; a rejection ends the cycle; ``Skip`` leaves
+  that plugin's Filter out for this pod. ``add_pod`` / ``remove_pod`` (the
+  PreFilter extensions) update a cloned state for dry runs.
+* **Filter** runs the plugins in order on one node and stops at the first that
+  does not succeed.
+* **PostFilter** (no feasible node) asks the plugins in order for a nominated node.
+* **Score**: each plugin scores every node 0..100, its **NormalizeScore** (if it
+  has one) may rescale them, a score out of range is an error naming the
+  plugin; scores are multiplied by the plugin's weight (0 reads as 1) and
+  summed. Weights are checked when the framework is built: if their total
+  times 100 could overflow a 64-bit score, building fails.
+* **Reserve** runs in order; a failure unreserves every Reserve plugin, last
+  first. **Unreserve** always runs all of them, last first.
+* **Permit**: a rejection ends the cycle; ``Wait`` (with a timeout, at most 15
+  minutes) parks the pod in :attr:`Framework.waiting_pods` until every waiting
+  plugin allows it, one rejects it, or a timeout passes.
+* **PreBind**, **Bind** (the first plugin that does not ``Skip`` binds),
+  **PostBind** (informational).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import TaskInfo
+from batchsched.errors import ConfigError, PluginError
+from batchsched.kubesched.cycle_state import CycleState
+from batchsched.kubesched.registry import Registry
+from batchsched.kubesched.status import Code, Status
+
+__all__ = [
+    "EXTENSION_POINTS",
+    "MAX_NODE_SCORE",
+    "MAX_TOTAL_SCORE",
+    "MAX_WAIT_SECONDS",
+    "Framework",
+    "PluginRef",
+    "Profile",
+    "WaitingPod",
+    "WaitingPods",
+]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+MAX_TOTAL_SCORE = 2**63 - 1
+#: kube-scheduler's longest Permit wait.
+MAX_WAIT_SECONDS = 15 * 60.0
+
+#: Extension point (profile key, kube-scheduler's spelling) -> the method a plugin defines.
+EXTENSION_POINTS: dict[str, str] = {
+    "preEnqueue": "pre_enqueue",
+    "queueSort": "less",
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "preBind": "pre_bind",
+    "bind": "bind",
+    "postBind": "post_bind",
+}
+
+
+@attrs.frozen
+class PluginRef:
+    """A plugin enabled at an extension point (``weight`` counts for Score only)."""
+
+    name: str
+    weight: int = 0
+
+
+@attrs.frozen
+class Profile:
+    """kube-scheduler's ``KubeSchedulerProfile``: which plugins run where.
+
+    ``from_mapping`` reads its YAML shape::
+
+        schedulerName: gang-scheduler
+        plugins:
+          queueSort: {enabled: [{name: Coscheduling}]}
+          permit:    {enabled: [{name: Coscheduling}]}
+          score:     {enabled: [{name: LeastAllocated, weight: 2}]}
+        pluginConfig:
+        - {name: Coscheduling, args: {permitWaitingTimeSeconds: 10}}
+    """
+
+    scheduler_name: str = "default-scheduler"
+    plugins: Mapping[str, tuple[PluginRef, ...]] = attrs.field(factory=dict)
+    plugin_args: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any], *, source: str = "<profile>") -> Profile:
+        known = {"schedulerName", "plugins", "pluginConfig"}
+        for key in raw:
+            if key not in known:
+                raise ConfigError(f"unknown key {key!r}", source=source, key=str(key),
+                                  known=sorted(known))
+        plugins: dict[str, tuple[PluginRef, ...]] = {}
+        for point, entry in (raw.get("plugins") or {}).items():
+            if point not in EXTENSION_POINTS:
+                raise ConfigError(f"unknown extension point {point!r}", source=source,
+                                  key=f"plugins.{point}", known=sorted(EXTENSION_POINTS))
+            enabled = (entry or {}).get("enabled") or []
+            refs = []
+            for i, item in enumerate(enabled):
+                if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+                    raise ConfigError("must be a mapping with a name", source=source,
+                                      key=f"plugins.{point}.enabled[{i}]")
+                weight = item.get("weight", 0)
+                if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
+                    raise ConfigError(f"weight must be a non-negative integer, not {weight!r}",
+                                      source=source, key=f"plugins.{point}.enabled[{i}].weight")
+                refs.append(PluginRef(item["name"], weight))
+            plugins[point] = tuple(refs)
+        args: dict[str, Mapping[str, Any]] = {}
+        for i, item in enumerate(raw.get("pluginConfig") or []):
+            if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+                raise ConfigError("must be a mapping with a name", source=source,
+                                  key=f"pluginConfig[{i}]")
+            args[item["name"]] = dict(item.get("args") or {})
+        return cls(str(raw.get("schedulerName", "default-scheduler")), plugins, args)
+
+
+@attrs.define
+class WaitingPod:
+    """A pod parked at Permit: the plugins still to allow it, each with a deadline."""
+
+    pod: TaskInfo
+    node_name: str
+    pending: dict[str, float]
+    decision: Status | None = None
+
+    def allow(self, plugin: str) -> bool:
+        """``plugin`` allows the pod; True once no plugin is left to wait for."""
+        if self.decision is not None:
+            return self.decision.is_success()
+        self.pending.pop(plugin, None)
+        if not self.pending:
+            self.decision = Status.success()
+        return self.decision is not None
+
+    def reject(self, plugin: str, message: str) -> bool:
+        """Reject the pod (False if it was already decided)."""
+        if self.decision is not None:
+            return False
+        self.decision = Status.unschedulable(message, plugin=plugin)
+        return True
+
+    def expire(self, now: float) -> bool:
+        """Reject the pod if a plugin's deadline passed; True if that happened."""
+        for plugin, deadline in sorted(self.pending.items(), key=lambda item: item[1]):
+            if deadline <= now:
+                return self.reject(plugin, f"rejected due to timeout at plugin {plugin}")
+        return False
+
+
+class WaitingPods:
+    """The pods waiting at Permit, by pod uid (kube-scheduler's ``waitingPodsMap``)."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, WaitingPod] = {}
+
+    def add(self, waiting: WaitingPod) -> None:
+        self._pods[waiting.pod.uid] = waiting
+
+    def remove(self, uid: str) -> WaitingPod | None:
+        return self._pods.pop(uid, None)
+
+    def get(self, uid: str) -> WaitingPod | None:
+        return self._pods.get(uid)
+
+    def __iter__(self) -> Iterator[WaitingPod]:
+        return iter(list(self._pods.values()))
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+
+class Framework:
+    """A profile's plugins, built once, run per pod (see the module docstring).
+
+    ``handle`` is what plugins receive at construction besides their arguments
+    (kube-scheduler's framework handle): this framework, whose ``waiting_pods``,
+    ``cluster`` (the cluster the current cycle sees), ``host`` (the cache) and
+    ``now`` they may read.
+    """
+
+    def __init__(self, registry: Registry, profile: Profile) -> None:
+        self.profile = profile
+        self.waiting_pods = WaitingPods()
+        self.cluster: Any = None
+        #: The host's cache, which the built-in DefaultBinder binds through.
+        self.host: Any = None
+        self.now = 0.0
+        self.instances: dict[str, Any] = {}
+        self.points: dict[str, list[tuple[str, Any]]] = {}
+        self.weights: dict[str, int] = {}
+        for point, refs in profile.plugins.items():
+            method = EXTENSION_POINTS[point]
+            chosen = []
+            for ref in refs:
+                plugin = self._instance(registry, ref.name)
+                if not callable(getattr(plugin, method, None)):
+                    raise PluginError(f"kube plugin {ref.name!r} is enabled at {point} but has "
+                                      f"no {method}()", plugin=ref.name, point=point)
+                chosen.append((ref.name, plugin))
+                if point == "score":
+                    self.weights[ref.name] = ref.weight or 1
+            self.points[point] = chosen
+        if len(self.points.get("queueSort", ())) > 1:
+            raise PluginError("only one queueSort plugin may be enabled", point="queueSort")
+        total = 0
+        for name, weight in self.weights.items():
+            if weight * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
+                raise PluginError("total score of Score plugins could overflow", plugin=name,
+                                  point="score")
+            total += weight * MAX_NODE_SCORE
+
+    def _instance(self, registry: Registry, name: str) -> Any:
+        if name not in self.instances:
+            args = self.profile.plugin_args.get(name, {})
+            try:
+                self.instances[name] = registry[name](args, self)
+            except PluginError:
+                raise
+            except Exception as exc:
+                raise PluginError(f"kube plugin {name!r} could not be built: {exc}",
+                                  plugin=name) from exc
+        return self.instances[name]
+
+    def plugins_at(self, point: str) -> list[tuple[str, Any]]:
+        return self.points.get(point, [])
+
+    def _call(self, name: str, point: str, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise PluginError(f"kube plugin {name!r} raised at {point}: "
+                              f"{type(exc).__name__}: {exc}", plugin=name, point=point) from exc
+
+    def _status(self, name: str, point: str, fn: Callable[..., Any], *args: Any) -> Status:
+        """A plugin call that must answer a :class:`Status` (anything else is named)."""
+        status = self._call(name, point, fn, *args)
+        if not isinstance(status, Status):
+            raise PluginError(f"kube plugin {name!r} answered {status!r} at {point}, "
+                              "not a Status", plugin=name, point=point)
+        return status
+
+    # -- queueing -------------------------------------------------------------------------
+
+    def run_pre_enqueue(self, pod: TaskInfo) -> Status:
+        for name, plugin in self.plugins_at("preEnqueue"):
+            status = self._status(name, "preEnqueue", plugin.pre_enqueue, pod)
+            if not status.is_success():
+                return status.with_plugin(name)
+        return Status.success()
+
+    def queue_sort_less(self) -> Callable[[TaskInfo, TaskInfo], bool] | None:
+        plugins = self.plugins_at("queueSort")
+        if not plugins:
+            return None
+        less: Callable[[TaskInfo, TaskInfo], bool] = plugins[0][1].less
+        return less
+
+    # -- filtering -------------------------------------------------------------------------
+
+    def run_pre_filter(self, state: CycleState, pod: TaskInfo) -> Status:
+        for name, plugin in self.plugins_at("preFilter"):
+            status = self._status(name, "preFilter", plugin.pre_filter, state, pod)
+            if status.is_skip():
+                state.skip_filter_plugins.add(name)
+            elif not status.is_success():
+                return status.with_plugin(name)
+        return Status.success()
+
+    def run_pre_filter_add_pod(self, state: CycleState, pod: TaskInfo, added: TaskInfo,
+                               node: NodeInfo) -> Status:
+        return self._pre_filter_extension(state, pod, added, node, "add_pod")
+
+    def run_pre_filter_remove_pod(self, state: CycleState, pod: TaskInfo, removed: TaskInfo,
+                                  node: NodeInfo) -> Status:
+        return self._pre_filter_extension(state, pod, removed, node, "remove_pod")
+
+    def _pre_filter_extension(self, state: CycleState, pod: TaskInfo, other: TaskInfo,
+                              node: NodeInfo, method: str) -> Status:
+        for name, plugin in self.plugins_at("preFilter"):
+            fn = getattr(plugin, method, None)
+            if fn is None or name in state.skip_filter_plugins:
+                continue
+            status = self._status(name, "preFilter", fn, state, pod, other, node)
+            if not status.is_success():
+                return status.with_plugin(name)
+        return Status.success()
+
+    def run_filter(self, state: CycleState, pod: TaskInfo, node: NodeInfo) -> Status:
+        for name, plugin in self.plugins_at("filter"):
+            if name in state.skip_filter_plugins:
+                continue
+            status = self._status(name, "filter", plugin.filter, state, pod, node)
+            if not status.is_success():
+                return status.with_plugin(name)
+        return Status.success()
+
+    def run_post_filter(self, state: CycleState, pod: TaskInfo,
+                        statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
+        """The node a PostFilter plugin nominates (kube's preemption), if any."""
+        last = Status.unschedulable("no postFilter plugin made the pod schedulable")
+        for name, plugin in self.plugins_at("postFilter"):
+            nominated, status = self._call(name, "postFilter", plugin.post_filter, state, pod,
+                                           statuses)
+            if status.is_success():
+                return nominated, status
+            last = status.with_plugin(name)
+        return None, last
+
+    # -- scoring ---------------------------------------------------------------------------
+
+    def run_pre_score(self, state: CycleState, pod: TaskInfo,
+                      nodes: Sequence[NodeInfo]) -> Status:
+        for name, plugin in self.plugins_at("preScore"):
+            status = self._status(name, "preScore", plugin.pre_score, state, pod, nodes)
+            if status.is_skip():
+                state.skip_score_plugins.add(name)
+            elif not status.is_success():
+                return status.with_plugin(name)
+        return Status.success()
+
+    def run_score(self, state: CycleState, pod: TaskInfo,
+                  nodes: Sequence[NodeInfo]) -> dict[str, int]:
+        """Each node's weighted total; a plugin's error or out-of-range score raises
+        :class:`PluginError` naming it."""
+        totals = {node.name: 0 for node in nodes}
+        for name, plugin in self.plugins_at("score"):
+            if name in state.skip_score_plugins:
+                continue
+            scores: dict[str, int] = {}
+            for node in nodes:
+                score, status = self._call(name, "score", plugin.score, state, pod, node)
+                if not status.is_success():
+                    raise PluginError(f"kube plugin {name!r} failed to score node {node.name}: "
+                                      f"{status.message}", plugin=name, point="score")
+                scores[node.name] = int(score)
+            normalize = getattr(plugin, "normalize_score", None)
+            if normalize is not None:
+                status = self._status(name, "score", normalize, state, pod, scores)
+                if not status.is_success():
+                    raise PluginError(f"kube plugin {name!r} failed to normalize scores: "
+                                      f"{status.message}", plugin=name, point="score")
+            weight = self.weights[name]
+            for node_name, score in scores.items():
+                if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
+                    raise PluginError(
+                        f"kube plugin {name!r} returned an invalid score {score} for node "
+                        f"{node_name}: it should be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]",
+                        plugin=name, point="score")
+                totals[node_name] += score * weight
+        return totals
+
+    # -- reserving and permitting ------------------------------------------------------------
+
+    def run_reserve(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
+        for name, plugin in self.plugins_at("reserve"):
+            status = self._status(name, "reserve", plugin.reserve, state, pod, node_name)
+            if not status.is_success():
+                self.run_unreserve(state, pod, node_name)
+                return status.with_plugin(name)
+        return Status.success()
+
+    def run_unreserve(self, state: CycleState, pod: TaskInfo, node_name: str) -> None:
+        for name, plugin in reversed(self.plugins_at("reserve")):
+            unreserve = getattr(plugin, "unreserve", None)
+            if unreserve is not None:
+                self._call(name, "reserve", unreserve, state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
+        """Success, a rejection, or Wait (the pod is then in :attr:`waiting_pods`)."""
+        waits: dict[str, float] = {}
+        for name, plugin in self.plugins_at("permit"):
+            answer = self._call(name, "permit", plugin.permit, state, pod, node_name)
+            if not (isinstance(answer, tuple) and len(answer) == 2
+                    and isinstance(answer[0], Status)):
+                raise PluginError(f"kube plugin {name!r} answered {answer!r} at permit, not "
+                                  "(Status, timeout seconds)", plugin=name, point="permit")
+            status: Status = answer[0]
+            timeout = answer[1]
+            if status.is_wait():
+                waits[name] = self.now + min(max(float(timeout), 0.0), MAX_WAIT_SECONDS)
+            elif not status.is_success():
+                if status.code == Code.ERROR:
+                    return status.with_plugin(name)
+                return Status.unschedulable(
+                    f"rejected by {name!r} at permit: {status.message}", plugin=name)
+        if waits:
+            self.waiting_pods.add(WaitingPod(pod, node_name, waits))
+            return Status.wait(f"waiting at permit for {', '.join(sorted(waits))}")
+        return Status.success()
+
+    # -- binding ---------------------------------------------------------------------------
+
+    def run_pre_bind(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
+        for name, plugin in self.plugins_at("preBind"):
+            status = self._status(name, "preBind", plugin.pre_bind, state, pod, node_name)
+            if not status.is_success():
+                return status.with_plugin(name)
+        return Status.success()
+
+    def run_bind(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
+        for name, plugin in self.plugins_at("bind"):
+            status = self._status(name, "bind", plugin.bind, state, pod, node_name)
+            if status.is_skip():
+                continue
+            return status.with_plugin(name)
+        return Status.error("no bind plugin bound the pod")
+
+    def run_post_bind(self, state: CycleState, pod: TaskInfo, node_name: str) -> None:
+        for name, plugin in self.plugins_at("postBind"):
+            self._call(name, "postBind", plugin.post_bind, state, pod, node_name)

@@ -1,0 +1,127 @@
+"""kube-scheduler's scheduling queue: active, backoff and unschedulable pods.
+
+* **active**: pods ready to be tried, popped best first (the profile's
+  QueueSort ``less``; by default higher priority, then earlier creation);
+* **backoff**: pods that failed recently, each until its backoff ends
+  (``initial x 2^(attempts - 1)``, at most ``maximum`` seconds);
+* **unschedulable**: pods that failed and wait for a cluster event that may
+  help (:meth:`SchedulingQueue.move_all_to_active_or_backoff`), or for
+  ``unschedulable_timeout`` seconds at most.
+
+Time is whatever clock the host passes in (``now``): a simulation's or the wall
+clock's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import attrs
+
+from batchsched.api.task import TaskInfo
+
+__all__ = ["QueuedPod", "SchedulingQueue", "default_less"]
+
+Less = Callable[[TaskInfo, TaskInfo], bool]
+
+
+def default_less(left: TaskInfo, right: TaskInfo) -> bool:
+    """kube-scheduler's PrioritySort: higher priority first, then earlier creation."""
+    if left.priority != right.priority:
+        return left.priority > right.priority
+    return (left.creation_time, left.uid) < (right.creation_time, right.uid)
+
+
+@attrs.define
+class QueuedPod:
+    """A pod in the queue, with its attempts and when it may be tried again."""
+
+    pod: TaskInfo
+    attempts: int = 0
+    since: float = 0.0
+    ready_at: float = 0.0
+
+
+class SchedulingQueue:
+    """Active, backoff and unschedulable sub-queues (see the module docstring)."""
+
+    def __init__(self, less: Less | None = None, *, initial_backoff: float = 1.0,
+                 max_backoff: float = 10.0, unschedulable_timeout: float = 300.0) -> None:
+        self.less = less or default_less
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.unschedulable_timeout = unschedulable_timeout
+        self.active: dict[str, QueuedPod] = {}
+        self.backoff: dict[str, QueuedPod] = {}
+        self.unschedulable: dict[str, QueuedPod] = {}
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self.active or uid in self.backoff or uid in self.unschedulable
+
+    def __len__(self) -> int:
+        return len(self.active) + len(self.backoff) + len(self.unschedulable)
+
+    def add(self, pod: TaskInfo, now: float) -> None:
+        """A new pod (or one whose spec changed): straight to active."""
+        self.delete(pod.uid)
+        self.active[pod.uid] = QueuedPod(pod, since=now)
+
+    def delete(self, uid: str) -> None:
+        for queue in (self.active, self.backoff, self.unschedulable):
+            queue.pop(uid, None)
+
+    def backoff_seconds(self, attempts: int) -> float:
+        seconds = self.initial_backoff * 2.0 ** max(attempts - 1, 0)
+        return min(seconds, self.max_backoff)
+
+    def add_unschedulable(self, pod: TaskInfo, now: float, *, attempts: int) -> None:
+        """A pod that failed its cycle: it waits for an event (or the timeout)."""
+        self.delete(pod.uid)
+        self.unschedulable[pod.uid] = QueuedPod(
+            pod, attempts, now, now + self.backoff_seconds(attempts))
+
+    def add_backoff(self, pod: TaskInfo, now: float, *, attempts: int) -> None:
+        """A pod that failed for a reason that may pass by itself (an error)."""
+        self.delete(pod.uid)
+        self.backoff[pod.uid] = QueuedPod(pod, attempts, now,
+                                          now + self.backoff_seconds(attempts))
+
+    def move_all_to_active_or_backoff(self, now: float, event: str = "") -> int:
+        """A cluster event that may make pods schedulable (a node added, a pod
+        deleted, ...): every unschedulable pod goes to backoff while its backoff
+        runs, else to active. Returns how many moved."""
+        moved = list(self.unschedulable.values())
+        self.unschedulable.clear()
+        for queued in moved:
+            if queued.ready_at > now:
+                self.backoff[queued.pod.uid] = queued
+            else:
+                self.active[queued.pod.uid] = queued
+        return len(moved)
+
+    def flush(self, now: float) -> None:
+        """Backoff pods whose backoff ended, and unschedulable pods that waited the
+        timeout, become active."""
+        for uid, queued in list(self.backoff.items()):
+            if queued.ready_at <= now:
+                del self.backoff[uid]
+                self.active[uid] = queued
+        for uid, queued in list(self.unschedulable.items()):
+            if queued.since + self.unschedulable_timeout <= now:
+                del self.unschedulable[uid]
+                self.active[uid] = queued
+
+    def pop(self, now: float) -> QueuedPod | None:
+        """The best active pod (after a :meth:`flush`), or None."""
+        self.flush(now)
+        if not self.active:
+            return None
+
+        def compare(left: QueuedPod, right: QueuedPod) -> int:
+            if self.less(left.pod, right.pod):
+                return -1
+            return 1 if self.less(right.pod, left.pod) else 0
+
+        best = min(self.active.values(), key=functools.cmp_to_key(compare))
+        return self.active.pop(best.pod.uid)

@@ -1,0 +1,87 @@
+"""The kube-style plugin registry: names to factories (seed 002 §2.2).
+
+``Register`` refuses a name already there, ``Unregister`` a name not there, and
+``Merge`` registers every entry of another registry, failing on the first name
+both hold. Distributions provide kube-style plugins through the
+``batchsched_register_kube_plugins`` hook of the ``batchsched`` entry-point
+group, like every other plugin (:func:`from_entry_points`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from batchsched.errors import PluginError
+
+__all__ = ["KubePluginSpec", "PluginFactory", "Registry", "from_entry_points"]
+
+#: ``factory(arguments, handle)`` -> a plugin object; ``handle`` is the framework it
+#: belongs to (for plugins that reach waiting pods, as coscheduling does).
+PluginFactory = Callable[[Mapping[str, Any], Any], Any]
+
+
+@attrs.frozen
+class KubePluginSpec:
+    """A kube-style plugin a distribution provides."""
+
+    name: str
+    factory: PluginFactory
+    description: str = ""
+
+
+class Registry(Mapping[str, PluginFactory]):
+    """kube-scheduler's ``runtime.Registry``."""
+
+    def __init__(self, factories: Mapping[str, PluginFactory] | None = None) -> None:
+        self._factories: dict[str, PluginFactory] = {}
+        for name, factory in (factories or {}).items():
+            self.register(name, factory)
+
+    def register(self, name: str, factory: PluginFactory) -> None:
+        if name in self._factories:
+            raise PluginError(f"a kube plugin named {name!r} already exists in the registry",
+                              plugin=name)
+        self._factories[name] = factory
+
+    def unregister(self, name: str) -> None:
+        if name not in self._factories:
+            raise PluginError(f"no kube plugin named {name!r} exists in the registry",
+                              plugin=name)
+        del self._factories[name]
+
+    def merge(self, other: Mapping[str, PluginFactory]) -> None:
+        """Register every entry of ``other``; the first name both hold is an error (the
+        entries before it stay registered, as in kube-scheduler)."""
+        for name, factory in other.items():
+            self.register(name, factory)
+
+    def __getitem__(self, name: str) -> PluginFactory:
+        try:
+            return self._factories[name]
+        except KeyError:
+            known = ", ".join(sorted(self._factories)) or "none"
+            raise PluginError(f"unknown kube plugin {name!r} (known: {known})",
+                              plugin=name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._factories)
+
+    def __len__(self) -> int:
+        return len(self._factories)
+
+
+def from_entry_points(registry: Any | None = None) -> Registry:
+    """The kube-style plugins every installed distribution provides (the
+    ``batchsched_register_kube_plugins`` hook), through the batchsched registry."""
+    if registry is None:
+        from batchsched.framework.registry import default_registry
+
+        registry = default_registry()
+    kube = Registry()
+    for specs in registry.manager.hook.batchsched_register_kube_plugins():
+        for spec in specs or ():
+            kube.register(spec.name, spec.factory)
+    return kube

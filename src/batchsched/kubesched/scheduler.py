@@ -1,0 +1,279 @@
+"""Pods one at a time: kube-scheduler's scheduling and binding cycles over a host Cache.
+
+:class:`PodScheduler` is for hosts that schedule pod by pod (kube-scheduler's
+way) with kube-style plugins; Volcano-style hosts use sessions and may still run
+kube-style Filter and Score plugins there (the ``kube-plugins`` plugin). One
+call of :meth:`PodScheduler.run` at time ``now``:
+
+1. pending pods of the cache that a profile owns (the pod's ``scheduler_name``,
+   empty meaning ``default-scheduler``) and passing PreEnqueue join the queue;
+2. waiting pods are settled: a pod every Permit plugin allowed is bound, a pod
+   rejected or timed out is unreserved, forgotten and goes back to the queue;
+3. pods are popped and scheduled one by one on the cluster as the cache shows
+   it plus the pods already assumed (reserved, waiting or binding):
+   PreFilter, Filter on every node, PostFilter if none passes, PreScore and
+   Score (the highest total wins, the first in node order among equals),
+   Reserve (the pod is assumed on the node), Permit, then PreBind, Bind
+   (the built-in ``DefaultBinder`` calls the cache's ``bind``) and PostBind.
+
+A pod that fails goes to the queue's unschedulable pods (or to backoff after an
+error) and is tried again after an event or its timeout. Every failure unreserves
+what was reserved, so no pod is left assumed without a decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from batchsched.api.cluster import ClusterInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
+from batchsched.kubesched.cycle_state import CycleState
+from batchsched.kubesched.framework import Framework
+from batchsched.kubesched.queue import SchedulingQueue
+from batchsched.kubesched.status import Code, Status
+
+__all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler"]
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+@attrs.frozen
+class CycleResult:
+    """What became of one pod in a cycle: bound, waiting, or failed (with why)."""
+
+    pod: str
+    node: str | None
+    status: Status
+
+
+@attrs.define
+class _Assumed:
+    pod: TaskInfo
+    node: str
+    framework: Framework
+    state: CycleState
+
+
+class PodScheduler:
+    """kube-scheduler's loop over a host cache (see the module docstring)."""
+
+    def __init__(self, cache: object, frameworks: Framework | Mapping[str, Framework], *,
+                 queue: SchedulingQueue | None = None) -> None:
+        self.cache = cache
+        if isinstance(frameworks, Framework):
+            frameworks = {frameworks.profile.scheduler_name: frameworks}
+        self.frameworks = dict(frameworks)
+        for framework in self.frameworks.values():
+            framework.host = cache
+        default = self.frameworks.get(DEFAULT_SCHEDULER_NAME) or next(
+            iter(self.frameworks.values()))
+        self.queue = queue or SchedulingQueue(default.queue_sort_less())
+        self.assumed: dict[str, _Assumed] = {}
+        self.attempts: dict[str, int] = {}
+        self.view: ClusterInfo | None = None
+        self.results: list[CycleResult] = []
+
+    def framework_for(self, pod: TaskInfo) -> Framework | None:
+        return self.frameworks.get(pod.scheduler_name or DEFAULT_SCHEDULER_NAME)
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def run(self, now: float, *, max_pods: int | None = None) -> list[CycleResult]:
+        """Queue, settle waiting pods, schedule until the queue has no active pod."""
+        self.results = []
+        self._refresh_view(now)
+        self._enqueue_pending(now)
+        self.settle_waiting(now)
+        scheduled = 0
+        while max_pods is None or scheduled < max_pods:
+            queued = self.queue.pop(now)
+            if queued is None:
+                break
+            assert self.view is not None
+            # The queue may hold the pod as an earlier view had it: take today's.
+            pod = _task(self.view, queued.pod.uid)
+            if pod is None or pod.node_name or pod.status != TaskStatus.PENDING:
+                continue  # deleted, or bound meanwhile
+            self.schedule_one(pod, now)
+            scheduled += 1
+        self.settle_waiting(now)
+        return self.results
+
+    def _refresh_view(self, now: float) -> None:
+        view: ClusterInfo = self.cache.snapshot()  # type: ignore[attr-defined]
+        for uid, assumed in list(self.assumed.items()):
+            task = _task(view, uid)
+            node = view.nodes.get(assumed.node)
+            if task is None or node is None:
+                self._forget(uid)
+                continue
+            if not task.node_name:
+                _place(view, task, node)
+        self.view = view
+        for framework in self.frameworks.values():
+            framework.cluster = view
+            framework.now = now
+
+    def _enqueue_pending(self, now: float) -> None:
+        assert self.view is not None
+        for job in self.view.jobs.values():
+            for task in job.tasks.values():
+                if (task.status != TaskStatus.PENDING or task.node_name
+                        or task.uid in self.queue or task.uid in self.assumed):
+                    continue
+                framework = self.framework_for(task)
+                if framework is None:
+                    continue  # another scheduler's pod
+                status = framework.run_pre_enqueue(task)
+                if status.is_success():
+                    self.queue.add(task, now)
+                else:
+                    self.queue.add_unschedulable(task, now, attempts=0)
+
+    # -- one pod ---------------------------------------------------------------------------
+
+    def schedule_one(self, pod: TaskInfo, now: float) -> CycleResult:
+        """The scheduling cycle of one pod, and its binding cycle unless it waits."""
+        assert self.view is not None, "run() prepares the cluster view"
+        framework = self.framework_for(pod)
+        if framework is None:
+            return self._record(pod, None, Status.error("no profile schedules this pod"))
+        state = CycleState()
+        status = framework.run_pre_filter(state, pod)
+        if not status.is_success():
+            return self._failed(pod, status, now)
+        nodes = list(self.view.nodes.values())
+        feasible: list[NodeInfo] = []
+        statuses: dict[str, Status] = {}
+        for node in nodes:
+            verdict = framework.run_filter(state, pod, node)
+            if verdict.is_success():
+                feasible.append(node)
+            else:
+                statuses[node.name] = verdict
+        if not feasible:
+            nominated, _ = framework.run_post_filter(state, pod, statuses)
+            reasons = sorted({reason for s in statuses.values() for reason in s.reasons})
+            message = f"0/{len(nodes)} nodes are available" + (
+                f": {', '.join(reasons)}" if reasons else "")
+            return self._failed(pod, Status.unschedulable(message), now, nominated=nominated)
+        chosen = feasible[0]
+        if len(feasible) > 1:
+            status = framework.run_pre_score(state, pod, feasible)
+            if not status.is_success():
+                return self._failed(pod, status, now)
+            totals = framework.run_score(state, pod, feasible)
+            best = max(totals.values())
+            chosen = next(node for node in feasible if totals[node.name] == best)
+        return self._reserve_and_permit(framework, state, pod, chosen, now)
+
+    def _reserve_and_permit(self, framework: Framework, state: CycleState, pod: TaskInfo,
+                            node: NodeInfo, now: float) -> CycleResult:
+        assert self.view is not None
+        _place(self.view, pod, node)
+        self.assumed[pod.uid] = _Assumed(pod, node.name, framework, state)
+        status = framework.run_reserve(state, pod, node.name)
+        if not status.is_success():
+            self._forget(pod.uid)
+            return self._failed(pod, status, now)
+        status = framework.run_permit(state, pod, node.name)
+        if status.is_wait():
+            return self._record(pod, node.name, status)
+        if not status.is_success():
+            framework.run_unreserve(state, pod, node.name)
+            self._forget(pod.uid)
+            return self._failed(pod, status, now)
+        return self._bind(pod.uid, now)
+
+    def settle_waiting(self, now: float) -> None:
+        """Bind the waiting pods every plugin allowed; unreserve and requeue the ones
+        rejected or timed out (a rejection may reject others: settled until none moves)."""
+        moved = True
+        while moved:
+            moved = False
+            for framework in self.frameworks.values():
+                framework.now = now
+                for waiting in framework.waiting_pods:
+                    waiting.expire(now)
+                    if waiting.decision is None:
+                        continue
+                    framework.waiting_pods.remove(waiting.pod.uid)
+                    moved = True
+                    if waiting.decision.is_success():
+                        self._bind(waiting.pod.uid, now)
+                        continue
+                    assumed = self.assumed.get(waiting.pod.uid)
+                    if assumed is not None:
+                        framework.run_unreserve(assumed.state, assumed.pod, assumed.node)
+                        self._forget(waiting.pod.uid)
+                    self._failed(waiting.pod, waiting.decision, now)
+
+    def _bind(self, uid: str, now: float) -> CycleResult:
+        assumed = self.assumed[uid]
+        framework, state, pod, node = (assumed.framework, assumed.state, assumed.pod,
+                                       assumed.node)
+        status = framework.run_pre_bind(state, pod, node)
+        if status.is_success():
+            status = framework.run_bind(state, pod, node)
+        if not status.is_success():
+            framework.run_unreserve(state, pod, node)
+            self._forget(uid)
+            return self._failed(pod, status, now)
+        del self.assumed[uid]
+        self.attempts.pop(uid, None)
+        framework.run_post_bind(state, pod, node)
+        return self._record(pod, node, Status.success())
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    def _forget(self, uid: str) -> None:
+        """Take an assumed pod off the view's node."""
+        assumed = self.assumed.pop(uid, None)
+        if assumed is None or self.view is None:
+            return
+        task = _task(self.view, uid) or assumed.pod
+        node = self.view.nodes.get(assumed.node)
+        job = self.view.jobs.get(task.job)
+        if node is not None:
+            node.remove_task(task)
+        if job is not None and task.uid in job.tasks:
+            job.update_task_status(task, TaskStatus.PENDING)
+        task.node_name = ""
+        task.gpu_devices = ()
+
+    def _failed(self, pod: TaskInfo, status: Status, now: float, *,
+                nominated: str | None = None) -> CycleResult:
+        attempts = self.attempts[pod.uid] = self.attempts.get(pod.uid, 0) + 1
+        if status.code == Code.ERROR:
+            self.queue.add_backoff(pod, now, attempts=attempts)
+        else:
+            self.queue.add_unschedulable(pod, now, attempts=attempts)
+        return self._record(pod, nominated, status)
+
+    def _record(self, pod: TaskInfo, node: str | None, status: Status) -> CycleResult:
+        result = CycleResult(pod.uid, node, status)
+        self.results.append(result)
+        return result
+
+
+def _task(view: ClusterInfo, uid: str) -> TaskInfo | None:
+    for job in view.jobs.values():
+        task = job.tasks.get(uid)
+        if task is not None:
+            return task
+    return None
+
+
+def _place(view: ClusterInfo, task: TaskInfo, node: NodeInfo) -> None:
+    """Assume the task on the node in the view: Allocated there, as a bind to come."""
+    job = view.jobs.get(task.job)
+    if job is not None and task.uid in job.tasks and job.tasks[task.uid] is task:
+        job.update_task_status(task, TaskStatus.ALLOCATED)
+    else:
+        task.status = TaskStatus.ALLOCATED
+    task.node_name = node.name
+    node.add_task(task)
