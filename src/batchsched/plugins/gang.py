@@ -13,6 +13,15 @@ decides:
 * **unified evictable** (gang-level eviction): every candidate; no built-in action
   consults this point yet (Volcano's gang-preempt/gang-reclaim are not implemented);
 * **job order**: jobs that are not ready go first;
+* **task order** (batchsched's ordered start, seed 001 §4; only for a job that
+  asks for it): with the pod-group annotation ``batchsched.io/start-order``,
+  ``minimums`` puts first the tasks each role needs to reach its
+  ``minTaskMember`` (the earliest pending ones of the role), then the others; a
+  list of roles (``driver,executor``) puts those roles first in that order, and
+  within a role the needed tasks first. A Spark job (a driver, executors, per-role
+  minimums) then starts its driver and one executor when only two fit, where
+  Volcano's order (creation, then name) may take two executors and start
+  nothing;
 * at session close, the pod group's ``Unschedulable`` or ``Scheduled`` condition.
 
 It takes no arguments.
@@ -34,12 +43,16 @@ from batchsched.framework.events import ValidateResult
 from batchsched.framework.session import Session
 
 __all__ = [
+    "MINIMUMS_FIRST",
     "NOT_ENOUGH_PODS_OF_TASK",
     "NOT_ENOUGH_RESOURCES",
     "NOT_ENOUGH_TASKS",
     "SCHEDULED_REASON",
+    "START_ORDER_ANNOTATION",
     "GangPlugin",
+    "StartOrder",
     "should_skip_unschedulable_for_releasing",
+    "start_order_keys",
     "unschedulable_message",
 ]
 
@@ -75,6 +88,8 @@ class GangPlugin:
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
         # Preemption looks at minMember only, not at the per-role minimums.
         ssn.add_job_starving_fn(self.name, JobInfo.is_starving)
+        if any(START_ORDER_ANNOTATION in job.podgroup.annotations for job in ssn.jobs.values()):
+            ssn.add_task_order_fn(self.name, StartOrder(ssn).compare)
 
     def on_session_close(self, ssn: Session) -> None:
         """Set ``Unschedulable`` on every job that is not ready, ``Scheduled`` on the others.
@@ -96,6 +111,64 @@ class GangPlugin:
                 PodGroupConditionType.UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES,
                 unschedulable_message(job), ssn.uid,
             ))
+
+
+START_ORDER_ANNOTATION = "batchsched.io/start-order"
+#: ``batchsched.io/start-order`` value: the tasks needed for the per-role minimums first.
+MINIMUMS_FIRST = "minimums"
+
+
+class StartOrder:
+    """The task order of jobs annotated ``batchsched.io/start-order`` (see the module
+    docstring); 0 (no opinion) for the others, and between tasks of two jobs."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._keys: dict[str, tuple[int, dict[str, tuple[int, int]]]] = {}
+
+    def compare(self, left: TaskInfo, right: TaskInfo) -> int:
+        if left.job != right.job:
+            return 0
+        keys = self._job_keys(left.job)
+        if keys is None:
+            return 0
+        first, second = keys.get(left.uid, (0, 0)), keys.get(right.uid, (0, 0))
+        return -1 if first < second else (1 if first > second else 0)
+
+    def _job_keys(self, uid: str) -> dict[str, tuple[int, int]] | None:
+        job = self.ssn.jobs.get(uid)
+        if job is None:
+            return None
+        value = job.podgroup.annotations.get(START_ORDER_ANNOTATION, "").strip()
+        if not value:
+            return None
+        kept = self._keys.get(uid)
+        if kept is not None and kept[0] == job.mutations:
+            return kept[1]
+        keys = start_order_keys(job, value)
+        self._keys[uid] = (job.mutations, keys)
+        return keys
+
+
+def start_order_keys(job: JobInfo, value: str) -> dict[str, tuple[int, int]]:
+    """Each pending task's rank under ``batchsched.io/start-order: value``: (the rank of
+    its role, 0 if its role needs it to reach its minimum else 1)."""
+    roles = [] if value == MINIMUMS_FIRST else [r.strip() for r in value.split(",") if r.strip()]
+    rank = {role: i for i, role in enumerate(roles)}
+    placed: dict[str, int] = {}
+    pending: dict[str, list[TaskInfo]] = {}
+    for task in job.tasks.values():
+        if task.status in ALLOCATED_STATUSES or task.status == TaskStatus.SUCCEEDED:
+            placed[task.role] = placed.get(task.role, 0) + 1
+        elif task.status == TaskStatus.PENDING:
+            pending.setdefault(task.role, []).append(task)
+    keys: dict[str, tuple[int, int]] = {}
+    for role, tasks in pending.items():
+        needed = max(job.task_min_available.get(role, 0) - placed.get(role, 0), 0)
+        tasks.sort(key=lambda task: (task.creation_time, task.order_uid))
+        for i, task in enumerate(tasks):
+            keys[task.uid] = (rank.get(role, len(roles)), 0 if i < needed else 1)
+    return keys
 
 
 def job_valid(job: JobInfo) -> ValidateResult | None:
