@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from batchsched.metrics import LATENCY_BUCKETS, Metrics
 from batchsched.scenario import load_scenario
 from batchsched.scheduler import Scheduler
@@ -72,3 +74,20 @@ def test_a_failed_cycle_counts_as_an_error() -> None:
     with pytest.raises(BatchSchedError):
         scheduler.run_once()
     assert metrics.value("schedule_attempts_total", result="error") == 1
+
+
+def test_the_metrics_are_served_through_prometheus_client() -> None:
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from batchsched.metrics import register_collector
+
+    metrics = Metrics()
+    metrics.observe("e2e_scheduling_latency_milliseconds", 7.0)
+    metrics.inc("schedule_attempts_total", result="scheduled")
+    metrics.set("queue_share", 0.5, queue_name="q1")
+    registry = prometheus_client.CollectorRegistry()
+    register_collector(metrics, registry)
+    text = prometheus_client.generate_latest(registry).decode()
+    assert 'volcano_e2e_scheduling_latency_milliseconds_bucket{le="10"} 1.0' in text
+    assert 'volcano_schedule_attempts_total{result="scheduled"} 1.0' in text
+    assert 'volcano_queue_share{queue_name="q1"} 0.5' in text
+    assert registry.get_sample_value("volcano_e2e_scheduling_latency_milliseconds_count") == 1

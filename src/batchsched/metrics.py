@@ -16,9 +16,12 @@ name                                                        kind       labels
 ``volcano_queue_share``                                     gauge      ``queue_name``
 ==========================================================  =========  ==========================
 
-Read them in Python (:meth:`Metrics.value`, :meth:`Metrics.histogram`) or as
+Read them in Python (:meth:`Metrics.value`, :meth:`Metrics.histogram`), as
 Prometheus' text exposition format (:meth:`Metrics.exposition`), which any
-scraper reads; no client library is needed. Latency buckets are Volcano's
+scraper reads with no client library, or, with the ``[metrics]`` extra
+(``prometheus_client``), through a collector registered in a
+``prometheus_client`` registry (:func:`register_collector`), so that they are
+served with the host's own metrics. Latency buckets are Volcano's
 (``ExponentialBuckets(5, 2, 10)``). Recording costs a clock read per action and
 per plugin open and close.
 """
@@ -29,7 +32,7 @@ import math
 import threading
 from collections.abc import Iterable, Mapping
 
-__all__ = ["LATENCY_BUCKETS", "Metrics"]
+__all__ = ["LATENCY_BUCKETS", "Metrics", "register_collector"]
 
 #: Volcano's buckets for every latency histogram: 5, 10, 20, ... 2560.
 LATENCY_BUCKETS: tuple[float, ...] = tuple(5.0 * 2**i for i in range(10))
@@ -114,6 +117,17 @@ class Metrics:
             histogram = self._histograms.get((name, _labels(labels)))
             return (0, 0.0) if histogram is None else (histogram.count, histogram.total)
 
+    def samples(self) -> tuple[list[tuple[str, Labels, list[int], int, float]],
+                               list[tuple[str, Labels, float]]]:
+        """A consistent copy: histograms as (name, labels, cumulative bucket counts,
+        count, sum), then counters and gauges as (name, labels, value)."""
+        with self._lock:
+            histograms = [(name, labels, list(h.counts), h.count, h.total)
+                          for (name, labels), h in sorted(self._histograms.items())]
+            values = [(name, labels, value) for (name, labels), value
+                      in sorted(self._values.items())]
+        return histograms, values
+
     def exposition(self) -> str:
         """Every metric in Prometheus' text exposition format (version 0.0.4)."""
         with self._lock:
@@ -165,3 +179,54 @@ def _number(value: float) -> str:
     if value == int(value):
         return str(int(value))
     return repr(value)
+
+
+def register_collector(metrics: Metrics, registry: object | None = None) -> object:
+    """Serve ``metrics`` through ``prometheus_client`` (the ``[metrics]`` extra): a
+    collector registered in ``registry`` (default: the client's global one) that
+    reads the metrics at each scrape. Returns the collector (to unregister it).
+
+    Raises ImportError naming the extra when ``prometheus_client`` is missing.
+    """
+    try:
+        from prometheus_client import REGISTRY
+        from prometheus_client.core import (
+            CounterMetricFamily,
+            GaugeMetricFamily,
+            HistogramMetricFamily,
+        )
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("register_collector needs prometheus_client: "
+                          "pip install 'batchsched[metrics]'") from exc
+
+    namespace = metrics.namespace
+
+    class _Collector:
+        def collect(self) -> Iterable[object]:
+            histograms, values = metrics.samples()
+            families: dict[str, object] = {}
+            for name, labels, counts, count, total in histograms:
+                family = families.get(name)
+                if family is None:
+                    family = families[name] = HistogramMetricFamily(
+                        f"{namespace}_{name}", _HELP.get(name, ("", name))[1],
+                        labels=[key for key, _ in labels])
+                buckets = [(_number(bound), cumulative)
+                           for bound, cumulative in zip(LATENCY_BUCKETS, counts, strict=True)]
+                family.add_metric([value for _, value in labels],  # type: ignore[attr-defined]
+                                  [*buckets, ("+Inf", count)], total)
+            for name, labels, value in values:
+                kind = _HELP.get(name, ("gauge", name))[0]
+                family = families.get(name)
+                if family is None:
+                    # The client adds _total to a counter's samples itself.
+                    full = f"{namespace}_{name}".removesuffix("_total")
+                    maker = CounterMetricFamily if kind == "counter" else GaugeMetricFamily
+                    family = families[name] = maker(full, _HELP.get(name, ("", name))[1],
+                                                    labels=[key for key, _ in labels])
+                family.add_metric([v for _, v in labels], value)  # type: ignore[attr-defined]
+            return list(families.values())
+
+    collector = _Collector()
+    (registry if registry is not None else REGISTRY).register(collector)  # type: ignore[attr-defined]
+    return collector

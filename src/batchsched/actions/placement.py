@@ -113,8 +113,13 @@ NodeSelectorFactory = Callable[["Session", bool], NodeSelector]
 
 
 def allocate_predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
-    """Resource fit against the node's future idle, then the plugins' predicates."""
-    fits, short = task.init_resreq.less_equal_with_names(node.future_idle(), DimensionDefault.ZERO)
+    """Resource fit against the node's future idle (less what it keeps for nominated
+    tasks of equal or higher priority), then the plugins' predicates."""
+    available = node.future_idle()
+    kept = ssn.nominated_reserve(task, node) if ssn.nominees else None
+    if kept is not None:
+        available.sub_unchecked(kept)
+    fits, short = task.init_resreq.less_equal_with_names(available, DimensionDefault.ZERO)
     if not fits:
         reason = insufficient_resource_reason(_ordered_dimensions(short))
         return FitError(task.namespace, task.name, node.name,
@@ -176,9 +181,14 @@ class ScalarNodeSelector:
         fits_idle: list[NodeInfo] = []
         fits_later: list[NodeInfo] = []
         for node in candidates:
-            if request.less_equal(node.idle, DimensionDefault.ZERO):
+            idle, future = node.idle, node.future_idle()
+            kept = ssn.nominated_reserve(task, node) if ssn.nominees else None
+            if kept is not None:
+                idle = idle.clone().sub_unchecked(kept)
+                future.sub_unchecked(kept)
+            if request.less_equal(idle, DimensionDefault.ZERO):
                 fits_idle.append(node)
-            elif request.less_equal(node.future_idle(), DimensionDefault.ZERO):
+            elif request.less_equal(future, DimensionDefault.ZERO):
                 fits_later.append(node)
         for group, pipelined in ((fits_idle, False), (fits_later, True)):
             best = select_best_node(ssn, task, group)

@@ -91,6 +91,10 @@ class TaskInfo:
     start_time: float | None = None
     #: The indexes of the node's GPUs the task holds (:mod:`batchsched.api.devices`).
     gpu_devices: tuple[int, ...] = ()
+    #: The node a preemption evicted victims on for this pending task (kube's
+    #: ``status.nominatedNodeName``): its freed room is kept for it (and for tasks of
+    #: equal or higher priority) while it is pending.
+    nominated_node: str = ""
     #: The pod's ``spec.schedulerName`` ("" reads as ``default-scheduler``): which
     #: kube-style profile schedules it (:mod:`batchsched.kubesched`).
     scheduler_name: str = ""

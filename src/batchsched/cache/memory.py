@@ -348,6 +348,7 @@ class MemoryCache:
         job.update_task_status(mine, TaskStatus.BOUND)
         mine.node_name = node_name
         mine.gpu_devices = task.gpu_devices  # the GPUs the session chose, not the default
+        mine.nominated_node = ""  # placed: nothing to keep for it any more
         node.add_task(mine)
         self.binds.append(Bind(task.uid, node_name))
         return True
@@ -357,6 +358,9 @@ class MemoryCache:
         """A preemptor was pipelined on ``node_name`` after evictions there (kube's
         nominated node); kept in ``nominations``."""
         self.nominations[task.uid] = node_name
+        job = self.jobs.get(task.job)
+        if job is not None and task.uid in job.tasks:
+            job.tasks[task.uid].nominated_node = node_name
 
     @_locked
     def unbind(self, task: TaskInfo, reason: str) -> bool:

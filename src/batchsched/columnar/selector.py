@@ -299,7 +299,9 @@ class VectorNodeSelector(ScalarNodeSelector):
     # -- the protocol -----------------------------------------------------------------------
 
     def for_allocate(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Placement:
-        if nodes is not self.ssn.node_list:
+        if nodes is not self.ssn.node_list or (
+                self.ssn.nominees and self.ssn.keeps_room_for_nominees(task)):
+            # Room kept for nominated tasks is the reference path's (rare: after preemption).
             return super().for_allocate(task, nodes)
         try:
             return self._place(task, allocate=True)

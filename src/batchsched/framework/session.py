@@ -95,6 +95,12 @@ class Session:
         self.total_resource = Resource()
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
+        #: Pending tasks nominated to a node of the session, by node name.
+        self.nominees: dict[str, list[TaskInfo]] = {}
+        for job in self.jobs.values():
+            for task in job.tasks.values():
+                if task.nominated_node and task.nominated_node in self.nodes:
+                    self.nominees.setdefault(task.nominated_node, []).append(task)
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self.events: list[RecordedEvent] = []
@@ -793,6 +799,26 @@ class Session:
             self.host_errors.append(error)
             log.warning("batchsched: %s", error)
             return False
+
+    def nominated_reserve(self, task: TaskInfo, node: NodeInfo) -> Resource | None:
+        """What ``node`` keeps for the pending tasks nominated to it (kube-scheduler's
+        two-pass filter, seed 004): the requests of those of equal or higher priority
+        than ``task``, other than ``task``; None when there is nothing to keep."""
+        nominees = self.nominees.get(node.name)
+        if not nominees:
+            return None
+        kept: Resource | None = None
+        for nominee in nominees:
+            if (nominee is task or nominee.uid == task.uid or nominee.priority < task.priority
+                    or nominee.status != TaskStatus.PENDING or nominee.node_name):
+                continue
+            kept = nominee.init_resreq.clone() if kept is None else kept.add(nominee.init_resreq)
+        return kept
+
+    def keeps_room_for_nominees(self, task: TaskInfo) -> bool:
+        """Whether some node keeps room for a nominee ``task`` must respect."""
+        return any(self.nominated_reserve(task, self.nodes[name]) is not None
+                   for name in self.nominees)
 
     def _nominate(self, task: TaskInfo, node_name: str) -> None:
         """Tell the cache the node a preemptor's victims were evicted on (kube's

@@ -86,7 +86,7 @@ class Statement:
 
         ``eviction_occurred`` (preempt and reclaim: victims were evicted on this node
         for the task) is recorded on the task, where Volcano reads it to report the
-        node as the pod's nominated node; nothing in batchsched reads it yet.
+        node as the pod's nominated node (the cache's ``nominate`` at commit).
         """
         task.eviction_occurred = eviction_occurred
         self._place(task, node, TaskStatus.PIPELINED, OperationKind.PIPELINE)

@@ -606,6 +606,8 @@ class _Converter:
             "affinity": spec.get("affinity"), "hostPorts": ports,
             "images": [c["image"] for c in containers if c.get("image")],
             "createdAt": fields["createdAt"],
+            "nominatedNodeName": (status.get("nominatedNodeName") or None)
+            if not node and status.get("nominatedNodeName") in self.nodes else None,
         })
 
 

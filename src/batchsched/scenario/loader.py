@@ -758,7 +758,15 @@ class _Parser:
             creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
             if obj.get("createdAt") is not None else 0.0,
             scheduler_name=self.typed(obj, "schedulerName", str, "", path),
+            nominated_node=self._nominated(obj, path, nodes),
         )
+
+    def _nominated(self, obj: Mapping[str, Any], path: str, nodes: Mapping[str, NodeInfo]
+                   ) -> str:
+        name = self.typed(obj, "nominatedNodeName", str, "", path)
+        if name and name not in nodes:
+            raise self.fail(f"{path}.nominatedNodeName", f"no node {name!r}")
+        return name
 
     def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
         out = []
@@ -869,6 +877,7 @@ _TASK_KEYS = frozenset({
     "name", "namespace", "job", "role", "node", "phase", "deleting", "requests", "initRequests",
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
+    "nominatedNodeName",
 })
 
 

@@ -1,0 +1,94 @@
+"""Nominated nodes (seed 004): the room a preemption freed on a node is kept for the
+preemptor, and for tasks of equal or higher priority, until it is placed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from batchsched.cache.memory import MemoryCache
+from batchsched.errors import ScenarioError
+from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.scheduler import Scheduler
+
+
+def two_queues(nominated: str | None, other_priority: int = 10) -> dict[str, Any]:
+    """One free node n1; the high-priority preemptor `p` (queue `q2`) and another
+    pending task `other` (queue `q1`, which allocate visits first)."""
+    preemptor: dict[str, Any] = {"name": "p", "job": "pj", "priority": 100,
+                                 "requests": {"cpu": 2}}
+    if nominated:
+        preemptor["nominatedNodeName"] = nominated
+    return {
+        "version": 1, "name": "nominated node",
+        "config": {"actions": "allocate", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+            {"plugins": [{"name": "nodeorder"}]}]},
+        "queues": [{"name": "q1", "weight": 10}, {"name": "q2", "weight": 1}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 2, "memory": "4Gi", "pods": 10}}],
+        "jobs": [{"name": "oj", "queue": "q1", "minMember": 1, "phase": "Inqueue"},
+                 {"name": "pj", "queue": "q2", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": "other", "job": "oj", "priority": other_priority,
+                   "requests": {"cpu": 2}}, preemptor],
+    }
+
+
+def binds(doc: dict[str, Any]) -> dict[str, str]:
+    return dict(run_scenario(parse_scenario(doc, source="<test>")).binds)
+
+
+def test_without_a_nomination_the_first_queue_takes_the_freed_room() -> None:
+    assert binds(two_queues(None)) == {"default/other": "n1"}
+
+
+def test_the_nominated_node_is_kept_for_the_preemptor() -> None:
+    assert binds(two_queues("n1")) == {"default/p": "n1"}
+
+
+def test_a_task_of_higher_priority_than_the_nominee_may_take_it() -> None:
+    assert binds(two_queues("n1", other_priority=1000)) == {"default/other": "n1"}
+
+
+def test_a_nomination_to_an_unknown_node_is_named() -> None:
+    with pytest.raises(ScenarioError, match=r"nominatedNodeName: no node 'n9'"):
+        parse_scenario(two_queues("n9"), source="<test>")
+
+
+def test_a_preemption_nominates_through_the_cache_and_the_next_session_keeps_it() -> None:
+    """Session 1 evicts a low-priority task for `p` on the full node and the cache
+    records the nomination on `p`, so the next session's snapshot carries it (the
+    rule it then applies is the scenarios' above); once placed, `p` has none."""
+    doc = {
+        "version": 1, "name": "preempt, then keep the room",
+        "config": {"actions": "allocate, preempt", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+            {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]}]},
+        "priorityClasses": [{"name": "low", "value": 10}, {"name": "high", "value": 1000}],
+        "queues": [{"name": "q1", "weight": 1}, {"name": "q2", "weight": 1}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 2, "memory": "4Gi", "pods": 10}}],
+        "jobs": [{"name": "low", "queue": "q2", "minMember": 1, "priorityClassName": "low",
+                  "phase": "Running"},
+                 {"name": "pj", "queue": "q2", "minMember": 1, "priorityClassName": "high",
+                  "phase": "Inqueue"}],
+        "tasks": [{"name": f"low-{i}", "job": "low", "node": "n1", "phase": "Running",
+                   "priorityClassName": "low", "requests": {"cpu": 1}} for i in (0, 1)]
+        + [{"name": "p", "job": "pj", "priorityClassName": "high", "requests": {"cpu": 1}}],
+    }
+    scenario = parse_scenario(doc, source="<test>")
+    cache = scenario.build_cache()
+    assert isinstance(cache, MemoryCache)
+    scheduler = Scheduler(cache, scenario.configuration)
+    scheduler.run_once()
+    assert cache.nominations == {"default/p": "n1"}
+    assert cache.snapshot().jobs["default/pj"].tasks["default/p"].nominated_node == "n1"
+    victim = cache.evictions[0].task
+    cache.delete_task(cache.jobs["default/low"].tasks[victim])  # the eviction completed
+    other = parse_scenario({**doc, "jobs": [{"name": "oj", "queue": "q1", "minMember": 1,
+                                             "phase": "Inqueue"}],
+                            "tasks": [{"name": "other", "job": "oj", "requests": {"cpu": 1}}],
+                            "priorityClasses": []}, source="<test>")
+    cache.add_job(other.jobs[0])
+    scheduler.run_once()
+    assert [bind.task for bind in cache.binds] == ["default/p"]
+    assert cache.jobs["default/pj"].tasks["default/p"].nominated_node == ""
