@@ -40,6 +40,7 @@ __all__ = [
     "device_count",
     "fits_devices",
     "gpu_ask",
+    "gpu_milli_asked",
     "gpu_tag",
     "trunc_div",
 ]
@@ -100,6 +101,13 @@ def gpu_ask(request: Resource, *, owner: str = "", strict: bool = True) -> GpuAs
 #: A node announcing more GPUs than this is counted in aggregate only (no real
 #: node has that many; a test's "unbounded" node should not allocate a device table).
 MAX_DEVICES = 1024
+
+
+def gpu_milli_asked(request: Resource) -> int:
+    """The GPU milli a request asks in all (``count x milli``; 0 without a GPU ask or
+    with one no device can serve)."""
+    ask = gpu_ask(request, strict=False)
+    return 0 if ask is None else ask.total
 
 
 def device_count(allocatable: Resource) -> int:

@@ -21,11 +21,12 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.forms import add_node_order_fn
 from batchsched.columnar.node_columns import FloatArray
+from batchsched.framework.arguments import Arguments
 
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
 
-__all__ = ["GpuColumns", "IntArray", "register_gpu_score", "trunc_div_rows"]
+__all__ = ["GpuColumns", "GpuScorePolicy", "IntArray", "register_gpu_score", "trunc_div_rows"]
 
 _EXTRA_KEY = "batchsched.columnar.gpu_columns"
 
@@ -101,3 +102,27 @@ def register_gpu_score(
     ssn.add_node_order_fn(plugin, lambda task, node: float(scalar(task, node) * weight))
     add_node_order_fn(ssn, plugin, lambda task, columns, candidates: rows(
         GpuColumns.of(ssn), task, candidates.indices) * weight)
+
+
+class GpuScorePolicy:
+    """Base of the GPU placement policies that score one node at a time: an integer
+    ``score`` (the reference) and its column form ``rows``, registered times the
+    ``<name>.weight`` argument (default 1; 0 registers nothing)."""
+
+    name = ""
+
+    def __init__(self, arguments: Arguments) -> None:
+        self.weight = arguments.get_int(f"{self.name}.weight", 1, owner=self.name)
+
+    def on_session_open(self, ssn: Session) -> None:
+        if self.weight:
+            register_gpu_score(ssn, self.name, self.weight, self.score, self.rows)
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Nothing to write back."""
+
+    def score(self, task: TaskInfo, node: NodeInfo) -> int:
+        raise NotImplementedError
+
+    def rows(self, gpus: GpuColumns, task: TaskInfo, rows: IntArray) -> FloatArray:
+        raise NotImplementedError

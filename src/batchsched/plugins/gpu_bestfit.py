@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from batchsched import columnar
-from batchsched.api.devices import MAX_NODE_CPU, MAX_NODE_GPU, gpu_ask, trunc_div
+from batchsched.api.devices import MAX_NODE_CPU, MAX_NODE_GPU, gpu_milli_asked, trunc_div
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.gpu_columns import GpuColumns, trunc_div_rows
@@ -25,11 +25,6 @@ from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 
 __all__ = ["BestFitPlugin"]
-
-
-def _asked(task: TaskInfo) -> int:
-    ask = gpu_ask(task.resreq, strict=False)
-    return 0 if ask is None else ask.total
 
 
 class BestFitPlugin:
@@ -56,7 +51,7 @@ class BestFitPlugin:
 
     @staticmethod
     def raw(task: TaskInfo, node: NodeInfo) -> int:
-        cpu, gpu = task.resreq.milli_cpu, _asked(task)
+        cpu, gpu = task.resreq.milli_cpu, gpu_milli_asked(task.resreq)
         cpu_left, gpu_left = node.idle.milli_cpu, sum(node.gpu_free or ())
         return int((1 - (0.5 * (cpu_left - cpu) / MAX_NODE_CPU
                          + 0.5 * (gpu_left - gpu) / MAX_NODE_GPU)) * 100)
@@ -73,7 +68,7 @@ class BestFitPlugin:
     def column_scores(self, gpus: GpuColumns, task: TaskInfo,
                       candidates: Candidates) -> FloatArray:
         rows = candidates.indices
-        cpu, gpu = task.resreq.milli_cpu, _asked(task)
+        cpu, gpu = task.resreq.milli_cpu, gpu_milli_asked(task.resreq)
         cpu_left = gpus.cpu_left[rows]
         gpu_left = gpus.gpu_left()[rows]
         raws = np.trunc((1 - (0.5 * (cpu_left - cpu) / MAX_NODE_CPU

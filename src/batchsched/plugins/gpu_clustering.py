@@ -19,8 +19,8 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.columnar.gpu_columns import (
     GpuColumns,
+    GpuScorePolicy,
     IntArray,
-    register_gpu_score,
     trunc_div_rows,
 )
 from batchsched.columnar.node_columns import FloatArray
@@ -43,25 +43,23 @@ def node_kinds(node: NodeInfo) -> int:
     return mask
 
 
-class ClusteringPlugin:
+class ClusteringPlugin(GpuScorePolicy):
     """``gpu-clustering`` (see the module docstring)."""
 
     name = "gpu-clustering"
 
     def __init__(self, arguments: Arguments) -> None:
-        self.weight = arguments.get_int(f"{self.name}.weight", 1, owner=self.name)
+        super().__init__(arguments)
         self._kinds: tuple[GpuColumns, IntArray, IntArray] | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         self._kinds = None
-        if self.weight:
-            register_gpu_score(ssn, self.name, self.weight, self.score, self.rows)
+        super().on_session_open(ssn)
 
     def on_session_close(self, ssn: Session) -> None:
         self._kinds = None
 
-    @staticmethod
-    def score(task: TaskInfo, node: NodeInfo) -> int:
+    def score(self, task: TaskInfo, node: NodeInfo) -> int:
         kind = _kind(task)
         if not kind:
             return 0

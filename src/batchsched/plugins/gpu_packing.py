@@ -15,31 +15,18 @@ import numpy as np
 from batchsched.api.devices import GPU_MILLI, gpu_ask
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
-from batchsched.columnar.gpu_columns import GpuColumns, IntArray, register_gpu_score
+from batchsched.columnar.gpu_columns import GpuColumns, GpuScorePolicy, IntArray
 from batchsched.columnar.node_columns import FloatArray
-from batchsched.framework.arguments import Arguments
-from batchsched.framework.session import Session
 
 __all__ = ["PackingPlugin"]
 
 
-class PackingPlugin:
+class PackingPlugin(GpuScorePolicy):
     """``gpu-packing`` (see the module docstring)."""
 
     name = "gpu-packing"
 
-    def __init__(self, arguments: Arguments) -> None:
-        self.weight = arguments.get_int(f"{self.name}.weight", 1, owner=self.name)
-
-    def on_session_open(self, ssn: Session) -> None:
-        if self.weight:
-            register_gpu_score(ssn, self.name, self.weight, self.score, self.rows)
-
-    def on_session_close(self, ssn: Session) -> None:
-        """Nothing to write back."""
-
-    @staticmethod
-    def score(task: TaskInfo, node: NodeInfo) -> int:
+    def score(self, task: TaskInfo, node: NodeInfo) -> int:
         ask = gpu_ask(task.resreq, strict=False)
         free = node.gpu_free or []
         if ask is None or not free:
@@ -54,8 +41,7 @@ class PackingPlugin:
             return max(50 - fully, 33)
         return max(100 - sum(left * 100 // GPU_MILLI for left in taken) // 10, 50)
 
-    @staticmethod
-    def rows(gpus: GpuColumns, task: TaskInfo, rows: IntArray) -> FloatArray:
+    def rows(self, gpus: GpuColumns, task: TaskInfo, rows: IntArray) -> FloatArray:
         ask = gpu_ask(task.resreq, strict=False)
         if ask is None:
             return np.zeros(len(rows))
