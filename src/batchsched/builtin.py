@@ -27,6 +27,7 @@ ACTIONS: dict[str, str] = {
     "reclaim": "batchsched.actions.reclaim:ReclaimAction",
     "strict-allocate": "batchsched.actions.strict_allocate:StrictAllocateAction",
     "easy-backfill": "batchsched.actions.easy_backfill:EasyBackfillAction",
+    "shuffle": "batchsched.actions.shuffle:ShuffleAction",
 }
 
 #: plugin name -> "module:Class"

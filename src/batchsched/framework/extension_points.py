@@ -42,11 +42,12 @@ and reclaim only on UnschedulableAndUnresolvable, Error, Wait or Skip (an
 Unschedulable node stays a candidate, since evicting may make room). A
 pre-predicate FitError rules the task out whatever its codes.
 
-Not every point has a caller among the built-in actions: ``victim_tasks``,
-``unified_evictable``, ``target_job``, ``reserved_nodes`` and ``cluster_order``
-are registered and dispatched by the session, but no built-in action consults
-them yet (Volcano's ``shuffle``, gang-level preempt/reclaim and reservation
-actions are not implemented). A host or third-party action may call them.
+Not every point has a caller among the built-in actions: ``unified_evictable``,
+``target_job``, ``reserved_nodes`` and ``cluster_order`` are registered and
+dispatched by the session, but no built-in action consults them yet (Volcano's
+gang-level preempt/reclaim and reservation actions are not implemented); the
+``shuffle`` action consults ``victim_tasks``. A host or third-party action may
+call them all.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
                        "which candidates a gang-level eviction may take (no built-in action asks)"),
         ExtensionPoint("victim_tasks", "AddVictimTasksFns", "enabledVictim", Rule.UNION,
                        "(list[TaskInfo]) -> list[TaskInfo]",
-                       "tasks a plugin wants evicted on its own account (no built-in action asks)"),
+                       "tasks a plugin wants evicted on its own account (the shuffle action asks)"),
         ExtensionPoint("job_starving", "AddJobStarvingFns", "enableJobStarving",
                        Rule.FIRST_TIER, "(JobInfo) -> bool", "does the job need preemption"),
         ExtensionPoint("target_job", "AddTargetJobFn", "enableTargetJob", Rule.FIRST,

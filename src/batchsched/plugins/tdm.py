@@ -30,9 +30,8 @@ this once, as ``task.revocable_zone`` (``"*"`` or ``""``).
   ``tdm.evict.period`` (Go duration, default ``1m``) per scheduler cache (the
   time of the last selection is kept on the cache object, so it spans sessions
   and two schedulers on different caches never share it; a session opened on a
-  bare snapshot keeps it for that session only). **No built-in action consults
-  victim tasks yet** (Volcano's ``shuffle`` action is not implemented), so this
-  only answers ``ssn.victim_tasks`` for a host or a third-party action.
+  bare snapshot keeps it for that session only). The ``shuffle`` action evicts
+  them.
 * **job order**: non-preemptable jobs first; **job pipelined**: permit when the
   job is pipelined, else reject; **job starving**: a non-preemptable job with
   Pending tasks.
