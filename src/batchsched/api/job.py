@@ -66,6 +66,10 @@ class PodGroup:
     labels: dict[str, str] = attrs.field(factory=dict)
     creation_time: float = 0.0
     conditions: list[PodGroupCondition] = attrs.field(factory=list)
+    #: Status counts written at session close (Volcano's ``PodGroupStatus``).
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
 
     @property
     def uid(self) -> str:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.types import QueueState
 
-__all__ = ["NodeGroupAffinity", "QueueInfo"]
+__all__ = ["NodeGroupAffinity", "QueueInfo", "QueueStatus"]
 
 HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
@@ -27,6 +28,25 @@ class NodeGroupAffinity:
     @property
     def empty(self) -> bool:
         return not (self.required or self.preferred or self.anti_required or self.anti_preferred)
+
+
+@attrs.define
+class QueueStatus:
+    """What a session writes on its queue at close (Volcano's ``QueueStatus``): the
+    resources its jobs hold, and how many of its pod groups are in each phase."""
+
+    allocated: Resource = attrs.field(factory=Resource)
+    pending: int = 0
+    inqueue: int = 0
+    running: int = 0
+    unknown: int = 0
+    completed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"allocated": self.allocated.to_quantities(),
+                "podGroups": {"Pending": self.pending, "Inqueue": self.inqueue,
+                              "Running": self.running, "Unknown": self.unknown,
+                              "Completed": self.completed}}
 
 
 @attrs.define(eq=False, repr=False)
@@ -51,6 +71,8 @@ class QueueInfo:
     affinity: NodeGroupAffinity | None = None
     creation_time: float = 0.0
     defined: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
+    #: Written at session close (:class:`QueueStatus`).
+    status: QueueStatus = attrs.field(factory=QueueStatus)
 
     @property
     def uid(self) -> str:
@@ -89,6 +111,7 @@ class QueueInfo:
             deserved=self.deserved.clone() if self.deserved else None,
             guarantee=self.guarantee.clone() if self.guarantee else None,
             annotations=dict(self.annotations),
+            status=attrs.evolve(self.status, allocated=self.status.allocated.clone()),
         )
 
     def __repr__(self) -> str:

@@ -394,6 +394,16 @@ class MemoryCache:
             return
         mine.podgroup.phase = job.podgroup.phase
         mine.podgroup.conditions = list(job.podgroup.conditions)
+        mine.podgroup.running = job.podgroup.running
+        mine.podgroup.succeeded = job.podgroup.succeeded
+        mine.podgroup.failed = job.podgroup.failed
+
+    @_locked
+    def update_queue_status(self, queue: QueueInfo) -> None:
+        """Keep the queue status a session wrote (what its jobs hold, pod groups by phase)."""
+        mine = self.queues.get(queue.name)
+        if mine is not None:
+            mine.status = attrs.evolve(queue.status, allocated=queue.status.allocated.clone())
 
     @_locked
     def record_event(self, event: RecordedEvent) -> None:

@@ -30,7 +30,7 @@ from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
-from batchsched.api.queue import QueueInfo
+from batchsched.api.queue import QueueInfo, QueueStatus
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
@@ -64,6 +64,10 @@ __all__ = ["Session", "compare_task_default"]
 log = logging.getLogger("batchsched")
 
 _session_ids = itertools.count(1)
+#: The QueueStatus counter of each pod-group phase.
+_PHASE_COUNTERS = {PodGroupPhase.PENDING: "pending", PodGroupPhase.INQUEUE: "inqueue",
+                   PodGroupPhase.RUNNING: "running", PodGroupPhase.UNKNOWN: "unknown",
+                   PodGroupPhase.COMPLETED: "completed"}
 Fn = Callable[..., Any]
 
 
@@ -208,13 +212,37 @@ class Session:
                                      plugin=name, OnSession="OnSessionClose")
         cache = self.cache
         for job in self.jobs.values():
-            job.podgroup.phase = self.pod_group_phase(job)
+            podgroup = job.podgroup
+            podgroup.phase = self.pod_group_phase(job)
+            podgroup.running = len(job.tasks_in(TaskStatus.RUNNING))
+            podgroup.succeeded = len(job.tasks_in(TaskStatus.SUCCEEDED))
+            podgroup.failed = len(job.tasks_in(TaskStatus.FAILED))
             if cache is not None:
                 self._tell_cache("update_job_status", job.uid, cache.update_job_status, job)
             if self.keeps_events:
                 self._record_job_status_event(job)
+        self._update_queue_status()
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
+
+    def _update_queue_status(self) -> None:
+        """Each queue's status from its jobs (what it holds, its pod groups by phase),
+        handed to a cache that takes it (``update_queue_status``, optional)."""
+        statuses = {name: QueueStatus() for name in self.queues}
+        for job in self.jobs.values():
+            status = statuses.get(job.queue)
+            if status is None:
+                continue
+            status.allocated.add(job.allocated)
+            field = _PHASE_COUNTERS.get(job.podgroup.phase)
+            if field is not None:
+                setattr(status, field, getattr(status, field) + 1)
+        update = getattr(self.cache, "update_queue_status", None)
+        for name, status in statuses.items():
+            queue = self.queues[name]
+            queue.status = status
+            if update is not None:
+                self._tell_cache("update_queue_status", name, update, queue)
 
     def abort(self) -> None:
         """Close without publishing anything: after an action failed, the session's view

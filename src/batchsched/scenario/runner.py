@@ -33,7 +33,9 @@ class Decisions:
     id -> {status -> count}; ``events``: dicts with object, type, reason, message;
     ``scores``: task id -> node -> score (only when asked for);
     ``bind_failures``: task ids whose bind the cache refused (``faults``), in order;
-    ``nominated``: preemptor task id -> the node its victims were evicted on.
+    ``nominated``: preemptor task id -> the node its victims were evicted on;
+    ``queue_status``: queue -> its status at session close (``allocated``
+    quantities, ``podGroups`` counted by phase).
     """
 
     binds: dict[str, str]
@@ -45,6 +47,7 @@ class Decisions:
     scores: dict[str, dict[str, float]] | None = None
     bind_failures: list[str] = attrs.field(factory=list)
     nominated: dict[str, str] = attrs.field(factory=dict)
+    queue_status: dict[str, dict[str, Any]] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's JSON object: every key present, ``scores`` only when computed."""
@@ -56,6 +59,7 @@ class Decisions:
             "taskStatusCounts": self.task_status_counts,
             "bindFailures": self.bind_failures,
             "nominated": self.nominated,
+            "queueStatus": self.queue_status,
             "events": self.events,
         }
         if self.scores is not None:
@@ -172,6 +176,8 @@ def run_scenario(
         scores=computed,
         bind_failures=list(cache.bind_failures),
         nominated=dict(sorted(cache.nominated.items())),
+        queue_status={name: queue.status.to_json()
+                      for name, queue in sorted(ssn.queues.items())},
     )
 
 

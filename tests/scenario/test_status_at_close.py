@@ -1,0 +1,45 @@
+"""Queue and pod-group status, written at session close as Volcano writes them."""
+
+from __future__ import annotations
+
+from batchsched.cache.memory import MemoryCache
+from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.scheduler import Scheduler
+
+DOC = {
+    "version": 1, "name": "status at close",
+    "config": {"actions": "enqueue, allocate", "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+        {"plugins": [{"name": "predicates"}, {"name": "proportion"}]}]},
+    "queues": [{"name": "a", "weight": 1}, {"name": "b", "weight": 1}],
+    "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 10}}],
+    "jobs": [{"name": "running", "queue": "a", "minMember": 1, "phase": "Running"},
+             {"name": "done", "queue": "a", "minMember": 1, "phase": "Running"},
+             {"name": "waiting", "queue": "b", "minMember": 2, "phase": "Inqueue"}],
+    "tasks": [{"name": "r0", "job": "running", "node": "n1", "phase": "Running",
+               "requests": {"cpu": 1}},
+              {"name": "d0", "job": "done", "node": "n1", "phase": "Succeeded",
+               "requests": {"cpu": 1}},
+              {"name": "w0", "job": "waiting", "requests": {"cpu": 2}},
+              {"name": "w1", "job": "waiting", "requests": {"cpu": 2}}],
+}
+
+
+def test_the_decisions_carry_each_queues_status() -> None:
+    status = run_scenario(parse_scenario(DOC, source="<test>")).queue_status
+    assert status["a"]["allocated"] == {"cpu": "1", "pods": "1"}
+    assert status["a"]["podGroups"] == {"Pending": 0, "Inqueue": 0, "Running": 1,
+                                        "Unknown": 0, "Completed": 1}
+    assert status["b"]["podGroups"]["Inqueue"] == 1 and status["b"]["allocated"] == {}
+
+
+def test_the_cache_keeps_queue_and_pod_group_status() -> None:
+    scenario = parse_scenario(DOC, source="<test>")
+    cache = scenario.build_cache()
+    assert isinstance(cache, MemoryCache)
+    Scheduler(cache, scenario.configuration).run_once()
+    assert cache.queues["a"].status.running == 1 and cache.queues["a"].status.completed == 1
+    assert cache.queues["a"].status.allocated.milli_cpu == 1000
+    running = cache.jobs["default/running"].podgroup
+    done = cache.jobs["default/done"].podgroup
+    assert (running.running, running.succeeded, done.succeeded) == (1, 0, 1)
