@@ -55,6 +55,7 @@ PLUGINS: dict[str, str] = {
     "f1": "batchsched.plugins.f1:F1Plugin",
     "kube-plugins": "batchsched.plugins.kube_plugins:KubePluginsPlugin",
     "deviceshare": "batchsched.plugins.deviceshare:DeviceSharePlugin",
+    "extender": "batchsched.plugins.extender:ExtenderPlugin",
     "gpu-random": "batchsched.plugins.gpu_random:RandomPlugin",
     "gpu-dotprod": "batchsched.plugins.gpu_dotprod:DotProductPlugin",
     "gpu-clustering": "batchsched.plugins.gpu_clustering:ClusteringPlugin",

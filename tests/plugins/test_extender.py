@@ -1,0 +1,110 @@
+"""extender: Volcano's HTTP extender, against a local test server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from batchsched.errors import PluginError
+from batchsched.scenario import parse_scenario, run_scenario
+
+
+class Extender(BaseHTTPRequestHandler):
+    """Refuses node n2 (predicate), prefers n3 (prioritize), rejects the job `blocked`
+    (jobEnqueueable); `fail` answers 500; every request is recorded."""
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (the http.server method name)
+        verb = self.path.strip("/")
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+        type(self).calls.append((verb, body))
+        if verb == "fail":
+            self.send_response(500)
+            self.end_headers()
+            return
+        answer: dict[str, Any] = {}
+        if verb == "predicate":
+            answer = {"status": "extender says no" if body["node"]["Name"] == "n2" else "",
+                      "code": 2}
+        elif verb == "prioritize":
+            answer = {"nodeScore": {node["Name"]: 50.0 if node["Name"] == "n3" else 1.0
+                                    for node in body["nodes"]}}
+        elif verb == "jobEnqueueable":
+            answer = {"status": -1 if body["job"]["Name"] == "blocked" else 1}
+        payload = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+
+@pytest.fixture()
+def server() -> Iterator[str]:
+    Extender.calls = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Extender)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def scenario(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "version": 1, "name": "extender",
+        "config": {"actions": "enqueue, allocate", "tiers": [
+            {"plugins": [{"name": "gang"}, {"name": "extender", "arguments": arguments}]}]},
+        "nodes": [{"name": f"n{i}", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 10}}
+                  for i in (1, 2, 3)],
+        "jobs": [{"name": "ok", "minMember": 1, "minResources": {"cpu": 1}},
+                 {"name": "blocked", "minMember": 1, "minResources": {"cpu": 1}}],
+        "tasks": [{"name": "a", "job": "ok", "requests": {"cpu": 1}},
+                  {"name": "b", "job": "blocked", "requests": {"cpu": 1}}],
+    }
+
+
+def test_predicate_prioritize_and_enqueue_follow_the_extender(server: str) -> None:
+    decisions = run_scenario(parse_scenario(scenario({
+        "extender.urlPrefix": server, "extender.predicateVerb": "predicate",
+        "extender.prioritizeVerb": "prioritize",
+        "extender.jobEnqueueableVerb": "jobEnqueueable",
+        "extender.onSessionOpenVerb": "open", "extender.onSessionCloseVerb": "close"}),
+        source="<test>"))
+    assert decisions.binds == {"default/a": "n3"}
+    assert decisions.pod_group_phases["default/blocked"] == "Pending"
+    verbs = [verb for verb, _ in Extender.calls]
+    assert verbs[0] == "open" and verbs[-1] == "close"
+    request = next(body for verb, body in Extender.calls if verb == "predicate")
+    assert request["task"]["UID"] == "default/a" and request["task"]["Resreq"]["MilliCPU"] == 1000
+    opened = Extender.calls[0][1]
+    assert set(opened["nodes"]) == {"n1", "n2", "n3"} and opened["nodeList"] == ["n1", "n2", "n3"]
+
+
+def test_a_failing_extender_blocks_unless_ignorable(server: str) -> None:
+    strict = scenario({"extender.urlPrefix": server, "extender.predicateVerb": "fail"})
+    decisions = run_scenario(parse_scenario(strict, source="<test>"))
+    assert decisions.binds == {}
+    assert any("answered HTTP 500" in event["message"] for event in decisions.events)
+    lenient = scenario({"extender.urlPrefix": server, "extender.predicateVerb": "fail",
+                        "extender.ignorable": True})
+    assert run_scenario(parse_scenario(lenient, source="<test>")).binds == {
+        "default/a": "n1", "default/b": "n1"}
+
+
+def test_unreachable_prioritize_is_a_plugin_error_naming_the_extender() -> None:
+    doc = scenario({"extender.urlPrefix": "http://127.0.0.1:9", "extender.httpTimeout": "200ms",
+                    "extender.prioritizeVerb": "prioritize"})
+    with pytest.raises(PluginError, match="extender"):
+        run_scenario(parse_scenario(doc, source="<test>"))
