@@ -20,7 +20,7 @@ class Extender(BaseHTTPRequestHandler):
 
     calls: list[tuple[str, dict[str, Any]]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 (the http.server method name)
+    def do_POST(self) -> None:
         verb = self.path.strip("/")
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
         type(self).calls.append((verb, body))
