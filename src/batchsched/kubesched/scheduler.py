@@ -31,6 +31,7 @@ from batchsched.api.cluster import ClusterInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
+from batchsched.cache.protocol import Cache
 from batchsched.kubesched.cycle_state import CycleState
 from batchsched.kubesched.framework import Framework
 from batchsched.kubesched.queue import SchedulingQueue
@@ -61,7 +62,7 @@ class _Assumed:
 class PodScheduler:
     """kube-scheduler's loop over a host cache (see the module docstring)."""
 
-    def __init__(self, cache: object, frameworks: Framework | Mapping[str, Framework], *,
+    def __init__(self, cache: Cache, frameworks: Framework | Mapping[str, Framework], *,
                  queue: SchedulingQueue | None = None) -> None:
         self.cache = cache
         if isinstance(frameworks, Framework):
@@ -104,7 +105,7 @@ class PodScheduler:
         return self.results
 
     def _refresh_view(self, now: float) -> None:
-        view: ClusterInfo = self.cache.snapshot()  # type: ignore[attr-defined]
+        view: ClusterInfo = self.cache.snapshot()
         for uid, assumed in list(self.assumed.items()):
             task = _task(view, uid)
             node = view.nodes.get(assumed.node)
