@@ -187,3 +187,12 @@ def test_the_cache_keeps_the_gpus_the_session_chose() -> None:
              for uid, task in job.tasks.items()}
     assert held == again and all(devices for devices in held.values())
     assert len(set(held.values())) > 1  # drawn among free devices, not all packed on one
+
+
+def test_a_malformed_typical_pod_is_a_configuration_error_naming_the_entry() -> None:
+    from batchsched.plugins.fgd import parse_typical_pods
+
+    with pytest.raises(ConfigError, match=r"fgd\.typicalPods\[1\]"):
+        parse_typical_pods([{"cpu": 1, "gpu": "500m"}, {"cpu": 1, "gpu": "1500m"}])
+    with pytest.raises(ConfigError, match=r"fgd\.typicalPods\[0\]"):
+        parse_typical_pods([{"gpu": 1}])

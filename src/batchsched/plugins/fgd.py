@@ -47,7 +47,7 @@ from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.gpu_columns import GpuColumns, IntArray
 from batchsched.columnar.node_columns import Candidates, FloatArray
-from batchsched.errors import ConfigError
+from batchsched.errors import ConfigError, SchedulingError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 
@@ -118,8 +118,8 @@ def parse_typical_pods(raw: Any, *, owner: str = PLUGIN_NAME
             request = Resource.from_mapping({"cpu": entry["cpu"],
                                              "nvidia.com/gpu": entry.get("gpu", 0) or 0})
             weight = float(entry.get("weight", 1))
-            ask = gpu_ask(request, owner=where)
-        except (ValueError, TypeError) as exc:
+            ask = gpu_ask(request)
+        except (ValueError, TypeError, SchedulingError) as exc:
             raise ConfigError(str(exc), key=where) from None
         key = (request.milli_cpu, 0, 0) if ask is None else (request.milli_cpu, ask.milli,
                                                              ask.count)
