@@ -42,6 +42,10 @@ decisions = st.fixed_dictionaries(
         "podGroupPhases": str_maps,
         "taskStatusCounts": st.dictionaries(short_texts, count_maps, max_size=4),
         "events": st.lists(str_maps, max_size=4),
+        "bindFailures": st.lists(short_texts, max_size=3),
+        "nominated": str_maps,
+        "queueStatus": st.dictionaries(short_texts, st.fixed_dictionaries(
+            {"allocated": str_maps, "podGroups": count_maps}), max_size=3),
     },
     optional={"scores": st.dictionaries(short_texts, score_maps, max_size=4)},
 )
@@ -51,6 +55,20 @@ decisions = st.fixed_dictionaries(
 @given(decisions)
 def test_decision_shaped_objects(obj: dict[str, Any]) -> None:
     same_as_json(obj)
+
+
+def test_the_decisions_shape_is_written_by_the_fast_writer(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The whole decisions object (queueStatus's four levels included) never falls
+    back to json.dumps, whose indent=1 output costs far more memory on large runs."""
+    def no_fallback(*args: Any, **kwargs: Any) -> str:
+        raise AssertionError("fell back to json.dumps")
+
+    obj = {"binds": {"a/b": "n1"}, "queueStatus": {"q": {"allocated": {"cpu": "1"},
+                                                         "podGroups": {"Running": 1}}}}
+    expected = json.dumps(obj, indent=1)
+    monkeypatch.setattr(json_output.json, "dumps", no_fallback)
+    assert dumps_decisions(obj) == expected
 
 
 # -- anything else: other scalars, subclasses, other shapes ---------------------------------------

@@ -23,9 +23,10 @@ __all__ = ["dumps_decisions"]
 _INFINITY = float("inf")
 
 #: Containers deeper than this are not the decisions' shape (top-level object ->
-#: section -> per-job or per-task map or event -> scalars); the bound also keeps a
+#: section -> per-job, per-task or per-queue map or event -> a queue's allocated
+#: quantities or pod-group counts -> scalars); the bound also keeps a
 #: self-containing object from recursing here: json.dumps reports it instead.
-_MAX_DEPTH = 3
+_MAX_DEPTH = 4
 
 #: indent=1: a member of a container at depth d starts a line with d + 1 spaces; the
 #: closing bracket starts one with d spaces.
