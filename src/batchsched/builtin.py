@@ -56,6 +56,7 @@ PLUGINS: dict[str, str] = {
     "kube-plugins": "batchsched.plugins.kube_plugins:KubePluginsPlugin",
     "deviceshare": "batchsched.plugins.deviceshare:DeviceSharePlugin",
     "extender": "batchsched.plugins.extender:ExtenderPlugin",
+    "task-topology": "batchsched.plugins.task_topology:TaskTopologyPlugin",
     "gpu-random": "batchsched.plugins.gpu_random:RandomPlugin",
     "gpu-dotprod": "batchsched.plugins.gpu_dotprod:DotProductPlugin",
     "gpu-clustering": "batchsched.plugins.gpu_clustering:ClusteringPlugin",
