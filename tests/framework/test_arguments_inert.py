@@ -17,16 +17,16 @@ def _fresh() -> None:
     arguments_module._WARNED_INERT.clear()
 
 
-def test_an_enabled_volume_or_spread_switch_is_reported_once(
+def test_an_enabled_volume_switch_is_reported_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="batchsched"):
-        PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": True,
+        PredicatesPlugin(Arguments({"predicate.VolumeZoneEnable": True,
                                     "predicate.VolumeBindingEnable": "true"}))
-        PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": True}))
+        PredicatesPlugin(Arguments({"predicate.VolumeBindingEnable": "true"}))
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2
-    assert any("predicate.PodTopologySpreadEnable=True has no effect" in m for m in messages)
+    assert any("predicate.VolumeZoneEnable=True has no effect" in m for m in messages)
     assert any("predicate.VolumeBindingEnable='true' has no effect" in m for m in messages)
 
 
@@ -38,7 +38,11 @@ def test_a_switch_turned_off_or_left_out_says_nothing(caplog: pytest.LogCaptureF
     assert caplog.records == []
 
 
-def test_a_spread_weight_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+def test_topology_spread_switches_are_honoured_not_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Topology spread constraints are modelled now (tests/kube/test_topology_spread.py)."""
     with caplog.at_level(logging.WARNING, logger="batchsched"):
+        PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": True}))
         NodeOrderPlugin(Arguments({"podtopologyspread.weight": 3}))
-    assert "podtopologyspread.weight=3 has no effect" in caplog.records[0].getMessage()
+    assert caplog.records == []

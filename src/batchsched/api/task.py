@@ -10,6 +10,7 @@ import attrs
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.types import TaskStatus
 from batchsched.kube.taints import Taint, Toleration
+from batchsched.kube.topology_spread import SpreadConstraint
 
 __all__ = [
     "PREEMPTABLE_ANNOTATION",
@@ -78,6 +79,9 @@ class TaskInfo:
     annotations: dict[str, str] = attrs.field(factory=dict)
     node_selector: dict[str, str] = attrs.field(factory=dict)
     affinity: Mapping[str, Any] | None = None
+    #: The pod's ``topologySpreadConstraints``, parsed
+    #: (:mod:`batchsched.kube.topology_spread`); () for none.
+    topology_spread: tuple[SpreadConstraint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     host_ports: tuple[int, ...] = ()
     images: tuple[str, ...] = ()

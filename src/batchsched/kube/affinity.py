@@ -54,6 +54,7 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "node_selector_matches",
     "parse_affinity",
+    "parse_label_selector",
 ]
 
 #: The node field ``matchFields`` may name.
@@ -387,7 +388,9 @@ def _node_affinity(raw: Any, path: str) -> NodeAffinity:
     return NodeAffinity(required, tuple(preferred))
 
 
-def _label_selector(raw: Any, path: str) -> LabelSelector:
+def parse_label_selector(raw: Any, path: str) -> LabelSelector:
+    """A Kubernetes ``labelSelector`` (``matchLabels``, ``matchExpressions``);
+    AffinityError naming ``path`` and the field when malformed."""
     obj = _mapping(raw, path)
     _keys(obj, {"matchLabels", "matchExpressions"}, path)
     requirements = [
@@ -408,7 +411,7 @@ def _pod_affinity_term(raw: Any, path: str, owner_labels: Mapping[str, str]) -> 
     topology_key = obj.get("topologyKey")
     if not isinstance(topology_key, str) or not topology_key:
         raise AffinityError(f"{path}.topologyKey", "is required")
-    selector = (_label_selector(obj["labelSelector"], f"{path}.labelSelector")
+    selector = (parse_label_selector(obj["labelSelector"], f"{path}.labelSelector")
                 if obj.get("labelSelector") is not None else None)
     # matchLabelKeys / mismatchLabelKeys copy the owner's label values into the
     # selector, as the API server does when the pod is created.
@@ -424,7 +427,7 @@ def _pod_affinity_term(raw: Any, path: str, owner_labels: Mapping[str, str]) -> 
         _text(n, f"{path}.namespaces[{i}]")
         for i, n in enumerate(_sequence(obj.get("namespaces"), f"{path}.namespaces"))
     )
-    ns_selector = (_label_selector(obj["namespaceSelector"], f"{path}.namespaceSelector")
+    ns_selector = (parse_label_selector(obj["namespaceSelector"], f"{path}.namespaceSelector")
                    if obj.get("namespaceSelector") is not None else None)
     return PodAffinityTerm(selector, topology_key, namespaces, ns_selector)
 

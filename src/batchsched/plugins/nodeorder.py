@@ -15,7 +15,7 @@ argument                          default  scorer
 ``nodeaffinity.weight``           2        preferred node affinity, normalised to the best node
 ``podaffinity.weight``            2        preferred inter-pod (anti-)affinity, min-max normalised
 ``tainttoleration.weight``        3        untolerated PreferNoSchedule taints, reversed
-``podtopologyspread.weight``      2        topology spread (the model has no constraints: inert)
+``podtopologyspread.weight``      2        ScheduleAnyway topology spread, fewer matching pods best
 ``imagelocality.weight``          1        images already on the node (per node, not normalised)
 ================================  =======  ========================================================
 
@@ -44,6 +44,12 @@ A weight of 0 turns the scorer off; a negative weight is used as given.
   A node's raw score sums the totals of its topology values; then
   ``int(100 * (raw - min) / (max - min))`` (0 when all equal). Not scored when no
   term applies at all.
+* **topology spread**: kube-scheduler's PodTopologySpread score of the task's
+  ``ScheduleAnyway`` constraints (:func:`batchsched.kube.topology_spread.spread_scores`):
+  per candidate the matching pods of its domain times ``log(domains + 2)`` plus
+  ``maxSkew - 1``, rounded, then ``100 * (max + min - raw) // max``; a candidate
+  lacking a topology key scores 0. Only for tasks with such constraints (no
+  default constraints).
 * **image locality**: per task image present on the node, ``size * nodes having it
   / all nodes``; the sum clamped to [23 MiB, 1000 MiB * images] and scaled to
   0..100. Image names without a tag mean ``:latest`` (on both sides).
@@ -60,7 +66,9 @@ plugin's scores for all candidates at once (for the fast node selector,
 :mod:`batchsched.columnar.selector`), equal node for node: the resource
 scores read the view's arrays (:mod:`batchsched.columnar.kube_columns`), the
 node-affinity and taint raw scores are computed once per distinct preferred
-terms or tolerations, and inter-pod affinity from the topology scores.
+terms or tolerations, and inter-pod affinity from the topology scores. Tasks
+with ScheduleAnyway topology spread constraints take the scalar path
+(VectorFallback).
 """
 
 from __future__ import annotations
@@ -96,6 +104,8 @@ from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.kube.pod_view import GPU, KubeView, NodeView, PodInfo
 from batchsched.kube.taints import Toleration, count_intolerable_taints
+from batchsched.kube.topology_spread import SpreadConstraint, spread_scores
+from batchsched.plugins.predicates import spread_placements
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -263,9 +273,6 @@ class NodeOrderPlugin:
         self.taint_weight = self.weights["tainttoleration.weight"]
         self.spread_weight = self.weights["podtopologyspread.weight"]
         self.image_weight = self.weights["imagelocality.weight"]
-        arguments.warn_inert(self.name, {"podtopologyspread.weight":
-                                         "tasks have no topologySpreadConstraints in the "
-                                         "scenario model yet"})
         self._view: KubeView | None = None
         self._ssn: Session | None = None
         self._images: dict[str, dict[str, int]] = {}
@@ -345,7 +352,18 @@ class NodeOrderPlugin:
             if topology:
                 raw = [_topology_total(topology, n.labels) for n in nodes]
                 add(inter_pod_affinity_normalize(raw), self.pod_affinity_weight)
+        soft = self._soft_spread(task)
+        if soft:
+            assert self._ssn is not None
+            add(spread_scores(pod, soft, nodes, spread_placements(self._ssn.nodes, self.view, pod)),
+                self.spread_weight)
         return totals
+
+    def _soft_spread(self, task: TaskInfo) -> tuple[SpreadConstraint, ...]:
+        """The task's ScheduleAnyway constraints, when the spread score is on."""
+        if not self.spread_weight or not task.topology_spread:
+            return ()
+        return tuple(c for c in task.topology_spread if not c.hard)
 
     def resource_scores(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[float]:
         """Weighted LeastAllocated + MostAllocated + BalancedAllocation per node.
@@ -388,7 +406,9 @@ class NodeOrderPlugin:
         """What the vectorised scores read from the task, when each node's score
         depends only on that node: not when preferred node affinity, untolerated
         PreferNoSchedule taints (both normalised over the candidates) or inter-pod
-        affinity (placements everywhere) are in play."""
+        affinity (placements everywhere) or topology spread are in play."""
+        if self._soft_spread(task):
+            return None
         view = self.view
         pod = view.pod(task)
         if self.pod_affinity_weight and (pod.preferred_affinity or pod.preferred_anti_affinity
@@ -436,6 +456,8 @@ class NodeOrderPlugin:
         self, task: TaskInfo, columns: NodeColumns, candidates: Candidates
     ) -> FloatArray:
         """:meth:`batch_node_order` for every candidate, with the same integer scores."""
+        if self._soft_spread(task):
+            raise VectorFallback("nodeorder: topology spread constraints")
         kube = self._kube_columns(columns)
         pod = self.view.pod(task)
         if max(pod.nonzero_milli_cpu, pod.nonzero_memory, pod.gpu) >= LARGE:
@@ -484,6 +506,8 @@ class NodeOrderPlugin:
         balanced allocation of every task in the same array operations when all of
         them are of the common kind (cpu and memory requests, nothing normalised over
         the candidates, on nodes that all have cpu and memory), else task by task."""
+        if any(self._soft_spread(task) for task in tasks):
+            raise VectorFallback("nodeorder: topology spread constraints")
         kube = self._kube_columns(columns)
         nonzero, resources, common = self._many_requests.get(
             tasks, lambda: self._requests_side_by_side(kube, tasks))

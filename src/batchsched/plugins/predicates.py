@@ -27,7 +27,16 @@ rules to the task and node model. ``predicate(task, node)`` checks, in this orde
    anti-affinity rules``) and the required anti-affinity of pods already placed
    (``node(s) didn't satisfy existing pods anti-affinity rules``), the last two
    Unschedulable.
-5. **proportional** (``predicate.ProportionalEnable``, default false, the
+5. **pod topology spread** (``predicate.PodTopologySpreadEnable``): the task's
+   ``DoNotSchedule`` topology spread constraints
+   (:mod:`batchsched.kube.topology_spread`): a node without a constraint's
+   topology label fails UnschedulableAndUnresolvable (``node(s) didn't match pod
+   topology spread constraints (missing required label)``), a node where the
+   task would exceed ``maxSkew`` fails Unschedulable (``node(s) didn't match pod
+   topology spread constraints``). Placed pods count except terminating ones
+   (Releasing at session open). Tasks without constraints skip it (no default
+   constraints: the model has no services or replica sets to derive them from).
+6. **proportional** (``predicate.ProportionalEnable``, default false, the
    argument set of Volcano releases that had it here; resource-strategy-fit
    offers the same check): a task that asks for none of the listed resources
    (e.g. GPUs) must leave enough idle cpu and memory for the node's idle
@@ -35,7 +44,7 @@ rules to the task and node model. ``predicate(task, node)`` checks, in this orde
 
 The result is a :class:`~batchsched.api.fit.FitError` holding every failure in
 that order (preempt reads the codes: an UnschedulableAndUnresolvable node is
-not worth evicting for). Volume, zone, CSI-limit, topology-spread and DRA
+not worth evicting for). Volume, zone, CSI-limit and DRA
 checks have nothing to look at in this model: their switches are accepted and
 they always pass.
 
@@ -43,7 +52,7 @@ they always pass.
 (:mod:`batchsched.kube.pod_view`) current: a task allocated or pipelined
 counts on its node at once, an evicted task or an undone placement stops
 counting at once. ``pre_predicate(task)`` computes the task's inter-pod
-affinity counts over all nodes; like Volcano, a check found irrelevant for a
+affinity and topology spread counts over all nodes; like Volcano, a check found irrelevant for a
 task at that point (e.g. inter-pod affinity for a task without required terms
 while no placed pod has an anti-affinity against it) stays off for that task
 for the rest of the session. ``predicate`` without an earlier
@@ -55,7 +64,7 @@ node-static checks; a remembered failure reads ``plugin equivalence cache
 predicates failed`` (code Error).
 
 ``simulate_predicate`` (the dry run of topology-aware preemption) checks inter-pod
-affinity only, on the node copy it is given: the pods counted on that node are
+affinity only (not topology spread), on the node copy it is given: the pods counted on that node are
 those of the view that the copy still holds.
 
 ``vector_predicate`` answers ``predicate`` for all nodes at once (a mask) for the
@@ -64,8 +73,9 @@ one comparison over the view's arrays, the node-static filters are computed
 once per distinct combination of selector, required node affinity and
 tolerations, host ports look only at nodes with used ports, and inter-pod
 affinity once per distinct combination of the topology labels involved. It
-declines the proportional check and the equivalence cache (the scalar
-predicate then serves those tasks).
+declines the proportional check, the equivalence cache and tasks with
+``DoNotSchedule`` topology spread constraints (the scalar predicate then serves
+those tasks).
 """
 
 from __future__ import annotations
@@ -80,7 +90,7 @@ from batchsched import columnar
 from batchsched.api.fit import NODE_POD_NUMBER_EXCEEDED, FitError, FitStatus
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import FitStatusCode
+from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.columnar.forms import VectorFallback
 from batchsched.columnar.kube_columns import KubeColumns
 from batchsched.columnar.node_columns import BoolArray, NodeColumns
@@ -98,6 +108,14 @@ from batchsched.kube.taints import (
     find_untolerated_taint,
     tolerations_tolerate,
 )
+from batchsched.kube.topology_spread import (
+    REASON_NODE_LABEL_NOT_MATCH,
+    PlacedPod,
+    SpreadConstraint,
+    SpreadNode,
+    domain_counts,
+    spread_filter,
+)
 from batchsched.plugins.resource_strategy_fit import (
     ProportionalRates,
     check_proportional,
@@ -114,6 +132,7 @@ __all__ = [
     "InterPodCounts",
     "PredicatesPlugin",
     "inter_pod_affinity_counts",
+    "spread_placements",
     "untolerated_taint_reason",
 ]
 
@@ -261,6 +280,23 @@ def inter_pod_affinity_filter(
     return None
 
 
+def spread_placements(
+    nodes: Mapping[str, NodeInfo], view: KubeView, pod: PodInfo
+) -> Iterable[tuple[SpreadNode, Iterable[PlacedPod]]]:
+    """Every session node with the placed pods topology spread counts on it: all
+    but terminating ones (Releasing) and ``pod`` itself."""
+    for name, node_view in view.nodes.items():
+        node = nodes.get(name)
+        if node is None:
+            continue
+        tasks = node.tasks
+        yield node, [
+            other for uid, other in node_view.pods.items()
+            if uid != pod.uid and not (
+                (task := tasks.get(uid)) is not None and task.status == TaskStatus.RELEASING)
+        ]
+
+
 @attrs.define
 class _TaskState:
     """A task's pre-filter state for the session (Volcano's cycle state).
@@ -271,6 +307,9 @@ class _TaskState:
 
     skipped: set[str] = attrs.field(factory=set)
     counts: InterPodCounts | None = None
+    #: The DoNotSchedule topology spread constraints and their domain counts.
+    spread: tuple[SpreadConstraint, ...] = ()
+    spread_counts: list[dict[str, int]] = attrs.field(factory=list)
     provisional: bool = False
 
 
@@ -297,7 +336,8 @@ class PredicatesPlugin:
         self.node_ports_enable = arguments.get_bool("predicate.NodePortsEnable", True)
         self.taint_toleration_enable = arguments.get_bool("predicate.TaintTolerationEnable", True)
         self.pod_affinity_enable = arguments.get_bool("predicate.PodAffinityEnable", True)
-        # Accepted for compatibility; nothing in the model has volumes, zones or claims.
+        # Accepted for compatibility (but topology spread): nothing in the model has
+        # volumes, zones or claims.
         self.node_volume_limits_enable = arguments.get_bool(
             "predicate.NodeVolumeLimitsEnable", True)
         self.volume_zone_enable = arguments.get_bool("predicate.VolumeZoneEnable", True)
@@ -309,8 +349,6 @@ class PredicatesPlugin:
             "predicate.NodeVolumeLimitsEnable": no_volumes,
             "predicate.VolumeZoneEnable": no_volumes,
             "predicate.VolumeBindingEnable": no_volumes,
-            "predicate.PodTopologySpreadEnable":
-                "tasks have no topologySpreadConstraints in the scenario model yet",
         })
         self.cache_enable = arguments.get_bool("predicate.CacheEnable", False)
         self.proportional_enable = arguments.get_bool("predicate.ProportionalEnable", False)
@@ -398,8 +436,15 @@ class PredicatesPlugin:
                 if not own_terms and not +state.counts.existing_anti:
                     skipped.add(INTER_POD_AFFINITY)
         if self.pod_topology_spread_enable:
-            # No task in the model has topology spread constraints.
-            skipped.add(POD_TOPOLOGY_SPREAD)
+            hard = tuple(c for c in task.topology_spread if c.hard)
+            if not hard:
+                state.spread, state.spread_counts = (), []
+                skipped.add(POD_TOPOLOGY_SPREAD)
+            else:
+                assert self._ssn is not None
+                state.spread = hard
+                state.spread_counts = domain_counts(
+                    pod, hard, spread_placements(self._ssn.nodes, view, pod))
         return None
 
     def _placed_pods(self, override: NodeInfo) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
@@ -497,6 +542,12 @@ class PredicatesPlugin:
             status = inter_pod_affinity_filter(pod, counts, node.labels)
             if status is not None:
                 yield status
+        if (self.pod_topology_spread_enable and POD_TOPOLOGY_SPREAD not in state.skipped
+                and state.spread):
+            reason = spread_filter(pod, state.spread, state.spread_counts, node.labels)
+            if reason is not None:
+                code = _UU if reason == REASON_NODE_LABEL_NOT_MATCH else _UNSCHEDULABLE
+                yield FitStatus(code, reason, POD_TOPOLOGY_SPREAD)
         if self.proportional_enable:
             failed = check_proportional(task, node, self.proportional)
             if failed is not None:
@@ -521,6 +572,8 @@ class PredicatesPlugin:
             self.cache_enable and task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
         ):
             raise VectorFallback("predicates: proportional check or equivalence cache")
+        if self.pod_topology_spread_enable and any(c.hard for c in task.topology_spread):
+            raise VectorFallback("predicates: topology spread constraints")
         assert self._ssn is not None
         kube = self._kube
         if kube is None or kube.columns is not columns:
@@ -557,10 +610,10 @@ class PredicatesPlugin:
     def vector_template(self, task: TaskInfo) -> tuple[object, ...] | None:
         """What :meth:`vector_predicate` reads from the task, when each node's verdict
         depends only on that node: not with inter-pod affinity in play (counts over
-        all nodes), the proportional check or the equivalence cache."""
+        all nodes), topology spread, the proportional check or the equivalence cache."""
         if self.proportional_enable or (
             self.cache_enable and task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
-        ):
+        ) or (self.pod_topology_spread_enable and task.topology_spread):
             return None
         state = self._state(task)
         if self.pod_affinity_enable and INTER_POD_AFFINITY not in state.skipped:

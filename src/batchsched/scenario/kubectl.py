@@ -604,6 +604,7 @@ class _Converter:
             "labels": fields["labels"], "annotations": fields["annotations"],
             "nodeSelector": spec.get("nodeSelector"), "tolerations": spec.get("tolerations"),
             "affinity": spec.get("affinity"), "hostPorts": ports,
+            "topologySpreadConstraints": spec.get("topologySpreadConstraints") or None,
             "images": [c["image"] for c in containers if c.get("image")],
             "createdAt": fields["createdAt"],
             "nominatedNodeName": (status.get("nominatedNodeName") or None)

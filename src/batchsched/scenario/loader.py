@@ -44,6 +44,11 @@ from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
 from batchsched.kube.affinity import AffinityError, parse_affinity
 from batchsched.kube.taints import Taint, Toleration
+from batchsched.kube.topology_spread import (
+    SpreadConstraint,
+    TopologySpreadError,
+    parse_topology_spread,
+)
 
 __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 
@@ -734,6 +739,15 @@ class _Parser:
                 parse_affinity(affinity)
             except AffinityError as exc:
                 raise self.fail(f"{path}.affinity.{exc.path}", exc.problem) from exc
+        labels = self.string_map(obj.get("labels"), f"{path}.labels")
+        spread: tuple[SpreadConstraint, ...] = ()
+        if obj.get("topologySpreadConstraints") is not None:
+            spread_path = f"{path}.topologySpreadConstraints"
+            try:
+                spread = parse_topology_spread(
+                    self.seq(obj["topologySpreadConstraints"], spread_path), labels)
+            except TopologySpreadError as exc:
+                raise self.fail(f"{spread_path}{exc.path}", exc.problem) from exc
         ports = []
         raw_ports = obj.get("hostPorts")
         for p, port in enumerate(self.seq(raw_ports, f"{path}.hostPorts")
@@ -748,10 +762,11 @@ class _Parser:
             namespace, name, job_uid, requests, init_requests=init,
             status=status, node_name=node if status != TaskStatus.PENDING else "",
             priority=priority, role=self.typed(obj, "role", str, "", path),
-            labels=self.string_map(obj.get("labels"), f"{path}.labels"),
+            labels=labels,
             annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
             node_selector=self.string_map(obj.get("nodeSelector"), f"{path}.nodeSelector"),
-            affinity=affinity, tolerations=tuple(tolerations), host_ports=tuple(ports),
+            affinity=affinity, topology_spread=spread, tolerations=tuple(tolerations),
+            host_ports=tuple(ports),
             images=tuple(str(x) for x in self.seq(obj["images"], f"{path}.images"))
             if obj.get("images") is not None else (),
             priority_class_name=class_name, preemption_policy=policy,
@@ -877,7 +892,7 @@ _TASK_KEYS = frozenset({
     "name", "namespace", "job", "role", "node", "phase", "deleting", "requests", "initRequests",
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
-    "nominatedNodeName",
+    "nominatedNodeName", "topologySpreadConstraints",
 })
 
 
