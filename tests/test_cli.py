@@ -34,7 +34,7 @@ def test_run_json_has_every_key(scenario: Path, capsys: pytest.CaptureFixture[st
     assert main(["run", str(scenario), "--output", "json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert set(got) == {"binds", "evicted", "pipelined", "podGroupPhases", "taskStatusCounts",
-                        "bindFailures", "nominated", "queueStatus", "events"}
+                        "bindFailures", "nominated", "queueStatus", "gpuDevices", "events"}
     assert got["taskStatusCounts"] == {"c1/pg1": {"Pending": 1}}
 
 

@@ -193,7 +193,10 @@ def _text(name: str, got: dict[str, Any]) -> str:
     binds = got["binds"]
     lines.append(f"binds ({len(binds)}):")
     width = max((len(t) for t in binds), default=0)
-    lines.extend(f"  {task:<{width}}  -> {node}" for task, node in binds.items())
+    devices = got.get("gpuDevices", {})
+    lines.extend(f"  {task:<{width}}  -> {node}" + (
+        f"  (GPUs {', '.join(map(str, devices[task]))})" if task in devices else "")
+        for task, node in binds.items())
     lines.append(f"evicted ({len(got['evicted'])}):")
     lines.extend(f"  {task}" for task in got["evicted"])
     if got["pipelined"]:

@@ -196,3 +196,21 @@ def test_a_malformed_typical_pod_is_a_configuration_error_naming_the_entry() -> 
         parse_typical_pods([{"cpu": 1, "gpu": "500m"}, {"cpu": 1, "gpu": "1500m"}])
     with pytest.raises(ConfigError, match=r"fgd\.typicalPods\[0\]"):
         parse_typical_pods([{"gpu": 1}])
+
+
+def test_the_decisions_name_each_binds_gpus_and_expect_checks_them() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from batchsched.scenario import check_scenario, run_scenario
+
+    example = Path(__file__).parents[2] / "examples" / "gpu-sharing.yaml"
+    document = yaml.safe_load(example.read_text(encoding="utf-8"))
+    assert check_scenario(parse_scenario(document, source=example.name)).passed
+    decisions = run_scenario(parse_scenario(document, source=example.name))
+    assert decisions.gpu_devices["default/train-0"] == [2, 3]
+    wrong = parse_scenario({**document, "expect": {"gpuDevices": {"default/nb-1": [3]}}},
+                           source="<test>")
+    result = check_scenario(wrong)
+    assert not result.passed and "gpuDevices: expected" in result.differences[0]

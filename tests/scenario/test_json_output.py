@@ -44,6 +44,8 @@ decisions = st.fixed_dictionaries(
         "events": st.lists(str_maps, max_size=4),
         "bindFailures": st.lists(short_texts, max_size=3),
         "nominated": str_maps,
+        "gpuDevices": st.dictionaries(short_texts, st.lists(st.integers(0, 7), max_size=4),
+                                      max_size=3),
         "queueStatus": st.dictionaries(short_texts, st.fixed_dictionaries(
             {"allocated": str_maps, "podGroups": count_maps}), max_size=3),
     },

@@ -47,6 +47,12 @@ def compare_decisions(
         if want_failed != have_failed:
             diffs.append(f"bindFailures: expected {sorted(want_failed.elements())}, "
                          f"got {sorted(have_failed.elements())}")
+    if "gpuDevices" in expect:
+        want_devices = {task: list(devices) for task, devices
+                        in dict(expect["gpuDevices"] or {}).items()}
+        have_devices = dict(got.get("gpuDevices") or {})
+        if want_devices != have_devices:
+            diffs.append(f"gpuDevices: expected {want_devices}, got {have_devices}")
     if "nominated" in expect:
         want_nominated = dict(expect["nominated"] or {})
         have_nominated = dict(got.get("nominated") or {})

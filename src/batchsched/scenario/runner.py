@@ -35,7 +35,8 @@ class Decisions:
     ``bind_failures``: task ids whose bind the cache refused (``faults``), in order;
     ``nominated``: preemptor task id -> the node its victims were evicted on;
     ``queue_status``: queue -> its status at session close (``allocated``
-    quantities, ``podGroups`` counted by phase).
+    quantities, ``podGroups`` counted by phase); ``gpu_devices``: bound task id ->
+    the indexes of its node's GPUs it holds (tasks holding GPUs one by one only).
     """
 
     binds: dict[str, str]
@@ -48,6 +49,7 @@ class Decisions:
     bind_failures: list[str] = attrs.field(factory=list)
     nominated: dict[str, str] = attrs.field(factory=dict)
     queue_status: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    gpu_devices: dict[str, list[int]] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's JSON object: every key present, ``scores`` only when computed."""
@@ -60,6 +62,7 @@ class Decisions:
             "bindFailures": self.bind_failures,
             "nominated": self.nominated,
             "queueStatus": self.queue_status,
+            "gpuDevices": self.gpu_devices,
             "events": self.events,
         }
         if self.scores is not None:
@@ -102,6 +105,7 @@ class _RecordingCache:
         self.events: list[RecordedEvent] = []
         self.bind_failures: list[str] = []
         self.nominated: dict[str, str] = {}
+        self.gpu_devices: dict[str, list[int]] = {}
 
     def snapshot(self) -> ClusterInfo:
         return self._snapshot
@@ -111,11 +115,14 @@ class _RecordingCache:
             self.bind_failures.append(task.uid)
             return False
         self.binds.append(Bind(task.uid, node_name))
+        if task.gpu_devices:
+            self.gpu_devices[task.uid] = list(task.gpu_devices)
         return True
 
     def unbind(self, task: TaskInfo, reason: str) -> None:
         """A bind taken back (its gang fell below minMember): it does not stand."""
         self.binds = [b for b in self.binds if b.task != task.uid]
+        self.gpu_devices.pop(task.uid, None)
 
     def nominate(self, task: TaskInfo, node_name: str) -> None:
         self.nominated[task.uid] = node_name
@@ -178,6 +185,7 @@ def run_scenario(
         nominated=dict(sorted(cache.nominated.items())),
         queue_status={name: queue.status.to_json()
                       for name, queue in sorted(ssn.queues.items())},
+        gpu_devices=dict(sorted(cache.gpu_devices.items())),
     )
 
 
