@@ -11,6 +11,8 @@ from typing import Any
 import attrs
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import ConfigError, PluginError
@@ -269,3 +271,45 @@ def test_a_profile_with_points_a_session_does_not_run_is_refused() -> None:
     with pytest.raises(ConfigError, match="'permit' does not run in a Volcano session"):
         KubePluginsPlugin(Arguments({"kube.profile": {"plugins": {
             "permit": {"enabled": [{"name": "Coscheduling"}]}}}}))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=6),
+       st.lists(st.integers(1, 4), min_size=1, max_size=4))
+def test_coscheduled_gangs_bind_whole_or_not_at_all(gangs: list[int], nodes: list[int]) -> None:
+    """Random gangs (size = minMember, 1 cpu per pod) on random nodes, the loop run at
+    t = 0..12 (Permit timeout 10): a gang is never partly bound, no node is
+    over-committed, and once every wait has timed out nothing stays assumed."""
+    sys.path.insert(0, str(EXAMPLE))
+    try:
+        module = importlib.import_module("batchsched_coscheduling")
+    finally:
+        sys.path.remove(str(EXAMPLE))
+    batch = BatchschedRegistry(autoload=False)
+    batch.manager.register(module)
+    doc = {
+        "version": 1, "name": "gangs", "config": {"actions": ""},
+        "nodes": [{"name": f"n{i}", "allocatable": {"cpu": cpu, "memory": "4Gi", "pods": 10}}
+                  for i, cpu in enumerate(nodes)],
+        "jobs": [{"name": f"g{j}", "minMember": size, "phase": "Inqueue"}
+                 for j, size in enumerate(gangs)],
+        "tasks": [{"name": f"g{j}-{k}", "job": f"g{j}", "requests": {"cpu": 1}}
+                  for j, size in enumerate(gangs) for k in range(size)],
+    }
+    cache = parse_scenario(doc, source="<test>").build_cache()
+    assert isinstance(cache, MemoryCache)
+    scheduler = PodScheduler(cache, Framework(from_entry_points(batch),
+                                              Profile.from_mapping(yaml.safe_load(GANG_PROFILE))))
+    for now in range(13):
+        scheduler.run(now=float(now))
+        for node in cache.nodes.values():
+            node.check_invariants()
+            assert node.used.milli_cpu <= node.allocatable.milli_cpu
+        bound: dict[str, int] = {}
+        for bind in cache.binds:
+            job = bind.task.rsplit("-", 1)[0]
+            bound[job] = bound.get(job, 0) + 1
+        for j, size in enumerate(gangs):
+            assert bound.get(f"default/g{j}", 0) in (0, size)
+    waiting = scheduler.frameworks["default-scheduler"].waiting_pods
+    assert set(scheduler.assumed) == {pod.pod.uid for pod in waiting}
