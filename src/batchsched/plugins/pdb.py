@@ -11,8 +11,8 @@ victim of this filter. The budgets are spent through
 preemption uses, so both read a budget the same way.
 
 The filter serves the **preemptable**, **reclaimable** and **victim tasks**
-points (no built-in action consults victim tasks yet: Volcano's shuffle action is
-not implemented). Budgets are fresh for every call. It takes no arguments.
+points (the ``shuffle`` action evicts the victim tasks). Budgets are fresh for
+every call. It takes no arguments.
 """
 
 from __future__ import annotations
