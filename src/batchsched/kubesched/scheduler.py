@@ -96,7 +96,7 @@ class PodScheduler:
                 break
             assert self.view is not None
             # The queue may hold the pod as an earlier view had it: take today's.
-            pod = _task(self.view, queued.pod.uid)
+            pod = _task(self.view, queued.pod)
             if pod is None or pod.node_name or pod.status != TaskStatus.PENDING:
                 continue  # deleted, or bound meanwhile
             self.schedule_one(pod, now)
@@ -107,7 +107,7 @@ class PodScheduler:
     def _refresh_view(self, now: float) -> None:
         view: ClusterInfo = self.cache.snapshot()
         for uid, assumed in list(self.assumed.items()):
-            task = _task(view, uid)
+            task = _task(view, assumed.pod)
             node = view.nodes.get(assumed.node)
             if task is None or node is None:
                 self._forget(uid)
@@ -236,7 +236,7 @@ class PodScheduler:
         assumed = self.assumed.pop(uid, None)
         if assumed is None or self.view is None:
             return
-        task = _task(self.view, uid) or assumed.pod
+        task = _task(self.view, assumed.pod) or assumed.pod
         node = self.view.nodes.get(assumed.node)
         job = self.view.jobs.get(task.job)
         if node is not None:
@@ -261,12 +261,10 @@ class PodScheduler:
         return result
 
 
-def _task(view: ClusterInfo, uid: str) -> TaskInfo | None:
-    for job in view.jobs.values():
-        task = job.tasks.get(uid)
-        if task is not None:
-            return task
-    return None
+def _task(view: ClusterInfo, pod: TaskInfo) -> TaskInfo | None:
+    """The view's own object for ``pod`` (None when its job or the pod is gone)."""
+    job = view.jobs.get(pod.job)
+    return None if job is None else job.tasks.get(pod.uid)
 
 
 def _place(view: ClusterInfo, task: TaskInfo, node: NodeInfo) -> None:
