@@ -108,3 +108,28 @@ def test_unreachable_prioritize_is_a_plugin_error_naming_the_extender() -> None:
                     "extender.prioritizeVerb": "prioritize"})
     with pytest.raises(PluginError, match="extender"):
         run_scenario(parse_scenario(doc, source="<test>"))
+
+
+def test_a_failed_call_counts_against_unless_ignorable(server: str) -> None:
+    from batchsched.api.job import JobInfo, PodGroup
+    from batchsched.api.queue import QueueInfo
+    from batchsched.api.task import TaskInfo
+    from batchsched.api.types import Vote
+    from batchsched.framework.arguments import Arguments
+    from batchsched.plugins.extender import ExtenderPlugin
+
+    verbs = {f"extender.{verb}Verb": "fail" for verb in
+             ("preemptable", "jobEnqueueable", "queueOverused", "jobReady")}
+    job = JobInfo.from_podgroup(PodGroup("pg"))
+    task = TaskInfo.create("default", "t", job.uid)
+    strict = ExtenderPlugin(Arguments({"extender.urlPrefix": server, **verbs}))
+    lenient = ExtenderPlugin(Arguments({"extender.urlPrefix": server, "extender.ignorable": True,
+                                        **verbs}))
+    assert strict.victims("preemptable", task, [task]) == []
+    assert lenient.victims("preemptable", task, [task]) is None
+    assert (strict.job_enqueueable(job), lenient.job_enqueueable(job)) == (Vote.REJECT,
+                                                                           Vote.PERMIT)
+    assert (strict.queue_overused(QueueInfo("q")), lenient.queue_overused(QueueInfo("q"))) == (
+        True, False)
+    # Volcano's JobReady answers `!ignorable` to a failed call.
+    assert (strict.job_ready(job), lenient.job_ready(job)) == (True, False)

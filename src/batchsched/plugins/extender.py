@@ -21,12 +21,13 @@ the answer (HTTP 200, JSON) decides at one extension point:
 ``extender.httpTimeout`` (Go duration, default ``1s``) bounds each call. A call
 that fails (no answer, timeout, a status other than 200, unreadable JSON) is
 logged and, with ``extender.ignorable: true``, ignored: the node passes, no
-score, the plugin abstains, the job may be enqueued, the queue is not overused,
-the job is ready. Without it the failure counts against: the node fails (Error),
-the scores are a PluginError naming the plugin, no victims, the job is not
-enqueued, the queue is overused, the job is not ready. When the session-open call
-fails and the extender is not ignorable, no other verb is registered, as in
-Volcano.
+score, the plugin abstains, the job may be enqueued, the queue is not overused.
+Without it the failure counts against: the node fails (Error), the scores are a
+PluginError naming the plugin, no victims, the job is not enqueued, the queue is
+overused. Job ready follows Volcano's code literally: a failed call reads as
+ready when the extender is *not* ignorable, not ready when it is. When the
+session-open call fails and the extender is not ignorable, no other verb is
+registered, as in Volcano.
 
 Objects are sent as JSON with Volcano's Go field names where batchsched has the
 field (``UID``, ``Name``, ``Namespace``, ``Job``, ``NodeName``, ``Status``,
@@ -147,24 +148,31 @@ class ExtenderPlugin:
             raise ExtenderError(f"extender: {verb} at {url} answered unreadable JSON: {exc}",
                                 plugin=PLUGIN_NAME) from exc
 
-    def _failed(self, verb: str, error: ExtenderError) -> None:
+    def _failed(self, error: ExtenderError) -> None:
         log.warning("%s%s", error, " (ignored: extender.ignorable)" if self.ignorable else "")
+
+    def _ask(self, verb: str, request: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The answer of the configured ``verb`` as a mapping (``{}`` for an answer of
+        another shape), or None when the call failed (logged)."""
+        try:
+            answer = self.send(self.verbs[verb], request)
+        except ExtenderError as error:
+            self._failed(error)
+            return None
+        return answer if isinstance(answer, dict) else {}
 
     # -- session -----------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
         verbs = self.verbs
         if verbs["onSessionOpen"]:
-            try:
-                self.send(verbs["onSessionOpen"], {
-                    "jobs": {uid: job_json(job) for uid, job in ssn.jobs.items()},
-                    "nodes": {name: node_json(node) for name, node in ssn.nodes.items()},
-                    "queues": {name: queue_json(queue) for name, queue in ssn.queues.items()},
-                    "nodeList": [node.name for node in ssn.node_list]})
-            except ExtenderError as error:
-                self._failed("onSessionOpen", error)
-                if not self.ignorable:
-                    return
+            opened = self._ask("onSessionOpen", {
+                "jobs": {uid: job_json(job) for uid, job in ssn.jobs.items()},
+                "nodes": {name: node_json(node) for name, node in ssn.nodes.items()},
+                "queues": {name: queue_json(queue) for name, queue in ssn.queues.items()},
+                "nodeList": [node.name for node in ssn.node_list]})
+            if opened is None and not self.ignorable:
+                return
         if verbs["predicate"]:
             ssn.add_predicate_fn(self.name, self.predicate)
         if verbs["prioritize"]:
@@ -184,10 +192,7 @@ class ExtenderPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         if self.verbs["onSessionClose"]:
-            try:
-                self.send(self.verbs["onSessionClose"], {})
-            except ExtenderError as error:
-                self._failed("onSessionClose", error)
+            self._ask("onSessionClose", {})
 
     # -- the points --------------------------------------------------------------------------
 
@@ -196,7 +201,7 @@ class ExtenderPlugin:
             answer = self.send(self.verbs["predicate"], {"task": task_json(task),
                                                          "node": node_json(node)})
         except ExtenderError as error:
-            self._failed("predicate", error)
+            self._failed(error)
             return None if self.ignorable else FitError.of(
                 task.namespace, task.name, node.name, str(error), plugin=self.name)
         message = str(answer.get("status") or "") if isinstance(answer, dict) else ""
@@ -217,7 +222,7 @@ class ExtenderPlugin:
             answer = self.send(self.verbs["prioritize"], {
                 "task": task_json(task), "nodes": [node_json(node) for node in nodes]})
         except ExtenderError as error:
-            self._failed("prioritize", error)
+            self._failed(error)
             if self.ignorable:
                 return {}
             raise
@@ -230,40 +235,27 @@ class ExtenderPlugin:
 
     def victims(self, verb: str, evictor: TaskInfo, evictees: list[TaskInfo]
                 ) -> list[TaskInfo] | None:
-        try:
-            answer = self.send(self.verbs[verb], {
-                "evictor": task_json(evictor),
-                "evictees": [task_json(task) for task in evictees]})
-        except ExtenderError as error:
-            self._failed(verb, error)
+        answer = self._ask(verb, {"evictor": task_json(evictor),
+                                  "evictees": [task_json(task) for task in evictees]})
+        if answer is None:
             return None if self.ignorable else []
-        if not isinstance(answer, dict) or int(answer.get("status") or 0) == 0:
+        if int(answer.get("status") or 0) == 0:
             return None
         chosen = {str(victim.get("UID")) for victim in answer.get("victims") or []
                   if isinstance(victim, dict)}
         return [task for task in evictees if task.uid in chosen]
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
-        try:
-            answer = self.send(self.verbs["jobEnqueueable"], {"job": job_json(job)})
-        except ExtenderError as error:
-            self._failed("jobEnqueueable", error)
+        answer = self._ask("jobEnqueueable", {"job": job_json(job)})
+        if answer is None:
             return Vote.PERMIT if self.ignorable else Vote.REJECT
-        status = int(answer.get("status") or 0) if isinstance(answer, dict) else 0
-        return Vote(max(-1, min(1, status)))
+        return Vote(max(-1, min(1, int(answer.get("status") or 0))))
 
     def queue_overused(self, queue: QueueInfo) -> bool:
-        try:
-            answer = self.send(self.verbs["queueOverused"], {"queue": queue_json(queue)})
-        except ExtenderError as error:
-            self._failed("queueOverused", error)
-            return not self.ignorable
-        return bool(answer.get("overused")) if isinstance(answer, dict) else False
+        answer = self._ask("queueOverused", {"queue": queue_json(queue)})
+        return not self.ignorable if answer is None else bool(answer.get("overused"))
 
     def job_ready(self, job: JobInfo) -> bool:
-        try:
-            answer = self.send(self.verbs["jobReady"], {"job": job_json(job)})
-        except ExtenderError as error:
-            self._failed("jobReady", error)
-            return not self.ignorable
-        return bool(answer.get("status")) if isinstance(answer, dict) else False
+        # Volcano answers "ready" to a failed call exactly when it may not ignore it.
+        answer = self._ask("jobReady", {"job": job_json(job)})
+        return not self.ignorable if answer is None else bool(answer.get("status"))
