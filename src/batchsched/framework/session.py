@@ -837,7 +837,7 @@ class Session:
             return None
         kept: Resource | None = None
         for nominee in nominees:
-            if (nominee is task or nominee.uid == task.uid or nominee.priority < task.priority
+            if (nominee.uid == task.uid or nominee.priority < task.priority
                     or nominee.status != TaskStatus.PENDING or nominee.node_name):
                 continue
             kept = nominee.init_resreq.clone() if kept is None else kept.add(nominee.init_resreq)
