@@ -123,18 +123,13 @@ class JobKeyOrderPlugin:
         now = ssn.now
         key = self.key
 
-        def order(left: JobInfo, right: JobInfo) -> int:
-            lkey = keys.get(left.uid)
-            if lkey is None:
-                lkey = keys[left.uid] = key(left, now)
-            rkey = keys.get(right.uid)
-            if rkey is None:
-                rkey = keys[right.uid] = key(right, now)
-            if lkey < rkey:
-                return -1
-            return 1 if rkey < lkey else 0
+        def job_key(job: JobInfo) -> Any:
+            kept = keys.get(job.uid)
+            if kept is None:
+                kept = keys[job.uid] = key(job, now)
+            return kept
 
-        ssn.add_job_order_fn(self.name, order)
+        ssn.add_job_order_key_fn(self.name, job_key)
 
     def on_session_close(self, ssn: Session) -> None:
         pass

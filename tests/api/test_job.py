@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo, TaskStatus
+from batchsched.api.types import PodGroupCondition, PodGroupConditionType, PodGroupPhase
 
 S = TaskStatus
 
@@ -113,3 +115,24 @@ def test_sla_waiting_time_falls_back_past_an_invalid_annotation() -> None:
     assert JobInfo.from_podgroup(pg).waiting_time == 3723
     assert JobInfo.from_podgroup(PodGroup("pg", "ns", annotations={
         "sla-waiting-time": "-5m"})).waiting_time is None
+
+
+def test_pod_group_clone_copies_every_field() -> None:
+    """The clone is written field by field: a field added to PodGroup must be copied."""
+    podgroup = PodGroup(
+        name="pg", namespace="ns", queue="q", min_member=3, min_task_member={"worker": 2},
+        min_resources=Resource(1000, 2048), phase=PodGroupPhase.RUNNING,
+        priority_class_name="high", annotations={"a": "1"}, labels={"l": "2"},
+        creation_time=7.0,
+        conditions=[PodGroupCondition(PodGroupConditionType.SCHEDULED, "True", "r", "m", "t")],
+        running=1, succeeded=2, failed=3,
+    )
+    defaults = PodGroup(name="other")
+    twin = podgroup.clone()
+    for field in attrs.fields(PodGroup):
+        value = getattr(podgroup, field.name)
+        assert value != getattr(defaults, field.name), f"set {field.name} in this test"
+        assert getattr(twin, field.name) == value, field.name
+    assert twin.min_task_member is not podgroup.min_task_member
+    assert twin.conditions is not podgroup.conditions
+    assert twin.min_resources is not podgroup.min_resources

@@ -99,8 +99,7 @@ class _AllocateRun:
     def _build(self) -> None:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
-        # Read once for the whole loop (one turn per job of the session).
-        job_order = ssn.job_order_total
+        new_job_queue = ssn.job_queue
         queues, jobs_by_queue = ssn.queues, self.jobs_by_queue
         pending = TaskStatus.PENDING
         for job in ssn.jobs.values():
@@ -119,7 +118,7 @@ class _AllocateRun:
                 continue  # nothing to place here: best-effort tasks are backfill's business
             jobs = jobs_by_queue.get(job.queue)
             if jobs is None:
-                jobs = jobs_by_queue[job.queue] = PriorityQueue.by_comparison(job_order)
+                jobs = jobs_by_queue[job.queue] = new_job_queue()
                 self.queues.push(queue)
             jobs.push(job)
             self.considered.append(job)

@@ -32,7 +32,6 @@ with ``extraNodes: false``, ``candidateOrder: submit`` and
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -121,7 +120,7 @@ class EasyBackfillAction(SelectorAction):
 
 def sorted_by_order(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
     """``jobs`` in the session's job order."""
-    return sorted(jobs, key=functools.cmp_to_key(ssn.job_order_total))
+    return ssn.sorted_jobs(jobs)
 
 
 def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]:

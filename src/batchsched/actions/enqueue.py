@@ -73,7 +73,7 @@ class EnqueueAction:
                 queues.push(queue)
             if job.is_pending():
                 if job.queue not in pending_by_queue:
-                    pending_by_queue[job.queue] = PriorityQueue(ssn.job_order_fn)
+                    pending_by_queue[job.queue] = ssn.job_queue()
                 pending_by_queue[job.queue].push(job)
 
         while queues:

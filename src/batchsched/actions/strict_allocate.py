@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 from batchsched.actions.allocate import AllocateAction, _AllocateRun, record_unplaced_events
 from batchsched.actions.placement import NodeSelector
 from batchsched.api.job import JobInfo
-from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
 from batchsched.framework.arguments import Arguments
@@ -91,12 +90,7 @@ class _StrictRun(_AllocateRun):
             if job is None or jobs is None:
                 continue
             self.held[queue] = job
-            rest = PriorityQueue.by_comparison(self.ssn.job_order_total)
-            while jobs:
-                other = jobs.pop()
-                if other is not job:
-                    rest.push(other)
-            self.jobs_by_queue[queue] = rest
+            jobs.discard(job)
 
     def run(self) -> None:
         ssn = self.ssn

@@ -122,12 +122,19 @@ class Session:
         self.host_errors: list[CacheError] = []
         self.extra: dict[str, Any] = {}
         self._fns: dict[str, dict[str, Fn]] = {name: {} for name in EXTENSION_POINTS}
+        #: Plugin -> (its job order key, the comparison registered from it).
+        self._job_order_keys: dict[str, tuple[Callable[[JobInfo], Any], Fn]] = {}
         self._configured = frozenset(configuration.plugin_names())
         self._bound: dict[str, combine.Bound] = {}
-        self._initial_phase = {uid: job.podgroup.phase for uid, job in self.jobs.items()}
-        self._initial_conditions = {
-            uid: list(job.podgroup.conditions) for uid, job in self.jobs.items()
-        }
+        # What the close compares with to tell whether to record a "Scheduled" event:
+        # not kept when events are dropped.
+        self._initial_phase: dict[str, PodGroupPhase] = {}
+        self._initial_conditions: dict[str, list[PodGroupCondition]] = {}
+        if self.keeps_events:
+            self._initial_phase = {uid: job.podgroup.phase for uid, job in self.jobs.items()}
+            self._initial_conditions = {
+                uid: list(job.podgroup.conditions) for uid, job in self.jobs.items()
+            }
         self._closed = False
         self._opened = False
 
@@ -292,10 +299,10 @@ class Session:
 
     def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
         """Set a condition on the job's pod group (replacing one of the same type)."""
-        condition = PodGroupCondition(
-            condition.type, condition.status, condition.reason, condition.message,
-            condition.transition_id or self.uid,
-        )
+        if not condition.transition_id:
+            condition = PodGroupCondition(
+                condition.type, condition.status, condition.reason, condition.message, self.uid,
+            )
         kept = [c for c in job.podgroup.conditions if c.type != condition.type]
         job.podgroup.conditions = [*kept, condition]
 
@@ -339,6 +346,65 @@ class Session:
 
     def add_job_order_fn(self, plugin: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
         self._add("job_order", plugin, fn)
+
+    def add_job_order_key_fn(self, plugin: str, key: Callable[[JobInfo], Any]) -> None:
+        """Register the plugin's job order as a sort key: smaller keys go first, and jobs
+        with equal keys are left to the next plugin.
+
+        It is the same order as ``add_job_order_fn`` with the comparison of the keys
+        (which is registered too, so every reader of the job order sees it), and lets
+        actions that rank many jobs sort by key instead of comparing pairs through
+        the plugins (:meth:`job_order_key`). Keys must be totally ordered (no NaN)
+        and depend only on the job and the session, so that a job's key changes only
+        when the job itself does.
+        """
+
+        def compare(left: JobInfo, right: JobInfo) -> int:
+            lkey, rkey = key(left), key(right)
+            if lkey < rkey:
+                return -1
+            return 1 if rkey < lkey else 0
+
+        self._add("job_order", plugin, compare)
+        self._job_order_keys[plugin] = (key, self._fns["job_order"][plugin])
+
+    def job_order_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
+        """The job order as a sort key, or None when some enabled job order plugin
+        gave only a comparison (or a recorder watches the comparisons).
+
+        ``sorted(jobs, key=ssn.job_order_key())`` orders as :meth:`job_order_total`
+        does: the plugins' keys in tier order, then creation time, then id.
+        """
+        if self.recorder is not None:
+            return None
+        keys: list[tuple[str, Callable[[JobInfo], Any]]] = []
+        for tier in self.tiers_for("job_order"):
+            for plugin, fn in tier:
+                kept = self._job_order_keys.get(plugin)
+                if kept is None or kept[1] is not fn:
+                    return None  # a comparison registered later replaced the key
+                keys.append((plugin, kept[0]))
+        return _job_sort_key(keys)
+
+    def job_queue(self) -> PriorityQueue[JobInfo]:
+        """An empty priority queue in job order (:meth:`job_order_total`): keyed when
+        :meth:`job_order_key` allows it, else by comparison.
+
+        Keys are worked out at push, so it suits actions in which a queued job does
+        not change until it is popped (allocate and its kin push a job back after
+        changing it); actions that change queued jobs (evictions) compare instead.
+        """
+        key = self.job_order_key()
+        if key is not None:
+            return PriorityQueue.by_key(key)
+        return PriorityQueue.by_comparison(self.job_order_total)
+
+    def sorted_jobs(self, jobs: Iterable[JobInfo]) -> list[JobInfo]:
+        """``jobs`` in job order (:meth:`job_order_total`), by key when possible."""
+        key = self.job_order_key()
+        if key is None:
+            return sorted(jobs, key=functools.cmp_to_key(self.job_order_total))
+        return sorted(jobs, key=key)
 
     def add_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
         self._add("queue_order", plugin, fn)
@@ -930,3 +996,34 @@ def _moved_to_columnar(old: str, new: str) -> None:
         DeprecationWarning,
         stacklevel=3,
     )
+
+
+def _job_sort_key(
+    keys: list[tuple[str, Callable[[JobInfo], Any]]],
+) -> Callable[[JobInfo], tuple[Any, ...]]:
+    """One tuple per job: each plugin's key, then creation time and id (the session's
+    own tie-break). A key that raises is blamed on its plugin."""
+    functions = tuple(fn for _, fn in keys)
+    first = functions[0] if functions else None
+    second = functions[1] if len(functions) > 1 else None
+
+    def sort_key(job: JobInfo) -> tuple[Any, ...]:
+        try:
+            # One and two plugins written out: this runs for every job pushed.
+            if len(functions) == 1:
+                return (first(job), job.creation_time, job.uid)  # type: ignore[misc]
+            if len(functions) == 2:
+                return (first(job), second(job),  # type: ignore[misc]
+                        job.creation_time, job.uid)
+            return (*[fn(job) for fn in functions], job.creation_time, job.uid)
+        except BatchSchedError:
+            raise
+        except Exception as exc:
+            for plugin, fn in keys:  # find the plugin at fault (a key is a pure function)
+                try:
+                    fn(job)
+                except Exception:
+                    raise combine.plugin_failed("job_order", plugin, exc) from exc
+            raise
+
+    return sort_key

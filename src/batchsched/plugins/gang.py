@@ -29,6 +29,8 @@ It takes no arguments.
 
 from __future__ import annotations
 
+import weakref
+
 from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
@@ -75,7 +77,7 @@ class GangPlugin:
         self.arguments = arguments
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_job_valid_fn(self.name, job_valid)
+        ssn.add_job_valid_fn(self.name, _job_valid_kept)
 
         def victims(actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
             return gang_victims(ssn, candidates)
@@ -83,7 +85,8 @@ class GangPlugin:
         ssn.add_preemptable_fn(self.name, victims)
         ssn.add_reclaimable_fn(self.name, victims)
         ssn.add_unified_evictable_fn(self.name, lambda _context, candidates: list(candidates))
-        ssn.add_job_order_fn(self.name, job_order)
+        # Not-ready jobs first: the key False sorts before True.
+        ssn.add_job_order_key_fn(self.name, JobInfo.is_ready)
         ssn.add_job_ready_fn(self.name, job_ready)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
         # Preemption looks at minMember only, not at the per-role minimums.
@@ -109,7 +112,7 @@ class GangPlugin:
                 continue
             ssn.update_pod_group_condition(job, PodGroupCondition(
                 PodGroupConditionType.UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES,
-                unschedulable_message(job), ssn.uid,
+                _unschedulable_message_kept(job), ssn.uid,
             ))
 
 
@@ -255,3 +258,35 @@ def unschedulable_message(job: JobInfo) -> str:
             schedulable += 1
     unready = job.min_available - schedulable
     return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+
+
+# Every session asks both questions below of every waiting job, and a job that has not
+# changed (its mutation count names its tasks and their states) gets the same answers:
+# they are kept per job object while it lives (snapshots hand out the same object for
+# a job that did not change, see MemoryCache).
+_valid_answers: weakref.WeakKeyDictionary[
+    JobInfo, tuple[int, int, ValidateResult | None]
+] = weakref.WeakKeyDictionary()
+_messages: weakref.WeakKeyDictionary[JobInfo, tuple[int, int, str]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _job_valid_kept(job: JobInfo) -> ValidateResult | None:
+    kept = _valid_answers.get(job)
+    if kept is not None and kept[0] == job.mutations and kept[1] == job.min_available:
+        return kept[2]
+    answer = job_valid(job)
+    _valid_answers[job] = (job.mutations, job.min_available, answer)
+    return answer
+
+
+def _unschedulable_message_kept(job: JobInfo) -> str:
+    if job.nodes_fit_errors or job.job_fit_errors:
+        return unschedulable_message(job)  # this session's reasons: not kept
+    kept = _messages.get(job)
+    if kept is not None and kept[0] == job.mutations and kept[1] == job.min_available:
+        return kept[2]
+    message = unschedulable_message(job)
+    _messages[job] = (job.mutations, job.min_available, message)
+    return message

@@ -38,7 +38,7 @@ class PriorityPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_task_order_fn(self.name, task_order)
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_key_fn(self.name, job_order_key)
 
         def preemptable(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
             preemptor_job = ssn.jobs.get(preemptor.job)
@@ -93,6 +93,11 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
     if lprio == rprio:
         return 0
     return -1 if lprio > rprio else 1
+
+
+def job_order_key(job: JobInfo) -> int:
+    """:func:`job_order` as a sort key."""
+    return -job.priority
 
 
 def job_starving(job: JobInfo) -> bool:

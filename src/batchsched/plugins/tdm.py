@@ -223,7 +223,7 @@ class TdmPlugin:
         ssn.add_node_order_fn(self.name, lambda task, node: self.score(ssn, task, node))
         ssn.add_preemptable_fn(self.name, lambda p, c: self.preemptable(ssn, p, c))
         ssn.add_victim_tasks_fn(self.name, lambda tasks: self.victims(ssn))
-        ssn.add_job_order_fn(self.name, job_order)
+        ssn.add_job_order_key_fn(self.name, job_order_key)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
         ssn.add_job_starving_fn(self.name, job_starving)
 
@@ -304,6 +304,11 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
     if left.preemptable == right.preemptable:
         return 0
     return 1 if left.preemptable else -1
+
+
+def job_order_key(job: JobInfo) -> bool:
+    """:func:`job_order` as a sort key (False, non-preemptable, first)."""
+    return job.preemptable
 
 
 def job_pipelined(job: JobInfo) -> int:

@@ -120,7 +120,7 @@ class DrfPlugin:
         if self.hierarchy:
             ssn.add_queue_order_fn(self.name, self.queue_order)
             ssn.add_reclaimable_fn(self.name, self.reclaimable)
-        ssn.add_job_order_fn(self.name, self.job_order)
+        ssn.add_job_order_key_fn(self.name, self.job_order_key)
         ssn.add_event_handler(EventHandler(
             allocate=self._on_allocate, deallocate=self._on_deallocate, plugin=self.name,
         ))
@@ -133,6 +133,11 @@ class DrfPlugin:
         self._ssn = None
 
     # -- decisions --------------------------------------------------------------------
+
+    def job_order_key(self, job: JobInfo) -> float:
+        """The job's dominant share: its job order key (lower share first)."""
+        state = self.jobs.get(job.uid)
+        return state.share if state is not None else 0.0
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Lower share first; equal shares are a tie (0)."""
