@@ -111,6 +111,10 @@ class Session:
         #: False when the cache drops events (``keep_events = False``): actions may then
         #: skip building the messages of events that only describe their decisions.
         self.keeps_events: bool = bool(getattr(cache, "keep_events", True))
+        #: True when the cache may hand this session's job and node objects to the next
+        #: session unchanged (``MemoryCache(incremental_snapshots=True)``, the
+        #: simulator's): answers a plugin keeps per object then serve later sessions.
+        self.reuses_objects: bool = bool(getattr(cache, "incremental_snapshots", False))
         #: Keeps what plugins answer, for explanations (see batchsched.framework.recording).
         self.recorder: Recorder | None = None
         #: Times plugins and actions (see batchsched.metrics).

@@ -77,7 +77,8 @@ class GangPlugin:
         self.arguments = arguments
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_job_valid_fn(self.name, _job_valid_kept)
+        # Keeping answers per job pays off only when later sessions see the same objects.
+        ssn.add_job_valid_fn(self.name, _job_valid_kept if ssn.reuses_objects else job_valid)
 
         def victims(actor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
             return gang_victims(ssn, candidates)
@@ -100,6 +101,7 @@ class GangPlugin:
         Jobs without tasks are left alone, and so is a job whose missing tasks are
         only being released from nodes (:func:`should_skip_unschedulable_for_releasing`).
         """
+        message_of = _unschedulable_message_kept if ssn.reuses_objects else unschedulable_message
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
@@ -112,7 +114,7 @@ class GangPlugin:
                 continue
             ssn.update_pod_group_condition(job, PodGroupCondition(
                 PodGroupConditionType.UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES,
-                _unschedulable_message_kept(job), ssn.uid,
+                message_of(job), ssn.uid,
             ))
 
 
