@@ -9,7 +9,7 @@ from batchsched.api.cluster import (
 )
 from batchsched.api.fit import FitError, FitErrors, FitStatus
 from batchsched.api.job import JobInfo, PodGroup
-from batchsched.api.node import NodeInfo
+from batchsched.api.node import NodeInfo, NodeUsage
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import MIN_RESOURCE, DimensionDefault, Resource
@@ -42,6 +42,7 @@ __all__ = [
     "NodeGroupAffinity",
     "NodeInfo",
     "NodePhase",
+    "NodeUsage",
     "PodDisruptionBudget",
     "PodGroup",
     "PodGroupCondition",

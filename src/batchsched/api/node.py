@@ -28,7 +28,22 @@ from batchsched.api.types import NodePhase, TaskStatus
 from batchsched.errors import SchedulingError
 from batchsched.kube.taints import Taint
 
-__all__ = ["NodeInfo"]
+__all__ = ["NodeInfo", "NodeUsage"]
+
+
+@attrs.frozen
+class NodeUsage:
+    """A node's measured load (Volcano's ``NodeUsage``, filled from a metrics source).
+
+    ``cpu_avg`` and ``memory_avg`` map a period (``"5m"``, ``"10m"``...) to the average
+    use over it, in percent of the node's capacity; ``metrics_time`` is when the
+    figures were taken, on the session's clock (None: never). The usage and
+    rescheduling plugins read it.
+    """
+
+    cpu_avg: dict[str, float] = attrs.field(factory=dict)
+    memory_avg: dict[str, float] = attrs.field(factory=dict)
+    metrics_time: float | None = None
 
 _RELEASING = TaskStatus.RELEASING
 _PIPELINED = TaskStatus.PIPELINED
@@ -67,6 +82,8 @@ class NodeInfo:
     #: The free milli of each GPU (:mod:`batchsched.api.devices`); None on a node
     #: without GPUs.
     gpu_free: list[int] | None = None
+    #: Measured load (None: no metrics for this node); shared by clones, never changed.
+    usage: NodeUsage | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.gpu_free is None:
@@ -87,6 +104,7 @@ class NodeInfo:
         unschedulable: bool = False,
         ready: bool = True,
         images: dict[str, int] | None = None,
+        usage: NodeUsage | None = None,
     ) -> NodeInfo:
         return cls(
             name=name,
@@ -99,6 +117,7 @@ class NodeInfo:
             unschedulable=unschedulable,
             phase=NodePhase.READY if ready else NodePhase.NOT_READY,
             images=dict(images or {}),
+            usage=usage,
         )
 
     @property

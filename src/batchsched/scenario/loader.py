@@ -33,7 +33,7 @@ import yaml
 
 from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
 from batchsched.api.job import SLA_WAITING_TIME_ANNOTATIONS, JobInfo, PodGroup, waiting_time_from
-from batchsched.api.node import NodeInfo
+from batchsched.api.node import NodeInfo, NodeUsage
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
@@ -499,7 +499,7 @@ class _Parser:
         name = self.name(obj, path)
         path = f"{path} ({name})"
         self.keys(obj, {"name", "allocatable", "capacity", "labels", "annotations", "taints",
-                        "unschedulable", "ready", "images"}, path)
+                        "unschedulable", "ready", "images", "usage"}, path)
         self.unique(seen, name, path, "node")
         allocatable = self.resources(obj.get("allocatable"), f"{path}.allocatable")
         capacity = (self.resources(obj["capacity"], f"{path}.capacity")
@@ -526,7 +526,27 @@ class _Parser:
             unschedulable=self.typed(obj, "unschedulable", bool, False, path),
             ready=self.typed(obj, "ready", bool, True, path),
             images=images,
+            usage=self.node_usage(obj.get("usage"), f"{path}.usage"),
         )
+
+    def node_usage(self, raw: Any, path: str) -> NodeUsage | None:
+        """``usage: {cpuAvg: {PERIOD: PERCENT}, memoryAvg: {...}, metricsTime: TIME}``."""
+        if raw is None:
+            return None
+        obj = self.mapping(raw, path)
+        self.keys(obj, {"cpuAvg", "memoryAvg", "metricsTime"}, path)
+        averages: list[dict[str, float]] = []
+        for key in ("cpuAvg", "memoryAvg"):
+            out: dict[str, float] = {}
+            for period, value in self.mapping(obj.get(key), f"{path}.{key}").items():
+                if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                        or not 0 <= value <= 100:
+                    raise self.fail(f"{path}.{key}.{period}", "must be a percentage (0 to 100)")
+                out[str(period)] = float(value)
+            averages.append(out)
+        metrics_time = (self.time_value(obj["metricsTime"], f"{path}.metricsTime")
+                        if obj.get("metricsTime") is not None else None)
+        return NodeUsage(averages[0], averages[1], metrics_time)
 
     def jobs(self, raw: Any, classes: Mapping[str, PriorityClass],
              queues: Mapping[str, QueueInfo]) -> dict[str, JobInfo]:
