@@ -7,7 +7,9 @@ the command line, ``batchsched simulate TRACE --config CONF --first-job K
 average bounded slowdowns. Two rule sets are run: ``reference`` (the reference
 simulator's rules, as documented compatibility options) and ``batchsched``
 (batchsched's own). The lean special-purpose simulator (``lean_hpc_sim.py``)
-runs the same cells in the same run, for the cost per replayed job.
+runs the same cells in the same run, for the cost per replayed job; with
+``--reference-checkout DIR`` (a checkout of DIR-LAB/deep-batch-scheduler) the
+reference simulator's own heuristics are timed too (``reference_hpc_timing.py``).
 
 Usage::
 
@@ -76,6 +78,16 @@ def lean_cells(trace: str, length: int, starts: tuple[int, ...]) -> dict[str, An
     return result
 
 
+def reference_cells(checkout: str, trace: str, length: int,
+                    starts: tuple[int, ...]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(HERE / "reference_hpc_timing.py"), checkout, trace, "--json",
+         "--length", str(length), "--starts", ",".join(map(str, starts))],
+        capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trace")
@@ -86,6 +98,8 @@ def main() -> int:
                         help="comma-separated 0-based start positions of the sequences")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", default=str(HERE / "simulation_results"))
+    parser.add_argument("--reference-checkout", default=None,
+                        help="a checkout of DIR-LAB/deep-batch-scheduler: time its heuristics")
     args = parser.parse_args()
     name = Path(args.trace).name
     starts = tuple(int(start) for start in args.starts.split(","))
@@ -134,11 +148,19 @@ def main() -> int:
     }
     result["ratioToLean"] = result["secondsPerReplayedJob"] / result["lean"][
         "secondsPerReplayedJob"]
+    if args.reference_checkout:
+        reference = reference_cells(args.reference_checkout, args.trace, args.length, starts)
+        result["reference"] = {"cells": reference["rows"],
+                               "secondsPerReplayedJob": reference["usPerJob"] / 1e6}
+        result["ratioToReference"] = (result["secondsPerReplayedJob"]
+                                      / result["reference"]["secondsPerReplayedJob"])
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps({k: (v["bsld"], v.get("published")) for k, v in cells.items()}, indent=1))
     print(f"wall {wall:.0f} s, {result['secondsPerReplayedJob'] * 1e6:.0f} us per replayed job, "
-          f"{result['ratioToLean']:.0f}x the lean simulator")
+          f"{result['ratioToLean']:.0f}x the lean simulator"
+          + (f", {result['ratioToReference']:.0f}x the reference's heuristics"
+             if "ratioToReference" in result else ""))
     return 0
 
 
