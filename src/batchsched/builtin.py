@@ -57,6 +57,8 @@ PLUGINS: dict[str, str] = {
     "deviceshare": "batchsched.plugins.deviceshare:DeviceSharePlugin",
     "extender": "batchsched.plugins.extender:ExtenderPlugin",
     "task-topology": "batchsched.plugins.task_topology:TaskTopologyPlugin",
+    "usage": "batchsched.plugins.usage:UsagePlugin",
+    "rescheduling": "batchsched.plugins.rescheduling:ReschedulingPlugin",
     "gpu-random": "batchsched.plugins.gpu_random:RandomPlugin",
     "gpu-dotprod": "batchsched.plugins.gpu_dotprod:DotProductPlugin",
     "gpu-clustering": "batchsched.plugins.gpu_clustering:ClusteringPlugin",

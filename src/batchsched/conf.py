@@ -132,6 +132,10 @@ class SchedulerConfiguration:
     configurations: Mapping[str, Arguments] = attrs.field(factory=dict)
     source: str = "<configuration>"
     nodes_to_find: NodesToFind = attrs.field(factory=NodesToFind)
+    #: Volcano's ``metrics`` section (``type``, ``address``, ``interval``...): where node
+    #: load comes from. batchsched reads node load from the cache (``NodeInfo.usage``);
+    #: the usage plugin reads ``interval`` from here.
+    metrics: Mapping[str, str] = attrs.field(factory=dict)
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.tiers for p in t.plugins]
@@ -263,7 +267,22 @@ def parse_configuration(
     return SchedulerConfiguration(
         actions=actions, tiers=tuple(tiers), configurations=configurations, source=source,
         nodes_to_find=_nodes_to_find(document.get("nodesToFind"), source),
+        metrics=_metrics(document.get("metrics"), source),
     )
+
+
+def _metrics(raw: Any, source: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError("must be a mapping", source=source, key="metrics")
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ConfigError(f"must be a string, not {value!r}", source=source,
+                              key=f"metrics.{key}")
+        out[str(key)] = str(value)
+    return out
 
 
 def _list(value: Any, source: str, key: str) -> list[Any]:

@@ -361,7 +361,7 @@ _TOLERATIONS = [
 
 
 def kube_node(rng: random.Random, doc: dict[str, Any]) -> None:
-    """Zones, hostnames, taints, cordons and images on a node."""
+    """Zones, hostnames, taints, cordons, images and measured load on a node."""
     doc["labels"]["kubernetes.io/hostname"] = doc["name"]
     doc["labels"]["zone"] = rng.choice(["z0", "z1", "z2"])
     if rng.random() < 0.2:
@@ -371,6 +371,10 @@ def kube_node(rng: random.Random, doc: dict[str, Any]) -> None:
     if rng.random() < 0.3:
         doc["images"] = {name: rng.choice([50, 300, 900]) * 1048576
                          for name in rng.sample(["nginx", "busybox:1.36", "repo/app:v2"], 2)}
+    if rng.random() < 0.5:  # measured load, for the usage plugin
+        doc["usage"] = {"cpuAvg": {"10m": rng.choice([10, 50, 79.5, 85])},
+                        "memoryAvg": {"10m": rng.choice([20, 60, 81])},
+                        "metricsTime": rng.choice(["-1m", "-10m"])}
 
 
 def _pod_term(rng: random.Random) -> dict[str, Any]:

@@ -270,6 +270,8 @@ BUILTIN_CONFIGURATIONS: list[list[dict[str, Any]]] = [
     volcano_default_with_binpack(predicates={"predicate.CacheEnable": True}),
     volcano_default_with_binpack(predicates={"predicate.ProportionalEnable": True,
                                              "predicate.resources": "nvidia.com/gpu"}),
+    [*volcano_default_with_binpack(),
+     {"name": "usage", "arguments": {"usage.weight": 3, "thresholds": {"cpu": 80, "mem": 80}}}],
 ]
 
 

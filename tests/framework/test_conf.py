@@ -91,3 +91,18 @@ def test_a_plugin_listed_twice_in_one_tier_is_rejected() -> None:
     conf = parse_configuration({"tiers": [{"plugins": [{"name": "drf"}, {"name": "drf"}]}]})
     with pytest.raises(ConfigError, match=r"tiers\[0\].plugins\[1\].name.*tiers\[0\].plugins\[0\]"):
         conf.validate(registry)
+
+
+def test_the_metrics_section_is_kept() -> None:
+    conf = configuration_from_text(
+        "actions: allocate\ntiers: []\nmetrics: {type: prometheus, address: 'http://p:9090', "
+        "interval: 30s}\n")
+    assert conf.metrics == {"type": "prometheus", "address": "http://p:9090",
+                            "interval": "30s"}
+    assert configuration_from_text("actions: allocate\n").metrics == {}
+
+
+@pytest.mark.parametrize("text", ["metrics: [1]", "metrics: {interval: [30s]}"])
+def test_a_malformed_metrics_section_names_the_field(text: str) -> None:
+    with pytest.raises(ConfigError, match="metrics"):
+        configuration_from_text(f"actions: allocate\n{text}\n")
