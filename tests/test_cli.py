@@ -103,3 +103,19 @@ def test_config_flag_replaces_the_scenarios_configuration(
                     "  - name: predicates\n")
     assert main(["run", str(scenario), "--output", "json", "--config", str(conf)]) == 0
     assert json.loads(capsys.readouterr().out)["binds"] == {"c1/p1": "n1"}
+
+
+def test_conf_validate_reports_what_plugins_ignore(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "sched.conf"
+    conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n'
+                    "    arguments: {predicate.VolumeZoneEnable: true}\n"
+                    "  - name: drf\n    arguments: {drf.typo: 1}\n")
+    for _ in range(2):  # reported every time, not once per process as the log does
+        assert main(["conf", "validate", str(conf)]) == 0
+        out = capsys.readouterr().out
+        assert "ignored: plugin 'predicates': predicate.VolumeZoneEnable=True has no effect" in out
+        assert "ignored: plugin 'drf': ignoring argument(s) 'drf.typo'" in out
+    assert main(["conf", "validate", "--strict", str(conf)]) == 1
+    conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n')
+    assert main(["conf", "validate", "--strict", str(conf)]) == 0

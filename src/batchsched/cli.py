@@ -67,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     conf_sub = conf.add_subparsers(dest="conf_command", required=True)
     validate = conf_sub.add_parser("validate", help="check a Volcano scheduler configuration")
     validate.add_argument("file")
+    validate.add_argument("--strict", action="store_true",
+                          help="exit 1 when a plugin or action ignores part of the file")
     validate.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
 
     from batchsched.simulation import command as simulate_command
@@ -327,8 +329,26 @@ def _conf_validate(args: argparse.Namespace, out: TextIO) -> int:
     from batchsched.framework.registry import default_registry
 
     configuration = load_configuration(args.file)
-    configuration.validate(default_registry())
+    registry = default_registry()
+    configuration.validate(registry)
+    ignored = _ignored_by_plugins(configuration, registry)
     plugins = ", ".join(configuration.plugin_names())
     out.write(f"{args.file}: ok (actions: {', '.join(configuration.actions) or 'none'}; "
               f"plugins: {plugins or 'none'})\n")
-    return EXIT_OK
+    for message in ignored:
+        out.write(f"  ignored: {message}\n")
+    return 1 if ignored and args.strict else EXIT_OK
+
+
+def _ignored_by_plugins(configuration: Any, registry: Any) -> list[str]:
+    """What the configuration's plugins and actions, built with their arguments, say
+    they will not honour (see :func:`~batchsched.framework.arguments.collect_warnings`)."""
+    from batchsched.framework.arguments import collect_warnings
+
+    with collect_warnings() as said:
+        for tier in configuration.tiers:
+            for option in tier.plugins:
+                registry.create_plugin(option.name, option.arguments)
+        for name in configuration.actions:
+            registry.create_action(name, configuration.action_arguments(name))
+    return list(dict.fromkeys(said))

@@ -18,13 +18,14 @@ value; :func:`warn_unreadable` words it for checks a getter cannot make.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["Arguments", "parse_duration", "warn_unreadable"]
+__all__ = ["Arguments", "collect_warnings", "parse_duration", "warn_unreadable"]
 
 log = logging.getLogger("batchsched")
 
@@ -100,6 +101,37 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
 
 #: (plugin, argument) pairs already warned about by :meth:`Arguments.warn_inert`.
 _WARNED_INERT: set[tuple[str, str]] = set()
+
+
+@contextlib.contextmanager
+def collect_warnings() -> Iterator[list[str]]:
+    """Collect, instead of logging, the warnings batchsched logs in the block: what
+    plugins and actions say, as they are built, they will not honour (switches with
+    no effect here, arguments they do not read, unreadable values replaced by a
+    default). Warnings logged once per process are collected even if already logged.
+
+    >>> with collect_warnings() as said:
+    ...     _ = Arguments({"weight": "heavy"}).get_int("weight", 1, owner="demo")
+    >>> said
+    ["plugin 'demo': argument 'weight' = 'heavy' is not an integer; using 1 instead"]
+    """
+    collected: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            collected.append(record.getMessage())
+
+    handler = Collect(logging.WARNING)
+    warned = set(_WARNED_INERT)
+    _WARNED_INERT.clear()
+    propagate, log.propagate = log.propagate, False
+    log.addHandler(handler)
+    try:
+        yield collected
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+        _WARNED_INERT.update(warned)
 
 
 class Arguments(Mapping[str, Any]):

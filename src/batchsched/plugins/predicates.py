@@ -349,6 +349,8 @@ class PredicatesPlugin:
             "predicate.NodeVolumeLimitsEnable": no_volumes,
             "predicate.VolumeZoneEnable": no_volumes,
             "predicate.VolumeBindingEnable": no_volumes,
+            "predicate.DynamicResourceAllocationEnable":
+                "the scenario model has no resource claims (Dynamic Resource Allocation)",
         })
         self.cache_enable = arguments.get_bool("predicate.CacheEnable", False)
         self.proportional_enable = arguments.get_bool("predicate.ProportionalEnable", False)
