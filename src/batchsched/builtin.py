@@ -59,6 +59,8 @@ PLUGINS: dict[str, str] = {
     "task-topology": "batchsched.plugins.task_topology:TaskTopologyPlugin",
     "usage": "batchsched.plugins.usage:UsagePlugin",
     "rescheduling": "batchsched.plugins.rescheduling:ReschedulingPlugin",
+    "cdp": "batchsched.plugins.cdp:CooldownProtectionPlugin",
+    "numa-aware": "batchsched.plugins.numaaware:NumaAwarePlugin",
     "gpu-random": "batchsched.plugins.gpu_random:RandomPlugin",
     "gpu-dotprod": "batchsched.plugins.gpu_dotprod:DotProductPlugin",
     "gpu-clustering": "batchsched.plugins.gpu_clustering:ClusteringPlugin",

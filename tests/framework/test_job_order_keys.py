@@ -8,6 +8,7 @@ pairwise order (``job_order_total``) on random jobs, through the real plugins.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ def jobs(draw: st.DrawFn) -> list[JobInfo]:
         if runtime is not None:
             annotations["batchsched.io/requested-runtime"] = str(runtime)
         podgroup = PodGroup(f"pg{i}", "ns", queue="default", min_member=draw(st.integers(0, 3)),
-                            creation_time=draw(st.sampled_from([0.0, 1.0, 2.0])),
+                            creation_time=draw(st.sampled_from([0.0, 1.0, 2.0, math.nan])),
                             annotations=annotations)
         job = JobInfo.from_podgroup(podgroup, priority=draw(st.integers(0, 2)))
         for t in range(draw(st.integers(1, 3))):
@@ -63,7 +64,16 @@ def test_keyed_job_order_is_the_compared_job_order(
 ) -> None:
     ssn = open_session(plugins, job_list)
     key = ssn.job_order_key()
-    assert key is not None, plugins
+    nan = any(math.isnan(job.creation_time) for job in job_list)
+    assert (key is None) is nan, plugins
+    if nan:  # no key: the queue compares, and what it pops is checked below all the same
+        keyed, by_comparison = ssn.job_queue(), PriorityQueue.by_comparison(ssn.job_order_total)
+        for job in ssn.jobs.values():
+            keyed.push(job)
+            by_comparison.push(job)
+        assert [keyed.pop() for _ in range(len(keyed))] == [
+            by_comparison.pop() for _ in range(len(by_comparison))]
+        return
     compared = sorted(ssn.jobs.values(), key=functools.cmp_to_key(ssn.job_order_total))
     assert ssn.sorted_jobs(ssn.jobs.values()) == compared
     keyed, by_comparison = ssn.job_queue(), PriorityQueue.by_comparison(ssn.job_order_total)
@@ -114,3 +124,42 @@ def test_discard_takes_the_item_out_of_either_queue() -> None:
             queue.push(item)
         queue.discard(2)
         assert [queue.pop() for _ in range(len(queue))] == [-1, 3, 5]
+
+
+TASK_NAMES = ["w-x-1", "w-x-2", "w-x-10", "plain", "other", "a-b-c", "w-x-+3"]
+
+
+@st.composite
+def task_lists(draw: st.DrawFn) -> list[TaskInfo]:
+    names = draw(st.lists(st.sampled_from(TASK_NAMES), unique=True, max_size=7))
+    return [TaskInfo.create("ns", name, "ns/pg", Resource(1000),
+                            creation_time=draw(st.sampled_from([0.0, 1.0, 2.0, math.nan])),
+                            priority=draw(st.integers(0, 2)))
+            for name in names]
+
+
+@settings(max_examples=300, deadline=None)
+@given(tasks=task_lists(), plugins=st.sampled_from([["priority"], ["gang"], ["priority", "gang"],
+                                                   ["task-topology"]]))
+def test_a_task_queue_pops_in_the_compared_task_order(
+    tasks: list[TaskInfo], plugins: list[str]
+) -> None:
+    """Keyed or not (mixed name indexes, NaN times and comparison-only plugins fall
+    back), a task queue pops what a queue compared pair by pair pops."""
+    ssn = open_session(plugins, [])
+    queue, compared = ssn.task_queue(tasks), PriorityQueue.by_comparison(ssn.task_order_total)
+    for task in tasks:
+        compared.push(task)
+    assert [queue.pop() for _ in range(len(queue))] == [
+        compared.pop() for _ in range(len(compared))]
+
+
+def test_tasks_are_keyed_when_every_name_has_an_index_or_none_has() -> None:
+    ssn = open_session(["priority"], [])
+    indexed = [TaskInfo.create("ns", f"w-x-{i}", "ns/pg", Resource(1000)) for i in (3, 1, 2)]
+    plain = [TaskInfo.create("ns", name, "ns/pg", Resource(1000)) for name in ("b", "a")]
+    assert type(ssn.task_queue(indexed)) is not PriorityQueue
+    assert type(ssn.task_queue(plain)) is not PriorityQueue
+    assert type(ssn.task_queue(indexed + plain)) is PriorityQueue  # a mix compares
+    queue = ssn.task_queue(indexed)
+    assert [queue.pop().name for _ in range(3)] == ["w-x-1", "w-x-2", "w-x-3"]

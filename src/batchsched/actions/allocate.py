@@ -136,10 +136,9 @@ class _AllocateRun:
         round comes (a job whose turn never comes costs nothing), then kept."""
         tasks = self.tasks_by_job.get(job.uid)
         if tasks is None:
-            tasks = PriorityQueue.by_comparison(self.ssn.task_order_total)
-            for task in job.tasks_in(TaskStatus.PENDING).values():
-                if not task.resreq.is_empty():
-                    tasks.push(task)
+            tasks = self.ssn.task_queue(
+                task for task in job.tasks_in(TaskStatus.PENDING).values()
+                if not task.resreq.is_empty())
             self.tasks_by_job[job.uid] = tasks
         return tasks
 

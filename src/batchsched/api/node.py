@@ -22,6 +22,7 @@ from collections.abc import Callable
 import attrs
 
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, device_count, gpu_ask
+from batchsched.api.numa import NumaTopology
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.task import REVOCABLE_ZONE_ANNOTATION, TaskInfo
 from batchsched.api.types import NodePhase, TaskStatus
@@ -84,6 +85,9 @@ class NodeInfo:
     gpu_free: list[int] | None = None
     #: Measured load (None: no metrics for this node); shared by clones, never changed.
     usage: NodeUsage | None = None
+    #: The NUMA topology its exporter reports (:mod:`batchsched.api.numa`; None: not
+    #: reported); immutable, so shared by clones.
+    numa_topology: NumaTopology | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.gpu_free is None:
@@ -105,6 +109,7 @@ class NodeInfo:
         ready: bool = True,
         images: dict[str, int] | None = None,
         usage: NodeUsage | None = None,
+        numa_topology: NumaTopology | None = None,
     ) -> NodeInfo:
         return cls(
             name=name,
@@ -118,6 +123,7 @@ class NodeInfo:
             phase=NodePhase.READY if ready else NodePhase.NOT_READY,
             images=dict(images or {}),
             usage=usage,
+            numa_topology=numa_topology,
         )
 
     @property

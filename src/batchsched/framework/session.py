@@ -128,6 +128,8 @@ class Session:
         self._fns: dict[str, dict[str, Fn]] = {name: {} for name in EXTENSION_POINTS}
         #: Plugin -> (its job order key, the comparison registered from it).
         self._job_order_keys: dict[str, tuple[Callable[[JobInfo], Any], Fn]] = {}
+        self._task_order_keys: dict[str, tuple[Callable[[TaskInfo], Any], Fn]] = {}
+        self._nan_creation_time: bool | None = None
         self._configured = frozenset(configuration.plugin_names())
         self._bound: dict[str, combine.Bound] = {}
         # What the close compares with to tell whether to record a "Scheduled" event:
@@ -379,16 +381,31 @@ class Session:
         ``sorted(jobs, key=ssn.job_order_key())`` orders as :meth:`job_order_total`
         does: the plugins' keys in tier order, then creation time, then id.
         """
+        if self._nan_creation_time is None:
+            # The session's tie-break compares creation times, which no key can do
+            # for NaN (a NaN is neither before nor after anything).
+            self._nan_creation_time = any(
+                job.creation_time != job.creation_time for job in self.jobs.values())
+        keys = self._plugin_keys("job_order", self._job_order_keys)
+        if keys is None or self._nan_creation_time:
+            return None
+        return _sort_key("job_order", keys, _job_tail)
+
+    def _plugin_keys(
+        self, point: str, registered: Mapping[str, tuple[Callable[[Any], Any], Fn]]
+    ) -> list[tuple[str, Callable[[Any], Any]]] | None:
+        """The enabled plugins' keys of an order point, in tier order; None when one of
+        them gave only a comparison, or a recorder watches the comparisons."""
         if self.recorder is not None:
             return None
-        keys: list[tuple[str, Callable[[JobInfo], Any]]] = []
-        for tier in self.tiers_for("job_order"):
+        keys: list[tuple[str, Callable[[Any], Any]]] = []
+        for tier in self.tiers_for(point):
             for plugin, fn in tier:
-                kept = self._job_order_keys.get(plugin)
+                kept = registered.get(plugin)
                 if kept is None or kept[1] is not fn:
                     return None  # a comparison registered later replaced the key
                 keys.append((plugin, kept[0]))
-        return _job_sort_key(keys)
+        return keys
 
     def job_queue(self) -> PriorityQueue[JobInfo]:
         """An empty priority queue in job order (:meth:`job_order_total`): keyed when
@@ -415,6 +432,43 @@ class Session:
 
     def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
         self._add("task_order", plugin, fn)
+
+    def add_task_order_key_fn(self, plugin: str, key: Callable[[TaskInfo], Any]) -> None:
+        """The task order as a sort key (smaller first), as :meth:`add_job_order_key_fn`
+        is for jobs; the key must depend only on the task and the session."""
+
+        def compare(left: TaskInfo, right: TaskInfo) -> int:
+            lkey, rkey = key(left), key(right)
+            if lkey < rkey:
+                return -1
+            return 1 if rkey < lkey else 0
+
+        self._add("task_order", plugin, compare)
+        self._task_order_keys[plugin] = (key, self._fns["task_order"][plugin])
+
+    def task_queue(self, tasks: Iterable[TaskInfo]) -> PriorityQueue[TaskInfo]:
+        """``tasks`` in a priority queue in task order (:meth:`task_order_total`).
+
+        Keyed when every enabled task order plugin gave a key and the session's own
+        rule can be written as one for these tasks (the name index of every task,
+        or of none, and no NaN creation time: the rule compares indexes only when
+        both tasks have one, which no key can say for a mix); else by comparison.
+        Keys are worked out now, so the tasks must not change while they wait.
+        """
+        items = list(tasks)
+        keys = self._plugin_keys("task_order", self._task_order_keys)
+        if keys is not None:
+            indexed = sum(1 for task in items if _name_index(task.name) is not None)
+            if not any(task.creation_time != task.creation_time for task in items):  # NaN
+                if indexed == len(items):
+                    return PriorityQueue.by_key(
+                        _sort_key("task_order", keys, _task_tail_indexed), items)
+                if indexed == 0:
+                    return PriorityQueue.by_key(_sort_key("task_order", keys, _task_tail), items)
+        queue = PriorityQueue.by_comparison(self.task_order_total)
+        for task in items:
+            queue.push(task)
+        return queue
 
     def add_cluster_order_fn(self, plugin: str, fn: Callable[[Any, Any], int]) -> None:
         self._add("cluster_order", plugin, fn)
@@ -1002,32 +1056,46 @@ def _moved_to_columnar(old: str, new: str) -> None:
     )
 
 
-def _job_sort_key(
-    keys: list[tuple[str, Callable[[JobInfo], Any]]],
-) -> Callable[[JobInfo], tuple[Any, ...]]:
-    """One tuple per job: each plugin's key, then creation time and id (the session's
-    own tie-break). A key that raises is blamed on its plugin."""
+def _sort_key(
+    point: str, keys: list[tuple[str, Callable[[Any], Any]]],
+    tail: Callable[[Any], tuple[Any, ...]],
+) -> Callable[[Any], tuple[Any, ...]]:
+    """One tuple per item: each plugin's key in tier order, then ``tail`` (the
+    session's own tie-break). A key that raises is blamed on its plugin."""
     functions = tuple(fn for _, fn in keys)
     first = functions[0] if functions else None
     second = functions[1] if len(functions) > 1 else None
 
-    def sort_key(job: JobInfo) -> tuple[Any, ...]:
+    def sort_key(item: Any) -> tuple[Any, ...]:
         try:
-            # One and two plugins written out: this runs for every job pushed.
+            # Up to two plugins written out: this runs for every item pushed.
+            if not functions:
+                return tail(item)
             if len(functions) == 1:
-                return (first(job), job.creation_time, job.uid)  # type: ignore[misc]
+                return (first(item), *tail(item))  # type: ignore[misc]
             if len(functions) == 2:
-                return (first(job), second(job),  # type: ignore[misc]
-                        job.creation_time, job.uid)
-            return (*[fn(job) for fn in functions], job.creation_time, job.uid)
+                return (first(item), second(item), *tail(item))  # type: ignore[misc]
+            return (*[fn(item) for fn in functions], *tail(item))
         except BatchSchedError:
             raise
         except Exception as exc:
             for plugin, fn in keys:  # find the plugin at fault (a key is a pure function)
                 try:
-                    fn(job)
+                    fn(item)
                 except Exception:
-                    raise combine.plugin_failed("job_order", plugin, exc) from exc
+                    raise combine.plugin_failed(point, plugin, exc) from exc
             raise
 
     return sort_key
+
+
+def _job_tail(job: JobInfo) -> tuple[float, str]:
+    return (job.creation_time, job.uid)
+
+
+def _task_tail_indexed(task: TaskInfo) -> tuple[int | None, float, str]:
+    return (_name_index(task.name), task.creation_time, task.order_uid)
+
+
+def _task_tail(task: TaskInfo) -> tuple[float, str]:
+    return (task.creation_time, task.order_uid)

@@ -37,7 +37,7 @@ class PriorityPlugin:
         self.arguments = arguments
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.add_task_order_fn(self.name, task_order)
+        ssn.add_task_order_key_fn(self.name, task_order_key)
         ssn.add_job_order_key_fn(self.name, job_order_key)
 
         def preemptable(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
@@ -93,6 +93,11 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
     if lprio == rprio:
         return 0
     return -1 if lprio > rprio else 1
+
+
+def task_order_key(task: TaskInfo) -> int:
+    """:func:`task_order` as a sort key."""
+    return -task.priority
 
 
 def job_order_key(job: JobInfo) -> int:

@@ -34,6 +34,17 @@ import yaml
 from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
 from batchsched.api.job import SLA_WAITING_TIME_ANNOTATIONS, JobInfo, PodGroup, waiting_time_from
 from batchsched.api.node import NodeInfo, NodeUsage
+from batchsched.api.numa import (
+    CPU_MANAGER_POLICY,
+    MAX_NUMA_NODES,
+    TOPOLOGY_MANAGER_POLICY,
+    CpuDetails,
+    CPUInfo,
+    NumaResource,
+    NumaTopology,
+    format_cpuset,
+    parse_cpuset,
+)
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
@@ -499,7 +510,7 @@ class _Parser:
         name = self.name(obj, path)
         path = f"{path} ({name})"
         self.keys(obj, {"name", "allocatable", "capacity", "labels", "annotations", "taints",
-                        "unschedulable", "ready", "images", "usage"}, path)
+                        "unschedulable", "ready", "images", "usage", "numaTopology"}, path)
         self.unique(seen, name, path, "node")
         allocatable = self.resources(obj.get("allocatable"), f"{path}.allocatable")
         capacity = (self.resources(obj["capacity"], f"{path}.capacity")
@@ -527,6 +538,8 @@ class _Parser:
             ready=self.typed(obj, "ready", bool, True, path),
             images=images,
             usage=self.node_usage(obj.get("usage"), f"{path}.usage"),
+            numa_topology=self.node_numa_topology(obj.get("numaTopology"),
+                                                  f"{path}.numaTopology"),
         )
 
     def node_usage(self, raw: Any, path: str) -> NodeUsage | None:
@@ -547,6 +560,68 @@ class _Parser:
         metrics_time = (self.time_value(obj["metricsTime"], f"{path}.metricsTime")
                         if obj.get("metricsTime") is not None else None)
         return NodeUsage(averages[0], averages[1], metrics_time)
+
+    def node_numa_topology(self, raw: Any, path: str) -> NumaTopology | None:
+        """``numaTopology: {policies, resReserved, numares, cpuDetail}``: the spec of
+        Volcano's ``Numatopology`` resource for the node."""
+        if raw is None:
+            return None
+        obj = self.mapping(raw, path)
+        self.keys(obj, {"policies", "resReserved", "numares", "cpuDetail"}, path)
+        policies = self.mapping(obj.get("policies"), f"{path}.policies")
+        self.keys(policies, set(_NUMA_POLICIES), f"{path}.policies")
+        chosen = {name: self.enum(policies, name, {c: c for c in choices}, "",
+                                  f"{path}.policies")
+                  for name, choices in _NUMA_POLICIES.items()}
+        reserved = self.resources(obj.get("resReserved"), f"{path}.resReserved").to_dict()
+        cpus = self.numa_cpus(obj.get("cpuDetail"), f"{path}.cpuDetail")
+        resources = self.numa_resources(obj.get("numares"), f"{path}.numares", cpus)
+        return NumaTopology(cpus, resources, chosen[CPU_MANAGER_POLICY],
+                            chosen[TOPOLOGY_MANAGER_POLICY], reserved)
+
+    def numa_cpus(self, raw: Any, path: str) -> CpuDetails:
+        """``cpuDetail: {CPU ID: {numa: N, socket: S, core: C}}`` (an id left out is 0)."""
+        cpus: dict[int, CPUInfo] = {}
+        for key, raw_cpu in self.mapping(raw, path).items():
+            cpath = f"{path}.{key}"
+            cpu_id = _cpu_id(key)
+            if cpu_id is None:
+                raise self.fail(cpath, "a CPU id must be a non-negative integer")
+            cpu = self.mapping(raw_cpu, cpath)
+            self.keys(cpu, {"numa", "socket", "core"}, cpath)
+            ids = {field: self.typed(cpu, field, int, 0, cpath)
+                   for field in ("numa", "socket", "core")}
+            for field, value in ids.items():
+                if value < 0:
+                    raise self.fail(f"{cpath}.{field}", "must not be negative")
+            if ids["numa"] >= MAX_NUMA_NODES:
+                raise self.fail(f"{cpath}.numa", f"must be below {MAX_NUMA_NODES}")
+            cpus[cpu_id] = CPUInfo(**ids)
+        return CpuDetails(cpus)
+
+    def numa_resources(self, raw: Any, path: str,
+                       cpus: CpuDetails) -> dict[str, NumaResource]:
+        """``numares: {RESOURCE: {allocatable: CPUSET, capacity: N}}``; the free CPUs
+        must be described in ``cpuDetail``."""
+        resources: dict[str, NumaResource] = {}
+        for name, raw_res in self.mapping(raw, path).items():
+            rpath = f"{path}.{name}"
+            res = self.mapping(raw_res, rpath)
+            self.keys(res, {"allocatable", "capacity"}, rpath)
+            text = self.typed(res, "allocatable", (str, int), "", rpath)
+            try:
+                allocatable = parse_cpuset(str(text))
+            except ValueError as exc:
+                raise self.fail(f"{rpath}.allocatable", str(exc)) from None
+            capacity = self.typed(res, "capacity", int, 0, rpath)
+            if capacity < 0:
+                raise self.fail(f"{rpath}.capacity", "must not be negative")
+            unknown = allocatable - cpus.cpus() if name == "cpu" else frozenset()
+            if unknown:
+                raise self.fail(f"{rpath}.allocatable", f"CPU(s) {format_cpuset(unknown)} "
+                                "not described in cpuDetail")
+            resources[str(name)] = NumaResource(allocatable, capacity)
+        return resources
 
     def jobs(self, raw: Any, classes: Mapping[str, PriorityClass],
              queues: Mapping[str, QueueInfo]) -> dict[str, JobInfo]:
@@ -778,7 +853,7 @@ class _Parser:
         requests = self.resources(obj.get("requests"), f"{path}.requests")
         init = (self.resources(obj["initRequests"], f"{path}.initRequests")
                 if obj.get("initRequests") is not None else None)
-        return TaskInfo.create(
+        task = TaskInfo.create(
             namespace, name, job_uid, requests, init_requests=init,
             status=status, node_name=node if status != TaskStatus.PENDING else "",
             priority=priority, role=self.typed(obj, "role", str, "", path),
@@ -795,6 +870,11 @@ class _Parser:
             scheduler_name=self.typed(obj, "schedulerName", str, "", path),
             nominated_node=self._nominated(obj, path, nodes),
         )
+        if obj.get("startTime") is not None:
+            if not task.node_name:
+                raise self.fail(f"{path}.startTime", "only a task on a node has a start time")
+            task.start_time = self.time_value(obj["startTime"], f"{path}.startTime")
+        return task
 
     def _nominated(self, obj: Mapping[str, Any], path: str, nodes: Mapping[str, NodeInfo]
                    ) -> str:
@@ -900,6 +980,11 @@ class _Parser:
 
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+#: The kubelet's policies a ``numaTopology`` may name, by policy name.
+_NUMA_POLICIES = {
+    CPU_MANAGER_POLICY: ("none", "static"),
+    TOPOLOGY_MANAGER_POLICY: ("none", "best-effort", "restricted", "single-numa-node"),
+}
 _POLICIES = {"PreemptLowerPriority": "PreemptLowerPriority", "Never": "Never"}
 _PHASES = frozenset({"Pending", "Running", "Succeeded", "Failed", "Unknown"})
 # The keys a task, job or node may have and still take the plain (fast) path.
@@ -912,7 +997,7 @@ _TASK_KEYS = frozenset({
     "name", "namespace", "job", "role", "node", "phase", "deleting", "requests", "initRequests",
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
-    "nominatedNodeName", "topologySpreadConstraints",
+    "nominatedNodeName", "topologySpreadConstraints", "startTime",
 })
 
 
@@ -933,6 +1018,16 @@ def _plain_strings(value: Any) -> dict[str, str] | None:
         return {}
     if type(value) is dict and all(type(k) is str and type(v) is str for k, v in value.items()):
         return value
+    return None
+
+
+def _cpu_id(key: Any) -> int | None:
+    """A ``cpuDetail`` key as a CPU id (YAML reads ``0:`` as a number, the resource
+    writes ``"0"``); None when it is not one."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key if key >= 0 else None
+    if isinstance(key, str) and key.isascii() and key.isdigit():
+        return int(key)
     return None
 
 
