@@ -261,6 +261,27 @@ def test_placed_tasks_are_handed_over_at_close() -> None:
                                        "c1/p2": {"cpu": parse_cpuset("4-7")}}}
 
 
+def test_the_memory_cache_keeps_handed_over_cpus_until_the_task_leaves() -> None:
+    """Across sessions on one MemoryCache (as in a simulation): CPUs assigned in one
+    session are not free in the next; a task that ends gives its CPUs back."""
+    doc = scenario([numa_node("n1")], [task("p1"), task("p2")])
+    cache = parse_scenario(doc, source="<test>").build_cache()
+    configuration = parse_scenario(doc, source="<test>").configuration
+    ssn = Session.open(cache, configuration, registry=registry())
+    run_actions(ssn)
+    ssn.close()
+    topology = cache.nodes["n1"].numa_topology
+    assert topology is not None
+    assert topology.resources["cpu"].allocatable == frozenset()  # p1 and p2 hold 0-7
+    cache.task_started("c1/pg1", "c1/p1")
+    cache.task_ended("c1/pg1", "c1/p1")
+    topology = cache.nodes["n1"].numa_topology
+    assert topology is not None
+    assert topology.resources["cpu"].allocatable in (parse_cpuset("0-3"), parse_cpuset("4-7"))
+    # The next snapshot sees the freed CPUs only.
+    assert cache.snapshot().nodes["n1"].numa_topology == topology
+
+
 def test_a_cache_that_fails_to_take_the_hand_over_is_recorded(
         caplog: pytest.LogCaptureFixture) -> None:
     doc = scenario([numa_node("n1")], [task("p1")])

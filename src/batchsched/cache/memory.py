@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Concatenate, ParamSpec, TypeVar
 
@@ -117,6 +117,9 @@ class MemoryCache:
         # copy's mutation counts then): a copy both sides left alone is still exact.
         self._node_twins: dict[str, tuple[NodeInfo, NodeInfo, int, int]] = {}
         self._job_twins: dict[str, tuple[JobInfo, JobInfo, int, int]] = {}
+        #: Task uid -> (node name, the NUMA ids the numa-aware plugin assigned it there):
+        #: out of that node's topology until the task leaves the node.
+        self._numa_held: dict[str, tuple[str, Mapping[str, frozenset[int]]]] = {}
 
     @contextmanager
     def updates(self) -> Iterator[MemoryCache]:
@@ -142,6 +145,7 @@ class MemoryCache:
         if node is None:
             return
         for uid in list(node.tasks):
+            self._numa_held.pop(uid, None)  # the node and its topology are gone
             for job in self.jobs.values():
                 task = job.tasks.get(uid)
                 if task is not None:
@@ -180,6 +184,7 @@ class MemoryCache:
         if job is None:
             return
         for task in job.tasks.values():
+            self._release_numa(task.uid)
             node = self.nodes.get(task.node_name)
             if node is not None:
                 node.remove_task(task)
@@ -198,6 +203,7 @@ class MemoryCache:
         job = self.jobs.get(task.job)
         if job is not None:
             job.delete_task(task)
+        self._release_numa(task.uid)
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
@@ -223,6 +229,7 @@ class MemoryCache:
         if status not in COMPLETED_STATUSES:
             raise SchedulingError(f"task {task_uid}: {status} is not a completed status")
         job, task = self._task(job_uid, task_uid)
+        self._release_numa(task.uid)
         node = self.nodes.get(task.node_name)
         if node is not None and task.uid in node.tasks:
             node.remove_task(task)
@@ -233,6 +240,7 @@ class MemoryCache:
         """The task's pod was deleted and created again: it is Pending on no node
         (an evicted pod once it is gone, or a gang member restarted with its job)."""
         job, task = self._task(job_uid, task_uid)
+        self._release_numa(task.uid)
         node = self.nodes.get(task.node_name)
         if node is not None and task.uid in node.tasks:
             node.remove_task(task)
@@ -343,6 +351,7 @@ class MemoryCache:
             return False
         mine = job.tasks[task.uid]
         if mine.node_name:
+            self._release_numa(mine.uid)
             self.nodes[mine.node_name].remove_task(mine)
             mine.node_name = ""
         job.update_task_status(mine, TaskStatus.BOUND)
@@ -386,6 +395,35 @@ class MemoryCache:
             node.update_task(mine)
         self.evictions.append(Eviction(task.uid, reason))
         return True
+
+    @_locked
+    def add_unassigned_numa_pods(
+        self, assignments: Mapping[str, Mapping[str, Mapping[str, frozenset[int]]]]
+    ) -> None:
+        """Take the CPUs (and other NUMA ids) the numa-aware plugin assigned to placed
+        tasks (task uid -> {node name -> {resource -> ids}}, Volcano's
+        ``AddUnassignedNumaPods``) out of their node's topology, as the node's exporter
+        would report them, until the task leaves the node (ends, is deleted or
+        recreated, or is bound elsewhere). Tasks the cache does not hold on that node
+        are skipped."""
+        for task_uid, by_node in assignments.items():
+            for node_name, sets in by_node.items():
+                node = self.nodes.get(node_name)
+                if node is None or node.numa_topology is None or task_uid not in node.tasks:
+                    continue
+                self._release_numa(task_uid)  # a new assignment replaces the old one
+                node.numa_topology = node.numa_topology.allocate(sets)
+                node.mutations += 1  # later snapshots must copy the node again
+                self._numa_held[task_uid] = (node_name, sets)
+
+    def _release_numa(self, task_uid: str) -> None:
+        held = self._numa_held.pop(task_uid, None)
+        if held is None:
+            return
+        node = self.nodes.get(held[0])
+        if node is not None and node.numa_topology is not None:
+            node.numa_topology = node.numa_topology.release(held[1])
+            node.mutations += 1
 
     @_locked
     def update_job_status(self, job: JobInfo) -> None:

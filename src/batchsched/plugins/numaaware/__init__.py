@@ -61,8 +61,9 @@ Differences from Volcano:
   starts from ascending ids (:mod:`~batchsched.plugins.numaaware.cpu_assignment`).
 * A node without a topology among those batch-scored counts 0 NUMA nodes (Volcano
   would dereference a nil topology; it cannot happen once the predicate ran).
-* The handing over at close needs a cache that takes it; batchsched's own caches
-  do not, so across sessions a node's free CPUs are what its topology says.
+* The handing over at close needs a cache that takes it. ``MemoryCache`` (and so
+  the simulator) does: it keeps the CPUs out of the node's topology until the task
+  leaves the node; the one-session scenario runner does not need to.
 """
 
 from __future__ import annotations
