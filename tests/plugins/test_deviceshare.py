@@ -118,6 +118,18 @@ def test_a_whole_gpu_task_waits_when_every_device_is_partly_used() -> None:
     assert placed(ssn) == {"default/t000": ("n0", (0,)), "default/t001": ("n0", (1,))}
 
 
+def test_the_preemption_dry_run_sees_the_devices_its_victims_free() -> None:
+    """The simulate predicate (topology-aware preemption) answers on the node copy:
+    a whole GPU fits only once the share holding its last device is removed."""
+    ssn = run_allocate(gpu_document([(16, 2)], [(100, "500m"), (100, "600m"), (100, "1")],
+                                    "gpu-bestfit"))
+    node = ssn.nodes["n0"].clone()
+    whole = ssn.jobs["default/j002"].tasks["default/t002"]
+    assert ssn.simulate_predicate(whole, node) is not None
+    node.remove_task(node.tasks["default/t000"])
+    assert ssn.simulate_predicate(whole, node) is None
+
+
 def test_the_predicate_names_what_is_short_and_refuses_split_requests() -> None:
     node = NodeInfo.create("n1", Resource.from_mapping({"cpu": 8, "nvidia.com/gpu": 2}))
     node.gpu_free = [300, 1000]

@@ -16,7 +16,9 @@ Alibaba GPU trace and the FGD paper do. ``deviceshare.VGPUEnable``,
 ``deviceshare.ScheduleWeight`` are accepted and reported as having no effect.
 
 The predicate has a column form over every node (:class:`GpuColumns`), equal
-node for node.
+node for node. It also answers the **simulate predicate** of topology-aware
+preemption, on the node copy from which the dry run removed its victims (whose
+devices are then free), as Volcano's predicates plugin checks devices there.
 """
 
 from __future__ import annotations
@@ -82,6 +84,9 @@ class DeviceSharePlugin:
         if not self.sharing:
             return
         ssn.add_predicate_fn(self.name, device_fit_error)
+        # The dry run of topology-aware preemption asks it on a node copy its victims
+        # left, whose freed devices count (Volcano's predicates checks devices there).
+        ssn.add_simulate_predicate_fn(self.name, device_fit_error)
         columnar.add_predicate_fn(ssn, self.name, lambda task, columns: self.fits_all(
             ssn, task, columns))
 
