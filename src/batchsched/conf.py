@@ -271,16 +271,24 @@ def parse_configuration(
     )
 
 
-def _metrics(raw: Any, source: str) -> dict[str, str]:
+def _metrics(raw: Any, source: str, prefix: str = "") -> dict[str, str]:
+    """Volcano's ``metrics`` section as flat string keys: Volcano reads
+    ``tls.insecureSkipVerify`` where its documentation nests ``tls:
+    {insecureSkipVerify: ...}``, so nested mappings are flattened with dots."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise ConfigError("must be a mapping", source=source, key="metrics")
+        raise ConfigError("must be a mapping", source=source, key=f"metrics{prefix}")
     out: dict[str, str] = {}
     for key, value in raw.items():
+        path = f"{prefix}.{key}" if prefix else f".{key}"
+        if isinstance(value, Mapping):
+            for inner, text in _metrics(value, source, path).items():
+                out[f"{key}.{inner}"] = text
+            continue
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
             raise ConfigError(f"must be a string, not {value!r}", source=source,
-                              key=f"metrics.{key}")
+                              key=f"metrics{path}")
         out[str(key)] = str(value)
     return out
 

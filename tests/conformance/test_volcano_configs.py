@@ -1,5 +1,6 @@
-"""Volcano's own scheduler configurations (its Helm chart's) validate, and nothing in
-them is ignored: ``batchsched conf validate --strict`` exits 0.
+"""Volcano's own scheduler configurations (its Helm chart's, and those of its user
+guides) validate, and nothing in them is ignored: ``batchsched conf validate --strict``
+exits 0.
 
 A configuration that still names something batchsched cannot honour is marked
 ``xfail(strict=True)`` with the reason: the day it passes, the mark must go.
@@ -15,22 +16,33 @@ from batchsched.cli import main
 
 CONFIGS = Path(__file__).parent / "volcano" / "configs"
 
+NETWORK_TOPOLOGY = "network-topology-aware (hypernodes) is not implemented"
+DRA = "predicate.DynamicResourceAllocationEnable has no effect (the model has no resource claims)"
+VGPU = "vGPUs and vNPUs are not modelled (deviceshare.VGPUEnable, deviceshare.SchedulePolicy)"
 KNOWN_GAPS = {
-    "volcano-scheduler-ci.conf": "network-topology-aware (hypernodes) is not implemented, and "
-                                 "predicate.DynamicResourceAllocationEnable has no effect "
-                                 "(the model has no resource claims)",
+    "volcano-scheduler-ci.conf": f"{NETWORK_TOPOLOGY}; {DRA}",
+    "how_to_use_network_topology_aware_scheduling-0.conf": NETWORK_TOPOLOGY,
+    "how_to_enable_dra-0.conf": DRA,
+    "how_to_use_vnpu-0.conf": VGPU,
+    "how_to_use_volcano_vgpu-0.conf": VGPU,
 }
+PATHS = sorted(CONFIGS.rglob("*.conf"))
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(path.name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[path.name]))
-    if path.name in KNOWN_GAPS else path.name
-    for path in sorted(CONFIGS.glob("*.conf"))
+@pytest.mark.parametrize("path", [
+    pytest.param(path, id=path.name,
+                 marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[path.name]))
+    if path.name in KNOWN_GAPS else pytest.param(path, id=path.name)
+    for path in PATHS
 ])
 def test_volcano_s_configuration_validates_with_nothing_ignored(
-    name: str, capsys: pytest.CaptureFixture[str]
+    path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["conf", "validate", "--strict", str(CONFIGS / name)])
+    code = main(["conf", "validate", "--strict", str(path)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "ignored" not in out
+
+
+def test_every_known_gap_names_a_file() -> None:
+    assert set(KNOWN_GAPS) <= {path.name for path in PATHS}

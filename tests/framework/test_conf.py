@@ -106,3 +106,15 @@ def test_the_metrics_section_is_kept() -> None:
 def test_a_malformed_metrics_section_names_the_field(text: str) -> None:
     with pytest.raises(ConfigError, match="metrics"):
         configuration_from_text(f"actions: allocate\n{text}\n")
+
+
+def test_nested_metrics_keys_are_read_as_volcano_reads_them() -> None:
+    """Volcano's usage guide nests ``tls: {insecureSkipVerify: ...}``; its metrics
+    clients read ``tls.insecureSkipVerify``."""
+    conf = configuration_from_text(
+        "actions: allocate\nmetrics:\n  type: prometheus\n  tls: {insecureSkipVerify: 'false'}\n"
+        "  elasticsearch: {index: metrics-x}\n")
+    assert conf.metrics == {"type": "prometheus", "tls.insecureSkipVerify": "false",
+                            "elasticsearch.index": "metrics-x"}
+    with pytest.raises(ConfigError, match=r"metrics\.tls\.insecureSkipVerify"):
+        configuration_from_text("actions: allocate\nmetrics: {tls: {insecureSkipVerify: [1]}}\n")

@@ -7,6 +7,7 @@ decide exactly as the scalar reference (same binds, same devices).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -226,3 +227,22 @@ def test_the_decisions_name_each_binds_gpus_and_expect_checks_them() -> None:
                            source="<test>")
     result = check_scenario(wrong)
     assert not result.passed and "gpuDevices: expected" in result.differences[0]
+
+
+def test_gpu_number_mode_counts_devices_as_sharing_does(caplog: pytest.LogCaptureFixture) -> None:
+    """deviceshare.GPUNumberEnable (Volcano's whole-GPU mode) turns on the same
+    device-by-device check; an argument the plugin does not read is reported."""
+    def run(arguments: dict[str, Any]) -> dict[str, tuple[str, tuple[int, ...]]]:
+        doc = gpu_document([(16, 3)], [(100, "600m")] * 3 + [(100, "1")], "gpu-bestfit")
+        for tier in doc["config"]["tiers"]:
+            for option in tier["plugins"]:
+                if option["name"] == "deviceshare":
+                    option["arguments"] = arguments
+        return placed(run_allocate(doc))
+
+    # 1200m free in all, but on three devices: a whole GPU fits only in aggregate.
+    assert "default/t003" in run({})
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        assert "default/t003" not in run({"deviceshare.GPUNumberEnable": True,
+                                          "deviceshare.GPUNumberEnabled": True})
+    assert "'deviceshare.GPUNumberEnabled'" in caplog.text

@@ -1,9 +1,11 @@
 """deviceshare: GPUs shared device by device (Volcano's ``plugins/deviceshare``).
 
-With ``deviceshare.GPUSharingEnable: true`` a task's ``nvidia.com/gpu`` request
-is served by the node's GPUs one by one (:mod:`batchsched.api.devices`): whole
-GPUs (a multiple of ``1``) need that many entirely free devices; a share
-(less than ``1``, e.g. ``460m``) needs one device with that much free. The
+With ``deviceshare.GPUSharingEnable: true`` (or ``deviceshare.GPUNumberEnable:
+true``, Volcano's whole-GPU mode, deprecated there since v1.9) a task's
+``nvidia.com/gpu`` request is served by the node's GPUs one by one
+(:mod:`batchsched.api.devices`): whole GPUs (a multiple of ``1``) need that many
+entirely free devices; a share (less than ``1``, e.g. ``460m``) needs one device
+with that much free. The
 predicate refuses a node that cannot serve the task, with the reason; a request
 no device can serve (``1500m``) is refused on every node, naming the task and
 field. Which devices a placed task gets is the device-select point: a GPU
@@ -11,9 +13,12 @@ placement policy (``gpu-*``, ``fgd``) names them, else the node's best fit.
 
 Volcano keys its GPU sharing on ``volcano.sh/gpu-memory`` and its vGPUs on
 ``volcano.sh/vgpu-*``; batchsched shares ``nvidia.com/gpu`` in milli, as the
-Alibaba GPU trace and the FGD paper do. ``deviceshare.VGPUEnable``,
-``deviceshare.NodeLockEnable``, ``deviceshare.SchedulePolicy`` and
-``deviceshare.ScheduleWeight`` are accepted and reported as having no effect.
+Alibaba GPU trace and the FGD paper do (Volcano's GPU number mode counts
+``volcano.sh/gpu-number``; here both switches turn on the same device-by-device
+accounting of ``nvidia.com/gpu``). ``deviceshare.VGPUEnable``, the Ascend vNPU
+switches, ``deviceshare.NodeLockEnable``, ``deviceshare.SchedulePolicy``,
+``deviceshare.ScheduleWeight`` and the known-geometries config map are accepted
+and reported as having no effect; other arguments are reported as not read.
 
 The predicate has a column form over every node (:class:`GpuColumns`), equal
 node for node. It also answers the **simulate predicate** of topology-aware
@@ -41,8 +46,13 @@ __all__ = ["DeviceSharePlugin", "device_fit_error"]
 
 PLUGIN_NAME = "deviceshare"
 SHARING_KEY = "deviceshare.GPUSharingEnable"
+NUMBER_KEY = "deviceshare.GPUNumberEnable"
 _INERT = {
     "deviceshare.VGPUEnable": "vGPUs (volcano.sh/vgpu-*) are not modelled",
+    "deviceshare.AscendMindClusterVNPUEnable": "Ascend vNPUs are not modelled",
+    "deviceshare.AscendHAMiVNPUEnable": "Ascend vNPUs are not modelled",
+    "deviceshare.KnownGeometriesCMName": "vGPU geometries are not modelled",
+    "deviceshare.KnownGeometriesCMNamespace": "vGPU geometries are not modelled",
     "deviceshare.NodeLockEnable": "there is no node lock to take outside Kubernetes",
     "deviceshare.SchedulePolicy": "use a GPU placement policy plugin (gpu-*, fgd)",
     "deviceshare.ScheduleWeight": "use a GPU placement policy plugin (gpu-*, fgd)",
@@ -77,8 +87,10 @@ class DeviceSharePlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        self.sharing = arguments.get_bool(SHARING_KEY, False, owner=PLUGIN_NAME)
+        self.sharing = (arguments.get_bool(SHARING_KEY, False, owner=PLUGIN_NAME)
+                        or arguments.get_bool(NUMBER_KEY, False, owner=PLUGIN_NAME))
         arguments.warn_inert(PLUGIN_NAME, _INERT)
+        arguments.warn_unknown(PLUGIN_NAME, [SHARING_KEY, NUMBER_KEY, *_INERT])
 
     def on_session_open(self, ssn: Session) -> None:
         if not self.sharing:
