@@ -28,6 +28,8 @@ ACTIONS: dict[str, str] = {
     "strict-allocate": "batchsched.actions.strict_allocate:StrictAllocateAction",
     "easy-backfill": "batchsched.actions.easy_backfill:EasyBackfillAction",
     "shuffle": "batchsched.actions.shuffle:ShuffleAction",
+    "gangpreempt": "batchsched.actions.gang_preempt:GangPreemptAction",
+    "gangreclaim": "batchsched.actions.gang_reclaim:GangReclaimAction",
 }
 
 #: plugin name -> "module:Class"

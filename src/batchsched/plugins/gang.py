@@ -10,8 +10,8 @@ decides:
 * **job starving**: fewer than ``minMember`` tasks hold or wait for resources;
 * **victims** (preemptable and reclaimable): a task may be evicted only while its
   job keeps ``minMember`` ready tasks;
-* **unified evictable** (gang-level eviction): every candidate; no built-in action
-  consults this point yet (Volcano's gang-preempt/gang-reclaim are not implemented);
+* **unified evictable** (gang-level eviction, asked by the ``gangpreempt`` and
+  ``gangreclaim`` actions): every candidate;
 * **job order**: jobs that are not ready go first;
 * **task order** (batchsched's ordered start, seed 001 §4; only for a job that
   asks for it): with the pod-group annotation ``batchsched.io/start-order``,

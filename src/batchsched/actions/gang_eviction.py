@@ -1,0 +1,559 @@
+"""What the gangpreempt and gangreclaim actions share: victim bundles, candidate
+domains, the placement dry run, and the per-queue, per-job loop.
+
+Volcano keeps these steps in ``pkg/scheduler/actions/utils`` (``bundle.go``,
+``simulate.go``, ``util.go``). Both actions differ only in which running tasks
+may become victims, how victim bundles of different jobs are ranked, which
+:class:`~batchsched.framework.events.EvictionKind` they report to
+``unified_evictable``, and two queue-level checks of gangreclaim; each is a hook
+of :class:`GangEvictionAction`.
+
+**Bundles.** The candidate victims of one job are split in two
+(:func:`job_bundles`), lowest task priority first (ties: task id):
+
+* the *safe* bundle: tasks whose eviction leaves the job gang-ready: the job
+  keeps at least ``minMember`` ready tasks and, when its per-role minimums are
+  enforced (``minMember >= sum(minTaskMember)``, gang's own rule), every role
+  keeps its ``minTaskMember``. A job already below ``minMember`` has only a safe
+  bundle: evicting more cannot break it further;
+* the *whole* bundle: the rest. Taking any of it breaks the gang, so the whole
+  job's requests count as its cost.
+
+Bundles are ranked safe before whole, then by the action's owner order
+(:meth:`GangEvictionAction.owner_less`), then by return on investment: the
+share of the preemptor's need the bundle frees on the domain (each dimension
+capped at the need) over the share its job gives up (0 for a safe bundle: an
+infinite return), highest first; then by job id, first task id, and size.
+
+**Domains.** Volcano scans up to ``maxDomains`` hyper-node domains from the
+network-topology gradients. batchsched models no hyper-nodes, so the only
+domain is the whole cluster (Volcano's fallback when no gradient names one,
+:data:`CLUSTER_DOMAIN`); ``maxDomains`` is read and checked but cannot change
+the outcome.
+
+**Dry run.** Victim bundles are taken in rank order, accumulating, until the
+domain's idle plus releasing plus the victims' requests covers the job's need;
+then (and after each further bundle) :func:`plan_in_domain` evicts the victims
+and places every pending task of the job (task order) on the domain's nodes.
+The first plan after which the job is pipelined is kept; a failed plan is
+undone completely.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+
+import attrs
+
+from batchsched.actions.node_search import (
+    FeasibleNodeScan,
+    nodes_to_find_of,
+    predicate_for_preempt_action,
+)
+from batchsched.actions.placement import select_best_node
+from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
+from batchsched.actions.victims import commit_with_events, int_argument, jobs_in_order, session_task
+from batchsched.api.fit import FitError, insufficient_resource_reason
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.priority_queue import PriorityQueue
+from batchsched.api.queue import QueueInfo
+from batchsched.api.resource import PODS, DimensionDefault, Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import FitStatusCode, TaskStatus
+from batchsched.errors import SchedulingError
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.events import EvictionContext, EvictionKind
+from batchsched.framework.session import Session
+from batchsched.framework.statement import OperationKind, Statement
+
+__all__ = [
+    "ALLOW_WHOLE_BUNDLE_KEY",
+    "CLUSTER_DOMAIN",
+    "DEFAULT_MAX_DOMAINS",
+    "MAX_DOMAINS_KEY",
+    "Bundle",
+    "BundleKind",
+    "GangEvictionAction",
+    "OwnerLess",
+    "allowed_bundles",
+    "candidate_domains",
+    "gang_evictable",
+    "job_bundles",
+    "pending_for_gang_eviction",
+    "pick_domains",
+    "plan_in_domain",
+    "sort_bundles",
+]
+
+log = logging.getLogger("batchsched")
+
+#: Action argument: how many candidate domains are scanned per starving job.
+MAX_DOMAINS_KEY = "maxDomains"
+#: Action argument: whether whole bundles (victims that break their gang) may be taken.
+ALLOW_WHOLE_BUNDLE_KEY = "allowWholeBundle"
+#: ``maxDomains`` when unset or not positive.
+DEFAULT_MAX_DOMAINS = 8
+#: The one domain batchsched knows: every node of the session (Volcano's name for the
+#: cluster's top hyper-node).
+CLUSTER_DOMAIN = "<cluster-top-hypernode>"
+#: Pod-group annotation or label that states a job's preemptability explicitly.
+_PREEMPTABLE_KEY = "volcano.sh/preemptable"
+
+
+# -- bundles ------------------------------------------------------------------------------
+
+
+class BundleKind(enum.IntEnum):
+    """Safe bundles rank before whole ones."""
+
+    SAFE = 0
+    WHOLE = 1
+
+
+@attrs.frozen
+class Bundle:
+    """Victim tasks of one job taken together.
+
+    ``local`` is what evicting ``tasks`` frees; ``cost`` is what their job gives up:
+    nothing for a safe bundle, every task's request for a whole one.
+    """
+
+    kind: BundleKind
+    job: JobInfo
+    tasks: tuple[TaskInfo, ...]
+    local: Resource
+    cost: Resource
+
+    def keeping(self, tasks: Sequence[TaskInfo]) -> Bundle:
+        """The same bundle reduced to ``tasks``."""
+        return attrs.evolve(self, tasks=tuple(tasks), local=_sum_requests(tasks))
+
+
+def gang_evictable(job: JobInfo) -> bool:
+    """Whether the gang actions may take victims from ``job``: yes unless its pod group
+    states ``volcano.sh/preemptable`` (annotation or label), and then as stated."""
+    podgroup = job.podgroup
+    if _PREEMPTABLE_KEY in podgroup.annotations or _PREEMPTABLE_KEY in podgroup.labels:
+        return job.preemptable
+    return True
+
+
+def job_bundles(job: JobInfo, candidates: Iterable[TaskInfo]) -> list[Bundle]:
+    """Split ``job``'s candidate victims into a safe and a whole bundle (either may be
+    missing; see the module docstring)."""
+    tasks = sorted(candidates, key=lambda t: (t.priority, t.uid))
+    if not tasks:
+        return []
+    job_surplus = job.ready_task_num() - job.min_available
+    if job_surplus < 0:
+        return [Bundle(BundleKind.SAFE, job, tuple(tasks), _sum_requests(tasks), Resource())]
+    role_surplus: dict[str, int] = {}
+    if job.min_available >= job.task_min_available_total:
+        ready = job.allocated_roles()
+        role_surplus = {role: ready.get(role, 0) - minimum
+                        for role, minimum in job.task_min_available.items()}
+    safe: list[TaskInfo] = []
+    whole: list[TaskInfo] = []
+    for task in tasks:
+        role_safe = role_surplus.get(task.role, 1) > 0
+        if job_surplus > 0 and role_safe:
+            safe.append(task)
+            job_surplus -= 1
+            if task.role in role_surplus:
+                role_surplus[task.role] -= 1
+        else:
+            whole.append(task)
+    bundles = []
+    if safe:
+        bundles.append(Bundle(BundleKind.SAFE, job, tuple(safe), _sum_requests(safe), Resource()))
+    if whole:
+        bundles.append(Bundle(BundleKind.WHOLE, job, tuple(whole), _sum_requests(whole),
+                              _sum_requests(job.tasks.values())))
+    return bundles
+
+
+#: Whether the first bundle's owner goes before the second's (jobs or their queues).
+OwnerLess = Callable[[Bundle, Bundle], bool]
+
+
+def sort_bundles(bundles: Iterable[Bundle], need: Resource, owner_less: OwnerLess) -> list[Bundle]:
+    """``bundles`` in rank order: safe first, then ``owner_less`` (when it tells the two
+    owners apart), then return on investment against ``need`` (highest first), then
+    job id, first task id and size."""
+
+    def compare(left: Bundle, right: Bundle) -> int:
+        if left.kind != right.kind:
+            return -1 if left.kind < right.kind else 1
+        if left.job.uid != right.job.uid:
+            ahead, behind = owner_less(left, right), owner_less(right, left)
+            if ahead != behind:
+                return -1 if ahead else 1
+        left_roi, right_roi = _return_on(left, need), _return_on(right, need)
+        if left_roi != right_roi:
+            return -1 if left_roi > right_roi else 1
+        left_key, right_key = _tie_key(left), _tie_key(right)
+        if left_key != right_key:
+            return -1 if left_key < right_key else 1
+        return 0
+
+    return sorted(bundles, key=functools.cmp_to_key(compare))
+
+
+def allowed_bundles(bundles: Iterable[Bundle], allowed: set[str]) -> list[Bundle]:
+    """What is left of ``bundles`` once only the tasks in ``allowed`` (task ids) may go:
+    a safe bundle keeps its allowed tasks, a whole bundle survives only entire."""
+    kept = []
+    for bundle in bundles:
+        approved = [task for task in bundle.tasks if task.uid in allowed]
+        if bundle.kind is BundleKind.WHOLE:
+            if len(approved) == len(bundle.tasks):
+                kept.append(bundle)
+        elif approved:
+            kept.append(bundle.keeping(approved))
+    return kept
+
+
+def _return_on(bundle: Bundle, need: Resource) -> float:
+    gained = _share_of_need(bundle.local, need, cap=True)
+    lost = _share_of_need(bundle.cost, need, cap=False)
+    return math.inf if lost == 0 else gained / lost
+
+
+def _share_of_need(amount: Resource, need: Resource, *, cap: bool) -> float:
+    """Sum over the dimensions ``need`` asks for (``pods`` aside, which Volcano keeps
+    apart from resources) of ``amount / need``, each term capped at 1 with ``cap``."""
+    share = 0.0
+    for name in need.resource_names():
+        wanted = need.get(name)
+        if name == PODS or wanted <= 0:
+            continue
+        held = amount.get(name)
+        if cap:
+            held = min(held, wanted)
+        share += held / wanted
+    return share
+
+
+def _tie_key(bundle: Bundle) -> tuple[str, str, int]:
+    first = bundle.tasks[0].uid if bundle.tasks else ""
+    return bundle.job.uid, first, len(bundle.tasks)
+
+
+def _sum_requests(tasks: Iterable[TaskInfo]) -> Resource:
+    total = Resource()
+    for task in tasks:
+        total.add(task.resreq)
+    return total
+
+
+# -- domains ------------------------------------------------------------------------------
+
+
+def pick_domains(
+    gradients: Iterable[Iterable[str]], max_domains: int, fallback: str = ""
+) -> list[str]:
+    """Domain names from ``gradients`` (best first), each once, at most
+    ``max_domains`` of them (no cap when not positive); ``[fallback]`` when there is
+    none and a fallback is given."""
+    domains: list[str] = []
+    for gradient in gradients:
+        for name in gradient:
+            if name in domains:
+                continue
+            domains.append(name)
+            if 0 < max_domains <= len(domains):
+                return domains
+    if not domains and fallback:
+        domains.append(fallback)
+    return domains
+
+
+def candidate_domains(max_domains: int) -> list[str]:
+    """The domains a starving job scans: without hyper-nodes, the cluster alone."""
+    return pick_domains([[CLUSTER_DOMAIN]], max_domains, CLUSTER_DOMAIN)
+
+
+def domain_nodes(ssn: Session, domain: str) -> list[NodeInfo]:
+    """The nodes of ``domain``, in session node order."""
+    return list(ssn.node_list) if domain == CLUSTER_DOMAIN else []
+
+
+def _idle_and_releasing(nodes: Iterable[NodeInfo]) -> Resource:
+    total = Resource()
+    for node in nodes:
+        total.add(node.idle)
+        total.add(node.releasing)
+    return total
+
+
+# -- the dry run --------------------------------------------------------------------------
+
+
+def pending_for_gang_eviction(ssn: Session, job: JobInfo) -> list[TaskInfo]:
+    """The job's Pending tasks that ask for resources, in task order: what the gang
+    actions make room for and place."""
+    pending = [task for task in job.tasks_in(TaskStatus.PENDING).values()
+               if not task.init_resreq.is_empty()]
+    queue = PriorityQueue(ssn.task_order_fn, pending)
+    return [queue.pop() for _ in range(len(queue))]
+
+
+def plan_in_domain(
+    ssn: Session,
+    job: JobInfo,
+    *,
+    queue: QueueInfo | None,
+    nodes: Sequence[NodeInfo],
+    victims: Sequence[TaskInfo],
+    reason: str,
+    cache_errors: bool = True,
+) -> Statement | None:
+    """Evict ``victims`` and place every pending task of ``job`` on ``nodes``.
+
+    Each task, in task order, must be allocatable to its queue, pass the
+    pre-predicates, and find a node among ``nodes`` (less those an earlier
+    allocate found hopeless for it) whose future idle holds it and whose
+    predicates pass as preempt reads them; nodes whose idle already holds it are
+    preferred to those that hold it only once releases finish, then the best
+    scored node. The task is pipelined there. Returns the statement holding the
+    evictions and placements, still applied, when every task was placed and the
+    job is then pipelined; otherwise undoes everything and returns None.
+    """
+    plan = Statement(ssn)
+    try:
+        if _plan(ssn, plan, job, queue=queue, nodes=nodes, victims=victims, reason=reason,
+                 cache_errors=cache_errors):
+            return plan
+    except BaseException:
+        plan.discard()
+        raise
+    plan.discard()
+    return None
+
+
+def _plan(
+    ssn: Session, plan: Statement, job: JobInfo, *, queue: QueueInfo | None,
+    nodes: Sequence[NodeInfo], victims: Sequence[TaskInfo], reason: str, cache_errors: bool,
+) -> bool:
+    tasks = pending_for_gang_eviction(ssn, job)
+    if not tasks or not nodes:
+        return False
+    for victim in victims:
+        plan.evict(victim, reason)
+    evicted = bool(victims)
+    scan = FeasibleNodeScan(ssn.node_list, error_cache_enabled=cache_errors, rotate=False,
+                            nodes_to_find=nodes_to_find_of(ssn))
+    for task in tasks:
+        if queue is not None and not ssn.allocatable(queue, task):
+            return False
+        usable = _resolvable_nodes(job, task, nodes)
+        if not usable or ssn.pre_predicate(task) is not None:
+            return False
+        feasible, _ = scan.feasible_nodes(task, usable,
+                                          lambda t, n: _simulate_predicate(ssn, t, n))
+        node = _best_simulated_node(ssn, task, feasible)
+        if node is None or not task.init_resreq.less_equal(node.future_idle()):
+            return False
+        try:
+            plan.pipeline(task, node, eviction_occurred=evicted)
+        except SchedulingError:
+            return False
+    placed = any(op.kind is OperationKind.PIPELINE for op in plan.operations)
+    return placed and ssn.job_pipelined(job)
+
+
+def _resolvable_nodes(job: JobInfo, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+    errors = job.nodes_fit_errors.get(task.uid)
+    if errors is None:
+        return list(nodes)
+    hopeless = errors.unresolvable_nodes()
+    return [node for node in nodes if node.name not in hopeless]
+
+
+def _simulate_predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    fits, short = task.init_resreq.less_equal_with_names(node.future_idle(),
+                                                         DimensionDefault.ZERO)
+    if not fits:
+        return FitError.of(task.namespace, task.name, node.name,
+                           insufficient_resource_reason(short),
+                           code=FitStatusCode.UNSCHEDULABLE)
+    return predicate_for_preempt_action(ssn, task, node)
+
+
+def _best_simulated_node(
+    ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
+) -> NodeInfo | None:
+    """Among nodes that hold the task now, else among those that hold it once
+    releases finish, the best one (:func:`~batchsched.actions.placement.select_best_node`)."""
+    request = task.init_resreq
+    now = [n for n in nodes if request.less_equal(n.idle)]
+    later = [n for n in nodes if not request.less_equal(n.idle)
+             and request.less_equal(n.future_idle())]
+    for group in (now, later):
+        if group:
+            return select_best_node(ssn, task, group)
+    return None
+
+
+# -- the action ---------------------------------------------------------------------------
+
+
+class GangEvictionAction:
+    """The loop both gang actions run; subclasses say whose tasks may go and in which
+    order. Arguments (the action's ``configurations`` entry):
+
+    ``maxDomains`` (int, default 8)
+        how many candidate domains a starving job scans. A value that is not
+        positive falls back to 8 (logged as a warning, as Volcano does); a value
+        that is not an integer is a :class:`~batchsched.errors.ConfigError`.
+    ``allowWholeBundle`` (bool, default true)
+        whether victims may be taken from whole bundles, that is at the cost of
+        breaking their job's gang.
+
+    ``predicateErrorCacheEnable`` is read from the *allocate* action's
+    configuration (default true), as Volcano does, for the predicate-error cache
+    of the placement dry run.
+    """
+
+    name = ""
+    #: The eviction kind reported to ``unified_evictable``.
+    kind = EvictionKind.UNKNOWN
+
+    def __init__(self, arguments: Arguments | None = None) -> None:
+        args = arguments if arguments is not None else Arguments()
+        max_domains = int_argument(args, self.name, MAX_DOMAINS_KEY, DEFAULT_MAX_DOMAINS)
+        if max_domains <= 0:
+            log.warning("action %r: %s=%d is not positive; using %d instead", self.name,
+                        MAX_DOMAINS_KEY, max_domains, DEFAULT_MAX_DOMAINS)
+            max_domains = DEFAULT_MAX_DOMAINS
+        self.max_domains = max_domains
+        self.allow_whole_bundle = args.get_bool(ALLOW_WHOLE_BUNDLE_KEY, True, owner=self.name)
+
+    def initialize(self) -> None:
+        """Nothing to prepare: the action keeps no state between sessions."""
+
+    def uninitialize(self) -> None:
+        """Nothing to release."""
+
+    # -- hooks --------------------------------------------------------------------------
+
+    def skips_queue(self, ssn: Session, queue: QueueInfo) -> bool:
+        """Whether the starving jobs of ``queue`` get nothing this session."""
+        return False
+
+    def may_evict_for(self, ssn: Session, queue: QueueInfo, pending: list[TaskInfo]) -> bool:
+        """Whether ``queue`` may evict others for these pending tasks at all."""
+        return True
+
+    def is_candidate(self, ssn: Session, evictor: JobInfo, task: TaskInfo) -> bool:
+        """Whether a task held by a node may become a victim of ``evictor``."""
+        raise NotImplementedError
+
+    def owner_less(self, ssn: Session, evictor: JobInfo) -> OwnerLess:
+        """How bundles of different jobs rank (before return on investment)."""
+        raise NotImplementedError
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def execute(self, ssn: Session) -> None:
+        """For each queue in queue order, each starving job in job order: find victims
+        and a placement in a statement committed only if the job is then pipelined."""
+        cache_errors = ssn.configuration.action_arguments("allocate").get_bool(
+            PREDICATE_ERROR_CACHE_KEY, True)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        seen: set[str] = set()
+        starving: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in jobs_in_order(ssn):
+            if job.is_pending():
+                continue
+            verdict = ssn.job_valid(job)
+            if verdict is not None and not verdict.passed:
+                continue
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            if queue.name not in seen:
+                seen.add(queue.name)
+                queues.push(queue)
+            if ssn.job_starving(job):
+                starving.setdefault(queue.name, PriorityQueue(ssn.job_order_fn)).push(job)
+
+        while queues:
+            queue = queues.pop()
+            if self.skips_queue(ssn, queue):
+                continue
+            jobs = starving.get(queue.name)
+            while jobs:
+                job = jobs.pop()
+                stmt = Statement(ssn)
+                self.evict_for_job(ssn, stmt, queue, job, cache_errors=cache_errors)
+                if ssn.job_pipelined(job):
+                    commit_with_events(ssn, stmt)
+                else:
+                    stmt.discard()
+
+    def evict_for_job(
+        self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, *,
+        cache_errors: bool = True,
+    ) -> bool:
+        """Scan the candidate domains for the first victim set with which every pending
+        task of ``job`` can be placed; merge that plan into ``stmt``. True if found."""
+        pending = pending_for_gang_eviction(ssn, job)
+        if not pending or not self.may_evict_for(ssn, queue, pending):
+            return False
+        need = Resource()
+        for task in pending:
+            need.add(task.init_resreq)
+        for domain in candidate_domains(self.max_domains):
+            nodes = domain_nodes(ssn, domain)
+            if not nodes:
+                continue
+            bundles = self.select_bundles(ssn, job, need, nodes)
+            if not bundles:
+                continue
+            room = _idle_and_releasing(nodes)
+            victims: list[TaskInfo] = []
+            for bundle in bundles:
+                victims.extend(bundle.tasks)
+                room.add(bundle.local)
+                if not need.less_equal(room):
+                    continue
+                plan = plan_in_domain(ssn, job, queue=queue, nodes=nodes, victims=victims,
+                                      reason=self.name, cache_errors=cache_errors)
+                if plan is not None:
+                    stmt.merge(plan)
+                    return True
+        return False
+
+    def select_bundles(
+        self, ssn: Session, evictor: JobInfo, need: Resource, nodes: Sequence[NodeInfo]
+    ) -> list[Bundle]:
+        """The victim bundles on ``nodes`` for ``evictor``, in rank order, reduced to
+        what ``unified_evictable`` allows (whole bundles dropped unless
+        ``allowWholeBundle``)."""
+        by_job: dict[str, list[TaskInfo]] = {}
+        for node in nodes:
+            for held in node.tasks.values():
+                if not self.is_candidate(ssn, evictor, held):
+                    continue
+                task = session_task(ssn, held)
+                if task is not None:
+                    by_job.setdefault(task.job, []).append(task)
+        bundles = [bundle for uid, tasks in by_job.items()
+                   for bundle in job_bundles(ssn.jobs[uid], tasks)]
+        if not bundles:
+            return []
+        owner_less = self.owner_less(ssn, evictor)
+        ranked = sort_bundles(bundles, need, owner_less)
+        candidates = [task for bundle in ranked for task in bundle.tasks]
+        allowed = ssn.unified_evictable(EvictionContext(self.kind, evictor), candidates)
+        if not allowed:
+            return []
+        kept = allowed_bundles(ranked, {task.uid for task in allowed})
+        return [bundle for bundle in sort_bundles(kept, need, owner_less)
+                if self.allow_whole_bundle or bundle.kind is not BundleKind.WHOLE]

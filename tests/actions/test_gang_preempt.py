@@ -1,0 +1,322 @@
+"""gangpreempt: every case of Volcano's gangpreempt_test.go, and the action's own behaviours.
+
+Volcano's cases map as follows:
+
+* ``TestPickDomainsFromGradients_MaxDomainsAndDedup``, ``..._Fallback``:
+  :func:`test_pick_domains_caps_and_dedups`, :func:`test_pick_domains_falls_back`;
+* ``TestParseArguments``: :func:`test_arguments_are_read`;
+* ``TestParseArguments_InvalidMaxDomainsFallsBackToDefault`` (zero, negative):
+  :func:`test_max_domains_not_positive_falls_back`;
+* ``TestSelectDomainVictims_RespectAllowWholeBundle``,
+  ``..._RespectVictimJobPreemptable``, ``..._AllowVictimJobWhenPreemptableUnset``:
+  the scenarios ``data/gang/gangpreempt-0[0-3]-*.yaml`` (the whole action, through
+  the same path as ``batchsched check``), and the bundle selection itself in
+  :func:`test_select_bundles_as_volcano_unit_tests`.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from action_support import Outcome, run_document
+
+from batchsched.actions.gang_eviction import (
+    CLUSTER_DOMAIN,
+    DEFAULT_MAX_DOMAINS,
+    BundleKind,
+    candidate_domains,
+    job_bundles,
+    pick_domains,
+)
+from batchsched.actions.gang_preempt import GangPreemptAction
+from batchsched.api.resource import Resource
+from batchsched.api.types import TaskStatus
+from batchsched.errors import ConfigError, PluginError
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.registry import Registry
+from batchsched.framework.session import Session
+from batchsched.scenario import check_scenario, load_scenario, parse_scenario
+
+DATA = Path(__file__).parent / "data" / "gang"
+SCENARIOS = sorted(DATA.glob("gangpreempt-*.yaml"))
+_registry = Registry(autoload=False)
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_scenario(path: Path) -> None:
+    result = check_scenario(load_scenario(path), registry=_registry)
+    assert result.passed, "\n".join(result.differences)
+
+
+def test_scenarios_are_there() -> None:
+    assert len(SCENARIOS) == 4
+
+
+# -- arguments and domains ---------------------------------------------------------------
+
+
+def test_arguments_are_read() -> None:
+    action = GangPreemptAction(Arguments({"maxDomains": 3, "allowWholeBundle": False}))
+    assert (action.max_domains, action.allow_whole_bundle) == (3, False)
+
+
+def test_defaults() -> None:
+    action = GangPreemptAction()
+    assert (action.max_domains, action.allow_whole_bundle) == (DEFAULT_MAX_DOMAINS, True)
+
+
+@pytest.mark.parametrize("value", [0, -1], ids=["zero", "negative"])
+def test_max_domains_not_positive_falls_back(value: int, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        action = GangPreemptAction(Arguments({"maxDomains": value}))
+    assert action.max_domains == DEFAULT_MAX_DOMAINS
+    assert "maxDomains" in caplog.text
+
+
+@pytest.mark.parametrize("value", ["ten", 1.5, True, [3]])
+def test_max_domains_not_an_integer_is_an_error(value: Any) -> None:
+    with pytest.raises(ConfigError, match="maxDomains"):
+        GangPreemptAction(Arguments({"maxDomains": value}))
+
+
+def test_unreadable_allow_whole_bundle_keeps_the_default(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        action = GangPreemptAction(Arguments({"allowWholeBundle": "maybe"}))
+    assert action.allow_whole_bundle is True
+    assert "allowWholeBundle" in caplog.text
+
+
+def test_a_bad_argument_in_a_scenario_fails_the_run() -> None:
+    body = _scenario(allow_whole=True)
+    body["config"]["configurations"] = [{"name": "gangpreempt",
+                                        "arguments": {"maxDomains": "many"}}]
+    with pytest.raises(PluginError, match=r"gangpreempt.*maxDomains: must be an integer"):
+        run_document(yaml.safe_dump(body))
+
+
+def test_pick_domains_caps_and_dedups() -> None:
+    assert pick_domains([["d1", "d2"], ["d2", "d3"]], 2) == ["d1", "d2"]
+
+
+def test_pick_domains_falls_back() -> None:
+    assert pick_domains([], 8, CLUSTER_DOMAIN) == [CLUSTER_DOMAIN]
+    assert pick_domains([], 8) == []
+
+
+def test_without_hyper_nodes_the_cluster_is_the_only_domain() -> None:
+    assert candidate_domains(1) == candidate_domains(8) == [CLUSTER_DOMAIN]
+
+
+# -- Volcano's selectDomainBundles cases, on the bundle selection itself ------------------
+
+
+def _scenario(*, allow_whole: bool, victim_min: int = 1,
+              victim_annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    victim: dict[str, Any] = {"name": "victim", "namespace": "ns", "queue": "q1",
+                              "minMember": victim_min, "phase": "Running",
+                              "priorityClassName": "low"}
+    if victim_annotations is not None:
+        victim["annotations"] = victim_annotations
+    return {
+        "version": 1, "name": "select",
+        "config": {"actions": "gangpreempt", "tiers": [{"plugins": [{"name": "gang"}]}],
+                   "configurations": [{"name": "gangpreempt",
+                                       "arguments": {"allowWholeBundle": allow_whole}}]},
+        "priorityClasses": [{"name": "high", "value": 100}, {"name": "low", "value": 10}],
+        "queues": [{"name": "q1"}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 1, "pods": 10}}],
+        "jobs": [{"name": "preemptor", "namespace": "ns", "queue": "q1", "minMember": 1,
+                  "phase": "Inqueue", "priorityClassName": "high"}, victim],
+        "tasks": [
+            {"name": "preemptor", "namespace": "ns", "job": "preemptor", "priority": 100,
+             "requests": {"cpu": 1}},
+            {"name": "victim", "namespace": "ns", "job": "victim", "node": "n1",
+             "phase": "Running", "priority": 10, "requests": {"cpu": 1}},
+        ],
+    }
+
+
+def _selected(document: dict[str, Any], allow_whole: bool) -> list[str]:
+    scenario = parse_scenario(document)
+    ssn = Session.open(scenario.build_cache(), scenario.configuration, registry=_registry)
+    try:
+        action = GangPreemptAction(Arguments({"allowWholeBundle": allow_whole}))
+        job = ssn.jobs["ns/preemptor"]
+        need = Resource.from_mapping({"cpu": 1})
+        bundles = action.select_bundles(ssn, job, need, ssn.node_list)
+        return [task.uid for bundle in bundles for task in bundle.tasks]
+    finally:
+        ssn.close()
+
+
+def test_select_bundles_as_volcano_unit_tests() -> None:
+    # RespectAllowWholeBundle: minMember 1 and one running task, so a whole bundle only.
+    assert _selected(_scenario(allow_whole=False), False) == []
+    assert _selected(_scenario(allow_whole=True), True) == ["ns/victim"]
+    # RespectVictimJobPreemptable.
+    refused = _scenario(allow_whole=True, victim_min=0,
+                        victim_annotations={"volcano.sh/preemptable": "false"})
+    assert _selected(refused, True) == []
+    # AllowVictimJobWhenPreemptableUnset.
+    assert _selected(_scenario(allow_whole=True, victim_min=0, victim_annotations={}),
+                     True) == ["ns/victim"]
+
+
+# -- behaviours of the whole action -------------------------------------------------------
+
+CONFIG = """
+config:
+  actions: gangpreempt
+  tiers:
+    - plugins: [{name: gang}, {name: priority}]
+priorityClasses:
+  - {name: high, value: 100}
+  - {name: mid, value: 50}
+  - {name: low, value: 10}
+queues: [{name: q1}, {name: q2}]
+"""
+
+
+def run(body: str) -> Outcome:
+    return run_document(CONFIG + body)
+
+
+def evicted(outcome: Outcome) -> list[str]:
+    return sorted(e.task for e in outcome.cache.evictions)
+
+
+def test_a_safe_victim_goes_before_breaking_a_gang() -> None:
+    # a (minMember 1) has a task to spare; b (minMember 1) has none. b is the lower job
+    # in reverse job order, but a's safe bundle ranks before any whole bundle.
+    outcome = run("""
+nodes: [{name: n1, allocatable: {cpu: 3, pods: 10}}]
+jobs:
+  - {name: p, namespace: ns, queue: q1, minMember: 1, phase: Inqueue, priorityClassName: high}
+  - {name: a, namespace: ns, queue: q1, minMember: 1, phase: Running, priorityClassName: mid}
+  - {name: b, namespace: ns, queue: q1, minMember: 1, phase: Running, priorityClassName: low}
+tasks:
+  - {name: p1, namespace: ns, job: p, requests: {cpu: 1}}
+  - {name: a1, namespace: ns, job: a, node: n1, phase: Running, priority: 5, requests: {cpu: 1}}
+  - {name: a2, namespace: ns, job: a, node: n1, phase: Running, priority: 1, requests: {cpu: 1}}
+  - {name: b1, namespace: ns, job: b, node: n1, phase: Running, requests: {cpu: 1}}
+""")
+    assert evicted(outcome) == ["ns/a2"]  # the lower task priority of a's tasks
+    assert outcome.status("ns/p1") is TaskStatus.PIPELINED
+    [on_pod] = outcome.events("ns/a2", "Evict")
+    assert (on_pod.type, on_pod.message) == ("Warning", "Pod is evicted, because of gangpreempt")
+    [on_group] = outcome.events("ns/a", "Evict")
+    assert (on_group.type, on_group.message) == ("Normal", "gangpreempt")
+
+
+def test_bundles_accumulate_until_every_pending_task_is_placed() -> None:
+    # The preemptor gang needs 2 CPU on 1-CPU nodes: two victims, on two nodes.
+    outcome = run("""
+nodes:
+  - {name: n1, allocatable: {cpu: 1, pods: 10}}
+  - {name: n2, allocatable: {cpu: 1, pods: 10}}
+jobs:
+  - {name: p, namespace: ns, queue: q1, minMember: 2, phase: Inqueue, priorityClassName: high}
+  - {name: a, namespace: ns, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: b, namespace: ns, queue: q1, minMember: 0, phase: Running, priorityClassName: mid}
+tasks:
+  - {name: p1, namespace: ns, job: p, requests: {cpu: 1}}
+  - {name: p2, namespace: ns, job: p, requests: {cpu: 1}}
+  - {name: a1, namespace: ns, job: a, node: n1, phase: Running, requests: {cpu: 1}}
+  - {name: b1, namespace: ns, job: b, node: n2, phase: Running, requests: {cpu: 1}}
+""")
+    assert evicted(outcome) == ["ns/a1", "ns/b1"]
+    assert {outcome.task("ns/p1").node_name, outcome.task("ns/p2").node_name} == {"n1", "n2"}
+
+
+def test_all_or_nothing_when_the_gang_cannot_be_placed() -> None:
+    # Only one lower-priority victim: the 2-task gang cannot be placed, nothing is evicted.
+    outcome = run("""
+nodes:
+  - {name: n1, allocatable: {cpu: 1, pods: 10}}
+  - {name: n2, allocatable: {cpu: 1, pods: 10}}
+jobs:
+  - {name: p, namespace: ns, queue: q1, minMember: 2, phase: Inqueue, priorityClassName: mid}
+  - {name: a, namespace: ns, queue: q1, minMember: 0, phase: Running, priorityClassName: low}
+  - {name: h, namespace: ns, queue: q1, minMember: 0, phase: Running, priorityClassName: high}
+tasks:
+  - {name: p1, namespace: ns, job: p, requests: {cpu: 1}}
+  - {name: p2, namespace: ns, job: p, requests: {cpu: 1}}
+  - {name: a1, namespace: ns, job: a, node: n1, phase: Running, requests: {cpu: 1}}
+  - {name: h1, namespace: ns, job: h, node: n2, phase: Running, requests: {cpu: 1}}
+""")
+    assert evicted(outcome) == []
+    assert outcome.status("ns/p1") is TaskStatus.PENDING
+    assert outcome.status("ns/a1") is TaskStatus.RUNNING
+
+
+def test_other_queues_and_equal_priorities_give_no_victims() -> None:
+    outcome = run("""
+nodes: [{name: n1, allocatable: {cpu: 2, pods: 10}}]
+jobs:
+  - {name: p, namespace: ns, queue: q1, minMember: 1, phase: Inqueue, priorityClassName: mid}
+  - {name: same, namespace: ns, queue: q1, phase: Running, priorityClassName: mid}
+  - {name: other, namespace: ns, queue: q2, phase: Running, priorityClassName: low}
+tasks:
+  - {name: p1, namespace: ns, job: p, requests: {cpu: 1}}
+  - {name: s1, namespace: ns, job: same, node: n1, phase: Running, requests: {cpu: 1}}
+  - {name: o1, namespace: ns, job: other, node: n1, phase: Running, requests: {cpu: 1}}
+""")
+    assert evicted(outcome) == []
+
+
+def test_a_pending_pod_group_does_not_preempt() -> None:
+    outcome = run("""
+nodes: [{name: n1, allocatable: {cpu: 1, pods: 10}}]
+jobs:
+  - {name: p, namespace: ns, queue: q1, minMember: 1, phase: Pending, priorityClassName: high}
+  - {name: a, namespace: ns, queue: q1, phase: Running, priorityClassName: low}
+tasks:
+  - {name: p1, namespace: ns, job: p, requests: {cpu: 1}}
+  - {name: a1, namespace: ns, job: a, node: n1, phase: Running, requests: {cpu: 1}}
+""")
+    assert evicted(outcome) == []
+
+
+def test_job_bundles_respect_role_minimums() -> None:
+    document = {
+        "version": 1, "name": "roles",
+        "config": {"actions": "", "tiers": [{"plugins": [{"name": "gang"}]}]},
+        "queues": [{"name": "q1"}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "pods": 10}}],
+        "jobs": [{"name": "j", "namespace": "ns", "queue": "q1", "minMember": 2,
+                  "minTaskMember": {"ps": 1, "worker": 1}, "phase": "Running"}],
+        "tasks": [{"name": n, "namespace": "ns", "job": "j", "role": r, "node": "n1",
+                   "phase": "Running", "requests": {"cpu": 1}}
+                  for n, r in (("ps0", "ps"), ("w0", "worker"), ("w1", "worker"))],
+    }
+    scenario = parse_scenario(document)
+    ssn = Session.open(scenario.build_cache(), scenario.configuration, registry=_registry)
+    try:
+        job = ssn.jobs["ns/j"]
+        bundles = job_bundles(job, job.tasks.values())
+        by_kind = {b.kind: sorted(t.uid for t in b.tasks) for b in bundles}
+        # One task over minMember: one worker may go; the ps (its role's last) and the
+        # other worker break the gang.
+        assert by_kind == {BundleKind.SAFE: ["ns/w0"], BundleKind.WHOLE: ["ns/ps0", "ns/w1"]}
+    finally:
+        ssn.close()
+
+
+def test_the_first_bundle_goes_even_when_idle_alone_would_do() -> None:
+    # Volcano's rule: victims are taken a bundle at a time *before* the room check, so
+    # a starving job with enough idle still evicts the first ranked bundle.
+    outcome = run("""
+nodes: [{name: n1, allocatable: {cpu: 2, pods: 10}}]
+jobs:
+  - {name: p, namespace: ns, queue: q1, minMember: 1, phase: Inqueue, priorityClassName: high}
+  - {name: a, namespace: ns, queue: q1, phase: Running, priorityClassName: low}
+tasks:
+  - {name: p1, namespace: ns, job: p, requests: {cpu: 1}}
+  - {name: a1, namespace: ns, job: a, node: n1, phase: Running, requests: {cpu: 1}}
+""")
+    assert evicted(outcome) == ["ns/a1"]
+    assert outcome.task("ns/p1").node_name == "n1"
