@@ -119,3 +119,14 @@ def test_conf_validate_reports_what_plugins_ignore(
     assert main(["conf", "validate", "--strict", str(conf)]) == 1
     conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n')
     assert main(["conf", "validate", "--strict", str(conf)]) == 0
+
+
+def test_conf_validate_names_the_file_when_a_plugin_refuses_its_arguments(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "sched.conf"
+    conf.write_text('actions: "shuffle"\ntiers:\n- plugins:\n  - name: rescheduling\n'
+                    "    arguments:\n      strategies: [{name: lowNodeUtilization,\n"
+                    "                    params: {thresholds: {cpu: high}}}]\n")
+    assert main(["conf", "validate", str(conf)]) == 2
+    err = capsys.readouterr().err
+    assert f"{conf}: rescheduling.strategies[0].params.thresholds.cpu" in err

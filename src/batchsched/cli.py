@@ -343,12 +343,20 @@ def _conf_validate(args: argparse.Namespace, out: TextIO) -> int:
 def _ignored_by_plugins(configuration: Any, registry: Any) -> list[str]:
     """What the configuration's plugins and actions, built with their arguments, say
     they will not honour (see :func:`~batchsched.framework.arguments.collect_warnings`)."""
+    from batchsched.errors import ConfigError, PluginError
     from batchsched.framework.arguments import collect_warnings
 
-    with collect_warnings() as said:
-        for tier in configuration.tiers:
-            for option in tier.plugins:
-                registry.create_plugin(option.name, option.arguments)
-        for name in configuration.actions:
-            registry.create_action(name, configuration.action_arguments(name))
+    try:
+        with collect_warnings() as said:
+            for tier in configuration.tiers:
+                for option in tier.plugins:
+                    registry.create_plugin(option.name, option.arguments)
+            for name in configuration.actions:
+                registry.create_action(name, configuration.action_arguments(name))
+    except PluginError as exc:  # a plugin's own check of its arguments: name the file
+        cause = exc.__cause__
+        if isinstance(cause, ConfigError) and cause.source == "<configuration>":
+            raise ConfigError(cause.message, source=configuration.source, key=cause.key,
+                              known=cause.known) from exc
+        raise
     return list(dict.fromkeys(said))

@@ -58,6 +58,7 @@ class ConfigError(BatchSchedError, ValueError):
         self.source = source
         self.key = key
         self.known = tuple(known)
+        self.message = message
         where = f"{source}: {key}: " if key else f"{source}: "
         tail = f" (known: {', '.join(self.known)})" if self.known else ""
         super().__init__(f"{where}{message}{tail}")

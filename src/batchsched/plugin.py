@@ -18,6 +18,7 @@ decides through a :class:`~batchsched.framework.statement.Statement`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -97,10 +98,11 @@ class JobKeyOrderPlugin:
     """Base of a plugin whose job order is "smaller key first".
 
     A subclass names itself and defines :meth:`key`; the key of each job is
-    worked out once per session (with the session's clock), and two jobs with
-    equal keys are left to the next plugin, then to the session's own rule
-    (creation time, then id). The HPC orders (``sjf``, ``wfp3``, ``unicep``,
-    ``f1``) are written this way::
+    worked out once per session, at its opening (with the session's clock), and two
+    jobs with equal keys are left to the next plugin, then to the session's own
+    rule (creation time, then id). The keys are registered as a sort key
+    (:meth:`Session.add_job_order_key_fn`), unless one of them is NaN. The HPC
+    orders (``sjf``, ``wfp3``, ``unicep``, ``f1``) are written this way::
 
         class ShortestFirst(JobKeyOrderPlugin):
             name = "shortest-first"
@@ -110,18 +112,24 @@ class JobKeyOrderPlugin:
     """
 
     name = ""
+    #: The arguments the subclass reads (any other is reported as not read).
+    arguments_read: tuple[str, ...] = ()
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        arguments.warn_unknown(self.name, self.arguments_read)
 
     def key(self, job: JobInfo, now: float) -> Any:
-        """The job's key at ``now`` (any comparable value; smaller goes first)."""
+        """The job's key at ``now`` (smaller goes first). Keys of one session should
+        be totally ordered; when one is a NaN, the session falls back to comparing
+        pairs, where it ties with every key, as a comparison of
+        keys always did."""
         raise NotImplementedError
 
     def on_session_open(self, ssn: Session) -> None:
-        keys: dict[str, Any] = {}
         now = ssn.now
         key = self.key
+        keys: dict[str, Any] = {uid: key(job, now) for uid, job in ssn.jobs.items()}
 
         def job_key(job: JobInfo) -> Any:
             kept = keys.get(job.uid)
@@ -129,7 +137,17 @@ class JobKeyOrderPlugin:
                 kept = keys[job.uid] = key(job, now)
             return kept
 
-        ssn.add_job_order_key_fn(self.name, job_key)
+        if not any(isinstance(value, float) and math.isnan(value) for value in keys.values()):
+            ssn.add_job_order_key_fn(self.name, job_key)
+            return
+
+        def compare(left: JobInfo, right: JobInfo) -> int:
+            lkey, rkey = job_key(left), job_key(right)
+            if lkey < rkey:
+                return -1
+            return 1 if rkey < lkey else 0
+
+        ssn.add_job_order_fn(self.name, compare)
 
     def on_session_close(self, ssn: Session) -> None:
         pass

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 
 from batchsched.framework import arguments as arguments_module
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, collect_warnings
 from batchsched.plugins.nodeorder import NodeOrderPlugin
 from batchsched.plugins.predicates import PredicatesPlugin
 
@@ -46,3 +47,38 @@ def test_topology_spread_switches_are_honoured_not_reported(
         PredicatesPlugin(Arguments({"predicate.PodTopologySpreadEnable": True}))
         NodeOrderPlugin(Arguments({"podtopologyspread.weight": 3}))
     assert caplog.records == []
+
+
+def test_collecting_warnings_leaves_the_once_per_process_memory_as_it_was(
+        caplog: pytest.LogCaptureFixture) -> None:
+    switch = {"demo.Collected": "why"}
+    with collect_warnings() as said:
+        Arguments({"demo.Collected": True}).warn_inert("demo-collect", switch)
+    assert said == ["plugin 'demo-collect': demo.Collected=True has no effect: why"]
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        Arguments({"demo.Collected": True}).warn_inert("demo-collect", switch)
+    assert "demo.Collected=True has no effect" in caplog.text  # still logged once, after
+
+
+def test_collections_nest_and_leave_other_threads_alone(
+        caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("batchsched")
+    seen_elsewhere: list[bool] = []
+
+    def elsewhere() -> None:
+        logger.warning("from another thread")
+        seen_elsewhere.append(True)
+
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        with collect_warnings() as outer:
+            logger.warning("outer")
+            with collect_warnings() as inner:
+                logger.warning("inner")
+            thread = threading.Thread(target=elsewhere)
+            thread.start()
+            thread.join()
+        logger.warning("after")
+    assert (outer, inner) == (["outer"], ["inner"])
+    assert seen_elsewhere and "from another thread" in caplog.text
+    assert "after" in caplog.text and "outer" not in caplog.text
+    assert logger.propagate

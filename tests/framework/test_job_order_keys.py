@@ -20,7 +20,7 @@ from batchsched.api import ClusterInfo, JobInfo, PodGroup, Resource, TaskInfo, T
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.conf import configuration_from_text
 from batchsched.errors import PluginError
-from batchsched.framework import Session
+from batchsched.framework import Arguments, Session
 
 STATUSES = [TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED]
 
@@ -163,3 +163,28 @@ def test_tasks_are_keyed_when_every_name_has_an_index_or_none_has() -> None:
     assert type(ssn.task_queue(indexed + plain)) is PriorityQueue  # a mix compares
     queue = ssn.task_queue(indexed)
     assert [queue.pop().name for _ in range(3)] == ["w-x-1", "w-x-2", "w-x-3"]
+
+
+def test_a_key_order_plugin_with_a_nan_key_compares_pairs_as_before() -> None:
+    """A NaN key ties with every key in a comparison, which no sort key can say: the
+    plugin then registers its comparison, and queues compare pairs."""
+    from batchsched.plugin import JobKeyOrderPlugin
+
+    scores = {"ns/a": 3.0, "ns/b": math.nan, "ns/c": 1.0, "ns/d": 2.0}
+
+    class Scored(JobKeyOrderPlugin):
+        name = "scored"
+
+        def key(self, job: JobInfo, now: float) -> Any:
+            return scores[job.uid]
+
+    jobs = {uid: JobInfo.from_podgroup(PodGroup(uid.split("/")[1], "ns")) for uid in scores}
+    ssn = probe_session([[("scored", lambda ssn, name: None)]])
+    ssn.jobs.update(jobs)
+    Scored(Arguments()).on_session_open(ssn)
+    assert ssn.job_order_key() is None
+    queue, compared = ssn.job_queue(), PriorityQueue.by_comparison(ssn.job_order_total)
+    for uid in "dcba":
+        queue.push(jobs[f"ns/{uid}"])
+        compared.push(jobs[f"ns/{uid}"])
+    assert [queue.pop() for _ in range(4)] == [compared.pop() for _ in range(4)]

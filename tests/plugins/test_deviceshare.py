@@ -246,3 +246,14 @@ def test_gpu_number_mode_counts_devices_as_sharing_does(caplog: pytest.LogCaptur
         assert "default/t003" not in run({"deviceshare.GPUNumberEnable": True,
                                           "deviceshare.GPUNumberEnabled": True})
     assert "'deviceshare.GPUNumberEnabled'" in caplog.text
+
+
+def test_sharing_and_number_together_are_refused() -> None:
+    """Volcano's scheduler refuses to start with both switches on."""
+    from batchsched.errors import ConfigError
+    from batchsched.framework import Arguments
+    from batchsched.plugins.deviceshare import DeviceSharePlugin
+
+    with pytest.raises(ConfigError, match=r"GPUSharingEnable and deviceshare\.GPUNumberEnable"):
+        DeviceSharePlugin(Arguments({"deviceshare.GPUSharingEnable": True,
+                                     "deviceshare.GPUNumberEnable": True}))

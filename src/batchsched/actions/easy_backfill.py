@@ -61,6 +61,7 @@ class EasyBackfillAction(SelectorAction):
     """EASY backfilling behind each queue's blocked head."""
 
     name = "easy-backfill"
+    arguments_read = ("extraNodes", "strictShadow", "candidateOrder")
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         super().__init__(arguments)

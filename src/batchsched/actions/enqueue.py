@@ -52,6 +52,7 @@ class EnqueueAction:
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         self.arguments = arguments if arguments is not None else Arguments()
+        self.arguments.warn_unknown(self.name, kind="action")
 
     def initialize(self) -> None:
         """Nothing to prepare."""

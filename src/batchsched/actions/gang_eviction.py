@@ -433,6 +433,7 @@ class GangEvictionAction:
             max_domains = DEFAULT_MAX_DOMAINS
         self.max_domains = max_domains
         self.allow_whole_bundle = args.get_bool(ALLOW_WHOLE_BUNDLE_KEY, True, owner=self.name)
+        args.warn_unknown(self.name, [MAX_DOMAINS_KEY, ALLOW_WHOLE_BUNDLE_KEY], kind="action")
 
     def initialize(self) -> None:
         """Nothing to prepare: the action keeps no state between sessions."""

@@ -135,6 +135,12 @@ class PreemptAction:
             args, self.name, "minCandidateNodesAbsolute", 1, minimum=0)
         self.max_candidate_nodes_absolute = int_argument(
             args, self.name, "maxCandidateNodesAbsolute", 100, minimum=1)
+        # Volcano's topologyAwarePreemptWorkerNum sets how many dry runs go in parallel:
+        # the decisions do not depend on it, so it is read and left alone.
+        args.warn_unknown(self.name, [
+            "enableTopologyAwarePreemption", PREDICATE_ERROR_CACHE_KEY,
+            "minCandidateNodesPercentage", "minCandidateNodesAbsolute",
+            "maxCandidateNodesAbsolute", "topologyAwarePreemptWorkerNum"], kind="action")
         if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
             raise ConfigError(
                 "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0",

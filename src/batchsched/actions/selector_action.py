@@ -27,10 +27,14 @@ class SelectorAction:
 
     name = ""
     node_selector_factory: NodeSelectorFactory = default_node_selector
+    #: The subclass's own arguments (any other is reported as not read).
+    arguments_read: tuple[str, ...] = ()
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         self.arguments = arguments if arguments is not None else Arguments()
         self.error_cache_enabled = self.arguments.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        self.arguments.warn_unknown(self.name, [PREDICATE_ERROR_CACHE_KEY, *self.arguments_read],
+                                    kind="action")
         # Read through the class so that a plain function set there is not bound as a
         # method; an instance may then override it.
         self.node_selector_factory = type(self).node_selector_factory

@@ -54,6 +54,7 @@ class StrictAllocateAction(AllocateAction):
     """allocate, stopping each queue at its first job that cannot start."""
 
     name = "strict-allocate"
+    arguments_read = ("holdBlockedHead",)
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         super().__init__(arguments)

@@ -78,7 +78,7 @@ class PodGroup:
     def clone(self) -> PodGroup:
         # Spelled out rather than attrs.evolve (several times slower): every session
         # clones the pod group of every job it sees. tests/api checks every field.
-        return PodGroup(
+        return type(self)(
             name=self.name,
             namespace=self.namespace,
             queue=self.queue,

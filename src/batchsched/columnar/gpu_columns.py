@@ -113,6 +113,7 @@ class GpuScorePolicy:
 
     def __init__(self, arguments: Arguments) -> None:
         self.weight = arguments.get_int(f"{self.name}.weight", 1, owner=self.name)
+        arguments.warn_unknown(self.name, [f"{self.name}.weight"])
 
     def on_session_open(self, ssn: Session) -> None:
         if self.weight:

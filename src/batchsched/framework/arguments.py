@@ -22,6 +22,7 @@ import contextlib
 import logging
 import math
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -103,12 +104,36 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
 _WARNED_INERT: set[tuple[str, str]] = set()
 
 
+class _Collecting(logging.Filter):
+    """Diverts the warnings of threads inside :func:`collect_warnings` into their
+    innermost list (a filter on the logger itself: the records are neither handled
+    nor propagated); other threads' records pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        lists: list[list[str]] | None = getattr(self.local, "lists", None)
+        if lists and record.levelno >= logging.WARNING:
+            lists[-1].append(record.getMessage())
+            return False
+        return True
+
+
+_COLLECTING = _Collecting()
+log.addFilter(_COLLECTING)
+_COLLECT_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def collect_warnings() -> Iterator[list[str]]:
-    """Collect, instead of logging, the warnings batchsched logs in the block: what
-    plugins and actions say, as they are built, they will not honour (switches with
-    no effect here, arguments they do not read, unreadable values replaced by a
-    default). Warnings logged once per process are collected even if already logged.
+    """Collect, instead of logging, the warnings batchsched logs in this thread in the
+    block: what plugins and actions say, as they are built, they will not honour
+    (switches with no effect here, arguments they do not read, unreadable values
+    replaced by a default). Warnings logged once per process are collected even if
+    already logged, and are logged again afterwards as if the block had not run.
+    Blocks nest (the innermost collects); other threads log as usual.
 
     >>> with collect_warnings() as said:
     ...     _ = Arguments({"weight": "heavy"}).get_int("weight", 1, owner="demo")
@@ -116,22 +141,32 @@ def collect_warnings() -> Iterator[list[str]]:
     ["plugin 'demo': argument 'weight' = 'heavy' is not an integer; using 1 instead"]
     """
     collected: list[str] = []
-
-    class Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            collected.append(record.getMessage())
-
-    handler = Collect(logging.WARNING)
-    warned = set(_WARNED_INERT)
-    _WARNED_INERT.clear()
-    propagate, log.propagate = log.propagate, False
-    log.addHandler(handler)
+    lists: list[list[str]] = _COLLECTING.local.__dict__.setdefault("lists", [])
+    with _COLLECT_LOCK:
+        if not _SAVED:  # the first block in the process saves what the last restores
+            _SAVED.append((set(_WARNED_INERT), log.level))
+            _WARNED_INERT.clear()
+            if not log.isEnabledFor(logging.WARNING):
+                log.setLevel(logging.WARNING)  # a quieter logger would drop what we collect
+        _SAVED.append(None)
+    lists.append(collected)
     try:
         yield collected
     finally:
-        log.removeHandler(handler)
-        log.propagate = propagate
-        _WARNED_INERT.update(warned)
+        lists.pop()
+        with _COLLECT_LOCK:
+            _SAVED.pop()
+            if len(_SAVED) == 1:
+                saved = _SAVED.pop()
+                assert saved is not None
+                _WARNED_INERT.clear()
+                _WARNED_INERT.update(saved[0])
+                log.setLevel(saved[1])
+
+
+#: What the open collect_warnings blocks saved: the first entry (the warned set and the
+#: logger's level before any block), then one None per open block.
+_SAVED: list[tuple[set[tuple[str, str]], int] | None] = []
 
 
 class Arguments(Mapping[str, Any]):
@@ -249,7 +284,7 @@ class Arguments(Mapping[str, Any]):
         return on
 
     def warn_unknown(self, owner: str, known: Iterable[str] = (), *,
-                     prefixes: Iterable[str] = ()) -> list[str]:
+                     prefixes: Iterable[str] = (), kind: str = "plugin") -> list[str]:
         """Log the arguments ``owner`` does not read (neither in ``known`` nor
         starting with one of ``prefixes``), which Volcano ignores silently; returns
         them, sorted."""
@@ -257,6 +292,6 @@ class Arguments(Mapping[str, Any]):
         unknown = sorted(k for k in self._values if k not in names and not k.startswith(starts))
         if unknown:
             reads = ", ".join(sorted(names) + [f"{p}*" for p in starts]) or "no arguments"
-            log.warning("plugin %r: ignoring argument(s) %s (it reads: %s)", owner,
+            log.warning("%s %r: ignoring argument(s) %s (it reads: %s)", kind, owner,
                         ", ".join(repr(k) for k in unknown), reads)
         return unknown

@@ -114,6 +114,8 @@ class BinpackPlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         self.weight, self.resource_weights = read_weights(arguments)
+        arguments.warn_unknown(self.name, ["binpack.weight", "binpack.resources", "binpack.cpu",
+                                           "binpack.memory"], prefixes=["binpack.resources."])
         self._plans: dict[tuple[object, ...], _Plan] = {}
         self._many_plans: TaskSetCache[tuple[_Plan, FloatArray | None]] = TaskSetCache()
 

@@ -33,6 +33,7 @@ class ConformancePlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        arguments.warn_unknown(self.name)
 
     def on_session_open(self, ssn: Session) -> None:
         def filter_victims(_actor: Any, candidates: list[TaskInfo]) -> list[TaskInfo]:

@@ -38,7 +38,7 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
 from batchsched.columnar.gpu_columns import GpuColumns
 from batchsched.columnar.node_columns import BoolArray, NodeColumns
-from batchsched.errors import SchedulingError
+from batchsched.errors import ConfigError, SchedulingError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 
@@ -87,8 +87,12 @@ class DeviceSharePlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        self.sharing = (arguments.get_bool(SHARING_KEY, False, owner=PLUGIN_NAME)
-                        or arguments.get_bool(NUMBER_KEY, False, owner=PLUGIN_NAME))
+        sharing = arguments.get_bool(SHARING_KEY, False, owner=PLUGIN_NAME)
+        number = arguments.get_bool(NUMBER_KEY, False, owner=PLUGIN_NAME)
+        if sharing and number:  # Volcano's scheduler refuses to start
+            raise ConfigError(f"{SHARING_KEY} and {NUMBER_KEY} cannot both be true",
+                              key=f"{PLUGIN_NAME}.arguments")
+        self.sharing = sharing or number
         arguments.warn_inert(PLUGIN_NAME, _INERT)
         arguments.warn_unknown(PLUGIN_NAME, [SHARING_KEY, NUMBER_KEY, *_INERT])
 

@@ -209,6 +209,7 @@ class FgdPlugin:
         self.given = (typical_pods(parse_typical_pods(raw), self.coverage)
                       if raw is not None else None)
         self.types: tuple[PodType, ...] = ()
+        arguments.warn_unknown(PLUGIN_NAME, ["fgd.weight", "fgd.coverage", "fgd.typicalPods"])
         # Per task kind: scores and devices of every node, and the row versions they hold for.
         self._kept: dict[tuple[float, int, int], tuple[FloatArray, IntArray, IntArray]] = {}
 

@@ -75,6 +75,7 @@ class GangPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        arguments.warn_unknown(self.name)
 
     def on_session_open(self, ssn: Session) -> None:
         # Keeping answers per job pays off only when later sessions see the same objects.
@@ -87,7 +88,7 @@ class GangPlugin:
         ssn.add_reclaimable_fn(self.name, victims)
         ssn.add_unified_evictable_fn(self.name, lambda _context, candidates: list(candidates))
         # Not-ready jobs first: the key False sorts before True.
-        ssn.add_job_order_key_fn(self.name, JobInfo.is_ready)
+        ssn.add_job_order_key_fn(self.name, lambda job: job.is_ready())
         ssn.add_job_ready_fn(self.name, job_ready)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
         # Preemption looks at minMember only, not at the per-role minimums.

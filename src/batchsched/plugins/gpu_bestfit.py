@@ -34,6 +34,7 @@ class BestFitPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.weight = arguments.get_int(f"{self.name}.weight", 1, owner=self.name)
+        arguments.warn_unknown(self.name, [f"{self.name}.weight"])
 
     def on_session_open(self, ssn: Session) -> None:
         if not self.weight:

@@ -47,6 +47,7 @@ class KubePluginsPlugin:
     name = PLUGIN_NAME
 
     def __init__(self, arguments: Arguments) -> None:
+        arguments.warn_unknown(PLUGIN_NAME, [PROFILE_KEY])
         raw = arguments.get(PROFILE_KEY) or {}
         if not isinstance(raw, dict):
             raise ConfigError("must be a kube-scheduler profile (a mapping)",

@@ -265,6 +265,7 @@ class NodeOrderPlugin:
         self.arguments = arguments
         self.weights = {key: arguments.get_int(key, default)
                         for key, default in WEIGHT_ARGUMENTS.items()}
+        arguments.warn_unknown(self.name, WEIGHT_ARGUMENTS)
         self.least_weight = self.weights["leastrequested.weight"]
         self.most_weight = self.weights["mostrequested.weight"]
         self.balanced_weight = self.weights["balancedresource.weight"]

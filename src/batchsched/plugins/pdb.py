@@ -35,6 +35,7 @@ class PdbPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        arguments.warn_unknown(self.name)
 
     def on_session_open(self, ssn: Session) -> None:
         def victim_tasks(tasks: list[TaskInfo]) -> list[TaskInfo]:

@@ -325,6 +325,18 @@ def _read_rates(arguments: Arguments) -> ProportionalRates:
     return rates
 
 
+#: Every argument predicates reads or reports (any other is reported as not read).
+_READ_ARGUMENTS = (
+    "predicate.NodeAffinityEnable", "predicate.NodePortsEnable",
+    "predicate.TaintTolerationEnable", "predicate.PodAffinityEnable",
+    "predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable",
+    "predicate.PodTopologySpreadEnable", "predicate.VolumeBindingEnable",
+    "predicate.DynamicResourceAllocationEnable", "predicate.GPUSharingEnable",
+    "predicate.GPUNumberEnable", "predicate.CacheEnable", "predicate.ProportionalEnable",
+    "predicate.resources",
+)
+
+
 class PredicatesPlugin:
     """Volcano's predicates plugin: Kubernetes' node filters (see the module docstring)."""
 
@@ -351,7 +363,11 @@ class PredicatesPlugin:
             "predicate.VolumeBindingEnable": no_volumes,
             "predicate.DynamicResourceAllocationEnable":
                 "the scenario model has no resource claims (Dynamic Resource Allocation)",
+            # Volcano moved them to deviceshare in v1.8.2 and no longer reads them here.
+            "predicate.GPUSharingEnable": "read from deviceshare (deviceshare.GPUSharingEnable)",
+            "predicate.GPUNumberEnable": "read from deviceshare (deviceshare.GPUNumberEnable)",
         })
+        arguments.warn_unknown(self.name, _READ_ARGUMENTS, prefixes=["predicate.resources."])
         self.cache_enable = arguments.get_bool("predicate.CacheEnable", False)
         self.proportional_enable = arguments.get_bool("predicate.ProportionalEnable", False)
         self.proportional: ProportionalRates = _read_rates(arguments)

@@ -35,6 +35,7 @@ class PriorityPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        arguments.warn_unknown(self.name)
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_task_order_key_fn(self.name, task_order_key)

@@ -343,6 +343,8 @@ class ResourceStrategyFitPlugin:
         self.strategies = read_strategies(arguments)
         self.sra = read_sra(arguments)
         self.proportional = read_proportional(arguments)
+        arguments.warn_unknown(self.name, ["resourceStrategyFitWeight", "resources", "sra",
+                                           "proportional"])
 
     def score(self, task: TaskInfo, node: NodeInfo) -> float:
         """Strategy-fit part plus sra part for one node."""

@@ -36,6 +36,7 @@ class ResourceQuotaPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        arguments.warn_unknown(self.name)
         #: namespace -> minResources of the jobs admitted in this session
         self.pending: dict[str, Resource] = {}
 

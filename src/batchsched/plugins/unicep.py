@@ -29,6 +29,7 @@ class UnicepPlugin(JobKeyOrderPlugin):
     """-w / (log2(n) x r), ascending."""
 
     name = "unicep"
+    arguments_read = ("unicep.waitingTime",)
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

@@ -29,8 +29,8 @@ with stale ones, is neither filtered nor scored.
 yet. A task is in this *blind spot* when it is on a node and Allocated, Binding or
 Bound, or Running since less than the metrics interval (30 seconds) before
 ``ssn.now``, or Running with an unknown ``start_time`` (Volcano: a pod without
-``status.startTime``; a scenario file cannot give a start time, so its Running
-tasks all count, while the simulator's tasks have theirs). At session open every
+``status.startTime``; a scenario gives it as ``tasks[].startTime``, and the
+simulator sets it when a task starts). At session open every
 such task's estimated load is added to its node's shadow load, node by node and,
 within a node, in task id order; then each placement during the session
 (allocate, pipeline, and the undo of an eviction: the *allocate* events) adds the

@@ -44,6 +44,7 @@ class Wfp3Plugin(JobKeyOrderPlugin):
     """-(w / r)^3 x n, ascending."""
 
     name = "wfp3"
+    arguments_read = ("wfp3.waitingTime",)
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

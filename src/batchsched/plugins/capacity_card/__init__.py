@@ -188,6 +188,7 @@ class CapacityCardPlugin:
         self.card_unlimited_cpu_memory = arguments.get_bool(CARD_UNLIMITED_CPU_MEMORY, False)
         weight = arguments.get_float(NODE_ORDER_WEIGHT, 1.0)
         self.node_order_weight = weight if math.isfinite(weight) and weight > 0 else 1.0
+        arguments.warn_unknown(self.name, [CARD_UNLIMITED_CPU_MEMORY, NODE_ORDER_WEIGHT])
         self.catalog = CardCatalog()
         self.queues: dict[str, QueueCards] = {}
         #: task uid -> what its queue was charged when it was placed
