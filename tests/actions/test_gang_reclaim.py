@@ -224,3 +224,71 @@ def test_a_queue_that_may_not_reclaim_does_not() -> None:
 def test_no_reclaimable_queue_no_eviction() -> None:
     outcome = run("[{name: q1}, {name: q2, reclaimable: false}, {name: q3, reclaimable: false}]")
     assert evicted(outcome) == []
+
+
+SHARE = """
+version: 1
+now: 0
+config: {actions: "", tiers: [{plugins: [{name: proportion}]}]}
+queues: [{name: q1}, {name: q2}]
+nodes: [{name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}]
+jobs:
+- {name: held, queue: q2, minMember: 1, phase: Running}
+- {name: wants, queue: q1, minMember: 2, phase: Inqueue}
+tasks:
+- {name: h1, job: held, node: n1, phase: Running, requests: {cpu: 4, memory: 1Gi}}
+- {name: w1, job: wants, requests: {cpu: 1500m, memory: 1Gi}}
+- {name: w2, job: wants, requests: {cpu: 1500m, memory: 1Gi}}
+"""
+
+
+def test_a_gang_s_tasks_are_judged_together_as_volcano_does() -> None:
+    """q1 deserves 2 cpu: each 1.5-cpu task fits, the two together do not
+    (Volcano's Preemptive(queue, candidates) sums their requests)."""
+    import yaml
+
+    parsed = parse_scenario(yaml.safe_load(SHARE), source="<test>")
+    ssn = Session.open(parsed.to_cluster(), parsed.configuration)
+    queue = ssn.queues["q1"]
+    pending = list(ssn.jobs["default/wants"].tasks.values())
+    assert all(ssn.preemptive(queue, task) for task in pending)
+    assert not ssn.preemptive_all(queue, pending)
+    assert ssn.preemptive_all(queue, pending[:1])
+
+
+def test_a_preemptive_function_without_a_many_form_judges_tasks_one_by_one() -> None:
+    import yaml
+
+    seen: list[str] = []
+
+    class Judge:
+        name = "judge"
+
+        def __init__(self, arguments: Arguments) -> None:
+            pass
+
+        def on_session_open(self, ssn: Session) -> None:
+            def one(queue: QueueInfo, task: TaskInfo) -> bool:
+                seen.append(task.name)
+                return task.name != "w2"
+
+            ssn.add_preemptive_fn(self.name, one)
+
+        def on_session_close(self, ssn: Session) -> None:
+            pass
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("judge", Judge)]
+
+    registry = Registry(autoload=False)
+    registry.register(Provider(), name="judge-provider")
+    doc = yaml.safe_load(SHARE)
+    doc["config"]["tiers"] = [{"plugins": [{"name": "judge"}]}]
+    parsed = parse_scenario(doc, source="<test>")
+    ssn = Session.open(parsed.to_cluster(), parsed.configuration, registry=registry)
+    w1, w2 = sorted(ssn.jobs["default/wants"].tasks.values(), key=lambda task: task.name)
+    assert ssn.preemptive_all(ssn.queues["q1"], [w1])
+    assert not ssn.preemptive_all(ssn.queues["q1"], [w1, w2])
+    assert seen == ["w1", "w1", "w2"]

@@ -7,7 +7,8 @@ starving jobs in job order each get a statement, committed if the job is then
 pipelined and discarded otherwise. For one job:
 
 1. **Need.** Its Pending tasks that request resources, in task order; nothing
-   is done unless the job's queue may reclaim for them (``ssn.preemptive``).
+   is done unless the job's queue may reclaim for them all at once
+   (``ssn.preemptive_all``).
 2. **Candidates.** On the domain's nodes, Running tasks marked preemptable, of
    jobs in *other* queues whose ``reclaimable`` is not false, from jobs whose pod
    group does not say ``volcano.sh/preemptable: "false"``.
@@ -30,10 +31,10 @@ pod group.
 
 Differences from Volcano: as for gangpreempt (one cluster-wide domain, no
 sub-groups, no hyper-node in the eviction context, no eviction-transaction
-metric), and ``ssn.preemptive`` is asked per pending task (each must pass),
-because batchsched's preemptive functions judge one task: Volcano hands them
-all pending tasks at once, so a queue whose remaining share fits each task but
-not their sum reclaims here and does not in Volcano.
+metric). The pending tasks are judged together (``ssn.preemptive_all``:
+proportion and capacity sum their requests, as Volcano's ``Preemptive`` does);
+a third-party preemptive function without a ``many`` form judges them one by
+one.
 """
 
 from __future__ import annotations
@@ -62,8 +63,8 @@ class GangReclaimAction(GangEvictionAction):
         return ssn.overused(queue)
 
     def may_evict_for(self, ssn: Session, queue: QueueInfo, pending: list[TaskInfo]) -> bool:
-        """The queue may reclaim for every pending task (``ssn.preemptive``)."""
-        return all(ssn.preemptive(queue, task) for task in pending)
+        """The queue may reclaim for the pending tasks together (``ssn.preemptive_all``)."""
+        return ssn.preemptive_all(queue, pending)
 
     def is_candidate(self, ssn: Session, evictor: JobInfo, task: TaskInfo) -> bool:
         """Running, preemptable, of a job of another, reclaimable queue that allows

@@ -20,7 +20,7 @@ import logging
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from batchsched._moved import REMOVED_IN
@@ -130,6 +130,8 @@ class Session:
         self._job_order_keys: dict[str, tuple[Callable[[JobInfo], Any], Fn]] = {}
         self._task_order_keys: dict[str, tuple[Callable[[TaskInfo], Any], Fn]] = {}
         self._nan_creation_time: bool | None = None
+        self._preemptive_many: dict[
+            str, tuple[Callable[[QueueInfo, Sequence[TaskInfo]], bool], Fn]] = {}
         self._configured = frozenset(configuration.plugin_names())
         self._bound: dict[str, combine.Bound] = {}
         # What the close compares with to tell whether to record a "Scheduled" event:
@@ -489,8 +491,17 @@ class Session:
     def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
         self._add("allocatable", plugin, fn)
 
-    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+    def add_preemptive_fn(
+        self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool], *,
+        many: Callable[[QueueInfo, Sequence[TaskInfo]], bool] | None = None,
+    ) -> None:
+        """``fn(queue, task)``: may the queue reclaim for the task. ``many(queue, tasks)``
+        (optional) judges several tasks together, as Volcano's ``PreemptiveFn`` does
+        for a gang (their requests summed); without it several tasks pass when each
+        does (:meth:`preemptive_all`)."""
         self._add("preemptive", plugin, fn)
+        if many is not None:
+            self._preemptive_many[plugin] = (many, self._fns["preemptive"][plugin])
 
     def add_job_ready_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
         self._add("job_ready", plugin, fn)
@@ -768,6 +779,26 @@ class Session:
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return combine.all_pass("preemptive", self.tiers_for("preemptive"), queue, task)
+
+    def preemptive_all(self, queue: QueueInfo, tasks: Sequence[TaskInfo]) -> bool:
+        """May the queue reclaim for all of ``tasks`` at once (Volcano's
+        ``Preemptive(queue, candidates)``, as gangreclaim asks it): each enabled
+        plugin judges them together when it gave a ``many`` form, else one by one."""
+        plugin = "<unknown>"
+        try:
+            for tier in self.tiers_for("preemptive"):
+                for plugin, fn in tier:
+                    kept = self._preemptive_many.get(plugin)
+                    if kept is not None and kept[1] is fn:
+                        if not kept[0](queue, tasks):
+                            return False
+                    elif not all(fn(queue, task) for task in tasks):
+                        return False
+        except BatchSchedError:
+            raise
+        except Exception as exc:
+            raise combine.plugin_failed("preemptive", plugin, exc) from exc
+        return True
 
     def overused(self, queue: QueueInfo) -> bool:
         return combine.any_true("overused", self.tiers_for("overused"), queue)

@@ -33,6 +33,8 @@ given is logged as a warning and ignored).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import attrs
 
 from batchsched.api.job import JobInfo
@@ -186,7 +188,7 @@ class ProportionPlugin:
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_overused_fn(self.name, self.overused)
         ssn.add_allocatable_fn(self.name, self.allocatable)
-        ssn.add_preemptive_fn(self.name, self.allocatable)
+        ssn.add_preemptive_fn(self.name, self.allocatable, many=self.allocatable_all)
         ssn.add_simulate_allocatable_fn(self.name, self.simulate_allocatable)
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
         ssn.add_job_enqueueable_fn(self.name, self.job_enqueueable)
@@ -273,6 +275,19 @@ class ProportionPlugin:
         if attr is None:
             return False
         return _fits(attr, task.resreq)
+
+    def allocatable_all(self, queue: QueueInfo, tasks: Sequence[TaskInfo]) -> bool:
+        """:meth:`allocatable` for the tasks' summed request (Volcano's
+        ``queueAllocatable`` over several candidates)."""
+        if not queue.is_open:
+            return False
+        attr = self.queue_attrs.get(queue.name)
+        if attr is None:
+            return False
+        total = Resource()
+        for task in tasks:
+            total.add(task.resreq)
+        return _fits(attr, total)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         ssn = self._ssn

@@ -48,6 +48,7 @@ every check refuses and no order is registered.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -149,7 +150,7 @@ class CapacityPlugin:
 
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_unified_evictable_fn(self.name, self.unified_evictable)
-        ssn.add_preemptive_fn(self.name, self.preemptive)
+        ssn.add_preemptive_fn(self.name, self.preemptive, many=self.preemptive_all)
         ssn.add_allocatable_fn(self.name, self.allocatable)
         ssn.add_job_enqueueable_fn(self.name, self.job_enqueueable)
         ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
@@ -283,12 +284,22 @@ class CapacityPlugin:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """May the queue reclaim for this task: within its own realCapability, and
         within deserved on some requested dimension (itself or a near ancestor)."""
+        return self._preemptive_for(queue, task.resreq)
+
+    def preemptive_all(self, queue: QueueInfo, tasks: Sequence[TaskInfo]) -> bool:
+        """:meth:`preemptive` for the tasks' summed request (Volcano's, over several
+        candidates)."""
+        total = Resource()
+        for task in tasks:
+            total.add(task.resreq)
+        return self._preemptive_for(queue, total)
+
+    def _preemptive_for(self, queue: QueueInfo, request: Resource) -> bool:
         if not self.ready or not queue.is_open:
             return False
         attr = self.queue_attrs.get(queue.name)
         if attr is None:
             return False
-        request = task.resreq
         future = attr.allocated.clone().add(request)
         if not future.less_equal_with_dimension(attr.real_capability, request)[0]:
             return False
