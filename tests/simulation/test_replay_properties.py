@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_support import BACKFILL, STRICT, random_swf
@@ -84,3 +85,38 @@ def test_a_session_period_batches_events() -> None:
     assert periodic.sessions < every_event.sessions
     assert all(record.start is not None and record.start % 600 == 0
                for record in timeline.jobs.values())
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), config=st.sampled_from(sorted(CONFIGS)))
+def test_node_columns_carried_over_equal_a_fresh_build(seed: int, config: str) -> None:
+    """When sessions reuse node objects, the node columns are carried from session to
+    session and only changed rows are copied again: at every session they must hold
+    exactly what a mirror built afresh holds."""
+    import numpy as np
+
+    from batchsched.columnar.node_columns import NodeColumns
+
+    built = NodeColumns.of.__func__  # type: ignore[attr-defined]
+    compared = []
+
+    def checked(cls: type[NodeColumns], ssn: Any) -> NodeColumns:
+        columns: NodeColumns = built(cls, ssn)
+        columns.sync()
+        fresh = NodeColumns(ssn.node_list, columns.dimensions[2:])
+        assert columns.dimensions == fresh.dimensions
+        assert [n.name for n in columns.nodes] == [n.name for n in fresh.nodes]
+        assert all(a is b for a, b in zip(columns.nodes, ssn.node_list, strict=True))
+        np.testing.assert_array_equal(columns.allocatable, fresh.allocatable)
+        np.testing.assert_array_equal(columns._moving, fresh._moving)
+        np.testing.assert_array_equal(columns.task_count, fresh.task_count)
+        np.testing.assert_array_equal(columns.in_transition, fresh.in_transition)
+        assert columns.everywhere == fresh.everywhere
+        compared.append(columns)
+        return columns
+
+    text = random_swf(seed, 20, estimates=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(NodeColumns, "of", classmethod(checked))
+        replay(text, CONFIGS[config])
+    assert len({id(columns) for columns in compared}) < len(compared)  # carried over

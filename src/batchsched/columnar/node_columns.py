@@ -97,6 +97,9 @@ class Candidates:
 _job_names: weakref.WeakKeyDictionary[JobInfo, tuple[int, frozenset[str]]] = (
     weakref.WeakKeyDictionary()
 )
+#: Per cache whose sessions reuse node objects (``Session.reuses_objects``), the last
+#: mirror built, which the next session carries over (:meth:`NodeColumns.carry_over`).
+_carried: weakref.WeakKeyDictionary[Any, NodeColumns] = weakref.WeakKeyDictionary()
 
 
 def _resource_names(job: JobInfo) -> frozenset[str]:
@@ -133,6 +136,8 @@ class NodeColumns:
         #: Node indices refreshed by each :meth:`sync`, oldest first (append-only): what
         #: moved since a given moment is ``changes[mark:]`` with ``mark = len(changes)``.
         self.changes: list[int] = []
+        #: Per dimension, whether every node has some of it allocatable.
+        self.everywhere: list[bool] = []
         self._build()
 
     # -- construction ---------------------------------------------------------------------
@@ -151,11 +156,54 @@ class NodeColumns:
         seen: set[str] = set()
         for job in ssn.jobs.values():
             seen.update(_resource_names(job))
-        columns = cls(ssn.node_list, seen)
+        cache = getattr(ssn, "cache", None)
+        carried = (_carried.get(cache) if cache is not None
+                   and getattr(ssn, "reuses_objects", False) else None)
+        if carried is not None and carried.carry_over(ssn.node_list, seen):
+            columns = carried
+        else:
+            columns = cls(ssn.node_list, seen)
+            if carried is not None or (cache is not None
+                                       and getattr(ssn, "reuses_objects", False)):
+                _carried[cache] = columns
         columns.source = ssn.node_list
         columns.attach()
         extra[_EXTRA_KEY] = columns
         return columns
+
+    def carry_over(self, nodes: Sequence[NodeInfo], extra_dimensions: Iterable[str]) -> bool:
+        """Serve a later session over ``nodes`` from these arrays: True when its nodes
+        are the same names in the same order and its dimensions the same (then every
+        row whose node object is new, or changed since it was copied, is copied
+        again); False when a fresh mirror is needed. The cache hands the session the
+        very node objects it handed out before when nothing changed them (incremental
+        snapshots), so most rows stay as they are."""
+        if len(nodes) != len(self.nodes) or any(
+                node.name != name for node, name in zip(nodes, self.names, strict=True)):
+            return False
+        names: set[str] = set(extra_dimensions)
+        for node in nodes:
+            for res in (node.allocatable, node.idle, node.used, node.releasing, node.pipelined):
+                if res.scalars:
+                    names.update(res.scalars)
+        names.difference_update(BASE_DIMENSIONS)
+        if [*BASE_DIMENSIONS, *sorted(names)] != self.dimensions:
+            return False  # a fresh mirror has other rows: build it
+        self._dirty.clear()
+        self.changes = []
+        count = len(self.dimensions)
+        changed = False
+        for i, node in enumerate(nodes):
+            if node is self.nodes[i] and node.mutations == self._copied[i]:
+                continue
+            self.nodes[i] = node
+            self.allocatable[:, i] = np.zeros(count)
+            self._column(self.allocatable, i, node.allocatable)
+            self._refresh(i, node)
+            changed = True
+        if changed:
+            self.everywhere = (self.allocatable != 0).all(axis=1).tolist()
+        return True
 
     def _build(self) -> None:
         count, width = len(self.dimensions), len(self.nodes)
@@ -171,6 +219,8 @@ class NodeColumns:
         # a node are the column's first 3 * dimensions entries.
         self._moving_rows: FloatArray = self._moving.reshape(5 * count, width)
         self.task_count = np.zeros(width, dtype=np.int64)
+        #: Each node's mutation count when its row was last copied.
+        self._copied: list[int] = [0] * width
         #: Nodes whose releasing or pipelined amounts are not all zero.
         self.in_transition = np.zeros(width, dtype=np.bool_)
         self._in_transition: set[int] = set()
@@ -178,8 +228,7 @@ class NodeColumns:
         for i, node in enumerate(self.nodes):
             self._column(self.allocatable, i, node.allocatable)
             self._refresh(i, node)
-        #: Per dimension, whether every node has some of it allocatable.
-        self.everywhere: list[bool] = (self.allocatable != 0).all(axis=1).tolist()
+        self.everywhere = (self.allocatable != 0).all(axis=1).tolist()
 
     def _column(self, array: FloatArray, i: int, res: Resource) -> None:
         array[0, i] = res.milli_cpu
@@ -198,6 +247,7 @@ class NodeColumns:
         idle = values(node.idle, names)
         used = values(node.used, names)
         self.task_count[i] = len(node.tasks)
+        self._copied[i] = node.mutations
         releasing, pipelined = node.releasing, node.pipelined
         moving = _nonzero(releasing) or _nonzero(pipelined)
         if moving or i in self._in_transition:
