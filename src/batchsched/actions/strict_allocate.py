@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from batchsched.actions.allocate import AllocateAction, _AllocateRun, record_unplaced_events
 from batchsched.actions.placement import NodeSelector
 from batchsched.api.job import JobInfo
+from batchsched.api.node import node_changes
 from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
 from batchsched.framework.arguments import Arguments
@@ -137,10 +138,10 @@ def cluster_free(ssn: Session) -> Resource:
     """What the cluster will have free in total: idle plus releasing, less pipelined.
 
     A fresh object the caller may change. The sum is kept on the session until a
-    node changes (node mutation counters only grow, so their sum names a state):
+    node changes (:func:`~batchsched.api.node.node_changes` has not moved):
     strict-allocate and easy-backfill ask for it after every job they try.
     """
-    version = sum(node.mutations for node in ssn.node_list)
+    version = node_changes()
     kept = ssn.extra.get(_FREE_KEY)
     if kept is not None and kept[0] == version:
         return kept[1].clone()  # type: ignore[no-any-return]

@@ -29,7 +29,16 @@ from batchsched.api.types import NodePhase, TaskStatus
 from batchsched.errors import SchedulingError
 from batchsched.kube.taints import Taint
 
-__all__ = ["NodeInfo", "NodeUsage"]
+__all__ = ["NodeInfo", "NodeUsage", "node_changes"]
+
+#: How many times any node anywhere changed (every NodeInfo mutation counts).
+_CHANGES = [0]
+
+
+def node_changes() -> int:
+    """A count that grows whenever any node's tasks or figures change (in any session
+    or cache): an answer worked out from nodes stays exact while it has not moved."""
+    return _CHANGES[0]
 
 
 @attrs.frozen
@@ -162,6 +171,7 @@ class NodeInfo:
         if self.gpu_free is not None and held.status != _PIPELINED:
             task.gpu_devices = held.gpu_devices = self._take_devices(held)
         self.mutations += 1
+        _CHANGES[0] += 1
         if held.status == _PIPELINED:
             self.pipelined.add(req)
         else:
@@ -181,6 +191,7 @@ class NodeInfo:
         if held is None:
             return
         self.mutations += 1
+        _CHANGES[0] += 1
         free = self.gpu_free
         if free is not None and held.gpu_devices and held.status != _PIPELINED:
             ask = gpu_ask(held.resreq, strict=False)
@@ -206,6 +217,7 @@ class NodeInfo:
         as it was, and watchers need not re-read the node.
         """
         self.mutations += 1
+        _CHANGES[0] += 1
         held = self.tasks.get(task.uid)
         if held is not None and held.gpu_devices and not task.gpu_devices:
             task.gpu_devices = held.gpu_devices  # the same devices, whichever copy is given
