@@ -28,6 +28,7 @@ import pluggy
 from batchsched.api.job import JobInfo
 from batchsched.api.types import Vote
 from batchsched.framework.arguments import Arguments
+from batchsched.framework.combine import compare_by_key
 
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
@@ -140,14 +141,7 @@ class JobKeyOrderPlugin:
         if not any(isinstance(value, float) and math.isnan(value) for value in keys.values()):
             ssn.add_job_order_key_fn(self.name, job_key)
             return
-
-        def compare(left: JobInfo, right: JobInfo) -> int:
-            lkey, rkey = job_key(left), job_key(right)
-            if lkey < rkey:
-                return -1
-            return 1 if rkey < lkey else 0
-
-        ssn.add_job_order_fn(self.name, compare)
+        ssn.add_job_order_fn(self.name, compare_by_key(job_key))
 
     def on_session_close(self, ssn: Session) -> None:
         pass

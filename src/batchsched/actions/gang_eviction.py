@@ -56,7 +56,7 @@ from batchsched.actions.node_search import (
 )
 from batchsched.actions.placement import select_best_node
 from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
-from batchsched.actions.victims import commit_with_events, int_argument, jobs_in_order, session_task
+from batchsched.actions.victims import commit_with_events, evicting_jobs, int_argument, session_task
 from batchsched.api.fit import FitError, insufficient_resource_reason
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -469,15 +469,7 @@ class GangEvictionAction:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         seen: set[str] = set()
         starving: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in jobs_in_order(ssn):
-            if job.is_pending():
-                continue
-            verdict = ssn.job_valid(job)
-            if verdict is not None and not verdict.passed:
-                continue
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
+        for queue, job in evicting_jobs(ssn):
             if queue.name not in seen:
                 seen.add(queue.name)
                 queues.push(queue)

@@ -52,10 +52,10 @@ from batchsched.actions.victims import (
     TaskFilter,
     candidates_on_node,
     commit_with_events,
+    evicting_jobs,
     fits_on_node,
     in_victim_order,
     int_argument,
-    jobs_in_order,
     pending_tasks,
     score_nodes,
     validate_victims,
@@ -160,13 +160,8 @@ class PreemptAction:
         starving: dict[str, PriorityQueue[JobInfo]] = {}
         under_request: dict[str, list[JobInfo]] = {}
         preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in jobs_in_order(ssn):
-            if job.is_pending():
-                continue
-            verdict = ssn.job_valid(job)
-            if verdict is not None and not verdict.passed:
-                continue
-            if job.queue not in ssn.queues or not ssn.job_starving(job):
+        for _, job in evicting_jobs(ssn):
+            if not ssn.job_starving(job):
                 continue
             starving.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
             under_request.setdefault(job.queue, []).append(job)

@@ -36,8 +36,8 @@ from batchsched.actions.victims import (
     NodePredicates,
     candidates_on_node,
     commit_with_events,
+    evicting_jobs,
     in_victim_order,
-    jobs_in_order,
     pending_tasks,
     validate_victims,
 )
@@ -82,15 +82,7 @@ class ReclaimAction:
         seen: set[str] = set()
         starving: dict[str, PriorityQueue[JobInfo]] = {}
         reclaimers: dict[str, PriorityQueue[TaskInfo]] = {}
-        for job in jobs_in_order(ssn):
-            if job.is_pending():
-                continue
-            verdict = ssn.job_valid(job)
-            if verdict is not None and not verdict.passed:
-                continue
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
+        for queue, job in evicting_jobs(ssn):
             if queue.name not in seen:
                 seen.add(queue.name)
                 queues.push(queue)

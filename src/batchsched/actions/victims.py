@@ -15,7 +15,7 @@ depends on randomness or timing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from batchsched.actions.node_search import (
@@ -43,6 +43,7 @@ __all__ = [
     "TaskFilter",
     "candidates_on_node",
     "commit_with_events",
+    "evicting_jobs",
     "fits_on_node",
     "in_victim_order",
     "int_argument",
@@ -126,7 +127,25 @@ def jobs_in_order(ssn: Session, jobs: Iterable[JobInfo] | None = None) -> list[J
     order of preempt's within-job pass) reproducible. ``job_order_fn`` falls back
     to creation time and then the job id, so the order is total.
     """
-    return _sorted_by(ssn.job_order_fn, ssn.jobs.values() if jobs is None else jobs)
+    items = ssn.jobs.values() if jobs is None else jobs
+    key = ssn.job_order_key()
+    if key is not None:
+        return sorted(items, key=key)  # the same total order, compared in C
+    return _sorted_by(ssn.job_order_fn, items)
+
+
+def evicting_jobs(ssn: Session) -> Iterator[tuple[QueueInfo, JobInfo]]:
+    """The jobs, in job order, that take part in an eviction action, with their
+    queue: not Pending, valid (``ssn.job_valid``), of a queue of the session."""
+    for job in jobs_in_order(ssn):
+        if job.is_pending():
+            continue
+        verdict = ssn.job_valid(job)
+        if verdict is not None and not verdict.passed:
+            continue
+        queue = ssn.queues.get(job.queue)
+        if queue is not None:
+            yield queue, job
 
 
 def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:

@@ -70,6 +70,19 @@ class Blame:
 # manager, with exactly Blame's effect.
 
 
+def compare_by_key(key: Callable[[Any], Any]) -> Callable[[Any, Any], int]:
+    """The three-way comparison of ``key(left)`` and ``key(right)`` (<0: left first; 0
+    when neither key is smaller), as an order plugin registers it."""
+
+    def compare(left: Any, right: Any) -> int:
+        lkey, rkey = key(left), key(right)
+        if lkey < rkey:
+            return -1
+        return 1 if rkey < lkey else 0
+
+    return compare
+
+
 def first_nonzero(point: str, tiers: Bound, *args: Any) -> int:
     plugin = "<unknown>"
     try:

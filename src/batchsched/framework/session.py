@@ -366,14 +366,7 @@ class Session:
         and depend only on the job and the session, so that a job's key changes only
         when the job itself does.
         """
-
-        def compare(left: JobInfo, right: JobInfo) -> int:
-            lkey, rkey = key(left), key(right)
-            if lkey < rkey:
-                return -1
-            return 1 if rkey < lkey else 0
-
-        self._add("job_order", plugin, compare)
+        self._add("job_order", plugin, combine.compare_by_key(key))
         self._job_order_keys[plugin] = (key, self._fns["job_order"][plugin])
 
     def job_order_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
@@ -438,14 +431,7 @@ class Session:
     def add_task_order_key_fn(self, plugin: str, key: Callable[[TaskInfo], Any]) -> None:
         """The task order as a sort key (smaller first), as :meth:`add_job_order_key_fn`
         is for jobs; the key must depend only on the task and the session."""
-
-        def compare(left: TaskInfo, right: TaskInfo) -> int:
-            lkey, rkey = key(left), key(right)
-            if lkey < rkey:
-                return -1
-            return 1 if rkey < lkey else 0
-
-        self._add("task_order", plugin, compare)
+        self._add("task_order", plugin, combine.compare_by_key(key))
         self._task_order_keys[plugin] = (key, self._fns["task_order"][plugin])
 
     def task_queue(self, tasks: Iterable[TaskInfo]) -> PriorityQueue[TaskInfo]:
