@@ -30,6 +30,8 @@ It takes no arguments.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
@@ -273,23 +275,25 @@ _valid_answers: weakref.WeakKeyDictionary[
 _messages: weakref.WeakKeyDictionary[JobInfo, tuple[int, int, str]] = (
     weakref.WeakKeyDictionary()
 )
+_T = TypeVar("_T")
+
+
+def _kept(table: weakref.WeakKeyDictionary[JobInfo, tuple[int, int, _T]], job: JobInfo,
+          compute: Callable[[JobInfo], _T]) -> _T:
+    """``compute(job)``, kept in ``table`` until the job's tasks or minimum change."""
+    kept = table.get(job)
+    if kept is not None and kept[0] == job.mutations and kept[1] == job.min_available:
+        return kept[2]
+    answer = compute(job)
+    table[job] = (job.mutations, job.min_available, answer)
+    return answer
 
 
 def _job_valid_kept(job: JobInfo) -> ValidateResult | None:
-    kept = _valid_answers.get(job)
-    if kept is not None and kept[0] == job.mutations and kept[1] == job.min_available:
-        return kept[2]
-    answer = job_valid(job)
-    _valid_answers[job] = (job.mutations, job.min_available, answer)
-    return answer
+    return _kept(_valid_answers, job, job_valid)
 
 
 def _unschedulable_message_kept(job: JobInfo) -> str:
     if job.nodes_fit_errors or job.job_fit_errors:
         return unschedulable_message(job)  # this session's reasons: not kept
-    kept = _messages.get(job)
-    if kept is not None and kept[0] == job.mutations and kept[1] == job.min_available:
-        return kept[2]
-    message = unschedulable_message(job)
-    _messages[job] = (job.mutations, job.min_available, message)
-    return message
+    return _kept(_messages, job, unschedulable_message)
