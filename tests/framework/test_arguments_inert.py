@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from batchsched.framework import arguments as arguments_module
-from batchsched.framework.arguments import Arguments, collect_warnings
+from batchsched.framework.arguments import Arguments, collect_warnings, parse_duration
 from batchsched.plugins.nodeorder import NodeOrderPlugin
 from batchsched.plugins.predicates import PredicatesPlugin
 
@@ -82,3 +82,18 @@ def test_collections_nest_and_leave_other_threads_alone(
     assert seen_elsewhere and "from another thread" in caplog.text
     assert "after" in caplog.text and "outer" not in caplog.text
     assert logger.propagate
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("1h2m3s", 3723.0), ("-90s", -90.0), ("0", 0.0), ("1.5m", 90.0), ("300ms", 0.3),
+])
+def test_go_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", [" 10m", "10m ", "10", "", "-", "1x", "1h 2m"])
+def test_what_go_refuses_is_refused(text: str) -> None:
+    """Go's time.ParseDuration refuses spaces and bare numbers: so does batchsched
+    (a cooldown or a waiting time written " 10m" is not one, as in Volcano)."""
+    with pytest.raises(ValueError, match="invalid duration"):
+        parse_duration(text)

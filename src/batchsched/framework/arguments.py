@@ -46,12 +46,12 @@ _UNIT_SECONDS = {
 def parse_duration(text: str) -> float:
     """Go's ``time.ParseDuration`` in seconds: ``"1h2m3s4ms"``, ``"-90s"``, ``"0"``.
 
-    Raises ``ValueError`` for anything Go would reject.
+    Raises ``ValueError`` for anything Go would reject (surrounding spaces too).
 
     >>> parse_duration("1h2m3s")
     3723.0
     """
-    raw = text.strip()
+    raw = text
     if raw in ("0", "+0", "-0"):
         return 0.0
     sign = 1.0
@@ -81,7 +81,7 @@ def parse_seconds(text: str) -> float:
     try:
         seconds = float(text)
     except ValueError:
-        seconds = parse_duration(text)
+        seconds = parse_duration(text.strip())
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"{text!r} is not a finite, non-negative number of seconds")
     return seconds
