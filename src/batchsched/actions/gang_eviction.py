@@ -56,7 +56,12 @@ from batchsched.actions.node_search import (
 )
 from batchsched.actions.placement import select_best_node
 from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
-from batchsched.actions.victims import commit_with_events, evicting_jobs, int_argument, session_task
+from batchsched.actions.victims import (
+    commit_with_events,
+    int_argument,
+    queues_and_starving_jobs,
+    session_task,
+)
 from batchsched.api.fit import FitError, insufficient_resource_reason
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -466,15 +471,7 @@ class GangEvictionAction:
         and a placement in a statement committed only if the job is then pipelined."""
         cache_errors = ssn.configuration.action_arguments("allocate").get_bool(
             PREDICATE_ERROR_CACHE_KEY, True)
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        seen: set[str] = set()
-        starving: dict[str, PriorityQueue[JobInfo]] = {}
-        for queue, job in evicting_jobs(ssn):
-            if queue.name not in seen:
-                seen.add(queue.name)
-                queues.push(queue)
-            if ssn.job_starving(job):
-                starving.setdefault(queue.name, PriorityQueue(ssn.job_order_fn)).push(job)
+        queues, starving, _ = queues_and_starving_jobs(ssn)
 
         while queues:
             queue = queues.pop()

@@ -36,9 +36,9 @@ from batchsched.actions.victims import (
     NodePredicates,
     candidates_on_node,
     commit_with_events,
-    evicting_jobs,
     in_victim_order,
     pending_tasks,
+    queues_and_starving_jobs,
     validate_victims,
 )
 from batchsched.api.job import JobInfo
@@ -78,17 +78,8 @@ class ReclaimAction:
 
     def execute(self, ssn: Session) -> None:
         """Visit every queue with a valid, non-Pending job, in queue order."""
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
-        seen: set[str] = set()
-        starving: dict[str, PriorityQueue[JobInfo]] = {}
-        reclaimers: dict[str, PriorityQueue[TaskInfo]] = {}
-        for queue, job in evicting_jobs(ssn):
-            if queue.name not in seen:
-                seen.add(queue.name)
-                queues.push(queue)
-            if ssn.job_starving(job):
-                starving.setdefault(queue.name, PriorityQueue(ssn.job_order_fn)).push(job)
-                reclaimers[job.uid] = pending_tasks(ssn, job)
+        queues, starving, found = queues_and_starving_jobs(ssn)
+        reclaimers = {job.uid: pending_tasks(ssn, job) for job in found}
 
         while queues:
             queue = queues.pop()

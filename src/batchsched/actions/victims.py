@@ -49,6 +49,7 @@ __all__ = [
     "int_argument",
     "jobs_in_order",
     "pending_tasks",
+    "queues_and_starving_jobs",
     "score_nodes",
     "session_task",
     "validate_victims",
@@ -146,6 +147,25 @@ def evicting_jobs(ssn: Session) -> Iterator[tuple[QueueInfo, JobInfo]]:
         queue = ssn.queues.get(job.queue)
         if queue is not None:
             yield queue, job
+
+
+def queues_and_starving_jobs(
+    ssn: Session,
+) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]], list[JobInfo]]:
+    """What reclaim and the gang actions walk: every queue with an evicting job (queue
+    order), its starving jobs (job order), and those jobs as they were found."""
+    queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+    seen: set[str] = set()
+    starving: dict[str, PriorityQueue[JobInfo]] = {}
+    found: list[JobInfo] = []
+    for queue, job in evicting_jobs(ssn):
+        if queue.name not in seen:
+            seen.add(queue.name)
+            queues.push(queue)
+        if ssn.job_starving(job):
+            starving.setdefault(queue.name, PriorityQueue(ssn.job_order_fn)).push(job)
+            found.append(job)
+    return queues, starving, found
 
 
 def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
