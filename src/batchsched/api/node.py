@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import attrs
 
+from batchsched.api._copying import field_copier
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, device_count, gpu_ask
 from batchsched.api.numa import NumaTopology
 from batchsched.api.resource import PODS, Resource
@@ -278,21 +279,22 @@ class NodeInfo:
                 pipelined.milli_cpu, pipelined.memory, dict(pipelined.scalars))
 
     def clone(self) -> NodeInfo:
-        twin = attrs.evolve(
-            self,
-            allocatable=self.allocatable.clone(),
-            capacity=self.capacity.clone(),
-            idle=self.idle.clone(),
-            used=self.used.clone(),
-            releasing=self.releasing.clone(),
-            pipelined=self.pipelined.clone(),
-            labels=dict(self.labels),
-            annotations=dict(self.annotations),
-            images=dict(self.images),
-            tasks={uid: t.clone() for uid, t in self.tasks.items()},
-            on_change=None,
-            gpu_free=None if self.gpu_free is None else list(self.gpu_free),
-        )
+        # Snapshots copy every changed node: a field-by-field copy, not attrs.evolve
+        # (a subclass, whose fields the copier does not know, still gets evolve).
+        twin: NodeInfo = (_copy_node_fields(self) if type(self) is NodeInfo
+                          else attrs.evolve(self))
+        twin.allocatable = self.allocatable.clone()
+        twin.capacity = self.capacity.clone()
+        twin.idle = self.idle.clone()
+        twin.used = self.used.clone()
+        twin.releasing = self.releasing.clone()
+        twin.pipelined = self.pipelined.clone()
+        twin.labels = dict(self.labels)
+        twin.annotations = dict(self.annotations)
+        twin.images = dict(self.images)
+        twin.tasks = {uid: t.clone() for uid, t in self.tasks.items()}
+        twin.on_change = None
+        twin.gpu_free = None if self.gpu_free is None else list(self.gpu_free)
         return twin
 
     def check_invariants(self) -> None:
@@ -344,3 +346,6 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"<Node {self.name} idle={self.idle} tasks={len(self.tasks)}>"
+
+
+_copy_node_fields = field_copier(NodeInfo)

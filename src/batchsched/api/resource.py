@@ -116,7 +116,8 @@ class Resource:
         res = Resource.__new__(Resource)
         res.milli_cpu = self.milli_cpu
         res.memory = self.memory
-        res.scalars = dict(self.scalars)
+        scalars = self.scalars
+        res.scalars = dict(scalars) if scalars else {}
         return res
 
     # -- access ---------------------------------------------------------------------

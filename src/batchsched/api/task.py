@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from batchsched.api._copying import field_copier
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.types import TaskStatus
 from batchsched.kube.taints import Taint, Toleration
@@ -199,17 +200,7 @@ def revocable_zone_of(annotations: Mapping[str, str]) -> str:
     return ""
 
 
-def _field_copier(cls: type[Any]) -> Any:
-    """A function copying every attrs field of ``cls`` into a new instance, without
-    running ``__init__`` (what ``attrs.evolve`` amounts to for plain fields)."""
-    names = [field.name for field in attrs.fields(cls)]
-    body = "".join(f"    twin.{name} = self.{name}\n" for name in names)
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    exec(f"def copy(self):\n    twin = _new(_cls)\n{body}    return twin\n", namespace)
-    return namespace["copy"]
-
-
-_copy_fields = _field_copier(TaskInfo)
+_copy_fields = field_copier(TaskInfo)
 
 
 def _preemptable(annotations: Mapping[str, str], labels: Mapping[str, str]) -> bool:

@@ -133,6 +133,7 @@ class NodeColumns:
         self.dimensions: list[str] = [*BASE_DIMENSIONS, *sorted(names)]
         self.dimension_index: dict[str, int] = {n: i for i, n in enumerate(self.dimensions)}
         self._dirty: list[int] = []
+        self._marks: list[Callable[[NodeInfo], None]] = []
         #: Node indices refreshed by each :meth:`sync`, oldest first (append-only): what
         #: moved since a given moment is ``changes[mark:]`` with ``mark = len(changes)``.
         self.changes: list[int] = []
@@ -276,9 +277,17 @@ class NodeColumns:
 
     def attach(self) -> None:
         """Follow every node's changes (chaining any ``on_change`` already set)."""
+        marks = self._marks
+        if len(marks) != len(self.nodes):
+            # One watcher per row, made once: a mirror carried over to the next
+            # session attaches the same ones again.
+            marks[:] = [self._watcher(i, None) for i in range(len(self.nodes))]
         for i, node in enumerate(self.nodes):
             previous = node.on_change
-            node.on_change = self._watcher(i, previous)
+            if previous is None:
+                node.on_change = marks[i]
+            elif previous is not marks[i]:
+                node.on_change = self._watcher(i, previous)
 
     def _watcher(
         self, i: int, previous: Callable[[NodeInfo], None] | None
