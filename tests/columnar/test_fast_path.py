@@ -492,12 +492,15 @@ def test_preempt_candidate_scores_equal_the_reference(
 
 @SETTINGS
 @given(seed=st.integers(0, 2**32), nodes=st.integers(1, 30),
-       plugins=st.sampled_from(BUILTIN_CONFIGURATIONS[:5]), roles=st.booleans())
+       plugins=st.sampled_from(BUILTIN_CONFIGURATIONS[:5]), roles=st.booleans(),
+       excluded=st.integers(0, 2**32))
 def test_preempt_scans_find_the_reference_nodes(
-    seed: int, nodes: int, plugins: list[dict[str, Any]], roles: bool
+    seed: int, nodes: int, plugins: list[dict[str, Any]], roles: bool, excluded: int
 ) -> None:
-    """The preempt and reclaim scan over the columns: the nodes the scalar scan finds,
-    and the same nodes left failed in the error cache, task after task."""
+    """The preempt and reclaim scan over the columns: the nodes the scalar scan finds
+    (among the session's nodes less some left out, as an earlier allocate's
+    unresolvable failures are), and the same nodes left failed in the error cache,
+    task after task."""
     from batchsched.actions.node_search import FeasibleNodeScan, predicate_for_preempt_action
 
     document = builtin_document(seed, nodes, 6, plugins)
@@ -511,9 +514,13 @@ def test_preempt_scans_find_the_reference_nodes(
     for job in ssn.jobs.values():
         for task in job.tasks.values():
             ssn.pre_predicate(task)
-            found = fast_placement.vector_preempt_scan(ssn, fast, task, ssn.node_list)
+            rng = np.random.default_rng(excluded)
+            left_out = {n.name for n in ssn.node_list if rng.random() < 0.2}
+            found = fast_placement.vector_preempt_scan(ssn, fast, task, ssn.node_list,
+                                                       exclude=left_out)
             expected, _ = reference.feasible_nodes(
-                task, ssn.node_list, lambda t, n: predicate_for_preempt_action(ssn, t, n))
+                task, [n for n in ssn.node_list if n.name not in left_out],
+                lambda t, n: predicate_for_preempt_action(ssn, t, n))
             if found is None:
                 fast = FeasibleNodeScan(ssn.node_list, rotate=False)  # start again in step
                 fast.error_cache = {k: dict(v) for k, v in reference.error_cache.items()}

@@ -179,7 +179,9 @@ class FeasibleNodeScan:
         self.rotate = rotate
         self.error_cache: dict[str, dict[str, FitError]] = {}
         self.next_start = 0
-        self._position = {node.name: i for i, node in enumerate(session_nodes)}
+        self._session_nodes = session_nodes
+        # Built on the first scalar scan: the vectorised one never reads it.
+        self._position: dict[str, int] | None = None
 
     def new_cache_scope(self) -> None:
         """Forget every cached predicate failure."""
@@ -219,5 +221,8 @@ class FeasibleNodeScan:
         if self.rotate:
             self.next_start = (start + processed) % total
         position = self._position
+        if position is None:
+            position = self._position = {
+                node.name: i for i, node in enumerate(self._session_nodes)}
         found.sort(key=lambda n: position.get(n.name, len(position)))
         return found, errors

@@ -53,12 +53,14 @@ from batchsched.actions.victims import (
     candidates_on_node,
     commit_with_events,
     evicting_jobs,
+    eviction_room,
     fits_on_node,
     in_victim_order,
     int_argument,
     pending_tasks,
     score_nodes,
     validate_victims,
+    worth_visiting,
 )
 from batchsched.api.cluster import BudgetLedger
 from batchsched.api.job import JobInfo
@@ -67,6 +69,7 @@ from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PREEMPTABLE_STATUSES
+from batchsched.columnar.eviction_room import EvictionRoom
 from batchsched.errors import ConfigError, SchedulingError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
@@ -129,6 +132,8 @@ class PreemptAction:
         args = arguments if arguments is not None else Arguments()
         self.topology_aware = args.get_bool("enableTopologyAwarePreemption", False)
         self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        #: During an execution, the nodes' eviction bound (see ``worth_visiting``).
+        self._room: EvictionRoom | None = None
         self.min_candidate_nodes_percentage = int_argument(
             args, self.name, "minCandidateNodesPercentage", 10, minimum=0, maximum=100)
         self.min_candidate_nodes_absolute = int_argument(
@@ -169,14 +174,18 @@ class PreemptAction:
 
         queues = PriorityQueue(ssn.queue_order_fn, (ssn.queues[q] for q in starving))
         predicates = NodePredicates(ssn, cache_errors=self.cache_predicate_errors)
-        while queues:
-            queue = queues.pop()
-            jobs = starving[queue.name]
-            while jobs:
-                job = jobs.pop()
-                self._between_jobs(ssn, job, preemptors[job.uid], predicates)
-            for job in under_request[queue.name]:
-                self._within_job(ssn, job, predicates)
+        self._room = eviction_room(ssn)
+        try:
+            while queues:
+                queue = queues.pop()
+                jobs = starving[queue.name]
+                while jobs:
+                    job = jobs.pop()
+                    self._between_jobs(ssn, job, preemptors[job.uid], predicates)
+                for job in under_request[queue.name]:
+                    self._within_job(ssn, job, predicates)
+        finally:
+            self._room = None  # it holds the session
 
     def _between_jobs(
         self, ssn: Session, job: JobInfo, tasks: PriorityQueue[TaskInfo],
@@ -223,7 +232,7 @@ class PreemptAction:
 
     def _normal(self, attempt: _Attempt, stmt: Statement, nodes: list[NodeInfo]) -> bool:
         ssn, preemptor, queue = attempt.ssn, attempt.preemptor, attempt.queue
-        for node in score_nodes(ssn, preemptor, nodes):
+        for node in worth_visiting(self._room, preemptor, score_nodes(ssn, preemptor, nodes)):
             candidates = candidates_on_node(ssn, preemptor, node, attempt.keep)
             victims = ssn.preemptable(preemptor, candidates)
             if not validate_victims(preemptor, node, victims):

@@ -36,10 +36,12 @@ from batchsched.actions.victims import (
     NodePredicates,
     candidates_on_node,
     commit_with_events,
+    eviction_room,
     in_victim_order,
     pending_tasks,
     queues_and_starving_jobs,
     validate_victims,
+    worth_visiting,
 )
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -47,6 +49,7 @@ from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
+from batchsched.columnar.eviction_room import EvictionRoom
 from batchsched.errors import SchedulingError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
@@ -80,6 +83,7 @@ class ReclaimAction:
         """Visit every queue with a valid, non-Pending job, in queue order."""
         queues, starving, found = queues_and_starving_jobs(ssn)
         reclaimers = {job.uid: pending_tasks(ssn, job) for job in found}
+        room = eviction_room(ssn)
 
         while queues:
             queue = queues.pop()
@@ -90,10 +94,11 @@ class ReclaimAction:
             jobs = starving.get(queue.name)
             while jobs:
                 job = jobs.pop()
-                self._reclaim_for_job(ssn, queue, job, reclaimers[job.uid])
+                self._reclaim_for_job(ssn, queue, job, reclaimers[job.uid], room)
 
     def _reclaim_for_job(
-        self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
+        self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo],
+        room: EvictionRoom | None,
     ) -> None:
         stmt = Statement(ssn)
         while ssn.job_starving(job) and tasks:
@@ -104,14 +109,15 @@ class ReclaimAction:
                 continue
             if ssn.pre_predicate(task) is not None:
                 continue
-            self._reclaim_for_task(ssn, stmt, task, job)
+            self._reclaim_for_task(ssn, stmt, task, job, room)
         if ssn.job_pipelined(job):
             commit_with_events(ssn, stmt)
         else:
             stmt.discard()
 
     def _reclaim_for_task(
-        self, ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo
+        self, ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo,
+        room: EvictionRoom | None,
     ) -> None:
         predicates = NodePredicates(ssn, cache_errors=self.cache_predicate_errors)
 
@@ -124,7 +130,7 @@ class ReclaimAction:
             owner_queue = ssn.queues.get(owner.queue)
             return owner_queue is not None and owner_queue.reclaimable
 
-        for node in predicates.feasible_nodes(task):
+        for node in worth_visiting(room, task, predicates.feasible_nodes(task)):
             candidates = candidates_on_node(ssn, task, node, reclaimee)
             if not candidates:
                 continue

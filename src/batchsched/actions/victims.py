@@ -30,7 +30,12 @@ from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
-from batchsched.columnar.selector import vector_node_scores, vector_preempt_scan
+from batchsched.columnar.eviction_room import EvictionRoom
+from batchsched.columnar.selector import (
+    fast_path_enabled,
+    vector_node_scores,
+    vector_preempt_scan,
+)
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
@@ -44,6 +49,7 @@ __all__ = [
     "candidates_on_node",
     "commit_with_events",
     "evicting_jobs",
+    "eviction_room",
     "fits_on_node",
     "in_victim_order",
     "int_argument",
@@ -54,6 +60,7 @@ __all__ = [
     "session_task",
     "validate_victims",
     "victim_order",
+    "worth_visiting",
 ]
 
 #: The reason Volcano passes to ``Statement.Evict`` (and so to the evictor) per action.
@@ -176,6 +183,8 @@ def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
 def victim_order(ssn: Session, preemptor: TaskInfo, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
     """``tasks`` in the order they would be evicted for ``preemptor``
     (``ssn.build_victims_priority_queue``: the first one is evicted first)."""
+    if isinstance(tasks, list) and len(tasks) < 2:
+        return list(tasks)  # nothing to order (the node's last candidate, often)
     queue = ssn.build_victims_priority_queue(tasks, preemptor)
     return [queue.pop() for _ in range(len(queue))]
 
@@ -251,6 +260,27 @@ def validate_victims(task: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]
     return task.init_resreq.less_equal(room)
 
 
+def eviction_room(ssn: Session) -> EvictionRoom | None:
+    """What :func:`worth_visiting` needs for one execution of an action (None on the
+    reference path, which visits every node)."""
+    return EvictionRoom(ssn) if fast_path_enabled() else None
+
+
+def worth_visiting(
+    room: EvictionRoom | None, task: TaskInfo, nodes: Sequence[NodeInfo]
+) -> Sequence[NodeInfo]:
+    """``nodes`` (in their order) without those where evicting every placed task
+    could still not make room for ``task``: there :func:`validate_victims` fails
+    whatever victims the plugins choose, so visiting them decides nothing
+    (:mod:`batchsched.columnar.eviction_room`)."""
+    if room is None or not nodes:
+        return nodes
+    hopeless = room.hopeless(task, nodes)
+    if hopeless is None or not hopeless.any():
+        return nodes
+    return [node for node, skip in zip(nodes, hopeless.tolist(), strict=True) if not skip]
+
+
 def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
     """``nodes`` by node-order score (:func:`~batchsched.actions.node_search.node_scores`:
     node-order plus batch node-order functions; a node-order function that fails a
@@ -288,23 +318,22 @@ class NodePredicates:
 
     def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         ssn = self.ssn
-        nodes = self._nodes_for(task)
-        found = vector_preempt_scan(ssn, self._scan, task, nodes)
+        skip = self._hopeless_for(task)
+        found = vector_preempt_scan(ssn, self._scan, task, ssn.node_list, exclude=skip)
         if found is not None:
             return found
+        nodes = [n for n in ssn.node_list if n.name not in skip] if skip else list(
+            ssn.node_list)
         found, _ = self._scan.feasible_nodes(
             task, nodes, lambda t, n: predicate_for_preempt_action(ssn, t, n))
         return found
 
-    def _nodes_for(self, task: TaskInfo) -> list[NodeInfo]:
-        """The session's nodes minus those an earlier allocate found hopeless for this
-        task (UnschedulableAndUnresolvable), in session node order."""
+    def _hopeless_for(self, task: TaskInfo) -> set[str]:
+        """The nodes an earlier allocate found hopeless for this task
+        (UnschedulableAndUnresolvable): the scan leaves them out."""
         job = self.ssn.jobs.get(task.job)
         errors = job.nodes_fit_errors.get(task.uid) if job is not None else None
-        if errors is None:
-            return list(self.ssn.node_list)
-        skip = errors.unresolvable_nodes()
-        return [n for n in self.ssn.node_list if n.name not in skip]
+        return set() if errors is None else errors.unresolvable_nodes()
 
 
 # -- committing ---------------------------------------------------------------------------

@@ -53,7 +53,7 @@ Two things are done differently, neither visible in a decision:
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -176,21 +176,72 @@ def vector_node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
 
 
 def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
-                        nodes: Sequence[NodeInfo]) -> list[NodeInfo] | None:
+                        nodes: Sequence[NodeInfo], *,
+                        exclude: Collection[str] = ()) -> list[NodeInfo] | None:
     """:meth:`FeasibleNodeScan.feasible_nodes` with the preempt predicate (for a scan
-    that does not rotate), answered from the columns: the same nodes, and the same
-    failures left in the scan's error cache. None when the columns cannot answer
-    (the fast path is off, an enabled predicate has no preempt column form or
-    declines the task, the scan rotates)."""
+    that does not rotate) over ``nodes`` less the names in ``exclude``, answered from
+    the columns: the same nodes, and the same failures left in the scan's error
+    cache. None when the columns cannot answer (the fast path is off, an enabled
+    predicate has no preempt column form or declines the task, the scan rotates)."""
     if scan.rotate or not fast_path_enabled():
         return None
     tiers = preempt_predicate_tiers(ssn)
     if tiers is None:
         return None
-    if not nodes:
-        return []
     columns = NodeColumns.of(ssn)
     columns.sync()
+    positions = _positions_of(columns, nodes)
+    if positions is None:
+        return None
+    if exclude:
+        index = columns.index
+        kept = np.ones(len(columns.nodes), dtype=np.bool_)
+        for name in exclude:
+            at = index.get(name)
+            if at is not None:
+                kept[at] = False
+        positions = positions[kept[positions]]
+    if not len(positions):
+        return []
+    try:
+        passes = predicate_mask(tiers, task, columns)
+    except VectorFallback:
+        return None
+    ok = (np.ones(len(positions), dtype=np.bool_) if passes is None
+          else np.asarray(passes, dtype=np.bool_)[positions])
+    use_cache = scan.error_cache_enabled and bool(task.role)
+    group = f"{task.job}/{task.role}"
+    cached = scan.error_cache.get(group) if use_cache else None
+    if cached:
+        index = columns.index
+        blocked = np.zeros(len(columns.nodes), dtype=np.bool_)
+        for name in cached:
+            at = index.get(name)
+            if at is not None:
+                blocked[at] = True
+        ok &= ~blocked[positions]
+    hits = np.flatnonzero(ok)
+    wanted = scan.nodes_to_find.count(len(positions))
+    examined = len(positions) if len(hits) < wanted else int(hits[wanted - 1]) + 1
+    # The nodes the scan looked at and failed join the cache, as the scalar scan
+    # leaves them, role or not (preempt reads only which nodes are there).
+    failed = np.flatnonzero(~ok[:examined])
+    if len(failed):
+        known = scan.error_cache.setdefault(group, {})
+        every = columns.nodes
+        for at in positions[failed].tolist():
+            name = every[at].name
+            if name not in known:
+                known[name] = _PREEMPT_SCAN_FAILURE
+    every = columns.nodes
+    return [every[at] for at in positions[hits[:wanted]].tolist()]
+
+
+def _positions_of(columns: NodeColumns, nodes: Sequence[NodeInfo]) -> IndexArray | None:
+    """The columns of ``nodes`` (None if one is not a column's node). The session's
+    own node list, the usual case, needs no look-up."""
+    if nodes is columns.source and len(nodes) == len(columns.nodes):
+        return np.arange(len(nodes), dtype=np.intp)
     index = columns.index
     positions = np.fromiter((index.get(node.name, -1) for node in nodes), dtype=np.intp,
                             count=len(nodes))
@@ -198,31 +249,7 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
             columns.nodes[p] is not node for p, node in zip(positions.tolist(), nodes,
                                                              strict=True)):
         return None
-    try:
-        passes = predicate_mask(tiers, task, columns)
-    except VectorFallback:
-        return None
-    ok = (np.ones(len(nodes), dtype=np.bool_) if passes is None
-          else np.asarray(passes, dtype=np.bool_)[positions])
-    use_cache = scan.error_cache_enabled and bool(task.role)
-    group = f"{task.job}/{task.role}"
-    cached = scan.error_cache.get(group) if use_cache else None
-    if cached:
-        ok &= np.fromiter((node.name not in cached for node in nodes), dtype=np.bool_,
-                          count=len(nodes))
-    hits = np.flatnonzero(ok)
-    wanted = scan.nodes_to_find.count(len(nodes))
-    examined = len(nodes) if len(hits) < wanted else int(hits[wanted - 1]) + 1
-    # The nodes the scan looked at and failed join the cache, as the scalar scan
-    # leaves them, role or not (preempt reads only which nodes are there).
-    failed = np.flatnonzero(~ok[:examined])
-    if len(failed):
-        known = scan.error_cache.setdefault(group, {})
-        for i in failed.tolist():
-            name = nodes[i].name
-            if name not in known:
-                known[name] = _PREEMPT_SCAN_FAILURE
-    return [nodes[i] for i in hits[:wanted].tolist()]
+    return positions
 
 
 def fast_path_available(ssn: Session) -> bool:

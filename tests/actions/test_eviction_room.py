@@ -1,0 +1,112 @@
+"""Preempt and reclaim skip the nodes where no eviction can make room, and decide
+exactly as the reference path that visits every node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from action_support import Outcome, run_document, run_parsed
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from victim_support import random_cluster
+
+from batchsched.actions.victims import worth_visiting
+from batchsched.api.types import TaskStatus
+from batchsched.columnar.eviction_room import EvictionRoom
+from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+from batchsched.framework.statement import Statement
+
+PREEMPT = {
+    "actions": "preempt",
+    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+              {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"},
+                           {"name": "nodeorder"}, {"name": "binpack"}]}],
+}
+RECLAIM = {
+    "actions": "reclaim",
+    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+              {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"}]}],
+}
+
+
+def _decisions(outcome: Outcome) -> tuple[Any, ...]:
+    statuses = sorted((uid, str(task.status), task.node_name)
+                      for job in outcome.ssn.jobs.values() for uid, task in job.tasks.items())
+    return ([(e.task, e.reason) for e in outcome.cache.evictions],
+            [(b.task, b.node) for b in outcome.cache.binds], statuses)
+
+
+def _both(document: dict[str, Any], config: dict[str, Any]) -> tuple[Any, Any]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
+        reference = _decisions(run_parsed({**document, "config": config}))
+    return reference, _decisions(run_parsed({**document, "config": config}))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=random_cluster(max_queues=3), action=st.sampled_from([PREEMPT, RECLAIM]))
+def test_skipping_hopeless_nodes_decides_as_the_reference(
+    document: dict[str, Any], action: dict[str, Any]
+) -> None:
+    reference, fast = _both(document, action)
+    assert fast == reference
+
+
+FULL_NODES = """
+priorityClasses: [{name: low, value: 1}, {name: high, value: 100}]
+queues: [{name: q}]
+config:
+  actions: preempt
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: predicates}]
+nodes:
+- {name: guarded, allocatable: {cpu: 4, pods: 10}}
+- {name: open, allocatable: {cpu: 4, pods: 10}}
+jobs:
+- {name: low-a, queue: q, phase: Running, priorityClassName: low, minMember: 0}
+- {name: low-b, queue: q, phase: Running, priorityClassName: low, minMember: 0}
+- {name: high, queue: q, phase: Inqueue, priorityClassName: high, minMember: 1}
+tasks:
+- {name: a0, job: low-a, node: guarded, phase: Running, requests: {cpu: 4},
+   annotations: {volcano.sh/preemptable: "false"}}
+- {name: b0, job: low-b, node: open, phase: Running, requests: {cpu: 4}}
+- {name: h0, job: high, requests: {cpu: 3}}
+"""
+
+
+def _only_task(ssn: Any, job_name: str) -> Any:
+    job = next(job for job in ssn.jobs.values() if job.name == job_name)
+    (task,) = job.tasks.values()
+    return task
+
+
+def test_a_node_of_unpreemptable_tasks_is_hopeless_and_the_bound_follows_the_node(
+) -> None:
+    seen: list[list[bool]] = []
+
+    def check(ssn: Any) -> None:
+        room = EvictionRoom(ssn)
+        preemptor, victim = _only_task(ssn, "high"), _only_task(ssn, "low-b")
+        nodes = ssn.node_list
+
+        def hopeless() -> list[bool]:
+            answer = room.hopeless(preemptor, nodes)
+            assert answer is not None
+            return [bool(flag) for flag in answer]
+
+        seen.append(hopeless())
+        assert [n.name for n in worth_visiting(room, preemptor, nodes)] == ["open"]
+        stmt = Statement(ssn)
+        stmt.evict(victim, "test")
+        seen.append(hopeless())  # Releasing: its request is in the future idle now
+        stmt.pipeline(preemptor, ssn.nodes["open"], eviction_occurred=True)
+        seen.append(hopeless())  # the pipelined preemptor took that room
+        stmt.discard()
+        seen.append(hopeless())
+
+    outcome = run_document(FULL_NODES, before_actions=check)
+    assert seen == [[True, False], [True, False], [True, True], [True, False]]
+    assert [e.task for e in outcome.cache.evictions] == [_only_task(outcome.ssn, "low-b").uid]
+    assert _only_task(outcome.ssn, "high").status is TaskStatus.PIPELINED
