@@ -174,7 +174,7 @@ class PreemptAction:
 
         queues = PriorityQueue(ssn.queue_order_fn, (ssn.queues[q] for q in starving))
         predicates = NodePredicates(ssn, cache_errors=self.cache_predicate_errors)
-        self._room = eviction_room(ssn)
+        self._room = eviction_room(ssn, "preemptable")
         try:
             while queues:
                 queue = queues.pop()

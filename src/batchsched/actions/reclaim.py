@@ -83,7 +83,7 @@ class ReclaimAction:
         """Visit every queue with a valid, non-Pending job, in queue order."""
         queues, starving, found = queues_and_starving_jobs(ssn)
         reclaimers = {job.uid: pending_tasks(ssn, job) for job in found}
-        room = eviction_room(ssn)
+        room = eviction_room(ssn, "reclaimable")
 
         while queues:
             queue = queues.pop()

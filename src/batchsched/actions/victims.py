@@ -33,8 +33,8 @@ from batchsched.api.types import TaskStatus
 from batchsched.columnar.eviction_room import EvictionRoom
 from batchsched.columnar.selector import (
     fast_path_enabled,
-    vector_node_scores,
     vector_preempt_scan,
+    vector_ranked_nodes,
 )
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
@@ -260,10 +260,11 @@ def validate_victims(task: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]
     return task.init_resreq.less_equal(room)
 
 
-def eviction_room(ssn: Session) -> EvictionRoom | None:
-    """What :func:`worth_visiting` needs for one execution of an action (None on the
-    reference path, which visits every node)."""
-    return EvictionRoom(ssn) if fast_path_enabled() else None
+def eviction_room(ssn: Session, point: str) -> EvictionRoom | None:
+    """What :func:`worth_visiting` needs for one execution of an action whose victims
+    the plugins of ``point`` (``"preemptable"`` or ``"reclaimable"``) choose (None on
+    the reference path, which visits every node)."""
+    return EvictionRoom(ssn, point) if fast_path_enabled() else None
 
 
 def worth_visiting(
@@ -289,9 +290,10 @@ def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list
     buckets)."""
     if len(nodes) < 2:
         return list(nodes)
-    scores = vector_node_scores(ssn, task, nodes)
-    if scores is None:
-        scores = node_scores(ssn, task, nodes)
+    ranked_nodes = vector_ranked_nodes(ssn, task, nodes)
+    if ranked_nodes is not None:
+        return ranked_nodes
+    scores = node_scores(ssn, task, nodes)
     ranked = sorted(range(len(nodes)), key=lambda i: -scores[i])
     return [nodes[i] for i in ranked]
 

@@ -34,6 +34,9 @@ module                                      holds
                                             formulas over columns
 :mod:`~batchsched.columnar.selector`        the vectorised node selector
 :mod:`~batchsched.columnar.kept_answers`    answers kept per task template
+:mod:`~batchsched.columnar.victim_rows`     the tasks that could be victims, as rows,
+                                            and the plugins' victim bounds
+:mod:`~batchsched.columnar.eviction_room`   the nodes where no eviction can make room
 ==========================================  ===========================================
 """
 
@@ -47,15 +50,18 @@ from batchsched.columnar.forms import (
     stacked,
 )
 from batchsched.columnar.node_columns import Candidates, NodeColumns
+from batchsched.columnar.victim_rows import VictimRows, add_preemptable_bound_fn
 
 __all__ = [
     "Candidates",
     "NodeColumns",
     "VectorFallback",
+    "VictimRows",
     "add_batch_node_order_fn",
     "add_node_order_fn",
     "add_predicate_fn",
     "add_preempt_predicate_fn",
+    "add_preemptable_bound_fn",
     "add_template_fn",
     "stacked",
 ]

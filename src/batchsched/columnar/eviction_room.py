@@ -11,16 +11,23 @@ Python: the action grows with the square of the cluster.
 
 :class:`EvictionRoom` rules those nodes out in numpy before the visits. Victims
 are chosen among the node's tasks, and a task that is not placed (Pending,
-Pipelined, Releasing, finished) is never one, so ``future idle + the requests of
-every placed, preemptable task`` bounds the room any victim choice can make; a
-node where the preemptor does not fit even that bound fails ``ValidateVictims``
-whatever the plugins say, and visiting it changes nothing. Skipping it is the
-same decision without the plugin calls (so the Preemptable and Reclaimable
-functions are not asked about such nodes: they are queries, and a plugin
-returns victims among the tasks it is offered).
+Pipelined, Releasing, finished) or not preemptable is never one, so
+``future idle + the requests of every placed, preemptable task`` bounds the room
+any victim choice can make. The plugins' victim bounds
+(:mod:`batchsched.columnar.victim_rows`) tighten it, combined with Volcano's tier
+rule: a tier decides only when every plugin in it that does not abstain returns
+some victims, and its victims are then among the last answer's (an empty
+intersection lets the next plugin start over), so a tier in which a plugin that
+never abstains has no possible victim on a node offers nothing there, and
+otherwise offers at most the union of its plugins' bounds (every task, if one of
+them has no bound). A node where the preemptor does not fit even the bound fails
+``ValidateVictims`` whatever the plugins say, and visiting it changes nothing:
+skipping it is the same decision without the plugin calls (so the Preemptable
+and Reclaimable functions are not asked about such nodes: they are queries, and
+a plugin returns victims among the tasks it is offered).
 
-The bound is kept per node and recomputed only for the nodes the columns saw
-change (:attr:`NodeColumns.changes`).
+The rows are rewritten only for the nodes the columns saw change
+(:attr:`NodeColumns.changes`).
 """
 
 from __future__ import annotations
@@ -31,8 +38,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from batchsched.api.resource import MIN_RESOURCE
-from batchsched.api.types import TaskStatus
-from batchsched.columnar.node_columns import BoolArray, FloatArray, NodeColumns
+from batchsched.columnar.node_columns import BoolArray, NodeColumns
+from batchsched.columnar.victim_rows import VictimRows, preemptable_bounds
+from batchsched.framework.events import Event, EventHandler
 
 if TYPE_CHECKING:
     from batchsched.api.node import NodeInfo
@@ -41,84 +49,101 @@ if TYPE_CHECKING:
 
 __all__ = ["EvictionRoom"]
 
-#: The statuses of a task on a node that a victim may have (Bound and Running), and
-#: those it may reach without its node's figures moving (Allocated and Binding): the
-#: bound counts them all, so it stays a bound whatever status moves go unnoticed.
-_PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
-                     TaskStatus.RUNNING})
 #: Slack for summing in another order than ``ValidateVictims`` does: the bound rules a
 #: node out only when the preemptor misses it by clearly more than the epsilon.
 _RELATIVE_SLACK = 1e-9
 
 
 class EvictionRoom:
-    """Per node of a session, future idle plus every placed, preemptable task's
-    request (see the module docstring)."""
+    """Per node of a session, the most room evictions could make for a preemptor
+    (see the module docstring)."""
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Session, point: str = "preemptable") -> None:
         self.ssn = ssn
-        self._columns: NodeColumns | None = None
+        self.point = point
+        self._rows: VictimRows | None = None
         self._changes: list[int] | None = None
         self._read = 0
-        self._evictable: FloatArray | None = None
+        self._following_jobs = False
 
     def hopeless(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> BoolArray | None:
-        """Per node of ``nodes``, True where ``task`` cannot fit however many of the
-        node's tasks were evicted; None when the columns cannot tell (then every
-        node must be visited)."""
+        """Per node of ``nodes``, True where ``task`` cannot fit however the plugins
+        chose victims; None when the columns cannot tell (then every node must be
+        visited)."""
         columns = NodeColumns.of(self.ssn)
         columns.sync()
-        evictable = self._in_step(columns)
-        index = columns.index
-        positions = np.fromiter((index.get(node.name, -1) for node in nodes),
-                                dtype=np.intp, count=len(nodes))
-        if bool((positions < 0).any()):
+        positions = columns.positions_of(nodes)
+        if positions is None:
             return None
-        rows, request = columns.request(task.init_resreq)
-        if len(rows) and int(rows.max()) >= evictable.shape[0]:
-            evictable = self._rebuild(columns)
-        room = columns.future_idle[rows][:, positions] + evictable[rows][:, positions]
+        rows, request = columns.request(task.init_resreq)  # may add dimensions
+        table = self._in_step(columns)
+        possible = self._possible_victims(task, table)
+        room = columns.future_idle[rows][:, positions]
+        if possible is None:  # every row
+            room = room + table.per_node[rows][:, positions]
+        elif possible.any():
+            chosen = np.flatnonzero(possible)
+            where = table.node[chosen]
+            width = len(columns.nodes)
+            freed = np.stack([np.bincount(where, weights=table.request[chosen, row],
+                                          minlength=width) for row in rows.tolist()])
+            room = room + freed[:, positions]
         short = request[:, None] - room
         slack = MIN_RESOURCE + _RELATIVE_SLACK * (np.abs(request)[:, None] + np.abs(room))
         missed: BoolArray = np.logical_or.reduce(short >= slack, axis=0)
         return missed
 
-    def _in_step(self, columns: NodeColumns) -> FloatArray:
-        if (self._evictable is None or columns is not self._columns
+    def _possible_victims(self, task: TaskInfo, table: VictimRows) -> BoolArray | None:
+        """The rows some tier could return as victims for ``task`` (None: every row)."""
+        bounds = preemptable_bounds(self.ssn) if self.point == "preemptable" else {}
+        tiers = [tier for tier in self.ssn.tiers_for(self.point) if tier]
+        if tiers and not any(name in bounds for tier in tiers for name, _ in tier):
+            return None
+        active = table.active
+        width = len(table.columns.nodes)
+        possible = np.zeros(len(active), dtype=np.bool_)
+        for tier in tiers:
+            offered = np.zeros(len(active), dtype=np.bool_)
+            unbounded = False
+            silent = np.zeros(width, dtype=np.bool_)  # nodes where the tier offers nothing
+            for name, _ in tier:
+                bound = bounds.get(name)
+                mask = bound(task, table) if bound is not None else None
+                if mask is None:
+                    unbounded = True
+                    continue
+                mask = mask & active
+                offered |= mask
+                has_some = np.zeros(width, dtype=np.bool_)
+                has_some[table.node[mask]] = True
+                silent |= ~has_some
+            if unbounded:
+                offered = active.copy()
+            offered &= ~silent[np.where(active, table.node, 0)]
+            possible |= offered
+        return possible
+
+    def _job_moved(self, event: Event) -> None:
+        if self._rows is not None:
+            self._rows.job_changed(event.task.job)
+
+    def _in_step(self, columns: NodeColumns) -> VictimRows:
+        if not self._following_jobs:
+            # Per-job values of the plugins' bounds are kept until the job's tasks move.
+            self.ssn.add_event_handler(EventHandler(
+                allocate=self._job_moved, deallocate=self._job_moved))
+            self._following_jobs = True
+        rows = self._rows
+        if (rows is None or rows.columns is not columns
                 or columns.changes is not self._changes
-                or self._evictable.shape != columns.future_idle.shape):
-            return self._rebuild(columns)
+                or rows.request.shape[1] != len(columns.dimensions)):
+            rows = self._rows = VictimRows(columns)
+            self._changes = columns.changes
+            self._read = len(columns.changes)
+            return rows
         changes = columns.changes
         if self._read < len(changes):
             for i in set(changes[self._read:]):
-                self._evictable[:, i] = self._node_evictable(columns, columns.nodes[i])
+                rows.rewrite(i, columns.nodes[i])
             self._read = len(changes)
-        return self._evictable
-
-    def _rebuild(self, columns: NodeColumns) -> FloatArray:
-        evictable = np.zeros(columns.future_idle.shape)
-        for i, node in enumerate(columns.nodes):
-            evictable[:, i] = self._node_evictable(columns, node)
-        self._columns, self._changes = columns, columns.changes
-        self._read = len(columns.changes)
-        self._evictable = evictable
-        return evictable
-
-    @staticmethod
-    def _node_evictable(columns: NodeColumns, node: NodeInfo) -> FloatArray:
-        total = np.zeros(len(columns.dimensions))
-        index = columns.dimension_index
-        for held in node.tasks.values():
-            if held.status not in _PLACED or not held.preemptable:
-                continue
-            req = held.resreq
-            total[0] += req.milli_cpu
-            total[1] += req.memory
-            for name, amount in req.scalars.items():
-                row = index.get(name)
-                if row is None:
-                    # A dimension the columns lack: no bound for it, so never a skip.
-                    total[:] = np.inf
-                    return total
-                total[row] += amount
-        return total
+        return rows

@@ -134,6 +134,7 @@ class NodeColumns:
         self.dimension_index: dict[str, int] = {n: i for i, n in enumerate(self.dimensions)}
         self._dirty: list[int] = []
         self._marks: list[Callable[[NodeInfo], None]] = []
+        self._remembered: tuple[list[NodeInfo], IndexArray] | None = None
         #: Node indices refreshed by each :meth:`sync`, oldest first (append-only): what
         #: moved since a given moment is ``changes[mark:]`` with ``mark = len(changes)``.
         self.changes: list[int] = []
@@ -378,6 +379,31 @@ class NodeColumns:
                         *[(index[n], amount) for n, amount in res.scalars.items()]])
         return (np.array([row for row, _ in pairs], dtype=np.intp),
                 np.array([amount for _, amount in pairs], dtype=np.float64))
+
+    def positions_of(self, nodes: Sequence[NodeInfo]) -> IndexArray | None:
+        """The columns of ``nodes`` (their order kept), or None if one is not a node of
+        the mirror. The session's node list, and a list handed out with
+        :meth:`remember` (a candidate scan's result, say), need no look-up."""
+        if nodes is self.source and len(nodes) == len(self.nodes):
+            return np.arange(len(nodes), dtype=np.intp)
+        remembered = self._remembered
+        if remembered is not None and remembered[0] is nodes and len(nodes) == len(
+                remembered[1]):
+            return remembered[1]
+        index = self.index
+        positions = np.fromiter((index.get(node.name, -1) for node in nodes), dtype=np.intp,
+                                count=len(nodes))
+        if bool((positions < 0).any()) or any(
+                self.nodes[p] is not node for p, node in zip(positions.tolist(), nodes,
+                                                             strict=True)):
+            return None
+        return positions
+
+    def remember(self, nodes: list[NodeInfo], positions: IndexArray) -> list[NodeInfo]:
+        """Note that ``nodes`` (a list this mirror's user made and will not change) are
+        the columns ``positions``, for the next :meth:`positions_of`; returns ``nodes``."""
+        self._remembered = (nodes, positions)
+        return nodes
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -105,6 +105,7 @@ __all__ = [
     "fast_path_available",
     "vector_node_scores",
     "vector_preempt_scan",
+    "vector_ranked_nodes",
 ]
 
 #: Set to ``0`` (or ``false``, ``off``, ``no``) to make allocate and backfill use the
@@ -156,12 +157,45 @@ def vector_node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
     batch_orders = vector_tiers(ssn, "batch_node_order")
     if node_orders is None or batch_orders is None:
         return None
-    columns = NodeColumns.of(ssn)
-    index = columns.index
-    positions = [index.get(node.name, -1) for node in nodes]
-    if any(p < 0 or columns.nodes[p] is not node for p, node in zip(positions, nodes, strict=True)):
+    answer = _vector_scores(ssn, task, nodes, node_orders, batch_orders)
+    if answer is None:
         return None
-    members = np.array(positions, dtype=np.intp)
+    result: list[float] = answer[0].tolist()
+    return result
+
+
+def vector_ranked_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
+                        ) -> list[NodeInfo] | None:
+    """``nodes`` by :func:`vector_node_scores`, highest first, equal scores in their
+    order in ``nodes`` (a stable sort, as preempt's reference ranks them); None when
+    the columns cannot score them."""
+    if not fast_path_enabled():
+        return None
+    node_orders = vector_tiers(ssn, "node_order")
+    batch_orders = vector_tiers(ssn, "batch_node_order")
+    if node_orders is None or batch_orders is None:
+        return None
+    answer = _vector_scores(ssn, task, nodes, node_orders, batch_orders)
+    if answer is None:
+        return None
+    scores, members = answer
+    if bool(np.isnan(scores).any()):
+        return None  # Python's sort and numpy's disagree on NaN: let the reference rank
+    order = np.argsort(-scores, kind="stable")
+    columns = NodeColumns.of(ssn)
+    every = columns.nodes
+    ranked_positions = members[order]
+    return columns.remember([every[at] for at in ranked_positions.tolist()], ranked_positions)
+
+
+def _vector_scores(
+    ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo], node_orders: VectorTiers,
+    batch_orders: VectorTiers,
+) -> tuple[FloatArray, IndexArray] | None:
+    columns = NodeColumns.of(ssn)
+    members = columns.positions_of(nodes)
+    if members is None:
+        return None
     if len(members) > 1 and not bool(np.all(members[1:] > members[:-1])):
         return None  # candidates are read in session order
     columns.sync()
@@ -171,8 +205,7 @@ def vector_node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
         scores = scores + batch_node_order_scores(batch_orders, task, columns, candidates)
     except VectorFallback:
         return None
-    result: list[float] = scores.tolist()
-    return result
+    return np.asarray(scores, dtype=np.float64), members
 
 
 def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
@@ -190,7 +223,7 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
         return None
     columns = NodeColumns.of(ssn)
     columns.sync()
-    positions = _positions_of(columns, nodes)
+    positions = columns.positions_of(nodes)
     if positions is None:
         return None
     if exclude:
@@ -234,22 +267,8 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
             if name not in known:
                 known[name] = _PREEMPT_SCAN_FAILURE
     every = columns.nodes
-    return [every[at] for at in positions[hits[:wanted]].tolist()]
-
-
-def _positions_of(columns: NodeColumns, nodes: Sequence[NodeInfo]) -> IndexArray | None:
-    """The columns of ``nodes`` (None if one is not a column's node). The session's
-    own node list, the usual case, needs no look-up."""
-    if nodes is columns.source and len(nodes) == len(columns.nodes):
-        return np.arange(len(nodes), dtype=np.intp)
-    index = columns.index
-    positions = np.fromiter((index.get(node.name, -1) for node in nodes), dtype=np.intp,
-                            count=len(nodes))
-    if bool((positions < 0).any()) or any(
-            columns.nodes[p] is not node for p, node in zip(positions.tolist(), nodes,
-                                                             strict=True)):
-        return None
-    return positions
+    found = positions[hits[:wanted]]
+    return columns.remember([every[at] for at in found.tolist()], found)
 
 
 def fast_path_available(ssn: Session) -> bool:

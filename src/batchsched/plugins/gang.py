@@ -42,6 +42,8 @@ from batchsched.api.types import (
     TaskStatus,
     Vote,
 )
+from batchsched.columnar.node_columns import BoolArray
+from batchsched.columnar.victim_rows import VictimRows, add_preemptable_bound_fn
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import ValidateResult
 from batchsched.framework.session import Session
@@ -87,6 +89,7 @@ class GangPlugin:
             return gang_victims(ssn, candidates)
 
         ssn.add_preemptable_fn(self.name, victims)
+        add_preemptable_bound_fn(ssn, self.name, lambda _actor, rows: gang_victim_bound(ssn, rows))
         ssn.add_reclaimable_fn(self.name, victims)
         ssn.add_unified_evictable_fn(self.name, lambda _context, candidates: list(candidates))
         # Not-ready jobs first: the key False sorts before True.
@@ -213,6 +216,18 @@ def gang_victims(ssn: Session, candidates: list[TaskInfo]) -> list[TaskInfo]:
             occupied[job.uid] = ready - 1
             out.append(candidate)
     return out
+
+
+def gang_victim_bound(ssn: Session, rows: VictimRows) -> BoolArray:
+    """The rows :func:`gang_victims` might take, whatever else it is offered: those of
+    jobs with more ready tasks than ``minMember`` (it takes no other, and a job's
+    count only goes down as its candidates are taken)."""
+    def spare(uid: str) -> float:
+        job = ssn.jobs.get(uid)
+        return 1.0 if job is not None and job.ready_task_num() > job.min_available else 0.0
+
+    has_spare: BoolArray = rows.per_job("gang.spare", spare)[rows.job] > 0.0
+    return has_spare
 
 
 def job_order(left: JobInfo, right: JobInfo) -> int:

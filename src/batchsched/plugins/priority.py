@@ -19,8 +19,14 @@ and takes no arguments.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
+from batchsched.columnar.node_columns import BoolArray
+from batchsched.columnar.victim_rows import VictimRows, add_preemptable_bound_fn
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import EvictionContext, EvictionKind
 from batchsched.framework.session import Session
@@ -70,6 +76,8 @@ class PriorityPlugin:
             return victims
 
         ssn.add_preemptable_fn(self.name, preemptable)
+        add_preemptable_bound_fn(
+            ssn, self.name, lambda preemptor, rows: priority_victim_bound(ssn, preemptor, rows))
         ssn.add_unified_evictable_fn(self.name, unified_evictable)
         ssn.add_job_starving_fn(self.name, job_starving)
 
@@ -109,3 +117,23 @@ def job_order_key(job: JobInfo) -> int:
 def job_starving(job: JobInfo) -> bool:
     """Some task of the job neither holds nor waits for resources."""
     return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
+
+
+def priority_victim_bound(ssn: Session, preemptor: TaskInfo, rows: VictimRows) -> BoolArray:
+    """The rows the priority plugin's Preemptable function might return for
+    ``preemptor``: tasks of a job of lower priority, and tasks of the preemptor's own
+    job of lower task priority (each candidate is judged alone)."""
+    own = ssn.jobs.get(preemptor.job)
+    if own is None:
+        return np.zeros(len(rows.job), dtype=np.bool_)
+    own_code = rows.job_code(own.uid)
+
+    def priority_of(uid: str) -> float:
+        job = ssn.jobs.get(uid)
+        return float(job.priority) if job is not None else math.nan  # never a victim
+
+    job_priority = rows.per_job("priority.job", priority_of)[rows.job]
+    same_job = rows.job == own_code
+    lower: BoolArray = np.where(same_job, rows.priority < preemptor.priority,
+                                job_priority < own.priority)
+    return lower
