@@ -102,7 +102,7 @@ def test_rows_rewritten_per_changed_node_equal_a_fresh_build(
 
     def content(rows: VictimRows) -> set[tuple[Any, ...]]:
         return {(uid, int(rows.node[row]), rows.job_uids[int(rows.job[row])],
-                 int(rows.priority[row]), tuple(rows.request[row].tolist()))
+                 int(rows.priority[row]), tuple(rows.request[:, row].tolist()))
                 for row, uid in enumerate(rows.tasks) if uid is not None}
 
     assert content(kept) == content(fresh)

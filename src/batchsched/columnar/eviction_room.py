@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from batchsched.api.resource import MIN_RESOURCE
-from batchsched.columnar.node_columns import BoolArray, NodeColumns
+from batchsched.columnar.node_columns import BoolArray, FloatArray, IndexArray, NodeColumns
 from batchsched.columnar.victim_rows import VictimRows, preemptable_bounds
 from batchsched.framework.events import Event, EventHandler
 
@@ -79,19 +79,42 @@ class EvictionRoom:
         table = self._in_step(columns)
         possible = self._possible_victims(task, table)
         room = columns.future_idle[rows][:, positions]
+        every_row = table.per_node[rows][:, positions]
         if possible is None:  # every row
-            room = room + table.per_node[rows][:, positions]
-        elif possible.any():
-            chosen = np.flatnonzero(possible)
-            where = table.node[chosen]
-            width = len(columns.nodes)
-            freed = np.stack([np.bincount(where, weights=table.request[chosen, row],
-                                          minlength=width) for row in rows.tolist()])
-            room = room + freed[:, positions]
+            room = room + every_row
+        else:
+            room = room + self._freed(table, possible, rows, every_row, positions)
         short = request[:, None] - room
-        slack = MIN_RESOURCE + _RELATIVE_SLACK * (np.abs(request)[:, None] + np.abs(room))
+        # The per-node sums of every row enter the scale: freed room may be worked out
+        # from them by subtraction, whose rounding is relative to them.
+        scale = np.abs(request)[:, None] + np.abs(room) + np.abs(every_row)
+        slack = MIN_RESOURCE + _RELATIVE_SLACK * scale
         missed: BoolArray = np.logical_or.reduce(short >= slack, axis=0)
         return missed
+
+    @staticmethod
+    def _freed(table: VictimRows, possible: BoolArray, rows: IndexArray,
+               every_row: FloatArray, positions: IndexArray) -> FloatArray:
+        """Per candidate node and request row, the requests of the possible victims:
+        summed over them, or over the other rows and taken from the node's sum of
+        every row, whichever rows are fewer."""
+        active = table.active
+        chosen = np.flatnonzero(possible)
+        others = np.flatnonzero(active & ~possible)
+        width = len(table.columns.nodes)
+        if len(chosen) <= len(others):
+            picked, sign = chosen, 1.0
+        else:
+            picked, sign = others, -1.0
+        where = table.node[picked]
+        sums: FloatArray = np.stack([
+            np.bincount(where, weights=table.request[row][picked], minlength=width)
+            for row in rows.tolist()]).astype(np.float64, copy=False)[:, positions]
+        if sign > 0:
+            return sums
+        # Rounding may leave a hair below zero: never count less than nothing freed.
+        freed: FloatArray = np.maximum(every_row - sums, 0.0)
+        return freed
 
     def _possible_victims(self, task: TaskInfo, table: VictimRows) -> BoolArray | None:
         """The rows some tier could return as victims for ``task`` (None: every row)."""
@@ -136,7 +159,7 @@ class EvictionRoom:
         rows = self._rows
         if (rows is None or rows.columns is not columns
                 or columns.changes is not self._changes
-                or rows.request.shape[1] != len(columns.dimensions)):
+                or rows.request.shape[0] != len(columns.dimensions)):
             rows = self._rows = VictimRows(columns)
             self._changes = columns.changes
             self._read = len(columns.changes)

@@ -70,7 +70,7 @@ class VictimRows:
 
     Per row: ``node`` (its column in :class:`NodeColumns`, -1 for a free row),
     ``job`` (a code: ``job_uids[code]`` is the job's uid), ``priority`` (the task's),
-    ``request`` (``[rows, dimensions]``, the columns' dimensions) and ``tasks`` (the
+    ``request`` (``[dimensions, rows]``, the columns' dimensions) and ``tasks`` (the
     task uid, None for a free row). Read ``active`` for the rows in use.
     """
 
@@ -88,7 +88,7 @@ class VictimRows:
         self.node: IntArray = np.full(size, -1, dtype=np.int64)
         self.job: IntArray = np.zeros(size, dtype=np.int64)
         self.priority: IntArray = np.zeros(size, dtype=np.int64)
-        self.request: FloatArray = np.zeros((size, len(columns.dimensions)))
+        self.request: FloatArray = np.zeros((len(columns.dimensions), size))
         #: Per node (``[dimensions, nodes]``), the sum of its rows' requests.
         self.per_node: FloatArray = np.zeros((len(columns.dimensions), len(columns.nodes)))
         for i, node in enumerate(columns.nodes):
@@ -132,7 +132,7 @@ class VictimRows:
                 if at is not None:
                     values[at] = amount
                 # A name outside the columns: no preemptor asks for it (asking adds it).
-            self.request[row] = values
+            self.request[:, row] = values
             for at, amount in enumerate(values):
                 total[at] += amount
             rows.append(row)
@@ -149,7 +149,7 @@ class VictimRows:
             self.node = np.concatenate([self.node, np.full(row, -1, dtype=np.int64)])
             self.job = np.resize(self.job, grown)
             self.priority = np.resize(self.priority, grown)
-            self.request = np.concatenate([self.request, np.zeros_like(self.request)])
+            self.request = np.concatenate([self.request, np.zeros_like(self.request)], axis=1)
         self.tasks.append(None)
         return row
 

@@ -204,7 +204,7 @@ class DrfPlugin:
             allocated = rows.per_job(f"drf.allocated.{name}", functools.partial(
                 self._allocated, name=name))
             at = index.get(name)
-            request = rows.request[:, at] if at is not None else 0.0
+            request = rows.request[at] if at is not None else 0.0
             share = np.maximum(share, (allocated[rows.job] - request) / deserved)
         possible: BoolArray = known & (preemptor_share <= share + SHARE_DELTA + _BOUND_SLACK)
         return possible
