@@ -53,6 +53,60 @@ def test_skipping_hopeless_nodes_decides_as_the_reference(
     assert fast == reference
 
 
+@st.composite
+def busy_cluster(draw: st.DrawFn) -> dict[str, Any]:
+    """4-12 nodes filled by running gangs of low and mid priority (some at their
+    minimum), and waiting gangs of mid and high priority: the shape where earlier
+    preemptions leave nodes that later preemptors must not waste visits on."""
+    nodes = [{"name": f"n{i}", "allocatable": {"cpu": draw(st.integers(2, 6)), "pods": 20}}
+             for i in range(draw(st.integers(4, 12)))]
+    queues = [{"name": "q0", "weight": 1}, {"name": "q1", "weight": draw(st.integers(1, 3))}]
+    jobs: list[dict[str, Any]] = []
+    tasks: list[dict[str, Any]] = []
+    free = {n["name"]: n["allocatable"]["cpu"] for n in nodes}
+    for j in range(draw(st.integers(2, 8))):
+        size = draw(st.integers(1, 5))
+        jobs.append({"name": f"r{j}", "namespace": "c1",
+                     "queue": draw(st.sampled_from(["q0", "q1"])), "phase": "Running",
+                     "priorityClassName": draw(st.sampled_from(["low", "mid"])),
+                     "minMember": draw(st.integers(0, size))})
+        for t in range(size):
+            cpu = draw(st.integers(1, 2))
+            spot = [n for n in sorted(free) if free[n] >= cpu]
+            if not spot:
+                break
+            node = draw(st.sampled_from(spot))
+            free[node] -= cpu
+            task: dict[str, Any] = {"name": f"r{j}t{t}", "namespace": "c1", "job": f"r{j}",
+                                    "node": node, "phase": "Running", "requests": {"cpu": cpu},
+                                    "priority": draw(st.integers(1, 3))}
+            if draw(st.integers(0, 5)) == 0:
+                task["annotations"] = {"volcano.sh/preemptable": "false"}
+            tasks.append(task)
+    for j in range(draw(st.integers(1, 4))):
+        size = draw(st.integers(1, 4))
+        jobs.append({"name": f"w{j}", "namespace": "c1",
+                     "queue": draw(st.sampled_from(["q0", "q1"])), "phase": "Inqueue",
+                     "priorityClassName": draw(st.sampled_from(["mid", "high"])),
+                     "minMember": draw(st.integers(1, size))})
+        tasks.extend({"name": f"w{j}t{t}", "namespace": "c1", "job": f"w{j}",
+                      "requests": {"cpu": draw(st.integers(1, 3))},
+                      "priority": draw(st.integers(1, 3))} for t in range(size))
+    return {"version": 1, "name": "busy cluster",
+            "priorityClasses": [{"name": "low", "value": 1}, {"name": "mid", "value": 10},
+                                {"name": "high", "value": 100}],
+            "queues": queues, "nodes": nodes, "jobs": jobs, "tasks": tasks}
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=busy_cluster(), action=st.sampled_from([PREEMPT, RECLAIM]))
+def test_busy_clusters_decide_as_the_reference(
+    document: dict[str, Any], action: dict[str, Any]
+) -> None:
+    reference, fast = _both(document, action)
+    assert fast == reference
+
+
 FULL_NODES = """
 priorityClasses: [{name: low, value: 1}, {name: high, value: 100}]
 queues: [{name: q}]

@@ -57,10 +57,9 @@ from batchsched.actions.victims import (
     fits_on_node,
     in_victim_order,
     int_argument,
+    nodes_to_visit,
     pending_tasks,
-    score_nodes,
     validate_victims,
-    worth_visiting,
 )
 from batchsched.api.cluster import BudgetLedger
 from batchsched.api.job import JobInfo
@@ -132,7 +131,7 @@ class PreemptAction:
         args = arguments if arguments is not None else Arguments()
         self.topology_aware = args.get_bool("enableTopologyAwarePreemption", False)
         self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
-        #: During an execution, the nodes' eviction bound (see ``worth_visiting``).
+        #: During an execution, the nodes' eviction bound (see ``nodes_to_visit``).
         self._room: EvictionRoom | None = None
         self.min_candidate_nodes_percentage = int_argument(
             args, self.name, "minCandidateNodesPercentage", 10, minimum=0, maximum=100)
@@ -232,7 +231,7 @@ class PreemptAction:
 
     def _normal(self, attempt: _Attempt, stmt: Statement, nodes: list[NodeInfo]) -> bool:
         ssn, preemptor, queue = attempt.ssn, attempt.preemptor, attempt.queue
-        for node in worth_visiting(self._room, preemptor, score_nodes(ssn, preemptor, nodes)):
+        for node in nodes_to_visit(ssn, self._room, preemptor, nodes):
             candidates = candidates_on_node(ssn, preemptor, node, attempt.keep)
             victims = ssn.preemptable(preemptor, candidates)
             if not validate_victims(preemptor, node, victims):

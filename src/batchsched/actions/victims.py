@@ -31,10 +31,12 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.columnar.eviction_room import EvictionRoom
+from batchsched.columnar.node_columns import NodeColumns
 from batchsched.columnar.selector import (
     fast_path_enabled,
     vector_preempt_scan,
     vector_ranked_nodes,
+    vector_ranked_positions,
 )
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
@@ -54,6 +56,7 @@ __all__ = [
     "in_victim_order",
     "int_argument",
     "jobs_in_order",
+    "nodes_to_visit",
     "pending_tasks",
     "queues_and_starving_jobs",
     "score_nodes",
@@ -280,6 +283,22 @@ def worth_visiting(
     if hopeless is None or not hopeless.any():
         return nodes
     return [node for node, skip in zip(nodes, hopeless.tolist(), strict=True) if not skip]
+
+
+def nodes_to_visit(
+    ssn: Session, room: EvictionRoom | None, task: TaskInfo, nodes: Sequence[NodeInfo]
+) -> Iterable[NodeInfo]:
+    """``nodes`` in :func:`score_nodes` order, less those :func:`worth_visiting` drops,
+    produced one at a time (a preemptor usually takes the first: the rest is never
+    built)."""
+    if room is None or len(nodes) < 2:
+        return worth_visiting(room, task, score_nodes(ssn, task, nodes))
+    ranked = vector_ranked_positions(ssn, task, nodes)
+    if ranked is None:
+        return worth_visiting(room, task, score_nodes(ssn, task, nodes))
+    hopeless = room.hopeless_at(task, ranked)
+    every = NodeColumns.of(ssn).nodes
+    return (every[at] for at in ranked[~hopeless].tolist())
 
 
 def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:

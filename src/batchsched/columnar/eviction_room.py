@@ -71,10 +71,15 @@ class EvictionRoom:
         chose victims; None when the columns cannot tell (then every node must be
         visited)."""
         columns = NodeColumns.of(self.ssn)
-        columns.sync()
         positions = columns.positions_of(nodes)
         if positions is None:
             return None
+        return self.hopeless_at(task, positions)
+
+    def hopeless_at(self, task: TaskInfo, positions: IndexArray) -> BoolArray:
+        """:meth:`hopeless` for the nodes of the session's node columns ``positions``."""
+        columns = NodeColumns.of(self.ssn)
+        columns.sync()
         rows, request = columns.request(task.init_resreq)  # may add dimensions
         table = self._in_step(columns)
         possible = self._possible_victims(task, table)
@@ -124,6 +129,7 @@ class EvictionRoom:
             return None
         active = table.active
         width = len(table.columns.nodes)
+        node_of_row = np.where(active, table.node, 0)
         possible = np.zeros(len(active), dtype=np.bool_)
         for tier in tiers:
             offered = np.zeros(len(active), dtype=np.bool_)
@@ -142,7 +148,7 @@ class EvictionRoom:
                 silent |= ~has_some
             if unbounded:
                 offered = active.copy()
-            offered &= ~silent[np.where(active, table.node, 0)]
+            offered &= ~silent[node_of_row]
             possible |= offered
         return possible
 

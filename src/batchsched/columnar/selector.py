@@ -106,6 +106,7 @@ __all__ = [
     "vector_node_scores",
     "vector_preempt_scan",
     "vector_ranked_nodes",
+    "vector_ranked_positions",
 ]
 
 #: Set to ``0`` (or ``false``, ``off``, ``no``) to make allocate and backfill use the
@@ -169,6 +170,17 @@ def vector_ranked_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
     """``nodes`` by :func:`vector_node_scores`, highest first, equal scores in their
     order in ``nodes`` (a stable sort, as preempt's reference ranks them); None when
     the columns cannot score them."""
+    ranked = vector_ranked_positions(ssn, task, nodes)
+    if ranked is None:
+        return None
+    columns = NodeColumns.of(ssn)
+    every = columns.nodes
+    return columns.remember([every[at] for at in ranked.tolist()], ranked)
+
+
+def vector_ranked_positions(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
+                            ) -> IndexArray | None:
+    """The columns of :func:`vector_ranked_nodes`, without building the list."""
     if not fast_path_enabled():
         return None
     node_orders = vector_tiers(ssn, "node_order")
@@ -181,11 +193,8 @@ def vector_ranked_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
     scores, members = answer
     if bool(np.isnan(scores).any()):
         return None  # Python's sort and numpy's disagree on NaN: let the reference rank
-    order = np.argsort(-scores, kind="stable")
-    columns = NodeColumns.of(ssn)
-    every = columns.nodes
-    ranked_positions = members[order]
-    return columns.remember([every[at] for at in ranked_positions.tolist()], ranked_positions)
+    ranked: IndexArray = members[np.argsort(-scores, kind="stable")]
+    return ranked
 
 
 def _vector_scores(
