@@ -17,6 +17,7 @@ session): per label key, each node's value as an integer code.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,14 @@ class LabelCodes:
             else:
                 codes[i] = self.values.setdefault(value, len(self.values))
         self.codes: IntArray = codes
+
+    def among(self, codes: Sequence[int]) -> npt.NDArray[np.bool_]:
+        """Which nodes carry the label with one of the value ``codes`` (``np.isin``
+        without its sort: one look-up table read per node)."""
+        table = np.zeros(len(self.values) + 1, dtype=np.bool_)  # the last: absent (-1)
+        table[np.asarray(codes, dtype=np.int64)] = True
+        found: npt.NDArray[np.bool_] = table[self.codes]
+        return found
 
     def equal(self, value: str) -> npt.NDArray[np.bool_]:
         """Which nodes carry the label with exactly this value."""

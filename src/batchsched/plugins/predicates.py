@@ -702,9 +702,9 @@ class PredicatesPlugin:
             return mask
         pods_exist: BoolArray = np.ones(size, dtype=np.bool_)
         for term in required:
-            codes = kube.labels(term.topology_key).codes
-            mask &= codes >= 0  # the node must have the topology label
-            pods_exist &= np.isin(codes, self._domains(kube, counts.affinity, term.topology_key))
+            labels = kube.labels(term.topology_key)
+            mask &= labels.codes >= 0  # the node must have the topology label
+            pods_exist &= labels.among(self._domains(kube, counts.affinity, term.topology_key))
         # The first pod of a group with affinity to itself may go anywhere the
         # topology labels exist, provided no other pod matches yet.
         first_of_group = not +counts.affinity and all(
@@ -722,11 +722,11 @@ class PredicatesPlugin:
         for term in pod.required_anti_affinity:
             taken = self._domains(kube, counts.anti, term.topology_key)
             if taken:
-                mask &= ~np.isin(kube.labels(term.topology_key).codes, taken)
+                mask &= ~kube.labels(term.topology_key).among(taken)
         for key in dict.fromkeys(k for (k, _), n in counts.existing_anti.items() if n > 0):
             taken = self._domains(kube, counts.existing_anti, key)
             if taken:
-                mask &= ~np.isin(kube.labels(key).codes, taken)
+                mask &= ~kube.labels(key).among(taken)
         return mask
 
     def vector_preempt_predicate(
