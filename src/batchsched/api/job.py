@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from batchsched.api._copying import field_copier
 from batchsched.api.fit import FitErrors
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo, parse_bool
@@ -76,8 +77,16 @@ class PodGroup:
         return f"{self.namespace}/{self.name}"
 
     def clone(self) -> PodGroup:
-        # Spelled out rather than attrs.evolve (several times slower): every session
-        # clones the pod group of every job it sees. tests/api checks every field.
+        # Every session clones the pod group of every job it sees: a field-by-field
+        # copy for the class itself, its constructor spelled out for a subclass
+        # (attrs.evolve is several times slower). tests/api checks every field.
+        if type(self) is PodGroup:
+            twin: PodGroup = _copy_pod_group_fields(self)
+            twin.min_task_member = dict(self.min_task_member)
+            if self.min_resources is not None:
+                twin.min_resources = self.min_resources.clone()
+            twin.conditions = list(self.conditions)
+            return twin
         return type(self)(
             name=self.name,
             namespace=self.namespace,
@@ -95,6 +104,9 @@ class PodGroup:
             succeeded=self.succeeded,
             failed=self.failed,
         )
+
+
+_copy_pod_group_fields = field_copier(PodGroup)
 
 
 @attrs.define(eq=False, repr=False)

@@ -311,7 +311,11 @@ class Session:
             condition = PodGroupCondition(
                 condition.type, condition.status, condition.reason, condition.message, self.uid,
             )
-        kept = [c for c in job.podgroup.conditions if c.type != condition.type]
+        conditions = job.podgroup.conditions
+        if not conditions or (len(conditions) == 1 and conditions[0].type == condition.type):
+            job.podgroup.conditions = [condition]  # the usual case, without the scan
+            return
+        kept = [c for c in conditions if c.type != condition.type]
         job.podgroup.conditions = [*kept, condition]
 
     def record_event(self, obj: str, event_type: str, reason: str, message: str) -> None:
