@@ -152,13 +152,7 @@ def vector_node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
     has no vectorised variant or declines the task, or ``nodes`` are not session
     nodes in session order.
     """
-    if not fast_path_enabled():
-        return None
-    node_orders = vector_tiers(ssn, "node_order")
-    batch_orders = vector_tiers(ssn, "batch_node_order")
-    if node_orders is None or batch_orders is None:
-        return None
-    answer = _vector_scores(ssn, task, nodes, node_orders, batch_orders)
+    answer = _vector_scores(ssn, task, nodes)
     if answer is None:
         return None
     result: list[float] = answer[0].tolist()
@@ -181,13 +175,7 @@ def vector_ranked_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
 def vector_ranked_positions(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
                             ) -> IndexArray | None:
     """The columns of :func:`vector_ranked_nodes`, without building the list."""
-    if not fast_path_enabled():
-        return None
-    node_orders = vector_tiers(ssn, "node_order")
-    batch_orders = vector_tiers(ssn, "batch_node_order")
-    if node_orders is None or batch_orders is None:
-        return None
-    answer = _vector_scores(ssn, task, nodes, node_orders, batch_orders)
+    answer = _vector_scores(ssn, task, nodes)
     if answer is None:
         return None
     scores, members = answer
@@ -198,9 +186,15 @@ def vector_ranked_positions(ssn: Session, task: TaskInfo, nodes: Sequence[NodeIn
 
 
 def _vector_scores(
-    ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo], node_orders: VectorTiers,
-    batch_orders: VectorTiers,
+    ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
 ) -> tuple[FloatArray, IndexArray] | None:
+    """The scores of :func:`vector_node_scores` and the columns of ``nodes``."""
+    if not fast_path_enabled():
+        return None
+    node_orders = vector_tiers(ssn, "node_order")
+    batch_orders = vector_tiers(ssn, "batch_node_order")
+    if node_orders is None or batch_orders is None:
+        return None
     columns = NodeColumns.of(ssn)
     members = columns.positions_of(nodes)
     if members is None:
