@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from action_support import Outcome, run_document, run_parsed
 from hypothesis import HealthCheck, given, settings
@@ -164,3 +165,23 @@ def test_a_node_of_unpreemptable_tasks_is_hopeless_and_the_bound_follows_the_nod
     assert seen == [[True, False], [True, False], [True, True], [True, False]]
     assert [e.task for e in outcome.cache.evictions] == [_only_task(outcome.ssn, "low-b").uid]
     assert _only_task(outcome.ssn, "high").status is TaskStatus.PIPELINED
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=busy_cluster())
+def test_a_few_nodes_are_judged_as_among_all(document: dict[str, Any]) -> None:
+    """Asked about a few nodes, the room reads only their tasks' rows: the same
+    verdicts as when asked about every node."""
+    def check(ssn: Any) -> None:
+        room = EvictionRoom(ssn)
+        everywhere = np.arange(len(ssn.node_list), dtype=np.intp)
+        for job in ssn.jobs.values():
+            for task in job.tasks.values():
+                if task.status is not TaskStatus.PENDING:
+                    continue
+                whole = room.hopeless_at(task, everywhere).tolist()
+                alone = [bool(room.hopeless_at(task, everywhere[i:i + 1])[0])
+                         for i in range(len(everywhere))]
+                assert alone == whole
+
+    run_parsed({**document, "config": PREEMPT}, before_actions=check)

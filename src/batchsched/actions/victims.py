@@ -31,7 +31,7 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.columnar.eviction_room import EvictionRoom
-from batchsched.columnar.node_columns import NodeColumns
+from batchsched.columnar.node_columns import IndexArray, NodeColumns
 from batchsched.columnar.selector import (
     fast_path_enabled,
     vector_preempt_scan,
@@ -296,9 +296,24 @@ def nodes_to_visit(
     ranked = vector_ranked_positions(ssn, task, nodes)
     if ranked is None:
         return worth_visiting(room, task, score_nodes(ssn, task, nodes))
-    hopeless = room.hopeless_at(task, ranked)
-    every = NodeColumns.of(ssn).nodes
-    return (every[at] for at in ranked[~hopeless].tolist())
+    return _unless_hopeless(room, task, ranked, NodeColumns.of(ssn).nodes)
+
+
+def _unless_hopeless(
+    room: EvictionRoom, task: TaskInfo, ranked: IndexArray, every: Sequence[NodeInfo]
+) -> Iterator[NodeInfo]:
+    """The nodes at ``ranked`` that are not hopeless, asked a slice at a time (doubling
+    from 32): a preemptor usually takes one of the first, and the bound of a slice
+    costs only its nodes' tasks. Each slice is judged when reached, on the session
+    as it then is (a node visited in vain leaves it as it found it)."""
+    start, size = 0, 32
+    while start < len(ranked):
+        part = ranked[start:start + size]
+        hopeless = room.hopeless_at(task, part)
+        for at in part[~hopeless].tolist():
+            yield every[at]
+        start += size
+        size *= 2
 
 
 def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:

@@ -82,6 +82,8 @@ class EvictionRoom:
         columns.sync()
         rows, request = columns.request(task.init_resreq)  # may add dimensions
         table = self._in_step(columns)
+        if 4 * len(positions) < len(columns.nodes):
+            table = table.of_nodes(positions)  # a few nodes: their rows alone
         possible = self._possible_victims(task, table)
         room = columns.future_idle[rows][:, positions]
         every_row = table.per_node[rows][:, positions]

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["VictimBoundFn", "VictimRows", "add_preemptable_bound_fn", "preemptable_bounds"]
 
 IntArray = npt.NDArray[np.int64]
+IndexArray = npt.NDArray[np.intp]
 #: ``bound(preemptor, rows)``: True per row the plugin might return, or None.
 VictimBoundFn = Callable[["TaskInfo", "VictimRows"], "BoolArray | None"]
 
@@ -152,6 +153,28 @@ class VictimRows:
             self.request = np.concatenate([self.request, np.zeros_like(self.request)], axis=1)
         self.tasks.append(None)
         return row
+
+    def of_nodes(self, positions: IndexArray) -> VictimRows:
+        """The rows of the nodes at ``positions`` only, as a table of their own that
+        shares this one's job codes and kept per-job values (for bounds asked about
+        a few nodes; it is not kept in step, so read it at once)."""
+        picked = [row for i in positions.tolist() for row in self._rows_of_node.get(i, ())]
+        chosen = np.array(picked, dtype=np.int64)
+        part: VictimRows = object.__new__(VictimRows)
+        part.columns = self.columns
+        part.job_uids = self.job_uids
+        part._job_codes = self._job_codes
+        part._changed_jobs = self._changed_jobs
+        part._per_job = self._per_job
+        part._rows_of_node = {}
+        part._free = []
+        part.tasks = [self.tasks[row] for row in picked]
+        part.node = self.node[chosen]
+        part.job = self.job[chosen]
+        part.priority = self.priority[chosen]
+        part.request = self.request[:, chosen]
+        part.per_node = self.per_node
+        return part
 
     def job_changed(self, uid: str) -> None:
         """A task of the job moved (an allocate or deallocate event of the session):
