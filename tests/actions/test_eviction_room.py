@@ -152,7 +152,7 @@ def test_a_node_of_unpreemptable_tasks_is_hopeless_and_the_bound_follows_the_nod
             return [bool(flag) for flag in answer]
 
         seen.append(hopeless())
-        assert [n.name for n in worth_visiting(room, preemptor, nodes)] == ["open"]
+        assert [n.name for n in worth_visiting(ssn, room, preemptor, nodes)] == ["open"]
         stmt = Statement(ssn)
         stmt.evict(victim, "test")
         seen.append(hopeless())  # Releasing: its request is in the future idle now

@@ -130,7 +130,7 @@ class ReclaimAction:
             owner_queue = ssn.queues.get(owner.queue)
             return owner_queue is not None and owner_queue.reclaimable
 
-        for node in worth_visiting(room, task, predicates.feasible_nodes(task)):
+        for node in worth_visiting(ssn, room, task, predicates.feasible_nodes(task)):
             candidates = candidates_on_node(ssn, task, node, reclaimee)
             if not candidates:
                 continue

@@ -271,31 +271,32 @@ def eviction_room(ssn: Session, point: str) -> EvictionRoom | None:
 
 
 def worth_visiting(
-    room: EvictionRoom | None, task: TaskInfo, nodes: Sequence[NodeInfo]
-) -> Sequence[NodeInfo]:
-    """``nodes`` (in their order) without those where evicting every placed task
-    could still not make room for ``task``: there :func:`validate_victims` fails
-    whatever victims the plugins choose, so visiting them decides nothing
-    (:mod:`batchsched.columnar.eviction_room`)."""
+    ssn: Session, room: EvictionRoom | None, task: TaskInfo, nodes: Sequence[NodeInfo]
+) -> Iterable[NodeInfo]:
+    """``nodes`` (in their order) without those where no victims the plugins could
+    choose make room for ``task``: there :func:`validate_victims` fails whatever
+    they choose, so visiting them decides nothing
+    (:mod:`batchsched.columnar.eviction_room`). Produced one at a time."""
     if room is None or not nodes:
         return nodes
-    hopeless = room.hopeless(task, nodes)
-    if hopeless is None or not hopeless.any():
+    columns = NodeColumns.of(ssn)
+    positions = columns.positions_of(nodes)
+    if positions is None:
         return nodes
-    return [node for node, skip in zip(nodes, hopeless.tolist(), strict=True) if not skip]
+    return _unless_hopeless(room, task, positions, columns.nodes)
 
 
 def nodes_to_visit(
     ssn: Session, room: EvictionRoom | None, task: TaskInfo, nodes: Sequence[NodeInfo]
 ) -> Iterable[NodeInfo]:
     """``nodes`` in :func:`score_nodes` order, less those :func:`worth_visiting` drops,
-    produced one at a time (a preemptor usually takes the first: the rest is never
-    built)."""
+    produced one at a time (a preemptor usually takes one of the first: the rest is
+    never judged)."""
     if room is None or len(nodes) < 2:
-        return worth_visiting(room, task, score_nodes(ssn, task, nodes))
+        return worth_visiting(ssn, room, task, score_nodes(ssn, task, nodes))
     ranked = vector_ranked_positions(ssn, task, nodes)
     if ranked is None:
-        return worth_visiting(room, task, score_nodes(ssn, task, nodes))
+        return worth_visiting(ssn, room, task, score_nodes(ssn, task, nodes))
     return _unless_hopeless(room, task, ranked, NodeColumns.of(ssn).nodes)
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from batchsched.api.resource import MIN_RESOURCE
 from batchsched.columnar.node_columns import BoolArray, FloatArray, IndexArray, NodeColumns
-from batchsched.columnar.victim_rows import VictimRows, preemptable_bounds
+from batchsched.columnar.victim_rows import VictimBoundFn, VictimRows, preemptable_bounds
 from batchsched.framework.events import Event, EventHandler
 
 if TYPE_CHECKING:
@@ -82,9 +82,10 @@ class EvictionRoom:
         columns.sync()
         rows, request = columns.request(task.init_resreq)  # may add dimensions
         table = self._in_step(columns)
-        if 4 * len(positions) < len(columns.nodes):
+        tiers = self._bounded_tiers()
+        if tiers is not None and 4 * len(positions) < len(columns.nodes):
             table = table.of_nodes(positions)  # a few nodes: their rows alone
-        possible = self._possible_victims(task, table)
+        possible = None if tiers is None else self._possible_victims(task, table, tiers)
         room = columns.future_idle[rows][:, positions]
         every_row = table.per_node[rows][:, positions]
         if possible is None:  # every row
@@ -123,12 +124,22 @@ class EvictionRoom:
         freed: FloatArray = np.maximum(every_row - sums, 0.0)
         return freed
 
-    def _possible_victims(self, task: TaskInfo, table: VictimRows) -> BoolArray | None:
-        """The rows some tier could return as victims for ``task`` (None: every row)."""
+    def _bounded_tiers(self) -> list[list[tuple[str, VictimBoundFn | None]]] | None:
+        """The tiers of the point with each plugin's victim bound (None for a plugin
+        without one); None when no plugin of any tier has one (every row is then a
+        possible victim)."""
         bounds = preemptable_bounds(self.ssn) if self.point == "preemptable" else {}
-        tiers = [tier for tier in self.ssn.tiers_for(self.point) if tier]
-        if tiers and not any(name in bounds for tier in tiers for name, _ in tier):
+        tiers = [[(name, bounds.get(name)) for name, _ in tier]
+                 for tier in self.ssn.tiers_for(self.point) if tier]
+        if tiers and not any(bound is not None for tier in tiers for _, bound in tier):
             return None
+        return tiers
+
+    def _possible_victims(
+        self, task: TaskInfo, table: VictimRows,
+        tiers: list[list[tuple[str, VictimBoundFn | None]]],
+    ) -> BoolArray:
+        """The rows some tier could return as victims for ``task``."""
         active = table.active
         width = len(table.columns.nodes)
         node_of_row = np.where(active, table.node, 0)
@@ -137,8 +148,7 @@ class EvictionRoom:
             offered = np.zeros(len(active), dtype=np.bool_)
             unbounded = False
             silent = np.zeros(width, dtype=np.bool_)  # nodes where the tier offers nothing
-            for name, _ in tier:
-                bound = bounds.get(name)
+            for _, bound in tier:
                 mask = bound(task, table) if bound is not None else None
                 if mask is None:
                     unbounded = True
