@@ -118,6 +118,15 @@ def test_a_raising_plugin_is_named() -> None:
         ssn.job_ready(job("x"))
 
 
+def test_a_raising_job_valid_plugin_is_named_after_the_ones_that_passed() -> None:
+    def boom(*args: Any) -> Any:
+        raise KeyError("minMember")
+    ssn = session([[("fine", lambda s, n: s.add_job_valid_fn(n, lambda j: None))],
+                   [("fragile", lambda s, n: s.add_job_valid_fn(n, boom))]])
+    with pytest.raises(PluginError, match="plugin 'fragile' raised in job_valid: KeyError"):
+        ssn.job_valid(job("x"))
+
+
 def test_plugins_not_named_in_the_configuration_are_not_built() -> None:
     built: list[str] = []
     registry = Registry(autoload=False)

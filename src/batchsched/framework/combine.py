@@ -137,13 +137,19 @@ def first_failure(point: str, tiers: Bound, *args: Any) -> FitError | None:
 
 
 def first_invalid(point: str, tiers: Bound, *args: Any) -> Any:
-    """Job valid: the first result that did not pass, else None."""
-    with Blame(point) as blame:
+    """Job valid: the first result that did not pass, else None (asked for every job
+    of every session: it blames with try/except, as the rules above)."""
+    plugin = "<unknown>"
+    try:
         for tier in tiers:
-            for blame.plugin, fn in tier:
+            for plugin, fn in tier:  # noqa: B007 (named in the error)
                 result = fn(*args)
                 if result is not None and not result.passed:
                     return result
+    except BatchSchedError:
+        raise
+    except Exception as exc:
+        raise plugin_failed(point, plugin, exc) from exc
     return None
 
 
