@@ -109,6 +109,16 @@ def test_clone_is_deep() -> None:
     twin.check_invariants()
 
 
+def test_a_copy_keeps_no_memo_of_its_original() -> None:
+    """Answers kept with a job object (plugins check them against ``mutations``) do
+    not travel to its copies, whose state may move apart."""
+    job = job_with([(S.PENDING, "", False)], 1)
+    job.memo["plugin.answer"] = (job.mutations, "kept")
+    twin = job.clone()
+    assert twin.memo == {}
+    assert job.memo == {"plugin.answer": (job.mutations, "kept")}
+
+
 def test_sla_waiting_time_falls_back_past_an_invalid_annotation() -> None:
     pg = PodGroup("pg", "ns", annotations={"volcano.sh/sla-waiting-time": "soon",
                                            "sla-waiting-time": "1h2m3s"})

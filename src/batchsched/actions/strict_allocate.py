@@ -24,7 +24,6 @@ Arguments (``configurations: - name: strict-allocate``):
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -178,19 +177,17 @@ def gang_may_fit(job: JobInfo, free: Resource) -> bool:
 def pending_request(job: JobInfo) -> Resource:
     """What the job's pending tasks ask for, in total (do not change the result: it is
     kept until the job's tasks change)."""
-    kept = _pending_requests.get(job)
+    kept = job.memo.get(_PENDING_KEY)
     if kept is not None and kept[0] == job.mutations:
-        return kept[1]
+        need: Resource = kept[1]
+        return need
     need = Resource()
     for task in job.tasks_in(TaskStatus.PENDING).values():
         need.add(task.resreq)
-    _pending_requests[job] = (job.mutations, need)
+    job.memo[_PENDING_KEY] = (job.mutations, need)
     return need
 
 
 _FREE_KEY = "strict-allocate.cluster-free"
-#: Each job's last pending request, kept while the job lives (job mutation counters
-#: name its state). Weak keys: a finished session's jobs are not held.
-_pending_requests: weakref.WeakKeyDictionary[JobInfo, tuple[int, Resource]] = (
-    weakref.WeakKeyDictionary()
-)
+#: Each job's last pending request, kept in its memo with its mutation count.
+_PENDING_KEY = "strict-allocate.pending-request"

@@ -150,6 +150,11 @@ class JobInfo:
     _pending_best_effort: int = attrs.field(init=False, default=0)
     # Tasks in a ready status (gang's job order asks for it at every heap comparison).
     _ready: int = attrs.field(init=False, default=0)
+    #: Answers worked out from this object and kept with it (by plugins and actions,
+    #: under a key of their own), each stored with what it depends on, such as
+    #: ``mutations``, and checked before use. A copy starts empty; snapshots that hand
+    #: out the same object for an unchanged job keep them from session to session.
+    memo: dict[str, Any] = attrs.field(init=False, factory=dict)
 
     @classmethod
     def from_podgroup(

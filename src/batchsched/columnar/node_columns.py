@@ -92,11 +92,10 @@ class Candidates:
         return len(self.indices)
 
 
-#: Each job's resource names, kept while its tasks do not change (a job's mutation
-#: count names its state; an unchanged job is the same object session after session).
-_job_names: weakref.WeakKeyDictionary[JobInfo, tuple[int, frozenset[str]]] = (
-    weakref.WeakKeyDictionary()
-)
+#: Each job's resource names, kept in its memo while its tasks do not change (a job's
+#: mutation count names its state; an unchanged job is the same object session after
+#: session).
+_NAMES_KEY = "node-columns.resource-names"
 #: Per cache whose sessions reuse node objects (``Session.reuses_objects``), the last
 #: mirror built, which the next session carries over (:meth:`NodeColumns.carry_over`).
 _carried: weakref.WeakKeyDictionary[Any, NodeColumns] = weakref.WeakKeyDictionary()
@@ -104,15 +103,16 @@ _carried: weakref.WeakKeyDictionary[Any, NodeColumns] = weakref.WeakKeyDictionar
 
 def _resource_names(job: JobInfo) -> frozenset[str]:
     """The scalar resource names the job's tasks ask for (requests and init requests)."""
-    kept = _job_names.get(job)
+    kept = job.memo.get(_NAMES_KEY)
     if kept is not None and kept[0] == job.mutations:
-        return kept[1]
+        names_kept: frozenset[str] = kept[1]
+        return names_kept
     names: set[str] = set()
     for task in job.tasks.values():
         names.update(task.init_resreq.scalars)
         names.update(task.resreq.scalars)
     frozen = frozenset(names)
-    _job_names[job] = (job.mutations, frozen)
+    job.memo[_NAMES_KEY] = (job.mutations, frozen)
     return frozen
 
 

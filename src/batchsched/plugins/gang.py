@@ -29,7 +29,6 @@ It takes no arguments.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -282,33 +281,30 @@ def unschedulable_message(job: JobInfo) -> str:
 
 # Every session asks both questions below of every waiting job, and a job that has not
 # changed (its mutation count names its tasks and their states) gets the same answers:
-# they are kept per job object while it lives (snapshots hand out the same object for
-# a job that did not change, see MemoryCache).
-_valid_answers: weakref.WeakKeyDictionary[
-    JobInfo, tuple[int, int, ValidateResult | None]
-] = weakref.WeakKeyDictionary()
-_messages: weakref.WeakKeyDictionary[JobInfo, tuple[int, int, str]] = (
-    weakref.WeakKeyDictionary()
-)
+# they are kept in the job object's memo (snapshots hand out the same object for a job
+# that did not change, see MemoryCache).
+_VALID_KEY = "gang.job-valid"
+_MESSAGE_KEY = "gang.unschedulable-message"
 _T = TypeVar("_T")
 
 
-def _kept(table: weakref.WeakKeyDictionary[JobInfo, tuple[int, int, _T]], job: JobInfo,
-          compute: Callable[[JobInfo], _T]) -> _T:
-    """``compute(job)``, kept in ``table`` until the job's tasks or minimum change."""
-    kept = table.get(job)
+def _kept(key: str, job: JobInfo, compute: Callable[[JobInfo], _T]) -> _T:
+    """``compute(job)``, kept in the job's memo until its tasks or minimum change."""
+    memo = job.memo
+    kept = memo.get(key)
     if kept is not None and kept[0] == job.mutations and kept[1] == job.min_available:
-        return kept[2]
+        answer: _T = kept[2]
+        return answer
     answer = compute(job)
-    table[job] = (job.mutations, job.min_available, answer)
+    memo[key] = (job.mutations, job.min_available, answer)
     return answer
 
 
 def _job_valid_kept(job: JobInfo) -> ValidateResult | None:
-    return _kept(_valid_answers, job, job_valid)
+    return _kept(_VALID_KEY, job, job_valid)
 
 
 def _unschedulable_message_kept(job: JobInfo) -> str:
     if job.nodes_fit_errors or job.job_fit_errors:
         return unschedulable_message(job)  # this session's reasons: not kept
-    return _kept(_messages, job, unschedulable_message)
+    return _kept(_MESSAGE_KEY, job, unschedulable_message)
