@@ -99,9 +99,11 @@ class _AllocateRun:
     def _build(self) -> None:
         ssn = self.ssn
         enqueue_configured = "enqueue" in ssn.configuration.actions
-        new_job_queue = ssn.job_queue
-        queues, jobs_by_queue = ssn.queues, self.jobs_by_queue
+        queues = ssn.queues
         pending = TaskStatus.PENDING
+        # Each queue's jobs, in the order found: queued at once below (the same order
+        # as pushing them one by one, for less).
+        found: dict[str, list[JobInfo]] = {}
         for job in ssn.jobs.values():
             if job.is_pending():
                 if enqueue_configured:
@@ -114,14 +116,19 @@ class _AllocateRun:
             queue = queues.get(job.queue)
             if queue is None:
                 continue
-            if all(task.resreq.is_empty() for task in job.tasks_in(pending).values()):
+            for task in job.tasks_in(pending).values():
+                if not task.resreq.is_empty():
+                    break
+            else:
                 continue  # nothing to place here: best-effort tasks are backfill's business
-            jobs = jobs_by_queue.get(job.queue)
+            jobs = found.get(job.queue)
             if jobs is None:
-                jobs = jobs_by_queue[job.queue] = new_job_queue()
+                jobs = found[job.queue] = []
                 self.queues.push(queue)
-            jobs.push(job)
+            jobs.append(job)
             self.considered.append(job)
+        for name, jobs in found.items():
+            self.jobs_by_queue[name] = ssn.job_queue(jobs)
 
     @property
     def selector(self) -> NodeSelector:

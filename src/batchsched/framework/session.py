@@ -406,8 +406,9 @@ class Session:
                 keys.append((plugin, kept[0]))
         return keys
 
-    def job_queue(self) -> PriorityQueue[JobInfo]:
-        """An empty priority queue in job order (:meth:`job_order_total`): keyed when
+    def job_queue(self, jobs: Iterable[JobInfo] = ()) -> PriorityQueue[JobInfo]:
+        """A priority queue in job order (:meth:`job_order_total`) holding ``jobs``
+        (none by default; pushed in the order given): keyed when
         :meth:`job_order_key` allows it, else by comparison.
 
         Keys are worked out at push, so it suits actions in which a queued job does
@@ -416,8 +417,11 @@ class Session:
         """
         key = self.job_order_key()
         if key is not None:
-            return PriorityQueue.by_key(key)
-        return PriorityQueue.by_comparison(self.job_order_total)
+            return PriorityQueue.by_key(key, jobs)
+        queue = PriorityQueue.by_comparison(self.job_order_total)
+        for job in jobs:
+            queue.push(job)
+        return queue
 
     def sorted_jobs(self, jobs: Iterable[JobInfo]) -> list[JobInfo]:
         """``jobs`` in job order (:meth:`job_order_total`), by key when possible."""
