@@ -92,3 +92,16 @@ def test_a_preemption_nominates_through_the_cache_and_the_next_session_keeps_it(
     scheduler.run_once()
     assert [bind.task for bind in cache.binds] == ["default/p"]
     assert cache.jobs["default/pj"].tasks["default/p"].nominated_node == ""
+
+
+def test_a_host_nomination_reaches_the_next_incremental_snapshot() -> None:
+    """A nomination the host records between sessions moves no task status; a cache
+    that hands out unchanged jobs again (incremental snapshots) must still show it."""
+    cache = parse_scenario(two_queues(None), source="<test>").build_cache()
+    assert isinstance(cache, MemoryCache)
+    cache.incremental_snapshots = True
+    before = cache.snapshot().jobs["default/pj"]
+    assert before.tasks["default/p"].nominated_node == ""
+    cache.nominate(cache.jobs["default/pj"].tasks["default/p"], "n1")
+    after = cache.snapshot().jobs["default/pj"]
+    assert after.tasks["default/p"].nominated_node == "n1"

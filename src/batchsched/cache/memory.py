@@ -390,6 +390,9 @@ class MemoryCache:
         job = self.jobs.get(task.job)
         if job is not None and task.uid in job.tasks:
             job.tasks[task.uid].nominated_node = node_name
+            # Not a status move (the job's mutation count stays): the copy a session
+            # was handed must not be handed out again.
+            self._job_twins.pop(job.uid, None)
 
     @_locked
     def unbind(self, task: TaskInfo, reason: str) -> bool:

@@ -101,10 +101,12 @@ class Session:
             self.total_resource.add(node.allocatable)
         #: Pending tasks nominated to a node of the session, by node name.
         self.nominees: dict[str, list[TaskInfo]] = {}
-        for job in self.jobs.values():
-            for task in job.tasks.values():
-                if task.nominated_node and task.nominated_node in self.nodes:
-                    self.nominees.setdefault(task.nominated_node, []).append(task)
+        # One pass over every task, in a comprehension: it runs at every session open.
+        nominated = [task for job in self.jobs.values() for task in job.tasks.values()
+                     if task.nominated_node]
+        for task in nominated:
+            if task.nominated_node in self.nodes:
+                self.nominees.setdefault(task.nominated_node, []).append(task)
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self.events: list[RecordedEvent] = []
