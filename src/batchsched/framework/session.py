@@ -99,14 +99,6 @@ class Session:
         self.total_resource = Resource()
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
-        #: Pending tasks nominated to a node of the session, by node name.
-        self.nominees: dict[str, list[TaskInfo]] = {}
-        # One pass over every task, in a comprehension: it runs at every session open.
-        nominated = [task for job in self.jobs.values() for task in job.tasks.values()
-                     if task.nominated_node]
-        for task in nominated:
-            if task.nominated_node in self.nodes:
-                self.nominees.setdefault(task.nominated_node, []).append(task)
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self.events: list[RecordedEvent] = []
@@ -117,6 +109,11 @@ class Session:
         #: session unchanged (``MemoryCache(incremental_snapshots=True)``, the
         #: simulator's): answers a plugin keeps per object then serve later sessions.
         self.reuses_objects: bool = bool(getattr(cache, "incremental_snapshots", False))
+        #: Pending tasks nominated to a node of the session, by node name.
+        self.nominees: dict[str, list[TaskInfo]] = {}
+        for task in self._nominated_tasks():
+            if task.nominated_node in self.nodes:
+                self.nominees.setdefault(task.nominated_node, []).append(task)
         #: Keeps what plugins answer, for explanations (see batchsched.framework.recording).
         self.recorder: Recorder | None = None
         #: Times plugins and actions (see batchsched.metrics).
@@ -147,6 +144,24 @@ class Session:
             }
         self._closed = False
         self._opened = False
+
+    def _nominated_tasks(self) -> list[TaskInfo]:
+        """The tasks with a nominated node, job by job. A cache that hands out the same
+        job object again (``reuses_objects``) sets nominations only on its own copies
+        and hands out a fresh copy after one, so the answer is kept with the object
+        while its tasks do not move; otherwise every task is read (one pass)."""
+        if not self.reuses_objects:
+            return [task for job in self.jobs.values() for task in job.tasks.values()
+                    if task.nominated_node]
+        nominated: list[TaskInfo] = []
+        for job in self.jobs.values():
+            kept = job.memo.get(_NOMINATED_KEY)
+            if kept is None or kept[0] != job.mutations:
+                kept = (job.mutations,
+                        [task for task in job.tasks.values() if task.nominated_node])
+                job.memo[_NOMINATED_KEY] = kept
+            nominated.extend(kept[1])
+        return nominated
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -1114,6 +1129,10 @@ def _sort_key(
             raise
 
     return sort_key
+
+
+#: The job memo key of :meth:`Session._nominated_tasks`.
+_NOMINATED_KEY = "session.nominated-tasks"
 
 
 def _job_tail(job: JobInfo) -> tuple[float, str]:
