@@ -105,3 +105,26 @@ def test_a_host_nomination_reaches_the_next_incremental_snapshot() -> None:
     cache.nominate(cache.jobs["default/pj"].tasks["default/p"], "n1")
     after = cache.snapshot().jobs["default/pj"]
     assert after.tasks["default/p"].nominated_node == "n1"
+
+
+def test_sessions_on_reused_objects_see_each_nomination_and_its_end() -> None:
+    """With incremental snapshots a session keeps the nominated tasks with the job
+    object; a nomination, and the bind that ends it, still show in the next one."""
+    from batchsched.framework.session import Session
+
+    scenario = parse_scenario(two_queues(None), source="<test>")
+    cache = scenario.build_cache()
+    assert isinstance(cache, MemoryCache)
+    cache.incremental_snapshots = True
+
+    def nominees() -> dict[str, list[str]]:
+        ssn = Session.open(cache, scenario.configuration)
+        ssn.close()
+        return {node: [t.uid for t in tasks] for node, tasks in ssn.nominees.items()}
+
+    assert nominees() == {}
+    cache.nominate(cache.jobs["default/pj"].tasks["default/p"], "n1")
+    assert nominees() == {"n1": ["default/p"]}
+    assert nominees() == {"n1": ["default/p"]}  # the same objects, handed out again
+    cache.bind(cache.jobs["default/pj"].tasks["default/p"], "n1")
+    assert nominees() == {}
