@@ -99,8 +99,25 @@ def busy_cluster(draw: st.DrawFn) -> dict[str, Any]:
             "queues": queues, "nodes": nodes, "jobs": jobs, "tasks": tasks}
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(document=busy_cluster(), action=st.sampled_from([PREEMPT, RECLAIM]))
+def _preempt_with(*tiers: list[str]) -> dict[str, Any]:
+    return {"actions": "preempt",
+            "tiers": [{"plugins": [{"name": name} for name in tier]} for tier in tiers]}
+
+
+#: Tier layouts where the victim bounds combine differently: a bounded plugin alone
+#: in a tier, bounded and unbounded plugins together, a tier with no bound at all.
+LAYOUTS = [
+    PREEMPT, RECLAIM,
+    _preempt_with(["priority"], ["drf"]),
+    _preempt_with(["gang", "drf"]),
+    _preempt_with(["drf", "conformance"], ["priority", "gang"]),
+    _preempt_with(["conformance"]),
+    _preempt_with(["drf"], ["gang"], ["priority"]),
+]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=busy_cluster(), action=st.sampled_from(LAYOUTS))
 def test_busy_clusters_decide_as_the_reference(
     document: dict[str, Any], action: dict[str, Any]
 ) -> None:
