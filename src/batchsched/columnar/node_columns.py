@@ -399,6 +399,17 @@ class NodeColumns:
             return None
         return positions
 
+    def named(self, names: Iterable[str]) -> BoolArray:
+        """Per column, whether its node's name is among ``names`` (unknown names are
+        ignored)."""
+        index = self.index
+        mask = np.zeros(len(self.nodes), dtype=np.bool_)
+        for name in names:
+            at = index.get(name)
+            if at is not None:
+                mask[at] = True
+        return mask
+
     def remember(self, nodes: list[NodeInfo], positions: IndexArray) -> list[NodeInfo]:
         """Note that ``nodes`` (a list this mirror's user made and will not change) are
         the columns ``positions``, for the next :meth:`positions_of`; returns ``nodes``."""

@@ -230,13 +230,7 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
     if positions is None:
         return None
     if exclude:
-        index = columns.index
-        kept = np.ones(len(columns.nodes), dtype=np.bool_)
-        for name in exclude:
-            at = index.get(name)
-            if at is not None:
-                kept[at] = False
-        positions = positions[kept[positions]]
+        positions = positions[~columns.named(exclude)[positions]]
     if not len(positions):
         return []
     try:
@@ -249,13 +243,7 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
     group = f"{task.job}/{task.role}"
     cached = scan.error_cache.get(group) if use_cache else None
     if cached:
-        index = columns.index
-        blocked = np.zeros(len(columns.nodes), dtype=np.bool_)
-        for name in cached:
-            at = index.get(name)
-            if at is not None:
-                blocked[at] = True
-        ok &= ~blocked[positions]
+        ok &= ~columns.named(cached)[positions]
     hits = np.flatnonzero(ok)
     wanted = scan.nodes_to_find.count(len(positions))
     examined = len(positions) if len(hits) < wanted else int(hits[wanted - 1]) + 1
