@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace, out: TextIO, *, process_ends: bool = False) -
 def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     from batchsched.conf import load_configuration
     from batchsched.scenario import run_scenario
-    from batchsched.scenario.json_output import dumps_decisions
+    from batchsched.scenario.json_output import write_decisions
     from batchsched.scenario.kubectl import load_scenario_or_dump
 
     scenario = load_scenario_or_dump(args.scenario)
@@ -181,9 +181,9 @@ def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     decisions = run_scenario(scenario, scores=args.scores or None, configuration=configuration,
                              consume=True)
     if args.output == "json":
-        # json.dumps(..., indent=1) to the byte, in one write (json.dump would write
-        # each of the many pieces separately).
-        out.write(dumps_decisions(decisions.to_json()))
+        # json.dumps(..., indent=1) to the byte, in a few large writes (json.dump would
+        # write each of the many small pieces separately).
+        write_decisions(decisions.to_json(), out)
         out.write("\n")
     else:
         out.write(_text(scenario.name, decisions.to_json()))

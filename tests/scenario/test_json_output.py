@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import io
 import json
 import math
 from pathlib import Path
@@ -15,13 +16,19 @@ from hypothesis import strategies as st
 from batchsched.cli import main
 from batchsched.framework.registry import Registry
 from batchsched.scenario import json_output, load_scenario, run_scenario, scenario_files
-from batchsched.scenario.json_output import dumps_decisions
+from batchsched.scenario.json_output import decision_pieces, dumps_decisions
 
 CONFORMANCE = Path(__file__).parent.parent / "conformance"
 
 
 def same_as_json(obj: Any) -> None:
-    assert dumps_decisions(obj) == json.dumps(obj, indent=1)
+    expected = json.dumps(obj, indent=1)
+    assert dumps_decisions(obj) == expected
+    # The CLI writes the text in pieces of a few thousand members; two here, so that
+    # small objects are cut too.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(json_output, "_PIECE_MEMBERS", 2)
+        assert "".join(decision_pieces(obj)) == expected
 
 
 # -- decision-shaped objects ---------------------------------------------------------------------
@@ -150,6 +157,12 @@ def test_errors_are_json_errors() -> None:
         dumps_decisions(looped)
     with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
         dumps_decisions({"binds": {"t": {"n"}}})
+    # In pieces, a bad value in a late piece still fails before anything is written.
+    out = io.StringIO()
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        json_output.write_decisions({"binds": {f"t{i}": "n" for i in range(10_000)},
+                                     "evicted": [{"n"}]}, out)
+    assert out.getvalue() == ""
 
 
 # -- real decisions --------------------------------------------------------------------------------
@@ -178,3 +191,13 @@ def test_cli_writes_json_dumps_text(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out == json.dumps(json.loads(out), indent=1) + "\n"
     assert json.loads(out)["binds"]
+
+
+def test_large_sections_in_pieces() -> None:
+    obj = {"binds": {f"ns/t{i}": f"n{i % 7}" for i in range(10_000)},
+           "events": [{"object": f"ns/t{i}", "message": "x"} for i in range(9_000)],
+           "evicted": []}
+    out = io.StringIO()
+    json_output.write_decisions(obj, out)
+    assert out.getvalue() == json.dumps(obj, indent=1)
+    assert len(decision_pieces(obj)) > 6  # cut, not written whole

@@ -15,10 +15,11 @@ the text, or the error, is always the json module's own.
 from __future__ import annotations
 
 import json
+from itertools import islice
 from json.encoder import encode_basestring_ascii
-from typing import Any
+from typing import Any, TextIO
 
-__all__ = ["dumps_decisions"]
+__all__ = ["decision_pieces", "dumps_decisions", "write_decisions"]
 
 _INFINITY = float("inf")
 
@@ -38,12 +39,64 @@ class _OtherShapeError(Exception):
     """A value this writer does not encode itself."""
 
 
+#: Members of a large section encoded and joined at a time: the text of 100,000 pod
+#: groups is then held once, in pieces, instead of as member strings, the joined
+#: section and the joined whole at the same moment.
+_PIECE_MEMBERS = 4096
+
+
 def dumps_decisions(obj: Any) -> str:
     """``json.dumps(obj, indent=1)``, byte for byte (the CLI's ``--output json``)."""
     try:
         return _value(obj, 0)
     except _OtherShapeError:
         return json.dumps(obj, indent=1)
+
+
+def decision_pieces(obj: Any) -> list[str]:
+    """:func:`dumps_decisions`'s text cut in pieces (their concatenation is that text).
+
+    Every piece is encoded before any is returned, so a value of another shape still
+    gets the json module's own text, or error, whole.
+    """
+    if type(obj) is not dict or not obj:
+        return [dumps_decisions(obj)]
+    try:
+        pieces = ["{", _LINE_STARTS[1]]
+        for i, (key, value) in enumerate(obj.items()):
+            if i:
+                pieces.append(_MEMBER_SEPARATORS[1])
+            pieces.append(f"{_key(key)}: ")
+            _section_pieces(value, pieces)
+        pieces.append(_LINE_STARTS[0] + "}")
+    except _OtherShapeError:
+        return [json.dumps(obj, indent=1)]
+    return pieces
+
+
+def write_decisions(obj: Any, out: TextIO) -> None:
+    """Write :func:`dumps_decisions`'s text to ``out`` without ever holding it whole."""
+    for piece in decision_pieces(obj):
+        out.write(piece)
+
+
+def _section_pieces(value: Any, pieces: list[str]) -> None:
+    """A top-level section's text (depth 1), appended in pieces of at most
+    ``_PIECE_MEMBERS`` members."""
+    kind = type(value)
+    if (kind is not dict and kind is not list) or len(value) <= _PIECE_MEMBERS:
+        pieces.append(_value(value, 1))
+        return
+    pieces.append(("{" if kind is dict else "[") + _LINE_STARTS[2])
+    items = iter(value.items()) if kind is dict else iter(value)
+    for start in range(0, len(value), _PIECE_MEMBERS):
+        chunk = list(islice(items, _PIECE_MEMBERS))
+        if start:
+            pieces.append(_MEMBER_SEPARATORS[2])
+        encoded = (_dict_members(dict(chunk), 1) if kind is dict
+                   else _list_members(chunk, 1))
+        pieces.append(_MEMBER_SEPARATORS[2].join(encoded))
+    pieces.append(_LINE_STARTS[1] + ("}" if kind is dict else "]"))
 
 
 def _value(value: Any, depth: int) -> str:
