@@ -33,7 +33,7 @@ nodes:
 jobs:
   - {name: pg1, namespace: c1, queue: q1, minMember: 1}
   - {name: pg2, namespace: c1, queue: q1, phase: Inqueue, priorityClassName: never}
-  - {name: pg3, queue: q1}
+  - {name: pg3, queue: q1, minResources: {cpu: 1, memory: 1Gi}}
 tasks:
   - {name: p1, namespace: c1, job: pg1, requests: {cpu: 1, memory: 1Gi}}
   - {name: p2, namespace: c1, job: pg2, role: worker, priorityClassName: low,
@@ -127,6 +127,16 @@ EDITS: dict[str, Edit] = {
     "job unknown key": _set("jobs", 0, "minMembr", 1),
     "job minTaskMember": _set("jobs", 0, "minTaskMember", {"worker": 1}),
     "job annotations": _set("jobs", 0, "annotations", {"sla-waiting-time": "bad"}),
+    "job minResources": _set("jobs", 0, "minResources", {"cpu": 4, "memory": "16Gi"}),
+    "job minResources shared": lambda doc: [job.__setitem__("minResources", {"cpu": 2})
+                                            for job in doc["jobs"]],
+    "job minResources None": _set("jobs", 0, "minResources", None),
+    "job minResources empty": _set("jobs", 0, "minResources", {}),
+    "job minResources bad": _set("jobs", 0, "minResources", {"cpu": "1Qi"}),
+    "job minResources bool": _set("jobs", 0, "minResources", {"cpu": True}),
+    "job minResources negative": _set("jobs", 1, "minResources", {"memory": -1}),
+    "job minResources list": _set("jobs", 1, "minResources", ["cpu"]),
+    "job minResources unhashable": _set("jobs", 1, "minResources", {"cpu": [1]}),
     # nodes
     "node labels number": _set("nodes", 0, "labels", {"zone": 1}),
     "node labels bool": _set("nodes", 0, "labels", {"gpu": True}),
@@ -204,3 +214,15 @@ def test_a_boolean_is_no_quantity_even_after_the_same_number() -> None:
                          "requests": {"cpu": True}})
     with pytest.raises(ScenarioError, match=r"tasks\[5\] \(c1/p6\)\.requests\.cpu: True is not"):
         parse_scenario(doc, source="s.yaml")
+
+
+def test_plain_jobs_own_their_minimum() -> None:
+    doc = yaml.safe_load(BASE)
+    for job in doc["jobs"]:
+        job["minResources"] = {"cpu": 2}
+    scenario = parse_scenario(doc)
+    minimums = [job.podgroup.min_resources for job in scenario.jobs]
+    assert len({id(m) for m in minimums}) == len(minimums)
+    assert minimums[0] is not None
+    minimums[0].milli_cpu = 1.0  # one pod group's change is not another's
+    assert [m.milli_cpu for m in minimums[1:] if m is not None] == [2000.0, 2000.0]

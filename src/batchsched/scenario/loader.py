@@ -660,8 +660,15 @@ class _Parser:
             if class_name not in classes:
                 return None
             priority = classes[class_name].value
+        min_resources = None
+        raw_minimum = obj.get("minResources")
+        if raw_minimum is not None:
+            shared = self.shared_resources(raw_minimum)
+            if shared is None:
+                return None
+            min_resources = shared.clone()  # the pod group's own: shared ones are not
         podgroup = PodGroup(name=name, namespace=namespace, queue=queue,
-                            min_member=min_member, phase=phase,
+                            min_member=min_member, min_resources=min_resources, phase=phase,
                             priority_class_name=class_name)
         return JobInfo.from_podgroup(podgroup, priority=priority)
 
@@ -990,7 +997,7 @@ _PHASES = frozenset({"Pending", "Running", "Succeeded", "Failed", "Unknown"})
 # The keys a task, job or node may have and still take the plain (fast) path.
 _PLAIN_TASK_KEYS = frozenset({"name", "namespace", "job", "role", "requests", "priorityClassName"})
 _PLAIN_JOB_KEYS = frozenset({"name", "namespace", "queue", "minMember", "phase",
-                             "priorityClassName"})
+                             "priorityClassName", "minResources"})
 _PLAIN_NODE_KEYS = frozenset({"name", "allocatable", "capacity", "labels"})
 _POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
 _TASK_KEYS = frozenset({
