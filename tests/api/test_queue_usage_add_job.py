@@ -1,7 +1,8 @@
 """QueueUsage.add_job, which skips the reservations of jobs without minResources and reads
 the minimum without copying it, leaves exactly what the version it replaced left (kept
 below as the reference): the same floats bit for bit, signs of zero included, and the
-same scalar orders, in the queue's figures and in the returned delta."""
+same scalar orders, in the queue's figures and in the returned delta. count_job (the
+same accounting without the delta) leaves the same figures too."""
 
 from __future__ import annotations
 
@@ -91,3 +92,14 @@ def test_add_job_accounts_as_before(queue_jobs: list[JobInfo], start_negative: b
         assert usage_bits(delta) == usage_bits(expected)
         assert usage_bits(usage) == usage_bits(reference)
         assert bits(job.podgroup.min_resources or Resource()) == minimum_before
+
+
+@given(st.lists(jobs(), max_size=4))
+def test_count_job_accounts_as_add_job(queue_jobs: list[JobInfo]) -> None:
+    # count_job leaves out the parts that add nothing: the same bits, from the +0.0
+    # every QueueUsage starts at (no sum of them ever reaches -0.0).
+    counted, reference = QueueUsage(), QueueUsage()
+    for job in queue_jobs:
+        counted.count_job(job)
+        reference_add_job(reference, job)
+        assert usage_bits(counted) == usage_bits(reference)

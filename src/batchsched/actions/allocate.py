@@ -89,7 +89,7 @@ class _AllocateRun:
         self.ssn = ssn
         self._new_selector = selector
         self._selector: NodeSelector | None = None
-        self.queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        self.queues: PriorityQueue[QueueInfo] = ssn.queue_priority_queue()
         self.jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         self.tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
         #: The jobs this execution took on, in session order (for the events).

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 from batchsched.api.job import JobInfo
 from batchsched.api.priority_queue import PriorityQueue
-from batchsched.api.queue import QueueInfo
 from batchsched.api.types import PodGroupPhase
 from batchsched.framework.arguments import Arguments
 
@@ -62,7 +61,7 @@ class EnqueueAction:
 
     def execute(self, ssn: Session) -> None:
         """Admit Pending jobs queue by queue, one job per queue turn."""
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        queues = ssn.queue_priority_queue()
         seen: set[str] = set()
         pending_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         for job in ssn.jobs.values():

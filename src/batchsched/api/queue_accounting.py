@@ -323,28 +323,25 @@ class QueueUsage:
 
     def add_job(self, job: JobInfo) -> QueueUsage:
         """Account one job; returns what it added (capacity passes it to ancestors)."""
-        delta = QueueUsage()
-        allocated, request = delta.allocated, delta.request
-        for status, tasks in job.task_status_index.items():
-            if status in ALLOCATED_STATUSES:
-                for task in tasks.values():
-                    allocated.add(task.resreq)
-                    request.add(task.resreq)
-            elif status == TaskStatus.PENDING:
-                for task in tasks.values():
-                    request.add(task.resreq)
-        minimum = job.podgroup.min_resources
-        # Without minResources a job reserves nothing: both reservations would be empty
-        # vectors, and adding one to the fresh (+0.0) ``delta.inqueue`` changes nothing.
-        if minimum is not None:
-            if job.podgroup.phase == PodGroupPhase.INQUEUE:
-                delta.inqueue.add(inqueue_resource(job, job.allocated))
-            delta.inqueue.add(running_job_reservation(job))
-        # exceeded_part only reads the minimum: no copy of it (job_min_resources) needed.
-        delta.elastic.add(exceeded_part(
-            job.allocated, minimum if minimum is not None else _NO_RESOURCES))
+        allocated, request, inqueue, elastic = _job_usage(job)
+        delta = QueueUsage(*(Resource() if part is None else part
+                             for part in (allocated, request, inqueue, elastic)))
         self.merge(delta)
         return delta
+
+    def count_job(self, job: JobInfo) -> None:
+        """Account one job, as :meth:`add_job` does, without building what it added
+        (every session counts every job of the cluster)."""
+        allocated, request, inqueue, elastic = _job_usage(job)
+        # A part left out is an empty vector: adding it would change nothing.
+        if allocated is not None:
+            self.allocated.add(allocated)
+        if request is not None:
+            self.request.add(request)
+        if inqueue is not None:
+            self.inqueue.add(inqueue)
+        if elastic is not None:
+            self.elastic.add(elastic)
 
     def merge(self, other: QueueUsage) -> None:
         self.allocated.add(other.allocated)
@@ -356,6 +353,52 @@ class QueueUsage:
         """``minimum + allocated + inqueue - elastic``: what the queue would hold if
         the job were admitted (the enqueue checks compare it with realCapability)."""
         return minimum.clone().add(self.allocated).add(self.inqueue).sub_unchecked(self.elastic)
+
+
+def _job_usage(job: JobInfo) -> tuple[Resource | None, Resource | None,
+                                      Resource | None, Resource | None]:
+    """What one job adds to its queue's usage: (allocated, request, inqueue, elastic),
+    each summed from zero in the same order as ever, None where it adds nothing."""
+    allocated = request = None
+    for status, tasks in job.task_status_index.items():
+        if not tasks:
+            continue
+        if status in ALLOCATED_STATUSES:
+            if allocated is None:
+                allocated = Resource()
+            if request is None:
+                request = Resource()
+            for task in tasks.values():
+                allocated.add(task.resreq)
+                request.add(task.resreq)
+        elif status == TaskStatus.PENDING:
+            if request is None:
+                request = Resource()
+            for task in tasks.values():
+                request.add(task.resreq)
+    minimum = job.podgroup.min_resources
+    inqueue = None
+    # Without minResources a job reserves nothing: both reservations would be empty.
+    if minimum is not None:
+        inqueue = Resource()
+        if job.podgroup.phase == PodGroupPhase.INQUEUE:
+            inqueue.add(inqueue_resource(job, job.allocated))
+        inqueue.add(running_job_reservation(job))
+    # What a job holds beyond its minimum. exceeded_part only reads the minimum: no
+    # copy of it (job_min_resources) needed.
+    held = job.allocated
+    reference = minimum if minimum is not None else _NO_RESOURCES
+    elastic = None if _exceeds_nowhere(held, reference) else exceeded_part(held, reference)
+    return allocated, request, inqueue, elastic
+
+
+def _exceeds_nowhere(left: Resource, right: Resource) -> bool:
+    """Whether ``exceeded_part(left, right)`` is surely empty: ``left`` holds nothing
+    positive and ``right`` nothing negative (NaN answers False)."""
+    return (left.milli_cpu <= 0 and left.memory <= 0
+            and all(amount <= 0 for amount in left.scalars.values())
+            and right.milli_cpu >= 0 and right.memory >= 0
+            and all(amount >= 0 for amount in right.scalars.values()))
 
 
 # -- simulated preemption -------------------------------------------------------------

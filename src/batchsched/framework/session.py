@@ -128,6 +128,7 @@ class Session:
         #: Plugin -> (its job order key, the comparison registered from it).
         self._job_order_keys: dict[str, tuple[Callable[[JobInfo], Any], Fn]] = {}
         self._task_order_keys: dict[str, tuple[Callable[[TaskInfo], Any], Fn]] = {}
+        self._queue_order_keys: dict[str, tuple[Callable[[QueueInfo], Any], Fn]] = {}
         self._nan_creation_time: bool | None = None
         self._preemptive_many: dict[
             str, tuple[Callable[[QueueInfo, Sequence[TaskInfo]], bool], Fn]] = {}
@@ -449,6 +450,29 @@ class Session:
 
     def add_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
         self._add("queue_order", plugin, fn)
+
+    def add_queue_order_key_fn(self, plugin: str, key: Callable[[QueueInfo], Any]) -> None:
+        """The queue order as a sort key (smaller first), as :meth:`add_job_order_key_fn`
+        is for jobs: the comparison of the keys is registered too. Keys must be totally
+        ordered (no NaN)."""
+        self._add("queue_order", plugin, combine.compare_by_key(key))
+        self._queue_order_keys[plugin] = (key, self._fns["queue_order"][plugin])
+
+    def queue_priority_queue(self, queues: Iterable[QueueInfo] = ()) -> PriorityQueue[QueueInfo]:
+        """A priority queue in queue order (:meth:`queue_order_fn`) holding ``queues``:
+        keyed when every enabled queue order plugin gave a key (and no queue has a NaN
+        creation time), else by comparison.
+
+        Keys are worked out at push, so it suits actions in which only the queue just
+        popped changes before it is pushed back (allocate and enqueue: a placement moves
+        its own queue's share); actions that evict from queued queues compare instead.
+        """
+        keys = self._plugin_keys("queue_order", self._queue_order_keys)
+        items = list(queues)
+        if keys is not None and not any(
+                queue.creation_time != queue.creation_time for queue in self.queues.values()):
+            return PriorityQueue.by_key(_sort_key("queue_order", keys, _queue_tail), items)
+        return PriorityQueue(self.queue_order_fn, items)
 
     def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
         self._add("task_order", plugin, fn)
@@ -1137,6 +1161,10 @@ _NOMINATED_KEY = "session.nominated-tasks"
 
 def _job_tail(job: JobInfo) -> tuple[float, str]:
     return (job.creation_time, job.uid)
+
+
+def _queue_tail(queue: QueueInfo) -> tuple[float, str]:
+    return (queue.creation_time, queue.uid)
 
 
 def _task_tail_indexed(task: TaskInfo) -> tuple[int | None, float, str]:

@@ -181,10 +181,10 @@ class ProportionPlugin:
                     continue
                 attr = self._new_attr(spec)
                 self.queue_attrs[job.queue] = attr
-            attr.usage.add_job(job)
+            attr.usage.count_job(job)
         water_fill(self.queue_attrs, self.total)
 
-        ssn.add_queue_order_fn(self.name, self.queue_order)
+        ssn.add_queue_order_key_fn(self.name, self.queue_order_key)
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_overused_fn(self.name, self.overused)
         ssn.add_allocatable_fn(self.name, self.allocatable)
@@ -241,6 +241,12 @@ class ProportionPlugin:
         if lshare == rshare:
             return 0
         return -1 if lshare < rshare else 1
+
+    def queue_order_key(self, queue: QueueInfo) -> tuple[int, float]:
+        """:meth:`queue_order` as a sort key (shares are finite: deserved is never 0
+        on a dimension it holds)."""
+        attr = self.queue_attrs.get(queue.name)
+        return (-queue.priority, attr.share if attr is not None else 0.0)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         """Candidates of queues whose (running) allocation exceeds deserved somewhere;
