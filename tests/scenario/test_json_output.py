@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import enum
 import io
 import json
@@ -132,6 +133,11 @@ def test_any_json_value(obj: Any) -> None:
         {"a": ["x", Phase.RUNNING]}, {"a": {"x": Phase.RUNNING}}, {"a": {Phase.RUNNING: "x"}},
         {"a": {"x": "y", 1: "z"}}, {"a": [True, False, None, -0.0, 1e300, math.nan]},
         {"scores": {"t": {"n1": math.inf, "n2": -math.inf, "n3": math.nan, "n4": 5e-324}}},
+        # lists of maps (the events), with members of every other kind among them
+        {"e": [{"a": "b"}, {"a": 1}]}, {"e": [{"a": "b"}, "x", None, [], {}]},
+        {"e": [{"a": "b"}, {1: "x"}]}, {"e": [{"a": "b"}, {"a": Phase.RUNNING}]},
+        {"e": [{"a": "b"}, collections.OrderedDict(a="b")]}, {"e": [{"a": {"b": "c"}}]},
+        {"e": {"f": [{"a": "b"}]}}, {"e": {"f": {"g": [{"a": "b"}]}}},
     ],
 )
 def test_edge_cases(obj: Any) -> None:

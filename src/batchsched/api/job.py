@@ -170,10 +170,12 @@ class JobInfo:
             min_available=podgroup.min_member,
             task_min_available=dict(podgroup.min_task_member),
             creation_time=podgroup.creation_time,
-            preemptable=_job_preemptable(podgroup),
-            waiting_time=_job_waiting_time(podgroup.annotations),
-            requested_runtime=requested_runtime_of(podgroup.annotations),
         )
+        # Each of these reads an annotation (or label): most pod groups have none.
+        if podgroup.annotations or podgroup.labels:
+            job.preemptable = _job_preemptable(podgroup)
+            job.waiting_time = _job_waiting_time(podgroup.annotations)
+            job.requested_runtime = requested_runtime_of(podgroup.annotations)
         for task in tasks:
             job.add_task(task)
         return job
@@ -462,22 +464,30 @@ class JobInfo:
 
     def fit_error(self) -> str:
         """Volcano's ``JobInfo.FitError`` summary (the message of gang's condition)."""
-        # One entry per status (each has its own name), then minAvailable.
-        histogram = {_STATUS_NAMES[status]: len(tasks)
-                     for status, tasks in self.task_status_index.items()}
-        histogram["minAvailable"] = self.min_available
+        # One entry per status (each has its own name, so no two entries merge), then
+        # minAvailable: the histogram's entries written out directly.
+        counts = [f"{len(tasks)} {_STATUS_NAMES[status]}"
+                  for status, tasks in self.task_status_index.items()]
+        counts.append(f"{self.min_available} minAvailable")
+        counts.sort()
         ready = "pod group is ready" if self.is_ready() else "pod group is not ready"
-        message = f"{ready}, {', '.join(sorted([f'{n} {k}' for k, n in histogram.items()]))}"
+        message = f"{ready}, {', '.join(counts)}"
         pending_reasons: dict[str, int] = {}
         untouched = 0  # pending, no transaction: "Unschedulable" (most tasks of a queue)
-        for task in self.tasks_in(_PENDING).values():
-            if task.last_transaction is None:
-                untouched += 1
-                continue
-            reason = _reason_of(task)
-            pending_reasons[reason] = pending_reasons.get(reason, 0) + 1
+        pending = self.task_status_index.get(_PENDING)
+        if pending:
+            for task in pending.values():
+                if task.last_transaction is None:
+                    untouched += 1
+                    continue
+                reason = _reason_of(task)
+                pending_reasons[reason] = pending_reasons.get(reason, 0) + 1
         if untouched:
-            pending_reasons[_UNSCHEDULABLE] = pending_reasons.get(_UNSCHEDULABLE, 0) + untouched
+            if not pending_reasons:  # the usual case: every pending task untouched
+                message += f"; Pending: {untouched} {_UNSCHEDULABLE}"
+            else:
+                pending_reasons[_UNSCHEDULABLE] = (
+                    pending_reasons.get(_UNSCHEDULABLE, 0) + untouched)
         if pending_reasons:
             parts = sorted(f"{n} {k}" for k, n in pending_reasons.items())
             message += f"; Pending: {', '.join(parts)}"
@@ -596,11 +606,10 @@ def requested_runtime_of(annotations: Mapping[str, str]) -> float | None:
     >>> requested_runtime_of({REQUESTED_RUNTIME_ANNOTATION: "1h30m"})
     5400.0
     """
-    from batchsched.framework.arguments import parse_seconds
-
     raw = annotations.get(REQUESTED_RUNTIME_ANNOTATION)
     if raw is None:
         return None
+    from batchsched.framework.arguments import parse_seconds
     try:
         return parse_seconds(raw)
     except ValueError:

@@ -129,9 +129,25 @@ def _dict_members(mapping: dict[Any, Any], depth: int) -> list[str]:
 def _list_members(items: list[Any], depth: int) -> list[str]:
     if depth >= _MAX_DEPTH:
         raise _OtherShapeError
-    if type(items[0]) is str:
+    first = type(items[0])
+    if first is str:
         try:
             return [encode_basestring_ascii(v) for v in items]
+        except TypeError:
+            pass
+    elif first is dict and depth + 1 < _MAX_DEPTH:
+        # A list of string maps (the events): each written here as _value would write
+        # it, without two calls per map; anything else in it goes through _value.
+        opening = "{" + _LINE_STARTS[depth + 2]
+        separator = _MEMBER_SEPARATORS[depth + 2]
+        closing = _LINE_STARTS[depth + 1] + "}"
+        encode = encode_basestring_ascii
+        try:
+            return [
+                opening + separator.join([f"{encode(k)}: {encode(v)}" for k, v in item.items()])
+                + closing if type(item) is dict and item else _value(item, depth + 1)
+                for item in items
+            ]
         except TypeError:
             pass
     return [_value(v, depth + 1) for v in items]

@@ -105,13 +105,21 @@ class DrfPlugin:
         option = ssn.configuration.plugin_option(self.name)
         self.hierarchy = option is not None and option.hierarchy
         placed = False
+        idle_share: float | None = None  # the share of a job holding nothing, once
         for job in ssn.jobs.values():
             state = JobShare()
+            holds = False
             for status, tasks in job.task_status_index.items():
-                if status in ALLOCATED_STATUSES:
+                if status in ALLOCATED_STATUSES and tasks:
+                    holds = True
                     for task in tasks.values():
                         state.allocated.add(task.resreq)
-            state.share = self.share_of(state.allocated)
+            if holds:
+                state.share = self.share_of(state.allocated)
+            else:
+                if idle_share is None:
+                    idle_share = self.share_of(state.allocated)
+                state.share = idle_share
             self.jobs[job.uid] = state
             queue = ssn.queues.get(job.queue)
             if self.hierarchy and queue is not None:
