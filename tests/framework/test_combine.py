@@ -127,6 +127,21 @@ def test_a_raising_job_valid_plugin_is_named_after_the_ones_that_passed() -> Non
         ssn.job_valid(job("x"))
 
 
+def test_a_raising_or_misanswering_enqueue_voter_is_named_after_the_ones_that_voted() -> None:
+    def boom(*args: Any) -> Any:
+        raise KeyError("minResources")
+    abstain = lambda s, n: s.add_job_enqueueable_fn(n, lambda j: Vote.ABSTAIN)  # noqa: E731
+    ssn = session([[("fine", abstain)],
+                   [("fragile", lambda s, n: s.add_job_enqueueable_fn(n, boom))]])
+    with pytest.raises(PluginError, match="plugin 'fragile' raised in job_enqueueable: KeyError"):
+        ssn.job_enqueueable(job("x"))
+    # An answer that is no vote at all is the plugin's fault too.
+    ssn = session([[("fine", abstain)],
+                   [("odd", lambda s, n: s.add_job_enqueueable_fn(n, lambda j: "yes"))]])
+    with pytest.raises(PluginError, match="plugin 'odd' raised in job_enqueueable: TypeError"):
+        ssn.job_enqueueable(job("x"))
+
+
 def test_plugins_not_named_in_the_configuration_are_not_built() -> None:
     built: list[str] = []
     registry = Registry(autoload=False)

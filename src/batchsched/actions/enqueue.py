@@ -82,10 +82,11 @@ class EnqueueAction:
             if not jobs:
                 continue
             job = jobs.pop()
-            recorded = len(ssn.events)
+            events = ssn.events
+            recorded = len(events)
             if job.podgroup.min_resources is None or ssn.job_enqueueable(job):
                 ssn.job_enqueued(job)
                 job.podgroup.phase = PodGroupPhase.INQUEUE
-            elif not any(e.object == job.uid for e in ssn.events[recorded:]):
+            elif not any(events[i].object == job.uid for i in range(recorded, len(events))):
                 ssn.record_event(job.uid, "Normal", "Unschedulable", NOT_ENQUEUEABLE)
             queues.push(queue)

@@ -380,10 +380,13 @@ def _job_usage(job: JobInfo) -> tuple[Resource | None, Resource | None,
     inqueue = None
     # Without minResources a job reserves nothing: both reservations would be empty.
     if minimum is not None:
-        inqueue = Resource()
-        if job.podgroup.phase == PodGroupPhase.INQUEUE:
-            inqueue.add(inqueue_resource(job, job.allocated))
-        inqueue.add(running_job_reservation(job))
+        phase = job.podgroup.phase
+        # An Inqueue job reserves what it does not hold yet, a Running one what
+        # running_job_reservation says; a job in any other phase reserves nothing.
+        if phase == PodGroupPhase.INQUEUE:
+            inqueue = Resource().add(inqueue_resource(job, job.allocated))
+        elif phase == PodGroupPhase.RUNNING:
+            inqueue = Resource().add(running_job_reservation(job))
     # What a job holds beyond its minimum. exceeded_part only reads the minimum: no
     # copy of it (job_min_resources) needed.
     held = job.allocated
@@ -395,10 +398,11 @@ def _job_usage(job: JobInfo) -> tuple[Resource | None, Resource | None,
 def _exceeds_nowhere(left: Resource, right: Resource) -> bool:
     """Whether ``exceeded_part(left, right)`` is surely empty: ``left`` holds nothing
     positive and ``right`` nothing negative (NaN answers False)."""
-    return (left.milli_cpu <= 0 and left.memory <= 0
-            and all(amount <= 0 for amount in left.scalars.values())
-            and right.milli_cpu >= 0 and right.memory >= 0
-            and all(amount >= 0 for amount in right.scalars.values()))
+    if not (left.milli_cpu <= 0 and left.memory <= 0
+            and right.milli_cpu >= 0 and right.memory >= 0):
+        return False
+    return ((not left.scalars or all(amount <= 0 for amount in left.scalars.values()))
+            and (not right.scalars or all(amount >= 0 for amount in right.scalars.values())))
 
 
 # -- simulated preemption -------------------------------------------------------------

@@ -166,11 +166,13 @@ def vote(point: str, tiers: Bound, *args: Any) -> bool:
     """Job enqueueable / pipelined: each answer is a
     :class:`~batchsched.api.types.Vote` (an int: below 0 rejects, 0 abstains,
     above 0 permits). Any reject gives no; a tier with a permit gives yes; with no
-    vote at all, yes."""
-    with Blame(point) as blame:
+    vote at all, yes. (Asked for every pending job by enqueue: it blames with
+    try/except, as the rules above.)"""
+    plugin = "<unknown>"
+    try:
         for tier in tiers:
             permitted = False
-            for blame.plugin, fn in tier:
+            for plugin, fn in tier:  # noqa: B007 (named in the error)
                 answer = fn(*args)
                 if answer < 0:
                     return False
@@ -178,6 +180,10 @@ def vote(point: str, tiers: Bound, *args: Any) -> bool:
                     permitted = True
             if permitted:
                 return True
+    except BatchSchedError:
+        raise
+    except Exception as exc:
+        raise plugin_failed(point, plugin, exc) from exc
     return True
 
 

@@ -244,15 +244,18 @@ class Session:
                                      (time.perf_counter() - began) * 1e6,
                                      plugin=name, OnSession="OnSessionClose")
         cache = self.cache
+        keeps_events = self.keeps_events
+        running, succeeded, failed = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
         for job in self.jobs.values():
             podgroup = job.podgroup
             podgroup.phase = self.pod_group_phase(job)
-            podgroup.running = len(job.tasks_in(TaskStatus.RUNNING))
-            podgroup.succeeded = len(job.tasks_in(TaskStatus.SUCCEEDED))
-            podgroup.failed = len(job.tasks_in(TaskStatus.FAILED))
+            index = job.task_status_index
+            podgroup.running = len(index.get(running, _NO_TASKS))
+            podgroup.succeeded = len(index.get(succeeded, _NO_TASKS))
+            podgroup.failed = len(index.get(failed, _NO_TASKS))
             if cache is not None:
                 self._tell_cache("update_job_status", job.uid, cache.update_job_status, job)
-            if self.keeps_events:
+            if keeps_events:
                 self._record_job_status_event(job)
         self._update_queue_status()
         if self.registry is not None:
@@ -1161,6 +1164,10 @@ _NOMINATED_KEY = "session.nominated-tasks"
 
 def _job_tail(job: JobInfo) -> tuple[float, str]:
     return (job.creation_time, job.uid)
+
+
+#: A status without tasks, in a job's status index.
+_NO_TASKS: Mapping[str, TaskInfo] = {}
 
 
 def _queue_tail(queue: QueueInfo) -> tuple[float, str]:

@@ -100,6 +100,8 @@ class Scenario:
         one-shot run, after which this scenario must not be run again.
         """
         def fresh_job(job: JobInfo) -> JobInfo:
+            if not copy and job.mutations == 0 and not job.tasks and not job.task_status_index:
+                return job  # as the loader built it: it never held a task
             twin = job.clone() if copy else job
             twin.tasks.clear()
             twin.task_status_index.clear()
