@@ -147,7 +147,9 @@ class TaskInfo:
             namespace=namespace,
             job=job,
             resreq=req,
-            init_resreq=req.clone(),
+            # Both are the same vector here, and requests are read-only once built
+            # (see clone): one object serves both.
+            init_resreq=req,
             labels=own_labels,
             annotations=own_annotations,
             **fields,

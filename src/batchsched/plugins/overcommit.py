@@ -69,6 +69,9 @@ class OvercommitPlugin:
             else:
                 self.inqueue.add(running_job_reservation(job))
 
+        # The refusal's wording per set of short dimensions (most refusals share one).
+        refusals: dict[tuple[str, ...], str] = {}
+
         def enqueueable(job: JobInfo) -> Vote:
             minimum = job.podgroup.min_resources
             if minimum is None:
@@ -76,8 +79,12 @@ class OvercommitPlugin:
             fits, short = (self.inqueue + minimum).less_equal_with_dimension(self.idle, minimum)
             if fits:
                 return Vote.PERMIT
-            ssn.record_event(job.uid, "Normal", "Unschedulable", format_resource_names(
-                "resource in cluster is overused", "overused", short))
+            names = tuple(short)
+            message = refusals.get(names)
+            if message is None:
+                message = refusals[names] = format_resource_names(
+                    "resource in cluster is overused", "overused", short)
+            ssn.record_event(job.uid, "Normal", "Unschedulable", message)
             return Vote.REJECT
 
         def enqueued(job: JobInfo) -> None:
