@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import attrs
 
@@ -87,6 +87,13 @@ class MemoryCache:
     only through statements (as the built-ins do). A copy handed out again is
     the same object: a caller that keeps snapshots must not turn it on.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A subclass with its own update_job_status gets every status through it, one
+        # job at a time, as sessions hand them to caches without the bulk method.
+        if "update_job_status" in cls.__dict__ and "update_job_statuses" not in cls.__dict__:
+            setattr(cls, "update_job_statuses", None)  # noqa: B010 (a method turned off)
 
     def __init__(
         self,
@@ -450,14 +457,26 @@ class MemoryCache:
 
     @_locked
     def update_job_status(self, job: JobInfo) -> None:
+        self._keep_job_status(job)
+
+    @_locked
+    def update_job_statuses(self, jobs: Iterable[JobInfo]) -> None:
+        """:meth:`update_job_status` for every job, under one lock (a session hands
+        over all its jobs at close)."""
+        for job in jobs:
+            self._keep_job_status(job)
+
+    def _keep_job_status(self, job: JobInfo) -> None:
         mine = self.jobs.get(job.uid)
         if mine is None:
             return
-        mine.podgroup.phase = job.podgroup.phase
-        mine.podgroup.conditions = list(job.podgroup.conditions)
-        mine.podgroup.running = job.podgroup.running
-        mine.podgroup.succeeded = job.podgroup.succeeded
-        mine.podgroup.failed = job.podgroup.failed
+        theirs = job.podgroup
+        podgroup = mine.podgroup
+        podgroup.phase = theirs.phase
+        podgroup.conditions = list(theirs.conditions)
+        podgroup.running = theirs.running
+        podgroup.succeeded = theirs.succeeded
+        podgroup.failed = theirs.failed
 
     @_locked
     def update_queue_status(self, queue: QueueInfo) -> None:

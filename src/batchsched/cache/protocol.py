@@ -22,6 +22,10 @@ class Cache(Protocol):
     conditions were updated at session close; ``record_event`` receives events on
     tasks and jobs.
 
+    A cache may also offer ``update_job_statuses(jobs)``: every job's status at
+    once, instead of ``update_job_status`` job by job (if it raises, the session
+    hands them over again one by one).
+
     A cache may also offer ``unbind(task, reason)`` (take back a bind it accepted,
     when a failed bind left the task's gang below its minimum; without it the
     session evicts) and ``nominate(task, node_name)`` (a preemptor was pipelined

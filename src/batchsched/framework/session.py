@@ -245,6 +245,10 @@ class Session:
                                      plugin=name, OnSession="OnSessionClose")
         cache = self.cache
         keeps_events = self.keeps_events
+        # A cache that takes every status at once (``update_job_statuses``) gets them
+        # after the loop, in one call; the others get them one by one, in the loop.
+        in_bulk = getattr(cache, "update_job_statuses", None)
+        one_by_one = cache.update_job_status if cache is not None and in_bulk is None else None
         running, succeeded, failed = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
         for job in self.jobs.values():
             podgroup = job.podgroup
@@ -253,13 +257,26 @@ class Session:
             podgroup.running = len(index.get(running, _NO_TASKS))
             podgroup.succeeded = len(index.get(succeeded, _NO_TASKS))
             podgroup.failed = len(index.get(failed, _NO_TASKS))
-            if cache is not None:
-                self._tell_cache("update_job_status", job.uid, cache.update_job_status, job)
+            if one_by_one is not None:
+                self._tell_cache("update_job_status", job.uid, one_by_one, job)
             if keeps_events:
                 self._record_job_status_event(job)
+        if in_bulk is not None:
+            self._tell_cache_statuses(in_bulk)
         self._update_queue_status()
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
+
+    def _tell_cache_statuses(self, in_bulk: Callable[[Iterable[JobInfo]], object]) -> None:
+        """Hand every job's status to the cache at once; if that raises, again one by
+        one, so that a host failing on one job loses only that job's status (as when
+        they are handed one by one: ``_tell_cache``)."""
+        try:
+            in_bulk(self.jobs.values())
+        except Exception:
+            assert self.cache is not None
+            for job in self.jobs.values():
+                self._tell_cache("update_job_status", job.uid, self.cache.update_job_status, job)
 
     def _update_queue_status(self) -> None:
         """Each queue's status from its jobs (what it holds, its pod groups by phase),
