@@ -90,7 +90,11 @@ class _AllocateRun:
         self._new_selector = selector
         self._selector: NodeSelector | None = None
         self.queues: PriorityQueue[QueueInfo] = ssn.queue_priority_queue()
+        #: Each queue's jobs in job order, ranked when the queue's first job is asked
+        #: for (:meth:`job_heap`); the queues whose turn has not come are in
+        #: ``_unranked``.
         self.jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        self._unranked: dict[str, list[JobInfo]] = {}
         self.tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
         #: The jobs this execution took on, in session order (for the events).
         self.considered: list[JobInfo] = []
@@ -127,8 +131,36 @@ class _AllocateRun:
                 self.queues.push(queue)
             jobs.append(job)
             self.considered.append(job)
-        for name, jobs in found.items():
-            self.jobs_by_queue[name] = ssn.job_queue(jobs)
+        self._unranked = found
+
+    def job_heap(self, queue: str) -> PriorityQueue[JobInfo] | None:
+        """The queue's jobs to place, in job order (None: the queue has none).
+
+        Ranked when first asked for: strict-allocate's held head goes first, and
+        while it stays blocked the rest of its queue is never ranked. Ranking later
+        ranks alike: a queue's jobs change only once popped from it.
+        """
+        heap = self.jobs_by_queue.get(queue)
+        if heap is None:
+            jobs = self._unranked.pop(queue, None)
+            if jobs is None:
+                return None
+            heap = self.jobs_by_queue[queue] = self.ssn.job_queue(jobs)
+        return heap
+
+    def has_jobs(self, queue: str) -> bool:
+        """Whether the queue had jobs to place when the run began."""
+        return queue in self.jobs_by_queue or queue in self._unranked
+
+    def leave_out(self, queue: str, job: JobInfo) -> None:
+        """Take ``job`` out of its queue's jobs (ranked or not)."""
+        jobs = self._unranked.get(queue)
+        if jobs is not None:
+            self._unranked[queue] = [other for other in jobs if other is not job]
+            return
+        heap = self.jobs_by_queue.get(queue)
+        if heap is not None:
+            heap.discard(job)
 
     @property
     def selector(self) -> NodeSelector:
@@ -155,7 +187,7 @@ class _AllocateRun:
             queue = self.queues.pop()
             if ssn.overused(queue):
                 continue  # dropped for the rest of the action, as in Volcano
-            jobs = self.jobs_by_queue.get(queue.name)
+            jobs = self.job_heap(queue.name)
             if not jobs:
                 continue
             job = jobs.pop()

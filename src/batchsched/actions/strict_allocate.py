@@ -87,11 +87,10 @@ class _StrictRun(_AllocateRun):
         considered = {job.uid: job for job in self.considered}
         for queue, uid in held.items():
             job = considered.get(uid)
-            jobs = self.jobs_by_queue.get(queue)
-            if job is None or jobs is None:
+            if job is None or not self.has_jobs(queue):
                 continue
             self.held[queue] = job
-            jobs.discard(job)
+            self.leave_out(queue, job)
 
     def run(self) -> None:
         ssn = self.ssn
@@ -101,8 +100,7 @@ class _StrictRun(_AllocateRun):
             if ssn.overused(queue):
                 continue
             job = self._next_job(queue.name, done)
-            jobs = self.jobs_by_queue.get(queue.name)
-            if job is None or jobs is None:
+            if job is None or not self.has_jobs(queue.name):
                 continue
             tasks = self.tasks_of(job)
             self.tried.append(job)
@@ -111,6 +109,8 @@ class _StrictRun(_AllocateRun):
                 continue  # the queue is blocked: it is not pushed back
             self._free = None
             if tasks:
+                jobs = self.job_heap(queue.name)
+                assert jobs is not None  # has_jobs
                 jobs.push(job)
             else:
                 done.add(job.uid)
@@ -120,7 +120,7 @@ class _StrictRun(_AllocateRun):
         held = self.held.pop(queue, None)
         if held is not None:
             return held
-        jobs = self.jobs_by_queue.get(queue)
+        jobs = self.job_heap(queue)
         while jobs:
             job = jobs.pop()
             if job.uid not in done:
