@@ -107,20 +107,26 @@ class GangPlugin:
         only being released from nodes (:func:`should_skip_unschedulable_for_releasing`).
         """
         message_of = _unschedulable_message_kept if ssn.reuses_objects else unschedulable_message
+        # Conditions are immutable: every ready job shares one, and jobs with the same
+        # message share theirs (a session closes hundreds of waiting jobs alike).
+        scheduled = PodGroupCondition(
+            PodGroupConditionType.SCHEDULED, "True", SCHEDULED_REASON, "", ssn.uid)
+        unschedulable: dict[str, PodGroupCondition] = {}
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
             if job.is_ready():
-                ssn.update_pod_group_condition(job, PodGroupCondition(
-                    PodGroupConditionType.SCHEDULED, "True", SCHEDULED_REASON, "", ssn.uid,
-                ))
+                ssn.update_pod_group_condition(job, scheduled)
                 continue
             if should_skip_unschedulable_for_releasing(job):
                 continue
-            ssn.update_pod_group_condition(job, PodGroupCondition(
-                PodGroupConditionType.UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES,
-                message_of(job), ssn.uid,
-            ))
+            message = message_of(job)
+            condition = unschedulable.get(message)
+            if condition is None:
+                condition = unschedulable[message] = PodGroupCondition(
+                    PodGroupConditionType.UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES,
+                    message, ssn.uid)
+            ssn.update_pod_group_condition(job, condition)
 
 
 START_ORDER_ANNOTATION = "batchsched.io/start-order"
