@@ -226,3 +226,20 @@ def test_plain_jobs_own_their_minimum() -> None:
     assert minimums[0] is not None
     minimums[0].milli_cpu = 1.0  # one pod group's change is not another's
     assert [m.milli_cpu for m in minimums[1:] if m is not None] == [2000.0, 2000.0]
+
+
+def test_plain_entries_share_their_repeated_names() -> None:
+    # A large scenario names a handful of namespaces, queues and classes many times:
+    # one string object each, whatever the document's parser made of them.
+    doc = yaml.safe_load(BASE)
+    for job in doc["jobs"]:
+        job["namespace"] = "".join(["c", "1"])  # equal strings, distinct objects
+    for task in doc["tasks"]:
+        task["namespace"] = "".join(["c", "1"])
+    scenario = parse_scenario(doc)
+    namespaces = {id(job.namespace) for job in scenario.jobs} | {
+        id(task.namespace) for task in scenario.tasks}
+    assert len(namespaces) == 1
+    # A task names its job by the job's own id string.
+    jobs = {job.uid: job for job in scenario.jobs}
+    assert all(task.job is jobs[task.job].uid for task in scenario.tasks)

@@ -129,6 +129,7 @@ class Session:
         self._job_order_keys: dict[str, tuple[Callable[[JobInfo], Any], Fn]] = {}
         self._task_order_keys: dict[str, tuple[Callable[[TaskInfo], Any], Fn]] = {}
         self._queue_order_keys: dict[str, tuple[Callable[[QueueInfo], Any], Fn]] = {}
+        self._messages: dict[str, str] = {}
         self._nan_creation_time: bool | None = None
         self._preemptive_many: dict[
             str, tuple[Callable[[QueueInfo, Sequence[TaskInfo]], bool], Fn]] = {}
@@ -358,6 +359,9 @@ class Session:
 
     def record_event(self, obj: str, event_type: str, reason: str, message: str) -> None:
         """Record a Kubernetes-style event on a task or job id."""
+        # Many events say the same thing (every waiting job of a queue, say): one
+        # string object per distinct message is kept.
+        message = self._messages.setdefault(message, message)
         event = RecordedEvent(obj, event_type, reason, message)
         self.events.append(event)
         if self.cache is not None:

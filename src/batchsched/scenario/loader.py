@@ -190,6 +190,9 @@ class _Parser:
         self.warnings: list[str] = []
         self.now = 0.0
         self.shared_quantities: dict[tuple[Any, ...], Resource] = {}
+        #: One string object per distinct namespace, queue or class name of the plain
+        #: entries (100,000 tasks name a handful), instead of one per entry.
+        self.shared_texts: dict[str, str] = {}
 
     def fail(self, path: str, message: str) -> ScenarioError:
         return ScenarioError(message, source=self.source, path=path)
@@ -662,6 +665,10 @@ class _Parser:
             if class_name not in classes:
                 return None
             priority = classes[class_name].value
+        texts = self.shared_texts
+        namespace = texts.setdefault(namespace, namespace)
+        queue = texts.setdefault(queue, queue)
+        class_name = texts.setdefault(class_name, class_name)
         min_resources = None
         raw_minimum = obj.get("minResources")
         if raw_minimum is not None:
@@ -763,9 +770,10 @@ class _Parser:
                 and type(job_name) is str and job_name
                 and type(role) is str and type(class_name) is str):
             return None
-        job_uid = f"{namespace}/{job_name}"
-        if job_uid not in jobs:
+        job = jobs.get(f"{namespace}/{job_name}")
+        if job is None:
             return None
+        job_uid = job.uid
         pclass = default_class
         if class_name:
             pclass = classes.get(class_name)
@@ -774,6 +782,9 @@ class _Parser:
         requests = self.shared_resources(obj.get("requests"))
         if requests is None:
             return None
+        texts = self.shared_texts
+        namespace = texts.setdefault(namespace, namespace)
+        class_name = texts.setdefault(class_name, class_name)
         # TaskInfo.create copies the (shared) requests; every other field keeps its default.
         return TaskInfo.create(
             namespace, name, job_uid, requests, role=role,
