@@ -120,7 +120,8 @@ class WorkloadError(BatchSchedError, ValueError):
 
 class CacheError(BatchSchedError, RuntimeError):
     """The host's cache failed: ``operation`` is what batchsched asked of it
-    (``snapshot``, ``bind``, ``evict``, ``update_job_status``, ``record_event``),
+    (``snapshot``, ``bind``, ``evict``, ``update_job_status``, ``update_job_statuses``,
+    ``record_event``),
     ``obj`` the task or job concerned, and the host's exception is ``__cause__``.
     """
 

@@ -1,7 +1,9 @@
 """At close, a session hands every job's status to its cache: all at once to a cache
 with ``update_job_statuses`` (MemoryCache), one by one otherwise, and one by one
 again when the bulk call raises, so that a host failing on one job loses only that
-job's status."""
+job's status. A host that watches statuses or events (its own ``update_job_status``
+or ``record_event``, a mixin's, or one set on the object) gets each job's status
+one by one, before that job's event."""
 
 from __future__ import annotations
 
@@ -86,8 +88,9 @@ def test_a_failing_bulk_call_falls_back_to_one_by_one() -> None:
     ssn = Session.open(cache, CONF)
     ssn.close()
     assert cache.bulk_calls == 1
-    # Only the refused pod group's status is lost, and the failure is on record.
-    assert [e.obj for e in ssn.host_errors] == ["ns/too-big"]
+    # Only the refused pod group's status is lost; both failures are on record.
+    assert [(e.operation, e.obj) for e in ssn.host_errors] == [
+        ("update_job_statuses", ""), ("update_job_status", "ns/too-big")]
     assert cache.jobs["ns/fits"].podgroup.conditions
     assert not cache.jobs["ns/too-big"].podgroup.conditions
 
@@ -97,3 +100,74 @@ def test_events_are_unaffected() -> None:
     ssn = Session.open(cache, CONF)
     ssn.close()
     assert any(isinstance(e, RecordedEvent) and e.object == "ns/too-big" for e in cache.events)
+
+
+class Audit:
+    """A mixin watching each status."""
+
+    seen: list[str]
+
+    def update_job_status(self, job: JobInfo) -> None:
+        self.seen.append(job.uid)
+        super().update_job_status(job)  # type: ignore[misc]
+
+
+class AuditedCache(Audit, MemoryCache):
+    def __init__(self) -> None:
+        super().__init__(now=1.0)
+        self.seen = []
+
+
+class EventWatcher(MemoryCache):
+    """A host reading the stored status when a job's event arrives."""
+
+    def __init__(self) -> None:
+        super().__init__(now=1.0)
+        self.at_event: dict[str, list[str]] = {}
+
+    def record_event(self, event: RecordedEvent) -> None:
+        job = self.jobs.get(event.object)
+        if job is not None:
+            self.at_event[event.object] = [c.reason for c in job.podgroup.conditions]
+        super().record_event(event)
+
+
+def test_a_mixin_s_update_job_status_gets_every_job() -> None:
+    cache = fill(AuditedCache())
+    assert cache.update_job_statuses is None
+    Session.open(cache, CONF).close()
+    assert sorted(cache.seen) == ["ns/also-fits", "ns/fits", "ns/too-big"]
+
+
+def test_an_update_job_status_set_on_the_object_gets_every_job() -> None:
+    cache = fill(MemoryCache(now=1.0))
+    seen: list[str] = []
+    keep = cache.update_job_status
+
+    def spy(job: JobInfo) -> None:
+        seen.append(job.uid)
+        keep(job)
+
+    cache.update_job_status = spy  # type: ignore[method-assign]
+    Session.open(cache, CONF).close()
+    assert sorted(seen) == ["ns/also-fits", "ns/fits", "ns/too-big"]
+
+
+def test_each_job_s_event_comes_after_its_status() -> None:
+    for cache in (fill(EventWatcher()), fill(MemoryCache(now=1.0))):
+        if not isinstance(cache, EventWatcher):
+            watched: dict[str, list[str]] = {}
+            keep = cache.record_event
+
+            def watch(event: RecordedEvent, cache: Any = cache,
+                      watched: dict[str, list[str]] = watched, keep: Any = keep) -> None:
+                job = cache.jobs.get(event.object)
+                if job is not None:
+                    watched[event.object] = [c.reason for c in job.podgroup.conditions]
+                keep(event)
+
+            cache.record_event = watch
+        else:
+            watched = cache.at_event
+        Session.open(cache, CONF).close()
+        assert watched["ns/too-big"] == ["NotEnoughResources"]

@@ -153,12 +153,18 @@ class _AllocateRun:
         return queue in self.jobs_by_queue or queue in self._unranked
 
     def leave_out(self, queue: str, job: JobInfo) -> None:
-        """Take ``job`` out of its queue's jobs (ranked or not)."""
+        """Take ``job`` out of its queue's jobs.
+
+        With a keyed (total) job order, leaving it out of the queue's jobs before
+        they are ranked ranks the others alike. A compared order need not be total
+        (NaN creation times tie with everything), and then the heap's shape decides:
+        the queue is ranked with the job in it and the job taken out, as ever.
+        """
         jobs = self._unranked.get(queue)
-        if jobs is not None:
+        if jobs is not None and self.ssn.job_order_key() is not None:
             self._unranked[queue] = [other for other in jobs if other is not job]
             return
-        heap = self.jobs_by_queue.get(queue)
+        heap = self.job_heap(queue)
         if heap is not None:
             heap.discard(job)
 

@@ -90,9 +90,13 @@ class MemoryCache:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # A subclass with its own update_job_status gets every status through it, one
-        # job at a time, as sessions hand them to caches without the bulk method.
-        if "update_job_status" in cls.__dict__ and "update_job_statuses" not in cls.__dict__:
+        # A subclass that watches statuses or events (its own update_job_status or
+        # record_event, or a mixin's) gets every status through update_job_status,
+        # each before its job's event, as sessions hand them to caches without the
+        # bulk method; unless it offers a bulk method of its own.
+        if cls.update_job_statuses is MemoryCache.update_job_statuses and (
+                cls.update_job_status is not MemoryCache.update_job_status
+                or cls.record_event is not MemoryCache.record_event):
             setattr(cls, "update_job_statuses", None)  # noqa: B010 (a method turned off)
 
     def __init__(

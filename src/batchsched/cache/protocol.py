@@ -23,8 +23,11 @@ class Cache(Protocol):
     tasks and jobs.
 
     A cache may also offer ``update_job_statuses(jobs)``: every job's status at
-    once, instead of ``update_job_status`` job by job (if it raises, the session
-    hands them over again one by one).
+    once, instead of ``update_job_status`` job by job, and then the jobs' events (if
+    it raises, the failure is kept in the session's ``host_errors`` and the statuses
+    go over again one by one). A cache object carrying its own ``update_job_status``
+    or ``record_event`` (set on the object) gets them one by one, each status before
+    its job's event.
 
     A cache may also offer ``unbind(task, reason)`` (take back a bind it accepted,
     when a failed bind left the task's gang below its minimum; without it the

@@ -247,8 +247,9 @@ class Session:
         cache = self.cache
         keeps_events = self.keeps_events
         # A cache that takes every status at once (``update_job_statuses``) gets them
-        # after the loop, in one call; the others get them one by one, in the loop.
-        in_bulk = getattr(cache, "update_job_statuses", None)
+        # after the loop, in one call, and then the jobs' events; the others get each
+        # job's status, then its event, in the loop.
+        in_bulk = _bulk_status_sink(cache)
         one_by_one = cache.update_job_status if cache is not None and in_bulk is None else None
         running, succeeded, failed = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
         for job in self.jobs.values():
@@ -260,10 +261,13 @@ class Session:
             podgroup.failed = len(index.get(failed, _NO_TASKS))
             if one_by_one is not None:
                 self._tell_cache("update_job_status", job.uid, one_by_one, job)
-            if keeps_events:
-                self._record_job_status_event(job)
+                if keeps_events:
+                    self._record_job_status_event(job)
         if in_bulk is not None:
             self._tell_cache_statuses(in_bulk)
+        if keeps_events and one_by_one is None:
+            for job in self.jobs.values():
+                self._record_job_status_event(job)
         self._update_queue_status()
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
@@ -274,7 +278,13 @@ class Session:
         they are handed one by one: ``_tell_cache``)."""
         try:
             in_bulk(self.jobs.values())
-        except Exception:
+        except Exception as exc:
+            error = CacheError(f"the cache's update_job_statuses raised {type(exc).__name__}: "
+                               f"{exc}; the statuses are handed over one by one",
+                               operation="update_job_statuses", obj="")
+            error.__cause__ = exc
+            self.host_errors.append(error)
+            log.warning("batchsched: %s", error)
             assert self.cache is not None
             for job in self.jobs.values():
                 self._tell_cache("update_job_status", job.uid, self.cache.update_job_status, job)
@@ -1185,6 +1195,19 @@ _NOMINATED_KEY = "session.nominated-tasks"
 
 def _job_tail(job: JobInfo) -> tuple[float, str]:
     return (job.creation_time, job.uid)
+
+
+def _bulk_status_sink(cache: object) -> Callable[[Iterable[JobInfo]], object] | None:
+    """The cache's ``update_job_statuses``, unless it has none, or the cache object
+    itself watches statuses or events one by one (a method set on the instance)."""
+    in_bulk: Callable[[Iterable[JobInfo]], object] | None = getattr(
+        cache, "update_job_statuses", None)
+    if in_bulk is None:
+        return None
+    own = getattr(cache, "__dict__", {})
+    if "update_job_status" in own or "record_event" in own:
+        return None
+    return in_bulk
 
 
 #: A status without tasks, in a job's status index.
