@@ -27,6 +27,7 @@ from batchsched.api.numa import NumaTopology
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.task import REVOCABLE_ZONE_ANNOTATION, TaskInfo
 from batchsched.api.types import NodePhase, TaskStatus
+from batchsched.api.vgpu import ASSIGNED_IDS_ANNOTATION, VgpuDevices, group_key
 from batchsched.errors import SchedulingError
 from batchsched.kube.taints import Taint
 
@@ -98,12 +99,17 @@ class NodeInfo:
     #: The NUMA topology its exporter reports (:mod:`batchsched.api.numa`; None: not
     #: reported); immutable, so shared by clones.
     numa_topology: NumaTopology | None = None
+    #: The vGPUs its device plugin registers (:mod:`batchsched.api.vgpu`) and what
+    #: the tasks here hold of them; None on a node without.
+    vgpu: VgpuDevices | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.gpu_free is None:
             count = device_count(self.allocatable)
             if count:
                 self.gpu_free = [GPU_MILLI] * count
+        if self.vgpu is None and self.annotations:
+            self.vgpu = VgpuDevices.from_node(self.name, self.annotations, self.allocatable)
 
     @classmethod
     def create(
@@ -171,6 +177,11 @@ class NodeInfo:
         req = held.resreq
         if self.gpu_free is not None and held.status != _PIPELINED:
             task.gpu_devices = held.gpu_devices = self._take_devices(held)
+        vgpu = self.vgpu
+        if (vgpu is not None and held.status != _PIPELINED
+                and ASSIGNED_IDS_ANNOTATION in held.annotations):
+            vgpu.add_task(held.uid, held.annotations,
+                          group_key(held.annotations, held.namespace, held.job))
         self.mutations += 1
         _CHANGES[0] += 1
         if held.status == _PIPELINED:
@@ -199,6 +210,10 @@ class NodeInfo:
             if ask is not None:
                 for index in held.gpu_devices:
                     free[index] += ask.milli
+        vgpu = self.vgpu
+        if (vgpu is not None and held.status != _PIPELINED
+                and ASSIGNED_IDS_ANNOTATION in held.annotations):
+            vgpu.remove_task(held.uid, held.annotations)
         req = held.resreq
         if held.status == _PIPELINED:
             self.pipelined.sub_unchecked(req)
@@ -295,6 +310,7 @@ class NodeInfo:
         twin.tasks = {uid: t.clone() for uid, t in self.tasks.items()}
         twin.on_change = None
         twin.gpu_free = None if self.gpu_free is None else list(self.gpu_free)
+        twin.vgpu = None if self.vgpu is None else self.vgpu.clone()
         return twin
 
     def check_invariants(self) -> None:
@@ -324,6 +340,8 @@ class NodeInfo:
                         free[index] -= ask.milli
             assert free == self.gpu_free, f"{self.name}: GPU devices {self.gpu_free} != {free}"
             assert all(left >= 0 for left in free), f"{self.name}: a GPU over 1000 milli"
+        if self.vgpu is not None:
+            self.vgpu.check(self.tasks)
 
     def _take_devices(self, held: TaskInfo) -> tuple[int, ...]:
         """Charge the devices of a task being added (those it names when they serve

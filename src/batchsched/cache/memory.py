@@ -24,6 +24,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
+from batchsched.api.vgpu import DEVICE_ANNOTATIONS
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
 
@@ -257,6 +258,10 @@ class MemoryCache:
             node.remove_task(task)
         task.node_name = ""
         task.start_time = None
+        if any(key in task.annotations for key in DEVICE_ANNOTATIONS):
+            # A new pod: the devices the old one was given are not its own.
+            task.annotations = {key: value for key, value in task.annotations.items()
+                                if key not in DEVICE_ANNOTATIONS}
         job.update_task_status(task, TaskStatus.PENDING)
 
     def _task(self, job_uid: str, task_uid: str) -> tuple[JobInfo, TaskInfo]:
@@ -388,6 +393,9 @@ class MemoryCache:
         job.update_task_status(mine, TaskStatus.BOUND)
         mine.node_name = node_name
         mine.gpu_devices = task.gpu_devices  # the GPUs the session chose, not the default
+        if task.annotations is not mine.annotations and task.annotations != mine.annotations:
+            # The binding carries what the session wrote on the pod (the vGPUs it took).
+            mine.annotations = dict(task.annotations)
         mine.nominated_node = ""  # placed: nothing to keep for it any more
         node.add_task(mine)
         self.binds.append(Bind(task.uid, node_name))

@@ -11,14 +11,21 @@ no device can serve (``1500m``) is refused on every node, naming the task and
 field. Which devices a placed task gets is the device-select point: a GPU
 placement policy (``gpu-*``, ``fgd``) names them, else the node's best fit.
 
-Volcano keys its GPU sharing on ``volcano.sh/gpu-memory`` and its vGPUs on
-``volcano.sh/vgpu-*``; batchsched shares ``nvidia.com/gpu`` in milli, as the
-Alibaba GPU trace and the FGD paper do (Volcano's GPU number mode counts
-``volcano.sh/gpu-number``; here both switches turn on the same device-by-device
-accounting of ``nvidia.com/gpu``). ``deviceshare.VGPUEnable``, the Ascend vNPU
-switches, ``deviceshare.NodeLockEnable``, ``deviceshare.SchedulePolicy``,
-``deviceshare.ScheduleWeight`` and the known-geometries config map are accepted
-and reported as having no effect; other arguments are reported as not read.
+Volcano keys its GPU sharing on ``volcano.sh/gpu-memory``; batchsched shares
+``nvidia.com/gpu`` in milli, as the Alibaba GPU trace and the FGD paper do
+(Volcano's GPU number mode counts ``volcano.sh/gpu-number``; here both switches
+turn on the same device-by-device accounting of ``nvidia.com/gpu``).
+
+With ``deviceshare.VGPUEnable: true`` the plugin schedules Volcano's vGPUs
+(``volcano.sh/vgpu-*``, :mod:`batchsched.api.vgpu`) as Volcano does: the predicate
+asks the node's GPUs for the task's devices, ``deviceshare.SchedulePolicy``
+(``binpack`` or ``spread``) orders the GPUs and scores the node, weighted by
+``deviceshare.ScheduleWeight``; a statement placing the task reserves the devices
+and writes them in its ``volcano.sh/vgpu-ids-new`` annotation, and undoing the
+placement gives them back. The Ascend vNPU switches, ``deviceshare.NodeLockEnable``,
+``deviceshare.GPUExclusiveRules``, the known-geometries config map and, without
+vGPUs, the policy and weight are accepted and reported as having no effect; other
+arguments are reported as not read.
 
 The predicate has a column form over every node (:class:`GpuColumns`), equal
 node for node. It also answers the **simulate predicate** of topology-aware
@@ -28,6 +35,8 @@ devices are then free), as Volcano's predicates plugin checks devices there.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from batchsched import columnar
@@ -35,27 +44,57 @@ from batchsched.api.devices import GpuAsk, fits_devices, gpu_ask
 from batchsched.api.fit import FitError
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import FitStatusCode
+from batchsched.api.types import FitStatusCode, TaskStatus
+from batchsched.api.vgpu import (
+    ASSIGNED_IDS_ANNOTATION,
+    ASSIGNED_IDS_TO_ALLOCATE_ANNOTATION,
+    ASSIGNED_NODE_ANNOTATION,
+    ASSIGNED_TIME_ANNOTATION,
+    BIND_PHASE_ANNOTATION,
+    BIND_TIME_ANNOTATION,
+    BINPACK,
+    DEVICE_ANNOTATIONS,
+    SPREAD,
+    VgpuFit,
+    container_requests,
+    encode_pod_devices,
+    group_key,
+    requests_vgpu,
+)
+from batchsched.columnar import VectorFallback
 from batchsched.columnar.gpu_columns import GpuColumns
 from batchsched.columnar.node_columns import BoolArray, NodeColumns
 from batchsched.errors import ConfigError, SchedulingError
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, warn_unreadable
+from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 
-__all__ = ["DeviceSharePlugin", "device_fit_error"]
+__all__ = ["DeviceSharePlugin", "device_fit_error", "vgpu_fit"]
 
 PLUGIN_NAME = "deviceshare"
 SHARING_KEY = "deviceshare.GPUSharingEnable"
 NUMBER_KEY = "deviceshare.GPUNumberEnable"
+VGPU_KEY = "deviceshare.VGPUEnable"
+POLICY_KEY = "deviceshare.SchedulePolicy"
+WEIGHT_KEY = "deviceshare.ScheduleWeight"
+_DEVICE_CONFIG_MAP = ("the device configuration config map (MIG geometries, vNPU templates) "
+                      "is not read: MIG GPUs are shared as HAMi-core, Volcano's fallback")
+#: Volcano's reason for a node whose vGPUs cannot serve the task.
+VGPU_REASON = "hami-vgpuDeviceSharing error"
 _INERT = {
-    "deviceshare.VGPUEnable": "vGPUs (volcano.sh/vgpu-*) are not modelled",
     "deviceshare.AscendMindClusterVNPUEnable": "Ascend vNPUs are not modelled",
     "deviceshare.AscendHAMiVNPUEnable": "Ascend vNPUs are not modelled",
-    "deviceshare.KnownGeometriesCMName": "vGPU geometries are not modelled",
-    "deviceshare.KnownGeometriesCMNamespace": "vGPU geometries are not modelled",
+    "deviceshare.KnownGeometriesCMName": _DEVICE_CONFIG_MAP,
+    "deviceshare.KnownGeometriesCMNamespace": _DEVICE_CONFIG_MAP,
     "deviceshare.NodeLockEnable": "there is no node lock to take outside Kubernetes",
-    "deviceshare.SchedulePolicy": "use a GPU placement policy plugin (gpu-*, fgd)",
-    "deviceshare.ScheduleWeight": "use a GPU placement policy plugin (gpu-*, fgd)",
+    "deviceshare.GPUExclusiveRules": "GPU exclusivity rules are not modelled",
+}
+#: Without vGPUs, the policy and weight have nothing to order.
+_INERT_WITHOUT_VGPU = {
+    POLICY_KEY: "it orders vGPUs (deviceshare.VGPUEnable); for nvidia.com/gpu use a GPU "
+                "placement policy plugin (gpu-*, fgd)",
+    WEIGHT_KEY: "it weighs the vGPU score (deviceshare.VGPUEnable); for nvidia.com/gpu use "
+                "a GPU placement policy plugin (gpu-*, fgd)",
 }
 
 
@@ -74,6 +113,18 @@ def device_fit_error(task: TaskInfo, node: NodeInfo) -> FitError | None:
                        code=FitStatusCode.UNSCHEDULABLE, plugin=PLUGIN_NAME)
 
 
+def vgpu_fit(task: TaskInfo, node: NodeInfo, policy: str, *, reserve: bool = False
+             ) -> VgpuFit:
+    """Whether the node's vGPUs serve the task, which and with what score (fits with
+    no devices when the task asks none or the node has no vGPUs, as in Volcano)."""
+    devices = node.vgpu
+    if devices is None or not requests_vgpu(task.resreq):
+        return VgpuFit(True)
+    return devices.fit(task.uid, task.annotations, container_requests(task.resreq),
+                       group_key(task.annotations, task.namespace, task.job), policy,
+                       reserve=reserve)
+
+
 def _shortage(ask: GpuAsk) -> str:
     if ask.whole:
         return f"fewer than {ask.count} entirely free GPU(s)"
@@ -89,14 +140,29 @@ class DeviceSharePlugin:
         self.arguments = arguments
         sharing = arguments.get_bool(SHARING_KEY, False, owner=PLUGIN_NAME)
         number = arguments.get_bool(NUMBER_KEY, False, owner=PLUGIN_NAME)
-        if sharing and number:  # Volcano's scheduler refuses to start
+        self.vgpu = arguments.get_bool(VGPU_KEY, False, owner=PLUGIN_NAME)
+        # Volcano's scheduler refuses to start on either pair.
+        if sharing and number:
             raise ConfigError(f"{SHARING_KEY} and {NUMBER_KEY} cannot both be true",
                               key=f"{PLUGIN_NAME}.arguments")
+        if (sharing or number) and self.vgpu:
+            raise ConfigError(f"GPU sharing ({SHARING_KEY}, {NUMBER_KEY}) and {VGPU_KEY} "
+                              "cannot be used together", key=f"{PLUGIN_NAME}.arguments")
         self.sharing = sharing or number
-        arguments.warn_inert(PLUGIN_NAME, _INERT)
-        arguments.warn_unknown(PLUGIN_NAME, [SHARING_KEY, NUMBER_KEY, *_INERT])
+        self.policy = arguments.get_str(POLICY_KEY, "")
+        if self.vgpu and self.policy not in (BINPACK, SPREAD, ""):
+            # Volcano takes any other value as no policy (highest index first, no score).
+            warn_unreadable(PLUGIN_NAME, POLICY_KEY, self.policy, "binpack or spread", "")
+            self.policy = ""
+        self.weight = arguments.get_int(WEIGHT_KEY, 0, owner=PLUGIN_NAME)
+        arguments.warn_inert(PLUGIN_NAME, _INERT if self.vgpu
+                             else {**_INERT, **_INERT_WITHOUT_VGPU})
+        arguments.warn_unknown(PLUGIN_NAME, [SHARING_KEY, NUMBER_KEY, VGPU_KEY, POLICY_KEY,
+                                             WEIGHT_KEY, *_INERT])
 
     def on_session_open(self, ssn: Session) -> None:
+        if self.vgpu:
+            self._open_vgpu(ssn)
         if not self.sharing:
             return
         ssn.add_predicate_fn(self.name, device_fit_error)
@@ -124,3 +190,90 @@ class DeviceSharePlugin:
         passes: BoolArray = fits | (gpus.device_count == 0)
         return passes
 
+    # -- vGPUs ---------------------------------------------------------------------------
+
+    def _open_vgpu(self, ssn: Session) -> None:
+        policy = self.policy
+
+        def predicate(task: TaskInfo, node: NodeInfo) -> FitError | None:
+            fit = vgpu_fit(task, node, policy)
+            if fit.fits:
+                return None
+            return FitError.of(task.namespace, task.name, node.name, VGPU_REASON,
+                               code=FitStatusCode.UNSCHEDULABLE, plugin=PLUGIN_NAME)
+
+        ssn.add_predicate_fn(self.name, predicate)
+        # Topology-aware preemption asks it on the node copy its victims left.
+        ssn.add_simulate_predicate_fn(self.name, predicate)
+        columnar.add_predicate_fn(ssn, self.name, _vgpu_column)
+        if self.weight > 0:
+            weight = self.weight
+
+            def node_order(task: TaskInfo, node: NodeInfo) -> float:
+                # Volcano rounds the score its predicate kept for the node; the same
+                # question asked again on the unchanged node gives the same score.
+                return float(math.floor(vgpu_fit(task, node, policy).score + 0.5) * weight)
+
+            ssn.add_node_order_fn(self.name, node_order)
+            columnar.add_node_order_fn(ssn, self.name, _vgpu_column_score)
+        ssn.add_event_handler(EventHandler(
+            allocate=lambda event: self._reserve(ssn, event),
+            deallocate=lambda event: self._release(ssn, event), plugin=self.name))
+
+    def _reserve(self, ssn: Session, event: Event) -> None:
+        """A statement placed the task: take its devices on the node (Volcano's
+        ``Allocate``) and write them on the task, for the bind to carry."""
+        task = event.task
+        node = ssn.nodes.get(task.node_name)
+        if node is None or node.vgpu is None or not requests_vgpu(task.resreq):
+            return
+        if ASSIGNED_IDS_ANNOTATION in task.annotations:
+            # A placement undone and redone (an eviction discarded): the same devices.
+            node.vgpu.add_task(task.uid, task.annotations,
+                               group_key(task.annotations, task.namespace, task.job))
+            return
+        fit = vgpu_fit(task, node, self.policy, reserve=True)
+        if not fit.fits:
+            raise SchedulingError(f"task {task.uid}: the vGPUs of node {node.name} cannot "
+                                  f"serve it: {fit.reason}")
+        ids = encode_pod_devices(fit.devices)
+        now = str(int(ssn.now))
+        # A new mapping: the task's annotations may be shared with the cache's copy.
+        task.annotations = {
+            **task.annotations,
+            ASSIGNED_NODE_ANNOTATION: node.name,
+            ASSIGNED_TIME_ANNOTATION: now,
+            ASSIGNED_IDS_ANNOTATION: ids,
+            ASSIGNED_IDS_TO_ALLOCATE_ANNOTATION: ids,
+            BIND_PHASE_ANNOTATION: "allocating",
+            BIND_TIME_ANNOTATION: now,
+        }
+
+    def _release(self, ssn: Session, event: Event) -> None:
+        """The task leaves the node (evicted, or its placement undone): give its
+        devices back; an undone placement also loses the annotations it wrote."""
+        task = event.task
+        node = ssn.nodes.get(task.node_name)
+        if node is None or node.vgpu is None or not requests_vgpu(task.resreq):
+            return
+        node.vgpu.remove_task(task.uid, task.annotations)
+        if task.status is TaskStatus.RELEASING or \
+                task.annotations.get(BIND_PHASE_ANNOTATION) == "success":
+            return  # a pod that holds its devices until it is gone
+        if any(key in task.annotations for key in DEVICE_ANNOTATIONS):
+            task.annotations = {key: value for key, value in task.annotations.items()
+                                if key not in DEVICE_ANNOTATIONS}
+
+
+def _vgpu_column(task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
+    """The vGPU predicate over every node: a task asking no vGPU passes everywhere;
+    one that asks is answered node by node by the scalar form."""
+    if not requests_vgpu(task.resreq):
+        return None
+    raise VectorFallback
+
+
+def _vgpu_column_score(task: TaskInfo, columns: NodeColumns, candidates: object) -> float:
+    if not requests_vgpu(task.resreq):
+        return 0.0
+    raise VectorFallback

@@ -53,6 +53,11 @@ def compare_decisions(
         have_devices = dict(got.get("gpuDevices") or {})
         if want_devices != have_devices:
             diffs.append(f"gpuDevices: expected {want_devices}, got {have_devices}")
+    if "vgpuDevices" in expect:
+        want_vgpus = dict(expect["vgpuDevices"] or {})
+        have_vgpus = dict(got.get("vgpuDevices") or {})
+        if want_vgpus != have_vgpus:
+            diffs.append(f"vgpuDevices: expected {want_vgpus}, got {have_vgpus}")
     if "nominated" in expect:
         want_nominated = dict(expect["nominated"] or {})
         have_nominated = dict(got.get("nominated") or {})

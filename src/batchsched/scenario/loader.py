@@ -68,7 +68,8 @@ T = TypeVar("T")
 _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "queues", "nodes",
              "jobs", "tasks", "pdbs", "resourceQuotas", "now", "faults", "expect"}
 _EXPECT_KEYS = {"binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
-                "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices"}
+                "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices",
+                "vgpuDevices"}
 
 
 @attrs.frozen

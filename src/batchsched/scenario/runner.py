@@ -12,6 +12,7 @@ from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
+from batchsched.api.vgpu import assigned_devices
 from batchsched.cache.memory import Bind, Eviction
 from batchsched.conf import SchedulerConfiguration
 from batchsched.framework.events import RecordedEvent
@@ -36,7 +37,9 @@ class Decisions:
     ``nominated``: preemptor task id -> the node its victims were evicted on;
     ``queue_status``: queue -> its status at session close (``allocated``
     quantities, ``podGroups`` counted by phase); ``gpu_devices``: bound task id ->
-    the indexes of its node's GPUs it holds (tasks holding GPUs one by one only).
+    the indexes of its node's GPUs it holds (tasks holding GPUs one by one only);
+    ``vgpu_devices``: bound task id -> the vGPUs it holds, per container (its
+    ``volcano.sh/vgpu-ids-new`` annotation read).
     """
 
     binds: dict[str, str]
@@ -50,9 +53,11 @@ class Decisions:
     nominated: dict[str, str] = attrs.field(factory=dict)
     queue_status: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     gpu_devices: dict[str, list[int]] = attrs.field(factory=dict)
+    vgpu_devices: dict[str, list[list[dict[str, object]]]] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI's JSON object: every key present, ``scores`` only when computed."""
+        """The CLI's JSON object: every key present, ``scores`` only when computed and
+        ``vgpuDevices`` only when a bound task holds vGPUs."""
         out: dict[str, Any] = {
             "binds": self.binds,
             "evicted": self.evicted,
@@ -67,6 +72,8 @@ class Decisions:
         }
         if self.scores is not None:
             out["scores"] = self.scores
+        if self.vgpu_devices:
+            out["vgpuDevices"] = self.vgpu_devices
         return out
 
 
@@ -106,6 +113,7 @@ class _RecordingCache:
         self.bind_failures: list[str] = []
         self.nominated: dict[str, str] = {}
         self.gpu_devices: dict[str, list[int]] = {}
+        self.vgpu_devices: dict[str, list[list[dict[str, object]]]] = {}
 
     def snapshot(self) -> ClusterInfo:
         return self._snapshot
@@ -117,12 +125,16 @@ class _RecordingCache:
         self.binds.append(Bind(task.uid, node_name))
         if task.gpu_devices:
             self.gpu_devices[task.uid] = list(task.gpu_devices)
+        vgpus = assigned_devices(task.annotations)
+        if vgpus is not None:
+            self.vgpu_devices[task.uid] = vgpus
         return True
 
     def unbind(self, task: TaskInfo, reason: str) -> None:
         """A bind taken back (its gang fell below minMember): it does not stand."""
         self.binds = [b for b in self.binds if b.task != task.uid]
         self.gpu_devices.pop(task.uid, None)
+        self.vgpu_devices.pop(task.uid, None)
 
     def nominate(self, task: TaskInfo, node_name: str) -> None:
         self.nominated[task.uid] = node_name
@@ -186,6 +198,7 @@ def run_scenario(
         queue_status={name: queue.status.to_json()
                       for name, queue in sorted(ssn.queues.items())},
         gpu_devices=dict(sorted(cache.gpu_devices.items())),
+        vgpu_devices=dict(sorted(cache.vgpu_devices.items())),
     )
 
 

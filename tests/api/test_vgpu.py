@@ -1,0 +1,366 @@
+"""The vGPU device model (``batchsched.api.vgpu``), with the cases of Volcano's own
+unit tests of ``pkg/scheduler/api/devices/nvidia/vgpu`` (utils_test.go,
+device_info_test.go, spread_integration_test.go) transcribed: the same inputs and
+the same answers. Volcano's tests build pods with containers; batchsched's tasks are
+one container, so the multi-container request case reads one container."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from batchsched.api.resource import Resource
+from batchsched.api.vgpu import (
+    ASSIGNED_IDS_ANNOTATION,
+    KUBE_GROUP_NAME_ANNOTATION,
+    NO_USE_TYPE_ANNOTATION,
+    NO_USE_UUID_ANNOTATION,
+    NODE_REGISTER_ANNOTATION,
+    PODGROUP_POLICY_ANNOTATION,
+    USE_TYPE_ANNOTATION,
+    USE_UUID_ANNOTATION,
+    VOLCANO_GROUP_NAME_ANNOTATION,
+    ContainerDevice,
+    DeviceRequest,
+    PodUsage,
+    UuidFilter,
+    VgpuDevice,
+    VgpuDevices,
+    container_requests,
+    decode_container_devices,
+    encode_pod_devices,
+    gpu_score,
+    gpu_type_allowed,
+    group_key,
+)
+
+
+def make_devices(gpus: int, memory: int = 16384, sharing: int = 4) -> VgpuDevices:
+    """Volcano's ``makeGPUDevices``: GPUs ``GPU-0000A``, ``GPU-0000B``, ... of one node."""
+    return VgpuDevices("node-1", "hami-core", {
+        i: VgpuDevice(index=i, uuid="GPU-0000" + chr(ord("A") + i), number=sharing,
+                      memory=memory, type="NVIDIA")
+        for i in range(gpus)})
+
+
+#: Volcano's ``makeVGPUPod``: one GPU, ``memory`` MiB, 25 cores.
+def request(memory: int = 4096) -> tuple[DeviceRequest, ...]:
+    return container_requests(Resource.from_mapping({
+        "volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": memory,
+        "volcano.sh/vgpu-cores": 25}))
+
+
+def pod_annotations(spread: bool, group: str = "") -> dict[str, str]:
+    annotations = {}
+    if spread:
+        annotations[PODGROUP_POLICY_ANNOTATION] = "spread"
+    if group:
+        annotations[KUBE_GROUP_NAME_ANNOTATION] = group
+    return annotations
+
+
+def allocate(devices: VgpuDevices, uid: str, annotations: dict[str, str],
+             policy: str = "binpack") -> str | None:
+    """Volcano's ``simulateAllocate``: fit with the devices taken; the UUID chosen."""
+    fit = devices.fit(uid, annotations, request(), group_key(annotations, "default", ""),
+                      policy, reserve=True)
+    return fit.devices[0][0].uuid if fit.fits else None
+
+
+# -- utils_test.go ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(("annotations", "card", "want"), [
+    ({USE_TYPE_ANNOTATION: "NVIDIA"}, "NVIDIA", True),
+    ({USE_TYPE_ANNOTATION: "nvidia"}, "NVIDIA", True),
+    ({USE_TYPE_ANNOTATION: "AMD,NVIDIA,INTEL"}, "NVIDIA", True),
+    ({USE_TYPE_ANNOTATION: "AMD,INTEL,MLU"}, "NVIDIA", False),
+    ({NO_USE_TYPE_ANNOTATION: "NVIDIA"}, "NVIDIA", False),
+    ({NO_USE_TYPE_ANNOTATION: "nvidia"}, "NVIDIA", False),
+    ({NO_USE_TYPE_ANNOTATION: "AMD,NVIDIA,INTEL"}, "NVIDIA", False),
+    ({NO_USE_TYPE_ANNOTATION: "AMD,INTEL,MLU"}, "NVIDIA", True),
+    ({}, "NVIDIA", True),
+    (None, "NVIDIA", True),
+], ids=["single use matches", "use mixed case", "use list one matches", "use list none",
+        "single nouse", "nouse mixed case", "nouse list one matches", "nouse list none",
+        "empty", "nil"])
+def test_check_gpu_type(annotations: dict[str, str] | None, card: str, want: bool) -> None:
+    assert gpu_type_allowed(annotations, card) is want
+
+
+@pytest.mark.parametrize(("annotations", "uuid", "want"), [
+    (None, "GPU-0", True),
+    ({USE_UUID_ANNOTATION: "  "}, "GPU-0", True),
+    ({USE_UUID_ANNOTATION: ", ,"}, "GPU-0", True),
+    ({USE_UUID_ANNOTATION: "GPU-0, GPU-1"}, "GPU-1", True),
+    ({USE_UUID_ANNOTATION: "GPU-0,, GPU-1,"}, "GPU-1", True),
+    ({USE_UUID_ANNOTATION: "GPU-10"}, "GPU-1", False),
+    ({USE_UUID_ANNOTATION: "GPU-0,"}, "", False),
+    ({NO_USE_UUID_ANNOTATION: "GPU-0, GPU-1"}, "GPU-1", False),
+    ({NO_USE_UUID_ANNOTATION: "GPU-0,"}, "", False),
+    ({USE_UUID_ANNOTATION: "GPU-1", NO_USE_UUID_ANNOTATION: "GPU-1"}, "GPU-1", False),
+], ids=["no constraint", "blank allowlist", "separators only", "exact match",
+        "empty entries ignored", "no partial match", "allowlist and empty uuid",
+        "denylist match", "denylist and empty uuid", "denylist wins"])
+def test_check_gpu_uuid(annotations: dict[str, str] | None, uuid: str, want: bool) -> None:
+    assert UuidFilter.of(annotations).matches(uuid) is want
+
+
+@pytest.mark.parametrize(("annotations", "fits", "uuid", "error"), [
+    ({USE_UUID_ANNOTATION: "GPU-0000A"}, True, "GPU-0000A", ""),
+    ({NO_USE_UUID_ANNOTATION: "GPU-0000B"}, True, "GPU-0000A", ""),
+    ({USE_UUID_ANNOTATION: "GPU-unknown"}, False, "", USE_UUID_ANNOTATION),
+    ({NO_USE_UUID_ANNOTATION: "GPU-0000A,GPU-0000B"}, False, "", NO_USE_UUID_ANNOTATION),
+], ids=["allowlist selects", "denylist excludes", "unknown allowed uuid", "all denied"])
+def test_gpu_uuid_constraints(annotations: dict[str, str], fits: bool, uuid: str,
+                              error: str) -> None:
+    devices = make_devices(2)
+    fit = devices.fit("uid", annotations, request(), "", "")
+    assert fit.fits is fits, fit.reason
+    if fits:
+        assert fit.devices[0][0].uuid == uuid
+    else:
+        assert error in fit.reason
+
+
+@pytest.mark.parametrize(("annotations", "namespace", "want"), [
+    ({}, "ns", "ns/the-job"),  # no annotation: the task's job (Volcano: no group)
+    ({KUBE_GROUP_NAME_ANNOTATION: "my-pg"}, "default", "default/my-pg"),
+    ({VOLCANO_GROUP_NAME_ANNOTATION: "job-pg"}, "ns1", "ns1/job-pg"),
+    ({KUBE_GROUP_NAME_ANNOTATION: "k8s-pg", VOLCANO_GROUP_NAME_ANNOTATION: "volcano-pg"},
+     "ns", "ns/k8s-pg"),
+], ids=["job", "kubernetes annotation", "volcano annotation", "kubernetes first"])
+def test_pod_group_key(annotations: dict[str, str], namespace: str, want: str) -> None:
+    assert group_key(annotations, namespace, "ns/the-job") == want
+
+
+@pytest.mark.parametrize(("usage", "group", "want"), [
+    (PodUsage(1000, 0, "ns/pg"), "", False),
+    (PodUsage(1000, 0, "ns/other"), "ns/my-pg", False),
+    (PodUsage(1000, 50, "ns/my-pg"), "ns/my-pg", True),
+    (PodUsage(0, 0, "ns/my-pg"), "ns/my-pg", False),
+    (None, "ns/pg", False),
+], ids=["no group", "other group", "same group", "same group released", "no pods"])
+def test_device_has_pod_from_same_group(usage: PodUsage | None, group: str,
+                                        want: bool) -> None:
+    device = VgpuDevice(index=0, uuid="GPU-0", number=4, memory=16384, type="NVIDIA")
+    if usage is not None:
+        device.pods["uid1"] = usage
+    assert device.holds_group(group) is want
+
+
+def _busy_first(devices: VgpuDevices) -> None:
+    devices.devices[0].used_memory = 4096
+    devices.devices[0].used_num = 1
+
+
+@pytest.mark.parametrize(("gpus", "seed", "policy", "want"), [
+    (2, _busy_first, "binpack", 0),
+    (2, _busy_first, "spread", 1),
+    (3, lambda devices: None, "", 2),
+], ids=["binpack picks busier", "spread picks idle", "no policy: highest index"])
+def test_policy_picks_the_expected_device(gpus: int, seed: Callable[[VgpuDevices], None],
+                                          policy: str, want: int) -> None:
+    devices = make_devices(gpus)
+    seed(devices)
+    fit = devices.fit("uid", {}, request(), "", policy)
+    assert fit.fits
+    assert fit.devices[0][0].uuid == devices.devices[want].uuid
+
+
+@pytest.mark.parametrize(("policy", "used", "want"), [
+    ("spread", (0, 0), 100.0),
+    ("spread", (1, 4096), 0.0),
+    ("spread", (4, 16384), 0.0),
+    ("binpack", (4, 16384), 100.0),
+    ("binpack", (0, 0), 0.0),
+    ("", (1, 4096), 0.0),
+], ids=["spread idle", "spread shared", "spread full", "binpack full", "binpack idle",
+        "no policy"])
+def test_gpu_score(policy: str, used: tuple[int, int], want: float) -> None:
+    device = VgpuDevice(index=0, uuid="GPU-0", number=4, memory=16384, type="NVIDIA",
+                        used_num=used[0], used_memory=used[1])
+    assert gpu_score(policy, device) == want
+
+
+def test_binpack_stacks_sequential_pods() -> None:
+    devices = make_devices(3)
+    chosen = {allocate(devices, name, {}) for name in ("a", "b", "c")}
+    assert len(chosen) == 1 and None not in chosen
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("GPU-0,NVIDIA,4096,30:", (ContainerDevice("GPU-0", "NVIDIA", 4096, 30),)),
+    ("GPU-0,NVIDIA,-5,30:", ()),
+    ("GPU-0,NVIDIA,4096,-1:", ()),
+    ("GPU-0,NVIDIA,abc,30:", ()),
+    ("GPU-0,NVIDIA:", ()),
+    ("GPU-0,NVIDIA,-5,30:GPU-1,NVIDIA,2048,10:",
+     (ContainerDevice("GPU-1", "NVIDIA", 2048, 10),)),
+], ids=["valid", "negative memory", "negative cores", "not a number", "missing fields",
+        "valid kept among invalid"])
+def test_decode_container_devices_rejects_invalid_usage(
+        text: str, want: tuple[ContainerDevice, ...]) -> None:
+    assert decode_container_devices(text) == want
+
+
+# -- device_info_test.go -----------------------------------------------------------------
+
+def test_requests_of_a_container() -> None:
+    """TestGetGPUMemoryOfPod, its first container (a task is one container)."""
+    (got,) = container_requests(Resource.from_mapping(
+        {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 3000}))
+    assert (got.count, got.memory) == (1, 3000)
+    (got,) = container_requests(Resource.from_mapping(
+        {"volcano.sh/vgpu-number": 3, "volcano.sh/vgpu-memory": 5000}))
+    assert (got.count, got.memory) == (3, 5000)
+
+
+def test_requests_default_to_one_whole_gpu() -> None:
+    """Memory alone asks one GPU; no memory asks all of each GPU's (100%)."""
+    (memory_only,) = container_requests(Resource.from_mapping({"volcano.sh/vgpu-memory": 10}))
+    assert (memory_only.count, memory_only.memory_percentage) == (1, 101)
+    (count_only,) = container_requests(Resource.from_mapping({"volcano.sh/vgpu-number": 2}))
+    assert (count_only.count, count_only.memory, count_only.memory_percentage) == (2, 0, 100)
+    assert container_requests(Resource.from_mapping({"cpu": 1})) == ()
+
+
+@pytest.mark.parametrize(("annotations", "added"), [
+    ({ASSIGNED_IDS_ANNOTATION: "GPU-1234,NVIDIA,16384,0"}, True),
+    ({ASSIGNED_IDS_ANNOTATION: "GPU-5678,NVIDIA,16384,0"}, False),
+    ({}, False),
+], ids=["known uuid", "unknown uuid", "no annotation"])
+def test_add_resource(annotations: dict[str, str], added: bool) -> None:
+    devices = VgpuDevices("n", "hami-core", {0: VgpuDevice(0, "GPU-1234", 10, 16384, "NVIDIA")})
+    devices.add_task("pod-abc", annotations, "")
+    assert devices.holds("pod-abc") is added
+
+
+def test_add_resource_sets_pod_group_key() -> None:
+    devices = VgpuDevices("n", "hami-core", {0: VgpuDevice(0, "GPU-1234", 10, 16384, "NVIDIA")})
+    annotations = {ASSIGNED_IDS_ANNOTATION: "GPU-1234,NVIDIA,4096,0",
+                   KUBE_GROUP_NAME_ANNOTATION: "my-job-pg"}
+    devices.add_task("pod-with-group", annotations, group_key(annotations, "default", ""))
+    assert devices.devices[0].pods["pod-with-group"].group == "default/my-job-pg"
+
+
+def test_a_task_is_counted_once_and_given_back_once() -> None:
+    """AddPod and SubPod key on the pod: a second add or remove changes nothing."""
+    devices = VgpuDevices("n", "hami-core", {0: VgpuDevice(0, "GPU-1", 10, 16384, "NVIDIA")})
+    annotations = {ASSIGNED_IDS_ANNOTATION: "GPU-1,NVIDIA,4096,30:"}
+    for _ in range(2):
+        devices.add_task("p", annotations, "")
+    device = devices.devices[0]
+    assert (device.used_num, device.used_memory, device.used_cores) == (1, 4096, 30)
+    for _ in range(2):
+        devices.remove_task("p", annotations)
+    assert (device.used_num, device.used_memory, device.used_cores) == (0, 0, 0)
+    devices.check([])
+
+
+# -- spread_integration_test.go ------------------------------------------------------------
+
+def test_spread_prevents_co_location() -> None:
+    devices = make_devices(2)
+    first = allocate(devices, "uid-aaa", pod_annotations(True, "job-1"))
+    second = allocate(devices, "uid-bbb", pod_annotations(True, "job-1"))
+    assert first is not None and second is not None and first != second
+
+
+def test_binpack_allows_co_location() -> None:
+    devices = make_devices(2)
+    assert allocate(devices, "uid-aaa", pod_annotations(False, "job-1")) is not None
+    assert allocate(devices, "uid-bbb", pod_annotations(False, "job-1")) is not None
+
+
+def test_spread_different_groups_can_share() -> None:
+    devices = make_devices(1)
+    first = allocate(devices, "uid-aaa", pod_annotations(True, "job-1"))
+    second = allocate(devices, "uid-bbb", pod_annotations(True, "job-2"))
+    assert first is not None and first == second
+
+
+def test_spread_with_no_room_fails() -> None:
+    devices = make_devices(1)
+    assert allocate(devices, "uid-aaa", pod_annotations(True, "job-1")) is not None
+    assert allocate(devices, "uid-bbb", pod_annotations(True, "job-1")) is None
+
+
+def test_mixed_annotations() -> None:
+    devices = make_devices(2)
+    assert allocate(devices, "uid-aaa", pod_annotations(True, "job-1")) is not None
+    assert allocate(devices, "uid-bbb", pod_annotations(False, "job-1")) is not None
+
+
+# -- the rest of the fit ---------------------------------------------------------------------
+
+def test_a_fit_that_is_not_reserved_changes_nothing() -> None:
+    devices = make_devices(2)
+    before = [(d.used_num, d.used_memory, d.used_cores) for d in devices.devices.values()]
+    assert devices.fit("p", {}, request(), "", "binpack").fits
+    assert not devices.fit("p", {}, request(memory=20000), "", "binpack").fits
+    assert [(d.used_num, d.used_memory, d.used_cores)
+            for d in devices.devices.values()] == before
+
+
+def test_a_failed_reservation_gives_back_what_it_took() -> None:
+    """Two GPUs asked, one fits: the one taken is given back (rollbackTentative)."""
+    devices = make_devices(2)
+    devices.devices[1].used_memory = 16000
+    two = container_requests(Resource.from_mapping(
+        {"volcano.sh/vgpu-number": 2, "volcano.sh/vgpu-memory": 4096}))
+    fit = devices.fit("p", {}, two, "", "", reserve=True)
+    assert not fit.fits and fit.reason == "not enough gpu fitted on this node"
+    assert devices.devices[0].used_num == 0 and devices.devices[0].used_memory == 0
+
+
+@pytest.mark.parametrize(("used", "cores", "fits"), [
+    ((0, 0), 100, True),     # an idle GPU may be taken whole
+    ((1, 10), 100, False),   # 100 cores wants the GPU to itself
+    ((1, 100), 0, False),    # no core-less task on a GPU whose cores are all taken
+    ((1, 80), 30, False),    # at most 100 cores in all
+    ((4, 0), 10, False),     # at most `number` tasks share it
+], ids=["exclusive on idle", "exclusive on shared", "zero cores on full",
+        "cores over 100", "sharing count"])
+def test_core_and_sharing_limits(used: tuple[int, int], cores: int, fits: bool) -> None:
+    devices = make_devices(1)
+    devices.devices[0].used_num, devices.devices[0].used_cores = used
+    asked = container_requests(Resource.from_mapping(
+        {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 100,
+         "volcano.sh/vgpu-cores": cores}))
+    assert devices.fit("p", {}, asked, "", "").fits is fits
+
+
+def test_more_gpus_than_the_node_has() -> None:
+    asked = container_requests(Resource.from_mapping({"volcano.sh/vgpu-number": 3}))
+    fit = make_devices(2).fit("p", {}, asked, "", "")
+    assert not fit.fits and fit.reason == "no enough gpu cards on node node-1"
+
+
+def test_a_task_asking_another_sharing_mode_does_not_fit() -> None:
+    fit = make_devices(1).fit("p", {"volcano.sh/vgpu-mode": "mig"}, request(), "", "")
+    assert not fit.fits and "mig" in fit.reason
+
+
+def test_node_registration() -> None:
+    allocatable = Resource.from_mapping({"volcano.sh/vgpu-number": 20,
+                                         "volcano.sh/vgpu-memory": 32768,
+                                         "volcano.sh/vgpu-cores": 200})
+    text = "GPU-a,10,16384,NVIDIA-Tesla-T4,true,hami-core:GPU-b,10,16384,NVIDIA-A100,false,mig:"
+    devices = VgpuDevices.from_node("n", {NODE_REGISTER_ANNOTATION: text}, allocatable)
+    assert devices is not None and devices.mode == "hami-core"
+    assert [(d.uuid, d.number, d.memory, d.type, d.health)
+            for d in devices.devices.values()] == [
+        ("GPU-a", 10, 16384, "NVIDIA-Tesla-T4", True), ("GPU-b", 10, 16384, "NVIDIA-A100", False)]
+    # No vGPU resources in the allocatable, or a malformed entry: no devices.
+    assert VgpuDevices.from_node("n", {NODE_REGISTER_ANNOTATION: text}, Resource()) is None
+    assert VgpuDevices.from_node("n", {NODE_REGISTER_ANNOTATION: "GPU-a,10,16384:"},
+                                 allocatable) is None
+
+
+def test_encoding_round_trip() -> None:
+    containers = ((ContainerDevice("GPU-a", "NVIDIA", 4096, 25),
+                   ContainerDevice("GPU-b", "NVIDIA", 4096, 25)),)
+    text = encode_pod_devices(containers)
+    assert text == "GPU-a,NVIDIA,4096,25:GPU-b,NVIDIA,4096,25:"
+    assert decode_container_devices(text) == containers[0]

@@ -1,0 +1,275 @@
+"""deviceshare with ``deviceshare.VGPUEnable``: Volcano's vGPUs through whole sessions.
+
+The node's ledger always adds up from the tasks it holds (``check_invariants``), the
+devices a placement took are given back when it is undone, a bind carries them to the
+cache and the next snapshot counts them, and the column path decides as the scalar one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.api.types import TaskStatus
+from batchsched.api.vgpu import ASSIGNED_IDS_ANNOTATION, BIND_PHASE_ANNOTATION
+from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+from batchsched.errors import PluginError
+from batchsched.framework.session import Session
+from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.scheduler import Scheduler, run_actions
+from plugins.node_support import document, open_session, plugin, scores
+
+
+def vgpu(policy: str = "binpack", weight: int = 0) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"deviceshare.VGPUEnable": True}
+    if policy:
+        arguments["deviceshare.SchedulePolicy"] = policy
+    if weight:
+        arguments["deviceshare.ScheduleWeight"] = weight
+    return plugin("deviceshare", arguments)
+
+
+def node_yaml(name: str, gpus: int, memory: int = 16384, sharing: int = 10) -> str:
+    register = "".join(f"GPU-{name}-{i},{sharing},{memory},NVIDIA-Tesla-T4,true,hami-core:"
+                       for i in range(gpus))
+    return (f"- {{name: {name}, allocatable: {{cpu: 64, memory: 256Gi, pods: 110, "
+            f"volcano.sh/vgpu-number: {gpus * sharing}, "
+            f"volcano.sh/vgpu-memory: {gpus * memory}, volcano.sh/vgpu-cores: {gpus * 100}}}, "
+            f"annotations: {{volcano.sh/node-vgpu-register: '{register}'}}}}")
+
+
+def task_yaml(name: str, job: str, memory: int, cores: int = 25, *, count: int = 1,
+              extra: str = "") -> str:
+    return (f"- {{name: {name}, job: {job}, requests: {{cpu: 1, volcano.sh/vgpu-number: {count},"
+            f" volcano.sh/vgpu-memory: {memory}, volcano.sh/vgpu-cores: {cores}}}{extra}}}")
+
+
+def vgpus_of(decisions: dict[str, Any]) -> dict[str, list[str]]:
+    return {task: [device["uuid"] for device in containers[0]]
+            for task, containers in decisions.get("vgpuDevices", {}).items()}
+
+
+def run(doc: dict[str, Any]) -> dict[str, Any]:
+    return run_scenario(parse_scenario(doc, source="<test>")).to_json()
+
+
+def test_binpack_stacks_a_gang_on_one_gpu_and_writes_the_devices() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2), node_yaml("n2", 2),
+        "jobs:", "- {name: j1, minMember: 3}",
+        "tasks:", *(task_yaml(f"t{i}", "j1", 4096) for i in range(3))]),
+        plugin("predicates"), vgpu("binpack", weight=10), actions="allocate")
+    got = run(doc)
+    assert got["binds"] == {f"default/t{i}": "n1" for i in range(3)}
+    assert vgpus_of(got) == {f"default/t{i}": ["GPU-n1-0"] for i in range(3)}
+    assert got["vgpuDevices"]["default/t0"] == [
+        [{"uuid": "GPU-n1-0", "type": "NVIDIA", "memory": 4096, "cores": 25}]]
+
+
+def test_spread_annotation_puts_a_group_on_different_gpus() -> None:
+    spread = ", annotations: {volcano.sh/vgpu-podgroup-policy: spread}"
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2),
+        "jobs:", "- {name: j1, minMember: 3}",
+        "tasks:", *(task_yaml(f"t{i}", "j1", 4096, extra=spread) for i in range(3))]),
+        plugin("gang"), plugin("predicates"), vgpu("binpack"), actions="allocate")
+    got = run(doc)
+    # Two GPUs, three members that may not share one: the gang cannot be placed.
+    assert got["binds"] == {}
+    doc["tasks"] = doc["tasks"][:2]
+    doc["jobs"][0]["minMember"] = 2
+    assert sorted(uuid for uuids in vgpus_of(run(doc)).values() for uuid in uuids) == [
+        "GPU-n1-0", "GPU-n1-1"]
+
+
+def test_the_node_score_is_the_rounded_policy_score_times_the_weight() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1), node_yaml("n2", 1),
+        "jobs:", "- {name: j1, minMember: 1}", "- {name: run, minMember: 1}",
+        "tasks:", task_yaml("t0", "j1", 4096),
+        "- {name: r0, job: run, phase: Running, node: n2, requests: {cpu: 1, "
+        "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 8000, volcano.sh/vgpu-cores: 10},"
+        " annotations: {volcano.sh/vgpu-ids-new: 'GPU-n2-0,NVIDIA,8000,10:'}}"]),
+        plugin("predicates"), vgpu("binpack", weight=10))
+    got = scores(open_session(doc))["default/t0"]
+    # binpack: 100 x used/memory once the task is counted; floor(x + 0.5) x 10.
+    assert got == {"n1": 250.0, "n2": 740.0}
+
+
+def test_a_running_task_holds_its_devices_and_the_reason_is_volcano_s() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2),
+        "jobs:", "- {name: run, minMember: 2}", "- {name: j1, minMember: 1}",
+        "tasks:",
+        *(f"- {{name: r{i}, job: run, phase: Running, node: n1, requests: {{cpu: 1, "
+          "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 12000, volcano.sh/vgpu-cores: 10},"
+          f" annotations: {{volcano.sh/vgpu-ids-new: 'GPU-n1-{i},NVIDIA,12000,10:'}}}}"
+          for i in range(2)),
+        # 8768 MiB left on the node, but no GPU has 8000 of it.
+        task_yaml("t0", "j1", 8000)]),
+        plugin("predicates"), vgpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert got["binds"] == {}
+    assert any("hami-vgpuDeviceSharing error" in e["message"] for e in got["events"])
+
+
+def test_an_undone_placement_gives_its_devices_back() -> None:
+    """A gang that cannot be completed is discarded; the next job gets the GPUs its
+    members had taken. (Volcano at the pinned commit keeps them counted until the
+    session ends: its Release reads the pod's annotations from the API server, which a
+    pod placed in the same session does not have yet.)"""
+    exclusive = 100
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2),
+        "jobs:", "- {name: big, minMember: 3, createdAt: 1, phase: Inqueue}",
+        "- {name: small, minMember: 2, createdAt: 2, phase: Inqueue}",
+        "tasks:", *(task_yaml(f"b{i}", "big", 1000, cores=exclusive) for i in range(3)),
+        *(task_yaml(f"s{i}", "small", 1000, cores=exclusive) for i in range(2))]),
+        plugin("gang"), plugin("predicates"), vgpu("binpack"), actions="allocate")
+    ssn = open_session(doc)
+    run_actions(ssn)
+    placed = {t.uid: t.node_name for j in ssn.jobs.values() for t in j.tasks.values()
+              if t.node_name}
+    assert placed == {"default/s0": "n1", "default/s1": "n1"}
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            if not task.node_name:
+                assert ASSIGNED_IDS_ANNOTATION not in task.annotations, task.uid
+    ssn.nodes["n1"].check_invariants()
+
+
+def test_preemption_frees_the_victim_s_devices() -> None:
+    doc = document("\n".join([
+        "priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]",
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", "- {name: low, minMember: 0, priorityClassName: low, phase: Running}",
+        "- {name: high, minMember: 1, priorityClassName: high, phase: Inqueue}",
+        "tasks:",
+        "- {name: low-0, job: low, priorityClassName: low, phase: Running, node: n1, "
+        "requests: {cpu: 1, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 12000, "
+        "volcano.sh/vgpu-cores: 50}, annotations: {volcano.sh/vgpu-ids-new: "
+        "'GPU-n1-0,NVIDIA,12000,50:', volcano.sh/bind-phase: success}}",
+        task_yaml("high-0", "high", 8000, cores=50, extra=", priorityClassName: high")]),
+        plugin("priority"), plugin("gang"), plugin("predicates"), vgpu("binpack"),
+        actions="allocate, preempt")
+    got = run(doc)
+    assert got["evicted"] == ["default/low-0"]
+    assert got["pipelined"] == {"default/high": {"default/high-0": "n1"}}
+
+
+def test_binds_carry_the_devices_to_the_cache_and_the_next_snapshot() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1, sharing=2),
+        "jobs:", *(f"- {{name: j{i}, minMember: 1, createdAt: {i}}}" for i in range(3)),
+        "tasks:", *(task_yaml(f"t{i}", f"j{i}", 4096) for i in range(3))]),
+        plugin("predicates"), vgpu("binpack"), actions="allocate")
+    parsed = parse_scenario(doc, source="<test>")
+    cache = parsed.build_cache()
+    Scheduler(cache, parsed.configuration).run_once()
+    bound = {uid for job in cache.jobs.values() for uid, t in job.tasks.items()
+             if t.status is TaskStatus.BOUND}
+    # Two tasks may share the GPU; the third waits.
+    assert bound == {"default/t0", "default/t1"}
+    node = cache.nodes["n1"]
+    assert node.vgpu is not None and node.vgpu.devices[0].used_num == 2
+    node.check_invariants()
+    held = cache.jobs["default/j0"].tasks["default/t0"]
+    assert held.annotations[ASSIGNED_IDS_ANNOTATION] == "GPU-n1-0,NVIDIA,4096,25:"
+    assert held.annotations[BIND_PHASE_ANNOTATION] == "allocating"
+    # The next session sees the GPU shared by two: the third still waits.
+    Scheduler(cache, parsed.configuration).run_once()
+    assert cache.jobs["default/j2"].tasks["default/t2"].status is TaskStatus.PENDING
+    # A task that ends gives its share back; a recreated one loses its devices.
+    cache.task_started("default/j0", "default/t0")
+    cache.task_ended("default/j0", "default/t0")
+    cache.task_recreated("default/j1", "default/t1")
+    assert ASSIGNED_IDS_ANNOTATION not in cache.jobs["default/j1"].tasks["default/t1"].annotations
+    assert node.vgpu.devices[0].used_num == 0
+    node.check_invariants()
+    Scheduler(cache, parsed.configuration).run_once()
+    assert cache.jobs["default/j2"].tasks["default/t2"].status is TaskStatus.BOUND
+
+
+def test_vgpu_and_gpu_sharing_cannot_be_used_together() -> None:
+    doc = document("nodes: []", plugin("deviceshare", {"deviceshare.VGPUEnable": True,
+                                                       "deviceshare.GPUSharingEnable": True}))
+    with pytest.raises(PluginError, match="cannot be used together"):
+        open_session(doc)
+
+
+def test_an_unknown_policy_is_no_policy_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    doc = document("nodes: []", vgpu("binpak"))
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        open_session(doc)
+    assert "deviceshare.SchedulePolicy" in caplog.text and "binpack or spread" in caplog.text
+
+
+# -- properties ------------------------------------------------------------------------------
+
+vgpu_tasks = st.lists(st.tuples(st.integers(0, 5),              # job
+                                st.sampled_from([1000, 4096, 8000, 12000]),
+                                st.sampled_from([0, 10, 25, 50, 100]),
+                                st.integers(1, 2),              # GPUs
+                                st.booleans()),                 # spread within the job
+                      min_size=1, max_size=14)
+
+
+def random_document(nodes: list[int], tasks: list[tuple[int, int, int, int, bool]],
+                    policy: str) -> dict[str, Any]:
+    spread = ", annotations: {volcano.sh/vgpu-podgroup-policy: spread}"
+    jobs = sorted({job for job, *_ in tasks})
+    members = {job: sum(1 for j, *_ in tasks if j == job) for job in jobs}
+    lines = ["nodes:", *(node_yaml(f"n{i}", gpus, sharing=3) for i, gpus in enumerate(nodes)),
+             "- {name: plain, allocatable: {cpu: 64, memory: 256Gi, pods: 110}}",
+             "jobs:", *(f"- {{name: j{job}, minMember: {members[job]}, createdAt: {job}}}"
+                        for job in jobs),
+             "tasks:",
+             *(task_yaml(f"t{i}", f"j{job}", memory, cores, count=count,
+                         extra=spread if apart else "")
+               for i, (job, memory, cores, count, apart) in enumerate(tasks)),
+             *(f"- {{name: p{job}, job: j{job}, requests: {{cpu: 1}}}}" for job in jobs)]
+    for job in jobs:
+        lines[lines.index(f"- {{name: j{job}, minMember: {members[job]}, createdAt: {job}}}")] = (
+            f"- {{name: j{job}, minMember: {members[job] + 1}, createdAt: {job}}}")
+    return document("\n".join(lines), plugin("gang"), plugin("predicates"),
+                    vgpu(policy, weight=5), plugin("binpack"), actions="allocate, backfill")
+
+
+def placements(ssn: Session) -> dict[str, tuple[str, str]]:
+    return {t.uid: (t.node_name, t.annotations.get(ASSIGNED_IDS_ANNOTATION, ""))
+            for j in ssn.jobs.values() for t in j.tasks.values() if t.node_name}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3), vgpu_tasks,
+       st.sampled_from(["binpack", "spread", ""]))
+def test_the_ledger_adds_up_and_no_gpu_is_overcommitted(
+        nodes: list[int], tasks: list[tuple[int, int, int, int, bool]], policy: str) -> None:
+    ssn = open_session(random_document(nodes, tasks, policy))
+    run_actions(ssn)
+    for node in ssn.nodes.values():
+        node.check_invariants()
+        for device in (node.vgpu.devices.values() if node.vgpu else ()):
+            assert device.used_memory <= device.memory
+            assert device.used_cores <= 100
+            assert device.used_num <= device.number
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3), vgpu_tasks,
+       st.sampled_from(["binpack", "spread"]))
+def test_the_column_path_decides_as_the_scalar_one(
+        nodes: list[int], tasks: list[tuple[int, int, int, int, bool]], policy: str) -> None:
+    doc = random_document(nodes, tasks, policy)
+    ssn = open_session(doc)
+    run_actions(ssn)
+    fast = placements(ssn)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
+        ssn = open_session(doc)
+        run_actions(ssn)
+        assert placements(ssn) == fast
