@@ -196,8 +196,12 @@ def _text(name: str, got: dict[str, Any]) -> str:
     lines.append(f"binds ({len(binds)}):")
     width = max((len(t) for t in binds), default=0)
     devices = got.get("gpuDevices", {})
+    vgpus = got.get("vgpuDevices", {})
     lines.extend(f"  {task:<{width}}  -> {node}" + (
-        f"  (GPUs {', '.join(map(str, devices[task]))})" if task in devices else "")
+        f"  (GPUs {', '.join(map(str, devices[task]))})" if task in devices else "") + (
+        "  (vGPUs " + ", ".join(f"{d['uuid']} {d['memory']} MiB {d['cores']}%"
+                                for container in vgpus[task] for d in container) + ")"
+        if task in vgpus else "")
         for task, node in binds.items())
     lines.append(f"evicted ({len(got['evicted'])}):")
     lines.extend(f"  {task}" for task in got["evicted"])
