@@ -194,6 +194,24 @@ def test_binds_carry_the_devices_to_the_cache_and_the_next_snapshot() -> None:
     assert cache.jobs["default/j2"].tasks["default/t2"].status is TaskStatus.BOUND
 
 
+def test_queue_status_counts_the_vgpus_held_not_the_request() -> None:
+    """Volcano's AddQueueResource: a task on two GPUs counts its memory twice, and one
+    asking no memory counts all of its GPU's."""
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 3),
+        "jobs:", "- {name: j1, minMember: 2, phase: Inqueue}",
+        "tasks:", task_yaml("two", "j1", 4096, count=2),
+        "- {name: whole, job: j1, requests: {cpu: 1, volcano.sh/vgpu-number: 1, "
+        "volcano.sh/vgpu-cores: 10}}"]),
+        plugin("gang"), plugin("predicates"), vgpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert set(got["binds"]) == {"default/two", "default/whole"}
+    allocated = got["queueStatus"]["default"]["allocated"]
+    assert allocated["volcano.sh/vgpu-memory"] == str(2 * 4096 + 16384)
+    assert allocated["volcano.sh/vgpu-cores"] == str(2 * 25 + 10)
+    assert allocated["volcano.sh/vgpu-number"] == "3"
+
+
 def test_vgpu_and_gpu_sharing_cannot_be_used_together() -> None:
     doc = document("nodes: []", plugin("deviceshare", {"deviceshare.VGPUEnable": True,
                                                        "deviceshare.GPUSharingEnable": True}))

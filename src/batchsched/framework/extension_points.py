@@ -151,6 +151,10 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
         ExtensionPoint("device_select", "AddDeviceSelectFn", "enableNodeOrder", Rule.FIRST,
                        "(TaskInfo, NodeInfo) -> tuple[int, ...] | None",
                        "which of the node's GPUs a placed task gets (batchsched's own point)"),
+        ExtensionPoint("queue_resource", "Devices.AddQueueResource", None, Rule.CALL_ALL,
+                       "(TaskInfo, NodeInfo) -> dict[str, float]",
+                       "what a placed task's shared devices count in its queue's status "
+                       "(resource name -> milli; replaces the request's figure)"),
         ExtensionPoint("node_order", "AddNodeOrderFn", "enableNodeOrder", Rule.SUM,
                        "(TaskInfo, NodeInfo) -> float", "score one node for the task"),
         ExtensionPoint("batch_node_order", "AddBatchNodeOrderFn", "enableNodeOrder", Rule.SUM,

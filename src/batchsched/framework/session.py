@@ -34,6 +34,7 @@ from batchsched.api.queue import QueueInfo, QueueStatus
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
+    ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
     PodGroupCondition,
     PodGroupConditionType,
@@ -293,11 +294,14 @@ class Session:
         """Each queue's status from its jobs (what it holds, its pod groups by phase),
         handed to a cache that takes it (``update_queue_status``, optional)."""
         statuses = {name: QueueStatus() for name in self.queues}
+        device_usage = [entry for tier in self.tiers_for("queue_resource") for entry in tier]
         for job in self.jobs.values():
             status = statuses.get(job.queue)
             if status is None:
                 continue
             status.allocated.add(job.allocated)
+            if device_usage:
+                self._count_device_usage(status.allocated, job, device_usage)
             field = _PHASE_COUNTERS.get(job.podgroup.phase)
             if field is not None:
                 setattr(status, field, getattr(status, field) + 1)
@@ -307,6 +311,26 @@ class Session:
             queue.status = status
             if update is not None:
                 self._tell_cache("update_queue_status", name, update, queue)
+
+    def _count_device_usage(self, allocated: Resource, job: JobInfo,
+                            fns: list[tuple[str, Callable[..., Any]]]) -> None:
+        """Replace, in ``allocated``, the requests of the job's placed tasks by what
+        their shared devices say they hold (the ``queue_resource`` point)."""
+        for status, tasks in job.task_status_index.items():
+            if status not in ALLOCATED_STATUSES:
+                continue
+            for task in tasks.values():
+                node = self.nodes.get(task.node_name)
+                if node is None:
+                    continue
+                counted: dict[str, float] = {}
+                with combine.Blame("queue_resource") as blame:
+                    for blame.plugin, fn in fns:
+                        counted.update(fn(task, node))
+                scalars = allocated.scalars
+                for name, amount in counted.items():
+                    scalars[name] = (scalars.get(name, 0.0) + float(amount)
+                                     - task.resreq.scalars.get(name, 0.0))
 
     def abort(self) -> None:
         """Close without publishing anything: after an action failed, the session's view
@@ -634,6 +658,14 @@ class Session:
         self, plugin: str, fn: Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]
     ) -> None:
         self._add("batch_node_order", plugin, fn)
+
+    def add_queue_resource_fn(
+        self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], Mapping[str, float]]
+    ) -> None:
+        """What a placed task's shared devices count in its queue's status at close
+        (Volcano's ``AddQueueResource`` of a node's devices): resource name -> amount
+        in milli, replacing the task's request for that resource."""
+        self._add("queue_resource", plugin, fn)
 
     def add_job_enqueued_fn(self, plugin: str, fn: Callable[[JobInfo], None]) -> None:
         self._add("job_enqueued", plugin, fn)

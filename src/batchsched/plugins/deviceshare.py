@@ -55,8 +55,11 @@ from batchsched.api.vgpu import (
     BINPACK,
     DEVICE_ANNOTATIONS,
     SPREAD,
+    VGPU_CORES,
+    VGPU_MEMORY,
     VgpuFit,
     container_requests,
+    decode_pod_devices,
     encode_pod_devices,
     group_key,
     requests_vgpu,
@@ -219,6 +222,7 @@ class DeviceSharePlugin:
         ssn.add_event_handler(EventHandler(
             allocate=lambda event: self._reserve(ssn, event),
             deallocate=lambda event: self._release(ssn, event), plugin=self.name))
+        ssn.add_queue_resource_fn(self.name, _vgpu_queue_usage)
 
     def _reserve(self, ssn: Session, event: Event) -> None:
         """A statement placed the task: take its devices on the node (Volcano's
@@ -263,6 +267,25 @@ class DeviceSharePlugin:
         if any(key in task.annotations for key in DEVICE_ANNOTATIONS):
             task.annotations = {key: value for key, value in task.annotations.items()
                                 if key not in DEVICE_ANNOTATIONS}
+
+
+def _vgpu_queue_usage(task: TaskInfo, node: NodeInfo) -> dict[str, float]:
+    """What a placed task's vGPUs count in its queue's status (Volcano's
+    ``AddQueueResource``): the memory and cores of every vGPU it holds on the node,
+    in milli, instead of its request (which names one GPU's share)."""
+    devices = node.vgpu
+    if devices is None or not requests_vgpu(task.resreq):
+        return {}
+    held = decode_pod_devices(task.annotations.get(ASSIGNED_IDS_ANNOTATION, ""))
+    if not held:
+        return {}
+    memory = cores = 0.0
+    for containers in held:
+        for device in containers:
+            if any(own.uuid in device.uuid for own in devices.devices.values()):
+                memory += device.memory * 1000.0
+                cores += device.cores * 1000.0
+    return {VGPU_MEMORY: memory, VGPU_CORES: cores}
 
 
 def _vgpu_column(task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
