@@ -18,6 +18,7 @@ from batchsched.api.devices import GpuAsk, gpu_ask
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
 from batchsched.cache.memory import MemoryCache
 from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
 from batchsched.errors import ConfigError, SchedulingError
@@ -257,3 +258,27 @@ def test_sharing_and_number_together_are_refused() -> None:
     with pytest.raises(ConfigError, match=r"GPUSharingEnable and deviceshare\.GPUNumberEnable"):
         DeviceSharePlugin(Arguments({"deviceshare.GPUSharingEnable": True,
                                      "deviceshare.GPUNumberEnable": True}))
+
+
+def test_a_releasing_pod_holds_no_gpu_on_its_node() -> None:
+    """As on Volcano's node (AddTask/RemoveTask leave devices alone for a releasing
+    pod): a pod being deleted frees its GPUs for the ledger, and a task waiting for
+    them is pipelined there on the node's future idle."""
+    doc = document("\n".join([
+        "nodes:",
+        "- {name: n1, allocatable: {cpu: 16, memory: 64Gi, nvidia.com/gpu: 1, pods: 10}}",
+        "jobs:",
+        "- {name: old, minMember: 0, phase: Running}",
+        "- {name: new, minMember: 1, phase: Inqueue}",
+        "tasks:",
+        "- {name: o0, job: old, phase: Running, node: n1, deleting: true,"
+        " requests: {cpu: 1, nvidia.com/gpu: 1}}",
+        "- {name: w0, job: new, requests: {cpu: 1, nvidia.com/gpu: 1}}"]),
+        SHARING, actions="allocate")
+    ssn = open_session(doc)
+    node = ssn.nodes["n1"]
+    assert node.gpu_free == [1000]
+    node.check_invariants()
+    run_actions(ssn)
+    waiting = ssn.jobs["default/new"].tasks["default/w0"]
+    assert (waiting.status, waiting.node_name) == (TaskStatus.PIPELINED, "n1")

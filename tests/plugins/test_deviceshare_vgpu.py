@@ -19,9 +19,11 @@ from batchsched.api.vgpu import ASSIGNED_IDS_ANNOTATION, BIND_PHASE_ANNOTATION
 from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
 from batchsched.errors import PluginError
 from batchsched.framework.session import Session
+from batchsched.framework.statement import Statement
 from batchsched.scenario import parse_scenario, run_scenario
 from batchsched.scheduler import Scheduler, run_actions
 from plugins.node_support import document, open_session, plugin, scores
+from plugins.node_support import task as node_task
 
 
 def vgpu(policy: str = "binpack", weight: int = 0) -> dict[str, Any]:
@@ -194,6 +196,104 @@ def test_binds_carry_the_devices_to_the_cache_and_the_next_snapshot() -> None:
     assert cache.jobs["default/j2"].tasks["default/t2"].status is TaskStatus.BOUND
 
 
+def ledger(ssn: Session, node: str = "n1") -> dict[str, tuple[int, int, list[str]]]:
+    devices = ssn.nodes[node].vgpu
+    assert devices is not None
+    return {d.uuid: (d.used_num, d.used_memory, sorted(d.pods)) for d in devices.devices.values()}
+
+
+RUNNING_R0 = ("- {name: r0, job: run, phase: Running, node: n1, requests: {cpu: 1, "
+              "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 12000, "
+              "volcano.sh/vgpu-cores: 25}, annotations: {volcano.sh/vgpu-ids-new: "
+              "'GPU-n1-0,NVIDIA,12000,25:'}}")
+
+
+def test_statement_operations_and_their_undo_keep_the_ledger() -> None:
+    """An eviction frees the victim's vGPUs (a releasing pod holds none, as on
+    Volcano's node); a pipeline and an allocation take theirs; a discard puts back
+    exactly what was there, and the evicted pod keeps the devices it holds."""
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2),
+        "jobs:", "- {name: run, minMember: 0, phase: Running}", "- {name: j1, minMember: 1}",
+        "tasks:", RUNNING_R0, task_yaml("t0", "j1", 8000), task_yaml("t1", "j1", 8000)]),
+        plugin("predicates"), vgpu("binpack"))
+    ssn = open_session(doc)
+    node = ssn.nodes["n1"]
+    before = ledger(ssn)
+    assert before["GPU-n1-0"] == (1, 12000, ["default/r0"])
+    statement = Statement(ssn)
+    statement.evict(node_task(ssn, "default/r0"), "preempt")
+    assert ledger(ssn)["GPU-n1-0"] == (0, 0, [])
+    statement.pipeline(node_task(ssn, "default/t0"), "n1")
+    statement.allocate(node_task(ssn, "default/t1"), "n1")
+    assert ledger(ssn)["GPU-n1-0"] == (2, 16000, ["default/t0", "default/t1"])
+    node.check_invariants()
+    statement.discard()
+    assert ledger(ssn) == before
+    node.check_invariants()
+    assert ASSIGNED_IDS_ANNOTATION in node_task(ssn, "default/r0").annotations
+    for uid in ("default/t0", "default/t1"):
+        assert ASSIGNED_IDS_ANNOTATION not in node_task(ssn, uid).annotations
+
+
+def test_an_evicted_pod_holds_no_vgpu_in_the_next_snapshot() -> None:
+    """Volcano's node does not count a releasing pod's devices: the next session may
+    place on them (and need not evict again)."""
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", "- {name: run, minMember: 0, phase: Running}",
+        "tasks:", RUNNING_R0]), plugin("predicates"), vgpu("binpack"))
+    parsed = parse_scenario(doc, source="<test>")
+    cache = parsed.build_cache()
+    r0 = cache.jobs["default/run"].tasks["default/r0"]
+    assert cache.evict(r0, "preempt")
+    node = cache.nodes["n1"]
+    assert node.vgpu is not None and node.vgpu.devices[0].used_num == 0
+    node.check_invariants()
+
+
+def test_a_stale_device_annotation_is_chosen_again() -> None:
+    """A pending task that carries devices (a pod from elsewhere, a node deleted) gets
+    devices chosen on the node it is placed on, as Volcano's Allocate chooses them."""
+    stale = ", annotations: {volcano.sh/vgpu-ids-new: 'GPU-old-0,NVIDIA,16000,100:'}"
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1, sharing=1),
+        "jobs:", "- {name: j1, minMember: 1, createdAt: 1}",
+        "- {name: j2, minMember: 1, createdAt: 2}",
+        "tasks:", task_yaml("t0", "j1", 16000, cores=100, extra=stale),
+        task_yaml("t1", "j2", 16000, cores=100)]),
+        plugin("predicates"), vgpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert got["binds"] == {"default/t0": "n1"}
+    assert vgpus_of(got) == {"default/t0": ["GPU-n1-0"]}
+
+
+def test_a_deleted_node_s_tasks_lose_their_devices() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", "- {name: run, minMember: 0, phase: Running}",
+        "tasks:", RUNNING_R0]), plugin("predicates"), vgpu("binpack"))
+    cache = parse_scenario(doc, source="<test>").build_cache()
+    cache.delete_node("n1")
+    r0 = cache.jobs["default/run"].tasks["default/r0"]
+    assert r0.status is TaskStatus.PENDING
+    assert ASSIGNED_IDS_ANNOTATION not in r0.annotations
+
+
+def test_uuids_that_contain_one_another() -> None:
+    """GPU-n1-1 is part of GPU-n1-10: the task is counted on the GPU chosen."""
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 11),
+        "jobs:", "- {name: j1, minMember: 1}",
+        "tasks:", task_yaml("t0", "j1", 4096)]),
+        plugin("predicates"), vgpu(""), actions="allocate")
+    ssn = open_session(doc)
+    run_actions(ssn)
+    assert {uuid: entry for uuid, entry in ledger(ssn).items() if entry[0]} == {
+        "GPU-n1-10": (1, 4096, ["default/t0"])}
+    ssn.nodes["n1"].check_invariants()
+
+
 def test_queue_status_counts_the_vgpus_held_not_the_request() -> None:
     """Volcano's AddQueueResource: a task on two GPUs counts its memory twice, and one
     asking no memory counts all of its GPU's."""
@@ -210,6 +310,16 @@ def test_queue_status_counts_the_vgpus_held_not_the_request() -> None:
     assert allocated["volcano.sh/vgpu-memory"] == str(2 * 4096 + 16384)
     assert allocated["volcano.sh/vgpu-cores"] == str(2 * 25 + 10)
     assert allocated["volcano.sh/vgpu-number"] == "3"
+
+
+def test_queue_status_keeps_the_request_of_devices_not_on_the_node() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", "- {name: run, minMember: 0, phase: Running}",
+        "tasks:", RUNNING_R0.replace("GPU-n1-0", "GPU-elsewhere")]),
+        plugin("predicates"), vgpu("binpack"), actions="allocate")
+    allocated = run(doc)["queueStatus"]["default"]["allocated"]
+    assert allocated["volcano.sh/vgpu-memory"] == "12000"
 
 
 def test_vgpu_and_gpu_sharing_cannot_be_used_together() -> None:

@@ -175,10 +175,13 @@ class NodeInfo:
             raise SchedulingError(f"task {task.uid} is already on node {self.name}")
         held = task.clone()
         req = held.resreq
-        if self.gpu_free is not None and held.status != _PIPELINED:
+        # As on Volcano's node, a pipelined or releasing task holds no device here (a
+        # releasing one keeps the indexes of those its pod still uses).
+        if self.gpu_free is not None and held.status not in _OWN_FIGURE:
             task.gpu_devices = held.gpu_devices = self._take_devices(held)
         vgpu = self.vgpu
-        if (vgpu is not None and held.status != _PIPELINED
+        # As Volcano's node: a pipelined or releasing task holds no vGPU here.
+        if (vgpu is not None and held.status not in _OWN_FIGURE
                 and ASSIGNED_IDS_ANNOTATION in held.annotations):
             vgpu.add_task(held.uid, held.annotations,
                           group_key(held.annotations, held.namespace, held.job))
@@ -205,13 +208,13 @@ class NodeInfo:
         self.mutations += 1
         _CHANGES[0] += 1
         free = self.gpu_free
-        if free is not None and held.gpu_devices and held.status != _PIPELINED:
+        if free is not None and held.gpu_devices and held.status not in _OWN_FIGURE:
             ask = gpu_ask(held.resreq, strict=False)
             if ask is not None:
                 for index in held.gpu_devices:
                     free[index] += ask.milli
         vgpu = self.vgpu
-        if (vgpu is not None and held.status != _PIPELINED
+        if (vgpu is not None and held.status not in _OWN_FIGURE
                 and ASSIGNED_IDS_ANNOTATION in held.annotations):
             vgpu.remove_task(held.uid, held.annotations)
         req = held.resreq
@@ -329,12 +332,13 @@ class NodeInfo:
         assert (self.idle + self.used).equal(self.allocatable), f"{self.name}: idle+used"
         if self.gpu_free is not None:
             free = [GPU_MILLI] * len(self.gpu_free)
-            for task in self.tasks.values():
+            holders = [task for task in self.tasks.values() if task.status not in _OWN_FIGURE]
+            for task in holders:
                 ask = gpu_ask(task.resreq, strict=False)
-                if task.status != _PIPELINED and ask is not None:
+                if ask is not None:
                     assert not ask.whole or all(
                         other is task or index not in other.gpu_devices
-                        for index in task.gpu_devices for other in self.tasks.values()
+                        for index in task.gpu_devices for other in holders
                     ), f"{self.name}: whole GPU of {task.uid} shared"
                     for index in task.gpu_devices:
                         free[index] -= ask.milli

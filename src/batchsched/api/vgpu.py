@@ -378,7 +378,11 @@ class VgpuDevices:
         return any(uid in device.pods for device in self.devices.values())
 
     def _device_of(self, uuid: str) -> VgpuDevice | None:
-        # Volcano matches a task's device by substring of the UUID it names.
+        """The GPU a task's annotation names: by UUID, else (as Volcano matches) the
+        first whose UUID is part of the name."""
+        for device in self.devices.values():
+            if device.uuid == uuid:
+                return device
         return next((d for d in self.devices.values() if d.uuid in uuid), None)
 
     # -- choosing devices ----------------------------------------------------------------
@@ -399,6 +403,7 @@ class VgpuDevices:
         spread_group = group if annotations.get(PODGROUP_POLICY_ANNOTATION) == SPREAD else ""
         uuids = UuidFilter.of(annotations)
         taken: list[tuple[VgpuDevice, int, int]] = []
+        chosen_devices: list[VgpuDevice] = []
         chosen_per_container: list[tuple[ContainerDevice, ...]] = []
         score = 0.0
         for request in requests:
@@ -432,6 +437,7 @@ class VgpuDevices:
                 device.used_memory += memory
                 device.used_cores += request.cores
                 taken.append((device, memory, request.cores))
+                chosen_devices.append(device)
                 left -= 1
                 chosen.append(ContainerDevice(device.uuid, request.type, memory,
                                               request.cores))
@@ -450,21 +456,14 @@ class VgpuDevices:
             chosen_per_container.append(tuple(chosen))
         result = VgpuFit(True, tuple(chosen_per_container), score)
         if reserve:
-            self._record(uid, result.devices, group)
-        return result
-
-    def _record(self, uid: str, containers: Iterable[Sequence[ContainerDevice]],
-                group: str) -> None:
-        """The task's usage of each device, once the counters have been taken."""
-        for devices in containers:
-            for used in devices:
-                device = self._device_of(used.uuid)
-                if device is None:
-                    continue
+            # The task's usage of each GPU chosen, whose counters are taken already.
+            used = [d for devices in result.devices for d in devices]
+            for device, share in zip(chosen_devices, used, strict=True):
                 usage = device.pods.setdefault(uid, PodUsage(group=group))
-                usage.memory += used.memory
-                usage.cores += used.cores
+                usage.memory += share.memory
+                usage.cores += share.cores
                 usage.group = group
+        return result
 
     def check(self, tasks: Iterable[str]) -> None:
         """Raise AssertionError unless every counter adds up from the tasks counted and

@@ -162,6 +162,7 @@ class MemoryCache:
                 task = job.tasks.get(uid)
                 if task is not None:
                     task.node_name = ""
+                    _drop_device_annotations(task)
                     job.update_task_status(task, TaskStatus.PENDING)
 
     @_locked
@@ -258,10 +259,7 @@ class MemoryCache:
             node.remove_task(task)
         task.node_name = ""
         task.start_time = None
-        if any(key in task.annotations for key in DEVICE_ANNOTATIONS):
-            # A new pod: the devices the old one was given are not its own.
-            task.annotations = {key: value for key, value in task.annotations.items()
-                                if key not in DEVICE_ANNOTATIONS}
+        _drop_device_annotations(task)  # a new pod: the old one's devices are not its own
         job.update_task_status(task, TaskStatus.PENDING)
 
     def _task(self, job_uid: str, task_uid: str) -> tuple[JobInfo, TaskInfo]:
@@ -501,3 +499,11 @@ class MemoryCache:
     def record_event(self, event: RecordedEvent) -> None:
         if self.keep_events:
             self.events.append(event)
+
+
+def _drop_device_annotations(task: TaskInfo) -> None:
+    """Take off a task the vGPUs an earlier placement wrote on it (a new mapping: the
+    old one may be shared with copies)."""
+    if any(key in task.annotations for key in DEVICE_ANNOTATIONS):
+        task.annotations = {key: value for key, value in task.annotations.items()
+                            if key not in DEVICE_ANNOTATIONS}

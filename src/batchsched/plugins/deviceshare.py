@@ -229,12 +229,11 @@ class DeviceSharePlugin:
         ``Allocate``) and write them on the task, for the bind to carry."""
         task = event.task
         node = ssn.nodes.get(task.node_name)
-        if node is None or node.vgpu is None or not requests_vgpu(task.resreq):
+        if (node is None or node.vgpu is None or task.uid not in node.tasks
+                or not requests_vgpu(task.resreq)):
             return
-        if ASSIGNED_IDS_ANNOTATION in task.annotations:
-            # A placement undone and redone (an eviction discarded): the same devices.
-            node.vgpu.add_task(task.uid, task.annotations,
-                               group_key(task.annotations, task.namespace, task.job))
+        if node.vgpu.holds(task.uid):
+            # Counted already: an eviction undone puts back the devices the pod holds.
             return
         fit = vgpu_fit(task, node, self.policy, reserve=True)
         if not fit.fits:
@@ -276,16 +275,14 @@ def _vgpu_queue_usage(task: TaskInfo, node: NodeInfo) -> dict[str, float]:
     devices = node.vgpu
     if devices is None or not requests_vgpu(task.resreq):
         return {}
-    held = decode_pod_devices(task.annotations.get(ASSIGNED_IDS_ANNOTATION, ""))
-    if not held:
-        return {}
-    memory = cores = 0.0
-    for containers in held:
+    counted: dict[str, float] = {}
+    for containers in decode_pod_devices(task.annotations.get(ASSIGNED_IDS_ANNOTATION, "")):
         for device in containers:
-            if any(own.uuid in device.uuid for own in devices.devices.values()):
-                memory += device.memory * 1000.0
-                cores += device.cores * 1000.0
-    return {VGPU_MEMORY: memory, VGPU_CORES: cores}
+            for own in devices.devices.values():
+                if own.uuid in device.uuid:  # Volcano's match, device by device
+                    counted[VGPU_MEMORY] = counted.get(VGPU_MEMORY, 0.0) + device.memory * 1000.0
+                    counted[VGPU_CORES] = counted.get(VGPU_CORES, 0.0) + device.cores * 1000.0
+    return counted
 
 
 def _vgpu_column(task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
