@@ -356,6 +356,9 @@ def test_node_registration() -> None:
     assert VgpuDevices.from_node("n", {NODE_REGISTER_ANNOTATION: text}, Resource()) is None
     assert VgpuDevices.from_node("n", {NODE_REGISTER_ANNOTATION: "GPU-a,10,16384:"},
                                  allocatable) is None
+    # Volcano reads nothing without a ':' after the entries.
+    assert VgpuDevices.from_node("n", {NODE_REGISTER_ANNOTATION: text.rstrip(":").split(":")[0]},
+                                 allocatable) is None
 
 
 def test_encoding_round_trip() -> None:

@@ -401,3 +401,22 @@ def test_the_column_path_decides_as_the_scalar_one(
         ssn = open_session(doc)
         run_actions(ssn)
         assert placements(ssn) == fast
+
+
+def test_malformed_vgpu_annotations_are_reported_naming_the_object() -> None:
+    doc = document("\n".join([
+        "nodes:",
+        "- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}, annotations: "
+        "{volcano.sh/node-vgpu-register: 'GPU-a,10,16384,NVIDIA,true,hami-core:'}}",
+        node_yaml("n2", 1).replace(",true,hami-core:", ",true:"),
+        "jobs:", "- {name: run, minMember: 0, phase: Running}",
+        "tasks:", RUNNING_R0.replace("12000,25:", "12000,-5:")]),
+        plugin("predicates"), vgpu("binpack"))
+    parsed = parse_scenario(doc, source="s.yaml")
+    warnings = "\n".join(parsed.warnings)
+    assert ("nodes[0] (n1).annotations.volcano.sh/node-vgpu-register: its allocatable has no "
+            "volcano.sh/vgpu-number, volcano.sh/vgpu-cores, volcano.sh/vgpu-memory") in warnings
+    assert "nodes[1] (n2).annotations.volcano.sh/node-vgpu-register: entry" in warnings
+    assert ("tasks[0] (default/r0).annotations.volcano.sh/vgpu-ids-new: "
+            "'GPU-n1-0,NVIDIA,12000,-5' name no device") in warnings
+    assert all(node.vgpu is None for node in parsed.nodes)

@@ -58,6 +58,8 @@ __all__ = [
     "gpu_type_allowed",
     "group_key",
     "requests_vgpu",
+    "unreadable_devices",
+    "why_no_vgpus",
 ]
 
 VGPU_NUMBER = "volcano.sh/vgpu-number"
@@ -227,6 +229,13 @@ def decode_container_devices(text: str) -> tuple[ContainerDevice, ...]:
     return tuple(out)
 
 
+def unreadable_devices(text: str) -> list[str]:
+    """The entries of a ``volcano.sh/vgpu-ids-new`` value that name no device (skipped,
+    as Volcano skips them)."""
+    return [entry for part in text.split(";") for entry in part.split(":")
+            if "," in entry and not decode_container_devices(entry + ":")]
+
+
 def decode_pod_devices(text: str) -> tuple[tuple[ContainerDevice, ...], ...]:
     if not text:
         return ()
@@ -317,32 +326,22 @@ class VgpuDevices:
     def from_node(cls, name: str, annotations: Mapping[str, str],
                   allocatable: Resource) -> VgpuDevices | None:
         """The GPUs a node registers, or None (no register annotation, a malformed one,
-        or no vGPU number, cores or memory in its allocatable)."""
+        or no vGPU number, cores or memory in its allocatable: :func:`why_no_vgpus`)."""
         text = annotations.get(NODE_REGISTER_ANNOTATION)
-        if text is None:
-            return None
-        scalars = allocatable.scalars
-        if not all(scalars.get(kind, 0.0) > 0 for kind in (VGPU_NUMBER, VGPU_CORES,
-                                                            VGPU_MEMORY)):
-            return None
-        if ":" not in text:
+        if text is None or why_no_vgpus(annotations, allocatable) is not None:
             return None
         devices: dict[int, VgpuDevice] = {}
-        mode = HAMI_CORE
         for index, entry in enumerate(text.split(":")):
             if "," not in entry:
                 continue
             fields = entry.split(",")
-            if len(fields) < 6:
-                return None  # Volcano drops the node's devices on a malformed entry
             devices[index] = VgpuDevice(
                 index=index, uuid=fields[0], number=_atoi(fields[1]),
                 memory=_atoi(fields[2]), type=fields[3],
                 health=parse_bool(fields[4]) is True)
-            mode = HAMI_CORE  # mig without its geometry falls back to hami-core
-        if not devices:
-            return None
-        return cls(name, mode, devices)
+        # A GPU registered in mig mode is shared as hami-core: Volcano's fallback when
+        # the device configuration names no MIG geometry for it.
+        return cls(name, HAMI_CORE, devices)
 
     def clone(self) -> VgpuDevices:
         return VgpuDevices(self.node, self.mode,
@@ -477,6 +476,26 @@ class VgpuDevices:
                 f"{self.node}: GPU {device.uuid} memory"
             assert device.used_cores == sum(u.cores for u in device.pods.values()), \
                 f"{self.node}: GPU {device.uuid} cores"
+
+
+def why_no_vgpus(annotations: Mapping[str, str], allocatable: Resource) -> str | None:
+    """Why a node with the register annotation has no vGPUs (as Volcano reads it), or
+    None when it has some or registers none."""
+    text = annotations.get(NODE_REGISTER_ANNOTATION)
+    if text is None:
+        return None
+    missing = [kind for kind in (VGPU_NUMBER, VGPU_CORES, VGPU_MEMORY)
+               if allocatable.scalars.get(kind, 0.0) <= 0]
+    if missing:
+        return f"its allocatable has no {', '.join(missing)}"
+    entries = [entry for entry in text.split(":") if "," in entry]
+    if not entries or ":" not in text:
+        return "it registers no GPU (entries UUID,count,memory,type,health,mode separated by ':')"
+    for entry in entries:
+        if len(entry.split(",")) < 6:
+            return (f"entry {entry!r} has fewer than 6 fields "
+                    "(UUID,count,memory,type,health,mode)")
+    return None
 
 
 def _memory_for(device: VgpuDevice, request: DeviceRequest) -> int:

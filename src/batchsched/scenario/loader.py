@@ -49,6 +49,12 @@ from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, QueueState, TaskStatus
+from batchsched.api.vgpu import (
+    ASSIGNED_IDS_ANNOTATION,
+    NODE_REGISTER_ANNOTATION,
+    unreadable_devices,
+    why_no_vgpus,
+)
 from batchsched.cache.memory import MemoryCache
 from batchsched.conf import SchedulerConfiguration, parse_configuration
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
@@ -535,10 +541,16 @@ class _Parser:
             if not isinstance(size, int) or isinstance(size, bool):
                 raise self.fail(f"{path}.images.{img}", "must be a size in bytes")
             images[str(img)] = size
+        annotations = self.string_map(obj.get("annotations"), f"{path}.annotations")
+        problem = why_no_vgpus(annotations, allocatable)
+        if problem is not None:
+            self.warnings.append(
+                f"{self.source}: {path}.annotations.{NODE_REGISTER_ANNOTATION}: {problem}; "
+                "the node has no vGPUs (as in Volcano)")
         return NodeInfo.create(
             name, allocatable, capacity=capacity,
             labels=self.string_map(obj.get("labels"), f"{path}.labels"),
-            annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+            annotations=annotations,
             taints=tuple(taints),
             unschedulable=self.typed(obj, "unschedulable", bool, False, path),
             ready=self.typed(obj, "ready", bool, True, path),
@@ -874,12 +886,19 @@ class _Parser:
         requests = self.resources(obj.get("requests"), f"{path}.requests")
         init = (self.resources(obj["initRequests"], f"{path}.initRequests")
                 if obj.get("initRequests") is not None else None)
+        annotations = self.string_map(obj.get("annotations"), f"{path}.annotations")
+        unreadable = unreadable_devices(annotations.get(ASSIGNED_IDS_ANNOTATION, ""))
+        if unreadable:
+            self.warnings.append(
+                f"{self.source}: {path}.annotations.{ASSIGNED_IDS_ANNOTATION}: "
+                f"{', '.join(map(repr, unreadable))} name no device (UUID,type,memory,cores "
+                "with whole numbers); skipped, as Volcano skips them")
         task = TaskInfo.create(
             namespace, name, job_uid, requests, init_requests=init,
             status=status, node_name=node if status != TaskStatus.PENDING else "",
             priority=priority, role=self.typed(obj, "role", str, "", path),
             labels=labels,
-            annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
+            annotations=annotations,
             node_selector=self.string_map(obj.get("nodeSelector"), f"{path}.nodeSelector"),
             affinity=affinity, topology_spread=spread, tolerations=tuple(tolerations),
             host_ports=tuple(ports),
