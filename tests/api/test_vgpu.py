@@ -367,3 +367,36 @@ def test_encoding_round_trip() -> None:
     text = encode_pod_devices(containers)
     assert text == "GPU-a,NVIDIA,4096,25:GPU-b,NVIDIA,4096,25:"
     assert decode_container_devices(text) == containers[0]
+
+
+# -- plugins/deviceshare/deviceshare_test.go -----------------------------------------------
+
+def test_vgpu_score() -> None:
+    """TestVgpuScore: binpack scores the GPU's memory use once the task is counted
+    (3000 + 1000 of 30000); spread, read after the task is counted, scores 0 on an idle
+    GPU (Volcano's test only checks the score does not exceed 100)."""
+    asked = container_requests(Resource.from_mapping(
+        {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 1000}))
+    busy = VgpuDevices("node1", "hami-core", {
+        0: VgpuDevice(0, "GPU-0", number=10, memory=30000, type="NVIDIA", used_num=1,
+                      used_memory=3000)})
+    fit = busy.fit("p3", {}, asked, "", "binpack")
+    assert fit.fits and fit.score == pytest.approx(4000 * 100 / 30000)
+    idle = VgpuDevices("node2", "hami-core", {
+        0: VgpuDevice(0, "GPU-0", number=10, memory=30000, type="NVIDIA")})
+    fit = idle.fit("p4", {}, asked, "", "spread")
+    assert fit.fits and fit.score == 0.0
+
+
+def test_filter_node_three_cards_of_different_memory() -> None:
+    """Test_FilterNode case 0: three GPUs (30000, 20000, 30000 MiB), a pod asking three
+    with 100 cores and no memory (all of each) fits."""
+    devices = VgpuDevices("node1", "hami-core", {
+        i: VgpuDevice(i, f"GPU-{i}", number=10, memory=memory, type="NVIDIA")
+        for i, memory in enumerate((30000, 20000, 30000))})
+    asked = container_requests(Resource.from_mapping(
+        {"volcano.sh/vgpu-number": 3, "volcano.sh/vgpu-cores": 100}))
+    fit = devices.fit("p1", {}, asked, "", "binpack")
+    assert fit.fits
+    assert sorted((d.uuid, d.memory) for d in fit.devices[0]) == [
+        ("GPU-0", 30000), ("GPU-1", 20000), ("GPU-2", 30000)]

@@ -420,3 +420,14 @@ def test_malformed_vgpu_annotations_are_reported_naming_the_object() -> None:
     assert ("tasks[0] (default/r0).annotations.volcano.sh/vgpu-ids-new: "
             "'GPU-n1-0,NVIDIA,12000,-5' name no device") in warnings
     assert all(node.vgpu is None for node in parsed.nodes)
+
+
+def test_arguments() -> None:
+    """deviceshare_test.go TestArguments."""
+    from batchsched.framework.arguments import Arguments
+    from batchsched.plugins.deviceshare import DeviceSharePlugin
+
+    built = DeviceSharePlugin(Arguments({"deviceshare.VGPUEnable": True,
+                                         "deviceshare.SchedulePolicy": "binpack",
+                                         "deviceshare.ScheduleWeight": 10}))
+    assert (built.vgpu, built.policy, built.weight) == (True, "binpack", 10)
