@@ -400,3 +400,32 @@ def test_filter_node_three_cards_of_different_memory() -> None:
     assert fit.fits
     assert sorted((d.uuid, d.memory) for d in fit.devices[0]) == [
         ("GPU-0", 30000), ("GPU-1", 20000), ("GPU-2", 30000)]
+
+
+# -- the device configuration ------------------------------------------------------------------
+
+def test_the_device_configuration_names_the_requests() -> None:
+    from batchsched.api.device_config import parse_device_config, read_device_config
+
+    config = parse_device_config(
+        "nvidia:\n  resourceCountName: nvidia.com/gpu\n  resourceMemoryName: nvidia.com/gpumem\n"
+        "  resourceMemoryPercentageName: nvidia.com/gpumem-percentage\n"
+        "  resourceCoreName: nvidia.com/gpucores\n  deviceSplitCount: 10\n")
+    names = config.vgpu_names
+    assert (names.count, names.memory, names.memory_percentage, names.cores) == (
+        "nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage",
+        "nvidia.com/gpucores")
+    (asked,) = container_requests(Resource.from_mapping(
+        {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 50, "nvidia.com/gpucores": 30}),
+        names)
+    assert (asked.count, asked.memory, asked.memory_percentage, asked.cores) == (1, 0, 50, 30)
+    # Without the nvidia section no request names vGPUs (Volcano's empty names).
+    assert parse_device_config("vnpus: []\n").vgpu_names.count == ""
+    # A ConfigMap that is absent, lacks the key or does not parse: the default.
+    maps = {"kube-system/broken": {"device-config.yaml": "nvidia: [1"},
+            "kube-system/empty": {}}
+    assert read_device_config(maps, "kube-system", "absent")[1] is None
+    for name in ("broken", "empty"):
+        config, problem = read_device_config(maps, "kube-system", name)
+        assert config.vgpu_names.count == "volcano.sh/vgpu-number"
+        assert problem is not None and f"kube-system/{name}" in problem

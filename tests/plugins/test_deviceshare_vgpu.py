@@ -431,3 +431,43 @@ def test_arguments() -> None:
                                          "deviceshare.SchedulePolicy": "binpack",
                                          "deviceshare.ScheduleWeight": 10}))
     assert (built.vgpu, built.policy, built.weight) == (True, "binpack", 10)
+
+
+def test_the_named_device_configuration_sets_the_request_names() -> None:
+    """deviceshare.KnownGeometriesCMName/-Namespace name the ConfigMap whose
+    device-config.yaml gives the request names; its memory-percentage request takes a
+    share of the GPU's memory."""
+    text = ("nvidia:\n  resourceCountName: volcano.sh/vgpu-number\n"
+            "  resourceMemoryName: volcano.sh/vgpu-memory\n"
+            "  resourceMemoryPercentageName: volcano.sh/vgpu-memory-percentage\n"
+            "  resourceCoreName: volcano.sh/vgpu-cores\n")
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", "- {name: j1, minMember: 1, phase: Inqueue}",
+        "tasks:", "- {name: t0, job: j1, requests: {cpu: 1, volcano.sh/vgpu-number: 1, "
+        "volcano.sh/vgpu-memory-percentage: 25}}"]),
+        plugin("predicates"),
+        plugin("deviceshare", {"deviceshare.VGPUEnable": True,
+                               "deviceshare.KnownGeometriesCMName": "my-devices",
+                               "deviceshare.KnownGeometriesCMNamespace": "gpu-system"}),
+        actions="allocate")
+    doc["configMaps"] = [{"name": "my-devices", "namespace": "gpu-system",
+                          "data": {"device-config.yaml": text}}]
+    # An extended resource the pod asks: the node must advertise it to pass resource fit.
+    doc["nodes"][0]["allocatable"]["volcano.sh/vgpu-memory-percentage"] = 1000
+    got = run(doc)
+    assert got["vgpuDevices"]["default/t0"][0][0]["memory"] == 16384 // 4
+    # Without the configuration, the percentage is not read: all of the GPU's memory.
+    del doc["configMaps"]
+    assert run(doc)["vgpuDevices"]["default/t0"][0][0]["memory"] == 16384
+
+
+def test_an_unreadable_device_configuration_is_reported(
+        caplog: pytest.LogCaptureFixture) -> None:
+    doc = document("\n".join(["nodes:", node_yaml("n1", 1)]), vgpu("binpack"))
+    doc["configMaps"] = [{"name": "volcano-vgpu-device-config", "namespace": "kube-system",
+                          "data": {"device-config.yaml": "nvidia: [unclosed"}}]
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        open_session(doc)
+    assert "kube-system/volcano-vgpu-device-config" in caplog.text
+    assert "default device configuration" in caplog.text

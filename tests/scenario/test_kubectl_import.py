@@ -286,3 +286,17 @@ def test_is_kubectl_dump() -> None:
     assert not is_kubectl_dump({"apiVersion": "v1", "kind": "Pod", "items": []})
     assert not is_kubectl_dump({"version": 1, "config": {}})
     assert not is_kubectl_dump(copy.deepcopy([dump()]))
+
+
+def test_a_device_configuration_configmap_is_imported(tmp_path: Path) -> None:
+    document = dump()
+    text = "nvidia:\n  resourceCountName: volcano.sh/vgpu-number\n"
+    document["items"].append({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "volcano-vgpu-device-config", "namespace": "kube-system"},
+        "data": {"device-config.yaml": text, "other": "x"}})
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    assert scenario.config_maps == {
+        "kube-system/volcano-vgpu-device-config": {"device-config.yaml": text}}
+    assert scenario.to_cluster().config_maps == scenario.config_maps
+    assert scenario.build_cache().config_maps == scenario.config_maps

@@ -125,6 +125,9 @@ class ClusterInfo:
     resource_quotas: list[ResourceQuota] = attrs.field(factory=list)
     #: The session clock (seconds since the epoch); None: the real time when a session opens.
     now: float | None = None
+    #: ConfigMaps plugins read (``namespace/name`` -> data), such as the device
+    #: configuration deviceshare reads; replaced, never changed in place, so shared.
+    config_maps: dict[str, dict[str, str]] = attrs.field(factory=dict)
 
     def clone(self) -> ClusterInfo:
         return ClusterInfo(
@@ -135,4 +138,5 @@ class ClusterInfo:
             pdbs=[attrs.evolve(p) for p in self.pdbs],
             resource_quotas=[attrs.evolve(q) for q in self.resource_quotas],
             now=self.now,
+            config_maps=dict(self.config_maps),
         )

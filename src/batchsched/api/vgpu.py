@@ -20,10 +20,10 @@ the deviceshare plugin reserves devices when a statement places a task and gives
 back when the placement is undone.
 
 Differences from Volcano (the scenario format has no containers): a task is one
-container, so its requests are one container's; the memory-percentage request is not
-read (Volcano's default device configuration does not name it either); MIG geometries
-come from a config map batchsched cannot read, so a GPU registered in ``mig`` mode is
-shared in HAMi-core mode, which is what Volcano falls back to without the geometry.
+container, so its requests are one container's; a GPU registered in ``mig`` mode is
+shared in HAMi-core mode (Volcano's fallback when the device configuration names no
+MIG geometry for it; batchsched does not model MIG instances). The request names come
+from the device configuration (:mod:`batchsched.api.device_config`).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from batchsched.api.task import parse_bool
 __all__ = [
     "ASSIGNED_IDS_ANNOTATION",
     "BIND_PHASE_ANNOTATION",
+    "DEFAULT_NAMES",
     "DEVICE_ANNOTATIONS",
     "NODE_REGISTER_ANNOTATION",
     "VGPU_CORES",
@@ -49,6 +50,7 @@ __all__ = [
     "VgpuDevice",
     "VgpuDevices",
     "VgpuFit",
+    "VgpuResourceNames",
     "assigned_devices",
     "container_requests",
     "decode_container_devices",
@@ -110,6 +112,21 @@ class DeviceRequest:
     type: str = NVIDIA
 
 
+@attrs.frozen
+class VgpuResourceNames:
+    """The request names a task asks vGPUs with (the device configuration's
+    ``nvidia`` section; these defaults are Volcano's default configuration, which names
+    no memory-percentage request)."""
+
+    count: str = VGPU_NUMBER
+    memory: str = VGPU_MEMORY
+    memory_percentage: str = ""
+    cores: str = VGPU_CORES
+
+
+DEFAULT_NAMES = VgpuResourceNames()
+
+
 def _whole(resreq: Resource, name: str) -> int | None:
     """The request as an integer, as Kubernetes' ``Quantity.AsInt64`` reads it (None:
     not asked; 0: not a whole number)."""
@@ -120,24 +137,28 @@ def _whole(resreq: Resource, name: str) -> int | None:
     return value // 1000 if value % 1000 == 0 else 0
 
 
-def requests_vgpu(resreq: Resource) -> bool:
+def requests_vgpu(resreq: Resource, names: VgpuResourceNames = DEFAULT_NAMES) -> bool:
     """Whether a task with these requests asks vGPUs (a count or a memory)."""
     scalars = resreq.scalars
-    return VGPU_MEMORY in scalars or VGPU_NUMBER in scalars
+    return names.memory in scalars or names.count in scalars
 
 
-def container_requests(resreq: Resource) -> tuple[DeviceRequest, ...]:
+def container_requests(resreq: Resource, names: VgpuResourceNames = DEFAULT_NAMES
+                       ) -> tuple[DeviceRequest, ...]:
     """The task's vGPU requests, one per container (a task is one container)."""
-    count = _whole(resreq, VGPU_NUMBER)
-    memory = _whole(resreq, VGPU_MEMORY)
+    count = _whole(resreq, names.count)
+    memory = _whole(resreq, names.memory)
     if count is None and memory is None:
         return ()
     percentage = NO_PERCENTAGE
-    if not memory:
+    asked = resreq.scalars.get(names.memory_percentage) if names.memory_percentage else None
+    if asked is not None and round(asked) % 1000 == 0:  # a whole number, else unread
+        percentage = round(asked) // 1000
+    if percentage == NO_PERCENTAGE and not memory:
         percentage = 100  # no memory asked: all of each GPU's memory
     return (DeviceRequest(count=1 if count is None else count, memory=memory or 0,
                           memory_percentage=percentage,
-                          cores=_whole(resreq, VGPU_CORES) or 0),)
+                          cores=_whole(resreq, names.cores) or 0),)
 
 
 def group_key(annotations: Mapping[str, str], namespace: str, job: str) -> str:

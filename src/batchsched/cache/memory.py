@@ -114,6 +114,8 @@ class MemoryCache:
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: list[PodDisruptionBudget] = []
         self.resource_quotas: list[ResourceQuota] = []
+        #: ConfigMaps plugins read, ``namespace/name`` -> data (:meth:`set_config_map`).
+        self.config_maps: dict[str, dict[str, str]] = {}
         self.binder = binder
         self.now = now
         self.binds: list[Bind] = []
@@ -324,7 +326,18 @@ class MemoryCache:
             pdbs=[attrs.evolve(p) for p in self.pdbs],
             resource_quotas=[attrs.evolve(q, used=q.used.clone()) for q in self.resource_quotas],
             now=self.now,
+            config_maps=dict(self.config_maps),
         )
+
+    @_locked
+    def set_config_map(self, namespace: str, name: str, data: dict[str, str] | None) -> None:
+        """Add or replace a ConfigMap plugins read (None deletes it): the device
+        configuration deviceshare reads, say."""
+        key = f"{namespace}/{name}"
+        if data is None:
+            self.config_maps.pop(key, None)
+        else:
+            self.config_maps[key] = dict(data)
 
     def _job_twin(self, job: JobInfo) -> JobInfo:
         if self.incremental_snapshots:

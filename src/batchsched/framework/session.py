@@ -96,6 +96,8 @@ class Session:
         self.priority_classes = snapshot.priority_classes
         self.pdbs = snapshot.pdbs
         self.resource_quotas = snapshot.resource_quotas
+        #: The snapshot's ConfigMaps (``namespace/name`` -> data), read-only.
+        self.config_maps: Mapping[str, Mapping[str, str]] = snapshot.config_maps
         self.now = snapshot.now if snapshot.now is not None else time.time()
         self.total_resource = Resource()
         for node in self.node_list:

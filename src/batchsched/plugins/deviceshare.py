@@ -22,10 +22,12 @@ asks the node's GPUs for the task's devices, ``deviceshare.SchedulePolicy``
 (``binpack`` or ``spread``) orders the GPUs and scores the node, weighted by
 ``deviceshare.ScheduleWeight``; a statement placing the task reserves the devices
 and writes them in its ``volcano.sh/vgpu-ids-new`` annotation, and undoing the
-placement gives them back. The Ascend vNPU switches, ``deviceshare.NodeLockEnable``,
-``deviceshare.GPUExclusiveRules``, the known-geometries config map and, without
-vGPUs, the policy and weight are accepted and reported as having no effect; other
-arguments are reported as not read.
+placement gives them back. The request names come from the device configuration in
+the ConfigMap ``deviceshare.KnownGeometriesCMName`` / ``KnownGeometriesCMNamespace``
+name (:mod:`batchsched.api.device_config`). The Ascend vNPU switches,
+``deviceshare.NodeLockEnable``, ``deviceshare.GPUExclusiveRules`` and, without vGPUs,
+the policy, weight and ConfigMap are accepted and reported as having no effect;
+other arguments are reported as not read.
 
 The predicate has a column form over every node (:class:`GpuColumns`), equal
 node for node. It also answers the **simulate predicate** of topology-aware
@@ -40,6 +42,11 @@ import math
 import numpy as np
 
 from batchsched import columnar
+from batchsched.api.device_config import (
+    DEFAULT_CONFIG_MAP_NAME,
+    DEFAULT_CONFIG_MAP_NAMESPACE,
+    read_device_config,
+)
 from batchsched.api.devices import GpuAsk, fits_devices, gpu_ask
 from batchsched.api.fit import FitError
 from batchsched.api.node import NodeInfo
@@ -53,11 +60,11 @@ from batchsched.api.vgpu import (
     BIND_PHASE_ANNOTATION,
     BIND_TIME_ANNOTATION,
     BINPACK,
+    DEFAULT_NAMES,
     DEVICE_ANNOTATIONS,
     SPREAD,
-    VGPU_CORES,
-    VGPU_MEMORY,
     VgpuFit,
+    VgpuResourceNames,
     container_requests,
     decode_pod_devices,
     encode_pod_devices,
@@ -68,7 +75,7 @@ from batchsched.columnar import VectorFallback
 from batchsched.columnar.gpu_columns import GpuColumns
 from batchsched.columnar.node_columns import BoolArray, NodeColumns
 from batchsched.errors import ConfigError, SchedulingError
-from batchsched.framework.arguments import Arguments, warn_unreadable
+from batchsched.framework.arguments import Arguments, log, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 
@@ -80,20 +87,22 @@ NUMBER_KEY = "deviceshare.GPUNumberEnable"
 VGPU_KEY = "deviceshare.VGPUEnable"
 POLICY_KEY = "deviceshare.SchedulePolicy"
 WEIGHT_KEY = "deviceshare.ScheduleWeight"
-_DEVICE_CONFIG_MAP = ("the device configuration config map (MIG geometries, vNPU templates) "
-                      "is not read: MIG GPUs are shared as HAMi-core, Volcano's fallback")
+CM_NAME_KEY = "deviceshare.KnownGeometriesCMName"
+CM_NAMESPACE_KEY = "deviceshare.KnownGeometriesCMNamespace"
+_DEVICE_CONFIG_MAP = ("the device configuration it names is read for vGPUs "
+                      "(deviceshare.VGPUEnable) only")
 #: Volcano's reason for a node whose vGPUs cannot serve the task.
 VGPU_REASON = "hami-vgpuDeviceSharing error"
 _INERT = {
     "deviceshare.AscendMindClusterVNPUEnable": "Ascend vNPUs are not modelled",
     "deviceshare.AscendHAMiVNPUEnable": "Ascend vNPUs are not modelled",
-    "deviceshare.KnownGeometriesCMName": _DEVICE_CONFIG_MAP,
-    "deviceshare.KnownGeometriesCMNamespace": _DEVICE_CONFIG_MAP,
     "deviceshare.NodeLockEnable": "there is no node lock to take outside Kubernetes",
     "deviceshare.GPUExclusiveRules": "GPU exclusivity rules are not modelled",
 }
 #: Without vGPUs, the policy and weight have nothing to order.
 _INERT_WITHOUT_VGPU = {
+    CM_NAME_KEY: _DEVICE_CONFIG_MAP,
+    CM_NAMESPACE_KEY: _DEVICE_CONFIG_MAP,
     POLICY_KEY: "it orders vGPUs (deviceshare.VGPUEnable); for nvidia.com/gpu use a GPU "
                 "placement policy plugin (gpu-*, fgd)",
     WEIGHT_KEY: "it weighs the vGPU score (deviceshare.VGPUEnable); for nvidia.com/gpu use "
@@ -116,14 +125,14 @@ def device_fit_error(task: TaskInfo, node: NodeInfo) -> FitError | None:
                        code=FitStatusCode.UNSCHEDULABLE, plugin=PLUGIN_NAME)
 
 
-def vgpu_fit(task: TaskInfo, node: NodeInfo, policy: str, *, reserve: bool = False
-             ) -> VgpuFit:
+def vgpu_fit(task: TaskInfo, node: NodeInfo, policy: str, *, reserve: bool = False,
+             names: VgpuResourceNames = DEFAULT_NAMES) -> VgpuFit:
     """Whether the node's vGPUs serve the task, which and with what score (fits with
     no devices when the task asks none or the node has no vGPUs, as in Volcano)."""
     devices = node.vgpu
-    if devices is None or not requests_vgpu(task.resreq):
+    if devices is None or not requests_vgpu(task.resreq, names):
         return VgpuFit(True)
-    return devices.fit(task.uid, task.annotations, container_requests(task.resreq),
+    return devices.fit(task.uid, task.annotations, container_requests(task.resreq, names),
                        group_key(task.annotations, task.namespace, task.job), policy,
                        reserve=reserve)
 
@@ -158,10 +167,14 @@ class DeviceSharePlugin:
             warn_unreadable(PLUGIN_NAME, POLICY_KEY, self.policy, "binpack or spread", "")
             self.policy = ""
         self.weight = arguments.get_int(WEIGHT_KEY, 0, owner=PLUGIN_NAME)
+        self.config_map_name = arguments.get_str(CM_NAME_KEY, DEFAULT_CONFIG_MAP_NAME)
+        self.config_map_namespace = arguments.get_str(CM_NAMESPACE_KEY,
+                                                      DEFAULT_CONFIG_MAP_NAMESPACE)
         arguments.warn_inert(PLUGIN_NAME, _INERT if self.vgpu
                              else {**_INERT, **_INERT_WITHOUT_VGPU})
         arguments.warn_unknown(PLUGIN_NAME, [SHARING_KEY, NUMBER_KEY, VGPU_KEY, POLICY_KEY,
-                                             WEIGHT_KEY, *_INERT])
+                                             WEIGHT_KEY, CM_NAME_KEY, CM_NAMESPACE_KEY,
+                                             *_INERT])
 
     def on_session_open(self, ssn: Session) -> None:
         if self.vgpu:
@@ -196,51 +209,86 @@ class DeviceSharePlugin:
     # -- vGPUs ---------------------------------------------------------------------------
 
     def _open_vgpu(self, ssn: Session) -> None:
-        policy = self.policy
-
-        def predicate(task: TaskInfo, node: NodeInfo) -> FitError | None:
-            fit = vgpu_fit(task, node, policy)
-            if fit.fits:
-                return None
-            return FitError.of(task.namespace, task.name, node.name, VGPU_REASON,
-                               code=FitStatusCode.UNSCHEDULABLE, plugin=PLUGIN_NAME)
-
-        ssn.add_predicate_fn(self.name, predicate)
+        config, problem = read_device_config(ssn.config_maps, self.config_map_namespace,
+                                             self.config_map_name)
+        if problem is not None and problem not in _REPORTED:
+            _REPORTED.add(problem)
+            log.warning("plugin %r: %s; using Volcano's default device configuration",
+                        PLUGIN_NAME, problem)
+        vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names)
+        ssn.add_predicate_fn(self.name, vgpus.predicate)
         # Topology-aware preemption asks it on the node copy its victims left.
-        ssn.add_simulate_predicate_fn(self.name, predicate)
-        columnar.add_predicate_fn(ssn, self.name, _vgpu_column)
+        ssn.add_simulate_predicate_fn(self.name, vgpus.predicate)
+        columnar.add_predicate_fn(ssn, self.name, vgpus.column)
         if self.weight > 0:
             weight = self.weight
 
             def node_order(task: TaskInfo, node: NodeInfo) -> float:
                 # Volcano rounds the score its predicate kept for the node; the same
                 # question asked again on the unchanged node gives the same score.
-                return float(math.floor(vgpu_fit(task, node, policy).score + 0.5) * weight)
+                return float(math.floor(vgpus.fit(task, node).score + 0.5) * weight)
 
             ssn.add_node_order_fn(self.name, node_order)
-            columnar.add_node_order_fn(ssn, self.name, _vgpu_column_score)
-        ssn.add_event_handler(EventHandler(
-            allocate=lambda event: self._reserve(ssn, event),
-            deallocate=lambda event: self._release(ssn, event), plugin=self.name))
-        ssn.add_queue_resource_fn(self.name, _vgpu_queue_usage)
+            columnar.add_node_order_fn(ssn, self.name, vgpus.column_score)
+        ssn.add_event_handler(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
+                                           plugin=self.name))
+        ssn.add_queue_resource_fn(self.name, vgpus.queue_usage)
 
-    def _reserve(self, ssn: Session, event: Event) -> None:
+
+#: Device-configuration problems already logged (once per process).
+_REPORTED: set[str] = set()
+
+
+class _VgpuSession:
+    """deviceshare's vGPU functions in one session, with the request names of the
+    device configuration."""
+
+    def __init__(self, ssn: Session, policy: str, names: VgpuResourceNames) -> None:
+        self.ssn = ssn
+        self.policy = policy
+        self.names = names
+
+    def asks(self, task: TaskInfo) -> bool:
+        return requests_vgpu(task.resreq, self.names)
+
+    def fit(self, task: TaskInfo, node: NodeInfo, *, reserve: bool = False) -> VgpuFit:
+        return vgpu_fit(task, node, self.policy, reserve=reserve, names=self.names)
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        if self.fit(task, node).fits:
+            return None
+        return FitError.of(task.namespace, task.name, node.name, VGPU_REASON,
+                           code=FitStatusCode.UNSCHEDULABLE, plugin=PLUGIN_NAME)
+
+    def column(self, task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
+        """The predicate over every node: a task asking no vGPU passes everywhere; one
+        that asks is answered node by node by the scalar form."""
+        if not self.asks(task):
+            return None
+        raise VectorFallback
+
+    def column_score(self, task: TaskInfo, columns: NodeColumns, candidates: object) -> float:
+        if not self.asks(task):
+            return 0.0
+        raise VectorFallback
+
+    def reserve(self, event: Event) -> None:
         """A statement placed the task: take its devices on the node (Volcano's
         ``Allocate``) and write them on the task, for the bind to carry."""
         task = event.task
-        node = ssn.nodes.get(task.node_name)
+        node = self.ssn.nodes.get(task.node_name)
         if (node is None or node.vgpu is None or task.uid not in node.tasks
-                or not requests_vgpu(task.resreq)):
+                or not self.asks(task)):
             return
         if node.vgpu.holds(task.uid):
             # Counted already: an eviction undone puts back the devices the pod holds.
             return
-        fit = vgpu_fit(task, node, self.policy, reserve=True)
+        fit = self.fit(task, node, reserve=True)
         if not fit.fits:
             raise SchedulingError(f"task {task.uid}: the vGPUs of node {node.name} cannot "
                                   f"serve it: {fit.reason}")
         ids = encode_pod_devices(fit.devices)
-        now = str(int(ssn.now))
+        now = str(int(self.ssn.now))
         # A new mapping: the task's annotations may be shared with the cache's copy.
         task.annotations = {
             **task.annotations,
@@ -252,12 +300,12 @@ class DeviceSharePlugin:
             BIND_TIME_ANNOTATION: now,
         }
 
-    def _release(self, ssn: Session, event: Event) -> None:
+    def release(self, event: Event) -> None:
         """The task leaves the node (evicted, or its placement undone): give its
         devices back; an undone placement also loses the annotations it wrote."""
         task = event.task
-        node = ssn.nodes.get(task.node_name)
-        if node is None or node.vgpu is None or not requests_vgpu(task.resreq):
+        node = self.ssn.nodes.get(task.node_name)
+        if node is None or node.vgpu is None or not self.asks(task):
             return
         node.vgpu.remove_task(task.uid, task.annotations)
         if task.status is TaskStatus.RELEASING or \
@@ -267,33 +315,22 @@ class DeviceSharePlugin:
             task.annotations = {key: value for key, value in task.annotations.items()
                                 if key not in DEVICE_ANNOTATIONS}
 
-
-def _vgpu_queue_usage(task: TaskInfo, node: NodeInfo) -> dict[str, float]:
-    """What a placed task's vGPUs count in its queue's status (Volcano's
-    ``AddQueueResource``): the memory and cores of every vGPU it holds on the node,
-    in milli, instead of its request (which names one GPU's share)."""
-    devices = node.vgpu
-    if devices is None or not requests_vgpu(task.resreq):
-        return {}
-    counted: dict[str, float] = {}
-    for containers in decode_pod_devices(task.annotations.get(ASSIGNED_IDS_ANNOTATION, "")):
-        for device in containers:
-            for own in devices.devices.values():
-                if own.uuid in device.uuid:  # Volcano's match, device by device
-                    counted[VGPU_MEMORY] = counted.get(VGPU_MEMORY, 0.0) + device.memory * 1000.0
-                    counted[VGPU_CORES] = counted.get(VGPU_CORES, 0.0) + device.cores * 1000.0
-    return counted
-
-
-def _vgpu_column(task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
-    """The vGPU predicate over every node: a task asking no vGPU passes everywhere;
-    one that asks is answered node by node by the scalar form."""
-    if not requests_vgpu(task.resreq):
-        return None
-    raise VectorFallback
-
-
-def _vgpu_column_score(task: TaskInfo, columns: NodeColumns, candidates: object) -> float:
-    if not requests_vgpu(task.resreq):
-        return 0.0
-    raise VectorFallback
+    def queue_usage(self, task: TaskInfo, node: NodeInfo) -> dict[str, float]:
+        """What a placed task's vGPUs count in its queue's status (Volcano's
+        ``AddQueueResource``): the memory and cores of every vGPU it holds on the node,
+        in milli, instead of its request (which names one GPU's share)."""
+        devices = node.vgpu
+        if devices is None or not self.asks(task):
+            return {}
+        memory_name, cores_name = self.names.memory, self.names.cores
+        counted: dict[str, float] = {}
+        held = decode_pod_devices(task.annotations.get(ASSIGNED_IDS_ANNOTATION, ""))
+        for containers in held:
+            for device in containers:
+                for own in devices.devices.values():
+                    if own.uuid in device.uuid:  # Volcano's match, device by device
+                        counted[memory_name] = counted.get(memory_name, 0.0) \
+                            + device.memory * 1000.0
+                        counted[cores_name] = counted.get(cores_name, 0.0) \
+                            + device.cores * 1000.0
+        return counted

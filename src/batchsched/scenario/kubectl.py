@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 import yaml
 
+from batchsched.api.device_config import DEVICE_CONFIG_KEY
 from batchsched.conf import DEFAULT_CONFIGURATION_YAML, configuration_from_text
 from batchsched.errors import QuantityError, ScenarioError
 from batchsched.kube.quantity import parse_quantity
@@ -233,6 +234,8 @@ class _Converter:
         self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
         self.podgroups: set[tuple[str, str]] = set()  # those of the dump, not stand-ins
         self.nodes: dict[str, dict[str, Any]] = {}
+        #: ConfigMaps holding a device configuration (deviceshare reads them).
+        self.device_configs: list[tuple[str, dict[str, Any]]] = []
 
     def fail(self, who: str, field: str, message: str) -> ScenarioError:
         return ScenarioError(message, source=self.source,
@@ -304,6 +307,7 @@ class _Converter:
             "tasks": tasks,
             "pdbs": [(i.who, self.pdb(i)) for i in by_kind["PodDisruptionBudget"]],
             "resourceQuotas": [(i.who, self.quota(i)) for i in by_kind["ResourceQuota"]],
+            "configMaps": self.device_configs,
         }
         lines = [f"Imported from {Path(self.source).name} by `batchsched import kubectl` "
                  f"({len(self.nodes)} nodes, {len(self.jobs)} pod groups, {len(tasks)} pods, "
@@ -359,14 +363,20 @@ class _Converter:
                 if not isinstance(data[CONF_KEY], str):
                     raise self.fail(who, f"data.{CONF_KEY}", "must be a string")
                 config_maps.append((who, data[CONF_KEY]))
+            elif DEVICE_CONFIG_KEY in data:
+                if not isinstance(data[DEVICE_CONFIG_KEY], str):
+                    raise self.fail(who, f"data.{DEVICE_CONFIG_KEY}", "must be a string")
+                self.device_configs.append((who, {
+                    "name": name, "namespace": namespace,
+                    "data": {DEVICE_CONFIG_KEY: data[DEVICE_CONFIG_KEY]}}))
             else:
                 skipped[item_kind] = skipped.get(item_kind, 0) + 1
         if skipped:
             self.warnings.append(
                 f"{self.source}: skipped {sum(skipped.values())} object(s) of other kinds ("
                 + ", ".join(f"{k} {n}" for k, n in sorted(skipped.items()))
-                + f"): batchsched reads {', '.join(_READ_KINDS)} and Volcano's scheduler "
-                "ConfigMap")
+                + f"): batchsched reads {', '.join(_READ_KINDS)}, Volcano's scheduler "
+                "ConfigMap and device configuration ConfigMaps")
         return by_kind, config_maps
 
     def parse(self, document: Mapping[str, Any]) -> Scenario:

@@ -72,7 +72,7 @@ __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 T = TypeVar("T")
 
 _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "queues", "nodes",
-             "jobs", "tasks", "pdbs", "resourceQuotas", "now", "faults", "expect"}
+             "jobs", "tasks", "pdbs", "resourceQuotas", "configMaps", "now", "faults", "expect"}
 _EXPECT_KEYS = {"binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
                 "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices",
                 "vgpuDevices"}
@@ -98,6 +98,8 @@ class Scenario:
     warnings: tuple[str, ...] = ()
     #: ``faults.bindFailures``: the tasks whose bind the cache refuses (platform tests).
     bind_failures: frozenset[str] = frozenset()
+    #: ``configMaps``: ``namespace/name`` -> data.
+    config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
         """The snapshot a session opens on: Ready nodes with their placed tasks, and the
@@ -133,6 +135,7 @@ class Scenario:
             pdbs=[attrs.evolve(p) for p in self.pdbs],
             resource_quotas=[attrs.evolve(q, used=q.used.clone()) for q in self.resource_quotas],
             now=self.now if self.now is not None else time.time(),
+            config_maps={key: dict(data) for key, data in self.config_maps.items()},
         )
 
     def build_cache(self) -> MemoryCache:
@@ -157,6 +160,9 @@ class Scenario:
         cache.pdbs = [attrs.evolve(p) for p in self.pdbs]
         cache.resource_quotas = [attrs.evolve(q, used=q.used.clone())
                                  for q in self.resource_quotas]
+        for key, data in self.config_maps.items():
+            namespace, _, name = key.partition("/")
+            cache.set_config_map(namespace, name, dict(data))
         return cache
 
     def with_configuration(self, configuration: SchedulerConfiguration) -> Scenario:
@@ -374,6 +380,7 @@ class _Parser:
         tasks = self.tasks(doc.get("tasks"), classes, jobs, nodes)
         pdbs = self.pdbs(doc.get("pdbs"), tasks)
         quotas = self.quotas(doc.get("resourceQuotas"))
+        config_maps = self.config_maps(doc.get("configMaps"))
         expect = self.expect(doc.get("expect"))
         bind_failures = self.faults(doc.get("faults"), tasks)
         kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
@@ -399,7 +406,23 @@ class _Parser:
             expect=expect,
             warnings=tuple(self.warnings),
             bind_failures=bind_failures,
+            config_maps=config_maps,
         )
+
+    def config_maps(self, raw: Any) -> dict[str, dict[str, str]]:
+        """``configMaps: [{name, namespace, data: {key: text}}]``."""
+        out: dict[str, dict[str, str]] = {}
+        for i, item in self.items(raw, "configMaps"):
+            path = f"configMaps[{i}]"
+            obj = self.mapping(item, path)
+            name = self.name(obj, path)
+            namespace = self.typed(obj, "namespace", str, "default", path)
+            key = f"{namespace}/{name}"
+            path = f"{path} ({key})"
+            self.keys(obj, {"name", "namespace", "data"}, path)
+            self.unique(out, key, path, "config map")
+            out[key] = self.string_map(obj.get("data"), f"{path}.data")
+        return out
 
     def unique(self, seen: Mapping[str, Any], key: str, path: str, what: str) -> None:
         if key in seen:
