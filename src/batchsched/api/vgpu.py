@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import attrs
 
 from batchsched.api.resource import Resource
-from batchsched.api.task import parse_bool
+from batchsched.api.task import TaskInfo, parse_bool
 
 __all__ = [
     "ASSIGNED_IDS_ANNOTATION",
@@ -55,6 +55,7 @@ __all__ = [
     "container_requests",
     "decode_container_devices",
     "decode_pod_devices",
+    "drop_device_annotations",
     "encode_pod_devices",
     "gpu_score",
     "gpu_type_allowed",
@@ -265,6 +266,14 @@ def decode_pod_devices(text: str) -> tuple[tuple[ContainerDevice, ...], ...]:
 
 def _is_uint(text: str) -> bool:
     return text.isascii() and text.isdigit() and int(text) < 2**32
+
+
+def drop_device_annotations(task: TaskInfo) -> None:
+    """Take off a task the vGPUs a placement wrote on it (a new mapping: the old one
+    may be shared with the task's copies)."""
+    if any(key in task.annotations for key in DEVICE_ANNOTATIONS):
+        task.annotations = {key: value for key, value in task.annotations.items()
+                            if key not in DEVICE_ANNOTATIONS}
 
 
 def assigned_devices(annotations: Mapping[str, str]) -> list[list[dict[str, object]]] | None:

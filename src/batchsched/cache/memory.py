@@ -24,7 +24,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
-from batchsched.api.vgpu import DEVICE_ANNOTATIONS
+from batchsched.api.vgpu import drop_device_annotations
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
 
@@ -164,7 +164,7 @@ class MemoryCache:
                 task = job.tasks.get(uid)
                 if task is not None:
                     task.node_name = ""
-                    _drop_device_annotations(task)
+                    drop_device_annotations(task)
                     job.update_task_status(task, TaskStatus.PENDING)
 
     @_locked
@@ -261,7 +261,7 @@ class MemoryCache:
             node.remove_task(task)
         task.node_name = ""
         task.start_time = None
-        _drop_device_annotations(task)  # a new pod: the old one's devices are not its own
+        drop_device_annotations(task)  # a new pod: the old one's devices are not its own
         job.update_task_status(task, TaskStatus.PENDING)
 
     def _task(self, job_uid: str, task_uid: str) -> tuple[JobInfo, TaskInfo]:
@@ -512,11 +512,3 @@ class MemoryCache:
     def record_event(self, event: RecordedEvent) -> None:
         if self.keep_events:
             self.events.append(event)
-
-
-def _drop_device_annotations(task: TaskInfo) -> None:
-    """Take off a task the vGPUs an earlier placement wrote on it (a new mapping: the
-    old one may be shared with copies)."""
-    if any(key in task.annotations for key in DEVICE_ANNOTATIONS):
-        task.annotations = {key: value for key, value in task.annotations.items()
-                            if key not in DEVICE_ANNOTATIONS}

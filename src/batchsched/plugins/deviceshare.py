@@ -61,12 +61,12 @@ from batchsched.api.vgpu import (
     BIND_TIME_ANNOTATION,
     BINPACK,
     DEFAULT_NAMES,
-    DEVICE_ANNOTATIONS,
     SPREAD,
     VgpuFit,
     VgpuResourceNames,
     container_requests,
     decode_pod_devices,
+    drop_device_annotations,
     encode_pod_devices,
     group_key,
     requests_vgpu,
@@ -311,9 +311,7 @@ class _VgpuSession:
         if task.status is TaskStatus.RELEASING or \
                 task.annotations.get(BIND_PHASE_ANNOTATION) == "success":
             return  # a pod that holds its devices until it is gone
-        if any(key in task.annotations for key in DEVICE_ANNOTATIONS):
-            task.annotations = {key: value for key, value in task.annotations.items()
-                                if key not in DEVICE_ANNOTATIONS}
+        drop_device_annotations(task)
 
     def queue_usage(self, task: TaskInfo, node: NodeInfo) -> dict[str, float]:
         """What a placed task's vGPUs count in its queue's status (Volcano's
