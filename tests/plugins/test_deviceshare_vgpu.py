@@ -471,3 +471,23 @@ def test_an_unreadable_device_configuration_is_reported(
         open_session(doc)
     assert "kube-system/volcano-vgpu-device-config" in caplog.text
     assert "default device configuration" in caplog.text
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 5), st.sampled_from([1000, 4096, 8000, 12000]),
+                          st.sampled_from([0, 10, 25, 50, 100]), st.integers(0, 2),
+                          st.just(False)), min_size=1, max_size=14),
+       st.sampled_from(["binpack", "spread", ""]))
+def test_the_column_path_decides_as_the_scalar_one_without_annotations(
+        nodes: list[int], tasks: list[tuple[int, int, int, int, bool]], policy: str) -> None:
+    """Tasks without annotations take the column forms (predicate and score)."""
+    doc = random_document(nodes, tasks, policy)
+    ssn = open_session(doc)
+    run_actions(ssn)
+    fast = placements(ssn)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
+        ssn = open_session(doc)
+        run_actions(ssn)
+        assert placements(ssn) == fast

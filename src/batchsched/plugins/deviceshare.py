@@ -62,6 +62,7 @@ from batchsched.api.vgpu import (
     BINPACK,
     DEFAULT_NAMES,
     SPREAD,
+    DeviceRequest,
     VgpuFit,
     VgpuResourceNames,
     container_requests,
@@ -73,7 +74,8 @@ from batchsched.api.vgpu import (
 )
 from batchsched.columnar import VectorFallback
 from batchsched.columnar.gpu_columns import GpuColumns
-from batchsched.columnar.node_columns import BoolArray, NodeColumns
+from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
+from batchsched.columnar.vgpu_columns import VgpuColumns, vector_answerable, vgpu_fit_rows
 from batchsched.errors import ConfigError, SchedulingError
 from batchsched.framework.arguments import Arguments, log, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
@@ -215,20 +217,13 @@ class DeviceSharePlugin:
             _REPORTED.add(problem)
             log.warning("plugin %r: %s; using Volcano's default device configuration",
                         PLUGIN_NAME, problem)
-        vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names)
+        vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names, self.weight)
         ssn.add_predicate_fn(self.name, vgpus.predicate)
         # Topology-aware preemption asks it on the node copy its victims left.
         ssn.add_simulate_predicate_fn(self.name, vgpus.predicate)
         columnar.add_predicate_fn(ssn, self.name, vgpus.column)
         if self.weight > 0:
-            weight = self.weight
-
-            def node_order(task: TaskInfo, node: NodeInfo) -> float:
-                # Volcano rounds the score its predicate kept for the node; the same
-                # question asked again on the unchanged node gives the same score.
-                return float(math.floor(vgpus.fit(task, node).score + 0.5) * weight)
-
-            ssn.add_node_order_fn(self.name, node_order)
+            ssn.add_node_order_fn(self.name, vgpus.node_order)
             columnar.add_node_order_fn(ssn, self.name, vgpus.column_score)
         ssn.add_event_handler(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
                                            plugin=self.name))
@@ -243,10 +238,12 @@ class _VgpuSession:
     """deviceshare's vGPU functions in one session, with the request names of the
     device configuration."""
 
-    def __init__(self, ssn: Session, policy: str, names: VgpuResourceNames) -> None:
+    def __init__(self, ssn: Session, policy: str, names: VgpuResourceNames,
+                 weight: int) -> None:
         self.ssn = ssn
         self.policy = policy
         self.names = names
+        self.weight = weight
 
     def asks(self, task: TaskInfo) -> bool:
         return requests_vgpu(task.resreq, self.names)
@@ -254,23 +251,42 @@ class _VgpuSession:
     def fit(self, task: TaskInfo, node: NodeInfo, *, reserve: bool = False) -> VgpuFit:
         return vgpu_fit(task, node, self.policy, reserve=reserve, names=self.names)
 
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        # Volcano rounds the score its predicate kept for the node; the same question
+        # asked again on the unchanged node gives the same score.
+        return float(math.floor(self.fit(task, node).score + 0.5) * self.weight)
+
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         if self.fit(task, node).fits:
             return None
         return FitError.of(task.namespace, task.name, node.name, VGPU_REASON,
                            code=FitStatusCode.UNSCHEDULABLE, plugin=PLUGIN_NAME)
 
+    def _vector_request(self, task: TaskInfo) -> DeviceRequest:
+        """The request the column forms answer for, or VectorFallback (annotations or
+        requests only the scalar form reads)."""
+        requests = container_requests(task.resreq, self.names)
+        if not vector_answerable(task.annotations, requests):
+            raise VectorFallback
+        return requests[0]
+
     def column(self, task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
-        """The predicate over every node: a task asking no vGPU passes everywhere; one
-        that asks is answered node by node by the scalar form."""
+        """The predicate over every node (a task asking no vGPU passes everywhere)."""
         if not self.asks(task):
             return None
-        raise VectorFallback
+        fits, _ = vgpu_fit_rows(VgpuColumns.of(self.ssn), self._vector_request(task),
+                                self.policy, slice(None))
+        return fits
 
-    def column_score(self, task: TaskInfo, columns: NodeColumns, candidates: object) -> float:
+    def column_score(self, task: TaskInfo, columns: NodeColumns,
+                     candidates: Candidates) -> FloatArray | float:
+        """The node order over the candidates: Volcano's rounded score times the weight."""
         if not self.asks(task):
             return 0.0
-        raise VectorFallback
+        _, scores = vgpu_fit_rows(VgpuColumns.of(self.ssn), self._vector_request(task),
+                                  self.policy, candidates.indices)
+        weighted: FloatArray = np.floor(scores + 0.5) * self.weight
+        return weighted
 
     def reserve(self, event: Event) -> None:
         """A statement placed the task: take its devices on the node (Volcano's

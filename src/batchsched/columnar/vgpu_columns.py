@@ -1,0 +1,162 @@
+"""The session's vGPUs as arrays, and deviceshare's vGPU fit and score over every node.
+
+``VgpuColumns`` mirrors each node's vGPU ledger (:class:`batchsched.api.vgpu.VgpuDevices`)
+as ``(nodes, widest node's GPUs)`` arrays; a row is read again whenever its node's
+``mutations`` count moved (every ledger change follows a placement or removal on the
+node, which moves it).
+
+:func:`vgpu_fit_rows` answers what :meth:`VgpuDevices.fit` answers, node by node, for
+the common task: one container, no UUID, type, mode or pod-group spread annotation
+(the scalar form answers the others). Whether a node fits does not depend on which
+GPUs are taken first (each GPU is judged on its state before the task), so it is
+"at least ``count`` GPUs pass"; the score sums the policy's score of the first
+``count`` passing GPUs in the policy's order, in that order (the scalar sums the same
+floats in the same order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from batchsched.api.node import NodeInfo
+from batchsched.api.vgpu import (
+    BINPACK,
+    MODE_ANNOTATION,
+    NO_PERCENTAGE,
+    NO_USE_TYPE_ANNOTATION,
+    NO_USE_UUID_ANNOTATION,
+    NVIDIA,
+    PODGROUP_POLICY_ANNOTATION,
+    SPREAD,
+    USE_TYPE_ANNOTATION,
+    USE_UUID_ANNOTATION,
+    DeviceRequest,
+)
+
+if TYPE_CHECKING:
+    from batchsched.framework.session import Session
+
+__all__ = ["VgpuColumns", "vector_answerable", "vgpu_fit_rows"]
+
+_EXTRA_KEY = "batchsched.columnar.vgpu_columns"
+#: Annotations whose rules only the scalar form applies.
+_SCALAR_ONLY = frozenset({MODE_ANNOTATION, USE_TYPE_ANNOTATION, NO_USE_TYPE_ANNOTATION,
+                          USE_UUID_ANNOTATION, NO_USE_UUID_ANNOTATION})
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+
+def vector_answerable(annotations: Mapping[str, str],
+                      requests: tuple[DeviceRequest, ...]) -> bool:
+    """Whether :func:`vgpu_fit_rows` answers for a task with these annotations and
+    requests (else the scalar form does)."""
+    if len(requests) != 1 or any(r.type != NVIDIA for r in requests):
+        return False
+    if annotations.get(PODGROUP_POLICY_ANNOTATION) == SPREAD:
+        return False
+    return not any(key in annotations for key in _SCALAR_ONLY)
+
+
+class VgpuColumns:
+    """Per node ``i`` and GPU slot ``d``: whether the GPU exists, its memory and sharing
+    count, what is used of it, and whether its type is an NVIDIA one."""
+
+    def __init__(self, nodes: list[NodeInfo]) -> None:
+        self.nodes = nodes
+        width = max((len(node.vgpu.devices) for node in nodes if node.vgpu is not None),
+                    default=0)
+        shape = (len(nodes), max(width, 1))
+        self.exists: BoolArray = np.zeros(shape, dtype=np.bool_)
+        self.nvidia: BoolArray = np.zeros(shape, dtype=np.bool_)
+        self.memory: IntArray = np.zeros(shape, dtype=np.int64)
+        self.number: IntArray = np.zeros(shape, dtype=np.int64)
+        self.used_memory: IntArray = np.zeros(shape, dtype=np.int64)
+        self.used_num: IntArray = np.zeros(shape, dtype=np.int64)
+        self.used_cores: IntArray = np.zeros(shape, dtype=np.int64)
+        #: How many GPUs each node has (0: no vGPUs, where every task fits).
+        self.device_count: IntArray = np.zeros(len(nodes), dtype=np.int64)
+        self._seen: IntArray = np.full(len(nodes), -1, dtype=np.int64)
+
+    @classmethod
+    def of(cls, ssn: Session) -> VgpuColumns:
+        """The session's arrays, built on first use and brought up to date."""
+        columns = ssn.extra.get(_EXTRA_KEY)
+        if not isinstance(columns, VgpuColumns) or columns.nodes is not ssn.node_list:
+            columns = ssn.extra[_EXTRA_KEY] = cls(ssn.node_list)
+        columns.refresh()
+        return columns
+
+    def refresh(self) -> None:
+        """Re-read the rows of the nodes that changed since the last call."""
+        nodes = self.nodes
+        counts = np.fromiter((node.mutations for node in nodes), dtype=np.int64,
+                             count=len(nodes))
+        stale = np.flatnonzero(counts != self._seen)
+        for i in stale.tolist():
+            devices = nodes[i].vgpu
+            self.exists[i] = False
+            self.device_count[i] = 0
+            if devices is None:
+                continue
+            self.device_count[i] = len(devices.devices)
+            for slot, device in devices.devices.items():
+                self.exists[i, slot] = True
+                self.nvidia[i, slot] = NVIDIA in device.type
+                self.memory[i, slot] = device.memory
+                self.number[i, slot] = device.number
+                self.used_memory[i, slot] = device.used_memory
+                self.used_num[i, slot] = device.used_num
+                self.used_cores[i, slot] = device.used_cores
+        self._seen = counts
+
+
+def vgpu_fit_rows(columns: VgpuColumns, request: DeviceRequest, policy: str,
+                  rows: IntArray | slice) -> tuple[BoolArray, FloatArray]:
+    """Whether each node of ``rows`` serves one container's request, and the policy's
+    score of the GPUs it would give (0 where it does not fit or has no vGPUs)."""
+    device_count = columns.device_count[rows]
+    scores = np.zeros(len(device_count))
+    count = request.count
+    if count <= 0:  # asks no GPU: fits everywhere, takes nothing
+        return np.ones(len(device_count), dtype=np.bool_), scores
+    memory = columns.memory[rows]
+    used_memory = columns.used_memory[rows]
+    used_num = columns.used_num[rows]
+    used_cores = columns.used_cores[rows]
+    if request.memory_percentage != NO_PERCENTAGE:
+        asked = (memory * request.memory_percentage / 100.0).astype(np.int64)
+    else:
+        asked = np.full(memory.shape, request.memory, dtype=np.int64)
+    cores = request.cores
+    # A request's type is NVIDIA's: the GPU's type must name it.
+    passing = (columns.exists[rows] & columns.nvidia[rows]
+               & (columns.number[rows] > used_num)
+               & (memory - used_memory >= asked) & (used_cores + cores <= 100))
+    if cores == 100:
+        passing &= used_num == 0
+    if cores == 0:
+        passing &= used_cores != 100
+    has_vgpus = device_count > 0
+    fits = ~has_vgpus | ((count <= device_count) & (passing.sum(axis=1) >= count))
+    if policy != BINPACK:
+        # spread scores a GPU unused before the task, read after it is counted: 0; no
+        # policy scores 0.
+        return fits, scores
+    order = np.argsort(-used_memory, axis=1, kind="stable")
+    in_order = np.take_along_axis(passing, order, axis=1)
+    taken = in_order & (np.cumsum(in_order, axis=1) <= count)
+    memory_in_order = np.take_along_axis(memory, order, axis=1)
+    after = np.take_along_axis(used_memory + asked, order, axis=1)
+    each = np.where(memory_in_order > 0,
+                    100.0 * (after / np.where(memory_in_order > 0, memory_in_order, 1)), 0.0)
+    for slot in range(each.shape[1]):  # the scalar's order of additions
+        scores = scores + np.where(taken[:, slot], each[:, slot], 0.0)
+    scores = np.where(fits & has_vgpus, scores, 0.0)
+    return fits, scores
+
