@@ -491,3 +491,58 @@ def test_the_column_path_decides_as_the_scalar_one_without_annotations(
         ssn = open_session(doc)
         run_actions(ssn)
         assert placements(ssn) == fast
+
+
+def preempt_document(nodes: list[int], tasks: list[tuple[int, int, int]],
+                     sharing: bool) -> dict[str, Any]:
+    """Low-priority elastic jobs that fill the GPUs, then high-priority ones."""
+    lines = ["priorityClasses: [{name: low, value: 1}, {name: high, value: 100}]",
+             "nodes:", *(node_yaml(f"n{i}", gpus, sharing=2) if not sharing else
+                         f"- {{name: n{i}, allocatable: {{cpu: 64, memory: 256Gi, pods: 110, "
+                         f"nvidia.com/gpu: {gpus}}}}}" for i, gpus in enumerate(nodes)),
+             "jobs:"]
+    body = []
+    for i, (memory, cores, high) in enumerate(tasks):
+        klass = "high" if high else "low"
+        # Low-priority jobs are elastic (minMember 0): gang lets preempt take them.
+        lines.append(f"- {{name: j{i}, minMember: {int(high)}, priorityClassName: {klass}, "
+                     f"createdAt: {i}}}")
+        requests = (f"{{cpu: 1, nvidia.com/gpu: {memory % 3 or '500m'}}}" if sharing else
+                    f"{{cpu: 1, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: {memory}, "
+                    f"volcano.sh/vgpu-cores: {cores}}}")
+        body.append(f"- {{name: t{i}, job: j{i}, priorityClassName: {klass}, "
+                    f"requests: {requests}}}")
+    config = plugin("deviceshare", {"deviceshare.GPUSharingEnable": True}) if sharing \
+        else vgpu("binpack", weight=3)
+    return document("\n".join([*lines, "tasks:", *body]), plugin("priority"), plugin("gang"),
+                    plugin("conformance"), plugin("predicates"), config,
+                    actions="enqueue, allocate, preempt")
+
+
+def two_sessions(doc: dict[str, Any]) -> tuple[Any, ...]:
+    """Low-priority jobs first (the high ones arrive after), then a session with both."""
+    parsed = parse_scenario(doc, source="<test>")
+    cache = parsed.build_cache()
+    high = [uid for uid, job in cache.jobs.items() if job.podgroup.priority_class_name == "high"]
+    held = {uid: cache.jobs.pop(uid) for uid in high}
+    Scheduler(cache, parsed.configuration).run_once()
+    for job in held.values():
+        cache.add_job(job)
+    Scheduler(cache, parsed.configuration).run_once()
+    return (list(cache.binds), list(cache.evictions), dict(cache.nominations),
+            {uid: t.annotations.get(ASSIGNED_IDS_ANNOTATION) for j in cache.jobs.values()
+             for uid, t in j.tasks.items()})
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3),
+       st.lists(st.tuples(st.sampled_from([2048, 8000, 12000]), st.sampled_from([0, 50, 100]),
+                          st.booleans()), min_size=1, max_size=12),
+       st.booleans())
+def test_preempt_decides_alike_on_the_column_and_scalar_paths(
+        nodes: list[int], tasks: list[tuple[int, int, bool]], sharing: bool) -> None:
+    doc = preempt_document(nodes, tasks, sharing)
+    fast = two_sessions(doc)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
+        assert two_sessions(doc) == fast

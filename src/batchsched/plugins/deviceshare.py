@@ -189,6 +189,8 @@ class DeviceSharePlugin:
         ssn.add_simulate_predicate_fn(self.name, device_fit_error)
         columnar.add_predicate_fn(ssn, self.name, lambda task, columns: self.fits_all(
             ssn, task, columns))
+        columnar.add_preempt_predicate_fn(ssn, self.name, lambda task, columns: (
+            self.preempt_fits_all(ssn, task, columns)))
 
     def on_session_close(self, ssn: Session) -> None:
         """Nothing to write back."""
@@ -208,6 +210,18 @@ class DeviceSharePlugin:
         passes: BoolArray = fits | (gpus.device_count == 0)
         return passes
 
+    def preempt_fits_all(self, ssn: Session, task: TaskInfo, columns: NodeColumns
+                         ) -> tuple[BoolArray, BoolArray] | None:
+        """:meth:`fits_all` as preempt reads it: (fits, evicting may make it fit); a
+        request no device can serve fails everywhere, unresolvably."""
+        try:
+            gpu_ask(task.resreq, owner=task.uid)
+        except SchedulingError:
+            nowhere = np.zeros(len(ssn.node_list), dtype=np.bool_)
+            return nowhere, nowhere
+        passes = self.fits_all(ssn, task, columns)
+        return None if passes is None else (passes, ~passes)
+
     # -- vGPUs ---------------------------------------------------------------------------
 
     def _open_vgpu(self, ssn: Session) -> None:
@@ -222,6 +236,7 @@ class DeviceSharePlugin:
         # Topology-aware preemption asks it on the node copy its victims left.
         ssn.add_simulate_predicate_fn(self.name, vgpus.predicate)
         columnar.add_predicate_fn(ssn, self.name, vgpus.column)
+        columnar.add_preempt_predicate_fn(ssn, self.name, vgpus.preempt_column)
         if self.weight > 0:
             ssn.add_node_order_fn(self.name, vgpus.node_order)
             columnar.add_node_order_fn(ssn, self.name, vgpus.column_score)
@@ -277,6 +292,13 @@ class _VgpuSession:
         fits, _ = vgpu_fit_rows(VgpuColumns.of(self.ssn), self._vector_request(task),
                                 self.policy, slice(None))
         return fits
+
+    def preempt_column(self, task: TaskInfo, columns: NodeColumns
+                       ) -> tuple[BoolArray, BoolArray] | None:
+        """The predicate as preempt reads it: where it fails, evicting may resolve it
+        (Volcano's status is Unschedulable)."""
+        fits = self.column(task, columns)
+        return None if fits is None else (fits, ~fits)
 
     def column_score(self, task: TaskInfo, columns: NodeColumns,
                      candidates: Candidates) -> FloatArray | float:
