@@ -429,3 +429,67 @@ def test_the_device_configuration_names_the_requests() -> None:
         config, problem = read_device_config(maps, "kube-system", name)
         assert config.vgpu_names.count == "volcano.sh/vgpu-number"
         assert problem is not None and f"kube-system/{name}" in problem
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    # A string field takes any scalar's text (yaml.v2), null is "".
+    ("nvidia: {resourceCountName: 123, resourceMemoryName: yes, resourceCoreName: ~}\n",
+     ("123", "yes", "", "")),
+    # Only the first document is read.
+    ("nvidia: {resourceCountName: a}\n---\nnvidia: {resourceCountName: b}\n",
+     ("a", "", "", "")),
+    # No nvidia section: no name at all.
+    ("vnpus: {configs: []}\n", ("", "", "", "")),
+    ("", ("", "", "", "")),
+], ids=["scalar text", "first document", "no nvidia", "empty"])
+def test_the_device_configuration_reads_as_yaml_v2(text: str,
+                                                   names: tuple[str, str, str, str]) -> None:
+    from batchsched.api.device_config import parse_device_config
+
+    got = parse_device_config(text).vgpu_names
+    assert (got.count, got.memory, got.cores, got.memory_percentage) == names
+
+
+@pytest.mark.parametrize("text", [
+    "nvidia: []\n",
+    "nvidia: ''\n",
+    "nvidia: {resourceCountName: [a]}\n",
+    "nvidia: {defaultMemory: -1}\n",
+    "nvidia: {deviceSplitCount: ten}\n",
+    "nvidia: {overwriteEnv: maybe}\n",
+    "nvidia: {knownMigGeometries: {a: 1}}\n",
+    "vnpus: 5\n",
+    "[1, 2]\n",
+    "nvidia: [unclosed\n",
+], ids=["nvidia list", "nvidia string", "name list", "negative uint", "uint text",
+        "bool text", "geometries mapping", "vnpus scalar", "top list", "not yaml"])
+def test_a_device_configuration_yaml_v2_refuses_is_unreadable(text: str) -> None:
+    from batchsched.api.device_config import parse_device_config
+
+    with pytest.raises(ValueError, match=r"\S"):
+        parse_device_config(text)
+
+
+def test_gpus_are_numbered_in_the_order_of_their_entries() -> None:
+    """An empty entry in the register annotation leaves no gap (Volcano would panic
+    when its default order met the gap); the column form agrees with the scalar."""
+    from batchsched.columnar.vgpu_columns import VgpuColumns, vgpu_fit_rows
+
+    allocatable = Resource.from_mapping({"volcano.sh/vgpu-number": 20, "cpu": 8,
+                                         "volcano.sh/vgpu-memory": 32768,
+                                         "volcano.sh/vgpu-cores": 200})
+    annotations = {NODE_REGISTER_ANNOTATION: "GPU-a,10,16384,NVIDIA-T4,true,hami-core::"
+                                             "GPU-b,10,16384,NVIDIA-T4,true,hami-core:"}
+    from batchsched.api.node import NodeInfo
+
+    node = NodeInfo.create("n1", allocatable, annotations=annotations)
+    assert node.vgpu is not None and sorted(node.vgpu.devices) == [0, 1]
+    asked = container_requests(Resource.from_mapping({"volcano.sh/vgpu-number": 2}))
+    columns = VgpuColumns([node])
+    columns.refresh()
+    for policy in ("", "binpack", "spread"):
+        want = node.vgpu.fit("t", {}, asked, "", policy)
+        fits, scores = vgpu_fit_rows(columns, asked[0], policy, slice(None))
+        assert want.fits and bool(fits[0]) and scores[0] == want.score
+    negative = {NODE_REGISTER_ANNOTATION: "GPU-a,10,-5,NVIDIA-T4,true,hami-core:"}
+    assert NodeInfo.create("n2", allocatable, annotations=negative).vgpu is None

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -464,13 +465,48 @@ def test_the_named_device_configuration_sets_the_request_names() -> None:
 
 def test_an_unreadable_device_configuration_is_reported(
         caplog: pytest.LogCaptureFixture) -> None:
-    doc = document("\n".join(["nodes:", node_yaml("n1", 1)]), vgpu("binpack"))
-    doc["configMaps"] = [{"name": "volcano-vgpu-device-config", "namespace": "kube-system",
+    # Reported once per process and problem: a name of this test's own.
+    doc = document("\n".join(["nodes:", node_yaml("n1", 1)]), plugin("deviceshare", {
+        "deviceshare.VGPUEnable": True, "deviceshare.KnownGeometriesCMName": "broken-one"}))
+    doc["configMaps"] = [{"name": "broken-one", "namespace": "kube-system",
                           "data": {"device-config.yaml": "nvidia: [unclosed"}}]
     with caplog.at_level(logging.WARNING, logger="batchsched"):
         open_session(doc)
-    assert "kube-system/volcano-vgpu-device-config" in caplog.text
+    assert "kube-system/broken-one" in caplog.text
     assert "default device configuration" in caplog.text
+
+
+def test_a_replay_reads_the_scenario_s_configmaps(tmp_path: Any) -> None:
+    """batchsched simulate decides with the device configuration batchsched run reads."""
+    from batchsched.simulation import Simulator
+    from batchsched.simulation.scenario_workload import scenario_workload
+
+    text = "nvidia: {resourceCountName: example.com/vgpu}\n"
+    doc = {"version": 1, "name": "replay", "config": {"actions": "allocate", "tiers": [
+        {"plugins": [plugin("predicates"), vgpu("binpack")]}]},
+        "nodes": yaml.safe_load(node_yaml("n1", 1)),
+        "jobs": [{"name": "j1", "minMember": 1, "createdAt": 0}],
+        "tasks": [{"name": "t0", "job": "j1", "requests": {"cpu": 1, "example.com/vgpu": 1},
+                   "annotations": {"batchsched.io/run-time": "10"}}],
+        "configMaps": [{"name": "volcano-vgpu-device-config", "namespace": "kube-system",
+                        "data": {"device-config.yaml": text}}]}
+    doc["nodes"][0]["allocatable"]["example.com/vgpu"] = 10
+    path = tmp_path / "replay.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    workload, scenario = scenario_workload(path)
+    held: list[str | None] = []
+
+    def after_session(sim: Simulator) -> None:
+        task = sim.cache.jobs["default/j1"].tasks["default/t0"]
+        held.append(task.annotations.get(ASSIGNED_IDS_ANNOTATION))
+
+    sim = Simulator(workload, scenario.configuration, observe=after_session)
+    assert dict(sim.cache.config_maps) == {"kube-system/volcano-vgpu-device-config": {
+        "device-config.yaml": text}}
+    sim.run()
+    # The task asked a vGPU under the configured name: it was given one.
+    assert held == ["GPU-n1-0,NVIDIA,16384,0:"]
+    assert sim.timeline.finished_count == 1
 
 
 @settings(max_examples=25, deadline=None)
@@ -494,7 +530,7 @@ def test_the_column_path_decides_as_the_scalar_one_without_annotations(
 
 
 def preempt_document(nodes: list[int], tasks: list[tuple[int, int, int]],
-                     sharing: bool) -> dict[str, Any]:
+                     sharing: bool, policy: str = "binpack") -> dict[str, Any]:
     """Low-priority elastic jobs that fill the GPUs, then high-priority ones."""
     lines = ["priorityClasses: [{name: low, value: 1}, {name: high, value: 100}]",
              "nodes:", *(node_yaml(f"n{i}", gpus, sharing=2) if not sharing else
@@ -513,7 +549,7 @@ def preempt_document(nodes: list[int], tasks: list[tuple[int, int, int]],
         body.append(f"- {{name: t{i}, job: j{i}, priorityClassName: {klass}, "
                     f"requests: {requests}}}")
     config = plugin("deviceshare", {"deviceshare.GPUSharingEnable": True}) if sharing \
-        else vgpu("binpack", weight=3)
+        else vgpu(policy, weight=3)
     return document("\n".join([*lines, "tasks:", *body]), plugin("priority"), plugin("gang"),
                     plugin("conformance"), plugin("predicates"), config,
                     actions="enqueue, allocate, preempt")
@@ -538,10 +574,11 @@ def two_sessions(doc: dict[str, Any]) -> tuple[Any, ...]:
 @given(st.lists(st.integers(1, 3), min_size=1, max_size=3),
        st.lists(st.tuples(st.sampled_from([2048, 8000, 12000]), st.sampled_from([0, 50, 100]),
                           st.booleans()), min_size=1, max_size=12),
-       st.booleans())
+       st.booleans(), st.sampled_from(["binpack", "spread", ""]))
 def test_preempt_decides_alike_on_the_column_and_scalar_paths(
-        nodes: list[int], tasks: list[tuple[int, int, bool]], sharing: bool) -> None:
-    doc = preempt_document(nodes, tasks, sharing)
+        nodes: list[int], tasks: list[tuple[int, int, bool]], sharing: bool,
+        policy: str) -> None:
+    doc = preempt_document(nodes, tasks, sharing, policy)
     fast = two_sessions(doc)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -127,7 +127,7 @@ class ClusterInfo:
     now: float | None = None
     #: ConfigMaps plugins read (``namespace/name`` -> data), such as the device
     #: configuration deviceshare reads; replaced, never changed in place, so shared.
-    config_maps: dict[str, dict[str, str]] = attrs.field(factory=dict)
+    config_maps: dict[str, Mapping[str, str]] = attrs.field(factory=dict)
 
     def clone(self) -> ClusterInfo:
         return ClusterInfo(

@@ -53,25 +53,89 @@ DEFAULT = DeviceConfig()
 
 
 def parse_device_config(text: str, source: str = "") -> DeviceConfig:
-    """A ``device-config.yaml`` text; ValueError saying why it is not one."""
+    """A ``device-config.yaml`` text read as Volcano's yaml.v2 ``Unmarshal`` reads it into
+    its ``Config``: the first document; a string field takes any scalar's text (null:
+    ""); a value of the wrong kind anywhere in the ``nvidia`` section, or a ``vnpus``
+    that is neither a mapping nor a list, makes the whole file unreadable (ValueError
+    saying why), and Volcano then uses its default configuration."""
     try:
-        document = yaml.safe_load(text)
+        document = next(iter(yaml.compose_all(text, Loader=yaml.SafeLoader)), None)
     except yaml.YAMLError as exc:
         raise ValueError(f"not YAML: {exc}") from exc
-    if document is None:
-        document = {}
-    if not isinstance(document, Mapping):
+    names = dict.fromkeys(_NAME_KEYS.values(), "")
+    if document is None or _is_null(document):
+        return DeviceConfig(VgpuResourceNames(**names), source)
+    if not isinstance(document, yaml.MappingNode):
         raise ValueError("not a mapping")
-    nvidia = document.get("nvidia") or {}
-    if not isinstance(nvidia, Mapping):
+    sections = _members(document)
+    vnpus = sections.get("vnpus")
+    if vnpus is not None and not _is_null(vnpus) and not isinstance(
+            vnpus, yaml.MappingNode | yaml.SequenceNode):
+        raise ValueError("vnpus: neither a mapping nor a list")
+    nvidia = sections.get("nvidia")
+    if nvidia is None or _is_null(nvidia):
+        return DeviceConfig(VgpuResourceNames(**names), source)
+    if not isinstance(nvidia, yaml.MappingNode):
         raise ValueError("nvidia: not a mapping")
-    names: dict[str, str] = {}
-    for key, field in _NAME_KEYS.items():
-        value = nvidia.get(key, "")
-        if not isinstance(value, str):
-            raise ValueError(f"nvidia.{key}: not a string")
-        names[field] = value
+    for key, node in _members(nvidia).items():
+        kind = _FIELD_KINDS.get(key)
+        if kind is None or _is_null(node):
+            continue
+        if not kind(node):
+            raise ValueError(f"nvidia.{key}: not {_KIND_WORDS[kind]}")
+        if key in _NAME_KEYS:
+            names[_NAME_KEYS[key]] = node.value
     return DeviceConfig(VgpuResourceNames(**names), source)
+
+
+def _members(node: yaml.MappingNode) -> dict[str, yaml.Node]:
+    return {key.value: value for key, value in node.value
+            if isinstance(key, yaml.ScalarNode)}
+
+
+def _is_null(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+
+
+def _scalar(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode)
+
+
+def _unsigned(node: yaml.Node) -> bool:
+    if not isinstance(node, yaml.ScalarNode) or node.tag not in (_INT, _FLOAT):
+        return False
+    try:
+        return float(yaml.safe_load(node.value)) >= 0
+    except (TypeError, ValueError):
+        return False
+
+
+def _number(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag in (_INT, _FLOAT)
+
+
+def _boolean(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:bool"
+
+
+def _list(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.SequenceNode)
+
+
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+#: The kinds of Volcano's ``NvidiaConfig`` fields (yaml.v2 refuses another kind).
+_FIELD_KINDS = {
+    **dict.fromkeys(("resourceCountName", "resourceMemoryName", "resourceCoreName",
+                     "resourceMemoryPercentageName", "resourcePriorityName"), _scalar),
+    **dict.fromkeys(("defaultMemory", "defaultCores", "defaultGPUNum", "deviceSplitCount",
+                     "gpuMemoryFactor"), _unsigned),
+    **dict.fromkeys(("deviceMemoryScaling", "deviceCoreScaling"), _number),
+    **dict.fromkeys(("overwriteEnv", "disableCoreLimit"), _boolean),
+    "knownMigGeometries": _list,
+}
+_KIND_WORDS = {_scalar: "a scalar", _unsigned: "a non-negative number", _number: "a number",
+               _boolean: "a boolean", _list: "a list"}
 
 
 def read_device_config(config_maps: Mapping[str, Mapping[str, str]], namespace: str,

@@ -361,10 +361,14 @@ class VgpuDevices:
         if text is None or why_no_vgpus(annotations, allocatable) is not None:
             return None
         devices: dict[int, VgpuDevice] = {}
-        for index, entry in enumerate(text.split(":")):
+        # GPUs are numbered in the order of their entries. (Volcano numbers them by
+        # position, empty entries included, and panics when such a gap meets its
+        # default order; the policies' orders are the same either way.)
+        for entry in text.split(":"):
             if "," not in entry:
                 continue
             fields = entry.split(",")
+            index = len(devices)
             devices[index] = VgpuDevice(
                 index=index, uuid=fields[0], number=_atoi(fields[1]),
                 memory=_atoi(fields[2]), type=fields[3],
@@ -522,9 +526,12 @@ def why_no_vgpus(annotations: Mapping[str, str], allocatable: Resource) -> str |
     if not entries or ":" not in text:
         return "it registers no GPU (entries UUID,count,memory,type,health,mode separated by ':')"
     for entry in entries:
-        if len(entry.split(",")) < 6:
+        fields = entry.split(",")
+        if len(fields) < 6:
             return (f"entry {entry!r} has fewer than 6 fields "
                     "(UUID,count,memory,type,health,mode)")
+        if _atoi(fields[1]) < 0 or _atoi(fields[2]) < 0:
+            return f"entry {entry!r} has a negative count or memory"
     return None
 
 

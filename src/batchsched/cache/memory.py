@@ -14,6 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import attrs
@@ -115,7 +116,7 @@ class MemoryCache:
         self.pdbs: list[PodDisruptionBudget] = []
         self.resource_quotas: list[ResourceQuota] = []
         #: ConfigMaps plugins read, ``namespace/name`` -> data (:meth:`set_config_map`).
-        self.config_maps: dict[str, dict[str, str]] = {}
+        self.config_maps: dict[str, Mapping[str, str]] = {}
         self.binder = binder
         self.now = now
         self.binds: list[Bind] = []
@@ -337,7 +338,8 @@ class MemoryCache:
         if data is None:
             self.config_maps.pop(key, None)
         else:
-            self.config_maps[key] = dict(data)
+            # Read-only: snapshots and sessions share it.
+            self.config_maps[key] = MappingProxyType(dict(data))
 
     def _job_twin(self, job: JobInfo) -> JobInfo:
         if self.incremental_snapshots:

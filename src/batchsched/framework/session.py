@@ -21,6 +21,7 @@ import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from batchsched._moved import REMOVED_IN
@@ -97,7 +98,8 @@ class Session:
         self.pdbs = snapshot.pdbs
         self.resource_quotas = snapshot.resource_quotas
         #: The snapshot's ConfigMaps (``namespace/name`` -> data), read-only.
-        self.config_maps: Mapping[str, Mapping[str, str]] = snapshot.config_maps
+        self.config_maps: Mapping[str, Mapping[str, str]] = MappingProxyType(
+            snapshot.config_maps)
         self.now = snapshot.now if snapshot.now is not None else time.time()
         self.total_resource = Resource()
         for node in self.node_list:

@@ -99,14 +99,12 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         scenario = load_scenario(path)
         workload, configuration = workload_from(scenario), scenario.configuration
         if nodes is not None:
-            workload = Workload(workload.name, nodes, workload.jobs, workload.queues,
-                                workload.priority_classes, workload.skipped)
+            workload = attrs.evolve(workload, nodes=nodes)
     else:
         raise WorkloadError(f"unknown workload kind {suffix or '(no extension)'!r}: "
                             "expected .swf, .csv, .yaml, .yml or .json", source=Path(path).name)
     if queues:
-        workload = Workload(workload.name, workload.nodes, workload.jobs, tuple(queues),
-                            workload.priority_classes, workload.skipped)
+        workload = attrs.evolve(workload, queues=tuple(queues))
     return workload.window(first, count), configuration
 
 

@@ -100,6 +100,9 @@ class Simulator:
             self.cache.add_queue(queue.clone())
         for priority_class in workload.priority_classes:
             self.cache.add_priority_class(priority_class)
+        for key, data in workload.config_maps.items():
+            namespace, _, name = key.partition("/")
+            self.cache.set_config_map(namespace, name, dict(data))
         self.scheduler = Scheduler(self.cache, configuration, registry=registry)
         self.timeline = Timeline(self.workload, self.start)
         # (time, kind, order of scheduling, payload): kinds rank events at the same time.

@@ -93,7 +93,8 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
     # The scenario's own nodes hold no task: the jobs bring theirs when they arrive.
     workload = Workload(name=scenario.source, nodes=scenario.nodes,
                         jobs=tuple(jobs), queues=tuple(cluster.queues.values()),
-                        priority_classes=tuple(cluster.priority_classes.values()))
+                        priority_classes=tuple(cluster.priority_classes.values()),
+                        config_maps=scenario.config_maps)
     return workload, unknown
 
 

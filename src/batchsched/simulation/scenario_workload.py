@@ -74,7 +74,8 @@ def workload_from(scenario: Scenario) -> Workload:
                                 run_times=run_times, restart=restart, origin=f"{source}: {where}"))
     jobs.sort(key=lambda job: job.submit)  # stable: file order among equal submit times
     return Workload(name=source, nodes=scenario.nodes, jobs=tuple(jobs), queues=scenario.queues,
-                    priority_classes=scenario.priority_classes)
+                    priority_classes=scenario.priority_classes,
+                    config_maps=scenario.config_maps)
 
 
 def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:

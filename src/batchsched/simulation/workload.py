@@ -80,6 +80,9 @@ class Workload:
     #: The trace's own mix of pods, ``{cpu, gpu, weight}`` per kind, for plugins that
     #: plan for the workload to come (``fgd.typicalPods``); empty when not known.
     pod_mix: tuple[dict[str, object], ...] = ()
+    #: ConfigMaps plugins read (``namespace/name`` -> data), as a scenario's
+    #: ``configMaps`` give them.
+    config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
 
     def window(self, first: int = 0, count: int | None = None) -> Workload:
         """The jobs at positions ``first`` .. ``first + count - 1`` (0-based, in
