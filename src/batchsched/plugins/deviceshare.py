@@ -101,7 +101,7 @@ _INERT = {
     "deviceshare.NodeLockEnable": "there is no node lock to take outside Kubernetes",
     "deviceshare.GPUExclusiveRules": "GPU exclusivity rules are not modelled",
 }
-#: Without vGPUs, the policy and weight have nothing to order.
+#: Without vGPUs, the policy, the weight and the device configuration act on nothing.
 _INERT_WITHOUT_VGPU = {
     CM_NAME_KEY: _DEVICE_CONFIG_MAP,
     CM_NAMESPACE_KEY: _DEVICE_CONFIG_MAP,
@@ -146,7 +146,7 @@ def _shortage(ask: GpuAsk) -> str:
 
 
 class DeviceSharePlugin:
-    """Volcano's deviceshare plugin, GPU sharing part (see the module docstring)."""
+    """Volcano's deviceshare plugin: GPU sharing and vGPUs (see the module docstring)."""
 
     name = PLUGIN_NAME
 
