@@ -393,7 +393,11 @@ def test_the_ledger_adds_up_and_no_gpu_is_overcommitted(
        st.sampled_from(["binpack", "spread"]))
 def test_the_column_path_decides_as_the_scalar_one(
         nodes: list[int], tasks: list[tuple[int, int, int, int, bool]], policy: str) -> None:
-    doc = random_document(nodes, tasks, policy)
+    assert_both_paths_agree(random_document(nodes, tasks, policy))
+
+
+def assert_both_paths_agree(doc: dict[str, Any]) -> None:
+    """The same placements (and vGPUs) with the column forms and node by node."""
     ssn = open_session(doc)
     run_actions(ssn)
     fast = placements(ssn)
@@ -518,15 +522,7 @@ def test_a_replay_reads_the_scenario_s_configmaps(tmp_path: Any) -> None:
 def test_the_column_path_decides_as_the_scalar_one_without_annotations(
         nodes: list[int], tasks: list[tuple[int, int, int, int, bool]], policy: str) -> None:
     """Tasks without annotations take the column forms (predicate and score)."""
-    doc = random_document(nodes, tasks, policy)
-    ssn = open_session(doc)
-    run_actions(ssn)
-    fast = placements(ssn)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
-        ssn = open_session(doc)
-        run_actions(ssn)
-        assert placements(ssn) == fast
+    assert_both_paths_agree(random_document(nodes, tasks, policy))
 
 
 def preempt_document(nodes: list[int], tasks: list[tuple[int, int, int]],

@@ -4,8 +4,8 @@ The column mirror the ``deviceshare`` plugin and the GPU placement policies
 (``gpu-*``, ``fgd``) read. Rows follow the
 session's node order; a node with fewer GPUs than the widest has its missing
 devices at 0 free, which no ask fits and every sum ignores. A row is read again
-from its node whenever the node's ``mutations`` count moved, so the arrays are
-right whichever path (statement, discard, commit) changed the node.
+from its node whenever the node's ``mutations`` count moved
+(:class:`~batchsched.columnar.row_mirror.RowMirror`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.forms import add_node_order_fn
 from batchsched.columnar.node_columns import FloatArray
+from batchsched.columnar.row_mirror import RowMirror
 from batchsched.framework.arguments import Arguments
 
 if TYPE_CHECKING:
@@ -33,47 +34,23 @@ _EXTRA_KEY = "batchsched.columnar.gpu_columns"
 IntArray = npt.NDArray[np.int64]
 
 
-class GpuColumns:
+class GpuColumns(RowMirror):
     """``free[i, d]``: free milli of device ``d`` of node ``i``; ``cpu_left[i]``: its idle cpu."""
 
+    extra_key = _EXTRA_KEY
+
     def __init__(self, nodes: list[NodeInfo]) -> None:
-        self.nodes = nodes
+        super().__init__(nodes)
         width = max((len(node.gpu_free or ()) for node in nodes), default=0)
         self.free: IntArray = np.zeros((len(nodes), max(width, 1)), dtype=np.int64)
         self.cpu_left = np.zeros(len(nodes))
         self.device_count: IntArray = np.array([len(node.gpu_free or ()) for node in nodes],
                                                dtype=np.int64)
-        self._seen: IntArray = np.full(len(nodes), -1, dtype=np.int64)
-        self.version = 0
-        #: Per node, how many times its row was re-read: an answer computed for a row
-        #: holds while its version has not moved.
-        self.row_version: IntArray = np.zeros(len(nodes), dtype=np.int64)
 
-    @classmethod
-    def of(cls, ssn: Session) -> GpuColumns:
-        """The session's arrays, built on first use and brought up to date."""
-        columns = ssn.extra.get(_EXTRA_KEY)
-        if not isinstance(columns, GpuColumns) or columns.nodes is not ssn.node_list:
-            columns = ssn.extra[_EXTRA_KEY] = cls(ssn.node_list)
-        columns.refresh()
-        return columns
-
-    def refresh(self) -> None:
-        """Re-read the rows of the nodes that changed since the last call."""
-        nodes = self.nodes
-        counts = np.fromiter((node.mutations for node in nodes), dtype=np.int64,
-                             count=len(nodes))
-        stale = np.flatnonzero(counts != self._seen)
-        if not len(stale):
-            return
-        self.version += 1
-        self.row_version[stale] += 1
-        for i in stale.tolist():
-            node = nodes[i]
-            free = node.gpu_free or ()
-            self.free[i, :len(free)] = free
-            self.cpu_left[i] = node.idle.milli_cpu
-        self._seen = counts
+    def read_row(self, i: int, node: NodeInfo) -> None:
+        free = node.gpu_free or ()
+        self.free[i, :len(free)] = free
+        self.cpu_left[i] = node.idle.milli_cpu
 
     def gpu_left(self) -> IntArray:
         """Free milli over each node's devices."""

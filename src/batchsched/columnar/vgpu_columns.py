@@ -1,9 +1,9 @@
 """The session's vGPUs as arrays, and deviceshare's vGPU fit and score over every node.
 
 ``VgpuColumns`` mirrors each node's vGPU ledger (:class:`batchsched.api.vgpu.VgpuDevices`)
-as ``(nodes, widest node's GPUs)`` arrays; a row is read again whenever its node's
-``mutations`` count moved (every ledger change follows a placement or removal on the
-node, which moves it).
+as ``(nodes, widest node's GPUs)`` arrays, a row re-read whenever its node's
+``mutations`` count moved (:class:`~batchsched.columnar.row_mirror.RowMirror`; every
+ledger change comes with a placement or removal on the node, which moves it).
 
 :func:`vgpu_fit_rows` answers what :meth:`VgpuDevices.fit` answers, node by node, for
 the common task: one container, no UUID, type, mode or pod-group spread annotation
@@ -17,7 +17,6 @@ floats in the same order).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -36,9 +35,7 @@ from batchsched.api.vgpu import (
     USE_UUID_ANNOTATION,
     DeviceRequest,
 )
-
-if TYPE_CHECKING:
-    from batchsched.framework.session import Session
+from batchsched.columnar.row_mirror import RowMirror
 
 __all__ = ["VgpuColumns", "vector_answerable", "vgpu_fit_rows"]
 
@@ -63,12 +60,14 @@ def vector_answerable(annotations: Mapping[str, str],
     return not any(key in annotations for key in _SCALAR_ONLY)
 
 
-class VgpuColumns:
+class VgpuColumns(RowMirror):
     """Per node ``i`` and GPU slot ``d``: whether the GPU exists, its memory and sharing
     count, what is used of it, and whether its type is an NVIDIA one."""
 
+    extra_key = _EXTRA_KEY
+
     def __init__(self, nodes: list[NodeInfo]) -> None:
-        self.nodes = nodes
+        super().__init__(nodes)
         width = max((len(node.vgpu.devices) for node in nodes if node.vgpu is not None),
                     default=0)
         shape = (len(nodes), max(width, 1))
@@ -81,39 +80,22 @@ class VgpuColumns:
         self.used_cores: IntArray = np.zeros(shape, dtype=np.int64)
         #: How many GPUs each node has (0: no vGPUs, where every task fits).
         self.device_count: IntArray = np.zeros(len(nodes), dtype=np.int64)
-        self._seen: IntArray = np.full(len(nodes), -1, dtype=np.int64)
 
-    @classmethod
-    def of(cls, ssn: Session) -> VgpuColumns:
-        """The session's arrays, built on first use and brought up to date."""
-        columns = ssn.extra.get(_EXTRA_KEY)
-        if not isinstance(columns, VgpuColumns) or columns.nodes is not ssn.node_list:
-            columns = ssn.extra[_EXTRA_KEY] = cls(ssn.node_list)
-        columns.refresh()
-        return columns
-
-    def refresh(self) -> None:
-        """Re-read the rows of the nodes that changed since the last call."""
-        nodes = self.nodes
-        counts = np.fromiter((node.mutations for node in nodes), dtype=np.int64,
-                             count=len(nodes))
-        stale = np.flatnonzero(counts != self._seen)
-        for i in stale.tolist():
-            devices = nodes[i].vgpu
-            self.exists[i] = False
-            self.device_count[i] = 0
-            if devices is None:
-                continue
-            self.device_count[i] = len(devices.devices)
-            for slot, device in devices.devices.items():
-                self.exists[i, slot] = True
-                self.nvidia[i, slot] = NVIDIA in device.type
-                self.memory[i, slot] = device.memory
-                self.number[i, slot] = device.number
-                self.used_memory[i, slot] = device.used_memory
-                self.used_num[i, slot] = device.used_num
-                self.used_cores[i, slot] = device.used_cores
-        self._seen = counts
+    def read_row(self, i: int, node: NodeInfo) -> None:
+        devices = node.vgpu
+        self.exists[i] = False
+        self.device_count[i] = 0
+        if devices is None:
+            return
+        self.device_count[i] = len(devices.devices)
+        for slot, device in devices.devices.items():
+            self.exists[i, slot] = True
+            self.nvidia[i, slot] = NVIDIA in device.type
+            self.memory[i, slot] = device.memory
+            self.number[i, slot] = device.number
+            self.used_memory[i, slot] = device.used_memory
+            self.used_num[i, slot] = device.used_num
+            self.used_cores[i, slot] = device.used_cores
 
 
 def vgpu_fit_rows(columns: VgpuColumns, request: DeviceRequest, policy: str,
