@@ -579,3 +579,118 @@ def test_preempt_decides_alike_on_the_column_and_scalar_paths(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
         assert two_sessions(doc) == fast
+
+
+# -- gpuexclusive_test.go: deviceshare.GPUExclusiveRules ---------------------------------------
+
+EXCLUSIVE_RULES = ({"app": "training", "team": "ml"}, {"workload": "inference"})
+
+
+@pytest.mark.parametrize(("labels", "rule", "matches"), [
+    ({"app": "training", "team": "ml"}, 0, True),
+    ({"app": "training", "team": "ml", "env": "prod"}, 0, True),
+    ({"app": "training"}, 0, False),
+    ({"app": "training", "team": "data"}, 0, False),
+    ({"workload": "inference"}, 1, True),
+    ({}, 0, False),
+], ids=["rule 0", "extra labels", "missing label", "wrong value", "rule 1", "no labels"])
+def test_pod_matches_rule(labels: dict[str, str], rule: int, matches: bool) -> None:
+    from batchsched.plugins.deviceshare import matching_rules
+
+    assert (rule in matching_rules(labels, EXCLUSIVE_RULES)) is matches
+
+
+@pytest.mark.parametrize(("labels", "count"), [
+    ({"app": "training", "team": "ml"}, 1),
+    ({"workload": "inference"}, 1),
+    ({"app": "training", "team": "ml", "workload": "inference"}, 2),
+    ({"app": "serving"}, 0),
+    ({}, 0),
+], ids=["rule 0 only", "rule 1 only", "both", "none", "no labels"])
+def test_matching_rules(labels: dict[str, str], count: int) -> None:
+    from batchsched.plugins.deviceshare import matching_rules
+
+    assert len(matching_rules(labels, EXCLUSIVE_RULES)) == count
+
+
+@pytest.mark.parametrize(("raw", "rules"), [
+    (None, ()),
+    ("not a slice", ()),
+    ([], ()),
+    ([{}], ()),
+    ([{"app": "training", "team": "ml"}, {"workload": "inference"}], EXCLUSIVE_RULES),
+    ([{"app": "training", "replicas": 3}], ({"app": "training"},)),
+], ids=["nil", "wrong type", "empty", "empty map skipped", "two rules",
+        "non-string value dropped"])
+def test_load_gpu_exclusive_config(raw: object, rules: tuple[dict[str, str], ...]) -> None:
+    from batchsched.plugins.deviceshare import parse_exclusive_rules
+
+    assert parse_exclusive_rules(raw) == rules
+
+
+def exclusive_document(running: list[tuple[str, str, str]], pending_labels: str,
+                       gpus: int = 4) -> dict[str, Any]:
+    """GPUs GPU-n1-0.. of one node; ``running``: (name, labels, GPU index) pods holding
+    a share; one pending pod with ``pending_labels``."""
+    lines = ["nodes:", node_yaml("n1", gpus),
+             "jobs:", "- {name: run, minMember: 0, phase: Running}",
+             "- {name: new, minMember: 1, phase: Inqueue}", "tasks:"]
+    for name, labels, index in running:
+        lines.append(
+            f"- {{name: {name}, job: run, phase: Running, node: n1, labels: {labels}, "
+            "requests: {cpu: 1, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}, "
+            f"annotations: {{volcano.sh/vgpu-ids-new: 'GPU-n1-{index},NVIDIA,1024,0:'}}}}")
+    lines.append(f"- {{name: p, job: new, labels: {pending_labels}, requests: {{cpu: 1, "
+                 "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}")
+    return document("\n".join(lines), plugin("predicates"), plugin("deviceshare", {
+        "deviceshare.VGPUEnable": True, "deviceshare.SchedulePolicy": "binpack",
+        "deviceshare.GPUExclusiveRules": [dict(rule) for rule in EXCLUSIVE_RULES]}),
+        actions="allocate")
+
+
+def test_reserved_gpus_are_those_of_the_same_rule() -> None:
+    """TestReservedGPUsForPod, TestPodMatchingMultipleRulesSeesUnionOfReservedGPUs,
+    TestNonMatchingPodDoesNotReserve: a pod matching a rule does not get the GPUs that
+    pods matching the same rule use; pods of other rules, or none, do not count."""
+    from batchsched.plugins.deviceshare import exclusive_gpus
+
+    running = [("pod-a", "{app: training, team: ml}", "0"),
+               ("pod-b", "{workload: inference}", "1")]
+    cases = {"{app: training, team: ml}": {0},
+             "{app: training, team: ml, workload: inference}": {0, 1},
+             "{app: serving}": set()}
+    for labels, reserved in cases.items():
+        ssn = open_session(exclusive_document(running, labels))
+        pending = ssn.jobs["default/new"].tasks["default/p"]
+        rules = tuple(EXCLUSIVE_RULES)
+        assert exclusive_gpus(pending, ssn.nodes["n1"], rules) == reserved, labels
+
+
+def test_end_to_end_exclusive() -> None:
+    """TestEndToEndExclusive: binpack would stack the training pod on the fullest GPU;
+    the rule sends it to a GPU no training pod uses, while a serving pod stacks."""
+    running = [("pod-a", "{app: training, team: ml}", "0"),
+               ("pod-b", "{workload: inference}", "1")]
+    training = run(exclusive_document(running, "{app: training, team: ml}"))
+    assert vgpus_of(training) == {"default/p": ["GPU-n1-1"]}  # fullest GPU not of rule 0
+    serving = run(exclusive_document(running, "{app: serving}"))
+    assert vgpus_of(serving)["default/p"][0] in ("GPU-n1-0", "GPU-n1-1")
+    # Every GPU held by a pod of the rule: no room.
+    full = [(f"pod-{i}", "{app: training, team: ml}", str(i)) for i in range(4)]
+    assert run(exclusive_document(full, "{app: training, team: ml}"))["binds"] == {}
+
+
+def test_exclusive_rules_need_vgpus(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Honoured with vGPUs; without them, reported as having no effect."""
+    from batchsched.cli import main
+
+    rules = "deviceshare.GPUExclusiveRules: [{app: training}]"
+    for vgpus, ignored in ((True, False), (False, True)):
+        path = tmp_path / f"conf-{vgpus}.yaml"
+        path.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: deviceshare\n"
+                        f"    arguments: {{deviceshare.VGPUEnable: {str(vgpus).lower()}, "
+                        f"{rules}}}\n", encoding="utf-8")
+        code = main(["conf", "validate", "--strict", str(path)])
+        out = capsys.readouterr().out
+        assert (code != 0) is ignored, out
+        assert ("GPUExclusiveRules" in out) is ignored, out

@@ -422,10 +422,12 @@ class VgpuDevices:
 
     def fit(self, uid: str, annotations: Mapping[str, str],
             requests: Sequence[DeviceRequest], group: str, policy: str, *,
-            reserve: bool = False) -> VgpuFit:
+            reserve: bool = False, exclude: Iterable[int] = ()) -> VgpuFit:
         """Whether the GPUs serve the requests, and which (Volcano's
         ``checkNodeGPUSharingPredicateAndScore``). With ``reserve`` the devices
-        chosen are taken in this ledger for task ``uid``; otherwise nothing changes."""
+        chosen are taken in this ledger for task ``uid``; otherwise nothing changes.
+        The GPUs of ``exclude`` are passed over (deviceshare's exclusivity rules cap
+        them as full)."""
         if not requests:
             return VgpuFit(True)
         wanted_mode = annotations.get(MODE_ANNOTATION)
@@ -435,6 +437,7 @@ class VgpuDevices:
         devices = self.devices if reserve else {i: d.clone() for i, d in self.devices.items()}
         spread_group = group if annotations.get(PODGROUP_POLICY_ANNOTATION) == SPREAD else ""
         uuids = UuidFilter.of(annotations)
+        excluded = frozenset(exclude)
         taken: list[tuple[VgpuDevice, int, int]] = []
         chosen_devices: list[VgpuDevice] = []
         chosen_per_container: list[tuple[ContainerDevice, ...]] = []
@@ -457,7 +460,7 @@ class VgpuDevices:
                     continue
                 uuid_matched = True
                 memory = _memory_for(device, request)
-                if (device.number <= device.used_num
+                if (device.number <= device.used_num or index in excluded
                         or (spread_group and device.holds_group(spread_group))
                         or device.memory - device.used_memory < memory
                         or device.used_cores + request.cores > 100

@@ -24,10 +24,11 @@ asks the node's GPUs for the task's devices, ``deviceshare.SchedulePolicy``
 and writes them in its ``volcano.sh/vgpu-ids-new`` annotation, and undoing the
 placement gives them back. The request names come from the device configuration in
 the ConfigMap ``deviceshare.KnownGeometriesCMName`` / ``KnownGeometriesCMNamespace``
-name (:mod:`batchsched.api.device_config`). The Ascend vNPU switches,
-``deviceshare.NodeLockEnable``, ``deviceshare.GPUExclusiveRules`` and, without vGPUs,
-the policy, weight and ConfigMap are accepted and reported as having no effect;
-other arguments are reported as not read.
+name (:mod:`batchsched.api.device_config`), and ``deviceshare.GPUExclusiveRules``
+keeps the pods of a rule on GPUs of their own. The Ascend vNPU switches,
+``deviceshare.NodeLockEnable`` and, without vGPUs, the policy, weight, ConfigMap and
+exclusivity rules are accepted and reported as having no effect; other arguments are
+reported as not read.
 
 The predicate has a column form over every node (:class:`GpuColumns`), equal
 node for node. It also answers the **simulate predicate** of topology-aware
@@ -38,6 +39,7 @@ devices are then free), as Volcano's predicates plugin checks devices there.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -81,7 +83,8 @@ from batchsched.framework.arguments import Arguments, log, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 
-__all__ = ["DeviceSharePlugin", "device_fit_error", "vgpu_fit"]
+__all__ = ["DeviceSharePlugin", "device_fit_error", "exclusive_gpus", "matching_rules",
+           "parse_exclusive_rules", "vgpu_fit"]
 
 PLUGIN_NAME = "deviceshare"
 SHARING_KEY = "deviceshare.GPUSharingEnable"
@@ -89,6 +92,7 @@ NUMBER_KEY = "deviceshare.GPUNumberEnable"
 VGPU_KEY = "deviceshare.VGPUEnable"
 POLICY_KEY = "deviceshare.SchedulePolicy"
 WEIGHT_KEY = "deviceshare.ScheduleWeight"
+EXCLUSIVE_RULES_KEY = "deviceshare.GPUExclusiveRules"
 CM_NAME_KEY = "deviceshare.KnownGeometriesCMName"
 CM_NAMESPACE_KEY = "deviceshare.KnownGeometriesCMNamespace"
 _DEVICE_CONFIG_MAP = ("the device configuration it names is read for vGPUs "
@@ -99,10 +103,10 @@ _INERT = {
     "deviceshare.AscendMindClusterVNPUEnable": "Ascend vNPUs are not modelled",
     "deviceshare.AscendHAMiVNPUEnable": "Ascend vNPUs are not modelled",
     "deviceshare.NodeLockEnable": "there is no node lock to take outside Kubernetes",
-    "deviceshare.GPUExclusiveRules": "GPU exclusivity rules are not modelled",
 }
 #: Without vGPUs, the policy, the weight and the device configuration act on nothing.
 _INERT_WITHOUT_VGPU = {
+    EXCLUSIVE_RULES_KEY: "it keeps vGPUs (deviceshare.VGPUEnable) apart",
     CM_NAME_KEY: _DEVICE_CONFIG_MAP,
     CM_NAMESPACE_KEY: _DEVICE_CONFIG_MAP,
     POLICY_KEY: "it orders vGPUs (deviceshare.VGPUEnable); for nvidia.com/gpu use a GPU "
@@ -128,15 +132,61 @@ def device_fit_error(task: TaskInfo, node: NodeInfo) -> FitError | None:
 
 
 def vgpu_fit(task: TaskInfo, node: NodeInfo, policy: str, *, reserve: bool = False,
-             names: VgpuResourceNames = DEFAULT_NAMES) -> VgpuFit:
+             names: VgpuResourceNames = DEFAULT_NAMES,
+             exclude: frozenset[int] = frozenset()) -> VgpuFit:
     """Whether the node's vGPUs serve the task, which and with what score (fits with
-    no devices when the task asks none or the node has no vGPUs, as in Volcano)."""
+    no devices when the task asks none or the node has no vGPUs, as in Volcano);
+    the GPUs of ``exclude`` are passed over."""
     devices = node.vgpu
     if devices is None or not requests_vgpu(task.resreq, names):
         return VgpuFit(True)
     return devices.fit(task.uid, task.annotations, container_requests(task.resreq, names),
                        group_key(task.annotations, task.namespace, task.job), policy,
-                       reserve=reserve)
+                       reserve=reserve, exclude=exclude)
+
+
+def parse_exclusive_rules(raw: object) -> tuple[Mapping[str, str], ...]:
+    """``deviceshare.GPUExclusiveRules`` as Volcano reads it: a list of label maps
+    (values that are not strings dropped, empty maps skipped); anything else is no
+    rule."""
+    if not isinstance(raw, list):
+        return ()
+    rules = []
+    for item in raw:
+        if isinstance(item, Mapping):
+            labels = {key: value for key, value in item.items()
+                      if isinstance(key, str) and isinstance(value, str)}
+            if labels:
+                rules.append(labels)
+    return tuple(rules)
+
+
+def matching_rules(labels: Mapping[str, str], rules: tuple[Mapping[str, str], ...]
+                   ) -> frozenset[int]:
+    """The rules whose every label the task carries with the same value."""
+    return frozenset(index for index, rule in enumerate(rules)
+                     if all(labels.get(key) == value for key, value in rule.items()))
+
+
+def exclusive_gpus(task: TaskInfo, node: NodeInfo, rules: tuple[Mapping[str, str], ...]
+                   ) -> frozenset[int]:
+    """The node's GPUs a task matching exclusivity rules may not use: those that other
+    pods matching one of the same rules hold (by the ledger, or by their device
+    annotation, as a pod being deleted still does). Pods matching different rules,
+    or none, still share GPUs."""
+    mine = matching_rules(task.labels, rules)
+    devices = node.vgpu
+    if not mine or devices is None:
+        return frozenset()
+    index_of = {device.uuid: index for index, device in devices.devices.items()}
+    taken: set[int] = set()
+    for uid, other in node.tasks.items():
+        if uid == task.uid or not matching_rules(other.labels, rules) & mine:
+            continue
+        taken.update(index for index, device in devices.devices.items() if uid in device.pods)
+        for containers in decode_pod_devices(other.annotations.get(ASSIGNED_IDS_ANNOTATION, "")):
+            taken.update(index_of[used.uuid] for used in containers if used.uuid in index_of)
+    return frozenset(taken)
 
 
 def _shortage(ask: GpuAsk) -> str:
@@ -174,9 +224,10 @@ class DeviceSharePlugin:
                                                       DEFAULT_CONFIG_MAP_NAMESPACE)
         arguments.warn_inert(PLUGIN_NAME, _INERT if self.vgpu
                              else {**_INERT, **_INERT_WITHOUT_VGPU})
+        self.exclusive_rules = parse_exclusive_rules(arguments.get(EXCLUSIVE_RULES_KEY))
         arguments.warn_unknown(PLUGIN_NAME, [SHARING_KEY, NUMBER_KEY, VGPU_KEY, POLICY_KEY,
                                              WEIGHT_KEY, CM_NAME_KEY, CM_NAMESPACE_KEY,
-                                             *_INERT])
+                                             EXCLUSIVE_RULES_KEY, *_INERT])
 
     def on_session_open(self, ssn: Session) -> None:
         if self.vgpu:
@@ -231,7 +282,8 @@ class DeviceSharePlugin:
             _REPORTED.add(problem)
             log.warning("plugin %r: %s; using Volcano's default device configuration",
                         PLUGIN_NAME, problem)
-        vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names, self.weight)
+        vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names, self.weight,
+                             self.exclusive_rules)
         ssn.add_predicate_fn(self.name, vgpus.predicate)
         # Topology-aware preemption asks it on the node copy its victims left.
         ssn.add_simulate_predicate_fn(self.name, vgpus.predicate)
@@ -254,17 +306,21 @@ class _VgpuSession:
     device configuration."""
 
     def __init__(self, ssn: Session, policy: str, names: VgpuResourceNames,
-                 weight: int) -> None:
+                 weight: int, exclusive_rules: tuple[Mapping[str, str], ...] = ()) -> None:
         self.ssn = ssn
         self.policy = policy
         self.names = names
         self.weight = weight
+        self.exclusive_rules = exclusive_rules
 
     def asks(self, task: TaskInfo) -> bool:
         return requests_vgpu(task.resreq, self.names)
 
     def fit(self, task: TaskInfo, node: NodeInfo, *, reserve: bool = False) -> VgpuFit:
-        return vgpu_fit(task, node, self.policy, reserve=reserve, names=self.names)
+        exclude = (exclusive_gpus(task, node, self.exclusive_rules)
+                   if self.exclusive_rules else frozenset())
+        return vgpu_fit(task, node, self.policy, reserve=reserve, names=self.names,
+                        exclude=exclude)
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         # Volcano rounds the score its predicate kept for the node; the same question
@@ -281,7 +337,8 @@ class _VgpuSession:
         """The request the column forms answer for, or VectorFallback (annotations or
         requests only the scalar form reads)."""
         requests = container_requests(task.resreq, self.names)
-        if not vector_answerable(task.annotations, requests):
+        if not vector_answerable(task.annotations, requests) or (
+                self.exclusive_rules and matching_rules(task.labels, self.exclusive_rules)):
             raise VectorFallback
         return requests[0]
 
