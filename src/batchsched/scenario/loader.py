@@ -263,6 +263,14 @@ class _Parser:
             raise self.fail(f"{path}.name", "a non-empty name is required")
         return value
 
+    def namespaced(self, item: Any, path: str) -> tuple[Mapping[str, Any], str, str, str]:
+        """An entry with a ``name`` and a ``namespace`` (default ``default``): the
+        mapping, its name and namespace, and the path naming it (``path (ns/name)``)."""
+        obj = self.mapping(item, path)
+        name = self.name(obj, path)
+        namespace = self.typed(obj, "namespace", str, "default", path)
+        return obj, name, namespace, f"{path} ({namespace}/{name})"
+
     def resources(self, value: Any, path: str) -> Resource:
         quantities = self.mapping(value, path)
         try:
@@ -413,12 +421,8 @@ class _Parser:
         """``configMaps: [{name, namespace, data: {key: text}}]``."""
         out: dict[str, dict[str, str]] = {}
         for i, item in self.items(raw, "configMaps"):
-            path = f"configMaps[{i}]"
-            obj = self.mapping(item, path)
-            name = self.name(obj, path)
-            namespace = self.typed(obj, "namespace", str, "default", path)
+            obj, name, namespace, path = self.namespaced(item, f"configMaps[{i}]")
             key = f"{namespace}/{name}"
-            path = f"{path} ({key})"
             self.keys(obj, {"name", "namespace", "data"}, path)
             self.unique(out, key, path, "config map")
             out[key] = self.string_map(obj.get("data"), f"{path}.data")
@@ -720,12 +724,8 @@ class _Parser:
     def job(self, i: int, item: Any, classes: Mapping[str, PriorityClass],
             default_priority: int, seen: Mapping[str, JobInfo]) -> JobInfo:
         """Entry ``i`` of ``jobs``, every field checked."""
-        path = f"jobs[{i}]"
-        obj = self.mapping(item, path)
-        name = self.name(obj, path)
-        namespace = self.typed(obj, "namespace", str, "default", path)
+        obj, name, namespace, path = self.namespaced(item, f"jobs[{i}]")
         uid = f"{namespace}/{name}"
-        path = f"{path} ({uid})"
         self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
                         "minResources", "phase", "priorityClassName", "annotations",
                         "labels", "createdAt"}, path)
@@ -833,12 +833,8 @@ class _Parser:
              default_class: PriorityClass | None, jobs: Mapping[str, JobInfo],
              nodes: Mapping[str, NodeInfo], seen: Mapping[str, None]) -> TaskInfo:
         """Entry ``i`` of ``tasks``, every field checked."""
-        path = f"tasks[{i}]"
-        obj = self.mapping(item, path)
-        name = self.name(obj, path)
-        namespace = self.typed(obj, "namespace", str, "default", path)
+        obj, name, namespace, path = self.namespaced(item, f"tasks[{i}]")
         uid = f"{namespace}/{name}"
-        path = f"{path} ({uid})"
         self.keys(obj, _TASK_KEYS, path)
         self.unique(seen, uid, path, "task")
         job_name = obj.get("job")
@@ -949,11 +945,7 @@ class _Parser:
     def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
         out = []
         for i, item in enumerate(self.seq(raw, "pdbs")):
-            path = f"pdbs[{i}]"
-            obj = self.mapping(item, path)
-            name = self.name(obj, path)
-            namespace = self.typed(obj, "namespace", str, "default", path)
-            path = f"{path} ({namespace}/{name})"
+            obj, name, namespace, path = self.namespaced(item, f"pdbs[{i}]")
             self.keys(obj, {"name", "namespace", "selector", "minAvailable", "maxUnavailable",
                             "disruptionsAllowed"}, path)
             selector = self.string_map(obj.get("selector"), f"{path}.selector")
@@ -991,11 +983,7 @@ class _Parser:
     def quotas(self, raw: Any) -> list[ResourceQuota]:
         out = []
         for i, item in enumerate(self.seq(raw, "resourceQuotas")):
-            path = f"resourceQuotas[{i}]"
-            obj = self.mapping(item, path)
-            name = self.name(obj, path)
-            namespace = self.typed(obj, "namespace", str, "default", path)
-            path = f"{path} ({namespace}/{name})"
+            obj, name, namespace, path = self.namespaced(item, f"resourceQuotas[{i}]")
             self.keys(obj, {"name", "namespace", "hard", "used"}, path)
             hard = self.resources(obj.get("hard"), f"{path}.hard")
             used = self.resources(obj.get("used"), f"{path}.used")
