@@ -493,3 +493,51 @@ def test_gpus_are_numbered_in_the_order_of_their_entries() -> None:
         assert want.fits and bool(fits[0]) and scores[0] == want.score
     negative = {NODE_REGISTER_ANNOTATION: "GPU-a,10,-5,NVIDIA-T4,true,hami-core:"}
     assert NodeInfo.create("n2", allocatable, annotations=negative).vgpu is None
+
+
+# -- hamicore_test.go ---------------------------------------------------------------------------
+
+def hami_device() -> VgpuDevices:
+    return VgpuDevices("n", "hami-core", {0: VgpuDevice(0, "GPU-0", number=4, memory=16384,
+                                                        type="NVIDIA")})
+
+
+SHARE = {ASSIGNED_IDS_ANNOTATION: "GPU-0,NVIDIA,1000,25:"}
+
+
+def counters(devices: VgpuDevices) -> tuple[int, int, int]:
+    device = devices.devices[0]
+    return device.used_num, device.used_memory, device.used_cores
+
+
+@pytest.mark.parametrize("setup", ["fresh", "duplicate", "after allocate"])
+def test_hami_core_add_pod(setup: str) -> None:
+    """TestHAMICoreFactory_AddPod: a fresh add counts; adding a pod already counted,
+    or one an allocation reserved, changes nothing."""
+    devices = hami_device()
+    if setup == "duplicate":
+        devices.add_task("pod-a", SHARE, "")
+    elif setup == "after allocate":
+        asked = container_requests(Resource.from_mapping(
+            {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 1000,
+             "volcano.sh/vgpu-cores": 25}))
+        assert devices.fit("pod-a", {}, asked, "", "", reserve=True).fits
+    devices.add_task("pod-a", SHARE, "")
+    assert counters(devices) == (1, 1000, 25)
+    assert devices.holds("pod-a")
+
+
+def test_hami_core_distinct_pods_accumulate() -> None:
+    devices = hami_device()
+    for uid in ("pod-a", "pod-b", "pod-c"):
+        devices.add_task(uid, SHARE, "")
+    assert counters(devices) == (3, 3000, 75)
+
+
+def test_hami_core_sub_pod_removes_the_entry() -> None:
+    devices = hami_device()
+    devices.add_task("pod-a", SHARE, "")
+    devices.remove_task("pod-a", SHARE)
+    assert not devices.holds("pod-a") and counters(devices) == (0, 0, 0)
+    devices.add_task("pod-a", SHARE, "")
+    assert counters(devices)[:2] == (1, 1000)
