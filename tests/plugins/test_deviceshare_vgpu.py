@@ -694,3 +694,26 @@ def test_exclusive_rules_need_vgpus(tmp_path: Any, capsys: pytest.CaptureFixture
         out = capsys.readouterr().out
         assert (code != 0) is ignored, out
         assert ("GPUExclusiveRules" in out) is ignored, out
+
+
+def test_explain_says_which_vgpu_rule_failed() -> None:
+    """Events keep Volcano's words; batchsched explain adds what failed."""
+    from batchsched.explain import explain
+
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2),
+        "jobs:", "- {name: run, minMember: 0, phase: Running}",
+        "- {name: j1, minMember: 1, phase: Inqueue}",
+        "tasks:",
+        *(f"- {{name: r{i}, job: run, phase: Running, node: n1, requests: {{cpu: 1, "
+          "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 12000}, annotations: "
+          f"{{volcano.sh/vgpu-ids-new: 'GPU-n1-{i},NVIDIA,12000,0:'}}}}" for i in range(2)),
+        task_yaml("t0", "j1", 8000)]),
+        plugin("gang"), plugin("predicates"), vgpu("binpack"), actions="enqueue, allocate")
+    scenario = parse_scenario(doc, source="<test>")
+    report = explain(scenario, job="default/j1")
+    (task,) = [t for t in report["tasks"] if t["task"] == "default/t0"]
+    assert task["nodes"] == {"hami-vgpuDeviceSharing error": 1}
+    assert task["details"] == {
+        "hami-vgpuDeviceSharing error (not enough gpu fitted on this node)": 1}
+    assert "(not enough" not in run(doc)["events"][0]["message"]

@@ -28,9 +28,19 @@ NODE_RESOURCE_FIT_FAILED = "node(s) resource fit failed"
 
 @attrs.frozen
 class FitStatus:
+    """Why a node fails a task: ``reason`` is what events and messages say (Volcano's
+    words); ``detail``, when a plugin gives one, is what ``batchsched explain`` adds
+    (a reason Volcano words generically, say)."""
+
     code: FitStatusCode
     reason: str
     plugin: str = ""
+    detail: str = ""
+
+    @property
+    def explained(self) -> str:
+        """The reason, with its detail when there is one."""
+        return f"{self.reason} ({self.detail})" if self.detail else self.reason
 
 
 class FitError(Exception):
@@ -59,10 +69,10 @@ class FitError(Exception):
         *reasons: str,
         code: FitStatusCode = FitStatusCode.ERROR,
         plugin: str = "",
+        detail: str = "",
     ) -> FitError:
-        return cls(
-            task_namespace, task_name, node_name, [FitStatus(code, r, plugin) for r in reasons]
-        )
+        return cls(task_namespace, task_name, node_name,
+                   [FitStatus(code, r, plugin, detail) for r in reasons])
 
     @property
     def reasons(self) -> list[str]:

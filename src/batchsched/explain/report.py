@@ -157,10 +157,15 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         if errors is not None:
             entry["reason"] = str(errors)
             histogram: dict[str, int] = {}
+            details: dict[str, int] = {}
             for err in errors.nodes.values():
-                for reason in err.reasons:
-                    histogram[reason] = histogram.get(reason, 0) + 1
+                for status in err.statuses:
+                    histogram[status.reason] = histogram.get(status.reason, 0) + 1
+                    if status.detail:
+                        details[status.explained] = details.get(status.explained, 0) + 1
             entry["nodes"] = dict(sorted(histogram.items()))
+            if details:  # what plugins add to reasons Volcano words generically
+                entry["details"] = dict(sorted(details.items()))
         elif task.status is TaskStatus.PENDING:
             refusals = [f"{a.plugin} said {a.answer} at {a.point}"
                         for a in recorder.about(uid) if a.answer in _NEGATIVE]
@@ -229,6 +234,8 @@ def render(report: dict[str, Any]) -> str:
             lines.append(f"    {t['task']}: {t['status']}{where}")
             if "reason" in t:
                 lines.append(f"      {t['reason']}")
+            for reason, count in t.get("details", {}).items():
+                lines.append(f"      {count} node(s): {reason}")
             placement = t.get("placement")
             if placement and placement["chosen"] is not None:
                 lines.extend(_render_placement(placement))

@@ -328,10 +328,13 @@ class _VgpuSession:
         return float(math.floor(self.fit(task, node).score + 0.5) * self.weight)
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
-        if self.fit(task, node).fits:
+        fit = self.fit(task, node)
+        if fit.fits:
             return None
+        # Volcano's reason, which events carry; what failed, for batchsched explain.
         return FitError.of(task.namespace, task.name, node.name, VGPU_REASON,
-                           code=FitStatusCode.UNSCHEDULABLE, plugin=PLUGIN_NAME)
+                           code=FitStatusCode.UNSCHEDULABLE, plugin=PLUGIN_NAME,
+                           detail=fit.reason)
 
     def _vector_request(self, task: TaskInfo) -> DeviceRequest:
         """The request the column forms answer for, or VectorFallback (annotations or
