@@ -69,6 +69,8 @@ PLUGINS: dict[str, str] = {
     "gpu-packing": "batchsched.plugins.gpu_packing:PackingPlugin",
     "gpu-bestfit": "batchsched.plugins.gpu_bestfit:BestFitPlugin",
     "fgd": "batchsched.plugins.fgd:FgdPlugin",
+    "network-topology-aware":
+        "batchsched.plugins.network_topology_aware:NetworkTopologyAwarePlugin",
 }
 
 

@@ -337,14 +337,12 @@ def _plugin_option(raw: Any, source: str, key: str) -> PluginOption:
     return PluginOption(name=name, flags=flags, arguments=Arguments(arguments))
 
 
-# Flags of Volcano features this library does not model (hyper-nodes, sub-jobs):
-# accepted so that a real Volcano configuration loads unchanged, and ignored.
+# Flags of Volcano features this library does not model (sub-jobs): accepted so that
+# a real Volcano configuration loads unchanged, and ignored.
 _EXTRA_FLAGS = frozenset({
-    "enabledHyperNodeOrder",
     "enabledSubJobReady",
     "enabledSubJobPipelined",
     "enabledSubJobOrder",
-    "enabledHyperNodeGradient",
 })
 
 

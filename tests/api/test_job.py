@@ -6,6 +6,7 @@ import attrs
 import pytest
 
 from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo, TaskStatus
+from batchsched.api.hypernode import NetworkTopology
 from batchsched.api.types import PodGroupCondition, PodGroupConditionType, PodGroupPhase
 
 S = TaskStatus
@@ -136,6 +137,7 @@ def test_pod_group_clone_copies_every_field() -> None:
         creation_time=7.0,
         conditions=[PodGroupCondition(PodGroupConditionType.SCHEDULED, "True", "r", "m", "t")],
         running=1, succeeded=2, failed=3,
+        network_topology=NetworkTopology("soft", 2),
     )
     defaults = PodGroup(name="other")
     twin = podgroup.clone()

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from batchsched.actions.hypernode_allocate import allocate_in_hyper_nodes
 from batchsched.actions.placement import NodeSelector
 from batchsched.actions.selector_action import SelectorAction
 from batchsched.api.fit import FitError, FitErrors
@@ -208,13 +209,32 @@ class _AllocateRun:
         """One round for one job: place tasks until it is ready, then commit the
         statement if the job is ready (returning True), keep it if the job is only
         pipelined, else discard it."""
+        if job.network_topology is not None and job.network_topology.hard_tier() is not None:
+            return allocate_in_hyper_nodes(self, queue, job, tasks)
+        stmt = self.place_tasks(queue, job, tasks, self.ssn.node_list)
+        if stmt is not None and stmt.job_was_ready:
+            stmt.commit()
+            return True
+        # A pipelined-only statement is neither committed nor discarded: its tasks
+        # keep their places for the rest of the session.
+        return False
+
+    def place_tasks(
+        self, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo],
+        nodes: list[NodeInfo], hyper_node: str = "",
+    ) -> PlacedTasks | None:
+        """Place the job's tasks (task order) on ``nodes`` until it is ready: the
+        statement when the job ends ready or pipelined, else None (undone). Volcano's
+        ``allocateResourcesForTasks``; ``hyper_node`` names the hypernode whose nodes
+        these are (fit errors say so) when the job's topology confines it."""
         ssn = self.ssn
-        nodes = ssn.node_list
         if not nodes:
-            return False
-        stmt = Statement(ssn)
+            return None
+        stmt = PlacedTasks(ssn)
         ready = False
         self.selector.new_cache_scope()
+        topology_aware = job.network_topology is not None
+        lies_within = job.sub_job_allocated_hyper_node
         while tasks:
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
@@ -233,8 +253,12 @@ class _AllocateRun:
                 if job.need_continue_allocating():
                     continue
                 break
+            if topology_aware:
+                task.job_allocated_hyper_node = lies_within
             placement = self.selector.for_allocate(task, nodes)
             if placement.node is None:
+                if hyper_node:
+                    placement.fit_errors.hyper_node = hyper_node
                 job.nodes_fit_errors[task.uid] = placement.fit_errors
                 if job.need_continue_allocating():
                     continue
@@ -247,17 +271,26 @@ class _AllocateRun:
             except SchedulingError:
                 # The statement already rolled the task back; Volcano logs and moves on.
                 continue
+            if topology_aware:
+                lies_within = ssn.topology.lca(
+                    lies_within, ssn.topology.leaf_of(placement.node.name)) if lies_within \
+                    else ssn.topology.leaf_of(placement.node.name)
             if ssn.job_ready(job):
                 ready = True  # nothing changes the job before the commit: no need to ask again
                 break
         if ready or ssn.job_ready(job):
-            stmt.commit()
-            return True
-        # A pipelined-only statement is neither committed nor discarded: its tasks
-        # keep their places for the rest of the session.
-        if not ssn.job_pipelined(job):
-            stmt.discard()
-        return False
+            stmt.job_was_ready = True
+            return stmt
+        if ssn.job_pipelined(job):
+            return stmt
+        stmt.discard()
+        return None
+
+
+class PlacedTasks(Statement):
+    """A statement of placements, knowing whether they left the job ready."""
+
+    job_was_ready = False
 
 
 def _same_error_on_every_node(err: FitError, nodes: list[NodeInfo]) -> FitErrors:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from batchsched.api.hypernode import HyperNode
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
@@ -128,6 +129,9 @@ class ClusterInfo:
     #: ConfigMaps plugins read (``namespace/name`` -> data), such as the device
     #: configuration deviceshare reads; replaced, never changed in place, so shared.
     config_maps: dict[str, Mapping[str, str]] = attrs.field(factory=dict)
+    #: The cluster's hypernodes (network topology, :mod:`batchsched.api.hypernode`);
+    #: immutable, so shared.
+    hyper_nodes: tuple[HyperNode, ...] = ()
 
     def clone(self) -> ClusterInfo:
         return ClusterInfo(
@@ -139,4 +143,5 @@ class ClusterInfo:
             resource_quotas=[attrs.evolve(q) for q in self.resource_quotas],
             now=self.now,
             config_maps=dict(self.config_maps),
+            hyper_nodes=self.hyper_nodes,
         )

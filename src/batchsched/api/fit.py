@@ -98,6 +98,9 @@ class FitErrors:
     def __init__(self) -> None:
         self.nodes: dict[str, FitError] = {}
         self.error = ""
+        #: The hypernode the nodes were those of, when a job's network topology
+        #: confined the search ("In hyperNode s0: 0/2 nodes are unavailable: ...").
+        self.hyper_node = ""
 
     def set_error(self, message: str) -> None:
         self.error = message
@@ -123,7 +126,8 @@ class FitErrors:
             for reason in err.reasons:
                 histogram[reason] = histogram.get(reason, 0) + 1
         parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
-        return f"{head}: {', '.join(parts)}."
+        message = f"{head}: {', '.join(parts)}."
+        return f"In hyperNode {self.hyper_node}: {message}" if self.hyper_node else message
 
     def __bool__(self) -> bool:
         return bool(self.nodes) or bool(self.error)

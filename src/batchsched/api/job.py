@@ -23,6 +23,7 @@ import attrs
 
 from batchsched.api._copying import field_copier
 from batchsched.api.fit import FitErrors
+from batchsched.api.hypernode import NetworkTopology
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo, parse_bool
 from batchsched.api.types import (
@@ -71,6 +72,9 @@ class PodGroup:
     running: int = 0
     succeeded: int = 0
     failed: int = 0
+    #: ``spec.networkTopology``: the hypernode tier the job must (hard) or should
+    #: (soft) stay within (:mod:`batchsched.api.hypernode`); None: no constraint.
+    network_topology: NetworkTopology | None = None
 
     @property
     def uid(self) -> str:
@@ -103,6 +107,7 @@ class PodGroup:
             running=self.running,
             succeeded=self.succeeded,
             failed=self.failed,
+            network_topology=self.network_topology,
         )
 
 
@@ -132,6 +137,16 @@ class JobInfo:
     #: How long the job says it will run, in seconds (``batchsched.io/requested-runtime``:
     #: the time limit a batch user asks for, as SWF's "requested time"); None if unsaid.
     requested_runtime: float | None = None
+    #: The session's reading of the pod group's network topology: tier names turned
+    #: into tiers and soft turned into hard (Volcano's ``adjustNetworkTopologySpec``),
+    #: set when a session opens; None: none.
+    network_topology: NetworkTopology | None = None
+    #: The hypernode the job's placed tasks lie within (Volcano's in-memory
+    #: ``AllocatedHyperNode``), kept by the allocate action and carried by the cache.
+    allocated_hyper_node: str = ""
+    #: The same for the job's one sub-job (Volcano's default sub-job, every task):
+    #: the hypernode chosen within the job's, which can be a lower one.
+    sub_job_allocated_hyper_node: str = ""
     tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
     task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = attrs.field(factory=dict)
     allocated: Resource = attrs.field(factory=Resource)

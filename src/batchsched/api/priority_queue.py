@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
@@ -118,6 +119,16 @@ class PriorityQueue(Generic[T]):
     def empty(self) -> bool:
         return not self._heap
 
+    def clone(self) -> PriorityQueue[T]:
+        """An independent queue of the same items and order (Volcano's ``Clone``)."""
+        twin = copy.copy(self)
+        twin._heap = list(self._heap)
+        return twin
+
+    def adopt(self, other: PriorityQueue[T]) -> None:
+        """Hold what ``other`` (a clone of this queue) holds now."""
+        self._heap = list(other._heap)
+
     def __len__(self) -> int:
         return len(self._heap)
 
@@ -152,6 +163,17 @@ class _KeyedPriorityQueue(PriorityQueue[T]):
 
     def peek(self) -> T:
         return self._keyed[0][2]
+
+    def clone(self) -> PriorityQueue[T]:
+        twin = copy.copy(self)
+        twin._keyed = list(self._keyed)
+        twin._heap = twin._keyed  # type: ignore[assignment]
+        return twin
+
+    def adopt(self, other: PriorityQueue[T]) -> None:
+        assert isinstance(other, _KeyedPriorityQueue)
+        self._keyed = list(other._keyed)
+        self._heap = self._keyed  # type: ignore[assignment]
 
 
 def _never_called(left: object, right: object) -> bool:

@@ -92,6 +92,10 @@ class TaskInfo:
     revocable_zone: str = ""
     last_transaction: TransactionContext | None = None
     eviction_occurred: bool = False
+    #: The hypernode the task's job lies within as the allocate action places this
+    #: task (Volcano's ``JobAllocatedHyperNode``, read by network-topology-aware's
+    #: node scores); reset when the placement is undone.
+    job_allocated_hyper_node: str = ""
     #: When the task's pod started running (seconds since the epoch; None: not known).
     start_time: float | None = None
     #: The indexes of the node's GPUs the task holds (:mod:`batchsched.api.devices`).

@@ -20,6 +20,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import attrs
 
 from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.hypernode import HyperNode, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
@@ -117,6 +118,7 @@ class MemoryCache:
         self.resource_quotas: list[ResourceQuota] = []
         #: ConfigMaps plugins read, ``namespace/name`` -> data (:meth:`set_config_map`).
         self.config_maps: dict[str, Mapping[str, str]] = {}
+        self.hyper_nodes: dict[str, HyperNode] = {}
         self.binder = binder
         self.now = now
         self.binds: list[Bind] = []
@@ -328,7 +330,23 @@ class MemoryCache:
             resource_quotas=[attrs.evolve(q, used=q.used.clone()) for q in self.resource_quotas],
             now=self.now,
             config_maps=dict(self.config_maps),
+            hyper_nodes=tuple(self.hyper_nodes.values()),
         )
+
+    @_locked
+    def set_hyper_node(self, hyper_node: HyperNode) -> None:
+        """Add or replace a hypernode (network topology). A change that would make the
+        hypernodes no tree (a cycle, a hypernode with two parents) raises
+        :class:`~batchsched.api.hypernode.TopologyError` and changes nothing."""
+        proposed = dict(self.hyper_nodes)
+        proposed[hyper_node.name] = hyper_node
+        build_topology(tuple(proposed.values()), ())
+        self.hyper_nodes = proposed
+
+    @_locked
+    def delete_hyper_node(self, name: str) -> None:
+        """Remove a hypernode (its children lose their parent)."""
+        self.hyper_nodes.pop(name, None)
 
     @_locked
     def set_config_map(self, namespace: str, name: str, data: dict[str, str] | None) -> None:
@@ -352,6 +370,8 @@ class MemoryCache:
                 twin.nodes_fit_errors = {}
                 twin.job_fit_errors = ""
                 twin.extra = dict(job.extra)
+                twin.allocated_hyper_node = job.allocated_hyper_node
+                twin.sub_job_allocated_hyper_node = job.sub_job_allocated_hyper_node
                 return twin
         twin = job.clone()
         if self.incremental_snapshots:
@@ -502,6 +522,9 @@ class MemoryCache:
         podgroup.running = theirs.running
         podgroup.succeeded = theirs.succeeded
         podgroup.failed = theirs.failed
+        # Volcano keeps where a topology job lies in memory, from session to session.
+        mine.allocated_hyper_node = job.allocated_hyper_node
+        mine.sub_job_allocated_hyper_node = job.sub_job_allocated_hyper_node
 
     @_locked
     def update_queue_status(self, queue: QueueInfo) -> None:

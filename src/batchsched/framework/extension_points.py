@@ -160,6 +160,18 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
         ExtensionPoint("batch_node_order", "AddBatchNodeOrderFn", "enableNodeOrder", Rule.SUM,
                        "(TaskInfo, list[NodeInfo]) -> dict[str, float]",
                        "score all candidate nodes at once"),
+        ExtensionPoint("hyper_node_order", "AddHyperNodeOrderFn", "enabledHyperNodeOrder",
+                       Rule.SUM, "(JobInfo, list[str]) -> dict[str, float]",
+                       "score the hypernodes a job could be placed in"),
+        ExtensionPoint("hyper_node_gradient_for_job", "AddHyperNodeGradientForJobFn",
+                       "enabledHyperNodeGradient", Rule.FIRST,
+                       "(JobInfo, str, str) -> list[list[str]] | None",
+                       "the hypernodes to try for a job, tier by tier, under a hypernode "
+                       "(purpose: allocate or evict); with none enabled, that hypernode"),
+        ExtensionPoint("hyper_node_gradient_for_sub_job", "AddHyperNodeGradientForSubJobFn",
+                       "enabledHyperNodeGradient", Rule.FIRST,
+                       "(JobInfo, str, str) -> list[list[str]] | None",
+                       "the same for the job's tasks within the hypernode chosen for the job"),
         ExtensionPoint("job_enqueued", "AddJobEnqueuedFn", "enableJobEnqueued", Rule.CALL_ALL,
                        "(JobInfo) -> None", "the job was admitted"),
         ExtensionPoint("reserved_nodes", "AddReservedNodesFn", "enableReservedNodes",
@@ -206,6 +218,8 @@ ENABLE_FLAGS: dict[str, bool] = {
     "enableJobStarving": True,
     "enabledOverused": True,
     "enabledAllocatable": True,
+    "enabledHyperNodeOrder": True,
+    "enabledHyperNodeGradient": True,
 }
 
 

@@ -28,6 +28,7 @@ from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
 from batchsched.api.fit import FitError
+from batchsched.api.hypernode import HyperNode, Topology, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
@@ -53,6 +54,7 @@ from batchsched.framework.events import (
     ValidateResult,
 )
 from batchsched.framework.extension_points import EXTENSION_POINTS
+from batchsched.framework.network_topology import open_network_topologies
 
 if TYPE_CHECKING:
     from batchsched.cache.protocol import Cache
@@ -101,6 +103,7 @@ class Session:
         self.config_maps: Mapping[str, Mapping[str, str]] = MappingProxyType(
             snapshot.config_maps)
         self.now = snapshot.now if snapshot.now is not None else time.time()
+        self.hyper_nodes: tuple[HyperNode, ...] = snapshot.hyper_nodes
         self.total_resource = Resource()
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
@@ -151,6 +154,12 @@ class Session:
             }
         self._closed = False
         self._opened = False
+
+    @functools.cached_property
+    def topology(self) -> Topology:
+        """The hypernode tree (Volcano's ``ssn.HyperNodes``, ``RealNodesList``,
+        ``HyperNodesTiers``...), its virtual root included; built when first read."""
+        return build_topology(self.hyper_nodes, self.node_list)
 
     def _nominated_tasks(self) -> list[TaskInfo]:
         """The tasks with a nominated node, job by job. A cache that hands out the same
@@ -204,6 +213,9 @@ class Session:
                 raise CacheError(f"the cache's snapshot raised {type(exc).__name__}: {exc}",
                                  operation="snapshot") from exc
         ssn = cls(snapshot, configuration, cache=cache, registry=registry)
+        if ssn.hyper_nodes or any(job.podgroup.network_topology is not None
+                                  or job.allocated_hyper_node for job in ssn.jobs.values()):
+            open_network_topologies(ssn.jobs.values(), ssn.topology)
         ssn.recorder = recorder
         ssn.metrics = metrics
         for tier in configuration.tiers:
@@ -663,6 +675,21 @@ class Session:
     ) -> None:
         self._add("batch_node_order", plugin, fn)
 
+    def add_hyper_node_order_fn(
+        self, plugin: str, fn: Callable[[JobInfo, list[str]], Mapping[str, float]]
+    ) -> None:
+        self._add("hyper_node_order", plugin, fn)
+
+    def add_hyper_node_gradient_for_job_fn(
+        self, plugin: str, fn: Callable[[JobInfo, str, str], list[list[str]] | None]
+    ) -> None:
+        self._add("hyper_node_gradient_for_job", plugin, fn)
+
+    def add_hyper_node_gradient_for_sub_job_fn(
+        self, plugin: str, fn: Callable[[JobInfo, str, str], list[list[str]] | None]
+    ) -> None:
+        self._add("hyper_node_gradient_for_sub_job", plugin, fn)
+
     def add_queue_resource_fn(
         self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], Mapping[str, float]]
     ) -> None:
@@ -1021,6 +1048,32 @@ class Session:
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         return combine.sum_scores("node_order", self.tiers_for("node_order"), task, node)
+
+    def hyper_node_order(self, job: JobInfo, hyper_nodes: list[str]) -> dict[str, float]:
+        """Each candidate hypernode's score, summed over the enabled plugins (0 for a
+        hypernode no plugin scores; Volcano's ``PrioritizeHyperNodes``)."""
+        total = dict.fromkeys(hyper_nodes, 0.0)
+        with combine.Blame("hyper_node_order") as blame:
+            for tier in self.tiers_for("hyper_node_order"):
+                for blame.plugin, fn in tier:
+                    for name, score in fn(job, hyper_nodes).items():
+                        if name in total:
+                            total[name] += float(score)
+        return total
+
+    def hyper_node_gradient(
+        self, job: JobInfo, hyper_node: str, purpose: str, *, sub_job: bool = False
+    ) -> list[list[str]]:
+        """The hypernodes to try under ``hyper_node``, tier by tier (``purpose``:
+        ``allocate`` or ``evict``): the first enabled gradient plugin decides, even
+        with nothing (None); with none, ``[[hyper_node]]``."""
+        point = "hyper_node_gradient_for_sub_job" if sub_job else "hyper_node_gradient_for_job"
+        with combine.Blame(point) as blame:
+            for tier in self.tiers_for(point):
+                for blame.plugin, fn in tier:
+                    answer = fn(job, hyper_node, purpose)
+                    return [list(gradient) for gradient in answer or ()]
+        return [[hyper_node]]
 
     def batch_node_order(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         return combine.sum_batch_scores(

@@ -178,6 +178,7 @@ class Statement:
                 ssn._fire_deallocate(task)
         finally:
             task.node_name = op.before.node_name
+            task.job_allocated_hyper_node = ""
             if not task.node_name:
                 task.gpu_devices = ()
 

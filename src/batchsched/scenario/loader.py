@@ -32,6 +32,15 @@ import attrs
 import yaml
 
 from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.hypernode import (
+    HARD,
+    SOFT,
+    HyperNode,
+    HyperNodeMember,
+    NetworkTopology,
+    TopologyError,
+    build_topology,
+)
 from batchsched.api.job import SLA_WAITING_TIME_ANNOTATIONS, JobInfo, PodGroup, waiting_time_from
 from batchsched.api.node import NodeInfo, NodeUsage
 from batchsched.api.numa import (
@@ -59,7 +68,7 @@ from batchsched.cache.memory import MemoryCache
 from batchsched.conf import SchedulerConfiguration, parse_configuration
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
-from batchsched.kube.affinity import AffinityError, parse_affinity
+from batchsched.kube.affinity import AffinityError, parse_affinity, parse_label_selector
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
     SpreadConstraint,
@@ -72,7 +81,8 @@ __all__ = ["Scenario", "load_scenario", "parse_scenario"]
 T = TypeVar("T")
 
 _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "queues", "nodes",
-             "jobs", "tasks", "pdbs", "resourceQuotas", "configMaps", "now", "faults", "expect"}
+             "jobs", "tasks", "pdbs", "resourceQuotas", "configMaps", "hyperNodes", "now",
+             "faults", "expect"}
 _EXPECT_KEYS = {"binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
                 "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices",
                 "vgpuDevices"}
@@ -100,6 +110,8 @@ class Scenario:
     bind_failures: frozenset[str] = frozenset()
     #: ``configMaps``: ``namespace/name`` -> data.
     config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    #: ``hyperNodes``: the network topology.
+    hyper_nodes: tuple[HyperNode, ...] = ()
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
         """The snapshot a session opens on: Ready nodes with their placed tasks, and the
@@ -136,6 +148,7 @@ class Scenario:
             resource_quotas=[attrs.evolve(q, used=q.used.clone()) for q in self.resource_quotas],
             now=self.now if self.now is not None else time.time(),
             config_maps={key: dict(data) for key, data in self.config_maps.items()},
+            hyper_nodes=self.hyper_nodes,
         )
 
     def build_cache(self) -> MemoryCache:
@@ -163,6 +176,8 @@ class Scenario:
         for key, data in self.config_maps.items():
             namespace, _, name = key.partition("/")
             cache.set_config_map(namespace, name, dict(data))
+        for hyper_node in self.hyper_nodes:
+            cache.set_hyper_node(hyper_node)
         return cache
 
     def with_configuration(self, configuration: SchedulerConfiguration) -> Scenario:
@@ -389,6 +404,7 @@ class _Parser:
         pdbs = self.pdbs(doc.get("pdbs"), tasks)
         quotas = self.quotas(doc.get("resourceQuotas"))
         config_maps = self.config_maps(doc.get("configMaps"))
+        hyper_nodes = self.hyper_nodes(doc.get("hyperNodes"))
         expect = self.expect(doc.get("expect"))
         bind_failures = self.faults(doc.get("faults"), tasks)
         kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
@@ -415,7 +431,86 @@ class _Parser:
             warnings=tuple(self.warnings),
             bind_failures=bind_failures,
             config_maps=config_maps,
+            hyper_nodes=hyper_nodes,
         )
+
+    def network_topology(self, raw: Any, path: str) -> NetworkTopology | None:
+        """A pod group's ``networkTopology: {mode, highestTierAllowed, highestTierName}``."""
+        if raw is None:
+            return None
+        obj = self.mapping(raw, path)
+        self.keys(obj, {"mode", "highestTierAllowed", "highestTierName"}, path)
+        mode = self.typed(obj, "mode", str, HARD, path)
+        if mode not in (HARD, SOFT):
+            raise self.fail(f"{path}.mode", f"must be hard or soft, not {mode!r}")
+        tier = obj.get("highestTierAllowed")
+        if tier is not None and (not isinstance(tier, int) or isinstance(tier, bool)
+                                 or tier < 0):
+            raise self.fail(f"{path}.highestTierAllowed",
+                            f"must be a non-negative integer, not {tier!r}")
+        name = self.typed(obj, "highestTierName", str, "", path)
+        if tier is not None and name:
+            raise self.fail(path, "highestTierAllowed and highestTierName cannot both be set")
+        return NetworkTopology(mode, tier, name)
+
+    def hyper_nodes(self, raw: Any) -> tuple[HyperNode, ...]:
+        """``hyperNodes: [{name, tier, tierName, members: [{type, selector}]}]``."""
+        out: dict[str, HyperNode] = {}
+        for i, item in self.items(raw, "hyperNodes"):
+            path = f"hyperNodes[{i}]"
+            obj = self.mapping(item, path)
+            name = self.name(obj, path)
+            self.keys(obj, {"name", "tier", "tierName", "members"}, path)
+            self.unique(out, name, path, "hypernode")
+            tier = obj.get("tier")
+            if not isinstance(tier, int) or isinstance(tier, bool) or tier < 0:
+                raise self.fail(f"{path}.tier", f"must be a non-negative integer, not {tier!r}")
+            members = [self.hyper_node_member(member, f"{path}.members[{j}]")
+                       for j, member in self.items(obj.get("members"), f"{path}.members")]
+            if not members:
+                raise self.fail(f"{path}.members", "must have at least one member")
+            out[name] = HyperNode(name, tier, tuple(members),
+                                  self.typed(obj, "tierName", str, "", path))
+        hyper_nodes = tuple(out.values())
+        try:
+            build_topology(hyper_nodes, ())
+        except TopologyError as exc:
+            raise self.fail("hyperNodes", str(exc)) from None
+        return hyper_nodes
+
+    def hyper_node_member(self, raw: Any, path: str) -> HyperNodeMember:
+        obj = self.mapping(raw, path)
+        self.keys(obj, {"type", "selector"}, path)
+        kind = obj.get("type")
+        if kind not in ("Node", "HyperNode"):
+            raise self.fail(f"{path}.type", f"must be Node or HyperNode, not {kind!r}")
+        selector = self.mapping(obj.get("selector"), f"{path}.selector")
+        self.keys(selector, {"exactMatch", "regexMatch", "labelMatch"}, f"{path}.selector")
+        if len(selector) != 1:
+            raise self.fail(f"{path}.selector",
+                            "exactly one of exactMatch, regexMatch or labelMatch is needed")
+        (field, value), = selector.items()
+        where = f"{path}.selector.{field}"
+        if field == "labelMatch":
+            try:
+                labels = parse_label_selector(value, where)
+            except AffinityError as exc:
+                raise self.fail(exc.path, exc.problem) from None
+            return HyperNodeMember(kind, labels=labels)
+        spec = self.mapping(value, where)
+        key = "name" if field == "exactMatch" else "pattern"
+        self.keys(spec, {key}, where)
+        text = spec.get(key)
+        if not isinstance(text, str) or not text:
+            raise self.fail(f"{where}.{key}", "must be a non-empty string")
+        if field == "exactMatch":
+            return HyperNodeMember(kind, exact=text)
+        try:
+            re.compile(text)
+        except re.error as exc:
+            raise self.fail(f"{where}.{key}", f"{text!r} is not a regular expression: {exc}") \
+                from None
+        return HyperNodeMember(kind, regex=text)
 
     def config_maps(self, raw: Any) -> dict[str, dict[str, str]]:
         """``configMaps: [{name, namespace, data: {key: text}}]``."""
@@ -728,7 +823,7 @@ class _Parser:
         uid = f"{namespace}/{name}"
         self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
                         "minResources", "phase", "priorityClassName", "annotations",
-                        "labels", "createdAt"}, path)
+                        "labels", "createdAt", "networkTopology"}, path)
         self.unique(seen, uid, path, "job")
         min_task = {}
         for role, count in self.mapping(obj.get("minTaskMember"),
@@ -762,6 +857,8 @@ class _Parser:
             labels=self.string_map(obj.get("labels"), f"{path}.labels"),
             creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
             if obj.get("createdAt") is not None else 0.0,
+            network_topology=self.network_topology(obj.get("networkTopology"),
+                                                   f"{path}.networkTopology"),
         )
         job = JobInfo.from_podgroup(podgroup, priority=priority)
         for key in SLA_WAITING_TIME_ANNOTATIONS:

@@ -1,0 +1,262 @@
+"""HyperNodes: the network topology Volcano schedules jobs into (``topology.volcano.sh``
+``HyperNode``; ``pkg/scheduler/api/hyper_node_info.go``).
+
+A hypernode is a network performance domain (a switch, a rack, a spine) of some
+``tier``; the lower the tier, the closer its nodes. Its members are nodes (by exact
+name, by a regular expression searched in node names, or by a label selector) or
+other hypernodes (by exact name), so hypernodes form a tree whose leaves hold nodes.
+
+:class:`HyperNode` is the object as written; :func:`build_topology` turns the
+cluster's hypernodes into the :class:`Topology` a session reads: each hypernode's
+tier, parent and children, the real (leaf) nodes under it, the tiers in use, and
+Volcano's virtual root :data:`CLUSTER_TOP` one tier above the highest, holding every
+node and adopting every parentless hypernode.
+
+Where Volcano's result depends on Go map order (the order of a hypernode's nodes,
+siblings, a node found in two lowest-tier hypernodes), batchsched takes the session's
+node order and hypernode names in ascending order. Volcano builds its tree
+incrementally and, on a cycle or a hypernode claimed by two parents, stops
+scheduling topology jobs until it is fixed; batchsched refuses such a cluster when
+it is declared (:class:`TopologyError`), as Volcano's webhook would have wished.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+import attrs
+
+from batchsched.kube.affinity import LabelSelector
+
+if TYPE_CHECKING:
+    from batchsched.api.node import NodeInfo
+
+__all__ = [
+    "CLUSTER_TOP",
+    "HARD",
+    "SOFT",
+    "HyperNode",
+    "HyperNodeMember",
+    "NetworkTopology",
+    "Topology",
+    "TopologyError",
+    "build_topology",
+]
+
+#: Volcano's ``framework.ClusterTopHyperNode``: the virtual root every session adds.
+CLUSTER_TOP = "<cluster-top-hypernode>"
+HARD = "hard"
+SOFT = "soft"
+
+
+class TopologyError(ValueError):
+    """The hypernodes do not form a tree (a cycle, a hypernode with two parents)."""
+
+
+@attrs.frozen
+class HyperNodeMember:
+    """One ``spec.members`` entry: exactly one of ``exact``, ``regex``, ``labels``."""
+
+    kind: Literal["Node", "HyperNode"]
+    exact: str = ""
+    regex: str = ""
+    labels: LabelSelector | None = None
+
+    def nodes(self, all_nodes: Mapping[str, Mapping[str, str]]) -> set[str]:
+        """The node names a ``Node`` member selects (``GetMembers``): an exact name
+        counts even when no such node exists; a regular expression is searched
+        (unanchored) in every node name; an empty label selector selects nothing."""
+        if self.exact:
+            return {self.exact}
+        if self.regex:
+            pattern = re.compile(self.regex)
+            return {name for name in all_nodes if pattern.search(name)}
+        if self.labels is None or not self.labels.requirements:
+            return set()
+        selector = self.labels
+        return {name for name, labels in all_nodes.items() if selector.matches(labels)}
+
+
+@attrs.frozen
+class HyperNode:
+    """A ``HyperNode`` object (cluster-scoped)."""
+
+    name: str
+    tier: int
+    members: tuple[HyperNodeMember, ...]
+    tier_name: str = ""
+
+    def children(self) -> list[str]:
+        """The hypernodes named as members (Volcano follows exact names only)."""
+        return [m.exact for m in self.members if m.kind == "HyperNode" and m.exact]
+
+
+@attrs.frozen
+class NetworkTopology:
+    """A pod group's ``spec.networkTopology``: ``mode`` hard or soft, and the highest
+    tier the job may span, as a number or as a hypernode ``tierName``."""
+
+    mode: str = HARD
+    highest_tier_allowed: int | None = None
+    highest_tier_name: str = ""
+
+    def hard_tier(self) -> int | None:
+        """``IsHardTopologyMode``: the tier limit of a hard topology, else None."""
+        if self.mode == HARD and self.highest_tier_allowed is not None:
+            return self.highest_tier_allowed
+        return None
+
+
+@attrs.define(eq=False)
+class Topology:
+    """The hypernode tree of one session (Volcano's ``ssn.HyperNodes``,
+    ``HyperNodesSetByTier``, ``HyperNodesTiers``, ``RealNodesSet``/``RealNodesList``
+    and ``HyperNodeTierNameMap``), the virtual root included."""
+
+    tiers_of: dict[str, int]
+    parent: dict[str, str]
+    children: dict[str, tuple[str, ...]]
+    #: tier -> its hypernodes, by name.
+    by_tier: dict[int, tuple[str, ...]]
+    #: hypernode -> the names of the session's nodes under it.
+    real_nodes: dict[str, frozenset[str]]
+    #: hypernode -> those nodes, in session node order.
+    real_node_list: dict[str, list[NodeInfo]]
+    tier_names: dict[str, int]
+
+    @property
+    def tiers(self) -> list[int]:
+        """Every tier in use, ascending (the root's included)."""
+        return sorted(self.by_tier)
+
+    @property
+    def top_tier(self) -> int:
+        return self.tiers_of[CLUSTER_TOP]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tiers_of
+
+    def tier(self, name: str) -> int:
+        return self.tiers_of[name]
+
+    def ancestors(self, name: str) -> list[str]:
+        """``GetAncestors``: the hypernode itself, then its parent, and so on up."""
+        chain = [name]
+        current = self.parent.get(name, "")
+        while current and current not in chain:
+            chain.append(current)
+            current = self.parent.get(current, "")
+        return chain
+
+    def lca(self, a: str, b: str) -> str:
+        """``GetLCAHyperNode``: the lowest common ancestor ("" and x give x)."""
+        if not a:
+            return b
+        if not b:
+            return a
+        mine = set(self.ancestors(a))
+        return next((x for x in self.ancestors(b) if x in mine), "")
+
+    def leaf_of(self, node: str) -> str:
+        """``FindHyperNodeForNode``: the hypernode of the lowest tier holding the node
+        ("" when none does)."""
+        tiers = self.tiers
+        if not tiers:
+            return ""
+        return next((h for h in self.by_tier[tiers[0]] if node in self.real_nodes.get(h, ())),
+                    "")
+
+    def tasks_within(self, name: str, node_names: Iterable[str]) -> int:
+        """``FindJobTaskNumOfHyperNode``: how many of the tasks (by node) run under it."""
+        nodes = self.real_nodes.get(name, frozenset())
+        return sum(1 for node in node_names if node and node in nodes)
+
+
+def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[NodeInfo]) -> Topology:
+    """The session's tree from the cluster's hypernodes and the session's nodes.
+
+    Volcano resolves member selectors against every node, Ready or not, and keeps
+    the session's among them; selecting among the session's nodes gives the same
+    sets. A hypernode named as a child but not declared is kept as Volcano's
+    placeholder (tier 0, no nodes, in no tier).
+    """
+    all_nodes = {node.name: node.labels for node in session_nodes}
+    specs = {h.name: h for h in hyper_nodes}
+    parent: dict[str, str] = {}
+    for spec in hyper_nodes:
+        for child in spec.children():
+            held = parent.get(child)
+            if held is not None and held != spec.name:
+                raise TopologyError(f"hypernode {child!r} already has a parent {held!r}, and "
+                                    f"cannot set another parent {spec.name!r}")
+            parent[child] = spec.name
+    tiers_of = {name: spec.tier for name, spec in specs.items()}
+    for child in parent:
+        tiers_of.setdefault(child, 0)  # a placeholder: named by a parent, not declared
+    for name in tiers_of:
+        seen = [name]
+        current = parent.get(name, "")
+        while current:
+            if current in seen:
+                raise TopologyError(f"cyclic dependency detected: hypernode {current!r} is "
+                                    f"its own ancestor ({' -> '.join([*seen, current])})")
+            seen.append(current)
+            current = parent.get(current, "")
+
+    real: dict[str, set[str]] = {}
+
+    def resolve(name: str) -> set[str]:
+        known = real.get(name)
+        if known is not None:
+            return known
+        found: set[str] = set()
+        spec = specs.get(name)
+        if spec is not None:
+            for member in spec.members:
+                if member.kind == "Node":
+                    found |= member.nodes(all_nodes)
+                elif member.exact:
+                    found |= resolve(member.exact)
+        real[name] = found
+        return found
+
+    for name in tiers_of:
+        resolve(name)
+    by_tier: dict[int, list[str]] = {}
+    for name, spec in specs.items():
+        by_tier.setdefault(spec.tier, []).append(name)
+    top_tier = max(1, max((t + 1 for t in by_tier), default=1))
+    children: dict[str, list[str]] = {name: [] for name in tiers_of}
+    children[CLUSTER_TOP] = []
+    for name in tiers_of:
+        up = parent.get(name)
+        if up is None:
+            parent[name] = up = CLUSTER_TOP
+        children[up].append(name)
+    parent[CLUSTER_TOP] = ""
+    tiers_of[CLUSTER_TOP] = top_tier
+    by_tier[top_tier] = [CLUSTER_TOP]
+    in_session = {node.name for node in session_nodes}
+    real_nodes = {name: frozenset(nodes & in_session) for name, nodes in real.items()}
+    real_nodes[CLUSTER_TOP] = frozenset(in_session)
+    position = {node.name: (i, node) for i, node in enumerate(session_nodes)}
+    real_node_list = {
+        name: [position[n][1] for n in sorted(nodes, key=lambda n: position[n][0])]
+        for name, nodes in real_nodes.items()
+    }
+    real_node_list[CLUSTER_TOP] = list(session_nodes)
+    tier_names: dict[str, int] = {}
+    for spec in sorted(specs.values(), key=lambda s: s.name):
+        if spec.tier_name:
+            tier_names[spec.tier_name] = spec.tier
+    return Topology(
+        tiers_of=tiers_of,
+        parent=parent,
+        children={name: tuple(sorted(kids)) for name, kids in children.items()},
+        by_tier={tier: tuple(sorted(names)) for tier, names in by_tier.items()},
+        real_nodes=real_nodes,
+        real_node_list=real_node_list,
+        tier_names=tier_names,
+    )

@@ -1,0 +1,356 @@
+"""network-topology-aware: place jobs within hypernodes (Volcano's
+``plugins/network-topology-aware``).
+
+What it registers:
+
+* **Gradients** (``hyper_node_gradient_for_job`` and ``..._for_sub_job``): for a job
+  with a hard topology up to tier ``H`` (soft ones arrive as hard: see
+  :mod:`batchsched.framework.network_topology`), the hypernodes under the one asked
+  about, breadth first, kept when their tier is at most ``H`` and, while the job
+  holds no hypernode yet, when the job's minimum (the pod group's ``minResources``;
+  for the sub-job, the requests of its pending tasks) fits their idle or future
+  idle resources as at session open; grouped by tier, lowest first. Once the job
+  holds a hypernode the search starts from its highest ancestor within ``H``. For
+  eviction (``purpose="evict"``) the minimum must fit their allocatable, and the
+  tiers come highest first, at most ``hypernode.gradient.evict.max-hypernodes``
+  hypernodes (default 8). A job without a hard topology gets the hypernode asked
+  about.
+* **Hypernode order**: hypernode-level binpack: for each resource with a weight
+  (cpu, memory, and those of ``hypernode.binpack.resources``), the share of the
+  hypernode's allocatable that its used resources plus the job's requests (every
+  task's, placed or not) would fill, weighted; 0 when one would overflow. Equal best
+  scores are told apart by the share of the job's tasks already in the hypernode.
+  Scaled by 100 x ``weight``.
+* **Node order** (batch): for a job with a topology, nodes score by how close their
+  lowest-tier hypernode is to the hypernode the job's placed tasks lie within:
+  1 within the same, else ``(maxTier - tier(LCA)) / (maxTier - minTier)`` (the
+  virtual root's tier counts), nothing while the job holds none; for other jobs
+  (``hypernode.binpack.normal-pod.enable``, default true), the hypernode binpack of
+  the task over every tier, tier ``t`` weighted ``fading^(t-1)``
+  (``hypernode.binpack.normal-pod.fading``, default 0.8), a tier where the node is
+  in no hypernode counting 1. Equal best scores are told apart as above. Scaled by
+  100 x ``weight``.
+
+Each hypernode's allocatable, idle and future idle are summed at session open;
+its used resources follow allocations and evictions.
+
+Arguments: ``weight`` (default 1; negative means 1), ``hypernode.binpack.cpu``,
+``hypernode.binpack.memory`` (default 1; negative means 1),
+``hypernode.binpack.resources`` (comma-separated names) with
+``hypernode.binpack.resources.<name>`` (default 1; negative means 1),
+``hypernode.binpack.normal-pod.enable``, ``hypernode.binpack.normal-pod.fading``
+(negative means 0.8), ``hypernode.gradient.evict.max-hypernodes`` (0 or less means 8).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+
+import attrs
+
+from batchsched.api.hypernode import Topology
+from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import CPU, MEMORY, Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
+from batchsched.framework.arguments import Arguments
+from batchsched.framework.events import Event, EventHandler
+from batchsched.framework.session import Session
+
+__all__ = ["NetworkTopologyAwarePlugin"]
+
+PLUGIN_NAME = "network-topology-aware"
+MAX_NODE_SCORE = 100.0
+EVICT = "evict"
+
+
+@attrs.define
+class _HyperNodeResources:
+    allocatable: Resource = attrs.field(factory=Resource)
+    used: Resource = attrs.field(factory=Resource)
+    idle: Resource = attrs.field(factory=Resource)
+    future_idle: Resource = attrs.field(factory=Resource)
+
+
+class NetworkTopologyAwarePlugin:
+    """Volcano's network-topology-aware plugin (see the module docstring)."""
+
+    name = PLUGIN_NAME
+
+    def __init__(self, arguments: Arguments) -> None:
+        owner = PLUGIN_NAME
+        weight = arguments.get_int("weight", 1, owner=owner)
+        self.weight = weight if weight >= 0 else 1
+        self.resource_weights: dict[str, int] = {}
+        for raw in arguments.get_str("hypernode.binpack.resources", "").split(","):
+            name = raw.strip()
+            if name:
+                value = arguments.get_int(f"hypernode.binpack.resources.{name}", 1, owner=owner)
+                self.resource_weights[name] = value if value >= 0 else 1
+        cpu = arguments.get_int("hypernode.binpack.cpu", 1, owner=owner)
+        memory = arguments.get_int("hypernode.binpack.memory", 1, owner=owner)
+        self.resource_weights[CPU] = cpu if cpu >= 0 else 1
+        self.resource_weights[MEMORY] = memory if memory >= 0 else 1
+        self.normal_pods = arguments.get_bool("hypernode.binpack.normal-pod.enable", True,
+                                              owner=owner)
+        fading = arguments.get_float("hypernode.binpack.normal-pod.fading", 0.8, owner=owner)
+        self.fading = fading if fading >= 0 else 0.8
+        most = arguments.get_int("hypernode.gradient.evict.max-hypernodes", 8, owner=owner)
+        self.max_hyper_nodes_for_eviction = most if most > 0 else 8
+        arguments.warn_unknown(owner, [
+            "weight", "hypernode.binpack.cpu", "hypernode.binpack.memory",
+            "hypernode.binpack.resources", "hypernode.binpack.normal-pod.enable",
+            "hypernode.binpack.normal-pod.fading", "hypernode.gradient.evict.max-hypernodes",
+        ], prefixes=["hypernode.binpack.resources."])
+        self.resources: dict[str, _HyperNodeResources] = {}
+        self.min_tier = 0
+        self.max_tier = 0
+
+    # -- session ------------------------------------------------------------------------
+
+    def on_session_open(self, ssn: Session) -> None:
+        topology = ssn.topology
+        tiers = topology.tiers
+        if tiers:
+            self.min_tier, self.max_tier = tiers[0], tiers[-1]
+        self.resources = {}
+        for name in topology.tiers_of:
+            sums = _HyperNodeResources()
+            for node in topology.real_node_list.get(name, ()):
+                sums.allocatable.add(node.allocatable)
+                sums.used.add(node.used)
+                sums.idle.add(node.idle)
+                sums.future_idle.add(node.future_idle())
+            self.resources[name] = sums
+
+        def gradient_for_job(job: JobInfo, hyper_node: str, purpose: str) -> list[list[str]] | None:
+            minimum = job.podgroup.min_resources or Resource()
+            return self._gradient(topology, job, hyper_node, purpose,
+                                  held=job.allocated_hyper_node, minimum=minimum)
+
+        def gradient_for_sub_job(job: JobInfo, hyper_node: str,
+                                 purpose: str) -> list[list[str]] | None:
+            minimum = Resource()
+            for task in job.tasks_in(TaskStatus.PENDING).values():
+                minimum.add(task.init_resreq)
+            return self._gradient(topology, job, hyper_node, purpose,
+                                  held=job.sub_job_allocated_hyper_node, minimum=minimum)
+
+        ssn.add_hyper_node_gradient_for_job_fn(self.name, gradient_for_job)
+        ssn.add_hyper_node_gradient_for_sub_job_fn(self.name, gradient_for_sub_job)
+        ssn.add_hyper_node_order_fn(
+            self.name, lambda job, names: self._hyper_node_scores(topology, job, names))
+        ssn.add_batch_node_order_fn(
+            self.name, lambda task, nodes: self._node_scores(ssn, topology, task, nodes))
+
+        def on_allocate(event: Event) -> None:
+            self._follow(topology, event.task, add=True)
+
+        def on_deallocate(event: Event) -> None:
+            self._follow(topology, event.task, add=False)
+
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate,
+                                           plugin=self.name))
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.resources = {}
+
+    def _follow(self, topology: Topology, task: TaskInfo, *, add: bool) -> None:
+        for name, nodes in topology.real_nodes.items():
+            if task.node_name in nodes:
+                used = self.resources[name].used
+                if add:
+                    used.add(task.resreq)
+                else:
+                    used.sub_unchecked(task.resreq)
+
+    # -- gradients ----------------------------------------------------------------------
+
+    def _gradient(self, topology: Topology, job: JobInfo, hyper_node: str, purpose: str, *,
+                  held: str, minimum: Resource) -> list[list[str]] | None:
+        spec = job.network_topology
+        highest = spec.hard_tier() if spec is not None else None
+        if highest is None:
+            return [[hyper_node]]
+        root = self._search_root(topology, hyper_node, highest, held)
+        if root is None:
+            return None
+        eligible: dict[int, list[str]] = {}
+        queue = deque([root])
+        seen = {root}
+        while queue:
+            current = queue.popleft()
+            if self._eligible(topology, current, highest, held=held, minimum=minimum,
+                              purpose=purpose):
+                eligible.setdefault(topology.tier(current), []).append(current)
+            for child in topology.children.get(current, ()):
+                if child not in seen and child in topology:
+                    seen.add(child)
+                    queue.append(child)
+        gradients = [eligible[tier] for tier in sorted(eligible)]
+        if purpose != EVICT:
+            return gradients
+        return reverse_and_cap(gradients, self.max_hyper_nodes_for_eviction)
+
+    @staticmethod
+    def _search_root(topology: Topology, available: str, highest: int, held: str) -> str | None:
+        if not held:
+            return available
+        widest = ""
+        for name in topology.ancestors(held):
+            if name not in topology:
+                return None
+            if topology.tier(name) > highest:
+                break
+            widest = name
+        if not widest:
+            return None
+        common = topology.lca(available, widest)
+        if common == widest:
+            return available
+        if common == available:
+            return widest
+        return None
+
+    def _eligible(self, topology: Topology, name: str, highest: int, *, held: str,
+                  minimum: Resource, purpose: str) -> bool:
+        if topology.tier(name) > highest:
+            return False
+        if held:
+            return True
+        sums = self.resources.get(name)
+        if sums is None:
+            return True
+        if purpose == EVICT:
+            return _fits(minimum, sums.allocatable)
+        return _fits(minimum, sums.idle) or _fits(minimum, sums.future_idle)
+
+    # -- scores -------------------------------------------------------------------------
+
+    def _binpack(self, name: str, request: Mapping[str, float]) -> float:
+        sums = self.resources.get(name)
+        total = 0.0
+        weights = 0
+        for resource, amount in request.items():
+            weight = self.resource_weights[resource]
+            if sums is None:
+                continue
+            allocatable = sums.allocatable.get(resource)
+            used = sums.used.get(resource)
+            if used + amount > allocatable:
+                return 0.0
+            total += weight * (used + amount) / allocatable
+            weights += weight
+        return total / weights if weights > 0 else 0.0
+
+    def _hyper_node_scores(self, topology: Topology, job: JobInfo,
+                           names: list[str]) -> dict[str, float]:
+        request: dict[str, float] = {}
+        for task in job.tasks.values():
+            for resource in task.resreq.resource_names():
+                if resource in self.resource_weights:
+                    request[resource] = request.get(resource, 0.0) + task.resreq.get(resource)
+        scores = {name: self._binpack(name, request) for name in names}
+        self._break_ties(topology, scores, lambda name: name, job)
+        return {name: MAX_NODE_SCORE * self.weight * score for name, score in scores.items()}
+
+    def _node_scores(self, ssn: Session, topology: Topology, task: TaskInfo,
+                     nodes: list[NodeInfo]) -> dict[str, float]:
+        job = ssn.jobs.get(task.job)
+        if job is None:
+            return {}
+        if job.network_topology is not None:
+            held = task.job_allocated_hyper_node
+            if not held:
+                return {}
+            scores = {node.name: self._closeness(topology, topology.leaf_of(node.name), held)
+                      for node in nodes}
+            self._break_ties(topology, scores, topology.leaf_of, job)
+        else:
+            scores = self._normal_pod_scores(topology, task, nodes)
+        return {name: MAX_NODE_SCORE * self.weight * score for name, score in scores.items()}
+
+    def _closeness(self, topology: Topology, leaf: str, held: str) -> float:
+        if not leaf or not held:
+            return 0.0
+        if leaf == held:
+            return 1.0
+        common = topology.lca(leaf, held)
+        if common not in topology:
+            return 0.0
+        tier = topology.tier(common)
+        if self.min_tier == self.max_tier:
+            return 1.0
+        if self.min_tier <= tier <= self.max_tier:
+            return (self.max_tier - tier) / (self.max_tier - self.min_tier)
+        return 0.0
+
+    def _normal_pod_scores(self, topology: Topology, task: TaskInfo,
+                           nodes: list[NodeInfo]) -> dict[str, float]:
+        if not self.normal_pods:
+            return {}
+        tiers = range(self.min_tier, self.max_tier + 1)
+        # fading ** (tier - 1): Volcano's weights (0 ** 0 is 1: fading 0 keeps tier 1).
+        tier_weights = {tier: self.fading ** (tier - 1) if self.fading or tier == 1 else 0.0
+                        for tier in tiers}
+        total_weight = sum(tier_weights.values())
+        if total_weight <= 0:
+            return {}
+        request = {resource: task.resreq.get(resource)
+                   for resource in task.resreq.resource_names()
+                   if resource in self.resource_weights}
+        by_tier = topology.by_tier
+        scores: dict[str, float] = {}
+        for node in nodes:
+            total = 0.0
+            for tier in tiers:
+                score = 1.0
+                for name in by_tier.get(tier, ()):
+                    if node.name in topology.real_nodes.get(name, ()):
+                        score = self._binpack(name, request)
+                        break
+                total += tier_weights[tier] * score
+            scores[node.name] = total / total_weight
+        return scores
+
+    @staticmethod
+    def _break_ties(topology: Topology, scores: dict[str, float],
+                    hyper_node_of: Callable[[str], str], job: JobInfo) -> None:
+        """Among the best (equal) scores, more of the job's tasks within wins."""
+        if not scores:
+            return
+        best = max(scores.values())
+        tied = [name for name, score in scores.items() if score == best]
+        if len(tied) < 2 or not job.tasks:
+            return
+        placed = [task.node_name for task in job.tasks.values()]
+        for name in tied:
+            scores[name] += topology.tasks_within(hyper_node_of(name), placed) / len(job.tasks)
+
+
+def _fits(request: Resource, room: Resource) -> bool:
+    """Volcano's ``LessEqual`` with the zero default."""
+    return request.less_equal(room)
+
+
+def reverse_and_cap(gradients: Iterable[list[str]], most: int) -> list[list[str]]:
+    """Eviction gradients: highest tier first, at most ``most`` hypernodes in all (of
+    a tier cut short, its last ones)."""
+    gradients = list(gradients)
+    if most <= 0:
+        return gradients
+    out: list[list[str]] = []
+    left = most
+    for gradient in reversed(gradients):
+        if left == 0:
+            break
+        if len(gradient) <= left:
+            out.append(gradient)
+            left -= len(gradient)
+        else:
+            out.append(gradient[len(gradient) - left:])
+            left = 0
+    return out
+
