@@ -87,6 +87,18 @@ def test_both_algorithms_agree_on_a_single_victim() -> None:
     assert evicted(run(ONE_VICTIM, enableTopologyAwarePreemption=True)) == ["c1/victim"]
 
 
+@pytest.mark.parametrize("mode", ["hard", "soft"])
+def test_a_job_with_a_network_topology_does_not_preempt(mode: str) -> None:
+    """Volcano's preempt skips such jobs (its issue 4374), whatever their mode."""
+    body = ONE_VICTIM.replace(
+        "     priorityClassName: high}",
+        f"     priorityClassName: high, networkTopology: {{mode: {mode}}}}}")
+    assert "networkTopology" in body
+    outcome = run(body)
+    assert evicted(outcome) == []
+    assert outcome.task("c1/preemptor").node_name == ""
+
+
 # -- victims within one job (second pass) -------------------------------------------------------
 
 

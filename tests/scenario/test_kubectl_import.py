@@ -300,3 +300,22 @@ def test_a_device_configuration_configmap_is_imported(tmp_path: Path) -> None:
         "kube-system/volcano-vgpu-device-config": {"device-config.yaml": text}}
     assert scenario.to_cluster().config_maps == scenario.config_maps
     assert scenario.build_cache().config_maps == scenario.config_maps
+
+
+def test_hypernodes_and_network_topologies_are_imported(tmp_path: Path) -> None:
+    document = dump()
+    document["items"].append({
+        "apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+        "metadata": {"name": "rack-a"},
+        "spec": {"tier": 1, "tierName": "rack", "members": [
+            {"type": "Node", "selector": {"regexMatch": {"pattern": "^node-[12]$"}}}]}})
+    item(document, "PodGroup", TRAIN.split("/")[1])["spec"]["networkTopology"] = {
+        "mode": "hard", "highestTierName": "rack"}
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    [rack] = scenario.hyper_nodes
+    assert (rack.name, rack.tier, rack.tier_name, rack.members[0].regex) == (
+        "rack-a", 1, "rack", "^node-[12]$")
+    [train] = [job for job in scenario.jobs if job.uid == TRAIN]
+    assert train.podgroup.network_topology is not None
+    assert train.podgroup.network_topology.highest_tier_name == "rack"
+    assert scenario.build_cache().hyper_nodes == {"rack-a": rack}

@@ -2,6 +2,9 @@
 
 Volcano's ``actions/preempt``. Two passes per queue, queues in queue order:
 
+A job with a network topology (``networkTopology`` on its pod group) does not
+preempt here, as in Volcano (gangpreempt is the action for those).
+
 1. **Between jobs.** The queue's starving jobs in job order, each with its own
    statement. While the job starves, its Pending tasks in task order try to
    preempt Bound/Running tasks of *other* jobs of the same queue. The statement
@@ -166,6 +169,10 @@ class PreemptAction:
         preemptors: dict[str, PriorityQueue[TaskInfo]] = {}
         for _, job in evicting_jobs(ssn):
             if not ssn.job_starving(job):
+                continue
+            if job.network_topology is not None:
+                # As in Volcano (its issue 4374): jobs with a network topology do not
+                # preempt (gangpreempt places them within hypernodes).
                 continue
             starving.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
             under_request.setdefault(job.queue, []).append(job)

@@ -41,7 +41,7 @@ CONF_KEY = "volcano-scheduler.conf"
 # Kept out of every object: a copy of the whole manifest that nothing schedules by.
 _NOISE_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 _READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget",
-               "ResourceQuota")
+               "ResourceQuota", "HyperNode")
 _COMPLETED = frozenset({"Succeeded", "Failed"})
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
            ("Ki", 2**10))
@@ -308,6 +308,7 @@ class _Converter:
             "pdbs": [(i.who, self.pdb(i)) for i in by_kind["PodDisruptionBudget"]],
             "resourceQuotas": [(i.who, self.quota(i)) for i in by_kind["ResourceQuota"]],
             "configMaps": self.device_configs,
+            "hyperNodes": [(i.who, self.hyper_node(i)) for i in by_kind["HyperNode"]],
         }
         lines = [f"Imported from {Path(self.source).name} by `batchsched import kubectl` "
                  f"({len(self.nodes)} nodes, {len(self.jobs)} pod groups, {len(tasks)} pods, "
@@ -448,10 +449,17 @@ class _Converter:
             "minMember": spec.get("minMember"), "minTaskMember": spec.get("minTaskMember"),
             "minResources": self.resources(spec.get("minResources"), item.who,
                                            "spec.minResources"),
+            "networkTopology": spec.get("networkTopology") or None,
             "phase": status.get("phase") or None,
             "priorityClassName": spec.get("priorityClassName") or None,
             **self.meta(item),
         })
+
+    def hyper_node(self, item: _Item) -> dict[str, Any]:
+        spec, _ = self.parts(item)
+        return _drop_none({"name": item.name, "tier": spec.get("tier"),
+                           "tierName": spec.get("tierName") or None,
+                           "members": spec.get("members")})
 
     def queue(self, item: _Item) -> dict[str, Any]:
         (spec, status), who = self.parts(item), item.who

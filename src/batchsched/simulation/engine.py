@@ -103,6 +103,8 @@ class Simulator:
         for key, data in workload.config_maps.items():
             namespace, _, name = key.partition("/")
             self.cache.set_config_map(namespace, name, dict(data))
+        for hyper_node in workload.hyper_nodes:
+            self.cache.set_hyper_node(hyper_node)
         self.scheduler = Scheduler(self.cache, configuration, registry=registry)
         self.timeline = Timeline(self.workload, self.start)
         # (time, kind, order of scheduling, payload): kinds rank events at the same time.

@@ -94,7 +94,8 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
     workload = Workload(name=scenario.source, nodes=scenario.nodes,
                         jobs=tuple(jobs), queues=tuple(cluster.queues.values()),
                         priority_classes=tuple(cluster.priority_classes.values()),
-                        config_maps=scenario.config_maps)
+                        config_maps=scenario.config_maps,
+                        hyper_nodes=scenario.hyper_nodes)
     return workload, unknown
 
 

@@ -75,7 +75,8 @@ def workload_from(scenario: Scenario) -> Workload:
     jobs.sort(key=lambda job: job.submit)  # stable: file order among equal submit times
     return Workload(name=source, nodes=scenario.nodes, jobs=tuple(jobs), queues=scenario.queues,
                     priority_classes=scenario.priority_classes,
-                    config_maps=scenario.config_maps)
+                    config_maps=scenario.config_maps,
+                    hyper_nodes=scenario.hyper_nodes)
 
 
 def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from batchsched.api.cluster import PriorityClass
+from batchsched.api.hypernode import HyperNode
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
@@ -83,6 +84,8 @@ class Workload:
     #: ConfigMaps plugins read (``namespace/name`` -> data), as a scenario's
     #: ``configMaps`` give them.
     config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    #: The network topology, as a scenario's ``hyperNodes`` give it.
+    hyper_nodes: tuple[HyperNode, ...] = ()
 
     def window(self, first: int = 0, count: int | None = None) -> Workload:
         """The jobs at positions ``first`` .. ``first + count - 1`` (0-based, in

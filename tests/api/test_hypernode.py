@@ -1,0 +1,205 @@
+"""The hypernode tree a session reads (Volcano's hyper_node_info_test.go,
+member_selector_test.go and scheduler_helper_test.go cases that apply to a tree
+declared at once), and the loader's checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from batchsched.api.hypernode import (
+    CLUSTER_TOP,
+    HyperNode,
+    HyperNodeMember,
+    NetworkTopology,
+    TopologyError,
+    build_topology,
+)
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import Resource
+from batchsched.errors import ScenarioError
+from batchsched.kube.affinity import parse_label_selector
+from batchsched.scenario import parse_scenario
+
+
+def nodes(*names: str, labels: dict[str, dict[str, str]] | None = None) -> list[NodeInfo]:
+    labels = labels or {}
+    return [NodeInfo.create(n, Resource(1000, 1024), labels=labels.get(n)) for n in names]
+
+
+def hn(name: str, tier: int, *, node_names: tuple[str, ...] = (), children: tuple[str, ...] = (),
+       tier_name: str = "") -> HyperNode:
+    members = tuple(HyperNodeMember("Node", exact=n) for n in node_names) + tuple(
+        HyperNodeMember("HyperNode", exact=c) for c in children)
+    return HyperNode(name, tier, members, tier_name)
+
+
+def test_a_tree_declared_in_any_order() -> None:
+    """UpdateHyperNode_Normal: s2 over s0 and s1, declared parent first."""
+    specs = [hn("s2", 2, children=("s1", "s0")), hn("s0", 1, node_names=("node-0", "node-1")),
+             hn("s1", 1, node_names=("node-2", "node-3"))]
+    topology = build_topology(specs, nodes("node-0", "node-1", "node-2", "node-3"))
+    assert topology.parent["s0"] == topology.parent["s1"] == "s2"
+    assert topology.parent["s2"] == CLUSTER_TOP
+    assert topology.by_tier == {1: ("s0", "s1"), 2: ("s2",), 3: (CLUSTER_TOP,)}
+    assert topology.real_nodes["s0"] == {"node-0", "node-1"}
+    assert topology.real_nodes["s2"] == {"node-0", "node-1", "node-2", "node-3"}
+    assert [n.name for n in topology.real_node_list["s2"]] == ["node-0", "node-1", "node-2",
+                                                                "node-3"]
+    assert topology.tiers == [1, 2, 3]
+
+
+def test_exact_members_count_only_nodes_of_the_session() -> None:
+    """Volcano keeps exact members without a node object, then a session keeps only its
+    own (Ready) nodes: the same sets."""
+    topology = build_topology([hn("s0", 1, node_names=("node-0", "gone"))], nodes("node-0"))
+    assert topology.real_nodes["s0"] == {"node-0"}
+
+
+def test_a_cycle_is_refused() -> None:
+    """UpdateHyperNode_WithCycle: Volcano stops scheduling topology jobs; batchsched
+    refuses the declaration."""
+    specs = [hn("s0", 1, node_names=("node-0",)), hn("s1", 2, children=("s0", "s3")),
+             hn("s2", 3, children=("s1",)), hn("s3", 4, children=("s2",))]
+    with pytest.raises(TopologyError, match="cyclic"):
+        build_topology(specs, nodes("node-0"))
+
+
+def test_two_parents_are_refused() -> None:
+    """UpdateHyperNode_MultipleParents."""
+    specs = [hn("s0", 1, node_names=("node-0",)), hn("s1", 2, children=("s0",)),
+             hn("s2", 3, children=("s0",))]
+    with pytest.raises(TopologyError, match="already has a parent 's1'"):
+        build_topology(specs, nodes("node-0"))
+
+
+def test_ancestors_and_lowest_common_ancestor() -> None:
+    """GetAncestors and GetLCAHyperNode (a parentless hypernode meets the others at the
+    session's virtual root, where Volcano's bare map answers "")."""
+    specs = [hn("s0", 1, node_names=("node-0", "node-1")), hn("s1", 1, node_names=("node-0",)),
+             hn("s2", 2, children=("s0", "s1")), hn("s3", 3, children=("s2",)),
+             hn("s4", 4, children=("s3",)), hn("orphan", 1, node_names=("node-8",))]
+    topology = build_topology(specs, nodes("node-0", "node-1", "node-8"))
+    assert topology.ancestors("s0") == ["s0", "s2", "s3", "s4", CLUSTER_TOP]
+    assert topology.ancestors("s4") == ["s4", CLUSTER_TOP]
+    assert topology.lca("s0", "s1") == "s2"
+    assert topology.lca("s2", "s0") == "s2"
+    assert topology.lca("s0", "orphan") == CLUSTER_TOP
+    assert topology.lca("", "s1") == "s1"
+    assert topology.lca("unknown", "unknown") == "unknown"
+
+
+def test_a_child_named_but_not_declared_is_a_placeholder() -> None:
+    topology = build_topology([hn("s1", 2, children=("later",))], nodes("node-0"))
+    assert topology.tier("later") == 0
+    assert topology.parent["later"] == "s1"
+    assert topology.real_nodes["later"] == frozenset()
+    assert all("later" not in names for names in topology.by_tier.values())
+
+
+def test_the_virtual_root_holds_every_node_one_tier_up() -> None:
+    empty = build_topology([], nodes("a", "b"))
+    assert empty.tiers == [1]
+    assert [n.name for n in empty.real_node_list[CLUSTER_TOP]] == ["a", "b"]
+    assert empty.leaf_of("a") == CLUSTER_TOP
+
+
+def test_regex_members_are_searched_unanchored() -> None:
+    """member_selector_test.go; Go's regexp.MatchString finds the pattern anywhere."""
+    member = HyperNodeMember("Node", regex="node-2")
+    topology = build_topology([HyperNode("s0", 1, (member,))],
+                              nodes("node-2", "node-20", "xnode-2", "node-3"))
+    assert topology.real_nodes["s0"] == {"node-2", "node-20", "xnode-2"}
+    anchored = HyperNode("s1", 1, (HyperNodeMember("Node", regex="^worker-"),))
+    workers = build_topology([anchored], nodes("worker-1", "worker-2", "control-plane-1"))
+    assert workers.real_nodes["s1"] == {"worker-1", "worker-2"}
+
+
+@pytest.mark.parametrize(("selector", "want"), [
+    ({"matchLabels": {"role": "worker"}}, {"node1"}),
+    ({"matchLabels": {"role": "invalid-role"}}, set()),
+    ({"matchExpressions": [{"key": "role", "operator": "In", "values": ["worker"]}]}, {"node1"}),
+    ({"matchExpressions": [{"key": "role", "operator": "NotIn", "values": ["master"]}]},
+     {"node1", "node3"}),
+    ({"matchExpressions": [{"key": "role", "operator": "Exists"}]}, {"node1", "node2"}),
+    ({"matchExpressions": [{"key": "role", "operator": "DoesNotExist"}]}, {"node3"}),
+    ({}, set()),
+])
+def test_label_members(selector: dict[str, Any], want: set[str]) -> None:
+    """GetMembers' label cases; an empty selector selects nothing."""
+    member = HyperNodeMember("Node", labels=parse_label_selector(selector, "labelMatch"))
+    cluster = nodes("node1", "node2", "node3",
+                    labels={"node1": {"role": "worker"}, "node2": {"role": "master"}})
+    assert build_topology([HyperNode("s0", 1, (member,))], cluster).real_nodes["s0"] == want
+
+
+def test_leaf_of_a_node_looks_at_the_lowest_tier_only() -> None:
+    """FindHyperNodeForNode."""
+    specs = [hn("hN1", 1, node_names=("node1",)), hn("hN2", 1, node_names=("node1", "node2")),
+             hn("up", 2, node_names=("node3",))]
+    topology = build_topology(specs, nodes("node1", "node2", "node3", "node4"))
+    assert topology.leaf_of("node1") == "hN1"
+    assert topology.leaf_of("node3") == ""
+    assert topology.leaf_of("node4") == ""
+
+
+def test_tasks_within_count_each_task_once() -> None:
+    """FindJobTaskNumOfHyperNode."""
+    topology = build_topology([hn("s0", 1, node_names=("a", "b"))], nodes("a", "b", "c"))
+    assert topology.tasks_within("s0", ["a", "a", "c", ""]) == 2
+
+
+@pytest.mark.parametrize(("spec", "hard"), [
+    (NetworkTopology("hard", None), None),
+    (NetworkTopology("hard", 1), 1),
+    (NetworkTopology("soft", 2), None),
+])
+def test_hard_tier(spec: NetworkTopology, hard: int | None) -> None:
+    """IsHardTopologyMode."""
+    assert spec.hard_tier() == hard
+
+
+def scenario(hyper_nodes: Any, topology: Any = None) -> Any:
+    job: dict[str, Any] = {"name": "pg", "queue": "q"}
+    if topology is not None:
+        job["networkTopology"] = topology
+    return parse_scenario({"version": 1, "config": {"actions": "allocate", "tiers": []},
+                           "queues": [{"name": "q"}],
+                           "nodes": [{"name": "n1", "allocatable": {"cpu": 1}}],
+                           "hyperNodes": hyper_nodes, "jobs": [job]})
+
+
+@pytest.mark.parametrize(("hyper_nodes", "topology", "message"), [
+    ([{"name": "s0", "tier": 1, "members": []}], None,
+     r"hyperNodes\[0\].members: must have at least one member"),
+    ([{"name": "s0", "tier": -1, "members": [{"type": "Node", "selector": {
+        "exactMatch": {"name": "n1"}}}]}], None, r"hyperNodes\[0\].tier: must be a non-negative"),
+    ([{"name": "s0", "tier": 1, "members": [{"type": "Switch", "selector": {
+        "exactMatch": {"name": "n1"}}}]}], None, r"members\[0\].type: must be Node or HyperNode"),
+    ([{"name": "s0", "tier": 1, "members": [{"type": "Node", "selector": {
+        "exactMatch": {"name": "n1"}, "regexMatch": {"pattern": "n"}}}]}], None,
+     "exactly one of exactMatch, regexMatch or labelMatch"),
+    ([{"name": "s0", "tier": 1, "members": [{"type": "Node", "selector": {
+        "regexMatch": {"pattern": "("}}}]}], None, "is not a regular expression"),
+    ([{"name": "s0", "tier": 1, "members": [{"type": "HyperNode", "selector": {
+        "exactMatch": {"name": "s1"}}}]},
+      {"name": "s1", "tier": 2, "members": [{"type": "HyperNode", "selector": {
+          "exactMatch": {"name": "s0"}}}]}], None, "cyclic dependency"),
+    ([], {"mode": "strict"}, r"networkTopology.mode: must be hard or soft"),
+    ([], {"mode": "hard", "highestTierAllowed": 1, "highestTierName": "rack"},
+     "cannot both be set"),
+])
+def test_the_loader_names_what_is_wrong(hyper_nodes: Any, topology: Any, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        scenario(hyper_nodes, topology)
+
+
+def test_the_cache_refuses_a_hypernode_that_would_break_the_tree() -> None:
+    from batchsched.cache.memory import MemoryCache
+
+    cache = MemoryCache()
+    cache.set_hyper_node(hn("s1", 2, children=("s0",)))
+    with pytest.raises(TopologyError):
+        cache.set_hyper_node(hn("s0", 1, children=("s1",)))
+    assert list(cache.hyper_nodes) == ["s1"]
