@@ -107,8 +107,86 @@ def test_pick_domains_falls_back() -> None:
     assert pick_domains([], 8) == []
 
 
+def two_racks(topology: dict[str, Any] | None, *, plugin: bool = True) -> dict[str, Any]:
+    """Two racks of two one-CPU nodes (row over both), every node held by a low-priority
+    job of minMember 0; a two-task high-priority job waits."""
+    member = lambda kind, name: {"type": kind, "selector": {"exactMatch": {"name": name}}}  # noqa: E731
+    preemptor: dict[str, Any] = {"name": "train", "namespace": "ns", "queue": "q1",
+                                 "minMember": 2, "phase": "Inqueue",
+                                 "priorityClassName": "high"}
+    if topology is not None:
+        preemptor["networkTopology"] = topology
+    plugins = [{"name": "priority"}, {"name": "gang"}]
+    if plugin:
+        plugins.append({"name": "network-topology-aware"})
+    nodes = ["a1", "a2", "b1", "b2"]
+    return {
+        "version": 1, "name": "gangpreempt within hypernodes",
+        "config": {"actions": "gangpreempt", "tiers": [{"plugins": plugins}]},
+        "priorityClasses": [{"name": "high", "value": 100}, {"name": "low", "value": 10}],
+        "queues": [{"name": "q1"}],
+        "nodes": [{"name": n, "allocatable": {"cpu": 1, "pods": 10}} for n in nodes],
+        "hyperNodes": [
+            {"name": "rack-a", "tier": 1, "members": [member("Node", "a1"), member("Node", "a2")]},
+            {"name": "rack-b", "tier": 1, "members": [member("Node", "b1"), member("Node", "b2")]},
+            {"name": "row", "tier": 2, "members": [member("HyperNode", "rack-a"),
+                                                   member("HyperNode", "rack-b")]}],
+        # Victim jobs low-1..4 on a1, b1, a2, b2: the gang actions take the last in job
+        # order first (low-4, low-3), one in each rack.
+        "jobs": [preemptor] + [
+            {"name": f"low-{i}", "namespace": "ns", "queue": "q1", "minMember": 0,
+             "phase": "Running", "priorityClassName": "low"} for i in range(1, 5)],
+        "tasks": [{"name": f"t{i}", "namespace": "ns", "job": "train", "requests": {"cpu": 1}}
+                  for i in range(2)] + [
+            {"name": f"v-{n}", "namespace": "ns", "job": f"low-{i}", "node": n,
+             "phase": "Running", "requests": {"cpu": 1}}
+            for i, n in enumerate(("a1", "b1", "a2", "b2"), start=1)],
+    }
+
+
+def open_two_racks(topology: dict[str, Any] | None, *, plugin: bool = True) -> Session:
+    parsed = parse_scenario(two_racks(topology, plugin=plugin), source="<test>")
+    return Session.open(parsed.build_cache(), parsed.configuration, registry=_registry)
+
+
 def test_without_hyper_nodes_the_cluster_is_the_only_domain() -> None:
-    assert candidate_domains(1) == candidate_domains(8) == [CLUSTER_DOMAIN]
+    ssn = open_two_racks(None, plugin=False)
+    job = ssn.jobs["ns/train"]
+    assert candidate_domains(ssn, job, 1) == candidate_domains(ssn, job, 8) == [CLUSTER_DOMAIN]
+
+
+def test_a_job_without_a_topology_scans_the_cluster() -> None:
+    ssn = open_two_racks(None)
+    assert candidate_domains(ssn, ssn.jobs["ns/train"], 8) == [CLUSTER_DOMAIN]
+
+
+def test_a_hard_job_scans_its_eviction_gradient_highest_tier_first() -> None:
+    ssn = open_two_racks({"mode": "hard", "highestTierAllowed": 2})
+    job = ssn.jobs["ns/train"]
+    assert candidate_domains(ssn, job, 8) == ["row", "rack-a", "rack-b"]
+    assert candidate_domains(ssn, job, 2) == ["row", "rack-a"]
+    tier_one = open_two_racks({"mode": "hard", "highestTierAllowed": 1})
+    assert candidate_domains(tier_one, tier_one.jobs["ns/train"], 8) == ["rack-a", "rack-b"]
+
+
+def test_a_hard_job_evicts_and_lands_within_one_hypernode() -> None:
+    # Without a topology the victims are one per rack; confined to tier 1, both victims
+    # and both tasks are in one rack: the first domain of the gradient, rack-a.
+    flat = run_document(yaml.safe_dump(two_racks(None)))
+    assert sorted(e.task for e in flat.cache.evictions) == ["ns/v-a2", "ns/v-b2"]
+    outcome = run_document(yaml.safe_dump(two_racks({"mode": "hard", "highestTierAllowed": 1})))
+    evicted = sorted(e.task for e in outcome.cache.evictions)
+    assert evicted == ["ns/v-a1", "ns/v-a2"]
+    placed = {outcome.task(f"ns/t{i}").node_name for i in range(2)}
+    assert placed == {"a1", "a2"}
+
+
+def test_a_hard_job_with_no_room_in_any_allowed_hypernode_evicts_nothing() -> None:
+    doc = two_racks({"mode": "hard", "highestTierAllowed": 1})
+    doc["tasks"].append({"name": "t2", "namespace": "ns", "job": "train", "requests": {"cpu": 1}})
+    doc["jobs"][0]["minMember"] = 3
+    outcome = run_document(yaml.safe_dump(doc))
+    assert outcome.cache.evictions == []
 
 
 # -- Volcano's selectDomainBundles cases, on the bundle selection itself ------------------

@@ -25,11 +25,15 @@ share of the preemptor's need the bundle frees on the domain (each dimension
 capped at the need) over the share its job gives up (0 for a safe bundle: an
 infinite return), highest first; then by job id, first task id, and size.
 
-**Domains.** Volcano scans up to ``maxDomains`` hyper-node domains from the
-network-topology gradients. batchsched models no hyper-nodes, so the only
-domain is the whole cluster (Volcano's fallback when no gradient names one,
-:data:`CLUSTER_DOMAIN`); ``maxDomains`` is read and checked but cannot change
-the outcome.
+**Domains.** A starving job scans up to ``maxDomains`` hypernodes, those the
+network-topology gradients list for eviction (highest tier first); a job without a
+hard topology also falls back to the whole cluster (:data:`CLUSTER_DOMAIN`, the
+virtual root), which is its only domain without the network-topology-aware plugin.
+Victims are taken from the domain's nodes, and a job with a hard topology is
+placed, in the dry run, within the first hypernode under the domain (the sub-job
+gradient, lowest tier first) where all its pending tasks fit. Volcano then
+nominates that hypernode for its allocate of the same session; batchsched does
+not model that nomination (the tasks keep the nodes they are pipelined on).
 
 **Dry run.** Victim bundles are taken in rank order, accumulating, until the
 domain's idle plus releasing plus the victims' requests covers the job's need;
@@ -49,6 +53,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
+from batchsched.actions.hypernode_allocate import EVICT
 from batchsched.actions.node_search import (
     FeasibleNodeScan,
     nodes_to_find_of,
@@ -63,6 +68,7 @@ from batchsched.actions.victims import (
     session_task,
 )
 from batchsched.api.fit import FitError, insufficient_resource_reason
+from batchsched.api.hypernode import CLUSTER_TOP
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
@@ -103,9 +109,8 @@ MAX_DOMAINS_KEY = "maxDomains"
 ALLOW_WHOLE_BUNDLE_KEY = "allowWholeBundle"
 #: ``maxDomains`` when unset or not positive.
 DEFAULT_MAX_DOMAINS = 8
-#: The one domain batchsched knows: every node of the session (Volcano's name for the
-#: cluster's top hyper-node).
-CLUSTER_DOMAIN = "<cluster-top-hypernode>"
+#: The whole cluster as a domain: every node of the session (the virtual root).
+CLUSTER_DOMAIN = CLUSTER_TOP
 #: Pod-group annotation or label that states a job's preemptability explicitly.
 _PREEMPTABLE_KEY = "volcano.sh/preemptable"
 
@@ -278,14 +283,20 @@ def pick_domains(
     return domains
 
 
-def candidate_domains(max_domains: int) -> list[str]:
-    """The domains a starving job scans: without hyper-nodes, the cluster alone."""
-    return pick_domains([[CLUSTER_DOMAIN]], max_domains, CLUSTER_DOMAIN)
+def candidate_domains(ssn: Session, job: JobInfo, max_domains: int) -> list[str]:
+    """The domains a starving job scans (Volcano's ``GetCandidateDomains``): the
+    eviction gradients' hypernodes, with the whole cluster as the fallback of a job
+    without a hard topology."""
+    gradients = ssn.hyper_node_gradient(job, CLUSTER_DOMAIN, EVICT)
+    hard = job.network_topology is not None and job.network_topology.hard_tier() is not None
+    return pick_domains(gradients, max_domains, "" if hard else CLUSTER_DOMAIN)
 
 
 def domain_nodes(ssn: Session, domain: str) -> list[NodeInfo]:
     """The nodes of ``domain``, in session node order."""
-    return list(ssn.node_list) if domain == CLUSTER_DOMAIN else []
+    if domain == CLUSTER_DOMAIN:
+        return list(ssn.node_list)
+    return list(ssn.topology.real_node_list.get(domain, ()))
 
 
 def _idle_and_releasing(nodes: Iterable[NodeInfo]) -> Resource:
@@ -317,6 +328,7 @@ def plan_in_domain(
     victims: Sequence[TaskInfo],
     reason: str,
     cache_errors: bool = True,
+    domain: str = CLUSTER_DOMAIN,
 ) -> Statement | None:
     """Evict ``victims`` and place every pending task of ``job`` on ``nodes``.
 
@@ -325,14 +337,16 @@ def plan_in_domain(
     allocate found hopeless for it) whose future idle holds it and whose
     predicates pass as preempt reads them; nodes whose idle already holds it are
     preferred to those that hold it only once releases finish, then the best
-    scored node. The task is pipelined there. Returns the statement holding the
+    scored node. The task is pipelined there. A job with a hard network topology
+    is placed within one hypernode under ``domain``: the first, in sub-job gradient
+    order, where every task is placed. Returns the statement holding the
     evictions and placements, still applied, when every task was placed and the
     job is then pipelined; otherwise undoes everything and returns None.
     """
     plan = Statement(ssn)
     try:
         if _plan(ssn, plan, job, queue=queue, nodes=nodes, victims=victims, reason=reason,
-                 cache_errors=cache_errors):
+                 cache_errors=cache_errors, domain=domain):
             return plan
     except BaseException:
         plan.discard()
@@ -344,6 +358,7 @@ def plan_in_domain(
 def _plan(
     ssn: Session, plan: Statement, job: JobInfo, *, queue: QueueInfo | None,
     nodes: Sequence[NodeInfo], victims: Sequence[TaskInfo], reason: str, cache_errors: bool,
+    domain: str,
 ) -> bool:
     tasks = pending_for_gang_eviction(ssn, job)
     if not tasks or not nodes:
@@ -351,6 +366,29 @@ def _plan(
     for victim in victims:
         plan.evict(victim, reason)
     evicted = bool(victims)
+    topology = job.network_topology
+    if topology is None or topology.hard_tier() is None:
+        return _place_all(ssn, plan, job, tasks, queue=queue, nodes=nodes, evicted=evicted,
+                          cache_errors=cache_errors)
+    for gradient in ssn.hyper_node_gradient(job, domain, EVICT, sub_job=True):
+        for hyper_node in gradient:
+            within = ssn.topology.real_node_list.get(hyper_node, [])
+            if not within:
+                continue
+            trial = Statement(ssn)
+            if _place_all(ssn, trial, job, tasks, queue=queue, nodes=within, evicted=evicted,
+                          cache_errors=cache_errors):
+                plan.merge(trial)
+                return True
+            trial.discard()
+    return False
+
+
+def _place_all(
+    ssn: Session, plan: Statement, job: JobInfo, tasks: Sequence[TaskInfo], *,
+    queue: QueueInfo | None, nodes: Sequence[NodeInfo], evicted: bool, cache_errors: bool,
+) -> bool:
+    """Pipeline every task on ``nodes`` (Volcano's ``runSimulateTrialAtHyperNode``)."""
     scan = FeasibleNodeScan(ssn.node_list, error_cache_enabled=cache_errors, rotate=False,
                             nodes_to_find=nodes_to_find_of(ssn))
     for task in tasks:
@@ -499,11 +537,11 @@ class GangEvictionAction:
         need = Resource()
         for task in pending:
             need.add(task.init_resreq)
-        for domain in candidate_domains(self.max_domains):
+        for domain in candidate_domains(ssn, job, self.max_domains):
             nodes = domain_nodes(ssn, domain)
             if not nodes:
                 continue
-            bundles = self.select_bundles(ssn, job, need, nodes)
+            bundles = self.select_bundles(ssn, job, need, nodes, domain)
             if not bundles:
                 continue
             room = _idle_and_releasing(nodes)
@@ -514,14 +552,16 @@ class GangEvictionAction:
                 if not need.less_equal(room):
                     continue
                 plan = plan_in_domain(ssn, job, queue=queue, nodes=nodes, victims=victims,
-                                      reason=self.name, cache_errors=cache_errors)
+                                      reason=self.name, cache_errors=cache_errors,
+                                      domain=domain)
                 if plan is not None:
                     stmt.merge(plan)
                     return True
         return False
 
     def select_bundles(
-        self, ssn: Session, evictor: JobInfo, need: Resource, nodes: Sequence[NodeInfo]
+        self, ssn: Session, evictor: JobInfo, need: Resource, nodes: Sequence[NodeInfo],
+        domain: str = CLUSTER_DOMAIN,
     ) -> list[Bundle]:
         """The victim bundles on ``nodes`` for ``evictor``, in rank order, reduced to
         what ``unified_evictable`` allows (whole bundles dropped unless
@@ -541,7 +581,8 @@ class GangEvictionAction:
         owner_less = self.owner_less(ssn, evictor)
         ranked = sort_bundles(bundles, need, owner_less)
         candidates = [task for bundle in ranked for task in bundle.tasks]
-        allowed = ssn.unified_evictable(EvictionContext(self.kind, evictor), candidates)
+        allowed = ssn.unified_evictable(EvictionContext(self.kind, evictor, hyper_node=domain),
+                                        candidates)
         if not allowed:
             return []
         kept = allowed_bundles(ranked, {task.uid for task in allowed})

@@ -35,11 +35,14 @@ Events: each committed eviction records a Warning ``Evict`` "Pod is evicted,
 because of gangpreempt" on the pod and a Normal ``Evict`` "gangpreempt" on its
 pod group.
 
-Differences from Volcano: batchsched models no hyper-nodes or sub-groups, so
-the only domain is the whole cluster and a job is one sub-job (``maxDomains``
-cannot change the outcome; hard network-topology placement and sub-job
-nominations do not arise); the eviction context carries no hyper-node;
-Volcano's eviction-transaction metric is not kept. Jobs are collected in job
+Domains: the network-topology gradients' hypernodes for a job with a hard
+topology, the whole cluster for the others (see
+:mod:`batchsched.actions.gang_eviction`); the eviction context names the domain.
+
+Differences from Volcano: batchsched models no sub-groups, so a job is one
+sub-job, and does not keep the hypernode a plan chose as the job's nominated
+hypernode for a later allocate of the same session (the pipelined tasks keep
+their nodes); Volcano's eviction-transaction metric is not kept. Jobs are collected in job
 order rather than Go map order.
 """
 

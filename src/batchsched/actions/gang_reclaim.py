@@ -29,8 +29,8 @@ Events: each committed eviction records a Warning ``Evict`` "Pod is evicted,
 because of gangreclaim" on the pod and a Normal ``Evict`` "gangreclaim" on its
 pod group.
 
-Differences from Volcano: as for gangpreempt (one cluster-wide domain, no
-sub-groups, no hyper-node in the eviction context, no eviction-transaction
+Domains are hypernodes as for gangpreempt. Differences from Volcano: as for
+gangpreempt (no sub-groups, no nominated hypernode, no eviction-transaction
 metric). The pending tasks are judged together (``ssn.preemptive_all``:
 proportion and capacity sum their requests, as Volcano's ``Preemptive`` does);
 a third-party preemptive function without a ``many`` form judges them one by

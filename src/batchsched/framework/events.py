@@ -78,8 +78,10 @@ class EvictionKind(enum.Enum):
 @attrs.frozen
 class EvictionContext:
     """Who evicts, for ``unified_evictable``: the kind of eviction and the evicting job
-    (``task`` only for task-level kinds)."""
+    (``task`` only for task-level kinds), and the hypernode whose nodes the victims
+    are taken from (the whole cluster's virtual root when the job has no topology)."""
 
     kind: EvictionKind
     job: JobInfo
     task: TaskInfo | None = None
+    hyper_node: str = "<cluster-top-hypernode>"
