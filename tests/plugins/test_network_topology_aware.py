@@ -543,3 +543,56 @@ def test_used_resources_follow_placements_and_their_undo() -> None:
     stmt.discard()
     assert nta.resources["s3"].used.milli_cpu == 0
     assert task.job_allocated_hyper_node == ""
+
+
+def test_a_tier_s_hypernodes_come_by_name_whatever_their_parent() -> None:
+    """Equal hypernodes go to the first by name (Volcano: random), not parent by parent."""
+    nodes = [node("z1-n"), node("a1-n")]
+    hyper_nodes = [
+        hyper_node("z1", 1, ("z1-n",)),
+        hyper_node("a1", 1, ("a1-n",)),
+        hyper_node("pA", 2, children=("z1",)),
+        hyper_node("pB", 2, children=("a1",)),
+    ]
+    ssn = session(
+        nodes, hyper_nodes, [pod("p1")], topology={"mode": "hard", "highestTierAllowed": 1}
+    )
+    assert ssn.hyper_node_gradient(ssn.jobs["c1/pg1"], CLUSTER_TOP, "allocate") == [["a1", "z1"]]
+
+
+def test_a_task_left_pending_keeps_no_allocated_hypernode() -> None:
+    """Volcano sets it only once a node passed the predicates; a task that fits nowhere
+    scores as a first task would (regression: it kept the job's hypernode)."""
+    from batchsched.scheduler import run_actions
+
+    nodes = [node(n, "2", "4G") for n in ("s0-n1", "s0-n2", "s1-n3", "s1-n4")]
+    hyper_nodes = [
+        hyper_node("s0", 1, ("s0-n1", "s0-n2")),
+        hyper_node("s1", 1, ("s1-n3", "s1-n4")),
+        hyper_node("s2", 2, children=("s0", "s1")),
+    ]
+    job = {
+        "name": "pg1",
+        "namespace": "c1",
+        "queue": "q1",
+        "minMember": 1,
+        "phase": "Inqueue",
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }
+    doc = document("", plugin("gang"), plugin("predicates"), plugin(NTA), actions="allocate")
+    doc.update(
+        queues=[{"name": "q1"}],
+        nodes=nodes,
+        hyperNodes=hyper_nodes,
+        jobs=[job],
+        tasks=[
+            {"namespace": "c1", "job": "pg1", **pod("p1")},
+            {"namespace": "c1", "job": "pg1", "nodeSelector": {"role": "nowhere"}, **pod("p2")},
+        ],
+    )
+    ssn = open_session(doc)
+    run_actions(ssn)
+    stuck = ssn.jobs["c1/pg1"].tasks["c1/p2"]
+    assert stuck.node_name == ""
+    assert stuck.job_allocated_hyper_node == ""
+    assert ssn.batch_node_order(stuck, ssn.node_list) == {}

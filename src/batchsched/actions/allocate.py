@@ -257,6 +257,8 @@ class _AllocateRun:
                 task.job_allocated_hyper_node = lies_within
             placement = self.selector.for_allocate(task, nodes)
             if placement.node is None:
+                # Volcano sets it only once some node passed: a task left pending has none.
+                task.job_allocated_hyper_node = ""
                 if hyper_node:
                     placement.fit_errors.hyper_node = hyper_node
                 job.nodes_fit_errors[task.uid] = placement.fit_errors

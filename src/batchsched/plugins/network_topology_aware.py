@@ -189,7 +189,8 @@ class NetworkTopologyAwarePlugin:
                 if child not in seen and child in topology:
                     seen.add(child)
                     queue.append(child)
-        gradients = [eligible[tier] for tier in sorted(eligible)]
+        # Within a tier, by name (Volcano's order there is Go's set order: random).
+        gradients = [sorted(eligible[tier]) for tier in sorted(eligible)]
         if purpose != EVICT:
             return gradients
         return reverse_and_cap(gradients, self.max_hyper_nodes_for_eviction)
