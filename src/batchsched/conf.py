@@ -337,13 +337,9 @@ def _plugin_option(raw: Any, source: str, key: str) -> PluginOption:
     return PluginOption(name=name, flags=flags, arguments=Arguments(arguments))
 
 
-# Flags of Volcano features this library does not model (sub-jobs): accepted so that
-# a real Volcano configuration loads unchanged, and ignored.
-_EXTRA_FLAGS = frozenset({
-    "enabledSubJobReady",
-    "enabledSubJobPipelined",
-    "enabledSubJobOrder",
-})
+# Flags of Volcano features this library does not model: accepted so that a real
+# Volcano configuration loads unchanged, and ignored. (None at present.)
+_EXTRA_FLAGS: frozenset[str] = frozenset()
 
 
 def load_configuration(source: str | Path) -> SchedulerConfiguration:

@@ -7,6 +7,7 @@ import pytest
 
 from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo, TaskStatus
 from batchsched.api.hypernode import NetworkTopology
+from batchsched.api.sub_job import SubGroupPolicy
 from batchsched.api.types import PodGroupCondition, PodGroupConditionType, PodGroupPhase
 
 S = TaskStatus
@@ -138,6 +139,7 @@ def test_pod_group_clone_copies_every_field() -> None:
         conditions=[PodGroupCondition(PodGroupConditionType.SCHEDULED, "True", "r", "m", "t")],
         running=1, succeeded=2, failed=3,
         network_topology=NetworkTopology("soft", 2),
+        sub_group_policies=(SubGroupPolicy("workers", match_label_keys=("rack",)),),
     )
     defaults = PodGroup(name="other")
     twin = podgroup.clone()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from batchsched.api.hypernode import CLUSTER_TOP
+from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.plugins.network_topology_aware import NetworkTopologyAwarePlugin, reverse_and_cap
@@ -85,6 +86,11 @@ def pod(
     if on:
         entry.update(node=on, phase="Running")
     return entry
+
+
+def default_sub_job(ssn: Session) -> SubJobInfo:
+    job = ssn.jobs["c1/pg1"]
+    return sub_jobs_of(job)[job.uid]
 
 
 def batch_scores(
@@ -346,7 +352,7 @@ def test_hyper_node_binpack_counts_the_job_s_requests() -> None:
         three_tiers(),
         [pod("p1", cpu="4", memory="4G"), pod("p2", cpu="4", memory="4G")],
     )
-    got = ssn.hyper_node_order(ssn.jobs["c1/pg1"], EVERY_HYPER_NODE)
+    got = ssn.hyper_node_order(default_sub_job(ssn), EVERY_HYPER_NODE)
     assert_close(
         got,
         {"s0": 25, "s1": 58.3, "s2": 45.8, "s3": 0, "s4": 100, "s5": 0, "s6": 75, CLUSTER_TOP: 25},
@@ -383,7 +389,7 @@ def test_hyper_node_binpack_with_weighted_resources() -> None:
         ],
         arguments=arguments,
     )
-    got = ssn.hyper_node_order(ssn.jobs["c1/pg1"], EVERY_HYPER_NODE)
+    got = ssn.hyper_node_order(default_sub_job(ssn), EVERY_HYPER_NODE)
     assert_close(
         got,
         {
@@ -480,7 +486,7 @@ def test_sub_job_gradient_uses_the_pending_tasks_requests(
         None, [pod("p1", cpu="5", memory="10Gi"), pod("p2", cpu="5", memory="10Gi")], 1
     )
     set_room(ssn, "hn-1-0", idle, future_idle)
-    gradients = ssn.hyper_node_gradient(ssn.jobs["c1/pg1"], "hn-2-0", "allocate", sub_job=True)
+    gradients = ssn.sub_job_hyper_node_gradient(default_sub_job(ssn), "hn-2-0", "allocate")
     assert any("hn-1-0" in g for g in gradients) is present
 
 
@@ -507,7 +513,7 @@ def test_sub_job_gradient_with_nothing_eligible_is_empty_not_the_default() -> No
         [pod("p1", cpu="20", memory="1Gi")],
         topology={"mode": "hard", "highestTierAllowed": 1},
     )
-    assert ssn.hyper_node_gradient(ssn.jobs["c1/pg1"], CLUSTER_TOP, "evict", sub_job=True) == []
+    assert ssn.sub_job_hyper_node_gradient(default_sub_job(ssn), CLUSTER_TOP, "evict") == []
 
 
 def test_a_job_without_a_hard_topology_gets_the_hypernode_asked_about() -> None:

@@ -43,7 +43,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from batchsched.actions.hypernode_allocate import allocate_in_hyper_nodes
+from batchsched.actions.hypernode_allocate import (
+    Worksheet,
+    allocate_in_hyper_nodes,
+    uses_hyper_nodes,
+    worksheet_of,
+)
 from batchsched.actions.placement import NodeSelector
 from batchsched.actions.selector_action import SelectorAction
 from batchsched.api.fit import FitError, FitErrors
@@ -51,6 +56,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
+from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PodGroupPhase, TaskStatus
 from batchsched.errors import SchedulingError
@@ -97,6 +103,8 @@ class _AllocateRun:
         self.jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         self._unranked: dict[str, list[JobInfo]] = {}
         self.tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
+        #: The worksheets of the jobs placed through hypernodes and sub-jobs.
+        self.worksheets: dict[str, Worksheet] = {}
         #: The jobs this execution took on, in session order (for the events).
         self.considered: list[JobInfo] = []
         self._build()
@@ -199,9 +207,24 @@ class _AllocateRun:
                 continue
             job = jobs.pop()
             tasks = self.tasks_of(job)
-            if self.allocate_job(queue, job, tasks) and tasks:
+            if self.allocate_job(queue, job, tasks) and self.has_work(job, tasks):
                 jobs.push(job)
             self.queues.push(queue)
+
+    def worksheet(self, job: JobInfo) -> Worksheet:
+        """The sub-jobs and tasks left to place of a job allocate places through
+        hypernodes and sub-jobs (:mod:`batchsched.actions.hypernode_allocate`)."""
+        sheet = self.worksheets.get(job.uid)
+        if sheet is None:
+            sheet = self.worksheets[job.uid] = worksheet_of(self.ssn, job,
+                                                            lambda: self.tasks_of(job))
+        return sheet
+
+    def has_work(self, job: JobInfo, tasks: PriorityQueue[TaskInfo]) -> bool:
+        """Whether the job has tasks left to place in this action."""
+        if uses_hyper_nodes(job):
+            return bool(self.worksheet(job))
+        return bool(tasks)
 
     def allocate_job(
         self, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
@@ -209,8 +232,8 @@ class _AllocateRun:
         """One round for one job: place tasks until it is ready, then commit the
         statement if the job is ready (returning True), keep it if the job is only
         pipelined, else discard it."""
-        if job.network_topology is not None and job.network_topology.hard_tier() is not None:
-            return allocate_in_hyper_nodes(self, queue, job, tasks)
+        if uses_hyper_nodes(job):
+            return allocate_in_hyper_nodes(self, queue, job)
         stmt = self.place_tasks(queue, job, tasks, self.ssn.node_list)
         if stmt is not None and stmt.job_was_ready:
             stmt.commit()
@@ -221,25 +244,42 @@ class _AllocateRun:
 
     def place_tasks(
         self, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo],
-        nodes: list[NodeInfo], hyper_node: str = "",
+        nodes: list[NodeInfo], hyper_node: str = "", *, sub_job: SubJobInfo | None = None,
     ) -> PlacedTasks | None:
-        """Place the job's tasks (task order) on ``nodes`` until it is ready: the
-        statement when the job ends ready or pipelined, else None (undone). Volcano's
-        ``allocateResourcesForTasks``; ``hyper_node`` names the hypernode whose nodes
-        these are (fit errors say so) when the job's topology confines it."""
+        """Place the tasks (task order) on ``nodes`` until the job (or ``sub_job``)
+        is ready: the statement when it ends ready or pipelined, else None (undone).
+        Volcano's ``allocateResourcesForTasks``; ``hyper_node`` names the hypernode
+        whose nodes these are (fit errors say so) when a topology confines the job."""
         ssn = self.ssn
         if not nodes:
             return None
         stmt = PlacedTasks(ssn)
         ready = False
         self.selector.new_cache_scope()
-        topology_aware = job.network_topology is not None
-        lies_within = job.sub_job_allocated_hyper_node
+        if sub_job is None and job.podgroup.sub_group_policies:
+            sub_job = sub_jobs_of(job)[job.uid]
+        # A job with sub-group policies is judged sub-job by sub-job; any other as a whole.
+        split = sub_job if job.podgroup.sub_group_policies else None
+        if sub_job is None:
+            topology_aware = job.network_topology is not None
+            lies_within = job.sub_job_hyper_node(job.uid)
+        else:
+            topology_aware = ssn.sub_job_topology(job, sub_job) is not None
+            lies_within = job.sub_job_hyper_node(sub_job.uid)
+
+        def is_ready() -> bool:
+            return ssn.job_ready(job) if split is None else ssn.sub_job_ready(job, split)
+
+        def goes_on() -> bool:
+            return job.need_continue_allocating() if split is None \
+                else _sub_job_goes_on(job, split)
+
         while tasks:
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
                 continue
-            if job.task_has_fit_errors(task):
+            if (job.task_has_fit_errors(task) if split is None
+                    else _sub_job_has_fit_errors(job, split, task)):
                 skipped = FitErrors()
                 skipped.set_error(
                     f"Task {task.name} with role spec {task.role} has already predicated "
@@ -250,7 +290,7 @@ class _AllocateRun:
             refusal = ssn.pre_predicate(task)
             if refusal is not None:
                 job.nodes_fit_errors[task.uid] = _same_error_on_every_node(refusal, nodes)
-                if job.need_continue_allocating():
+                if goes_on():
                     continue
                 break
             if topology_aware:
@@ -262,7 +302,7 @@ class _AllocateRun:
                 if hyper_node:
                     placement.fit_errors.hyper_node = hyper_node
                 job.nodes_fit_errors[task.uid] = placement.fit_errors
-                if job.need_continue_allocating():
+                if goes_on():
                     continue
                 break
             try:
@@ -277,16 +317,32 @@ class _AllocateRun:
                 lies_within = ssn.topology.lca(
                     lies_within, ssn.topology.leaf_of(placement.node.name)) if lies_within \
                     else ssn.topology.leaf_of(placement.node.name)
-            if ssn.job_ready(job):
+            if is_ready():
                 ready = True  # nothing changes the job before the commit: no need to ask again
                 break
-        if ready or ssn.job_ready(job):
+        if ready or is_ready():
             stmt.job_was_ready = True
             return stmt
-        if ssn.job_pipelined(job):
+        if ssn.job_pipelined(job) if split is None else ssn.sub_job_pipelined(job, split):
             return stmt
         stmt.discard()
         return None
+
+
+def _sub_job_goes_on(job: JobInfo, sub_job: SubJobInfo) -> bool:
+    """Volcano's ``NeedContinueAllocating`` for a job with sub-group policies: on
+    after a failed task unless every task of the job, or of the sub-job, is needed."""
+    if job.min_available == len(job.tasks):
+        return False
+    return sub_job.min_available < len(sub_job.tasks)
+
+
+def _sub_job_has_fit_errors(job: JobInfo, sub_job: SubJobInfo, task: TaskInfo) -> bool:
+    """A role-bearing task whose role already failed in the same sub-job."""
+    if not task.role:
+        return False
+    return any(uid in sub_job.tasks and sub_job.tasks[uid].role == task.role
+               for uid in job.nodes_fit_errors)
 
 
 class PlacedTasks(Statement):

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from batchsched.actions.hypernode_allocate import EVICT
+from batchsched.actions.hypernode_allocate import EVICT, Worksheet, worksheet_of
 from batchsched.actions.node_search import (
     FeasibleNodeScan,
     nodes_to_find_of,
@@ -74,6 +74,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import PODS, DimensionDefault, Resource
+from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.errors import SchedulingError
@@ -311,12 +312,38 @@ def _idle_and_releasing(nodes: Iterable[NodeInfo]) -> Resource:
 
 
 def pending_for_gang_eviction(ssn: Session, job: JobInfo) -> list[TaskInfo]:
-    """The job's Pending tasks that ask for resources, in task order: what the gang
-    actions make room for and place."""
-    pending = [task for task in job.tasks_in(TaskStatus.PENDING).values()
-               if not task.init_resreq.is_empty()]
-    queue = PriorityQueue(ssn.task_order_fn, pending)
-    return [queue.pop() for _ in range(len(queue))]
+    """The job's Pending tasks that ask for resources, sub-job by sub-job in worksheet
+    order, each in task order: what the gang actions make room for and place (only
+    the first sub-job's when the job is already ready, as Volcano's
+    ``CollectPendingTasksForGangEviction``)."""
+    sheet = _eviction_worksheet(ssn, job)
+    ready = ssn.job_ready(job)
+    tasks: list[TaskInfo] = []
+    while sheet.sub_jobs:
+        sub_job = sheet.sub_jobs.pop()
+        queue = sheet.tasks[sub_job.uid]
+        tasks.extend(queue.pop() for _ in range(len(queue)))
+        if ready:
+            break
+    return tasks
+
+
+def _eviction_worksheet(ssn: Session, job: JobInfo) -> Worksheet:
+    """Volcano's ``organizeEvictionWorksheet``: allocate's worksheet order, pending
+    tasks that ask for resources."""
+
+    def pending() -> PriorityQueue[TaskInfo]:
+        return PriorityQueue(ssn.task_order_fn, [
+            task for task in job.tasks_in(TaskStatus.PENDING).values()
+            if not task.init_resreq.is_empty()])
+
+    sheet = worksheet_of(ssn, job, pending)
+    for uid, tasks in list(sheet.tasks.items()):
+        # allocate's own filter is on requests; Volcano's eviction one on init requests.
+        sheet.tasks[uid] = PriorityQueue(ssn.task_order_fn, [
+            task for task in (tasks.pop() for _ in range(len(tasks)))
+            if not task.init_resreq.is_empty()])
+    return sheet
 
 
 def plan_in_domain(
@@ -360,35 +387,67 @@ def _plan(
     nodes: Sequence[NodeInfo], victims: Sequence[TaskInfo], reason: str, cache_errors: bool,
     domain: str,
 ) -> bool:
-    tasks = pending_for_gang_eviction(ssn, job)
-    if not tasks or not nodes:
+    """Volcano's ``BuildNominationPlanInDomain``: after the evictions, each sub-job in
+    worksheet order is placed (a job with a hard topology within the first hypernode
+    of its gradient under the domain where it fits, any other on the domain's nodes)
+    until the job is pipelined; a sub-job that fits nowhere fails the plan."""
+    if not nodes:
+        return False
+    sheet = _eviction_worksheet(ssn, job)
+    if not sheet:
         return False
     for victim in victims:
         plan.evict(victim, reason)
     evicted = bool(victims)
-    topology = job.network_topology
-    if topology is None or topology.hard_tier() is None:
-        return _place_all(ssn, plan, job, tasks, queue=queue, nodes=nodes, evicted=evicted,
-                          cache_errors=cache_errors)
-    for gradient in ssn.hyper_node_gradient(job, domain, EVICT, sub_job=True):
-        for hyper_node in gradient:
-            within = ssn.topology.real_node_list.get(hyper_node, [])
+    was_ready = ssn.job_ready(job)
+    hard = _contains_hard_topology(ssn, job)
+    pipelined = False
+    while sheet.sub_jobs:
+        sub_job = sheet.sub_jobs.pop()
+        tasks = [sheet.tasks[sub_job.uid].pop() for _ in range(len(sheet.tasks[sub_job.uid]))]
+        if not tasks:
+            continue
+        candidates = [hyper_node for gradient in ssn.sub_job_hyper_node_gradient(
+            sub_job, domain, EVICT) for hyper_node in gradient] if hard else [domain]
+        for hyper_node in candidates:
+            within = nodes if not hard else ssn.topology.real_node_list.get(hyper_node, [])
             if not within:
                 continue
             trial = Statement(ssn)
             if _place_all(ssn, trial, job, tasks, queue=queue, nodes=within, evicted=evicted,
-                          cache_errors=cache_errors):
+                          cache_errors=cache_errors, sub_job=sub_job):
                 plan.merge(trial)
-                return True
+                break
             trial.discard()
+        else:
+            return False
+        pipelined = ssn.job_pipelined(job)
+        if was_ready or pipelined:
+            break
+    return pipelined
+
+
+def _contains_hard_topology(ssn: Session, job: JobInfo) -> bool:
+    """Volcano's ``ContainsHardTopology``: the job's topology, or a sub-job's, is hard."""
+    if job.network_topology is not None and job.network_topology.hard_tier() is not None:
+        return True
+    if not job.podgroup.sub_group_policies:
+        return False
+    for sub_job in sub_jobs_of(job).values():
+        spec = ssn.sub_job_topology(job, sub_job)
+        if spec is not None and spec.hard_tier() is not None:
+            return True
     return False
 
 
 def _place_all(
     ssn: Session, plan: Statement, job: JobInfo, tasks: Sequence[TaskInfo], *,
     queue: QueueInfo | None, nodes: Sequence[NodeInfo], evicted: bool, cache_errors: bool,
+    sub_job: SubJobInfo,
 ) -> bool:
-    """Pipeline every task on ``nodes`` (Volcano's ``runSimulateTrialAtHyperNode``)."""
+    """Pipeline every task on ``nodes`` (Volcano's ``runSimulateTrialAtHyperNode``):
+    True when the sub-job (the job, without sub-group policies) is then ready or
+    pipelined."""
     scan = FeasibleNodeScan(ssn.node_list, error_cache_enabled=cache_errors, rotate=False,
                             nodes_to_find=nodes_to_find_of(ssn))
     for task in tasks:
@@ -407,7 +466,7 @@ def _place_all(
         except SchedulingError:
             return False
     placed = any(op.kind is OperationKind.PIPELINE for op in plan.operations)
-    return placed and ssn.job_pipelined(job)
+    return placed and (ssn.sub_job_ready(job, sub_job) or ssn.sub_job_pipelined(job, sub_job))
 
 
 def _resolvable_nodes(job: JobInfo, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:

@@ -1,21 +1,26 @@
-"""allocate for a job whose network topology confines it (Volcano's
-``allocateForJob`` and ``allocateForSubJob``).
+"""allocate for a job whose network topology confines it, or whose pod group splits it
+into sub-jobs (Volcano's ``allocateForJob`` and ``allocateForSubJob``).
 
 A hard topology (and a soft one, which the session turns into hard with the whole
 cluster as its limit, :mod:`batchsched.framework.network_topology`) places the job
 within one hypernode of a tier no higher than it allows. The gradient plugin
 (network-topology-aware) lists the hypernodes to try, tier by tier, lowest first.
-For each hypernode of a tier the job's tasks are placed, as a dry run, on that
-hypernode's nodes only, then undone; among the hypernodes where the job ended
-ready or pipelined, the one the hypernode-order plugins score highest wins and its
-placements are made again for real. A higher tier is tried only when no hypernode
-of a lower one worked.
+For each hypernode of a tier the job's sub-jobs are placed in turn, as a dry run,
+then undone; among the hypernodes where the job ended ready or pipelined, the one
+whose sub-jobs scored highest wins and its placements are made again for real. A
+higher tier is tried only when no hypernode of a lower one worked. A job without a
+topology but with sub-group policies takes the same path with the whole cluster as
+its one hypernode.
 
-The same search runs a second time within the hypernode tried for the job, for
-the job's one sub-job (batchsched has no sub-group policies: Volcano's default
-sub-job, every task): a job allowed up to tier 2 whose tasks all fit in one tier-1
-hypernode lands there. The job keeps both answers as its allocated hypernodes
-(the lowest common ancestor of the old and the new), which bound its later tasks.
+Each sub-job (:mod:`batchsched.api.sub_job`; a job without policies has one, all its
+tasks) is placed by the same search within the hypernode tried for the job: its own
+gradient (its own topology, if any), a dry run per hypernode on that hypernode's
+nodes until the sub-job is ready, the best by hypernode-order score kept. Sub-jobs
+go in worksheet order: the not-ready ones the job needs to reach each policy's
+``minSubGroups`` first, then the sub-job order (priority, gang: not ready first,
+then match index, then id); a sub-job with tasks left after its turn goes back in.
+The job keeps where it and each sub-job lie (the lowest common ancestor of the old
+and the new), which bounds their later tasks.
 
 Ties: Volcano picks among equal hypernode scores at random (Go map order and
 ``rand.Intn``); batchsched takes the first in gradient order (the plugin lists a
@@ -24,114 +29,255 @@ tier's hypernodes by name).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+import attrs
 
 from batchsched.api.hypernode import CLUSTER_TOP
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
+from batchsched.api.sub_job import SubJobInfo, min_sub_jobs, sub_jobs_of
 from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
 from batchsched.framework.statement import Operation, OperationKind, Statement
 
 if TYPE_CHECKING:
     from batchsched.actions.allocate import _AllocateRun
+    from batchsched.framework.session import Session
 
-__all__ = ["ALLOCATE", "EVICT", "allocate_in_hyper_nodes"]
+__all__ = ["ALLOCATE", "EVICT", "Worksheet", "allocate_in_hyper_nodes", "uses_hyper_nodes",
+           "worksheet_of"]
 
 #: The purposes a gradient is asked for (Volcano's ``PurposeAllocate``/``PurposeEvict``).
 ALLOCATE = "allocate"
 EVICT = "evict"
 
+T = TypeVar("T")
 
-def allocate_in_hyper_nodes(
-    run: _AllocateRun, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
-) -> bool:
-    """One round for a topology-confined job: True when it was committed."""
+
+class GoHeap(Generic[T]):
+    """Go's ``container/heap`` over a ``less`` read at every step (Volcano's sub-job
+    queue compares readiness, which placements change while items wait)."""
+
+    def __init__(self, less: Callable[[T, T], bool]) -> None:
+        self.less = less
+        self.items: list[T] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def push(self, item: T) -> None:
+        items = self.items
+        items.append(item)
+        j = len(items) - 1
+        while j > 0:
+            i = (j - 1) // 2
+            if not self.less(items[j], items[i]):
+                break
+            items[i], items[j] = items[j], items[i]
+            j = i
+
+    def pop(self) -> T:
+        items = self.items
+        n = len(items) - 1
+        items[0], items[n] = items[n], items[0]
+        i = 0
+        while True:
+            j1 = 2 * i + 1
+            if j1 >= n:
+                break
+            j = j1
+            j2 = j1 + 1
+            if j2 < n and self.less(items[j2], items[j1]):
+                j = j2
+            if not self.less(items[j], items[i]):
+                break
+            items[i], items[j] = items[j], items[i]
+            i = j
+        return items.pop()
+
+    def clone(self) -> GoHeap[T]:
+        twin: GoHeap[T] = GoHeap(self.less)
+        twin.items = list(self.items)
+        return twin
+
+
+@attrs.define
+class Worksheet:
+    """What a job has left to place: its sub-jobs in worksheet order and each one's
+    pending tasks in task order (Volcano's ``JobWorksheet``)."""
+
+    sub_jobs: GoHeap[SubJobInfo]
+    tasks: dict[str, PriorityQueue[TaskInfo]]
+
+    def __bool__(self) -> bool:
+        return bool(self.sub_jobs)
+
+    def clone(self) -> Worksheet:
+        return Worksheet(self.sub_jobs.clone(),
+                         {uid: tasks.clone() for uid, tasks in self.tasks.items()})
+
+    def adopt(self, other: Worksheet) -> None:
+        self.sub_jobs = other.sub_jobs
+        self.tasks = other.tasks
+
+
+def uses_hyper_nodes(job: JobInfo) -> bool:
+    """Whether allocate places the job through hypernodes and sub-jobs (Volcano:
+    ``ContainsHardTopology() || ContainsSubJobPolicy()``)."""
+    if job.podgroup.sub_group_policies:
+        return True
+    spec = job.network_topology
+    return spec is not None and spec.hard_tier() is not None
+
+
+def worksheet_of(ssn: Session, job: JobInfo,
+                 default_tasks: Callable[[], PriorityQueue[TaskInfo]]) -> Worksheet:
+    """Volcano's ``organizeJobWorksheet``. ``default_tasks`` gives the task queue of a
+    job without policies (the one allocate keeps for the job)."""
+    sub_jobs = sub_jobs_of(job)
+    policies = bool(job.podgroup.sub_group_policies)
+    ready_count: dict[str, int] = {}
+    candidates = []
+    for sub_job in sub_jobs.values():
+        if ssn.sub_job_ready(job, sub_job):
+            ready_count[sub_job.gid] = ready_count.get(sub_job.gid, 0) + 1
+        else:
+            candidates.append(sub_job)
+    candidates.sort(key=functools.cmp_to_key(
+        lambda left, right: -1 if ssn.sub_job_less(left, right) else 1))
+    required: set[str] = set()
+    minimums = min_sub_jobs(job)
+    for sub_job in candidates:
+        if ready_count.get(sub_job.gid, 0) < minimums.get(sub_job.gid, 0):
+            required.add(sub_job.uid)
+            ready_count[sub_job.gid] = ready_count.get(sub_job.gid, 0) + 1
+
+    def less(left: SubJobInfo, right: SubJobInfo) -> bool:
+        if (left.uid in required) != (right.uid in required):
+            return left.uid in required
+        return ssn.sub_job_less(left, right)
+
+    heap: GoHeap[SubJobInfo] = GoHeap(less)
+    queues: dict[str, PriorityQueue[TaskInfo]] = {}
+    for sub_job in sub_jobs.values():
+        if policies:
+            tasks = ssn.task_queue(task for task in sub_job.tasks_in(TaskStatus.PENDING)
+                                   if not task.resreq.is_empty())
+        else:
+            tasks = default_tasks()
+        if tasks:
+            heap.push(sub_job)
+            queues[sub_job.uid] = tasks
+    return Worksheet(heap, queues)
+
+
+def allocate_in_hyper_nodes(run: _AllocateRun, queue: QueueInfo, job: JobInfo) -> bool:
+    """One round for such a job: True when it was committed."""
     ssn = run.ssn
-    found = _search_for_job(run, queue, job, tasks)
+    worksheet = run.worksheet(job)
+    if not worksheet:
+        return False
+    found = _search_for_job(run, queue, job, worksheet)
     if found is None:
         return False
-    stmt, for_job, for_sub_job = found
+    stmt, for_job, for_sub_jobs = found
     if not ssn.job_ready(job):
         return False  # pipelined only: the placements stay for the session, unbound
     stmt.commit()
     topology = ssn.topology
     job.allocated_hyper_node = topology.lca(job.allocated_hyper_node, for_job)
-    if for_sub_job:
-        job.sub_job_allocated_hyper_node = topology.lca(job.sub_job_allocated_hyper_node,
-                                                        for_sub_job)
+    for uid, decided in for_sub_jobs.items():
+        job.set_sub_job_hyper_node(uid, topology.lca(job.sub_job_hyper_node(uid), decided))
     return True
 
 
+@attrs.frozen
+class _Tried:
+    operations: list[Operation]
+    worksheet: Worksheet
+    score: float
+    decisions: dict[str, str]
+
+
 def _search_for_job(
-    run: _AllocateRun, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo]
-) -> tuple[Statement, str, str] | None:
+    run: _AllocateRun, queue: QueueInfo, job: JobInfo, worksheet: Worksheet
+) -> tuple[Statement, str, dict[str, str]] | None:
     ssn = run.ssn
-    held = job.sub_job_allocated_hyper_node
+    held = {uid: job.sub_job_hyper_node(uid) for uid in worksheet.tasks}
     for gradient in ssn.hyper_node_gradient(job, CLUSTER_TOP, ALLOCATE):
-        tried: dict[str, tuple[list[Operation], PriorityQueue[TaskInfo], float, str]] = {}
+        tried: dict[str, _Tried] = {}
         for hyper_node in gradient:
             if hyper_node not in ssn.topology:
                 continue
             job.job_fit_errors = ""
             job.nodes_fit_errors = {}
-            left = tasks.clone()
+            left = worksheet.clone()
             placed: list[Statement] = []
             score = 0.0
-            decided = ""
-            while left:
-                outcome = _search_for_sub_job(run, queue, job, left, hyper_node)
-                if outcome is None:
-                    break
+            decisions: dict[str, str] = {}
+            while left.sub_jobs:
+                sub_job = left.sub_jobs.pop()
+                outcome = _search_for_sub_job(run, queue, job, sub_job,
+                                              tasks=left.tasks[sub_job.uid], within=hyper_node)
+                if outcome is None or not outcome[0].operations:
+                    continue  # dropped from this dry run
                 stmt, sub_score, decided = outcome
-                if not stmt.operations:
-                    break
                 placed.append(stmt)
                 score += sub_score
+                decisions[sub_job.uid] = decided
+                if left.tasks[sub_job.uid]:
+                    left.sub_jobs.push(sub_job)
                 if ssn.job_ready(job):
                     break
-            job.sub_job_allocated_hyper_node = held
+            for uid, name in held.items():
+                job.set_sub_job_hyper_node(uid, name)
             operations = [op for stmt in placed for op in stmt.operations]
             if operations and (ssn.job_ready(job) or ssn.job_pipelined(job)):
-                tried[hyper_node] = (operations, left, score, decided)
+                tried[hyper_node] = _Tried(operations, left, score, decisions)
             for stmt in reversed(placed):
                 stmt.discard()
         if not tried:
             continue
-        best = max(tried, key=lambda name: tried[name][2])  # the first of the highest
-        operations, left, _, decided = tried[best]
-        tasks.adopt(left)
-        return _replay(run, operations), best, decided
+        best = max(tried, key=lambda name: tried[name].score)  # the first of the highest
+        chosen = tried[best]
+        worksheet.adopt(chosen.worksheet)
+        return _replay(run, chosen.operations), best, chosen.decisions
     return None
 
 
 def _search_for_sub_job(
-    run: _AllocateRun, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo],
-    within: str,
+    run: _AllocateRun, queue: QueueInfo, job: JobInfo, sub_job: SubJobInfo, *,
+    tasks: PriorityQueue[TaskInfo], within: str,
 ) -> tuple[Statement, float, str] | None:
     ssn = run.ssn
     topology = ssn.topology
-    for gradient in ssn.hyper_node_gradient(job, within, ALLOCATE, sub_job=True):
+    for gradient in ssn.sub_job_hyper_node_gradient(sub_job, within, ALLOCATE):
         tried: dict[str, tuple[list[Operation], PriorityQueue[TaskInfo]]] = {}
         for hyper_node in gradient:
             nodes: list[NodeInfo] = topology.real_node_list.get(hyper_node, [])
-            for task in job.tasks.values():
-                job.nodes_fit_errors.pop(task.uid, None)
+            for uid in sub_job.tasks:
+                job.nodes_fit_errors.pop(uid, None)
             left = tasks.clone()
             stmt = run.place_tasks(queue, job, left, nodes,
-                                   hyper_node if hyper_node != CLUSTER_TOP else "")
+                                   hyper_node if hyper_node != CLUSTER_TOP else "",
+                                   sub_job=sub_job)
             if stmt is not None and stmt.operations:
                 tried[hyper_node] = (list(stmt.operations), left)
                 stmt.discard()
         if not tried:
             continue
-        scores = ssn.hyper_node_order(job, list(tried))
+        scores = ssn.hyper_node_order(sub_job, list(tried))
         best = max(tried, key=lambda name: scores[name])
         operations, left = tried[best]
         tasks.adopt(left)
-        job.sub_job_allocated_hyper_node = topology.lca(job.sub_job_allocated_hyper_node, best)
-        return _replay(run, operations), scores[best], job.sub_job_allocated_hyper_node
+        decided = topology.lca(job.sub_job_hyper_node(sub_job.uid), best)
+        job.set_sub_job_hyper_node(sub_job.uid, decided)
+        return _replay(run, operations), scores[best], decided
     return None
 
 

@@ -25,6 +25,7 @@ from batchsched.api._copying import field_copier
 from batchsched.api.fit import FitErrors
 from batchsched.api.hypernode import NetworkTopology
 from batchsched.api.resource import Resource
+from batchsched.api.sub_job import SubGroupPolicy
 from batchsched.api.task import TaskInfo, parse_bool
 from batchsched.api.types import (
     ALLOCATED_STATUSES,
@@ -75,6 +76,9 @@ class PodGroup:
     #: ``spec.networkTopology``: the hypernode tier the job must (hard) or should
     #: (soft) stay within (:mod:`batchsched.api.hypernode`); None: no constraint.
     network_topology: NetworkTopology | None = None
+    #: ``spec.subGroupPolicy``: the job's tasks split into gangs of their own
+    #: (:mod:`batchsched.api.sub_job`).
+    sub_group_policies: tuple[SubGroupPolicy, ...] = ()
 
     @property
     def uid(self) -> str:
@@ -108,6 +112,7 @@ class PodGroup:
             succeeded=self.succeeded,
             failed=self.failed,
             network_topology=self.network_topology,
+            sub_group_policies=self.sub_group_policies,
         )
 
 
@@ -144,9 +149,9 @@ class JobInfo:
     #: The hypernode the job's placed tasks lie within (Volcano's in-memory
     #: ``AllocatedHyperNode``), kept by the allocate action and carried by the cache.
     allocated_hyper_node: str = ""
-    #: The same for the job's one sub-job (Volcano's default sub-job, every task):
-    #: the hypernode chosen within the job's, which can be a lower one.
-    sub_job_allocated_hyper_node: str = ""
+    #: The same for each sub-job (:mod:`batchsched.api.sub_job`), by sub-job uid: the
+    #: hypernode chosen within the job's, which can be a lower one. None: none yet.
+    sub_job_hyper_nodes: dict[str, str] | None = None
     tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
     task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = attrs.field(factory=dict)
     allocated: Resource = attrs.field(factory=Resource)
@@ -314,10 +319,25 @@ class JobInfo:
         task.status = status
         self._recount_task(task, old, status)
 
+    def sub_job_hyper_node(self, uid: str) -> str:
+        """Where the sub-job's placed tasks lie ("" when not known)."""
+        held = self.sub_job_hyper_nodes
+        return held.get(uid, "") if held else ""
+
+    def set_sub_job_hyper_node(self, uid: str, name: str) -> None:
+        if name:
+            if self.sub_job_hyper_nodes is None:
+                self.sub_job_hyper_nodes = {}
+            self.sub_job_hyper_nodes[uid] = name
+        elif self.sub_job_hyper_nodes:
+            self.sub_job_hyper_nodes.pop(uid, None)
+
     def clone(self) -> JobInfo:
         """A copy whose tasks, indexes and resources are its own."""
         twin = attrs.evolve(
             self,
+            sub_job_hyper_nodes=None if self.sub_job_hyper_nodes is None
+            else dict(self.sub_job_hyper_nodes),
             podgroup=self.podgroup.clone(),
             task_min_available=dict(self.task_min_available),
             tasks={},

@@ -371,7 +371,8 @@ class MemoryCache:
                 twin.job_fit_errors = ""
                 twin.extra = dict(job.extra)
                 twin.allocated_hyper_node = job.allocated_hyper_node
-                twin.sub_job_allocated_hyper_node = job.sub_job_allocated_hyper_node
+                twin.sub_job_hyper_nodes = None if job.sub_job_hyper_nodes is None \
+                    else dict(job.sub_job_hyper_nodes)
                 return twin
         twin = job.clone()
         if self.incremental_snapshots:
@@ -524,7 +525,8 @@ class MemoryCache:
         podgroup.failed = theirs.failed
         # Volcano keeps where a topology job lies in memory, from session to session.
         mine.allocated_hyper_node = job.allocated_hyper_node
-        mine.sub_job_allocated_hyper_node = job.sub_job_allocated_hyper_node
+        mine.sub_job_hyper_nodes = None if job.sub_job_hyper_nodes is None \
+            else dict(job.sub_job_hyper_nodes)
 
     @_locked
     def update_queue_status(self, queue: QueueInfo) -> None:

@@ -28,12 +28,13 @@ from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
 from batchsched.api.fit import FitError
-from batchsched.api.hypernode import HyperNode, Topology, build_topology
+from batchsched.api.hypernode import HyperNode, NetworkTopology, Topology, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo, QueueStatus
 from batchsched.api.resource import Resource
+from batchsched.api.sub_job import SubJobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
     ALLOCATED_STATUSES,
@@ -42,6 +43,7 @@ from batchsched.api.types import (
     PodGroupConditionType,
     PodGroupPhase,
     TaskStatus,
+    Vote,
 )
 from batchsched.conf import SchedulerConfiguration, Tier
 from batchsched.errors import BatchSchedError, CacheError, PluginError
@@ -54,7 +56,10 @@ from batchsched.framework.events import (
     ValidateResult,
 )
 from batchsched.framework.extension_points import EXTENSION_POINTS
-from batchsched.framework.network_topology import open_network_topologies
+from batchsched.framework.network_topology import (
+    open_network_topologies,
+    sub_job_session_topology,
+)
 
 if TYPE_CHECKING:
     from batchsched.cache.protocol import Cache
@@ -675,8 +680,19 @@ class Session:
     ) -> None:
         self._add("batch_node_order", plugin, fn)
 
+    def add_sub_job_ready_fn(self, plugin: str, fn: Callable[[SubJobInfo], bool]) -> None:
+        self._add("sub_job_ready", plugin, fn)
+
+    def add_sub_job_pipelined_fn(self, plugin: str, fn: Callable[[SubJobInfo], Vote]) -> None:
+        self._add("sub_job_pipelined", plugin, fn)
+
+    def add_sub_job_order_fn(
+        self, plugin: str, fn: Callable[[SubJobInfo, SubJobInfo], int]
+    ) -> None:
+        self._add("sub_job_order", plugin, fn)
+
     def add_hyper_node_order_fn(
-        self, plugin: str, fn: Callable[[JobInfo, list[str]], Mapping[str, float]]
+        self, plugin: str, fn: Callable[[SubJobInfo, list[str]], Mapping[str, float]]
     ) -> None:
         self._add("hyper_node_order", plugin, fn)
 
@@ -686,7 +702,7 @@ class Session:
         self._add("hyper_node_gradient_for_job", plugin, fn)
 
     def add_hyper_node_gradient_for_sub_job_fn(
-        self, plugin: str, fn: Callable[[JobInfo, str, str], list[list[str]] | None]
+        self, plugin: str, fn: Callable[[SubJobInfo, str, str], list[list[str]] | None]
     ) -> None:
         self._add("hyper_node_gradient_for_sub_job", plugin, fn)
 
@@ -1049,29 +1065,73 @@ class Session:
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         return combine.sum_scores("node_order", self.tiers_for("node_order"), task, node)
 
-    def hyper_node_order(self, job: JobInfo, hyper_nodes: list[str]) -> dict[str, float]:
+    def sub_job_ready(self, job: JobInfo, sub_job: SubJobInfo) -> bool:
+        """Whether the sub-job is placed enough: the job's readiness for a job without
+        sub-group policies; else every enabled plugin agrees (yes with none)."""
+        if not job.podgroup.sub_group_policies:
+            return self.job_ready(job)
+        return combine.all_pass("sub_job_ready", self.tiers_for("sub_job_ready"), sub_job)
+
+    def sub_job_pipelined(self, job: JobInfo, sub_job: SubJobInfo) -> bool:
+        """As :meth:`sub_job_ready`, for pipelined tasks (a vote, yes with none)."""
+        if not job.podgroup.sub_group_policies:
+            return self.job_pipelined(job)
+        return combine.vote("sub_job_pipelined", self.tiers_for("sub_job_pipelined"), sub_job)
+
+    def sub_job_less(self, left: SubJobInfo, right: SubJobInfo) -> bool:
+        """Whether ``left`` goes before ``right``: the first plugin that tells them
+        apart, then the lower match index, then the smaller id."""
+        with combine.Blame("sub_job_order") as blame:
+            for tier in self.tiers_for("sub_job_order"):
+                for blame.plugin, fn in tier:
+                    answer = fn(left, right)
+                    if answer != 0:
+                        return bool(answer < 0)
+        if left.match_index != right.match_index:
+            return left.match_index < right.match_index
+        return left.uid < right.uid
+
+    def sub_job_topology(self, job: JobInfo, sub_job: SubJobInfo) -> NetworkTopology | None:
+        """The sub-job's network topology as the session reads it (Volcano's
+        ``adjustNetworkTopologySpec``): tier names resolved, soft read as hard up to
+        the job's tier (or the virtual root's)."""
+        spec = sub_job.policy_topology
+        if spec is None:
+            return None
+        if sub_job.default and not job.podgroup.sub_group_policies:
+            return job.network_topology
+        return sub_job_session_topology(spec, job.network_topology, self.topology)
+
+    def hyper_node_order(self, sub_job: SubJobInfo, hyper_nodes: list[str]) -> dict[str, float]:
         """Each candidate hypernode's score, summed over the enabled plugins (0 for a
         hypernode no plugin scores; Volcano's ``PrioritizeHyperNodes``)."""
         total = dict.fromkeys(hyper_nodes, 0.0)
         with combine.Blame("hyper_node_order") as blame:
             for tier in self.tiers_for("hyper_node_order"):
                 for blame.plugin, fn in tier:
-                    for name, score in fn(job, hyper_nodes).items():
+                    for name, score in fn(sub_job, hyper_nodes).items():
                         if name in total:
                             total[name] += float(score)
         return total
 
-    def hyper_node_gradient(
-        self, job: JobInfo, hyper_node: str, purpose: str, *, sub_job: bool = False
+    def hyper_node_gradient(self, job: JobInfo, hyper_node: str, purpose: str) -> list[list[str]]:
+        """The hypernodes to try for the job under ``hyper_node``, tier by tier
+        (``purpose``: ``allocate`` or ``evict``): the first enabled gradient plugin
+        decides, even with nothing (None); with none, ``[[hyper_node]]``."""
+        return self._gradient("hyper_node_gradient_for_job", job, hyper_node, purpose)
+
+    def sub_job_hyper_node_gradient(
+        self, sub_job: SubJobInfo, hyper_node: str, purpose: str
     ) -> list[list[str]]:
-        """The hypernodes to try under ``hyper_node``, tier by tier (``purpose``:
-        ``allocate`` or ``evict``): the first enabled gradient plugin decides, even
-        with nothing (None); with none, ``[[hyper_node]]``."""
-        point = "hyper_node_gradient_for_sub_job" if sub_job else "hyper_node_gradient_for_job"
+        """:meth:`hyper_node_gradient` for one sub-job, within the job's hypernode."""
+        return self._gradient("hyper_node_gradient_for_sub_job", sub_job, hyper_node, purpose)
+
+    def _gradient(self, point: str, subject: object, hyper_node: str,
+                  purpose: str) -> list[list[str]]:
         with combine.Blame(point) as blame:
             for tier in self.tiers_for(point):
                 for blame.plugin, fn in tier:
-                    answer = fn(job, hyper_node, purpose)
+                    answer = fn(subject, hyper_node, purpose)
                     return [list(gradient) for gradient in answer or ()]
         return [[hyper_node]]
 

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from batchsched.api.job import JobInfo
+from batchsched.api.sub_job import SubJobInfo, check_sub_jobs
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
     ALLOCATED_STATUSES,
@@ -95,6 +96,9 @@ class GangPlugin:
         ssn.add_job_order_key_fn(self.name, lambda job: job.is_ready())
         ssn.add_job_ready_fn(self.name, job_ready)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
+        ssn.add_sub_job_ready_fn(self.name, SubJobInfo.is_ready)
+        ssn.add_sub_job_pipelined_fn(self.name, sub_job_pipelined)
+        ssn.add_sub_job_order_fn(self.name, sub_job_order)
         # Preemption looks at minMember only, not at the per-role minimums.
         ssn.add_job_starving_fn(self.name, JobInfo.is_starving)
         if any(START_ORDER_ANNOTATION in job.podgroup.annotations for job in ssn.jobs.values()):
@@ -194,6 +198,11 @@ def job_valid(job: JobInfo) -> ValidateResult | None:
             False, NOT_ENOUGH_PODS_OF_TASK,
             "Not enough valid pods of each task for gang-scheduling",
         )
+    if not check_sub_jobs(job, "valid"):
+        return ValidateResult(
+            False, NOT_ENOUGH_PODS_OF_TASK,
+            "Not enough valid subGroups of each task for gang-scheduling",
+        )
     valid = job.valid_task_num()
     if valid < job.min_available:
         return ValidateResult(
@@ -244,15 +253,28 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
 
 
 def job_ready(job: JobInfo) -> bool:
-    """Enough tasks hold resources, overall and per role."""
-    return job.check_task_ready() and job.is_ready()
+    """Enough tasks hold resources, overall, per role and per sub-group policy."""
+    return job.check_task_ready() and check_sub_jobs(job, "ready") and job.is_ready()
 
 
 def job_pipelined(job: JobInfo) -> Vote:
-    """Permit when enough tasks hold or wait for resources (overall and per role)."""
-    if job.check_task_pipelined() and job.is_pipelined():
+    """Permit when enough tasks hold or wait for resources (overall, per role and per
+    sub-group policy)."""
+    if job.check_task_pipelined() and check_sub_jobs(job, "pipelined") and job.is_pipelined():
         return Vote.PERMIT
     return Vote.REJECT
+
+
+def sub_job_order(left: SubJobInfo, right: SubJobInfo) -> int:
+    """Sub-jobs that are not ready yet go before ready ones."""
+    left_ready, right_ready = left.is_ready(), right.is_ready()
+    if left_ready == right_ready:
+        return 0
+    return 1 if left_ready else -1
+
+
+def sub_job_pipelined(sub_job: SubJobInfo) -> Vote:
+    return Vote.PERMIT if sub_job.is_pipelined() else Vote.REJECT
 
 
 def should_skip_unschedulable_for_releasing(job: JobInfo) -> bool:

@@ -49,12 +49,12 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from batchsched.api.hypernode import Topology
+from batchsched.api.hypernode import NetworkTopology, Topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, Resource
+from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import TaskStatus
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
@@ -127,16 +127,15 @@ class NetworkTopologyAwarePlugin:
 
         def gradient_for_job(job: JobInfo, hyper_node: str, purpose: str) -> list[list[str]] | None:
             minimum = job.podgroup.min_resources or Resource()
-            return self._gradient(topology, job, hyper_node, purpose,
+            return self._gradient(topology, job.network_topology, hyper_node, purpose,
                                   held=job.allocated_hyper_node, minimum=minimum)
 
-        def gradient_for_sub_job(job: JobInfo, hyper_node: str,
+        def gradient_for_sub_job(sub_job: SubJobInfo, hyper_node: str,
                                  purpose: str) -> list[list[str]] | None:
-            minimum = Resource()
-            for task in job.tasks_in(TaskStatus.PENDING).values():
-                minimum.add(task.init_resreq)
-            return self._gradient(topology, job, hyper_node, purpose,
-                                  held=job.sub_job_allocated_hyper_node, minimum=minimum)
+            job = ssn.jobs[sub_job.job]
+            return self._gradient(topology, ssn.sub_job_topology(job, sub_job), hyper_node,
+                                  purpose, held=job.sub_job_hyper_node(sub_job.uid),
+                                  minimum=sub_job.min_resources())
 
         ssn.add_hyper_node_gradient_for_job_fn(self.name, gradient_for_job)
         ssn.add_hyper_node_gradient_for_sub_job_fn(self.name, gradient_for_sub_job)
@@ -168,9 +167,8 @@ class NetworkTopologyAwarePlugin:
 
     # -- gradients ----------------------------------------------------------------------
 
-    def _gradient(self, topology: Topology, job: JobInfo, hyper_node: str, purpose: str, *,
-                  held: str, minimum: Resource) -> list[list[str]] | None:
-        spec = job.network_topology
+    def _gradient(self, topology: Topology, spec: NetworkTopology | None, hyper_node: str,
+                  purpose: str, *, held: str, minimum: Resource) -> list[list[str]] | None:
         highest = spec.hard_tier() if spec is not None else None
         if highest is None:
             return [[hyper_node]]
@@ -246,15 +244,15 @@ class NetworkTopologyAwarePlugin:
             weights += weight
         return total / weights if weights > 0 else 0.0
 
-    def _hyper_node_scores(self, topology: Topology, job: JobInfo,
+    def _hyper_node_scores(self, topology: Topology, sub_job: SubJobInfo,
                            names: list[str]) -> dict[str, float]:
         request: dict[str, float] = {}
-        for task in job.tasks.values():
+        for task in sub_job.tasks.values():
             for resource in task.resreq.resource_names():
                 if resource in self.resource_weights:
                     request[resource] = request.get(resource, 0.0) + task.resreq.get(resource)
         scores = {name: self._binpack(name, request) for name in names}
-        self._break_ties(topology, scores, lambda name: name, job)
+        self._break_ties(topology, scores, lambda name: name, sub_job)
         return {name: MAX_NODE_SCORE * self.weight * score for name, score in scores.items()}
 
     def _node_scores(self, ssn: Session, topology: Topology, task: TaskInfo,
@@ -262,13 +260,16 @@ class NetworkTopologyAwarePlugin:
         job = ssn.jobs.get(task.job)
         if job is None:
             return {}
-        if job.network_topology is not None:
+        sub_job = next((s for s in sub_jobs_of(job).values() if task.uid in s.tasks), None)
+        if sub_job is None:
+            return {}
+        if ssn.sub_job_topology(job, sub_job) is not None:
             held = task.job_allocated_hyper_node
             if not held:
                 return {}
             scores = {node.name: self._closeness(topology, topology.leaf_of(node.name), held)
                       for node in nodes}
-            self._break_ties(topology, scores, topology.leaf_of, job)
+            self._break_ties(topology, scores, topology.leaf_of, sub_job)
         else:
             scores = self._normal_pod_scores(topology, task, nodes)
         return {name: MAX_NODE_SCORE * self.weight * score for name, score in scores.items()}
@@ -318,17 +319,18 @@ class NetworkTopologyAwarePlugin:
 
     @staticmethod
     def _break_ties(topology: Topology, scores: dict[str, float],
-                    hyper_node_of: Callable[[str], str], job: JobInfo) -> None:
-        """Among the best (equal) scores, more of the job's tasks within wins."""
+                    hyper_node_of: Callable[[str], str], sub_job: SubJobInfo) -> None:
+        """Among the best (equal) scores, more of the sub-job's tasks within wins."""
         if not scores:
             return
         best = max(scores.values())
         tied = [name for name, score in scores.items() if score == best]
-        if len(tied) < 2 or not job.tasks:
+        tasks = sub_job.tasks
+        if len(tied) < 2 or not tasks:
             return
-        placed = [task.node_name for task in job.tasks.values()]
+        placed = [task.node_name for task in tasks.values()]
         for name in tied:
-            scores[name] += topology.tasks_within(hyper_node_of(name), placed) / len(job.tasks)
+            scores[name] += topology.tasks_within(hyper_node_of(name), placed) / len(tasks)
 
 
 def _fits(request: Resource, room: Resource) -> bool:

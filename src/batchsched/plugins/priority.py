@@ -6,10 +6,11 @@
 * **preemptable**: a task of another job is a victim only if its job's priority
   is lower than the preemptor job's; a task of the preemptor's own job only if
   its task priority is lower than the preemptor's;
-* **unified evictable** (gang-level eviction): gang reclaim may take every
-  candidate; gang preempt only candidates whose job priority is lower than the
-  evicting job's (no built-in action consults this point yet: Volcano's
-  gang-preempt/gang-reclaim are not implemented);
+* **sub-job order**: the sub-job with the higher priority (its tasks' highest,
+  at least 0) first;
+* **unified evictable** (gang-level eviction, gangpreempt and gangreclaim): gang
+  reclaim may take every candidate; gang preempt only candidates whose job priority
+  is lower than the evicting job's;
 * **job starving**: the job has tasks that neither hold nor wait for resources
   (ready + pipelined < number of tasks).
 
@@ -24,6 +25,7 @@ import math
 import numpy as np
 
 from batchsched.api.job import JobInfo
+from batchsched.api.sub_job import SubJobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.node_columns import BoolArray
 from batchsched.columnar.victim_rows import VictimRows, add_preemptable_bound_fn
@@ -46,6 +48,7 @@ class PriorityPlugin:
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_task_order_key_fn(self.name, task_order_key)
         ssn.add_job_order_key_fn(self.name, job_order_key)
+        ssn.add_sub_job_order_fn(self.name, sub_job_order)
 
         def preemptable(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
             preemptor_job = ssn.jobs.get(preemptor.job)
@@ -137,3 +140,10 @@ def priority_victim_bound(ssn: Session, preemptor: TaskInfo, rows: VictimRows) -
     lower: BoolArray = np.where(same_job, rows.priority < preemptor.priority,
                                 job_priority < own.priority)
     return lower
+
+
+def sub_job_order(left: SubJobInfo, right: SubJobInfo) -> int:
+    """Higher sub-job priority first."""
+    if left.priority == right.priority:
+        return 0
+    return -1 if left.priority > right.priority else 1

@@ -450,6 +450,7 @@ class _Converter:
             "minResources": self.resources(spec.get("minResources"), item.who,
                                            "spec.minResources"),
             "networkTopology": spec.get("networkTopology") or None,
+            "subGroupPolicy": spec.get("subGroupPolicy") or None,
             "phase": status.get("phase") or None,
             "priorityClassName": spec.get("priorityClassName") or None,
             **self.meta(item),

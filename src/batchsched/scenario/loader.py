@@ -56,6 +56,7 @@ from batchsched.api.numa import (
 )
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
+from batchsched.api.sub_job import SubGroupPolicy
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, QueueState, TaskStatus
 from batchsched.api.vgpu import (
@@ -453,6 +454,40 @@ class _Parser:
             raise self.fail(path, "highestTierAllowed and highestTierName cannot both be set")
         return NetworkTopology(mode, tier, name)
 
+    def sub_group_policies(self, raw: Any, path: str) -> tuple[SubGroupPolicy, ...]:
+        """A pod group's ``subGroupPolicy``: ``[{name, subGroupSize, minSubGroups,
+        labelSelector, matchLabelKeys, networkTopology}]``."""
+        out = []
+        for i, item in self.items(raw, path):
+            where = f"{path}[{i}]"
+            obj = self.mapping(item, where)
+            self.keys(obj, {"name", "subGroupSize", "minSubGroups", "labelSelector",
+                            "matchLabelKeys", "networkTopology"}, where)
+            size = obj.get("subGroupSize", 1)
+            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                raise self.fail(f"{where}.subGroupSize", f"must be an integer >= 1, not {size!r}")
+            minimum = obj.get("minSubGroups", 0)
+            if not isinstance(minimum, int) or isinstance(minimum, bool) or minimum < 0:
+                raise self.fail(f"{where}.minSubGroups",
+                                f"must be a non-negative integer, not {minimum!r}")
+            selector = None
+            if obj.get("labelSelector") is not None:
+                try:
+                    selector = parse_label_selector(obj["labelSelector"], f"{where}.labelSelector")
+                except AffinityError as exc:
+                    raise self.fail(exc.path, exc.problem) from None
+            keys = self.seq(obj.get("matchLabelKeys"), f"{where}.matchLabelKeys")
+            for j, key in enumerate(keys):
+                if not isinstance(key, str) or not key:
+                    raise self.fail(f"{where}.matchLabelKeys[{j}]", "must be a non-empty string")
+            out.append(SubGroupPolicy(
+                name=self.typed(obj, "name", str, "", where),
+                network_topology=self.network_topology(obj.get("networkTopology"),
+                                                       f"{where}.networkTopology"),
+                sub_group_size=size, min_sub_groups=minimum, label_selector=selector,
+                match_label_keys=tuple(keys)))
+        return tuple(out)
+
     def hyper_nodes(self, raw: Any) -> tuple[HyperNode, ...]:
         """``hyperNodes: [{name, tier, tierName, members: [{type, selector}]}]``."""
         out: dict[str, HyperNode] = {}
@@ -823,7 +858,7 @@ class _Parser:
         uid = f"{namespace}/{name}"
         self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
                         "minResources", "phase", "priorityClassName", "annotations",
-                        "labels", "createdAt", "networkTopology"}, path)
+                        "labels", "createdAt", "networkTopology", "subGroupPolicy"}, path)
         self.unique(seen, uid, path, "job")
         min_task = {}
         for role, count in self.mapping(obj.get("minTaskMember"),
@@ -859,6 +894,8 @@ class _Parser:
             if obj.get("createdAt") is not None else 0.0,
             network_topology=self.network_topology(obj.get("networkTopology"),
                                                    f"{path}.networkTopology"),
+            sub_group_policies=self.sub_group_policies(obj.get("subGroupPolicy"),
+                                                       f"{path}.subGroupPolicy"),
         )
         job = JobInfo.from_podgroup(podgroup, priority=priority)
         for key in SLA_WAITING_TIME_ANNOTATIONS:
