@@ -102,8 +102,7 @@ class SubJobInfo:
     @property
     def priority(self) -> int:
         """The highest task priority, at least 0 (Volcano's ``SubJobInfo.Priority``)."""
-        return max((task.priority for task in self.tasks.values()), default=0) if self.tasks \
-            else 0
+        return max(0, max((task.priority for task in self.tasks.values()), default=0))
 
     def tasks_in(self, status: TaskStatus) -> list[TaskInfo]:
         return [task for task in self.tasks.values() if task.status is status]
