@@ -398,3 +398,61 @@ tasks:
 """)
     assert evicted(outcome) == ["ns/a1"]
     assert outcome.task("ns/p1").node_name == "n1"
+
+
+# -- Volcano's bundle_test.go sub-job cases (CreateJobBundles) ----------------------------
+
+
+def _sub_group_job(min_member: int, groups: dict[str, tuple[int, int]],
+                   tasks: list[tuple[str, str, str, int]],
+                   task_min: dict[str, int] | None = None) -> Any:
+    """A running job whose policies are ``groups`` (policy -> (size, minSubGroups)) and
+    whose tasks are (name, policy, sub-job value, priority); each task's role is its
+    policy's name, as in Volcano's test (master / worker)."""
+    from batchsched.api import JobInfo, PodGroup, TaskInfo
+    from batchsched.api.sub_job import SubGroupPolicy
+
+    policies = tuple(SubGroupPolicy(name, sub_group_size=size, min_sub_groups=minimum,
+                                    match_label_keys=(f"{name}-id",))
+                     for name, (size, minimum) in groups.items())
+    pg = PodGroup("pg", "ns", min_member=min_member, sub_group_policies=policies,
+                  min_task_member=dict(task_min or {}))
+    job = JobInfo.from_podgroup(pg)
+    for name, policy, value, priority in tasks:
+        task = TaskInfo.create("ns", name, job.uid, Resource(1000, 0),
+                               labels={f"{policy}-id": value}, role=policy, priority=priority)
+        task.status = TaskStatus.RUNNING
+        task.node_name = "n1"
+        job.add_task(task)
+    return job
+
+
+def test_bundles_a_policy_s_spare_ready_sub_jobs_cap_the_safe_victims() -> None:
+    job = _sub_group_job(4, {"worker": (2, 2)}, [
+        ("t1a", "worker", "1", 100), ("t1b", "worker", "1", 101),
+        ("t2a", "worker", "2", 102), ("t2b", "worker", "2", 103),
+        ("t3a", "worker", "3", 104), ("t3b", "worker", "3", 105)])
+    local = [job.tasks[f"ns/{n}"] for n in ("t1a", "t2a", "t3a")]
+    safe, whole = job_bundles(job, local)
+    assert (safe.kind, [t.name for t in safe.tasks]) == (BundleKind.SAFE, ["t1a"])
+    assert (whole.kind, len(whole.tasks)) == (BundleKind.WHOLE, 2)
+
+
+def test_bundles_role_and_sub_job_gates_compose() -> None:
+    job = _sub_group_job(5, {"master": (1, 1), "worker": (2, 2)}, [
+        ("m1", "master", "1", 0), ("m2", "master", "2", 10),
+        ("w1a", "worker", "1", 1), ("w2a", "worker", "2", 11), ("w2b", "worker", "2", 12),
+        ("w3a", "worker", "3", 13), ("w3b", "worker", "3", 14)], task_min={"worker": 5})
+    safe, whole = job_bundles(job, [job.tasks["ns/m1"], job.tasks["ns/w1a"]])
+    assert [t.name for t in safe.tasks] == ["m1"]
+    assert [t.name for t in whole.tasks] == ["w1a"]
+
+
+def test_bundles_an_already_broken_sub_job_stays_evictable() -> None:
+    job = _sub_group_job(3, {"worker": (2, 2)}, [
+        ("sj1a", "worker", "1", 1), ("sj2a", "worker", "2", 2), ("sj2b", "worker", "2", 3),
+        ("sj3a", "worker", "3", 4), ("sj3b", "worker", "3", 5)])
+    local = [job.tasks[f"ns/{n}"] for n in ("sj1a", "sj2a", "sj3a")]
+    safe, whole = job_bundles(job, local)
+    assert [t.name for t in safe.tasks] == ["sj1a"]
+    assert sorted(t.name for t in whole.tasks) == ["sj2a", "sj3a"]

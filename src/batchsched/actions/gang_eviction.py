@@ -74,7 +74,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import PODS, DimensionDefault, Resource
-from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
+from batchsched.api.sub_job import SubJobInfo, min_sub_jobs, sub_jobs_of
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.errors import SchedulingError
@@ -156,7 +156,9 @@ def gang_evictable(job: JobInfo) -> bool:
 
 def job_bundles(job: JobInfo, candidates: Iterable[TaskInfo]) -> list[Bundle]:
     """Split ``job``'s candidate victims into a safe and a whole bundle (either may be
-    missing; see the module docstring)."""
+    missing; see the module docstring). With sub-group policies, a victim is safe
+    only while its policy keeps ``minSubGroups`` ready sub-jobs (a sub-job already
+    broken costs nothing more), as Volcano's ``CreateJobBundles``."""
     tasks = sorted(candidates, key=lambda t: (t.priority, t.uid))
     if not tasks:
         return []
@@ -168,15 +170,36 @@ def job_bundles(job: JobInfo, candidates: Iterable[TaskInfo]) -> list[Bundle]:
         ready = job.allocated_roles()
         role_surplus = {role: ready.get(role, 0) - minimum
                         for role, minimum in job.task_min_available.items()}
+    # Sub-group policies: a task is safe only if its sub-job is broken already or its
+    # policy has a ready sub-job to spare; the first victim of a sub-job breaks it.
+    enforce_sub_jobs = bool(job.podgroup.sub_group_policies)
+    sub_job_of: dict[str, SubJobInfo] = {}
+    broken: set[str] = set()
+    group_surplus: dict[str, int] = {}
+    if enforce_sub_jobs:
+        for sub_job in sub_jobs_of(job).values():
+            sub_job_of.update(dict.fromkeys(sub_job.tasks, sub_job))
+            if sub_job.is_ready():
+                group_surplus[sub_job.gid] = group_surplus.get(sub_job.gid, 0) + 1
+            else:
+                broken.add(sub_job.uid)
+        for gid, minimum in min_sub_jobs(job).items():
+            group_surplus[gid] = group_surplus.get(gid, 0) - minimum
     safe: list[TaskInfo] = []
     whole: list[TaskInfo] = []
     for task in tasks:
         role_safe = role_surplus.get(task.role, 1) > 0
-        if job_surplus > 0 and role_safe:
+        held_by = sub_job_of.get(task.uid)
+        group_safe = not enforce_sub_jobs or (held_by is not None and (
+            held_by.uid in broken or group_surplus.get(held_by.gid, 0) > 0))
+        if job_surplus > 0 and role_safe and group_safe:
             safe.append(task)
             job_surplus -= 1
             if task.role in role_surplus:
                 role_surplus[task.role] -= 1
+            if held_by is not None and held_by.uid not in broken:
+                broken.add(held_by.uid)
+                group_surplus[held_by.gid] = group_surplus.get(held_by.gid, 0) - 1
         else:
             whole.append(task)
     bundles = []
