@@ -128,3 +128,43 @@ def test_sessions_on_reused_objects_see_each_nomination_and_its_end() -> None:
     assert nominees() == {"n1": ["default/p"]}  # the same objects, handed out again
     cache.bind(cache.jobs["default/pj"].tasks["default/p"], "n1")
     assert nominees() == {}
+
+
+def test_allocate_tries_the_nominated_node_first() -> None:
+    """Volcano's allocate (and kube-scheduler) evaluate a task's nominated node before
+    the others: the task goes there even when another node scores higher."""
+    doc = {
+        "version": 1, "name": "nominated node first",
+        "config": {"actions": "allocate", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}]},
+            {"plugins": [{"name": "predicates"}, {"name": "nodeorder"}]}]},
+        "queues": [{"name": "q"}],
+        "nodes": [{"name": "idle", "allocatable": {"cpu": 8, "memory": "16Gi", "pods": 10}},
+                  {"name": "busy", "allocatable": {"cpu": 8, "memory": "16Gi", "pods": 10}}],
+        "jobs": [{"name": "j", "queue": "q", "minMember": 1, "phase": "Inqueue"},
+                 {"name": "r", "queue": "q", "minMember": 1, "phase": "Running"}],
+        "tasks": [{"name": "running", "job": "r", "node": "busy", "phase": "Running",
+                   "requests": {"cpu": 4, "memory": "8Gi"}},
+                  {"name": "p", "job": "j", "requests": {"cpu": 2, "memory": "1Gi"},
+                   "nominatedNodeName": "busy"}],
+    }
+    assert binds(doc) == {"default/p": "busy"}
+    del doc["tasks"][1]["nominatedNodeName"]
+    assert binds(doc) == {"default/p": "idle"}  # least requested prefers the idle node
+
+
+def test_a_nominated_node_that_no_longer_fits_is_passed_over() -> None:
+    doc = {
+        "version": 1, "name": "nominated node full",
+        "config": {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]},
+                                                    {"plugins": [{"name": "predicates"}]}]},
+        "queues": [{"name": "q"}],
+        "nodes": [{"name": "a", "allocatable": {"cpu": 2, "pods": 10}},
+                  {"name": "b", "allocatable": {"cpu": 2, "pods": 10}}],
+        "jobs": [{"name": "j", "queue": "q", "minMember": 1, "phase": "Inqueue"},
+                 {"name": "r", "queue": "q", "minMember": 1, "phase": "Running"}],
+        "tasks": [{"name": "running", "job": "r", "node": "b", "phase": "Running",
+                   "requests": {"cpu": 2}},
+                  {"name": "p", "job": "j", "requests": {"cpu": 2}, "nominatedNodeName": "b"}],
+    }
+    assert binds(doc) == {"default/p": "a"}

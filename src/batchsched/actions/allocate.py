@@ -49,7 +49,7 @@ from batchsched.actions.hypernode_allocate import (
     uses_hyper_nodes,
     worksheet_of,
 )
-from batchsched.actions.placement import NodeSelector
+from batchsched.actions.placement import NodeSelector, Placement, allocate_predicate
 from batchsched.actions.selector_action import SelectorAction
 from batchsched.api.fit import FitError, FitErrors
 from batchsched.api.job import JobInfo
@@ -211,6 +211,11 @@ class _AllocateRun:
                 jobs.push(job)
             self.queues.push(queue)
 
+    def _on_nominated_node(self, task: TaskInfo, nodes: list[NodeInfo]) -> Placement | None:
+        if not task.nominated_node:
+            return None
+        return _nominated_placement(self.ssn, task, nodes)
+
     def worksheet(self, job: JobInfo) -> Worksheet:
         """The sub-jobs and tasks left to place of a job allocate places through
         hypernodes and sub-jobs (:mod:`batchsched.actions.hypernode_allocate`)."""
@@ -295,7 +300,8 @@ class _AllocateRun:
                 break
             if topology_aware:
                 task.job_allocated_hyper_node = lies_within
-            placement = self.selector.for_allocate(task, nodes)
+            placement = self._on_nominated_node(task, nodes) or self.selector.for_allocate(
+                task, nodes)
             if placement.node is None:
                 # Volcano sets it only once some node passed: a task left pending has none.
                 task.job_allocated_hyper_node = ""
@@ -327,6 +333,20 @@ class _AllocateRun:
             return stmt
         stmt.discard()
         return None
+
+
+def _nominated_placement(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> Placement | None:
+    """The task's nominated node (where a preemption made room for it), tried before
+    the others as Volcano's allocate and kube-scheduler do: taken when it is among
+    ``nodes``, holds the task in its future idle and passes the predicates."""
+    node = ssn.nodes.get(task.nominated_node)
+    if node is None or not task.init_resreq.less_equal(node.future_idle()):
+        return None
+    if not any(candidate is node for candidate in nodes):
+        return None
+    if allocate_predicate(ssn, task, node) is not None:
+        return None
+    return Placement(node, FitErrors(), pipelined=not task.init_resreq.less_equal(node.idle))
 
 
 def _sub_job_goes_on(job: JobInfo, sub_job: SubJobInfo) -> bool:
