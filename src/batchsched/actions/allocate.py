@@ -105,6 +105,9 @@ class _AllocateRun:
         self.tasks_by_job: dict[str, PriorityQueue[TaskInfo]] = {}
         #: The worksheets of the jobs placed through hypernodes and sub-jobs.
         self.worksheets: dict[str, Worksheet] = {}
+        #: Volcano's recorder: job -> hypernode tried for the job -> sub-job -> the
+        #: hypernode it went to within (kept for the whole action).
+        self.sub_job_decisions: dict[str, dict[str, dict[str, str]]] = {}
         #: The jobs this execution took on, in session order (for the events).
         self.considered: list[JobInfo] = []
         self._build()

@@ -112,7 +112,7 @@ class EasyBackfillAction(SelectorAction):
             if not gang_may_fit(job, free):
                 continue  # more than the cluster has free in total: it cannot start now
             tasks = run.tasks_of(job)
-            if tasks and run.allocate_job(queue, job, tasks):
+            if run.has_work(job, tasks) and run.allocate_job(queue, job, tasks):
                 free = cluster_free(ssn)
                 if need is not None:
                     assert extra is not None

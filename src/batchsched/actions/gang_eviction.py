@@ -353,20 +353,14 @@ def pending_for_gang_eviction(ssn: Session, job: JobInfo) -> list[TaskInfo]:
 
 def _eviction_worksheet(ssn: Session, job: JobInfo) -> Worksheet:
     """Volcano's ``organizeEvictionWorksheet``: allocate's worksheet order, pending
-    tasks that ask for resources."""
+    tasks that ask for resources (their requests, as Volcano reads ``Resreq``)."""
 
     def pending() -> PriorityQueue[TaskInfo]:
         return PriorityQueue(ssn.task_order_fn, [
             task for task in job.tasks_in(TaskStatus.PENDING).values()
-            if not task.init_resreq.is_empty()])
+            if not task.resreq.is_empty()])
 
-    sheet = worksheet_of(ssn, job, pending)
-    for uid, tasks in list(sheet.tasks.items()):
-        # allocate's own filter is on requests; Volcano's eviction one on init requests.
-        sheet.tasks[uid] = PriorityQueue(ssn.task_order_fn, [
-            task for task in (tasks.pop() for _ in range(len(tasks)))
-            if not task.init_resreq.is_empty()])
-    return sheet
+    return worksheet_of(ssn, job, pending)
 
 
 def plan_in_domain(

@@ -185,13 +185,15 @@ def allocate_in_hyper_nodes(run: _AllocateRun, queue: QueueInfo, job: JobInfo) -
     found = _search_for_job(run, queue, job, worksheet)
     if found is None:
         return False
-    stmt, for_job, for_sub_jobs = found
+    stmt, for_job = found
     if not ssn.job_ready(job):
         return False  # pipelined only: the placements stay for the session, unbound
     stmt.commit()
     topology = ssn.topology
     job.allocated_hyper_node = topology.lca(job.allocated_hyper_node, for_job)
-    for uid, decided in for_sub_jobs.items():
+    # Volcano's recorder: every sub-job decision made within that hypernode during this
+    # action (earlier rounds' too) is applied.
+    for uid, decided in run.sub_job_decisions.get(job.uid, {}).get(for_job, {}).items():
         job.set_sub_job_hyper_node(uid, topology.lca(job.sub_job_hyper_node(uid), decided))
     return True
 
@@ -201,12 +203,11 @@ class _Tried:
     operations: list[Operation]
     worksheet: Worksheet
     score: float
-    decisions: dict[str, str]
 
 
 def _search_for_job(
     run: _AllocateRun, queue: QueueInfo, job: JobInfo, worksheet: Worksheet
-) -> tuple[Statement, str, dict[str, str]] | None:
+) -> tuple[Statement, str] | None:
     ssn = run.ssn
     held = {uid: job.sub_job_hyper_node(uid) for uid in worksheet.tasks}
     for gradient in ssn.hyper_node_gradient(job, CLUSTER_TOP, ALLOCATE):
@@ -219,17 +220,15 @@ def _search_for_job(
             left = worksheet.clone()
             placed: list[Statement] = []
             score = 0.0
-            decisions: dict[str, str] = {}
             while left.sub_jobs:
                 sub_job = left.sub_jobs.pop()
                 outcome = _search_for_sub_job(run, queue, job, sub_job,
                                               tasks=left.tasks[sub_job.uid], within=hyper_node)
                 if outcome is None or not outcome[0].operations:
                     continue  # dropped from this dry run
-                stmt, sub_score, decided = outcome
+                stmt, sub_score = outcome
                 placed.append(stmt)
                 score += sub_score
-                decisions[sub_job.uid] = decided
                 if left.tasks[sub_job.uid]:
                     left.sub_jobs.push(sub_job)
                 if ssn.job_ready(job):
@@ -238,7 +237,7 @@ def _search_for_job(
                 job.set_sub_job_hyper_node(uid, name)
             operations = [op for stmt in placed for op in stmt.operations]
             if operations and (ssn.job_ready(job) or ssn.job_pipelined(job)):
-                tried[hyper_node] = _Tried(operations, left, score, decisions)
+                tried[hyper_node] = _Tried(operations, left, score)
             for stmt in reversed(placed):
                 stmt.discard()
         if not tried:
@@ -246,14 +245,14 @@ def _search_for_job(
         best = max(tried, key=lambda name: tried[name].score)  # the first of the highest
         chosen = tried[best]
         worksheet.adopt(chosen.worksheet)
-        return _replay(run, chosen.operations), best, chosen.decisions
+        return _replay(run, chosen.operations), best
     return None
 
 
 def _search_for_sub_job(
     run: _AllocateRun, queue: QueueInfo, job: JobInfo, sub_job: SubJobInfo, *,
     tasks: PriorityQueue[TaskInfo], within: str,
-) -> tuple[Statement, float, str] | None:
+) -> tuple[Statement, float] | None:
     ssn = run.ssn
     topology = ssn.topology
     for gradient in ssn.sub_job_hyper_node_gradient(sub_job, within, ALLOCATE):
@@ -277,7 +276,8 @@ def _search_for_sub_job(
         tasks.adopt(left)
         decided = topology.lca(job.sub_job_hyper_node(sub_job.uid), best)
         job.set_sub_job_hyper_node(sub_job.uid, decided)
-        return _replay(run, operations), scores[best], decided
+        run.sub_job_decisions.setdefault(job.uid, {}).setdefault(within, {})[sub_job.uid] = decided
+        return _replay(run, operations), scores[best]
     return None
 
 

@@ -108,7 +108,7 @@ class _StrictRun(_AllocateRun):
                 self.blocked[queue.name] = job.uid
                 continue  # the queue is blocked: it is not pushed back
             self._free = None
-            if tasks:
+            if self.has_work(job, tasks):
                 jobs = self.job_heap(queue.name)
                 assert jobs is not None  # has_jobs
                 jobs.push(job)

@@ -77,9 +77,12 @@ def sub_job_uid(job_uid: str, policy: str, values: list[str]) -> str:
 
 
 def _match_index(value: str) -> int:
+    """Go's ``strconv.Atoi``: a signed decimal that fits 64 bits, else 0."""
     text = value[1:] if value[:1] in "+-" else value
     if text.isascii() and text.isdigit():
-        return int(value)
+        number = int(value)
+        if -(2**63) <= number < 2**63:
+            return number
     return 0
 
 
