@@ -125,11 +125,23 @@ class Topology:
     #: hypernode -> those nodes, in session node order.
     real_node_list: dict[str, list[NodeInfo]]
     tier_names: dict[str, int]
+    _leaves: dict[str, str] | None = attrs.field(default=None, init=False)
+    _holding: dict[str, tuple[str, ...]] | None = attrs.field(default=None, init=False)
 
     @property
     def tiers(self) -> list[int]:
         """Every tier in use, ascending (the root's included)."""
         return sorted(self.by_tier)
+
+    def holding(self, node: str) -> tuple[str, ...]:
+        """The hypernodes whose real nodes include ``node`` (the root's included)."""
+        if self._holding is None:
+            holding: dict[str, list[str]] = {}
+            for name, nodes in self.real_nodes.items():
+                for member in nodes:
+                    holding.setdefault(member, []).append(name)
+            self._holding = {member: tuple(names) for member, names in holding.items()}
+        return self._holding.get(node, ())
 
     @property
     def top_tier(self) -> int:
@@ -161,12 +173,15 @@ class Topology:
 
     def leaf_of(self, node: str) -> str:
         """``FindHyperNodeForNode``: the hypernode of the lowest tier holding the node
-        ("" when none does)."""
-        tiers = self.tiers
-        if not tiers:
-            return ""
-        return next((h for h in self.by_tier[tiers[0]] if node in self.real_nodes.get(h, ())),
-                    "")
+        ("" when none does; the first by name when several do)."""
+        if self._leaves is None:
+            tiers = self.tiers
+            leaves: dict[str, str] = {}
+            for name in self.by_tier[tiers[0]] if tiers else ():
+                for member in self.real_nodes.get(name, ()):
+                    leaves.setdefault(member, name)
+            self._leaves = leaves
+        return self._leaves.get(node, "")
 
     def tasks_within(self, name: str, node_names: Iterable[str]) -> int:
         """``FindJobTaskNumOfHyperNode``: how many of the tasks (by node) run under it."""

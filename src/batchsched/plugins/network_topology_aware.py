@@ -157,13 +157,12 @@ class NetworkTopologyAwarePlugin:
         self.resources = {}
 
     def _follow(self, topology: Topology, task: TaskInfo, *, add: bool) -> None:
-        for name, nodes in topology.real_nodes.items():
-            if task.node_name in nodes:
-                used = self.resources[name].used
-                if add:
-                    used.add(task.resreq)
-                else:
-                    used.sub_unchecked(task.resreq)
+        for name in topology.holding(task.node_name):
+            used = self.resources[name].used
+            if add:
+                used.add(task.resreq)
+            else:
+                used.sub_unchecked(task.resreq)
 
     # -- gradients ----------------------------------------------------------------------
 
