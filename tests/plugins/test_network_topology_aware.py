@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from batchsched.api.hypernode import CLUSTER_TOP
 from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
@@ -602,3 +604,60 @@ def test_a_task_left_pending_keeps_no_allocated_hypernode() -> None:
     assert stuck.node_name == ""
     assert stuck.job_allocated_hyper_node == ""
     assert ssn.batch_node_order(stuck, ssn.node_list) == {}
+
+
+# -- the column form of the normal-pod scores ----------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    racks=st.integers(1, 4),
+    per_rack=st.integers(1, 3),
+    used=st.lists(st.integers(0, 3), min_size=12, max_size=12),
+    tasks=st.lists(st.tuples(st.integers(1, 4), st.integers(1, 8)), min_size=1, max_size=10),
+    fading=st.sampled_from([0.0, 0.5, 0.8, 1.0]),
+    weight=st.integers(0, 3),
+)
+def test_column_and_node_by_node_normal_pod_scores_place_alike(
+    *, racks: int, per_rack: int, used: list[int], tasks: list[tuple[int, int]],
+    fading: float, weight: int,
+) -> None:
+    """Jobs without a topology, scored over rows and racks by the column form and
+    node by node: the same placements."""
+    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+    from batchsched.scheduler import run_actions
+
+    nodes, running = [], []
+    for r in range(racks):
+        for i in range(per_rack):
+            name = f"r{r}-n{i}"
+            nodes.append(node(name, "4", "16Gi"))
+            if used[len(nodes) - 1]:
+                running.append({"name": f"run-{name}", "namespace": "c1", "job": "busy",
+                                "node": name, "phase": "Running",
+                                "requests": {"cpu": str(used[len(nodes) - 1]), "memory": "1Gi"}})
+    hyper_nodes = [hyper_node(f"rack{r}", 1, tuple(f"r{r}-n{i}" for i in range(per_rack)))
+                   for r in range(racks)]
+    hyper_nodes.append(hyper_node("row", 2, children=tuple(f"rack{r}" for r in range(racks))))
+    jobs = [{"name": "busy", "namespace": "c1", "queue": "q1", "phase": "Running"}]
+    pending = []
+    for k, (cpu, memory) in enumerate(tasks):
+        jobs.append({"name": f"j{k}", "namespace": "c1", "queue": "q1", "minMember": 1,
+                     "phase": "Inqueue"})
+        pending.append({"name": f"t{k}", "namespace": "c1", "job": f"j{k}",
+                        "requests": {"cpu": str(cpu), "memory": f"{memory}Gi"}})
+    doc = document("", plugin("gang"), plugin("predicates"), plugin("binpack"),
+                   plugin(NTA, {"weight": weight, "hypernode.binpack.normal-pod.fading": fading}),
+                   actions="allocate")
+    doc.update(queues=[{"name": "q1"}], nodes=nodes, hyperNodes=hyper_nodes, jobs=jobs,
+               tasks=running + pending)
+
+    def placements() -> dict[str, str]:
+        ssn = open_session(doc)
+        run_actions(ssn)
+        return {t.uid: t.node_name for j in ssn.jobs.values() for t in j.tasks.values()}
+
+    fast = placements()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
+        assert placements() == fast

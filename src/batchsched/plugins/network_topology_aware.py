@@ -48,13 +48,17 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
 import attrs
+import numpy as np
 
+from batchsched import columnar
 from batchsched.api.hypernode import NetworkTopology, Topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
 from batchsched.api.task import TaskInfo
+from batchsched.columnar.forms import VectorFallback
+from batchsched.columnar.node_columns import Candidates, FloatArray, IndexArray, NodeColumns
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
@@ -105,6 +109,7 @@ class NetworkTopologyAwarePlugin:
             "hypernode.binpack.normal-pod.fading", "hypernode.gradient.evict.max-hypernodes",
         ], prefixes=["hypernode.binpack.resources."])
         self.resources: dict[str, _HyperNodeResources] = {}
+        self._tier_rows: dict[tuple[int, int, int], IndexArray] = {}
         self.min_tier = 0
         self.max_tier = 0
 
@@ -143,6 +148,11 @@ class NetworkTopologyAwarePlugin:
             self.name, lambda job, names: self._hyper_node_scores(topology, job, names))
         ssn.add_batch_node_order_fn(
             self.name, lambda task, nodes: self._node_scores(ssn, topology, task, nodes))
+        self._tier_rows = {}
+        columnar.add_batch_node_order_fn(
+            ssn, self.name,
+            lambda task, columns, candidates: self._column_scores(
+                ssn, topology, task, columns, candidates))
 
         def on_allocate(event: Event) -> None:
             self._follow(topology, event.task, add=True)
@@ -273,6 +283,59 @@ class NetworkTopologyAwarePlugin:
             scores = self._normal_pod_scores(topology, task, nodes)
         return {name: MAX_NODE_SCORE * self.weight * score for name, score in scores.items()}
 
+    def _column_scores(self, ssn: Session, topology: Topology, task: TaskInfo,
+                       columns: NodeColumns, candidates: Candidates) -> FloatArray | float:
+        """:meth:`_node_scores` over the column path's candidates, for tasks without a
+        topology (the normal-pod scores; same float operations); others fall back."""
+        job = ssn.jobs.get(task.job)
+        if job is None:
+            return 0.0
+        sub_job = next((s for s in sub_jobs_of(job).values() if task.uid in s.tasks), None)
+        if sub_job is None:
+            return 0.0
+        if ssn.sub_job_topology(job, sub_job) is not None:
+            raise VectorFallback("topology-aware node scores")
+        if not self.normal_pods:
+            return 0.0
+        tiers, tier_weights, total_weight = self._tier_weights()
+        if total_weight <= 0:
+            return 0.0
+        request = {resource: task.resreq.get(resource)
+                   for resource in task.resreq.resource_names()
+                   if resource in self.resource_weights}
+        total = np.zeros(len(columns))
+        for tier in tiers:
+            names = topology.by_tier.get(tier, ())
+            # The last entry serves the nodes in no hypernode of the tier: a full score.
+            per_hyper_node = np.array([*(self._binpack(name, request) for name in names), 1.0])
+            total = total + tier_weights[tier] * per_hyper_node[self._rows_of(topology, tier,
+                                                                              columns)]
+        scores: FloatArray = (MAX_NODE_SCORE * self.weight) * candidates.pick(
+            total / total_weight)
+        return scores
+
+    def _rows_of(self, topology: Topology, tier: int, columns: NodeColumns) -> IndexArray:
+        """Per node of the columns, the position in ``by_tier[tier]`` of the first
+        hypernode holding it (the scalar path's), or -1."""
+        key = (tier, id(columns.nodes), len(columns))
+        rows = self._tier_rows.get(key)
+        if rows is None or len(rows) != len(columns):
+            names = topology.by_tier.get(tier, ())
+            first: dict[str, int] = {}
+            for position, name in enumerate(names):
+                for member in topology.real_nodes.get(name, ()):
+                    first.setdefault(member, position)
+            rows = np.array([first.get(name, -1) for name in columns.names], dtype=np.intp)
+            self._tier_rows[key] = rows
+        return rows
+
+    def _tier_weights(self) -> tuple[range, dict[int, float], float]:
+        tiers = range(self.min_tier, self.max_tier + 1)
+        # fading ** (tier - 1): Volcano's weights (0 ** 0 is 1: fading 0 keeps tier 1).
+        weights = {tier: self.fading ** (tier - 1) if self.fading or tier == 1 else 0.0
+                   for tier in tiers}
+        return tiers, weights, sum(weights.values())
+
     def _closeness(self, topology: Topology, leaf: str, held: str) -> float:
         if not leaf or not held:
             return 0.0
@@ -292,11 +355,7 @@ class NetworkTopologyAwarePlugin:
                            nodes: list[NodeInfo]) -> dict[str, float]:
         if not self.normal_pods:
             return {}
-        tiers = range(self.min_tier, self.max_tier + 1)
-        # fading ** (tier - 1): Volcano's weights (0 ** 0 is 1: fading 0 keeps tier 1).
-        tier_weights = {tier: self.fading ** (tier - 1) if self.fading or tier == 1 else 0.0
-                        for tier in tiers}
-        total_weight = sum(tier_weights.values())
+        tiers, tier_weights, total_weight = self._tier_weights()
         if total_weight <= 0:
             return {}
         request = {resource: task.resreq.get(resource)
