@@ -56,7 +56,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
-from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
+from batchsched.api.sub_job import SubJobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PodGroupPhase, TaskStatus
 from batchsched.errors import SchedulingError
@@ -264,8 +264,6 @@ class _AllocateRun:
         stmt = PlacedTasks(ssn)
         ready = False
         self.selector.new_cache_scope()
-        if sub_job is None and job.podgroup.sub_group_policies:
-            sub_job = sub_jobs_of(job)[job.uid]
         # A job with sub-group policies is judged sub-job by sub-job; any other as a whole.
         split = sub_job if job.podgroup.sub_group_policies else None
         if sub_job is None:
@@ -323,9 +321,8 @@ class _AllocateRun:
                 # The statement already rolled the task back; Volcano logs and moves on.
                 continue
             if topology_aware:
-                lies_within = ssn.topology.lca(
-                    lies_within, ssn.topology.leaf_of(placement.node.name)) if lies_within \
-                    else ssn.topology.leaf_of(placement.node.name)
+                lies_within = ssn.topology.lca(lies_within,
+                                               ssn.topology.leaf_of(placement.node.name))
             if is_ready():
                 ready = True  # nothing changes the job before the commit: no need to ask again
                 break

@@ -26,7 +26,17 @@ from batchsched.api.job import JobInfo
 from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
 from batchsched.api.types import ALLOCATED_STATUSES
 
-__all__ = ["open_network_topologies", "session_topology_of", "sub_job_session_topology"]
+__all__ = ["open_network_topologies", "session_topology_of", "sub_job_session_topology",
+           "touches_topology"]
+
+
+def touches_topology(job: JobInfo) -> bool:
+    """Whether a session without hypernodes must still open the job's topology: it
+    has one (or a sub-group policy has), or holds a reading or hypernodes from before."""
+    podgroup = job.podgroup
+    return (podgroup.network_topology is not None or job.network_topology is not None
+            or bool(job.allocated_hyper_node) or bool(job.sub_job_hyper_nodes)
+            or any(p.network_topology is not None for p in podgroup.sub_group_policies))
 
 
 def _translated(spec: NetworkTopology, topology: Topology) -> NetworkTopology:

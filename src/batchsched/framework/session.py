@@ -59,6 +59,7 @@ from batchsched.framework.extension_points import EXTENSION_POINTS
 from batchsched.framework.network_topology import (
     open_network_topologies,
     sub_job_session_topology,
+    touches_topology,
 )
 
 if TYPE_CHECKING:
@@ -218,8 +219,7 @@ class Session:
                 raise CacheError(f"the cache's snapshot raised {type(exc).__name__}: {exc}",
                                  operation="snapshot") from exc
         ssn = cls(snapshot, configuration, cache=cache, registry=registry)
-        if ssn.hyper_nodes or any(job.podgroup.network_topology is not None
-                                  or job.allocated_hyper_node for job in ssn.jobs.values()):
+        if ssn.hyper_nodes or any(map(touches_topology, ssn.jobs.values())):
             open_network_topologies(ssn.jobs.values(), ssn.topology)
         ssn.recorder = recorder
         ssn.metrics = metrics

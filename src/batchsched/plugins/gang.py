@@ -244,12 +244,15 @@ def gang_victim_bound(ssn: Session, rows: VictimRows) -> BoolArray:
     return has_spare
 
 
-def job_order(left: JobInfo, right: JobInfo) -> int:
-    """Jobs that are not ready yet go before ready ones."""
-    left_ready, right_ready = left.is_ready(), right.is_ready()
+def _not_ready_first(left_ready: bool, right_ready: bool) -> int:
     if left_ready == right_ready:
         return 0
     return 1 if left_ready else -1
+
+
+def job_order(left: JobInfo, right: JobInfo) -> int:
+    """Jobs that are not ready yet go before ready ones."""
+    return _not_ready_first(left.is_ready(), right.is_ready())
 
 
 def job_ready(job: JobInfo) -> bool:
@@ -267,10 +270,7 @@ def job_pipelined(job: JobInfo) -> Vote:
 
 def sub_job_order(left: SubJobInfo, right: SubJobInfo) -> int:
     """Sub-jobs that are not ready yet go before ready ones."""
-    left_ready, right_ready = left.is_ready(), right.is_ready()
-    if left_ready == right_ready:
-        return 0
-    return 1 if left_ready else -1
+    return _not_ready_first(left.is_ready(), right.is_ready())
 
 
 def sub_job_pipelined(sub_job: SubJobInfo) -> Vote:
