@@ -319,3 +319,24 @@ def test_hypernodes_and_network_topologies_are_imported(tmp_path: Path) -> None:
     assert train.podgroup.network_topology is not None
     assert train.podgroup.network_topology.highest_tier_name == "rack"
     assert scenario.build_cache().hyper_nodes == {"rack-a": rack}
+
+
+@pytest.mark.parametrize(("annotations", "want"), [
+    ({"volcano.sh/network-topology-mode": "Soft"}, ("soft", None)),
+    ({"volcano.sh/network-topology-highest-tier": "2"}, ("hard", 2)),
+    ({"volcano.sh/network-topology-mode": "strict",
+      "volcano.sh/network-topology-highest-tier": "two"}, ("hard", None)),
+])
+def test_a_pod_without_a_group_takes_its_network_topology_from_its_annotations(
+    tmp_path: Path, annotations: dict[str, str], want: tuple[str, int | None]
+) -> None:
+    """Volcano's pod-group controller reads these annotations for the group it makes."""
+    document = dump()
+    pod = next(i for i in document["items"] if i["kind"] == "Pod"
+               and "scheduling.k8s.io/group-name" not in i["metadata"].get("annotations", {})
+               and i.get("spec", {}).get("schedulerName") == "volcano")
+    pod["metadata"].setdefault("annotations", {}).update(annotations)
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    topologies = [job.podgroup.network_topology for job in scenario.jobs
+                  if job.podgroup.network_topology is not None]
+    assert [(t.mode, t.highest_tier_allowed) for t in topologies] == [want]

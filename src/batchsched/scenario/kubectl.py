@@ -38,6 +38,8 @@ GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
 TASK_SPEC = "volcano.sh/task-spec"
 CONF_KEY = "volcano-scheduler.conf"
+NETWORK_TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
+NETWORK_TOPOLOGY_HIGHEST_TIER = "volcano.sh/network-topology-highest-tier"
 # Kept out of every object: a copy of the whole manifest that nothing schedules by.
 _NOISE_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 _READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget",
@@ -456,6 +458,30 @@ class _Converter:
             **self.meta(item),
         })
 
+    def pod_network_topology(self, annotations: Mapping[str, str],
+                             who: str) -> dict[str, Any] | None:
+        """The pod group Volcano's controller makes for a pod takes its network topology
+        from the pod's annotations (``parseNetworkTopologyFromPod``): hard unless the
+        mode says soft; a tier that is not an integer is left out, with a warning."""
+        mode = annotations.get(NETWORK_TOPOLOGY_MODE)
+        tier = annotations.get(NETWORK_TOPOLOGY_HIGHEST_TIER)
+        if mode is None and tier is None:
+            return None
+        topology: dict[str, Any] = {"mode": "hard"}
+        if mode is not None:
+            if mode.lower() in ("hard", "soft"):
+                topology["mode"] = mode.lower()
+            else:
+                self.warn(who, f"{NETWORK_TOPOLOGY_MODE}: {mode!r} is not hard or soft; "
+                          "hard, as Volcano reads it")
+        if tier is not None:
+            if re.fullmatch(r"[+-]?\d+", tier) and int(tier) >= 0:
+                topology["highestTierAllowed"] = int(tier)
+            else:
+                self.warn(who, f"{NETWORK_TOPOLOGY_HIGHEST_TIER}: {tier!r} is not a tier; "
+                          "left out, as Volcano does")
+        return topology
+
     def hyper_node(self, item: _Item) -> dict[str, Any]:
         spec, _ = self.parts(item)
         return _drop_none({"name": item.name, "tier": spec.get("tier"),
@@ -600,6 +626,7 @@ class _Converter:
                 "phase": "Running" if node else None,
                 "priorityClassName": spec.get("priorityClassName") or None,
                 "createdAt": fields["createdAt"],
+                "networkTopology": self.pod_network_topology(fields["annotations"], who),
             })
         if node and node not in self.nodes:
             self.warn(who, f"its node {node} is not in the dump: a NotReady stand-in holds it "
