@@ -211,3 +211,14 @@ def test_a_placed_task_shows_the_scores_of_its_node_and_the_runners_up() -> None
         assert runner["node"] != task["node"]
     text = render(report)
     assert "scored" in text and "best of" in text
+
+
+def test_a_job_no_hypernode_takes_is_explained_by_its_topology() -> None:
+    path = (Path(__file__).parent / "conformance" / "volcano" / "network-topology"
+            / "allocate-nt-07-hard-cannot-cross-tier.yaml")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["explain", str(path), "--job", "c1/pg1", "--output", "json"]) == 0
+    report = json.loads(out.getvalue())
+    assert {"plugin": "allocate", "text": "hard network topology up to tier 1: the job is "
+            "ready or pipelined in none of the hypernodes tried (s0, s1)"} in report["notes"]

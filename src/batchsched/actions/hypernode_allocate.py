@@ -210,7 +210,8 @@ def _search_for_job(
 ) -> tuple[Statement, str] | None:
     ssn = run.ssn
     held = {uid: job.sub_job_hyper_node(uid) for uid in worksheet.tasks}
-    for gradient in ssn.hyper_node_gradient(job, CLUSTER_TOP, ALLOCATE):
+    gradients = ssn.hyper_node_gradient(job, CLUSTER_TOP, ALLOCATE)
+    for gradient in gradients:
         tried: dict[str, _Tried] = {}
         for hyper_node in gradient:
             if hyper_node not in ssn.topology:
@@ -246,7 +247,22 @@ def _search_for_job(
         chosen = tried[best]
         worksheet.adopt(chosen.worksheet)
         return _replay(run, chosen.operations), best
+    if ssn.recorder is not None:
+        ssn.recorder.note(job.uid, "allocate", _why_no_hyper_node(ssn, job, gradients))
     return None
+
+
+def _why_no_hyper_node(ssn: Session, job: JobInfo, gradients: list[list[str]]) -> str:
+    """What an explanation says of a job no hypernode took."""
+    spec = job.network_topology
+    limit = (f"{spec.mode} network topology up to tier {spec.highest_tier_allowed}"
+             if spec is not None and spec.hard_tier() is not None else "sub-group policies")
+    tried = [name for gradient in gradients for name in gradient]
+    if not tried:
+        return (f"{limit}: no hypernode of an allowed tier has room for the job's minimum "
+                "(idle or future idle, as at session open)")
+    shown = ", ".join(tried[:8]) + (f" and {len(tried) - 8} more" if len(tried) > 8 else "")
+    return f"{limit}: the job is ready or pipelined in none of the hypernodes tried ({shown})"
 
 
 def _search_for_sub_job(
