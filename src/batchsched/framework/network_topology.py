@@ -34,9 +34,11 @@ def touches_topology(job: JobInfo) -> bool:
     """Whether a session without hypernodes must still open the job's topology: it
     has one (or a sub-group policy has), or holds a reading or hypernodes from before."""
     podgroup = job.podgroup
-    return (podgroup.network_topology is not None or job.network_topology is not None
-            or bool(job.allocated_hyper_node) or bool(job.sub_job_hyper_nodes)
-            or any(p.network_topology is not None for p in podgroup.sub_group_policies))
+    if (podgroup.network_topology is not None or job.network_topology is not None
+            or job.allocated_hyper_node or job.sub_job_hyper_nodes):
+        return True
+    policies = podgroup.sub_group_policies
+    return bool(policies) and any(p.network_topology is not None for p in policies)
 
 
 def _translated(spec: NetworkTopology, topology: Topology) -> NetworkTopology:
