@@ -203,3 +203,19 @@ def test_the_cache_refuses_a_hypernode_that_would_break_the_tree() -> None:
     with pytest.raises(TopologyError):
         cache.set_hyper_node(hn("s0", 1, children=("s1",)))
     assert list(cache.hyper_nodes) == ["s1"]
+
+
+def test_label_and_regex_members_follow_node_changes_between_builds() -> None:
+    """The last resolution is kept for the next session only while the hypernodes and
+    the nodes' names and labels are the same."""
+    member = HyperNodeMember("Node", labels=parse_label_selector(
+        {"matchLabels": {"rack": "a"}}, "labelMatch"))
+    by_name = HyperNodeMember("Node", regex="^x")
+    specs = [HyperNode("a", 1, (member,)), HyperNode("b", 1, (by_name,))]
+    cluster = nodes("n1", "n2", "x1", labels={"n1": {"rack": "a"}})
+    assert build_topology(specs, cluster).real_nodes["a"] == {"n1"}
+    assert build_topology(specs, cluster).real_nodes["a"] == {"n1"}
+    cluster[1].labels["rack"] = "a"
+    assert build_topology(specs, cluster).real_nodes["a"] == {"n1", "n2"}
+    cluster.append(nodes("x2")[0])
+    assert build_topology(specs, cluster).real_nodes["b"] == {"x1", "x2"}

@@ -220,25 +220,7 @@ def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[Nod
             seen.append(current)
             current = parent.get(current, "")
 
-    real: dict[str, set[str]] = {}
-
-    def resolve(name: str) -> set[str]:
-        known = real.get(name)
-        if known is not None:
-            return known
-        found: set[str] = set()
-        spec = specs.get(name)
-        if spec is not None:
-            for member in spec.members:
-                if member.kind == "Node":
-                    found |= member.nodes(all_nodes)
-                elif member.exact:
-                    found |= resolve(member.exact)
-        real[name] = found
-        return found
-
-    for name in tiers_of:
-        resolve(name)
+    real = _resolved(hyper_nodes, session_nodes, all_nodes, specs, tiers_of)
     by_tier: dict[int, list[str]] = {}
     for name, spec in specs.items():
         by_tier.setdefault(spec.tier, []).append(name)
@@ -275,3 +257,44 @@ def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[Nod
         real_node_list=real_node_list,
         tier_names=tier_names,
     )
+
+
+#: The last resolution of member selectors that needed the nodes' names or labels
+#: (regular expressions, label selectors): a simulator's sessions see the same
+#: hypernodes and nodes again and again.
+_LAST_RESOLVED: list[tuple[object, dict[str, set[str]]]] = []
+
+
+def _resolved(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[NodeInfo],
+              all_nodes: Mapping[str, Mapping[str, str]], specs: Mapping[str, HyperNode],
+              tiers_of: Mapping[str, int]) -> dict[str, set[str]]:
+    """Each hypernode's nodes: its Node members' plus its children's."""
+    selective = any(m.regex or m.labels is not None for h in hyper_nodes for m in h.members)
+    key: object = None
+    if selective:
+        key = (tuple(hyper_nodes),
+               tuple((node.name, tuple(sorted(node.labels.items()))) for node in session_nodes))
+        if _LAST_RESOLVED and _LAST_RESOLVED[0][0] == key:
+            return _LAST_RESOLVED[0][1]  # read, never changed, by build_topology
+    real: dict[str, set[str]] = {}
+
+    def resolve(name: str) -> set[str]:
+        known = real.get(name)
+        if known is not None:
+            return known
+        found: set[str] = set()
+        spec = specs.get(name)
+        if spec is not None:
+            for member in spec.members:
+                if member.kind == "Node":
+                    found |= member.nodes(all_nodes)
+                elif member.exact:
+                    found |= resolve(member.exact)
+        real[name] = found
+        return found
+
+    for name in tiers_of:
+        resolve(name)
+    if selective:
+        _LAST_RESOLVED[:] = [(key, real)]
+    return real
