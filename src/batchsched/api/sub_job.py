@@ -140,6 +140,7 @@ class SubJobInfo:
 
 
 _SUB_JOBS_KEY = "sub-jobs"
+_DEFAULT_KEY = "sub-jobs.default"
 
 
 def sub_jobs_of(job: JobInfo) -> dict[str, SubJobInfo]:
@@ -151,21 +152,24 @@ def sub_jobs_of(job: JobInfo) -> dict[str, SubJobInfo]:
     """
     policies = job.podgroup.sub_group_policies
     if not policies:
-        kept: Any = job.memo.get(_SUB_JOBS_KEY)
+        kept: Any = job.memo.get(_DEFAULT_KEY)
         if kept is not None and kept[0] is job.tasks:
             return kept[1]  # type: ignore[no-any-return]
         only = SubJobInfo(job.uid, job.uid, job.uid, job.min_available, 0,
                           job.podgroup.network_topology, job.tasks, default=True)
         split = {job.uid: only}
-        job.memo[_SUB_JOBS_KEY] = (job.tasks, split)
+        job.memo[_DEFAULT_KEY] = (job.tasks, split)
         return split
-    members = frozenset(job.tasks)
     kept = job.memo.get(_SUB_JOBS_KEY)
+    if kept is not None and kept[2] == job.mutations:
+        return kept[1]  # type: ignore[no-any-return]
+    members = frozenset(job.tasks)
     if kept is not None and kept[0] == members:
-        # The same tasks: the objects may be new (a status change keeps them), refresh.
+        # The same tasks; a status change may have put a new object under an id.
         for sub_job in kept[1].values():
             for uid in sub_job.tasks:
                 sub_job.tasks[uid] = job.tasks[uid]
+        job.memo[_SUB_JOBS_KEY] = (members, kept[1], job.mutations)
         return kept[1]  # type: ignore[no-any-return]
     split = {}
     for task in job.tasks.values():
@@ -186,7 +190,7 @@ def sub_jobs_of(job: JobInfo) -> dict[str, SubJobInfo]:
                     job.uid, job.uid, job.uid, 1, 0, job.podgroup.network_topology, {},
                     default=True)
         sub_job.tasks[task.uid] = task
-    job.memo[_SUB_JOBS_KEY] = (members, split)
+    job.memo[_SUB_JOBS_KEY] = (members, split, job.mutations)
     return split
 
 
