@@ -168,3 +168,13 @@ def test_a_nominated_node_that_no_longer_fits_is_passed_over() -> None:
                   {"name": "p", "job": "j", "requests": {"cpu": 2}, "nominatedNodeName": "b"}],
     }
     assert binds(doc) == {"default/p": "a"}
+
+
+@pytest.mark.parametrize("name", ["room-kept.yaml", "error-cache.yaml"])
+def test_the_nominated_node_goes_through_the_node_choice(name: str) -> None:
+    from pathlib import Path
+
+    from batchsched.scenario import check_scenario, load_scenario
+
+    result = check_scenario(load_scenario(Path(__file__).parent / "data" / "nominated" / name))
+    assert result.passed, "\n".join(result.differences)

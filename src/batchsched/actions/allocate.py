@@ -49,7 +49,7 @@ from batchsched.actions.hypernode_allocate import (
     uses_hyper_nodes,
     worksheet_of,
 )
-from batchsched.actions.placement import NodeSelector, Placement, allocate_predicate
+from batchsched.actions.placement import NodeSelector, Placement
 from batchsched.actions.selector_action import SelectorAction
 from batchsched.api.fit import FitError, FitErrors
 from batchsched.api.job import JobInfo
@@ -215,9 +215,20 @@ class _AllocateRun:
             self.queues.push(queue)
 
     def _on_nominated_node(self, task: TaskInfo, nodes: list[NodeInfo]) -> Placement | None:
+        """The task's nominated node (where a preemption made room for it), tried before
+        the others as Volcano's allocate and kube-scheduler do: when it is among
+        ``nodes`` and holds the task in its future idle, the node choice runs on it
+        alone (predicates through the error cache, the room kept for other nominees,
+        idle before future idle); None when it does not take the task there."""
         if not task.nominated_node:
             return None
-        return _nominated_placement(self.ssn, task, nodes)
+        node = self.ssn.nodes.get(task.nominated_node)
+        if node is None or not task.init_resreq.less_equal(node.future_idle()):
+            return None
+        if not any(candidate is node for candidate in nodes):
+            return None
+        placement = self.selector.for_allocate(task, [node])
+        return placement if placement.node is not None else None
 
     def worksheet(self, job: JobInfo) -> Worksheet:
         """The sub-jobs and tasks left to place of a job allocate places through
@@ -333,20 +344,6 @@ class _AllocateRun:
             return stmt
         stmt.discard()
         return None
-
-
-def _nominated_placement(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> Placement | None:
-    """The task's nominated node (where a preemption made room for it), tried before
-    the others as Volcano's allocate and kube-scheduler do: taken when it is among
-    ``nodes``, holds the task in its future idle and passes the predicates."""
-    node = ssn.nodes.get(task.nominated_node)
-    if node is None or not task.init_resreq.less_equal(node.future_idle()):
-        return None
-    if not any(candidate is node for candidate in nodes):
-        return None
-    if allocate_predicate(ssn, task, node) is not None:
-        return None
-    return Placement(node, FitErrors(), pipelined=not task.init_resreq.less_equal(node.idle))
 
 
 def _sub_job_goes_on(job: JobInfo, sub_job: SubJobInfo) -> bool:

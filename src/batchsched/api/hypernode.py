@@ -274,8 +274,10 @@ def _resolved(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[NodeInfo
     if selective:
         key = (tuple(hyper_nodes),
                tuple((node.name, tuple(sorted(node.labels.items()))) for node in session_nodes))
-        if _LAST_RESOLVED and _LAST_RESOLVED[0][0] == key:
-            return _LAST_RESOLVED[0][1]  # read, never changed, by build_topology
+        # One read of the entry: another thread's build may replace it meanwhile.
+        last = _LAST_RESOLVED[0] if _LAST_RESOLVED else None
+        if last is not None and last[0] == key:
+            return last[1]  # read, never changed, by build_topology
     real: dict[str, set[str]] = {}
 
     def resolve(name: str) -> set[str]:
