@@ -43,6 +43,7 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.sub_job import SubJobInfo, min_sub_jobs, sub_jobs_of
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
+from batchsched.errors import SchedulingError
 from batchsched.framework.statement import Operation, OperationKind, Statement
 
 if TYPE_CHECKING:
@@ -245,8 +246,11 @@ def _search_for_job(
             continue
         best = max(tried, key=lambda name: tried[name].score)  # the first of the highest
         chosen = tried[best]
+        replayed = _replay(run, chosen.operations)
+        if replayed is None:
+            return None
         worksheet.adopt(chosen.worksheet)
-        return _replay(run, chosen.operations), best
+        return replayed, best
     if ssn.recorder is not None:
         ssn.recorder.note(job.uid, "allocate", _why_no_hyper_node(ssn, job, gradients))
     return None
@@ -289,22 +293,31 @@ def _search_for_sub_job(
         scores = ssn.hyper_node_order(sub_job, list(tried))
         best = max(tried, key=lambda name: scores[name])
         operations, left = tried[best]
+        replayed = _replay(run, operations)
+        if replayed is None:
+            return None
         tasks.adopt(left)
         decided = topology.lca(job.sub_job_hyper_node(sub_job.uid), best)
         job.set_sub_job_hyper_node(sub_job.uid, decided)
         run.sub_job_decisions.setdefault(job.uid, {}).setdefault(within, {})[sub_job.uid] = decided
-        return _replay(run, operations), scores[best]
+        return replayed, scores[best]
     return None
 
 
-def _replay(run: _AllocateRun, operations: list[Operation]) -> Statement:
-    """Volcano's ``RecoverOperations``: the dry run's placements, made again."""
+def _replay(run: _AllocateRun, operations: list[Operation]) -> Statement | None:
+    """Volcano's ``RecoverOperations``: the dry run's placements, made again. Should
+    one fail (the dry run was undone exactly, so it should not), the replay is undone
+    and the search fails; Volcano leaves the operations before it applied."""
     ssn = run.ssn
     stmt = Statement(ssn)
-    for op in operations:
-        node = ssn.nodes[op.node_name]
-        if op.kind is OperationKind.PIPELINE:
-            stmt.pipeline(op.task, node)
-        else:
-            stmt.allocate(op.task, node)
+    try:
+        for op in operations:
+            node = ssn.nodes[op.node_name]
+            if op.kind is OperationKind.PIPELINE:
+                stmt.pipeline(op.task, node)
+            else:
+                stmt.allocate(op.task, node)
+    except SchedulingError:
+        stmt.discard()
+        return None
     return stmt
