@@ -125,7 +125,7 @@ class Topology:
     #: hypernode -> those nodes, in session node order.
     real_node_list: dict[str, list[NodeInfo]]
     tier_names: dict[str, int]
-    _leaves: dict[str, str] | None = attrs.field(default=None, init=False)
+    _first: dict[int, dict[str, str]] = attrs.field(factory=dict, init=False)
     _holding: dict[str, tuple[str, ...]] | None = attrs.field(default=None, init=False)
 
     @property
@@ -174,14 +174,18 @@ class Topology:
     def leaf_of(self, node: str) -> str:
         """``FindHyperNodeForNode``: the hypernode of the lowest tier holding the node
         ("" when none does; the first by name when several do)."""
-        if self._leaves is None:
-            tiers = self.tiers
-            leaves: dict[str, str] = {}
-            for name in self.by_tier[tiers[0]] if tiers else ():
+        tiers = self.tiers
+        return self.holder(tiers[0], node) if tiers else ""
+
+    def holder(self, tier: int, node: str) -> str:
+        """The first hypernode (by name) of ``tier`` holding the node, or ""."""
+        first = self._first.get(tier)
+        if first is None:
+            first = self._first[tier] = {}
+            for name in self.by_tier.get(tier, ()):
                 for member in self.real_nodes.get(name, ()):
-                    leaves.setdefault(member, name)
-            self._leaves = leaves
-        return self._leaves.get(node, "")
+                    first.setdefault(member, name)
+        return first.get(node, "")
 
     def tasks_within(self, name: str, node_names: Iterable[str]) -> int:
         """``FindJobTaskNumOfHyperNode``: how many of the tasks (by node) run under it."""

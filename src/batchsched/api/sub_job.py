@@ -30,7 +30,8 @@ from batchsched.kube.affinity import LabelSelector
 if TYPE_CHECKING:
     from batchsched.api.job import JobInfo
 
-__all__ = ["SubGroupPolicy", "SubJobInfo", "sub_job_uid", "sub_jobs_of"]
+__all__ = ["SubGroupPolicy", "SubJobInfo", "check_sub_jobs", "min_sub_jobs", "sub_job_of",
+           "sub_job_uid", "sub_jobs_of"]
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 _MAX_ID_BYTES = 128
@@ -192,6 +193,11 @@ def sub_jobs_of(job: JobInfo) -> dict[str, SubJobInfo]:
         sub_job.tasks[task.uid] = task
     job.memo[_SUB_JOBS_KEY] = (members, split, job.mutations)
     return split
+
+
+def sub_job_of(job: JobInfo, task_uid: str) -> SubJobInfo | None:
+    """The sub-job holding the task (None: not a task of the job)."""
+    return next((s for s in sub_jobs_of(job).values() if task_uid in s.tasks), None)
 
 
 def min_sub_jobs(job: JobInfo) -> dict[str, int]:

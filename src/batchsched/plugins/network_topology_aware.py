@@ -55,7 +55,7 @@ from batchsched.api.hypernode import NetworkTopology, Topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, Resource
-from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
+from batchsched.api.sub_job import SubJobInfo, sub_job_of
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.forms import VectorFallback
 from batchsched.columnar.node_columns import Candidates, FloatArray, IndexArray, NodeColumns
@@ -257,22 +257,33 @@ class NetworkTopologyAwarePlugin:
                            names: list[str]) -> dict[str, float]:
         request: dict[str, float] = {}
         for task in sub_job.tasks.values():
-            for resource in task.resreq.resource_names():
-                if resource in self.resource_weights:
-                    request[resource] = request.get(resource, 0.0) + task.resreq.get(resource)
+            for resource, amount in self._weighted_request(task).items():
+                request[resource] = request.get(resource, 0.0) + amount
         scores = {name: self._binpack(name, request) for name in names}
         self._break_ties(topology, scores, lambda name: name, sub_job)
         return {name: MAX_NODE_SCORE * self.weight * score for name, score in scores.items()}
 
+    def _weighted_request(self, task: TaskInfo) -> dict[str, float]:
+        """The task's requests of the resources the binpack weighs, in Volcano's order."""
+        return {resource: task.resreq.get(resource)
+                for resource in task.resreq.resource_names() if resource in self.resource_weights}
+
+    @staticmethod
+    def _sub_job_of(ssn: Session, task: TaskInfo) -> tuple[SubJobInfo, bool] | None:
+        """The task's sub-job and whether its topology makes the scores topology-aware."""
+        job = ssn.jobs.get(task.job)
+        sub_job = None if job is None else sub_job_of(job, task.uid)
+        if job is None or sub_job is None:
+            return None
+        return sub_job, ssn.sub_job_topology(job, sub_job) is not None
+
     def _node_scores(self, ssn: Session, topology: Topology, task: TaskInfo,
                      nodes: list[NodeInfo]) -> dict[str, float]:
-        job = ssn.jobs.get(task.job)
-        if job is None:
+        found = self._sub_job_of(ssn, task)
+        if found is None:
             return {}
-        sub_job = next((s for s in sub_jobs_of(job).values() if task.uid in s.tasks), None)
-        if sub_job is None:
-            return {}
-        if ssn.sub_job_topology(job, sub_job) is not None:
+        sub_job, topology_aware = found
+        if topology_aware:
             held = task.job_allocated_hyper_node
             if not held:
                 return {}
@@ -287,22 +298,17 @@ class NetworkTopologyAwarePlugin:
                        columns: NodeColumns, candidates: Candidates) -> FloatArray | float:
         """:meth:`_node_scores` over the column path's candidates, for tasks without a
         topology (the normal-pod scores; same float operations); others fall back."""
-        job = ssn.jobs.get(task.job)
-        if job is None:
+        found = self._sub_job_of(ssn, task)
+        if found is None:
             return 0.0
-        sub_job = next((s for s in sub_jobs_of(job).values() if task.uid in s.tasks), None)
-        if sub_job is None:
-            return 0.0
-        if ssn.sub_job_topology(job, sub_job) is not None:
+        if found[1]:
             raise VectorFallback("topology-aware node scores")
         if not self.normal_pods:
             return 0.0
         tiers, tier_weights, total_weight = self._tier_weights()
         if total_weight <= 0:
             return 0.0
-        request = {resource: task.resreq.get(resource)
-                   for resource in task.resreq.resource_names()
-                   if resource in self.resource_weights}
+        request = self._weighted_request(task)
         total = np.zeros(len(columns))
         for tier in tiers:
             names = topology.by_tier.get(tier, ())
@@ -320,12 +326,9 @@ class NetworkTopologyAwarePlugin:
         key = (tier, id(columns.nodes), len(columns))
         rows = self._tier_rows.get(key)
         if rows is None or len(rows) != len(columns):
-            names = topology.by_tier.get(tier, ())
-            first: dict[str, int] = {}
-            for position, name in enumerate(names):
-                for member in topology.real_nodes.get(name, ()):
-                    first.setdefault(member, position)
-            rows = np.array([first.get(name, -1) for name in columns.names], dtype=np.intp)
+            position = {name: i for i, name in enumerate(topology.by_tier.get(tier, ()))}
+            rows = np.array([position.get(topology.holder(tier, name), -1)
+                             for name in columns.names], dtype=np.intp)
             self._tier_rows[key] = rows
         return rows
 
@@ -358,19 +361,14 @@ class NetworkTopologyAwarePlugin:
         tiers, tier_weights, total_weight = self._tier_weights()
         if total_weight <= 0:
             return {}
-        request = {resource: task.resreq.get(resource)
-                   for resource in task.resreq.resource_names()
-                   if resource in self.resource_weights}
-        by_tier = topology.by_tier
+        request = self._weighted_request(task)
         scores: dict[str, float] = {}
         for node in nodes:
             total = 0.0
             for tier in tiers:
-                score = 1.0
-                for name in by_tier.get(tier, ()):
-                    if node.name in topology.real_nodes.get(name, ()):
-                        score = self._binpack(name, request)
-                        break
+                holder = topology.holder(tier, node.name)
+                # A tier where no hypernode holds the node counts in full.
+                score = self._binpack(holder, request) if holder else 1.0
                 total += tier_weights[tier] * score
             scores[node.name] = total / total_weight
         return scores
