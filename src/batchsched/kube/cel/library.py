@@ -1,0 +1,278 @@
+"""CEL's functions: the standard ones, Kubernetes' string extensions, and its quantity
+and semver libraries."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any
+
+from batchsched.errors import QuantityError
+from batchsched.kube.cel.values import (
+    INT_MAX,
+    INT_MIN,
+    SEMVER_PATTERN,
+    CelEvaluationError,
+    Quantity,
+    Semver,
+    UInt,
+    checked,
+    checked_uint,
+    overload,
+)
+from batchsched.kube.quantity import parse_quantity
+
+__all__ = ["FUNCTIONS", "METHODS"]
+
+def _size(value: Any) -> int:
+    if isinstance(value, (str, bytes, list, Mapping)):
+        return len(value)
+    raise overload("size", value)
+
+
+def _to_int(value: Any) -> int:
+    if type(value) in (int, UInt):
+        return checked(int(value))
+    if type(value) is float:
+        if math.isnan(value) or not INT_MIN <= value < 2.0**63:
+            raise CelEvaluationError("double is out of range for int")
+        return int(value)
+    if type(value) is str:
+        try:
+            return checked(int(value, 10))
+        except ValueError:
+            raise CelEvaluationError(f"cannot convert {value!r} to int") from None
+    raise overload("int", value)
+
+
+def _to_uint(value: Any) -> UInt:
+    if type(value) in (int, UInt):
+        return checked_uint(int(value))
+    if type(value) is float:
+        if math.isnan(value) or not 0 <= value < 2.0**64:
+            raise CelEvaluationError("double is out of range for uint")
+        return UInt(int(value))
+    if type(value) is str:
+        try:
+            return checked_uint(int(value, 10))
+        except ValueError:
+            raise CelEvaluationError(f"cannot convert {value!r} to uint") from None
+    raise overload("uint", value)
+
+
+def _to_double(value: Any) -> float:
+    if type(value) in (int, UInt, float):
+        return float(value)
+    if type(value) is str:
+        try:
+            return float(value)
+        except ValueError:
+            raise CelEvaluationError(f"cannot convert {value!r} to double") from None
+    raise overload("double", value)
+
+
+def _to_string(value: Any) -> str:
+    if type(value) is str:
+        return value
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) in (int, UInt):
+        return str(int(value))
+    if type(value) is float:
+        return repr(value)
+    if type(value) is bytes:
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, Quantity):
+        return value.text
+    if isinstance(value, Semver):
+        return value.text
+    raise overload("string", value)
+
+
+def _to_bool(value: Any) -> bool:
+    if type(value) is bool:
+        return value
+    if type(value) is str and value in ("true", "false", "True", "False", "TRUE", "FALSE",
+                                        "t", "f", "1", "0"):
+        return value in ("true", "True", "TRUE", "t", "1")
+    raise overload("bool", value)
+
+
+def _to_bytes(value: Any) -> bytes:
+    if type(value) is bytes:
+        return value
+    if type(value) is str:
+        return value.encode("utf-8")
+    raise overload("bytes", value)
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise CelEvaluationError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def _string_method(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def apply(target: Any, *args: Any) -> Any:
+        if type(target) is not str or not all(type(a) in (str, int) for a in args):
+            raise overload(name, target, *args)
+        return fn(target, *args)
+    return apply
+
+
+def _quantity(text: Any) -> Quantity:
+    if type(text) is not str:
+        raise overload("quantity", text)
+    try:
+        return Quantity(parse_quantity(text), text)
+    except QuantityError:
+        raise CelEvaluationError(
+            f"quantities must match the regular expression "
+            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text}") from None
+
+
+def _is_quantity(text: Any) -> bool:
+    if type(text) is not str:
+        raise overload("isQuantity", text)
+    try:
+        parse_quantity(text)
+    except QuantityError:
+        return False
+    return True
+
+
+def _quantity_operand(name: str, target: Any, other: Any) -> tuple[Fraction, Fraction]:
+    if not isinstance(target, Quantity):
+        raise overload(name, target, other)
+    if isinstance(other, Quantity):
+        return target.value, other.value
+    if type(other) is int:
+        return target.value, Fraction(other)
+    raise overload(name, target, other)
+
+
+def _compare_to(target: Any, other: Any) -> int:
+    if isinstance(target, Semver) and isinstance(other, Semver):
+        return target.compare(other)
+    left, right = _quantity_operand("compareTo", target, other)
+    return (left > right) - (left < right)
+
+
+def _greater(target: Any, other: Any) -> bool:
+    return _compare_to(target, other) > 0
+
+
+def _less(target: Any, other: Any) -> bool:
+    return _compare_to(target, other) < 0
+
+
+def _quantity_add(target: Any, other: Any) -> Quantity:
+    left, right = _quantity_operand("add", target, other)
+    return Quantity(left + right)
+
+
+def _quantity_sub(target: Any, other: Any) -> Quantity:
+    left, right = _quantity_operand("sub", target, other)
+    return Quantity(left - right)
+
+
+def _quantity_only(name: str, fn: Callable[[Fraction], Any]) -> Callable[[Any], Any]:
+    def apply(target: Any) -> Any:
+        if not isinstance(target, Quantity):
+            raise overload(name, target)
+        return fn(target.value)
+    return apply
+
+
+def _as_integer(value: Fraction) -> int:
+    if value.denominator != 1 or not INT_MIN <= value <= INT_MAX:
+        raise CelEvaluationError("cannot convert value to integer")
+    return int(value)
+
+
+def _semver(text: Any) -> Semver:
+    if type(text) is not str:
+        raise overload("semver", text)
+    try:
+        return Semver(text)
+    except ValueError as exc:
+        raise CelEvaluationError(str(exc)) from None
+
+
+def _is_semver(text: Any) -> bool:
+    if type(text) is not str:
+        raise overload("isSemver", text)
+    return SEMVER_PATTERN.match(text) is not None
+
+
+def _semver_part(name: str) -> Callable[[Any], int]:
+    def apply(target: Any) -> int:
+        if not isinstance(target, Semver):
+            raise overload(name, target)
+        return int(getattr(target, name))
+    return apply
+
+
+def _join(target: Any, separator: str = "") -> str:
+    if not isinstance(target, list) or not all(type(item) is str for item in target):
+        raise overload("join", target)
+    return separator.join(target)
+
+
+def _matches(target: Any, pattern: Any) -> bool:
+    if type(target) is not str or type(pattern) is not str:
+        raise overload("matches", target, pattern)
+    return _pattern(pattern).search(target) is not None
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "size": _size,
+    "int": _to_int,
+    "uint": _to_uint,
+    "double": _to_double,
+    "string": _to_string,
+    "bool": _to_bool,
+    "bytes": _to_bytes,
+    "dyn": lambda value: value,
+    "quantity": _quantity,
+    "isQuantity": _is_quantity,
+    "semver": _semver,
+    "isSemver": _is_semver,
+}
+
+METHODS: dict[str, Callable[..., Any]] = {
+    "size": _size,
+    "matches": _matches,
+    "startsWith": _string_method("startsWith", str.startswith),
+    "endsWith": _string_method("endsWith", str.endswith),
+    "contains": _string_method("contains", lambda s, part: part in s),
+    "lowerAscii": _string_method(
+        "lowerAscii", lambda s: "".join(c.lower() if c.isascii() else c for c in s)),
+    "upperAscii": _string_method(
+        "upperAscii", lambda s: "".join(c.upper() if c.isascii() else c for c in s)),
+    "trim": _string_method("trim", str.strip),
+    "indexOf": _string_method("indexOf", str.find),
+    "lastIndexOf": _string_method("lastIndexOf", str.rfind),
+    "split": _string_method("split", lambda s, sep: s.split(sep)),
+    "replace": _string_method("replace", lambda s, old, new: s.replace(old, new)),
+    "join": _join,
+    "compareTo": _compare_to,
+    "isGreaterThan": _greater,
+    "isLessThan": _less,
+    "add": _quantity_add,
+    "sub": _quantity_sub,
+    "asInteger": _quantity_only("asInteger", _as_integer),
+    "asApproximateFloat": _quantity_only("asApproximateFloat", float),
+    "isInteger": _quantity_only("isInteger", lambda v: v.denominator == 1),
+    "sign": _quantity_only("sign", lambda v: (v > 0) - (v < 0)),
+    "major": _semver_part("major"),
+    "minor": _semver_part("minor"),
+    "patch": _semver_part("patch"),
+}
+
+

@@ -1,0 +1,140 @@
+"""CEL as Kubernetes' device selectors use it: values, errors and their absorption."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from batchsched.kube.cel import (
+    CelEvaluationError,
+    CelSyntaxError,
+    Quantity,
+    Semver,
+    UInt,
+    compile_expression,
+)
+
+DEVICE: dict[str, Any] = {
+    "device": {
+        "driver": "gpu.example.com",
+        "attributes": {"gpu.example.com": {
+            "model": "a100", "healthy": True, "index": 3, "driverVersion": Semver("1.2.3")}},
+        "capacity": {"gpu.example.com": {"memory": Quantity(Fraction(40 * 2**30), "40Gi")}},
+    }
+}
+
+
+def run(text: str, variables: dict[str, Any] | None = None) -> Any:
+    return compile_expression(text).evaluate(DEVICE if variables is None else variables)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('device.driver == "gpu.example.com"', True),
+    ("device.driver == 'gpu.example.com'", True),
+    ('device.attributes["gpu.example.com"].model == "a100"', True),
+    ('device.attributes["gpu.example.com"]["index"] > 2', True),
+    ('device.capacity["gpu.example.com"].memory.compareTo(quantity("10Gi")) >= 0', True),
+    ('device.capacity["gpu.example.com"].memory.isGreaterThan(quantity("50Gi"))', False),
+    ('device.capacity["gpu.example.com"].memory.isLessThan(quantity("50Gi"))', True),
+    ('device.attributes["gpu.example.com"].driverVersion.isGreaterThan(semver("1.10.0"))', False),
+    ('device.attributes["gpu.example.com"].driverVersion.major() == 1', True),
+    ('has(device.attributes["gpu.example.com"].healthy)', True),
+    ('has(device.attributes["gpu.example.com"].missing)', False),
+    ('"gpu.example.com" in device.attributes', True),
+    ('device.driver.startsWith("gpu") && device.driver.endsWith(".com")', True),
+    ('device.driver.matches("^gpu\\\\.")', True),
+    ("[1, 2, 3].all(x, x > 0)", True),
+    ("[1, 2, 3].exists(x, x > 2)", True),
+    ("[1, 2, 3].exists_one(x, x > 1)", False),
+    ("[1, 2, 3].map(x, x * 2)", [2, 4, 6]),
+    ("[1, 2, 3].filter(x, x % 2 == 1)", [1, 3]),
+    ("-5 / 2", -2),
+    ("-5 % 2", -1),
+    ("1 == 1.0", True),
+    ("1u == 1", True),
+    ('"a" + "b" == "ab"', True),
+    ("true ? 1 : 2", 1),
+    ("size([1, 2]) + size({'a': 1})", 3),
+    ('int("42") + 1', 43),
+    ('quantity("1.5").asApproximateFloat()', 1.5),
+    ('quantity("2k").asInteger()', 2000),
+    ('"Abc".lowerAscii()', "abc"),
+    ('["a", "b"].join("-")', "a-b"),
+    ("1 != 'a'", True),
+    ("r'\\d' == '\\\\d'", True),
+    ("0x10", 16),
+])
+def test_values(text: str, expected: Any) -> None:
+    assert run(text) == expected
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('device.attributes["some-driver"].healthy', "no such key: some-driver"),
+    ('device.attributes["gpu.example.com"].nope == 1', "no such key: nope"),
+    ("9223372036854775807 + 1", "integer overflow"),
+    ("1 / 0", "division by zero"),
+    ("1 % 0", "modulus by zero"),
+    ("1 < 'a'", "no such overload: _<_(int, string)"),
+    ("!1", "no such overload: !_(int)"),
+    ("[1][3]", "index out of bounds: 3"),
+    ('quantity("1Qi")', "quantities must match"),
+    ("unknown_variable", "no such attribute: unknown_variable"),
+])
+def test_evaluation_errors(text: str, message: str) -> None:
+    with pytest.raises(CelEvaluationError, match="^" + message.replace("(", r"\(").replace(
+            ")", r"\)")):
+        run(text)
+
+
+@pytest.mark.parametrize("text", [
+    'false && device.attributes["x"].y',
+    'device.attributes["x"].y && false',
+])
+def test_and_absorbs_an_error_when_the_other_side_is_false(text: str) -> None:
+    assert run(text) is False
+
+
+@pytest.mark.parametrize("text", [
+    'true || device.attributes["x"].y',
+    'device.attributes["x"].y || true',
+])
+def test_or_absorbs_an_error_when_the_other_side_is_true(text: str) -> None:
+    assert run(text) is True
+
+
+def test_an_error_stands_when_the_other_side_does_not_decide() -> None:
+    with pytest.raises(CelEvaluationError, match="no such key: x"):
+        run('true && device.attributes["x"].y')
+
+
+@pytest.mark.parametrize("text", [
+    "device.", "foo(1)", "has(device)", "1 +", "x.bar()", "(1", "'unterminated", "1 ? 2",
+    "9223372036854775808",
+])
+def test_syntax_errors(text: str) -> None:
+    with pytest.raises(CelSyntaxError):
+        compile_expression(text)
+
+
+def test_uint_is_its_own_type() -> None:
+    assert type(run("1u + 2u")) is UInt
+    with pytest.raises(CelEvaluationError, match="no such overload"):
+        run("1u + 1")
+
+
+def test_semver_orders_pre_releases_before_the_release() -> None:
+    assert run('semver("1.0.0-alpha").isLessThan(semver("1.0.0"))') is True
+    assert run('semver("1.0.0-alpha.2").isLessThan(semver("1.0.0-alpha.10"))') is True
+
+
+@given(st.integers(-(2**40), 2**40), st.integers(-(2**40), 2**40).filter(bool))
+def test_integer_division_truncates_toward_zero(left: int, right: int) -> None:
+    quotient = run(f"{left} / {right}", {})
+    remainder = run(f"{left} % {right}", {})
+    assert quotient * right + remainder == left
+    assert abs(remainder) < abs(right)
+    assert remainder == 0 or (remainder > 0) == (left > 0)
