@@ -16,13 +16,10 @@ from batchsched.cli import main
 
 CONFIGS = Path(__file__).parent / "volcano" / "configs"
 
-DRA = "predicate.DynamicResourceAllocationEnable has no effect (the model has no resource claims)"
 VNPU = "Ascend vNPUs are not modelled (deviceshare.AscendHAMiVNPUEnable)"
 MOVED = ("the configuration for Volcano v1.8.2 and earlier: predicate.GPU*Enable, which "
          "Volcano reads from deviceshare since (and ignores here, as batchsched reports)")
 KNOWN_GAPS = {
-    "volcano-scheduler-ci.conf": DRA,
-    "how_to_enable_dra-0.conf": DRA,
     "how_to_use_vnpu-0.conf": VNPU,
     "how_to_use_gpu_sharing-1.conf": MOVED,
     "how_to_use_gpu_number-1.conf": MOVED,

@@ -12,6 +12,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
+from batchsched.kube.dra.scheduling import DraObjects
 
 __all__ = [
     "BudgetLedger",
@@ -132,6 +133,9 @@ class ClusterInfo:
     #: The cluster's hypernodes (network topology, :mod:`batchsched.api.hypernode`);
     #: immutable, so shared.
     hyper_nodes: tuple[HyperNode, ...] = ()
+    #: The Dynamic Resource Allocation objects (device classes, resource slices,
+    #: claims, claim templates); immutable, so shared.
+    dra: DraObjects = attrs.field(factory=DraObjects)
 
     def clone(self) -> ClusterInfo:
         return ClusterInfo(
@@ -144,4 +148,5 @@ class ClusterInfo:
             now=self.now,
             config_maps=dict(self.config_maps),
             hyper_nodes=self.hyper_nodes,
+            dra=self.dra,
         )

@@ -10,6 +10,7 @@ import attrs
 from batchsched.api._copying import field_copier
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.types import TaskStatus
+from batchsched.kube.dra.objects import AllocationResult, PodClaim
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import SpreadConstraint
 
@@ -107,6 +108,13 @@ class TaskInfo:
     #: The pod's ``spec.schedulerName`` ("" reads as ``default-scheduler``): which
     #: kube-style profile schedules it (:mod:`batchsched.kubesched`).
     scheduler_name: str = ""
+    #: The pod's ``spec.resourceClaims``, the devices it asks for through Dynamic
+    #: Resource Allocation (:mod:`batchsched.kube.dra`); () for none.
+    resource_claims: tuple[PodClaim, ...] = ()
+    #: The claims a session allocated for the task (by ``namespace/name``), until the
+    #: bind writes them to the cluster (the DRA plugin's Reserve and PreBind); None
+    #: when it allocated none.
+    claim_allocations: Mapping[str, AllocationResult] | None = None
 
     @classmethod
     def create(

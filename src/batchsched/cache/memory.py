@@ -29,6 +29,19 @@ from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
 from batchsched.api.vgpu import drop_device_annotations
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
+from batchsched.kube.dra.claims import (
+    claim_keys,
+    instantiate_templates,
+    release_claims,
+    reserve_claims,
+)
+from batchsched.kube.dra.objects import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from batchsched.kube.dra.scheduling import DraObjects
 
 __all__ = ["Bind", "Eviction", "MemoryCache"]
 
@@ -119,6 +132,12 @@ class MemoryCache:
         #: ConfigMaps plugins read, ``namespace/name`` -> data (:meth:`set_config_map`).
         self.config_maps: dict[str, Mapping[str, str]] = {}
         self.hyper_nodes: dict[str, HyperNode] = {}
+        #: Dynamic Resource Allocation: device classes by name, resource slices by name,
+        #: claims and claim templates by ``namespace/name`` (:meth:`set_resource_claim`...).
+        self.device_classes: dict[str, DeviceClass] = {}
+        self.resource_slices: dict[str, ResourceSlice] = {}
+        self.resource_claims: dict[str, ResourceClaim] = {}
+        self.claim_templates: dict[str, ResourceClaimTemplate] = {}
         self.binder = binder
         self.now = now
         self.binds: list[Bind] = []
@@ -193,6 +212,7 @@ class MemoryCache:
             self._check(task)
         self.jobs[job.uid] = job
         for task in job.tasks.values():
+            self._make_claims(task)
             self._place(task)
 
     @_locked
@@ -203,6 +223,7 @@ class MemoryCache:
             return
         for task in job.tasks.values():
             self._release_numa(task.uid)
+            self._release_claims(task)
             node = self.nodes.get(task.node_name)
             if node is not None:
                 node.remove_task(task)
@@ -213,6 +234,7 @@ class MemoryCache:
         if job is None:
             raise SchedulingError(f"task {task.uid}: job {task.job!r} is not in the cache")
         self._check(task)
+        self._make_claims(task)
         job.add_task(task)
         self._place(task)
 
@@ -222,6 +244,7 @@ class MemoryCache:
         if job is not None:
             job.delete_task(task)
         self._release_numa(task.uid)
+        self._release_claims(task)
         node = self.nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
@@ -248,6 +271,7 @@ class MemoryCache:
             raise SchedulingError(f"task {task_uid}: {status} is not a completed status")
         job, task = self._task(job_uid, task_uid)
         self._release_numa(task.uid)
+        self._release_claims(task)
         node = self.nodes.get(task.node_name)
         if node is not None and task.uid in node.tasks:
             node.remove_task(task)
@@ -265,6 +289,10 @@ class MemoryCache:
         task.node_name = ""
         task.start_time = None
         drop_device_annotations(task)  # a new pod: the old one's devices are not its own
+        self._release_claims(task)
+        task.resource_claims = tuple(attrs.evolve(entry, generated="")
+                                     for entry in task.resource_claims)
+        self._make_claims(task)  # the new pod gets claims of its own from the templates
         job.update_task_status(task, TaskStatus.PENDING)
 
     def _task(self, job_uid: str, task_uid: str) -> tuple[JobInfo, TaskInfo]:
@@ -331,6 +359,8 @@ class MemoryCache:
             now=self.now,
             config_maps=dict(self.config_maps),
             hyper_nodes=tuple(self.hyper_nodes.values()),
+            dra=DraObjects(dict(self.device_classes), tuple(self.resource_slices.values()),
+                           dict(self.resource_claims), dict(self.claim_templates)),
         )
 
     @_locked
@@ -347,6 +377,52 @@ class MemoryCache:
     def delete_hyper_node(self, name: str) -> None:
         """Remove a hypernode (its children lose their parent)."""
         self.hyper_nodes.pop(name, None)
+
+    # -- Dynamic Resource Allocation objects -------------------------------------------
+
+    @_locked
+    def set_device_class(self, device_class: DeviceClass) -> None:
+        """Add or replace a device class (``resource.k8s.io/v1`` DeviceClass)."""
+        self.device_classes[device_class.name] = device_class
+
+    @_locked
+    def delete_device_class(self, name: str) -> None:
+        self.device_classes.pop(name, None)
+
+    @_locked
+    def set_resource_slice(self, resource_slice: ResourceSlice) -> None:
+        """Add or replace a resource slice (by name): a driver's devices."""
+        self.resource_slices[resource_slice.name] = resource_slice
+
+    @_locked
+    def delete_resource_slice(self, name: str) -> None:
+        self.resource_slices.pop(name, None)
+
+    @_locked
+    def set_resource_claim(self, claim: ResourceClaim) -> None:
+        """Add or replace a resource claim (by ``namespace/name``)."""
+        self.resource_claims[claim.key] = claim
+
+    @_locked
+    def delete_resource_claim(self, key: str) -> None:
+        self.resource_claims.pop(key, None)
+
+    @_locked
+    def set_claim_template(self, template: ResourceClaimTemplate) -> None:
+        """Add or replace a resource claim template; pods added from now on that name it
+        get a claim of their own."""
+        self.claim_templates[template.key] = template
+
+    def _make_claims(self, task: TaskInfo) -> None:
+        if task.resource_claims:
+            task.resource_claims = instantiate_templates(
+                task.resource_claims, namespace=task.namespace, pod=task.name,
+                pod_uid=task.uid, templates=self.claim_templates, claims=self.resource_claims)
+
+    def _release_claims(self, task: TaskInfo) -> None:
+        if task.resource_claims:
+            release_claims(task.uid, claim_keys(task.namespace, task.name, task.resource_claims),
+                           self.resource_claims)
 
     @_locked
     def set_config_map(self, namespace: str, name: str, data: dict[str, str] | None) -> None:
@@ -420,6 +496,11 @@ class MemoryCache:
         if self.binder is not None and not self.binder(task, node_name):
             return False
         mine = job.tasks[task.uid]
+        if mine.resource_claims:
+            # The scheduler's PreBind: its allocations, and the pod on every claim.
+            keys = claim_keys(mine.namespace, mine.name, mine.resource_claims)
+            if reserve_claims(mine.uid, keys, task.claim_allocations, self.resource_claims):
+                return False
         if mine.node_name:
             self._release_numa(mine.uid)
             self.nodes[mine.node_name].remove_task(mine)

@@ -61,6 +61,7 @@ from batchsched.framework.network_topology import (
     sub_job_session_topology,
     touches_topology,
 )
+from batchsched.kube.dra.scheduling import DraObjects
 
 if TYPE_CHECKING:
     from batchsched.cache.protocol import Cache
@@ -110,6 +111,9 @@ class Session:
             snapshot.config_maps)
         self.now = snapshot.now if snapshot.now is not None else time.time()
         self.hyper_nodes: tuple[HyperNode, ...] = snapshot.hyper_nodes
+        #: The Dynamic Resource Allocation objects (read-only; the predicates plugin
+        #: keeps what the session allocates beside them).
+        self.dra: DraObjects = snapshot.dra
         self.total_resource = Resource()
         for node in self.node_list:
             self.total_resource.add(node.allocatable)

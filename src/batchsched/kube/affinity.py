@@ -55,6 +55,7 @@ __all__ = [
     "node_selector_matches",
     "parse_affinity",
     "parse_label_selector",
+    "parse_node_selector_term",
 ]
 
 #: The node field ``matchFields`` may name.
@@ -343,7 +344,9 @@ def _requirement(
     return Requirement(key, str(operator), values)
 
 
-def _node_selector_term(raw: Any, path: str) -> NodeSelectorTerm:
+def parse_node_selector_term(raw: Any, path: str) -> NodeSelectorTerm:
+    """A ``nodeSelectorTerm`` document, checked as the API server does (raises
+    :class:`AffinityError` naming the field)."""
     obj = _mapping(raw, path)
     _keys(obj, {"matchExpressions", "matchFields"}, path)
     expressions = tuple(
@@ -374,7 +377,7 @@ def _node_affinity(raw: Any, path: str) -> NodeAffinity:
         req = _mapping(obj[req_key], f"{path}.{req_key}")
         _keys(req, {"nodeSelectorTerms"}, f"{path}.{req_key}")
         tpath = f"{path}.{req_key}.nodeSelectorTerms"
-        required = tuple(_node_selector_term(t, f"{tpath}[{i}]")
+        required = tuple(parse_node_selector_term(t, f"{tpath}[{i}]")
                          for i, t in enumerate(_sequence(req.get("nodeSelectorTerms"), tpath)))
     preferred = []
     for i, item in enumerate(_sequence(obj.get(pref_key), f"{path}.{pref_key}")):
@@ -383,7 +386,7 @@ def _node_affinity(raw: Any, path: str) -> NodeAffinity:
         _keys(entry, {"weight", "preference"}, ipath)
         preferred.append(PreferredSchedulingTerm(
             _weight(entry, ipath),
-            _node_selector_term(entry.get("preference"), f"{ipath}.preference"),
+            parse_node_selector_term(entry.get("preference"), f"{ipath}.preference"),
         ))
     return NodeAffinity(required, tuple(preferred))
 

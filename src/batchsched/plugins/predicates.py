@@ -80,6 +80,7 @@ those tasks).
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
@@ -93,11 +94,19 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.columnar.forms import VectorFallback
 from batchsched.columnar.kube_columns import KubeColumns
-from batchsched.columnar.node_columns import BoolArray, NodeColumns
+from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.kube.affinity import node_selector_matches
+from batchsched.kube.dra.scheduling import (
+    PLUGIN as DYNAMIC_RESOURCES,
+)
+from batchsched.kube.dra.scheduling import (
+    UNSCHEDULABLE_AND_UNRESOLVABLE,
+    DraRejection,
+    DynamicResources,
+)
 from batchsched.kube.pod_index import PlacedPodIndex
 from batchsched.kube.pod_view import KubeView, NodeView, PodInfo
 from batchsched.kube.taints import (
@@ -136,7 +145,11 @@ __all__ = [
     "untolerated_taint_reason",
 ]
 
+log = logging.getLogger("batchsched")
+
 PLUGIN_NAME = "predicates"
+#: Volcano's argument for the DRA plugin's filter deadline (seconds).
+DRA_FILTER_TIMEOUT = "dynamicresources.filterTimeoutSeconds"
 
 REASON_NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -163,6 +176,8 @@ _UNSCHEDULABLE = FitStatusCode.UNSCHEDULABLE
 _ABORT = frozenset({_UU, FitStatusCode.ERROR, FitStatusCode.WAIT, FitStatusCode.SKIP})
 _BLOCKING_EFFECTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
 _UNSCHEDULABLE_TAINT = Taint(UNSCHEDULABLE_TAINT_KEY, "", NO_SCHEDULE)
+#: A task in these statuses was bound: the claims it reserved are allocated.
+_BOUND_STATUSES = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 
 TopologyPair = tuple[str, str]
 
@@ -307,6 +322,8 @@ class _TaskState:
 
     skipped: set[str] = attrs.field(factory=set)
     counts: InterPodCounts | None = None
+    #: Why Dynamic Resource Allocation turned the task down for every node.
+    dra: DraRejection | None = None
     #: The DoNotSchedule topology spread constraints and their domain counts.
     spread: tuple[SpreadConstraint, ...] = ()
     spread_counts: list[dict[str, int]] = attrs.field(factory=list)
@@ -333,7 +350,7 @@ _READ_ARGUMENTS = (
     "predicate.PodTopologySpreadEnable", "predicate.VolumeBindingEnable",
     "predicate.DynamicResourceAllocationEnable", "predicate.GPUSharingEnable",
     "predicate.GPUNumberEnable", "predicate.CacheEnable", "predicate.ProportionalEnable",
-    "predicate.resources",
+    "predicate.resources", DRA_FILTER_TIMEOUT,
 )
 
 
@@ -356,13 +373,18 @@ class PredicatesPlugin:
         self.pod_topology_spread_enable = arguments.get_bool(
             "predicate.PodTopologySpreadEnable", True)
         self.volume_binding_enable = arguments.get_bool("predicate.VolumeBindingEnable", True)
-        no_volumes = "the scenario model has no volumes, claims or CSI drivers"
+        no_volumes = "the scenario model has no volumes, persistent volume claims or CSI drivers"
+        if not arguments.get_bool("predicate.DynamicResourceAllocationEnable", True):
+            # Volcano no longer reads it: its feature gate decides, on since Kubernetes 1.34.
+            log.warning("plugin %r: predicate.DynamicResourceAllocationEnable=false has no "
+                        "effect: Volcano follows the DynamicResourceAllocation feature gate, "
+                        "which is on", self.name)
+        # Accepted: a simulated allocation has no deadline (Volcano's default is 10 s).
+        self.dra_filter_timeout = arguments.get_float(DRA_FILTER_TIMEOUT, 10.0)
         arguments.warn_inert(self.name, {
             "predicate.NodeVolumeLimitsEnable": no_volumes,
             "predicate.VolumeZoneEnable": no_volumes,
             "predicate.VolumeBindingEnable": no_volumes,
-            "predicate.DynamicResourceAllocationEnable":
-                "the scenario model has no resource claims (Dynamic Resource Allocation)",
             # Volcano moved them to deviceshare in v1.8.2 and no longer reads them here.
             "predicate.GPUSharingEnable": "read from deviceshare (deviceshare.GPUSharingEnable)",
             "predicate.GPUNumberEnable": "read from deviceshare (deviceshare.GPUNumberEnable)",
@@ -377,6 +399,7 @@ class PredicatesPlugin:
         self._cache: dict[str, dict[str, bool]] = {}
         self._stable_masks: dict[object, BoolArray | None] = {}
         self._kube: KubeColumns | None = None
+        self._dra: DynamicResources | None = None
 
     # -- session ------------------------------------------------------------------------
 
@@ -385,12 +408,24 @@ class PredicatesPlugin:
         self._view = view = KubeView.of(ssn)
         self._states = {}
         self._cache = {}
+        self._dra = dra = DynamicResources(ssn.dra)
 
         def on_allocate(event: Event) -> None:
-            view.add(event.task, event.task.node_name)
+            task = event.task
+            view.add(task, task.node_name)
+            if task.resource_claims:
+                node = ssn.nodes.get(task.node_name)
+                held = dra.reserve(task.uid, task.node_name,
+                                   node.labels if node is not None else {},
+                                   lambda: task.status in _BOUND_STATUSES)
+                task.claim_allocations = held or None
 
         def on_deallocate(event: Event) -> None:
-            view.remove(event.task)
+            task = event.task
+            view.remove(task)
+            if task.resource_claims:
+                dra.unreserve(task.uid)
+                task.claim_allocations = None
 
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate, plugin=self.name))
         ssn.add_pre_predicate_fn(self.name, self.pre_predicate)
@@ -399,6 +434,11 @@ class PredicatesPlugin:
         columnar.add_preempt_predicate_fn(ssn, self.name, self.vector_preempt_predicate)
         columnar.add_template_fn(ssn, self.name, self.vector_template)
         ssn.add_simulate_predicate_fn(self.name, self.simulate_predicate)
+        if ssn.dra:
+            # Kubernetes' DRA score (Volcano's BatchNodeOrder of this plugin): 0 but for
+            # claims with alternatives, so only sessions with DRA objects need it.
+            ssn.add_batch_node_order_fn(self.name, self.batch_node_order)
+            columnar.add_batch_node_order_fn(ssn, self.name, self.vector_batch_node_order)
         self._stable_masks = {}
         self._kube = None
 
@@ -407,6 +447,7 @@ class PredicatesPlugin:
         self._cache = {}
         self._stable_masks = {}
         self._kube = None
+        self._dra = None
 
     @property
     def view(self) -> KubeView:
@@ -463,6 +504,14 @@ class PredicatesPlugin:
                 state.spread = hard
                 state.spread_counts = domain_counts(
                     pod, hard, spread_placements(self._ssn.nodes, view, pod))
+        if task.resource_claims and self._dra is not None:
+            state.dra = self._dra.pre_filter(task.uid, task.namespace, task.name,
+                                             task.resource_claims)
+            if state.dra is not None:
+                return FitError(task.namespace, task.name, "", [FitStatus(
+                    FitStatusCode.ERROR,
+                    f"plugin {DYNAMIC_RESOURCES} pre-predicates failed {state.dra.message}",
+                    DYNAMIC_RESOURCES)])
         return None
 
     def _placed_pods(self, override: NodeInfo) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
@@ -570,6 +619,12 @@ class PredicatesPlugin:
             failed = check_proportional(task, node, self.proportional)
             if failed is not None:
                 yield FitStatus(_UU, proportional_reason(failed), PROPORTIONAL)
+        if task.resource_claims and self._dra is not None:
+            rejection = state.dra or self._dra.filter(task.uid, node.name, node.labels)
+            if rejection is not None:
+                code = _UU if rejection.code == UNSCHEDULABLE_AND_UNRESOLVABLE \
+                    else FitStatusCode.ERROR
+                yield FitStatus(code, rejection.message, DYNAMIC_RESOURCES)
 
     # -- all nodes at once ----------------------------------------------------------------------
 
@@ -592,6 +647,8 @@ class PredicatesPlugin:
             raise VectorFallback("predicates: proportional check or equivalence cache")
         if self.pod_topology_spread_enable and any(c.hard for c in task.topology_spread):
             raise VectorFallback("predicates: topology spread constraints")
+        if task.resource_claims:
+            raise VectorFallback("predicates: resource claims (Dynamic Resource Allocation)")
         assert self._ssn is not None
         kube = self._kube
         if kube is None or kube.columns is not columns:
@@ -631,7 +688,7 @@ class PredicatesPlugin:
         all nodes), topology spread, the proportional check or the equivalence cache."""
         if self.proportional_enable or (
             self.cache_enable and task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
-        ) or (self.pod_topology_spread_enable and task.topology_spread):
+        ) or (self.pod_topology_spread_enable and task.topology_spread) or task.resource_claims:
             return None
         state = self._state(task)
         if self.pod_affinity_enable and INTER_POD_AFFINITY not in state.skipped:
@@ -744,6 +801,26 @@ class PredicatesPlugin:
         return ok, resolvable
 
     # -- dry-run preemption -------------------------------------------------------------------
+
+    # -- Dynamic Resource Allocation's score ---------------------------------------------
+
+    def batch_node_order(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        """Kubernetes' DRA score (weight 1): for each ``firstAvailable`` request of the
+        task's claims, 8 less the index of the alternative a node would give it,
+        scaled to 0-100; 0 for tasks without claims."""
+        if not task.resource_claims or self._dra is None:
+            return dict.fromkeys((node.name for node in nodes), 0.0)
+        scores = self._dra.scores(task.uid, [(node.name, node.labels) for node in nodes])
+        return {name: float(score) for name, score in scores.items()}
+
+    def vector_batch_node_order(
+        self, task: TaskInfo, columns: NodeColumns, candidates: Candidates
+    ) -> FloatArray:
+        """:meth:`batch_node_order` over the candidates: zeros for a task without claims
+        (the others take the node-by-node path, as their predicate does)."""
+        if task.resource_claims:
+            raise VectorFallback("predicates: resource claims (Dynamic Resource Allocation)")
+        return np.zeros(len(candidates))
 
     def simulate_predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """Inter-pod affinity on a node copy whose tasks a preemption dry run changed."""

@@ -58,6 +58,11 @@ def compare_decisions(
         have_vgpus = dict(got.get("vgpuDevices") or {})
         if want_vgpus != have_vgpus:
             diffs.append(f"vgpuDevices: expected {want_vgpus}, got {have_vgpus}")
+    if "claimAllocations" in expect:
+        want_claims = dict(expect["claimAllocations"] or {})
+        have_claims = dict(got.get("claimAllocations") or {})
+        if want_claims != have_claims:
+            diffs.append(f"claimAllocations: expected {want_claims}, got {have_claims}")
     if "nominated" in expect:
         want_nominated = dict(expect["nominated"] or {})
         have_nominated = dict(got.get("nominated") or {})

@@ -24,7 +24,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -70,6 +70,14 @@ from batchsched.conf import SchedulerConfiguration, parse_configuration
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
 from batchsched.kube.affinity import AffinityError, parse_affinity, parse_label_selector
+from batchsched.kube.dra.claims import instantiate_templates
+from batchsched.kube.dra.objects import (
+    DraObjectError,
+    PodClaim,
+    parse_dra_documents,
+    parse_pod_claims,
+)
+from batchsched.kube.dra.scheduling import DraObjects
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
     SpreadConstraint,
@@ -83,10 +91,11 @@ T = TypeVar("T")
 
 _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "queues", "nodes",
              "jobs", "tasks", "pdbs", "resourceQuotas", "configMaps", "hyperNodes", "now",
-             "faults", "expect"}
+             "faults", "expect", "deviceClasses", "resourceSlices", "resourceClaims",
+             "resourceClaimTemplates"}
 _EXPECT_KEYS = {"binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
                 "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices",
-                "vgpuDevices"}
+                "vgpuDevices", "claimAllocations"}
 
 
 @attrs.frozen
@@ -113,6 +122,9 @@ class Scenario:
     config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     #: ``hyperNodes``: the network topology.
     hyper_nodes: tuple[HyperNode, ...] = ()
+    #: ``deviceClasses``, ``resourceSlices``, ``resourceClaims`` (with those made from
+    #: ``resourceClaimTemplates`` for the tasks naming one).
+    dra: DraObjects = attrs.field(factory=DraObjects)
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
         """The snapshot a session opens on: Ready nodes with their placed tasks, and the
@@ -150,11 +162,20 @@ class Scenario:
             now=self.now if self.now is not None else time.time(),
             config_maps={key: dict(data) for key, data in self.config_maps.items()},
             hyper_nodes=self.hyper_nodes,
+            dra=self.dra,
         )
 
     def build_cache(self) -> MemoryCache:
         """A new in-memory cluster holding this scenario's objects (copies)."""
         cache = MemoryCache(now=self.now if self.now is not None else time.time())
+        for device_class in self.dra.device_classes.values():
+            cache.set_device_class(device_class)
+        for resource_slice in self.dra.resource_slices:
+            cache.set_resource_slice(resource_slice)
+        for claim in self.dra.resource_claims.values():
+            cache.set_resource_claim(claim)
+        for template in self.dra.claim_templates.values():
+            cache.set_claim_template(template)
         for pc in self.priority_classes:
             cache.add_priority_class(pc)
         for queue in self.queues:
@@ -406,6 +427,7 @@ class _Parser:
         quotas = self.quotas(doc.get("resourceQuotas"))
         config_maps = self.config_maps(doc.get("configMaps"))
         hyper_nodes = self.hyper_nodes(doc.get("hyperNodes"))
+        dra = self.dra_objects(doc, tasks)
         expect = self.expect(doc.get("expect"))
         bind_failures = self.faults(doc.get("faults"), tasks)
         kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
@@ -433,7 +455,27 @@ class _Parser:
             bind_failures=bind_failures,
             config_maps=config_maps,
             hyper_nodes=hyper_nodes,
+            dra=dra,
         )
+
+    def dra_objects(self, doc: Mapping[str, Any], tasks: Sequence[TaskInfo]) -> DraObjects:
+        """The Dynamic Resource Allocation lists, with a claim made from its template for
+        every task entry that names one and was given none (the claim controller's
+        part, as the cluster would have done before the snapshot)."""
+        try:
+            classes, slices, claims, templates = parse_dra_documents(
+                device_classes=doc.get("deviceClasses"),
+                resource_slices=doc.get("resourceSlices"),
+                resource_claims=doc.get("resourceClaims"),
+                claim_templates=doc.get("resourceClaimTemplates"))
+        except DraObjectError as exc:
+            raise self.fail(exc.path, exc.problem) from None
+        for task in tasks:
+            if task.resource_claims:
+                task.resource_claims = instantiate_templates(
+                    task.resource_claims, namespace=task.namespace, pod=task.name,
+                    pod_uid=task.uid, templates=templates, claims=claims)
+        return DraObjects(classes, slices, claims, templates)
 
     def network_topology(self, raw: Any, path: str) -> NetworkTopology | None:
         """A pod group's ``networkTopology: {mode, highestTierAllowed, highestTierName}``."""
@@ -1062,12 +1104,22 @@ class _Parser:
             if obj.get("createdAt") is not None else 0.0,
             scheduler_name=self.typed(obj, "schedulerName", str, "", path),
             nominated_node=self._nominated(obj, path, nodes),
+            resource_claims=self._pod_claims(obj, path),
         )
         if obj.get("startTime") is not None:
             if not task.node_name:
                 raise self.fail(f"{path}.startTime", "only a task on a node has a start time")
             task.start_time = self.time_value(obj["startTime"], f"{path}.startTime")
         return task
+
+    def _pod_claims(self, obj: Mapping[str, Any], path: str) -> tuple[PodClaim, ...]:
+        if obj.get("resourceClaims") is None:
+            return ()
+        try:
+            return parse_pod_claims(obj["resourceClaims"], f"{path}.resourceClaims",
+                                    obj.get("resourceClaimStatuses"))
+        except DraObjectError as exc:
+            raise self.fail(exc.path, exc.problem) from None
 
     def _nominated(self, obj: Mapping[str, Any], path: str, nodes: Mapping[str, NodeInfo]
                    ) -> str:
@@ -1182,7 +1234,8 @@ _TASK_KEYS = frozenset({
     "name", "namespace", "job", "role", "node", "phase", "deleting", "requests", "initRequests",
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
-    "nominatedNodeName", "topologySpreadConstraints", "startTime",
+    "nominatedNodeName", "topologySpreadConstraints", "startTime", "resourceClaims",
+    "resourceClaimStatuses",
 })
 
 

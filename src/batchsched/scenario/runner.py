@@ -18,6 +18,7 @@ from batchsched.conf import SchedulerConfiguration
 from batchsched.framework.events import RecordedEvent
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
+from batchsched.kube.dra.objects import AllocationResult
 from batchsched.scenario.loader import Scenario
 from batchsched.scheduler import run_actions
 
@@ -39,7 +40,8 @@ class Decisions:
     quantities, ``podGroups`` counted by phase); ``gpu_devices``: bound task id ->
     the indexes of its node's GPUs it holds (tasks holding GPUs one by one only);
     ``vgpu_devices``: bound task id -> the vGPUs it holds, per container (its
-    ``volcano.sh/vgpu-ids-new`` annotation read).
+    ``volcano.sh/vgpu-ids-new`` annotation read); ``claim_allocations``: resource
+    claim -> the devices a bind allocated to it (Dynamic Resource Allocation).
     """
 
     binds: dict[str, str]
@@ -54,10 +56,12 @@ class Decisions:
     queue_status: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     gpu_devices: dict[str, list[int]] = attrs.field(factory=dict)
     vgpu_devices: dict[str, list[list[dict[str, object]]]] = attrs.field(factory=dict)
+    claim_allocations: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's JSON object: every key present, ``scores`` only when computed and
-        ``vgpuDevices`` only when a bound task holds vGPUs."""
+        ``vgpuDevices`` only when a bound task holds vGPUs, ``claimAllocations`` only
+        when a bind allocated a resource claim."""
         out: dict[str, Any] = {
             "binds": self.binds,
             "evicted": self.evicted,
@@ -74,6 +78,8 @@ class Decisions:
             out["scores"] = self.scores
         if self.vgpu_devices:
             out["vgpuDevices"] = self.vgpu_devices
+        if self.claim_allocations:
+            out["claimAllocations"] = self.claim_allocations
         return out
 
 
@@ -114,6 +120,8 @@ class _RecordingCache:
         self.nominated: dict[str, str] = {}
         self.gpu_devices: dict[str, list[int]] = {}
         self.vgpu_devices: dict[str, list[list[dict[str, object]]]] = {}
+        #: Task uid -> the claims its bind allocated (claim key -> allocation).
+        self.claim_allocations: dict[str, dict[str, AllocationResult]] = {}
 
     def snapshot(self) -> ClusterInfo:
         return self._snapshot
@@ -128,6 +136,8 @@ class _RecordingCache:
         vgpus = assigned_devices(task.annotations)
         if vgpus is not None:
             self.vgpu_devices[task.uid] = vgpus
+        if task.claim_allocations:
+            self.claim_allocations[task.uid] = dict(task.claim_allocations)
         return True
 
     def unbind(self, task: TaskInfo, reason: str) -> None:
@@ -135,6 +145,7 @@ class _RecordingCache:
         self.binds = [b for b in self.binds if b.task != task.uid]
         self.gpu_devices.pop(task.uid, None)
         self.vgpu_devices.pop(task.uid, None)
+        self.claim_allocations.pop(task.uid, None)
 
     def nominate(self, task: TaskInfo, node_name: str) -> None:
         self.nominated[task.uid] = node_name
@@ -199,6 +210,11 @@ def run_scenario(
                       for name, queue in sorted(ssn.queues.items())},
         gpu_devices=dict(sorted(cache.gpu_devices.items())),
         vgpu_devices=dict(sorted(cache.vgpu_devices.items())),
+        claim_allocations={
+            key: [result.to_json() for result in allocation.results]
+            for key, allocation in sorted(
+                ((key, allocation) for held in cache.claim_allocations.values()
+                 for key, allocation in held.items()), key=lambda item: item[0])},
     )
 
 

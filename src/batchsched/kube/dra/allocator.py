@@ -1,0 +1,569 @@
+"""The structured-parameters allocator: which devices of a node serve a pod's claims.
+
+It answers as Kubernetes 1.36's allocator (``k8s.io/dynamic-resource-allocation/
+structured``, the variant its default feature gates select) does for one node:
+
+* **pools**: the slices a node can use (``nodeName``, ``allNodes``, a matching
+  ``nodeSelector``, or a device of a ``perDeviceNodeSelection`` slice placed on
+  it), grouped by driver and pool, the highest generation only. A pool with
+  fewer slices of that generation than its ``resourceSliceCount`` is
+  incomplete and skipped (a request for ``All`` devices fails outright on it);
+  one with the same device name twice is invalid. Pools are tried by driver
+  then pool name, slices by name, devices in order.
+* **search**: claims in the pod's order, requests in the claim's, and for a
+  ``firstAvailable`` request its alternatives in order; within a request the
+  devices are combinations in ascending order. Depth first with backtracking:
+  the first complete solution wins, there is no preference among solutions.
+* **a device** is taken when it is not in use (allocated to another claim or
+  taken earlier in this search; an admin-access request may share it), the
+  class's then the request's selectors are true for it (CEL; an error ends
+  the whole allocation), its ``NoSchedule``/``NoExecute`` taints are tolerated
+  by the request, and the claim's constraints hold (``matchAttribute``: one
+  value for all; ``distinctAttribute``: Kubernetes' own bookkeeping, which
+  remembers one value per request).
+* **result**: per claim, the devices in pick order and the nodes they can be
+  used from: this node when a device is node-local, else the network-attached
+  slices' node selectors merged, else any node.
+
+Partitionable devices (shared counters), consumable capacity and binding
+conditions are not modelled: the loaders refuse documents that use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from batchsched.kube.affinity import NODE_NAME_FIELD, NodeSelectorTerm, Requirement
+from batchsched.kube.cel import (
+    CelEvaluationError,
+    CelSyntaxError,
+    Program,
+    Quantity,
+    compile_expression,
+)
+from batchsched.kube.dra.objects import (
+    ALL,
+    MAX_DEVICES_PER_CLAIM,
+    AllocationResult,
+    AttributeValue,
+    DeviceClass,
+    DeviceConstraint,
+    DeviceRequest,
+    DeviceResult,
+    RequestSpec,
+    ResourceClaim,
+    ResourceSlice,
+    SliceDevice,
+)
+from batchsched.kube.taints import NO_EXECUTE, NO_SCHEDULE
+
+__all__ = ["AllocationError", "Allocator", "DeviceId", "NodeAllocation", "subrequest_score"]
+
+DeviceId = tuple[str, str, str]
+#: What the scheduler reports when a node has no solution but some pool is invalid.
+INVALID_POOLS = "invalid resource pools were encountered"
+#: A ``firstAvailable`` alternative's score: 8 for the first, 7 for the second...
+_SUBREQUEST_SCORE_BASE = 8
+
+
+class AllocationError(Exception):
+    """The allocation cannot be attempted at all (a selector that does not compile or
+    fails to evaluate, a request for all devices of a pool being updated...): the
+    Kubernetes plugin's Filter error, with its text."""
+
+
+@attrs.frozen
+class NodeAllocation:
+    """One node's answer: an allocation per claim (in the claims' order), and the
+    alternative chosen for each ``firstAvailable`` request, by (claim, request)."""
+
+    results: tuple[AllocationResult, ...]
+    chosen: Mapping[tuple[str, str], int]
+
+
+class _Candidate:
+    """A device as the search sees it: where it sits, and its CEL view."""
+
+    __slots__ = ("device", "device_id", "slice", "variables")
+
+    def __init__(self, slice_: ResourceSlice, device: SliceDevice) -> None:
+        self.slice = slice_
+        self.device = device
+        self.device_id: DeviceId = (slice_.driver, slice_.pool, device.name)
+        self.variables: dict[str, Any] | None = None
+
+    def cel_variables(self) -> dict[str, Any]:
+        if self.variables is None:
+            self.variables = {"device": device_view(self.slice.driver, self.device)}
+        return self.variables
+
+
+class _Domains(dict[str, Any]):
+    """``device.attributes`` / ``device.capacity``: a domain without entries reads as an
+    empty map (Kubernetes' behaviour), while ``in`` sees only the present ones."""
+
+    def __missing__(self, key: str) -> dict[str, Any]:
+        return {}
+
+
+def device_view(driver: str, device: SliceDevice) -> dict[str, Any]:
+    """The ``device`` variable of the selectors: attributes and capacities by domain (a
+    name without a domain belongs to the driver's)."""
+    attributes: _Domains = _Domains()
+    for name, value in device.attributes.items():
+        domain, _, ident = name.rpartition("/")
+        attributes.setdefault(domain or driver, {})[ident] = value
+    capacity: _Domains = _Domains()
+    for name, amount in device.capacity.items():
+        domain, _, ident = name.rpartition("/")
+        capacity.setdefault(domain or driver, {})[ident] = Quantity(amount)
+    return {"driver": driver, "attributes": attributes, "capacity": capacity,
+            "allowMultipleAllocations": False}
+
+
+def _attribute(candidate: _Candidate, qualified: str) -> AttributeValue | None:
+    attributes = candidate.device.attributes
+    if qualified in attributes:
+        return attributes[qualified]
+    domain, _, ident = qualified.partition("/")
+    if domain == candidate.slice.driver and ident in attributes:
+        return attributes[ident]
+    return None
+
+
+def _same(left: AttributeValue, right: AttributeValue) -> bool:
+    return type(left) is type(right) and left == right
+
+
+# -- pools -------------------------------------------------------------------------------------
+
+@attrs.frozen
+class _Pool:
+    driver: str
+    name: str
+    slices: tuple[ResourceSlice, ...]
+    incomplete: bool = False
+    invalid: bool = False
+
+
+def _slice_relevant(slice_: ResourceSlice, node: str, labels: Mapping[str, str]) -> bool:
+    if slice_.node_name:
+        return slice_.node_name == node
+    if slice_.all_nodes:
+        return True
+    if slice_.node_selector is not None:
+        return slice_.node_selector.matches(labels, node)
+    if slice_.per_device_node_selection:
+        return any(_device_on_node(d, node, labels) for d in slice_.devices)
+    return False
+
+
+def _device_on_node(device: SliceDevice, node: str, labels: Mapping[str, str]) -> bool:
+    if device.node_name:
+        return device.node_name == node
+    if device.all_nodes:
+        return True
+    return device.node_selector is not None and device.node_selector.matches(labels, node)
+
+
+def gather_pools(slices: Sequence[ResourceSlice], by_pool: Mapping[tuple[str, str],
+                 Sequence[ResourceSlice]], node: str, labels: Mapping[str, str]) -> list[_Pool]:
+    """The node's pools, in search order (``by_pool``: every slice of each pool)."""
+    newest: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for slice_ in slices:
+        if not _slice_relevant(slice_, node, labels):
+            continue
+        key = (slice_.driver, slice_.pool)
+        kept = newest.get(key)
+        if kept is None or slice_.generation > kept[0].generation:
+            newest[key] = [slice_]
+        elif slice_.generation == kept[0].generation:
+            kept.append(slice_)
+    pools: list[_Pool] = []
+    for key in sorted(newest):
+        kept = newest[key]
+        generation, wanted = kept[0].generation, kept[0].slice_count
+        everyone = by_pool.get(key, kept)
+        if len(kept) != wanted:
+            if any(s.generation > generation for s in everyone):
+                continue  # obsolete: a newer generation is being published elsewhere
+            if sum(s.generation == generation for s in everyone) != wanted:
+                pools.append(_Pool(key[0], key[1], (), incomplete=True))
+                continue
+        names: set[str] = set()
+        invalid = False
+        for slice_ in everyone:
+            if slice_.generation != generation:
+                continue
+            for device in slice_.devices:
+                if device.name in names:
+                    invalid = True
+                names.add(device.name)
+        ordered = tuple(sorted(kept, key=lambda s: s.name))
+        pools.append(_Pool(key[0], key[1], () if invalid else ordered, invalid=invalid))
+    return pools
+
+
+# -- one request's data ------------------------------------------------------------------------
+
+@attrs.frozen
+class _Request:
+    """A request, or one ``firstAvailable`` alternative, ready for the search."""
+
+    claim: int
+    name: str  # the result's request name: "req" or "req/alternative"
+    spec: RequestSpec
+    class_programs: tuple[Program, ...]
+    class_name: str
+    programs: tuple[Program, ...]
+    all_devices: tuple[_Candidate, ...] | None  # allocationMode All: every matching device
+
+    @property
+    def count(self) -> int:
+        return len(self.all_devices) if self.all_devices is not None else self.spec.count
+
+
+class _Constraint:
+    """One claim constraint's bookkeeping during the search."""
+
+    def __init__(self, constraint: DeviceConstraint) -> None:
+        self.constraint = constraint
+        self.requests = frozenset(constraint.requests)
+        self.reference: AttributeValue | None = None
+        self.members = 0
+        self.distinct: dict[str, AttributeValue] = {}
+
+    def applies(self, request: str) -> bool:
+        if not self.requests:
+            return True
+        return request in self.requests or request.partition("/")[0] in self.requests
+
+    def add(self, request: str, candidate: _Candidate) -> bool:
+        if not self.applies(request):
+            return True
+        if self.constraint.match_attribute:
+            value = _attribute(candidate, self.constraint.match_attribute)
+            if value is None:
+                return False
+            if self.members and self.reference is not None and not _same(value, self.reference):
+                return False
+            if not self.members:
+                self.reference = value
+            self.members += 1
+            return True
+        value = _attribute(candidate, self.constraint.distinct_attribute)
+        if value is None:
+            return False
+        base = request.partition("/")[0]
+        if any(_same(value, other) for key, other in self.distinct.items() if key != base):
+            return False
+        self.distinct[base] = value  # Kubernetes keeps one value per request
+        return True
+
+    def remove(self, request: str) -> None:
+        if not self.applies(request):
+            return
+        if self.constraint.match_attribute:
+            self.members -= 1
+            return
+        self.distinct.pop(request.partition("/")[0], None)
+
+
+# -- the allocator -----------------------------------------------------------------------------
+
+class Allocator:
+    """Allocates ``claims`` (unallocated, in the pod's order) on one node at a time;
+    ``in_use`` are the devices other claims hold (admin-access results excluded)."""
+
+    def __init__(self, claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceClass],
+                 slices: Sequence[ResourceSlice], in_use: frozenset[DeviceId] | set[DeviceId]
+                 ) -> None:
+        self.claims = tuple(claims)
+        self.classes = classes
+        self.in_use = in_use
+        self.local: dict[str, list[ResourceSlice]] = {}
+        self.shared: list[ResourceSlice] = []
+        self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
+        for slice_ in slices:
+            if slice_.node_name:
+                self.local.setdefault(slice_.node_name, []).append(slice_)
+            else:
+                self.shared.append(slice_)
+            self.by_pool.setdefault((slice_.driver, slice_.pool), []).append(slice_)
+        self._candidates: dict[int, _Candidate] = {}
+
+    def allocate(self, node: str, labels: Mapping[str, str]) -> NodeAllocation | None:
+        """The node's allocation, None when the claims do not fit there
+        (:class:`AllocationError` when the attempt itself fails). When no solution
+        exists and a pool of the node is invalid, the reason is
+        :data:`INVALID_POOLS` (``last_failure``)."""
+        self.last_failure = "cannot allocate all claims"
+        pools = gather_pools([*self.local.get(node, ()), *self.shared], self.by_pool,
+                             node, labels)
+        search = _Search(self, pools, node, labels)
+        answer = search.run()
+        if answer is None and any(pool.invalid for pool in pools):
+            self.last_failure = INVALID_POOLS
+        return answer
+
+    def candidate(self, slice_: ResourceSlice, device: SliceDevice) -> _Candidate:
+        """One object per device for the allocator's life (their CEL views are kept)."""
+        kept = self._candidates.get(id(device))
+        if kept is None:
+            kept = self._candidates[id(device)] = _Candidate(slice_, device)
+        return kept
+
+
+class _Search:
+    def __init__(self, allocator: Allocator, pools: list[_Pool], node: str,
+                 labels: Mapping[str, str]) -> None:
+        self.allocator = allocator
+        self.pools = pools
+        self.node = node
+        self.labels = labels
+        self.order: list[_Candidate] = [
+            allocator.candidate(slice_, device)
+            for pool in pools if not pool.incomplete and not pool.invalid
+            for slice_ in pool.slices for device in slice_.devices
+            if not slice_.per_device_node_selection or _device_on_node(device, node, labels)]
+        self.requests: list[list[list[_Request]]] = []  # claim -> request -> alternatives
+        self.selectable: dict[tuple[int, str, DeviceId], bool] = {}
+        self.picked: dict[DeviceId, set[int]] = {}
+        self.results: list[list[tuple[_Request, _Candidate]]] = []
+        self.constraints: list[list[_Constraint]] = []
+        self.chosen: dict[tuple[str, str], int] = {}
+
+    # -- validation ------------------------------------------------------------------------
+
+    def run(self) -> NodeAllocation | None:
+        for index, claim in enumerate(self.allocator.claims):
+            self.requests.append([self._request_data(index, claim, _alternatives(request))
+                                  for request in claim.requests])
+            minimum = sum(min(r.count for r in alternatives) if alternatives else 0
+                          for alternatives in self.requests[-1])
+            if minimum > MAX_DEVICES_PER_CLAIM:
+                raise AllocationError(
+                    f"claim {claim.key}: number of requested devices {minimum} exceeds the "
+                    f"claim limit of {MAX_DEVICES_PER_CLAIM}")
+            self.results.append([])
+            self.constraints.append([_Constraint(c) for c in claim.constraints])
+        if not self._claim(0):
+            return None
+        return NodeAllocation(tuple(self._result(i) for i in range(len(self.results))),
+                              dict(self.chosen))
+
+    def _request_data(self, index: int, claim: ResourceClaim,
+                      alternatives: Sequence[tuple[str, RequestSpec]]) -> list[_Request]:
+        out = []
+        for result_name, spec in alternatives:
+            device_class = self.allocator.classes.get(spec.device_class_name)
+            if device_class is None:
+                raise AllocationError(
+                    f"claim {claim.key}, request {spec.name}: could not retrieve device class "
+                    f"{spec.device_class_name}: deviceclass.resource.k8s.io "
+                    f"\"{spec.device_class_name}\" not found")
+            class_programs = _compile(device_class.selectors, f"class {device_class.name}")
+            programs = _compile(spec.selectors, f"claim {claim.key}")
+            data = _Request(index, result_name, spec, class_programs, device_class.name,
+                            programs, None)
+            if spec.allocation_mode == ALL:
+                blocked = next((p for p in self.pools if p.incomplete or p.invalid), None)
+                if blocked is not None:
+                    state = "being updated" if blocked.incomplete else "invalid"
+                    raise AllocationError(
+                        f"claim {claim.key}, request {spec.name}: asks for all devices, but "
+                        f"resource pool {blocked.driver}/{blocked.name} is currently {state}")
+                data = attrs.evolve(data, all_devices=tuple(
+                    c for c in self.order if self._selectable(data, c)))
+            out.append(data)
+        return out
+
+    # -- the search --------------------------------------------------------------------------
+
+    def _claim(self, index: int) -> bool:
+        if index == len(self.requests):
+            return True
+        return self._request(index, 0)
+
+    def _request(self, index: int, position: int) -> bool:
+        requests = self.requests[index]
+        if position == len(requests):
+            return self._claim(index + 1)
+        alternatives = requests[position]
+        if not alternatives:
+            return self._request(index, position + 1)
+        claim = self.allocator.claims[index]
+        request_name = claim.requests[position].name
+        if len(alternatives) == 1 and claim.requests[position].exactly is not None:
+            return self._device(alternatives[0], index, position, 0, 0)
+        for choice, data in enumerate(alternatives):
+            if self._device(data, index, position, 0, 0):
+                self.chosen[(claim.key, request_name)] = choice
+                return True
+        return False
+
+    def _device(self, data: _Request, index: int, position: int, number: int,
+                start: int) -> bool:
+        if data.all_devices is not None and not data.all_devices:
+            return False
+        if number == data.count:
+            return self._request(index, position + 1)
+        if len(self.results[index]) + data.count - number > MAX_DEVICES_PER_CLAIM:
+            return False
+        if data.all_devices is not None:
+            candidate = data.all_devices[number]
+            if not self._add(data, candidate, must=True):
+                return False
+            if self._device(data, index, position, number + 1, 0):
+                return True
+            self._undo(data)
+            return False
+        for offset, candidate in enumerate(self.order[start:]):
+            if self._in_use(data, candidate) or not self._selectable(data, candidate):
+                continue
+            if not self._add(data, candidate, must=False):
+                continue
+            if self._device(data, index, position, number + 1, start + offset + 1):
+                return True
+            self._undo(data)
+        return False
+
+    def _in_use(self, data: _Request, candidate: _Candidate) -> bool:
+        picked_by = self.picked.get(candidate.device_id)
+        if data.spec.admin_access:
+            return picked_by is not None and data.claim in picked_by
+        return candidate.device_id in self.allocator.in_use or bool(picked_by)
+
+    def _selectable(self, data: _Request, candidate: _Candidate) -> bool:
+        key = (data.claim, data.name, candidate.device_id)
+        known = self.selectable.get(key)
+        if known is not None:
+            return known
+        verdict = (_passes(data.class_programs, candidate, f"class {data.class_name}")
+                   and _passes(data.programs, candidate,
+                               f"claim {self.allocator.claims[data.claim].key}"))
+        self.selectable[key] = verdict
+        return verdict
+
+    def _add(self, data: _Request, candidate: _Candidate, *, must: bool) -> bool:
+        if self._in_use(data, candidate):
+            return False
+        for taint in candidate.device.taints:
+            if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not any(
+                    t.tolerates(taint) for t in data.spec.tolerations):
+                return False
+        added: list[_Constraint] = []
+        for constraint in self.constraints[data.claim]:
+            if not constraint.add(data.name, candidate):
+                for earlier in added:
+                    earlier.remove(data.name)
+                if must:
+                    claim = self.allocator.claims[data.claim]
+                    driver, pool, device = candidate.device_id
+                    raise AllocationError(
+                        f"claim {claim.key}, request {data.spec.name}: cannot add device "
+                        f"{driver}/{pool}/{device} because a claim constraint would not be "
+                        f"satisfied")
+                return False
+            added.append(constraint)
+        self.picked.setdefault(candidate.device_id, set()).add(data.claim)
+        self.results[data.claim].append((data, candidate))
+        return True
+
+    def _undo(self, data: _Request) -> None:
+        _, candidate = self.results[data.claim].pop()
+        for constraint in self.constraints[data.claim]:
+            constraint.remove(data.name)
+        picked_by = self.picked[candidate.device_id]
+        picked_by.discard(data.claim)
+        if not picked_by:
+            del self.picked[candidate.device_id]
+
+    # -- the answer ----------------------------------------------------------------------------
+
+    def _result(self, index: int) -> AllocationResult:
+        picks = self.results[index]
+        results = tuple(DeviceResult(data.name, *candidate.device_id,
+                                     admin_access=data.spec.admin_access)
+                        for data, candidate in picks)
+        pinned = any(c.slice.node_name or c.device.node_name for _, c in picks)
+        if pinned:
+            return AllocationResult(results, NodeSelectorTerm(
+                match_fields=(Requirement(NODE_NAME_FIELD, "In", (self.node,)),)))
+        expressions: list[Requirement] = []
+        fields: list[Requirement] = []
+        for _, candidate in picks:
+            term = candidate.slice.node_selector or candidate.device.node_selector
+            if term is None:
+                continue
+            for requirement in term.match_expressions:
+                if requirement not in expressions:
+                    expressions.append(requirement)
+            for requirement in term.match_fields:
+                if requirement not in fields:
+                    fields.append(requirement)
+        if not expressions and not fields:
+            return AllocationResult(results, None)
+        return AllocationResult(results, NodeSelectorTerm(tuple(expressions), tuple(fields)))
+
+
+def _alternatives(request: DeviceRequest) -> list[tuple[str, RequestSpec]]:
+    if request.exactly is not None:
+        return [(request.name, request.exactly)]
+    return [(f"{request.name}/{spec.name}", spec) for spec in request.first_available]
+
+
+def _compile(expressions: Sequence[str], owner: str) -> tuple[Program, ...]:
+    programs = []
+    for i, expression in enumerate(expressions):
+        try:
+            programs.append(compile_expression(expression))
+        except CelSyntaxError as exc:
+            raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {exc}") from None
+    return tuple(programs)
+
+
+def _passes(programs: Sequence[Program], candidate: _Candidate, owner: str) -> bool:
+    if not programs:
+        return True
+    bad = candidate.device.bad_versions
+    if bad:
+        name, problem = next(iter(bad.items()))
+        raise AllocationError(f"{owner}: selector #0: CEL runtime error: attribute {name}: "
+                              f"parse semantic version: {problem}")
+    variables = candidate.cel_variables()
+    for i, program in enumerate(programs):
+        try:
+            verdict = program.evaluate(variables)
+        except CelEvaluationError as exc:
+            raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {exc}") from None
+        if type(verdict) is not bool:
+            raise AllocationError(f"{owner}: selector #{i}: CEL result of type "
+                                  f"{type(verdict).__name__} could not be converted to bool")
+        if not verdict:
+            return False
+    return True
+
+
+def subrequest_score(allocations: Iterator[tuple[ResourceClaim, AllocationResult]],
+                     chosen: Mapping[tuple[str, str], int]) -> int:
+    """A node's raw DRA score: for each ``firstAvailable`` request, 8 less the index of
+    the alternative it got (the chosen ones of this node's search in ``chosen``; those
+    of claims already allocated read from their results)."""
+    score = 0
+    for claim, allocation in allocations:
+        for request in claim.requests:
+            if not request.first_available:
+                continue
+            choice = chosen.get((claim.key, request.name))
+            if choice is None:
+                names = [spec.name for spec in request.first_available]
+                used = {r.request.partition("/")[2] for r in allocation.results
+                        if r.request.partition("/")[0] == request.name}
+                choice = next((i for i, name in enumerate(names) if name in used), None)
+            if choice is not None:
+                score += _SUBREQUEST_SCORE_BASE - choice
+    return score

@@ -1,0 +1,665 @@
+"""The objects of Dynamic Resource Allocation (``resource.k8s.io/v1``), as read from
+documents.
+
+Each ``parse_*`` function takes either the Kubernetes object (``metadata``,
+``spec``, ``status``, as ``kubectl get -o yaml`` prints it) or the scenario
+format's flat form (the same fields, without ``metadata`` and ``spec``), applies
+the API server's defaults (``allocationMode: ExactCount``, ``count: 1``,
+toleration operator ``Equal``) and checks what it would reject, raising
+:class:`DraObjectError` with the dotted path of the field.
+
+Names follow the API: a device's attributes and capacities are keyed by
+qualified name (``model`` or ``gpu.example.com/model``); a device is identified
+by ``driver/pool/device``; a claim by ``namespace/name``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from batchsched.errors import QuantityError
+from batchsched.kube.affinity import AffinityError, NodeSelectorTerm, parse_node_selector_term
+from batchsched.kube.cel import Quantity, Semver
+from batchsched.kube.quantity import parse_quantity
+from batchsched.kube.taints import Taint, Toleration
+
+__all__ = [
+    "ALL",
+    "EXACT_COUNT",
+    "AllocationResult",
+    "DeviceClass",
+    "DeviceConstraint",
+    "DeviceRequest",
+    "DeviceResult",
+    "DraObjectError",
+    "PodClaim",
+    "RequestSpec",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
+    "SliceDevice",
+    "parse_device_class",
+    "parse_dra_documents",
+    "parse_pod_claims",
+    "parse_resource_claim",
+    "parse_resource_claim_template",
+    "parse_resource_slice",
+]
+
+EXACT_COUNT = "ExactCount"
+ALL = "All"
+#: At most this many devices per claim (the API's ``AllocationResultsMaxSize``).
+MAX_DEVICES_PER_CLAIM = 32
+#: At most this many alternatives in a ``firstAvailable`` request.
+MAX_SUBREQUESTS = 8
+
+AttributeValue = bool | int | str | Semver
+
+
+class DraObjectError(ValueError):
+    """A document the API server would reject; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.problem = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+@attrs.frozen
+class DeviceClass:
+    """A ``DeviceClass``: the selectors every device of the class must pass."""
+
+    name: str
+    selectors: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class SliceDevice:
+    """One device of a ``ResourceSlice``. ``attributes`` and ``capacity`` keep the
+    names as written (qualified or not); ``node_name``/``node_selector``/``all_nodes``
+    are the device's own placement in a slice with ``perDeviceNodeSelection``."""
+
+    name: str
+    attributes: Mapping[str, AttributeValue] = attrs.field(factory=dict)
+    capacity: Mapping[str, Fraction] = attrs.field(factory=dict)
+    taints: tuple[Taint, ...] = ()
+    node_name: str = ""
+    node_selector: NodeSelectorTerm | None = None
+    all_nodes: bool = False
+    #: Attribute values that are versions but do not parse as semantic versions (the
+    #: device then fails every selector, as in Kubernetes), by attribute name.
+    bad_versions: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ResourceSlice:
+    """A ``ResourceSlice``: devices of one driver's pool, and where they are usable
+    (exactly one of ``node_name``, ``node_selector``, ``all_nodes``,
+    ``per_device_node_selection``)."""
+
+    name: str
+    driver: str
+    pool: str
+    generation: int = 0
+    slice_count: int = 1
+    node_name: str = ""
+    node_selector: NodeSelectorTerm | None = None
+    all_nodes: bool = False
+    per_device_node_selection: bool = False
+    devices: tuple[SliceDevice, ...] = ()
+
+
+@attrs.frozen
+class RequestSpec:
+    """What one request (``exactly``) or one of its alternatives (``firstAvailable``)
+    asks for. ``name`` is the request's, or the alternative's own name."""
+
+    name: str
+    device_class_name: str
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = EXACT_COUNT
+    count: int = 1
+    admin_access: bool = False
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@attrs.frozen
+class DeviceRequest:
+    """A claim's request: ``exactly`` one kind of device, or the ``first_available``
+    of several alternatives (in order of preference)."""
+
+    name: str
+    exactly: RequestSpec | None = None
+    first_available: tuple[RequestSpec, ...] = ()
+
+
+@attrs.frozen
+class DeviceConstraint:
+    """A claim constraint over ``requests`` (empty: all of the claim's)."""
+
+    requests: tuple[str, ...] = ()
+    match_attribute: str = ""
+    distinct_attribute: str = ""
+
+
+@attrs.frozen
+class DeviceResult:
+    """One allocated device: the request (``req`` or ``req/alternative``) it serves."""
+
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool = False
+
+    @property
+    def device_id(self) -> tuple[str, str, str]:
+        return (self.driver, self.pool, self.device)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"request": self.request, "driver": self.driver,
+                               "pool": self.pool, "device": self.device}
+        if self.admin_access:
+            out["adminAccess"] = True
+        return out
+
+
+@attrs.frozen
+class AllocationResult:
+    """A claim's ``status.allocation``: its devices and the nodes they can be used
+    from (None: any node)."""
+
+    results: tuple[DeviceResult, ...]
+    node_selector: NodeSelectorTerm | None = None
+
+    def available_on(self, labels: Mapping[str, str], node_name: str) -> bool:
+        return self.node_selector is None or self.node_selector.matches(labels, node_name)
+
+
+@attrs.frozen
+class ResourceClaim:
+    """A ``ResourceClaim``. ``owner`` is the uid (``namespace/name``) of the pod it was
+    generated for from a template ("" for a claim made on its own); ``reserved_for``
+    the pods it is reserved for."""
+
+    namespace: str
+    name: str
+    requests: tuple[DeviceRequest, ...] = ()
+    constraints: tuple[DeviceConstraint, ...] = ()
+    allocation: AllocationResult | None = None
+    reserved_for: tuple[str, ...] = ()
+    owner: str = ""
+    deleting: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@attrs.frozen
+class ResourceClaimTemplate:
+    """A ``ResourceClaimTemplate``: the claim each pod naming it gets for itself."""
+
+    namespace: str
+    name: str
+    requests: tuple[DeviceRequest, ...] = ()
+    constraints: tuple[DeviceConstraint, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@attrs.frozen
+class PodClaim:
+    """An entry of a pod's ``spec.resourceClaims``: a claim by name, or a template;
+    ``generated`` is the claim made from the template (the pod's
+    ``status.resourceClaimStatuses``), "" while none was made."""
+
+    name: str
+    claim_name: str = ""
+    template_name: str = ""
+    generated: str = ""
+
+
+# -- reading documents ----------------------------------------------------------------------
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise DraObjectError(path, f"must be a mapping, not {type(value).__name__}")
+    return value
+
+
+def _sequence(value: Any, path: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise DraObjectError(path, f"must be a list, not {type(value).__name__}")
+    return value
+
+
+def _text(value: Any, path: str, *, required: bool = False) -> str:
+    if value is None or value == "":
+        if required:
+            raise DraObjectError(path, "is required")
+        return ""
+    if not isinstance(value, str):
+        raise DraObjectError(path, f"must be a string, not {type(value).__name__}")
+    return value
+
+
+def _integer(value: Any, path: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DraObjectError(path, f"must be an integer, not {value!r}")
+    return value
+
+
+def _boolean(value: Any, path: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise DraObjectError(path, f"must be true or false, not {value!r}")
+    return value
+
+
+def _keys(obj: Mapping[str, Any], allowed: set[str], path: str) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise DraObjectError(f"{path}.{key}", "unknown field")
+
+
+def _flat(obj: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any], Mapping[str, Any],
+                                                      Mapping[str, Any], str]:
+    """(metadata, spec, status, path of spec) of a Kubernetes object or a flat entry."""
+    if "metadata" in obj or "spec" in obj:
+        metadata = _mapping(obj.get("metadata"), f"{path}.metadata")
+        return (metadata, _mapping(obj.get("spec"), f"{path}.spec"),
+                _mapping(obj.get("status"), f"{path}.status"), f"{path}.spec")
+    return obj, obj, obj, path
+
+
+def _selectors(raw: Any, path: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for i, entry in enumerate(_sequence(raw, path)):
+        where = f"{path}[{i}]"
+        cel = _mapping(_mapping(entry, where).get("cel"), f"{where}.cel")
+        expression = _text(cel.get("expression"), f"{where}.cel.expression")
+        if not expression:
+            raise DraObjectError(f"{where}.cel.expression",
+                                 "is required (CEL is the only selector type)")
+        out.append(expression)
+    return tuple(out)
+
+
+def _node_selector(raw: Any, path: str) -> NodeSelectorTerm:
+    selector = _mapping(raw, path)
+    terms = _sequence(selector.get("nodeSelectorTerms"), f"{path}.nodeSelectorTerms")
+    if len(terms) != 1:
+        raise DraObjectError(f"{path}.nodeSelectorTerms",
+                             f"must have exactly one term, not {len(terms)}")
+    try:
+        return parse_node_selector_term(terms[0], f"{path}.nodeSelectorTerms[0]")
+    except AffinityError as exc:
+        raise DraObjectError(exc.path, exc.problem) from None
+
+
+def _tolerations(raw: Any, path: str) -> tuple[Toleration, ...]:
+    out: list[Toleration] = []
+    for i, entry in enumerate(_sequence(raw, path)):
+        where = f"{path}[{i}]"
+        obj = _mapping(entry, where)
+        _keys(obj, {"key", "operator", "value", "effect", "tolerationSeconds"}, where)
+        operator = _text(obj.get("operator"), f"{where}.operator") or "Equal"
+        if operator not in ("Equal", "Exists"):
+            raise DraObjectError(f"{where}.operator", f"must be Equal or Exists, not {operator!r}")
+        out.append(Toleration(key=_text(obj.get("key"), f"{where}.key"), operator=operator,
+                              value=_text(obj.get("value"), f"{where}.value"),
+                              effect=_text(obj.get("effect"), f"{where}.effect")))
+    return tuple(out)
+
+
+def parse_device_class(raw: Any, path: str = "deviceClass") -> DeviceClass:
+    obj = _mapping(raw, path)
+    metadata, spec, _, spec_path = _flat(obj, path)
+    name = _text(metadata.get("name"), f"{path}.name", required=True)
+    return DeviceClass(name, _selectors(spec.get("selectors"), f"{spec_path}.selectors"))
+
+
+def _attribute(raw: Any, path: str) -> tuple[AttributeValue, str]:
+    obj = _mapping(raw, path)
+    kinds = [key for key in ("int", "bool", "string", "version") if key in obj]
+    if len(kinds) != 1 or len(obj) != 1:
+        raise DraObjectError(path, "must have exactly one of int, bool, string, version")
+    kind = kinds[0]
+    value = obj[kind]
+    if kind == "int":
+        return _integer(value, f"{path}.int", 0), ""
+    if kind == "bool":
+        return _boolean(value, f"{path}.bool"), ""
+    text = _text(value, f"{path}.{kind}")
+    if kind == "string":
+        return text, ""
+    try:
+        return Semver(text), ""
+    except ValueError as exc:
+        return text, str(exc)
+
+
+def _quantity(raw: Any, path: str) -> Fraction:
+    try:
+        return parse_quantity(raw)
+    except QuantityError as exc:
+        raise DraObjectError(path, f"malformed quantity: {exc}") from None
+
+
+def _device(raw: Any, path: str, per_device: bool) -> SliceDevice:
+    obj = _mapping(raw, path)
+    name = _text(obj.get("name"), f"{path}.name", required=True)
+    for unsupported in ("consumesCounters", "allowMultipleAllocations", "bindingConditions",
+                        "bindingFailureConditions", "bindsToNode"):
+        if obj.get(unsupported):
+            raise DraObjectError(f"{path}.{unsupported}", _UNSUPPORTED)
+    attributes: dict[str, AttributeValue] = {}
+    bad_versions: dict[str, str] = {}
+    for key, value in _mapping(obj.get("attributes"), f"{path}.attributes").items():
+        attributes[key], problem = _attribute(value, f"{path}.attributes.{key}")
+        if problem:
+            bad_versions[key] = problem
+    capacity: dict[str, Fraction] = {}
+    for key, value in _mapping(obj.get("capacity"), f"{path}.capacity").items():
+        where = f"{path}.capacity.{key}"
+        entry = _mapping(value, where)
+        if entry.get("requestPolicy"):
+            raise DraObjectError(f"{where}.requestPolicy", _UNSUPPORTED)
+        capacity[key] = _quantity(entry.get("value"), f"{where}.value")
+    taints = []
+    for i, entry in enumerate(_sequence(obj.get("taints"), f"{path}.taints")):
+        where = f"{path}.taints[{i}]"
+        taint = _mapping(entry, where)
+        taints.append(Taint(_text(taint.get("key"), f"{where}.key", required=True),
+                            _text(taint.get("value"), f"{where}.value"),
+                            _text(taint.get("effect"), f"{where}.effect", required=True)))
+    node_name = _text(obj.get("nodeName"), f"{path}.nodeName")
+    node_selector = (_node_selector(obj["nodeSelector"], f"{path}.nodeSelector")
+                     if obj.get("nodeSelector") is not None else None)
+    all_nodes = _boolean(obj.get("allNodes"), f"{path}.allNodes")
+    placements = bool(node_name) + (node_selector is not None) + all_nodes
+    if per_device and placements != 1:
+        raise DraObjectError(path, "with perDeviceNodeSelection, a device sets exactly one of "
+                             "nodeName, nodeSelector, allNodes")
+    if not per_device and placements:
+        raise DraObjectError(path, "a device sets its own node only in a slice with "
+                             "perDeviceNodeSelection")
+    return SliceDevice(name, attributes, capacity, tuple(taints), node_name, node_selector,
+                       all_nodes, bad_versions)
+
+
+_UNSUPPORTED = ("not modelled by batchsched (partitionable devices, consumable capacity and "
+                "binding conditions are not supported)")
+
+
+def parse_resource_slice(raw: Any, path: str = "resourceSlice") -> ResourceSlice:
+    obj = _mapping(raw, path)
+    metadata, spec, _, spec_path = _flat(obj, path)
+    name = _text(metadata.get("name"), f"{path}.name", required=True)
+    if spec.get("sharedCounters"):
+        raise DraObjectError(f"{spec_path}.sharedCounters", _UNSUPPORTED)
+    driver = _text(spec.get("driver"), f"{spec_path}.driver", required=True)
+    pool = _mapping(spec.get("pool"), f"{spec_path}.pool")
+    pool_name = _text(pool.get("name"), f"{spec_path}.pool.name", required=True)
+    generation = _integer(pool.get("generation"), f"{spec_path}.pool.generation", 0)
+    count = _integer(pool.get("resourceSliceCount"), f"{spec_path}.pool.resourceSliceCount", 1)
+    if count < 1:
+        raise DraObjectError(f"{spec_path}.pool.resourceSliceCount", "must be at least 1")
+    node_name = _text(spec.get("nodeName"), f"{spec_path}.nodeName")
+    node_selector = (_node_selector(spec["nodeSelector"], f"{spec_path}.nodeSelector")
+                     if spec.get("nodeSelector") is not None else None)
+    all_nodes = _boolean(spec.get("allNodes"), f"{spec_path}.allNodes")
+    per_device = _boolean(spec.get("perDeviceNodeSelection"),
+                          f"{spec_path}.perDeviceNodeSelection")
+    if bool(node_name) + (node_selector is not None) + all_nodes + per_device != 1:
+        raise DraObjectError(spec_path, "exactly one of nodeName, nodeSelector, allNodes, "
+                             "perDeviceNodeSelection must be set")
+    devices = tuple(_device(entry, f"{spec_path}.devices[{i}]", per_device)
+                    for i, entry in enumerate(_sequence(spec.get("devices"),
+                                                        f"{spec_path}.devices")))
+    return ResourceSlice(name, driver, pool_name, generation, count, node_name, node_selector,
+                         all_nodes, per_device, devices)
+
+
+def _request_spec(obj: Mapping[str, Any], path: str, name: str, *, admin: bool) -> RequestSpec:
+    allowed = {"name", "deviceClassName", "selectors", "allocationMode", "count", "tolerations",
+               "capacity"} | ({"adminAccess"} if admin else set())
+    _keys(obj, allowed, path)
+    if obj.get("capacity"):
+        raise DraObjectError(f"{path}.capacity", _UNSUPPORTED)
+    mode = _text(obj.get("allocationMode"), f"{path}.allocationMode") or EXACT_COUNT
+    if mode not in (EXACT_COUNT, ALL):
+        raise DraObjectError(f"{path}.allocationMode", f"must be ExactCount or All, not {mode!r}")
+    count = _integer(obj.get("count"), f"{path}.count", 1 if mode == EXACT_COUNT else 0)
+    if mode == EXACT_COUNT and count < 1:
+        raise DraObjectError(f"{path}.count", "must be at least 1")
+    if mode == ALL and obj.get("count") is not None:
+        raise DraObjectError(f"{path}.count", "must not be set with allocationMode All")
+    return RequestSpec(
+        name=name,
+        device_class_name=_text(obj.get("deviceClassName"), f"{path}.deviceClassName",
+                                required=True),
+        selectors=_selectors(obj.get("selectors"), f"{path}.selectors"),
+        allocation_mode=mode,
+        count=count,
+        admin_access=_boolean(obj.get("adminAccess"), f"{path}.adminAccess"),
+        tolerations=_tolerations(obj.get("tolerations"), f"{path}.tolerations"),
+    )
+
+
+def _requests(raw: Any, path: str) -> tuple[DeviceRequest, ...]:
+    out: list[DeviceRequest] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(_sequence(raw, path)):
+        where = f"{path}[{i}]"
+        obj = _mapping(entry, where)
+        _keys(obj, {"name", "exactly", "firstAvailable"}, where)
+        name = _text(obj.get("name"), f"{where}.name", required=True)
+        if name in seen:
+            raise DraObjectError(f"{where}.name", f"duplicate request name {name!r}")
+        seen.add(name)
+        exactly, alternatives = obj.get("exactly"), obj.get("firstAvailable")
+        if (exactly is None) == (not alternatives):
+            raise DraObjectError(where, "exactly one of exactly, firstAvailable must be set")
+        if exactly is not None:
+            out.append(DeviceRequest(name, exactly=_request_spec(
+                _mapping(exactly, f"{where}.exactly"), f"{where}.exactly", name, admin=True)))
+            continue
+        subs = _sequence(alternatives, f"{where}.firstAvailable")
+        if len(subs) > MAX_SUBREQUESTS:
+            raise DraObjectError(f"{where}.firstAvailable",
+                                 f"must have at most {MAX_SUBREQUESTS} entries")
+        specs = []
+        for j, sub in enumerate(subs):
+            sub_path = f"{where}.firstAvailable[{j}]"
+            sub_obj = _mapping(sub, sub_path)
+            sub_name = _text(sub_obj.get("name"), f"{sub_path}.name", required=True)
+            specs.append(_request_spec(sub_obj, sub_path, sub_name, admin=False))
+        out.append(DeviceRequest(name, first_available=tuple(specs)))
+    return tuple(out)
+
+
+def _constraints(raw: Any, path: str, requests: Sequence[DeviceRequest]
+                 ) -> tuple[DeviceConstraint, ...]:
+    names = {request.name for request in requests}
+    out: list[DeviceConstraint] = []
+    for i, entry in enumerate(_sequence(raw, path)):
+        where = f"{path}[{i}]"
+        obj = _mapping(entry, where)
+        _keys(obj, {"requests", "matchAttribute", "distinctAttribute"}, where)
+        listed = tuple(_text(r, f"{where}.requests[{k}]", required=True)
+                       for k, r in enumerate(_sequence(obj.get("requests"), f"{where}.requests")))
+        for k, request in enumerate(listed):
+            if request.partition("/")[0] not in names:
+                raise DraObjectError(f"{where}.requests[{k}]",
+                                     f"names no request of the claim ({request!r})")
+        match = _text(obj.get("matchAttribute"), f"{where}.matchAttribute")
+        distinct = _text(obj.get("distinctAttribute"), f"{where}.distinctAttribute")
+        if bool(match) == bool(distinct):
+            raise DraObjectError(where, "exactly one of matchAttribute, distinctAttribute "
+                                 "must be set")
+        out.append(DeviceConstraint(listed, match, distinct))
+    return tuple(out)
+
+
+def _devices_spec(spec: Mapping[str, Any], path: str
+                  ) -> tuple[tuple[DeviceRequest, ...], tuple[DeviceConstraint, ...]]:
+    devices = _mapping(spec.get("devices"), f"{path}.devices") if "devices" in spec else spec
+    requests = _requests(devices.get("requests"), f"{path}.devices.requests"
+                         if "devices" in spec else f"{path}.requests")
+    constraints = _constraints(devices.get("constraints"), f"{path}.devices.constraints"
+                               if "devices" in spec else f"{path}.constraints", requests)
+    return requests, constraints
+
+
+def _allocation(raw: Any, path: str) -> AllocationResult:
+    obj = _mapping(raw, path)
+    devices = _mapping(obj.get("devices"), f"{path}.devices") if "devices" in obj else obj
+    results: list[DeviceResult] = []
+    where_results = f"{path}.devices.results" if "devices" in obj else f"{path}.results"
+    for i, entry in enumerate(_sequence(devices.get("results"), where_results)):
+        where = f"{where_results}[{i}]"
+        result = _mapping(entry, where)
+        results.append(DeviceResult(
+            request=_text(result.get("request"), f"{where}.request", required=True),
+            driver=_text(result.get("driver"), f"{where}.driver", required=True),
+            pool=_text(result.get("pool"), f"{where}.pool", required=True),
+            device=_text(result.get("device"), f"{where}.device", required=True),
+            admin_access=_boolean(result.get("adminAccess"), f"{where}.adminAccess"),
+        ))
+    selector = (_node_selector(obj["nodeSelector"], f"{path}.nodeSelector")
+                if obj.get("nodeSelector") is not None else None)
+    return AllocationResult(tuple(results), selector)
+
+
+def _reserved_for(raw: Any, path: str, namespace: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for i, entry in enumerate(_sequence(raw, path)):
+        if isinstance(entry, str):
+            out.append(entry if "/" in entry else f"{namespace}/{entry}")
+            continue
+        obj = _mapping(entry, f"{path}[{i}]")
+        name = _text(obj.get("name"), f"{path}[{i}].name", required=True)
+        out.append(f"{namespace}/{name}")
+    return tuple(out)
+
+
+def parse_resource_claim(raw: Any, path: str = "resourceClaim") -> ResourceClaim:
+    obj = _mapping(raw, path)
+    metadata, spec, status, spec_path = _flat(obj, path)
+    name = _text(metadata.get("name"), f"{path}.name", required=True)
+    namespace = _text(metadata.get("namespace"), f"{path}.namespace") or "default"
+    requests, constraints = _devices_spec(spec, spec_path)
+    status_path = f"{path}.status" if status is not obj else path
+    allocation = (_allocation(status["allocation"], f"{status_path}.allocation")
+                  if status.get("allocation") is not None else None)
+    owner = _text(metadata.get("owner"), f"{path}.owner")
+    for i, reference in enumerate(_sequence(metadata.get("ownerReferences"),
+                                            f"{path}.metadata.ownerReferences")):
+        ref = _mapping(reference, f"{path}.metadata.ownerReferences[{i}]")
+        if ref.get("controller") and ref.get("kind") == "Pod":
+            owner = f"{namespace}/{_text(ref.get('name'), f'{path}.ownerReferences[{i}].name')}"
+    return ResourceClaim(
+        namespace=namespace, name=name, requests=requests, constraints=constraints,
+        allocation=allocation,
+        reserved_for=_reserved_for(status.get("reservedFor"), f"{status_path}.reservedFor",
+                                   namespace),
+        owner=owner,
+        deleting=bool(metadata.get("deletionTimestamp")) or _boolean(
+            metadata.get("deleting"), f"{path}.deleting"),
+    )
+
+
+def parse_resource_claim_template(raw: Any, path: str = "resourceClaimTemplate"
+                                  ) -> ResourceClaimTemplate:
+    obj = _mapping(raw, path)
+    metadata, spec, _, spec_path = _flat(obj, path)
+    name = _text(metadata.get("name"), f"{path}.name", required=True)
+    namespace = _text(metadata.get("namespace"), f"{path}.namespace") or "default"
+    if "spec" in spec and isinstance(spec.get("spec"), Mapping):
+        spec, spec_path = spec["spec"], f"{spec_path}.spec"  # the object's spec.spec
+    requests, constraints = _devices_spec(spec, spec_path)
+    return ResourceClaimTemplate(namespace, name, requests, constraints)
+
+
+def parse_pod_claims(raw: Any, path: str, statuses: Any = None) -> tuple[PodClaim, ...]:
+    """A pod's ``resourceClaims`` (and its ``status.resourceClaimStatuses``, the claims
+    made from templates, by entry name)."""
+    generated: dict[str, str] = {}
+    for i, entry in enumerate(_sequence(statuses, f"{path}Statuses")):
+        obj = _mapping(entry, f"{path}Statuses[{i}]")
+        generated[_text(obj.get("name"), f"{path}Statuses[{i}].name", required=True)] = _text(
+            obj.get("resourceClaimName"), f"{path}Statuses[{i}].resourceClaimName")
+    out: list[PodClaim] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(_sequence(raw, path)):
+        where = f"{path}[{i}]"
+        obj = _mapping(entry, where)
+        _keys(obj, {"name", "resourceClaimName", "resourceClaimTemplateName"}, where)
+        name = _text(obj.get("name"), f"{where}.name", required=True)
+        if name in seen:
+            raise DraObjectError(f"{where}.name", f"duplicate claim name {name!r}")
+        seen.add(name)
+        claim = _text(obj.get("resourceClaimName"), f"{where}.resourceClaimName")
+        template = _text(obj.get("resourceClaimTemplateName"),
+                         f"{where}.resourceClaimTemplateName")
+        if bool(claim) == bool(template):
+            raise DraObjectError(where, "exactly one of resourceClaimName, "
+                                 "resourceClaimTemplateName must be set")
+        out.append(PodClaim(name, claim, template, generated.get(name, "")))
+    return tuple(out)
+
+
+def capacity_quantity(value: Fraction, text: str = "") -> Quantity:
+    """A capacity as CEL sees it."""
+    return Quantity(value, text)
+
+
+def parse_dra_documents(*, device_classes: Any = None, resource_slices: Any = None,
+                        resource_claims: Any = None, claim_templates: Any = None
+                        ) -> tuple[dict[str, DeviceClass], tuple[ResourceSlice, ...],
+                                   dict[str, ResourceClaim], dict[str, ResourceClaimTemplate]]:
+    """The four lists of a scenario (``deviceClasses``, ``resourceSlices``,
+    ``resourceClaims``, ``resourceClaimTemplates``), each name unique."""
+    classes: dict[str, DeviceClass] = {}
+    for i, raw in enumerate(_sequence(device_classes, "deviceClasses")):
+        device_class = parse_device_class(raw, f"deviceClasses[{i}]")
+        if device_class.name in classes:
+            raise DraObjectError(f"deviceClasses[{i}].name",
+                                 f"duplicate device class {device_class.name!r}")
+        classes[device_class.name] = device_class
+    slices: dict[str, ResourceSlice] = {}
+    for i, raw in enumerate(_sequence(resource_slices, "resourceSlices")):
+        resource_slice = parse_resource_slice(raw, f"resourceSlices[{i}]")
+        if resource_slice.name in slices:
+            raise DraObjectError(f"resourceSlices[{i}].name",
+                                 f"duplicate resource slice {resource_slice.name!r}")
+        slices[resource_slice.name] = resource_slice
+    claims: dict[str, ResourceClaim] = {}
+    for i, raw in enumerate(_sequence(resource_claims, "resourceClaims")):
+        claim = parse_resource_claim(raw, f"resourceClaims[{i}]")
+        if claim.key in claims:
+            raise DraObjectError(f"resourceClaims[{i}].name", f"duplicate claim {claim.key!r}")
+        claims[claim.key] = claim
+    templates: dict[str, ResourceClaimTemplate] = {}
+    for i, raw in enumerate(_sequence(claim_templates, "resourceClaimTemplates")):
+        template = parse_resource_claim_template(raw, f"resourceClaimTemplates[{i}]")
+        if template.key in templates:
+            raise DraObjectError(f"resourceClaimTemplates[{i}].name",
+                                 f"duplicate claim template {template.key!r}")
+        templates[template.key] = template
+    return classes, tuple(slices.values()), claims, templates
