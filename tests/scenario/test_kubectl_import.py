@@ -340,3 +340,44 @@ def test_a_pod_without_a_group_takes_its_network_topology_from_its_annotations(
     topologies = [job.podgroup.network_topology for job in scenario.jobs
                   if job.podgroup.network_topology is not None]
     assert [(t.mode, t.highest_tier_allowed) for t in topologies] == [want]
+
+
+def test_dynamic_resource_allocation_objects_and_pod_claims_are_imported(
+        tmp_path: Path) -> None:
+    document = dump()
+    pending = next(i for i in document["items"] if i["kind"] == "Pod"
+                   and not i.get("spec", {}).get("nodeName")
+                   and i.get("spec", {}).get("schedulerName") == "volcano")
+    namespace, pod = pending["metadata"]["namespace"], pending["metadata"]["name"]
+    node = next(i for i in document["items"] if i["kind"] == "Node")["metadata"]["name"]
+    document["items"] += [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+         "metadata": {"name": "gpu", "resourceVersion": "7", "managedFields": []},
+         "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+         "metadata": {"name": f"{node}-gpus"},
+         "spec": {"driver": "gpu.example.com", "nodeName": node,
+                  "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "a100"}}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+         "metadata": {"name": "one-gpu", "namespace": namespace},
+         "spec": {"spec": {"devices": {"requests": [
+             {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+         "metadata": {"name": f"{pod}-gpu-x7k2q", "namespace": namespace,
+                      "ownerReferences": [{"kind": "Pod", "name": pod, "controller": True}]},
+         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+             "deviceClassName": "gpu"}}]}}},
+    ]
+    pending["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    pending.setdefault("status", {})["resourceClaimStatuses"] = [
+        {"name": "gpu", "resourceClaimName": f"{pod}-gpu-x7k2q"}]
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    assert set(scenario.dra.device_classes) == {"gpu"}
+    assert [s.name for s in scenario.dra.resource_slices] == [f"{node}-gpus"]
+    claim = scenario.dra.resource_claims[f"{namespace}/{pod}-gpu-x7k2q"]
+    assert claim.owner == f"{namespace}/{pod}" and claim.allocation is None
+    assert set(scenario.dra.claim_templates) == {f"{namespace}/one-gpu"}
+    [task] = [t for t in scenario.tasks if t.name == pod]
+    assert [(c.name, c.template_name, c.generated) for c in task.resource_claims] == [
+        ("gpu", "one-gpu", f"{pod}-gpu-x7k2q")]

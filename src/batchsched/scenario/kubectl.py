@@ -43,13 +43,16 @@ NETWORK_TOPOLOGY_HIGHEST_TIER = "volcano.sh/network-topology-highest-tier"
 # Kept out of every object: a copy of the whole manifest that nothing schedules by.
 _NOISE_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 _READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget",
-               "ResourceQuota", "HyperNode")
+               "ResourceQuota", "HyperNode", "DeviceClass", "ResourceSlice", "ResourceClaim",
+               "ResourceClaimTemplate")
 _COMPLETED = frozenset({"Succeeded", "Failed"})
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
            ("Ki", 2**10))
 
 _NAMESPACED = frozenset({"Pod", "PodGroup", "PodDisruptionBudget", "ResourceQuota",
-                         "ConfigMap"})
+                         "ConfigMap", "ResourceClaim", "ResourceClaimTemplate"})
+#: The metadata a Dynamic Resource Allocation object keeps (the rest is bookkeeping).
+_DRA_METADATA = ("name", "namespace", "ownerReferences", "deletionTimestamp")
 
 Quantities = dict[str, Fraction]
 
@@ -311,6 +314,11 @@ class _Converter:
             "resourceQuotas": [(i.who, self.quota(i)) for i in by_kind["ResourceQuota"]],
             "configMaps": self.device_configs,
             "hyperNodes": [(i.who, self.hyper_node(i)) for i in by_kind["HyperNode"]],
+            "deviceClasses": [(i.who, _dra_object(i)) for i in by_kind["DeviceClass"]],
+            "resourceSlices": [(i.who, _dra_object(i)) for i in by_kind["ResourceSlice"]],
+            "resourceClaims": [(i.who, _dra_object(i)) for i in by_kind["ResourceClaim"]],
+            "resourceClaimTemplates": [(i.who, _dra_object(i))
+                                       for i in by_kind["ResourceClaimTemplate"]],
         }
         lines = [f"Imported from {Path(self.source).name} by `batchsched import kubectl` "
                  f"({len(self.nodes)} nodes, {len(self.jobs)} pod groups, {len(tasks)} pods, "
@@ -655,7 +663,19 @@ class _Converter:
             "createdAt": fields["createdAt"],
             "nominatedNodeName": (status.get("nominatedNodeName") or None)
             if not node and status.get("nominatedNodeName") in self.nodes else None,
+            "resourceClaims": spec.get("resourceClaims") or None,
+            "resourceClaimStatuses": status.get("resourceClaimStatuses") or None,
         })
+
+
+def _dra_object(item: _Item) -> dict[str, Any]:
+    """A DeviceClass, ResourceSlice, ResourceClaim or ResourceClaimTemplate in the
+    Kubernetes shape the scenario format reads, its bookkeeping metadata left out."""
+    metadata = item.obj.get("metadata")
+    kept = {key: value for key, value in metadata.items() if key in _DRA_METADATA} \
+        if isinstance(metadata, Mapping) else {"name": item.name}
+    return {"metadata": kept, "spec": item.obj.get("spec") or {},
+            **({"status": item.obj["status"]} if item.obj.get("status") else {})}
 
 
 # Where a scenario field comes from in the Kubernetes object (for renamed errors).

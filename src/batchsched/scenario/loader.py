@@ -24,7 +24,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -146,6 +146,13 @@ class Scenario:
         nodes = {n.name: (n.clone() if copy else n) for n in self.nodes if n.ready}
         jobs = {job.uid: fresh_job(job) for job in self.jobs}
         tasks = [task.clone() for task in self.tasks] if copy else self.tasks
+        claims = dict(self.dra.resource_claims)
+        for task in tasks:
+            if task.resource_claims:
+                # The claim controller's part: a claim of its own from each template named.
+                task.resource_claims = instantiate_templates(
+                    task.resource_claims, namespace=task.namespace, pod=task.name,
+                    pod_uid=task.uid, templates=self.dra.claim_templates, claims=claims)
         for task in tasks:
             job = jobs.get(task.job)
             if job is None:
@@ -162,7 +169,7 @@ class Scenario:
             now=self.now if self.now is not None else time.time(),
             config_maps={key: dict(data) for key, data in self.config_maps.items()},
             hyper_nodes=self.hyper_nodes,
-            dra=self.dra,
+            dra=attrs.evolve(self.dra, resource_claims=claims) if self.dra else self.dra,
         )
 
     def build_cache(self) -> MemoryCache:
@@ -427,7 +434,7 @@ class _Parser:
         quotas = self.quotas(doc.get("resourceQuotas"))
         config_maps = self.config_maps(doc.get("configMaps"))
         hyper_nodes = self.hyper_nodes(doc.get("hyperNodes"))
-        dra = self.dra_objects(doc, tasks)
+        dra = self.dra_objects(doc)
         expect = self.expect(doc.get("expect"))
         bind_failures = self.faults(doc.get("faults"), tasks)
         kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
@@ -458,10 +465,8 @@ class _Parser:
             dra=dra,
         )
 
-    def dra_objects(self, doc: Mapping[str, Any], tasks: Sequence[TaskInfo]) -> DraObjects:
-        """The Dynamic Resource Allocation lists, with a claim made from its template for
-        every task entry that names one and was given none (the claim controller's
-        part, as the cluster would have done before the snapshot)."""
+    def dra_objects(self, doc: Mapping[str, Any]) -> DraObjects:
+        """The Dynamic Resource Allocation lists."""
         try:
             classes, slices, claims, templates = parse_dra_documents(
                 device_classes=doc.get("deviceClasses"),
@@ -470,11 +475,6 @@ class _Parser:
                 claim_templates=doc.get("resourceClaimTemplates"))
         except DraObjectError as exc:
             raise self.fail(exc.path, exc.problem) from None
-        for task in tasks:
-            if task.resource_claims:
-                task.resource_claims = instantiate_templates(
-                    task.resource_claims, namespace=task.namespace, pod=task.name,
-                    pod_uid=task.uid, templates=templates, claims=claims)
         return DraObjects(classes, slices, claims, templates)
 
     def network_topology(self, raw: Any, path: str) -> NetworkTopology | None:

@@ -76,7 +76,7 @@ def workload_from(scenario: Scenario) -> Workload:
     return Workload(name=source, nodes=scenario.nodes, jobs=tuple(jobs), queues=scenario.queues,
                     priority_classes=scenario.priority_classes,
                     config_maps=scenario.config_maps,
-                    hyper_nodes=scenario.hyper_nodes)
+                    hyper_nodes=scenario.hyper_nodes, dra=scenario.dra)
 
 
 def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:

@@ -20,6 +20,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
+from batchsched.kube.dra.scheduling import DraObjects
 
 __all__ = ["RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob"]
 
@@ -86,6 +87,9 @@ class Workload:
     config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     #: The network topology, as a scenario's ``hyperNodes`` give it.
     hyper_nodes: tuple[HyperNode, ...] = ()
+    #: Device classes, resource slices, claims and claim templates (Dynamic Resource
+    #: Allocation), as a scenario gives them.
+    dra: DraObjects = attrs.field(factory=DraObjects)
 
     def window(self, first: int = 0, count: int | None = None) -> Workload:
         """The jobs at positions ``first`` .. ``first + count - 1`` (0-based, in

@@ -1,0 +1,253 @@
+"""The structured allocator, on the examples of Kubernetes 1.36's behaviour: device order,
+backtracking, alternatives, constraints, admin access, pools, taints, node selectors."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.kube.dra.allocator import INVALID_POOLS, AllocationError, Allocator
+from batchsched.kube.dra.objects import (
+    DraObjectError,
+    ResourceClaim,
+    ResourceSlice,
+    parse_device_class,
+    parse_resource_claim,
+    parse_resource_slice,
+)
+
+GPU = "gpu.example.com"
+CLASSES = {"gpu": parse_device_class({"name": "gpu", "selectors": [
+    {"cel": {"expression": f'device.driver == "{GPU}"'}}]})}
+
+
+def slice_(name: str, devices: list[dict[str, Any]], *, node: str = "n1", pool: str = "n1",
+           generation: int = 1, count: int = 1, **placement: Any) -> ResourceSlice:
+    doc: dict[str, Any] = {"name": name, "driver": GPU,
+                           "pool": {"name": pool, "generation": generation,
+                                    "resourceSliceCount": count},
+                           "devices": devices, **placement}
+    if not placement:
+        doc["nodeName"] = node
+    return parse_resource_slice(doc)
+
+
+def claim(name: str, requests: list[dict[str, Any]], **extra: Any) -> ResourceClaim:
+    return parse_resource_claim({"name": name, "namespace": "default", "requests": requests,
+                                 **extra})
+
+
+def exactly(name: str = "r", **spec: Any) -> dict[str, Any]:
+    return {"name": name, "exactly": {"deviceClassName": "gpu", **spec}}
+
+
+def devices_of(answer: Any, index: int = 0) -> list[str]:
+    return [f"{r.request}:{r.device}" for r in answer.results[index].results]
+
+
+def test_devices_come_in_slice_name_order_and_skip_those_in_use() -> None:
+    slices = [slice_("s-b", [{"name": "gpu-2"}, {"name": "gpu-3"}], count=2),
+              slice_("s-a", [{"name": "gpu-0"}, {"name": "gpu-1"}], count=2)]
+    allocator = Allocator([claim("c1", [exactly(count=2)])], CLASSES, slices,
+                          {(GPU, "n1", "gpu-0")})
+    answer = allocator.allocate("n1", {})
+    assert answer is not None
+    assert devices_of(answer) == ["r:gpu-1", "r:gpu-2"]
+    selector = answer.results[0].node_selector
+    assert selector is not None and selector.matches({}, "n1") and not selector.matches({}, "n2")
+
+
+def test_an_incomplete_pool_is_skipped_and_fails_a_request_for_all() -> None:
+    slices = [slice_("s-a", [{"name": "gpu-0"}, {"name": "gpu-1"}], count=2)]
+    allocator = Allocator([claim("c1", [exactly(count=1)])], CLASSES, slices, set())
+    assert allocator.allocate("n1", {}) is None
+    assert allocator.last_failure == "cannot allocate all claims"
+    every = Allocator([claim("c1", [exactly(allocationMode="All")])], CLASSES, slices, set())
+    with pytest.raises(AllocationError, match=re.escape(
+            "asks for all devices, but resource pool gpu.example.com/n1 is currently being "
+            "updated")):
+        every.allocate("n1", {})
+
+
+def test_an_older_generation_is_ignored() -> None:
+    slices = [slice_("old", [{"name": "gpu-0"}], generation=1),
+              slice_("new", [{"name": "gpu-9"}], generation=2)]
+    answer = Allocator([claim("c1", [exactly()])], CLASSES, slices, set()).allocate("n1", {})
+    assert answer is not None and devices_of(answer) == ["r:gpu-9"]
+
+
+def test_a_pool_with_a_device_twice_is_invalid() -> None:
+    slices = [slice_("a", [{"name": "gpu-0"}], count=2), slice_("b", [{"name": "gpu-0"}],
+                                                                  count=2)]
+    allocator = Allocator([claim("c1", [exactly()])], CLASSES, slices, set())
+    assert allocator.allocate("n1", {}) is None
+    assert allocator.last_failure == INVALID_POOLS
+
+
+def test_first_available_takes_the_first_alternative_that_fits() -> None:
+    big = {"name": "big", "deviceClassName": "gpu", "selectors": [{"cel": {"expression":
+           f'device.attributes["{GPU}"].memory >= 80'}}]}
+    small = {"name": "small", "deviceClassName": "gpu", "count": 2}
+    request = {"name": "r", "firstAvailable": [big, small]}
+    slices = [slice_("n1", [{"name": "g0", "attributes": {"memory": {"int": 80}}}]),
+              slice_("n2", [{"name": "g0", "attributes": {"memory": {"int": 40}}},
+                            {"name": "g1", "attributes": {"memory": {"int": 40}}}],
+                     node="n2", pool="n2")]
+    allocator = Allocator([claim("c1", [request])], CLASSES, slices, set())
+    on_n1, on_n2 = allocator.allocate("n1", {}), allocator.allocate("n2", {})
+    assert on_n1 is not None and devices_of(on_n1) == ["r/big:g0"]
+    assert on_n2 is not None and devices_of(on_n2) == ["r/small:g0", "r/small:g1"]
+    assert on_n1.chosen == {("default/c1", "r"): 0}
+    assert on_n2.chosen == {("default/c1", "r"): 1}
+
+
+def test_match_attribute_backtracks_to_a_consistent_pair() -> None:
+    slices = [slice_("s", [{"name": "d0", "attributes": {"numa": {"int": 0}}},
+                           {"name": "d1", "attributes": {"numa": {"int": 1}}},
+                           {"name": "d2", "attributes": {"numa": {"int": 1}}}])]
+    wanted = claim("c1", [exactly("a"), exactly("b")],
+                   constraints=[{"requests": ["a", "b"], "matchAttribute": f"{GPU}/numa"}])
+    answer = Allocator([wanted], CLASSES, slices, set()).allocate("n1", {})
+    assert answer is not None and devices_of(answer) == ["a:d1", "b:d2"]
+
+
+def test_match_attribute_refuses_a_device_without_it() -> None:
+    slices = [slice_("s", [{"name": "d0"}, {"name": "d1", "attributes": {
+        "other.com/numa": {"int": 0}}}])]
+    wanted = claim("c1", [exactly("a")], constraints=[{"matchAttribute": f"{GPU}/numa"}])
+    assert Allocator([wanted], CLASSES, slices, set()).allocate("n1", {}) is None
+
+
+def test_all_fails_on_a_device_in_use_unless_admin_access() -> None:
+    slices = [slice_("s", [{"name": "d1"}, {"name": "d2"}])]
+    in_use = {(GPU, "n1", "d1")}
+    assert Allocator([claim("c1", [exactly(allocationMode="All")])], CLASSES, slices,
+                     in_use).allocate("n1", {}) is None
+    admin = Allocator([claim("c1", [exactly(allocationMode="All", adminAccess=True)])],
+                      CLASSES, slices, in_use).allocate("n1", {})
+    assert admin is not None and devices_of(admin) == ["r:d1", "r:d2"]
+    assert all(r.admin_access for r in admin.results[0].results)
+
+
+def test_two_claims_of_a_pod_do_not_share_a_device() -> None:
+    slices = [slice_("s", [{"name": "d0"}, {"name": "d1"}])]
+    answer = Allocator([claim("c1", [exactly()]), claim("c2", [exactly()])], CLASSES, slices,
+                       set()).allocate("n1", {})
+    assert answer is not None
+    assert devices_of(answer, 0) == ["r:d0"] and devices_of(answer, 1) == ["r:d1"]
+
+
+def test_a_cel_error_ends_the_attempt_with_kubernetes_text() -> None:
+    classes = {"gpu": parse_device_class({"name": "gpu", "selectors": [
+        {"cel": {"expression": f'device.attributes["{GPU}"].model == "a100"'}}]})}
+    slices = [slice_("s", [{"name": "d0"}])]
+    with pytest.raises(AllocationError, match=r"^class gpu: selector #0: CEL runtime error: "
+                       r"no such key: model$"):
+        Allocator([claim("c1", [exactly()])], classes, slices, set()).allocate("n1", {})
+
+
+def test_a_request_selector_error_names_the_claim() -> None:
+    slices = [slice_("s", [{"name": "d0"}])]
+    request = exactly(selectors=[{"cel": {"expression": "device.nope"}}])
+    with pytest.raises(AllocationError, match=r"^claim default/c1: selector #0: CEL runtime "
+                       r"error: no such key: nope$"):
+        Allocator([claim("c1", [request])], CLASSES, slices, set()).allocate("n1", {})
+
+
+def test_an_untolerated_taint_keeps_a_device_out() -> None:
+    slices = [slice_("s", [{"name": "d0", "taints": [{"key": "broken", "effect": "NoSchedule"}]},
+                           {"name": "d1"}])]
+    answer = Allocator([claim("c1", [exactly()])], CLASSES, slices, set()).allocate("n1", {})
+    assert answer is not None and devices_of(answer) == ["r:d1"]
+    tolerant = exactly(tolerations=[{"key": "broken", "operator": "Exists"}])
+    answer = Allocator([claim("c1", [tolerant])], CLASSES, slices, set()).allocate("n1", {})
+    assert answer is not None and devices_of(answer) == ["r:d0"]
+
+
+def test_a_network_attached_slice_gives_its_node_selector() -> None:
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["r1"]}]}]}
+    slices = [slice_("s", [{"name": "d0"}], pool="rack-r1", nodeSelector=selector)]
+    allocator = Allocator([claim("c1", [exactly()])], CLASSES, slices, set())
+    assert allocator.allocate("n1", {"rack": "r2"}) is None
+    answer = allocator.allocate("n1", {"rack": "r1"})
+    assert answer is not None
+    result_selector = answer.results[0].node_selector
+    assert result_selector is not None and result_selector.matches({"rack": "r1"}, "other")
+
+
+def test_more_than_32_devices_is_an_error() -> None:
+    with pytest.raises(AllocationError, match="exceeds the claim limit of 32"):
+        Allocator([claim("c1", [exactly(count=33)])], CLASSES, [], set()).allocate("n1", {})
+
+
+@pytest.mark.parametrize(("document", "path"), [
+    ({"name": "c", "requests": [{"name": "r"}]}, "resourceClaim.requests[0]"),
+    ({"name": "c", "requests": [exactly(count=0)]}, "resourceClaim.requests[0].exactly.count"),
+    ({"name": "c", "requests": [exactly(allocationMode="Some")]},
+     "resourceClaim.requests[0].exactly.allocationMode"),
+    ({"name": "c", "requests": [exactly(capacity={"requests": {"memory": "1Gi"}})]},
+     "resourceClaim.requests[0].exactly.capacity"),
+    ({"name": "c", "requests": [exactly()], "constraints": [{"requests": ["x"],
+                                                           "matchAttribute": "a/b"}]},
+     "resourceClaim.constraints[0].requests[0]"),
+])
+def test_claims_the_api_server_would_refuse(document: dict[str, Any], path: str) -> None:
+    with pytest.raises(DraObjectError) as raised:
+        parse_resource_claim(document)
+    assert raised.value.path == path
+
+
+# -- against a brute-force search ------------------------------------------------------------
+
+def _brute_force(counts: list[int], matching: list[list[bool]], free: list[bool]
+                 ) -> list[list[int]] | None:
+    """The first assignment, in the allocator's order, of distinct free devices to each
+    request (``matching[r][d]``: device d passes request r's selector)."""
+    devices = range(len(free))
+
+    def place(request: int, taken: frozenset[int]) -> list[list[int]] | None:
+        if request == len(counts):
+            return []
+        options = [d for d in devices if free[d] and matching[request][d] and d not in taken]
+        for combination in itertools.combinations(options, counts[request]):
+            rest = place(request + 1, taken | frozenset(combination))
+            if rest is not None:
+                return [list(combination), *rest]
+        return None
+    return place(0, frozenset())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_the_search_finds_the_first_solution_in_order(data: st.DataObject) -> None:
+    size = data.draw(st.integers(1, 6))
+    colours = data.draw(st.lists(st.sampled_from(["red", "blue"]), min_size=size,
+                                 max_size=size))
+    free = data.draw(st.lists(st.booleans(), min_size=size, max_size=size))
+    requests = data.draw(st.lists(st.tuples(st.integers(1, 3),
+                                            st.sampled_from(["red", "blue", "any"])),
+                                  min_size=1, max_size=3))
+    slices = [slice_("s", [{"name": f"d{i}", "attributes": {"colour": {"string": c}}}
+                           for i, c in enumerate(colours)])]
+    in_use = {(GPU, "n1", f"d{i}") for i, ok in enumerate(free) if not ok}
+    documents = []
+    for k, (count, colour) in enumerate(requests):
+        selectors = [] if colour == "any" else [{"cel": {"expression":
+                                                 f'device.attributes["{GPU}"].colour == '
+                                                 f'"{colour}"'}}]
+        documents.append(exactly(f"r{k}", count=count, selectors=selectors))
+    answer = Allocator([claim("c1", documents)], CLASSES, slices, in_use).allocate("n1", {})
+    matching = [[colour in ("any", c) for c in colours] for _, colour in requests]
+    expected = _brute_force([count for count, _ in requests], matching, free)
+    if expected is None:
+        assert answer is None
+        return
+    assert answer is not None
+    got = [int(r.device[1:]) for r in answer.results[0].results]
+    assert got == [d for chosen in expected for d in chosen]
