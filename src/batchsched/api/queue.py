@@ -10,7 +10,10 @@ import attrs
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.types import QueueState
 
-__all__ = ["NodeGroupAffinity", "QueueInfo", "QueueStatus"]
+__all__ = ["ROOT_QUEUE", "NodeGroupAffinity", "QueueInfo", "QueueStatus"]
+
+#: The queue every queue without a parent hangs from, when it exists (hierarchical queues).
+ROOT_QUEUE = "root"
 
 HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"

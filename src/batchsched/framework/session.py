@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
+from batchsched.api.dra_usage import DEVICE_CLASS_PREFIX, task_claim_devices
 from batchsched.api.fit import FitError
 from batchsched.api.hypernode import HyperNode, NetworkTopology, Topology, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
-from batchsched.api.queue import QueueInfo, QueueStatus
+from batchsched.api.queue import ROOT_QUEUE, QueueInfo, QueueStatus
 from batchsched.api.resource import Resource
 from batchsched.api.sub_job import SubJobInfo
 from batchsched.api.task import TaskInfo
@@ -320,13 +321,21 @@ class Session:
         handed to a cache that takes it (``update_queue_status``, optional)."""
         statuses = {name: QueueStatus() for name in self.queues}
         device_usage = [entry for tier in self.tiers_for("queue_resource") for entry in tier]
+        # With a root queue, what a job holds counts for every ancestor of its queue too.
+        hierarchy = ROOT_QUEUE in self.queues
+        claimed: dict[str, set[str]] | None = {} if self.dra else None
         for job in self.jobs.values():
             status = statuses.get(job.queue)
             if status is None:
                 continue
-            status.allocated.add(job.allocated)
-            if device_usage:
-                self._count_device_usage(status.allocated, job, device_usage)
+            holders = [job.queue, *self._ancestors(job.queue)] if hierarchy else [job.queue]
+            for holder in holders:
+                allocated = statuses[holder].allocated
+                allocated.add(job.allocated)
+                if device_usage:
+                    self._count_device_usage(allocated, job, device_usage)
+                if claimed is not None:
+                    self._count_claimed_devices(allocated, job, claimed.setdefault(holder, set()))
             field = _PHASE_COUNTERS.get(job.podgroup.phase)
             if field is not None:
                 setattr(status, field, getattr(status, field) + 1)
@@ -336,6 +345,38 @@ class Session:
             queue.status = status
             if update is not None:
                 self._tell_cache("update_queue_status", name, update, queue)
+
+    def _ancestors(self, queue: str) -> list[str]:
+        """The queue's parents up to the root queue (a queue without a parent hangs from
+        the root), as Volcano's queue status walks them."""
+        out: list[str] = []
+        name = queue
+        while name != ROOT_QUEUE:
+            info = self.queues.get(name)
+            parent = (info.parent if info is not None else "") or ROOT_QUEUE
+            if parent in out or parent not in self.queues:
+                break
+            out.append(parent)
+            name = parent
+        return out
+
+    def _count_claimed_devices(self, allocated: Resource, job: JobInfo, seen: set[str]) -> None:
+        """Add the devices the job's placed tasks' claims ask for (``deviceclass/<class>``,
+        a claim counted once per queue: ``seen``), as Volcano's queue status does."""
+        for status, tasks in job.task_status_index.items():
+            if status not in ALLOCATED_STATUSES:
+                continue
+            for task in tasks.values():
+                if not task.resource_claims:
+                    continue
+                for key, per_class in task_claim_devices(task, self.dra.resource_claims).items():
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    scalars = allocated.scalars
+                    for device_class, count in per_class.items():
+                        name = DEVICE_CLASS_PREFIX + device_class
+                        scalars[name] = scalars.get(name, 0.0) + count * 1000.0
 
     def _count_device_usage(self, allocated: Resource, job: JobInfo,
                             fns: list[tuple[str, Callable[..., Any]]]) -> None:

@@ -44,7 +44,7 @@ import attrs
 
 from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.node import NodeInfo
-from batchsched.api.queue import NodeGroupAffinity, QueueInfo
+from batchsched.api.queue import ROOT_QUEUE, NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import MIN_RESOURCE, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import ALLOCATED_STATUSES, FitStatusCode
@@ -67,7 +67,6 @@ __all__ = [
 ]
 
 PLUGIN_NAME = "nodegroup"
-ROOT_QUEUE = "root"
 BASE_SCORE = 100
 NODE_GROUP_LABEL = "volcano.sh/nodegroup-name"
 RESOURCE_LIMITS_ANNOTATION = "volcano.sh/nodegroup-resource-limits"

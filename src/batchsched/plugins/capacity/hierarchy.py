@@ -27,7 +27,7 @@ from collections.abc import Iterable
 import attrs
 
 from batchsched.api.job import JobInfo
-from batchsched.api.queue import QueueInfo
+from batchsched.api.queue import ROOT_QUEUE, QueueInfo
 from batchsched.api.queue_accounting import (
     MAX_AMOUNT,
     QueueUsage,
@@ -50,7 +50,7 @@ __all__ = [
     "shares_non_root_ancestor",
 ]
 
-ROOT = "root"
+ROOT = ROOT_QUEUE
 _INFINITY = DimensionDefault.INFINITY
 #: Volcano's ``math.MaxInt64`` given to every scalar of the root's unbounded capability.
 _MAX_SCALAR = float(2**63 - 1)
