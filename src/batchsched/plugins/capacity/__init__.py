@@ -63,11 +63,17 @@ from batchsched.api.queue_accounting import (
 )
 from batchsched.api.resource import DimensionDefault, Resource
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import Vote
+from batchsched.api.types import ALLOCATED_STATUSES, Vote
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler, EvictionContext, EvictionKind
 from batchsched.framework.recording import QueueQuota
 from batchsched.framework.session import Session
+from batchsched.plugins.capacity.devices import (
+    DRA_RESOURCE_EXCEEDED,
+    DeviceQuota,
+    job_min_devices,
+    merge_devices,
+)
 from batchsched.plugins.capacity.hierarchy import (
     ROOT,
     CapacityQueue,
@@ -84,11 +90,10 @@ __all__ = ["ANCESTOR_RECLAIM_LEVEL", "CapacityPlugin", "compare_share_with_deser
 log = logging.getLogger("batchsched")
 
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
-# Volcano's DRA quota switches: accepted without a warning, no effect (no resource claims).
-_ACCEPTED_DRA_ARGUMENTS = (
-    "capacity.DynamicResourceAllocationEnable",
-    "capacity.DRAConsumableCapacityEnable",
-)
+DRA_ENABLE = "capacity.DynamicResourceAllocationEnable"
+#: Volcano's switch for quotas on devices' consumable capacity: read, and of no
+#: consequence (a claim asking for capacity is refused when it is read).
+DRA_CONSUMABLE_CAPACITY_ENABLE = "capacity.DRAConsumableCapacityEnable"
 _ZERO = DimensionDefault.ZERO
 
 
@@ -116,7 +121,12 @@ class CapacityPlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         level = arguments.get_int(ANCESTOR_RECLAIM_LEVEL, 0, owner=self.name)
-        arguments.warn_unknown(self.name, [ANCESTOR_RECLAIM_LEVEL, *_ACCEPTED_DRA_ARGUMENTS])
+        arguments.warn_unknown(self.name, [ANCESTOR_RECLAIM_LEVEL, DRA_ENABLE,
+                                           DRA_CONSUMABLE_CAPACITY_ENABLE])
+        #: Device quotas from ``deviceclass/<class>`` capabilities (on by default, as
+        #: Volcano's DynamicResourceAllocation feature gate).
+        self.dra_enable = arguments.get_bool(DRA_ENABLE, True)
+        arguments.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, True)
         if level < 0:
             log.warning("capacity: %s should be non-negative, got %d; using 0",
                         ANCESTOR_RECLAIM_LEVEL, level)
@@ -147,6 +157,8 @@ class CapacityPlugin:
                 self.queue_attrs = {}
         else:
             self.queue_attrs = build_flat(ssn.queues, jobs, ssn.total_resource)
+        if self.dra_enable and ssn.dra:
+            self._open_device_quotas(ssn, jobs)
 
         ssn.add_reclaimable_fn(self.name, self.reclaimable)
         ssn.add_unified_evictable_fn(self.name, self.unified_evictable)
@@ -166,6 +178,44 @@ class CapacityPlugin:
         elif self.ready:
             ssn.add_queue_order_fn(self.name, self.hierarchical_queue_order)
             ssn.add_victim_queue_order_fn(self.name, self.victim_queue_order)
+
+    def _open_device_quotas(self, ssn: Session, jobs: list[JobInfo]) -> None:
+        """Each queue's device quota, with what its placed tasks' claims hold (an
+        ancestor takes, at session open, only the classes its capability names)."""
+        claims = ssn.dra.resource_claims
+        for name, figures in self.queue_attrs.items():
+            queue = ssn.queues.get(name)
+            figures.devices = DeviceQuota.of(queue) if queue is not None else None
+        for job in jobs:
+            attr = self.queue_attrs.get(job.queue)
+            if attr is None or attr.devices is None:
+                continue
+            for task in job.tasks.values():
+                if not task.resource_claims or task.status not in ALLOCATED_STATUSES:
+                    continue
+                added = attr.devices.add_task(task, claims)
+                if not self.hierarchy:
+                    continue
+                for ancestor in attr.ancestors:
+                    quota = self.queue_attrs[ancestor].devices
+                    if quota is not None:
+                        merge_devices(quota.allocated, {c: n for c, n in added.items()
+                                                        if c in quota.capability})
+
+    def _devices_fit(self, chain: Sequence[CapacityQueue], task: TaskInfo) -> bool:
+        """No queue of the chain would go over its device capability for the task's
+        claims it does not count yet (what waits in inqueue aside)."""
+        if not self.dra_enable or not task.resource_claims:
+            return True
+        claims = self._session().dra.resource_claims
+        for level in chain:
+            quota = level.devices
+            if quota is None:
+                continue
+            request = quota.new_claims(task, claims)
+            if request and not quota.admits(request, with_inqueue=False):
+                return False
+        return True
 
     def queue_quota(self, queue: str) -> QueueQuota | None:
         """The queue's allocated and the ceilings capability enforces: its real
@@ -242,7 +292,9 @@ class CapacityPlugin:
         attr = self.queue_attrs.get(queue.name)
         if attr is None or (self.hierarchy and not attr.is_leaf):
             return False
-        return all(_within_capability(a, task.resreq) for a in self._chain(attr))
+        chain = self._chain(attr)
+        return self._devices_fit(chain, task) and all(
+            _within_capability(a, task.resreq) for a in chain)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         if not self.ready:
@@ -256,28 +308,43 @@ class CapacityPlugin:
             return Vote.REJECT
         if not queue.is_open:
             return Vote.REJECT
-        if job.podgroup.min_resources is None:
+        devices = self._job_min_devices(job, attr)
+        if job.podgroup.min_resources is None and devices is None:
             return Vote.PERMIT
         minimum = job_min_resources(job)
         for level in self._chain(attr):
             ok, short = level.usage.enqueue_demand(minimum).less_equal_with_dimension(
                 level.real_capability, minimum)
+            if ok and devices is not None and level.devices is not None \
+                    and not level.devices.admits(devices, with_inqueue=True):
+                ok, short = False, [*short, DRA_RESOURCE_EXCEEDED]
             if not ok:
                 ssn.record_event(job.uid, "Normal", "Unschedulable", format_resource_names(
                     "queue resource quota insufficient", "insufficient", short))
                 return Vote.REJECT
         return Vote.PERMIT
 
+    def _job_min_devices(self, job: JobInfo, attr: CapacityQueue) -> dict[str, int] | None:
+        """The devices the job needs to start, when its queue keeps a device quota."""
+        if not self.dra_enable or attr.devices is None:
+            return None
+        return job_min_devices(job, self._session().dra.resource_claims)
+
     def job_enqueued(self, job: JobInfo) -> None:
         attr = self.queue_attrs.get(job.queue)
-        if attr is None or job.podgroup.min_resources is None:
+        if attr is None:
+            return
+        devices = self._job_min_devices(job, attr)
+        if job.podgroup.min_resources is None and devices is None:
             return
         minimum = job_min_resources(job)
         self.snapshots.before_change()
-        attr.usage.inqueue.add(minimum)
-        if self.hierarchy:
-            for ancestor in attr.ancestors:
-                self.queue_attrs[ancestor].usage.inqueue.add(minimum)
+        levels = [attr, *(self.queue_attrs[a] for a in attr.ancestors)] if self.hierarchy \
+            else [attr]
+        for level in levels:
+            level.usage.inqueue.add(minimum)
+            if devices is not None and level.devices is not None:
+                merge_devices(level.devices.inqueue, devices)
 
     # -- reclaim ----------------------------------------------------------------------
 
@@ -428,7 +495,8 @@ class CapacityPlugin:
         if attr is None or real is None or (self.hierarchy and not real.is_leaf):
             return False
         chain = [attr, *(state[a] for a in reversed(attr.ancestors))]
-        return all(_within_capability(a, task.resreq) for a in chain)
+        return self._devices_fit(chain, task) and all(
+            _within_capability(a, task.resreq) for a in chain)
 
     def simulate_add_task(self, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
         self._simulate(preemptor, task, +1)
@@ -445,7 +513,9 @@ class CapacityPlugin:
         attr = state.get(job.queue) if state is not None and job is not None else None
         if state is None or attr is None:
             return
-        self._charge(attr, task.resreq, sign, [state[a] for a in attr.ancestors])
+        ancestors = [state[a] for a in attr.ancestors]
+        self._charge(attr, task.resreq, sign, ancestors)
+        self._count_devices(task, sign, [attr, *(ancestors if self.hierarchy else [])])
 
     # -- events -----------------------------------------------------------------------
 
@@ -464,7 +534,21 @@ class CapacityPlugin:
         if attr is None:
             return
         self.snapshots.before_change()
-        self._charge(attr, task.resreq, sign, [self.queue_attrs[a] for a in attr.ancestors])
+        ancestors = [self.queue_attrs[a] for a in attr.ancestors]
+        self._charge(attr, task.resreq, sign, ancestors)
+        self._count_devices(task, sign, [attr, *(ancestors if self.hierarchy else [])])
+
+    def _count_devices(self, task: TaskInfo, sign: int, levels: list[CapacityQueue]) -> None:
+        if not self.dra_enable or not task.resource_claims:
+            return
+        claims = self._session().dra.resource_claims
+        for level in levels:
+            if level.devices is None:
+                continue
+            if sign > 0:
+                level.devices.add_task(task, claims)
+            else:
+                level.devices.remove_task(task, claims)
 
     def _charge(self, attr: CapacityQueue, request: Resource, sign: int,
                 ancestors: list[CapacityQueue]) -> None:

@@ -39,6 +39,7 @@ from batchsched.api.queue_accounting import (
     spec_written,
 )
 from batchsched.api.resource import DimensionDefault, Resource
+from batchsched.plugins.capacity.devices import DeviceQuota
 
 __all__ = [
     "ROOT",
@@ -70,6 +71,8 @@ class CapacityQueue:
     share: float = 0.0
     ancestors: list[str] = attrs.field(factory=list)
     children: dict[str, CapacityQueue] = attrs.field(factory=dict)
+    #: The quota on devices claimed through DRA (None: the queue names no device class).
+    devices: DeviceQuota | None = None
 
     @property
     def allocated(self) -> Resource:
@@ -96,7 +99,8 @@ class CapacityQueue:
                            self.usage.inqueue.clone(), self.usage.elastic.clone())
         return CapacityQueue(self.name, usage, self.deserved.clone(), self.guarantee.clone(),
                              self.capability.clone(), self.real_capability.clone(), self.share,
-                             list(self.ancestors), dict(self.children))
+                             list(self.ancestors), dict(self.children),
+                             self.devices.clone() if self.devices is not None else None)
 
 
 def _guarantee(queue: QueueInfo) -> Resource:
