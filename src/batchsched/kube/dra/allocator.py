@@ -60,7 +60,8 @@ from batchsched.kube.dra.objects import (
 )
 from batchsched.kube.taints import NO_EXECUTE, NO_SCHEDULE
 
-__all__ = ["AllocationError", "Allocator", "DeviceId", "NodeAllocation", "subrequest_score"]
+__all__ = ["AllocationError", "Allocator", "DeviceId", "NodeAllocation", "SelectorCache",
+           "subrequest_score"]
 
 DeviceId = tuple[str, str, str]
 #: What the scheduler reports when a node has no solution but some pool is invalid.
@@ -274,13 +275,23 @@ class _Constraint:
 
 # -- the allocator -----------------------------------------------------------------------------
 
+class SelectorCache:
+    """What stays true while the slices do not change (a session): each device's CEL
+    view, and each selector's verdict on each device (an error kept as its text)."""
+
+    def __init__(self) -> None:
+        self.candidates: dict[int, _Candidate] = {}
+        self.verdicts: dict[tuple[str, DeviceId], bool | str] = {}
+
+
 class Allocator:
     """Allocates ``claims`` (unallocated, in the pod's order) on one node at a time;
-    ``in_use`` are the devices other claims hold (admin-access results excluded)."""
+    ``in_use`` are the devices other claims hold (admin-access results excluded).
+    ``cache`` may be shared by the allocators of a session."""
 
     def __init__(self, claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceClass],
-                 slices: Sequence[ResourceSlice], in_use: frozenset[DeviceId] | set[DeviceId]
-                 ) -> None:
+                 slices: Sequence[ResourceSlice], in_use: frozenset[DeviceId] | set[DeviceId],
+                 cache: SelectorCache | None = None) -> None:
         self.claims = tuple(claims)
         self.classes = classes
         self.in_use = in_use
@@ -293,7 +304,7 @@ class Allocator:
             else:
                 self.shared.append(slice_)
             self.by_pool.setdefault((slice_.driver, slice_.pool), []).append(slice_)
-        self._candidates: dict[int, _Candidate] = {}
+        self.cache = cache if cache is not None else SelectorCache()
 
     def allocate(self, node: str, labels: Mapping[str, str]) -> NodeAllocation | None:
         """The node's allocation, None when the claims do not fit there
@@ -311,9 +322,10 @@ class Allocator:
 
     def candidate(self, slice_: ResourceSlice, device: SliceDevice) -> _Candidate:
         """One object per device for the allocator's life (their CEL views are kept)."""
-        kept = self._candidates.get(id(device))
+        candidates = self.cache.candidates
+        kept = candidates.get(id(device))
         if kept is None:
-            kept = self._candidates[id(device)] = _Candidate(slice_, device)
+            kept = candidates[id(device)] = _Candidate(slice_, device)
         return kept
 
 
@@ -442,9 +454,11 @@ class _Search:
         known = self.selectable.get(key)
         if known is not None:
             return known
-        verdict = (_passes(data.class_programs, candidate, f"class {data.class_name}")
+        verdicts = self.allocator.cache.verdicts
+        verdict = (_passes(data.class_programs, candidate, f"class {data.class_name}",
+                           verdicts)
                    and _passes(data.programs, candidate,
-                               f"claim {self.allocator.claims[data.claim].key}"))
+                               f"claim {self.allocator.claims[data.claim].key}", verdicts))
         self.selectable[key] = verdict
         return verdict
 
@@ -526,7 +540,10 @@ def _compile(expressions: Sequence[str], owner: str) -> tuple[Program, ...]:
     return tuple(programs)
 
 
-def _passes(programs: Sequence[Program], candidate: _Candidate, owner: str) -> bool:
+def _passes(programs: Sequence[Program], candidate: _Candidate, owner: str,
+            verdicts: dict[tuple[str, DeviceId], bool | str]) -> bool:
+    """Whether every selector is true for the device, in order (the first false one
+    stops); a selector that fails ends the allocation."""
     if not programs:
         return True
     bad = candidate.device.bad_versions
@@ -534,18 +551,26 @@ def _passes(programs: Sequence[Program], candidate: _Candidate, owner: str) -> b
         name, problem = next(iter(bad.items()))
         raise AllocationError(f"{owner}: selector #0: CEL runtime error: attribute {name}: "
                               f"parse semantic version: {problem}")
-    variables = candidate.cel_variables()
     for i, program in enumerate(programs):
-        try:
-            verdict = program.evaluate(variables)
-        except CelEvaluationError as exc:
-            raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {exc}") from None
-        if type(verdict) is not bool:
-            raise AllocationError(f"{owner}: selector #{i}: CEL result of type "
-                                  f"{type(verdict).__name__} could not be converted to bool")
+        key = (program.text, candidate.device_id)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = verdicts[key] = _evaluate(program, candidate)
+        if isinstance(verdict, str):
+            raise AllocationError(f"{owner}: selector #{i}: {verdict}")
         if not verdict:
             return False
     return True
+
+
+def _evaluate(program: Program, candidate: _Candidate) -> bool | str:
+    try:
+        verdict = program.evaluate(candidate.cel_variables())
+    except CelEvaluationError as exc:
+        return f"CEL runtime error: {exc}"
+    if type(verdict) is not bool:
+        return f"CEL result of type {type(verdict).__name__} could not be converted to bool"
+    return bool(verdict)
 
 
 def subrequest_score(allocations: Iterator[tuple[ResourceClaim, AllocationResult]],

@@ -42,6 +42,7 @@ from batchsched.kube.dra.allocator import (
     Allocator,
     DeviceId,
     NodeAllocation,
+    SelectorCache,
     subrequest_score,
 )
 from batchsched.kube.dra.objects import (
@@ -130,6 +131,7 @@ class DynamicResources:
         #: Whether a pod holding claims is bound (its claims then count as allocated).
         self._bound: dict[str, Callable[[], bool]] = {}
         self._attempts: dict[str, _Attempt] = {}
+        self._selectors = SelectorCache()  # the session's slices do not change
         #: Moves with every reservation given or taken back: answers worked out before
         #: are stale.
         self._version = 0
@@ -225,7 +227,8 @@ class DynamicResources:
         attempt.nodes.clear()
         if attempt.pending:
             attempt.allocator = Allocator(attempt.pending, self.objects.device_classes,
-                                          self.objects.resource_slices, self.in_use())
+                                          self.objects.resource_slices, self.in_use(),
+                                          self._selectors)
 
     def has_claims(self, pod_uid: str) -> bool:
         """Whether the pod's current attempt involves claims at all."""
