@@ -222,3 +222,15 @@ def test_a_job_no_hypernode_takes_is_explained_by_its_topology() -> None:
     report = json.loads(out.getvalue())
     assert {"plugin": "allocate", "text": "hard network topology up to tier 1: the job is "
             "ready or pipelined in none of the hypernodes tried (s0, s1)"} in report["notes"]
+
+
+def test_a_device_quota_gap_names_the_device_class() -> None:
+    """A queue's deviceclass/<class> capability (capacity's DRA quota) shows in the quota
+    figures, with the devices the pending tasks' claims ask for."""
+    scenario = load_scenario(Path(__file__).parent / "conformance" / "volcano" / "dra"
+                             / "capacity-dra-02-exceeds-quota.yaml")
+    report = explain(scenario, job="ns1/p2-pg")
+    capability = next(q for q in report["quota"] if q["ceiling"] == "capability")
+    assert capability["limit"]["deviceclass/gpu.com"] == "1"
+    assert capability["request"]["deviceclass/gpu.com"] == "2"
+    assert capability["short"] == {"deviceclass/gpu.com": "1"}

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from batchsched.actions.strict_allocate import pending_request
+from batchsched.api.dra_usage import DEVICE_CLASS_PREFIX, task_claim_devices
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
@@ -82,7 +83,7 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
     """For every plugin offering ``queue_quota``: the job's queue's allocated plus the
     job's pending request against each ceiling, and what is short, per resource
     (the dimensions the request asks for, as Volcano's quota checks compare)."""
-    request = pending_request(job)
+    request = _with_claimed_devices(ssn, job, pending_request(job))
     asked = request.resource_names()
     out = []
     for name, plugin in ssn.plugins.items():
@@ -107,6 +108,24 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
                 "limit": quantities(limit), "short": quantities(short),
             })
     return out
+
+
+def _with_claimed_devices(ssn: Session, job: JobInfo, request: Resource) -> Resource:
+    """``request`` plus the devices the pending tasks' claims ask for
+    (``deviceclass/<class>``, each claim once), as quota plugins count them."""
+    if not ssn.dra:
+        return request
+    total = request.clone()
+    seen: set[str] = set()
+    for task in job.tasks_in(TaskStatus.PENDING).values():
+        for key, per_class in task_claim_devices(task, ssn.dra.resource_claims).items():
+            if key in seen:
+                continue
+            seen.add(key)
+            for device_class, count in per_class.items():
+                name = DEVICE_CLASS_PREFIX + device_class
+                total.set(name, total.get(name) + count * 1000.0)
+    return total
 
 
 _MEMORY_UNITS = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("T", 10**12),

@@ -50,6 +50,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from batchsched.api.dra_usage import DEVICE_CLASS_PREFIX
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
@@ -223,8 +224,15 @@ class CapacityPlugin:
         attr = self.queue_attrs.get(queue)
         if attr is None:
             return None
-        return QueueQuota(attr.allocated.clone(), {
-            "capability": attr.real_capability.clone(), "deserved": attr.deserved.clone()})
+        allocated, capability = attr.allocated.clone(), attr.real_capability.clone()
+        if attr.devices is not None:  # device counts as the queue status names them
+            for device_class, count in attr.devices.allocated.items():
+                allocated.set(DEVICE_CLASS_PREFIX + device_class, count * 1000.0)
+            for device_class, count in attr.devices.capability.items():
+                if count > 0:
+                    capability.set(DEVICE_CLASS_PREFIX + device_class, count * 1000.0)
+        return QueueQuota(allocated, {"capability": capability,
+                                      "deserved": attr.deserved.clone()})
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}
