@@ -138,3 +138,33 @@ def test_integer_division_truncates_toward_zero(left: int, right: int) -> None:
     assert quotient * right + remainder == left
     assert abs(remainder) < abs(right)
     assert remainder == 0 or (remainder > 0) == (left > 0)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('semver("v1.2", true).minor() == 2', True),
+    ('isSemver("1.2", true)', True),
+    ('isSemver("1.2")', False),
+    ('"a,b,c".split(",", 2)', ["a", "b,c"]),
+    ('"abcdef".substring(1, 3)', "bc"),
+    ('"abc".charAt(1)', "b"),
+    ("cel.bind(x, 3, x * x)", 9),
+])
+def test_kubernetes_library_calls(text: str, expected: Any) -> None:
+    assert run(text, {}) == expected
+
+
+@pytest.mark.parametrize("text", [
+    '"a".startsWith(1)', 'semver("1.2.3", "yes")', 'size(1, 2)', 'semver("1.2.3") == "1.2.3"',
+    'quantity("1") == 1',
+])
+def test_a_call_or_comparison_of_the_wrong_types_is_an_overload_error(text: str) -> None:
+    """Not a crash: Kubernetes' libraries define these only among their own types."""
+    with pytest.raises(CelEvaluationError, match="no such overload"):
+        run(text, {})
+
+
+def test_a_selector_naming_an_undeclared_variable_does_not_compile() -> None:
+    with pytest.raises(CelSyntaxError, match="undeclared reference to 'foo'"):
+        compile_expression("foo == 1", frozenset({"device"}))
+    assert compile_expression("[1].all(x, x > 0) && cel.bind(y, 1, y == 1)",
+                              frozenset({"device"})).evaluate({}) is True

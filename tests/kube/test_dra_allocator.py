@@ -251,3 +251,80 @@ def test_the_search_finds_the_first_solution_in_order(data: st.DataObject) -> No
     assert answer is not None
     got = [int(r.device[1:]) for r in answer.results[0].results]
     assert got == [d for chosen in expected for d in chosen]
+
+
+# -- cases a review found (each failed before its fix) ------------------------------------------
+
+def test_a_selector_s_verdict_is_kept_per_device_not_per_device_name() -> None:
+    """Two pools may publish a device of the same driver/pool/name to different nodes;
+    a verdict kept across the session's allocations must not mix them up."""
+    from batchsched.kube.dra.allocator import SelectorCache
+
+    def rack(name: str, generation: int, model: str) -> ResourceSlice:
+        return slice_(name, [{"name": "d0", "attributes": {"model": {"string": model}}}],
+                      pool="net", generation=generation, nodeSelector={"nodeSelectorTerms": [
+                          {"matchExpressions": [{"key": "rack", "operator": "In",
+                                                 "values": [name]}]}]})
+    slices = [rack("r1", 1, "a"), rack("r2", 2, "b")]
+    wanted = claim("c1", [exactly(selectors=[{"cel": {"expression":
+                                               f'device.attributes["{GPU}"].model == "b"'}}])])
+    cache = SelectorCache()
+    assert Allocator([wanted], CLASSES, slices, set(), cache).allocate(
+        "n2", {"rack": "r2"}) is not None
+    assert Allocator([wanted], CLASSES, slices, set(), cache).allocate(
+        "n1", {"rack": "r1"}) is None
+
+
+def test_distinct_attribute_refuses_a_repeat_within_a_request_of_two() -> None:
+    slices = [slice_("s", [{"name": "g0", "attributes": {"numa": {"int": 0}}},
+                           {"name": "g1", "attributes": {"numa": {"int": 0}}}])]
+    wanted = claim("c1", [exactly(count=2)], constraints=[{"distinctAttribute": f"{GPU}/numa"}])
+    assert Allocator([wanted], CLASSES, slices, set()).allocate("n1", {}) is None
+
+
+def test_a_duplicate_device_name_in_another_node_s_slice_does_not_invalidate() -> None:
+    slices = [slice_("a", [{"name": "d0"}], pool="p", count=2),
+              slice_("b", [{"name": "d0"}], node="n2", pool="p", count=2)]
+    answer = Allocator([claim("c1", [exactly()])], CLASSES, slices, set()).allocate("n1", {})
+    assert answer is not None and devices_of(answer) == ["r:d0"]
+
+
+def test_a_per_device_slice_s_selector_error_counts_on_every_node() -> None:
+    """Kubernetes evaluates the selectors before the device's own node."""
+    classes = {"gpu": parse_device_class({"name": "gpu", "selectors": [
+        {"cel": {"expression": f'device.attributes["{GPU}"].model == "x"'}}]})}
+    slices = [parse_resource_slice({
+        "name": "s", "driver": GPU, "pool": {"name": "p", "resourceSliceCount": 1},
+        "perDeviceNodeSelection": True, "devices": [
+            {"name": "a", "nodeName": "n2"},
+            {"name": "b", "nodeName": "n1", "attributes": {"model": {"string": "x"}}}]})]
+    with pytest.raises(AllocationError, match="no such key: model"):
+        Allocator([claim("c1", [exactly()])], classes, slices, set()).allocate("n1", {})
+
+
+def test_match_attribute_compares_versions_as_written() -> None:
+    slices = [slice_("s", [{"name": "a", "attributes": {"v": {"version": "1.0.0+a"}}},
+                           {"name": "b", "attributes": {"v": {"version": "1.0.0+b"}}}])]
+    wanted = claim("c1", [exactly("x"), exactly("y")],
+                   constraints=[{"matchAttribute": f"{GPU}/v"}])
+    assert Allocator([wanted], CLASSES, slices, set()).allocate("n1", {}) is None
+
+
+def test_all_reports_an_earlier_pool_s_selector_error_before_a_later_pool_s_update() -> None:
+    classes = {"gpu": parse_device_class({"name": "gpu", "selectors": [
+        {"cel": {"expression": f'device.attributes["{GPU}"].model == "x"'}}]})}
+    slices = [slice_("a", [{"name": "d0"}], pool="a"), slice_("b", [{"name": "d1"}], pool="b",
+                                                               count=2)]
+    with pytest.raises(AllocationError, match="no such key: model"):
+        Allocator([claim("c1", [exactly(allocationMode="All")])], classes, slices,
+                  set()).allocate("n1", {})
+
+
+def test_a_selector_is_compiled_when_first_evaluated() -> None:
+    """No device to evaluate it on: the node simply has no solution."""
+    bad = exactly(selectors=[{"cel": {"expression": "device.driver =="}}])
+    allocator = Allocator([claim("c1", [bad])], CLASSES, [], set())
+    assert allocator.allocate("n1", {}) is None
+    with pytest.raises(AllocationError, match="CEL compile error"):
+        Allocator([claim("c1", [bad])], CLASSES, [slice_("s", [{"name": "d0"}])],
+                  set()).allocate("n1", {})

@@ -30,6 +30,7 @@ from batchsched.api.vgpu import drop_device_annotations
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
 from batchsched.kube.dra.claims import (
+    check_reservations,
     claim_keys,
     instantiate_templates,
     release_claims,
@@ -290,8 +291,9 @@ class MemoryCache:
         task.start_time = None
         drop_device_annotations(task)  # a new pod: the old one's devices are not its own
         self._release_claims(task)
-        task.resource_claims = tuple(attrs.evolve(entry, generated="")
-                                     for entry in task.resource_claims)
+        task.resource_claims = tuple(
+            attrs.evolve(entry, generated=None) if entry.template_name else entry
+            for entry in task.resource_claims)
         self._make_claims(task)  # the new pod gets claims of its own from the templates
         job.update_task_status(task, TaskStatus.PENDING)
 
@@ -493,14 +495,18 @@ class MemoryCache:
         node = self.nodes.get(node_name)
         if job is None or node is None or task.uid not in job.tasks:
             return False
+        mine = job.tasks[task.uid]
+        # The DRA plugin's PreBind, when it took part (it sets claim_allocations): its
+        # allocations and the pod on every claim, checked before the host binds.
+        prebind = bool(mine.resource_claims) and task.claim_allocations is not None
+        keys = claim_keys(mine.namespace, mine.name, mine.resource_claims) if prebind else []
+        allocations = task.claim_allocations or {}
+        if prebind and check_reservations(mine.uid, keys, allocations, self.resource_claims):
+            return False
         if self.binder is not None and not self.binder(task, node_name):
             return False
-        mine = job.tasks[task.uid]
-        if mine.resource_claims:
-            # The scheduler's PreBind: its allocations, and the pod on every claim.
-            keys = claim_keys(mine.namespace, mine.name, mine.resource_claims)
-            if reserve_claims(mine.uid, keys, task.claim_allocations, self.resource_claims):
-                return False
+        if prebind:
+            reserve_claims(mine.uid, keys, allocations, self.resource_claims)
         if mine.node_name:
             self._release_numa(mine.uid)
             self.nodes[mine.node_name].remove_task(mine)

@@ -349,6 +349,10 @@ class Session:
     def _ancestors(self, queue: str) -> list[str]:
         """The queue's parents up to the root queue (a queue without a parent hangs from
         the root), as Volcano's queue status walks them."""
+        if queue == ROOT_QUEUE:
+            # Volcano's walk takes the root's parent to be the root itself: what a job of
+            # the root queue holds counts twice there.
+            return [ROOT_QUEUE]
         out: list[str] = []
         name = queue
         while name != ROOT_QUEUE:

@@ -95,10 +95,13 @@ from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.columnar.forms import VectorFallback
 from batchsched.columnar.kube_columns import KubeColumns
 from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
+from batchsched.errors import SchedulingError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.kube.affinity import node_selector_matches
+from batchsched.kube.dra.allocator import AllocationError
+from batchsched.kube.dra.objects import AllocationResult
 from batchsched.kube.dra.scheduling import (
     PLUGIN as DYNAMIC_RESOURCES,
 )
@@ -412,13 +415,9 @@ class PredicatesPlugin:
 
         def on_allocate(event: Event) -> None:
             task = event.task
-            view.add(task, task.node_name)
             if task.resource_claims:
-                node = ssn.nodes.get(task.node_name)
-                held = dra.reserve(task.uid, task.node_name,
-                                   node.labels if node is not None else {},
-                                   lambda: task.status in _BOUND_STATUSES)
-                task.claim_allocations = held or None
+                task.claim_allocations = self._reserve(dra, task)
+            view.add(task, task.node_name)
 
         def on_deallocate(event: Event) -> None:
             task = event.task
@@ -441,6 +440,24 @@ class PredicatesPlugin:
             columnar.add_batch_node_order_fn(ssn, self.name, self.vector_batch_node_order)
         self._stable_masks = {}
         self._kube = None
+
+    def _reserve(self, dra: DynamicResources, task: TaskInfo) -> dict[str, AllocationResult]:
+        """kube's Reserve for the task's claims (an allocation event); a failure refuses
+        the placement (Volcano's event error: the statement undoes it, the action
+        moves on)."""
+        assert self._ssn is not None
+        node = self._ssn.nodes.get(task.node_name)
+        try:
+            if task.status is TaskStatus.PIPELINED and dra.allocates(task.uid):
+                # Volcano reserves a pipelined pod for its spec.nodeName, which the
+                # pipeline leaves empty: no allocation is found there, and the pipeline
+                # is undone.
+                raise AllocationError("claim allocation not found for node")
+            return dra.reserve(task.uid, task.node_name, node.labels if node else {},
+                               lambda: task.status in _BOUND_STATUSES)
+        except AllocationError as exc:
+            raise SchedulingError(f"task {task.uid}: Reserve plugin {DYNAMIC_RESOURCES} "
+                                  f"failed: {exc}") from None
 
     def on_session_close(self, ssn: Session) -> None:
         self._states = {}

@@ -86,10 +86,11 @@ class Program:
 
 
 @functools.lru_cache(maxsize=1024)
-def compile_expression(text: str) -> Program:
-    """Parse ``text`` (cached per text); :class:`CelSyntaxError` when it does not parse."""
+def compile_expression(text: str, variables: frozenset[str] | None = None) -> Program:
+    """Parse ``text`` (cached per text); :class:`CelSyntaxError` when it does not parse
+    or, with ``variables`` given, names a variable that is not one of them."""
     try:
-        return Program(text, Parser(text).parse())
+        return Program(text, Parser(text, variables).parse())
     except RecursionError:
         raise CelSyntaxError("expression nested too deeply") from None
 

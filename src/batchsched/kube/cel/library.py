@@ -195,19 +195,29 @@ def _as_integer(value: Fraction) -> int:
     return int(value)
 
 
-def _semver(text: Any) -> Semver:
-    if type(text) is not str:
-        raise overload("semver", text)
+def _normalized(text: str) -> str:
+    """Kubernetes' semver normalisation: no ``v`` prefix, a missing minor or patch read
+    as 0, no leading zeros."""
+    text = text.removeprefix("v")
+    cut = min((i for i in (text.find("-"), text.find("+")) if i >= 0), default=len(text))
+    parts = text[:cut].split(".")
+    parts += ["0"] * (3 - len(parts))
+    return ".".join((p.lstrip("0") or "0") if p.isdigit() else p for p in parts) + text[cut:]
+
+
+def _semver(text: Any, normalize: Any = False) -> Semver:
+    if type(text) is not str or type(normalize) is not bool:
+        raise overload("semver", text, normalize)
     try:
-        return Semver(text)
+        return Semver(_normalized(text) if normalize else text)
     except ValueError as exc:
         raise CelEvaluationError(str(exc)) from None
 
 
-def _is_semver(text: Any) -> bool:
-    if type(text) is not str:
-        raise overload("isSemver", text)
-    return SEMVER_PATTERN.match(text) is not None
+def _is_semver(text: Any, normalize: Any = False) -> bool:
+    if type(text) is not str or type(normalize) is not bool:
+        raise overload("isSemver", text, normalize)
+    return SEMVER_PATTERN.match(_normalized(text) if normalize else text) is not None
 
 
 def _semver_part(name: str) -> Callable[[Any], int]:
@@ -216,6 +226,16 @@ def _semver_part(name: str) -> Callable[[Any], int]:
             raise overload(name, target)
         return int(getattr(target, name))
     return apply
+
+
+def _out_of_range(index: int) -> str:
+    raise CelEvaluationError(f"index out of range: {index}")
+
+
+def _substring(text: str, start: int, end: int) -> str:
+    if not 0 <= start <= end <= len(text):
+        raise CelEvaluationError(f"index out of range: {start if start > len(text) else end}")
+    return text[start:end]
 
 
 def _join(target: Any, separator: str = "") -> str:
@@ -258,7 +278,13 @@ METHODS: dict[str, Callable[..., Any]] = {
     "trim": _string_method("trim", str.strip),
     "indexOf": _string_method("indexOf", str.find),
     "lastIndexOf": _string_method("lastIndexOf", str.rfind),
-    "split": _string_method("split", lambda s, sep: s.split(sep)),
+    "split": _string_method("split", lambda s, sep, limit=-1: (
+        [] if limit == 0 else s.split(sep, limit - 1 if limit > 0 else -1))),
+    "charAt": _string_method("charAt", lambda s, i: s[i] if 0 <= i < len(s) else (
+        "" if i == len(s) else _out_of_range(i))),
+    "substring": _string_method("substring", lambda s, start, end=None: _substring(
+        s, start, len(s) if end is None else end)),
+    "reverse": _string_method("reverse", lambda s: s[::-1]),
     "replace": _string_method("replace", lambda s, old, new: s.replace(old, new)),
     "join": _join,
     "compareTo": _compare_to,

@@ -28,6 +28,7 @@ from batchsched.kube.cel.values import (
     modulo,
     multiply,
     negate,
+    overload,
     quantifier,
     select,
     show,
@@ -156,10 +157,14 @@ _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
 
 class Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, declared: frozenset[str] | None = None) -> None:
         self.text = text
         self.tokens = _tokens(text)
         self.at = 0
+        #: The variables the expression may name (None: any, checked when evaluated).
+        self.declared = declared
+        #: The variables macros in scope bind (``x`` in ``l.all(x, ...)``).
+        self.bound: list[str] = []
         #: The last field selection parsed: (its node, the selected node, the field).
         self.last_select: tuple[Node, Node, str] | None = None
 
@@ -291,7 +296,7 @@ class Parser:
         if name not in METHODS:
             raise CelSyntaxError(f"undeclared reference to '{name}' (in container '')")
         fn = METHODS[name]
-        return lambda act: fn(target(act), *[arg(act) for arg in args])
+        return lambda act: _call(name, fn, [target(act), *[arg(act) for arg in args]])
 
     def macro(self, target: Node, name: str, position: int) -> Node:
         kind, variable, _ = self.take()
@@ -299,10 +304,14 @@ class Parser:
             raise CelSyntaxError(f"Syntax error: {name}() needs a variable name "
                                  f"(column {position + 1})")
         self.expect(",")
-        first = self.expression()
-        second: Node | None = None
-        if self.accept(","):
-            second = self.expression()
+        self.bound.append(variable)
+        try:
+            first = self.expression()
+            second: Node | None = None
+            if self.accept(","):
+                second = self.expression()
+        finally:
+            self.bound.pop()
         self.expect(")")
         if name == "map":
             return map_macro(target, variable, first, second)
@@ -328,12 +337,43 @@ class Parser:
         if kind == "op" and value == ".":
             kind, value, position = self.take()
         if kind == "name":
+            if value == "cel" and self.peek()[:2] == ("op", ".") \
+                    and self.tokens[self.at + 1][1] == "bind":
+                self.take()
+                self.take()
+                self.expect("(")
+                return self.bind_macro(position)
             if self.accept("("):
                 return self.call(value, position)
             name = value
+            if (self.declared is not None and name not in self.declared
+                    and name not in self.bound):
+                raise CelSyntaxError(f"undeclared reference to '{name}' (in container '')")
             return lambda act: variable(act, name)
         found = "end of expression" if kind == "end" else repr(value)
         raise CelSyntaxError(f"Syntax error: unexpected {found} (column {position + 1})")
+
+    def bind_macro(self, position: int) -> Node:
+        """``cel.bind(name, value, expression)``: ``expression`` with ``name`` bound."""
+        kind, name, _ = self.take()
+        if kind != "name":
+            raise CelSyntaxError(f"Syntax error: cel.bind() needs a variable name "
+                                 f"(column {position + 1})")
+        self.expect(",")
+        init = self.expression()
+        self.expect(",")
+        self.bound.append(name)
+        try:
+            body = self.expression()
+        finally:
+            self.bound.pop()
+        self.expect(")")
+
+        def evaluate(act: Mapping[str, Any]) -> Any:
+            scope = dict(act)
+            scope[name] = init(act)
+            return body(scope)
+        return evaluate
 
     def sequence(self, close: str) -> list[Node]:
         items: list[Node] = []
@@ -371,11 +411,11 @@ class Parser:
         if name in METHODS and name not in FUNCTIONS and args:
             # Receiver-style functions may be called globally with the receiver first.
             fn = METHODS[name]
-            return lambda act: fn(*[arg(act) for arg in args])
+            return lambda act: _call(name, fn, [arg(act) for arg in args])
         if name not in FUNCTIONS:
             raise CelSyntaxError(f"undeclared reference to '{name}' (in container '')")
         fn = FUNCTIONS[name]
-        return lambda act: fn(*[arg(act) for arg in args])
+        return lambda act: _call(name, fn, [arg(act) for arg in args])
 
     def has(self) -> Node:
         node = self.member(self.primary())
@@ -388,3 +428,9 @@ class Parser:
         return lambda act: has_field(target(act), name)
 
 
+def _call(name: str, fn: Callable[..., Any], values: list[Any]) -> Any:
+    """``fn(*values)``; arguments it does not take are CEL's no-such-overload error."""
+    try:
+        return fn(*values)
+    except TypeError:
+        raise overload(name, *values) from None

@@ -330,6 +330,10 @@ def modulo(left: Any, right: Any) -> Any:
 def _equal(left: Any, right: Any) -> bool:
     if _is_number(left) and _is_number(right):
         return bool(left == right)
+    if isinstance(left, Quantity | Semver) or isinstance(right, Quantity | Semver):
+        if type(left) is not type(right):  # the libraries define equality among themselves
+            raise overload("_==_", left, right)
+        return bool(left == right)
     if type(left) is not type(right):
         # Maps of any kind compare alike; anything else of another type is unequal.
         both_maps = isinstance(left, Mapping) and isinstance(right, Mapping)

@@ -40,8 +40,8 @@ from batchsched.kube.affinity import NODE_NAME_FIELD, NodeSelectorTerm, Requirem
 from batchsched.kube.cel import (
     CelEvaluationError,
     CelSyntaxError,
-    Program,
     Quantity,
+    Semver,
     compile_expression,
 )
 from batchsched.kube.dra.objects import (
@@ -136,6 +136,9 @@ def _attribute(candidate: _Candidate, qualified: str) -> AttributeValue | None:
 
 
 def _same(left: AttributeValue, right: AttributeValue) -> bool:
+    """Equal type and value; versions as written (build metadata included)."""
+    if isinstance(left, Semver) and isinstance(right, Semver):
+        return bool(left.text == right.text)
     return type(left) is type(right) and left == right
 
 
@@ -196,9 +199,7 @@ def gather_pools(slices: Sequence[ResourceSlice], by_pool: Mapping[tuple[str, st
                 continue
         names: set[str] = set()
         invalid = False
-        for slice_ in everyone:
-            if slice_.generation != generation:
-                continue
+        for slice_ in kept:  # the node's own slices, as Kubernetes validates them
             for device in slice_.devices:
                 if device.name in names:
                     invalid = True
@@ -217,9 +218,9 @@ class _Request:
     claim: int
     name: str  # the result's request name: "req" or "req/alternative"
     spec: RequestSpec
-    class_programs: tuple[Program, ...]
+    class_selectors: tuple[str, ...]
     class_name: str
-    programs: tuple[Program, ...]
+    selectors: tuple[str, ...]
     all_devices: tuple[_Candidate, ...] | None  # allocationMode All: every matching device
 
     @property
@@ -258,10 +259,11 @@ class _Constraint:
         value = _attribute(candidate, self.constraint.distinct_attribute)
         if value is None:
             return False
-        base = request.partition("/")[0]
-        if any(_same(value, other) for key, other in self.distinct.items() if key != base):
+        if any(_same(value, other) for other in self.distinct.values()):
             return False
-        self.distinct[base] = value  # Kubernetes keeps one value per request
+        # Kubernetes keeps one value per request: the request's next device may repeat
+        # a value of its earlier ones.
+        self.distinct[request.partition("/")[0]] = value
         return True
 
     def remove(self, request: str) -> None:
@@ -281,7 +283,8 @@ class SelectorCache:
 
     def __init__(self) -> None:
         self.candidates: dict[int, _Candidate] = {}
-        self.verdicts: dict[tuple[str, DeviceId], bool | str] = {}
+        #: (selector, id of the device object) -> verdict, or the text of its error.
+        self.verdicts: dict[tuple[str, int], bool | str] = {}
 
 
 class Allocator:
@@ -339,8 +342,7 @@ class _Search:
         self.order: list[_Candidate] = [
             allocator.candidate(slice_, device)
             for pool in pools if not pool.incomplete and not pool.invalid
-            for slice_ in pool.slices for device in slice_.devices
-            if not slice_.per_device_node_selection or _device_on_node(device, node, labels)]
+            for slice_ in pool.slices for device in slice_.devices]
         self.requests: list[list[list[_Request]]] = []  # claim -> request -> alternatives
         self.selectable: dict[tuple[int, str, DeviceId], bool] = {}
         self.picked: dict[DeviceId, set[int]] = {}
@@ -377,21 +379,30 @@ class _Search:
                     f"claim {claim.key}, request {spec.name}: could not retrieve device class "
                     f"{spec.device_class_name}: deviceclass.resource.k8s.io "
                     f"\"{spec.device_class_name}\" not found")
-            class_programs = _compile(device_class.selectors, f"class {device_class.name}")
-            programs = _compile(spec.selectors, f"claim {claim.key}")
-            data = _Request(index, result_name, spec, class_programs, device_class.name,
-                            programs, None)
+            data = _Request(index, result_name, spec, device_class.selectors,
+                            device_class.name, spec.selectors, None)
             if spec.allocation_mode == ALL:
-                blocked = next((p for p in self.pools if p.incomplete or p.invalid), None)
-                if blocked is not None:
-                    state = "being updated" if blocked.incomplete else "invalid"
-                    raise AllocationError(
-                        f"claim {claim.key}, request {spec.name}: asks for all devices, but "
-                        f"resource pool {blocked.driver}/{blocked.name} is currently {state}")
-                data = attrs.evolve(data, all_devices=tuple(
-                    c for c in self.order if self._selectable(data, c)))
+                data = attrs.evolve(data, all_devices=self._all_devices(data, claim, spec))
             out.append(data)
         return out
+
+    def _all_devices(self, data: _Request, claim: ResourceClaim, spec: RequestSpec
+                     ) -> tuple[_Candidate, ...]:
+        """Every selectable device of the node's pools, pool by pool; a pool being
+        updated or invalid fails the request when reached."""
+        out: list[_Candidate] = []
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                state = "being updated" if pool.incomplete else "invalid"
+                raise AllocationError(
+                    f"claim {claim.key}, request {spec.name}: asks for all devices, but "
+                    f"resource pool {pool.driver}/{pool.name} is currently {state}")
+            for slice_ in pool.slices:
+                for device in slice_.devices:
+                    candidate = self.allocator.candidate(slice_, device)
+                    if self._selectable(data, candidate):
+                        out.append(candidate)
+        return tuple(out)
 
     # -- the search --------------------------------------------------------------------------
 
@@ -455,10 +466,14 @@ class _Search:
         if known is not None:
             return known
         verdicts = self.allocator.cache.verdicts
-        verdict = (_passes(data.class_programs, candidate, f"class {data.class_name}",
+        verdict = (_passes(data.class_selectors, candidate, f"class {data.class_name}",
                            verdicts)
-                   and _passes(data.programs, candidate,
-                               f"claim {self.allocator.claims[data.claim].key}", verdicts))
+                   and _passes(data.selectors, candidate,
+                               f"claim {self.allocator.claims[data.claim].key}", verdicts)
+                   # A device of a per-device slice on another node: after its selectors,
+                   # as Kubernetes checks (their errors count on every node).
+                   and (not candidate.slice.per_device_node_selection
+                        or _device_on_node(candidate.device, self.node, self.labels)))
         self.selectable[key] = verdict
         return verdict
 
@@ -530,32 +545,27 @@ def _alternatives(request: DeviceRequest) -> list[tuple[str, RequestSpec]]:
     return [(f"{request.name}/{spec.name}", spec) for spec in request.first_available]
 
 
-def _compile(expressions: Sequence[str], owner: str) -> tuple[Program, ...]:
-    programs = []
-    for i, expression in enumerate(expressions):
-        try:
-            programs.append(compile_expression(expression))
-        except CelSyntaxError as exc:
-            raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {exc}") from None
-    return tuple(programs)
+#: The variables a device selector may name.
+_SELECTOR_VARIABLES = frozenset({"device"})
 
 
-def _passes(programs: Sequence[Program], candidate: _Candidate, owner: str,
-            verdicts: dict[tuple[str, DeviceId], bool | str]) -> bool:
+def _passes(selectors: Sequence[str], candidate: _Candidate, owner: str,
+            verdicts: dict[tuple[str, int], bool | str]) -> bool:
     """Whether every selector is true for the device, in order (the first false one
-    stops); a selector that fails ends the allocation."""
-    if not programs:
+    stops); a selector that fails to compile or to evaluate ends the allocation.
+    Selectors are compiled when first evaluated, as Kubernetes does."""
+    if not selectors:
         return True
     bad = candidate.device.bad_versions
     if bad:
         name, problem = next(iter(bad.items()))
         raise AllocationError(f"{owner}: selector #0: CEL runtime error: attribute {name}: "
                               f"parse semantic version: {problem}")
-    for i, program in enumerate(programs):
-        key = (program.text, candidate.device_id)
+    for i, selector in enumerate(selectors):
+        key = (selector, id(candidate.device))
         verdict = verdicts.get(key)
         if verdict is None:
-            verdict = verdicts[key] = _evaluate(program, candidate)
+            verdict = verdicts[key] = _evaluate(selector, candidate)
         if isinstance(verdict, str):
             raise AllocationError(f"{owner}: selector #{i}: {verdict}")
         if not verdict:
@@ -563,7 +573,11 @@ def _passes(programs: Sequence[Program], candidate: _Candidate, owner: str,
     return True
 
 
-def _evaluate(program: Program, candidate: _Candidate) -> bool | str:
+def _evaluate(selector: str, candidate: _Candidate) -> bool | str:
+    try:
+        program = compile_expression(selector, _SELECTOR_VARIABLES)
+    except CelSyntaxError as exc:
+        return f"CEL compile error: {exc}"
     try:
         verdict = program.evaluate(candidate.cel_variables())
     except CelEvaluationError as exc:

@@ -1,8 +1,9 @@
 """The resource claim controller's part, which a cluster without Kubernetes plays itself.
 
 * A pod naming a claim template gets a claim of its own, made from the template
-  and owned by the pod (``<pod>-<entry>``; Kubernetes adds a random suffix), and
-  the pod records its name (``status.resourceClaimStatuses``).
+  and owned by the pod (``<pod>-<entry>``, then ``-1``, ``-2``... while the name is
+  taken; Kubernetes adds a random suffix), and the pod records its name
+  (``status.resourceClaimStatuses``).
 * When a pod no longer needs its claims (it ended, was deleted or evicted), it
   is taken off their ``reservedFor``; a claim reserved for no pod any more is
   deallocated, and a claim made for that pod is deleted.
@@ -24,7 +25,8 @@ from batchsched.kube.dra.objects import (
 )
 from batchsched.kube.dra.scheduling import claim_key_of
 
-__all__ = ["claim_keys", "instantiate_templates", "release_claims", "reserve_claims"]
+__all__ = ["MAX_RESERVED_FOR", "check_reservations", "claim_keys", "instantiate_templates",
+           "release_claims", "reserve_claims"]
 
 
 def instantiate_templates(entries: Sequence[PodClaim], *, namespace: str, pod: str,
@@ -35,14 +37,18 @@ def instantiate_templates(entries: Sequence[PodClaim], *, namespace: str, pod: s
     leaves the entry without a claim (the scheduler reports it)."""
     out: list[PodClaim] = []
     for entry in entries:
-        if not entry.template_name or entry.generated:
+        if not entry.template_name or entry.generated is not None:
             out.append(entry)
             continue
         template = templates.get(f"{namespace}/{entry.template_name}")
         if template is None:
             out.append(entry)
             continue
-        name = f"{pod}-{entry.name}"
+        name = base = f"{pod}-{entry.name}"
+        suffix = 0
+        while f"{namespace}/{name}" in claims:
+            suffix += 1
+            name = f"{base}-{suffix}"
         claims[f"{namespace}/{name}"] = ResourceClaim(
             namespace, name, template.requests, template.constraints, owner=pod_uid)
         out.append(attrs.evolve(entry, generated=name))
@@ -59,13 +65,16 @@ def claim_keys(namespace: str, pod: str, entries: Sequence[PodClaim]) -> list[st
     return keys
 
 
-def reserve_claims(pod_uid: str, keys: Sequence[str],
-                   allocations: Mapping[str, AllocationResult] | None,
-                   claims: MutableMapping[str, ResourceClaim]) -> str:
-    """Write a bind's allocations and reservations; "" on success, else why the bind
-    cannot go through (a claim gone, or allocated elsewhere meanwhile), and then
-    nothing is written."""
-    allocations = allocations or {}
+#: At most this many pods in a claim's ``reservedFor`` (the API server's limit).
+MAX_RESERVED_FOR = 256
+
+
+def check_reservations(pod_uid: str, keys: Sequence[str],
+                       allocations: Mapping[str, AllocationResult],
+                       claims: Mapping[str, ResourceClaim]) -> str:
+    """Why a bind's allocations and reservations (kube's PreBind) cannot be written
+    (a claim gone, allocated or deallocated elsewhere meanwhile, reserved for too
+    many pods); "" when they can."""
     for key in keys:
         claim = claims.get(key)
         if claim is None or claim.deleting:
@@ -74,13 +83,24 @@ def reserve_claims(pod_uid: str, keys: Sequence[str],
             return f"claim {key} got allocated elsewhere in the meantime"
         if key not in allocations and claim.allocation is None:
             return f"claim {key} got deallocated elsewhere in the meantime"
+        if pod_uid not in claim.reserved_for and len(claim.reserved_for) >= MAX_RESERVED_FOR:
+            return (f"add reservation to claim {key}: status.reservedFor: Too many: "
+                    f"{len(claim.reserved_for) + 1}: must have at most {MAX_RESERVED_FOR} "
+                    f"items")
+    return ""
+
+
+def reserve_claims(pod_uid: str, keys: Sequence[str],
+                   allocations: Mapping[str, AllocationResult],
+                   claims: MutableMapping[str, ResourceClaim]) -> None:
+    """Write a bind's allocations and reservations (after
+    :func:`check_reservations` found nothing against them)."""
     for key in keys:
         claim = claims[key]
         reserved = claim.reserved_for if pod_uid in claim.reserved_for else (
             *claim.reserved_for, pod_uid)
         claims[key] = attrs.evolve(claim, allocation=allocations.get(key, claim.allocation),
                                    reserved_for=reserved)
-    return ""
 
 
 def release_claims(pod_uid: str, keys: Sequence[str],

@@ -218,12 +218,13 @@ class ResourceClaimTemplate:
 class PodClaim:
     """An entry of a pod's ``spec.resourceClaims``: a claim by name, or a template;
     ``generated`` is the claim made from the template (the pod's
-    ``status.resourceClaimStatuses``), "" while none was made."""
+    ``status.resourceClaimStatuses``): None while none was made, "" when the status
+    says the pod needs none (Kubernetes then skips the entry)."""
 
     name: str
     claim_name: str = ""
     template_name: str = ""
-    generated: str = ""
+    generated: str | None = None
 
 
 # -- reading documents ----------------------------------------------------------------------
@@ -602,6 +603,7 @@ def parse_pod_claims(raw: Any, path: str, statuses: Any = None) -> tuple[PodClai
     generated: dict[str, str] = {}
     for i, entry in enumerate(_sequence(statuses, f"{path}Statuses")):
         obj = _mapping(entry, f"{path}Statuses[{i}]")
+        # An entry without a claim name: the pod needs no claim for it.
         generated[_text(obj.get("name"), f"{path}Statuses[{i}].name", required=True)] = _text(
             obj.get("resourceClaimName"), f"{path}Statuses[{i}].resourceClaimName")
     out: list[PodClaim] = []
@@ -620,7 +622,7 @@ def parse_pod_claims(raw: Any, path: str, statuses: Any = None) -> tuple[PodClai
         if bool(claim) == bool(template):
             raise DraObjectError(where, "exactly one of resourceClaimName, "
                                  "resourceClaimTemplateName must be set")
-        out.append(PodClaim(name, claim, template, generated.get(name, "")))
+        out.append(PodClaim(name, claim, template, generated.get(name)))
     return tuple(out)
 
 

@@ -96,9 +96,11 @@ def claim_key_of(namespace: str, pod: str, entry: PodClaim) -> str | DraRejectio
     if entry.claim_name:
         return f"{namespace}/{entry.claim_name}"
     if entry.template_name:
-        if not entry.generated:
+        if entry.generated is None:
             return DraRejection(UNSCHEDULABLE_AND_UNRESOLVABLE,
                                 f'pod "{namespace}/{pod}": ResourceClaim not created yet')
+        if not entry.generated:
+            return None  # the pod's status says it needs no claim for this entry
         return f"{namespace}/{entry.generated}"
     return DraRejection(UNSCHEDULABLE_AND_UNRESOLVABLE,
                         f'pod "{namespace}/{pod}", spec.resourceClaim "{entry.name}": none of '
@@ -233,6 +235,11 @@ class DynamicResources:
     def has_claims(self, pod_uid: str) -> bool:
         """Whether the pod's current attempt involves claims at all."""
         return pod_uid in self._attempts
+
+    def allocates(self, pod_uid: str) -> bool:
+        """Whether the pod's current attempt has claims to allocate (not yet allocated)."""
+        attempt = self._attempts.get(pod_uid)
+        return attempt is not None and bool(attempt.pending)
 
     def filter(self, pod_uid: str, node: str, labels: Mapping[str, str]) -> DraRejection | None:
         """Whether the pod's claims can be served from ``node`` (after :meth:`pre_filter`)."""

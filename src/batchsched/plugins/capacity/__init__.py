@@ -333,8 +333,9 @@ class CapacityPlugin:
         return Vote.PERMIT
 
     def _job_min_devices(self, job: JobInfo, attr: CapacityQueue) -> dict[str, int] | None:
-        """The devices the job needs to start, when its queue keeps a device quota."""
-        if not self.dra_enable or attr.devices is None:
+        """The devices the job needs to start, when its queue or an ancestor keeps a
+        device quota."""
+        if not self.dra_enable or all(level.devices is None for level in self._chain(attr)):
             return None
         return job_min_devices(job, self._session().dra.resource_claims)
 

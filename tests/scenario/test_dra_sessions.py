@@ -1,0 +1,154 @@
+"""Resource claims through sessions and caches: what binds write, what the pods' statuses
+say, pipelines, hierarchical quotas and queue status (each case failed before its fix)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from batchsched.kube.dra.objects import parse_resource_claim
+from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.scheduler import Scheduler
+
+GPU = "gpu.example.com"
+CONFIG = {"actions": "enqueue, allocate", "tiers": [
+    {"plugins": [{"name": "gang"}]}, {"plugins": [{"name": "predicates"}]}]}
+
+
+def document(tasks: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "version": 1, "name": "dra", "config": CONFIG,
+        "deviceClasses": [{"name": "gpu", "selectors": [
+            {"cel": {"expression": f'device.driver == "{GPU}"'}}]}],
+        "resourceSlices": [{"name": "n1-gpus", "driver": GPU, "nodeName": "n1",
+                            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                            "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}],
+        "resourceClaimTemplates": [{"name": "one-gpu", "requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 10}}],
+        "jobs": [{"name": task["job"], "minMember": 1, "phase": "Inqueue"}
+                 for task in tasks if "node" not in task],
+        "tasks": tasks,
+    }
+    doc.update(extra)
+    return doc
+
+
+def pod(name: str, entries: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
+    return {"name": name, "job": f"pg-{name}", "requests": {"cpu": 1},
+            "resourceClaims": entries, **extra}
+
+
+def test_a_status_entry_without_a_claim_means_the_pod_needs_none() -> None:
+    task = pod("p1", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+               resourceClaimStatuses=[{"name": "gpu"}])
+    decisions = run_scenario(parse_scenario(document([task])))
+    assert decisions.binds == {"default/p1": "n1"}
+    assert decisions.claim_allocations == {}
+
+
+def test_a_claim_made_from_a_template_does_not_replace_one_of_the_same_name() -> None:
+    own = {"name": "p1-gpu", "requests": [{"name": "nic", "exactly": {"deviceClassName": "gpu"}}]}
+    task = pod("p1", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"},
+                      {"name": "nic", "resourceClaimName": "p1-gpu"}])
+    decisions = run_scenario(parse_scenario(document([task], resourceClaims=[own])))
+    assert set(decisions.claim_allocations) == {"default/p1-gpu", "default/p1-gpu-1"}
+
+
+def test_the_host_binder_is_not_called_when_a_claim_cannot_be_written() -> None:
+    scenario = parse_scenario(document([pod("p1", [{"name": "gpu",
+                                                      "resourceClaimName": "mine"}])],
+        resourceClaims=[{"name": "mine", "requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}]))
+    cache = scenario.build_cache()
+    called: list[str] = []
+
+    def binder(task: Any, node: str) -> bool:
+        called.append(task.uid)
+        return True
+    cache.binder = binder
+    original = cache.snapshot
+
+    def snapshot() -> Any:  # the claim is allocated elsewhere once the session has begun
+        taken = original()
+        claim = cache.resource_claims["default/mine"]
+        cache.resource_claims["default/mine"] = attrs.evolve(
+            claim, allocation=parse_resource_claim({"name": "x", "allocation": {"results": [
+                {"request": "gpu", "driver": GPU, "pool": "n1", "device": "gpu-1"}]}}).allocation)
+        return taken
+    cache.snapshot = snapshot  # type: ignore[method-assign]
+    Scheduler(cache, scenario.configuration).run_once()
+    assert called == [] and not cache.binds
+
+
+def test_a_cache_binds_a_pod_whose_claims_no_plugin_allocated() -> None:
+    """Without the predicates plugin nothing reserves devices (Volcano's capacity-only
+    DRA case): the bind goes through and writes nothing on the claims."""
+    doc = document([pod("p1", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])],
+                   config={"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]})
+    scenario = parse_scenario(doc)
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert [b.task for b in cache.binds] == ["default/p1"]
+    assert cache.resource_claims["default/p1-gpu"].allocation is None
+
+
+def test_a_claim_reserved_for_256_pods_takes_no_more() -> None:
+    doc = document([pod("p1", [{"name": "gpu", "resourceClaimName": "shared"}])],
+                   resourceClaims=[{"name": "shared", "requests": [
+                       {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}],
+                       "allocation": {"results": [{"request": "gpu", "driver": GPU,
+                                                   "pool": "n1", "device": "gpu-0"}]},
+                       "reservedFor": [f"default/other-{i}" for i in range(256)]}])
+    scenario = parse_scenario(doc)
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert not cache.binds
+
+
+def test_a_pod_with_claims_to_allocate_is_not_pipelined() -> None:
+    """Volcano reserves a pipelined pod for its empty spec.nodeName: the reservation
+    fails and the pipeline is undone."""
+    releasing = {"name": "old", "job": "pg-old", "node": "n1", "phase": "Running",
+                 "deleting": True, "requests": {"cpu": 4}}
+    waiting = pod("p1", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    doc = document([releasing, waiting])
+    doc["jobs"].append({"name": "pg-old", "minMember": 1, "phase": "Running"})
+    decisions = run_scenario(parse_scenario(doc))
+    assert decisions.pipelined == {}
+    without_claims = run_scenario(parse_scenario(document(
+        [releasing, {**waiting, "resourceClaims": []}],
+        jobs=doc["jobs"])))
+    assert without_claims.pipelined == {"default/pg-p1": {"default/p1": "n1"}}
+
+
+def test_a_job_of_the_root_queue_counts_twice_there() -> None:
+    """Volcano's queue-status walk takes the root's parent to be the root."""
+    doc = document([{"name": "p1", "job": "pg-p1", "node": "n1", "phase": "Running",
+                     "requests": {"cpu": 1}}],
+                   queues=[{"name": "root"}],
+                   jobs=[{"name": "pg-p1", "queue": "root", "phase": "Running"}])
+    status = run_scenario(parse_scenario(doc)).queue_status["root"]
+    assert status["allocated"]["cpu"] == "2"
+
+
+def test_an_ancestor_s_device_quota_is_checked_at_enqueue() -> None:
+    doc = {
+        "version": 1, "name": "hierarchy",
+        "config": {"actions": "enqueue", "tiers": [{"plugins": [
+            {"name": "capacity", "enableHierarchy": True}]}]},
+        "queues": [{"name": "root"},
+                   {"name": "team", "parent": "root",
+                    "capability": {"cpu": 100, "deviceclass/gpu": 1}},
+                   {"name": "leaf", "parent": "team"}],
+        "resourceClaims": [{"name": "two", "requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2}}]}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 10}}],
+        "jobs": [{"name": "pg", "queue": "leaf", "minMember": 1, "phase": "Pending",
+                  "minResources": {"cpu": 1}}],
+        "tasks": [{"name": "p1", "job": "pg", "requests": {"cpu": 1},
+                   "resourceClaims": [{"name": "gpu", "resourceClaimName": "two"}]}],
+    }
+    decisions = run_scenario(parse_scenario(doc))
+    assert decisions.pod_group_phases == {"default/pg": "Pending"}
