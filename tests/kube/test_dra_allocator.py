@@ -328,3 +328,52 @@ def test_a_selector_is_compiled_when_first_evaluated() -> None:
     with pytest.raises(AllocationError, match="CEL compile error"):
         Allocator([claim("c1", [bad])], CLASSES, [slice_("s", [{"name": "d0"}])],
                   set()).allocate("n1", {})
+
+
+# -- partitionable devices (shared counters) -------------------------------------------------
+
+def _partitioned() -> list[ResourceSlice]:
+    """A GPU of 80 GB shared out as the whole card or two halves (MIG-like)."""
+    counters = parse_resource_slice({
+        "name": "gpu0-counters", "driver": GPU, "pool": {"name": "n1", "resourceSliceCount": 2},
+        "sharedCounters": [{"name": "gpu0", "counters": {"memory": {"value": "80Gi"}}}]})
+    devices = parse_resource_slice({
+        "name": "gpu0-devices", "driver": GPU, "nodeName": "n1",
+        "pool": {"name": "n1", "resourceSliceCount": 2},
+        "devices": [
+            {"name": "full", "attributes": {"size": {"string": "full"}}, "consumesCounters": [
+                {"counterSet": "gpu0", "counters": {"memory": {"value": "80Gi"}}}]},
+            {"name": "half-0", "attributes": {"size": {"string": "half"}}, "consumesCounters": [
+                {"counterSet": "gpu0", "counters": {"memory": {"value": "40Gi"}}}]},
+            {"name": "half-1", "attributes": {"size": {"string": "half"}}, "consumesCounters": [
+                {"counterSet": "gpu0", "counters": {"memory": {"value": "40Gi"}}}]}]})
+    return [counters, devices]
+
+
+def test_a_device_whose_counters_are_used_up_is_not_taken() -> None:
+    halves = exactly(selectors=[{"cel": {"expression":
+                                        f'device.attributes["{GPU}"].size == "half"'}}])
+    in_use = {(GPU, "n1", "full")}
+    assert Allocator([claim("c1", [halves])], CLASSES, _partitioned(), in_use).allocate(
+        "n1", {}) is None
+
+
+def test_partitions_share_their_card_s_counters() -> None:
+    answer = Allocator([claim("c1", [exactly(count=2)])], CLASSES, _partitioned(),
+                       set()).allocate("n1", {})
+    # "full" takes all 80 GB: the search backtracks to the two halves.
+    assert answer is not None and devices_of(answer) == ["r:half-0", "r:half-1"]
+    assert Allocator([claim("c1", [exactly(count=3)])], CLASSES, _partitioned(),
+                     set()).allocate("n1", {}) is None
+
+
+def test_a_device_consuming_an_undeclared_counter_makes_its_pool_invalid() -> None:
+    slices = _partitioned()
+    broken = parse_resource_slice({
+        "name": "gpu0-devices", "driver": GPU, "nodeName": "n1",
+        "pool": {"name": "n1", "resourceSliceCount": 2},
+        "devices": [{"name": "odd", "consumesCounters": [
+            {"counterSet": "gpu9", "counters": {"memory": {"value": "1Gi"}}}]}]})
+    allocator = Allocator([claim("c1", [exactly()])], CLASSES, [slices[0], broken], set())
+    assert allocator.allocate("n1", {}) is None
+    assert allocator.last_failure == INVALID_POOLS

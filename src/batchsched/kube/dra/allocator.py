@@ -25,13 +25,20 @@ structured``, the variant its default feature gates select) does for one node:
   used from: this node when a device is node-local, else the network-attached
   slices' node selectors merged, else any node.
 
-Partitionable devices (shared counters), consumable capacity and binding
-conditions are not modelled: the loaders refuse documents that use them.
+* **partitionable devices**: a pool's counter-only slices declare shared
+  counters; a device consuming them is taken only while every counter of the
+  pool covers what the devices in use and those taken in the search consume.
+  (Kubernetes does not give back what a device consumed when a later check
+  refuses it, until the node's search ends; nor does this.)
+
+Consumable capacity and binding conditions are not modelled: the loaders refuse
+documents that use them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import attrs
@@ -151,9 +158,16 @@ class _Pool:
     slices: tuple[ResourceSlice, ...]
     incomplete: bool = False
     invalid: bool = False
+    generation: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.driver, self.name)
 
 
 def _slice_relevant(slice_: ResourceSlice, node: str, labels: Mapping[str, str]) -> bool:
+    if slice_.shared_counters:
+        return True  # a counter-only slice counts for every node of its pool
     if slice_.node_name:
         return slice_.node_name == node
     if slice_.all_nodes:
@@ -204,9 +218,44 @@ def gather_pools(slices: Sequence[ResourceSlice], by_pool: Mapping[tuple[str, st
                 if device.name in names:
                     invalid = True
                 names.add(device.name)
+        invalid = invalid or not _counters_consistent(
+            [s for s in everyone if s.generation == generation])
         ordered = tuple(sorted(kept, key=lambda s: s.name))
-        pools.append(_Pool(key[0], key[1], () if invalid else ordered, invalid=invalid))
+        pools.append(_Pool(key[0], key[1], () if invalid else ordered, invalid=invalid,
+                           generation=generation))
     return pools
+
+
+def _counters_consistent(slices: Sequence[ResourceSlice]) -> bool:
+    """No counter set declared twice, and every device consumes declared counters."""
+    declared: dict[str, Mapping[str, Any]] = {}
+    for slice_ in slices:
+        for name, counters in slice_.shared_counters.items():
+            if name in declared:
+                return False
+            declared[name] = counters
+    return all(counter_set in declared and set(counters) <= set(declared[counter_set])
+               for slice_ in slices for device in slice_.devices
+               for counter_set, counters in device.consumes_counters.items())
+
+
+def _counters_left(slices: Sequence[ResourceSlice], driver: str, in_use: Iterable[DeviceId]
+                   ) -> dict[tuple[str, str], Fraction]:
+    """What the pool's counters have left once the devices in use took their share."""
+    left: dict[tuple[str, str], Fraction] = {
+        (counter_set, counter): amount for slice_ in slices
+        for counter_set, counters in slice_.shared_counters.items()
+        for counter, amount in counters.items()}
+    used = set(in_use)
+    for slice_ in slices:
+        for device in slice_.devices:
+            if (driver, slice_.pool, device.name) not in used:
+                continue
+            for counter_set, counters in device.consumes_counters.items():
+                for counter, amount in counters.items():
+                    key = (counter_set, counter)
+                    left[key] = left.get(key, Fraction(0)) - amount
+    return left
 
 
 # -- one request's data ------------------------------------------------------------------------
@@ -301,8 +350,10 @@ class Allocator:
         self.local: dict[str, list[ResourceSlice]] = {}
         self.shared: list[ResourceSlice] = []
         self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
+        #: Each pool's counters left by the devices in use, by (pool, generation).
+        self._counters: dict[tuple[str, str, int], dict[tuple[str, str], Fraction]] = {}
         for slice_ in slices:
-            if slice_.node_name:
+            if slice_.node_name and not slice_.shared_counters:
                 self.local.setdefault(slice_.node_name, []).append(slice_)
             else:
                 self.shared.append(slice_)
@@ -322,6 +373,16 @@ class Allocator:
         if answer is None and any(pool.invalid for pool in pools):
             self.last_failure = INVALID_POOLS
         return answer
+
+    def counters_left(self, pool: _Pool) -> dict[tuple[str, str], Fraction]:
+        """The pool's counters left by the devices in use (worked out once)."""
+        key = (pool.driver, pool.name, pool.generation)
+        left = self._counters.get(key)
+        if left is None:
+            slices = [s for s in self.by_pool.get(pool.key, ())
+                      if s.generation == pool.generation]
+            left = self._counters[key] = _counters_left(slices, pool.driver, self.in_use)
+        return left
 
     def candidate(self, slice_: ResourceSlice, device: SliceDevice) -> _Candidate:
         """One object per device for the allocator's life (their CEL views are kept)."""
@@ -347,6 +408,9 @@ class _Search:
         self.selectable: dict[tuple[int, str, DeviceId], bool] = {}
         self.picked: dict[DeviceId, set[int]] = {}
         self.results: list[list[tuple[_Request, _Candidate]]] = []
+        self.pool_of = {pool.key: pool for pool in pools}
+        #: Counters the devices taken in this search consume, per pool.
+        self.consumed: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
         self.constraints: list[list[_Constraint]] = []
         self.chosen: dict[tuple[str, str], int] = {}
 
@@ -480,6 +544,8 @@ class _Search:
     def _add(self, data: _Request, candidate: _Candidate, *, must: bool) -> bool:
         if self._in_use(data, candidate):
             return False
+        if candidate.device.consumes_counters and not self._consume(candidate):
+            return False
         for taint in candidate.device.taints:
             if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not any(
                     t.tolerates(taint) for t in data.spec.tolerations):
@@ -502,8 +568,31 @@ class _Search:
         self.results[data.claim].append((data, candidate))
         return True
 
+    def _consume(self, candidate: _Candidate) -> bool:
+        """Take the device's share of its pool's counters, if every counter of the pool
+        still covers what is taken; else take nothing."""
+        key = (candidate.slice.driver, candidate.slice.pool)
+        consumed = self.consumed.setdefault(key, {})
+        self._count(consumed, candidate, 1)
+        left = self.allocator.counters_left(self.pool_of[key])
+        if all(amount - consumed.get(counter, 0) >= 0 for counter, amount in left.items()):
+            return True
+        self._count(consumed, candidate, -1)
+        return False
+
+    @staticmethod
+    def _count(consumed: dict[tuple[str, str], Fraction], candidate: _Candidate,
+               sign: int) -> None:
+        for counter_set, counters in candidate.device.consumes_counters.items():
+            for counter, amount in counters.items():
+                key = (counter_set, counter)
+                consumed[key] = consumed.get(key, Fraction(0)) + sign * amount
+
     def _undo(self, data: _Request) -> None:
         _, candidate = self.results[data.claim].pop()
+        if candidate.device.consumes_counters:
+            key = (candidate.slice.driver, candidate.slice.pool)
+            self._count(self.consumed[key], candidate, -1)
         for constraint in self.constraints[data.claim]:
             constraint.remove(data.name)
         picked_by = self.picked[candidate.device_id]

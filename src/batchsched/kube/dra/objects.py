@@ -93,6 +93,9 @@ class SliceDevice:
     #: Attribute values that are versions but do not parse as semantic versions (the
     #: device then fails every selector, as in Kubernetes), by attribute name.
     bad_versions: Mapping[str, str] = attrs.field(factory=dict)
+    #: What taking the device uses up of its pool's shared counters (partitionable
+    #: devices): counter set -> counter -> amount.
+    consumes_counters: Mapping[str, Mapping[str, Fraction]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -111,6 +114,9 @@ class ResourceSlice:
     all_nodes: bool = False
     per_device_node_selection: bool = False
     devices: tuple[SliceDevice, ...] = ()
+    #: A counter-only slice's counter sets (partitionable devices): set -> counter ->
+    #: amount; a slice holds devices or counters, not both.
+    shared_counters: Mapping[str, Mapping[str, Fraction]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -364,7 +370,7 @@ def _quantity(raw: Any, path: str) -> Fraction:
 def _device(raw: Any, path: str, per_device: bool) -> SliceDevice:
     obj = _mapping(raw, path)
     name = _text(obj.get("name"), f"{path}.name", required=True)
-    for unsupported in ("consumesCounters", "allowMultipleAllocations", "bindingConditions",
+    for unsupported in ("allowMultipleAllocations", "bindingConditions",
                         "bindingFailureConditions", "bindsToNode"):
         if obj.get(unsupported):
             raise DraObjectError(f"{path}.{unsupported}", _UNSUPPORTED)
@@ -399,20 +405,50 @@ def _device(raw: Any, path: str, per_device: bool) -> SliceDevice:
     if not per_device and placements:
         raise DraObjectError(path, "a device sets its own node only in a slice with "
                              "perDeviceNodeSelection")
+    consumes: dict[str, Mapping[str, Fraction]] = {}
+    entries = _sequence(obj.get("consumesCounters"), f"{path}.consumesCounters")
+    if len(entries) > 2:
+        raise DraObjectError(f"{path}.consumesCounters", "must have at most 2 entries")
+    for i, entry in enumerate(entries):
+        where = f"{path}.consumesCounters[{i}]"
+        raw = _mapping(entry, where)
+        counter_set = _text(raw.get("counterSet"), f"{where}.counterSet", required=True)
+        if counter_set in consumes:
+            raise DraObjectError(f"{where}.counterSet", f"duplicate counter set {counter_set!r}")
+        consumes[counter_set] = _counters(raw.get("counters"), f"{where}.counters")
     return SliceDevice(name, attributes, capacity, tuple(taints), node_name, node_selector,
-                       all_nodes, bad_versions)
+                       all_nodes, bad_versions, consumes)
 
 
-_UNSUPPORTED = ("not modelled by batchsched (partitionable devices, consumable capacity and "
-                "binding conditions are not supported)")
+def _counters(raw: Any, path: str) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    for key, value in _mapping(raw, path).items():
+        entry = _mapping(value, f"{path}.{key}")
+        out[key] = _quantity(entry.get("value"), f"{path}.{key}.value")
+    if not out:
+        raise DraObjectError(path, "must name at least one counter")
+    return out
+
+
+_UNSUPPORTED = ("not modelled by batchsched (consumable capacity and binding conditions are "
+                "not supported)")
 
 
 def parse_resource_slice(raw: Any, path: str = "resourceSlice") -> ResourceSlice:
     obj = _mapping(raw, path)
     metadata, spec, _, spec_path = _flat(obj, path)
     name = _text(metadata.get("name"), f"{path}.name", required=True)
-    if spec.get("sharedCounters"):
-        raise DraObjectError(f"{spec_path}.sharedCounters", _UNSUPPORTED)
+    counter_sets: dict[str, Mapping[str, Fraction]] = {}
+    for i, entry in enumerate(_sequence(spec.get("sharedCounters"),
+                                        f"{spec_path}.sharedCounters")):
+        where = f"{spec_path}.sharedCounters[{i}]"
+        raw = _mapping(entry, where)
+        set_name = _text(raw.get("name"), f"{where}.name", required=True)
+        if set_name in counter_sets:
+            raise DraObjectError(f"{where}.name", f"duplicate counter set {set_name!r}")
+        counter_sets[set_name] = _counters(raw.get("counters"), f"{where}.counters")
+    if counter_sets and spec.get("devices"):
+        raise DraObjectError(spec_path, "a slice holds devices or sharedCounters, not both")
     driver = _text(spec.get("driver"), f"{spec_path}.driver", required=True)
     pool = _mapping(spec.get("pool"), f"{spec_path}.pool")
     pool_name = _text(pool.get("name"), f"{spec_path}.pool.name", required=True)
@@ -426,14 +462,15 @@ def parse_resource_slice(raw: Any, path: str = "resourceSlice") -> ResourceSlice
     all_nodes = _boolean(spec.get("allNodes"), f"{spec_path}.allNodes")
     per_device = _boolean(spec.get("perDeviceNodeSelection"),
                           f"{spec_path}.perDeviceNodeSelection")
-    if bool(node_name) + (node_selector is not None) + all_nodes + per_device != 1:
+    placements = bool(node_name) + (node_selector is not None) + all_nodes + per_device
+    if placements != 1 and not (counter_sets and placements == 0):
         raise DraObjectError(spec_path, "exactly one of nodeName, nodeSelector, allNodes, "
                              "perDeviceNodeSelection must be set")
     devices = tuple(_device(entry, f"{spec_path}.devices[{i}]", per_device)
                     for i, entry in enumerate(_sequence(spec.get("devices"),
                                                         f"{spec_path}.devices")))
     return ResourceSlice(name, driver, pool_name, generation, count, node_name, node_selector,
-                         all_nodes, per_device, devices)
+                         all_nodes, per_device, devices, counter_sets)
 
 
 def _request_spec(obj: Mapping[str, Any], path: str, name: str, *, admin: bool) -> RequestSpec:
