@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -191,8 +192,8 @@ def test_more_than_32_devices_is_an_error() -> None:
     ({"name": "c", "requests": [exactly(count=0)]}, "resourceClaim.requests[0].exactly.count"),
     ({"name": "c", "requests": [exactly(allocationMode="Some")]},
      "resourceClaim.requests[0].exactly.allocationMode"),
-    ({"name": "c", "requests": [exactly(capacity={"requests": {"memory": "1Gi"}})]},
-     "resourceClaim.requests[0].exactly.capacity"),
+    ({"name": "c", "requests": [exactly(capacity={"limits": {"memory": "1Gi"}})]},
+     "resourceClaim.requests[0].exactly.capacity.limits"),
     ({"name": "c", "requests": [exactly()], "constraints": [{"requests": ["x"],
                                                            "matchAttribute": "a/b"}]},
      "resourceClaim.constraints[0].requests[0]"),
@@ -377,3 +378,78 @@ def test_a_device_consuming_an_undeclared_counter_makes_its_pool_invalid() -> No
     allocator = Allocator([claim("c1", [exactly()])], CLASSES, [slices[0], broken], set())
     assert allocator.allocate("n1", {}) is None
     assert allocator.last_failure == INVALID_POOLS
+
+
+# -- consumable capacity ----------------------------------------------------------------------
+
+def _shared_gpu(**policy: Any) -> list[ResourceSlice]:
+    memory: dict[str, Any] = {"value": "40Gi"}
+    if policy:
+        memory["requestPolicy"] = policy
+    return [slice_("s", [{"name": "gpu", "allowMultipleAllocations": True,
+                          "capacity": {"memory": memory}}])]
+
+
+def asking(memory: str | None = None, name: str = "r") -> dict[str, Any]:
+    spec: dict[str, Any] = {"capacity": {"requests": {"memory": memory}}} if memory else {}
+    return exactly(name, **spec)
+
+
+def test_claims_share_a_device_within_its_capacity() -> None:
+    claims = [claim(f"c{i}", [asking("16Gi")]) for i in range(2)]
+    answer = Allocator(claims, CLASSES, _shared_gpu(), set()).allocate("n1", {})
+    assert answer is not None
+    first, second = (allocation.results[0] for allocation in answer.results)
+    assert first.device == second.device == "gpu"
+    assert first.share_id and second.share_id and first.share_id != second.share_id
+    assert first.consumed_capacity == {"memory": 16 * 2**30}
+    three = [claim(f"c{i}", [asking("16Gi")]) for i in range(3)]
+    assert Allocator(three, CLASSES, _shared_gpu(), set()).allocate("n1", {}) is None
+
+
+def test_shares_already_allocated_count_against_the_capacity() -> None:
+    taken = {(GPU, "n1", "gpu"): {"memory": Fraction(30 * 2**30)}}
+    assert Allocator([claim("c1", [asking("16Gi")])], CLASSES, _shared_gpu(), set(),
+                     shared=taken).allocate("n1", {}) is None
+    assert Allocator([claim("c1", [asking("8Gi")])], CLASSES, _shared_gpu(), set(),
+                     shared=taken).allocate("n1", {}) is not None
+
+
+@pytest.mark.parametrize(("policy", "asked", "consumed"), [
+    ({"validRange": {"min": "8Gi", "step": "8Gi"}}, "10Gi", 16 * 2**30),
+    ({"validRange": {"min": "8Gi"}}, "2Gi", 8 * 2**30),
+    ({"validValues": ["10Gi", "20Gi"]}, "15Gi", 20 * 2**30),
+    ({"default": "4Gi"}, None, 4 * 2**30),
+    ({}, None, 40 * 2**30),
+])
+def test_a_request_policy_rounds_what_a_share_consumes(policy: dict[str, Any], asked: str | None,
+                                                       consumed: int) -> None:
+    answer = Allocator([claim("c1", [asking(asked)])], CLASSES, _shared_gpu(**policy),
+                       set()).allocate("n1", {})
+    assert answer is not None
+    assert answer.results[0].results[0].consumed_capacity == {"memory": consumed}
+
+
+@pytest.mark.parametrize(("policy", "asked"), [
+    ({"validValues": ["10Gi", "20Gi"]}, "25Gi"),
+    ({"validRange": {"min": "8Gi", "max": "16Gi"}}, "20Gi"),
+])
+def test_a_request_policy_refuses_an_amount_out_of_bounds(policy: dict[str, Any],
+                                                         asked: str) -> None:
+    assert Allocator([claim("c1", [asking(asked)])], CLASSES, _shared_gpu(**policy),
+                     set()).allocate("n1", {}) is None
+
+
+def test_a_device_without_the_capacity_asked_for_is_passed_over() -> None:
+    request = exactly(capacity={"requests": {"cores": "10"}})
+    assert Allocator([claim("c1", [request])], CLASSES, _shared_gpu(), set()).allocate(
+        "n1", {}) is None
+
+
+def test_a_whole_device_must_hold_what_is_asked() -> None:
+    slices = [slice_("s", [{"name": "small", "capacity": {"memory": {"value": "8Gi"}}},
+                           {"name": "big", "capacity": {"memory": {"value": "40Gi"}}}])]
+    answer = Allocator([claim("c1", [asking("16Gi")])], CLASSES, slices, set()).allocate(
+        "n1", {})
+    assert answer is not None and devices_of(answer) == ["r:big"]
+    assert not answer.results[0].results[0].share_id  # a whole device, not a share

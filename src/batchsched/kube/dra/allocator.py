@@ -31,12 +31,21 @@ structured``, the variant its default feature gates select) does for one node:
   (Kubernetes does not give back what a device consumed when a later check
   refuses it, until the node's search ends; nor does this.)
 
-Consumable capacity and binding conditions are not modelled: the loaders refuse
-documents that use them.
+* **consumable capacity**: a request may ask for part of a device's
+  capacities (``capacity.requests``), rounded up as the device's request policy
+  says (``default``, ``validValues``, ``validRange``); a device without a
+  capacity asked for, or whose policy refuses the amount, is passed over, and so
+  is one whose capacities the allocations on it and the search's picks would
+  exceed. A device with ``allowMultipleAllocations`` is never in use: each pick
+  takes a share (an id and what it consumes of every capacity).
+
+Binding conditions are not modelled: the loaders refuse documents that use them.
 """
 
 from __future__ import annotations
 
+import math
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -129,7 +138,7 @@ def device_view(driver: str, device: SliceDevice) -> dict[str, Any]:
         domain, _, ident = name.rpartition("/")
         capacity.setdefault(domain or driver, {})[ident] = Quantity(amount)
     return {"driver": driver, "attributes": attributes, "capacity": capacity,
-            "allowMultipleAllocations": False}
+            "allowMultipleAllocations": device.allow_multiple_allocations}
 
 
 def _attribute(candidate: _Candidate, qualified: str) -> AttributeValue | None:
@@ -338,17 +347,20 @@ class SelectorCache:
 
 class Allocator:
     """Allocates ``claims`` (unallocated, in the pod's order) on one node at a time;
-    ``in_use`` are the devices other claims hold (admin-access results excluded).
-    ``cache`` may be shared by the allocators of a session."""
+    ``in_use`` are the devices other claims hold (admin-access results and shares
+    excluded), ``shared`` what the shares of other claims consume of each device's
+    capacities. ``cache`` may be shared by the allocators of a session."""
 
     def __init__(self, claims: Sequence[ResourceClaim], classes: Mapping[str, DeviceClass],
                  slices: Sequence[ResourceSlice], in_use: frozenset[DeviceId] | set[DeviceId],
-                 cache: SelectorCache | None = None) -> None:
+                 cache: SelectorCache | None = None, *,
+                 shared: Mapping[DeviceId, Mapping[str, Fraction]] | None = None) -> None:
         self.claims = tuple(claims)
         self.classes = classes
         self.in_use = in_use
+        self.shared: Mapping[DeviceId, Mapping[str, Fraction]] = shared or {}
         self.local: dict[str, list[ResourceSlice]] = {}
-        self.shared: list[ResourceSlice] = []
+        self.everywhere: list[ResourceSlice] = []
         self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
         #: Each pool's counters left by the devices in use, by (pool, generation).
         self._counters: dict[tuple[str, str, int], dict[tuple[str, str], Fraction]] = {}
@@ -356,7 +368,7 @@ class Allocator:
             if slice_.node_name and not slice_.shared_counters:
                 self.local.setdefault(slice_.node_name, []).append(slice_)
             else:
-                self.shared.append(slice_)
+                self.everywhere.append(slice_)
             self.by_pool.setdefault((slice_.driver, slice_.pool), []).append(slice_)
         self.cache = cache if cache is not None else SelectorCache()
 
@@ -366,7 +378,7 @@ class Allocator:
         exists and a pool of the node is invalid, the reason is
         :data:`INVALID_POOLS` (``last_failure``)."""
         self.last_failure = "cannot allocate all claims"
-        pools = gather_pools([*self.local.get(node, ()), *self.shared], self.by_pool,
+        pools = gather_pools([*self.local.get(node, ()), *self.everywhere], self.by_pool,
                              node, labels)
         search = _Search(self, pools, node, labels)
         answer = search.run()
@@ -407,7 +419,11 @@ class _Search:
         self.requests: list[list[list[_Request]]] = []  # claim -> request -> alternatives
         self.selectable: dict[tuple[int, str, DeviceId], bool] = {}
         self.picked: dict[DeviceId, set[int]] = {}
-        self.results: list[list[tuple[_Request, _Candidate]]] = []
+        #: Per claim, its picks: the request, the device, and what a share of a device
+        #: several claims may hold consumes of its capacities (None: a whole device).
+        self.results: list[list[tuple[_Request, _Candidate, dict[str, Fraction] | None]]] = []
+        #: What this search's shares consume of each device's capacities.
+        self.capacity_used: dict[DeviceId, dict[str, Fraction]] = {}
         self.pool_of = {pool.key: pool for pool in pools}
         #: Counters the devices taken in this search consume, per pool.
         self.consumed: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
@@ -464,7 +480,8 @@ class _Search:
             for slice_ in pool.slices:
                 for device in slice_.devices:
                     candidate = self.allocator.candidate(slice_, device)
-                    if self._selectable(data, candidate):
+                    if self._selectable(data, candidate) \
+                            and self._consumption(data, candidate) is not None:
                         out.append(candidate)
         return tuple(out)
 
@@ -509,7 +526,8 @@ class _Search:
             self._undo(data)
             return False
         for offset, candidate in enumerate(self.order[start:]):
-            if self._in_use(data, candidate) or not self._selectable(data, candidate):
+            if self._in_use(data, candidate) or not self._selectable(data, candidate) \
+                    or self._consumption(data, candidate) is None:
                 continue
             if not self._add(data, candidate, must=False):
                 continue
@@ -519,6 +537,8 @@ class _Search:
         return False
 
     def _in_use(self, data: _Request, candidate: _Candidate) -> bool:
+        if candidate.device.allow_multiple_allocations:
+            return False  # its allocations are shares, never exclusive
         picked_by = self.picked.get(candidate.device_id)
         if data.spec.admin_access:
             return picked_by is not None and data.claim in picked_by
@@ -541,10 +561,33 @@ class _Search:
         self.selectable[key] = verdict
         return verdict
 
+    def _consumption(self, data: _Request, candidate: _Candidate) -> dict[str, Fraction] | None:
+        """What a pick of the device for the request consumes of each of its capacities,
+        if it may be picked: every capacity asked for exists, the device's policies
+        allow the amounts, and the shares on it leave room; else None."""
+        device = candidate.device
+        requests = data.spec.capacity_requests
+        if not device.capacity:
+            return None if requests else {}
+        amounts = consumed_capacity(device, requests)
+        if amounts is None:
+            return None
+        held = self.allocator.shared.get(candidate.device_id, {})
+        mine = self.capacity_used.get(candidate.device_id, {})
+        for name, amount in amounts.items():
+            if held.get(name, 0) + mine.get(name, 0) + amount > device.capacity[name]:
+                return None
+        return amounts
+
     def _add(self, data: _Request, candidate: _Candidate, *, must: bool) -> bool:
         if self._in_use(data, candidate):
             return False
-        if candidate.device.consumes_counters and not self._consume(candidate):
+        device = candidate.device
+        multiple = device.allow_multiple_allocations
+        shared_already = multiple and bool(
+            self.allocator.shared.get(candidate.device_id)
+            or self.capacity_used.get(candidate.device_id))
+        if device.consumes_counters and not shared_already and not self._consume(candidate):
             return False
         for taint in candidate.device.taints:
             if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not any(
@@ -557,15 +600,25 @@ class _Search:
                     earlier.remove(data.name)
                 if must:
                     claim = self.allocator.claims[data.claim]
-                    driver, pool, device = candidate.device_id
                     raise AllocationError(
                         f"claim {claim.key}, request {data.spec.name}: cannot add device "
-                        f"{driver}/{pool}/{device} because a claim constraint would not be "
+                        f"{'/'.join(candidate.device_id)} because a claim constraint would not be "
                         f"satisfied")
                 return False
             added.append(constraint)
-        self.picked.setdefault(candidate.device_id, set()).add(data.claim)
-        self.results[data.claim].append((data, candidate))
+        amounts = self._consumption(data, candidate)
+        if amounts is None:
+            for constraint in added:
+                constraint.remove(data.name)
+            return False
+        if multiple:
+            used = self.capacity_used.setdefault(candidate.device_id, {})
+            for name, amount in amounts.items():
+                used[name] = used.get(name, Fraction(0)) + amount
+            self.results[data.claim].append((data, candidate, amounts))
+        else:
+            self.picked.setdefault(candidate.device_id, set()).add(data.claim)
+            self.results[data.claim].append((data, candidate, None))
         return True
 
     def _consume(self, candidate: _Candidate) -> bool:
@@ -589,12 +642,17 @@ class _Search:
                 consumed[key] = consumed.get(key, Fraction(0)) + sign * amount
 
     def _undo(self, data: _Request) -> None:
-        _, candidate = self.results[data.claim].pop()
+        _, candidate, amounts = self.results[data.claim].pop()
+        for constraint in self.constraints[data.claim]:
+            constraint.remove(data.name)
+        if amounts is not None:  # a share: its capacity goes back (its counters do not)
+            used = self.capacity_used[candidate.device_id]
+            for name, amount in amounts.items():
+                used[name] -= amount
+            return
         if candidate.device.consumes_counters:
             key = (candidate.slice.driver, candidate.slice.pool)
             self._count(self.consumed[key], candidate, -1)
-        for constraint in self.constraints[data.claim]:
-            constraint.remove(data.name)
         picked_by = self.picked[candidate.device_id]
         picked_by.discard(data.claim)
         if not picked_by:
@@ -604,16 +662,20 @@ class _Search:
 
     def _result(self, index: int) -> AllocationResult:
         picks = self.results[index]
-        results = tuple(DeviceResult(data.name, *candidate.device_id,
-                                     admin_access=data.spec.admin_access)
-                        for data, candidate in picks)
-        pinned = any(c.slice.node_name or c.device.node_name for _, c in picks)
+        claim = self.allocator.claims[index]
+        results = tuple(
+            DeviceResult(data.name, *candidate.device_id, admin_access=data.spec.admin_access,
+                         share_id=_share_id(claim.key, data.name, candidate.device_id, number)
+                         if amounts is not None else "",
+                         consumed_capacity=amounts or {})
+            for number, (data, candidate, amounts) in enumerate(picks))
+        pinned = any(c.slice.node_name or c.device.node_name for _, c, _ in picks)
         if pinned:
             return AllocationResult(results, NodeSelectorTerm(
                 match_fields=(Requirement(NODE_NAME_FIELD, "In", (self.node,)),)))
         expressions: list[Requirement] = []
         fields: list[Requirement] = []
-        for _, candidate in picks:
+        for _, candidate, _ in picks:
             term = candidate.slice.node_selector or candidate.device.node_selector
             if term is None:
                 continue
@@ -626,6 +688,53 @@ class _Search:
         if not expressions and not fields:
             return AllocationResult(results, None)
         return AllocationResult(results, NodeSelectorTerm(tuple(expressions), tuple(fields)))
+
+
+def consumed_capacity(device: SliceDevice, requests: Mapping[str, Fraction]
+                      ) -> dict[str, Fraction] | None:
+    """What a pick of ``device`` consumes of each of its capacities for a request asking
+    ``requests`` (Kubernetes' consumable capacity): the amount asked, or the policy's
+    default when none is asked (the whole capacity without a policy), rounded up to
+    the policy's next valid value or step. None when the device lacks a capacity asked
+    for or its policy refuses the amount."""
+    if any(name not in device.capacity for name in requests):
+        return None
+    out: dict[str, Fraction] = {}
+    for name, value in device.capacity.items():
+        policy = device.capacity_policies.get(name)
+        asked = requests.get(name)
+        if asked is None:
+            amount = policy.default if policy is not None and policy.default is not None \
+                else value
+        elif policy is None:
+            amount = asked
+        elif policy.valid_values:
+            amount = next((v for v in policy.valid_values if v >= asked), asked)
+        elif policy.minimum is not None and asked < policy.minimum:
+            amount = policy.minimum
+        elif policy.minimum is not None and policy.step:
+            # On whole units, as Kubernetes' Quantity.Value() reads them (rounded up).
+            minimum, step = math.ceil(policy.minimum), math.ceil(policy.step)
+            amount = Fraction(minimum + math.ceil((math.ceil(asked) - minimum) / step) * step)
+        else:
+            amount = asked
+        if policy is not None and not (policy.default is not None and amount == policy.default):
+            if policy.valid_values and amount not in policy.valid_values:
+                return None
+            if policy.minimum is not None:
+                if policy.maximum is not None and amount > policy.maximum:
+                    return None
+                if policy.step and (amount - policy.minimum) % policy.step:
+                    return None
+        out[name] = amount
+    return out
+
+
+def _share_id(claim: str, request: str, device: DeviceId, number: int) -> str:
+    """A share's id: a UUID made from what it is (Kubernetes draws a random one), so
+    that replays decide alike."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL,
+                          f"dra-share:{claim}/{request}/{'/'.join(device)}/{number}"))
 
 
 def _alternatives(request: DeviceRequest) -> list[tuple[str, RequestSpec]]:

@@ -78,6 +78,19 @@ class DeviceClass:
 
 
 @attrs.frozen
+class CapacityPolicy:
+    """A device capacity's ``requestPolicy`` (consumable capacity): what a request is
+    given when it asks for none (``default``), and the amounts it may be given
+    (``valid_values``, or ``minimum`` up to ``maximum`` in ``step``s)."""
+
+    default: Fraction | None = None
+    valid_values: tuple[Fraction, ...] = ()
+    minimum: Fraction | None = None
+    maximum: Fraction | None = None
+    step: Fraction | None = None
+
+
+@attrs.frozen
 class SliceDevice:
     """One device of a ``ResourceSlice``. ``attributes`` and ``capacity`` keep the
     names as written (qualified or not); ``node_name``/``node_selector``/``all_nodes``
@@ -96,6 +109,10 @@ class SliceDevice:
     #: What taking the device uses up of its pool's shared counters (partitionable
     #: devices): counter set -> counter -> amount.
     consumes_counters: Mapping[str, Mapping[str, Fraction]] = attrs.field(factory=dict)
+    #: Several claims may share the device, within its capacities (consumable capacity).
+    allow_multiple_allocations: bool = False
+    #: The request policies of its capacities, by capacity name.
+    capacity_policies: Mapping[str, CapacityPolicy] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -131,6 +148,8 @@ class RequestSpec:
     count: int = 1
     admin_access: bool = False
     tolerations: tuple[Toleration, ...] = ()
+    #: How much of each capacity of a shared device it asks for (consumable capacity).
+    capacity_requests: Mapping[str, Fraction] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -161,6 +180,10 @@ class DeviceResult:
     pool: str
     device: str
     admin_access: bool = False
+    #: On a device several claims share: this allocation's id and what it consumes of
+    #: each of the device's capacities.
+    share_id: str = ""
+    consumed_capacity: Mapping[str, Fraction] = attrs.field(factory=dict)
 
     @property
     def device_id(self) -> tuple[str, str, str]:
@@ -171,6 +194,11 @@ class DeviceResult:
                                "pool": self.pool, "device": self.device}
         if self.admin_access:
             out["adminAccess"] = True
+        if self.share_id:
+            out["shareID"] = self.share_id
+        if self.consumed_capacity:
+            out["consumedCapacity"] = {name: _format_quantity(amount) for name, amount
+                                       in sorted(self.consumed_capacity.items())}
         return out
 
 
@@ -370,8 +398,7 @@ def _quantity(raw: Any, path: str) -> Fraction:
 def _device(raw: Any, path: str, per_device: bool) -> SliceDevice:
     obj = _mapping(raw, path)
     name = _text(obj.get("name"), f"{path}.name", required=True)
-    for unsupported in ("allowMultipleAllocations", "bindingConditions",
-                        "bindingFailureConditions", "bindsToNode"):
+    for unsupported in ("bindingConditions", "bindingFailureConditions", "bindsToNode"):
         if obj.get(unsupported):
             raise DraObjectError(f"{path}.{unsupported}", _UNSUPPORTED)
     attributes: dict[str, AttributeValue] = {}
@@ -381,12 +408,13 @@ def _device(raw: Any, path: str, per_device: bool) -> SliceDevice:
         if problem:
             bad_versions[key] = problem
     capacity: dict[str, Fraction] = {}
+    policies: dict[str, CapacityPolicy] = {}
     for key, value in _mapping(obj.get("capacity"), f"{path}.capacity").items():
         where = f"{path}.capacity.{key}"
         entry = _mapping(value, where)
-        if entry.get("requestPolicy"):
-            raise DraObjectError(f"{where}.requestPolicy", _UNSUPPORTED)
         capacity[key] = _quantity(entry.get("value"), f"{where}.value")
+        if entry.get("requestPolicy") is not None:
+            policies[key] = _policy(entry["requestPolicy"], f"{where}.requestPolicy")
     taints = []
     for i, entry in enumerate(_sequence(obj.get("taints"), f"{path}.taints")):
         where = f"{path}.taints[{i}]"
@@ -417,7 +445,43 @@ def _device(raw: Any, path: str, per_device: bool) -> SliceDevice:
             raise DraObjectError(f"{where}.counterSet", f"duplicate counter set {counter_set!r}")
         consumes[counter_set] = _counters(raw.get("counters"), f"{where}.counters")
     return SliceDevice(name, attributes, capacity, tuple(taints), node_name, node_selector,
-                       all_nodes, bad_versions, consumes)
+                       all_nodes, bad_versions, consumes,
+                       _boolean(obj.get("allowMultipleAllocations"),
+                                f"{path}.allowMultipleAllocations"), policies)
+
+
+def _policy(raw: Any, path: str) -> CapacityPolicy:
+    obj = _mapping(raw, path)
+    _keys(obj, {"default", "validValues", "validRange"}, path)
+    default = _quantity(obj["default"], f"{path}.default") if obj.get("default") is not None \
+        else None
+    values = tuple(sorted(_quantity(v, f"{path}.validValues[{i}]") for i, v in
+                          enumerate(_sequence(obj.get("validValues"), f"{path}.validValues"))))
+    span = _mapping(obj.get("validRange"), f"{path}.validRange")
+    if values and span:
+        raise DraObjectError(path, "validValues and validRange cannot both be set")
+
+    def bound(name: str) -> Fraction | None:
+        value = span.get(name)
+        return _quantity(value, f"{path}.validRange.{name}") if value is not None else None
+    minimum = bound("min")
+    if span and minimum is None:
+        raise DraObjectError(f"{path}.validRange.min", "is required")
+    return CapacityPolicy(default, values, minimum, bound("max"), bound("step"))
+
+
+def _format_quantity(amount: Fraction) -> str:
+    """A quantity in Kubernetes' canonical form: binary suffixes for exact multiples of
+    1024 (``16Gi``), else a plain or milli number."""
+    if amount.denominator == 1:
+        whole = int(amount)
+        for suffix, size in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30),
+                             ("Mi", 2**20), ("Ki", 2**10)):
+            if whole and whole % size == 0:
+                return f"{whole // size}{suffix}"
+        return str(whole)
+    milli = amount * 1000
+    return f"{int(milli)}m" if milli.denominator == 1 else str(float(amount))
 
 
 def _counters(raw: Any, path: str) -> dict[str, Fraction]:
@@ -430,8 +494,7 @@ def _counters(raw: Any, path: str) -> dict[str, Fraction]:
     return out
 
 
-_UNSUPPORTED = ("not modelled by batchsched (consumable capacity and binding conditions are "
-                "not supported)")
+_UNSUPPORTED = "not modelled by batchsched (binding conditions are not supported)"
 
 
 def parse_resource_slice(raw: Any, path: str = "resourceSlice") -> ResourceSlice:
@@ -477,8 +540,12 @@ def _request_spec(obj: Mapping[str, Any], path: str, name: str, *, admin: bool) 
     allowed = {"name", "deviceClassName", "selectors", "allocationMode", "count", "tolerations",
                "capacity"} | ({"adminAccess"} if admin else set())
     _keys(obj, allowed, path)
-    if obj.get("capacity"):
-        raise DraObjectError(f"{path}.capacity", _UNSUPPORTED)
+    capacity = _mapping(obj.get("capacity"), f"{path}.capacity")
+    _keys(capacity, {"requests"}, f"{path}.capacity")
+    capacity_requests = {
+        name: _quantity(value, f"{path}.capacity.requests.{name}")
+        for name, value in _mapping(capacity.get("requests"),
+                                    f"{path}.capacity.requests").items()}
     mode = _text(obj.get("allocationMode"), f"{path}.allocationMode") or EXACT_COUNT
     if mode not in (EXACT_COUNT, ALL):
         raise DraObjectError(f"{path}.allocationMode", f"must be ExactCount or All, not {mode!r}")
@@ -496,6 +563,7 @@ def _request_spec(obj: Mapping[str, Any], path: str, name: str, *, admin: bool) 
         count=count,
         admin_access=_boolean(obj.get("adminAccess"), f"{path}.adminAccess"),
         tolerations=_tolerations(obj.get("tolerations"), f"{path}.tolerations"),
+        capacity_requests=capacity_requests,
     )
 
 
@@ -578,6 +646,11 @@ def _allocation(raw: Any, path: str) -> AllocationResult:
             pool=_text(result.get("pool"), f"{where}.pool", required=True),
             device=_text(result.get("device"), f"{where}.device", required=True),
             admin_access=_boolean(result.get("adminAccess"), f"{where}.adminAccess"),
+            share_id=_text(result.get("shareID"), f"{where}.shareID"),
+            consumed_capacity={
+                name: _quantity(value, f"{where}.consumedCapacity.{name}")
+                for name, value in _mapping(result.get("consumedCapacity"),
+                                            f"{where}.consumedCapacity").items()},
         ))
     selector = (_node_selector(obj["nodeSelector"], f"{path}.nodeSelector")
                 if obj.get("nodeSelector") is not None else None)

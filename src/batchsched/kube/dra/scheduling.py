@@ -34,6 +34,7 @@ errors of the allocation itself have code ``Error``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from fractions import Fraction
 
 import attrs
 
@@ -152,16 +153,27 @@ class DynamicResources:
                                 reserved_for=(*claim.reserved_for, held[0]))
         return claim
 
-    def in_use(self) -> set[DeviceId]:
-        """Devices allocated to claims, or held for a pod (admin access aside)."""
+    def in_use(self) -> tuple[set[DeviceId], dict[DeviceId, dict[str, Fraction]]]:
+        """Devices allocated to claims or held for a pod, whole (admin access aside),
+        and what the shares of devices several claims hold consume of their
+        capacities."""
         used: set[DeviceId] = set()
+        shared: dict[DeviceId, dict[str, Fraction]] = {}
         allocations: Iterable[AllocationResult] = [
             *(c.allocation for c in self.objects.resource_claims.values()
               if c.allocation is not None),
             *(allocation for _, allocation in self.held.values())]
         for allocation in allocations:
-            used.update(r.device_id for r in allocation.results if not r.admin_access)
-        return used
+            for result in allocation.results:
+                if result.admin_access:
+                    continue
+                if not result.share_id:
+                    used.add(result.device_id)
+                    continue
+                consumed = shared.setdefault(result.device_id, {})
+                for name, amount in result.consumed_capacity.items():
+                    consumed[name] = consumed.get(name, Fraction(0)) + amount
+        return used, shared
 
     def pod_claims(self, namespace: str, pod: str, pod_uid: str,
                    entries: Sequence[PodClaim]) -> list[ResourceClaim] | DraRejection:
@@ -228,9 +240,10 @@ class DynamicResources:
         attempt.version = self._version
         attempt.nodes.clear()
         if attempt.pending:
+            used, shared = self.in_use()
             attempt.allocator = Allocator(attempt.pending, self.objects.device_classes,
-                                          self.objects.resource_slices, self.in_use(),
-                                          self._selectors)
+                                          self.objects.resource_slices, used, self._selectors,
+                                          shared=shared)
 
     def has_claims(self, pod_uid: str) -> bool:
         """Whether the pod's current attempt involves claims at all."""
