@@ -57,7 +57,23 @@ CLAIMS = {c.key: c for c in map(parse_resource_claim, [
 ])
 def test_what_a_task_s_claims_ask_for(entries: list[dict[str, str]],
                                       expected: dict[str, dict[str, int]]) -> None:
-    assert task_claim_devices(task_with(entries), CLAIMS) == expected
+    counts = {key: {c: amount.count for c, amount in per_class.items()}
+              for key, per_class in task_claim_devices(task_with(entries), CLAIMS).items()}
+    assert counts == expected
+
+
+def test_count_multiplies_consumable_capacity() -> None:
+    """TestBuildTaskDRAResreq "Count multiplies consumable capacity"."""
+    claims = {"default/claim-capacity": parse_resource_claim({
+        "name": "claim-capacity", "requests": [{"name": "req1", "exactly": {
+            "deviceClassName": "gpu.com", "count": 2,
+            "capacity": {"requests": {"memory": "8Gi"}}}}]})}
+    task = task_with([{"name": "claim1", "resourceClaimName": "claim-capacity"}])
+    [per_class] = task_claim_devices(task, claims).values()
+    assert (per_class["gpu.com"].count, per_class["gpu.com"].capacity) == (
+        2, {"memory": 16 * 2**30})
+    [without] = task_claim_devices(task, claims, capacity=False).values()
+    assert without["gpu.com"].capacity == {}
 
 
 def test_all_and_first_available_requests_are_not_counted() -> None:
@@ -94,6 +110,19 @@ def test_a_claim_shared_by_tasks_of_a_queue_counts_once() -> None:
     status = run_scenario(parse_scenario(document)).queue_status["q1"]
     assert status["allocated"]["deviceclass/gpu.example.com"] == "1"
     assert status["allocated"]["cpu"] == "2"
+
+
+def test_queue_status_names_the_capacities_claims_ask_for() -> None:
+    """TestMergeDRAAllocatedIntoResourceList: count and capacities of a class."""
+    document = _scenario([{"name": "q1"}], [("a", "q1", "sliced")])
+    document["resourceClaims"].append({"name": "sliced", "namespace": "default", "requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com", "count": 2,
+                                    "capacity": {"requests": {"memory": "4Gi",
+                                                              "cores": "150"}}}}]})
+    status = run_scenario(parse_scenario(document)).queue_status["q1"]["allocated"]
+    assert status["deviceclass/gpu.example.com"] == "2"
+    assert status["cores.deviceclass/gpu.example.com"] == "300"
+    assert status["memory.deviceclass/gpu.example.com"] == str(8 * 2**30)
 
 
 def test_queue_status_counts_for_the_ancestors_of_a_hierarchy() -> None:

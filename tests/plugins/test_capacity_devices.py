@@ -9,17 +9,34 @@ pkg/scheduler/api/job_info_test.go (GetMinDRAResources). Capacity dimensions of 
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
+from batchsched.api.dra_usage import DeviceAmount
 from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.kube.dra.objects import parse_pod_claims, parse_resource_claim
-from batchsched.plugins.capacity.devices import DeviceQuota, job_min_devices
+from batchsched.plugins.capacity.devices import DeviceQuota, Devices, job_min_devices
 from batchsched.scenario import parse_scenario, run_scenario
 
 INT64_MAX = 2**63 - 1
+GiB = 2**30
+
+
+def amounts(**counts: int | tuple[int, dict[str, int]]) -> Devices:
+    """Devices by class: a count, or (count, capacities)."""
+    out: Devices = {}
+    for device_class, value in counts.items():
+        count, capacity = value if isinstance(value, tuple) else (value, {})
+        out[device_class.replace("_", ".")] = DeviceAmount(
+            count, {name: Fraction(amount) for name, amount in capacity.items()})
+    return out
+
+
+def counts(devices: Devices | None) -> dict[str, int] | None:
+    return None if devices is None else {c: amount.count for c, amount in devices.items()}
 
 
 def claims_of(*specs: tuple[str, str, int]) -> dict[str, Any]:
@@ -36,47 +53,59 @@ def task(name: str, claim: str, role: str = "") -> TaskInfo:
 def test_a_shared_claim_is_charged_once() -> None:
     """TestSharedResourceClaimIsChargedOnce."""
     claims = claims_of(("shared", "gpu.com", 1), ("distinct", "gpu.com", 1))
-    quota = DeviceQuota(capability={"gpu.com": 1})
+    quota = DeviceQuota(capability=amounts(gpu_com=1))
     first, second = task("a", "shared"), task("b", "shared")
     quota.add_task(first, claims)
     quota.add_task(second, claims)
-    assert quota.allocated == {"gpu.com": 1}
+    assert counts(quota.allocated) == {"gpu.com": 1}
     assert quota.new_claims(first, claims) == {}  # already counted: allocatable
     assert not quota.admits(quota.new_claims(task("d", "distinct"), claims), with_inqueue=False)
     quota.remove_task(first, claims)
-    assert quota.allocated == {"gpu.com": 1}
+    assert counts(quota.allocated) == {"gpu.com": 1}
     quota.remove_task(second, claims)
-    assert quota.allocated == {"gpu.com": 0}
+    assert counts(quota.allocated) == {"gpu.com": 0}
 
 
 def test_inqueue_counts_for_enqueue_but_not_for_allocate() -> None:
-    """TestDRAAllocatableIgnoresInqueue and the count part of
-    TestJobEnqueueableAccountsDRAInqueue (0 + 1 + 2 > 2)."""
-    quota = DeviceQuota(capability={"gpu.com": 2}, inqueue={"gpu.com": 1})
-    assert quota.admits({"gpu.com": 2}, with_inqueue=False)
-    assert not quota.admits({"gpu.com": 2}, with_inqueue=True)
+    """TestDRAAllocatableIgnoresInqueue and TestJobEnqueueableAccountsDRAInqueue
+    (0 + 1 + 2 > 2 devices)."""
+    quota = DeviceQuota(capability=amounts(gpu_com=(2, {"memory": 16 * GiB})),
+                        inqueue=amounts(gpu_com=(1, {"memory": 8 * GiB})))
+    request = amounts(gpu_com=(2, {"memory": 16 * GiB}))
+    assert quota.admits(request, with_inqueue=False)
+    assert not quota.admits(request, with_inqueue=True)
+
+
+def test_a_capacity_the_capability_does_not_name_is_refused() -> None:
+    """Volcano's rule with consumable capacity on: the queue must name the capacity."""
+    quota = DeviceQuota(capability=amounts(gpu_com=4))
+    asking = amounts(gpu_com=(1, {"memory": GiB}))
+    assert not quota.admits(asking, with_inqueue=False)
+    assert quota.admits(asking, with_inqueue=False, capacity=False)
 
 
 def test_counts_saturate_instead_of_overflowing() -> None:
     """TestCheckDRAAllocatable_overflowRejected."""
-    assert not DeviceQuota(capability={"gpu.example.com": 8},
-                           inqueue={"gpu.example.com": INT64_MAX}).admits(
-        {"gpu.example.com": INT64_MAX}, with_inqueue=True)
-    assert DeviceQuota(capability={"gpu.example.com": 8}).admits({"gpu.example.com": 4},
-                                                                 with_inqueue=True)
+    assert not DeviceQuota(capability=amounts(gpu_example_com=8),
+                           inqueue=amounts(gpu_example_com=INT64_MAX)).admits(
+        amounts(gpu_example_com=INT64_MAX), with_inqueue=True)
+    assert DeviceQuota(capability=amounts(gpu_example_com=8)).admits(
+        amounts(gpu_example_com=4), with_inqueue=True)
 
 
 def test_a_capability_of_zero_or_a_class_without_one_is_no_limit() -> None:
-    quota = DeviceQuota(capability={"gpu.com": 0})
-    assert quota.admits({"gpu.com": 1000, "nic.com": 5}, with_inqueue=True)
+    quota = DeviceQuota(capability=amounts(gpu_com=0))
+    assert quota.admits(amounts(gpu_com=1000, nic_com=5), with_inqueue=True)
 
 
 def test_only_queues_naming_a_device_class_keep_a_quota() -> None:
-    """TestParseDRAResourceListCombinesCountAndCapacity (the count)."""
+    """TestParseDRAResourceListCombinesCountAndCapacity (scalars are in milli-units)."""
     named = QueueInfo("q1", capability=Resource(scalars={
-        "deviceclass/gpu.example.com": 2000.0, "memory.deviceclass/gpu.example.com": 1.0}))
+        "deviceclass/gpu.example.com": 2000.0,
+        "memory.deviceclass/gpu.example.com": 120.0 * GiB * 1000}))
     quota = DeviceQuota.of(named)
-    assert quota is not None and quota.capability == {"gpu.example.com": 2}
+    assert quota is not None
+    assert quota.capability == {"gpu.example.com": DeviceAmount(2, {"memory": 120 * GiB})}
     assert DeviceQuota.of(QueueInfo("q2", capability=Resource(4000, 0))) is None
     assert DeviceQuota.of(QueueInfo("q3", deserved=Resource(scalars={
         "deviceclass/nic.com": 1000.0}))) is not None
@@ -92,8 +121,8 @@ def test_min_devices_per_role_times_the_role_minimum() -> None:
     """TestGetMinDRAResourcesIdempotent."""
     claims = claims_of(("c0", "gpu.com", 1))
     job = _job(2, {"worker": 2}, [task("worker-0", "c0", "worker")])
-    assert job_min_devices(job, claims) == {"gpu.com": 2}
-    assert job_min_devices(job, claims) == {"gpu.com": 2}
+    assert counts(job_min_devices(job, claims)) == {"gpu.com": 2}
+    assert counts(job_min_devices(job, claims)) == {"gpu.com": 2}
     assert job.task_min_available == {"worker": 2}
 
 
@@ -101,14 +130,14 @@ def test_min_devices_of_the_first_tasks_by_name_without_role_minimums() -> None:
     """TestGetMinDRAResourcesFallbackWithoutTaskMinAvailable."""
     claims = claims_of(("b", "gpu.com", 1), ("a", "gpu.com", 2), ("c", "gpu.com", 4))
     job = _job(2, {}, [task("task-b", "b"), task("task-a", "a"), task("task-c", "c")])
-    assert job_min_devices(job, claims) == {"gpu.com": 3}
+    assert counts(job_min_devices(job, claims)) == {"gpu.com": 3}
 
 
 def test_a_huge_role_minimum_saturates() -> None:
     """TestGetMinDRAResources_constantTimeForHugeTaskMinAvailable (counts only)."""
     claims = claims_of(("c0", "gpu.com", 1))
     job = _job(1, {"worker": 2**31 - 1}, [task("worker-0", "c0", "worker")])
-    assert job_min_devices(job, claims) == {"gpu.com": 2**31 - 1}
+    assert counts(job_min_devices(job, claims)) == {"gpu.com": 2**31 - 1}
 
 
 def _enqueue_scenario(capability: int, phase: str, count: int,

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from batchsched.actions.strict_allocate import pending_request
-from batchsched.api.dra_usage import DEVICE_CLASS_PREFIX, task_claim_devices
+from batchsched.api.dra_usage import device_resources, task_claim_devices
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
@@ -122,9 +122,9 @@ def _with_claimed_devices(ssn: Session, job: JobInfo, request: Resource) -> Reso
             if key in seen:
                 continue
             seen.add(key)
-            for device_class, count in per_class.items():
-                name = DEVICE_CLASS_PREFIX + device_class
-                total.set(name, total.get(name) + count * 1000.0)
+            for device_class, amount in per_class.items():
+                for name, value in device_resources(device_class, amount).items():
+                    total.set(name, total.get(name) + value)
     return total
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
-from batchsched.api.dra_usage import DEVICE_CLASS_PREFIX, task_claim_devices
+from batchsched.api.dra_usage import device_resources, task_claim_devices
 from batchsched.api.fit import FitError
 from batchsched.api.hypernode import HyperNode, NetworkTopology, Topology, build_topology
 from batchsched.api.job import JobInfo
@@ -378,9 +378,9 @@ class Session:
                         continue
                     seen.add(key)
                     scalars = allocated.scalars
-                    for device_class, count in per_class.items():
-                        name = DEVICE_CLASS_PREFIX + device_class
-                        scalars[name] = scalars.get(name, 0.0) + count * 1000.0
+                    for device_class, amount in per_class.items():
+                        for name, value in device_resources(device_class, amount).items():
+                            scalars[name] = scalars.get(name, 0.0) + value
 
     def _count_device_usage(self, allocated: Resource, job: JobInfo,
                             fns: list[tuple[str, Callable[..., Any]]]) -> None:

@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from batchsched.api.dra_usage import DEVICE_CLASS_PREFIX
+from batchsched.api.dra_usage import add_amounts, device_resources
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
@@ -72,8 +72,8 @@ from batchsched.framework.session import Session
 from batchsched.plugins.capacity.devices import (
     DRA_RESOURCE_EXCEEDED,
     DeviceQuota,
+    Devices,
     job_min_devices,
-    merge_devices,
 )
 from batchsched.plugins.capacity.hierarchy import (
     ROOT,
@@ -127,7 +127,9 @@ class CapacityPlugin:
         #: Device quotas from ``deviceclass/<class>`` capabilities (on by default, as
         #: Volcano's DynamicResourceAllocation feature gate).
         self.dra_enable = arguments.get_bool(DRA_ENABLE, True)
-        arguments.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, True)
+        #: Capacities of devices too (``<capacity>.deviceclass/<class>``), on by default
+        #: as Volcano's DRAConsumableCapacity feature gate.
+        self.dra_capacity = arguments.get_bool(DRA_CONSUMABLE_CAPACITY_ENABLE, True)
         if level < 0:
             log.warning("capacity: %s should be non-negative, got %d; using 0",
                         ANCESTOR_RECLAIM_LEVEL, level)
@@ -194,14 +196,14 @@ class CapacityPlugin:
             for task in job.tasks.values():
                 if not task.resource_claims or task.status not in ALLOCATED_STATUSES:
                     continue
-                added = attr.devices.add_task(task, claims)
+                added = attr.devices.add_task(task, claims, capacity=self.dra_capacity)
                 if not self.hierarchy:
                     continue
                 for ancestor in attr.ancestors:
                     quota = self.queue_attrs[ancestor].devices
                     if quota is not None:
-                        merge_devices(quota.allocated, {c: n for c, n in added.items()
-                                                        if c in quota.capability})
+                        add_amounts(quota.allocated, {c: n for c, n in added.items()
+                                                      if c in quota.capability})
 
     def _devices_fit(self, chain: Sequence[CapacityQueue], task: TaskInfo) -> bool:
         """No queue of the chain would go over its device capability for the task's
@@ -213,8 +215,9 @@ class CapacityPlugin:
             quota = level.devices
             if quota is None:
                 continue
-            request = quota.new_claims(task, claims)
-            if request and not quota.admits(request, with_inqueue=False):
+            request = quota.new_claims(task, claims, capacity=self.dra_capacity)
+            if request and not quota.admits(request, with_inqueue=False,
+                                            capacity=self.dra_capacity):
                 return False
         return True
 
@@ -225,12 +228,13 @@ class CapacityPlugin:
         if attr is None:
             return None
         allocated, capability = attr.allocated.clone(), attr.real_capability.clone()
-        if attr.devices is not None:  # device counts as the queue status names them
-            for device_class, count in attr.devices.allocated.items():
-                allocated.set(DEVICE_CLASS_PREFIX + device_class, count * 1000.0)
-            for device_class, count in attr.devices.capability.items():
-                if count > 0:
-                    capability.set(DEVICE_CLASS_PREFIX + device_class, count * 1000.0)
+        if attr.devices is not None:  # devices as the queue status names them
+            for device_class, amount in attr.devices.allocated.items():
+                for name, value in device_resources(device_class, amount).items():
+                    allocated.set(name, value)
+            for device_class, amount in attr.devices.capability.items():
+                for name, value in device_resources(device_class, amount).items():
+                    capability.set(name, value)
         return QueueQuota(allocated, {"capability": capability,
                                       "deserved": attr.deserved.clone()})
 
@@ -324,7 +328,8 @@ class CapacityPlugin:
             ok, short = level.usage.enqueue_demand(minimum).less_equal_with_dimension(
                 level.real_capability, minimum)
             if ok and devices is not None and level.devices is not None \
-                    and not level.devices.admits(devices, with_inqueue=True):
+                    and not level.devices.admits(devices, with_inqueue=True,
+                                                 capacity=self.dra_capacity):
                 ok, short = False, [*short, DRA_RESOURCE_EXCEEDED]
             if not ok:
                 ssn.record_event(job.uid, "Normal", "Unschedulable", format_resource_names(
@@ -332,12 +337,13 @@ class CapacityPlugin:
                 return Vote.REJECT
         return Vote.PERMIT
 
-    def _job_min_devices(self, job: JobInfo, attr: CapacityQueue) -> dict[str, int] | None:
+    def _job_min_devices(self, job: JobInfo, attr: CapacityQueue) -> Devices | None:
         """The devices the job needs to start, when its queue or an ancestor keeps a
         device quota."""
         if not self.dra_enable or all(level.devices is None for level in self._chain(attr)):
             return None
-        return job_min_devices(job, self._session().dra.resource_claims)
+        return job_min_devices(job, self._session().dra.resource_claims,
+                               capacity=self.dra_capacity)
 
     def job_enqueued(self, job: JobInfo) -> None:
         attr = self.queue_attrs.get(job.queue)
@@ -353,7 +359,7 @@ class CapacityPlugin:
         for level in levels:
             level.usage.inqueue.add(minimum)
             if devices is not None and level.devices is not None:
-                merge_devices(level.devices.inqueue, devices)
+                add_amounts(level.devices.inqueue, devices)
 
     # -- reclaim ----------------------------------------------------------------------
 
@@ -555,9 +561,9 @@ class CapacityPlugin:
             if level.devices is None:
                 continue
             if sign > 0:
-                level.devices.add_task(task, claims)
+                level.devices.add_task(task, claims, capacity=self.dra_capacity)
             else:
-                level.devices.remove_task(task, claims)
+                level.devices.remove_task(task, claims, capacity=self.dra_capacity)
 
     def _charge(self, attr: CapacityQueue, request: Resource, sign: int,
                 ancestors: list[CapacityQueue]) -> None:

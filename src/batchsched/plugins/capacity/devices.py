@@ -1,9 +1,11 @@
 """The capacity plugin's quota on devices claimed through Dynamic Resource Allocation.
 
 A queue limits the devices of a class its tasks' claims may ask for with a
-``deviceclass/<class>`` entry in its ``capability`` (a count; 0 is no limit), as
-Volcano's capacity plugin reads it (``capacity.DynamicResourceAllocationEnable``,
-on by default, as its feature gate). A queue with such an entry in its
+``deviceclass/<class>`` entry in its ``capability`` (a count; 0 is no limit), and
+the capacity they ask of them with ``<capacity>.deviceclass/<class>`` entries
+(``capacity.DRAConsumableCapacityEnable``), as Volcano's capacity plugin reads
+them (``capacity.DynamicResourceAllocationEnable``, on by default, as its feature
+gate). A queue with such an entry in its
 capability, deserved or guarantee keeps a device quota (only capability is
 enforced, as in Volcano):
 
@@ -12,7 +14,8 @@ enforced, as in Volcano):
   several of its tasks counted once (reference counts per claim);
 * **allocatable**: a task whose claims not yet counted in the queue would take a
   class over its capability is not allocatable (what waits in ``inqueue`` is not
-  counted here);
+  counted here); with consumable capacity, a claim asking a capacity the queue's
+  capability does not name for its class is refused too (Volcano's rule);
 * **enqueueable**: a job whose minimum device request (that of its first
   ``minAvailable`` tasks by name, or of one task per role times the role's
   minimum) plus what the queue holds and has admitted would exceed a capability
@@ -27,37 +30,53 @@ events every class: both are kept.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from fractions import Fraction
 
 import attrs
 
-from batchsched.api.dra_usage import DEVICE_CLASS_PREFIX, task_claim_devices
+from batchsched.api.dra_usage import (
+    CAPACITY_SEPARATOR,
+    DEVICE_CLASS_PREFIX,
+    DeviceAmount,
+    add_amounts,
+    task_claim_devices,
+    total_amounts,
+)
 from batchsched.api.job import JobInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.kube.dra.objects import ResourceClaim
 
-__all__ = ["DRA_RESOURCE_EXCEEDED", "DeviceQuota", "job_min_devices", "merge_devices"]
+__all__ = ["DRA_RESOURCE_EXCEEDED", "DeviceQuota", "Devices", "job_min_devices"]
 
 #: The reason an enqueue check gives for a job over a queue's device quota.
 DRA_RESOURCE_EXCEEDED = "dra-resource-exceeded"
 _INT64_MAX = 2**63 - 1
 
-Devices = dict[str, int]
+#: Device class -> devices and capacities.
+Devices = dict[str, DeviceAmount]
 
 
-def _counts(resource: Resource | None) -> Devices | None:
+def _amounts(resource: Resource | None) -> Devices | None:
+    """The ``deviceclass/`` entries of a queue's resource list (scalars in milli-units):
+    counts rounded up, capacities as quantities."""
     if resource is None:
         return None
-    out = {name[len(DEVICE_CLASS_PREFIX):]: math.ceil(amount / 1000.0)
-           for name, amount in resource.scalars.items()
-           if name.startswith(DEVICE_CLASS_PREFIX) and name != DEVICE_CLASS_PREFIX}
+    out: Devices = {}
+    for name, milli in resource.scalars.items():
+        separator = name.find(CAPACITY_SEPARATOR)
+        if separator > 0:
+            dimension = name[:separator]
+            device_class = name[separator + len(CAPACITY_SEPARATOR):]
+            if dimension and device_class:
+                out.setdefault(device_class, DeviceAmount()).capacity[dimension] = (
+                    Fraction(milli) / 1000)
+        elif name.startswith(DEVICE_CLASS_PREFIX) and name != DEVICE_CLASS_PREFIX:
+            out.setdefault(name[len(DEVICE_CLASS_PREFIX):], DeviceAmount()).count = math.ceil(
+                milli / 1000.0)
     return out or None
-
-
-def _saturating(value: int) -> int:
-    return min(value, _INT64_MAX)
 
 
 @attrs.define
@@ -72,101 +91,102 @@ class DeviceQuota:
     @classmethod
     def of(cls, queue: QueueInfo) -> DeviceQuota | None:
         """The queue's quota; None when its spec names no device class."""
-        capability = _counts(queue.capability)
-        if capability is None and _counts(queue.deserved) is None \
-                and _counts(queue.guarantee) is None:
+        capability = _amounts(queue.capability)
+        if capability is None and _amounts(queue.deserved) is None \
+                and _amounts(queue.guarantee) is None:
             return None
         return cls(capability=capability or {})
 
     def clone(self) -> DeviceQuota:
-        return DeviceQuota(dict(self.capability), dict(self.allocated), dict(self.inqueue),
+        def copy(devices: Devices) -> Devices:
+            return {c: amount.clone() for c, amount in devices.items()}
+        return DeviceQuota(copy(self.capability), copy(self.allocated), copy(self.inqueue),
                            dict(self.claim_refs))
 
-    def new_claims(self, task: TaskInfo, claims: Mapping[str, ResourceClaim]) -> Devices:
+    def new_claims(self, task: TaskInfo, claims: Mapping[str, ResourceClaim],
+                   *, capacity: bool = True) -> Devices:
         """What the task's claims not yet counted in this queue ask for."""
         out: Devices = {}
-        for key, per_class in task_claim_devices(task, claims).items():
+        for key, per_class in task_claim_devices(task, claims, capacity=capacity).items():
             if self.claim_refs.get(key, 0) == 0:
-                _merge(out, per_class)
+                add_amounts(out, per_class)
         return out
 
-    def add_task(self, task: TaskInfo, claims: Mapping[str, ResourceClaim]) -> Devices:
+    def add_task(self, task: TaskInfo, claims: Mapping[str, ResourceClaim],
+                 *, capacity: bool = True) -> Devices:
         """Count the task's claims (each once per queue); the devices newly counted."""
         added: Devices = {}
-        for key, per_class in task_claim_devices(task, claims).items():
+        for key, per_class in task_claim_devices(task, claims, capacity=capacity).items():
             if self.claim_refs.get(key, 0) == 0:
-                _merge(added, per_class)
+                add_amounts(added, per_class)
             self.claim_refs[key] = self.claim_refs.get(key, 0) + 1
-        _merge(self.allocated, added)
+        add_amounts(self.allocated, added)
         return added
 
-    def remove_task(self, task: TaskInfo, claims: Mapping[str, ResourceClaim]) -> None:
+    def remove_task(self, task: TaskInfo, claims: Mapping[str, ResourceClaim],
+                    *, capacity: bool = True) -> None:
         """Stop counting the task's claims (a claim goes when its last task does)."""
-        for key, per_class in task_claim_devices(task, claims).items():
+        for key, per_class in task_claim_devices(task, claims, capacity=capacity).items():
             refs = self.claim_refs.get(key, 0)
             if refs <= 1:
                 self.claim_refs.pop(key, None)
-                for device_class, count in per_class.items():
+                for device_class, amount in per_class.items():
                     if device_class in self.allocated:
-                        self.allocated[device_class] = max(
-                            0, self.allocated[device_class] - count)
+                        self.allocated[device_class].sub(amount)
             else:
                 self.claim_refs[key] = refs - 1
 
-    def admits(self, request: Devices, *, with_inqueue: bool) -> bool:
-        """Whether ``request`` fits every class's capability (a class without one, or
-        with 0, is not limited)."""
-        for device_class, count in request.items():
-            limit = self.capability.get(device_class, 0)
-            if limit <= 0:
+    def admits(self, request: Mapping[str, DeviceAmount], *, with_inqueue: bool,
+               capacity: bool = True) -> bool:
+        """Whether ``request`` fits every class's capability: its count (a class without
+        one, or with 0, is not limited) and, with ``capacity``, each capacity it asks
+        (one the capability does not name for the class is refused)."""
+        for device_class, asked in request.items():
+            limit = self.capability.get(device_class)
+            if limit is None:
                 continue
-            used = self.allocated.get(device_class, 0)
-            if with_inqueue:
-                used = _saturating(used + self.inqueue.get(device_class, 0))
-            if _saturating(used + count) > limit:
+            held = self.allocated.get(device_class, DeviceAmount())
+            waiting = self.inqueue.get(device_class, DeviceAmount()) if with_inqueue \
+                else DeviceAmount()
+            if limit.count > 0 and min(held.count + waiting.count + asked.count,
+                                       _INT64_MAX) > limit.count:
                 return False
+            if not capacity:
+                continue
+            for dimension, amount in asked.capacity.items():
+                cap = limit.capacity.get(dimension)
+                if cap is None:
+                    return False
+                used = held.capacity.get(dimension, 0) + waiting.capacity.get(dimension, 0)
+                if used + amount > cap:
+                    return False
         return True
 
 
-def _merge(target: Devices, more: Mapping[str, int]) -> None:
-    for device_class, count in more.items():
-        target[device_class] = _saturating(target.get(device_class, 0) + count)
-
-
-def merge_devices(target: Devices, more: Mapping[str, int]) -> None:
-    """Add ``more`` to ``target`` (counts saturate at the largest 64-bit integer)."""
-    _merge(target, more)
-
-
-def job_min_devices(job: JobInfo, claims: Mapping[str, ResourceClaim]) -> Devices | None:
+def job_min_devices(job: JobInfo, claims: Mapping[str, ResourceClaim],
+                    *, capacity: bool = True) -> Devices | None:
     """The devices the job needs to start (Volcano's ``GetMinDRAResources``): without
     per-role minimums, those of its first ``minAvailable`` tasks with claims (by
     namespace, name, uid); with them, one task's per role times the role's minimum
     (the first by name: Volcano takes any). None when it needs none."""
-    tasks = [task for task in job.tasks.values() if task.resource_claims]
+    tasks = sorted((task for task in job.tasks.values() if task.resource_claims),
+                   key=lambda t: (t.namespace, t.name, t.uid))
     if not tasks:
         return None
-    requests = {task.uid: _total(task_claim_devices(task, claims).values()) for task in tasks}
+    requests = {task.uid: total_amounts(
+        task_claim_devices(task, claims, capacity=capacity).values()) for task in tasks}
     out: Devices = {}
     if not job.task_min_available:
         if job.min_available <= 0:
             return None
-        ordered = sorted(tasks, key=lambda t: (t.namespace, t.name, t.uid))
-        for task in [t for t in ordered if requests[t.uid]][:job.min_available]:
-            _merge(out, requests[task.uid])
+        for task in [t for t in tasks if requests[t.uid]][:job.min_available]:
+            add_amounts(out, requests[task.uid])
         return out or None
     done: set[str] = set()
-    for task in sorted(tasks, key=lambda t: (t.namespace, t.name, t.uid)):
+    for task in tasks:
         minimum = job.task_min_available.get(task.role, 0)
         if not requests[task.uid] or minimum <= 0 or task.role in done:
             continue
         done.add(task.role)
-        _merge(out, {c: _saturating(n * minimum) for c, n in requests[task.uid].items()})
+        add_amounts(out, requests[task.uid], minimum)
     return out or None
-
-
-def _total(per_claim: Iterable[Mapping[str, int]]) -> Devices:
-    out: Devices = {}
-    for per_class in per_claim:
-        _merge(out, per_class)
-    return out
