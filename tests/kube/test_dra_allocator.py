@@ -453,3 +453,19 @@ def test_a_whole_device_must_hold_what_is_asked() -> None:
         "n1", {})
     assert answer is not None and devices_of(answer) == ["r:big"]
     assert not answer.results[0].results[0].share_id  # a whole device, not a share
+
+
+@pytest.mark.parametrize(("document", "path"), [
+    ({"name": "s", "driver": GPU, "nodeName": "n1", "pool": {"name": "p"},
+      "devices": [{"name": "d0", "basic": {"attributes": {}}}]}, "resourceSlice.devices[0].basic"),
+    ({"name": "s", "driver": GPU, "nodeName": "n1", "pool": {"name": "p"}, "colour": "red"},
+     "resourceSlice.colour"),
+    ({"metadata": {"name": "s"}, "spec": {"driver": GPU, "allNodes": True,
+                                          "pool": {"name": "p"}, "name": "x"}},
+     "resourceSlice.spec.name"),
+])
+def test_slices_the_api_does_not_know(document: dict[str, Any], path: str) -> None:
+    """Unknown fields (the v1beta1 shape among them) are refused, never ignored."""
+    with pytest.raises(DraObjectError) as raised:
+        parse_resource_slice(document)
+    assert raised.value.path == path

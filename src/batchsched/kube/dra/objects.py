@@ -361,9 +361,17 @@ def _tolerations(raw: Any, path: str) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
+def _spec_keys(spec: Mapping[str, Any], obj: Mapping[str, Any], allowed: set[str],
+               flat_extra: set[str], path: str) -> None:
+    """Refuse fields the API does not have (a flat entry also carries its metadata)."""
+    _keys(spec, allowed | flat_extra if spec is obj else allowed, path)
+
+
 def parse_device_class(raw: Any, path: str = "deviceClass") -> DeviceClass:
     obj = _mapping(raw, path)
     metadata, spec, _, spec_path = _flat(obj, path)
+    # config and extendedResourceName are accepted and not read (docs/dra.md).
+    _spec_keys(spec, obj, {"selectors", "config", "extendedResourceName"}, {"name"}, spec_path)
     name = _text(metadata.get("name"), f"{path}.name", required=True)
     return DeviceClass(name, _selectors(spec.get("selectors"), f"{spec_path}.selectors"))
 
@@ -397,6 +405,12 @@ def _quantity(raw: Any, path: str) -> Fraction:
 
 def _device(raw: Any, path: str, per_device: bool) -> SliceDevice:
     obj = _mapping(raw, path)
+    if "basic" in obj:
+        raise DraObjectError(f"{path}.basic", "the resource.k8s.io/v1beta1 shape: in v1 a "
+                             "device holds its attributes and capacity itself")
+    _keys(obj, {"name", "attributes", "capacity", "taints", "nodeName", "nodeSelector",
+                "allNodes", "consumesCounters", "allowMultipleAllocations", "bindingConditions",
+                "bindingFailureConditions", "bindsToNode"}, path)
     name = _text(obj.get("name"), f"{path}.name", required=True)
     for unsupported in ("bindingConditions", "bindingFailureConditions", "bindsToNode"):
         if obj.get(unsupported):
@@ -500,6 +514,9 @@ _UNSUPPORTED = "not modelled by batchsched (binding conditions are not supported
 def parse_resource_slice(raw: Any, path: str = "resourceSlice") -> ResourceSlice:
     obj = _mapping(raw, path)
     metadata, spec, _, spec_path = _flat(obj, path)
+    _spec_keys(spec, obj, {"driver", "pool", "nodeName", "nodeSelector", "allNodes",
+                           "perDeviceNodeSelection", "devices", "sharedCounters"}, {"name"},
+               spec_path)
     name = _text(metadata.get("name"), f"{path}.name", required=True)
     counter_sets: dict[str, Mapping[str, Fraction]] = {}
     for i, entry in enumerate(_sequence(spec.get("sharedCounters"),
@@ -625,6 +642,8 @@ def _constraints(raw: Any, path: str, requests: Sequence[DeviceRequest]
 def _devices_spec(spec: Mapping[str, Any], path: str
                   ) -> tuple[tuple[DeviceRequest, ...], tuple[DeviceConstraint, ...]]:
     devices = _mapping(spec.get("devices"), f"{path}.devices") if "devices" in spec else spec
+    if devices is not spec:
+        _keys(devices, {"requests", "constraints", "config"}, f"{path}.devices")
     requests = _requests(devices.get("requests"), f"{path}.devices.requests"
                          if "devices" in spec else f"{path}.requests")
     constraints = _constraints(devices.get("constraints"), f"{path}.devices.constraints"
@@ -672,6 +691,9 @@ def _reserved_for(raw: Any, path: str, namespace: str) -> tuple[str, ...]:
 def parse_resource_claim(raw: Any, path: str = "resourceClaim") -> ResourceClaim:
     obj = _mapping(raw, path)
     metadata, spec, status, spec_path = _flat(obj, path)
+    _spec_keys(spec, obj, {"devices"} if spec is not obj else set(),
+               {"name", "namespace", "requests", "constraints", "config", "allocation",
+                "reservedFor", "owner", "deleting"}, spec_path)
     name = _text(metadata.get("name"), f"{path}.name", required=True)
     namespace = _text(metadata.get("namespace"), f"{path}.namespace") or "default"
     requests, constraints = _devices_spec(spec, spec_path)
