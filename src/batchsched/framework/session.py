@@ -328,8 +328,7 @@ class Session:
             status = statuses.get(job.queue)
             if status is None:
                 continue
-            holders = [job.queue, *self._ancestors(job.queue)] if hierarchy else [job.queue]
-            for holder in holders:
+            for holder in (job.queue, *self._ancestors(job.queue)) if hierarchy else (job.queue,):
                 allocated = statuses[holder].allocated
                 allocated.add(job.allocated)
                 if device_usage:
