@@ -416,9 +416,10 @@ def test_shares_already_allocated_count_against_the_capacity() -> None:
 
 
 @pytest.mark.parametrize(("policy", "asked", "consumed"), [
-    ({"validRange": {"min": "8Gi", "step": "8Gi"}}, "10Gi", 16 * 2**30),
-    ({"validRange": {"min": "8Gi"}}, "2Gi", 8 * 2**30),
-    ({"validValues": ["10Gi", "20Gi"]}, "15Gi", 20 * 2**30),
+    ({"default": "8Gi", "validRange": {"min": "8Gi", "step": "8Gi"}}, "10Gi", 16 * 2**30),
+    ({"default": "8Gi", "validRange": {"min": "8Gi"}}, "2Gi", 8 * 2**30),
+    ({"default": "10Gi", "validValues": ["10Gi", "20Gi"]}, "15Gi", 20 * 2**30),
+    ({"default": "1", "validRange": {"min": "500m", "step": "1"}}, "2", 2),
     ({"default": "4Gi"}, None, 4 * 2**30),
     ({}, None, 40 * 2**30),
 ])
@@ -431,8 +432,8 @@ def test_a_request_policy_rounds_what_a_share_consumes(policy: dict[str, Any], a
 
 
 @pytest.mark.parametrize(("policy", "asked"), [
-    ({"validValues": ["10Gi", "20Gi"]}, "25Gi"),
-    ({"validRange": {"min": "8Gi", "max": "16Gi"}}, "20Gi"),
+    ({"default": "10Gi", "validValues": ["10Gi", "20Gi"]}, "25Gi"),
+    ({"default": "8Gi", "validRange": {"min": "8Gi", "max": "16Gi"}}, "20Gi"),
 ])
 def test_a_request_policy_refuses_an_amount_out_of_bounds(policy: dict[str, Any],
                                                          asked: str) -> None:
@@ -469,3 +470,60 @@ def test_slices_the_api_does_not_know(document: dict[str, Any], path: str) -> No
     with pytest.raises(DraObjectError) as raised:
         parse_resource_slice(document)
     assert raised.value.path == path
+
+
+# -- shares and counters together (a second review's cases; each failed before its fix) ---------
+
+def _card(*devices: dict[str, Any], total: int = 10) -> list[ResourceSlice]:
+    counters = parse_resource_slice({
+        "name": "card-counters", "driver": GPU,
+        "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 2},
+        "sharedCounters": [{"name": "card", "counters": {"mem": {"value": str(total)}}}]})
+    return [counters, slice_("card-devices", list(devices), count=2)]
+
+
+def _consuming(name: str, amount: int, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "consumesCounters": [
+        {"counterSet": "card", "counters": {"mem": {"value": str(amount)}}}], **extra}
+
+
+def test_a_device_held_through_shares_takes_its_counters() -> None:
+    slices = _card(_consuming("shared", 10, allowMultipleAllocations=True),
+                   _consuming("whole", 10))
+    wanted = claim("c1", [exactly(selectors=[{"cel": {"expression":
+                                               "!device.allowMultipleAllocations"}}])])
+    taken = {(GPU, "n1", "shared"): {}}
+    assert Allocator([wanted], CLASSES, slices, set(), shared=taken).allocate("n1", {}) is None
+
+
+def test_a_device_shared_twice_in_one_search_takes_its_counters_once() -> None:
+    slices = _card(_consuming("m", 6, allowMultipleAllocations=True))
+    answer = Allocator([claim("c1", [exactly()]), claim("c2", [exactly()])], CLASSES, slices,
+                       set()).allocate("n1", {})
+    assert answer is not None
+    assert [r.device for allocation in answer.results for r in allocation.results] == ["m", "m"]
+
+
+def test_a_multi_allocatable_device_allocated_whole_is_in_use() -> None:
+    slices = [slice_("s", [{"name": "m", "allowMultipleAllocations": True}])]
+    assert Allocator([claim("c1", [exactly()])], CLASSES, slices,
+                     {(GPU, "n1", "m")}).allocate("n1", {}) is None
+
+
+def test_pools_of_one_name_share_their_counters() -> None:
+    """Kubernetes keys a pool's counters by its name alone."""
+    def pool(driver: str, device: str) -> list[ResourceSlice]:
+        return [parse_resource_slice({
+            "name": f"{driver}-counters", "driver": driver,
+            "pool": {"name": "n1", "resourceSliceCount": 2},
+            "sharedCounters": [{"name": "cs", "counters": {"c": {"value": "10"}}}]}),
+            parse_resource_slice({
+                "name": f"{driver}-devices", "driver": driver, "nodeName": "n1",
+                "pool": {"name": "n1", "resourceSliceCount": 2},
+                "devices": [{"name": device, "consumesCounters": [
+                    {"counterSet": "cs", "counters": {"c": {"value": "6"}}}]}]})]
+    classes = {"any": parse_device_class({"name": "any"})}
+    wanted = claim("c1", [{"name": "a", "exactly": {"deviceClassName": "any", "count": 2}}])
+    assert Allocator([wanted], classes, [*pool("gpu.example.com", "g0"),
+                                         *pool("nic.example.com", "n0")],
+                     set()).allocate("n1", {}) is None

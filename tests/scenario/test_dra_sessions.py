@@ -152,3 +152,34 @@ def test_an_ancestor_s_device_quota_is_checked_at_enqueue() -> None:
     }
     decisions = run_scenario(parse_scenario(doc))
     assert decisions.pod_group_phases == {"default/pg": "Pending"}
+
+
+def test_only_the_job_s_own_queue_reserves_devices_at_enqueue() -> None:
+    """Volcano reserves a job's devices (its ancestors' too) only when its own queue keeps
+    a device quota: a leaf without one leaves its parent's quota to allocate."""
+    doc = {
+        "version": 1, "name": "ancestor device inqueue",
+        "config": {"actions": "enqueue", "tiers": [{"plugins": [
+            {"name": "capacity", "enableHierarchy": True}]}]},
+        "deviceClasses": [{"name": "gpu"}],
+        "queues": [{"name": "root"},
+                   {"name": "team", "parent": "root",
+                    "capability": {"cpu": 100, "memory": "100Gi", "deviceclass/gpu": 2}},
+                   {"name": "leaf", "parent": "team"}],
+        "resourceClaims": [
+            {"name": "c1", "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+                                                                    "count": 2}}]},
+            {"name": "c2", "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu",
+                                                                    "count": 1}}]}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 10}}],
+        "jobs": [{"name": "j1", "queue": "leaf", "minMember": 1, "phase": "Pending",
+                  "minResources": {"cpu": 1}, "createdAt": "2025-01-01T00:00:00Z"},
+                 {"name": "j2", "queue": "leaf", "minMember": 1, "phase": "Pending",
+                  "minResources": {"cpu": 1}, "createdAt": "2025-01-01T00:01:00Z"}],
+        "tasks": [{"name": "p1", "job": "j1", "requests": {"cpu": 1},
+                   "resourceClaims": [{"name": "gpu", "resourceClaimName": "c1"}]},
+                  {"name": "p2", "job": "j2", "requests": {"cpu": 1},
+                   "resourceClaims": [{"name": "gpu", "resourceClaimName": "c2"}]}],
+    }
+    decisions = run_scenario(parse_scenario(doc))
+    assert decisions.pod_group_phases == {"default/j1": "Inqueue", "default/j2": "Inqueue"}

@@ -362,8 +362,9 @@ class Allocator:
         self.local: dict[str, list[ResourceSlice]] = {}
         self.everywhere: list[ResourceSlice] = []
         self.by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
-        #: Each pool's counters left by the devices in use, by (pool, generation).
-        self._counters: dict[tuple[str, str, int], dict[tuple[str, str], Fraction]] = {}
+        #: Each pool's counters left by the devices in use, by pool name (Kubernetes keys
+        #: them by the pool's name alone: pools of two drivers with one name share them).
+        self._counters: dict[str, dict[tuple[str, str], Fraction]] = {}
         for slice_ in slices:
             if slice_.node_name and not slice_.shared_counters:
                 self.local.setdefault(slice_.node_name, []).append(slice_)
@@ -387,13 +388,14 @@ class Allocator:
         return answer
 
     def counters_left(self, pool: _Pool) -> dict[tuple[str, str], Fraction]:
-        """The pool's counters left by the devices in use (worked out once)."""
-        key = (pool.driver, pool.name, pool.generation)
-        left = self._counters.get(key)
+        """The pool's counters left by the devices in use, whole or shared (worked out
+        once, for the first pool of that name)."""
+        left = self._counters.get(pool.name)
         if left is None:
             slices = [s for s in self.by_pool.get(pool.key, ())
                       if s.generation == pool.generation]
-            left = self._counters[key] = _counters_left(slices, pool.driver, self.in_use)
+            left = self._counters[pool.name] = _counters_left(
+                slices, pool.driver, [*self.in_use, *self.shared])
         return left
 
     def candidate(self, slice_: ResourceSlice, device: SliceDevice) -> _Candidate:
@@ -425,8 +427,8 @@ class _Search:
         #: What this search's shares consume of each device's capacities.
         self.capacity_used: dict[DeviceId, dict[str, Fraction]] = {}
         self.pool_of = {pool.key: pool for pool in pools}
-        #: Counters the devices taken in this search consume, per pool.
-        self.consumed: dict[tuple[str, str], dict[tuple[str, str], Fraction]] = {}
+        #: Counters the devices taken in this search consume, per pool name.
+        self.consumed: dict[str, dict[tuple[str, str], Fraction]] = {}
         self.constraints: list[list[_Constraint]] = []
         self.chosen: dict[tuple[str, str], int] = {}
 
@@ -538,7 +540,8 @@ class _Search:
 
     def _in_use(self, data: _Request, candidate: _Candidate) -> bool:
         if candidate.device.allow_multiple_allocations:
-            return False  # its allocations are shares, never exclusive
+            # Shares never make it in use; an allocation of it written without a share does.
+            return candidate.device_id in self.allocator.in_use
         picked_by = self.picked.get(candidate.device_id)
         if data.spec.admin_access:
             return picked_by is not None and data.claim in picked_by
@@ -584,9 +587,8 @@ class _Search:
             return False
         device = candidate.device
         multiple = device.allow_multiple_allocations
-        shared_already = multiple and bool(
-            self.allocator.shared.get(candidate.device_id)
-            or self.capacity_used.get(candidate.device_id))
+        shared_already = multiple and (candidate.device_id in self.allocator.shared
+                                       or candidate.device_id in self.capacity_used)
         if device.consumes_counters and not shared_already and not self._consume(candidate):
             return False
         for taint in candidate.device.taints:
@@ -624,10 +626,10 @@ class _Search:
     def _consume(self, candidate: _Candidate) -> bool:
         """Take the device's share of its pool's counters, if every counter of the pool
         still covers what is taken; else take nothing."""
-        key = (candidate.slice.driver, candidate.slice.pool)
-        consumed = self.consumed.setdefault(key, {})
+        consumed = self.consumed.setdefault(candidate.slice.pool, {})
         self._count(consumed, candidate, 1)
-        left = self.allocator.counters_left(self.pool_of[key])
+        left = self.allocator.counters_left(
+            self.pool_of[(candidate.slice.driver, candidate.slice.pool)])
         if all(amount - consumed.get(counter, 0) >= 0 for counter, amount in left.items()):
             return True
         self._count(consumed, candidate, -1)
@@ -649,10 +651,11 @@ class _Search:
             used = self.capacity_used[candidate.device_id]
             for name, amount in amounts.items():
                 used[name] -= amount
+            if not any(used.values()):
+                del self.capacity_used[candidate.device_id]  # as if never shared here
             return
         if candidate.device.consumes_counters:
-            key = (candidate.slice.driver, candidate.slice.pool)
-            self._count(self.consumed[key], candidate, -1)
+            self._count(self.consumed[candidate.slice.pool], candidate, -1)
         picked_by = self.picked[candidate.device_id]
         picked_by.discard(data.claim)
         if not picked_by:
@@ -724,8 +727,9 @@ def consumed_capacity(device: SliceDevice, requests: Mapping[str, Fraction]
             if policy.minimum is not None:
                 if policy.maximum is not None and amount > policy.maximum:
                     return None
-                if policy.step and (amount - policy.minimum) % policy.step:
-                    return None
+                if policy.step and (math.ceil(amount) - math.ceil(policy.minimum)) \
+                        % math.ceil(policy.step):
+                    return None  # on whole units, as Kubernetes' Quantity.Value() reads
         out[name] = amount
     return out
 

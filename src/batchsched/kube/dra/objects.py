@@ -474,6 +474,8 @@ def _policy(raw: Any, path: str) -> CapacityPolicy:
     span = _mapping(obj.get("validRange"), f"{path}.validRange")
     if values and span:
         raise DraObjectError(path, "validValues and validRange cannot both be set")
+    if (values or span) and default is None:
+        raise DraObjectError(f"{path}.default", "is required with validValues or validRange")
 
     def bound(name: str) -> Fraction | None:
         value = span.get(name)

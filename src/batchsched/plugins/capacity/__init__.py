@@ -321,7 +321,8 @@ class CapacityPlugin:
         if not queue.is_open:
             return Vote.REJECT
         devices = self._job_min_devices(job, attr)
-        if job.podgroup.min_resources is None and devices is None:
+        # Without minResources only the job's own queue's device quota holds it back.
+        if job.podgroup.min_resources is None and (devices is None or attr.devices is None):
             return Vote.PERMIT
         minimum = job_min_resources(job)
         for level in self._chain(attr):
@@ -349,7 +350,9 @@ class CapacityPlugin:
         attr = self.queue_attrs.get(job.queue)
         if attr is None:
             return
-        devices = self._job_min_devices(job, attr)
+        # Volcano reserves devices only when the job's own queue keeps a device quota
+        # (its ancestors' then take them too).
+        devices = self._job_min_devices(job, attr) if attr.devices is not None else None
         if job.podgroup.min_resources is None and devices is None:
             return
         minimum = job_min_resources(job)
