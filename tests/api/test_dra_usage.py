@@ -15,7 +15,7 @@ import pytest
 
 from batchsched.api.dra_usage import task_claim_devices
 from batchsched.api.task import TaskInfo
-from batchsched.kube.dra.objects import parse_pod_claims, parse_resource_claim
+from batchsched.kube.dra.documents import parse_pod_claims, parse_resource_claim
 from batchsched.scenario import parse_scenario, run_scenario
 
 

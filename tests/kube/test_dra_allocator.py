@@ -13,14 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.kube.dra.allocator import INVALID_POOLS, AllocationError, Allocator
-from batchsched.kube.dra.objects import (
-    DraObjectError,
-    ResourceClaim,
-    ResourceSlice,
+from batchsched.kube.dra.documents import (
     parse_device_class,
     parse_resource_claim,
     parse_resource_slice,
 )
+from batchsched.kube.dra.objects import DraObjectError, ResourceClaim, ResourceSlice
 
 GPU = "gpu.example.com"
 CLASSES = {"gpu": parse_device_class({"name": "gpu", "selectors": [

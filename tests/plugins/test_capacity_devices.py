@@ -17,7 +17,7 @@ from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
-from batchsched.kube.dra.objects import parse_pod_claims, parse_resource_claim
+from batchsched.kube.dra.documents import parse_pod_claims, parse_resource_claim
 from batchsched.plugins.capacity.devices import DeviceQuota, Devices, job_min_devices
 from batchsched.scenario import parse_scenario, run_scenario
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from batchsched.kube.dra.objects import parse_resource_claim
+from batchsched.kube.dra.documents import parse_resource_claim
 from batchsched.scenario import parse_scenario, run_scenario
 from batchsched.scheduler import Scheduler
 

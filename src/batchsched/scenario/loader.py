@@ -71,12 +71,8 @@ from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
 from batchsched.kube.affinity import AffinityError, parse_affinity, parse_label_selector
 from batchsched.kube.dra.claims import instantiate_templates
-from batchsched.kube.dra.objects import (
-    DraObjectError,
-    PodClaim,
-    parse_dra_documents,
-    parse_pod_claims,
-)
+from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
+from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (

@@ -4,9 +4,15 @@
 module                                          what it answers
 ==============================================  ========================================
 :mod:`~batchsched.kube.dra.objects`              device classes, resource slices, claims
-                                                and claim templates, read from documents
+                                                and claim templates
+:mod:`~batchsched.kube.dra.documents`            the same, read from documents (checked as
+                                                the API server checks them)
+:mod:`~batchsched.kube.dra.pools`                the slices a node can use, as pools, and
+                                                their shared counters
+:mod:`~batchsched.kube.dra.devices`              a device's CEL view, selector verdicts and
+                                                consumable capacity
 :mod:`~batchsched.kube.dra.allocator`            which devices of a node serve a pod's
-                                                claims (the structured allocator)
+                                                claims (the structured allocator's search)
 :mod:`~batchsched.kube.dra.scheduling`           the ``DynamicResources`` plugin's points
                                                 (pre-filter, filter, score, reserve) over
                                                 one session

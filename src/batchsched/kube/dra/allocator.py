@@ -44,21 +44,21 @@ Binding conditions are not modelled: the loaders refuse documents that use them.
 
 from __future__ import annotations
 
-import math
-import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
 
 import attrs
 
 from batchsched.kube.affinity import NODE_NAME_FIELD, NodeSelectorTerm, Requirement
-from batchsched.kube.cel import (
-    CelEvaluationError,
-    CelSyntaxError,
-    Quantity,
-    Semver,
-    compile_expression,
+from batchsched.kube.dra.devices import (
+    AllocationError,
+    Candidate,
+    SelectorCache,
+    attribute_of,
+    consumed_capacity,
+    same_value,
+    selectors_pass,
+    share_id,
 )
 from batchsched.kube.dra.objects import (
     ALL,
@@ -74,22 +74,16 @@ from batchsched.kube.dra.objects import (
     ResourceSlice,
     SliceDevice,
 )
+from batchsched.kube.dra.pools import DeviceId, Pool, counters_left, device_on_node, gather_pools
 from batchsched.kube.taints import NO_EXECUTE, NO_SCHEDULE
 
 __all__ = ["AllocationError", "Allocator", "DeviceId", "NodeAllocation", "SelectorCache",
            "subrequest_score"]
 
-DeviceId = tuple[str, str, str]
 #: What the scheduler reports when a node has no solution but some pool is invalid.
 INVALID_POOLS = "invalid resource pools were encountered"
 #: A ``firstAvailable`` alternative's score: 8 for the first, 7 for the second...
 _SUBREQUEST_SCORE_BASE = 8
-
-
-class AllocationError(Exception):
-    """The allocation cannot be attempted at all (a selector that does not compile or
-    fails to evaluate, a request for all devices of a pool being updated...): the
-    Kubernetes plugin's Filter error, with its text."""
 
 
 @attrs.frozen
@@ -99,172 +93,6 @@ class NodeAllocation:
 
     results: tuple[AllocationResult, ...]
     chosen: Mapping[tuple[str, str], int]
-
-
-class _Candidate:
-    """A device as the search sees it: where it sits, and its CEL view."""
-
-    __slots__ = ("device", "device_id", "slice", "variables")
-
-    def __init__(self, slice_: ResourceSlice, device: SliceDevice) -> None:
-        self.slice = slice_
-        self.device = device
-        self.device_id: DeviceId = (slice_.driver, slice_.pool, device.name)
-        self.variables: dict[str, Any] | None = None
-
-    def cel_variables(self) -> dict[str, Any]:
-        if self.variables is None:
-            self.variables = {"device": device_view(self.slice.driver, self.device)}
-        return self.variables
-
-
-class _Domains(dict[str, Any]):
-    """``device.attributes`` / ``device.capacity``: a domain without entries reads as an
-    empty map (Kubernetes' behaviour), while ``in`` sees only the present ones."""
-
-    def __missing__(self, key: str) -> dict[str, Any]:
-        return {}
-
-
-def device_view(driver: str, device: SliceDevice) -> dict[str, Any]:
-    """The ``device`` variable of the selectors: attributes and capacities by domain (a
-    name without a domain belongs to the driver's)."""
-    attributes: _Domains = _Domains()
-    for name, value in device.attributes.items():
-        domain, _, ident = name.rpartition("/")
-        attributes.setdefault(domain or driver, {})[ident] = value
-    capacity: _Domains = _Domains()
-    for name, amount in device.capacity.items():
-        domain, _, ident = name.rpartition("/")
-        capacity.setdefault(domain or driver, {})[ident] = Quantity(amount)
-    return {"driver": driver, "attributes": attributes, "capacity": capacity,
-            "allowMultipleAllocations": device.allow_multiple_allocations}
-
-
-def _attribute(candidate: _Candidate, qualified: str) -> AttributeValue | None:
-    attributes = candidate.device.attributes
-    if qualified in attributes:
-        return attributes[qualified]
-    domain, _, ident = qualified.partition("/")
-    if domain == candidate.slice.driver and ident in attributes:
-        return attributes[ident]
-    return None
-
-
-def _same(left: AttributeValue, right: AttributeValue) -> bool:
-    """Equal type and value; versions as written (build metadata included)."""
-    if isinstance(left, Semver) and isinstance(right, Semver):
-        return bool(left.text == right.text)
-    return type(left) is type(right) and left == right
-
-
-# -- pools -------------------------------------------------------------------------------------
-
-@attrs.frozen
-class _Pool:
-    driver: str
-    name: str
-    slices: tuple[ResourceSlice, ...]
-    incomplete: bool = False
-    invalid: bool = False
-    generation: int = 0
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.driver, self.name)
-
-
-def _slice_relevant(slice_: ResourceSlice, node: str, labels: Mapping[str, str]) -> bool:
-    if slice_.shared_counters:
-        return True  # a counter-only slice counts for every node of its pool
-    if slice_.node_name:
-        return slice_.node_name == node
-    if slice_.all_nodes:
-        return True
-    if slice_.node_selector is not None:
-        return slice_.node_selector.matches(labels, node)
-    if slice_.per_device_node_selection:
-        return any(_device_on_node(d, node, labels) for d in slice_.devices)
-    return False
-
-
-def _device_on_node(device: SliceDevice, node: str, labels: Mapping[str, str]) -> bool:
-    if device.node_name:
-        return device.node_name == node
-    if device.all_nodes:
-        return True
-    return device.node_selector is not None and device.node_selector.matches(labels, node)
-
-
-def gather_pools(slices: Sequence[ResourceSlice], by_pool: Mapping[tuple[str, str],
-                 Sequence[ResourceSlice]], node: str, labels: Mapping[str, str]) -> list[_Pool]:
-    """The node's pools, in search order (``by_pool``: every slice of each pool)."""
-    newest: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for slice_ in slices:
-        if not _slice_relevant(slice_, node, labels):
-            continue
-        key = (slice_.driver, slice_.pool)
-        kept = newest.get(key)
-        if kept is None or slice_.generation > kept[0].generation:
-            newest[key] = [slice_]
-        elif slice_.generation == kept[0].generation:
-            kept.append(slice_)
-    pools: list[_Pool] = []
-    for key in sorted(newest):
-        kept = newest[key]
-        generation, wanted = kept[0].generation, kept[0].slice_count
-        everyone = by_pool.get(key, kept)
-        if len(kept) != wanted:
-            if any(s.generation > generation for s in everyone):
-                continue  # obsolete: a newer generation is being published elsewhere
-            if sum(s.generation == generation for s in everyone) != wanted:
-                pools.append(_Pool(key[0], key[1], (), incomplete=True))
-                continue
-        names: set[str] = set()
-        invalid = False
-        for slice_ in kept:  # the node's own slices, as Kubernetes validates them
-            for device in slice_.devices:
-                if device.name in names:
-                    invalid = True
-                names.add(device.name)
-        invalid = invalid or not _counters_consistent(
-            [s for s in everyone if s.generation == generation])
-        ordered = tuple(sorted(kept, key=lambda s: s.name))
-        pools.append(_Pool(key[0], key[1], () if invalid else ordered, invalid=invalid,
-                           generation=generation))
-    return pools
-
-
-def _counters_consistent(slices: Sequence[ResourceSlice]) -> bool:
-    """No counter set declared twice, and every device consumes declared counters."""
-    declared: dict[str, Mapping[str, Any]] = {}
-    for slice_ in slices:
-        for name, counters in slice_.shared_counters.items():
-            if name in declared:
-                return False
-            declared[name] = counters
-    return all(counter_set in declared and set(counters) <= set(declared[counter_set])
-               for slice_ in slices for device in slice_.devices
-               for counter_set, counters in device.consumes_counters.items())
-
-
-def _counters_left(slices: Sequence[ResourceSlice], driver: str, in_use: Iterable[DeviceId]
-                   ) -> dict[tuple[str, str], Fraction]:
-    """What the pool's counters have left once the devices in use took their share."""
-    left: dict[tuple[str, str], Fraction] = {
-        (counter_set, counter): amount for slice_ in slices
-        for counter_set, counters in slice_.shared_counters.items()
-        for counter, amount in counters.items()}
-    used = set(in_use)
-    for slice_ in slices:
-        for device in slice_.devices:
-            if (driver, slice_.pool, device.name) not in used:
-                continue
-            for counter_set, counters in device.consumes_counters.items():
-                for counter, amount in counters.items():
-                    key = (counter_set, counter)
-                    left[key] = left.get(key, Fraction(0)) - amount
-    return left
 
 
 # -- one request's data ------------------------------------------------------------------------
@@ -279,7 +107,7 @@ class _Request:
     class_selectors: tuple[str, ...]
     class_name: str
     selectors: tuple[str, ...]
-    all_devices: tuple[_Candidate, ...] | None  # allocationMode All: every matching device
+    all_devices: tuple[Candidate, ...] | None  # allocationMode All: every matching device
 
     @property
     def count(self) -> int:
@@ -301,23 +129,24 @@ class _Constraint:
             return True
         return request in self.requests or request.partition("/")[0] in self.requests
 
-    def add(self, request: str, candidate: _Candidate) -> bool:
+    def add(self, request: str, candidate: Candidate) -> bool:
         if not self.applies(request):
             return True
         if self.constraint.match_attribute:
-            value = _attribute(candidate, self.constraint.match_attribute)
+            value = attribute_of(candidate, self.constraint.match_attribute)
             if value is None:
                 return False
-            if self.members and self.reference is not None and not _same(value, self.reference):
+            if (self.members and self.reference is not None
+                    and not same_value(value, self.reference)):
                 return False
             if not self.members:
                 self.reference = value
             self.members += 1
             return True
-        value = _attribute(candidate, self.constraint.distinct_attribute)
+        value = attribute_of(candidate, self.constraint.distinct_attribute)
         if value is None:
             return False
-        if any(_same(value, other) for other in self.distinct.values()):
+        if any(same_value(value, other) for other in self.distinct.values()):
             return False
         # Kubernetes keeps one value per request: the request's next device may repeat
         # a value of its earlier ones.
@@ -334,16 +163,6 @@ class _Constraint:
 
 
 # -- the allocator -----------------------------------------------------------------------------
-
-class SelectorCache:
-    """What stays true while the slices do not change (a session): each device's CEL
-    view, and each selector's verdict on each device (an error kept as its text)."""
-
-    def __init__(self) -> None:
-        self.candidates: dict[int, _Candidate] = {}
-        #: (selector, id of the device object) -> verdict, or the text of its error.
-        self.verdicts: dict[tuple[str, int], bool | str] = {}
-
 
 class Allocator:
     """Allocates ``claims`` (unallocated, in the pod's order) on one node at a time;
@@ -387,34 +206,34 @@ class Allocator:
             self.last_failure = INVALID_POOLS
         return answer
 
-    def counters_left(self, pool: _Pool) -> dict[tuple[str, str], Fraction]:
+    def counters_left(self, pool: Pool) -> dict[tuple[str, str], Fraction]:
         """The pool's counters left by the devices in use, whole or shared (worked out
         once, for the first pool of that name)."""
         left = self._counters.get(pool.name)
         if left is None:
             slices = [s for s in self.by_pool.get(pool.key, ())
                       if s.generation == pool.generation]
-            left = self._counters[pool.name] = _counters_left(
+            left = self._counters[pool.name] = counters_left(
                 slices, pool.driver, [*self.in_use, *self.shared])
         return left
 
-    def candidate(self, slice_: ResourceSlice, device: SliceDevice) -> _Candidate:
+    def candidate(self, slice_: ResourceSlice, device: SliceDevice) -> Candidate:
         """One object per device for the allocator's life (their CEL views are kept)."""
         candidates = self.cache.candidates
         kept = candidates.get(id(device))
         if kept is None:
-            kept = candidates[id(device)] = _Candidate(slice_, device)
+            kept = candidates[id(device)] = Candidate(slice_, device)
         return kept
 
 
 class _Search:
-    def __init__(self, allocator: Allocator, pools: list[_Pool], node: str,
+    def __init__(self, allocator: Allocator, pools: list[Pool], node: str,
                  labels: Mapping[str, str]) -> None:
         self.allocator = allocator
         self.pools = pools
         self.node = node
         self.labels = labels
-        self.order: list[_Candidate] = [
+        self.order: list[Candidate] = [
             allocator.candidate(slice_, device)
             for pool in pools if not pool.incomplete and not pool.invalid
             for slice_ in pool.slices for device in slice_.devices]
@@ -423,7 +242,7 @@ class _Search:
         self.picked: dict[DeviceId, set[int]] = {}
         #: Per claim, its picks: the request, the device, and what a share of a device
         #: several claims may hold consumes of its capacities (None: a whole device).
-        self.results: list[list[tuple[_Request, _Candidate, dict[str, Fraction] | None]]] = []
+        self.results: list[list[tuple[_Request, Candidate, dict[str, Fraction] | None]]] = []
         #: What this search's shares consume of each device's capacities.
         self.capacity_used: dict[DeviceId, dict[str, Fraction]] = {}
         self.pool_of = {pool.key: pool for pool in pools}
@@ -469,10 +288,10 @@ class _Search:
         return out
 
     def _all_devices(self, data: _Request, claim: ResourceClaim, spec: RequestSpec
-                     ) -> tuple[_Candidate, ...]:
+                     ) -> tuple[Candidate, ...]:
         """Every selectable device of the node's pools, pool by pool; a pool being
         updated or invalid fails the request when reached."""
-        out: list[_Candidate] = []
+        out: list[Candidate] = []
         for pool in self.pools:
             if pool.incomplete or pool.invalid:
                 state = "being updated" if pool.incomplete else "invalid"
@@ -538,7 +357,7 @@ class _Search:
             self._undo(data)
         return False
 
-    def _in_use(self, data: _Request, candidate: _Candidate) -> bool:
+    def _in_use(self, data: _Request, candidate: Candidate) -> bool:
         if candidate.device.allow_multiple_allocations:
             # Shares never make it in use; an allocation of it written without a share does.
             return candidate.device_id in self.allocator.in_use
@@ -547,24 +366,24 @@ class _Search:
             return picked_by is not None and data.claim in picked_by
         return candidate.device_id in self.allocator.in_use or bool(picked_by)
 
-    def _selectable(self, data: _Request, candidate: _Candidate) -> bool:
+    def _selectable(self, data: _Request, candidate: Candidate) -> bool:
         key = (data.claim, data.name, candidate.device_id)
         known = self.selectable.get(key)
         if known is not None:
             return known
         verdicts = self.allocator.cache.verdicts
-        verdict = (_passes(data.class_selectors, candidate, f"class {data.class_name}",
+        verdict = (selectors_pass(data.class_selectors, candidate, f"class {data.class_name}",
                            verdicts)
-                   and _passes(data.selectors, candidate,
+                   and selectors_pass(data.selectors, candidate,
                                f"claim {self.allocator.claims[data.claim].key}", verdicts)
                    # A device of a per-device slice on another node: after its selectors,
                    # as Kubernetes checks (their errors count on every node).
                    and (not candidate.slice.per_device_node_selection
-                        or _device_on_node(candidate.device, self.node, self.labels)))
+                        or device_on_node(candidate.device, self.node, self.labels)))
         self.selectable[key] = verdict
         return verdict
 
-    def _consumption(self, data: _Request, candidate: _Candidate) -> dict[str, Fraction] | None:
+    def _consumption(self, data: _Request, candidate: Candidate) -> dict[str, Fraction] | None:
         """What a pick of the device for the request consumes of each of its capacities,
         if it may be picked: every capacity asked for exists, the device's policies
         allow the amounts, and the shares on it leave room; else None."""
@@ -582,7 +401,7 @@ class _Search:
                 return None
         return amounts
 
-    def _add(self, data: _Request, candidate: _Candidate, *, must: bool) -> bool:
+    def _add(self, data: _Request, candidate: Candidate, *, must: bool) -> bool:
         if self._in_use(data, candidate):
             return False
         device = candidate.device
@@ -623,7 +442,7 @@ class _Search:
             self.results[data.claim].append((data, candidate, None))
         return True
 
-    def _consume(self, candidate: _Candidate) -> bool:
+    def _consume(self, candidate: Candidate) -> bool:
         """Take the device's share of its pool's counters, if every counter of the pool
         still covers what is taken; else take nothing."""
         consumed = self.consumed.setdefault(candidate.slice.pool, {})
@@ -636,7 +455,7 @@ class _Search:
         return False
 
     @staticmethod
-    def _count(consumed: dict[tuple[str, str], Fraction], candidate: _Candidate,
+    def _count(consumed: dict[tuple[str, str], Fraction], candidate: Candidate,
                sign: int) -> None:
         for counter_set, counters in candidate.device.consumes_counters.items():
             for counter, amount in counters.items():
@@ -668,7 +487,7 @@ class _Search:
         claim = self.allocator.claims[index]
         results = tuple(
             DeviceResult(data.name, *candidate.device_id, admin_access=data.spec.admin_access,
-                         share_id=_share_id(claim.key, data.name, candidate.device_id, number)
+                         share_id=share_id(claim.key, data.name, candidate.device_id, number)
                          if amounts is not None else "",
                          consumed_capacity=amounts or {})
             for number, (data, candidate, amounts) in enumerate(picks))
@@ -693,100 +512,10 @@ class _Search:
         return AllocationResult(results, NodeSelectorTerm(tuple(expressions), tuple(fields)))
 
 
-def consumed_capacity(device: SliceDevice, requests: Mapping[str, Fraction]
-                      ) -> dict[str, Fraction] | None:
-    """What a pick of ``device`` consumes of each of its capacities for a request asking
-    ``requests`` (Kubernetes' consumable capacity): the amount asked, or the policy's
-    default when none is asked (the whole capacity without a policy), rounded up to
-    the policy's next valid value or step. None when the device lacks a capacity asked
-    for or its policy refuses the amount."""
-    if any(name not in device.capacity for name in requests):
-        return None
-    out: dict[str, Fraction] = {}
-    for name, value in device.capacity.items():
-        policy = device.capacity_policies.get(name)
-        asked = requests.get(name)
-        if asked is None:
-            amount = policy.default if policy is not None and policy.default is not None \
-                else value
-        elif policy is None:
-            amount = asked
-        elif policy.valid_values:
-            amount = next((v for v in policy.valid_values if v >= asked), asked)
-        elif policy.minimum is not None and asked < policy.minimum:
-            amount = policy.minimum
-        elif policy.minimum is not None and policy.step:
-            # On whole units, as Kubernetes' Quantity.Value() reads them (rounded up).
-            minimum, step = math.ceil(policy.minimum), math.ceil(policy.step)
-            amount = Fraction(minimum + math.ceil((math.ceil(asked) - minimum) / step) * step)
-        else:
-            amount = asked
-        if policy is not None and not (policy.default is not None and amount == policy.default):
-            if policy.valid_values and amount not in policy.valid_values:
-                return None
-            if policy.minimum is not None:
-                if policy.maximum is not None and amount > policy.maximum:
-                    return None
-                if policy.step and (math.ceil(amount) - math.ceil(policy.minimum)) \
-                        % math.ceil(policy.step):
-                    return None  # on whole units, as Kubernetes' Quantity.Value() reads
-        out[name] = amount
-    return out
-
-
-def _share_id(claim: str, request: str, device: DeviceId, number: int) -> str:
-    """A share's id: a UUID made from what it is (Kubernetes draws a random one), so
-    that replays decide alike."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL,
-                          f"dra-share:{claim}/{request}/{'/'.join(device)}/{number}"))
-
-
 def _alternatives(request: DeviceRequest) -> list[tuple[str, RequestSpec]]:
     if request.exactly is not None:
         return [(request.name, request.exactly)]
     return [(f"{request.name}/{spec.name}", spec) for spec in request.first_available]
-
-
-#: The variables a device selector may name.
-_SELECTOR_VARIABLES = frozenset({"device"})
-
-
-def _passes(selectors: Sequence[str], candidate: _Candidate, owner: str,
-            verdicts: dict[tuple[str, int], bool | str]) -> bool:
-    """Whether every selector is true for the device, in order (the first false one
-    stops); a selector that fails to compile or to evaluate ends the allocation.
-    Selectors are compiled when first evaluated, as Kubernetes does."""
-    if not selectors:
-        return True
-    bad = candidate.device.bad_versions
-    if bad:
-        name, problem = next(iter(bad.items()))
-        raise AllocationError(f"{owner}: selector #0: CEL runtime error: attribute {name}: "
-                              f"parse semantic version: {problem}")
-    for i, selector in enumerate(selectors):
-        key = (selector, id(candidate.device))
-        verdict = verdicts.get(key)
-        if verdict is None:
-            verdict = verdicts[key] = _evaluate(selector, candidate)
-        if isinstance(verdict, str):
-            raise AllocationError(f"{owner}: selector #{i}: {verdict}")
-        if not verdict:
-            return False
-    return True
-
-
-def _evaluate(selector: str, candidate: _Candidate) -> bool | str:
-    try:
-        program = compile_expression(selector, _SELECTOR_VARIABLES)
-    except CelSyntaxError as exc:
-        return f"CEL compile error: {exc}"
-    try:
-        verdict = program.evaluate(candidate.cel_variables())
-    except CelEvaluationError as exc:
-        return f"CEL runtime error: {exc}"
-    if type(verdict) is not bool:
-        return f"CEL result of type {type(verdict).__name__} could not be converted to bool"
-    return bool(verdict)
 
 
 def subrequest_score(allocations: Iterator[tuple[ResourceClaim, AllocationResult]],
