@@ -67,7 +67,6 @@ from batchsched.kube.dra.objects import (
     AttributeValue,
     DeviceClass,
     DeviceConstraint,
-    DeviceRequest,
     DeviceResult,
     RequestSpec,
     ResourceClaim,
@@ -255,7 +254,7 @@ class _Search:
 
     def run(self) -> NodeAllocation | None:
         for index, claim in enumerate(self.allocator.claims):
-            self.requests.append([self._request_data(index, claim, _alternatives(request))
+            self.requests.append([self._request_data(index, claim, request.alternatives())
                                   for request in claim.requests])
             minimum = sum(min(r.count for r in alternatives) if alternatives else 0
                           for alternatives in self.requests[-1])
@@ -510,12 +509,6 @@ class _Search:
         if not expressions and not fields:
             return AllocationResult(results, None)
         return AllocationResult(results, NodeSelectorTerm(tuple(expressions), tuple(fields)))
-
-
-def _alternatives(request: DeviceRequest) -> list[tuple[str, RequestSpec]]:
-    if request.exactly is not None:
-        return [(request.name, request.exactly)]
-    return [(f"{request.name}/{spec.name}", spec) for spec in request.first_available]
 
 
 def subrequest_score(allocations: Iterator[tuple[ResourceClaim, AllocationResult]],

@@ -146,6 +146,13 @@ class DeviceRequest:
     exactly: RequestSpec | None = None
     first_available: tuple[RequestSpec, ...] = ()
 
+    def alternatives(self) -> list[tuple[str, RequestSpec]]:
+        """What the request may be served as, in order, each with the name its results
+        carry (``req``, or ``req/alternative``)."""
+        if self.exactly is not None:
+            return [(self.name, self.exactly)]
+        return [(f"{self.name}/{spec.name}", spec) for spec in self.first_available]
+
 
 @attrs.frozen
 class DeviceConstraint:

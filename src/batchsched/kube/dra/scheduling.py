@@ -111,10 +111,9 @@ def claim_key_of(namespace: str, pod: str, entry: PodClaim) -> str | DraRejectio
 class _Attempt:
     """One pod's scheduling attempt: its claims, and the answers per node."""
 
-    __slots__ = ("allocated", "allocator", "claims", "nodes", "pending", "version")
+    __slots__ = ("allocated", "allocator", "nodes", "pending", "version")
 
     def __init__(self, claims: list[ResourceClaim], version: int) -> None:
-        self.claims = claims
         self.version = version
         self.allocated = [c for c in claims if c.allocation is not None]
         self.pending = [c for c in claims if c.allocation is None]
@@ -222,9 +221,7 @@ class DynamicResources:
                                     f"resource claim {claim.key} is in the process of being "
                                     f"allocated")
             for request in claim.requests:
-                specs = [(request.name, request.exactly)] if request.exactly is not None else [
-                    (f"{request.name}/{spec.name}", spec) for spec in request.first_available]
-                for name, spec in specs:
+                for name, spec in request.alternatives():
                     if spec.device_class_name not in self.objects.device_classes:
                         return DraRejection(UNSCHEDULABLE_AND_UNRESOLVABLE,
                                             f"request {name}: device class "
@@ -244,10 +241,6 @@ class DynamicResources:
             attempt.allocator = Allocator(attempt.pending, self.objects.device_classes,
                                           self.objects.resource_slices, used, self._selectors,
                                           shared=shared)
-
-    def has_claims(self, pod_uid: str) -> bool:
-        """Whether the pod's current attempt involves claims at all."""
-        return pod_uid in self._attempts
 
     def allocates(self, pod_uid: str) -> bool:
         """Whether the pod's current attempt has claims to allocate (not yet allocated)."""
