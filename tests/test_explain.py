@@ -234,3 +234,14 @@ def test_a_device_quota_gap_names_the_device_class() -> None:
     assert capability["limit"]["deviceclass/gpu.com"] == "1"
     assert capability["request"]["deviceclass/gpu.com"] == "2"
     assert capability["short"] == {"deviceclass/gpu.com": "1"}
+
+
+def test_a_claim_the_queue_already_holds_is_not_counted_again() -> None:
+    """The pending pod shares a claim a running pod of its queue holds: the device
+    quota is not what keeps it waiting (cpu is)."""
+    scenario = load_scenario(Path(__file__).parent / "scenario" / "data"
+                             / "dra-explain-shared-claim.yaml")
+    report = explain(scenario, job="ns/jb")
+    capability = next(q for q in report["quota"] if q["ceiling"] == "capability")
+    assert "deviceclass/gpu" not in capability["request"]
+    assert "deviceclass/gpu" not in capability["short"]

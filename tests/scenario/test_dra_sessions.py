@@ -183,3 +183,65 @@ def test_only_the_job_s_own_queue_reserves_devices_at_enqueue() -> None:
     }
     decisions = run_scenario(parse_scenario(doc))
     assert decisions.pod_group_phases == {"default/j1": "Inqueue", "default/j2": "Inqueue"}
+
+
+# -- a third review's cases (each failed before its fix) -----------------------------------
+
+def _running_with_template_claim() -> Any:
+    doc = document([pod("p1", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])])
+    scenario = parse_scenario(doc)
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert cache.resource_claims["default/p1-gpu"].allocation is not None
+    return scenario, cache
+
+
+def test_a_deleted_node_s_pods_get_new_claims() -> None:
+    _, cache = _running_with_template_claim()
+    cache.delete_node("n1")
+    [task] = cache.jobs["default/pg-p1"].tasks.values()
+    assert task.node_name == ""
+    fresh = cache.resource_claims["default/p1-gpu"]
+    assert fresh.allocation is None and fresh.reserved_for == ()
+
+
+def test_a_template_set_after_its_pods_gives_them_claims() -> None:
+    doc = document([pod("p1", [{"name": "gpu", "resourceClaimTemplateName": "late"}])])
+    scenario = parse_scenario(doc)
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert not cache.binds  # ResourceClaim not created yet
+    cache.set_claim_template(attrs.evolve(scenario.dra.claim_templates["default/one-gpu"],
+                                          name="late"))
+    Scheduler(cache, scenario.configuration).run_once()
+    assert [b.task for b in cache.binds] == ["default/p1"]
+
+
+def test_a_claim_reserved_for_256_pods_takes_no_more_in_a_run_either() -> None:
+    doc = document([pod("p1", [{"name": "gpu", "resourceClaimName": "shared"}])],
+                   resourceClaims=[{"name": "shared", "requests": [
+                       {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}],
+                       "allocation": {"results": [{"request": "gpu", "driver": GPU,
+                                                   "pool": "n1", "device": "gpu-0"}]},
+                       "reservedFor": [f"default/other-{i}" for i in range(256)]}])
+    decisions = run_scenario(parse_scenario(doc))
+    assert decisions.binds == {}
+    assert any("reservedFor: Too many" in e["message"] for e in decisions.events)
+
+
+def test_a_pod_with_claims_is_not_placed_without_the_pre_filter() -> None:
+    """The predicates plugin's predicate off: kube's Reserve finds no state and fails."""
+    doc = document([pod("p1", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])],
+                   config={"actions": "allocate", "tiers": [
+                       {"plugins": [{"name": "gang"},
+                                    {"name": "predicates", "enablePredicate": False}]}]})
+    assert run_scenario(parse_scenario(doc)).binds == {}
+
+
+def test_predicting_a_start_sees_claims_made_from_templates() -> None:
+    from batchsched.simulation.predict import predict_start
+
+    scenario = parse_scenario(document([pod("p1", [{"name": "gpu",
+                                                     "resourceClaimTemplateName": "one-gpu"}])]))
+    prediction = predict_start(scenario, "default/pg-p1")
+    assert prediction["expectedStart"] is not None

@@ -25,10 +25,12 @@ from batchsched.kube.dra.objects import EXACT_COUNT, ResourceClaim
 __all__ = [
     "CAPACITY_SEPARATOR",
     "DEVICE_CLASS_PREFIX",
+    "INT64_MAX",
     "ClaimDevices",
     "DeviceAmount",
     "add_amounts",
     "device_resources",
+    "new_claim_devices",
     "task_claim_devices",
     "total_amounts",
 ]
@@ -37,7 +39,8 @@ __all__ = [
 DEVICE_CLASS_PREFIX = "deviceclass/"
 #: Between a capacity and its class in a queue resource name (``memory.deviceclass/gpu``).
 CAPACITY_SEPARATOR = ".deviceclass/"
-_INT64_MAX = 2**63 - 1
+#: Counts saturate here, as Volcano's int64 arithmetic does.
+INT64_MAX = 2**63 - 1
 
 
 @attrs.define
@@ -52,7 +55,7 @@ class DeviceAmount:
 
     def add(self, other: DeviceAmount, times: int = 1) -> None:
         """Add ``times`` ``other`` (counts saturate at the largest 64-bit integer)."""
-        self.count = min(self.count + other.count * times, _INT64_MAX)
+        self.count = min(self.count + other.count * times, INT64_MAX)
         for name, amount in other.capacity.items():
             self.capacity[name] = self.capacity.get(name, Fraction(0)) + amount * times
 
@@ -109,6 +112,21 @@ def device_resources(device_class: str, amount: DeviceAmount) -> dict[str, float
     for dimension, value in amount.capacity.items():
         if value:
             out[f"{dimension}{CAPACITY_SEPARATOR}{device_class}"] = float(value * 1000)
+    return out
+
+
+def new_claim_devices(tasks: Iterable[TaskInfo], claims: Mapping[str, ResourceClaim],
+                      seen: set[str]) -> dict[str, DeviceAmount]:
+    """What the tasks' claims not in ``seen`` ask for, by class; their keys join
+    ``seen`` (a claim counts once)."""
+    out: dict[str, DeviceAmount] = {}
+    for task in tasks:
+        if not task.resource_claims:
+            continue
+        for key, per_class in task_claim_devices(task, claims).items():
+            if key not in seen:
+                seen.add(key)
+                add_amounts(out, per_class)
     return out
 
 

@@ -188,6 +188,7 @@ class MemoryCache:
                 if task is not None:
                     task.node_name = ""
                     drop_device_annotations(task)
+                    self._renew_claims(task)
                     job.update_task_status(task, TaskStatus.PENDING)
 
     @_locked
@@ -290,11 +291,7 @@ class MemoryCache:
         task.node_name = ""
         task.start_time = None
         drop_device_annotations(task)  # a new pod: the old one's devices are not its own
-        self._release_claims(task)
-        task.resource_claims = tuple(
-            attrs.evolve(entry, generated=None) if entry.template_name else entry
-            for entry in task.resource_claims)
-        self._make_claims(task)  # the new pod gets claims of its own from the templates
+        self._renew_claims(task)
         job.update_task_status(task, TaskStatus.PENDING)
 
     def _task(self, job_uid: str, task_uid: str) -> tuple[JobInfo, TaskInfo]:
@@ -411,9 +408,45 @@ class MemoryCache:
 
     @_locked
     def set_claim_template(self, template: ResourceClaimTemplate) -> None:
-        """Add or replace a resource claim template; pods added from now on that name it
-        get a claim of their own."""
+        """Add or replace a resource claim template. Pods naming it that have no claim
+        from it yet get one now (the claim controller retries until the template
+        exists), and so do pods added later."""
         self.claim_templates[template.key] = template
+        namespace, _, name = template.key.partition("/")
+        for job in self.jobs.values():
+            for task in job.tasks.values():
+                if task.namespace == namespace and any(
+                        entry.template_name == name and entry.generated is None
+                        for entry in task.resource_claims):
+                    self._make_claims(task)
+                    # Not a status move: the copy a session was handed must go.
+                    self._job_twins.pop(job.uid, None)
+
+    @_locked
+    def delete_claim_template(self, key: str) -> None:
+        """Remove a claim template (claims already made from it stay)."""
+        self.claim_templates.pop(key, None)
+
+    @_locked
+    def set_dra_objects(self, objects: DraObjects) -> None:
+        """Set a cluster's device classes, slices, claims and claim templates at once."""
+        for device_class in objects.device_classes.values():
+            self.set_device_class(device_class)
+        for resource_slice in objects.resource_slices:
+            self.set_resource_slice(resource_slice)
+        for claim in objects.resource_claims.values():
+            self.set_resource_claim(claim)
+        for template in objects.claim_templates.values():
+            self.set_claim_template(template)
+
+    def _renew_claims(self, task: TaskInfo) -> None:
+        """The task is a new pod: off its old claims, with claims of its own from its
+        templates."""
+        self._release_claims(task)
+        task.resource_claims = tuple(
+            attrs.evolve(entry, generated=None) if entry.template_name else entry
+            for entry in task.resource_claims)
+        self._make_claims(task)
 
     def _make_claims(self, task: TaskInfo) -> None:
         if task.resource_claims:
@@ -501,8 +534,12 @@ class MemoryCache:
         prebind = bool(mine.resource_claims) and task.claim_allocations is not None
         keys = claim_keys(mine.namespace, mine.name, mine.resource_claims) if prebind else []
         allocations = task.claim_allocations or {}
-        if prebind and check_reservations(mine.uid, keys, allocations, self.resource_claims):
-            return False
+        if prebind:
+            problem = check_reservations(mine.uid, keys, allocations, self.resource_claims)
+            if problem:
+                # Raised, not just refused: the session's FailedBinding event says why.
+                raise SchedulingError(f"task {mine.uid}: PreBind plugin DynamicResources "
+                                      f"failed: {problem}")
         if self.binder is not None and not self.binder(task, node_name):
             return False
         if prebind:

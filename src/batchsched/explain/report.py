@@ -27,10 +27,10 @@ from __future__ import annotations
 from typing import Any
 
 from batchsched.actions.strict_allocate import pending_request
-from batchsched.api.dra_usage import device_resources, task_claim_devices
+from batchsched.api.dra_usage import device_resources, new_claim_devices
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
-from batchsched.api.types import TaskStatus
+from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
 from batchsched.errors import ScenarioError
 from batchsched.framework.recording import NodeScore, Placement, QueueQuota, Recorder
 from batchsched.framework.registry import Registry
@@ -112,19 +112,21 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
 
 def _with_claimed_devices(ssn: Session, job: JobInfo, request: Resource) -> Resource:
     """``request`` plus the devices the pending tasks' claims ask for
-    (``deviceclass/<class>``, each claim once), as quota plugins count them."""
+    (``deviceclass/<class>``), each claim once and none the queue's placed tasks
+    already hold, as the capacity plugin counts them."""
     if not ssn.dra:
         return request
+    claims = ssn.dra.resource_claims
+    held: set[str] = set()
+    new_claim_devices((task for other in ssn.jobs.values() if other.queue == job.queue
+                       for status, tasks in other.task_status_index.items()
+                       if status in ALLOCATED_STATUSES for task in tasks.values()),
+                      claims, held)
     total = request.clone()
-    seen: set[str] = set()
-    for task in job.tasks_in(TaskStatus.PENDING).values():
-        for key, per_class in task_claim_devices(task, ssn.dra.resource_claims).items():
-            if key in seen:
-                continue
-            seen.add(key)
-            for device_class, amount in per_class.items():
-                for name, value in device_resources(device_class, amount).items():
-                    total.set(name, total.get(name) + value)
+    asked = new_claim_devices(job.tasks_in(TaskStatus.PENDING).values(), claims, held)
+    for device_class, amount in asked.items():
+        for name, value in device_resources(device_class, amount).items():
+            total.set(name, total.get(name) + value)
     return total
 
 

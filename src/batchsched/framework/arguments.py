@@ -283,6 +283,22 @@ class Arguments(Mapping[str, Any]):
                 log.warning("plugin %r: %s=%r has no effect: %s", owner, key, value, why)
         return on
 
+    def warn_cannot_turn_off(self, owner: str, switches: Mapping[str, str]) -> list[str]:
+        """As :meth:`warn_inert`, for switches the configuration turns off (false) where
+        what they switch stays on (argument -> why). Returns those turned off."""
+        off = []
+        for key, why in switches.items():
+            if key not in self._values:
+                continue
+            value = self._values[key]
+            if not (value is False or value in ("false", "False", "0", 0)):
+                continue
+            off.append(key)
+            if (owner, key) not in _WARNED_INERT:
+                _WARNED_INERT.add((owner, key))
+                log.warning("plugin %r: %s=%r has no effect: %s", owner, key, value, why)
+        return off
+
     def warn_unknown(self, owner: str, known: Iterable[str] = (), *,
                      prefixes: Iterable[str] = (), kind: str = "plugin") -> list[str]:
         """Log the arguments ``owner`` does not read (neither in ``known`` nor

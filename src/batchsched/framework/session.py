@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
-from batchsched.api.dra_usage import device_resources, task_claim_devices
+from batchsched.api.dra_usage import device_resources, new_claim_devices
 from batchsched.api.fit import FitError
 from batchsched.api.hypernode import HyperNode, NetworkTopology, Topology, build_topology
 from batchsched.api.job import JobInfo
@@ -366,20 +366,13 @@ class Session:
     def _count_claimed_devices(self, allocated: Resource, job: JobInfo, seen: set[str]) -> None:
         """Add the devices the job's placed tasks' claims ask for (``deviceclass/<class>``,
         a claim counted once per queue: ``seen``), as Volcano's queue status does."""
-        for status, tasks in job.task_status_index.items():
-            if status not in ALLOCATED_STATUSES:
-                continue
-            for task in tasks.values():
-                if not task.resource_claims:
-                    continue
-                for key, per_class in task_claim_devices(task, self.dra.resource_claims).items():
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    scalars = allocated.scalars
-                    for device_class, amount in per_class.items():
-                        for name, value in device_resources(device_class, amount).items():
-                            scalars[name] = scalars.get(name, 0.0) + value
+        placed = (task for status, tasks in job.task_status_index.items()
+                  if status in ALLOCATED_STATUSES for task in tasks.values())
+        scalars = allocated.scalars
+        for device_class, amount in new_claim_devices(
+                placed, self.dra.resource_claims, seen).items():
+            for name, value in device_resources(device_class, amount).items():
+                scalars[name] = scalars.get(name, 0.0) + value
 
     def _count_device_usage(self, allocated: Resource, job: JobInfo,
                             fns: list[tuple[str, Callable[..., Any]]]) -> None:

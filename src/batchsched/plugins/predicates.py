@@ -377,13 +377,12 @@ class PredicatesPlugin:
             "predicate.PodTopologySpreadEnable", True)
         self.volume_binding_enable = arguments.get_bool("predicate.VolumeBindingEnable", True)
         no_volumes = "the scenario model has no volumes, persistent volume claims or CSI drivers"
-        if not arguments.get_bool("predicate.DynamicResourceAllocationEnable", True):
+        arguments.warn_cannot_turn_off(self.name, {
             # Volcano no longer reads it: its feature gate decides, on since Kubernetes 1.34.
-            log.warning("plugin %r: predicate.DynamicResourceAllocationEnable=false has no "
-                        "effect: Volcano follows the DynamicResourceAllocation feature gate, "
-                        "which is on", self.name)
-        # Accepted: a simulated allocation has no deadline (Volcano's default is 10 s).
-        self.dra_filter_timeout = arguments.get_float(DRA_FILTER_TIMEOUT, 10.0)
+            "predicate.DynamicResourceAllocationEnable":
+                "Volcano follows the DynamicResourceAllocation feature gate, which is on"})
+        # Read, and of no consequence: a simulated allocation has no deadline.
+        arguments.get_float(DRA_FILTER_TIMEOUT, 10.0)
         arguments.warn_inert(self.name, {
             "predicate.NodeVolumeLimitsEnable": no_volumes,
             "predicate.VolumeZoneEnable": no_volumes,
@@ -817,8 +816,6 @@ class PredicatesPlugin:
         resolvable: BoolArray = ~ok if settled is None else ~ok & settled
         return ok, resolvable
 
-    # -- dry-run preemption -------------------------------------------------------------------
-
     # -- Dynamic Resource Allocation's score ---------------------------------------------
 
     def batch_node_order(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
@@ -838,6 +835,8 @@ class PredicatesPlugin:
         if task.resource_claims:
             raise VectorFallback("predicates: resource claims (Dynamic Resource Allocation)")
         return np.zeros(len(candidates))
+
+    # -- dry-run preemption -------------------------------------------------------------------
 
     def simulate_predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """Inter-pod affinity on a node copy whose tasks a preemption dry run changed."""

@@ -118,8 +118,9 @@ class Scenario:
     config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     #: ``hyperNodes``: the network topology.
     hyper_nodes: tuple[HyperNode, ...] = ()
-    #: ``deviceClasses``, ``resourceSlices``, ``resourceClaims`` (with those made from
-    #: ``resourceClaimTemplates`` for the tasks naming one).
+    #: ``deviceClasses``, ``resourceSlices``, ``resourceClaims`` and
+    #: ``resourceClaimTemplates`` as declared (the claims tasks get from templates are
+    #: made by :meth:`to_cluster` and :meth:`build_cache`).
     dra: DraObjects = attrs.field(factory=DraObjects)
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
@@ -171,14 +172,7 @@ class Scenario:
     def build_cache(self) -> MemoryCache:
         """A new in-memory cluster holding this scenario's objects (copies)."""
         cache = MemoryCache(now=self.now if self.now is not None else time.time())
-        for device_class in self.dra.device_classes.values():
-            cache.set_device_class(device_class)
-        for resource_slice in self.dra.resource_slices:
-            cache.set_resource_slice(resource_slice)
-        for claim in self.dra.resource_claims.values():
-            cache.set_resource_claim(claim)
-        for template in self.dra.claim_templates.values():
-            cache.set_claim_template(template)
+        cache.set_dra_objects(self.dra)
         for pc in self.priority_classes:
             cache.add_priority_class(pc)
         for queue in self.queues:
@@ -1205,6 +1199,13 @@ class _Parser:
             "scores": lambda v: isinstance(v, Mapping) or v is None,
             "bindFailures": lambda v: isinstance(v, list) or v is None,
             "nominated": lambda v: isinstance(v, Mapping) or v is None,
+            "gpuDevices": lambda v: v is None or (isinstance(v, Mapping) and all(
+                isinstance(devices, list) for devices in v.values())),
+            "vgpuDevices": lambda v: v is None or (isinstance(v, Mapping) and all(
+                isinstance(containers, list) for containers in v.values())),
+            "claimAllocations": lambda v: v is None or (isinstance(v, Mapping) and all(
+                isinstance(results, list) and all(isinstance(r, Mapping) for r in results)
+                for results in v.values())),
         }
         for key, check in checks.items():
             if key in obj and not check(obj[key]):

@@ -15,10 +15,12 @@ from batchsched.api.types import TaskStatus
 from batchsched.api.vgpu import assigned_devices
 from batchsched.cache.memory import Bind, Eviction
 from batchsched.conf import SchedulerConfiguration
+from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
-from batchsched.kube.dra.objects import AllocationResult
+from batchsched.kube.dra.claims import check_reservations, claim_keys, reserve_claims
+from batchsched.kube.dra.objects import AllocationResult, ResourceClaim
 from batchsched.scenario.loader import Scenario
 from batchsched.scheduler import run_actions
 
@@ -122,6 +124,8 @@ class _RecordingCache:
         self.vgpu_devices: dict[str, list[list[dict[str, object]]]] = {}
         #: Task uid -> the claims its bind allocated (claim key -> allocation).
         self.claim_allocations: dict[str, dict[str, AllocationResult]] = {}
+        #: The claims as binds leave them (kube's PreBind checks and writes them here).
+        self.claims: dict[str, ResourceClaim] = dict(snapshot.dra.resource_claims)
 
     def snapshot(self) -> ClusterInfo:
         return self._snapshot
@@ -130,6 +134,14 @@ class _RecordingCache:
         if task.uid in self.refuse:
             self.bind_failures.append(task.uid)
             return False
+        if task.resource_claims and task.claim_allocations is not None:
+            keys = claim_keys(task.namespace, task.name, task.resource_claims)
+            problem = check_reservations(task.uid, keys, task.claim_allocations, self.claims)
+            if problem:
+                self.bind_failures.append(task.uid)
+                raise SchedulingError(f"task {task.uid}: PreBind plugin DynamicResources "
+                                      f"failed: {problem}")
+            reserve_claims(task.uid, keys, task.claim_allocations, self.claims)
         self.binds.append(Bind(task.uid, node_name))
         if task.gpu_devices:
             self.gpu_devices[task.uid] = list(task.gpu_devices)

@@ -105,14 +105,7 @@ class Simulator:
             self.cache.set_config_map(namespace, name, dict(data))
         for hyper_node in workload.hyper_nodes:
             self.cache.set_hyper_node(hyper_node)
-        for device_class in workload.dra.device_classes.values():
-            self.cache.set_device_class(device_class)
-        for resource_slice in workload.dra.resource_slices:
-            self.cache.set_resource_slice(resource_slice)
-        for claim in workload.dra.resource_claims.values():
-            self.cache.set_resource_claim(claim)
-        for template in workload.dra.claim_templates.values():
-            self.cache.set_claim_template(template)
+        self.cache.set_dra_objects(workload.dra)
         self.scheduler = Scheduler(self.cache, configuration, registry=registry)
         self.timeline = Timeline(self.workload, self.start)
         # (time, kind, order of scheduling, payload): kinds rank events at the same time.

@@ -95,7 +95,7 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
                         jobs=tuple(jobs), queues=tuple(cluster.queues.values()),
                         priority_classes=tuple(cluster.priority_classes.values()),
                         config_maps=scenario.config_maps,
-                        hyper_nodes=scenario.hyper_nodes, dra=scenario.dra)
+                        hyper_nodes=scenario.hyper_nodes, dra=cluster.dra)
     return workload, unknown
 
 

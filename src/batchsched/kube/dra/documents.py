@@ -98,6 +98,12 @@ def _keys(obj: Mapping[str, Any], allowed: set[str], path: str) -> None:
             raise DraObjectError(f"{path}.{key}", "unknown field")
 
 
+def _meta_path(obj: Mapping[str, Any], path: str) -> str:
+    """Where a Kubernetes object's metadata fields are (``path.metadata``), or a flat
+    entry's (``path``)."""
+    return f"{path}.metadata" if "metadata" in obj or "spec" in obj else path
+
+
 def _flat(obj: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any], Mapping[str, Any],
                                                       Mapping[str, Any], str]:
     """(metadata, spec, status, path of spec) of a Kubernetes object or a flat entry."""
@@ -159,7 +165,7 @@ def parse_device_class(raw: Any, path: str = "deviceClass") -> DeviceClass:
     metadata, spec, _, spec_path = _flat(obj, path)
     # config and extendedResourceName are accepted and not read (docs/dra.md).
     _spec_keys(spec, obj, {"selectors", "config", "extendedResourceName"}, {"name"}, spec_path)
-    name = _text(metadata.get("name"), f"{path}.name", required=True)
+    name = _text(metadata.get("name"), f"{_meta_path(obj, path)}.name", required=True)
     return DeviceClass(name, _selectors(spec.get("selectors"), f"{spec_path}.selectors"))
 
 
@@ -294,7 +300,7 @@ def parse_resource_slice(raw: Any, path: str = "resourceSlice") -> ResourceSlice
     _spec_keys(spec, obj, {"driver", "pool", "nodeName", "nodeSelector", "allNodes",
                            "perDeviceNodeSelection", "devices", "sharedCounters"}, {"name"},
                spec_path)
-    name = _text(metadata.get("name"), f"{path}.name", required=True)
+    name = _text(metadata.get("name"), f"{_meta_path(obj, path)}.name", required=True)
     counter_sets: dict[str, Mapping[str, Fraction]] = {}
     for i, entry in enumerate(_sequence(spec.get("sharedCounters"),
                                         f"{spec_path}.sharedCounters")):
@@ -471,26 +477,29 @@ def parse_resource_claim(raw: Any, path: str = "resourceClaim") -> ResourceClaim
     _spec_keys(spec, obj, {"devices"} if spec is not obj else set(),
                {"name", "namespace", "requests", "constraints", "config", "allocation",
                 "reservedFor", "owner", "deleting"}, spec_path)
-    name = _text(metadata.get("name"), f"{path}.name", required=True)
-    namespace = _text(metadata.get("namespace"), f"{path}.namespace") or "default"
+    name = _text(metadata.get("name"), f"{_meta_path(obj, path)}.name", required=True)
+    namespace = _text(metadata.get("namespace"),
+                      f"{_meta_path(obj, path)}.namespace") or "default"
     requests, constraints = _devices_spec(spec, spec_path)
     status_path = f"{path}.status" if status is not obj else path
     allocation = (_allocation(status["allocation"], f"{status_path}.allocation")
                   if status.get("allocation") is not None else None)
-    owner = _text(metadata.get("owner"), f"{path}.owner")
+    flat = metadata is obj  # owner and deleting are the flat form's own fields
+    owner = _text(obj.get("owner"), f"{path}.owner") if flat else ""
     for i, reference in enumerate(_sequence(metadata.get("ownerReferences"),
                                             f"{path}.metadata.ownerReferences")):
         ref = _mapping(reference, f"{path}.metadata.ownerReferences[{i}]")
         if ref.get("controller") and ref.get("kind") == "Pod":
-            owner = f"{namespace}/{_text(ref.get('name'), f'{path}.ownerReferences[{i}].name')}"
+            ref_name = _text(ref.get("name"), f"{path}.metadata.ownerReferences[{i}].name")
+            owner = f"{namespace}/{ref_name}"
     return ResourceClaim(
         namespace=namespace, name=name, requests=requests, constraints=constraints,
         allocation=allocation,
         reserved_for=_reserved_for(status.get("reservedFor"), f"{status_path}.reservedFor",
                                    namespace),
         owner=owner,
-        deleting=bool(metadata.get("deletionTimestamp")) or _boolean(
-            metadata.get("deleting"), f"{path}.deleting"),
+        deleting=bool(metadata.get("deletionTimestamp")) or (
+            flat and _boolean(obj.get("deleting"), f"{path}.deleting")),
     )
 
 
@@ -498,8 +507,9 @@ def parse_resource_claim_template(raw: Any, path: str = "resourceClaimTemplate"
                                   ) -> ResourceClaimTemplate:
     obj = _mapping(raw, path)
     metadata, spec, _, spec_path = _flat(obj, path)
-    name = _text(metadata.get("name"), f"{path}.name", required=True)
-    namespace = _text(metadata.get("namespace"), f"{path}.namespace") or "default"
+    name = _text(metadata.get("name"), f"{_meta_path(obj, path)}.name", required=True)
+    namespace = _text(metadata.get("namespace"),
+                      f"{_meta_path(obj, path)}.namespace") or "default"
     if "spec" in spec and isinstance(spec.get("spec"), Mapping):
         spec, spec_path = spec["spec"], f"{spec_path}.spec"  # the object's spec.spec
     requests, constraints = _devices_spec(spec, spec_path)

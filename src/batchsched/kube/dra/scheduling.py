@@ -55,7 +55,7 @@ from batchsched.kube.dra.objects import (
     ResourceSlice,
 )
 
-__all__ = ["DraObjects", "DraRejection", "DynamicResources", "PodClaims", "claim_key_of"]
+__all__ = ["DraObjects", "DraRejection", "DynamicResources", "claim_key_of"]
 
 PLUGIN = "DynamicResources"
 UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
@@ -85,10 +85,6 @@ class DraRejection:
 
     code: str
     message: str
-
-
-class PodClaims(tuple[str, ...]):
-    """A pod's claims by key, in its order (claims it was told not to need left out)."""
 
 
 def claim_key_of(namespace: str, pod: str, entry: PodClaim) -> str | DraRejection | None:
@@ -210,7 +206,8 @@ class DynamicResources:
         claims = self.pod_claims(namespace, pod, pod_uid, entries)
         if isinstance(claims, DraRejection):
             return claims
-        if not claims:
+        if not claims:  # its status says it needs none: nothing to reserve either
+            self._attempts[pod_uid] = _Attempt([], self._version)
             return None
         for claim in claims:
             if claim.allocation is not None:
@@ -308,7 +305,9 @@ class DynamicResources:
         filter, so only a placement made without asking could)."""
         attempt = self._attempts.get(pod_uid)
         if attempt is None:
-            return {}
+            # No pre-filter ran for the pod (the predicates plugin's predicate is off):
+            # kube's Reserve finds no state for it and fails.
+            raise AllocationError("no pre-filter state for the pod's claims")
         if attempt.version != self._version:
             self._fresh(attempt)
         if not attempt.pending:

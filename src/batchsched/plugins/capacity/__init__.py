@@ -92,8 +92,7 @@ log = logging.getLogger("batchsched")
 
 ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 DRA_ENABLE = "capacity.DynamicResourceAllocationEnable"
-#: Volcano's switch for quotas on devices' consumable capacity: read, and of no
-#: consequence (a claim asking for capacity is refused when it is read).
+#: Volcano's switch for quotas on the capacities of devices (consumable capacity).
 DRA_CONSUMABLE_CAPACITY_ENABLE = "capacity.DRAConsumableCapacityEnable"
 _ZERO = DimensionDefault.ZERO
 

@@ -38,6 +38,7 @@ import attrs
 from batchsched.api.dra_usage import (
     CAPACITY_SEPARATOR,
     DEVICE_CLASS_PREFIX,
+    INT64_MAX,
     DeviceAmount,
     add_amounts,
     task_claim_devices,
@@ -53,7 +54,6 @@ __all__ = ["DRA_RESOURCE_EXCEEDED", "DeviceQuota", "Devices", "job_min_devices"]
 
 #: The reason an enqueue check gives for a job over a queue's device quota.
 DRA_RESOURCE_EXCEEDED = "dra-resource-exceeded"
-_INT64_MAX = 2**63 - 1
 
 #: Device class -> devices and capacities.
 Devices = dict[str, DeviceAmount]
@@ -149,7 +149,7 @@ class DeviceQuota:
             waiting = self.inqueue.get(device_class, DeviceAmount()) if with_inqueue \
                 else DeviceAmount()
             if limit.count > 0 and min(held.count + waiting.count + asked.count,
-                                       _INT64_MAX) > limit.count:
+                                       INT64_MAX) > limit.count:
                 return False
             if not capacity:
                 continue
