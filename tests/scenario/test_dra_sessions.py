@@ -245,3 +245,17 @@ def test_predicting_a_start_sees_claims_made_from_templates() -> None:
                                                      "resourceClaimTemplateName": "one-gpu"}])]))
     prediction = predict_start(scenario, "default/pg-p1")
     assert prediction["expectedStart"] is not None
+
+
+def test_turning_dra_off_is_reported_and_on_is_in_force(
+        tmp_path: Any, capsys: Any) -> None:
+    """Volcano no longer reads predicate.DynamicResourceAllocationEnable: its feature
+    gate, which is on, decides."""
+    from batchsched.cli import main
+
+    for value, ignored in (("false", True), ("true", False)):
+        path = tmp_path / f"dra-{value}.conf"
+        path.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n'
+                        f"    arguments: {{predicate.DynamicResourceAllocationEnable: {value}}}\n")
+        main(["conf", "validate", str(path)])
+        assert ("ignored" in capsys.readouterr().out) is ignored

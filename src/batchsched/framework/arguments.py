@@ -270,34 +270,28 @@ class Arguments(Mapping[str, Any]):
         does nothing here) that the configuration turns on: true for an enable flag,
         a non-zero weight. Volcano users set them; batchsched must not ignore them
         silently. Returns those turned on."""
-        on = []
-        for key, why in switches.items():
-            if key not in self._values:
-                continue
-            value = self._values[key]
-            if value is False or value in (0, "0", "false", "False"):
-                continue
-            on.append(key)
-            if (owner, key) not in _WARNED_INERT:
-                _WARNED_INERT.add((owner, key))
-                log.warning("plugin %r: %s=%r has no effect: %s", owner, key, value, why)
-        return on
+        return self._warn_switches(owner, switches, turned_on=True)
 
     def warn_cannot_turn_off(self, owner: str, switches: Mapping[str, str]) -> list[str]:
         """As :meth:`warn_inert`, for switches the configuration turns off (false) where
         what they switch stays on (argument -> why). Returns those turned off."""
-        off = []
+        return self._warn_switches(owner, switches, turned_on=False)
+
+    def _warn_switches(self, owner: str, switches: Mapping[str, str], *,
+                       turned_on: bool) -> list[str]:
+        said = []
         for key, why in switches.items():
             if key not in self._values:
                 continue
             value = self._values[key]
-            if not (value is False or value in ("false", "False", "0", 0)):
+            off = value is False or value in (0, "0", "false", "False")
+            if off == turned_on:
                 continue
-            off.append(key)
+            said.append(key)
             if (owner, key) not in _WARNED_INERT:
                 _WARNED_INERT.add((owner, key))
                 log.warning("plugin %r: %s=%r has no effect: %s", owner, key, value, why)
-        return off
+        return said
 
     def warn_unknown(self, owner: str, known: Iterable[str] = (), *,
                      prefixes: Iterable[str] = (), kind: str = "plugin") -> list[str]:
