@@ -259,3 +259,10 @@ def test_turning_dra_off_is_reported_and_on_is_in_force(
                         f"    arguments: {{predicate.DynamicResourceAllocationEnable: {value}}}\n")
         main(["conf", "validate", str(path)])
         assert ("ignored" in capsys.readouterr().out) is ignored
+
+
+def test_a_template_the_scenario_lacks_is_a_warning_naming_the_task() -> None:
+    scenario = parse_scenario(document([pod("p1", [{"name": "gpu",
+                                                    "resourceClaimTemplateName": "nope"}])]))
+    assert any("task default/p1: resourceClaims 'gpu': no claim template 'nope'" in warning
+               for warning in scenario.warnings)

@@ -322,7 +322,8 @@ class _Converter:
         }
         lines = [f"Imported from {Path(self.source).name} by `batchsched import kubectl` "
                  f"({len(self.nodes)} nodes, {len(self.jobs)} pod groups, {len(tasks)} pods, "
-                 f"{len(sections['queues'])} queues).", *(f"- {w}" for w in self.warnings)]
+                 f"{len(sections['queues'])} queues{_dra_counts(sections)}).",
+                 *(f"- {w}" for w in self.warnings)]
         document: dict[str, Any] = {"version": 1, "name": Path(self.source).stem,
                                     "description": "\n".join(lines), "config": config}
         if isinstance(now, str) and re.fullmatch(r"\d+(\.\d+)?", now.strip()):
@@ -666,6 +667,15 @@ class _Converter:
             "resourceClaims": spec.get("resourceClaims") or None,
             "resourceClaimStatuses": status.get("resourceClaimStatuses") or None,
         })
+
+
+def _dra_counts(sections: Mapping[str, list[tuple[str, dict[str, Any]]]]) -> str:
+    """``, 2 resource slices, 3 resource claims`` for the DRA objects a dump holds."""
+    names = {"deviceClasses": "device classes", "resourceSlices": "resource slices",
+             "resourceClaims": "resource claims",
+             "resourceClaimTemplates": "resource claim templates"}
+    return "".join(f", {len(sections[key])} {name}" for key, name in names.items()
+                   if sections.get(key))
 
 
 def _dra_object(item: _Item) -> dict[str, Any]:

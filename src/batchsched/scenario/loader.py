@@ -24,7 +24,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -425,6 +425,7 @@ class _Parser:
         config_maps = self.config_maps(doc.get("configMaps"))
         hyper_nodes = self.hyper_nodes(doc.get("hyperNodes"))
         dra = self.dra_objects(doc)
+        self.warn_missing_templates(tasks, dra)
         expect = self.expect(doc.get("expect"))
         bind_failures = self.faults(doc.get("faults"), tasks)
         kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
@@ -466,6 +467,18 @@ class _Parser:
         except DraObjectError as exc:
             raise self.fail(exc.path, exc.problem) from None
         return DraObjects(classes, slices, claims, templates)
+
+    def warn_missing_templates(self, tasks: Sequence[TaskInfo], dra: DraObjects) -> None:
+        """A task naming a claim template the scenario does not have gets no claim (its
+        pod waits with "ResourceClaim not created yet"): say so now."""
+        for task in tasks:
+            for entry in task.resource_claims:
+                if (entry.template_name and entry.generated is None
+                        and f"{task.namespace}/{entry.template_name}" not in dra.claim_templates):
+                    self.warnings.append(
+                        f"{self.source}: task {task.uid}: resourceClaims {entry.name!r}: no "
+                        f"claim template {entry.template_name!r} in namespace "
+                        f"{task.namespace!r}; the pod waits for its claim")
 
     def network_topology(self, raw: Any, path: str) -> NetworkTopology | None:
         """A pod group's ``networkTopology: {mode, highestTierAllowed, highestTierName}``."""
