@@ -94,13 +94,18 @@ def test_a_cache_binds_a_pod_whose_claims_no_plugin_allocated() -> None:
     assert cache.resource_claims["default/p1-gpu"].allocation is None
 
 
+def _claim_reserved_for_256() -> dict[str, Any]:
+    """A pod asking for a claim already reserved for 256 other pods."""
+    return document([pod("p1", [{"name": "gpu", "resourceClaimName": "shared"}])],
+                    resourceClaims=[{"name": "shared", "requests": [
+                        {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}],
+                        "allocation": {"results": [{"request": "gpu", "driver": GPU,
+                                                    "pool": "n1", "device": "gpu-0"}]},
+                        "reservedFor": [f"default/other-{i}" for i in range(256)]}])
+
+
 def test_a_claim_reserved_for_256_pods_takes_no_more() -> None:
-    doc = document([pod("p1", [{"name": "gpu", "resourceClaimName": "shared"}])],
-                   resourceClaims=[{"name": "shared", "requests": [
-                       {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}],
-                       "allocation": {"results": [{"request": "gpu", "driver": GPU,
-                                                   "pool": "n1", "device": "gpu-0"}]},
-                       "reservedFor": [f"default/other-{i}" for i in range(256)]}])
+    doc = _claim_reserved_for_256()
     scenario = parse_scenario(doc)
     cache = scenario.build_cache()
     Scheduler(cache, scenario.configuration).run_once()
@@ -218,12 +223,7 @@ def test_a_template_set_after_its_pods_gives_them_claims() -> None:
 
 
 def test_a_claim_reserved_for_256_pods_takes_no_more_in_a_run_either() -> None:
-    doc = document([pod("p1", [{"name": "gpu", "resourceClaimName": "shared"}])],
-                   resourceClaims=[{"name": "shared", "requests": [
-                       {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}],
-                       "allocation": {"results": [{"request": "gpu", "driver": GPU,
-                                                   "pool": "n1", "device": "gpu-0"}]},
-                       "reservedFor": [f"default/other-{i}" for i in range(256)]}])
+    doc = _claim_reserved_for_256()
     decisions = run_scenario(parse_scenario(doc))
     assert decisions.binds == {}
     assert any("reservedFor: Too many" in e["message"] for e in decisions.events)

@@ -197,44 +197,33 @@ def conditional(condition: Node, then: Node, otherwise: Node) -> Node:
     return choose
 
 
-def logical_and(left: Node, right: Node) -> Node:
-    def both(act: Mapping[str, Any]) -> Any:
-        try:
-            first = left(act)
-            first_error = None
-        except CelEvaluationError as exc:
-            first, first_error = None, exc
-        if first is False:
-            return False
-        second = right(act)  # an error here stands, unless the left side was false
-        if second is False:
-            return False
-        if first_error is not None:
-            raise first_error
-        if type(first) is not bool or type(second) is not bool:
-            raise overload("_&&_", first, second)
-        return True
-    return both
+def _logical(name: str, decisive: bool) -> Callable[[Node, Node], Node]:
+    """``&&`` (``decisive`` False) or ``||`` (True): either side being ``decisive``
+    decides, even when the other fails (CEL's commutative error absorption); otherwise
+    an error of either side stands."""
+    def combine(left: Node, right: Node) -> Node:
+        def evaluate(act: Mapping[str, Any]) -> Any:
+            try:
+                first = left(act)
+                first_error = None
+            except CelEvaluationError as exc:
+                first, first_error = None, exc
+            if first is decisive:
+                return decisive
+            second = right(act)  # an error here stands, unless the left side decided
+            if second is decisive:
+                return decisive
+            if first_error is not None:
+                raise first_error
+            if type(first) is not bool or type(second) is not bool:
+                raise overload(name, first, second)
+            return not decisive
+        return evaluate
+    return combine
 
 
-def logical_or(left: Node, right: Node) -> Node:
-    def either(act: Mapping[str, Any]) -> Any:
-        try:
-            first = left(act)
-            first_error = None
-        except CelEvaluationError as exc:
-            first, first_error = None, exc
-        if first is True:
-            return True
-        second = right(act)
-        if second is True:
-            return True
-        if first_error is not None:
-            raise first_error
-        if type(first) is not bool or type(second) is not bool:
-            raise overload("_||_", first, second)
-        return False
-    return either
+logical_and = _logical("_&&_", False)
+logical_or = _logical("_||_", True)
 
 
 def logical_not(value: Any) -> bool:

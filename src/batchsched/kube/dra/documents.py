@@ -154,6 +154,15 @@ def _tolerations(raw: Any, path: str) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
+def _new_name(obj: Mapping[str, Any], where: str, seen: set[str], what: str) -> str:
+    """The entry's ``name``, required and not one of ``seen`` (which it joins)."""
+    name = _text(obj.get("name"), f"{where}.name", required=True)
+    if name in seen:
+        raise DraObjectError(f"{where}.name", f"duplicate {what} name {name!r}")
+    seen.add(name)
+    return name
+
+
 def _spec_keys(spec: Mapping[str, Any], obj: Mapping[str, Any], allowed: set[str],
                flat_extra: set[str], path: str) -> None:
     """Refuse fields the API does not have (a flat entry also carries its metadata)."""
@@ -374,10 +383,7 @@ def _requests(raw: Any, path: str) -> tuple[DeviceRequest, ...]:
         where = f"{path}[{i}]"
         obj = _mapping(entry, where)
         _keys(obj, {"name", "exactly", "firstAvailable"}, where)
-        name = _text(obj.get("name"), f"{where}.name", required=True)
-        if name in seen:
-            raise DraObjectError(f"{where}.name", f"duplicate request name {name!r}")
-        seen.add(name)
+        name = _new_name(obj, where, seen, "request")
         exactly, alternatives = obj.get("exactly"), obj.get("firstAvailable")
         if (exactly is None) == (not alternatives):
             raise DraObjectError(where, "exactly one of exactly, firstAvailable must be set")
@@ -531,10 +537,7 @@ def parse_pod_claims(raw: Any, path: str, statuses: Any = None) -> tuple[PodClai
         where = f"{path}[{i}]"
         obj = _mapping(entry, where)
         _keys(obj, {"name", "resourceClaimName", "resourceClaimTemplateName"}, where)
-        name = _text(obj.get("name"), f"{where}.name", required=True)
-        if name in seen:
-            raise DraObjectError(f"{where}.name", f"duplicate claim name {name!r}")
-        seen.add(name)
+        name = _new_name(obj, where, seen, "claim")
         claim = _text(obj.get("resourceClaimName"), f"{where}.resourceClaimName")
         template = _text(obj.get("resourceClaimTemplateName"),
                          f"{where}.resourceClaimTemplateName")
