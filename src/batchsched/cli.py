@@ -197,11 +197,16 @@ def _text(name: str, got: dict[str, Any]) -> str:
     width = max((len(t) for t in binds), default=0)
     devices = got.get("gpuDevices", {})
     vgpus = got.get("vgpuDevices", {})
+    vnpus = got.get("vnpuDevices", {})
     lines.extend(f"  {task:<{width}}  -> {node}" + (
         f"  (GPUs {', '.join(map(str, devices[task]))})" if task in devices else "") + (
         "  (vGPUs " + ", ".join(f"{d['uuid']} {d['memory']} MiB {d['cores']}%"
                                 for container in vgpus[task] for d in container) + ")"
-        if task in vgpus else "")
+        if task in vgpus else "") + (
+        "  (vNPUs " + ", ".join(f"{d['type']} {d['uuid']} {d['memory']} MiB"
+                                + (f" {d['cores']} cores" if d['cores'] else "")
+                                for d in vnpus[task]) + ")"
+        if task in vnpus else "")
         for task, node in binds.items())
     lines.append(f"evicted ({len(got['evicted'])}):")
     lines.extend(f"  {task}" for task in got["evicted"])

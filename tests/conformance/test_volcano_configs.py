@@ -16,11 +16,9 @@ from batchsched.cli import main
 
 CONFIGS = Path(__file__).parent / "volcano" / "configs"
 
-VNPU = "Ascend vNPUs are not modelled (deviceshare.AscendHAMiVNPUEnable)"
 MOVED = ("the configuration for Volcano v1.8.2 and earlier: predicate.GPU*Enable, which "
          "Volcano reads from deviceshare since (and ignores here, as batchsched reports)")
 KNOWN_GAPS = {
-    "how_to_use_vnpu-0.conf": VNPU,
     "how_to_use_gpu_sharing-1.conf": MOVED,
     "how_to_use_gpu_number-1.conf": MOVED,
 }

@@ -8,9 +8,12 @@ finds the ConfigMap among the snapshot's (a scenario's ``configMaps``, a kubectl
 ConfigMaps holding ``device-config.yaml``, or ``MemoryCache.set_config_map``).
 
 What is read: the ``nvidia`` section's request names (``resourceCountName``,
-``resourceMemoryName``, ``resourceMemoryPercentageName``, ``resourceCoreName``). A file
-without that section names no vGPU request at all, as in Volcano. MIG geometries and
-the ``vnpus`` section (Ascend) are not modelled.
+``resourceMemoryName``, ``resourceMemoryPercentageName``, ``resourceCoreName``), and the
+``vnpus`` section's Ascend chip types (:mod:`batchsched.api.ascend`), either as
+``{hamiVnpuCore, configs: [...]}`` or, as older files have it, the list of chip types
+itself. A file without a section names no vGPU request, or no chip type, at all, as
+in Volcano (whose default configuration, used when the file is missing or unreadable,
+has both). MIG geometries are not modelled.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Mapping
 import attrs
 import yaml
 
+from batchsched.api.ascend import DEFAULT_VNPU_CONFIG, AscendChip, VnpuConfig, VnpuTemplate
 from batchsched.api.vgpu import DEFAULT_NAMES, VgpuResourceNames
 
 __all__ = [
@@ -45,6 +49,7 @@ class DeviceConfig:
     """What batchsched reads of a device configuration."""
 
     vgpu_names: VgpuResourceNames = DEFAULT_NAMES
+    vnpus: VnpuConfig = DEFAULT_VNPU_CONFIG
     #: Where it came from (``namespace/name``); "" for Volcano's default.
     source: str = ""
 
@@ -64,17 +69,14 @@ def parse_device_config(text: str, source: str = "") -> DeviceConfig:
         raise ValueError(f"not YAML: {exc}") from exc
     names = dict.fromkeys(_NAME_KEYS.values(), "")
     if document is None or _is_null(document):
-        return DeviceConfig(VgpuResourceNames(**names), source)
+        return DeviceConfig(VgpuResourceNames(**names), VnpuConfig(), source)
     if not isinstance(document, yaml.MappingNode):
         raise ValueError("not a mapping")
     sections = _members(document)
-    vnpus = sections.get("vnpus")
-    if vnpus is not None and not _is_null(vnpus) and not isinstance(
-            vnpus, yaml.MappingNode | yaml.SequenceNode):
-        raise ValueError("vnpus: neither a mapping nor a list")
+    vnpus = _vnpus(sections.get("vnpus"))
     nvidia = sections.get("nvidia")
     if nvidia is None or _is_null(nvidia):
-        return DeviceConfig(VgpuResourceNames(**names), source)
+        return DeviceConfig(VgpuResourceNames(**names), vnpus, source)
     if not isinstance(nvidia, yaml.MappingNode):
         raise ValueError("nvidia: not a mapping")
     for key, node in _members(nvidia).items():
@@ -85,7 +87,73 @@ def parse_device_config(text: str, source: str = "") -> DeviceConfig:
             raise ValueError(f"nvidia.{key}: not {_KIND_WORDS[kind]}")
         if key in _NAME_KEYS:
             names[_NAME_KEYS[key]] = node.value
-    return DeviceConfig(VgpuResourceNames(**names), source)
+    return DeviceConfig(VgpuResourceNames(**names), vnpus, source)
+
+
+def _vnpus(node: yaml.Node | None) -> VnpuConfig:
+    """The ``vnpus`` section: a mapping (``hamiVnpuCore``, ``configs``) or the list of
+    chip types itself (Volcano tries the mapping first)."""
+    if node is None or _is_null(node):
+        return VnpuConfig()
+    if isinstance(node, yaml.SequenceNode):
+        return VnpuConfig(tuple(_chip(item, f"vnpus[{i}]") for i, item in enumerate(node.value)))
+    if not isinstance(node, yaml.MappingNode):
+        raise ValueError("vnpus: failed to parse as either wrapper struct or direct array")
+    members = _members(node)
+    hami_core = members.get("hamiVnpuCore")
+    if hami_core is not None and not _is_null(hami_core) and not _boolean(hami_core):
+        raise ValueError("vnpus.hamiVnpuCore: not a boolean")
+    configs = members.get("configs")
+    chips: tuple[AscendChip, ...] = ()
+    if configs is not None and not _is_null(configs):
+        if not isinstance(configs, yaml.SequenceNode):
+            raise ValueError("vnpus.configs: not a list")
+        chips = tuple(_chip(item, f"vnpus.configs[{i}]") for i, item in enumerate(configs.value))
+    return VnpuConfig(chips, hami_core is not None and _is_true(hami_core))
+
+
+def _chip(node: yaml.Node, where: str) -> AscendChip:
+    if not isinstance(node, yaml.MappingNode):
+        raise ValueError(f"{where}: not a mapping")
+    fields = {key: value for key, value in _members(node).items() if not _is_null(value)}
+    for key, value in fields.items():
+        kind = _CHIP_KINDS.get(key)
+        if kind is not None and not kind(value):
+            raise ValueError(f"{where}.{key}: not {_KIND_WORDS[kind]}")
+    templates = []
+    if "templates" in fields:
+        for i, item in enumerate(fields["templates"].value):
+            if not isinstance(item, yaml.MappingNode):
+                raise ValueError(f"{where}.templates[{i}]: not a mapping")
+            own = {key: value for key, value in _members(item).items() if not _is_null(value)}
+            if "name" in own and not _scalar(own["name"]):
+                raise ValueError(f"{where}.templates[{i}].name: not a scalar")
+            for key in ("memory", "aiCore", "aiCPU"):
+                if key in own and not _integer(own[key]):
+                    raise ValueError(f"{where}.templates[{i}].{key}: not an integer")
+            templates.append(VnpuTemplate(_text(own.get("name")), _int(own.get("memory"))))
+    return AscendChip(
+        common_word=_text(fields.get("commonWord")), chip_name=_text(fields.get("chipName")),
+        resource_name=_text(fields.get("resourceName")),
+        resource_memory_name=_text(fields.get("resourceMemoryName")),
+        memory_allocatable=_int(fields.get("memoryAllocatable")),
+        memory_capacity=_int(fields.get("memoryCapacity")), templates=tuple(templates))
+
+
+def _text(node: yaml.Node | None) -> str:
+    return "" if node is None else str(node.value)
+
+
+def _int(node: yaml.Node | None) -> int:
+    return 0 if node is None else int(yaml.safe_load(node.value))
+
+
+def _is_true(node: yaml.Node) -> bool:
+    return bool(yaml.safe_load(node.value))
+
+
+def _integer(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == _INT
 
 
 def _members(node: yaml.MappingNode) -> dict[str, yaml.Node]:
@@ -134,8 +202,14 @@ _FIELD_KINDS = {
     **dict.fromkeys(("overwriteEnv", "disableCoreLimit"), _boolean),
     "knownMigGeometries": _list,
 }
+#: The kinds of Volcano's ``VNPUConfig`` fields.
+_CHIP_KINDS = {
+    **dict.fromkeys(("commonWord", "chipName", "resourceName", "resourceMemoryName"), _scalar),
+    **dict.fromkeys(("memoryAllocatable", "memoryCapacity", "aiCore", "aiCPU"), _integer),
+    "templates": _list,
+}
 _KIND_WORDS = {_scalar: "a scalar", _unsigned: "a non-negative number", _number: "a number",
-               _boolean: "a boolean", _list: "a list"}
+               _boolean: "a boolean", _list: "a list", _integer: "an integer"}
 
 
 def read_device_config(config_maps: Mapping[str, Mapping[str, str]], namespace: str,

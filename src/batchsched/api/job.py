@@ -240,6 +240,33 @@ class JobInfo:
         if task.best_effort:
             self._pending_best_effort += step
 
+    def hide_resources(self, names: frozenset[str]) -> dict[str, dict[str, float]]:
+        """Drop ``names`` from its tasks' requests (new vectors: the old ones may be
+        shared with another copy of the task) and from its sums; per task changed,
+        what it asked of them (a session hides what device models account for)."""
+        hidden: dict[str, dict[str, float]] = {}
+        for task in self.tasks.values():
+            resreq = task.resreq.without(names)
+            if resreq is task.resreq:
+                continue
+            hidden[task.uid] = {name: task.resreq.scalars[name] for name in names
+                                if name in task.resreq.scalars}
+            pending = task.status == _PENDING
+            if pending:
+                self._count_pending(task, -1)
+            task.resreq = resreq
+            task.init_resreq = task.init_resreq.without(names)
+            if pending:
+                self._count_pending(task, 1)
+        if hidden:
+            self.mutations += 1
+            self.memo.clear()
+            self.allocated = self.allocated.without(names)
+            self.total_request = self.total_request.without(names)
+        if self.podgroup.min_resources is not None:
+            self.podgroup.min_resources = self.podgroup.min_resources.without(names)
+        return hidden
+
     def _recount_task(self, task: TaskInfo, old: TaskStatus, new: TaskStatus) -> None:
         """``_count_task(task, -1)`` as of status ``old``, then ``_count_task(task, 1)``
         as of ``new``, in one pass: the same counts, and keys added in the same order."""

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import attrs
 
 from batchsched.api._copying import field_copier
+from batchsched.api.ascend import AscendDevices
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, device_count, gpu_ask
 from batchsched.api.numa import NumaTopology
 from batchsched.api.resource import PODS, Resource
@@ -102,6 +103,10 @@ class NodeInfo:
     #: The vGPUs its device plugin registers (:mod:`batchsched.api.vgpu`) and what
     #: the tasks here hold of them; None on a node without.
     vgpu: VgpuDevices | None = None
+    #: Its Ascend cards by chip type (:mod:`batchsched.api.ascend`) and what the tasks
+    #: here hold of them; set by a session whose deviceshare plugin schedules vNPUs
+    #: (which chip types there are is in its device configuration); None otherwise.
+    ascend: dict[str, AscendDevices] | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.gpu_free is None:
@@ -185,6 +190,9 @@ class NodeInfo:
                 and ASSIGNED_IDS_ANNOTATION in held.annotations):
             vgpu.add_task(held.uid, held.annotations,
                           group_key(held.annotations, held.namespace, held.job))
+        if self.ascend is not None and held.status not in _OWN_FIGURE:
+            for cards in self.ascend.values():
+                cards.add_task(held.uid, held.annotations)
         self.mutations += 1
         _CHANGES[0] += 1
         if held.status == _PIPELINED:
@@ -217,6 +225,9 @@ class NodeInfo:
         if (vgpu is not None and held.status not in _OWN_FIGURE
                 and ASSIGNED_IDS_ANNOTATION in held.annotations):
             vgpu.remove_task(held.uid, held.annotations)
+        if self.ascend is not None and held.status not in _OWN_FIGURE:
+            for cards in self.ascend.values():
+                cards.remove_task(held.uid)
         req = held.resreq
         if held.status == _PIPELINED:
             self.pipelined.sub_unchecked(req)
@@ -314,6 +325,8 @@ class NodeInfo:
         twin.on_change = None
         twin.gpu_free = None if self.gpu_free is None else list(self.gpu_free)
         twin.vgpu = None if self.vgpu is None else self.vgpu.clone()
+        if self.ascend is not None:
+            twin.ascend = {chip: cards.clone() for chip, cards in self.ascend.items()}
         return twin
 
     def check_invariants(self) -> None:
@@ -346,6 +359,9 @@ class NodeInfo:
             assert all(left >= 0 for left in free), f"{self.name}: a GPU over 1000 milli"
         if self.vgpu is not None:
             self.vgpu.check(self.tasks)
+        for cards in (self.ascend or {}).values():
+            cards.check(uid for uid, task in self.tasks.items()
+                        if task.status not in _OWN_FIGURE)
 
     def _take_devices(self, held: TaskInfo) -> tuple[int, ...]:
         """Charge the devices of a task being added (those it names when they serve

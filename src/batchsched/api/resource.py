@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 import functools
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from batchsched.errors import QuantityError
 from batchsched.kube.quantity import milli_value, value
@@ -118,6 +118,16 @@ class Resource:
         res.memory = self.memory
         scalars = self.scalars
         res.scalars = dict(scalars) if scalars else {}
+        return res
+
+    def without(self, names: Iterable[str]) -> Resource:
+        """A copy without the named scalars (the same object when it has none of them)."""
+        scalars = self.scalars
+        if not scalars or not any(name in scalars for name in names):
+            return self
+        res = self.clone()
+        for name in names:
+            res.scalars.pop(name, None)
         return res
 
     # -- access ---------------------------------------------------------------------

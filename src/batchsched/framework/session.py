@@ -163,6 +163,8 @@ class Session:
             self._initial_conditions = {
                 uid: list(job.podgroup.conditions) for uid, job in self.jobs.items()
             }
+        #: Task uid -> the scalars hidden from its requests (see _hide_resources).
+        self._hidden_requests: dict[str, dict[str, float]] = {}
         self._closed = False
         self._opened = False
 
@@ -230,8 +232,11 @@ class Session:
         ssn.metrics = metrics
         for tier in configuration.tiers:
             for option in tier.plugins:
-                plugin = registry.create_plugin(option.name, option.arguments)
-                ssn.plugins[option.name] = plugin
+                ssn.plugins[option.name] = registry.create_plugin(option.name, option.arguments)
+        ssn._hide_resources(ssn._resources_plugins_hide())
+        for tier in configuration.tiers:
+            for option in tier.plugins:
+                plugin = ssn.plugins[option.name]
                 began = time.perf_counter()
                 try:
                     plugin.on_session_open(ssn)
@@ -250,6 +255,66 @@ class Session:
         ssn._opened = True
         registry.manager.hook.batchsched_session_opened(session=ssn)
         return ssn
+
+    def _resources_plugins_hide(self) -> frozenset[str]:
+        """The resources plugins account for themselves (their optional
+        ``hidden_resources(ssn)``, asked before any plugin opens)."""
+        hidden: set[str] = set()
+        for name, plugin in self.plugins.items():
+            ask = getattr(plugin, "hidden_resources", None)
+            if ask is None:
+                continue
+            try:
+                hidden.update(ask(self))
+            except BatchSchedError:
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {name!r} raised in hidden_resources: {type(exc).__name__}: "
+                    f"{exc}", plugin=name, point="hidden_resources") from exc
+        return frozenset(hidden)
+
+    def _hide_resources(self, names: frozenset[str]) -> None:
+        """Drop ``names`` from every resource list of the session, as Volcano drops the
+        resources a device model accounts for (its ``IgnoredDevicesList``) from every
+        resource list it reads: node figures, task requests, pod groups' minimum
+        resources, queues' quotas. What a task asked of them stays readable through
+        :meth:`device_requests`."""
+        if not names:
+            return
+        hidden = self._hidden_requests
+        for node in self.node_list:
+            changed = False
+            for field in ("allocatable", "capacity", "idle", "used", "releasing", "pipelined"):
+                figure = getattr(node, field)
+                trimmed = figure.without(names)
+                if trimmed is not figure:
+                    setattr(node, field, trimmed)
+                    changed = True
+            for held in node.tasks.values():
+                trimmed = held.resreq.without(names)
+                if trimmed is not held.resreq:
+                    held.resreq = trimmed
+                    held.init_resreq = held.init_resreq.without(names)
+                    changed = True
+            if changed:
+                node.mutations += 1
+        for job in self.jobs.values():
+            hidden.update(job.hide_resources(names))
+        for queue in self.queues.values():
+            for field in ("capability", "deserved", "guarantee"):
+                quota = getattr(queue, field)
+                if quota is not None:
+                    setattr(queue, field, quota.without(names))
+        self.total_resource = Resource()
+        for node in self.node_list:
+            self.total_resource.add(node.allocatable)
+
+    def device_requests(self, task: TaskInfo) -> Mapping[str, float]:
+        """The task's scalar requests (milli), those the session hides included
+        (:meth:`_hide_resources`): what a device model reads of the pod."""
+        hidden = self._hidden_requests.get(task.uid)
+        return task.resreq.scalars if hidden is None else {**task.resreq.scalars, **hidden}
 
     def close(self) -> None:
         """Run ``on_session_close``, update pod-group phases, hand them to the cache."""

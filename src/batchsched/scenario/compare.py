@@ -58,6 +58,11 @@ def compare_decisions(
         have_vgpus = dict(got.get("vgpuDevices") or {})
         if want_vgpus != have_vgpus:
             diffs.append(f"vgpuDevices: expected {want_vgpus}, got {have_vgpus}")
+    if "vnpuDevices" in expect:
+        want_vnpus = dict(expect["vnpuDevices"] or {})
+        have_vnpus = dict(got.get("vnpuDevices") or {})
+        if want_vnpus != have_vnpus:
+            diffs.append(f"vnpuDevices: expected {want_vnpus}, got {have_vnpus}")
     if "claimAllocations" in expect:
         want_claims = dict(expect["claimAllocations"] or {})
         have_claims = dict(got.get("claimAllocations") or {})

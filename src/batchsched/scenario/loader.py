@@ -91,7 +91,7 @@ _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "que
              "resourceClaimTemplates"}
 _EXPECT_KEYS = {"binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
                 "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices",
-                "vgpuDevices", "claimAllocations"}
+                "vgpuDevices", "vnpuDevices", "claimAllocations"}
 
 
 @attrs.frozen
@@ -1216,6 +1216,9 @@ class _Parser:
                 isinstance(devices, list) for devices in v.values())),
             "vgpuDevices": lambda v: v is None or (isinstance(v, Mapping) and all(
                 isinstance(containers, list) for containers in v.values())),
+            "vnpuDevices": lambda v: v is None or (isinstance(v, Mapping) and all(
+                isinstance(cards, list) and all(isinstance(c, Mapping) for c in cards)
+                for cards in v.values())),
             "claimAllocations": lambda v: v is None or (isinstance(v, Mapping) and all(
                 isinstance(results, list) and all(isinstance(r, Mapping) for r in results)
                 for results in v.values())),

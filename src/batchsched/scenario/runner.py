@@ -12,6 +12,7 @@ from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
+from batchsched.api.ascend import assigned_vnpus
 from batchsched.api.vgpu import assigned_devices
 from batchsched.cache.memory import Bind, Eviction
 from batchsched.conf import SchedulerConfiguration
@@ -42,7 +43,9 @@ class Decisions:
     quantities, ``podGroups`` counted by phase); ``gpu_devices``: bound task id ->
     the indexes of its node's GPUs it holds (tasks holding GPUs one by one only);
     ``vgpu_devices``: bound task id -> the vGPUs it holds, per container (its
-    ``volcano.sh/vgpu-ids-new`` annotation read); ``claim_allocations``: resource
+    ``volcano.sh/vgpu-ids-new`` annotation read); ``vnpu_devices``: bound task id ->
+    the Ascend cards it holds (its ``hami.io/<chip>-devices-allocated`` annotations
+    read); ``claim_allocations``: resource
     claim -> the devices a bind allocated to it (Dynamic Resource Allocation).
     """
 
@@ -59,10 +62,12 @@ class Decisions:
     gpu_devices: dict[str, list[int]] = attrs.field(factory=dict)
     vgpu_devices: dict[str, list[list[dict[str, object]]]] = attrs.field(factory=dict)
     claim_allocations: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)
+    vnpu_devices: dict[str, list[dict[str, object]]] = attrs.field(factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's JSON object: every key present, ``scores`` only when computed and
-        ``vgpuDevices`` only when a bound task holds vGPUs, ``claimAllocations`` only
+        ``vgpuDevices`` (``vnpuDevices``) only when a bound task holds vGPUs (Ascend
+        cards), ``claimAllocations`` only
         when a bind allocated a resource claim."""
         out: dict[str, Any] = {
             "binds": self.binds,
@@ -80,6 +85,8 @@ class Decisions:
             out["scores"] = self.scores
         if self.vgpu_devices:
             out["vgpuDevices"] = self.vgpu_devices
+        if self.vnpu_devices:
+            out["vnpuDevices"] = self.vnpu_devices
         if self.claim_allocations:
             out["claimAllocations"] = self.claim_allocations
         return out
@@ -122,6 +129,7 @@ class _RecordingCache:
         self.nominated: dict[str, str] = {}
         self.gpu_devices: dict[str, list[int]] = {}
         self.vgpu_devices: dict[str, list[list[dict[str, object]]]] = {}
+        self.vnpu_devices: dict[str, list[dict[str, object]]] = {}
         #: Task uid -> the claims its bind allocated (claim key -> allocation).
         self.claim_allocations: dict[str, dict[str, AllocationResult]] = {}
         #: The claims as binds leave them (kube's PreBind checks and writes them here).
@@ -148,6 +156,9 @@ class _RecordingCache:
         vgpus = assigned_devices(task.annotations)
         if vgpus is not None:
             self.vgpu_devices[task.uid] = vgpus
+        vnpus = assigned_vnpus(task.annotations)
+        if vnpus is not None:
+            self.vnpu_devices[task.uid] = vnpus
         if task.claim_allocations:
             self.claim_allocations[task.uid] = dict(task.claim_allocations)
         return True
@@ -157,6 +168,7 @@ class _RecordingCache:
         self.binds = [b for b in self.binds if b.task != task.uid]
         self.gpu_devices.pop(task.uid, None)
         self.vgpu_devices.pop(task.uid, None)
+        self.vnpu_devices.pop(task.uid, None)
         self.claim_allocations.pop(task.uid, None)
 
     def nominate(self, task: TaskInfo, node_name: str) -> None:
@@ -222,6 +234,7 @@ def run_scenario(
                       for name, queue in sorted(ssn.queues.items())},
         gpu_devices=dict(sorted(cache.gpu_devices.items())),
         vgpu_devices=dict(sorted(cache.vgpu_devices.items())),
+        vnpu_devices=dict(sorted(cache.vnpu_devices.items())),
         claim_allocations={
             key: [result.to_json() for result in allocation.results]
             for key, allocation in sorted(

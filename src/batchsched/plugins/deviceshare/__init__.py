@@ -25,10 +25,16 @@ and writes them in its ``volcano.sh/vgpu-ids-new`` annotation, and undoing the
 placement gives them back. The request names come from the device configuration in
 the ConfigMap ``deviceshare.KnownGeometriesCMName`` / ``KnownGeometriesCMNamespace``
 name (:mod:`batchsched.api.device_config`), and ``deviceshare.GPUExclusiveRules``
-keeps the pods of a rule on GPUs of their own. The Ascend vNPU switches,
-``deviceshare.NodeLockEnable`` and, without vGPUs, the policy, weight, ConfigMap and
-exclusivity rules are accepted and reported as having no effect; other arguments are
-reported as not read.
+keeps the pods of a rule on GPUs of their own.
+
+With ``deviceshare.AscendHAMiVNPUEnable: true`` it schedules HAMi's Ascend vNPUs
+(:mod:`batchsched.api.ascend`, :mod:`.ascend`) the same way, with the chip types of
+the device configuration's ``vnpus`` section, the policy and the weight.
+
+MindCluster's vNPUs (``deviceshare.AscendMindClusterVNPUEnable``),
+``deviceshare.NodeLockEnable`` and, without vGPUs or vNPUs, the policy, weight and
+ConfigMap (and without vGPUs the exclusivity rules) are accepted and reported as having
+no effect; other arguments are reported as not read.
 
 The predicate has a column form over every node (:class:`GpuColumns`), equal
 node for node. It also answers the **simulate predicate** of topology-aware
@@ -47,6 +53,7 @@ from batchsched import columnar
 from batchsched.api.device_config import (
     DEFAULT_CONFIG_MAP_NAME,
     DEFAULT_CONFIG_MAP_NAMESPACE,
+    DeviceConfig,
     read_device_config,
 )
 from batchsched.api.devices import GpuAsk, fits_devices, gpu_ask
@@ -82,6 +89,7 @@ from batchsched.errors import ConfigError, SchedulingError
 from batchsched.framework.arguments import Arguments, log, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
+from batchsched.plugins.deviceshare.ascend import AscendSession
 
 __all__ = ["DeviceSharePlugin", "device_fit_error", "exclusive_gpus", "matching_rules",
            "parse_exclusive_rules", "vgpu_fit"]
@@ -90,6 +98,7 @@ PLUGIN_NAME = "deviceshare"
 SHARING_KEY = "deviceshare.GPUSharingEnable"
 NUMBER_KEY = "deviceshare.GPUNumberEnable"
 VGPU_KEY = "deviceshare.VGPUEnable"
+ASCEND_KEY = "deviceshare.AscendHAMiVNPUEnable"
 POLICY_KEY = "deviceshare.SchedulePolicy"
 WEIGHT_KEY = "deviceshare.ScheduleWeight"
 EXCLUSIVE_RULES_KEY = "deviceshare.GPUExclusiveRules"
@@ -100,8 +109,8 @@ _DEVICE_CONFIG_MAP = ("the device configuration it names is read for vGPUs "
 #: Volcano's reason for a node whose vGPUs cannot serve the task.
 VGPU_REASON = "hami-vgpuDeviceSharing error"
 _INERT = {
-    "deviceshare.AscendMindClusterVNPUEnable": "Ascend vNPUs are not modelled",
-    "deviceshare.AscendHAMiVNPUEnable": "Ascend vNPUs are not modelled",
+    "deviceshare.AscendMindClusterVNPUEnable": "MindCluster's Ascend vNPUs are not modelled "
+                                               "(HAMi's are: deviceshare.AscendHAMiVNPUEnable)",
     "deviceshare.NodeLockEnable": "there is no node lock to take outside Kubernetes",
 }
 #: Without vGPUs, the policy, the weight and the device configuration act on nothing.
@@ -205,6 +214,7 @@ class DeviceSharePlugin:
         sharing = arguments.get_bool(SHARING_KEY, False, owner=PLUGIN_NAME)
         number = arguments.get_bool(NUMBER_KEY, False, owner=PLUGIN_NAME)
         self.vgpu = arguments.get_bool(VGPU_KEY, False, owner=PLUGIN_NAME)
+        self.ascend = arguments.get_bool(ASCEND_KEY, False, owner=PLUGIN_NAME)
         # Volcano's scheduler refuses to start on either pair.
         if sharing and number:
             raise ConfigError(f"{SHARING_KEY} and {NUMBER_KEY} cannot both be true",
@@ -214,7 +224,7 @@ class DeviceSharePlugin:
                               "cannot be used together", key=f"{PLUGIN_NAME}.arguments")
         self.sharing = sharing or number
         self.policy = arguments.get_str(POLICY_KEY, "")
-        if self.vgpu and self.policy not in (BINPACK, SPREAD, ""):
+        if (self.vgpu or self.ascend) and self.policy not in (BINPACK, SPREAD, ""):
             # Volcano takes any other value as no policy (highest index first, no score).
             warn_unreadable(PLUGIN_NAME, POLICY_KEY, self.policy, "binpack or spread", "")
             self.policy = ""
@@ -222,16 +232,32 @@ class DeviceSharePlugin:
         self.config_map_name = arguments.get_str(CM_NAME_KEY, DEFAULT_CONFIG_MAP_NAME)
         self.config_map_namespace = arguments.get_str(CM_NAMESPACE_KEY,
                                                       DEFAULT_CONFIG_MAP_NAMESPACE)
-        arguments.warn_inert(PLUGIN_NAME, _INERT if self.vgpu
-                             else {**_INERT, **_INERT_WITHOUT_VGPU})
+        inert = dict(_INERT)
+        if not self.vgpu:
+            inert.update(_INERT_WITHOUT_VGPU if not self.ascend
+                         else {EXCLUSIVE_RULES_KEY: _INERT_WITHOUT_VGPU[EXCLUSIVE_RULES_KEY]})
+        arguments.warn_inert(PLUGIN_NAME, inert)
         self.exclusive_rules = parse_exclusive_rules(arguments.get(EXCLUSIVE_RULES_KEY))
         arguments.warn_unknown(PLUGIN_NAME, [SHARING_KEY, NUMBER_KEY, VGPU_KEY, POLICY_KEY,
                                              WEIGHT_KEY, CM_NAME_KEY, CM_NAMESPACE_KEY,
-                                             EXCLUSIVE_RULES_KEY, *_INERT])
+                                             EXCLUSIVE_RULES_KEY, ASCEND_KEY, *_INERT])
+        self._ascend: AscendSession | None = None
+
+    def hidden_resources(self, ssn: Session) -> frozenset[str]:
+        """With vNPUs, the memory and core resources of the chip types some node
+        registers: their cards account for them (see :mod:`.ascend`)."""
+        if not self.ascend:
+            return frozenset()
+        config = self._device_config(ssn)
+        self._ascend = AscendSession(self.name, config.vnpus.chips, config.vnpus.hami_core,
+                                     self.policy, self.weight)
+        return self._ascend.prepare(ssn)
 
     def on_session_open(self, ssn: Session) -> None:
         if self.vgpu:
             self._open_vgpu(ssn)
+        if self.ascend:
+            self._open_ascend(ssn)
         if not self.sharing:
             return
         ssn.add_predicate_fn(self.name, device_fit_error)
@@ -275,13 +301,35 @@ class DeviceSharePlugin:
 
     # -- vGPUs ---------------------------------------------------------------------------
 
-    def _open_vgpu(self, ssn: Session) -> None:
+    def _device_config(self, ssn: Session) -> DeviceConfig:
         config, problem = read_device_config(ssn.config_maps, self.config_map_namespace,
                                              self.config_map_name)
         if problem is not None and problem not in _REPORTED:
             _REPORTED.add(problem)
             log.warning("plugin %r: %s; using Volcano's default device configuration",
                         PLUGIN_NAME, problem)
+        return config
+
+    def _open_ascend(self, ssn: Session) -> None:
+        vnpus = self._ascend
+        if vnpus is None or vnpus.ssn is not ssn:
+            # Opened without the session asking what to hide first (a host building a
+            # session by hand): the ledgers are still made, nothing is hidden.
+            self.hidden_resources(ssn)
+            vnpus = self._ascend
+        assert vnpus is not None
+        ssn.add_predicate_fn(self.name, vnpus.predicate)
+        ssn.add_simulate_predicate_fn(self.name, vnpus.simulate_predicate)
+        columnar.add_predicate_fn(ssn, self.name, vnpus.column)
+        columnar.add_preempt_predicate_fn(ssn, self.name, vnpus.preempt_column)
+        if self.weight > 0:
+            ssn.add_node_order_fn(self.name, vnpus.node_order)
+            columnar.add_node_order_fn(ssn, self.name, vnpus.column_score)
+        ssn.add_event_handler(EventHandler(allocate=vnpus.reserve, deallocate=vnpus.release,
+                                           plugin=self.name))
+
+    def _open_vgpu(self, ssn: Session) -> None:
+        config = self._device_config(ssn)
         vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names, self.weight,
                              self.exclusive_rules)
         ssn.add_predicate_fn(self.name, vgpus.predicate)

@@ -1,0 +1,205 @@
+"""deviceshare's Ascend vNPU functions in one session (``deviceshare.AscendHAMiVNPUEnable``).
+
+Before any plugin opens, every node gets a ledger of its cards per chip type of the
+device configuration (from its register annotation and the tasks on it) and the
+session hides the memory and core resources of the chip types some node registers
+(:meth:`AscendSession.prepare`). Then, as Volcano's deviceshare and predicates
+plugins do: the predicate asks each chip type's cards for the task (Volcano's
+``FilterNode``; Unschedulable when the cards are busy, Error when no card can ever
+serve it), the node order scores them when ``deviceshare.ScheduleWeight`` is
+positive, a statement placing the task chooses its cards and writes them on it
+(``Allocate``) and undoing the placement gives them back (``Release``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from batchsched.api.ascend import (
+    BIND_PHASE_ANNOTATION,
+    NO_DEVICE,
+    AscendChip,
+    AscendDevices,
+    SelectionError,
+    VnpuRequest,
+    asks,
+    hami_core_mode,
+    release_keys,
+    vnpu_request,
+)
+from batchsched.api.fit import FitError
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import FitStatusCode, TaskStatus
+from batchsched.columnar import VectorFallback
+from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
+from batchsched.errors import SchedulingError
+from batchsched.framework.events import Event
+from batchsched.framework.session import Session
+
+__all__ = ["AscendSession"]
+
+#: Tasks whose cards a node's ledger does not count (Volcano's node skips them).
+_NOT_COUNTED = (TaskStatus.RELEASING, TaskStatus.PIPELINED)
+
+
+class AscendSession:
+    """The vNPU functions of one session, for the configured chip types."""
+
+    def __init__(self, plugin: str, chips: tuple[AscendChip, ...], hami_core: bool,
+                 policy: str, weight: int) -> None:
+        self.plugin = plugin
+        self.chips = chips
+        self.hami_core = hami_core
+        self.policy = policy
+        self.weight = weight
+        self.ssn: Session | None = None
+
+    # -- before plugins open -----------------------------------------------------------
+
+    def prepare(self, ssn: Session) -> frozenset[str]:
+        """Give every node its cards' ledgers; the resources to hide: the memory and
+        core resources of the chip types some node registers."""
+        self.ssn = ssn
+        hidden: set[str] = set()
+        for node in ssn.node_list:
+            ledgers: dict[str, AscendDevices] = {}
+            for chip in self.chips:
+                cards = AscendDevices.from_node(node.name, node.annotations,
+                                                node.allocatable.scalars, chip, self.hami_core)
+                if cards is None:
+                    continue
+                for uid, held in node.tasks.items():
+                    if held.status not in _NOT_COUNTED:
+                        cards.add_task(uid, held.annotations)
+                ledgers[chip.common_word] = cards
+                hidden.update(chip.hidden_names)
+            node.ascend = ledgers or None
+        return frozenset(hidden)
+
+    # -- what a task asks ----------------------------------------------------------------
+
+    def _requests(self, task: TaskInfo) -> list[tuple[AscendChip, VnpuRequest]]:
+        """What the task asks of each chip type (configuration order)."""
+        assert self.ssn is not None
+        requests = self.ssn.device_requests(task)
+        out = []
+        for chip in self.chips:
+            request = vnpu_request(requests, chip) if asks(requests, chip) else None
+            if request is not None:
+                out.append((chip, request))
+        return out
+
+    def asks(self, task: TaskInfo) -> bool:
+        assert self.ssn is not None
+        requests = self.ssn.device_requests(task)
+        return any(asks(requests, chip) for chip in self.chips)
+
+    def _on_node(self, task: TaskInfo, node: NodeInfo
+                 ) -> list[tuple[AscendDevices, VnpuRequest]]:
+        """The node's cards of each type the task asks, with the request; a type the
+        node has no cards of is passed over (the count resource's fit refuses it)."""
+        ledgers = node.ascend
+        if not ledgers:
+            return []
+        return [(ledgers[chip.common_word], request)
+                for chip, request in self._requests(task) if chip.common_word in ledgers]
+
+    # -- predicate and node order ------------------------------------------------------
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        return self._filter(task, node, self.policy)
+
+    def simulate_predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """The predicate as topology-aware preemption's dry run asks it (no policy)."""
+        return self._filter(task, node, "")
+
+    def _filter(self, task: TaskInfo, node: NodeInfo, policy: str) -> FitError | None:
+        mode = hami_core_mode(task.annotations)
+        for cards, request in self._on_node(task, node):
+            code, why = cards.filter(request, policy, hami_core=mode)
+            if code != FitStatusCode.SUCCESS:
+                return FitError.of(task.namespace, task.name, node.name, NO_DEVICE, code=code,
+                                   plugin=self.plugin, detail=f"{cards.chip.common_word}: {why}")
+        return None
+
+    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+        mode = hami_core_mode(task.annotations)
+        total = sum(cards.score(request, self.policy, hami_core=mode)
+                    for cards, request in self._on_node(task, node))
+        return float(math.floor(total + 0.5) * self.weight)
+
+    def column(self, task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
+        """Tasks asking no vNPU pass everywhere; the others take the scalar form."""
+        if self.asks(task):
+            raise VectorFallback
+        return None
+
+    def preempt_column(self, task: TaskInfo, columns: NodeColumns
+                       ) -> tuple[BoolArray, BoolArray] | None:
+        if self.asks(task):
+            raise VectorFallback
+        return None
+
+    def column_score(self, task: TaskInfo, columns: NodeColumns,
+                     candidates: Candidates) -> FloatArray | float:
+        if self.asks(task):
+            raise VectorFallback
+        return 0.0
+
+    # -- placing and undoing -------------------------------------------------------------
+
+    @property
+    def allocate_policy(self) -> str:
+        """The order cards are chosen in when a task is placed. Volcano's ``Allocate``
+        reads the policy its node score left on the node's cards: none unless the
+        score ran (a positive weight), and then any fitting card may be chosen (Go's
+        map order); batchsched takes the first in registration order then."""
+        return self.policy if self.weight > 0 else ""
+
+    def reserve(self, event: Event) -> None:
+        """A statement placed the task: choose its cards, count them and write them on
+        the task for the bind to carry (Volcano's ``Allocate``)."""
+        assert self.ssn is not None
+        task = event.task
+        node = self.ssn.nodes.get(task.node_name)
+        if node is None or not node.ascend or task.uid not in node.tasks:
+            return
+        written: dict[str, str] = {}
+        mode = hami_core_mode(task.annotations)
+        for cards, request in self._on_node(task, node):
+            if cards.holds(task.uid):
+                continue  # an eviction undone: the pod still holds its cards
+            try:
+                written.update(cards.allocate(task.uid, request, self.allocate_policy,
+                                              hami_core=mode, node=node.name,
+                                              now=int(self.ssn.now)))
+            except SelectionError as exc:
+                raise SchedulingError(f"task {task.uid}: failed to select ascend devices "
+                                      f"for pod {task.name}: {exc}") from exc
+        if written:
+            # A new mapping: the task's annotations may be shared with the cache's copy.
+            task.annotations = {**task.annotations, **written}
+
+    def release(self, event: Event) -> None:
+        """The task leaves the node (evicted, or its placement undone): give its cards
+        back; an undone placement also loses the annotations it wrote (Volcano's
+        ``Release``: those of every configured chip type)."""
+        assert self.ssn is not None
+        task = event.task
+        node = self.ssn.nodes.get(task.node_name)
+        if node is None or not node.ascend or not self.asks(task):
+            return
+        for cards in node.ascend.values():
+            cards.remove_task(task.uid)
+        if task.status is TaskStatus.RELEASING or \
+                task.annotations.get(BIND_PHASE_ANNOTATION) == "success":
+            return  # a pod that holds its cards until it is gone
+        keys = release_keys(self.chips)
+        if any(key in task.annotations for key in keys):
+            task.annotations = _without(task.annotations, keys)
+
+
+def _without(annotations: Mapping[str, str], keys: tuple[str, ...]) -> dict[str, str]:
+    return {key: value for key, value in annotations.items() if key not in keys}
