@@ -43,6 +43,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
 
 __all__ = [
@@ -63,9 +64,11 @@ __all__ = [
     "assigned_vnpus",
     "calc_score",
     "decode_devices",
+    "drop_vnpu_annotations",
     "encode_devices",
     "fit",
     "register_annotation",
+    "release_keys",
     "to_allocate_annotation",
 ]
 
@@ -573,6 +576,20 @@ def release_keys(chips: Iterable[AscendChip]) -> tuple[str, ...]:
         keys += [to_allocate_annotation(chip.common_word),
                  allocated_annotation(chip.common_word), runtime_annotation(chip.common_word)]
     return tuple(keys)
+
+
+def drop_vnpu_annotations(task: TaskInfo) -> None:
+    """Take off a task the cards a placement wrote on it, of any chip type (a new
+    mapping: the old one may be shared with the task's copies)."""
+    annotations = task.annotations
+    chips = {key[len("hami.io/"):-len("-devices-allocated")] for key in annotations
+             if key.startswith("hami.io/") and key.endswith("-devices-allocated")}
+    if not chips:
+        return
+    keys = set(release_keys(
+        AscendChip(common_word=chip, resource_name="", resource_memory_name="",
+                   memory_allocatable=0, memory_capacity=0) for chip in chips))
+    task.annotations = {key: value for key, value in annotations.items() if key not in keys}
 
 
 def _by_network(count: int, chosen: list[AscendDevice]) -> list[AscendDevice]:

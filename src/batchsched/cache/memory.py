@@ -19,6 +19,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import attrs
 
+from batchsched.api.ascend import drop_vnpu_annotations
 from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
 from batchsched.api.hypernode import HyperNode, build_topology
 from batchsched.api.job import JobInfo
@@ -188,6 +189,7 @@ class MemoryCache:
                 if task is not None:
                     task.node_name = ""
                     drop_device_annotations(task)
+                    drop_vnpu_annotations(task)
                     self._renew_claims(task)
                     job.update_task_status(task, TaskStatus.PENDING)
 
@@ -290,7 +292,9 @@ class MemoryCache:
             node.remove_task(task)
         task.node_name = ""
         task.start_time = None
-        drop_device_annotations(task)  # a new pod: the old one's devices are not its own
+        # A new pod: the old one's devices are not its own.
+        drop_device_annotations(task)
+        drop_vnpu_annotations(task)
         self._renew_claims(task)
         job.update_task_status(task, TaskStatus.PENDING)
 

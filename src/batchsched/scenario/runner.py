@@ -7,12 +7,12 @@ from typing import Any
 
 import attrs
 
+from batchsched.api.ascend import assigned_vnpus
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
-from batchsched.api.ascend import assigned_vnpus
 from batchsched.api.vgpu import assigned_devices
 from batchsched.cache.memory import Bind, Eviction
 from batchsched.conf import SchedulerConfiguration

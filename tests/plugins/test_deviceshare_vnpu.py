@@ -1,0 +1,331 @@
+"""deviceshare with HAMi's Ascend vNPUs (``deviceshare.AscendHAMiVNPUEnable``), through
+whole sessions: what a Volcano user with Ascend nodes relies on."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batchsched.api.ascend import allocated_annotation
+from batchsched.api.types import FitStatusCode, TaskStatus
+from batchsched.framework.statement import Statement
+from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.scheduler import Scheduler, run_actions
+from plugins.node_support import document, open_session, plugin
+
+ALLOCATED = allocated_annotation("Ascend310P")
+
+
+def vnpu(policy: str = "binpack", weight: int = 0, **more: Any) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"deviceshare.AscendHAMiVNPUEnable": True, **more}
+    if policy:
+        arguments["deviceshare.SchedulePolicy"] = policy
+    if weight:
+        arguments["deviceshare.ScheduleWeight"] = weight
+    return plugin("deviceshare", arguments)
+
+
+def node_yaml(name: str, cards: int, *, sharing: int = 4, extra: str = "",
+              advertised: int | None = None) -> str:
+    register = json.dumps([{"id": f"{name}-npu-{i}", "count": sharing, "devmem": 21527,
+                            "devcore": 8} for i in range(cards)])
+    return (f"- {{name: {name}, allocatable: {{cpu: 64, memory: 256Gi, pods: 110, "
+            f"huawei.com/Ascend310P: {advertised or cards * sharing}}}, "
+            f"annotations: {{hami.io/node-register-Ascend310P: '{register}'{extra}}}}}")
+
+
+def task_yaml(name: str, job: str, *, count: int | None = 1, memory: int | None = None,
+              cores: int | None = None, extra: str = "") -> str:
+    requests = ["cpu: 1"]
+    if count is not None:
+        requests.append(f"huawei.com/Ascend310P: {count}")
+    if memory is not None:
+        requests.append(f"huawei.com/Ascend310P-memory: {memory}")
+    if cores is not None:
+        requests.append(f"huawei.com/Ascend310P-core: {cores}")
+    return f"- {{name: {name}, job: {job}, requests: {{{', '.join(requests)}}}{extra}}}"
+
+
+def jobs_yaml(*names: str, min_member: int = 1) -> list[str]:
+    return [f"- {{name: {name}, minMember: {min_member}, createdAt: {i}, phase: Inqueue}}"
+            for i, name in enumerate(names)]
+
+
+def run(doc: dict[str, Any]) -> dict[str, Any]:
+    return run_scenario(parse_scenario(doc, source="<test>")).to_json()
+
+
+def cards_of(got: dict[str, Any]) -> dict[str, list[tuple[str, int]]]:
+    return {task: [(card["uuid"], card["memory"]) for card in cards]
+            for task, cards in got.get("vnpuDevices", {}).items()}
+
+
+def test_memory_is_rounded_to_a_template_and_binpack_stacks_cards() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2),
+        "jobs:", *jobs_yaml("j1", "j2", "j3"),
+        "tasks:", task_yaml("a", "j1", memory=4096), task_yaml("b", "j2", memory=12289),
+        task_yaml("c", "j3", memory=3000)]),
+        plugin("predicates"), vnpu("binpack", weight=10), actions="allocate")
+    got = run(doc)
+    assert cards_of(got) == {
+        "default/a": [("n1-npu-0", 6144)],      # vir02
+        # above the largest template: a whole card, which npu-0 no longer has
+        "default/b": [("n1-npu-1", 21527)],
+        "default/c": [("n1-npu-0", 3072)],      # the fuller npu-1 has no room left
+    }
+
+
+def test_several_cards_need_whole_cards_and_the_reason_is_volcano_s() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2),
+        "jobs:", *jobs_yaml("j1", "j2"),
+        "tasks:", task_yaml("a", "j1", memory=1000), task_yaml("b", "j2", count=2)]),
+        plugin("predicates"), vnpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert set(got["binds"]) == {"default/a"}
+    assert ("default/b", "0/1 nodes are unavailable: 1 no ascend device available.") in {
+        (e["object"], e["message"]) for e in got["events"]}
+
+
+def test_a_partial_memory_request_for_several_cards_is_an_error() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2),
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", task_yaml("a", "j1", count=2, memory=4096)]),
+        plugin("predicates"), vnpu(""))
+    ssn = open_session(doc)
+    task = ssn.jobs["default/j1"].tasks["default/a"]
+    error = ssn.predicate(task, ssn.nodes["n1"])
+    assert error is not None
+    status = error.statuses[0]
+    assert status.code == FitStatusCode.ERROR and "partial memory" in status.detail
+
+
+def test_hami_core_mode_needs_a_node_that_supports_it() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1), node_yaml("n2", 1, extra=", hami-vnpu-core: 'true'"),
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", task_yaml("a", "j1", memory=5000, cores=90,
+                            extra=", annotations: {huawei.com/vnpu-mode: hami-core}")]),
+        plugin("predicates"), vnpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert got["binds"] == {"default/a": "n2"}
+    assert got["vnpuDevices"]["default/a"] == [
+        {"uuid": "n2-npu-0", "type": "Ascend310P", "memory": 5000, "cores": 90}]
+
+
+def test_memory_and_cores_are_hidden_from_resource_lists() -> None:
+    """The node advertises no memory or core resource, and the tasks' requests of them
+    count nowhere: not in the fit, not in the queue's status, not in its capability."""
+    doc = document("\n".join([
+        "queues: [{name: default, capability: {cpu: 10, huawei.com/Ascend310P-memory: 1}}]",
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", task_yaml("a", "j1", memory=4096, cores=2)]),
+        plugin("predicates"), plugin("proportion"), plugin("capacity"), vnpu("binpack"),
+        actions="enqueue, allocate")
+    got = run(doc)
+    assert got["binds"] == {"default/a": "n1"}
+    assert got["queueStatus"]["default"]["allocated"] == {
+        "cpu": "1", "huawei.com/Ascend310P": "1", "pods": "1"}
+
+
+def test_without_a_node_registering_the_chip_nothing_is_hidden() -> None:
+    """Volcano ignores a chip type's resources once a node registers it: with no such
+    node, a memory request is an ordinary scalar no node has."""
+    doc = document("\n".join([
+        "nodes:", "- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}",
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", task_yaml("a", "j1", count=None, memory=4096)]),
+        plugin("predicates"), vnpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert got["binds"] == {}
+    assert "Insufficient huawei.com/Ascend310P-memory" in json.dumps(got["events"])
+
+
+def test_a_running_pod_holds_its_cards_from_its_annotation() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1, sharing=1),
+        "jobs:", "- {name: old, minMember: 1, phase: Running}", *jobs_yaml("j1"),
+        "tasks:",
+        task_yaml("o", "old", memory=4096, extra=", phase: Running, node: n1, annotations: {"
+                  f"{ALLOCATED}: 'n1-npu-0,Ascend310P,6144,0:;'}}"),
+        task_yaml("a", "j1", memory=1000)]),
+        plugin("predicates"), vnpu("binpack"), actions="allocate")
+    ssn = open_session(doc)
+    cards = ssn.nodes["n1"].ascend
+    assert cards is not None
+    assert cards["Ascend310P"].devices["n1-npu-0"].pods == {"default/o": (6144, 0)}
+    error = ssn.predicate(ssn.jobs["default/j1"].tasks["default/a"], ssn.nodes["n1"])
+    assert error is not None and error.statuses[0].code == FitStatusCode.UNSCHEDULABLE
+
+
+def test_preemption_rechecks_the_cards_after_evicting() -> None:
+    """Volcano's TestNormalPreemptRechecksPredicateAfterEviction, with the device that
+    hides capacity being a real card: the count resource has room, the card has none
+    until the victim frees it."""
+    doc = document("\n".join([
+        "priorityClasses: [{name: low, value: 10}, {name: high, value: 100000}]",
+        "nodes:", node_yaml("n1", 1, sharing=1, advertised=4),
+        "jobs:", "- {name: pg-low, minMember: 0, priorityClassName: low, phase: Running}",
+        "- {name: pg-high, minMember: 1, priorityClassName: high, phase: Inqueue}",
+        "tasks:",
+        task_yaml("preemptee", "pg-low", extra=", priorityClassName: low, phase: Running, "
+                  f"node: n1, annotations: {{{ALLOCATED}: 'n1-npu-0,Ascend310P,21527,0:;', "
+                  "hami.io/bind-phase: success}"),
+        task_yaml("preemptor", "pg-high", extra=", priorityClassName: high")]),
+        plugin("priority"), plugin("gang"), plugin("predicates"), vnpu("binpack"),
+        actions="allocate, preempt")
+    got = run(doc)
+    assert got["evicted"] == ["default/preemptee"]
+    assert got["pipelined"] == {"default/pg-high": {"default/preemptor": "n1"}}
+
+
+def test_an_undone_placement_gives_its_cards_back_and_loses_its_annotations() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1, sharing=1),
+        "jobs:", "- {name: big, minMember: 2, createdAt: 1, phase: Inqueue}",
+        "- {name: small, minMember: 1, createdAt: 2, phase: Inqueue}",
+        "tasks:", task_yaml("b0", "big"), task_yaml("b1", "big"), task_yaml("s0", "small")]),
+        plugin("gang"), plugin("predicates"), vnpu("binpack"), actions="allocate")
+    ssn = open_session(doc)
+    run_actions(ssn)
+    placed = {t.uid: t.node_name for j in ssn.jobs.values() for t in j.tasks.values()
+              if t.node_name}
+    assert placed == {"default/s0": "n1"}
+    for uid in ("default/b0", "default/b1"):
+        task = ssn.jobs["default/big"].tasks[uid]
+        assert not any(key.startswith("hami.io/") for key in task.annotations), uid
+    ssn.nodes["n1"].check_invariants()
+
+
+def test_binds_carry_the_cards_to_the_cache_and_the_next_snapshot() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1, sharing=2),
+        "jobs:", *jobs_yaml("j0", "j1", "j2"),
+        "tasks:", *(task_yaml(f"t{i}", f"j{i}", memory=3000) for i in range(3))]),
+        plugin("predicates"), vnpu("binpack"), actions="allocate")
+    parsed = parse_scenario(doc, source="<test>")
+    cache = parsed.build_cache()
+    Scheduler(cache, parsed.configuration).run_once()
+    bound = {uid for job in cache.jobs.values() for uid, t in job.tasks.items()
+             if t.status is TaskStatus.BOUND}
+    assert bound == {"default/t0", "default/t1"}  # two pods may share the card
+    held = cache.jobs["default/j0"].tasks["default/t0"]
+    assert held.annotations[ALLOCATED] == "n1-npu-0,Ascend310P,3072,0:;"
+    Scheduler(cache, parsed.configuration).run_once()
+    assert cache.jobs["default/j2"].tasks["default/t2"].status is TaskStatus.PENDING
+    # A pod that ends gives its share back: the waiting one gets it.
+    cache.task_started("default/j0", "default/t0")
+    cache.task_ended("default/j0", "default/t0")
+    Scheduler(cache, parsed.configuration).run_once()
+    assert cache.jobs["default/j2"].tasks["default/t2"].status is TaskStatus.BOUND
+    # A recreated pod loses its cards, and gets them again.
+    cache.task_recreated("default/j1", "default/t1")
+    assert not any(key.startswith("hami.io/")
+                   for key in cache.jobs["default/j1"].tasks["default/t1"].annotations)
+    Scheduler(cache, parsed.configuration).run_once()
+    assert cache.jobs["default/j1"].tasks["default/t1"].status is TaskStatus.BOUND
+    cache.nodes["n1"].check_invariants()
+    # The cache's own tasks keep what they asked: only sessions hide it.
+    assert "huawei.com/Ascend310P-memory" in held.resreq.scalars
+
+
+def test_the_node_score_is_the_rounded_policy_score_times_the_weight() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1), node_yaml("n2", 1),
+        "jobs:", "- {name: old, minMember: 1, phase: Running}", *jobs_yaml("j1"),
+        "tasks:",
+        task_yaml("o", "old", memory=6144, extra=", phase: Running, node: n1, annotations: {"
+                  f"{ALLOCATED}: 'n1-npu-0,Ascend310P,6144,0:;'}}"),
+        task_yaml("a", "j1", memory=3000)]),
+        plugin("predicates"), vnpu("binpack", weight=10), actions="allocate")
+    ssn = open_session(doc)
+    task = ssn.jobs["default/j1"].tasks["default/a"]
+    fn = ssn._fns["node_order"]["deviceshare"]
+    # 100 * 6144 / 21527 = 28.5 -> 29, times 10
+    assert fn(task, ssn.nodes["n1"]) == 290.0
+    assert fn(task, ssn.nodes["n2"]) == 0.0
+    assert run(doc)["binds"] == {"default/a": "n1"}
+
+
+def test_with_vnpus_the_policy_and_the_configmap_take_effect_and_mindcluster_does_not(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from batchsched.framework.arguments import Arguments
+    from batchsched.plugins.deviceshare import DeviceSharePlugin
+
+    with caplog.at_level(logging.WARNING):
+        DeviceSharePlugin(Arguments({"deviceshare.AscendHAMiVNPUEnable": True,
+                                     "deviceshare.SchedulePolicy": "binpack",
+                                     "deviceshare.KnownGeometriesCMNamespace": "ns",
+                                     "deviceshare.KnownGeometriesCMName": "vnpu-config"}))
+    assert not caplog.records
+    with caplog.at_level(logging.WARNING):
+        DeviceSharePlugin(Arguments({"deviceshare.AscendMindClusterVNPUEnable": True,
+                                     "deviceshare.GPUExclusiveRules": [{"a": "b"}],
+                                     "deviceshare.AscendHAMiVNPUEnable": True}))
+    said = " ".join(record.getMessage() for record in caplog.records)
+    assert "AscendMindClusterVNPUEnable" in said and "GPUExclusiveRules" in said
+
+
+def test_the_device_configuration_names_the_chip_types() -> None:
+    config_map = ("configMaps: [{namespace: kube-system, name: hami-scheduler-device, data: "
+                  "{device-config.yaml: 'vnpus: [{commonWord: Ascend910B3, resourceName: "
+                  "huawei.com/Ascend910B3, resourceMemoryName: huawei.com/Ascend910B3-memory, "
+                  "memoryAllocatable: 65536, memoryCapacity: 65536, templates: [{name: "
+                  "vir05_1c_16g, memory: 16384}]}]'}}]")
+    register = json.dumps([{"id": "c0", "count": 4, "devmem": 65536, "devcore": 20}])
+    doc = document("\n".join([
+        config_map,
+        "nodes:", "- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10, "
+        f"huawei.com/Ascend910B3: 4}}, annotations: {{hami.io/node-register-Ascend910B3: "
+        f"'{register}'}}}}",
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", "- {name: a, job: j1, requests: {cpu: 1, huawei.com/Ascend910B3: 1, "
+        "huawei.com/Ascend910B3-memory: 10000}}"]),
+        plugin("predicates"),
+        vnpu("binpack", **{"deviceshare.KnownGeometriesCMNamespace": "kube-system",
+                           "deviceshare.KnownGeometriesCMName": "hami-scheduler-device"}),
+        actions="allocate")
+    got = run(doc)
+    assert got["vnpuDevices"] == {"default/a": [
+        {"uuid": "c0", "type": "Ascend910B3", "memory": 16384, "cores": 0}]}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 24000), st.booleans()),
+                min_size=1, max_size=8),
+       st.integers(1, 3), st.sampled_from(["binpack", "spread", ""]))
+def test_statements_and_their_undo_keep_the_ledger(
+        asks: list[tuple[int, int, bool]], sharing: int, policy: str) -> None:
+    """Allocate tasks one by one in a statement, then discard it: the ledgers add up
+    from the tasks on the node at every step, and after the discard nothing is held."""
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2, sharing=sharing),
+        "jobs:", *jobs_yaml(*(f"j{i}" for i in range(len(asks)))),
+        "tasks:", *(task_yaml(f"t{i}", f"j{i}", count=count or None, memory=memory)
+                    for i, (count, memory, _) in enumerate(asks))]),
+        plugin("predicates"), vnpu(policy))
+    ssn = open_session(doc)
+    node = ssn.nodes["n1"]
+    stmt = Statement(ssn)
+    for i, (_, _, undo_now) in enumerate(asks):
+        task = ssn.jobs[f"default/j{i}"].tasks[f"default/t{i}"]
+        if ssn.predicate(task, node) is not None:
+            continue
+        stmt.allocate(task, node)
+        node.check_invariants()
+        if undo_now:
+            stmt.discard()
+            node.check_invariants()
+            stmt = Statement(ssn)
+    stmt.discard()
+    node.check_invariants()
+    assert node.ascend is not None
+    assert all(card.used == 0 for card in node.ascend["Ascend310P"].devices.values())
