@@ -230,7 +230,7 @@ def test_the_ledger_gives_back_what_it_counted() -> None:
 
 
 def test_release_takes_off_the_annotations_of_every_configured_chip_type() -> None:
-    keys = set(release_keys([ASCEND_910A, ASCEND_310P]))
+    keys = set(release_keys([ASCEND_910A.common_word, ASCEND_310P.common_word]))
     assert keys == {
         "hami.io/vgpu-node", "hami.io/vgpu-time", "hami.io/bind-phase", "hami.io/bind-time",
         "predicate-time",
@@ -432,3 +432,40 @@ def test_register_annotation_reads_custom_info() -> None:
     assert devices is not None
     card = devices.devices["a"]
     assert (card.count, card.memory, card.cores, card.network_id) == (2, 100, 20, 3)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('[{"id":"a","devmem":NaN}]', "not JSON"),
+    ('[{"id":"a","devmem":1e999}]', "not JSON"),
+    ('[{"id":"a","count":"4"}]', "count '4' is not a 32-bit integer"),
+    ('[{"id":"a","devmem":21527.5}]', "is not a 32-bit integer"),
+    ('[{"id":"a","devmem":1e3}]', "is not a 32-bit integer"),
+    ('[{"id":"a","devcore":3000000000}]', "is not a 32-bit integer"),
+    ('[{"id":7}]', "is not a string"),
+    ('[{"id":"a","custominfo":"x"}]', "is not an object"),
+    ('[{"id":"a","health":"yes"}]', "is not a boolean"),
+    ('{"id":"a"}', "not a list"),
+    ('["a"]', "not an object"),
+])
+def test_a_register_annotation_is_read_as_go_reads_it(text: str, problem: str) -> None:
+    from batchsched.api.ascend_annotations import read_register
+
+    with pytest.raises(ValueError, match=problem):
+        read_register(text)
+
+
+def test_register_fields_match_case_insensitively_and_unknown_ones_are_ignored() -> None:
+    from batchsched.api.ascend_annotations import read_register
+
+    assert read_register('[{"ID":"a","DevMem":5,"customInfo":{"NetworkID":1},"x":[]},null]') \
+        == [{"id": "a", "devmem": 5, "custominfo": {"NetworkID": 1}}, {}]
+    assert read_register("null") == []
+
+
+def test_integer_fields_of_the_configuration_take_floats_as_yaml_v2_does() -> None:
+    vnpus = parse_device_config(
+        "vnpus: [{commonWord: X, memoryAllocatable: 65536.0, memoryCapacity: 19000.0, "
+        "templates: [{name: t, memory: 100.7}]}]\n").vnpus
+    chip = vnpus.chips[0]
+    assert (chip.memory_allocatable, chip.memory_capacity, chip.templates[0].memory) == (
+        65536, 19000, 100)

@@ -329,3 +329,156 @@ def test_statements_and_their_undo_keep_the_ledger(
     node.check_invariants()
     assert node.ascend is not None
     assert all(card.used == 0 for card in node.ascend["Ascend310P"].devices.values())
+
+
+# -- found in review: each failed before its fix ---------------------------------------
+
+
+def _vgpu_node(name: str, memory: int) -> str:
+    register = "".join(f"GPU-{name}-{i},10,{memory},NVIDIA-Tesla-T4,true,hami-core:"
+                       for i in range(2))
+    return (f"- {{name: {name}, allocatable: {{cpu: 64, memory: 256Gi, pods: 110, "
+            f"volcano.sh/vgpu-number: 20, volcano.sh/vgpu-memory: {2 * memory}, "
+            f"volcano.sh/vgpu-cores: 200}}, "
+            f"annotations: {{volcano.sh/node-vgpu-register: '{register}'}}}}")
+
+
+def test_vnpus_and_vgpus_together_check_both() -> None:
+    doc = document("\n".join([
+        "nodes:", _vgpu_node("n1", 2048), _vgpu_node("n2", 16384),
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", "- {name: a, job: j1, requests: {cpu: 1, volcano.sh/vgpu-number: 1, "
+        "volcano.sh/vgpu-memory: 4096, volcano.sh/vgpu-cores: 25}}"]),
+        plugin("predicates"),
+        plugin("deviceshare", {"deviceshare.VGPUEnable": True,
+                               "deviceshare.AscendHAMiVNPUEnable": True}),
+        actions="allocate")
+    assert run(doc)["binds"] == {"default/a": "n2"}
+
+
+def test_vnpus_and_gpu_sharing_together_check_both() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1, sharing=1, advertised=4),
+        node_yaml("n2", 1, sharing=1, advertised=4),
+        "jobs:", "- {name: old, minMember: 1, phase: Running}", *jobs_yaml("j1"),
+        "tasks:",
+        task_yaml("o", "old", extra=", phase: Running, node: n1, annotations: {"
+                  f"{ALLOCATED}: 'n1-npu-0,Ascend310P,21527,0:;'}}"),
+        task_yaml("a", "j1")]),
+        plugin("predicates"),
+        plugin("deviceshare", {"deviceshare.GPUSharingEnable": True,
+                               "deviceshare.AscendHAMiVNPUEnable": True}),
+        actions="allocate")
+    got = run(doc)
+    assert got["binds"] == {"default/a": "n2"}
+    assert cards_of(got) == {"default/a": [("n2-npu-0", 21527)]}
+
+
+def test_a_register_annotation_go_cannot_read_leaves_the_node_without_cards() -> None:
+    """NaN, a string count, a fraction for an integer: Go's decoder refuses the whole
+    annotation, and only that chip type on that node goes (no session fails)."""
+    bad = '[{"id":"c0","count":4,"devmem":NaN,"devcore":8}]'
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "- {name: n2, allocatable: {cpu: 64, memory: 256Gi, pods: 110, "
+        f"huawei.com/Ascend310P: 4}}, annotations: {{hami.io/node-register-Ascend310P: '{bad}'}}}}",
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", task_yaml("a", "j1", memory=4096)]),
+        plugin("predicates"), vnpu("binpack"))
+    ssn = open_session(doc)
+    assert ssn.nodes["n1"].ascend is not None
+    assert ssn.nodes["n2"].ascend is None
+
+
+def test_a_pending_task_s_stale_annotation_does_not_keep_a_full_card() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2, sharing=1, advertised=4),
+        "jobs:", "- {name: old, minMember: 1, phase: Running}", *jobs_yaml("j1"),
+        "tasks:",
+        task_yaml("o", "old", extra=", phase: Running, node: n1, annotations: {"
+                  f"{ALLOCATED}: 'n1-npu-0,Ascend310P,21527,0:;', hami.io/bind-phase: success}}"),
+        task_yaml("a", "j1", extra=", annotations: {"
+                  f"{ALLOCATED}: 'n1-npu-0,Ascend310P,21527,0:;'}}")]),
+        plugin("predicates"), vnpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert cards_of(got) == {"default/a": [("n1-npu-1", 21527)]}
+
+
+def test_a_task_asking_only_card_memory_is_best_effort_and_backfilled() -> None:
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", "- {name: a, job: j1, requests: {huawei.com/Ascend310P-memory: 4096}}"]),
+        plugin("priority"), plugin("gang"), plugin("predicates"), vnpu("binpack"),
+        actions="enqueue, allocate, backfill")
+    got = run(doc)
+    assert cards_of(got) == {"default/a": [("n1-npu-0", 6144)]}
+
+
+def test_card_fields_are_matched_as_go_matches_them() -> None:
+    """``customInfo`` (as the docs write it) is HAMi's ``custominfo``: 910 cards are
+    taken from the largest network group either way."""
+    config_map = ("configMaps: [{namespace: kube-system, name: volcano-vgpu-device-config, "
+                  "data: {device-config.yaml: 'vnpus: [{commonWord: Ascend910B3, resourceName: "
+                  "huawei.com/Ascend910B3, resourceMemoryName: huawei.com/Ascend910B3-memory, "
+                  "memoryAllocatable: 65536.0, memoryCapacity: 65536}]'}}]")
+    register = json.dumps([{"ID": f"c{i}", "count": 1, "DevMem": 65536, "devcore": 20,
+                            "customInfo": {"NetworkID": network}}
+                           for i, network in enumerate([1, 2, 2])])
+    doc = document("\n".join([
+        config_map, "nodes:",
+        "- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10, huawei.com/Ascend910B3: 3}, "
+        f"annotations: {{hami.io/node-register-Ascend910B3: '{register}'}}}}",
+        "jobs:", *jobs_yaml("j1"),
+        "tasks:", "- {name: a, job: j1, requests: {cpu: 1, huawei.com/Ascend910B3: 2}}"]),
+        plugin("predicates"), vnpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert [card["uuid"] for card in got["vnpuDevices"]["default/a"]] == ["c1", "c2"]
+
+
+def test_a_pipelined_preemptor_s_cards_keep_the_node_consistent() -> None:
+    doc = document("\n".join([
+        "priorityClasses: [{name: low, value: 10}, {name: high, value: 100000}]",
+        "nodes:", node_yaml("n1", 1, sharing=1, advertised=4),
+        "jobs:", "- {name: pg-low, minMember: 0, priorityClassName: low, phase: Running}",
+        "- {name: pg-high, minMember: 1, priorityClassName: high, phase: Inqueue}",
+        "tasks:",
+        task_yaml("preemptee", "pg-low", extra=", priorityClassName: low, phase: Running, "
+                  f"node: n1, annotations: {{{ALLOCATED}: 'n1-npu-0,Ascend310P,21527,0:;', "
+                  "hami.io/bind-phase: success}"),
+        task_yaml("preemptor", "pg-high", extra=", priorityClassName: high")]),
+        plugin("priority"), plugin("gang"), plugin("predicates"), vnpu("binpack"),
+        actions="allocate, preempt")
+    ssn = open_session(doc)
+    run_actions(ssn)
+    node = ssn.nodes["n1"]
+    assert node.tasks["default/preemptor"].status is TaskStatus.PIPELINED
+    node.check_invariants()
+
+
+def test_memory_written_in_bytes_wraps_as_volcano_s_int32_does() -> None:
+    """4Gi is 2**32: Volcano's 32-bit memory wraps to 0, a whole card."""
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", *jobs_yaml("j1", "j2"),
+        "tasks:", task_yaml("a", "j1", extra="").replace(
+            "huawei.com/Ascend310P: 1", "huawei.com/Ascend310P: 1, "
+            "huawei.com/Ascend310P-memory: 4Gi"), task_yaml("b", "j2")]),
+        plugin("predicates"), vnpu("binpack"), actions="allocate")
+    got = run(doc)
+    assert cards_of(got) == {"default/a": [("n1-npu-0", 21527)]}
+
+
+def test_a_resource_quota_reads_the_pod_group_s_own_minimum() -> None:
+    doc = document("\n".join([
+        "resourceQuotas: [{name: rq1, namespace: default, "
+        "hard: {huawei.com/Ascend310P-memory: 1000}}]",
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", "- {name: j1, minMember: 1, phase: Pending, "
+        "minResources: {cpu: 1, huawei.com/Ascend310P-memory: 4096}}",
+        "tasks:", task_yaml("a", "j1", memory=4096)]),
+        plugin("resourcequota"), plugin("predicates"), vnpu("binpack"),
+        actions="enqueue, allocate")
+    got = run(doc)
+    assert got["binds"] == {}
+    assert "resource quota insufficient" in json.dumps(got["events"])

@@ -43,7 +43,24 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from batchsched.api.task import TaskInfo
+from batchsched.api.ascend_annotations import (
+    ASSIGNED_NODE_ANNOTATION,
+    ASSIGNED_TIME_ANNOTATION,
+    BIND_PHASE_ANNOTATION,
+    BIND_TIME_ANNOTATION,
+    PREDICATE_TIME_ANNOTATION,
+    VnpuDevice,
+    allocated_annotation,
+    assigned_vnpus,
+    decode_devices,
+    drop_vnpu_annotations,
+    encode_devices,
+    read_register,
+    register_annotation,
+    release_keys,
+    runtime_annotation,
+    to_allocate_annotation,
+)
 from batchsched.api.types import FitStatusCode
 
 __all__ = [
@@ -67,6 +84,7 @@ __all__ = [
     "drop_vnpu_annotations",
     "encode_devices",
     "fit",
+    "read_register",
     "register_annotation",
     "release_keys",
     "to_allocate_annotation",
@@ -76,11 +94,6 @@ VNPU_MODE_ANNOTATION = "huawei.com/vnpu-mode"
 HAMI_CORE = "hami-core"
 #: A node annotation saying whether its cards can be shared in hami-core mode.
 NODE_HAMI_CORE_ANNOTATION = "hami-vnpu-core"
-ASSIGNED_NODE_ANNOTATION = "hami.io/vgpu-node"
-ASSIGNED_TIME_ANNOTATION = "hami.io/vgpu-time"
-BIND_TIME_ANNOTATION = "hami.io/bind-time"
-BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
-PREDICATE_TIME_ANNOTATION = "predicate-time"
 BINPACK = "binpack"
 SPREAD = "spread"
 #: Chip types whose cards are grouped by network (``customInfo.NetworkID``).
@@ -93,24 +106,6 @@ _MULTIPLIER = 100.0
 NO_DEVICE = "no ascend device available"
 _NOT_ENOUGH = "no enough ascend device available"
 _PARTIAL = "vNPU does not support partial memory allocation when requesting multiple devices"
-
-
-def register_annotation(common_word: str) -> str:
-    """The node annotation a device plugin registers its cards of a type in."""
-    return f"hami.io/node-register-{common_word}"
-
-
-def to_allocate_annotation(common_word: str) -> str:
-    return f"hami.io/{common_word}-devices-to-allocate"
-
-
-def allocated_annotation(common_word: str) -> str:
-    """The task annotation naming the cards it holds (``id,type,memory,cores:``)."""
-    return f"hami.io/{common_word}-devices-allocated"
-
-
-def runtime_annotation(common_word: str) -> str:
-    return f"huawei.com/{common_word}"
 
 
 # -- configuration -------------------------------------------------------------------
@@ -220,12 +215,19 @@ def vnpu_request(requests: Mapping[str, float], chip: AscendChip) -> VnpuRequest
     memory = _whole(requests, chip.resource_memory_name)
     if count is None and memory is None:
         return None
+    # Volcano keeps them as 32-bit integers: 4Gi (MiB meant, bytes written) wraps to 0.
+    memory = _int32(memory or 0)
     percentage = _NO_PERCENTAGE
     if not memory:
         percentage = 100
-    return VnpuRequest(type=chip.common_word, count=1 if count is None else count,
-                       memory=memory or 0, memory_percentage=percentage,
-                       cores=_whole(requests, chip.core_name) or 0)
+    return VnpuRequest(type=chip.common_word, count=_int32(1 if count is None else count),
+                       memory=memory, memory_percentage=percentage,
+                       cores=_int32(_whole(requests, chip.core_name) or 0))
+
+
+def _int32(value: int) -> int:
+    """Go's conversion to int32 (wrapping)."""
+    return (value + 2**31) % 2**32 - 2**31
 
 
 def hami_core_mode(annotations: Mapping[str, str]) -> bool:
@@ -269,54 +271,6 @@ class AscendDevice:
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None
         return int(value)
-
-
-@attrs.frozen
-class VnpuDevice:
-    """One card a container holds: its id and type, the MiB and cores it takes."""
-
-    uuid: str
-    type: str
-    memory: int
-    cores: int
-
-    def to_json(self) -> dict[str, object]:
-        return {"uuid": self.uuid, "type": self.type, "memory": self.memory,
-                "cores": self.cores}
-
-
-def encode_devices(containers: Iterable[Iterable[VnpuDevice]]) -> str:
-    """``id,type,memory,cores:`` per card, ``;`` after each container."""
-    return "".join("".join(f"{d.uuid},{d.type},{d.memory},{d.cores}:" for d in devices) + ";"
-                   for devices in containers)
-
-
-def decode_devices(text: str) -> tuple[VnpuDevice, ...]:
-    """The cards an annotation names (Volcano's ``DecodeContainerDevices`` on the whole
-    value): entries without a comma are skipped, a number that does not parse reads
-    0; an entry with fewer than four fields makes the value unreadable (ValueError)."""
-    devices = []
-    for entry in text.split(":"):
-        if "," not in entry:
-            continue
-        fields = entry.split(",")
-        if len(fields) < 4:
-            raise ValueError("pod annotation format error; information missing, please do "
-                             "not use nodeName field in task")
-        devices.append(VnpuDevice(fields[0], fields[1], _atoi(fields[2]), _atoi(fields[3])))
-    return tuple(devices)
-
-
-def assigned_vnpus(annotations: Mapping[str, str]) -> list[dict[str, object]] | None:
-    """The cards a task's annotations say it holds, of every type (None: none)."""
-    held: list[dict[str, object]] = []
-    for key, value in annotations.items():
-        if key.startswith("hami.io/") and key.endswith("-devices-allocated") and value:
-            try:
-                held.extend(device.to_json() for device in decode_devices(value))
-            except ValueError:
-                continue
-    return held or None
 
 
 def calc_score(policy: str, device: AscendDevice) -> float:
@@ -382,7 +336,7 @@ class AscendDevices:
         if NODE_HAMI_CORE_ANNOTATION in annotations:
             hami_core = annotations[NODE_HAMI_CORE_ANNOTATION] == "true"
         devices: dict[str, AscendDevice] = {}
-        for info in json.loads(annotations[register_annotation(chip.common_word)]):
+        for info in read_register(annotations[register_annotation(chip.common_word)]):
             custom = info.get("custominfo")
             device = AscendDevice(
                 id=str(info.get("id") or ""), count=_int_field(info, "count"),
@@ -402,11 +356,9 @@ class AscendDevices:
         if text is None:
             return f"annos not found {key}"
         try:
-            entries = json.loads(text)
+            entries = read_register(text)
         except ValueError as exc:
-            return f"{key} is not JSON: {exc}"
-        if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
-            return f"{key} is not a list of devices"
+            return f"{key}: {exc}"
         if not entries:
             return "no device found on node"
         return None
@@ -567,31 +519,6 @@ class AscendDevices:
             assert device.used_cores == sum(c for _, c in device.pods.values())
 
 
-def release_keys(chips: Iterable[AscendChip]) -> tuple[str, ...]:
-    """The annotations a placement undone takes off the task (Volcano's ``Release``:
-    those of every configured chip type)."""
-    keys = [ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION, BIND_PHASE_ANNOTATION,
-            BIND_TIME_ANNOTATION, PREDICATE_TIME_ANNOTATION]
-    for chip in chips:
-        keys += [to_allocate_annotation(chip.common_word),
-                 allocated_annotation(chip.common_word), runtime_annotation(chip.common_word)]
-    return tuple(keys)
-
-
-def drop_vnpu_annotations(task: TaskInfo) -> None:
-    """Take off a task the cards a placement wrote on it, of any chip type (a new
-    mapping: the old one may be shared with the task's copies)."""
-    annotations = task.annotations
-    chips = {key[len("hami.io/"):-len("-devices-allocated")] for key in annotations
-             if key.startswith("hami.io/") and key.endswith("-devices-allocated")}
-    if not chips:
-        return
-    keys = set(release_keys(
-        AscendChip(common_word=chip, resource_name="", resource_memory_name="",
-                   memory_allocatable=0, memory_capacity=0) for chip in chips))
-    task.annotations = {key: value for key, value in annotations.items() if key not in keys}
-
-
 def _by_network(count: int, chosen: list[AscendDevice]) -> list[AscendDevice]:
     """Volcano's ``selectDevicesWithTopology``: the cards of the largest network groups
     first (score order within a group) until ``count``; cards without a numeric
@@ -615,11 +542,3 @@ def _int_field(info: Mapping[str, object], key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return int(value)
-
-
-def _atoi(text: str) -> int:
-    """Go's ``strconv.Atoi`` with the error ignored (0)."""
-    try:
-        return int(text)
-    except ValueError:
-        return 0

@@ -18,6 +18,7 @@ has both). MIG geometries are not modelled.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import attrs
@@ -145,7 +146,8 @@ def _text(node: yaml.Node | None) -> str:
 
 
 def _int(node: yaml.Node | None) -> int:
-    return 0 if node is None else int(yaml.safe_load(node.value))
+    """An integer field; yaml.v2 truncates a float into it."""
+    return 0 if node is None else int(float(yaml.safe_load(node.value)))
 
 
 def _is_true(node: yaml.Node) -> bool:
@@ -153,7 +155,11 @@ def _is_true(node: yaml.Node) -> bool:
 
 
 def _integer(node: yaml.Node) -> bool:
-    return isinstance(node, yaml.ScalarNode) and node.tag == _INT
+    """A number yaml.v2 decodes into an integer field (a float is truncated)."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag not in (_INT, _FLOAT):
+        return False
+    value = float(yaml.safe_load(node.value))
+    return math.isfinite(value) and abs(value) < 2**63
 
 
 def _members(node: yaml.MappingNode) -> dict[str, yaml.Node]:

@@ -256,6 +256,9 @@ class JobInfo:
                 self._count_pending(task, -1)
             task.resreq = resreq
             task.init_resreq = task.init_resreq.without(names)
+            # A pod asking nothing but what is hidden is best-effort (Volcano's task is
+            # built from the requests without them).
+            task.best_effort = task.best_effort or resreq.is_empty()
             if pending:
                 self._count_pending(task, 1)
         if hidden:

@@ -360,8 +360,8 @@ class NodeInfo:
         if self.vgpu is not None:
             self.vgpu.check(self.tasks)
         for cards in (self.ascend or {}).values():
-            cards.check(uid for uid, task in self.tasks.items()
-                        if task.status not in _OWN_FIGURE)
+            # A pipelined task holds the cards its placement chose, as on Volcano's node.
+            cards.check(self.tasks)
 
     def _take_devices(self, held: TaskInfo) -> tuple[int, ...]:
         """Charge the devices of a task being added (those it names when they serve

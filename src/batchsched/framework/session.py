@@ -165,6 +165,7 @@ class Session:
             }
         #: Task uid -> the scalars hidden from its requests (see _hide_resources).
         self._hidden_requests: dict[str, dict[str, float]] = {}
+        self._raw_min_resources: dict[str, Resource] = {}
         self._closed = False
         self._opened = False
 
@@ -300,7 +301,10 @@ class Session:
             if changed:
                 node.mutations += 1
         for job in self.jobs.values():
+            minimum = job.podgroup.min_resources
             hidden.update(job.hide_resources(names))
+            if minimum is not None and job.podgroup.min_resources is not minimum:
+                self._raw_min_resources[job.uid] = minimum
         for queue in self.queues.values():
             for field in ("capability", "deserved", "guarantee"):
                 quota = getattr(queue, field)
@@ -309,6 +313,11 @@ class Session:
         self.total_resource = Resource()
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
+
+    def pod_group_min_resources(self, job: JobInfo) -> Resource | None:
+        """The pod group's ``minResources`` as written, the hidden resources included
+        (Volcano's resourcequota plugin reads the pod group's own list)."""
+        return self._raw_min_resources.get(job.uid, job.podgroup.min_resources)
 
     def device_requests(self, task: TaskInfo) -> Mapping[str, float]:
         """The task's scalar requests (milli), those the session hides included

@@ -47,7 +47,7 @@ class ResourceQuotaPlugin:
             quotas.setdefault(quota.namespace, []).append(quota)
 
         def enqueueable(job: JobInfo) -> Vote:
-            minimum = job.podgroup.min_resources
+            minimum = ssn.pod_group_min_resources(job)
             if minimum is None or job.namespace not in quotas:
                 return Vote.PERMIT
             pending = self.pending.get(job.namespace)
@@ -63,7 +63,7 @@ class ResourceQuotaPlugin:
             return Vote.PERMIT
 
         def enqueued(job: JobInfo) -> None:
-            minimum = job.podgroup.min_resources
+            minimum = ssn.pod_group_min_resources(job)
             if minimum is None or job.namespace not in quotas:
                 return
             self.pending.setdefault(job.namespace, Resource()).add(minimum)

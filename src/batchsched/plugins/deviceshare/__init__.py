@@ -45,8 +45,9 @@ devices are then free), as Volcano's predicates plugin checks devices there.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
+import attrs
 import numpy as np
 
 from batchsched import columnar
@@ -254,20 +255,24 @@ class DeviceSharePlugin:
         return self._ascend.prepare(ssn)
 
     def on_session_open(self, ssn: Session) -> None:
+        # Volcano's one predicate asks every device kind in turn (GPU sharing, vGPUs,
+        # each Ascend chip type), and its node score sums theirs.
+        kinds: list[_DeviceKind] = []
+        if self.sharing:
+            kinds.append(_DeviceKind(
+                device_fit_error,
+                # The dry run of topology-aware preemption asks it on a node copy its
+                # victims left, whose freed devices count (Volcano's predicates checks
+                # devices there).
+                device_fit_error,
+                lambda task, columns: self.fits_all(ssn, task, columns),
+                lambda task, columns: self.preempt_fits_all(ssn, task, columns)))
         if self.vgpu:
-            self._open_vgpu(ssn)
+            kinds.append(self._open_vgpu(ssn))
         if self.ascend:
-            self._open_ascend(ssn)
-        if not self.sharing:
-            return
-        ssn.add_predicate_fn(self.name, device_fit_error)
-        # The dry run of topology-aware preemption asks it on a node copy its victims
-        # left, whose freed devices count (Volcano's predicates checks devices there).
-        ssn.add_simulate_predicate_fn(self.name, device_fit_error)
-        columnar.add_predicate_fn(ssn, self.name, lambda task, columns: self.fits_all(
-            ssn, task, columns))
-        columnar.add_preempt_predicate_fn(ssn, self.name, lambda task, columns: (
-            self.preempt_fits_all(ssn, task, columns)))
+            kinds.append(self._open_ascend(ssn))
+        if kinds:
+            _register_kinds(ssn, self.name, kinds)
 
     def on_session_close(self, ssn: Session) -> None:
         """Nothing to write back."""
@@ -310,7 +315,7 @@ class DeviceSharePlugin:
                         PLUGIN_NAME, problem)
         return config
 
-    def _open_ascend(self, ssn: Session) -> None:
+    def _open_ascend(self, ssn: Session) -> _DeviceKind:
         vnpus = self._ascend
         if vnpus is None or vnpus.ssn is not ssn:
             # Opened without the session asking what to hide first (a host building a
@@ -318,31 +323,104 @@ class DeviceSharePlugin:
             self.hidden_resources(ssn)
             vnpus = self._ascend
         assert vnpus is not None
-        ssn.add_predicate_fn(self.name, vnpus.predicate)
-        ssn.add_simulate_predicate_fn(self.name, vnpus.simulate_predicate)
-        columnar.add_predicate_fn(ssn, self.name, vnpus.column)
-        columnar.add_preempt_predicate_fn(ssn, self.name, vnpus.preempt_column)
-        if self.weight > 0:
-            ssn.add_node_order_fn(self.name, vnpus.node_order)
-            columnar.add_node_order_fn(ssn, self.name, vnpus.column_score)
         ssn.add_event_handler(EventHandler(allocate=vnpus.reserve, deallocate=vnpus.release,
                                            plugin=self.name))
+        scored = self.weight > 0
+        return _DeviceKind(vnpus.predicate, vnpus.simulate_predicate, vnpus.column,
+                           vnpus.preempt_column, vnpus.node_order if scored else None,
+                           vnpus.column_score if scored else None)
 
-    def _open_vgpu(self, ssn: Session) -> None:
+    def _open_vgpu(self, ssn: Session) -> _DeviceKind:
         config = self._device_config(ssn)
         vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names, self.weight,
                              self.exclusive_rules)
-        ssn.add_predicate_fn(self.name, vgpus.predicate)
-        # Topology-aware preemption asks it on the node copy its victims left.
-        ssn.add_simulate_predicate_fn(self.name, vgpus.predicate)
-        columnar.add_predicate_fn(ssn, self.name, vgpus.column)
-        columnar.add_preempt_predicate_fn(ssn, self.name, vgpus.preempt_column)
-        if self.weight > 0:
-            ssn.add_node_order_fn(self.name, vgpus.node_order)
-            columnar.add_node_order_fn(ssn, self.name, vgpus.column_score)
         ssn.add_event_handler(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
                                            plugin=self.name))
         ssn.add_queue_resource_fn(self.name, vgpus.queue_usage)
+        scored = self.weight > 0
+        # Topology-aware preemption asks the predicate on the node copy its victims left.
+        return _DeviceKind(vgpus.predicate, vgpus.predicate, vgpus.column,
+                           vgpus.preempt_column, vgpus.node_order if scored else None,
+                           vgpus.column_score if scored else None)
+
+
+@attrs.frozen
+class _DeviceKind:
+    """One device kind's functions in a session (GPU sharing, vGPUs, Ascend vNPUs)."""
+
+    predicate: Callable[[TaskInfo, NodeInfo], FitError | None]
+    simulate_predicate: Callable[[TaskInfo, NodeInfo], FitError | None]
+    column: Callable[[TaskInfo, NodeColumns], BoolArray | None]
+    preempt_column: Callable[[TaskInfo, NodeColumns], tuple[BoolArray, BoolArray] | None]
+    node_order: Callable[[TaskInfo, NodeInfo], float] | None = None
+    column_score: Callable[[TaskInfo, NodeColumns, Candidates], FloatArray | float] | None = None
+
+
+def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind]) -> None:
+    """The plugin's functions over every device kind enabled (one kind: its own)."""
+
+    def first_error(checks: list[Callable[[TaskInfo, NodeInfo], FitError | None]]
+                    ) -> Callable[[TaskInfo, NodeInfo], FitError | None]:
+        if len(checks) == 1:
+            return checks[0]
+
+        def check(task: TaskInfo, node: NodeInfo) -> FitError | None:
+            for one in checks:
+                error = one(task, node)
+                if error is not None:
+                    return error
+            return None
+        return check
+
+    def column(task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
+        passes: BoolArray | None = None
+        for kind in kinds:
+            mine = kind.column(task, columns)
+            if mine is not None:
+                passes = mine if passes is None else passes & mine
+        return passes
+
+    def preempt_column(task: TaskInfo, columns: NodeColumns
+                       ) -> tuple[BoolArray, BoolArray] | None:
+        answers = [answer for kind in kinds
+                   if (answer := kind.preempt_column(task, columns)) is not None]
+        if len(answers) <= 1:
+            return answers[0] if answers else None
+        fits = answers[0][0]
+        resolvable = answers[0][0] | answers[0][1]
+        for ok, may in answers[1:]:
+            fits = fits & ok
+            resolvable = resolvable & (ok | may)
+        return fits, resolvable & ~fits
+
+    ssn.add_predicate_fn(plugin, first_error([kind.predicate for kind in kinds]))
+    ssn.add_simulate_predicate_fn(plugin, first_error(
+        [kind.simulate_predicate for kind in kinds]))
+    columnar.add_predicate_fn(ssn, plugin, kinds[0].column if len(kinds) == 1 else column)
+    columnar.add_preempt_predicate_fn(
+        ssn, plugin, kinds[0].preempt_column if len(kinds) == 1 else preempt_column)
+    scored = [kind for kind in kinds if kind.node_order is not None]
+    if not scored:
+        return
+    orders = [kind.node_order for kind in scored if kind.node_order is not None]
+    scores = [kind.column_score for kind in scored if kind.column_score is not None]
+    if len(scored) == 1:
+        ssn.add_node_order_fn(plugin, orders[0])
+        columnar.add_node_order_fn(ssn, plugin, scores[0])
+        return
+
+    def node_order(task: TaskInfo, node: NodeInfo) -> float:
+        return sum(order(task, node) for order in orders)
+
+    def column_score(task: TaskInfo, columns: NodeColumns,
+                     candidates: Candidates) -> FloatArray | float:
+        total: FloatArray | float = 0.0
+        for score in scores:
+            total = total + score(task, columns, candidates)
+        return total
+
+    ssn.add_node_order_fn(plugin, node_order)
+    columnar.add_node_order_fn(ssn, plugin, column_score)
 
 
 #: Device-configuration problems already logged (once per process).

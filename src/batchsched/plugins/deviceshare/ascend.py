@@ -42,6 +42,8 @@ __all__ = ["AscendSession"]
 
 #: Tasks whose cards a node's ledger does not count (Volcano's node skips them).
 _NOT_COUNTED = (TaskStatus.RELEASING, TaskStatus.PIPELINED)
+#: What a task placed by this session's statement is (an undone eviction is not).
+_PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
 
 
 class AscendSession:
@@ -170,7 +172,11 @@ class AscendSession:
         mode = hami_core_mode(task.annotations)
         for cards, request in self._on_node(task, node):
             if cards.holds(task.uid):
-                continue  # an eviction undone: the pod still holds its cards
+                if task.status not in _PLACED_NOW:
+                    continue  # an eviction undone: the pod still holds its cards
+                # Cards a stale annotation named when the task came to the node: its
+                # cards are chosen again, as Volcano's Allocate chooses them.
+                cards.remove_task(task.uid)
             try:
                 written.update(cards.allocate(task.uid, request, self.allocate_policy,
                                               hami_core=mode, node=node.name,
@@ -196,7 +202,7 @@ class AscendSession:
         if task.status is TaskStatus.RELEASING or \
                 task.annotations.get(BIND_PHASE_ANNOTATION) == "success":
             return  # a pod that holds its cards until it is gone
-        keys = release_keys(self.chips)
+        keys = release_keys(chip.common_word for chip in self.chips)
         if any(key in task.annotations for key in keys):
             task.annotations = _without(task.annotations, keys)
 

@@ -1,0 +1,210 @@
+"""The annotations HAMi's Ascend vNPUs are told by (:mod:`batchsched.api.ascend`): the
+cards a node registers (read as Go's ``encoding/json`` reads them), the cards a task
+holds (``id,type,memory,cores:`` per card, ``;`` after each container) and what a
+placement writes for the bind and a placement undone takes off again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from batchsched.api.task import TaskInfo
+
+__all__ = [
+    "ASSIGNED_NODE_ANNOTATION",
+    "ASSIGNED_TIME_ANNOTATION",
+    "BIND_PHASE_ANNOTATION",
+    "BIND_TIME_ANNOTATION",
+    "PREDICATE_TIME_ANNOTATION",
+    "VnpuDevice",
+    "allocated_annotation",
+    "assigned_vnpus",
+    "decode_devices",
+    "drop_vnpu_annotations",
+    "encode_devices",
+    "read_register",
+    "register_annotation",
+    "release_keys",
+    "runtime_annotation",
+    "to_allocate_annotation",
+]
+
+ASSIGNED_NODE_ANNOTATION = "hami.io/vgpu-node"
+ASSIGNED_TIME_ANNOTATION = "hami.io/vgpu-time"
+BIND_TIME_ANNOTATION = "hami.io/bind-time"
+BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
+PREDICATE_TIME_ANNOTATION = "predicate-time"
+
+
+def register_annotation(common_word: str) -> str:
+    """The node annotation a device plugin registers its cards of a type in."""
+    return f"hami.io/node-register-{common_word}"
+
+
+def to_allocate_annotation(common_word: str) -> str:
+    return f"hami.io/{common_word}-devices-to-allocate"
+
+
+def allocated_annotation(common_word: str) -> str:
+    """The task annotation naming the cards it holds (``id,type,memory,cores:``)."""
+    return f"hami.io/{common_word}-devices-allocated"
+
+
+def runtime_annotation(common_word: str) -> str:
+    return f"huawei.com/{common_word}"
+
+
+@attrs.frozen
+class VnpuDevice:
+    """One card a container holds: its id and type, the MiB and cores it takes."""
+
+    uuid: str
+    type: str
+    memory: int
+    cores: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"uuid": self.uuid, "type": self.type, "memory": self.memory,
+                "cores": self.cores}
+
+
+def encode_devices(containers: Iterable[Iterable[VnpuDevice]]) -> str:
+    """``id,type,memory,cores:`` per card, ``;`` after each container."""
+    return "".join("".join(f"{d.uuid},{d.type},{d.memory},{d.cores}:" for d in devices) + ";"
+                   for devices in containers)
+
+
+def decode_devices(text: str) -> tuple[VnpuDevice, ...]:
+    """The cards an annotation names (Volcano's ``DecodeContainerDevices`` on the whole
+    value): entries without a comma are skipped, a number that does not parse reads
+    0; an entry with fewer than four fields makes the value unreadable (ValueError)."""
+    devices = []
+    for entry in text.split(":"):
+        if "," not in entry:
+            continue
+        fields = entry.split(",")
+        if len(fields) < 4:
+            raise ValueError("pod annotation format error; information missing, please do "
+                             "not use nodeName field in task")
+        devices.append(VnpuDevice(fields[0], fields[1], _atoi(fields[2]), _atoi(fields[3])))
+    return tuple(devices)
+
+
+def assigned_vnpus(annotations: Mapping[str, str]) -> list[dict[str, object]] | None:
+    """The cards a task's annotations say it holds, of every type (None: none)."""
+    held: list[dict[str, object]] = []
+    for key, value in annotations.items():
+        if key.startswith("hami.io/") and key.endswith("-devices-allocated") and value:
+            try:
+                held.extend(device.to_json() for device in decode_devices(value))
+            except ValueError:
+                continue
+    return held or None
+
+
+def release_keys(common_words: Iterable[str]) -> tuple[str, ...]:
+    """The annotations a placement undone takes off the task (Volcano's ``Release``:
+    those of every configured chip type, by common word)."""
+    keys = [ASSIGNED_NODE_ANNOTATION, ASSIGNED_TIME_ANNOTATION, BIND_PHASE_ANNOTATION,
+            BIND_TIME_ANNOTATION, PREDICATE_TIME_ANNOTATION]
+    for common_word in common_words:
+        keys += [to_allocate_annotation(common_word), allocated_annotation(common_word),
+                 runtime_annotation(common_word)]
+    return tuple(keys)
+
+
+def drop_vnpu_annotations(task: TaskInfo) -> None:
+    """Take off a task the cards a placement wrote on it, of any chip type (a new
+    mapping: the old one may be shared with the task's copies)."""
+    annotations = task.annotations
+    chips = {key[len("hami.io/"):-len("-devices-allocated")] for key in annotations
+             if key.startswith("hami.io/") and key.endswith("-devices-allocated")}
+    if not chips:
+        return
+    keys = set(release_keys(chips))
+    task.annotations = {key: value for key, value in annotations.items() if key not in keys}
+
+
+#: The fields of HAMi's ``DeviceInfo`` a register annotation may give, by JSON name, and
+#: the kind Go's decoder requires of each (null is always the zero value).
+_REGISTER_FIELDS: dict[str, str] = {
+    "id": "string", "index": "uint", "count": "int32", "devmem": "int32", "devcore": "int32",
+    "type": "string", "numa": "int", "mode": "string", "health": "bool",
+    "devicevendor": "string", "custominfo": "object", "devicepairscore": "object",
+}
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int": (-(2**63), 2**63 - 1),
+               "uint": (0, 2**64 - 1)}
+
+
+def read_register(text: str) -> list[dict[str, object]]:
+    """A register annotation as Go's ``encoding/json`` reads it into HAMi's device list:
+    field names matched exactly or else case-insensitively (a later key wins), other
+    names ignored; a value of the wrong kind (a string count, ``21527.5`` or ``1e3``
+    for an integer, ``NaN``) makes the whole annotation unreadable (ValueError)."""
+    try:
+        entries = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"not JSON: {exc}") from exc
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise ValueError("not a list of devices")
+    lowered = {name.lower(): name for name in _REGISTER_FIELDS}
+    devices: list[dict[str, object]] = []
+    for position, entry in enumerate(entries):
+        if entry is None:
+            devices.append({})
+            continue
+        if not isinstance(entry, dict):
+            raise ValueError(f"device {position}: not an object")
+        fields: dict[str, object] = {}
+        for key, value in entry.items():
+            name = key if key in _REGISTER_FIELDS else lowered.get(key.lower())
+            if name is None:
+                continue
+            if value is not None:
+                _check_kind(position, key, value, _REGISTER_FIELDS[name])
+            fields[name] = value
+        devices.append(fields)
+    return devices
+
+
+def _check_kind(position: int, key: str, value: object, kind: str) -> None:
+    if kind == "string":
+        ok = isinstance(value, str)
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind == "object":
+        ok = isinstance(value, dict)
+    else:
+        low, high = _INT_RANGES[kind]
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if not ok:
+        raise ValueError(f"device {position}: {key} {value!r} is not {_KIND_ARTICLE[kind]}")
+
+
+_KIND_ARTICLE = {"string": "a string", "bool": "a boolean", "object": "an object",
+                 "int32": "a 32-bit integer", "int": "an integer",
+                 "uint": "a non-negative integer"}
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+def _atoi(text: str) -> int:
+    """Go's ``strconv.Atoi`` with the error ignored (0)."""
+    try:
+        return int(text)
+    except ValueError:
+        return 0
