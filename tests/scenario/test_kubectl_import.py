@@ -381,3 +381,48 @@ def test_dynamic_resource_allocation_objects_and_pod_claims_are_imported(
     [task] = [t for t in scenario.tasks if t.name == pod]
     assert [(c.name, c.template_name, c.generated) for c in task.resource_claims] == [
         ("gpu", "one-gpu", f"{pod}-gpu-x7k2q")]
+
+
+def test_an_ascend_cluster_is_scheduled_from_its_dump(tmp_path: Path) -> None:
+    """Nodes registering 910B3 cards, the HAMi device ConfigMap and a pod asking a card
+    in its limits only (the API server makes them its requests): the pod gets a card
+    cut to the template its memory needs."""
+    conf = ('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+            '  - name: predicates\n  - name: deviceshare\n    arguments:\n'
+            '      deviceshare.AscendHAMiVNPUEnable: true\n'
+            '      deviceshare.KnownGeometriesCMNamespace: kube-system\n'
+            '      deviceshare.KnownGeometriesCMName: hami-scheduler-device\n')
+    devices = ("vnpus:\n  hamiVnpuCore: false\n  configs:\n  - chipName: 910B3\n"
+               "    commonWord: Ascend910B3\n    resourceName: huawei.com/Ascend910B3\n"
+               "    resourceMemoryName: huawei.com/Ascend910B3-memory\n"
+               "    memoryAllocatable: 65536\n    memoryCapacity: 65536\n    templates:\n"
+               "    - {name: vir05_1c_16g, memory: 16384}\n    - {name: vir10_3c_32g, memory: 32768}\n")
+    register = json.dumps([{"id": f"npu-{i}", "count": 4, "devmem": 65536, "devcore": 20}
+                           for i in range(2)])
+    document = {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+         "data": {"volcano-scheduler.conf": conf}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "hami-scheduler-device", "namespace": "kube-system"},
+         "data": {"device-config.yaml": devices}},
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+         "metadata": {"name": "default"}, "spec": {"weight": 1}},
+        {"apiVersion": "v1", "kind": "Node",
+         "metadata": {"name": "atlas-0", "labels": {"ascend": "on"},
+                      "annotations": {"hami.io/node-register-Ascend910B3": register}},
+         "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110",
+                                    "huawei.com/Ascend910B3": "8"},
+                    "conditions": [{"type": "Ready", "status": "True"}]}},
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "infer", "namespace": "ml", "uid": "u-1"},
+         "spec": {"schedulerName": "volcano", "containers": [{
+             "name": "main", "resources": {"limits": {
+                 "huawei.com/Ascend910B3": "1", "huawei.com/Ascend910B3-memory": "20000"}}}]},
+         "status": {"phase": "Pending"}},
+    ]}
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    got = run_scenario(scenario).to_json()
+    assert got["binds"] == {"ml/infer": "atlas-0"}
+    assert got["vnpuDevices"] == {"ml/infer": [
+        {"uuid": "npu-0", "type": "Ascend910B3", "memory": 32768, "cores": 0}]}
