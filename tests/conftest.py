@@ -1,6 +1,23 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+
+import pytest
 
 # The suite must not depend on what else is installed in the environment.
 os.environ.setdefault("BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
+
+@pytest.fixture(autouse=True)
+def _warnings_said_once_per_process_are_said_again_per_test() -> Iterator[None]:
+    """Some warnings are logged once per process (a plugin is built for every session);
+    each test sees them as a fresh process would."""
+    from batchsched.framework import arguments
+
+    said = set(arguments._WARNED_INERT)
+    arguments._WARNED_INERT.clear()
+    yield
+    arguments._WARNED_INERT.clear()
+    arguments._WARNED_INERT.update(said)

@@ -73,3 +73,18 @@ def test_getters_without_an_owner_still_warn(caplog: pytest.LogCaptureFixture) -
         assert args.get_float("f", 1.0) == 1.0
         assert args.get_int("missing", 3) == 3
     assert caplog.text.count("arguments: argument") == 4
+
+
+def test_unread_arguments_are_reported_once_per_process(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A plugin is built for every session: a replay of thousands of sessions reports
+    a typo once, and ``batchsched conf validate`` still sees it."""
+    from batchsched.framework.arguments import collect_warnings
+
+    with caplog.at_level("WARNING", logger="batchsched"):
+        for _ in range(3):
+            DrfPlugin(Arguments({"drf.typo": 1}))
+    assert caplog.text.count("ignoring argument(s) 'drf.typo'") == 1
+    with collect_warnings() as said:
+        DrfPlugin(Arguments({"drf.typo": 1}))
+    assert any("'drf.typo'" in line for line in said)

@@ -396,7 +396,8 @@ def test_an_ascend_cluster_is_scheduled_from_its_dump(tmp_path: Path) -> None:
                "    commonWord: Ascend910B3\n    resourceName: huawei.com/Ascend910B3\n"
                "    resourceMemoryName: huawei.com/Ascend910B3-memory\n"
                "    memoryAllocatable: 65536\n    memoryCapacity: 65536\n    templates:\n"
-               "    - {name: vir05_1c_16g, memory: 16384}\n    - {name: vir10_3c_32g, memory: 32768}\n")
+               "    - {name: vir05_1c_16g, memory: 16384}\n"
+               "    - {name: vir10_3c_32g, memory: 32768}\n")
     register = json.dumps([{"id": f"npu-{i}", "count": 4, "devmem": 65536, "devcore": 20}
                            for i in range(2)])
     document = {"apiVersion": "v1", "kind": "List", "items": [

@@ -100,7 +100,9 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
                 expected, shown)
 
 
-#: (plugin, argument) pairs already warned about by :meth:`Arguments.warn_inert`.
+#: What was already warned about once per process: (plugin, argument) pairs of
+#: :meth:`Arguments.warn_inert`, and each plugin's unread arguments
+#: (:meth:`Arguments.warn_unknown`).
 _WARNED_INERT: set[tuple[str, str]] = set()
 
 
@@ -296,11 +298,13 @@ class Arguments(Mapping[str, Any]):
     def warn_unknown(self, owner: str, known: Iterable[str] = (), *,
                      prefixes: Iterable[str] = (), kind: str = "plugin") -> list[str]:
         """Log the arguments ``owner`` does not read (neither in ``known`` nor
-        starting with one of ``prefixes``), which Volcano ignores silently; returns
-        them, sorted."""
+        starting with one of ``prefixes``), which Volcano ignores silently, once per
+        process (a plugin is built for every session); returns them, sorted."""
         names, starts = set(known), tuple(prefixes)
         unknown = sorted(k for k in self._values if k not in names and not k.startswith(starts))
-        if unknown:
+        said = (f"{kind} {owner}", "unread: " + ", ".join(unknown))
+        if unknown and said not in _WARNED_INERT:
+            _WARNED_INERT.add(said)
             reads = ", ".join(sorted(names) + [f"{p}*" for p in starts]) or "no arguments"
             log.warning("%s %r: ignoring argument(s) %s (it reads: %s)", kind, owner,
                         ", ".join(repr(k) for k in unknown), reads)

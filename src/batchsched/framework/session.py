@@ -166,6 +166,8 @@ class Session:
         #: Task uid -> the scalars hidden from its requests (see _hide_resources).
         self._hidden_requests: dict[str, dict[str, float]] = {}
         self._raw_min_resources: dict[str, Resource] = {}
+        #: The resources hidden from every resource list (see _hide_resources).
+        self.hidden_resources: frozenset[str] = frozenset()
         self._closed = False
         self._opened = False
 
@@ -281,6 +283,7 @@ class Session:
         resource list it reads: node figures, task requests, pod groups' minimum
         resources, queues' quotas. What a task asked of them stays readable through
         :meth:`device_requests`."""
+        self.hidden_resources = names
         if not names:
             return
         hidden = self._hidden_requests

@@ -159,13 +159,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         args.workload, args.cluster, arrived_load=args.arrived_load,
         first=args.first_job, count=args.jobs, seed=args.seed,
     )
-    workload = workload.without_oversized()
-    for skipped in workload.skipped:
-        err.write(f"{skipped.origin}: job {skipped.job} skipped: {skipped.reason}\n")
     if args.config:
         configuration = load_configuration(args.config)
     else:
         configuration = own_configuration or default_configuration()
+    workload = workload.without_oversized(configuration)
+    for skipped in workload.skipped:
+        err.write(f"{skipped.origin}: job {skipped.job} skipped: {skipped.reason}\n")
     configuration = with_workload_hints(configuration, workload, seed=args.seed)
     progress, bar = _progress_bar(not args.no_progress, len(workload.jobs))
     try:

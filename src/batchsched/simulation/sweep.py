@@ -49,9 +49,9 @@ def replay(spec: Replay) -> dict[str, Any]:
 
     workload, own = load_workload(spec.workload, spec.cluster, arrived_load=spec.arrived_load,
                                   first=spec.first_job, count=spec.jobs)
-    workload = workload.without_oversized()
     configuration = (load_configuration(spec.config) if spec.config
                      else own or default_configuration())
+    workload = workload.without_oversized(configuration)
     simulator = Simulator(workload, configuration)
     metrics: dict[str, Any] = simulator.run().metrics()
     metrics["sessions"] = simulator.sessions

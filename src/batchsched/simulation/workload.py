@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from batchsched.api.cluster import PriorityClass
+from batchsched.api.cluster import ClusterInfo, PriorityClass
 from batchsched.api.hypernode import HyperNode
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
+from batchsched.conf import SchedulerConfiguration
 from batchsched.kube.dra.scheduling import DraObjects
 
 __all__ = ["RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob"]
@@ -106,19 +107,50 @@ class Workload:
             total.add(node.allocatable)
         return total
 
-    def without_oversized(self) -> Workload:
+    def without_oversized(self, configuration: SchedulerConfiguration | None = None
+                          ) -> Workload:
         """The workload less the jobs that could never start on this cluster: a task
-        larger than every node, or a gang larger than the whole cluster."""
-        capacity = self.capacity()
+        larger than every node, or a gang larger than the whole cluster. With the
+        configuration the replay runs, the resources its plugins account for
+        themselves (Ascend card memory, say: ``hidden_resources``) are not compared."""
+        hidden = self.hidden_resources(configuration) if configuration is not None \
+            else frozenset()
+        nodes = tuple(_without(node, hidden) for node in self.nodes) if hidden else self.nodes
+        capacity = Resource()
+        for node in nodes:
+            capacity.add(node.allocatable)
         kept: list[WorkloadJob] = []
         skipped = list(self.skipped)
         for job in self.jobs:
-            reason = _never_fits(job.prototype, self.nodes, capacity)
+            prototype = job.prototype
+            if hidden:
+                prototype = prototype.clone()
+                prototype.hide_resources(hidden)
+            reason = _never_fits(prototype, nodes, capacity)
             if reason is None:
                 kept.append(job)
             else:
                 skipped.append(Skipped(job.uid, job.origin, reason, oversized=True))
         return attrs.evolve(self, jobs=tuple(kept), skipped=tuple(skipped))
+
+
+    def hidden_resources(self, configuration: SchedulerConfiguration) -> frozenset[str]:
+        """What the configured plugins hide in a session on this cluster (asked of a
+        session on the empty cluster)."""
+        from batchsched.framework.session import Session
+
+        cluster = ClusterInfo(nodes={node.name: node.clone() for node in self.nodes},
+                              queues={queue.name: queue.clone() for queue in self.queues},
+                              config_maps=dict(self.config_maps), dra=self.dra)
+        ssn = Session.open(cluster, configuration)
+        ssn.abort()
+        return ssn.hidden_resources
+
+
+def _without(node: NodeInfo, hidden: frozenset[str]) -> NodeInfo:
+    twin = node.clone()
+    twin.allocatable = twin.allocatable.without(hidden)
+    return twin
 
 
 def _never_fits(job: JobInfo, nodes: Sequence[NodeInfo], capacity: Resource) -> str | None:
