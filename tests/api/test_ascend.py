@@ -435,17 +435,23 @@ def test_register_annotation_reads_custom_info() -> None:
 
 
 @pytest.mark.parametrize(("text", "problem"), [
-    ('[{"id":"a","devmem":NaN}]', "not JSON"),
-    ('[{"id":"a","devmem":1e999}]', "not JSON"),
-    ('[{"id":"a","count":"4"}]', "count '4' is not a 32-bit integer"),
-    ('[{"id":"a","devmem":21527.5}]', "is not a 32-bit integer"),
-    ('[{"id":"a","devmem":1e3}]', "is not a 32-bit integer"),
-    ('[{"id":"a","devcore":3000000000}]', "is not a 32-bit integer"),
-    ('[{"id":7}]', "is not a string"),
-    ('[{"id":"a","custominfo":"x"}]', "is not an object"),
-    ('[{"id":"a","health":"yes"}]', "is not a boolean"),
-    ('{"id":"a"}', "not a list"),
-    ('["a"]', "not an object"),
+    ('[{"id":"a","devmem":NaN}]', "invalid character"),
+    ('[{"id":"a","count":"4"}]', "count: cannot decode \"4\" into a Go int32"),
+    ('[{"id":"a","devmem":21527.5}]', "into a Go int32"),
+    ('[{"id":"a","devmem":1e3}]', "into a Go int32"),
+    ('[{"id":"a","devcore":3000000000}]', "into a Go int32"),
+    ('[{"id":"a","index":-0}]', "into a Go uint64"),
+    ('[{"id":7}]', "into a Go string"),
+    ('[{"id":"a","custominfo":"x"}]', "into a Go map"),
+    ('[{"id":"a","custominfo":{"n":1e400}}]', "into a Go float64"),
+    ('[{"id":"a","health":"yes"}]', "into a Go bool"),
+    ('[{"id":"a","count":"x","count":1}]', "into a Go int32"),
+    ('[{"id":"a","devicepairscore":{"uuid":5}}]', "into a Go string"),
+    ('[{"id":"a","devicepairscore":{"score":{"x":1.5}}}]', "into a Go int64"),
+    ('[{"id":"a","cu\\u017ftominfo":5}]', "into a Go map"),
+    ('{"id":"a"}', "into a Go slice"),
+    ('["a"]', "into a Go DeviceInfo"),
+    ('[null]', "device 0 is null"),
 ])
 def test_a_register_annotation_is_read_as_go_reads_it(text: str, problem: str) -> None:
     from batchsched.api.ascend_annotations import read_register
@@ -454,11 +460,15 @@ def test_a_register_annotation_is_read_as_go_reads_it(text: str, problem: str) -
         read_register(text)
 
 
-def test_register_fields_match_case_insensitively_and_unknown_ones_are_ignored() -> None:
+def test_register_fields_match_as_go_matches_them() -> None:
     from batchsched.api.ascend_annotations import read_register
 
-    assert read_register('[{"ID":"a","DevMem":5,"customInfo":{"NetworkID":1},"x":[]},null]') \
-        == [{"id": "a", "devmem": 5, "custominfo": {"NetworkID": 1}}, {}]
+    [device] = read_register('[{"ID":"a","DevMem":5,"customInfo":{"NetworkID":1},"x":1e400,'
+                             '"id":"c","count":4,"Count":null}]')
+    assert (device["id"], device["devmem"], device["count"]) == ("c", 5, 4)
+    assert device["custominfo"] == {"NetworkID": 1.0}
+    [device] = read_register('[{"id":"a","ID":"b","id":"c","index":0,"numa":-0}]')
+    assert device["id"] == "c"
     assert read_register("null") == []
 
 

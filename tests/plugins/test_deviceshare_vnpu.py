@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
 import pytest
@@ -482,3 +483,86 @@ def test_a_resource_quota_reads_the_pod_group_s_own_minimum() -> None:
     got = run(doc)
     assert got["binds"] == {}
     assert "resource quota insufficient" in json.dumps(got["events"])
+
+
+def test_vgpu_and_vnpu_scores_are_summed_then_rounded_once() -> None:
+    """Volcano's getDeviceScore adds every kind's raw score, then rounds and weighs."""
+    from batchsched.api.ascend import hami_core_mode
+
+    register = json.dumps([{"id": f"npu-{i}", "count": 4, "devmem": 21527, "devcore": 8}
+                           for i in range(2)])
+    vgpus = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla-T4,true,hami-core:" for i in range(2))
+    doc = document("\n".join([
+        "nodes:", "- {name: n1, allocatable: {cpu: 64, memory: 256Gi, pods: 110, "
+        "huawei.com/Ascend310P: 8, volcano.sh/vgpu-number: 20, volcano.sh/vgpu-memory: 32768, "
+        f"volcano.sh/vgpu-cores: 200}}, annotations: {{hami.io/node-register-Ascend310P: "
+        f"'{register}', volcano.sh/node-vgpu-register: '{vgpus}'}}}}",
+        "jobs:", "- {name: r, minMember: 1, phase: Running}", *jobs_yaml("j1"),
+        "tasks:",
+        task_yaml("r0", "r", memory=2000, extra=", phase: Running, node: n1, annotations: {"
+                  f"{ALLOCATED}: 'npu-0,Ascend310P,4435,0:;'}}"),
+        "- {name: a, job: j1, requests: {cpu: 1, volcano.sh/vgpu-number: 1, "
+        "volcano.sh/vgpu-memory: 5000, volcano.sh/vgpu-cores: 25, huawei.com/Ascend310P: 1, "
+        "huawei.com/Ascend310P-memory: 2000}}"]),
+        plugin("predicates"),
+        plugin("deviceshare", {"deviceshare.VGPUEnable": True,
+                               "deviceshare.AscendHAMiVNPUEnable": True,
+                               "deviceshare.SchedulePolicy": "binpack",
+                               "deviceshare.ScheduleWeight": 1}))
+    ssn = open_session(doc)
+    task = ssn.jobs["default/j1"].tasks["default/a"]
+    node = ssn.nodes["n1"]
+    vgpu_raw = 100 * 5000 / 16384                 # 30.52: the GPU, once the task is on it
+    cards = node.ascend["Ascend310P"] if node.ascend else None
+    assert cards is not None
+    request = vnpu_request_of(ssn, task)
+    ascend_raw = cards.score(request, "binpack", hami_core=hami_core_mode(task.annotations))
+    assert round(ascend_raw, 2) == 20.6           # 100 * 4435 / 21527
+    assert ssn.node_order(task, node) == math.floor(vgpu_raw + ascend_raw + 0.5) == 51
+
+
+def vnpu_request_of(ssn: Any, task: Any) -> Any:
+    from batchsched.api.ascend import DEFAULT_CHIP, vnpu_request
+
+    return vnpu_request(ssn.device_requests(task), DEFAULT_CHIP)
+
+
+def test_the_preempt_form_of_two_kinds_reads_the_first_error() -> None:
+    """A node the first kind fails resolvably stays a preemption candidate even when a
+    later kind would fail it unresolvably: the scalar predicate reports the first
+    error, and the column form must agree."""
+    import numpy as np
+
+    from batchsched.api.fit import FitError
+    from batchsched.plugins.deviceshare import _DeviceKind, _register_kinds
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.extra: dict[str, Any] = {}
+            self.fns: dict[str, Any] = {}
+
+        def add_predicate_fn(self, plugin: str, fn: Any) -> None:
+            self.fns["predicate"] = fn
+
+        def add_simulate_predicate_fn(self, plugin: str, fn: Any) -> None:
+            self.fns["simulate"] = fn
+
+    def failing(code: FitStatusCode) -> Any:
+        return lambda task, node: FitError.of("ns", "t", "n", "no", code=code, plugin="x")
+
+    first = _DeviceKind(failing(FitStatusCode.UNSCHEDULABLE), failing(FitStatusCode.UNSCHEDULABLE),
+                        lambda task, columns: None,
+                        lambda task, columns: (np.array([False, True]), np.array([True, False])))
+    second = _DeviceKind(failing(FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                         failing(FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE),
+                         lambda task, columns: None,
+                         lambda task, columns: (np.array([False, False]),
+                                                np.array([False, False])))
+    ssn = Recorder()
+    _register_kinds(ssn, "deviceshare", [first, second], 0)  # type: ignore[arg-type]
+    error = ssn.fns["predicate"](None, None)
+    assert error.statuses[0].code == FitStatusCode.UNSCHEDULABLE
+    forms = ssn.extra["batchsched.vector_preempt_predicates"]
+    fits, resolvable = forms["deviceshare"](None, None)
+    assert fits.tolist() == [False, False]
+    assert resolvable.tolist() == [True, False]   # node 0: the first kind's error decides

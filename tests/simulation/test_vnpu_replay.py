@@ -8,6 +8,7 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -111,3 +112,21 @@ def test_a_vnpu_replay_keeps_every_card_within_bounds(tmp_path_factory: object, 
     tmp_path = tmp_path_factory.mktemp("vnpu")  # type: ignore[attr-defined]
     first = replay(tmp_path, seed, jobs)
     assert replay(tmp_path, seed, jobs) == first  # deterministic
+
+
+def test_the_oversized_check_opens_no_plugin(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plugins are asked what they hide, not opened: a plugin that talks to something
+    outside (an extender) sees no session the replay does not run."""
+    from batchsched.framework.session import Session
+
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(vnpu_workload(3, 6)), encoding="utf-8")
+    workload, scenario = scenario_workload(path)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a session was opened")
+
+    monkeypatch.setattr(Session, "open", refuse)
+    fitting = workload.without_oversized(scenario.configuration)
+    assert len(fitting.jobs) == 6 and not fitting.skipped

@@ -6,12 +6,13 @@ placement writes for the bind and a placement undone takes off again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
 from batchsched.api.task import TaskInfo
+from batchsched.kube.go_json import ANY, Int, MapOf, Ptr, SliceOf, Struct, decode
 
 __all__ = [
     "ASSIGNED_NODE_ANNOTATION",
@@ -128,78 +129,29 @@ def drop_vnpu_annotations(task: TaskInfo) -> None:
     task.annotations = {key: value for key, value in annotations.items() if key not in keys}
 
 
-#: The fields of HAMi's ``DeviceInfo`` a register annotation may give, by JSON name, and
-#: the kind Go's decoder requires of each (null is always the zero value).
-_REGISTER_FIELDS: dict[str, str] = {
-    "id": "string", "index": "uint", "count": "int32", "devmem": "int32", "devcore": "int32",
-    "type": "string", "numa": "int", "mode": "string", "health": "bool",
-    "devicevendor": "string", "custominfo": "object", "devicepairscore": "object",
-}
-_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int": (-(2**63), 2**63 - 1),
-               "uint": (0, 2**64 - 1)}
+#: HAMi's ``DeviceInfo``, as Go decodes a register annotation into it.
+DEVICE_INFO = Struct({
+    "id": "string", "index": Int(64, unsigned=True), "count": Int(32), "devmem": Int(32),
+    "devcore": Int(32), "type": "string", "numa": Int(64), "mode": "string",
+    "health": "bool", "devicevendor": "string", "custominfo": MapOf(ANY),
+    "devicepairscore": Struct({"uuid": "string", "score": MapOf(Int(64))}),
+}, name="DeviceInfo")
 
 
-def read_register(text: str) -> list[dict[str, object]]:
-    """A register annotation as Go's ``encoding/json`` reads it into HAMi's device list:
-    field names matched exactly or else case-insensitively (a later key wins), other
-    names ignored; a value of the wrong kind (a string count, ``21527.5`` or ``1e3``
-    for an integer, ``NaN``) makes the whole annotation unreadable (ValueError)."""
-    try:
-        entries = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"not JSON: {exc}") from exc
-    if entries is None:
+def read_register(text: str) -> list[dict[str, Any]]:
+    """A register annotation as Go's ``encoding/json`` reads it into HAMi's device list
+    (:mod:`batchsched.kube.go_json`: field names matched exactly or else
+    case-insensitively, a later key last, ``null`` leaving a number or string as it
+    was); a value Go refuses (a string count, ``21527.5`` or ``1e3`` for an integer,
+    ``NaN``) makes the whole annotation unreadable (ValueError). A ``null`` device is
+    refused too (Volcano's scheduler fails on it)."""
+    devices = decode(text, SliceOf(Ptr(DEVICE_INFO)), what="devices")
+    if devices is None:
         return []
-    if not isinstance(entries, list):
-        raise ValueError("not a list of devices")
-    lowered = {name.lower(): name for name in _REGISTER_FIELDS}
-    devices: list[dict[str, object]] = []
-    for position, entry in enumerate(entries):
-        if entry is None:
-            devices.append({})
-            continue
-        if not isinstance(entry, dict):
-            raise ValueError(f"device {position}: not an object")
-        fields: dict[str, object] = {}
-        for key, value in entry.items():
-            name = key if key in _REGISTER_FIELDS else lowered.get(key.lower())
-            if name is None:
-                continue
-            if value is not None:
-                _check_kind(position, key, value, _REGISTER_FIELDS[name])
-            fields[name] = value
-        devices.append(fields)
-    return devices
-
-
-def _check_kind(position: int, key: str, value: object, kind: str) -> None:
-    if kind == "string":
-        ok = isinstance(value, str)
-    elif kind == "bool":
-        ok = isinstance(value, bool)
-    elif kind == "object":
-        ok = isinstance(value, dict)
-    else:
-        low, high = _INT_RANGES[kind]
-        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-    if not ok:
-        raise ValueError(f"device {position}: {key} {value!r} is not {_KIND_ARTICLE[kind]}")
-
-
-_KIND_ARTICLE = {"string": "a string", "bool": "a boolean", "object": "an object",
-                 "int32": "a 32-bit integer", "int": "an integer",
-                 "uint": "a non-negative integer"}
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"{text} is out of range")
-    return value
+    for position, device in enumerate(devices):
+        if device is None:
+            raise ValueError(f"device {position} is null")
+    return list(devices)
 
 
 def _atoi(text: str) -> int:

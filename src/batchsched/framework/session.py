@@ -259,6 +259,27 @@ class Session:
         registry.manager.hook.batchsched_session_opened(session=ssn)
         return ssn
 
+    @classmethod
+    def resources_hidden(cls, cluster: ClusterInfo,
+                         configuration: SchedulerConfiguration | None = None, *,
+                         registry: Registry | None = None) -> frozenset[str]:
+        """What a session on ``cluster`` would hide (:meth:`_hide_resources`): the
+        configured plugins are built and asked (``hidden_resources``), none is opened
+        and nothing of ``cluster`` is changed. Cheap when no plugin hides anything."""
+        from batchsched.conf import default_configuration
+        from batchsched.framework.registry import default_registry
+
+        configuration = configuration or default_configuration()
+        registry = registry or default_registry()
+        configuration.validate(registry)
+        plugins = {option.name: registry.create_plugin(option.name, option.arguments)
+                   for tier in configuration.tiers for option in tier.plugins}
+        if not any(hasattr(plugin, "hidden_resources") for plugin in plugins.values()):
+            return frozenset()
+        ssn = cls(cluster.clone(), configuration, registry=registry)
+        ssn.plugins = plugins
+        return ssn._resources_plugins_hide()
+
     def _resources_plugins_hide(self) -> frozenset[str]:
         """The resources plugins account for themselves (their optional
         ``hidden_resources(ssn)``, asked before any plugin opens)."""

@@ -135,16 +135,14 @@ class Workload:
 
 
     def hidden_resources(self, configuration: SchedulerConfiguration) -> frozenset[str]:
-        """What the configured plugins hide in a session on this cluster (asked of a
-        session on the empty cluster)."""
+        """What the configured plugins hide in a session on this cluster, empty (no
+        plugin is opened: ``Session.resources_hidden``)."""
         from batchsched.framework.session import Session
 
-        cluster = ClusterInfo(nodes={node.name: node.clone() for node in self.nodes},
-                              queues={queue.name: queue.clone() for queue in self.queues},
+        cluster = ClusterInfo(nodes={node.name: node for node in self.nodes},
+                              queues={queue.name: queue for queue in self.queues},
                               config_maps=dict(self.config_maps), dra=self.dra)
-        ssn = Session.open(cluster, configuration)
-        ssn.abort()
-        return ssn.hidden_resources
+        return Session.resources_hidden(cluster, configuration)
 
 
 def _without(node: NodeInfo, hidden: frozenset[str]) -> NodeInfo:

@@ -272,7 +272,7 @@ class DeviceSharePlugin:
         if self.ascend:
             kinds.append(self._open_ascend(ssn))
         if kinds:
-            _register_kinds(ssn, self.name, kinds)
+            _register_kinds(ssn, self.name, kinds, self.weight)
 
     def on_session_close(self, ssn: Session) -> None:
         """Nothing to write back."""
@@ -325,10 +325,8 @@ class DeviceSharePlugin:
         assert vnpus is not None
         ssn.add_event_handler(EventHandler(allocate=vnpus.reserve, deallocate=vnpus.release,
                                            plugin=self.name))
-        scored = self.weight > 0
         return _DeviceKind(vnpus.predicate, vnpus.simulate_predicate, vnpus.column,
-                           vnpus.preempt_column, vnpus.node_order if scored else None,
-                           vnpus.column_score if scored else None)
+                           vnpus.preempt_column, vnpus.score, vnpus.column_score)
 
     def _open_vgpu(self, ssn: Session) -> _DeviceKind:
         config = self._device_config(ssn)
@@ -337,11 +335,9 @@ class DeviceSharePlugin:
         ssn.add_event_handler(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
                                            plugin=self.name))
         ssn.add_queue_resource_fn(self.name, vgpus.queue_usage)
-        scored = self.weight > 0
         # Topology-aware preemption asks the predicate on the node copy its victims left.
         return _DeviceKind(vgpus.predicate, vgpus.predicate, vgpus.column,
-                           vgpus.preempt_column, vgpus.node_order if scored else None,
-                           vgpus.column_score if scored else None)
+                           vgpus.preempt_column, vgpus.score, vgpus.column_score)
 
 
 @attrs.frozen
@@ -352,12 +348,16 @@ class _DeviceKind:
     simulate_predicate: Callable[[TaskInfo, NodeInfo], FitError | None]
     column: Callable[[TaskInfo, NodeColumns], BoolArray | None]
     preempt_column: Callable[[TaskInfo, NodeColumns], tuple[BoolArray, BoolArray] | None]
-    node_order: Callable[[TaskInfo, NodeInfo], float] | None = None
+    #: The kind's score of a node, before rounding and weighing (None: it scores none).
+    score: Callable[[TaskInfo, NodeInfo], float] | None = None
     column_score: Callable[[TaskInfo, NodeColumns, Candidates], FloatArray | float] | None = None
 
 
-def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind]) -> None:
-    """The plugin's functions over every device kind enabled (one kind: its own)."""
+def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind], weight: int) -> None:
+    """The plugin's functions over every device kind enabled, as Volcano's deviceshare
+    has them: the predicate reports the first kind's error (in GPU sharing, vGPU,
+    chip type order), the node score is the sum of the kinds' scores, rounded, times
+    the weight (none when the weight is not positive)."""
 
     def first_error(checks: list[Callable[[TaskInfo, NodeInfo], FitError | None]]
                     ) -> Callable[[TaskInfo, NodeInfo], FitError | None]:
@@ -376,22 +376,28 @@ def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind]) -> None
         passes: BoolArray | None = None
         for kind in kinds:
             mine = kind.column(task, columns)
+            if isinstance(mine, tuple):
+                raise VectorFallback  # a form with its own reading: the scalar form decides
             if mine is not None:
                 passes = mine if passes is None else passes & mine
         return passes
 
     def preempt_column(task: TaskInfo, columns: NodeColumns
                        ) -> tuple[BoolArray, BoolArray] | None:
-        answers = [answer for kind in kinds
-                   if (answer := kind.preempt_column(task, columns)) is not None]
-        if len(answers) <= 1:
-            return answers[0] if answers else None
-        fits = answers[0][0]
-        resolvable = answers[0][0] | answers[0][1]
-        for ok, may in answers[1:]:
-            fits = fits & ok
-            resolvable = resolvable & (ok | may)
-        return fits, resolvable & ~fits
+        # The first kind that fails a node decides whether evicting may help there.
+        fits: BoolArray | None = None
+        resolvable: BoolArray | None = None
+        for kind in kinds:
+            answer = kind.preempt_column(task, columns)
+            if answer is None:
+                continue
+            ok, may = answer
+            if fits is None or resolvable is None:
+                fits, resolvable = ok, ~ok & may
+            else:
+                resolvable = resolvable | (fits & ~ok & may)
+                fits = fits & ok
+        return None if fits is None or resolvable is None else (fits, resolvable)
 
     ssn.add_predicate_fn(plugin, first_error([kind.predicate for kind in kinds]))
     ssn.add_simulate_predicate_fn(plugin, first_error(
@@ -399,25 +405,23 @@ def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind]) -> None
     columnar.add_predicate_fn(ssn, plugin, kinds[0].column if len(kinds) == 1 else column)
     columnar.add_preempt_predicate_fn(
         ssn, plugin, kinds[0].preempt_column if len(kinds) == 1 else preempt_column)
-    scored = [kind for kind in kinds if kind.node_order is not None]
-    if not scored:
-        return
-    orders = [kind.node_order for kind in scored if kind.node_order is not None]
-    scores = [kind.column_score for kind in scored if kind.column_score is not None]
-    if len(scored) == 1:
-        ssn.add_node_order_fn(plugin, orders[0])
-        columnar.add_node_order_fn(ssn, plugin, scores[0])
+    raw_scores = [kind.score for kind in kinds if kind.score is not None]
+    raw_columns = [kind.column_score for kind in kinds if kind.column_score is not None]
+    if weight <= 0 or not raw_scores:
         return
 
     def node_order(task: TaskInfo, node: NodeInfo) -> float:
-        return sum(order(task, node) for order in orders)
+        return float(math.floor(sum(score(task, node) for score in raw_scores) + 0.5) * weight)
 
     def column_score(task: TaskInfo, columns: NodeColumns,
                      candidates: Candidates) -> FloatArray | float:
         total: FloatArray | float = 0.0
-        for score in scores:
+        for score in raw_columns:
             total = total + score(task, columns, candidates)
-        return total
+        if isinstance(total, float):
+            return float(math.floor(total + 0.5) * weight)
+        weighted: FloatArray = np.floor(total + 0.5) * weight
+        return weighted
 
     ssn.add_node_order_fn(plugin, node_order)
     columnar.add_node_order_fn(ssn, plugin, column_score)
@@ -448,10 +452,11 @@ class _VgpuSession:
         return vgpu_fit(task, node, self.policy, reserve=reserve, names=self.names,
                         exclude=exclude)
 
-    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
-        # Volcano rounds the score its predicate kept for the node; the same question
-        # asked again on the unchanged node gives the same score.
-        return float(math.floor(self.fit(task, node).score + 0.5) * self.weight)
+    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The policy's score of the GPUs the task would get (Volcano rounds the sum of
+        every device kind's, then weighs it: :func:`_register_kinds`). The same
+        question asked again on the unchanged node gives the same score."""
+        return self.fit(task, node).score
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         fit = self.fit(task, node)
@@ -488,13 +493,12 @@ class _VgpuSession:
 
     def column_score(self, task: TaskInfo, columns: NodeColumns,
                      candidates: Candidates) -> FloatArray | float:
-        """The node order over the candidates: Volcano's rounded score times the weight."""
+        """:meth:`score` over the candidates."""
         if not self.asks(task):
             return 0.0
         _, scores = vgpu_fit_rows(VgpuColumns.of(self.ssn), self._vector_request(task),
                                   self.policy, candidates.indices)
-        weighted: FloatArray = np.floor(scores + 0.5) * self.weight
-        return weighted
+        return scores
 
     def reserve(self, event: Event) -> None:
         """A statement placed the task: take its devices on the node (Volcano's

@@ -13,7 +13,6 @@ positive, a statement placing the task chooses its cards and writes them on it
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from batchsched.api.ascend import (
@@ -126,11 +125,11 @@ class AscendSession:
                                    plugin=self.plugin, detail=f"{cards.chip.common_word}: {why}")
         return None
 
-    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
+    def score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """The sum of the chip types' scores (deviceshare rounds and weighs it)."""
         mode = hami_core_mode(task.annotations)
-        total = sum(cards.score(request, self.policy, hami_core=mode)
-                    for cards, request in self._on_node(task, node))
-        return float(math.floor(total + 0.5) * self.weight)
+        return sum(cards.score(request, self.policy, hami_core=mode)
+                   for cards, request in self._on_node(task, node))
 
     def column(self, task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
         """Tasks asking no vNPU pass everywhere; the others take the scalar form."""
