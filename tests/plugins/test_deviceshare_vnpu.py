@@ -566,3 +566,84 @@ def test_the_preempt_form_of_two_kinds_reads_the_first_error() -> None:
     fits, resolvable = forms["deviceshare"](None, None)
     assert fits.tolist() == [False, False]
     assert resolvable.tolist() == [True, False]   # node 0: the first kind's error decides
+
+
+# -- the column form agrees with the scalar one ------------------------------------------
+
+_cards = st.lists(st.tuples(st.integers(1, 4), st.sampled_from([21527, 16000, 0]),
+                            st.sampled_from([8, 0, 100]), st.integers(0, 4),
+                            st.integers(0, 25000), st.integers(0, 100)),
+                  min_size=1, max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_cards, st.booleans()), min_size=1, max_size=4),
+       st.tuples(st.integers(0, 3), st.sampled_from([0, 1000, 3072, 7000, 13000, 21527, 30000]),
+                 st.sampled_from([0, 10, 50, 100])),
+       st.booleans(), st.sampled_from(["binpack", "spread", ""]))
+def test_the_column_fit_and_score_are_the_scalar_ones(
+        nodes: list[tuple[list[tuple[int, int, int, int, int, int]], bool]],
+        asked: tuple[int, int, int], hami_core: bool, policy: str) -> None:
+    count, memory, cores = asked
+    from batchsched.api import NodeInfo, Resource
+    from batchsched.api.ascend import DEFAULT_CHIP, AscendDevice, AscendDevices, VnpuRequest
+    from batchsched.columnar.vnpu_columns import VnpuColumns, vnpu_fit_rows
+
+    infos = []
+    for n, (cards, node_hami_core) in enumerate(nodes):
+        node = NodeInfo.create(f"n{n}", Resource.from_mapping({"cpu": 8}))
+        node.ascend = {"Ascend310P": AscendDevices(f"n{n}", DEFAULT_CHIP, node_hami_core, {
+            f"c{i}": AscendDevice(id=f"c{i}", count=share, memory=devmem, cores=devcore,
+                                  used=used, used_memory=used_memory, used_cores=used_cores)
+            for i, (share, devmem, devcore, used, used_memory, used_cores) in enumerate(cards)})}
+        infos.append(node)
+    request = VnpuRequest("Ascend310P", count, memory, 101 if memory else 100, cores)
+    columns = VnpuColumns(infos)
+    columns.refresh()
+    rows = vnpu_fit_rows(columns.chips["Ascend310P"], DEFAULT_CHIP, request, policy,
+                         hami_core=hami_core, rows=slice(None))
+    for i, node in enumerate(infos):
+        assert node.ascend is not None
+        cards = node.ascend["Ascend310P"]
+        code, _ = cards.filter(request, policy, hami_core=hami_core)
+        assert bool(rows.fits[i]) == (code == FitStatusCode.SUCCESS), (i, code)
+        if code != FitStatusCode.SUCCESS:
+            assert bool(rows.error[i]) == (code == FitStatusCode.ERROR), (i, code)
+        assert float(rows.score[i]) == cards.score(request, policy, hami_core=hami_core), i
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 4), st.booleans()),
+                min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 2), st.sampled_from([None, 1000, 4096, 13000, 30000]),
+                          st.sampled_from([None, 20, 100]), st.integers(1, 3)),
+                min_size=1, max_size=10),
+       st.sampled_from(["binpack", "spread", ""]), st.sampled_from([0, 10]))
+def test_both_paths_place_alike(nodes: list[tuple[int, int, bool]],
+                                tasks: list[tuple[int, int | None, int | None, int]],
+                                policy: str, weight: int) -> None:
+    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+
+    lines = ["nodes:"]
+    for n, (cards, sharing, soft) in enumerate(nodes):
+        lines.append(node_yaml(f"n{n}", cards, sharing=sharing,
+                               extra=", hami-vnpu-core: 'true'" if soft else ""))
+    lines += ["jobs:", *jobs_yaml(*(f"j{t}" for t in range(len(tasks)))), "tasks:"]
+    for t, (count, memory, cores, members) in enumerate(tasks):
+        mode = ", annotations: {huawei.com/vnpu-mode: hami-core}" if cores else ""
+        for m in range(members):
+            lines.append(task_yaml(f"t{t}-{m}", f"j{t}", count=count or None,
+                                   memory=memory if memory or not count else None,
+                                   cores=cores, extra=mode))
+    doc = document("\n".join(lines), plugin("priority"), plugin("gang"),
+                   plugin("predicates"), plugin("nodeorder"), vnpu(policy, weight),
+                   actions="enqueue, allocate, backfill")
+
+    def decided() -> dict[str, Any]:
+        got = run(doc)
+        return {"binds": got["binds"], "cards": got.get("vnpuDevices")}
+
+    fast = decided()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
+        assert decided() == fast

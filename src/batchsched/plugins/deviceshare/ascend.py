@@ -33,6 +33,13 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.columnar import VectorFallback
 from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
+from batchsched.columnar.vnpu_columns import (
+    ChipColumns,
+    IntArray,
+    VnpuColumns,
+    VnpuRows,
+    vnpu_fit_rows,
+)
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import Event
 from batchsched.framework.session import Session
@@ -131,23 +138,48 @@ class AscendSession:
         return sum(cards.score(request, self.policy, hami_core=mode)
                    for cards, request in self._on_node(task, node))
 
-    def column(self, task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
-        """Tasks asking no vNPU pass everywhere; the others take the scalar form."""
-        if self.asks(task):
+    def _vector(self, task: TaskInfo) -> tuple[AscendChip, VnpuRequest, ChipColumns] | None:
+        """What the column forms answer for: one chip type's request (None: the task
+        asks no card any node has); VectorFallback when only the scalar form can."""
+        requests = self._requests(task)
+        if not requests:
+            return None
+        if len(requests) > 1:
             raise VectorFallback
-        return None
+        assert self.ssn is not None
+        chip, request = requests[0]
+        columns = VnpuColumns.of(self.ssn).chips.get(chip.common_word)
+        if columns is None:
+            return None
+        if columns.grouped.any():
+            raise VectorFallback
+        return chip, request, columns
+
+    def _rows(self, task: TaskInfo, policy: str, rows: IntArray | slice) -> VnpuRows | None:
+        asked = self._vector(task)
+        if asked is None:
+            return None
+        chip, request, columns = asked
+        return vnpu_fit_rows(columns, chip, request, policy,
+                             hami_core=hami_core_mode(task.annotations), rows=rows)
+
+    def column(self, task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
+        """:meth:`predicate` over every node (a task asking no card passes everywhere)."""
+        answer = self._rows(task, self.policy, slice(None))
+        return None if answer is None else answer.fits
 
     def preempt_column(self, task: TaskInfo, columns: NodeColumns
                        ) -> tuple[BoolArray, BoolArray] | None:
-        if self.asks(task):
-            raise VectorFallback
-        return None
+        """The predicate as preempt reads it: evicting may help where the cards are busy
+        (Unschedulable), not where none can ever serve the task (Error)."""
+        answer = self._rows(task, self.policy, slice(None))
+        return None if answer is None else (answer.fits, ~answer.fits & ~answer.error)
 
     def column_score(self, task: TaskInfo, columns: NodeColumns,
                      candidates: Candidates) -> FloatArray | float:
-        if self.asks(task):
-            raise VectorFallback
-        return 0.0
+        """:meth:`score` over the candidates."""
+        answer = self._rows(task, self.policy, candidates.indices)
+        return 0.0 if answer is None else answer.score
 
     # -- placing and undoing -------------------------------------------------------------
 
