@@ -167,11 +167,10 @@ def test_a_running_pod_holds_its_cards_from_its_annotation() -> None:
     assert error is not None and error.statuses[0].code == FitStatusCode.UNSCHEDULABLE
 
 
-def test_preemption_rechecks_the_cards_after_evicting() -> None:
-    """Volcano's TestNormalPreemptRechecksPredicateAfterEviction, with the device that
-    hides capacity being a real card: the count resource has room, the card has none
-    until the victim frees it."""
-    doc = document("\n".join([
+def _victim_holds_the_only_card() -> dict[str, Any]:
+    """A low-priority pod holds a node's only card; the count resource has room for a
+    high-priority pod asking a card."""
+    return document("\n".join([
         "priorityClasses: [{name: low, value: 10}, {name: high, value: 100000}]",
         "nodes:", node_yaml("n1", 1, sharing=1, advertised=4),
         "jobs:", "- {name: pg-low, minMember: 0, priorityClassName: low, phase: Running}",
@@ -183,6 +182,13 @@ def test_preemption_rechecks_the_cards_after_evicting() -> None:
         task_yaml("preemptor", "pg-high", extra=", priorityClassName: high")]),
         plugin("priority"), plugin("gang"), plugin("predicates"), vnpu("binpack"),
         actions="allocate, preempt")
+
+
+def test_preemption_rechecks_the_cards_after_evicting() -> None:
+    """Volcano's TestNormalPreemptRechecksPredicateAfterEviction, with the device that
+    hides capacity being a real card: the count resource has room, the card has none
+    until the victim frees it."""
+    doc = _victim_holds_the_only_card()
     got = run(doc)
     assert got["evicted"] == ["default/preemptee"]
     assert got["pipelined"] == {"default/pg-high": {"default/preemptor": "n1"}}
@@ -438,18 +444,7 @@ def test_card_fields_are_matched_as_go_matches_them() -> None:
 
 
 def test_a_pipelined_preemptor_s_cards_keep_the_node_consistent() -> None:
-    doc = document("\n".join([
-        "priorityClasses: [{name: low, value: 10}, {name: high, value: 100000}]",
-        "nodes:", node_yaml("n1", 1, sharing=1, advertised=4),
-        "jobs:", "- {name: pg-low, minMember: 0, priorityClassName: low, phase: Running}",
-        "- {name: pg-high, minMember: 1, priorityClassName: high, phase: Inqueue}",
-        "tasks:",
-        task_yaml("preemptee", "pg-low", extra=", priorityClassName: low, phase: Running, "
-                  f"node: n1, annotations: {{{ALLOCATED}: 'n1-npu-0,Ascend310P,21527,0:;', "
-                  "hami.io/bind-phase: success}"),
-        task_yaml("preemptor", "pg-high", extra=", priorityClassName: high")]),
-        plugin("priority"), plugin("gang"), plugin("predicates"), vnpu("binpack"),
-        actions="allocate, preempt")
+    doc = _victim_holds_the_only_card()
     ssn = open_session(doc)
     run_actions(ssn)
     node = ssn.nodes["n1"]

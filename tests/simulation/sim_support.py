@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
+
+import yaml
+
+from batchsched.simulation import Simulator
+from batchsched.simulation.scenario_workload import scenario_workload
+from batchsched.simulation.workload import Workload
 
 HEADER = "; Version: 2\n; MaxNodes: {nodes}\n; MaxProcs: {procs}\n"
 
@@ -52,3 +59,19 @@ tiers:
   - name: gang
   - name: {policy}
 """
+
+
+def replay_document(tmp_path: Path, name: str, document: dict[str, object],
+                    observe: Callable[[Simulator], None]
+                    ) -> tuple[list[tuple[str, object, object]], Workload]:
+    """Replay a scenario workload (written to ``tmp_path / name``) with ``observe`` at
+    every instant, less the jobs that could never start under its configuration; the
+    start and end of every job, and the workload replayed. Every job replayed either
+    finishes or is reported as never started."""
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    workload, scenario = scenario_workload(path)
+    fitting = workload.without_oversized(scenario.configuration)
+    timeline = Simulator(fitting, scenario.configuration, observe=observe).run()
+    assert timeline.finished_count + len(timeline.never_started) == len(fitting.jobs)
+    return [(record.uid, record.start, record.end) for record in timeline.jobs.values()], fitting

@@ -7,12 +7,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sim_support import replay_document
 
 from batchsched.simulation import Simulator
-from batchsched.simulation.scenario_workload import scenario_workload
 
 CONFIG = {
     "actions": "enqueue, allocate, preempt, backfill",
@@ -74,14 +73,9 @@ def check_instant(sim: Simulator) -> None:
 
 
 def replay(tmp_path: Path, seed: int, jobs: int) -> list[tuple[str, object, object]]:
-    path = tmp_path / f"vgpu-{seed}-{jobs}.yaml"
-    path.write_text(yaml.safe_dump(vgpu_workload(seed, jobs)), encoding="utf-8")
-    workload, scenario = scenario_workload(path)
-    timeline = Simulator(workload.without_oversized(), scenario.configuration,
-                         observe=check_instant).run()
-    assert timeline.finished_count + len(timeline.never_started) == len(
-        workload.without_oversized().jobs)
-    return [(record.uid, record.start, record.end) for record in timeline.jobs.values()]
+    records, _ = replay_document(tmp_path, f"vgpu-{seed}-{jobs}.yaml",
+                                 vgpu_workload(seed, jobs), check_instant)
+    return records
 
 
 @settings(max_examples=10, deadline=None)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sim_support import replay_document
 
 from batchsched.api.ascend import allocated_annotation, decode_devices
 from batchsched.api.types import TaskStatus
@@ -92,17 +93,11 @@ def check_instant(sim: Simulator) -> None:
 
 
 def replay(tmp_path: Path, seed: int, jobs: int) -> list[tuple[str, object, object]]:
-    path = tmp_path / f"vnpu-{seed}-{jobs}.yaml"
-    path.write_text(yaml.safe_dump(vnpu_workload(seed, jobs)), encoding="utf-8")
-    workload, scenario = scenario_workload(path)
-    fitting = workload.without_oversized(scenario.configuration)
+    records, fitting = replay_document(tmp_path, f"vnpu-{seed}-{jobs}.yaml",
+                                       vnpu_workload(seed, jobs), check_instant)
     # Every job fits the empty cluster once the cards' memory and cores are theirs.
     assert not fitting.skipped
-    timeline = Simulator(fitting, scenario.configuration,
-                         observe=check_instant).run()
-    assert timeline.finished_count + len(timeline.never_started) == len(
-        fitting.jobs)
-    return [(record.uid, record.start, record.end) for record in timeline.jobs.values()]
+    return records
 
 
 @settings(max_examples=10, deadline=None)
