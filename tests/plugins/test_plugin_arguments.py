@@ -88,3 +88,20 @@ def test_unread_arguments_are_reported_once_per_process(
     with collect_warnings() as said:
         DrfPlugin(Arguments({"drf.typo": 1}))
     assert any("'drf.typo'" in line for line in said)
+
+
+@pytest.mark.parametrize(("value", "read"), [
+    ("1", True), ("t", True), ("T", True), ("TRUE", True), ("true", True), ("True", True),
+    ("0", False), ("f", False), ("F", False), ("FALSE", False), ("false", False),
+    ("False", False), (True, True), (False, False),
+    # Go's strconv.ParseBool refuses these: Volcano keeps the default.
+    ("yes", None), ("no", None), ("tRUE", None), (" true", None), ("on", None), (1, None),
+])
+def test_switches_read_strings_as_volcano_s_get_bool_does(value: object, read: bool | None,
+                                                          caplog: pytest.LogCaptureFixture
+                                                          ) -> None:
+    for default in (False, True):
+        with caplog.at_level("WARNING", logger="batchsched"):
+            got = Arguments({"switch": value}).get_bool("switch", default, owner="demo")
+        assert got is (default if read is None else read)
+    assert ("is not true or false" in caplog.text) is (read is None)

@@ -100,6 +100,10 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
                 expected, shown)
 
 
+#: The strings Go's ``strconv.ParseBool`` reads.
+_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
+_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+
 #: What was already warned about once per process: (plugin, argument) pairs of
 #: :meth:`Arguments.warn_inert`, and each plugin's unread arguments
 #: (:meth:`Arguments.warn_unknown`).
@@ -228,17 +232,18 @@ class Arguments(Mapping[str, Any]):
         return default
 
     def get_bool(self, key: str, default: bool, *, owner: str = "") -> bool:
-        """A YAML boolean or one of the strings true/false, 1/0, t/f, yes/no."""
+        """A YAML boolean or a string Go's ``strconv.ParseBool`` reads, as Volcano's
+        ``Arguments.GetBool`` reads it (``1``, ``t``, ``T``, ``TRUE``, ``true``,
+        ``True`` and their false forms; anything else keeps the default, logged)."""
         value = self._values.get(key)
         if value is None:
             return default
         if isinstance(value, bool):
             return value
         if isinstance(value, str):
-            lowered = value.strip().lower()
-            if lowered in ("true", "1", "t", "yes"):
+            if value in _GO_TRUE:
                 return True
-            if lowered in ("false", "0", "f", "no"):
+            if value in _GO_FALSE:
                 return False
         warn_unreadable(owner, key, value, "true or false", default)
         return default
