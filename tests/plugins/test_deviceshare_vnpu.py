@@ -642,3 +642,76 @@ def test_both_paths_place_alike(nodes: list[tuple[int, int, bool]],
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
         assert decided() == fast
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(1, 3), st.integers(0, 3), st.integers(0, 70000),
+                                   st.sampled_from([None, 1, 2, 3, "x"])),
+                         min_size=1, max_size=6), min_size=1, max_size=3),
+       st.integers(0, 4), st.sampled_from([0, 16384, 65536]),
+       st.sampled_from(["binpack", "spread", ""]))
+def test_910_network_groups_do_not_change_the_column_fit(
+        nodes: list[list[tuple[int, int, int, object]]], count: int, memory: int,
+        policy: str) -> None:
+    """On 910 cards grouped by network the groups only choose among the passing cards:
+    the column fit (and its kind of refusal) is still the scalar one."""
+    from batchsched.api import NodeInfo, Resource
+    from batchsched.api.ascend import AscendChip, AscendDevice, AscendDevices, VnpuRequest
+    from batchsched.columnar.vnpu_columns import VnpuColumns, vnpu_fit_rows
+
+    chip = AscendChip(common_word="Ascend910B3", resource_name="huawei.com/Ascend910B3",
+                      resource_memory_name="huawei.com/Ascend910B3-memory",
+                      memory_allocatable=65536, memory_capacity=65536)
+    infos = []
+    for n, cards in enumerate(nodes):
+        node = NodeInfo.create(f"n{n}", Resource.from_mapping({"cpu": 8}))
+        node.ascend = {chip.common_word: AscendDevices(f"n{n}", chip, False, {
+            f"c{i}": AscendDevice(id=f"c{i}", count=share, memory=65536, cores=20, used=used,
+                                  used_memory=used_memory,
+                                  custom_info=None if network is None else {"NetworkID": network})
+            for i, (share, used, used_memory, network) in enumerate(cards)})}
+        infos.append(node)
+    request = VnpuRequest(chip.common_word, count, memory, 101 if memory else 100, 0)
+    columns = VnpuColumns(infos)
+    columns.refresh()
+    rows = vnpu_fit_rows(columns.chips[chip.common_word], chip, request, policy,
+                         hami_core=False, rows=slice(None))
+    for i, node in enumerate(infos):
+        assert node.ascend is not None
+        cards = node.ascend[chip.common_word]
+        code, _ = cards.filter(request, policy, hami_core=False)
+        assert bool(rows.fits[i]) == (code == FitStatusCode.SUCCESS), (i, code)
+        if code != FitStatusCode.SUCCESS:
+            assert bool(rows.error[i]) == (code == FitStatusCode.ERROR), (i, code)
+        if not columns.chips[chip.common_word].grouped[i]:
+            assert float(rows.score[i]) == cards.score(request, policy, hami_core=False)
+
+
+@pytest.mark.parametrize("weight", [0, 10])
+def test_both_paths_place_910_cards_grouped_by_network_alike(weight: int) -> None:
+    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+
+    config_map = ("configMaps: [{namespace: kube-system, name: volcano-vgpu-device-config, "
+                  "data: {device-config.yaml: 'vnpus: [{commonWord: Ascend910B3, resourceName: "
+                  "huawei.com/Ascend910B3, resourceMemoryName: huawei.com/Ascend910B3-memory, "
+                  "memoryAllocatable: 65536, memoryCapacity: 65536}]'}}]")
+    nodes = []
+    for n in range(3):
+        register = json.dumps([{"id": f"n{n}-c{i}", "count": 1, "devmem": 65536, "devcore": 20,
+                                "custominfo": {"NetworkID": (i + n) % 3}} for i in range(6)])
+        nodes.append(f"- {{name: n{n}, allocatable: {{cpu: 64, memory: 64Gi, pods: 50, "
+                     f"huawei.com/Ascend910B3: 6}}, annotations: "
+                     f"{{hami.io/node-register-Ascend910B3: '{register}'}}}}")
+    tasks = [f"- {{name: t{t}, job: j{t}, requests: {{cpu: 1, huawei.com/Ascend910B3: "
+             f"{1 + t % 3}}}}}" for t in range(8)]
+    doc = document("\n".join([config_map, "nodes:", *nodes,
+                              "jobs:", *jobs_yaml(*(f"j{t}" for t in range(8))),
+                              "tasks:", *tasks]),
+                   plugin("predicates"), plugin("nodeorder"), vnpu("binpack", weight),
+                   actions="allocate")
+    fast = run(doc)
+    assert fast["vnpuDevices"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
+        slow = run(doc)
+    assert (slow["binds"], slow["vnpuDevices"]) == (fast["binds"], fast["vnpuDevices"])

@@ -7,13 +7,14 @@ re-read whenever its node's ``mutations`` count moved
 (:class:`~batchsched.columnar.row_mirror.RowMirror`; every ledger change comes with a
 placement or removal on the node, which moves it).
 
-:func:`vnpu_fit_rows` answers what :meth:`AscendDevices.filter` and
-:meth:`AscendDevices.score` answer, node by node, for a request of one chip type on
-nodes whose cards need no network grouping (the scalar form answers the others).
+:func:`vnpu_fit_rows` answers what :meth:`AscendDevices.filter` answers, node by node,
+for a request of one chip type, and what :meth:`AscendDevices.score` answers on nodes
+whose cards have no network group (910 cards that do are scored by the scalar form).
 Whether a node fits does not depend on the order cards are tried in (each card is
-judged on its state before the task), so it is "at least ``count`` cards pass"; the
-order decides the request as the best card reads it (a count alone takes that card's
-memory) and the score (the policy's score of the first passing card).
+judged on its state before the task), so it is "at least ``count`` cards pass", network
+groups or not (the groups only choose among the passing cards); the order decides the
+request as the best card reads it (a count alone takes that card's memory) and the
+score (the policy's score of the first passing card).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class ChipColumns:
     used_memory: IntArray
     used_cores: IntArray
     #: Per node: it has cards of the type; they may be shared in hami-core mode; some
-    #: are 910 cards with a network group (the scalar form then decides).
+    #: are 910 cards with a network group (the scalar form then scores).
     has: BoolArray
     hami_core: BoolArray
     grouped: BoolArray
@@ -86,8 +87,8 @@ class VnpuColumns(RowMirror):
                 continue
             columns.has[i] = True
             columns.hami_core[i] = cards.hami_core
-            # 910 cards with a network group change the order and the score: the
-            # scalar form decides on such nodes.
+            # 910 cards with a network group change which passing card is chosen, and
+            # the score: the scalar form scores such nodes.
             columns.grouped[i] = (chip.startswith(NETWORK_PREFIX)
                                   and any(d.has_network_id for d in cards.devices.values()))
             for slot, device in enumerate(cards.devices.values()):
@@ -125,8 +126,8 @@ def _scores(policy: str, columns: ChipColumns, rows: IntArray | slice) -> FloatA
 
 def vnpu_fit_rows(columns: ChipColumns, chip: AscendChip, request: VnpuRequest, policy: str,
                   *, hami_core: bool, rows: IntArray | slice) -> VnpuRows:
-    """The chip type's cards over the nodes of ``rows`` (see the module docstring); rows
-    whose cards are grouped by network must be answered by the scalar form."""
+    """The chip type's cards over the nodes of ``rows`` (see the module docstring); the
+    score of rows whose cards have network groups (``grouped``) is not theirs."""
     exists = columns.exists[rows]
     has = columns.has[rows]
     n = len(has)

@@ -34,7 +34,6 @@ from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.columnar import VectorFallback
 from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
 from batchsched.columnar.vnpu_columns import (
-    ChipColumns,
     IntArray,
     VnpuColumns,
     VnpuRows,
@@ -138,9 +137,11 @@ class AscendSession:
         return sum(cards.score(request, self.policy, hami_core=mode)
                    for cards, request in self._on_node(task, node))
 
-    def _vector(self, task: TaskInfo) -> tuple[AscendChip, VnpuRequest, ChipColumns] | None:
-        """What the column forms answer for: one chip type's request (None: the task
-        asks no card any node has); VectorFallback when only the scalar form can."""
+    def _rows(self, task: TaskInfo, rows: IntArray | slice, *, scoring: bool
+              ) -> VnpuRows | None:
+        """The column forms' answer for the task's one chip type (None: it asks no card
+        any node has); VectorFallback when only the scalar form can answer: a task
+        asking two chip types, or a score among 910 cards grouped by network."""
         requests = self._requests(task)
         if not requests:
             return None
@@ -151,34 +152,27 @@ class AscendSession:
         columns = VnpuColumns.of(self.ssn).chips.get(chip.common_word)
         if columns is None:
             return None
-        if columns.grouped.any():
+        if scoring and columns.grouped[rows].any():
             raise VectorFallback
-        return chip, request, columns
-
-    def _rows(self, task: TaskInfo, policy: str, rows: IntArray | slice) -> VnpuRows | None:
-        asked = self._vector(task)
-        if asked is None:
-            return None
-        chip, request, columns = asked
-        return vnpu_fit_rows(columns, chip, request, policy,
+        return vnpu_fit_rows(columns, chip, request, self.policy,
                              hami_core=hami_core_mode(task.annotations), rows=rows)
 
     def column(self, task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
         """:meth:`predicate` over every node (a task asking no card passes everywhere)."""
-        answer = self._rows(task, self.policy, slice(None))
+        answer = self._rows(task, slice(None), scoring=False)
         return None if answer is None else answer.fits
 
     def preempt_column(self, task: TaskInfo, columns: NodeColumns
                        ) -> tuple[BoolArray, BoolArray] | None:
         """The predicate as preempt reads it: evicting may help where the cards are busy
         (Unschedulable), not where none can ever serve the task (Error)."""
-        answer = self._rows(task, self.policy, slice(None))
+        answer = self._rows(task, slice(None), scoring=False)
         return None if answer is None else (answer.fits, ~answer.fits & ~answer.error)
 
     def column_score(self, task: TaskInfo, columns: NodeColumns,
                      candidates: Candidates) -> FloatArray | float:
         """:meth:`score` over the candidates."""
-        answer = self._rows(task, self.policy, candidates.indices)
+        answer = self._rows(task, candidates.indices, scoring=True)
         return 0.0 if answer is None else answer.score
 
     # -- placing and undoing -------------------------------------------------------------
