@@ -245,3 +245,20 @@ def test_a_claim_the_queue_already_holds_is_not_counted_again() -> None:
     capability = next(q for q in report["quota"] if q["ceiling"] == "capability")
     assert "deviceclass/gpu" not in capability["request"]
     assert "deviceclass/gpu" not in capability["short"]
+
+
+def test_a_queue_with_room_is_not_what_holds_a_job_back() -> None:
+    """proportion's "overused: no" says the queue has room: when every node refuses
+    the task, the verdict is the nodes', not the queue's."""
+    report = explain(load_scenario(Path(__file__).parent.parent / "examples" / "cluster.yaml"),
+                     job="research/huge")
+    assert report["verdict"] == "no node fits: Insufficient cpu"
+    assert report["decidedBy"] == ["predicates"]
+
+
+def test_an_overused_queue_is_a_refusal() -> None:
+    from batchsched.explain.report import _refuses
+
+    assert _refuses("overused", "yes") and not _refuses("overused", "no")
+    assert not _refuses("job_starving", "no") and not _refuses("job_starving", "yes")
+    assert _refuses("allocatable", "no") and _refuses("job_valid", "invalid: x")

@@ -715,3 +715,18 @@ def test_both_paths_place_910_cards_grouped_by_network_alike(weight: int) -> Non
         patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
         slow = run(doc)
     assert (slow["binds"], slow["vnpuDevices"]) == (fast["binds"], fast["vnpuDevices"])
+
+
+def test_explain_says_how_many_cards_could_serve_a_pending_task() -> None:
+    from batchsched.explain.report import explain
+
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 2), node_yaml("n2", 1),
+        "jobs:", *jobs_yaml("j1", "j2"),
+        "tasks:", task_yaml("a", "j1", memory=4096), task_yaml("b", "j2", count=2)]),
+        plugin("predicates"), plugin("proportion"), vnpu("binpack"), actions="allocate")
+    report = explain(parse_scenario(doc, source="<test>"), job="default/j2")
+    assert report["verdict"] == "no node fits: no ascend device available"
+    assert {"plugin": "deviceshare", "text": (
+        "Ascend310P: asks 2 card(s) with 21527 MiB each; 3 card(s) on 2 node(s); at most 1 "
+        "could serve it on one node")} in report["notes"]

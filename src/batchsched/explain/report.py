@@ -42,6 +42,19 @@ __all__ = ["explain", "render"]
 
 _NEGATIVE = ("no", "reject")
 _CONSEQUENCES = ("job_ready", "job_pipelined")
+#: Points whose answer says something about the job, not a refusal: "overused: no" is
+#: a queue with room, "job_starving" steers preemption.
+_NOT_REFUSALS = {"overused": ("no",), "job_starving": ("yes", "no")}
+#: Points where "yes" is the refusal (a queue over its share takes nothing more).
+_REFUSING_YES = ("overused",)
+
+
+def _refuses(point: str, answer: str) -> bool:
+    if answer in _NOT_REFUSALS.get(point, ()):
+        return False
+    if point in _REFUSING_YES:
+        return answer == "yes"
+    return answer in _NEGATIVE or answer.startswith("invalid")
 
 
 def explain(scenario: Scenario, *, job: str | None = None, task: str | None = None,
@@ -189,16 +202,18 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                 entry["details"] = dict(sorted(details.items()))
         elif task.status is TaskStatus.PENDING:
             refusals = [f"{a.plugin} said {a.answer} at {a.point}"
-                        for a in recorder.about(uid) if a.answer in _NEGATIVE]
+                        for a in recorder.about(uid) if _refuses(a.point, a.answer)]
             entry["reason"] = ("; ".join(refusals) or job.job_fit_errors
                                or "not tried in this session")
         tasks.append(entry)
-    refused = [p for p in plugins
-               if p["answer"] in _NEGATIVE or p["answer"].startswith("invalid")]
-    # "Not ready" follows from a task refused elsewhere: a cause only when alone.
-    causes = [p for p in refused if p["point"] not in _CONSEQUENCES] or refused
-    said_no = sorted({p["plugin"] for p in causes})
+    refused = [p for p in plugins if _refuses(p["point"], p["answer"])]
     unplaced = [t for t in tasks if t["status"] == str(TaskStatus.PENDING)]
+    # "Not ready" follows from a task refused elsewhere (by a plugin, or by every
+    # node): a cause only when nothing else is.
+    causes = [p for p in refused if p["point"] not in _CONSEQUENCES]
+    if not causes and not any("nodes" in t for t in unplaced):
+        causes = refused
+    said_no = sorted({p["plugin"] for p in causes})
     started = job.ready_task_num() >= job.min_available and not unplaced
     decided_by: list[str]
     if started:

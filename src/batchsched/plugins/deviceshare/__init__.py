@@ -275,7 +275,10 @@ class DeviceSharePlugin:
             _register_kinds(ssn, self.name, kinds, self.weight)
 
     def on_session_close(self, ssn: Session) -> None:
-        """Nothing to write back."""
+        """Nothing to write back; for ``batchsched explain``, why no node's Ascend cards
+        served a watched task."""
+        if self._ascend is not None and self._ascend.ssn is ssn:
+            self._ascend.note_pending(ssn)
 
     def fits_all(self, ssn: Session, task: TaskInfo, columns: NodeColumns) -> BoolArray | None:
         """:func:`device_fit_error` is None, over every node of the session."""

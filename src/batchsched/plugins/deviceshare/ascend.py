@@ -23,6 +23,8 @@ from batchsched.api.ascend import (
     SelectionError,
     VnpuRequest,
     asks,
+    calc_score,
+    fit,
     hami_core_mode,
     release_keys,
     vnpu_request,
@@ -174,6 +176,51 @@ class AscendSession:
         """:meth:`score` over the candidates."""
         answer = self._rows(task, candidates.indices, scoring=True)
         return 0.0 if answer is None else answer.score
+
+    # -- explanations ------------------------------------------------------------------
+
+    def explain(self, task: TaskInfo) -> list[str]:
+        """Why no node's cards serve the task, chip type by chip type: what it asks as
+        the cards read it, how many cards there are, and the most that could serve it
+        on one node (for ``batchsched explain``)."""
+        assert self.ssn is not None
+        mode = hami_core_mode(task.annotations)
+        lines = []
+        for chip, request in self._requests(task):
+            word = chip.common_word
+            ledgers = [node.ascend[word] for node in self.ssn.node_list
+                       if node.ascend and word in node.ascend]
+            if not ledgers:
+                lines.append(f"{word}: no node registers cards of this type")
+                continue
+            best, served = 0, request
+            for cards in ledgers:
+                ranked = sorted(cards.devices.values(),
+                                key=lambda d: -calc_score(self.policy, d))
+                served = cards.resolved_request(request, ranked[0], mode)
+                best = max(best, sum(
+                    fit(served, device, chip, hami_core=mode, device_hami_core=cards.hami_core)
+                    for device in cards.devices.values()))
+            asked = (f"{served.memory} MiB" if served.memory else "any memory") + (
+                f" and {served.cores} cores" if served.cores else "")
+            total = sum(len(cards.devices) for cards in ledgers)
+            lines.append(
+                f"{word}: asks {request.count} card(s) with {asked} each"
+                f"{' (hami-core)' if mode else ''}; {total} card(s) on {len(ledgers)} "
+                f"node(s); at most {best} could serve it on one node")
+        return lines
+
+    def note_pending(self, ssn: Session) -> None:
+        """Explanations of the watched tasks no node took (when a recorder listens)."""
+        recorder = ssn.recorder
+        if recorder is None:
+            return
+        for job in ssn.jobs.values():
+            for uid in job.nodes_fit_errors:
+                task = job.tasks.get(uid)
+                if task is not None and uid in recorder.watch and not task.node_name:
+                    for line in self.explain(task):
+                        recorder.note(uid, self.plugin, line)
 
     # -- placing and undoing -------------------------------------------------------------
 
