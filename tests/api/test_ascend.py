@@ -341,9 +341,10 @@ def test_templates_are_tried_smallest_first_whatever_their_order() -> None:
 
 
 def test_the_annotation_encoding_round_trips() -> None:
-    from batchsched.api.ascend import VnpuDevice
+    from batchsched.api.vgpu import ContainerDevice
 
-    held = [VnpuDevice("d1", "Ascend310P", 3072, 0), VnpuDevice("d2", "Ascend310P", 3072, 0)]
+    held = [ContainerDevice("d1", "Ascend310P", 3072, 0),
+            ContainerDevice("d2", "Ascend310P", 3072, 0)]
     text = encode_devices([held])
     assert text == "d1,Ascend310P,3072,0:d2,Ascend310P,3072,0:;"
     assert decode_devices(text) == tuple(held)

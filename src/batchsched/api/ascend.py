@@ -49,7 +49,6 @@ from batchsched.api.ascend_annotations import (
     BIND_PHASE_ANNOTATION,
     BIND_TIME_ANNOTATION,
     PREDICATE_TIME_ANNOTATION,
-    VnpuDevice,
     allocated_annotation,
     assigned_vnpus,
     decode_devices,
@@ -62,6 +61,7 @@ from batchsched.api.ascend_annotations import (
     to_allocate_annotation,
 )
 from batchsched.api.types import FitStatusCode
+from batchsched.api.vgpu import ContainerDevice
 
 __all__ = [
     "BIND_PHASE_ANNOTATION",
@@ -74,7 +74,6 @@ __all__ = [
     "AscendDevices",
     "SelectionError",
     "VnpuConfig",
-    "VnpuDevice",
     "VnpuRequest",
     "VnpuTemplate",
     "allocated_annotation",
@@ -482,7 +481,7 @@ class AscendDevices:
         """Choose the task's cards, count them for it and return the annotations the
         bind carries (Volcano's ``Allocate``); raises SelectionError."""
         chosen, served = self.select(request, policy, hami_core=hami_core)
-        held = [VnpuDevice(device.id, self.chip.common_word, served.memory, served.cores)
+        held = [ContainerDevice(device.id, self.chip.common_word, served.memory, served.cores)
                 for device in chosen]
         for device in held:
             self._take(uid, device.uuid, device.memory, device.cores)

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import attrs
-
 from batchsched.api.task import TaskInfo
+from batchsched.api.vgpu import ContainerDevice
 from batchsched.kube.go_json import ANY, Int, MapOf, Ptr, SliceOf, Struct, decode
 
 __all__ = [
@@ -20,7 +19,6 @@ __all__ = [
     "BIND_PHASE_ANNOTATION",
     "BIND_TIME_ANNOTATION",
     "PREDICATE_TIME_ANNOTATION",
-    "VnpuDevice",
     "allocated_annotation",
     "assigned_vnpus",
     "decode_devices",
@@ -58,27 +56,13 @@ def runtime_annotation(common_word: str) -> str:
     return f"huawei.com/{common_word}"
 
 
-@attrs.frozen
-class VnpuDevice:
-    """One card a container holds: its id and type, the MiB and cores it takes."""
-
-    uuid: str
-    type: str
-    memory: int
-    cores: int
-
-    def to_json(self) -> dict[str, object]:
-        return {"uuid": self.uuid, "type": self.type, "memory": self.memory,
-                "cores": self.cores}
-
-
-def encode_devices(containers: Iterable[Iterable[VnpuDevice]]) -> str:
+def encode_devices(containers: Iterable[Iterable[ContainerDevice]]) -> str:
     """``id,type,memory,cores:`` per card, ``;`` after each container."""
     return "".join("".join(f"{d.uuid},{d.type},{d.memory},{d.cores}:" for d in devices) + ";"
                    for devices in containers)
 
 
-def decode_devices(text: str) -> tuple[VnpuDevice, ...]:
+def decode_devices(text: str) -> tuple[ContainerDevice, ...]:
     """The cards an annotation names (Volcano's ``DecodeContainerDevices`` on the whole
     value): entries without a comma are skipped, a number that does not parse reads
     0; an entry with fewer than four fields makes the value unreadable (ValueError)."""
@@ -90,7 +74,7 @@ def decode_devices(text: str) -> tuple[VnpuDevice, ...]:
         if len(fields) < 4:
             raise ValueError("pod annotation format error; information missing, please do "
                              "not use nodeName field in task")
-        devices.append(VnpuDevice(fields[0], fields[1], _atoi(fields[2]), _atoi(fields[3])))
+        devices.append(ContainerDevice(fields[0], fields[1], _atoi(fields[2]), _atoi(fields[3])))
     return tuple(devices)
 
 

@@ -142,13 +142,16 @@ def vnpu_fit_rows(columns: ChipColumns, chip: AscendChip, request: VnpuRequest, 
         asked = top_memory * request.memory_percentage // 100
     error = np.zeros(n, dtype=np.bool_)
     if not hami_core:
-        trimmed = np.array([chip.trim_memory(int(m))[0] if m > 0 else int(m) for m in asked],
+        # Rounded to templates once per distinct request (usually one per task), not
+        # once per node.
+        values, where = np.unique(asked, return_inverse=True)
+        rounded = np.array([chip.trim_memory(int(m))[0] if m > 0 else int(m) for m in values],
                            dtype=np.int64)
-        asked = trimmed
+        asked = rounded[where]
         if request.count > 1:
-            # Several cards need whole ones (the trimmed request read again).
-            again = np.array([chip.trim_memory(int(m))[0] for m in trimmed], dtype=np.int64)
-            error = has & (again != chip.memory_allocatable)
+            # Several cards need whole ones (the rounded request read again).
+            again = np.array([chip.trim_memory(int(m))[0] for m in rounded], dtype=np.int64)
+            error = has & (again[where] != chip.memory_allocatable)
     total_cores = np.full(columns.cores[rows].shape, 100) if hami_core else columns.cores[rows]
     used, used_cores = columns.used[rows], columns.used_cores[rows]
     passing = (exists & (columns.count[rows] > used)

@@ -233,9 +233,7 @@ class Session:
             open_network_topologies(ssn.jobs.values(), ssn.topology)
         ssn.recorder = recorder
         ssn.metrics = metrics
-        for tier in configuration.tiers:
-            for option in tier.plugins:
-                ssn.plugins[option.name] = registry.create_plugin(option.name, option.arguments)
+        ssn.plugins = _create_plugins(configuration, registry)
         ssn._hide_resources(ssn._resources_plugins_hide())
         for tier in configuration.tiers:
             for option in tier.plugins:
@@ -272,8 +270,7 @@ class Session:
         configuration = configuration or default_configuration()
         registry = registry or default_registry()
         configuration.validate(registry)
-        plugins = {option.name: registry.create_plugin(option.name, option.arguments)
-                   for tier in configuration.tiers for option in tier.plugins}
+        plugins = _create_plugins(configuration, registry)
         if not any(hasattr(plugin, "hidden_resources") for plugin in plugins.values()):
             return frozenset()
         ssn = cls(cluster.clone(), configuration, registry=registry)
@@ -1483,6 +1480,13 @@ _NOMINATED_KEY = "session.nominated-tasks"
 
 def _job_tail(job: JobInfo) -> tuple[float, str]:
     return (job.creation_time, job.uid)
+
+
+def _create_plugins(configuration: SchedulerConfiguration, registry: Registry
+                    ) -> dict[str, Any]:
+    """A new object of every configured plugin, by name, in tier order."""
+    return {option.name: registry.create_plugin(option.name, option.arguments)
+            for tier in configuration.tiers for option in tier.plugins}
 
 
 def _bulk_status_sink(cache: object) -> Callable[[Iterable[JobInfo]], object] | None:
