@@ -4,9 +4,9 @@
 
 Adapted where Volcano's tests lean on its process-global registry: its AddResource
 cases key the annotation by an unregistered chip type (the empty key); here the key is
-the chip type's own. Not transcribed: the node-lock case (no API server to lock a node
-on; ``deviceshare.NodeLockEnable`` is reported as having no effect) and the
-``IgnoredDevicesList`` container's own tests (sessions hide resources instead).
+the chip type's own. The node-lock case is in ``tests/plugins/test_deviceshare_node_lock.py``.
+Not transcribed: the ``IgnoredDevicesList`` container's own tests (sessions hide
+resources instead).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityCla
 from batchsched.api.hypernode import HyperNode, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
+from batchsched.api.node_lock import locks_released_by
 from batchsched.api.queue import QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
@@ -560,8 +561,30 @@ class MemoryCache:
             mine.annotations = dict(task.annotations)
         mine.nominated_node = ""  # placed: nothing to keep for it any more
         node.add_task(mine)
+        self._release_node_locks(node, locks_released_by(mine.annotations, mine.gpu_devices))
         self.binds.append(Bind(task.uid, node_name))
         return True
+
+    @_locked
+    def annotate_node(self, node_name: str, key: str, value: str | None) -> None:
+        """Write (or, with None, remove) an annotation on a node at once: what a plugin
+        writes on the API server's node during a session (deviceshare's node lock,
+        :mod:`batchsched.api.node_lock`). An unknown node is skipped."""
+        node = self.nodes.get(node_name)
+        if node is None:
+            return
+        annotations = {k: v for k, v in node.annotations.items() if k != key}
+        if value is not None:
+            annotations[key] = value
+        node.annotations = annotations
+        node.mutations += 1  # later snapshots must copy the node again
+
+    def _release_node_locks(self, node: NodeInfo, names: tuple[str, ...]) -> None:
+        """The node's device plugins gave a pod bound there its devices and released
+        their locks (HAMi's ``ReleaseNodeLock``)."""
+        if any(name in node.annotations for name in names):
+            node.annotations = {k: v for k, v in node.annotations.items() if k not in names}
+            node.mutations += 1
 
     @_locked
     def nominate(self, task: TaskInfo, node_name: str) -> None:

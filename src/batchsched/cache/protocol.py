@@ -34,6 +34,11 @@ class Cache(Protocol):
     session evicts) and ``nominate(task, node_name)`` (a preemptor was pipelined
     on a node where its victims were evicted: kube-scheduler's nominated node).
 
+    A cache may also offer ``annotate_node(node_name, key, value)``: a plugin writes
+    an annotation on a node at once, whatever becomes of the statement (deviceshare's
+    node lock, :mod:`batchsched.api.node_lock`, as Volcano writes it on the API
+    server); without it the annotation lives in the session only.
+
     A cache may also carry ``keep_events = False`` (an attribute outside the
     protocol, read with ``getattr``): sessions then skip building the warnings
     that only describe a decision (a long simulated replay would build millions).

@@ -54,7 +54,7 @@ def _refuses(point: str, answer: str) -> bool:
         return False
     if point in _REFUSING_YES:
         return answer == "yes"
-    return answer in _NEGATIVE or answer.startswith("invalid")
+    return answer in _NEGATIVE or answer.startswith(("invalid", "refused"))
 
 
 def explain(scenario: Scenario, *, job: str | None = None, task: str | None = None,
@@ -258,7 +258,8 @@ def render(report: dict[str, Any]) -> str:
     if report.get("plugins"):
         lines.append("  plugins:")
         for p in report["plugins"]:
-            about = f" (queue {p['about']})" if p.get("about") else ""
+            what = "node" if p["point"] == "allocate event" else "queue"
+            about = f" ({what} {p['about']})" if p.get("about") else ""
             lines.append(f"    {p['point']:16} {p['plugin']:14} {p['subject']}: "
                          f"{p['answer']}{about}")
     for note in report.get("notes", []):

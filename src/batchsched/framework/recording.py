@@ -150,6 +150,14 @@ class Recorder:
 
         return recorded
 
+    def refused_placement(self, task: str, plugin: str, node: str, reason: str) -> None:
+        """A plugin's allocate event handler refused to place ``task`` on ``node`` (the
+        statement undid the placement): kept as its answer at ``allocate event``."""
+        kept = self.answers.setdefault(task, [])
+        if len(kept) < self.per_subject:
+            kept.append(PluginAnswer("allocate event", plugin, task, f"refused: {reason}",
+                                     node))
+
     def note(self, subject: str, plugin: str, text: str) -> None:
         """A reason a plugin wants shown with ``subject`` (a job, task or queue id)."""
         self.notes.setdefault(subject, []).append((plugin, text))

@@ -1311,6 +1311,9 @@ class Session:
                     if undo is not None:
                         undo(Event(task))
                 point = "allocate event" if allocate else "deallocate event"
+                if allocate and self.recorder is not None:
+                    self.recorder.refused_placement(task.uid, handler.plugin or "<handler>",
+                                                    task.node_name, str(exc))
                 if isinstance(exc, BatchSchedError):
                     raise
                 raise combine.plugin_failed(point, handler.plugin or "<handler>", exc) from exc

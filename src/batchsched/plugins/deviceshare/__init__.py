@@ -31,10 +31,15 @@ With ``deviceshare.AscendHAMiVNPUEnable: true`` it schedules HAMi's Ascend vNPUs
 (:mod:`batchsched.api.ascend`, :mod:`.ascend`) the same way, with the chip types of
 the device configuration's ``vnpus`` section, the policy and the weight.
 
-MindCluster's vNPUs (``deviceshare.AscendMindClusterVNPUEnable``),
-``deviceshare.NodeLockEnable`` and, without vGPUs or vNPUs, the policy, weight and
-ConfigMap (and without vGPUs the exclusivity rules) are accepted and reported as having
-no effect; other arguments are reported as not read.
+With ``deviceshare.NodeLockEnable: true`` placing a pod that asks vGPUs, vNPUs or (in
+GPU sharing mode) a GPU takes the node's lock of that kind, as Volcano's ``Allocate``
+does (:mod:`.locking`, :mod:`batchsched.api.node_lock`): a node whose lock was taken
+within five minutes refuses the placement.
+
+MindCluster's vNPUs (``deviceshare.AscendMindClusterVNPUEnable``) and, without vGPUs
+or vNPUs, the policy, weight and ConfigMap (and without vGPUs the exclusivity rules)
+are accepted and reported as having no effect; other arguments are reported as not
+read.
 
 The predicate has a column form over every node (:class:`GpuColumns`), equal
 node for node. It also answers the **simulate predicate** of topology-aware
@@ -60,6 +65,7 @@ from batchsched.api.device_config import (
 from batchsched.api.devices import GpuAsk, fits_devices, gpu_ask
 from batchsched.api.fit import FitError
 from batchsched.api.node import NodeInfo
+from batchsched.api.node_lock import GPU_SHARE_LOCK, VGPU_LOCK
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.api.vgpu import (
@@ -91,6 +97,7 @@ from batchsched.framework.arguments import Arguments, log, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.plugins.deviceshare.ascend import AscendSession
+from batchsched.plugins.deviceshare.locking import lock_node
 
 __all__ = ["DeviceSharePlugin", "device_fit_error", "exclusive_gpus", "matching_rules",
            "parse_exclusive_rules", "vgpu_fit"]
@@ -105,6 +112,7 @@ WEIGHT_KEY = "deviceshare.ScheduleWeight"
 EXCLUSIVE_RULES_KEY = "deviceshare.GPUExclusiveRules"
 CM_NAME_KEY = "deviceshare.KnownGeometriesCMName"
 CM_NAMESPACE_KEY = "deviceshare.KnownGeometriesCMNamespace"
+NODE_LOCK_KEY = "deviceshare.NodeLockEnable"
 _DEVICE_CONFIG_MAP = ("the device configuration it names is read for vGPUs "
                       "(deviceshare.VGPUEnable) only")
 #: Volcano's reason for a node whose vGPUs cannot serve the task.
@@ -112,7 +120,6 @@ VGPU_REASON = "hami-vgpuDeviceSharing error"
 _INERT = {
     "deviceshare.AscendMindClusterVNPUEnable": "MindCluster's Ascend vNPUs are not modelled "
                                                "(HAMi's are: deviceshare.AscendHAMiVNPUEnable)",
-    "deviceshare.NodeLockEnable": "there is no node lock to take outside Kubernetes",
 }
 #: Without vGPUs, the policy, the weight and the device configuration act on nothing.
 _INERT_WITHOUT_VGPU = {
@@ -224,6 +231,10 @@ class DeviceSharePlugin:
             raise ConfigError(f"GPU sharing ({SHARING_KEY}, {NUMBER_KEY}) and {VGPU_KEY} "
                               "cannot be used together", key=f"{PLUGIN_NAME}.arguments")
         self.sharing = sharing or number
+        # Volcano's GPU sharing mode locks the node for a pod it places; its number
+        # mode does not.
+        self.sharing_locks = sharing
+        self.node_lock = arguments.get_bool(NODE_LOCK_KEY, False, owner=PLUGIN_NAME)
         self.policy = arguments.get_str(POLICY_KEY, "")
         if (self.vgpu or self.ascend) and self.policy not in (BINPACK, SPREAD, ""):
             # Volcano takes any other value as no policy (highest index first, no score).
@@ -241,7 +252,8 @@ class DeviceSharePlugin:
         self.exclusive_rules = parse_exclusive_rules(arguments.get(EXCLUSIVE_RULES_KEY))
         arguments.warn_unknown(PLUGIN_NAME, [SHARING_KEY, NUMBER_KEY, VGPU_KEY, POLICY_KEY,
                                              WEIGHT_KEY, CM_NAME_KEY, CM_NAMESPACE_KEY,
-                                             EXCLUSIVE_RULES_KEY, ASCEND_KEY, *_INERT])
+                                             EXCLUSIVE_RULES_KEY, ASCEND_KEY, NODE_LOCK_KEY,
+                                             *_INERT])
         self._ascend: AscendSession | None = None
 
     def hidden_resources(self, ssn: Session) -> frozenset[str]:
@@ -251,7 +263,7 @@ class DeviceSharePlugin:
             return frozenset()
         config = self._device_config(ssn)
         self._ascend = AscendSession(self.name, config.vnpus.chips, config.vnpus.hami_core,
-                                     self.policy, self.weight)
+                                     self.policy, self.weight, node_lock=self.node_lock)
         return self._ascend.prepare(ssn)
 
     def on_session_open(self, ssn: Session) -> None:
@@ -267,6 +279,10 @@ class DeviceSharePlugin:
                 device_fit_error,
                 lambda task, columns: self.fits_all(ssn, task, columns),
                 lambda task, columns: self.preempt_fits_all(ssn, task, columns)))
+            if self.node_lock and self.sharing_locks:
+                ssn.add_event_handler(EventHandler(
+                    allocate=lambda event: self.lock_for_shared_gpu(ssn, event),
+                    plugin=self.name))
         if self.vgpu:
             kinds.append(self._open_vgpu(ssn))
         if self.ascend:
@@ -294,6 +310,23 @@ class DeviceSharePlugin:
         # A node counting its GPUs in aggregate only passes, as in the scalar form.
         passes: BoolArray = fits | (gpus.device_count == 0)
         return passes
+
+    def lock_for_shared_gpu(self, ssn: Session, event: Event) -> None:
+        """A statement placed a task asking GPUs in sharing mode: take the node's lock
+        (Volcano's GPU sharing ``Allocate``)."""
+        task = event.task
+        node = ssn.nodes.get(task.node_name)
+        if (node is None or node.gpu_free is None or task.uid not in node.tasks
+                or task.status not in _PLACED_NOW):
+            return
+        try:
+            ask = gpu_ask(task.resreq, owner=task.uid)
+        except SchedulingError:
+            return  # no device can serve it: the predicate refused it already
+        if ask is None:
+            return
+        lock_node(ssn, task, node, GPU_SHARE_LOCK,
+                  refusal=f"node {node.name} locked for lockname gpushare", plugin=self.name)
 
     def preempt_fits_all(self, ssn: Session, task: TaskInfo, columns: NodeColumns
                          ) -> tuple[BoolArray, BoolArray] | None:
@@ -334,7 +367,7 @@ class DeviceSharePlugin:
     def _open_vgpu(self, ssn: Session) -> _DeviceKind:
         config = self._device_config(ssn)
         vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names, self.weight,
-                             self.exclusive_rules)
+                             self.exclusive_rules, node_lock=self.node_lock)
         ssn.add_event_handler(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
                                            plugin=self.name))
         ssn.add_queue_resource_fn(self.name, vgpus.queue_usage)
@@ -430,6 +463,9 @@ def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind], weight:
     columnar.add_node_order_fn(ssn, plugin, column_score)
 
 
+#: What a task placed by a statement is (an eviction undone fires the handlers too).
+_PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+
 #: Device-configuration problems already logged (once per process).
 _REPORTED: set[str] = set()
 
@@ -439,8 +475,10 @@ class _VgpuSession:
     device configuration."""
 
     def __init__(self, ssn: Session, policy: str, names: VgpuResourceNames,
-                 weight: int, exclusive_rules: tuple[Mapping[str, str], ...] = ()) -> None:
+                 weight: int, exclusive_rules: tuple[Mapping[str, str], ...] = (), *,
+                 node_lock: bool = False) -> None:
         self.ssn = ssn
+        self.node_lock = node_lock
         self.policy = policy
         self.names = names
         self.weight = weight
@@ -519,6 +557,15 @@ class _VgpuSession:
             raise SchedulingError(f"task {task.uid}: the vGPUs of node {node.name} cannot "
                                   f"serve it: {fit.reason}")
         ids = encode_pod_devices(fit.devices)
+        if self.node_lock:
+            # Volcano locks once the devices fit, before it counts them.
+            try:
+                lock_node(self.ssn, task, node, VGPU_LOCK,
+                          refusal=f"node {node.name} locked for {task.name} hamivgpu lockname",
+                          plugin=PLUGIN_NAME)
+            except SchedulingError:
+                node.vgpu.remove_task(task.uid, {ASSIGNED_IDS_ANNOTATION: ids})
+                raise
         now = str(int(self.ssn.now))
         # A new mapping: the task's annotations may be shared with the cache's copy.
         task.annotations = {

@@ -31,6 +31,7 @@ from batchsched.api.ascend import (
 )
 from batchsched.api.fit import FitError
 from batchsched.api.node import NodeInfo
+from batchsched.api.node_lock import ASCEND_LOCK
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.columnar import VectorFallback
@@ -44,6 +45,7 @@ from batchsched.columnar.vnpu_columns import (
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import Event
 from batchsched.framework.session import Session
+from batchsched.plugins.deviceshare.locking import lock_node
 
 __all__ = ["AscendSession"]
 
@@ -57,8 +59,9 @@ class AscendSession:
     """The vNPU functions of one session, for the configured chip types."""
 
     def __init__(self, plugin: str, chips: tuple[AscendChip, ...], hami_core: bool,
-                 policy: str, weight: int) -> None:
+                 policy: str, weight: int, *, node_lock: bool = False) -> None:
         self.plugin = plugin
+        self.node_lock = node_lock
         self.chips = chips
         self.hami_core = hami_core
         self.policy = policy
@@ -242,6 +245,22 @@ class AscendSession:
             return
         written: dict[str, str] = {}
         mode = hami_core_mode(task.annotations)
+        taken: list[AscendDevices] = []
+        try:
+            self._reserve_cards(task, node, mode, written, taken)
+        except SchedulingError:
+            # A later chip type failed (its lock, or its cards): the earlier ones give
+            # their cards back, as the statement undoes the placement.
+            for cards in taken:
+                cards.remove_task(task.uid)
+            raise
+        if written:
+            # A new mapping: the task's annotations may be shared with the cache's copy.
+            task.annotations = {**task.annotations, **written}
+
+    def _reserve_cards(self, task: TaskInfo, node: NodeInfo, mode: bool,
+                       written: dict[str, str], taken: list[AscendDevices]) -> None:
+        assert self.ssn is not None
         for cards, request in self._on_node(task, node):
             if cards.holds(task.uid):
                 if task.status not in _PLACED_NOW:
@@ -249,6 +268,12 @@ class AscendSession:
                 # Cards a stale annotation named when the task came to the node: its
                 # cards are chosen again, as Volcano's Allocate chooses them.
                 cards.remove_task(task.uid)
+            if self.node_lock:
+                # Before the cards are chosen, for each chip type asked, as Volcano's
+                # Allocate: a second type finds the lock the first one took.
+                lock_node(self.ssn, task, node, ASCEND_LOCK,
+                          refusal=f"node {node.name} locked for {task.name} hami vnpu. lockname",
+                          plugin=self.plugin)
             try:
                 written.update(cards.allocate(task.uid, request, self.allocate_policy,
                                               hami_core=mode, node=node.name,
@@ -256,9 +281,7 @@ class AscendSession:
             except SelectionError as exc:
                 raise SchedulingError(f"task {task.uid}: failed to select ascend devices "
                                       f"for pod {task.name}: {exc}") from exc
-        if written:
-            # A new mapping: the task's annotations may be shared with the cache's copy.
-            task.annotations = {**task.annotations, **written}
+            taken.append(cards)
 
     def release(self, event: Event) -> None:
         """The task leaves the node (evicted, or its placement undone): give its cards

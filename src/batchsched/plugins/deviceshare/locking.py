@@ -1,0 +1,50 @@
+"""deviceshare's node lock in a session (``deviceshare.NodeLockEnable``,
+:mod:`batchsched.api.node_lock`).
+
+Volcano writes the lock on the API server's node the moment ``Allocate`` takes it, so
+it outlives the statement: a placement undone later in the session keeps it, and so
+does the node after the session. Here the session's node gets the annotation at once
+(later placements of the session see it) and so does the cache, through its optional
+``annotate_node(node, key, value)`` (:class:`~batchsched.cache.MemoryCache` has it; a
+host cache without it keeps the lock to the session). The cache releases the lock when
+it binds the pod, as the node's device plugin does when it gives the pod its devices.
+"""
+
+from __future__ import annotations
+
+from batchsched.api.node import NodeInfo
+from batchsched.api.node_lock import NodeLockError, take_node_lock
+from batchsched.api.task import TaskInfo
+from batchsched.errors import CacheError, SchedulingError
+from batchsched.framework.arguments import log
+from batchsched.framework.session import Session
+
+__all__ = ["lock_node"]
+
+
+def lock_node(ssn: Session, task: TaskInfo, node: NodeInfo, name: str, *, refusal: str,
+              plugin: str) -> None:
+    """Take the node's lock ``name`` for ``task`` (Volcano's ``LockNode``), or raise
+    SchedulingError with Volcano's words, ``refusal`` followed by why (the lock is held,
+    its time is unreadable, or the cache could not write it)."""
+    try:
+        value = take_node_lock(node.name, node.annotations, name, ssn.now)
+    except NodeLockError as exc:
+        raise SchedulingError(f"task {task.uid}: {refusal} {exc}") from None
+    # A new mapping: the node's annotations may be shared with the cache's copy.
+    node.annotations = {**node.annotations, name: value}
+    annotate = getattr(ssn.cache, "annotate_node", None)
+    if annotate is None:
+        return
+    try:
+        annotate(node.name, name, value)
+    except Exception as exc:
+        error = CacheError(f"{node.name}: the cache's annotate_node raised "
+                           f"{type(exc).__name__}: {exc}", operation="annotate_node",
+                           obj=node.name)
+        error.__cause__ = exc
+        ssn.host_errors.append(error)
+        log.warning("batchsched: %s", error)
+        raise SchedulingError(f"task {task.uid}: {refusal} the lock {name} could not be "
+                              f"written: {exc}") from exc
+
