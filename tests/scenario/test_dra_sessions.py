@@ -266,3 +266,21 @@ def test_a_template_the_scenario_lacks_is_a_warning_naming_the_task() -> None:
                                                     "resourceClaimTemplateName": "nope"}])]))
     assert any("task default/p1: resourceClaims 'gpu': no claim template 'nope'" in warning
                for warning in scenario.warnings)
+
+
+def test_an_extended_resource_backed_by_a_device_class_is_what_the_node_advertises() -> None:
+    """Volcano's own resource check refuses a pod asking an extended resource its node
+    does not advertise before kube's DRA plugin could allocate a class's devices for
+    it (``extendedResourceName``); where the node advertises it, its device plugin
+    serves it and no claim is allocated."""
+    task = {"name": "p1", "job": "pg-p1", "requests": {"cpu": 1, "example.com/gpu": 1}}
+    doc = document([task])
+    doc["deviceClasses"][0]["extendedResourceName"] = "example.com/gpu"
+    decisions = run_scenario(parse_scenario(doc))
+    assert decisions.binds == {}
+    assert any("Insufficient example.com/gpu" in e["message"]
+               for e in decisions.to_json()["events"])
+    doc["nodes"][0]["allocatable"]["example.com/gpu"] = 1
+    decisions = run_scenario(parse_scenario(doc))
+    assert decisions.binds == {"default/p1": "n1"}
+    assert decisions.claim_allocations == {}
