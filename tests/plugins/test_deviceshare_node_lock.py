@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from batchsched.api.node_lock import (
     ASCEND_LOCK,
@@ -205,8 +206,17 @@ class _NoAnnotations:
 
 
 class _FailingAnnotations(_NoAnnotations):
+    """A host whose first annotation fails (the API server is away), then works."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.failures = 1
+
     def annotate_node(self, node_name: str, key: str, value: str | None) -> None:
-        raise RuntimeError("the API server is away")
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("the API server is away")
+        self.inner.annotate_node(node_name, key, value)
 
 
 def test_a_host_without_annotate_node_keeps_the_lock_to_the_session() -> None:
@@ -217,6 +227,11 @@ def test_a_host_without_annotate_node_keeps_the_lock_to_the_session() -> None:
     placed = [t.uid for j in ssn.jobs.values() for t in j.tasks.values() if t.node_name]
     assert placed == ["default/t0-0"]
     assert VGPU_LOCK not in inner.nodes["n1"].annotations
+    ssn.close()
+    # The next session knows of no lock: the second pod is placed.
+    ssn = Session.open(_NoAnnotations(inner), parsed.configuration)
+    run_actions(ssn)
+    assert ssn.jobs["default/j1"].tasks["default/t1-0"].node_name == "n1"
 
 
 def test_a_host_failing_to_write_the_lock_fails_the_placement_cleanly() -> None:
@@ -230,6 +245,11 @@ def test_a_host_failing_to_write_the_lock_fails_the_placement_cleanly() -> None:
     node.check_invariants()
     assert node.vgpu is not None and not node.vgpu.holds(task.uid)
     assert [e.operation for e in ssn.host_errors] == ["annotate_node"]
+    # A lock the cache refused is no lock: the next pod takes it.
+    assert VGPU_LOCK not in node.annotations
+    other = ssn.jobs["default/j1"].tasks["default/t1-0"]
+    Statement(ssn).allocate(other, "n1")
+    assert node.annotations[VGPU_LOCK] == NOW_TEXT
 
 
 # -- Ascend vNPUs --------------------------------------------------------------------------
@@ -262,9 +282,10 @@ def test_allocate_adds_the_ascend_node_lock_when_enabled() -> None:
     run_actions(ssn)
     assert tried == [("default/t0", "n1")]
     assert lock_time(cache.nodes["n1"].annotations[ASCEND_LOCK]) == NOW
-    # The second pod finds the lock before its cards are chosen: none are counted.
+    # The second pod's placement is refused by the lock and holds no card.
     assert not ssn.jobs["default/j1"].tasks["default/t1"].node_name
-    assert not any(cards.holds("default/t1") for cards in (ssn.nodes["n1"].ascend or {}).values())
+    ledgers = ssn.nodes["n1"].ascend
+    assert ledgers and not any(cards.holds("default/t1") for cards in ledgers.values())
     ssn.nodes["n1"].check_invariants()
 
 
@@ -303,3 +324,112 @@ def test_the_switch_is_no_longer_reported_as_having_no_effect(
 ) -> None:
     run(vgpu_doc(LOCKED))
     assert "NodeLockEnable" not in caplog.text
+
+
+# -- evictions undone, stale devices, reporting ------------------------------------------
+
+
+RUNNING_VICTIM = (
+    "- {name: v, job: run, phase: Running, node: n1, priorityClassName: low, requests: "
+    "{cpu: 1, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 2048, "
+    "volcano.sh/vgpu-cores: 25}ANNOTATIONS}")
+
+
+def victim_doc(annotated: bool) -> dict[str, Any]:
+    annotations = (", annotations: {volcano.sh/vgpu-ids-new: 'GPU-n1-0,NVIDIA,2048,25:', "
+                   "volcano.sh/bind-phase: success}") if annotated else ""
+    doc = document("\n".join([
+        "priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]",
+        "nodes:", vgpus.node_yaml("n1", 2),
+        "jobs:", "- {name: run, minMember: 1, priorityClassName: low, phase: Running}",
+        "- {name: q, minMember: 1, phase: Inqueue}",
+        "tasks:", RUNNING_VICTIM.replace("ANNOTATIONS", annotations),
+        vgpus.task_yaml("q0", "q", 2048)]),
+        plugin("predicates"), vgpu_lock(**LOCKED))
+    doc["now"] = NOW
+    return doc
+
+
+@pytest.mark.parametrize("annotated", [True, False])
+def test_an_eviction_undone_takes_the_lock_and_its_refusal_is_ignored(annotated: bool) -> None:
+    """Volcano's ``unevict`` runs the allocate handlers again (``Allocate`` takes the
+    lock) and ignores their errors."""
+    parsed = parse_scenario(victim_doc(annotated), source="<test>")
+    ssn = Session.open(parsed.build_cache(), parsed.configuration)
+    node = ssn.nodes["n1"]
+    victim = ssn.jobs["default/run"].tasks["default/v"]
+    stmt = Statement(ssn)
+    stmt.evict(victim, "preempt")
+    stmt.discard()  # a preemption given up
+    assert victim.status is TaskStatus.RUNNING and node.annotations[VGPU_LOCK] == NOW_TEXT
+    node.check_invariants()
+    # The lock it took refuses the next placement on the node.
+    with pytest.raises(SchedulingError, match="has been locked within 5 minutes"):
+        Statement(ssn).allocate(ssn.jobs["default/q"].tasks["default/q0"], "n1")
+    # Undone again with the lock held: the refusal does not escape the discard.
+    stmt = Statement(ssn)
+    stmt.evict(victim, "preempt")
+    stmt.discard()
+    assert victim.status is TaskStatus.RUNNING
+    node.check_invariants()
+
+
+def test_a_pending_pod_s_stale_devices_are_chosen_again_under_the_lock() -> None:
+    """A pending pod naming devices (a stale annotation) gets them chosen again, as
+    Volcano's ``Allocate`` chooses them, and so takes the lock."""
+    doc = vgpu_doc(LOCKED)
+    doc["tasks"][0]["annotations"] = {"volcano.sh/vgpu-ids-new": "GPU-n1-1,NVIDIA,2048,25:"}
+    assert run(doc)["binds"] == {"default/t0-0": "n1"}
+    fresh = f"hamivgpu: '{format_lock_time(NOW - 60)}'"
+    doc = vgpu_doc(LOCKED, node_annotations=fresh)
+    doc["tasks"][0]["annotations"] = {"volcano.sh/vgpu-ids-new": "GPU-n1-1,NVIDIA,2048,25:"}
+    assert run(doc)["binds"] == {}
+
+
+def test_a_refusal_overcome_on_another_node_does_not_decide_the_verdict() -> None:
+    report = explain(parse_scenario(vgpu_doc(LOCKED, nodes=2, jobs=2), source="<test>"),
+                     job="default/j0")
+    assert report["verdict"] == "placed"
+    doc = vgpu_doc(LOCKED, jobs=2)
+    report = explain(parse_scenario(doc, source="<test>"), job="default/j1")
+    assert report["decidedBy"] == ["deviceshare"]
+
+
+@pytest.mark.parametrize("arguments", [
+    {"deviceshare.GPUNumberEnable": True}, {},
+])
+def test_the_switch_with_nothing_to_lock_is_reported_as_having_no_effect(
+    arguments: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Any,
+) -> None:
+    from batchsched.cli import main
+
+    conf = tmp_path / "scheduler.conf"
+    conf.write_text(yaml.safe_dump({"actions": "allocate", "tiers": [{"plugins": [
+        {"name": "deviceshare", "arguments": {**arguments, **LOCKED}}]}]}))
+    main(["conf", "validate", str(conf)])
+    out = capsys.readouterr().out
+    assert "deviceshare.NodeLockEnable" in out and "no effect" in out
+
+
+def test_a_hard_topology_job_asking_vgpus_waits_under_the_lock() -> None:
+    """The hypernode search's dry run takes the lock; the placement made again then
+    finds it (Volcano's ``RecoverOperations`` fails the same way)."""
+    body = "\n".join([
+        "nodes:", vgpus.node_yaml("s0-n1", 2), vgpus.node_yaml("s1-n1", 2),
+        "hyperNodes:",
+        "- {name: s0, tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: '^s0-'}}}]}",
+        "- {name: s1, tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: '^s1-'}}}]}",
+        "jobs:", "- {name: a, minMember: 1, phase: Inqueue, "
+                 "networkTopology: {mode: hard, highestTierAllowed: 1}}",
+        "tasks:", vgpus.task_yaml("a-0", "a", 2048)])
+
+    def binds(*arguments: dict[str, Any]) -> dict[str, str]:
+        doc = document(body, plugin("gang"), plugin("predicates"),
+                       plugin("network-topology-aware"), vgpu_lock(**(arguments[0] if arguments
+                                                                     else {})),
+                       actions="allocate")
+        doc["now"] = NOW
+        return dict(run(doc)["binds"])
+
+    assert binds() == {"default/a-0": "s0-n1"}
+    assert binds(LOCKED) == {}

@@ -306,8 +306,9 @@ def _search_for_sub_job(
 
 def _replay(run: _AllocateRun, operations: list[Operation]) -> Statement | None:
     """Volcano's ``RecoverOperations``: the dry run's placements, made again. Should
-    one fail (the dry run was undone exactly, so it should not), the replay is undone
-    and the search fails; Volcano leaves the operations before it applied."""
+    one fail (a side effect the dry run left, such as deviceshare's node lock, refuses
+    it), the replay is undone and the search fails; Volcano leaves the operations
+    before it applied."""
     ssn = run.ssn
     stmt = Statement(ssn)
     try:

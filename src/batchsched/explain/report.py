@@ -206,7 +206,11 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
             entry["reason"] = ("; ".join(refusals) or job.job_fit_errors
                                or "not tried in this session")
         tasks.append(entry)
-    refused = [p for p in plugins if _refuses(p["point"], p["answer"])]
+    # A placement refused at an allocate event and later made elsewhere (preempt's
+    # next node, a dry run's replay) explains nothing about the outcome.
+    placed = {uid for uid, task in job.tasks.items() if task.node_name}
+    refused = [p for p in plugins if _refuses(p["point"], p["answer"])
+               and not (p["point"] == "allocate event" and p["subject"] in placed)]
     unplaced = [t for t in tasks if t["status"] == str(TaskStatus.PENDING)]
     # "Not ready" follows from a task refused elsewhere (by a plugin, or by every
     # node): a cause only when nothing else is.

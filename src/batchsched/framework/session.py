@@ -47,7 +47,7 @@ from batchsched.api.types import (
     Vote,
 )
 from batchsched.conf import SchedulerConfiguration, Tier
-from batchsched.errors import BatchSchedError, CacheError, PluginError
+from batchsched.errors import BatchSchedError, CacheError, PluginError, SchedulingError
 from batchsched.framework import combine
 from batchsched.framework.events import (
     Event,
@@ -1288,6 +1288,23 @@ class Session:
 
     def _fire_allocate(self, task: TaskInfo) -> None:
         self._fire(task, allocate=True)
+
+    def _fire_unevict(self, task: TaskInfo) -> None:
+        """An eviction undone: every allocate handler sees the task back on its node,
+        and a refusal (SchedulingError) is ignored, as Volcano's ``unevict`` ignores
+        the event's error; any other failure propagates as from :meth:`_fire`."""
+        for handler in self.event_handlers:
+            if handler.allocate is None:
+                continue
+            try:
+                handler.allocate(Event(task))
+            except SchedulingError:
+                continue
+            except Exception as exc:
+                if isinstance(exc, BatchSchedError):
+                    raise
+                raise combine.plugin_failed("allocate event", handler.plugin or "<handler>",
+                                            exc) from exc
 
     def _fire_deallocate(self, task: TaskInfo) -> None:
         self._fire(task, allocate=False)

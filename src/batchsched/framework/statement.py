@@ -167,7 +167,7 @@ class Statement:
             if node is not None:
                 node.update_task(task)
             if fire:
-                ssn._fire_allocate(task)
+                ssn._fire_unevict(task)
             return
         if node is not None:
             node.remove_task(task)

@@ -245,6 +245,9 @@ class DeviceSharePlugin:
         self.config_map_namespace = arguments.get_str(CM_NAMESPACE_KEY,
                                                       DEFAULT_CONFIG_MAP_NAMESPACE)
         inert = dict(_INERT)
+        if not (self.vgpu or self.ascend or self.sharing_locks):
+            inert[NODE_LOCK_KEY] = ("it locks nodes for vGPUs, Ascend vNPUs or GPU sharing "
+                                    f"({SHARING_KEY}; not {NUMBER_KEY})")
         if not self.vgpu:
             inert.update(_INERT_WITHOUT_VGPU if not self.ascend
                          else {EXCLUSIVE_RULES_KEY: _INERT_WITHOUT_VGPU[EXCLUSIVE_RULES_KEY]})
@@ -312,12 +315,11 @@ class DeviceSharePlugin:
         return passes
 
     def lock_for_shared_gpu(self, ssn: Session, event: Event) -> None:
-        """A statement placed a task asking GPUs in sharing mode: take the node's lock
-        (Volcano's GPU sharing ``Allocate``)."""
+        """A statement placed a task asking GPUs in sharing mode (or undid its eviction):
+        take the node's lock (Volcano's GPU sharing ``Allocate``)."""
         task = event.task
         node = ssn.nodes.get(task.node_name)
-        if (node is None or node.gpu_free is None or task.uid not in node.tasks
-                or task.status not in _PLACED_NOW):
+        if node is None or node.gpu_free is None or task.uid not in node.tasks:
             return
         try:
             ask = gpu_ask(task.resreq, owner=task.uid)
@@ -550,8 +552,15 @@ class _VgpuSession:
                 or not self.asks(task)):
             return
         if node.vgpu.holds(task.uid):
-            # Counted already: an eviction undone puts back the devices the pod holds.
-            return
+            if task.status not in _PLACED_NOW:
+                # An eviction undone: the pod keeps the devices it holds. Volcano's
+                # Allocate runs again and takes the lock (its refusal is ignored there).
+                if self.node_lock:
+                    self._lock(task, node)
+                return
+            # Devices a stale annotation named when the task came to the node: they
+            # are chosen again, as Volcano's Allocate chooses them.
+            node.vgpu.remove_task(task.uid, task.annotations)
         fit = self.fit(task, node, reserve=True)
         if not fit.fits:
             raise SchedulingError(f"task {task.uid}: the vGPUs of node {node.name} cannot "
@@ -560,9 +569,7 @@ class _VgpuSession:
         if self.node_lock:
             # Volcano locks once the devices fit, before it counts them.
             try:
-                lock_node(self.ssn, task, node, VGPU_LOCK,
-                          refusal=f"node {node.name} locked for {task.name} hamivgpu lockname",
-                          plugin=PLUGIN_NAME)
+                self._lock(task, node)
             except SchedulingError:
                 node.vgpu.remove_task(task.uid, {ASSIGNED_IDS_ANNOTATION: ids})
                 raise
@@ -577,6 +584,11 @@ class _VgpuSession:
             BIND_PHASE_ANNOTATION: "allocating",
             BIND_TIME_ANNOTATION: now,
         }
+
+    def _lock(self, task: TaskInfo, node: NodeInfo) -> None:
+        lock_node(self.ssn, task, node, VGPU_LOCK,
+                  refusal=f"node {node.name} locked for {task.name} hamivgpu lockname",
+                  plugin=PLUGIN_NAME)
 
     def release(self, event: Event) -> None:
         """The task leaves the node (evicted, or its placement undone): give its

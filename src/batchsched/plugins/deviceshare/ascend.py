@@ -264,16 +264,18 @@ class AscendSession:
         for cards, request in self._on_node(task, node):
             if cards.holds(task.uid):
                 if task.status not in _PLACED_NOW:
-                    continue  # an eviction undone: the pod still holds its cards
+                    # An eviction undone: the pod still holds its cards. Volcano's
+                    # Allocate runs again and takes the lock (its refusal is ignored).
+                    if self.node_lock:
+                        self._lock(task, node)
+                    continue
                 # Cards a stale annotation named when the task came to the node: its
                 # cards are chosen again, as Volcano's Allocate chooses them.
                 cards.remove_task(task.uid)
             if self.node_lock:
                 # Before the cards are chosen, for each chip type asked, as Volcano's
                 # Allocate: a second type finds the lock the first one took.
-                lock_node(self.ssn, task, node, ASCEND_LOCK,
-                          refusal=f"node {node.name} locked for {task.name} hami vnpu. lockname",
-                          plugin=self.plugin)
+                self._lock(task, node)
             try:
                 written.update(cards.allocate(task.uid, request, self.allocate_policy,
                                               hami_core=mode, node=node.name,
@@ -282,6 +284,12 @@ class AscendSession:
                 raise SchedulingError(f"task {task.uid}: failed to select ascend devices "
                                       f"for pod {task.name}: {exc}") from exc
             taken.append(cards)
+
+    def _lock(self, task: TaskInfo, node: NodeInfo) -> None:
+        assert self.ssn is not None
+        lock_node(self.ssn, task, node, ASCEND_LOCK,
+                  refusal=f"node {node.name} locked for {task.name} hami vnpu. lockname",
+                  plugin=self.plugin)
 
     def release(self, event: Event) -> None:
         """The task leaves the node (evicted, or its placement undone): give its cards

@@ -31,13 +31,10 @@ def lock_node(ssn: Session, task: TaskInfo, node: NodeInfo, name: str, *, refusa
         value = take_node_lock(node.name, node.annotations, name, ssn.now)
     except NodeLockError as exc:
         raise SchedulingError(f"task {task.uid}: {refusal} {exc}") from None
-    # A new mapping: the node's annotations may be shared with the cache's copy.
-    node.annotations = {**node.annotations, name: value}
     annotate = getattr(ssn.cache, "annotate_node", None)
-    if annotate is None:
-        return
     try:
-        annotate(node.name, name, value)
+        if annotate is not None:
+            annotate(node.name, name, value)
     except Exception as exc:
         error = CacheError(f"{node.name}: the cache's annotate_node raised "
                            f"{type(exc).__name__}: {exc}", operation="annotate_node",
@@ -47,4 +44,7 @@ def lock_node(ssn: Session, task: TaskInfo, node: NodeInfo, name: str, *, refusa
         log.warning("batchsched: %s", error)
         raise SchedulingError(f"task {task.uid}: {refusal} the lock {name} could not be "
                               f"written: {exc}") from exc
+    # Once written (a lock the cache refused is no lock). A new mapping: the node's
+    # annotations may be shared with the cache's copy.
+    node.annotations = {**node.annotations, name: value}
 
