@@ -1292,24 +1292,13 @@ class Session:
     def _fire_unevict(self, task: TaskInfo) -> None:
         """An eviction undone: every allocate handler sees the task back on its node,
         and a refusal (SchedulingError) is ignored, as Volcano's ``unevict`` ignores
-        the event's error; any other failure propagates as from :meth:`_fire`."""
-        for handler in self.event_handlers:
-            if handler.allocate is None:
-                continue
-            try:
-                handler.allocate(Event(task))
-            except SchedulingError:
-                continue
-            except Exception as exc:
-                if isinstance(exc, BatchSchedError):
-                    raise
-                raise combine.plugin_failed("allocate event", handler.plugin or "<handler>",
-                                            exc) from exc
+        the event's error."""
+        self._fire(task, allocate=True, refusals_ignored=True)
 
     def _fire_deallocate(self, task: TaskInfo) -> None:
         self._fire(task, allocate=False)
 
-    def _fire(self, task: TaskInfo, *, allocate: bool) -> None:
+    def _fire(self, task: TaskInfo, *, allocate: bool, refusals_ignored: bool = False) -> None:
         event = Event(task)
         handlers = self.event_handlers
         for position, handler in enumerate(handlers):
@@ -1318,22 +1307,31 @@ class Session:
                 continue
             try:
                 fn(event)
-            except Exception as exc:
-                # Undo the handlers that already saw the event, so that no plugin
-                # keeps counting an operation the statement is about to revert.
-                for seen in reversed(handlers[:position]):
-                    if (seen.allocate if allocate else seen.deallocate) is None:
-                        continue  # it did not see the event
-                    undo = seen.deallocate if allocate else seen.allocate
-                    if undo is not None:
-                        undo(Event(task))
-                point = "allocate event" if allocate else "deallocate event"
+            except SchedulingError as refusal:
+                if refusals_ignored:
+                    continue
                 if allocate and self.recorder is not None:
                     self.recorder.refused_placement(task.uid, handler.plugin or "<handler>",
-                                                    task.node_name, str(exc))
+                                                    task.node_name, str(refusal))
+                self._undo_seen(task, allocate, handlers[:position])
+                raise
+            except Exception as exc:
+                self._undo_seen(task, allocate, handlers[:position])
                 if isinstance(exc, BatchSchedError):
                     raise
+                point = "allocate event" if allocate else "deallocate event"
                 raise combine.plugin_failed(point, handler.plugin or "<handler>", exc) from exc
+
+    @staticmethod
+    def _undo_seen(task: TaskInfo, allocate: bool, seen: list[EventHandler]) -> None:
+        """Undo the handlers that already saw the event, so that no plugin keeps
+        counting an operation the statement is about to revert."""
+        for handler in reversed(seen):
+            if (handler.allocate if allocate else handler.deallocate) is None:
+                continue  # it did not see the event
+            undo = handler.deallocate if allocate else handler.allocate
+            if undo is not None:
+                undo(Event(task))
 
     def _bind(self, task: TaskInfo) -> bool:
         accepted = self.cache is None or self.cache.bind(task, task.node_name)

@@ -97,7 +97,7 @@ from batchsched.framework.arguments import Arguments, log, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.plugins.deviceshare.ascend import AscendSession
-from batchsched.plugins.deviceshare.locking import lock_node
+from batchsched.plugins.deviceshare.locking import PLACED_NOW, lock_node
 
 __all__ = ["DeviceSharePlugin", "device_fit_error", "exclusive_gpus", "matching_rules",
            "parse_exclusive_rules", "vgpu_fit"]
@@ -465,9 +465,6 @@ def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind], weight:
     columnar.add_node_order_fn(ssn, plugin, column_score)
 
 
-#: What a task placed by a statement is (an eviction undone fires the handlers too).
-_PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
-
 #: Device-configuration problems already logged (once per process).
 _REPORTED: set[str] = set()
 
@@ -552,7 +549,7 @@ class _VgpuSession:
                 or not self.asks(task)):
             return
         if node.vgpu.holds(task.uid):
-            if task.status not in _PLACED_NOW:
+            if task.status not in PLACED_NOW:
                 # An eviction undone: the pod keeps the devices it holds. Volcano's
                 # Allocate runs again and takes the lock (its refusal is ignored there).
                 if self.node_lock:

@@ -45,14 +45,12 @@ from batchsched.columnar.vnpu_columns import (
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import Event
 from batchsched.framework.session import Session
-from batchsched.plugins.deviceshare.locking import lock_node
+from batchsched.plugins.deviceshare.locking import PLACED_NOW, lock_node
 
 __all__ = ["AscendSession"]
 
 #: Tasks whose cards a node's ledger does not count (Volcano's node skips them).
 _NOT_COUNTED = (TaskStatus.RELEASING, TaskStatus.PIPELINED)
-#: What a task placed by this session's statement is (an undone eviction is not).
-_PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
 
 
 class AscendSession:
@@ -263,7 +261,7 @@ class AscendSession:
         assert self.ssn is not None
         for cards, request in self._on_node(task, node):
             if cards.holds(task.uid):
-                if task.status not in _PLACED_NOW:
+                if task.status not in PLACED_NOW:
                     # An eviction undone: the pod still holds its cards. Volcano's
                     # Allocate runs again and takes the lock (its refusal is ignored).
                     if self.node_lock:

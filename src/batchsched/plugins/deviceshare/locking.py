@@ -15,11 +15,16 @@ from __future__ import annotations
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import NodeLockError, take_node_lock
 from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
 from batchsched.errors import CacheError, SchedulingError
 from batchsched.framework.arguments import log
 from batchsched.framework.session import Session
 
-__all__ = ["lock_node"]
+__all__ = ["PLACED_NOW", "lock_node"]
+
+#: What a task a statement places is; an eviction undone fires the allocate handlers
+#: too, with the task back in its former status.
+PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
 
 
 def lock_node(ssn: Session, task: TaskInfo, node: NodeInfo, name: str, *, refusal: str,
