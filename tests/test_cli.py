@@ -73,12 +73,117 @@ def test_unknown_plugin_is_refused_clearly(tmp_path: Path,
 def test_check_passes_and_fails(scenario: Path, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(scenario)]) == 0
+    capsys.readouterr()
     wrong = tmp_path / "wrong.yaml"
     wrong.write_text(GOOD.replace("c1/pg1: Pending", "c1/pg1: Running"))
     assert main(["check", str(scenario), str(wrong)]) == 1
+    out, err = capsys.readouterr()
+    # One line per scenario (the scenario format's contract); the tally on stderr.
+    assert out.splitlines() == [
+        f"ok    {scenario}",
+        f"FAIL  {wrong}: podGroupPhases: c1/pg1 expected Running, got Pending"]
+    assert "1 passed, 1 failed" in err
+
+
+def test_check_says_bad_input_in_the_scenario_s_one_line(
+        scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("cpu: 1, memory: 1Gi", "cpu: 1Qi, memory: 1Gi"))
+    assert main(["check", str(scenario), str(bad)]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and out[1].startswith(f"ERROR {bad}: tasks[0]")
+    assert str(bad) not in out[1][len(f"ERROR {bad}:"):]  # the file is named once
+
+
+def test_check_shows_the_loader_s_warnings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace("minMember: 1}", "minMember: 1, queue: nosuch}")
+                    .replace("expect: {binds: {}, podGroupPhases: {c1/pg1: Pending}}",
+                             "expect: {binds: {}}"))
+    assert main(["check", str(path)]) == 0
+    assert "queue 'nosuch'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("expect", "field"), [
+    ("{scores: {c1/p1: 5}}", "expect.scores"),
+    ("{taskStatusCounts: {c1/pg1: 5}}", "expect.taskStatusCounts"),
+    ("{pipelined: {c1/pg1: n1}}", "expect.pipelined"),
+    ("{binds: {c1/p1: [n1]}}", "expect.binds"),
+    ("{x-nodeBindCounts: {n1: many}}", "expect.x-nodeBindCounts"),
+])
+def test_a_malformed_expectation_is_bad_input_naming_its_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], expect: str, field: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace("expect: {binds: {}, podGroupPhases: {c1/pg1: Pending}}",
+                                 f"expect: {expect}"))
+    assert main(["check", str(path)]) == 2
     out = capsys.readouterr().out
-    assert "FAIL" in out and "podGroupPhases: c1/pg1 expected Running, got Pending" in out
-    assert "1 passed, 1 failed" in out
+    assert f"{field}: has the wrong shape" in out and "Traceback" not in out
+
+
+def test_a_file_that_is_not_utf8_is_bad_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_bytes(b"version: 1\nname: \xff\xfe\n")
+    assert main(["run", str(path)]) == 2
+    assert "not UTF-8 text" in capsys.readouterr().err
+    assert main(["check", str(path)]) == 2
+
+
+@pytest.mark.parametrize("version", ["true", "1.0", "'1'", "2"])
+def test_version_must_be_the_integer_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace("version: 1", f"version: {version}"))
+    assert main(["run", str(path)]) == 2
+    assert "version: must be 1" in capsys.readouterr().err
+
+
+def test_x_keys_are_extensions_only_at_the_top_level_and_in_expect(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace("version: 1", "version: 1\nx-source: a note")
+                    .replace("expect: {binds: {}", "expect: {x-nodeBindCounts: {n1: 0}, binds: {}"))
+    assert main(["check", str(path)]) == 0
+    path.write_text(GOOD.replace("job: pg1, requests", "job: pg1, x-typo: 1, requests"))
+    assert main(["run", str(path)]) == 2
+    assert "tasks[0] (c1/p1).x-typo: unknown key" in capsys.readouterr().err
+
+
+def test_an_unknown_action_in_configurations_is_refused_with_config_s_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace('config: {actions: ""}',
+                                 'config: {actions: "", configurations: [{name: alocate}]}'))
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "config.configurations[0].name: unknown action 'alocate'" in err
+    assert "did you mean 'allocate'" in err and "known:" in err
+    path.write_text(GOOD.replace('config: {actions: ""}', 'config: {actions: "alocate"}'))
+    assert main(["run", str(path)]) == 2
+    assert "config.actions[0]: unknown action" in capsys.readouterr().err
+
+
+def test_a_second_configuration_of_an_action_is_ignored_with_a_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Volcano reads an action's arguments from the first entry naming it."""
+    from batchsched.conf import parse_configuration
+
+    conf = parse_configuration({"actions": "allocate", "configurations": [
+        {"name": "allocate", "arguments": {"predicateErrorCacheEnable": False}},
+        {"name": "allocate", "arguments": {"predicateErrorCacheEnable": True}}]})
+    assert conf.action_arguments("allocate").get_bool("predicateErrorCacheEnable", True) is False
+    assert "a second entry for action 'allocate'" in caplog.text
+
+
+@pytest.mark.parametrize("quantity", ["' 1'", "'1 '", "'1Qi'"])
+def test_a_quantity_with_blanks_is_malformed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], quantity: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace("cpu: 1, memory: 1Gi", f"cpu: {quantity}, memory: 1Gi"))
+    assert main(["run", str(path)]) == 2
+    assert "requests.cpu" in capsys.readouterr().err
 
 
 def test_conf_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,3 +235,11 @@ def test_conf_validate_names_the_file_when_a_plugin_refuses_its_arguments(
     assert main(["conf", "validate", str(conf)]) == 2
     err = capsys.readouterr().err
     assert f"{conf}: rescheduling.strategies[0].params.thresholds.cpu" in err
+
+
+def test_a_key_given_twice_in_a_yaml_mapping_is_bad_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace("{cpu: 2, memory: 4Gi", "{cpu: 2, cpu: 200, memory: 4Gi"))
+    assert main(["run", str(path)]) == 2
+    assert "found duplicate key 'cpu'" in capsys.readouterr().err

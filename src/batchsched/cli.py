@@ -231,6 +231,9 @@ def _text(name: str, got: dict[str, Any]) -> str:
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
+    """One line per scenario on ``out`` (``ok``, ``FAIL`` with its differences, or
+    ``ERROR`` with the bad input), as the scenario format says; the loader's warnings
+    and the tally go to stderr."""
     from batchsched.scenario import check_scenario, load_scenario, scenario_files
 
     files = scenario_files(*args.paths)
@@ -239,22 +242,33 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     failed = errored = 0
     for path in files:
         try:
-            result = check_scenario(load_scenario(path))
+            scenario = load_scenario(path)
+            for warning in scenario.warnings:
+                print(f"batchsched: warning: {warning}", file=sys.stderr)
+            result = check_scenario(scenario)
         except BatchSchedError as exc:
             errored += 1
-            out.write(f"ERROR {path}: {exc}\n")
+            message = _one_line(str(exc))
+            # The error names its file already (as it does for run).
+            out.write(f"ERROR {message}\n" if message.startswith(f"{path}:")
+                      else f"ERROR {path}: {message}\n")
             continue
         if result.passed:
             out.write(f"ok    {path}\n")
         else:
             failed += 1
-            out.write(f"FAIL  {path}\n")
-            out.writelines(f"      - {d}\n" for d in result.differences)
+            out.write(f"FAIL  {path}: "
+                      f"{'; '.join(_one_line(d) for d in result.differences)}\n")
     passed = len(files) - failed - errored
-    out.write(f"check: {passed} passed, {failed} failed, {errored} errored of {len(files)}\n")
+    print(f"check: {passed} passed, {failed} failed, {errored} errored of {len(files)}",
+          file=sys.stderr)
     if errored:
         return EXIT_BAD_INPUT
     return EXIT_DIFFER if failed else EXIT_OK
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _plugins(out: TextIO) -> int:

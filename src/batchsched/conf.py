@@ -31,7 +31,7 @@ import attrs
 import yaml
 
 from batchsched.errors import ConfigError
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, log
 from batchsched.framework.extension_points import ENABLE_FLAGS
 
 if TYPE_CHECKING:
@@ -136,6 +136,9 @@ class SchedulerConfiguration:
     #: load comes from. batchsched reads node load from the cache (``NodeInfo.usage``);
     #: the usage plugin reads ``interval`` from here.
     metrics: Mapping[str, str] = attrs.field(factory=dict)
+    #: Where the configuration sits in its source (``config`` in a scenario): errors
+    #: name their key from there.
+    location: str = ""
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.tiers for p in t.plugins]
@@ -158,18 +161,26 @@ class SchedulerConfiguration:
         by :func:`check_tier_conflicts` when a file (or text) is read, not here: a
         configuration built in code (or in a scenario) may combine them, as Volcano's
         own tests do."""
+        at = f"{self.location}." if self.location else ""
         known_actions = sorted(registry.actions)
         for i, name in enumerate(self.actions):
             if name not in registry.actions:
                 raise ConfigError(
                     f"unknown action {name!r}{_did_you_mean(name, known_actions)}",
-                    source=self.source, key=f"actions[{i}]", known=known_actions,
+                    source=self.source, key=f"{at}actions[{i}]", known=known_actions,
+                )
+        for i, name in enumerate(self.configurations):
+            if name not in registry.actions:
+                raise ConfigError(
+                    f"unknown action {name!r}{_did_you_mean(name, known_actions)}",
+                    source=self.source, key=f"{at}configurations[{i}].name",
+                    known=known_actions,
                 )
         known_plugins = sorted(registry.plugins)
         first_seen: dict[str, str] = {}
         for t, tier in enumerate(self.tiers):
             for p, option in enumerate(tier.plugins):
-                key = f"tiers[{t}].plugins[{p}].name"
+                key = f"{at}tiers[{t}].plugins[{p}].name"
                 if option.name not in registry.plugins:
                     raise ConfigError(
                         f"unknown plugin {option.name!r}"
@@ -263,6 +274,11 @@ def parse_configuration(
         arguments = raw.get("arguments") or {}
         if not isinstance(arguments, Mapping):
             raise ConfigError("must be a mapping", source=source, key=f"{key}.arguments")
+        if raw["name"] in configurations:
+            # Volcano reads an action's arguments from the first entry naming it.
+            log.warning("%s: %s: a second entry for action %r; its arguments are ignored "
+                        "(the first entry's are read)", source, key, raw["name"])
+            continue
         configurations[raw["name"]] = Arguments(arguments)
     return SchedulerConfiguration(
         actions=actions, tiers=tuple(tiers), configurations=configurations, source=source,

@@ -125,3 +125,24 @@ def test_the_budget_ledger_spends_a_disruption_even_on_a_refused_task() -> None:
     assert ledger.charge(candidate("plain")) is True  # no labels: no budget
     # The ledger works on its own copy of the allowance.
     assert web.disruptions_allowed == 1
+
+
+def test_percentages_round_up_as_the_disruption_controller_does() -> None:
+    """Kubernetes scales both minAvailable and maxUnavailable percentages rounding up
+    (``GetScaledValueFromIntOrPercent(..., true)``)."""
+    from batchsched.scenario import parse_scenario
+
+    def allowed(field: str, value: str) -> int:
+        doc = {"version": 1, "config": {"actions": ""},
+               "nodes": [{"name": "n1", "allocatable": {"cpu": 8, "pods": 10}}],
+               "jobs": [{"name": "pg1", "namespace": "c1"}],
+               "pdbs": [{"name": "b", "namespace": "c1", "selector": {"app": "w"},
+                         field: value}],
+               "tasks": [{"name": f"w{i}", "namespace": "c1", "job": "pg1", "node": "n1",
+                          "phase": "Running", "labels": {"app": "w"}, "requests": {"cpu": 1}}
+                         for i in range(3)]}
+        (pdb,) = parse_scenario(doc).pdbs
+        return pdb.disruptions_allowed
+
+    assert allowed("maxUnavailable", "50%") == 2   # ceil(1.5) = 2
+    assert allowed("minAvailable", "50%") == 1     # 3 healthy - ceil(1.5)

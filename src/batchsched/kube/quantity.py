@@ -31,8 +31,8 @@ _DECIMAL = {
     "E": Fraction(10**18),
 }
 _QUANTITY = re.compile(
-    r"^(?P<sign>[+-]?)(?P<number>(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?\d+))?$"
+    r"(?P<sign>[+-]?)(?P<number>(?:\d+(?:\.\d*)?|\.\d+))"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?\d+))?"
 )
 
 
@@ -40,7 +40,7 @@ def parse_quantity(raw: object) -> Fraction:
     """Return the exact value of a quantity given as a string or a number.
 
     Raises :class:`~batchsched.errors.QuantityError` for anything else
-    (booleans, ``None``, ``"1Qi"``, ``"abc"``, NaN and infinities).
+    (booleans, ``None``, ``"1Qi"``, ``"abc"``, ``" 1"``, NaN and infinities).
     """
     if isinstance(raw, bool) or raw is None:
         raise QuantityError(raw)
@@ -52,7 +52,8 @@ def parse_quantity(raw: object) -> Fraction:
         return Fraction(str(raw))
     if not isinstance(raw, str):
         raise QuantityError(raw)
-    match = _QUANTITY.match(raw.strip())
+    # The whole text, as Kubernetes' ParseQuantity reads it: no surrounding blanks.
+    match = _QUANTITY.fullmatch(raw)
     if match is None:
         raise QuantityError(raw)
     number = Fraction(match["number"])

@@ -472,8 +472,7 @@ class _Reader:
                 self._warn(key, found, "at least 0", shown_default)
                 return default
             return float(found) * unit.size
-        # Kubernetes' ParseQuantity takes no surrounding blanks; parse_quantity would.
-        if isinstance(found, str) and found == found.strip():
+        if isinstance(found, str):
             try:
                 amount = convert(found)
             except QuantityError:

@@ -210,8 +210,12 @@ def load_scenario(path: str | Path) -> Scenario:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(f"cannot read: {exc.strerror}", source=source) from exc
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"cannot read: not UTF-8 text (byte {exc.start})",
+                            source=source) from exc
     try:
-        document = json.loads(text) if source.endswith(".json") else yaml.safe_load(text)
+        document = json.loads(text) if source.endswith(".json") else \
+            yaml.load(text, Loader=_ScenarioYamlLoader)
         del text  # a large file's text need not outlive its parse
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -223,6 +227,26 @@ def load_scenario(path: str | Path) -> Scenario:
     # The document is ours: its entries are dropped as they become objects, so that
     # the document and the objects it becomes are not both held whole at the peak.
     return _Parser(source, consume=True).parse(document)
+
+
+class _ScenarioYamlLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep
+    the last silently: a typo must never be ignored)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[tuple[type, Any]] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # merged keys may be overridden on purpose
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float)):
+                continue  # an unhashable key is refused by the constructor itself
+            if (type(key), key) in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r}", key_node.start_mark)
+            seen.add((type(key), key))
+        return super().construct_mapping(node, deep=deep)
 
 
 def parse_scenario(document: Any, *, source: str = "<scenario>") -> Scenario:
@@ -269,11 +293,15 @@ class _Parser:
             raise self.fail(path, f"must be a list, not {_kind(value)}")
         return value
 
-    def keys(self, obj: Mapping[str, Any], allowed: set[str] | frozenset[str], path: str) -> None:
+    def keys(self, obj: Mapping[str, Any], allowed: set[str] | frozenset[str], path: str,
+             *, extensions: bool = False) -> None:
+        """Every key of ``obj`` is known; with ``extensions`` (the top level and
+        ``expect``, where the shared conformance tooling writes its own) keys starting
+        with ``x-`` pass too."""
         if obj.keys() <= allowed:
             return
         for key in obj:
-            if isinstance(key, str) and key.startswith("x-"):
+            if extensions and isinstance(key, str) and key.startswith("x-"):
                 continue
             if key not in allowed:
                 raise self.fail(f"{path}.{key}",
@@ -399,14 +427,16 @@ class _Parser:
         doc = self.mapping(doc, "(document)") if doc is not None else None
         if not doc:
             raise self.fail("", "the document is empty")
-        self.keys(doc, _TOP_KEYS, "(top level)")
-        if doc.get("version") != 1:
-            raise self.fail("version", f"must be 1, not {doc.get('version')!r}")
+        self.keys(doc, _TOP_KEYS, "(top level)", extensions=True)
+        version = doc.get("version")
+        if type(version) is not int or version != 1:
+            raise self.fail("version", f"must be 1, not {version!r}")
         if "config" not in doc:
             raise self.fail("config", "is required")
         try:
-            configuration = parse_configuration(self.mapping(doc["config"], "config"),
-                                                source=self.source)
+            configuration = attrs.evolve(
+                parse_configuration(self.mapping(doc["config"], "config"), source=self.source),
+                location="config")
         except ConfigError as exc:
             key = f"config.{exc.key}" if exc.key else "config"
             message = str(exc).split(": ", 2)[-1]
@@ -1150,8 +1180,8 @@ class _Parser:
             if key == "disruptionsAllowed":
                 allowed = self.typed(obj, key, int, 0, path)
             else:
-                amount = self.count_or_percent(obj[key], len(matching), f"{path}.{key}",
-                                               round_up=key == "minAvailable")
+                # Kubernetes' disruption controller rounds both percentages up.
+                amount = self.count_or_percent(obj[key], len(matching), f"{path}.{key}")
                 if key == "minAvailable":
                     allowed = healthy - amount
                 else:
@@ -1159,14 +1189,13 @@ class _Parser:
             out.append(PodDisruptionBudget(name, namespace, selector, max(0, allowed)))
         return out
 
-    def count_or_percent(self, value: Any, total: int, path: str, *, round_up: bool) -> int:
+    def count_or_percent(self, value: Any, total: int, path: str) -> int:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         if isinstance(value, str):
             match = re.fullmatch(r"(\d+)%", value.strip())
             if match:
-                exact = int(match[1]) * total / 100
-                return math.ceil(exact) if round_up else math.floor(exact)
+                return math.ceil(int(match[1]) * total / 100)
         raise self.fail(path, f"{value!r} is not a count or a percentage")
 
     def quotas(self, raw: Any) -> list[ResourceQuota]:
@@ -1200,28 +1229,24 @@ class _Parser:
 
     def expect(self, raw: Any) -> Mapping[str, Any]:
         obj = self.mapping(raw, "expect")
-        self.keys(obj, _EXPECT_KEYS, "expect")
+        self.keys(obj, _EXPECT_KEYS, "expect", extensions=True)
         checks: dict[str, Callable[[Any], bool]] = {
-            "binds": lambda v: isinstance(v, Mapping) or v is None,
-            "bindCount": lambda v: isinstance(v, int) and not isinstance(v, bool),
-            "evicted": lambda v: isinstance(v, list) or v is None,
-            "evictCount": lambda v: isinstance(v, int) and not isinstance(v, bool),
-            "pipelined": lambda v: isinstance(v, Mapping) or v is None,
-            "podGroupPhases": lambda v: isinstance(v, Mapping) or v is None,
-            "taskStatusCounts": lambda v: isinstance(v, Mapping) or v is None,
-            "scores": lambda v: isinstance(v, Mapping) or v is None,
-            "bindFailures": lambda v: isinstance(v, list) or v is None,
-            "nominated": lambda v: isinstance(v, Mapping) or v is None,
-            "gpuDevices": lambda v: v is None or (isinstance(v, Mapping) and all(
-                isinstance(devices, list) for devices in v.values())),
-            "vgpuDevices": lambda v: v is None or (isinstance(v, Mapping) and all(
-                isinstance(containers, list) for containers in v.values())),
-            "vnpuDevices": lambda v: v is None or (isinstance(v, Mapping) and all(
-                isinstance(cards, list) and all(isinstance(c, Mapping) for c in cards)
-                for cards in v.values())),
-            "claimAllocations": lambda v: v is None or (isinstance(v, Mapping) and all(
-                isinstance(results, list) and all(isinstance(r, Mapping) for r in results)
-                for results in v.values())),
+            "binds": _map_of(_is_str),
+            "bindCount": _is_count,
+            "evicted": _list_of(_is_str),
+            "evictCount": _is_count,
+            "pipelined": _map_of(_list_of(_is_str)),
+            "podGroupPhases": _map_of(_is_str),
+            "taskStatusCounts": _map_of(_map_of(_is_count)),
+            "scores": _map_of(_map_of(_is_number)),
+            "bindFailures": _list_of(_is_str),
+            "nominated": _map_of(_is_str),
+            "gpuDevices": _map_of(_list_of(_is_count)),
+            "vgpuDevices": _map_of(_list_of(_list_of(_is_mapping))),
+            "vnpuDevices": _map_of(_list_of(_is_mapping)),
+            "claimAllocations": _map_of(_list_of(_is_mapping)),
+            "x-nodeBindCounts": _map_of(_is_count),
+            "x-jobBindCounts": _map_of(lambda v: _is_count(v) or _list_of(_is_count)(v)),
         }
         for key, check in checks.items():
             if key in obj and not check(obj[key]):
@@ -1250,6 +1275,33 @@ _TASK_KEYS = frozenset({
     "nominatedNodeName", "topologySpreadConstraints", "startTime", "resourceClaims",
     "resourceClaimStatuses",
 })
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_mapping(value: Any) -> bool:
+    return isinstance(value, Mapping)
+
+
+def _map_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A mapping (or nothing: an empty expectation) of string keys to checked values."""
+    return lambda value: value is None or (isinstance(value, Mapping) and all(
+        isinstance(key, str) and check(item) for key, item in value.items()))
+
+
+def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or (isinstance(value, list) and all(
+        check(item) for item in value))
 
 
 def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
