@@ -8,7 +8,8 @@ on the 1,213 GPU nodes of openb_node_list_gpu_node.csv, none leaves. Each policy
 runs with seeds 42..51 (the paper's), each run one process of
 
     batchsched simulate openb_pod_list_default.csv --cluster openb_node_list_gpu_node.csv \\
-        --config <policy>.yaml --arrived-load 1.0 --seed S --schedule-period 1e9 --output json
+        --config <policy>.yaml --arrived-load 1.0 --arrival-order sampled --seed S \\
+        --schedule-period 1e9 --output json
 
 and the allocation ratio at 100% arrived load (``metrics.gpuAllocationRatio``) is
 averaged over the seeds and set beside the paper's mean (fgd_expected_allocation.csv).
@@ -62,7 +63,8 @@ def run_one(data: Path, config: Path, seed: int) -> dict[str, Any]:
     command = [sys.executable, "-m", "batchsched", "simulate",
                str(data / "openb_pod_list_default.csv"),
                "--cluster", str(data / "openb_node_list_gpu_node.csv"),
-               "--config", str(config), "--arrived-load", "1.0", "--seed", str(seed),
+               "--config", str(config), "--arrived-load", "1.0", "--arrival-order", "sampled",
+               "--seed", str(seed),
                "--schedule-period", "1e9", "--output", "json", "--no-progress"]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=True)

@@ -59,10 +59,42 @@ def test_arrived_load_stops_arrivals_and_nobody_leaves() -> None:
 
 def test_past_the_trace_pods_are_drawn_again_after_every_original() -> None:
     nodes = alibaba_nodes("nodes.csv", text=NODES)
-    workload = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=2.5, seed=1)
+    workload = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=2.5, seed=1,
+                                arrival_order="sampled")
     names = [job.prototype.name for job in workload.jobs]
     assert sorted(names[:4]) == ["pod-0", "pod-1", "pod-2", "pod-3"]
     assert names[4:] and all("-tuned-" in name for name in names[4:])
+
+
+def test_arrived_load_takes_the_pods_in_trace_order_by_default() -> None:
+    """The simulation contract: pods arrive in trace order, none leaves, until the
+    GPUs they ask reach F x the cluster's (or the trace ends); the nodes keep theirs."""
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    workload = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=0.5, seed=3)
+    assert [job.prototype.name for job in workload.jobs] == ["pod-0", "pod-1"]
+    assert [node.name for node in workload.nodes] == ["node-a", "node-b"]
+    everything = alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=2.5)
+    assert [job.prototype.name for job in everything.jobs] == [f"pod-{i}" for i in range(4)]
+
+
+def test_a_pod_list_with_only_the_request_columns_is_read() -> None:
+    """Some of the trace's files (openb_pod_list_multigpu50.csv) have only these."""
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    text = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\npod-0,1000,1024,1,1000\n"
+    workload = alibaba_workload("pods.csv", nodes, text=text, arrived_load=0.3)
+    assert [job.submit for job in workload.jobs] == [0.0]
+    plain = alibaba_workload("pods.csv", nodes, text=text)
+    assert [(job.submit, job.run_time) for job in plain.jobs] == [(0.0, float("inf"))]
+
+
+@pytest.mark.parametrize(("row", "problem"), [
+    ("pod-9,1000,1", "pods.csv:6: 3 fields, the header has 11"),
+    ("pod-9,1000,1024,1,1000,,LS,Running,0,100,10,extra", "pods.csv:6: 12 fields"),
+])
+def test_a_row_with_the_wrong_number_of_fields_is_named(row: str, problem: str) -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    with pytest.raises(WorkloadError, match=problem):
+        alibaba_workload("pods.csv", nodes, text=PODS + row + "\n")
 
 
 def test_an_unknown_column_is_named() -> None:

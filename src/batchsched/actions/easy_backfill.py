@@ -1,33 +1,35 @@
 """easy-backfill: start later jobs behind a blocked head, without delaying it (EASY).
 
-Run it after :mod:`~batchsched.actions.strict_allocate`. For each queue whose
-head job is blocked, the head's **reserved start** (shadow time) is the
+Run it after :mod:`~batchsched.actions.strict_allocate`. For the blocked head
+(each queue's, with strict-allocate's ``blockPerQueue``), the head's **reserved
+start** (shadow time) is the
 earliest time at which, as the running tasks end, enough resources will be
 free in total for the head's whole gang: each running task is expected to end
 at its start (now, for one placed in this session or whose start is unknown)
 plus its job's requested run time (``batchsched.io/requested-runtime``; a task
-without one is not expected to end). A later job of the queue then starts now,
-through the same gang statement and node choice as allocate, if it fits now and
-either
+without one is not expected to end). A later job (of any queue whose share is
+not used up; of the head's queue with ``blockPerQueue``) then starts now, through
+the same gang statement and node choice as allocate, if it fits now and either
 
-* its requested run ends by the reserved start, or
-* it uses only the **extra** resources: those free at the reserved start
-  beyond what the head needs (each such job takes its share of the extra).
+* its requested run ends before the reserved start, or
+* (with ``extraNodes``) it uses only the **extra** resources: those free at the
+  reserved start beyond what the head needs (each such job takes its share of
+  the extra).
 
 So a backfilled job never delays the head, provided requested times are not
 exceeded.
 
 Arguments (``configurations: - name: easy-backfill``):
 
-* ``extraNodes`` (default true): allow the second rule above;
+* ``extraNodes`` (default false): allow the second rule above (classic EASY);
 * ``candidateOrder``: ``policy`` (default, the session's job order) or
   ``submit`` (submit time, then id);
-* ``strictShadow`` (default false): a job must end strictly before the
-  reserved start, not at it.
+* ``strictShadow`` (default true): a job must end strictly before the reserved
+  start; false: by it.
 
-RLScheduler's reference simulator (DIR-LAB/deep-batch-scheduler) backfills
-with ``extraNodes: false``, ``candidateOrder: submit`` and
-``strictShadow: true``; published tables that use it replay with those.
+The defaults are the simulation contract's rule. RLScheduler's reference
+simulator (DIR-LAB/deep-batch-scheduler) backfills with them and
+``candidateOrder: submit``; published tables that use it replay with those.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from batchsched.actions.allocate import _AllocateRun
 from batchsched.actions.selector_action import SelectorAction
 from batchsched.actions.strict_allocate import (
     BLOCKED_KEY,
+    PER_QUEUE_KEY,
     cluster_free,
     gang_may_fit,
     pending_request,
@@ -65,8 +68,8 @@ class EasyBackfillAction(SelectorAction):
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         super().__init__(arguments)
-        self.extra_nodes = self.arguments.get_bool("extraNodes", True)
-        self.strict_shadow = self.arguments.get_bool("strictShadow", False)
+        self.extra_nodes = self.arguments.get_bool("extraNodes", False)
+        self.strict_shadow = self.arguments.get_bool("strictShadow", True)
         self.candidate_order = self.arguments.get_str("candidateOrder", "policy")
         if self.candidate_order not in _ORDERS:
             raise ConfigError(
@@ -79,23 +82,27 @@ class EasyBackfillAction(SelectorAction):
         if not blocked:
             return
         run = _AllocateRun(ssn, lambda: self.new_selector(ssn))
+        per_queue = bool(ssn.extra.get(PER_QUEUE_KEY, True))
         for queue_name, head_uid in blocked.items():
             head = ssn.jobs.get(head_uid)
             queue = ssn.queues.get(queue_name)
             if head is None or queue is None:
                 continue
-            self._backfill_queue(ssn, run, queue_name, head)
+            self._backfill_queue(ssn, run, queue_name if per_queue else None, head)
 
-    def _backfill_queue(self, ssn: Session, run: _AllocateRun, queue_name: str,
+    def _backfill_queue(self, ssn: Session, run: _AllocateRun, queue_name: str | None,
                         head: JobInfo) -> None:
+        """Backfill behind ``head``: with the jobs of ``queue_name``, or (None) of
+        every queue whose share is not used up."""
         shadow, extra = reserved_start(ssn, head)
         candidates = [job for job in run.considered
-                      if job.queue == queue_name and job.uid != head.uid]
+                      if job.uid != head.uid and job.queue in ssn.queues
+                      and (job.queue == queue_name if queue_name is not None
+                           else not ssn.overused(ssn.queues[job.queue]))]
         if self.candidate_order == "submit":
             candidates.sort(key=lambda job: (job.creation_time, job.uid))
         else:
             candidates = sorted_by_order(ssn, candidates)
-        queue = ssn.queues[queue_name]
         now = ssn.now
         free = cluster_free(ssn)
         for job in candidates:
@@ -112,7 +119,7 @@ class EasyBackfillAction(SelectorAction):
             if not gang_may_fit(job, free):
                 continue  # more than the cluster has free in total: it cannot start now
             tasks = run.tasks_of(job)
-            if run.has_work(job, tasks) and run.allocate_job(queue, job, tasks):
+            if run.has_work(job, tasks) and run.allocate_job(ssn.queues[job.queue], job, tasks):
                 free = cluster_free(ssn)
                 if need is not None:
                     assert extra is not None

@@ -2,10 +2,12 @@
 
 The HPC "no backfilling" rule. It works as :mod:`~batchsched.actions.allocate`
 does (queue order, job order, gangs through a statement, the same node
-choice), with one difference: the first job of a queue that cannot start
-(its statement is not committed) blocks that queue for the rest of the
-session. Its place is published for :mod:`~batchsched.actions.easy_backfill`
-in ``ssn.extra["strict-allocate.blocked"]`` (queue name -> job uid).
+choice), with one difference: the first job that cannot start (its statement
+is not committed) ends the action for the rest of the session, in every queue
+(the simulation contract's rule: no job overtakes a blocked one); with
+``blockPerQueue`` it blocks only its own queue, and the other queues go on. The
+blocked place is published for :mod:`~batchsched.actions.easy_backfill` in
+``ssn.extra["strict-allocate.blocked"]`` (queue name -> job uid).
 
 A gang whose whole request exceeds what the cluster will have free in total
 (idle plus releasing, less what is pipelined) cannot start anywhere; it is
@@ -16,9 +18,11 @@ Arguments (``configurations: - name: strict-allocate``):
 
 * ``holdBlockedHead`` (default false): a job that blocked its queue stays the
   queue's head in later sessions until it starts, even if a job that the order
-  puts before it arrives meanwhile. RLScheduler's reference simulator works
-  this way (it picks a head once and waits for it); batchsched's own rule
-  re-reads the order at every session.
+  puts before it arrives meanwhile (without ``blockPerQueue``, it is also tried
+  before any other queue's job). RLScheduler's reference simulator works this
+  way (it picks a head once and waits for it); batchsched's own rule re-reads
+  the order at every session.
+* ``blockPerQueue`` (default false): a blocked job blocks its own queue only.
 * ``predicateErrorCacheEnable``, as for allocate.
 """
 
@@ -31,6 +35,7 @@ from batchsched.actions.allocate import AllocateAction, _AllocateRun, record_unp
 from batchsched.actions.placement import NodeSelector
 from batchsched.api.job import JobInfo
 from batchsched.api.node import node_changes
+from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
 from batchsched.framework.arguments import Arguments
@@ -40,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOCKED_KEY",
+    "PER_QUEUE_KEY",
     "StrictAllocateAction",
     "cluster_free",
     "gang_may_fit",
@@ -48,36 +54,44 @@ __all__ = [
 
 #: Where the session keeps each queue's blocked head (queue name -> job uid).
 BLOCKED_KEY = "strict-allocate.blocked"
+#: True in the session when a blocked head blocks its own queue only
+#: (``blockPerQueue``); else it blocked every queue.
+PER_QUEUE_KEY = "strict-allocate.perQueue"
 
 
 class StrictAllocateAction(AllocateAction):
     """allocate, stopping each queue at its first job that cannot start."""
 
     name = "strict-allocate"
-    arguments_read = ("holdBlockedHead",)
+    arguments_read = ("holdBlockedHead", "blockPerQueue")
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         super().__init__(arguments)
         self.hold_blocked_head = self.arguments.get_bool("holdBlockedHead", False)
+        self.block_per_queue = self.arguments.get_bool("blockPerQueue", False)
         #: Queue name -> the job holding its head (kept across sessions).
         self.held: dict[str, str] = {}
 
     def execute(self, ssn: Session) -> None:
         held = self.held if self.hold_blocked_head else {}
-        run = _StrictRun(ssn, lambda: self.new_selector(ssn), held)
+        run = _StrictRun(ssn, lambda: self.new_selector(ssn), held,
+                         per_queue=self.block_per_queue)
         run.run()
         if self.hold_blocked_head:
             self.held = dict(run.blocked)
         ssn.extra[BLOCKED_KEY] = dict(run.blocked)
+        ssn.extra[PER_QUEUE_KEY] = self.block_per_queue
         # Jobs behind a blocked head were never tried: they have no reason to report.
         record_unplaced_events(ssn, run.tried)
 
 
 class _StrictRun(_AllocateRun):
     def __init__(
-        self, ssn: Session, selector: Callable[[], NodeSelector], held: dict[str, str]
+        self, ssn: Session, selector: Callable[[], NodeSelector], held: dict[str, str], *,
+        per_queue: bool = False,
     ) -> None:
         super().__init__(ssn, selector)
+        self.per_queue = per_queue
         self.blocked: dict[str, str] = {}
         self.tried: list[JobInfo] = []
         self._free: Resource | None = None
@@ -95,6 +109,13 @@ class _StrictRun(_AllocateRun):
     def run(self) -> None:
         ssn = self.ssn
         done: set[str] = set()
+        if not self.per_queue and self.held:
+            # A held head goes before any other queue's job: none may overtake it.
+            name, head = next(iter(self.held.items()))
+            del self.held[name]
+            if ssn.overused(ssn.queues[name]) or not self._attempt(ssn.queues[name], head, done):
+                self.blocked[name] = head.uid
+                return
         while self.queues:
             queue = self.queues.pop()
             if ssn.overused(queue):
@@ -102,19 +123,28 @@ class _StrictRun(_AllocateRun):
             job = self._next_job(queue.name, done)
             if job is None or not self.has_jobs(queue.name):
                 continue
-            tasks = self.tasks_of(job)
-            self.tried.append(job)
-            if not self._may_fit(job) or not self.allocate_job(queue, job, tasks):
+            if not self._attempt(queue, job, done):
                 self.blocked[queue.name] = job.uid
+                if not self.per_queue:
+                    return  # no job, of any queue, overtakes a blocked one
                 continue  # the queue is blocked: it is not pushed back
-            self._free = None
-            if self.has_work(job, tasks):
-                jobs = self.job_heap(queue.name)
-                assert jobs is not None  # has_jobs
-                jobs.push(job)
-            else:
-                done.add(job.uid)
             self.queues.push(queue)
+
+    def _attempt(self, queue: QueueInfo, job: JobInfo, done: set[str]) -> bool:
+        """Try to start the job; when it starts, put it back in its queue's heap if it
+        has more to place (else it is done)."""
+        tasks = self.tasks_of(job)
+        self.tried.append(job)
+        if not self._may_fit(job) or not self.allocate_job(queue, job, tasks):
+            return False
+        self._free = None
+        if self.has_work(job, tasks):
+            jobs = self.job_heap(queue.name)
+            if jobs is not None:
+                jobs.push(job)
+        else:
+            done.add(job.uid)
+        return True
 
     def _next_job(self, queue: str, done: set[str]) -> JobInfo | None:
         held = self.held.pop(queue, None)

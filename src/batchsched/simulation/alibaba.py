@@ -15,14 +15,20 @@ A pod asks ``num_gpu x gpu_milli`` milli of ``nvidia.com/gpu``: whole GPUs
 (:mod:`batchsched.api.devices`). ``gpu_milli`` is also kept in the
 ``batchsched.io/gpu-milli`` annotation.
 
-With ``arrived_load`` (the FGD paper's experiment, its simulator's rules):
-the trace's pods arrive in an order shuffled with ``seed``, one per second,
-followed by pods drawn from the trace at random (with replacement) for as long
-as needed; none leaves, and arrivals stop once the pods that arrived ask for
-``arrived_load`` times the cluster's GPUs. The nodes are shuffled with the
-same seed too: among equally scored nodes the first in node order wins, which
-makes the paper's tie-break (a random rank per node, fixed for the run). The
-workload's ``pod_mix`` is the trace's pods counted by kind (FGD's typical pods).
+Only ``name, cpu_milli, memory_mib, num_gpu, gpu_milli`` are required (some of the
+trace's files have no more); without ``creation_time`` every pod arrives at 0, and
+without ``deletion_time`` it never leaves.
+
+With ``arrived_load`` (the FGD paper's experiment), the trace's pods arrive one per
+second and none leaves, until the pods that arrived ask for ``arrived_load`` times
+the cluster's GPUs. In trace order (``arrival_order="trace"``, the simulation
+contract's rule), arrivals also stop at the trace's end. With
+``arrival_order="sampled"`` (the paper's simulator's rules) they arrive in an order
+shuffled with ``seed``, followed by pods drawn from the trace at random (with
+replacement) for as long as needed, and the nodes are shuffled with the same seed
+too: among equally scored nodes the first in node order wins, which makes the
+paper's tie-break (a random rank per node, fixed for the run). The workload's
+``pod_mix`` is the trace's pods counted by kind (FGD's typical pods).
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ from batchsched.api.task import TaskInfo
 from batchsched.errors import WorkloadError
 from batchsched.simulation.workload import Workload, WorkloadJob
 
-__all__ = ["GPU", "GPU_MILLI_ANNOTATION", "MODEL_LABEL", "alibaba_nodes", "alibaba_workload"]
+__all__ = ["ARRIVAL_ORDERS", "GPU", "GPU_MILLI_ANNOTATION", "MODEL_LABEL", "alibaba_nodes",
+           "alibaba_workload"]
 
 MODEL_LABEL = "alibabacloud.com/gpu-model"
 GPU_MILLI_ANNOTATION = "batchsched.io/gpu-milli"
@@ -52,25 +59,38 @@ NAMESPACE = "openb"
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 _POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos",
                 "pod_phase", "creation_time", "deletion_time", "scheduled_time")
+#: The pod list's columns every file of the trace has.
+_REQUIRED_POD_COLUMNS = _POD_COLUMNS[:5]
+#: How ``--arrived-load`` orders arrivals: the trace's order (the contract's), or the
+#: FGD paper's sampling.
+ARRIVAL_ORDERS = ("trace", "sampled")
 _MIB = 1024 * 1024
 
 
 def _rows(
-    path: Path, columns: tuple[str, ...], text: str | None
+    path: Path, columns: tuple[str, ...], text: str | None,
+    required: tuple[str, ...] | None = None,
 ) -> Iterator[tuple[int, dict[str, str]]]:
     source = path.name
     try:
         content = text if text is not None else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkloadError(f"cannot read: {exc}", source=source) from exc
-    reader = csv.DictReader(content.splitlines())
-    header = tuple(reader.fieldnames or ())
+    reader = csv.reader(content.splitlines())
+    header = tuple(next(reader, ()))
     unknown = [name for name in header if name not in columns]
-    missing = [name for name in columns if name not in header]
+    missing = [name for name in (columns if required is None else required)
+               if name not in header]
     if unknown or missing:
         problem = f"unknown column {unknown[0]!r}" if unknown else f"missing column {missing[0]!r}"
         raise WorkloadError(f"{problem} (expected {', '.join(columns)})", source=source, line=1)
-    yield from enumerate(reader, start=2)
+    for line, fields in enumerate(reader, start=2):
+        if not fields:
+            continue  # a blank line
+        if len(fields) != len(header):
+            raise WorkloadError(f"{len(fields)} fields, the header has {len(header)}",
+                                source=source, line=line)
+        yield line, dict(zip(header, fields, strict=True))
 
 
 def _int(row: dict[str, str], column: str, source: str, line: int, *, default: int | None = None
@@ -151,31 +171,46 @@ def _gpu_request(gpus: int, milli: int, source: str, line: int) -> int:
 
 
 def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str | None = None,
-                     arrived_load: float | None = None, seed: int = 0) -> Workload:
+                     arrived_load: float | None = None, seed: int = 0,
+                     arrival_order: str = "trace") -> Workload:
     """The pods of an ``openb_pod_list_*.csv`` file as a workload on ``nodes``."""
+    if arrival_order not in ARRIVAL_ORDERS:
+        raise ValueError(f"arrival_order must be one of {ARRIVAL_ORDERS}, not {arrival_order!r}")
     file = Path(path)
     source = file.name
     capacity = sum(node.allocatable.get(GPU) for node in nodes)  # milli
     pods: list[_Pod] = []
-    for line, row in _rows(file, _POD_COLUMNS, text):
+    for line, row in _rows(file, _POD_COLUMNS, text, _REQUIRED_POD_COLUMNS):
         gpus = _int(row, "num_gpu", source, line, default=0)
         share = _int(row, "gpu_milli", source, line, default=0)
         created = _int(row, "creation_time", source, line, default=0)
-        deleted = _int(row, "deletion_time", source, line, default=created)
+        # Without a deletion time the pod runs to the end of the replay.
+        deleted = _int(row, "deletion_time", source, line, default=-1)
         scheduled = _int(row, "scheduled_time", source, line, default=created)
         pods.append(_Pod(
             name=row["name"], cpu=_int(row, "cpu_milli", source, line),
             memory=_int(row, "memory_mib", source, line) * _MIB,
             gpu=_gpu_request(gpus, share, source, line), gpu_milli=share,
             spec=row.get("gpu_spec") or "", created=created,
-            run=max(deleted - scheduled, 0), origin=f"{source}:{line}"))
+            run=max(deleted - scheduled, 0) if deleted >= 0 else -1,
+            origin=f"{source}:{line}"))
     mix = Counter((pod.cpu, pod.gpu) for pod in pods)
     pod_mix = tuple({"cpu": f"{cpu}m", "gpu": f"{gpu}m", "weight": count}
                     for (cpu, gpu), count in sorted(mix.items()))
     if arrived_load is None:
-        jobs = [pod.job(submit=float(pod.created), run=float(pod.run), created=pod.created)
+        jobs = [pod.job(submit=float(pod.created),
+                        run=float(pod.run) if pod.run >= 0 else math.inf, created=pod.created)
                 for pod in pods]
         jobs.sort(key=lambda job: job.submit)
+        return Workload(name=source, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
+    if arrival_order == "trace":
+        jobs = []
+        arrived = 0.0
+        for pod in pods:
+            if arrived >= arrived_load * capacity:
+                break
+            jobs.append(pod.job(submit=float(len(jobs)), run=math.inf, created=len(jobs)))
+            arrived += pod.gpu
         return Workload(name=source, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
     rng = random.Random(seed)
     order = list(pods)

@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop the clock this many simulated seconds after the first arrival")
     parser.add_argument("--arrived-load", type=float, default=None, metavar="F",
                         help="GPU traces: stop arrivals at F x the cluster's GPUs")
+    parser.add_argument("--arrival-order", choices=("trace", "sampled"), default="trace",
+                        help="with --arrived-load: pods in trace order (default), or shuffled "
+                             "and drawn again at random as the FGD paper's simulator does")
     parser.add_argument("--seed", type=int, default=0, help="seed of any sampling")
     parser.add_argument("--schedule-period", type=float, default=None, metavar="SECONDS",
                         help="a session every SECONDS at most (default: after every event)")
@@ -65,7 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_workload(path: str | Path, cluster: str | Path | None = None, *,
                   arrived_load: float | None = None, first: int = 0, count: int | None = None,
-                  seed: int = 0) -> tuple[Workload, SchedulerConfiguration | None]:
+                  seed: int = 0, arrival_order: str = "trace",
+                  ) -> tuple[Workload, SchedulerConfiguration | None]:
     """The workload a file holds, on ``cluster`` if given (a scenario file or an
     ``openb_node_list_*.csv``), and the configuration the file carries (batchsched's
     own format has one). ``first`` and ``count`` keep a window of its jobs
@@ -91,7 +95,8 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         if nodes is None:
             raise WorkloadError("a pod trace needs its nodes: --cluster openb_node_list_*.csv",
                                 source=Path(path).name)
-        workload = alibaba_workload(path, nodes, arrived_load=arrived_load, seed=seed)
+        workload = alibaba_workload(path, nodes, arrived_load=arrived_load, seed=seed,
+                                    arrival_order=arrival_order)
     elif suffix == ".swf":
         workload = swf_workload(path, nodes=nodes, first=first, count=count)
         first, count = 0, None  # already applied
@@ -105,6 +110,8 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
                             "expected .swf, .csv, .yaml, .yml or .json", source=Path(path).name)
     if queues:
         workload = attrs.evolve(workload, queues=tuple(queues))
+    # The report names the workload by its file, whatever its kind.
+    workload = attrs.evolve(workload, name=Path(path).name)
     return workload.window(first, count), configuration
 
 
@@ -157,7 +164,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                             source=Path(args.workload).name)
     workload, own_configuration = load_workload(
         args.workload, args.cluster, arrived_load=args.arrived_load,
-        first=args.first_job, count=args.jobs, seed=args.seed,
+        first=args.first_job, count=args.jobs, seed=args.seed, arrival_order=args.arrival_order,
     )
     if args.config:
         configuration = load_configuration(args.config)
@@ -177,7 +184,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             bar.close()
     data = report(workload, timeline, sessions=simulator.sessions)
     if args.report:
-        write_report(data, args.report)
+        written = write_report(data, args.report)
+        if len(written) == 1:
+            err.write("batchsched: note: report.json only; the plots need matplotlib "
+                      "(pip install 'batchsched[sim]')\n")
     if args.output == "json":
         out.write(json.dumps(data, indent=1) + "\n")
     else:

@@ -90,7 +90,8 @@ class Simulator:
         self.schedule_period = schedule_period
         self.progress = progress
         self.observe = observe
-        self.start = min((job.submit for job in workload.jobs), default=0.0)
+        self.start = workload.start if workload.start is not None else \
+            min((job.submit for job in workload.jobs), default=0.0)
         self.until = None if until is None else self.start + until
         self.cache = MemoryCache(now=self.start, keep_events=keep_events,
                                  incremental_snapshots=incremental_snapshots)
@@ -133,6 +134,7 @@ class Simulator:
         """Replay until every job has finished (or can never start), or ``until``."""
         for job in self.workload.jobs:  # in trace order: equal submit times keep it
             self._push(job.submit, _ARRIVAL, job.uid)
+        to_arrive = len(self.workload.jobs)
         while self._events:
             at, kind, _, payload = heapq.heappop(self._events)
             if self.until is not None and at > self.until:
@@ -140,6 +142,7 @@ class Simulator:
             self.cache.now = max(self.now, at)
             if kind == _ARRIVAL:
                 self._arrive(payload)
+                to_arrive -= 1
             elif kind == _COMPLETION:
                 if not self._complete(*payload):
                     continue  # a run that an eviction already ended
@@ -154,6 +157,9 @@ class Simulator:
                 self._tick_due = True
                 period = self.schedule_period
                 self._push((self.now // period + 1) * period, _TICK, None)
+            if not to_arrive and not self._tick_due:
+                # Every job arrived and the sessions since have placed what they could.
+                self.timeline.last_arrival_scheduled()
         self.timeline.close(self.now, self._waiting)
         return self.timeline
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from batchsched.api.devices import GPU
-from batchsched.simulation.timeline import Timeline
+from batchsched.simulation.timeline import Timeline, json_seconds
 from batchsched.simulation.workload import Workload
 
 __all__ = ["gpu_allocation_by_arrived_load", "report", "text_summary", "write_report"]
@@ -60,7 +60,7 @@ def report(workload: Workload, timeline: Timeline, *, sessions: int = 0) -> dict
         **({"gpuAllocationByArrivedLoad": curve} if curve else {}),
         "workload": workload.name,
         "jobs": len(workload.jobs),
-        "simulatedSeconds": timeline.end - timeline.start,
+        "simulatedSeconds": json_seconds(timeline.end - timeline.start),
         "sessions": sessions,
         "metrics": timeline.metrics(),
         "perJob": [record.to_json() for record in timeline.jobs.values()],

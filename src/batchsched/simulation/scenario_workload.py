@@ -3,7 +3,10 @@
 Every field keeps its scenario meaning (docs/scenario-format.md); three
 annotations add time:
 
-* a job's ``createdAt`` is its submit time (it arrives then);
+* a job's ``createdAt`` is its submit time (it arrives then); jobs submitted at
+  the same time were created in file order (each a few ulps after the one before:
+  the job orders that fall back to the creation time keep trace order, as the
+  simulation contract's FCFS does, instead of the job ids');
 * each task's ``batchsched.io/run-time`` annotation (seconds, or a Go duration
   such as ``"10m"``) is how long it runs once started; only the simulator
   reads it;
@@ -17,6 +20,7 @@ Tasks must be Pending and on no node (they arrive with their job).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from batchsched.api.task import TaskInfo
@@ -73,10 +77,24 @@ def workload_from(scenario: Scenario) -> Workload:
         jobs.append(WorkloadJob(prototype=prototype, submit=job.creation_time,
                                 run_times=run_times, restart=restart, origin=f"{source}: {where}"))
     jobs.sort(key=lambda job: job.submit)  # stable: file order among equal submit times
+    _created_in_file_order(jobs)
     return Workload(name=source, nodes=scenario.nodes, jobs=tuple(jobs), queues=scenario.queues,
                     priority_classes=scenario.priority_classes,
                     config_maps=scenario.config_maps,
                     hyper_nodes=scenario.hyper_nodes, dra=scenario.dra)
+
+
+def _created_in_file_order(jobs: list[WorkloadJob]) -> None:
+    """Among jobs submitted at the same time (sorted, file order kept), each later one
+    is created the smallest step after the one before."""
+    previous: float | None = None
+    for job in jobs:
+        created = job.prototype.creation_time
+        if previous is not None and created <= previous and job.submit == created:
+            created = math.nextafter(previous, math.inf)
+            job.prototype.creation_time = created
+            job.prototype.podgroup.creation_time = created
+        previous = created
 
 
 def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:

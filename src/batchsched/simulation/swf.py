@@ -14,8 +14,14 @@ so that published results replay exactly:
 
 The cluster is ``MaxNodes`` nodes of ``MaxProcs / MaxNodes`` cpu each (when
 ``MaxProcs`` is absent it equals ``MaxNodes``). A job of P processors becomes a
-gang of ceil(P / cpu-per-node) tasks, each asking one whole node's cpu, with
-the requested time in its ``batchsched.io/requested-runtime`` annotation.
+gang of ceil(P / cpu-per-node) tasks (worked out in integers: ceil(P x MaxNodes /
+MaxProcs)), each asking one whole node's cpu, with the requested time in its
+``batchsched.io/requested-runtime`` annotation. On a cluster given instead
+(``nodes``) of a trace whose header gives neither, a processor is one cpu.
+
+Every field of a job line must be a number, and the fields read here whole
+numbers; a job number given twice is an error naming both lines. Comment lines
+may hold any bytes.
 """
 
 from __future__ import annotations
@@ -57,6 +63,8 @@ class SwfJob:
 
 
 def _number(text: str, field: int, source: str, line: int) -> int:
+    """A field as a whole number: read fields must be one (``3``, ``3.0``); the others
+    only a number (some archives write averages with decimals there)."""
     try:
         return int(text)
     except ValueError:
@@ -64,11 +72,13 @@ def _number(text: str, field: int, source: str, line: int) -> int:
             value = float(text)
         except ValueError:
             value = math.nan
+        name = _FIELD_NAMES.get(field, "unused")
         if not math.isfinite(value):
-            raise WorkloadError(
-                f"field {field} ({_FIELD_NAMES.get(field, 'unused')}) {text!r} is not a number",
-                source=source, line=line,
-            ) from None
+            raise WorkloadError(f"field {field} ({name}) {text!r} is not a number",
+                                source=source, line=line) from None
+        if field in _FIELD_NAMES and not value.is_integer():
+            raise WorkloadError(f"field {field} ({name}) {text!r} is not a whole number",
+                                source=source, line=line) from None
         return int(value)
 
 
@@ -82,12 +92,15 @@ def read_swf(
     source = Path(path).name
     if text is None:
         try:
-            text = Path(path).read_text(encoding="utf-8", errors="strict")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise WorkloadError(f"cannot read: {exc}", source=source) from exc
+            # Bytes that are not UTF-8 are kept (as surrogates): a comment may hold
+            # them, and in a job line they fail that field's number.
+            text = Path(path).read_bytes().decode("utf-8", errors="surrogateescape")
+        except OSError as exc:
+            raise WorkloadError(f"cannot read: {exc.strerror}", source=source) from exc
     header: dict[str, str] = {}
     jobs: list[SwfJob] = []
     dropped: list[Skipped] = []
+    lines_of: dict[int, int] = {}  # job number -> its line
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line:
@@ -101,9 +114,12 @@ def read_swf(
         if len(fields) != _FIELDS:
             raise WorkloadError(f"a job line has {_FIELDS} fields, this one {len(fields)}",
                                 source=source, line=number)
-        value = [_number(fields[i - 1], i, source, number) if i in _FIELD_NAMES else 0
-                 for i in range(1, _FIELDS + 1)]
+        value = [_number(fields[i - 1], i, source, number) for i in range(1, _FIELDS + 1)]
         job_id, submit, run = value[0], value[1], value[3]
+        if job_id in lines_of:
+            raise WorkloadError(f"job number {job_id} again (first at line {lines_of[job_id]})",
+                                source=source, line=number)
+        lines_of[job_id] = number
         procs = max(value[4], value[7])
         requested = value[8] if value[8] != -1 else run
         if run < 0:
@@ -160,7 +176,9 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     max_nodes = _header_int(header, "MaxNodes", source)
     max_procs = _header_int(header, "MaxProcs", source)
     if max_nodes is None and max_procs is None:
-        raise WorkloadError("the header gives neither MaxNodes nor MaxProcs", source=source)
+        if nodes is None:
+            raise WorkloadError("the header gives neither MaxNodes nor MaxProcs", source=source)
+        max_nodes = max_procs = 1  # on the cluster given, a processor is one cpu
     max_nodes = max_nodes or max_procs
     max_procs = max_procs or max_nodes
     assert max_nodes is not None and max_procs is not None
@@ -175,7 +193,9 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     for job in jobs:
         name = _job_name(job.job_id, width)
         podgroup = PodGroup(
-            name=name, namespace=NAMESPACE, min_member=math.ceil(job.procs / per_node),
+            # ceil(P / (MaxProcs / MaxNodes)) in integers: the float quotient can land
+            # a hair above a whole number and ask one node too many.
+            name=name, namespace=NAMESPACE, min_member=-(-job.procs * max_nodes // max_procs),
             annotations={REQUESTED_RUNTIME_ANNOTATION: str(job.requested_time)},
             creation_time=float(job.submit),
         )

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from batchsched.cache.memory import MemoryCache
     from batchsched.simulation.workload import Workload
 
-__all__ = ["BOUNDED_SLOWDOWN_THRESHOLD", "JobRecord", "Timeline", "bounded_slowdown", "jain"]
+__all__ = ["BOUNDED_SLOWDOWN_THRESHOLD", "JobRecord", "Timeline", "bounded_slowdown", "jain",
+           "json_seconds"]
 
 #: Run times below this count as this in bounded slowdown (the usual 10 s).
 BOUNDED_SLOWDOWN_THRESHOLD = 10.0
@@ -85,9 +86,23 @@ class JobRecord:
         return None if wait is None or self.end is None else bounded_slowdown(wait, self.run_time)
 
     def to_json(self) -> dict[str, Any]:
-        return {"job": self.uid, "queue": self.queue, "submit": self.submit,
-                "start": self.start, "end": self.end, "boundedSlowdown": self.bounded_slowdown,
-                "wait": self.wait, "restarts": self.restarts}
+        return {"job": self.uid, "queue": self.queue, "submit": json_seconds(self.submit),
+                "start": json_seconds(self.start), "end": json_seconds(self.end),
+                "boundedSlowdown": self.bounded_slowdown, "wait": json_seconds(self.wait),
+                "restarts": self.restarts}
+
+
+def json_seconds(value: float | None) -> float | int | None:
+    """A time for the JSON report: a whole number of seconds as an integer (as the
+    simulation contract writes them; strictly typed readers take no ``12.0`` for an
+    integer), any other as it is.
+
+    >>> json_seconds(12.0), json_seconds(12.5), json_seconds(None)
+    (12, 12.5, None)
+    """
+    if value is None or not math.isfinite(value) or not value.is_integer():
+        return value
+    return int(value)
 
 
 class Timeline:
@@ -111,6 +126,8 @@ class Timeline:
         self._last = start
         #: (time, allocated cpu in cores) at each change: utilisation over time.
         self.usage: list[tuple[float, float]] = [(start, 0.0)]
+        #: The GPU milli allocated once every job had arrived and been scheduled.
+        self._gpu_at_last_arrival: float | None = None
 
     # -- fed by the simulator -----------------------------------------------------------
 
@@ -144,6 +161,12 @@ class Timeline:
         self.jobs[uid].end = now
         self.finished_count += 1
         self.end = max(self.end, now)
+
+    def last_arrival_scheduled(self) -> None:
+        """Every job has arrived and the sessions after the last arrival have run: the
+        allocated GPUs now are the contract's ``gpuAllocationRatio`` (kept once)."""
+        if self._gpu_at_last_arrival is None:
+            self._gpu_at_last_arrival = sum(held.get(GPU) for held in self._held.values())
 
     def close(self, now: float, waiting: Iterable[str]) -> None:
         self._advance(now)
@@ -187,15 +210,19 @@ class Timeline:
         extra: dict[str, Any] = {}
         gpus = self.capacity.get(GPU)
         if gpus > 0:
-            # Allocated now over the cluster's: at the end of a replay where nothing
-            # leaves, the FGD paper's allocation ratio once the last pod arrived.
-            extra["gpuAllocationRatio"] = sum(held.get(GPU) for held in self._held.values()) / gpus
+            # What was allocated when the last pod had arrived (and been scheduled), over
+            # the cluster's GPUs: the FGD paper's ratio. A replay cut short by its
+            # ``until`` before that moment reads what is allocated at its end.
+            allocated = self._gpu_at_last_arrival
+            if allocated is None:
+                allocated = sum(held.get(GPU) for held in self._held.values())
+            extra["gpuAllocationRatio"] = allocated / gpus
         return {
             **extra,
             "averageBoundedSlowdown": _mean(slowdowns),
             "averageWait": _mean([record.wait or 0.0 for record in done]),
             "averageResponse": _mean([record.response or 0.0 for record in done]),
-            "makespan": makespan,
+            "makespan": json_seconds(makespan),
             "utilization": utilization.get(CPU, 0.0),
             "utilizationByResource": utilization,
             "finishedJobs": len(done),

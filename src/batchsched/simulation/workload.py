@@ -91,6 +91,9 @@ class Workload:
     #: Device classes, resource slices, claims and claim templates (Dynamic Resource
     #: Allocation), as a scenario gives them.
     dra: DraObjects = attrs.field(factory=DraObjects)
+    #: When the replay's clock starts; None: the first submit time of its jobs. Set
+    #: by :meth:`without_oversized`, so that a dropped first job still starts it.
+    start: float | None = None
 
     def window(self, first: int = 0, count: int | None = None) -> Workload:
         """The jobs at positions ``first`` .. ``first + count - 1`` (0-based, in
@@ -131,7 +134,10 @@ class Workload:
                 kept.append(job)
             else:
                 skipped.append(Skipped(job.uid, job.origin, reason, oversized=True))
-        return attrs.evolve(self, jobs=tuple(kept), skipped=tuple(skipped))
+        start = self.start
+        if start is None and self.jobs:
+            start = min(job.submit for job in self.jobs)
+        return attrs.evolve(self, jobs=tuple(kept), skipped=tuple(skipped), start=start)
 
 
     def hidden_resources(self, configuration: SchedulerConfiguration) -> frozenset[str]:
