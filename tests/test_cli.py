@@ -243,3 +243,22 @@ def test_a_key_given_twice_in_a_yaml_mapping_is_bad_input(
     path.write_text(GOOD.replace("{cpu: 2, memory: 4Gi", "{cpu: 2, cpu: 200, memory: 4Gi"))
     assert main(["run", str(path)]) == 2
     assert "found duplicate key 'cpu'" in capsys.readouterr().err
+
+
+def test_an_unknown_action_in_configurations_is_named_by_its_own_entry(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace('config: {actions: ""}', 'config: {actions: "", configurations: '
+                                 '[{name: allocate}, {name: allocate}, {name: bogus}]}'))
+    assert main(["run", str(path)]) == 2
+    assert "config.configurations[2].name: unknown action 'bogus'" in capsys.readouterr().err
+
+
+def test_a_score_written_as_yaml_reads_1e2_passes_the_shape_check(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """YAML reads ``1e2`` as a string; the comparison reads it as a number."""
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace("expect: {binds: {}, podGroupPhases: {c1/pg1: Pending}}",
+                                 "expect: {scores: {c1/p1: {n1: 1e2}}}"))
+    assert main(["check", str(path)]) == 1  # a difference, not bad input
+    assert "ERROR" not in capsys.readouterr().out

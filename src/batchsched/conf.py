@@ -139,6 +139,10 @@ class SchedulerConfiguration:
     #: Where the configuration sits in its source (``config`` in a scenario): errors
     #: name their key from there.
     location: str = ""
+    #: Each action's entry in the source's ``configurations`` list (its index), for
+    #: errors; empty for a configuration built in code.
+    configuration_positions: Mapping[str, int] = attrs.field(factory=dict, eq=False,
+                                                              repr=False)
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.tiers for p in t.plugins]
@@ -171,9 +175,10 @@ class SchedulerConfiguration:
                 )
         for i, name in enumerate(self.configurations):
             if name not in registry.actions:
+                position = self.configuration_positions.get(name, i)
                 raise ConfigError(
                     f"unknown action {name!r}{_did_you_mean(name, known_actions)}",
-                    source=self.source, key=f"{at}configurations[{i}].name",
+                    source=self.source, key=f"{at}configurations[{position}].name",
                     known=known_actions,
                 )
         known_plugins = sorted(registry.plugins)
@@ -263,6 +268,7 @@ def parse_configuration(
         ]
         tiers.append(Tier(tuple(plugins)))
     configurations: dict[str, Arguments] = {}
+    positions: dict[str, int] = {}
     for c, raw in enumerate(_list(document.get("configurations"), source, "configurations")):
         key = f"configurations[{c}]"
         if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
@@ -280,8 +286,10 @@ def parse_configuration(
                         "(the first entry's are read)", source, key, raw["name"])
             continue
         configurations[raw["name"]] = Arguments(arguments)
+        positions[raw["name"]] = c
     return SchedulerConfiguration(
         actions=actions, tiers=tuple(tiers), configurations=configurations, source=source,
+        configuration_positions=positions,
         nodes_to_find=_nodes_to_find(document.get("nodesToFind"), source),
         metrics=_metrics(document.get("metrics"), source),
     )

@@ -106,9 +106,3 @@ def test_switches_read_strings_as_volcano_s_get_bool_does(value: object, read: b
         assert got is (default if read is None else read)
     assert ("is not true or false" in caplog.text) is (read is None)
 
-
-def test_an_unreadable_argument_names_the_plugin_its_key_carries(
-        caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level("WARNING", logger="batchsched"):
-        assert Arguments({"binpack.weight": "ten"}).get_int("binpack.weight", 1) == 1
-    assert "plugin 'binpack': argument 'binpack.weight' = 'ten' is not an integer" in caplog.text

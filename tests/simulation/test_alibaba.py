@@ -117,3 +117,23 @@ def test_simulate_reports_the_gpu_allocation_ratio(tmp_path: Path) -> None:
     assert data["metrics"]["gpuAllocationRatio"] == pytest.approx(started / 3000)
     curve = data["gpuAllocationByArrivedLoad"]
     assert curve[-1][0] >= 100 and 0 < curve[-1][1] <= 100
+
+
+def test_compare_takes_the_arrival_order_and_seed_simulate_takes(tmp_path: Path) -> None:
+    """A sweep's replay decides as the same ``simulate`` would (arrival order, seed and
+    the plugins' hints from the run)."""
+    nodes, pods = write(tmp_path, "n.csv", NODES), write(tmp_path, "p.csv", PODS)
+    config = write(tmp_path, "c.yaml", 'actions: "allocate"\ntiers: [{plugins: ['
+                   '{name: predicates}, {name: deviceshare, arguments: '
+                   '{deviceshare.GPUSharingEnable: true}}, {name: gpu-random}]}]\n')
+    common = ["--cluster", str(nodes), "--arrived-load", "2.5", "--arrival-order", "sampled",
+              "--seed", "7", "--config", str(config), "--output", "json"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["simulate", str(pods), *common, "--no-progress"]) == 0
+    single = json.loads(out.getvalue())["metrics"]["gpuAllocationRatio"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["compare", str(pods), *common, "--workers", "1"]) == 0
+    table = json.loads(out.getvalue())["configurations"][str(config)]
+    assert table["gpuAllocationRatio"] == pytest.approx(single)

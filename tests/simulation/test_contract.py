@@ -178,3 +178,39 @@ def test_the_clock_starts_at_the_first_job_s_submit_even_when_it_is_skipped(
     code, data, err = simulate(str(trace))
     assert code == 2 and data is not None and "t.swf:4" in err
     assert data["simulatedSeconds"] == 15  # from 10 (job 1's submit) to 25
+
+
+def test_a_held_head_waits_for_its_queue_s_turn(tmp_path: Path) -> None:
+    """With holdBlockedHead, a held head keeps its queue's first place, and queues
+    still take their turns in queue order: at 5, the queue with the smaller share
+    goes first and its jobs start on the cpu that frees up; q1's head, which its
+    queue's share refuses, then blocks the rest (they waited until 1000 when the
+    held head went before every queue)."""
+    jobs = [*({"name": f"r{i}", "submit": 0, "run": 1000, "queue": "q1"} for i in range(4)),
+            {"name": "x", "submit": 0, "run": 5, "queue": "q2"},
+            {"name": "head", "submit": 1, "run": 10, "tasks": 2, "queue": "q1"},
+            {"name": "y1", "submit": 5, "run": 100, "queue": "q2"},
+            {"name": "y2", "submit": 5, "run": 100, "queue": "q2"}]
+    config = {"actions": "strict-allocate",
+              "tiers": [{"plugins": [{"name": "gang"}, {"name": "proportion"}]}],
+              "configurations": [{"name": "strict-allocate",
+                                  "arguments": {"holdBlockedHead": True}}]}
+    path = workload(tmp_path, jobs, queues=("q1", "q2"), nodes=6, config=config)
+    code, data, _ = simulate(str(path))
+    assert code == 0 and data is not None
+    got = starts(data)
+    assert (got["y1"], got["y2"]) == (5, 5)
+
+
+def test_an_swf_comment_may_hold_a_form_feed(tmp_path: Path) -> None:
+    path = tmp_path / "t.swf"
+    path.write_bytes(HEADER.format(nodes=2, procs=2).encode() + b"; Note: page\x0cbreak\n"
+                     + swf_line(1, 0, 5, 1).encode() + b"\n")
+    assert [job.uid for job in swf_workload(path).jobs] == ["swf/job-1"]
+
+
+def test_a_workload_built_in_code_with_integer_times_reports(tmp_path: Path) -> None:
+    """``json_seconds`` takes ints too (``int.is_integer`` is Python 3.12's)."""
+    from batchsched.simulation.timeline import json_seconds
+
+    assert json_seconds(7) == 7 and type(json_seconds(7)) is int

@@ -18,10 +18,9 @@ Arguments (``configurations: - name: strict-allocate``):
 
 * ``holdBlockedHead`` (default false): a job that blocked its queue stays the
   queue's head in later sessions until it starts, even if a job that the order
-  puts before it arrives meanwhile (without ``blockPerQueue``, it is also tried
-  before any other queue's job). RLScheduler's reference simulator works this
-  way (it picks a head once and waits for it); batchsched's own rule re-reads
-  the order at every session.
+  puts before it arrives meanwhile (queues still take their turns in queue
+  order). RLScheduler's reference simulator works this way (it picks a head once
+  and waits for it); batchsched's own rule re-reads the order at every session.
 * ``blockPerQueue`` (default false): a blocked job blocks its own queue only.
 * ``predicateErrorCacheEnable``, as for allocate.
 """
@@ -109,13 +108,6 @@ class _StrictRun(_AllocateRun):
     def run(self) -> None:
         ssn = self.ssn
         done: set[str] = set()
-        if not self.per_queue and self.held:
-            # A held head goes before any other queue's job: none may overtake it.
-            name, head = next(iter(self.held.items()))
-            del self.held[name]
-            if ssn.overused(ssn.queues[name]) or not self._attempt(ssn.queues[name], head, done):
-                self.blocked[name] = head.uid
-                return
         while self.queues:
             queue = self.queues.pop()
             if ssn.overused(queue):

@@ -94,8 +94,6 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
     ``plugin 'capacity': argument 'ancestorReclaimLevel' = 'two' is not an integer;
     using 0 instead``.
     """
-    # Volcano's argument names carry their plugin's name (``binpack.weight``).
-    owner = owner or (key.split(".", 1)[0] if "." in key else "")
     who = f"plugin {owner!r}" if owner else "arguments"
     shown = "no value" if fallback is None else repr(fallback)
     log.warning("%s: argument %r = %r is not %s; using %s instead", who, key, value,

@@ -1238,7 +1238,7 @@ class _Parser:
             "pipelined": _map_of(_list_of(_is_str)),
             "podGroupPhases": _map_of(_is_str),
             "taskStatusCounts": _map_of(_map_of(_is_count)),
-            "scores": _map_of(_map_of(_is_number)),
+            "scores": _map_of(_map_of(_is_score)),
             "bindFailures": _list_of(_is_str),
             "nominated": _map_of(_is_str),
             "gpuDevices": _map_of(_list_of(_is_count)),
@@ -1287,6 +1287,18 @@ def _is_count(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_score(value: Any) -> bool:
+    """A number, or a string of one (YAML reads ``1e2`` as a string; the comparison
+    reads it with ``float``, as the shared conformance tool does)."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return False
+        return True
+    return _is_number(value)
 
 
 def _is_mapping(value: Any) -> bool:

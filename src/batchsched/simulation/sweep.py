@@ -38,20 +38,26 @@ class Replay:
     first_job: int = 0
     jobs: int | None = None
     arrived_load: float | None = None
+    arrival_order: str = "trace"
+    seed: int = 0
 
 
 def replay(spec: Replay) -> dict[str, Any]:
     """Run one replay and return its metrics (a top-level function: it is shipped to
     worker processes and dask workers)."""
     from batchsched.conf import default_configuration, load_configuration
-    from batchsched.simulation.command import load_workload
+    from batchsched.simulation.command import load_workload, with_workload_hints
     from batchsched.simulation.engine import Simulator
 
     workload, own = load_workload(spec.workload, spec.cluster, arrived_load=spec.arrived_load,
-                                  first=spec.first_job, count=spec.jobs)
+                                  first=spec.first_job, count=spec.jobs, seed=spec.seed,
+                                  arrival_order=spec.arrival_order)
     configuration = (load_configuration(spec.config) if spec.config
                      else own or default_configuration())
     workload = workload.without_oversized(configuration)
+    # What simulate gives the plugins from the run (the seed, the trace's pod mix):
+    # a replay of a sweep decides as the same simulate would.
+    configuration = with_workload_hints(configuration, workload, seed=spec.seed)
     simulator = Simulator(workload, configuration)
     metrics: dict[str, Any] = simulator.run().metrics()
     metrics["sessions"] = simulator.sessions
@@ -84,6 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--windows", help="comma-separated start positions (0-based)")
     parser.add_argument("--jobs", type=int, default=None, help="jobs per window")
     parser.add_argument("--arrived-load", type=float, default=None)
+    parser.add_argument("--arrival-order", choices=("trace", "sampled"), default="trace",
+                        help="with --arrived-load, as for simulate")
+    parser.add_argument("--seed", type=int, default=0, help="seed of any sampling")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--dask", metavar="ADDRESS", help="a dask.distributed scheduler address")
     parser.add_argument("--output", choices=("text", "json"), default="text")
@@ -100,7 +109,8 @@ def _windows(text: str | None) -> list[int]:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     windows = _windows(args.windows)
-    specs = [Replay(args.workload, config, args.cluster, first, args.jobs, args.arrived_load)
+    specs = [Replay(args.workload, config, args.cluster, first, args.jobs, args.arrived_load,
+                    args.arrival_order, args.seed)
              for config in args.config for first in windows]
     results = sweep(specs, workers=args.workers, dask_address=args.dask)
     table: dict[str, dict[str, float]] = {}

@@ -101,7 +101,8 @@ def read_swf(
     jobs: list[SwfJob] = []
     dropped: list[Skipped] = []
     lines_of: dict[int, int] = {}  # job number -> its line
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only (a comment may hold a form feed or other separators).
+    for number, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
         if not line:
             continue

@@ -100,7 +100,8 @@ def json_seconds(value: float | None) -> float | int | None:
     >>> json_seconds(12.0), json_seconds(12.5), json_seconds(None)
     (12, 12.5, None)
     """
-    if value is None or not math.isfinite(value) or not value.is_integer():
+    if value is None or isinstance(value, int) or not math.isfinite(value) \
+            or not value.is_integer():
         return value
     return int(value)
 
