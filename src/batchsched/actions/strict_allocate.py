@@ -34,7 +34,6 @@ from batchsched.actions.allocate import AllocateAction, _AllocateRun, record_unp
 from batchsched.actions.placement import NodeSelector
 from batchsched.api.job import JobInfo
 from batchsched.api.node import node_changes
-from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
 from batchsched.framework.arguments import Arguments
@@ -59,7 +58,8 @@ PER_QUEUE_KEY = "strict-allocate.perQueue"
 
 
 class StrictAllocateAction(AllocateAction):
-    """allocate, stopping each queue at its first job that cannot start."""
+    """allocate, stopping at the first job that cannot start (in its queue only, with
+    ``blockPerQueue``)."""
 
     name = "strict-allocate"
     arguments_read = ("holdBlockedHead", "blockPerQueue")
@@ -115,28 +115,21 @@ class _StrictRun(_AllocateRun):
             job = self._next_job(queue.name, done)
             if job is None or not self.has_jobs(queue.name):
                 continue
-            if not self._attempt(queue, job, done):
+            tasks = self.tasks_of(job)
+            self.tried.append(job)
+            if not self._may_fit(job) or not self.allocate_job(queue, job, tasks):
                 self.blocked[queue.name] = job.uid
                 if not self.per_queue:
                     return  # no job, of any queue, overtakes a blocked one
                 continue  # the queue is blocked: it is not pushed back
-            self.queues.push(queue)
-
-    def _attempt(self, queue: QueueInfo, job: JobInfo, done: set[str]) -> bool:
-        """Try to start the job; when it starts, put it back in its queue's heap if it
-        has more to place (else it is done)."""
-        tasks = self.tasks_of(job)
-        self.tried.append(job)
-        if not self._may_fit(job) or not self.allocate_job(queue, job, tasks):
-            return False
-        self._free = None
-        if self.has_work(job, tasks):
-            jobs = self.job_heap(queue.name)
-            if jobs is not None:
+            self._free = None
+            if self.has_work(job, tasks):
+                jobs = self.job_heap(queue.name)
+                assert jobs is not None  # has_jobs
                 jobs.push(job)
-        else:
-            done.add(job.uid)
-        return True
+            else:
+                done.add(job.uid)
+            self.queues.push(queue)
 
     def _next_job(self, queue: str, done: set[str]) -> JobInfo | None:
         held = self.held.pop(queue, None)
