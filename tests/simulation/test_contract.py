@@ -214,3 +214,21 @@ def test_a_workload_built_in_code_with_integer_times_reports(tmp_path: Path) -> 
     from batchsched.simulation.timeline import json_seconds
 
     assert json_seconds(7) == 7 and type(json_seconds(7)) is int
+
+
+def test_a_gang_that_can_never_be_packed_is_reported_as_too_large(tmp_path: Path) -> None:
+    """Three tasks of 2.5 cpu on two nodes of 4: at most one per node, never three."""
+    doc = {"version": 1, "config": {"actions": "allocate", "tiers": [{"plugins": [
+        {"name": "gang"}, {"name": "predicates"}]}]},
+        "nodes": [{"name": f"n{i}", "allocatable": {"cpu": 4, "pods": 10}} for i in range(2)],
+        "jobs": [{"name": "wide", "minMember": 3, "createdAt": 0},
+                 {"name": "ok", "minMember": 2, "createdAt": 0}],
+        "tasks": [*({"name": f"wide-{k}", "job": "wide", "requests": {"cpu": "2500m"},
+                     "annotations": {"batchsched.io/run-time": "10"}} for k in range(3)),
+                  *({"name": f"ok-{k}", "job": "ok", "requests": {"cpu": "2500m"},
+                     "annotations": {"batchsched.io/run-time": "10"}} for k in range(2))]}
+    path = write(tmp_path, "w.yaml", yaml.safe_dump(doc))
+    code, data, err = simulate(str(path))
+    assert code == 2 and data is not None
+    assert "job default/wide skipped: its gang of 3 tasks" in err and "fits only 2 times" in err
+    assert [job["job"] for job in data["perJob"]] == ["default/ok"]

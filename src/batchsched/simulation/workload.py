@@ -10,6 +10,7 @@ time of each task is known only to the simulator.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -113,15 +114,19 @@ class Workload:
     def without_oversized(self, configuration: SchedulerConfiguration | None = None
                           ) -> Workload:
         """The workload less the jobs that could never start on this cluster: a task
-        larger than every node, or a gang larger than the whole cluster. With the
-        configuration the replay runs, the resources its plugins account for
-        themselves (Ascend card memory, say: ``hidden_resources``) are not compared."""
+        larger than every node, a gang larger than the whole cluster, or a gang of
+        alike tasks that fit fewer times than its minimum on the empty cluster's nodes
+        (three tasks of 2.5 cpu on two nodes of 4). With the configuration the replay
+        runs, the resources its plugins account for themselves (Ascend card memory,
+        say: ``hidden_resources``) are not compared."""
         hidden = self.hidden_resources(configuration) if configuration is not None \
             else frozenset()
         nodes = tuple(_without(node, hidden) for node in self.nodes) if hidden else self.nodes
         capacity = Resource()
         for node in nodes:
             capacity.add(node.allocatable)
+        # Nodes alike count alike: a trace's machine is often one kind of node.
+        kinds = Counter(_figures(node.allocatable) for node in nodes)
         kept: list[WorkloadJob] = []
         skipped = list(self.skipped)
         for job in self.jobs:
@@ -129,7 +134,7 @@ class Workload:
             if hidden:
                 prototype = prototype.clone()
                 prototype.hide_resources(hidden)
-            reason = _never_fits(prototype, nodes, capacity)
+            reason = _never_fits(prototype, nodes, capacity) or _never_packs(prototype, kinds)
             if reason is None:
                 kept.append(job)
             else:
@@ -155,6 +160,34 @@ def _without(node: NodeInfo, hidden: frozenset[str]) -> NodeInfo:
     twin = node.clone()
     twin.allocatable = twin.allocatable.without(hidden)
     return twin
+
+
+def _figures(resource: Resource) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted((name, resource.get(name)) for name in resource.names()))
+
+
+def _never_packs(job: JobInfo, kinds: Counter[tuple[tuple[str, float], ...]]) -> str | None:
+    """Why a gang of alike tasks can never start: its tasks fit fewer times on the
+    empty cluster's nodes than its minimum (each node taking as many as all its
+    resources allow); None when they can, or the tasks differ."""
+    tasks = list(job.tasks.values())
+    if job.min_available <= 1 or not tasks:
+        return None
+    request = tasks[0].resreq
+    if any(task.resreq != request for task in tasks[1:]):
+        return None
+    asked = [(name, request.get(name)) for name in request.names() if request.get(name) > 0]
+    if not asked:
+        return None
+    fits = 0
+    for figures, count in kinds.items():
+        have = dict(figures)
+        # Volcano's tolerance (0.1 milli) in each comparison, as less_equal has it.
+        fits += count * min(int((have.get(name, 0.0) + 0.1) // amount) for name, amount in asked)
+        if fits >= job.min_available:
+            return None
+    return (f"its gang of {job.min_available} tasks of {request} fits only {fits} times "
+            "on the cluster's nodes")
 
 
 def _never_fits(job: JobInfo, nodes: Sequence[NodeInfo], capacity: Resource) -> str | None:
