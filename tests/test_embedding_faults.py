@@ -335,3 +335,98 @@ class LoopMachine(RuleBasedStateMachine):
 
 TestLoopMachine = LoopMachine.TestCase
 TestLoopMachine.settings = settings(max_examples=15, stateful_step_count=30, deadline=None)
+
+
+class _SecondPlacementFails:
+    """A plugin whose allocate event handler raises on the session's second placement."""
+
+    name = "second-fails"
+
+    def __init__(self, arguments: object) -> None:
+        del arguments
+        self.placed = 0
+
+    def on_session_open(self, ssn: Any) -> None:
+        from batchsched.framework.events import EventHandler
+
+        def allocate(event: Any) -> None:
+            self.placed += 1
+            if self.placed == 2:
+                raise ValueError("the plugin's bookkeeping broke")
+
+        ssn.add_event_handler(EventHandler(allocate=allocate, plugin=self.name))
+
+    def on_session_close(self, ssn: Any) -> None:
+        del ssn
+
+
+class _SecondPlacementProvider:
+    @hookimpl
+    def batchsched_register_plugins(self) -> list[PluginSpec]:
+        return [PluginSpec("second-fails", _SecondPlacementFails)]
+
+
+def test_a_plugin_raising_half_way_through_a_gang_leaves_no_placement_behind() -> None:
+    """The statement the failing action held is undone: the session holds only what was
+    committed, and closing it (a host's ``finally:``) reports no placement that was
+    never bound."""
+    from batchsched.conf import parse_configuration
+    from batchsched.errors import PluginError
+    from batchsched.framework.session import Session
+    from batchsched.scheduler import run_actions
+
+    reg = Registry(autoload=False)
+    reg.register(_SecondPlacementProvider(), name="second-fails-plugins")
+    cache = MemoryCache(now=0.0)
+    add_nodes(cache, 2)
+    cache.add_job(gang("a", 2, 2))
+    conf = parse_configuration({"actions": "allocate", "tiers": [{"plugins": [
+        {"name": "gang"}, {"name": "predicates"}, {"name": "second-fails"}]}]})
+    ssn = Session.open(cache, conf, registry=reg)
+    try:
+        run_actions(ssn)
+    except PluginError as exc:
+        assert exc.plugin == "second-fails"
+    else:
+        raise AssertionError("the plugin's error was lost")
+    finally:
+        ssn.close()
+    job = ssn.jobs["ns/a"]
+    assert all(task.status is TaskStatus.PENDING and not task.node_name
+               for task in job.tasks.values())
+    for node in ssn.nodes.values():
+        node.check_invariants()
+        assert not node.tasks
+    assert cache.binds == []
+    held = cache.queues["default"].status.allocated
+    assert held.milli_cpu == 0 and held.memory == 0
+
+
+class _CannotBuild:
+    name = "cannot-build"
+
+    def __init__(self, arguments: object) -> None:
+        raise RuntimeError("a required setting is missing")
+
+
+class _CannotBuildProvider:
+    @hookimpl
+    def batchsched_register_plugins(self) -> list[PluginSpec]:
+        return [PluginSpec("cannot-build", _CannotBuild)]
+
+
+def test_an_edit_naming_a_plugin_that_cannot_be_built_keeps_the_good_configuration(
+        tmp_path: Path) -> None:
+    reg = registry()
+    reg.register(_CannotBuildProvider(), name="cannot-build-plugins")
+    path = tmp_path / "volcano-scheduler.conf"
+    path.write_text(GOOD_CONF)
+    FlakyPlugin.rate = 0.0
+    scheduler = Scheduler(MemoryCache(), path, registry=reg)
+    path.write_text(GOOD_CONF.replace("{name: flaky}", "{name: cannot-build}"))
+    later = time.time() + 10
+    os.utime(path, (later, later))
+    scheduler.run_once()
+    assert "cannot-build" in scheduler.status.reload_error
+    assert "flaky" in scheduler.configuration.plugin_names()
+    assert scheduler.status.failures == 0  # the cycle ran on the good configuration

@@ -60,8 +60,10 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
             action.execute(ssn)
             action.uninitialize()
         except BatchSchedError:
+            ssn.discard_open_statements()
             raise
         except Exception as exc:
+            ssn.discard_open_statements()
             raise PluginError(
                 f"action {name!r} raised: {type(exc).__name__}: {exc}", plugin=name,
                 point="execute",
@@ -155,6 +157,11 @@ class Scheduler:
             # Most likely a file caught half-written: never stop scheduling silently.
             raise ConfigError("names no action: the scheduler would stop deciding",
                               source=configuration.source)
+        # Every plugin is built once, as a session would: one that cannot be (its
+        # arguments refused, its constructor raising) keeps the last good configuration.
+        for tier in configuration.tiers:
+            for option in tier.plugins:
+                self.registry.create_plugin(option.name, option.arguments)
 
     def _reload_if_changed(self) -> None:
         if self._path is None:

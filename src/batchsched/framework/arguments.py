@@ -248,7 +248,10 @@ class Arguments(Mapping[str, Any]):
         warn_unreadable(owner, key, value, "true or false", default)
         return default
 
-    def get_str(self, key: str, default: str = "") -> str:
+    def get_str(self, key: str, default: str = "", *, owner: str = "") -> str:
+        """A string (any other value as its text; a YAML boolean as Go writes it).
+        ``owner`` is taken as by the other getters; every value reads as a string."""
+        del owner
         value = self._values.get(key)
         if value is None:
             return default

@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from batchsched.cache.protocol import Cache
     from batchsched.framework.recording import Recorder
     from batchsched.framework.registry import Registry
-    from batchsched.framework.statement import Operation
+    from batchsched.framework.statement import Operation, Statement
     from batchsched.metrics import Metrics
 
 __all__ = ["Session", "compare_task_default"]
@@ -142,6 +142,8 @@ class Session:
         self.evicted_count = 0
         #: Messages the cache failed to take (statuses, events), in order.
         self.host_errors: list[CacheError] = []
+        #: The statements made on this session, for :meth:`discard_open_statements`.
+        self._statements: list[Statement] = []
         self.extra: dict[str, Any] = {}
         self._fns: dict[str, dict[str, Fn]] = {name: {} for name in EXTENSION_POINTS}
         #: Plugin -> (its job order key, the comparison registered from it).
@@ -1285,6 +1287,21 @@ class Session:
                          preemptor, task, node)
 
     # -- events and decisions ------------------------------------------------------------------
+
+    def discard_open_statements(self) -> None:
+        """Undo what statements neither committed nor discarded still hold, latest
+        first: after an action failed half-way (a plugin raised), the session is back
+        to what the committed decisions made it, and closing it reports no placement
+        that was never bound. An undo that raises is logged and the rest go on."""
+        for statement in reversed(self._statements):
+            if not statement.operations:
+                continue
+            try:
+                statement.discard()
+            except Exception as exc:  # the error being handled matters more
+                log.warning("batchsched: undoing an open statement after a failure "
+                            "raised %s: %s", type(exc).__name__, exc)
+        self._statements.clear()
 
     def _fire_allocate(self, task: TaskInfo) -> None:
         self._fire(task, allocate=True)

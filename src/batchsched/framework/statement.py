@@ -72,6 +72,7 @@ class Statement:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.operations: list[Operation] = []
+        ssn._statements.append(self)
 
     # -- decisions ----------------------------------------------------------------------
 

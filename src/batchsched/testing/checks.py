@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -228,8 +228,9 @@ def _check_votes_and_scores(ssn: Session, plugin: str) -> None:
 def plugin_checks(
     plugin: str, *, arguments: Arguments | dict[str, Any] | None = None,
     registry: Registry | None = None,
-) -> Iterator[PluginCheck]:
-    """The checks of one plugin, for ``pytest.mark.parametrize``."""
+) -> list[PluginCheck]:
+    """The checks of one plugin, for ``pytest.mark.parametrize`` (a list: pytest takes
+    no other iterable there)."""
     args = arguments if isinstance(arguments, Arguments) else Arguments(arguments or {})
     reg = registry or default_registry()
 
@@ -263,10 +264,10 @@ def plugin_checks(
             assert _answers(again) == first, (
                 f"{plugin}: a session after a closed one answered differently")
 
-    for name, run in (("orderings", orderings), ("votes_and_scores", votes_and_scores),
-                      ("read_only", read_only), ("deterministic", deterministic),
-                      ("no_leak_between_sessions", no_leak_between_sessions)):
-        yield PluginCheck(plugin, name, run)
+    return [PluginCheck(plugin, name, run) for name, run in (
+        ("orderings", orderings), ("votes_and_scores", votes_and_scores),
+        ("read_only", read_only), ("deterministic", deterministic),
+        ("no_leak_between_sessions", no_leak_between_sessions))]
 
 
 def check_plugin(plugin: str, *, arguments: Arguments | dict[str, Any] | None = None,

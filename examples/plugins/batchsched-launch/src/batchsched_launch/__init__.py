@@ -48,7 +48,7 @@ class FewestTasksPlugin:
     name = "fewest-tasks"
 
     def __init__(self, arguments: Arguments) -> None:
-        self.weight = arguments.get_float("fewest-tasks.weight", 1.0)
+        self.weight = arguments.get_float("fewest-tasks.weight", 1.0, owner=self.name)
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_node_order_fn(self.name, lambda task, node: self.weight * (100 - len(node.tasks)))
