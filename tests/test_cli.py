@@ -177,7 +177,7 @@ def test_a_second_configuration_of_an_action_is_ignored_with_a_warning(
     assert "a second entry for action 'allocate'" in caplog.text
 
 
-@pytest.mark.parametrize("quantity", ["' 1'", "'1 '", "'1Qi'"])
+@pytest.mark.parametrize("quantity", ["' 1'", "'1 '", "'1Qi'", "'1e400'"])
 def test_a_quantity_with_blanks_is_malformed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], quantity: str) -> None:
     path = tmp_path / "s.yaml"

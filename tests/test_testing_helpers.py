@@ -34,3 +34,60 @@ def test_a_built_workload_replays_over_time() -> None:
     assert (a.start, a.end) == (0.0, 60.0)
     assert (b.start, b.end) == (60.0, 65.0)  # waited for a's gang to leave
     assert timeline.metrics()["averageWait"] == 25.0
+
+
+def test_assert_decisions_takes_every_expect_key_and_refuses_unknown_ones() -> None:
+    decisions = run(ScenarioBuilder(actions="").node("n1", cpu=1).job("pg1", min_member=1)
+                    .task("p1", job="pg1", cpu=1))
+    assert_decisions(decisions, bind_failures=[], gpu_devices={}, nominated={})
+    with pytest.raises(TypeError, match="unknown key 'bind_failurs'"):
+        assert_decisions(decisions, bind_failurs=[])
+
+
+def test_simulate_leaves_out_a_job_too_large_for_the_cluster_as_the_command_does() -> None:
+    from batchsched.testing import simulate
+
+    builder = (ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=1)
+               .job("huge", min_member=1, submit=0).task("h0", job="huge", cpu=4, run_time=5)
+               .job("small", min_member=1, submit=0).task("s0", job="small", cpu=1, run_time=5))
+    with pytest.warns(UserWarning, match="default/huge skipped"):
+        timeline = simulate(builder)
+    assert set(timeline.jobs) == {"default/small"}
+
+
+def test_a_workload_job_without_a_run_time_for_a_task_is_named() -> None:
+    from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo
+    from batchsched.errors import WorkloadError
+    from batchsched.simulation import Simulator
+    from batchsched.simulation.workload import Workload, WorkloadJob
+
+    task = TaskInfo.create("default", "c-0", "default/c", Resource.from_mapping({"cpu": 1}))
+    job = JobInfo.from_podgroup(PodGroup("c", min_member=1), tasks=[task])
+    workload = Workload(name="w", nodes=(), jobs=(WorkloadJob(job, 0.0, {"c-0": 5.0}),))
+    with pytest.raises(WorkloadError, match="job default/c: no run time for task default/c-0"):
+        Simulator(workload, None)
+
+
+def test_the_cache_refuses_what_a_host_gets_wrong_and_replaces_a_job_cleanly() -> None:
+    from batchsched import MemoryCache, NodeInfo
+    from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo, TaskStatus
+    from batchsched.errors import SchedulingError
+
+    cache = MemoryCache(now=0.0)
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 2, "pods": 10})))
+    running = TaskInfo.create("default", "t0", "default/j", Resource.from_mapping({"cpu": 1}),
+                              node_name="n1", status=TaskStatus.RUNNING)
+    cache.add_job(JobInfo.from_podgroup(PodGroup("j", min_member=1), tasks=[running]))
+    # The same job again (an informer's update): the old one's pod leaves its node.
+    fresh = TaskInfo.create("default", "t9", "default/j", Resource.from_mapping({"cpu": 1}))
+    cache.add_job(JobInfo.from_podgroup(PodGroup("j", min_member=1), tasks=[fresh]))
+    assert list(cache.nodes["n1"].tasks) == []
+    cache.nodes["n1"].check_invariants()
+    # A task naming its job by name, not uid, is refused; the cache is unchanged.
+    stray = TaskInfo.create("default", "x0", "late", Resource.from_mapping({"cpu": 1}))
+    with pytest.raises(SchedulingError, match="job is 'late', not this job's uid 'default/late'"):
+        cache.add_job(JobInfo.from_podgroup(PodGroup("late", min_member=1), tasks=[stray]))
+    assert "default/late" not in cache.jobs
+    # A pending task cannot start.
+    with pytest.raises(SchedulingError, match="only a placed task starts"):
+        cache.task_started("default/j", "default/t9")

@@ -427,3 +427,21 @@ def test_an_ascend_cluster_is_scheduled_from_its_dump(tmp_path: Path) -> None:
     assert got["binds"] == {"ml/infer": "atlas-0"}
     assert got["vnpuDevices"] == {"ml/infer": [
         {"uuid": "npu-0", "type": "Ascend910B3", "memory": 32768, "cores": 0}]}
+
+
+def test_a_placed_pod_keeps_when_it_started() -> None:
+    """``status.startTime``: a replay forward (``explain --predict-start``) counts a
+    running pod's time from it, not from now."""
+    document = dump()
+    placed = next(i for i in document["items"] if i["kind"] == "Pod"
+                  and i["spec"].get("nodeName") and i["status"].get("phase") == "Running")
+    placed["status"]["startTime"] = "2024-06-01T11:00:00Z"
+    scenario = load_kubectl_dump_document(document)
+    task = next(t for t in scenario.tasks if t.name == placed["metadata"]["name"])
+    assert task.start_time == 1717239600.0
+
+
+def load_kubectl_dump_document(document: dict[str, Any]) -> Any:
+    from batchsched.scenario import parse_scenario
+
+    return parse_scenario(scenario_document_from_kubectl(document, source="dump.json"))

@@ -91,3 +91,59 @@ def test_explain_predicts_the_start_on_request(tmp_path: Path) -> None:
         assert main(["explain", str(path), "--job", "default/wide", "--predict-start",
                      "--output", "json"]) == 0
     assert json.loads(out.getvalue())["startPrediction"]["waitSeconds"] == 7200
+
+
+ORDER = """
+version: 1
+now: 7200
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: pdb}]
+  - plugins: [{name: predicates}, {name: proportion}]
+priorityClasses: [{name: high, value: 1000}, {name: low, value: 10}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: waiting, minMember: 1, createdAt: 0}
+- {name: running, minMember: 1, phase: Running, createdAt: 3600,
+   annotations: {batchsched.io/requested-runtime: 1h}}
+tasks:
+- {name: w-0, job: waiting, requests: {cpu: 4}}
+- {name: r-0, job: running, node: n1, phase: Running, requests: {cpu: 4}, startTime: 5400}
+"""
+
+
+def test_running_pods_hold_their_nodes_before_an_older_waiting_job_is_placed() -> None:
+    """The waiting job was created first, but the running job's pod is on n1 now: it
+    starts when that pod's hour ends (it started at 5400, now is 7200: in 30 min)."""
+    got = predict_start(parse_scenario(yaml.safe_load(ORDER)), "default/waiting")
+    assert got["waitSeconds"] == 1800.0
+
+
+def test_a_job_partly_running_starts_when_what_it_waits_for_does() -> None:
+    doc = yaml.safe_load(ORDER)
+    doc["jobs"][1]["minMember"] = 1
+    doc["tasks"].append({"name": "r-1", "job": "running", "requests": {"cpu": 4}})
+    got = predict_start(parse_scenario(doc), "default/running")
+    # r-1 waits for n1, which r-0 holds until 9000 (then w-0, created first, may take
+    # it): not "now", as the job's first start would say.
+    assert got["waitSeconds"] is None or got["waitSeconds"] >= 1800.0
+
+
+def test_a_replay_keeps_the_disruption_budgets_that_protect_the_victims() -> None:
+    doc = yaml.safe_load(ORDER)
+    doc["jobs"] = [{"name": "low", "minMember": 1, "phase": "Running",
+                    "priorityClassName": "low"},
+                   {"name": "urgent", "minMember": 1, "priorityClassName": "high",
+                    "phase": "Inqueue"}]
+    doc["tasks"] = [{"name": "low-0", "job": "low", "node": "n1", "phase": "Running",
+                     "requests": {"cpu": 4}, "labels": {"app": "low"},
+                     "priorityClassName": "low"},
+                    {"name": "urgent-0", "job": "urgent", "requests": {"cpu": 4},
+                     "priorityClassName": "high"}]
+    doc["pdbs"] = [{"name": "low-pdb", "selector": {"app": "low"}, "disruptionsAllowed": 0}]
+    got = predict_start(parse_scenario(doc), "default/urgent")
+    assert got["expectedStart"] is None  # the budget forbids the preemption a session needs
+    del doc["pdbs"]
+    assert predict_start(parse_scenario(doc), "default/urgent")["waitSeconds"] == 0.0

@@ -453,7 +453,10 @@ class Resource:
 
 
 def _amount_uncached(raw: object, whole: bool) -> float:
-    return float(value(raw) if whole else milli_value(raw))
+    try:
+        return float(value(raw) if whole else milli_value(raw))
+    except OverflowError:
+        raise QuantityError(raw, "too large") from None
 
 
 # Workloads repeat a handful of quantity strings ("500m", "1Gi") many thousand times;

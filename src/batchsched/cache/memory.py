@@ -208,13 +208,20 @@ class MemoryCache:
 
     @_locked
     def add_job(self, job: JobInfo) -> None:
-        """Add a job and place its already-placed tasks on their nodes.
+        """Add a job and place its already-placed tasks on their nodes; a job of the same
+        uid is replaced (its tasks leave their nodes first, as on :meth:`delete_job`).
 
         Raises :class:`~batchsched.errors.SchedulingError` naming the task and field
-        if a task is malformed or names a missing node; the cache is then unchanged.
+        if a task is malformed, belongs to another job or names a missing node; the
+        cache is then unchanged.
         """
         for task in job.tasks.values():
+            if task.job != job.uid:
+                raise SchedulingError(f"task {task.uid}: job is {task.job!r}, not this job's "
+                                      f"uid {job.uid!r}")
             self._check(task)
+        if job.uid in self.jobs:
+            self.delete_job(job.uid)
         self.jobs[job.uid] = job
         for task in job.tasks.values():
             self._make_claims(task)
@@ -258,8 +265,13 @@ class MemoryCache:
 
     @_locked
     def task_started(self, job_uid: str, task_uid: str, at: float | None = None) -> None:
-        """The bound task's pod runs since ``at`` (Bound becomes Running)."""
+        """The bound task's pod runs since ``at`` (Bound becomes Running). A task on no
+        node, or one that ended, cannot start: SchedulingError."""
         job, task = self._task(job_uid, task_uid)
+        if not task.node_name or task.status is TaskStatus.PENDING \
+                or task.status in COMPLETED_STATUSES:
+            raise SchedulingError(f"task {task_uid}: it is {task.status} on "
+                                  f"{task.node_name or 'no node'}; only a placed task starts")
         task.start_time = at
         job.update_task_status(task, TaskStatus.RUNNING)
         node = self.nodes.get(task.node_name)

@@ -662,6 +662,8 @@ class _Converter:
             "topologySpreadConstraints": spec.get("topologySpreadConstraints") or None,
             "images": [c["image"] for c in containers if c.get("image")],
             "createdAt": fields["createdAt"],
+            # When a placed pod started: a replay forward counts its run from there.
+            "startTime": (status.get("startTime") or None) if node else None,
             "nominatedNodeName": (status.get("nominatedNodeName") or None)
             if not node and status.get("nominatedNodeName") in self.nodes else None,
             "resourceClaims": spec.get("resourceClaims") or None,
@@ -700,7 +702,7 @@ _K8S_FIELDS = {
               "ready": "status.conditions", "images": "status.images"},
     "tasks": {"job": f"metadata.annotations.{GROUP_NAME}", "node": "spec.nodeName",
               "role": f"metadata.annotations.{TASK_SPEC}", "phase": "status.phase",
-              "deleting": "metadata.deletionTimestamp",
+              "deleting": "metadata.deletionTimestamp", "startTime": "status.startTime",
               "requests": "spec.containers[*].resources.requests",
               "initRequests": "spec.initContainers[*].resources.requests",
               "hostPorts": "spec.containers[*].ports[*].hostPort",

@@ -89,9 +89,12 @@ _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "que
              "jobs", "tasks", "pdbs", "resourceQuotas", "configMaps", "hyperNodes", "now",
              "faults", "expect", "deviceClasses", "resourceSlices", "resourceClaims",
              "resourceClaimTemplates"}
-_EXPECT_KEYS = {"binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
-                "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices",
-                "vgpuDevices", "vnpuDevices", "claimAllocations"}
+#: The keys ``expect`` checks (besides ``x-`` extensions).
+EXPECT_KEYS = frozenset({
+    "binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
+    "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices", "vgpuDevices",
+    "vnpuDevices", "claimAllocations"})
+_EXPECT_KEYS = EXPECT_KEYS
 
 
 @attrs.frozen

@@ -34,6 +34,7 @@ import attrs
 from batchsched.api.types import TaskStatus
 from batchsched.cache.memory import MemoryCache
 from batchsched.conf import SchedulerConfiguration
+from batchsched.errors import WorkloadError
 from batchsched.framework.registry import Registry
 from batchsched.scheduler import Scheduler
 from batchsched.simulation.timeline import Timeline
@@ -86,6 +87,13 @@ class Simulator:
     ) -> None:
         if schedule_period is not None and schedule_period <= 0:
             raise ValueError(f"schedule_period must be positive, not {schedule_period}")
+        for job in workload.jobs:
+            missing = sorted(set(job.prototype.tasks) - set(job.run_times))
+            if missing:
+                raise WorkloadError(f"job {job.uid}: no run time for task {missing[0]} "
+                                    f"(run_times are keyed by task uid: "
+                                    f"{', '.join(sorted(job.prototype.tasks))})",
+                                    source=job.origin or workload.name)
         self.workload = workload
         self.schedule_period = schedule_period
         self.progress = progress
@@ -107,6 +115,9 @@ class Simulator:
         for hyper_node in workload.hyper_nodes:
             self.cache.set_hyper_node(hyper_node)
         self.cache.set_dra_objects(workload.dra)
+        self.cache.pdbs = [attrs.evolve(pdb) for pdb in workload.pdbs]
+        self.cache.resource_quotas = [attrs.evolve(quota, used=quota.used.clone())
+                                      for quota in workload.resource_quotas]
         self.scheduler = Scheduler(self.cache, configuration, registry=registry)
         self.timeline = Timeline(self.workload, self.start)
         # (time, kind, order of scheduling, payload): kinds rank events at the same time.

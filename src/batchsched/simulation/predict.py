@@ -32,6 +32,11 @@ from batchsched.simulation.workload import Workload, WorkloadJob
 
 __all__ = ["predict_start"]
 
+_ENDED = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+#: What a task that has started is (bound tasks start at once in a replay).
+_STARTED = (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.SUCCEEDED,
+            TaskStatus.FAILED)
+
 #: How far forward a prediction looks by default (simulated seconds).
 DEFAULT_HORIZON = 30 * 24 * 3600.0
 
@@ -48,11 +53,30 @@ def predict_start(scenario: Scenario, job: str, *, registry: Registry | None = N
         raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
     now = scenario.now if scenario.now is not None else time.time()
     workload, unknown = _workload_at(scenario, now, job)
-    simulator = Simulator(workload, scenario.configuration, registry=registry, until=horizon)
+    # A job partly running already starts what it waits for when every task it has
+    # waiting now has started; a job that waits whole, when it first starts.
+    own = [task for task in scenario.tasks if task.job == job]
+    running = any(task.node_name and task.status is not TaskStatus.PENDING
+                  and task.status not in _ENDED for task in own)
+    waiting = {task.uid for task in own if task.status is TaskStatus.PENDING} if running \
+        else set()
+    started: list[float] = []
+
+    def watch(sim: Simulator) -> None:
+        tasks = sim.cache.jobs[job].tasks if job in sim.cache.jobs else {}
+        if not started and waiting and all(
+                uid in tasks and tasks[uid].status in _STARTED for uid in waiting):
+            started.append(sim.now)
+
+    simulator = Simulator(workload, scenario.configuration, registry=registry, until=horizon,
+                          observe=watch)
     simulator.cache.now = now
     timeline = simulator.run()
     record = timeline.jobs.get(job)
-    start = record.first_start if record is not None else None
+    if waiting:
+        start = started[0] if started else None
+    else:
+        start = record.first_start if record is not None else None
     wait = None if start is None else max(start - now, 0.0)
     if wait is None:
         text = f"not within {_duration(horizon)}"
@@ -73,7 +97,14 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
     cluster = scenario.to_cluster()
     jobs: list[WorkloadJob] = []
     unknown = 0
-    for uid in sorted(cluster.jobs, key=lambda u: (cluster.jobs[u].creation_time, u)):
+    # Jobs that hold nodes arrive first: their pods are on their nodes before a waiting
+    # job is placed (they all arrive at ``now``, one after the other).
+    def placed(uid: str) -> bool:
+        return any(task.node_name and task.status is not TaskStatus.PENDING
+                   for task in cluster.jobs[uid].tasks.values())
+
+    for uid in sorted(cluster.jobs, key=lambda u: (not placed(u), cluster.jobs[u].creation_time,
+                                                   u)):
         job = cluster.jobs[uid]
         run_times: dict[str, float] = {}
         for task in job.tasks.values():
@@ -95,7 +126,8 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
                         jobs=tuple(jobs), queues=tuple(cluster.queues.values()),
                         priority_classes=tuple(cluster.priority_classes.values()),
                         config_maps=scenario.config_maps,
-                        hyper_nodes=scenario.hyper_nodes, dra=cluster.dra)
+                        hyper_nodes=scenario.hyper_nodes, dra=cluster.dra,
+                        pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas)
     return workload, unknown
 
 

@@ -81,7 +81,8 @@ def workload_from(scenario: Scenario) -> Workload:
     return Workload(name=source, nodes=scenario.nodes, jobs=tuple(jobs), queues=scenario.queues,
                     priority_classes=scenario.priority_classes,
                     config_maps=scenario.config_maps,
-                    hyper_nodes=scenario.hyper_nodes, dra=scenario.dra)
+                    hyper_nodes=scenario.hyper_nodes, dra=scenario.dra,
+                    pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas)
 
 
 def _created_in_file_order(jobs: list[WorkloadJob]) -> None:

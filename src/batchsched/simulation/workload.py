@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from batchsched.api.cluster import ClusterInfo, PriorityClass
+from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
 from batchsched.api.hypernode import HyperNode
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -92,6 +92,11 @@ class Workload:
     #: Device classes, resource slices, claims and claim templates (Dynamic Resource
     #: Allocation), as a scenario gives them.
     dra: DraObjects = attrs.field(factory=DraObjects)
+    #: Pod disruption budgets and resource quotas, as a scenario gives them. A replay
+    #: takes them as they are: budgets' allowances and quotas' use are not worked
+    #: out again as pods start and end.
+    pdbs: tuple[PodDisruptionBudget, ...] = ()
+    resource_quotas: tuple[ResourceQuota, ...] = ()
     #: When the replay's clock starts; None: the first submit time of its jobs. Set
     #: by :meth:`without_oversized`, so that a dropped first job still starts it.
     start: float | None = None

@@ -24,6 +24,7 @@ BuildPod, BuildPodGroup, BuildQueue).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -187,17 +188,31 @@ def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
 
     document = scenario.document if isinstance(scenario, ScenarioBuilder) else scenario
     built = parse_scenario(document, source="<built scenario>")
-    simulator = Simulator(workload_from(built), built.configuration, registry=registry,
-                          **options)
+    # As ``batchsched simulate`` replays it: a job that could never start on the cluster
+    # is left out, with a warning naming it (the command says it on stderr).
+    workload = workload_from(built).without_oversized(built.configuration)
+    for skipped in workload.skipped:
+        if skipped.oversized:
+            warnings.warn(f"{skipped.job} skipped: {skipped.reason}", stacklevel=2)
+    simulator = Simulator(workload, built.configuration, registry=registry, **options)
     return simulator.run()
 
 
 def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     """Assert decisions with the scenario format's ``expect`` keys, in snake_case or camelCase
-    (``binds``, ``evicted``, ``bind_count``, ``pod_group_phases``, ...); one line per difference."""
-    camel = {"bind_count": "bindCount", "evict_count": "evictCount",
-             "pod_group_phases": "podGroupPhases", "task_status_counts": "taskStatusCounts"}
-    wanted = {camel.get(k, k): v for k, v in expect.items()}
+    (``binds``, ``evicted``, ``bind_count``, ``pod_group_phases``, ``bind_failures``, ...),
+    checked as ``expect`` checks them; one line per difference. A key ``expect`` does not
+    know is a TypeError naming it (a typo must not pass unchecked)."""
+    from batchsched.scenario.loader import EXPECT_KEYS
+
+    wanted: dict[str, Any] = {}
+    for key, value in expect.items():
+        head, *rest = key.split("_")
+        name = head + "".join(part.title() for part in rest)
+        if name not in EXPECT_KEYS and not name.startswith("x-"):
+            raise TypeError(f"assert_decisions: unknown key {key!r} (known: "
+                            f"{', '.join(sorted(EXPECT_KEYS))}, in snake_case or camelCase)")
+        wanted[name] = value
     diffs = compare_decisions(wanted, decisions.to_json())
     if diffs:
         raise AssertionError("decisions differ:\n  " + "\n  ".join(diffs))
