@@ -262,3 +262,24 @@ def test_an_overused_queue_is_a_refusal() -> None:
     assert _refuses("overused", "yes") and not _refuses("overused", "no")
     assert not _refuses("job_starving", "no") and not _refuses("job_starving", "yes")
     assert _refuses("allocatable", "no") and _refuses("job_valid", "invalid: x")
+
+
+def test_a_node_added_by_a_counterfactual_is_a_host_of_its_own() -> None:
+    """One replica per host (anti-affinity on kubernetes.io/hostname): a third replica
+    needs a third host, which an added node is (it does not keep n1's hostname)."""
+    from batchsched.explain import counterfactuals
+    from batchsched.scenario import parse_scenario
+
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "cache"}},
+         "topologyKey": "kubernetes.io/hostname"}]}}
+    doc = {"version": 1, "now": 0, "config": {"actions": "enqueue, allocate", "tiers": [
+        {"plugins": [{"name": "gang"}, {"name": "predicates"}]}]},
+        "nodes": [{"name": f"n{i}", "allocatable": {"cpu": 8, "pods": 10},
+                   "labels": {"kubernetes.io/hostname": f"n{i}"}} for i in range(2)],
+        "jobs": [{"name": "cache", "minMember": 3}],
+        "tasks": [{"name": f"cache-{k}", "job": "cache", "requests": {"cpu": 1},
+                   "labels": {"app": "cache"}, "affinity": anti} for k in range(3)]}
+    changes = counterfactuals(parse_scenario(doc), job="default/cache")
+    assert any(c["kind"] == "moreNodes" and c["text"].startswith("1 more node(s)")
+               for c in changes), changes

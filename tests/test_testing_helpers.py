@@ -91,3 +91,15 @@ def test_the_cache_refuses_what_a_host_gets_wrong_and_replaces_a_job_cleanly() -
     # A pending task cannot start.
     with pytest.raises(SchedulingError, match="only a placed task starts"):
         cache.task_started("default/j", "default/t9")
+
+
+def test_run_says_what_the_loader_says_and_a_bind_diff_says_where_it_went() -> None:
+    builder = (ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=2).node("n2", cpu=2)
+               .job("pg1", min_member=1, queue="nosuch").task("p1", job="pg1", cpu=1)
+               .job("pg2", min_member=1).task("p2", job="pg2", cpu=1))
+    with pytest.warns(UserWarning, match="queue 'nosuch' does not exist"):
+        decisions = run(builder)
+    placed = decisions.binds["default/p2"]
+    other = "n2" if placed == "n1" else "n1"
+    with pytest.raises(AssertionError, match=f"made elsewhere {{'default/p2': '{placed}'}}"):
+        assert_decisions(decisions, binds={"default/p2": other})

@@ -445,3 +445,19 @@ def load_kubectl_dump_document(document: dict[str, Any]) -> Any:
     from batchsched.scenario import parse_scenario
 
     return parse_scenario(scenario_document_from_kubectl(document, source="dump.json"))
+
+
+def test_a_node_given_twice_is_bad_input() -> None:
+    document = dump()
+    node = next(i for i in document["items"] if i["kind"] == "Node")
+    document["items"].append(copy.deepcopy(node))
+    with pytest.raises(ScenarioError, match="a node of that name is in the dump already"):
+        scenario_document_from_kubectl(document, source="dump.json")
+
+
+def test_a_queue_weight_outside_the_api_server_s_range_is_bad_input() -> None:
+    from batchsched.scenario import parse_scenario
+
+    doc = {"version": 1, "config": {"actions": ""}, "queues": [{"name": "q", "weight": -3}]}
+    with pytest.raises(ScenarioError, match=r"queues\[0\] \(q\)\.weight: must be between 1"):
+        parse_scenario(doc)

@@ -91,7 +91,7 @@ def test_missing_file() -> None:
 
 def test_job_with_missing_queue_is_dropped_with_a_warning() -> None:
     scenario = parse_scenario(yaml.safe_load(BASE.replace("queue: q1,", "queue: qX,")))
-    assert not scenario.tasks
+    assert not scenario.to_cluster().jobs  # left out of the session
     assert any("queue 'qX' does not exist" in w for w in scenario.warnings)
 
 
@@ -181,3 +181,28 @@ def test_a_document_handed_to_parse_scenario_is_left_unchanged(tmp_path: Path) -
     loaded = load_scenario(path)
     assert [t.uid for t in loaded.tasks] == [t.uid for t in parsed.tasks]
     assert [n.name for n in loaded.nodes] == [n.name for n in parsed.nodes]
+
+
+def test_a_job_left_out_for_its_missing_queue_still_holds_its_nodes(tmp_path: Path) -> None:
+    """Volcano leaves such a job out of the session, but its cache still counts the job's
+    pods on their nodes: nothing may be placed on the room they use."""
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    doc = {"version": 1, "config": {"actions": "enqueue, allocate", "tiers": [{"plugins": [
+        {"name": "gang"}, {"name": "predicates"}, {"name": "proportion"}]}]},
+        "queues": [{"name": "q1"}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "pods": 10}}],
+        "jobs": [{"name": "ghost", "queue": "nosuch", "minMember": 1, "phase": "Running"},
+                 {"name": "new", "queue": "q1", "minMember": 1}],
+        "tasks": [{"name": "g0", "job": "ghost", "node": "n1", "phase": "Running",
+                   "requests": {"cpu": 4}},
+                  {"name": "n0", "job": "new", "requests": {"cpu": 4}}]}
+    scenario = parse_scenario(doc)
+    assert any("queue 'nosuch' does not exist" in w for w in scenario.warnings)
+    decisions = run_scenario(scenario)
+    assert decisions.binds == {}
+    assert "default/ghost" not in decisions.pod_group_phases
+    assert run_scenario(parse_scenario(doc)).binds == run_scenario(
+        parse_scenario(doc)).binds  # and again, from a fresh copy
+    cache = parse_scenario(doc).build_cache()
+    assert list(cache.snapshot().nodes["n1"].tasks) == ["default/g0"]

@@ -65,11 +65,26 @@ def starts(scenario: Scenario, job: str, task: str | None = None,
                         for t in target.tasks_in(TaskStatus.PENDING).values()))
 
 
+#: Node labels whose value is the node's own name.
+_NODE_NAME_LABELS = ("kubernetes.io/hostname",)
+
+
 def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
-    """The scenario with ``count`` more nodes shaped like ``template`` (empty)."""
+    """The scenario with ``count`` more nodes shaped like ``template`` (empty). Each is a
+    host of its own: the labels that name a node (``kubernetes.io/hostname``) name the
+    new one, so per-host anti-affinity and node pins see a new host, as a real added
+    node would be."""
+    def labels(name: str) -> dict[str, str]:
+        own = dict(template.labels)
+        for key in _NODE_NAME_LABELS:
+            if own.get(key) == template.name:
+                own[key] = name
+        return own
+
     extra = tuple(
         NodeInfo.create(f"{template.name}-extra-{k}", template.allocatable,
-                        capacity=template.capacity, labels=dict(template.labels),
+                        capacity=template.capacity,
+                        labels=labels(f"{template.name}-extra-{k}"),
                         annotations=dict(template.annotations), taints=template.taints)
         for k in range(count)
     )

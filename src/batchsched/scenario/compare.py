@@ -25,7 +25,9 @@ def compare_decisions(
         if want != dict(binds):
             missing = {k: v for k, v in want.items() if binds.get(k) != v}
             extra = {k: v for k, v in binds.items() if k not in want}
-            diffs.append(f"binds: expected but not made {missing}; made but not expected {extra}")
+            elsewhere = {k: binds[k] for k in missing if k in binds}
+            diffs.append(f"binds: expected but not made {missing}; made but not expected {extra}"
+                         + (f"; made elsewhere {elsewhere}" if elsewhere else ""))
     if "bindCount" in expect and len(binds) != expect["bindCount"]:
         diffs.append(f"bindCount: expected {expect['bindCount']}, got {len(binds)}")
     if "x-nodeBindCounts" in expect:

@@ -298,6 +298,9 @@ class _Converter:
         for who, _ in config_maps:
             self.warn(who, "not used: another scheduler configuration is")
         for item in by_kind["Node"]:
+            if item.name in self.nodes:
+                raise self.fail(item.who, "metadata.name", "a node of that name is in the dump "
+                                "already")
             self.nodes[item.name] = self.node(item)
         for item in by_kind["PodGroup"]:
             self.jobs[(item.namespace, item.name)] = self.podgroup(item)

@@ -144,7 +144,10 @@ class Scenario:
             return twin
 
         nodes = {n.name: (n.clone() if copy else n) for n in self.nodes if n.ready}
-        jobs = {job.uid: fresh_job(job) for job in self.jobs}
+        queue_names = {queue.name for queue in self.queues}
+        # A job whose queue does not exist is left out (as Volcano's snapshot does); its
+        # placed pods still hold their nodes.
+        jobs = {job.uid: fresh_job(job) for job in self.jobs if job.queue in queue_names}
         tasks = [task.clone() for task in self.tasks] if copy else self.tasks
         claims = dict(self.dra.resource_claims)
         for task in tasks:
@@ -155,9 +158,8 @@ class Scenario:
                     pod_uid=task.uid, templates=self.dra.claim_templates, claims=claims)
         for task in tasks:
             job = jobs.get(task.job)
-            if job is None:
-                continue
-            job.add_task(task)
+            if job is not None:
+                job.add_task(task)
             if (task.node_name and task.status != TaskStatus.PENDING
                     and task.status not in COMPLETED_STATUSES and task.node_name in nodes):
                 nodes[task.node_name].add_task(task)
@@ -477,7 +479,8 @@ class _Parser:
             queues=tuple(queues.values()),
             nodes=tuple(nodes.values()),
             jobs=tuple(jobs.values()),
-            tasks=tuple(t for t in tasks if t.job in kept_jobs),
+            # A left-out job's pods still hold their nodes (Volcano's cache counts them).
+            tasks=tuple(tasks),
             pdbs=tuple(pdbs),
             resource_quotas=tuple(quotas),
             now=now,
@@ -680,6 +683,10 @@ class _Parser:
                 resources[field] = self.resources(obj[field], f"{path}.{field}")
                 defined[field] = frozenset(self.mapping(obj[field], f"{path}.{field}"))
             weight = self.typed(obj, "weight", int, 1, path)
+            if not 0 <= weight <= 65535:
+                # The API server takes 1 to 65535; 0 stays readable, as Volcano's own
+                # unit tests build queues of weight 0.
+                raise self.fail(f"{path}.weight", f"must be between 1 and 65535, not {weight}")
             out[name] = QueueInfo(
                 name=name,
                 weight=weight,

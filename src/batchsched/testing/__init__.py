@@ -163,8 +163,10 @@ def run(scenario: ScenarioBuilder | Mapping[str, Any], *, scores: bool | None = 
         registry: Registry | None = None) -> Decisions:
     """Run one session on a built scenario (or a scenario document) and return its decisions."""
     document = scenario.document if isinstance(scenario, ScenarioBuilder) else scenario
-    return run_scenario(parse_scenario(document, source="<built scenario>"), scores=scores,
-                        registry=registry)
+    built = parse_scenario(document, source="<built scenario>")
+    for warning in built.warnings:  # what the loader says, as batchsched run prints it
+        warnings.warn(warning, stacklevel=2)
+    return run_scenario(built, scores=scores, registry=registry)
 
 
 def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
