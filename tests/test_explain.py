@@ -283,3 +283,19 @@ def test_a_node_added_by_a_counterfactual_is_a_host_of_its_own() -> None:
     changes = counterfactuals(parse_scenario(doc), job="default/cache")
     assert any(c["kind"] == "moreNodes" and c["text"].startswith("1 more node(s)")
                for c in changes), changes
+
+
+@pytest.mark.parametrize("protection", ["budget", "annotation"])
+def test_victims_are_never_pods_an_eviction_may_not_take(protection: str) -> None:
+    """A disruption budget with no disruption left, or ``volcano.sh/preemptable:
+    "false"``: low-0 is spared, old-0 (the other way to start the job) is taken."""
+    doc = yaml.safe_load(PREEMPTION)
+    low = next(t for t in doc["tasks"] if t["name"] == "low-0")
+    if protection == "budget":
+        low["labels"] = {"app": "low"}
+        doc["pdbs"] = [{"name": "low", "selector": {"app": "low"}, "disruptionsAllowed": 0}]
+    else:
+        low["annotations"] = {"volcano.sh/preemptable": "false"}
+    victims = [c for c in counterfactuals(scenario_of(yaml.safe_dump(doc)), job="default/urgent")
+               if c["kind"] == "victims"]
+    assert all("default/low-0" not in change["text"] for change in victims)

@@ -103,3 +103,13 @@ def test_run_says_what_the_loader_says_and_a_bind_diff_says_where_it_went() -> N
     other = "n2" if placed == "n1" else "n1"
     with pytest.raises(AssertionError, match=f"made elsewhere {{'default/p2': '{placed}'}}"):
         assert_decisions(decisions, binds={"default/p2": other})
+
+
+def test_pipelined_expectations_take_the_decisions_own_shape_exactly() -> None:
+    from batchsched.scenario.compare import compare_decisions
+
+    got = {"pipelined": {"ns/j": {"ns/t0": "n1"}}}
+    assert compare_decisions({"pipelined": {"ns/j": {"ns/t0": "n1"}}}, got) == []
+    assert compare_decisions({"pipelined": {"ns/j": {"ns/t0": "n2"}}}, got) == [
+        "pipelined: ns/j expected {'ns/t0': 'n2'}, got {'ns/t0': 'n1'}"]
+    assert compare_decisions({"pipelined": {"ns/j": ["n1", "n2"]}}, got) == []

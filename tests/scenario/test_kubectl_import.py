@@ -461,3 +461,13 @@ def test_a_queue_weight_outside_the_api_server_s_range_is_bad_input() -> None:
     doc = {"version": 1, "config": {"actions": ""}, "queues": [{"name": "q", "weight": -3}]}
     with pytest.raises(ScenarioError, match=r"queues\[0\] \(q\)\.weight: must be between 1"):
         parse_scenario(doc)
+
+
+def test_a_configmap_naming_an_unknown_action_is_refused_at_import_naming_it() -> None:
+    document = dump()
+    cm = next(i for i in document["items"] if i["kind"] == "ConfigMap"
+              and "volcano-scheduler.conf" in (i.get("data") or {}))
+    conf = cm["data"]["volcano-scheduler.conf"]
+    cm["data"]["volcano-scheduler.conf"] = conf.replace("allocate", "allocat", 1)
+    with pytest.raises(ConfigError, match=r"ConfigMap .*unknown action 'allocat'"):
+        scenario_document_from_kubectl(document, source="dump.json")

@@ -65,6 +65,8 @@ def starts(scenario: Scenario, job: str, task: str | None = None,
                         for t in target.tasks_in(TaskStatus.PENDING).values()))
 
 
+#: The pod (or pod group) annotation or label that may forbid evicting it.
+_PREEMPTABLE = "volcano.sh/preemptable"
 #: Node labels whose value is the node's own name.
 _NODE_NAME_LABELS = ("kubernetes.io/hostname",)
 
@@ -247,9 +249,22 @@ def _victims(scenario: Scenario, job: str, works: Callable[[Scenario], bool],
             return "preempt" if other.priority < owner.priority else None
         return "reclaim" if other.queue in reclaimable else None
 
+    def protected(task: TaskInfo) -> bool:
+        """A pod no eviction may take: marked not preemptable (the pod's, or its pod
+        group's, ``volcano.sh/preemptable: "false"``), or one a disruption budget
+        allows no disruption of."""
+        other = jobs.get(task.job)
+        marked = other is not None and any(
+            _PREEMPTABLE in source for source in (other.podgroup.annotations,
+                                                  other.podgroup.labels))
+        if not task.preemptable or (marked and other is not None and not other.preemptable):
+            return True
+        return any(pdb.disruptions_allowed <= 0 and pdb.matches(task.namespace, task.labels)
+                   for pdb in scenario.pdbs)
+
     candidates = [t for t in scenario.tasks
                   if t.job != job and t.node_name and t.status in _PLACED
-                  and basis(t) is not None]
+                  and basis(t) is not None and not protected(t)]
     candidates.sort(key=lambda t: (jobs[t.job].priority, t.priority, -t.creation_time, t.uid))
     if not candidates:
         return None

@@ -231,7 +231,12 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
             verdict += ": " + "; ".join(shortages)
         decided_by = said_no
     elif any("nodes" in t for t in unplaced):
-        reasons = sorted({r for t in unplaced for r in t.get("nodes", {})})
+        counts: dict[str, int] = {}
+        for t in unplaced:
+            for reason, count in t.get("nodes", {}).items():
+                counts[reason] = counts.get(reason, 0) + count
+        # The reason most nodes give first: it is the one to act on.
+        reasons = sorted(counts, key=lambda reason: (-counts[reason], reason))
         verdict = "no node fits: " + "; ".join(reasons)
         decided_by = ["predicates"]
     else:

@@ -89,6 +89,11 @@ def compare_decisions(
             if not tasks:
                 diffs.append(f"pipelined: {job} has no pipelined task (expected on {nodes})")
                 continue
+            if isinstance(nodes, Mapping):
+                # The decisions' own shape (task -> node), from the Python API: exactly.
+                if dict(tasks) != dict(nodes):
+                    diffs.append(f"pipelined: {job} expected {dict(nodes)}, got {dict(tasks)}")
+                continue
             wrong = {t: n for t, n in tasks.items() if n not in nodes}
             if wrong:
                 diffs.append(f"pipelined: {job} tasks {wrong} not on {nodes}")

@@ -173,8 +173,11 @@ def _read_dump(source: str) -> Mapping[str, Any]:
 
 def _configuration_document(text: str, source: str) -> dict[str, Any]:
     """The configuration mapping of a Volcano ConfigMap or configuration text, checked
-    by :func:`batchsched.conf.configuration_from_text` (whose errors name ``source``)."""
-    configuration_from_text(text, source=source)
+    by :func:`batchsched.conf.configuration_from_text` and against the known actions
+    and plugins (errors name ``source``: the ConfigMap, not the scenario written)."""
+    from batchsched.framework.registry import default_registry
+
+    configuration_from_text(text, source=source).validate(default_registry())
     document = yaml.safe_load(text)
     if isinstance(document, Mapping):
         data = document.get("data")
