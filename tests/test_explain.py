@@ -299,3 +299,13 @@ def test_victims_are_never_pods_an_eviction_may_not_take(protection: str) -> Non
     victims = [c for c in counterfactuals(scenario_of(yaml.safe_dump(doc)), job="default/urgent")
                if c["kind"] == "victims"]
     assert all("default/low-0" not in change["text"] for change in victims)
+
+
+def test_a_job_of_a_closed_queue_is_explained_by_its_queue() -> None:
+    doc = yaml.safe_load(PREEMPTION)
+    doc.setdefault("queues", []).append({"name": "shut", "state": "Closed"})
+    doc["jobs"].append({"name": "late", "queue": "shut", "minMember": 1})
+    doc["tasks"].append({"name": "late-0", "job": "late", "requests": {"cpu": "100m"}})
+    report = explain(scenario_of(yaml.safe_dump(doc)), job="default/late")
+    assert report["verdict"].startswith("queue shut is Closed: ")
+    assert report["decidedBy"][0] == "queue"

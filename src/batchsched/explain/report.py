@@ -84,6 +84,12 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         return {"job": job, "verdict": "the job is not in the session: its queue does not "
                 "exist", "decidedBy": ["queue"], "tasks": [], "plugins": [], "quota": []}
     report = _job_report(ssn, recorder, target, phase_before, quota)
+    queue = ssn.queues.get(target.queue)
+    if queue is not None and not queue.is_open and report["verdict"] != "placed":
+        # The plugins that refuse say no, not why: a queue that is not Open admits and
+        # places nothing.
+        report["verdict"] = f"queue {queue.name} is {queue.state.value}: {report['verdict']}"
+        report["decidedBy"] = ["queue", *report["decidedBy"]]
     if task is not None:
         report["tasks"] = [entry for entry in report["tasks"] if entry["task"] == task]
         report["plugins"] = [entry for entry in report["plugins"]
