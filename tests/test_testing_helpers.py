@@ -68,7 +68,7 @@ def test_a_workload_job_without_a_run_time_for_a_task_is_named() -> None:
         Simulator(workload, None)
 
 
-def test_the_cache_refuses_what_a_host_gets_wrong_and_replaces_a_job_cleanly() -> None:
+def test_the_cache_refuses_what_a_host_gets_wrong() -> None:
     from batchsched import MemoryCache, NodeInfo
     from batchsched.api import JobInfo, PodGroup, Resource, TaskInfo, TaskStatus
     from batchsched.errors import SchedulingError
@@ -78,8 +78,13 @@ def test_the_cache_refuses_what_a_host_gets_wrong_and_replaces_a_job_cleanly() -
     running = TaskInfo.create("default", "t0", "default/j", Resource.from_mapping({"cpu": 1}),
                               node_name="n1", status=TaskStatus.RUNNING)
     cache.add_job(JobInfo.from_podgroup(PodGroup("j", min_member=1), tasks=[running]))
-    # The same job again (an informer's update): the old one's pod leaves its node.
+    # The same job again is refused (replacing it would leave its pod on the node, or
+    # give back claims and CPUs its running pod still holds): delete_job first.
     fresh = TaskInfo.create("default", "t9", "default/j", Resource.from_mapping({"cpu": 1}))
+    with pytest.raises(SchedulingError, match="job default/j: the cache holds it already"):
+        cache.add_job(JobInfo.from_podgroup(PodGroup("j", min_member=1), tasks=[fresh]))
+    assert list(cache.nodes["n1"].tasks) == ["default/t0"]
+    cache.delete_job("default/j")
     cache.add_job(JobInfo.from_podgroup(PodGroup("j", min_member=1), tasks=[fresh]))
     assert list(cache.nodes["n1"].tasks) == []
     cache.nodes["n1"].check_invariants()
@@ -113,3 +118,41 @@ def test_pipelined_expectations_take_the_decisions_own_shape_exactly() -> None:
     assert compare_decisions({"pipelined": {"ns/j": {"ns/t0": "n2"}}}, got) == [
         "pipelined: ns/j expected {'ns/t0': 'n2'}, got {'ns/t0': 'n1'}"]
     assert compare_decisions({"pipelined": {"ns/j": ["n1", "n2"]}}, got) == []
+
+
+def test_a_replay_survives_a_bind_the_host_refused_and_a_gang_taken_back() -> None:
+    """The host refuses a1's first binds: a0's bind is taken back (the gang below its
+    minimum), and the replay neither starts a0 on no node nor stops; the job waits."""
+    from batchsched.scenario import parse_scenario
+    from batchsched.simulation import Simulator
+    from batchsched.simulation.scenario_workload import workload_from
+
+    builder = (ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=4)
+               .job("a", min_member=2, submit=0).task("a0", job="a", cpu=1, run_time=60)
+               .task("a1", job="a", cpu=1, run_time=60)
+               .job("b", min_member=1, submit=30).task("b0", job="b", cpu=1, run_time=5))
+    scenario = parse_scenario(builder.document)
+    sim = Simulator(workload_from(scenario), scenario.configuration)
+    tries = {"a1": 0}
+
+    def binder(task: object, node: str) -> bool:
+        if getattr(task, "name", "") == "a1":
+            tries["a1"] += 1
+            return tries["a1"] > 1
+        return True
+
+    sim.cache.binder = binder
+    timeline = sim.run()
+    assert [u.task for u in sim.cache.unbinds] == ["default/a0"]
+    # b's arrival at 30 brings a session, in which the gang starts whole.
+    assert timeline.jobs["default/a"].start == 30.0
+
+
+def test_assert_decisions_reads_x_keys_and_refuses_unknown_ones() -> None:
+    decisions = run(ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=1)
+                    .job("pg1", min_member=1).task("p1", job="pg1", cpu=1))
+    assert_decisions(decisions, x_node_bind_counts={"n1": 1})
+    with pytest.raises(AssertionError, match="nodeBindCounts: n1 expected 2"):
+        assert_decisions(decisions, **{"x-nodeBindCounts": {"n1": 2}})
+    with pytest.raises(TypeError, match="unknown key 'x-typo'"):
+        assert_decisions(decisions, **{"x-typo": 1})

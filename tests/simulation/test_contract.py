@@ -232,3 +232,11 @@ def test_a_gang_that_can_never_be_packed_is_reported_as_too_large(tmp_path: Path
     assert code == 2 and data is not None
     assert "job default/wide skipped: its gang of 3 tasks" in err and "fits only 2 times" in err
     assert [job["job"] for job in data["perJob"]] == ["default/ok"]
+
+
+def test_a_workload_job_whose_queue_does_not_exist_is_left_out(tmp_path: Path) -> None:
+    path = workload(tmp_path, [{"name": "ok", "submit": 0, "run": 100},
+                               {"name": "lost", "submit": 0, "run": 100, "queue": "nosuch"}])
+    code, data, _ = simulate(str(path))
+    assert code == 0 and data is not None
+    assert data["jobs"] == 1 and data["metrics"]["neverStarted"] == 0

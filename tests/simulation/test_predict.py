@@ -147,3 +147,20 @@ def test_a_replay_keeps_the_disruption_budgets_that_protect_the_victims() -> Non
     assert got["expectedStart"] is None  # the budget forbids the preemption a session needs
     del doc["pdbs"]
     assert predict_start(parse_scenario(doc), "default/urgent")["waitSeconds"] == 0.0
+
+
+def test_every_job_waiting_now_is_there_before_the_first_session() -> None:
+    """The higher-priority job created later is placed first, as one session on the
+    cluster would place it (``explain`` says it is placed): jobs arriving at ``now``
+    arrive together."""
+    doc = yaml.safe_load(ORDER)
+    doc["jobs"] = [{"name": "w1", "minMember": 1, "createdAt": 100, "priorityClassName": "low",
+                    "annotations": {"batchsched.io/requested-runtime": "600"}},
+                   {"name": "w2", "minMember": 1, "createdAt": 200, "priorityClassName": "high",
+                    "annotations": {"batchsched.io/requested-runtime": "600"}}]
+    doc["tasks"] = [{"name": "a", "job": "w1", "requests": {"cpu": 4},
+                     "priorityClassName": "low"},
+                    {"name": "b", "job": "w2", "requests": {"cpu": 4},
+                     "priorityClassName": "high"}]
+    assert predict_start(parse_scenario(doc), "default/w2")["waitSeconds"] == 0.0
+    assert predict_start(parse_scenario(doc), "default/w1")["waitSeconds"] == 600.0

@@ -208,20 +208,23 @@ class MemoryCache:
 
     @_locked
     def add_job(self, job: JobInfo) -> None:
-        """Add a job and place its already-placed tasks on their nodes; a job of the same
-        uid is replaced (its tasks leave their nodes first, as on :meth:`delete_job`).
+        """Add a job and place its already-placed tasks on their nodes.
 
-        Raises :class:`~batchsched.errors.SchedulingError` naming the task and field
-        if a task is malformed, belongs to another job or names a missing node; the
-        cache is then unchanged.
+        Raises :class:`~batchsched.errors.SchedulingError` naming the job, task and
+        field if the cache holds a job of that uid already (an update goes through
+        :meth:`add_task`, :meth:`task_started`... or :meth:`delete_job` first, which
+        gives its pods' nodes, claims and CPUs back), or a task is malformed, belongs
+        to another job or names a missing node; the cache is then unchanged.
         """
+        if job.uid in self.jobs:
+            raise SchedulingError(f"job {job.uid}: the cache holds it already (delete_job "
+                                  "it first: its pods leave their nodes and give their "
+                                  "claims back)")
         for task in job.tasks.values():
             if task.job != job.uid:
                 raise SchedulingError(f"task {task.uid}: job is {task.job!r}, not this job's "
                                       f"uid {job.uid!r}")
             self._check(task)
-        if job.uid in self.jobs:
-            self.delete_job(job.uid)
         self.jobs[job.uid] = job
         for task in job.tasks.values():
             self._make_claims(task)

@@ -686,7 +686,8 @@ class _Parser:
             if not 0 <= weight <= 65535:
                 # The API server takes 1 to 65535; 0 stays readable, as Volcano's own
                 # unit tests build queues of weight 0.
-                raise self.fail(f"{path}.weight", f"must be between 1 and 65535, not {weight}")
+                raise self.fail(f"{path}.weight", f"must be between 1 and 65535 (0 is read "
+                                                  f"too), not {weight}")
             out[name] = QueueInfo(
                 name=name,
                 weight=weight,

@@ -70,6 +70,9 @@ class Simulator:
     see :class:`~batchsched.cache.MemoryCache`); turning it off decides the same,
     slower. Events (``FailedScheduling`` and the like) are dropped unless
     ``keep_events``: a long replay would build millions, and they decide nothing.
+    With ``settle_arrivals``, jobs arriving at one instant all arrive before a session
+    runs (a cluster's state replayed forward: every job is there at once); by default
+    each arrival has its session, as the trace replays of the contract do.
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class Simulator:
         observe: Callable[[Simulator], None] | None = None,
         incremental_snapshots: bool = True,
         keep_events: bool = False,
+        settle_arrivals: bool = False,
     ) -> None:
         if schedule_period is not None and schedule_period <= 0:
             raise ValueError(f"schedule_period must be positive, not {schedule_period}")
@@ -95,6 +99,7 @@ class Simulator:
                                     f"{', '.join(sorted(job.prototype.tasks))})",
                                     source=job.origin or workload.name)
         self.workload = workload
+        self.settle_arrivals = settle_arrivals
         self.schedule_period = schedule_period
         self.progress = progress
         self.observe = observe
@@ -129,6 +134,7 @@ class Simulator:
         self._job_of_task = {task: job.uid for job in workload.jobs for task in job.run_times}
         self._binds_seen = 0
         self._evictions_seen = 0
+        self._unbinds_seen = 0
         self._tick_due = False
         self.sessions = 0
 
@@ -154,6 +160,9 @@ class Simulator:
             if kind == _ARRIVAL:
                 self._arrive(payload)
                 to_arrive -= 1
+                if (self.settle_arrivals and self._events and self._events[0][0] == at
+                        and self._events[0][1] == _ARRIVAL):
+                    continue  # every job arriving at this instant is there first
             elif kind == _COMPLETION:
                 if not self._complete(*payload):
                     continue  # a run that an eviction already ended
@@ -251,6 +260,7 @@ class Simulator:
         self.scheduler.run_once()
         self.sessions += 1
         self._start_bound_tasks()
+        self._take_unbinds()
         self._take_evictions()
         if self.observe is not None:
             self.observe(self)
@@ -262,6 +272,10 @@ class Simulator:
         started: dict[str, list[str]] = {}
         for bind in binds[self._binds_seen:]:
             job_uid = self._job_of_task[bind.task]
+            job = self.cache.jobs.get(job_uid)
+            task = job.tasks.get(bind.task) if job is not None else None
+            if task is None or task.status is not TaskStatus.BOUND or not task.node_name:
+                continue  # a bind taken back since (a gang's other bind failed)
             started.setdefault(job_uid, []).append(bind.task)
         self._binds_seen = len(binds)
         now = self.now
@@ -289,6 +303,14 @@ class Simulator:
         else:
             self._waiting.discard(uid)
         self.timeline.started(uid, now)
+
+    def _take_unbinds(self) -> None:
+        """Binds taken back in the session (a gang's other bind failed): those tasks are
+        Pending again, and their jobs wait for the next session."""
+        unbinds = self.cache.unbinds
+        for unbind in unbinds[self._unbinds_seen:]:
+            self._waiting.add(self._job_of_task[unbind.task])
+        self._unbinds_seen = len(unbinds)
 
     def _take_evictions(self) -> None:
         evictions = self.cache.evictions

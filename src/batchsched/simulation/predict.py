@@ -69,7 +69,7 @@ def predict_start(scenario: Scenario, job: str, *, registry: Registry | None = N
             started.append(sim.now)
 
     simulator = Simulator(workload, scenario.configuration, registry=registry, until=horizon,
-                          observe=watch)
+                          observe=watch, settle_arrivals=True)
     simulator.cache.now = now
     timeline = simulator.run()
     record = timeline.jobs.get(job)

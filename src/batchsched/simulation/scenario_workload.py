@@ -60,8 +60,11 @@ def workload_from(scenario: Scenario) -> Workload:
                                 source=source)
         tasks_by_job.setdefault(task.job, []).append(task)
     jobs = []
+    queues = {queue.name for queue in scenario.queues}
     for index, job in enumerate(scenario.jobs):
         where = f"jobs[{index}] ({job.uid})"
+        if job.queue not in queues:
+            continue  # left out, as the session leaves it out (the loader said so)
         restart = job.podgroup.annotations.get(RESTART_ANNOTATION, RESTART_GANG)
         if restart not in (RESTART_GANG, RESTART_TASK):
             raise WorkloadError(f"{where}.annotations.{RESTART_ANNOTATION}: {restart!r} is not "

@@ -207,13 +207,15 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     know is a TypeError naming it (a typo must not pass unchecked)."""
     from batchsched.scenario.loader import EXPECT_KEYS
 
+    known = EXPECT_KEYS | {"x-nodeBindCounts"}
     wanted: dict[str, Any] = {}
     for key, value in expect.items():
-        head, *rest = key.split("_")
-        name = head + "".join(part.title() for part in rest)
-        if name not in EXPECT_KEYS and not name.startswith("x-"):
+        extension = key.startswith(("x_", "x-"))
+        head, *rest = (key[2:] if extension else key).split("_")
+        name = ("x-" if extension else "") + head + "".join(part.title() for part in rest)
+        if name not in known:
             raise TypeError(f"assert_decisions: unknown key {key!r} (known: "
-                            f"{', '.join(sorted(EXPECT_KEYS))}, in snake_case or camelCase)")
+                            f"{', '.join(sorted(known))}, in snake_case or camelCase)")
         wanted[name] = value
     diffs = compare_decisions(wanted, decisions.to_json())
     if diffs:
