@@ -94,7 +94,6 @@ EXPECT_KEYS = frozenset({
     "binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
     "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices", "vgpuDevices",
     "vnpuDevices", "claimAllocations"})
-_EXPECT_KEYS = EXPECT_KEYS
 
 
 @attrs.frozen
@@ -1240,7 +1239,7 @@ class _Parser:
 
     def expect(self, raw: Any) -> Mapping[str, Any]:
         obj = self.mapping(raw, "expect")
-        self.keys(obj, _EXPECT_KEYS, "expect", extensions=True)
+        self.keys(obj, EXPECT_KEYS, "expect", extensions=True)
         checks: dict[str, Callable[[Any], bool]] = {
             "binds": _map_of(_is_str),
             "bindCount": _is_count,
