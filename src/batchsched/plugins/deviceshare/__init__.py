@@ -328,7 +328,7 @@ class DeviceSharePlugin:
         if ask is None:
             return
         lock_node(ssn, task, node, GPU_SHARE_LOCK,
-                  refusal=f"node {node.name} locked for lockname gpushare", plugin=self.name)
+                  refusal=f"node {node.name} locked for lockname gpushare")
 
     def preempt_fits_all(self, ssn: Session, task: TaskInfo, columns: NodeColumns
                          ) -> tuple[BoolArray, BoolArray] | None:
@@ -584,8 +584,7 @@ class _VgpuSession:
 
     def _lock(self, task: TaskInfo, node: NodeInfo) -> None:
         lock_node(self.ssn, task, node, VGPU_LOCK,
-                  refusal=f"node {node.name} locked for {task.name} hamivgpu lockname",
-                  plugin=PLUGIN_NAME)
+                  refusal=f"node {node.name} locked for {task.name} hamivgpu lockname")
 
     def release(self, event: Event) -> None:
         """The task leaves the node (evicted, or its placement undone): give its

@@ -286,8 +286,7 @@ class AscendSession:
     def _lock(self, task: TaskInfo, node: NodeInfo) -> None:
         assert self.ssn is not None
         lock_node(self.ssn, task, node, ASCEND_LOCK,
-                  refusal=f"node {node.name} locked for {task.name} hami vnpu. lockname",
-                  plugin=self.plugin)
+                  refusal=f"node {node.name} locked for {task.name} hami vnpu. lockname")
 
     def release(self, event: Event) -> None:
         """The task leaves the node (evicted, or its placement undone): give its cards

@@ -27,8 +27,8 @@ __all__ = ["PLACED_NOW", "lock_node"]
 PLACED_NOW = (TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
 
 
-def lock_node(ssn: Session, task: TaskInfo, node: NodeInfo, name: str, *, refusal: str,
-              plugin: str) -> None:
+def lock_node(ssn: Session, task: TaskInfo, node: NodeInfo, name: str, *,
+              refusal: str) -> None:
     """Take the node's lock ``name`` for ``task`` (Volcano's ``LockNode``), or raise
     SchedulingError with Volcano's words, ``refusal`` followed by why (the lock is held,
     its time is unreadable, or the cache could not write it)."""
