@@ -36,6 +36,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import node_changes
 from batchsched.api.resource import Resource
 from batchsched.api.types import TaskStatus
+from batchsched.columnar.node_columns import NodeColumns
 from batchsched.framework.arguments import Arguments
 
 if TYPE_CHECKING:
@@ -115,9 +116,13 @@ class _StrictRun(_AllocateRun):
             job = self._next_job(queue.name, done)
             if job is None or not self.has_jobs(queue.name):
                 continue
-            tasks = self.tasks_of(job)
             self.tried.append(job)
-            if not self._may_fit(job) or not self.allocate_job(queue, job, tasks):
+            # The fit in total first: a blocked head's task list is then never built.
+            started = self._may_fit(job)
+            if started:
+                tasks = self.tasks_of(job)
+                started = self.allocate_job(queue, job, tasks)
+            if not started:
                 self.blocked[queue.name] = job.uid
                 if not self.per_queue:
                     return  # no job, of any queue, overtakes a blocked one
@@ -159,6 +164,11 @@ def cluster_free(ssn: Session) -> Resource:
     kept = ssn.extra.get(_FREE_KEY)
     if kept is not None and kept[0] == version:
         return kept[1].clone()  # type: ignore[no-any-return]
+    columns = NodeColumns.built_for(ssn)
+    if columns is not None:
+        free = columns.future_idle_total()
+        ssn.extra[_FREE_KEY] = (version, free)
+        return free.clone()
     # Resource.add's float operations, inlined: this runs after every job started.
     cpu = memory = 0.0
     scalars: dict[str, float] = {}

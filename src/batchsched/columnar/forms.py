@@ -339,16 +339,19 @@ def many_scores(
     """Row ``k``: :func:`node_order_scores` plus :func:`batch_node_order_scores` for
     ``tasks[k]`` (the tiers hold the variants for several tasks, see :func:`many_tiers`)."""
     shape = (len(tasks), len(candidates))
+    orders, batches = _flat(node_orders), _flat(batch_orders)
+    if not orders and not batches:
+        return np.zeros(shape)  # no scoring plugin: every node scores 0
     total = _Sum(shape)
     with Blame("vector node order") as blame:
-        for blame.plugin, fn in _flat(node_orders):
+        for blame.plugin, fn in orders:
             total.add(fn(tasks, columns, candidates))
     scores = total.result()
     if math.isnan(float(scores.sum())):
         scores[np.isnan(scores)] = 0.0
     batch = _Sum(shape)
     with Blame("vector batch node order") as blame:
-        for blame.plugin, fn in _flat(batch_orders):
+        for blame.plugin, fn in batches:
             batch.add(fn(tasks, columns, candidates))
     scores += batch.result()
     return scores

@@ -173,6 +173,27 @@ class NodeColumns:
         extra[_EXTRA_KEY] = columns
         return columns
 
+    @classmethod
+    def built_for(cls, ssn: Any) -> NodeColumns | None:
+        """The session's mirror if something already built it, else None (never builds)."""
+        columns = ssn.extra.get(_EXTRA_KEY)
+        if isinstance(columns, NodeColumns) and columns.source is ssn.node_list:
+            return columns
+        return None
+
+    def future_idle_total(self) -> Resource:
+        """Every node's future idle summed: what ``Resource.add`` over the nodes in
+        session order gives, bit for bit (an accumulation adds one node after the
+        other, as the loop does; a pairwise sum would round differently). A resource
+        whose total is 0 is left out, which every comparison reads alike."""
+        self.sync()
+        if not self.nodes:
+            return Resource()
+        totals: list[float] = np.add.accumulate(self.future_idle, axis=1)[:, -1].tolist()
+        scalars = {name: amount for name, amount
+                   in zip(self.dimensions[2:], totals[2:], strict=True) if amount}
+        return Resource(totals[0], totals[1], scalars)
+
     def carry_over(self, nodes: Sequence[NodeInfo], extra_dimensions: Iterable[str]) -> bool:
         """Serve a later session over ``nodes`` from these arrays: True when its nodes
         are the same names in the same order and its dimensions the same (then every
