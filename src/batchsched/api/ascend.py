@@ -38,7 +38,6 @@ Go's map order then, which is random).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 
 import attrs
@@ -62,6 +61,8 @@ from batchsched.api.ascend_annotations import (
 )
 from batchsched.api.types import FitStatusCode
 from batchsched.api.vgpu import ContainerDevice
+from batchsched.kube.go_json import marshal
+from batchsched.kube.go_strconv import divide, int32
 
 __all__ = [
     "BIND_PHASE_ANNOTATION",
@@ -277,7 +278,8 @@ def calc_score(policy: str, device: AscendDevice) -> float:
     if device.memory == 0:
         return 0.0
     if policy == BINPACK:
-        return _MULTIPLIER * device.used_memory / device.memory
+        # Go's float operations: the ratio first (100 * u / m may round differently).
+        return _MULTIPLIER * (device.used_memory / device.memory)
     if policy == SPREAD:
         return _MULTIPLIER if device.used == 0 else 0.0
     return 0.0
@@ -293,10 +295,11 @@ def fit(request: VnpuRequest, device: AscendDevice, chip: AscendChip, *,
         return False
     if device.count <= device.used:
         return False
-    if device.memory - device.used_memory < request.memory:
+    # Every figure is an int32 in Go, and so are the differences (they wrap).
+    if int32(device.memory - device.used_memory) < request.memory:
         return False
     total_cores = 100 if hami_core else device.cores
-    if total_cores - device.used_cores < request.cores:
+    if int32(total_cores - device.used_cores) < request.cores:
         return False
     if total_cores == 100 and request.cores == 100 and device.used > 0:
         return False  # a whole card's cores need a card no one uses
@@ -387,8 +390,8 @@ class AscendDevices:
             usage = device.pods.pop(uid, None)
             if usage is not None:
                 device.used -= 1
-                device.used_memory -= usage[0]
-                device.used_cores -= usage[1]
+                device.used_memory = int32(device.used_memory - usage[0])
+                device.used_cores = int32(device.used_cores - usage[1])
 
     def holds(self, uid: str) -> bool:
         return any(uid in device.pods for device in self.devices.values())
@@ -399,8 +402,8 @@ class AscendDevices:
             return
         device.pods[uid] = (memory, cores)
         device.used += 1
-        device.used_memory += memory
-        device.used_cores += cores
+        device.used_memory = int32(device.used_memory + memory)  # int32 sums, as Go's
+        device.used_cores = int32(device.used_cores + cores)
 
     # -- choosing cards ----------------------------------------------------------------
 
@@ -410,7 +413,7 @@ class AscendDevices:
         alone takes the card's memory; template mode rounds memory to a template."""
         memory = request.memory
         if memory == 0 and request.memory_percentage != 0:
-            memory = device.memory * request.memory_percentage // 100
+            memory = divide(int32(device.memory * request.memory_percentage), 100)
         if memory > 0 and not hami_core:
             memory = self.chip.trim_memory(memory)[0]
         return attrs.evolve(request, memory=memory)
@@ -489,17 +492,19 @@ class AscendDevices:
         encoded = encode_devices([held])
         if hami_core:
             runtime: list[dict[str, object]] | None = [
-                {"UUID": d.uuid, **({"memory": d.memory} if d.memory else {}),
+                {**({"UUID": d.uuid} if d.uuid else {}),
+                 **({"memory": d.memory} if d.memory else {}),
                  **({"core": d.cores} if d.cores else {})} for d in held]
         else:
-            runtime = [{"UUID": d.uuid, **({"temp": name} if (
+            runtime = [{**({"UUID": d.uuid} if d.uuid else {}), **({"temp": name} if (
                 name := self.chip.trim_memory(d.memory)[1]) else {})} for d in held]
         stamp = str(now)
         return {
             to_allocate_annotation(common): encoded,
             allocated_annotation(common): encoded,
             PREDICATE_TIME_ANNOTATION: stamp,
-            runtime_annotation(common): json.dumps(runtime or None, separators=(",", ":")),
+            # RuntimeInfo's fields are all omitempty.
+            runtime_annotation(common): marshal(runtime or None),
             ASSIGNED_NODE_ANNOTATION: node,
             ASSIGNED_TIME_ANNOTATION: stamp,
             BIND_PHASE_ANNOTATION: "allocating",

@@ -12,6 +12,7 @@ from typing import Any
 from batchsched.api.task import TaskInfo
 from batchsched.api.vgpu import ContainerDevice
 from batchsched.kube.go_json import ANY, Int, MapOf, Ptr, SliceOf, Struct, decode
+from batchsched.kube.go_strconv import parse_int
 
 __all__ = [
     "ASSIGNED_NODE_ANNOTATION",
@@ -64,8 +65,10 @@ def encode_devices(containers: Iterable[Iterable[ContainerDevice]]) -> str:
 
 def decode_devices(text: str) -> tuple[ContainerDevice, ...]:
     """The cards an annotation names (Volcano's ``DecodeContainerDevices`` on the whole
-    value): entries without a comma are skipped, a number that does not parse reads
-    0; an entry with fewer than four fields makes the value unreadable (ValueError)."""
+    value): entries without a comma are skipped, a number reads as Go's
+    ``ParseInt(.., 10, 32)`` reads it with its error ignored (0 when it is no number,
+    the 32-bit bound when out of range); an entry with fewer than four fields makes
+    the value unreadable (ValueError)."""
     devices = []
     for entry in text.split(":"):
         if "," not in entry:
@@ -74,7 +77,8 @@ def decode_devices(text: str) -> tuple[ContainerDevice, ...]:
         if len(fields) < 4:
             raise ValueError("pod annotation format error; information missing, please do "
                              "not use nodeName field in task")
-        devices.append(ContainerDevice(fields[0], fields[1], _atoi(fields[2]), _atoi(fields[3])))
+        devices.append(ContainerDevice(fields[0], fields[1], parse_int(fields[2], 32)[0],
+                                       parse_int(fields[3], 32)[0]))
     return tuple(devices)
 
 
@@ -138,9 +142,3 @@ def read_register(text: str) -> list[dict[str, Any]]:
     return list(devices)
 
 
-def _atoi(text: str) -> int:
-    """Go's ``strconv.Atoi`` with the error ignored (0)."""
-    try:
-        return int(text)
-    except ValueError:
-        return 0

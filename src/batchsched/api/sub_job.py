@@ -26,6 +26,7 @@ from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
 from batchsched.kube.affinity import LabelSelector
+from batchsched.kube.go_strconv import parse_int
 
 if TYPE_CHECKING:
     from batchsched.api.job import JobInfo
@@ -79,12 +80,8 @@ def sub_job_uid(job_uid: str, policy: str, values: list[str]) -> str:
 
 def _match_index(value: str) -> int:
     """Go's ``strconv.Atoi``: a signed decimal that fits 64 bits, else 0."""
-    text = value[1:] if value[:1] in "+-" else value
-    if text.isascii() and text.isdigit():
-        number = int(value)
-        if -(2**63) <= number < 2**63:
-            return number
-    return 0
+    number, ok = parse_int(value, 64)
+    return number if ok else 0
 
 
 @attrs.define(eq=False)

@@ -34,6 +34,7 @@ import attrs
 
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo, parse_bool
+from batchsched.kube.go_strconv import atoi
 
 __all__ = [
     "ASSIGNED_IDS_ANNOTATION",
@@ -370,8 +371,8 @@ class VgpuDevices:
             fields = entry.split(",")
             index = len(devices)
             devices[index] = VgpuDevice(
-                index=index, uuid=fields[0], number=_atoi(fields[1]),
-                memory=_atoi(fields[2]), type=fields[3],
+                index=index, uuid=fields[0], number=atoi(fields[1]),
+                memory=atoi(fields[2]), type=fields[3],
                 health=parse_bool(fields[4]) is True)
         # A GPU registered in mig mode is shared as hami-core: Volcano's fallback when
         # the device configuration names no MIG geometry for it.
@@ -533,7 +534,7 @@ def why_no_vgpus(annotations: Mapping[str, str], allocatable: Resource) -> str |
         if len(fields) < 6:
             return (f"entry {entry!r} has fewer than 6 fields "
                     "(UUID,count,memory,type,health,mode)")
-        if _atoi(fields[1]) < 0 or _atoi(fields[2]) < 0:
+        if atoi(fields[1]) < 0 or atoi(fields[2]) < 0:
             return f"entry {entry!r} has a negative count or memory"
     return None
 
@@ -562,9 +563,3 @@ def _give_back(taken: list[tuple[VgpuDevice, int, int]]) -> None:
     taken.clear()
 
 
-def _atoi(text: str) -> int:
-    """Go's ``strconv.Atoi`` with the error ignored (0)."""
-    try:
-        return int(text)
-    except ValueError:
-        return 0

@@ -112,15 +112,23 @@ class VnpuRows:
     score: FloatArray
 
 
+def _int32(values: IntArray) -> IntArray:
+    """Go's int32 arithmetic (:func:`batchsched.kube.go_strconv.int32`) on int64 arrays."""
+    wrapped: IntArray = (values + 2**31) % 2**32 - 2**31
+    return wrapped
+
+
 def _scores(policy: str, columns: ChipColumns, rows: IntArray | slice) -> FloatArray:
     memory = columns.memory[rows]
+    # calc_score's rule: only a card of no memory scores 0 (a negative one, from a
+    # malformed registration, is scored as Go scores it), the ratio taken first.
     if policy == BINPACK:
-        each = 100.0 * columns.used_memory[rows] / np.where(memory > 0, memory, 1)
+        each = 100.0 * (columns.used_memory[rows] / np.where(memory != 0, memory, 1))
     elif policy == SPREAD:
         each = np.where(columns.used[rows] == 0, 100.0, 0.0)
     else:
         each = np.zeros(memory.shape)
-    result: FloatArray = np.where(columns.exists[rows] & (memory > 0), each, 0.0)
+    result: FloatArray = np.where(columns.exists[rows] & (memory != 0), each, 0.0)
     return result
 
 
@@ -139,7 +147,9 @@ def vnpu_fit_rows(columns: ChipColumns, chip: AscendChip, request: VnpuRequest, 
     top_memory = np.take_along_axis(columns.memory[rows], top[:, None], axis=1)[:, 0]
     asked = np.full(n, request.memory, dtype=np.int64)
     if request.memory == 0 and request.memory_percentage != 0:
-        asked = top_memory * request.memory_percentage // 100
+        product = _int32(top_memory * request.memory_percentage)
+        # Go's division truncates toward zero.
+        asked = np.where(product < 0, -((-product) // 100), product // 100)
     error = np.zeros(n, dtype=np.bool_)
     if not hami_core:
         # Rounded to templates once per distinct request (usually one per task), not
@@ -155,8 +165,8 @@ def vnpu_fit_rows(columns: ChipColumns, chip: AscendChip, request: VnpuRequest, 
     total_cores = np.full(columns.cores[rows].shape, 100) if hami_core else columns.cores[rows]
     used, used_cores = columns.used[rows], columns.used_cores[rows]
     passing = (exists & (columns.count[rows] > used)
-               & (columns.memory[rows] - columns.used_memory[rows] >= asked[:, None])
-               & (total_cores - used_cores >= request.cores))
+               & (_int32(columns.memory[rows] - columns.used_memory[rows]) >= asked[:, None])
+               & (_int32(total_cores - used_cores) >= request.cores))
     if hami_core:
         passing &= columns.hami_core[rows][:, None]
     if request.cores == 100:

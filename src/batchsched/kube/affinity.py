@@ -39,6 +39,8 @@ from typing import Any
 
 import attrs
 
+from batchsched.kube.go_strconv import parse_int
+
 __all__ = [
     "ALL_NAMESPACES",
     "Affinity",
@@ -88,13 +90,8 @@ ALL_NAMESPACES = _AllNamespaces()
 
 def _parse_int64(text: str) -> int | None:
     """Go's ``strconv.ParseInt(text, 10, 64)``: None when it would fail."""
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    number = int(text)
-    if not -(2**63) <= number < 2**63:
-        return None
-    return number
+    number, ok = parse_int(text, 64)
+    return number if ok else None
 
 
 @attrs.frozen

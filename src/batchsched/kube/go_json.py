@@ -14,7 +14,12 @@ rules kept here:
   exponent; an unsigned type refuses any sign), floats must not overflow, strings and
   booleans must be of their JSON kind;
 * an interface value (``any``) takes objects as maps, arrays as lists and numbers as
-  floats.
+  floats;
+* an escaped surrogate that is not half of a pair reads as U+FFFD (Go's strings are
+  UTF-8: it has no other way to hold it).
+
+:func:`marshal` writes JSON as Go's ``json.Marshal`` does: no blanks, ``<``, ``>``,
+``&``, U+2028 and U+2029 escaped, other characters as they are.
 
 A value of the wrong kind makes the whole decode fail (Go records the first such error
 and the caller, seeing an error, uses none of the result): :class:`GoJsonError`.
@@ -24,13 +29,36 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 __all__ = ["ANY", "GoJsonError", "GoType", "Int", "MapOf", "Ptr", "SliceOf", "Struct",
-           "decode", "fold"]
+           "decode", "fold", "marshal"]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_MARSHAL_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                                  "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def marshal(value: Any) -> str:
+    """``value`` (dicts in field order, lists, strings, numbers, booleans, None) as Go's
+    ``json.Marshal`` writes it.
+
+    >>> print(marshal([{"UUID": "npu<0>&卡"}]))
+    [{"UUID":"npu\\u003c0\\u003e\\u0026卡"}]
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _go_text(text).translate(_MARSHAL_ESCAPES)
+
+
+def _go_text(text: str) -> str:
+    """``text`` with each lone surrogate (Python's json keeps them) as U+FFFD."""
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 class GoJsonError(ValueError):
@@ -146,7 +174,8 @@ def _decode(raw: Any, go_type: GoType, current: Any, where: str) -> Any:
         if not isinstance(raw, _Object):
             raise _mismatch(raw, go_type.name, where)
         out = dict(current)
-        for key, value in raw:
+        for raw_key, value in raw:
+            key = _go_text(raw_key)
             name = key if key in go_type.fields else next(
                 (field for field in go_type.fields if field == fold(key)), None)
             if name is not None:
@@ -157,7 +186,8 @@ def _decode(raw: Any, go_type: GoType, current: Any, where: str) -> Any:
             raise _mismatch(raw, "map", where)
         mapping = dict(current) if current is not None else {}
         for key, value in raw:
-            mapping[key] = _decode(value, go_type.value, _zero(go_type.value), f"{where}.{key}")
+            mapping[_go_text(key)] = _decode(value, go_type.value, _zero(go_type.value),
+                                             f"{where}.{key}")
         return mapping
     if isinstance(go_type, SliceOf):
         if not isinstance(raw, list) or isinstance(raw, _Object):
@@ -167,7 +197,7 @@ def _decode(raw: Any, go_type: GoType, current: Any, where: str) -> Any:
     if go_type == "string":
         if not isinstance(raw, str):
             raise _mismatch(raw, "string", where)
-        return raw
+        return _go_text(raw)
     if go_type == "bool":
         if not isinstance(raw, bool):
             raise _mismatch(raw, "bool", where)
@@ -207,11 +237,13 @@ def _float(raw: Any, where: str) -> float:
 
 def _any(raw: Any, where: str) -> Any:
     if isinstance(raw, _Object):
-        return {key: _any(value, f"{where}.{key}") for key, value in raw}
+        return {_go_text(key): _any(value, f"{where}.{key}") for key, value in raw}
     if isinstance(raw, list):
         return [_any(item, f"{where}[{i}]") for i, item in enumerate(raw)]
     if isinstance(raw, _IntLiteral | _FloatLiteral) and not isinstance(raw, bool):
         return _float(raw, where)
+    if isinstance(raw, str):
+        return _go_text(raw)
     return raw
 
 

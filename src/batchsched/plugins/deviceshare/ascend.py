@@ -260,16 +260,16 @@ class AscendSession:
                        written: dict[str, str], taken: list[AscendDevices]) -> None:
         assert self.ssn is not None
         for cards, request in self._on_node(task, node):
-            if cards.holds(task.uid):
-                if task.status not in PLACED_NOW:
-                    # An eviction undone: the pod still holds its cards. Volcano's
-                    # Allocate runs again and takes the lock (its refusal is ignored).
-                    if self.node_lock:
-                        self._lock(task, node)
-                    continue
-                # Cards a stale annotation named when the task came to the node: its
-                # cards are chosen again, as Volcano's Allocate chooses them.
-                cards.remove_task(task.uid)
+            if cards.holds(task.uid) and task.status not in PLACED_NOW:
+                # An eviction undone: the pod still holds its cards. Volcano's
+                # Allocate runs again and takes the lock (its refusal is ignored).
+                if self.node_lock:
+                    self._lock(task, node)
+                continue
+            # Cards a stale annotation named when the task came to the node stay counted
+            # while its cards are chosen, as in Volcano (its node.AddTask counted them;
+            # Allocate chooses on that state, and a card already counted for the task
+            # is not counted twice).
             if self.node_lock:
                 # Before the cards are chosen, for each chip type asked, as Volcano's
                 # Allocate: a second type finds the lock the first one took.

@@ -1,0 +1,93 @@
+"""Integers read, and added, as Go reads and adds them.
+
+Volcano's device code reads numbers out of annotations with ``strconv.ParseInt`` or
+``strconv.Atoi`` and often ignores the error, keeping whatever value came back: 0 for
+text that is not a number, the nearest bound of the type for a number out of its
+range. Python's ``int()`` reads more (``1_000``, surrounding blanks, non-ASCII digits)
+and never clamps, so the same annotation would mean something else here. Device ledgers count in
+``int32`` and divide truncating toward zero (:func:`int32`, :func:`divide`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["atoi", "divide", "int32", "parse_int"]
+
+_UINT64_MAX = 2**64 - 1
+#: The first magnitude whose product by 10 no longer fits 64 bits (Go's ``cutoff``).
+_TIMES_TEN_CUTOFF = _UINT64_MAX // 10 + 1
+
+
+def parse_int(text: str, bit_size: int = 64) -> tuple[int, bool]:
+    """Go's ``strconv.ParseInt(text, 10, bit_size)``: ``(value, ok)``.
+
+    An optional sign, then ASCII decimal digits only. On a syntax error the value is 0;
+    out of range it is the type's nearest bound. Go stops at the first character that
+    overflows, so digits past that point are not checked: ``"99999999999x"`` is out of
+    range (the bound), not a syntax error.
+
+    >>> parse_int("-12", 32), parse_int("1_000", 32), parse_int("99999999999", 32)
+    ((-12, True), (0, False), (2147483647, False))
+    """
+    if not 0 < bit_size <= 64:
+        raise ValueError(f"bit size {bit_size} is not between 1 and 64")
+    body, negative = text, False
+    if body[:1] == "+":
+        body = body[1:]
+    elif body[:1] == "-":
+        body, negative = body[1:], True
+    magnitude, status = _parse_uint(body, bit_size)
+    if status == "syntax":
+        return 0, False
+    cutoff = 1 << (bit_size - 1)
+    if not negative and magnitude >= cutoff:
+        return cutoff - 1, False
+    if negative and magnitude > cutoff:
+        return -cutoff, False
+    return (-magnitude if negative else magnitude), status == "ok"
+
+
+def atoi(text: str) -> int:
+    """Go's ``strconv.Atoi`` on a 64-bit platform, the error ignored.
+
+    >>> atoi("42"), atoi(" 42"), atoi("9" * 30)
+    (42, 0, 9223372036854775807)
+    """
+    return parse_int(text, 64)[0]
+
+
+def _parse_uint(text: str, bit_size: int) -> tuple[int, str]:
+    """Go's ``strconv.ParseUint(text, 10, bit_size)``: the value and ``ok``, ``syntax``
+    or ``range`` (the value is then the type's largest)."""
+    if not text:
+        return 0, "syntax"
+    largest = (1 << bit_size) - 1
+    value = 0
+    for byte in text.encode("utf-8", "surrogatepass"):
+        digit = byte - 0x30
+        if not 0 <= digit <= 9:
+            return 0, "syntax"  # a letter is a digit of some base, but not of 10
+        if value >= _TIMES_TEN_CUTOFF:
+            return largest, "range"
+        value = value * 10 + digit
+        if value > largest:
+            return largest, "range"
+    return value, "ok"
+
+
+def int32(value: int) -> int:
+    """Go's ``int32`` arithmetic: ``value`` wrapped to 32-bit two's complement.
+
+    >>> int32(2**31), int32(-(2**31) - 1), int32(7)
+    (-2147483648, 2147483647, 7)
+    """
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def divide(numerator: int, denominator: int) -> int:
+    """Go's integer ``/``: the quotient truncated toward zero (Python's ``//`` floors).
+
+    >>> divide(-50, 100), divide(50, 100), divide(-150, 100)
+    (0, 0, -1)
+    """
+    quotient = abs(numerator) // abs(denominator)
+    return quotient if (numerator < 0) == (denominator < 0) else -quotient
