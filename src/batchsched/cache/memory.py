@@ -254,6 +254,20 @@ class MemoryCache:
         self._place(task)
 
     @_locked
+    def add_foreign_pod(self, task: TaskInfo) -> None:
+        """A pod on a node that no job holds: another scheduler's pod, or one whose pod
+        group does not exist. It counts on its node only, as in Volcano's cache: no
+        session schedules, counts in a queue or evicts it. Its ``job`` must be empty
+        (:meth:`delete_task` removes it)."""
+        if task.job:
+            raise SchedulingError(f"task {task.uid}: a foreign pod has no job, not "
+                                  f"{task.job!r}")
+        if not task.node_name or task.status == TaskStatus.PENDING:
+            raise SchedulingError(f"task {task.uid}: a foreign pod is one placed on a node")
+        self._check(task)
+        self._place(task)
+
+    @_locked
     def delete_task(self, task: TaskInfo) -> None:
         job = self.jobs.get(task.job)
         if job is not None:

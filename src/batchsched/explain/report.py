@@ -66,6 +66,10 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         owner = next((t.job for t in scenario.tasks if t.uid == task), None)
         if owner is None:
             raise ScenarioError(f"no task {task!r}", source=scenario.source, path="tasks")
+        if not owner:
+            raise ScenarioError(f"task {task!r} is in no job: a pod no pod group holds (another "
+                                "scheduler's), which no session schedules; it only holds its "
+                                "node", source=scenario.source, path="tasks")
         job = owner
     assert job is not None
     if job not in {j.uid for j in scenario.jobs}:

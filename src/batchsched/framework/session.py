@@ -35,6 +35,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo, QueueStatus
 from batchsched.api.resource import Resource
+from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.sub_job import SubJobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
@@ -237,6 +238,7 @@ class Session:
         ssn.metrics = metrics
         ssn.plugins = _create_plugins(configuration, registry)
         ssn._hide_resources(ssn._resources_plugins_hide())
+        ssn._drop_uncounted_minimums()
         for tier in configuration.tiers:
             for option in tier.plugins:
                 plugin = ssn.plugins[option.name]
@@ -337,9 +339,24 @@ class Session:
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
 
+    def _drop_uncounted_minimums(self) -> None:
+        """Take out of pod groups' ``minResources`` the names Volcano's ``NewResource``
+        does not count (a quota's ``count/pods``, ``requests.cpu``...: Volcano's
+        controllers write them there); the list as written stays readable through
+        :meth:`pod_group_min_resources`."""
+        for job in self.jobs.values():
+            minimum = job.podgroup.min_resources
+            if minimum is None or not minimum.scalars:
+                continue
+            dropped = [name for name in minimum.scalars if not counted_by_volcano(name)]
+            if dropped:
+                self._raw_min_resources.setdefault(job.uid, minimum)
+                job.podgroup.min_resources = minimum.without(dropped)
+
     def pod_group_min_resources(self, job: JobInfo) -> Resource | None:
-        """The pod group's ``minResources`` as written, the hidden resources included
-        (Volcano's resourcequota plugin reads the pod group's own list)."""
+        """The pod group's ``minResources`` as written, the hidden resources and the
+        names Volcano does not count included (Volcano's resourcequota plugin reads the
+        pod group's own list)."""
         return self._raw_min_resources.get(job.uid, job.podgroup.min_resources)
 
     def device_requests(self, task: TaskInfo) -> Mapping[str, float]:

@@ -4,8 +4,10 @@ The dump is a Kubernetes ``List`` (docs/explain.md gives the command); each obje
 becomes what Volcano's scheduler cache makes of it (nodes, pods as tasks, pod groups
 as jobs, queues, priority classes, budgets) in the scenario format (version 1). The
 scheduler configuration is Volcano's ConfigMap (an item of the List, or a file given
-apart), else Volcano's default. What Volcano would not see (pods of other schedulers
-waiting for a node, objects of other kinds) is left out with a warning, in
+apart), else Volcano's default. A placed pod that no pod group holds (another
+scheduler's, or one whose PodGroup is missing) holds its node and nothing else, as in
+Volcano's cache: it is a task without a job. What Volcano would not see (pods of other
+schedulers waiting for a node, objects of other kinds) is left out with a warning, in
 :attr:`Scenario.warnings` and in the scenario's description. A malformed object is one
 :class:`~batchsched.errors.ScenarioError` naming the object and its field, e.g.
 ``dump.json: Pod team-a/w-3: spec.containers[0].resources.requests.cpu: "2x" is not a
@@ -26,6 +28,7 @@ import attrs
 import yaml
 
 from batchsched.api.device_config import DEVICE_CONFIG_KEY
+from batchsched.api.resource_names import counted_by_volcano
 from batchsched.conf import DEFAULT_CONFIGURATION_YAML, configuration_from_text
 from batchsched.errors import QuantityError, ScenarioError
 from batchsched.kube.quantity import parse_quantity
@@ -193,15 +196,6 @@ def _configuration_document(text: str, source: str) -> dict[str, Any]:
 # -- converting ---------------------------------------------------------------------
 
 
-def _counted(name: str) -> bool:
-    """Whether Volcano's ``NewResource`` keeps a resource: cpu, memory, pods and the
-    scalar names (extended, hugepages, attachable volumes); not ephemeral-storage."""
-    if name in ("cpu", "memory", "pods") or name.startswith(("hugepages-",
-                                                             "attachable-volumes-")):
-        return True
-    return "/" in name and not name.startswith("requests.")
-
-
 def _format(name: str, amount: Fraction) -> str:
     """A quantity string the loader reads back as exactly ``amount`` (rounded up as
     Kubernetes' ``Value``/``MilliValue``)."""
@@ -278,12 +272,14 @@ class _Converter:
                 raise self.fail(who, f"{field}.{name}", str(exc)) from exc
             if amount < 0:
                 raise self.fail(who, f"{field}.{name}", f"{raw!r} is negative")
-            if all_names or _counted(str(name)):
+            if all_names or counted_by_volcano(str(name)):
                 out[str(name)] = amount
         return out
 
-    def resources(self, value: Any, who: str, field: str) -> dict[str, str] | None:
-        return None if value is None else _formatted(self.quantities(value, who, field))
+    def resources(self, value: Any, who: str, field: str, *, all_names: bool = False
+                  ) -> dict[str, str] | None:
+        return None if value is None else _formatted(
+            self.quantities(value, who, field, all_names=all_names))
 
     # -- the List ------------------------------------------------------------------
 
@@ -464,8 +460,11 @@ class _Converter:
             "name": item.name, "namespace": item.namespace,
             "queue": spec.get("queue") or "default",
             "minMember": spec.get("minMember"), "minTaskMember": spec.get("minTaskMember"),
+            # Every name as written: Volcano's controllers put quota names there
+            # (count/pods, requests.cpu), which its resourcequota plugin reads and
+            # sessions leave out of every other count.
             "minResources": self.resources(spec.get("minResources"), item.who,
-                                           "spec.minResources"),
+                                           "spec.minResources", all_names=True),
             "networkTopology": spec.get("networkTopology") or None,
             "subGroupPolicy": spec.get("subGroupPolicy") or None,
             "phase": status.get("phase") or None,
@@ -616,20 +615,28 @@ class _Converter:
             return None  # no job, no node: Volcano does nothing with it
         fields = self.meta(item)
         group = fields["annotations"].get(GROUP_NAME)
+        # A placed pod that no pod group holds only holds its node in Volcano's cache:
+        # another scheduler's pod (no PodGroup is ever made for it), or one whose
+        # PodGroup is missing (the snapshot leaves such a job out).
+        foreign = not group and not ours
         if group and (namespace, group) not in self.podgroups:
             if not node or phase in _COMPLETED:
                 self.warn(who, f"left out: its PodGroup {namespace}/{group} does not exist, "
                           "and Volcano leaves such a pod unscheduled")
                 return None
-            self.warn(who, f"its PodGroup {namespace}/{group} does not exist; the pod keeps "
-                      f"its place on {node} in a stand-in job")
-        if not group:  # Volcano's controller gives the pod a PodGroup of its own
+            self.warn(who, f"its PodGroup {namespace}/{group} does not exist; the pod holds "
+                      f"its place on {node}, in no job (Volcano's snapshot leaves such a "
+                      "job out)")
+            foreign = True
+        if foreign:
+            group = None
+        elif not group:  # Volcano's controller gives the pod a PodGroup of its own
             owner = next((ref.get("uid") for ref in self.seq(
                 meta.get("ownerReferences"), who, "metadata.ownerReferences")
                 if isinstance(ref, Mapping) and ref.get("controller") and ref.get("uid")),
                 None)
             group = f"podgroup-{owner or meta.get('uid') or name}"
-        if (namespace, group) not in self.jobs:
+        if group is not None and (namespace, group) not in self.jobs:
             effective = dict(requests)
             for key, amount in (init or {}).items():
                 effective[key] = max(effective.get(key, Fraction(0)), amount)

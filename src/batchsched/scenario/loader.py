@@ -193,6 +193,8 @@ class Scenario:
         for task in self.tasks:
             if task.job in cache.jobs:
                 cache.add_task(task.clone())
+            elif not task.job:
+                cache.add_foreign_pod(task.clone())
         cache.pdbs = [attrs.evolve(p) for p in self.pdbs]
         cache.resource_quotas = [attrs.evolve(q, used=q.used.clone())
                                  for q in self.resource_quotas]
@@ -1057,11 +1059,6 @@ class _Parser:
         self.keys(obj, _TASK_KEYS, path)
         self.unique(seen, uid, path, "task")
         job_name = obj.get("job")
-        if not isinstance(job_name, str) or not job_name:
-            raise self.fail(f"{path}.job", "a task needs its job (pod group name)")
-        job_uid = f"{namespace}/{job_name}"
-        if job_uid not in jobs:
-            raise self.fail(f"{path}.job", f"no job {job_name!r} in namespace {namespace!r}")
         node = self.typed(obj, "node", str, "", path)
         if node and node not in nodes:
             raise self.fail(f"{path}.node", f"no node {node!r}")
@@ -1071,6 +1068,17 @@ class _Parser:
                             f"{phase!r} is not one of {', '.join(sorted(_PHASES))}")
         deleting = self.typed(obj, "deleting", bool, False, path)
         status = _task_status(phase, deleting, node)
+        if job_name is None and node and status != TaskStatus.PENDING:
+            # A pod no pod group holds (another scheduler's): its node's, nobody's job.
+            job_uid = ""
+        elif not isinstance(job_name, str) or not job_name:
+            raise self.fail(f"{path}.job", "a task needs its job (pod group name), unless "
+                            "it is a pod on a node that no pod group holds")
+        else:
+            job_uid = f"{namespace}/{job_name}"
+            if job_uid not in jobs:
+                raise self.fail(f"{path}.job",
+                                f"no job {job_name!r} in namespace {namespace!r}")
         class_name = self.typed(obj, "priorityClassName", str, "", path)
         pclass = classes.get(class_name) if class_name else default_class
         if class_name and class_name not in classes:

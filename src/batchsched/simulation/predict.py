@@ -121,8 +121,18 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
         if run_times:
             jobs.append(WorkloadJob(prototype=job, submit=now, run_times=run_times,
                                     origin=f"{scenario.source}: {uid}"))
-    # The scenario's own nodes hold no task: the jobs bring theirs when they arrive.
-    workload = Workload(name=scenario.source, nodes=scenario.nodes,
+    # The jobs bring their tasks when they arrive. Pods of no job the session sees (of
+    # another scheduler, of a missing pod group or queue) are on their nodes from the
+    # start, and stay: nothing says when they end.
+    nodes = {node.name: node.clone() for node in scenario.nodes}
+    for task in scenario.tasks:
+        node = nodes.get(task.node_name)
+        if (task.job not in cluster.jobs and node is not None
+                and task.status not in (TaskStatus.PENDING, TaskStatus.SUCCEEDED,
+                                        TaskStatus.FAILED)):
+            node.add_task(task.clone())
+            unknown += 1
+    workload = Workload(name=scenario.source, nodes=tuple(nodes.values()),
                         jobs=tuple(jobs), queues=tuple(cluster.queues.values()),
                         priority_classes=tuple(cluster.priority_classes.values()),
                         config_maps=scenario.config_maps,

@@ -1,0 +1,222 @@
+"""What Volcano's cache makes of objects it does not schedule or count: pods no pod
+group holds occupy their node and nothing else; a pod group's ``minResources`` counts
+only the names ``NewResource`` keeps; ephemeral storage is a resource."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batchsched.api import TaskInfo, TaskStatus
+from batchsched.api.resource import Resource
+from batchsched.api.resource_names import counted_by_volcano
+from batchsched.cache import MemoryCache
+from batchsched.errors import ScenarioError, SchedulingError
+from batchsched.scenario import load_scenario, parse_scenario, run_scenario
+from batchsched.scenario.kubectl import load_kubectl_dump
+from batchsched.simulation.predict import predict_start
+
+PREEMPT_AND_RECLAIM = {
+    "actions": "enqueue, allocate, preempt, reclaim",
+    "tiers": [{"plugins": [{"name": "priority"}, {"name": "gang"},
+                           {"name": "conformance"}]},
+              {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"},
+                           {"name": "nodeorder"}]}],
+}
+
+
+def foreign_pod_scenario() -> dict[str, Any]:
+    """n1 (8 cpu) holds a 6-cpu pod of no job; a high-priority 4-cpu job waits."""
+    return {
+        "version": 1, "name": "foreign pod", "config": PREEMPT_AND_RECLAIM,
+        "priorityClasses": [{"name": "high", "value": 1000}],
+        "queues": [{"name": "default"}, {"name": "team-a"}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 8, "memory": "16Gi", "pods": 110}}],
+        "jobs": [{"name": "train", "namespace": "team-a", "queue": "team-a", "minMember": 1,
+                  "phase": "Inqueue", "priorityClassName": "high"}],
+        "tasks": [
+            {"name": "prometheus-0", "namespace": "monitoring", "node": "n1",
+             "phase": "Running", "requests": {"cpu": 6, "memory": "8Gi"}},
+            {"name": "train-0", "namespace": "team-a", "job": "train",
+             "priorityClassName": "high", "requests": {"cpu": 4, "memory": "4Gi"}},
+        ],
+    }
+
+
+def test_a_pod_of_no_job_holds_its_node_and_is_never_evicted() -> None:
+    got = run_scenario(parse_scenario(foreign_pod_scenario(), source="<test>")).to_json()
+    assert got["binds"] == {} and got["evicted"] == []
+    assert "monitoring/prometheus-0" not in got["taskStatusCounts"]
+
+
+def test_a_pod_of_no_job_leaves_room_as_it_should() -> None:
+    doc = foreign_pod_scenario()
+    doc["tasks"][1]["requests"] = {"cpu": 2, "memory": "4Gi"}
+    got = run_scenario(parse_scenario(doc, source="<test>")).to_json()
+    assert got["binds"] == {"team-a/train-0": "n1"}
+
+
+def test_a_pod_of_no_job_is_not_counted_in_any_queue() -> None:
+    got = run_scenario(parse_scenario(foreign_pod_scenario(), source="<test>")).to_json()
+    assert got["queueStatus"]["default"]["allocated"] == {}
+
+
+@pytest.mark.parametrize("task", [
+    {"name": "p", "requests": {"cpu": 1}},                                  # not placed
+    {"name": "p", "node": "n1", "phase": "Pending", "deleting": True},       # on no node
+    {"name": "p", "job": "", "node": "n1", "phase": "Running"},              # empty job
+])
+def test_only_a_placed_pod_may_have_no_job(task: dict[str, Any]) -> None:
+    doc = foreign_pod_scenario()
+    doc["tasks"] = [task]
+    if task.get("deleting"):
+        task.pop("node")
+    with pytest.raises(ScenarioError, match=r"tasks\[0\] \(default/p\)\.job: a task needs"):
+        parse_scenario(doc, source="<test>")
+
+
+def test_a_cache_built_from_the_scenario_keeps_the_pod_on_its_node() -> None:
+    cache = parse_scenario(foreign_pod_scenario(), source="<test>").build_cache()
+    assert "monitoring/prometheus-0" in cache.nodes["n1"].tasks
+    assert all("monitoring/prometheus-0" not in job.tasks for job in cache.jobs.values())
+
+
+def test_memory_cache_takes_a_foreign_pod_only_placed_and_without_a_job() -> None:
+    cache = MemoryCache()
+    with pytest.raises(SchedulingError, match="a foreign pod is one placed on a node"):
+        cache.add_foreign_pod(TaskInfo.create("ns", "p", "", Resource(1000.0)))
+    with pytest.raises(SchedulingError, match="has no job"):
+        cache.add_foreign_pod(TaskInfo.create("ns", "p", "ns/j", Resource(1000.0),
+                                              status=TaskStatus.RUNNING, node_name="n1"))
+
+
+def test_a_prediction_keeps_a_pod_of_no_job_on_its_node() -> None:
+    scenario = parse_scenario(foreign_pod_scenario(), source="<test>")
+    scenario.tasks[1].annotations["batchsched.io/run-time"] = "60"
+    prediction = predict_start(scenario, "team-a/train", horizon=3600.0)
+    assert prediction["expectedStart"] is None
+    assert prediction["unknownRunTimes"] == 1
+
+
+# -- the kubectl import ---------------------------------------------------------------------
+
+
+def _node(name: str, **allocatable: str) -> dict[str, Any]:
+    figures = {"cpu": "8", "memory": "32Gi", "pods": "110", **allocatable}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": figures, "capacity": figures,
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _pod(name: str, namespace: str, *, group: str | None = None, node: str | None = None,
+         scheduler: str = "volcano", **requests: str) -> dict[str, Any]:
+    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
+    spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [
+        {"name": "c", "image": "busybox", "resources": {"requests": requests}}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
+                         "annotations": annotations},
+            "spec": spec, "status": {"phase": "Running" if node else "Pending"}}
+
+
+def _podgroup(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"queue": "default", "minMember": 1, **spec},
+            "status": {"phase": "Pending"}}
+
+
+def _queue(name: str) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+            "metadata": {"name": name}, "spec": {"weight": 1}, "status": {"state": "Open"}}
+
+
+def _dump(tmp_path: Path, *items: dict[str, Any]) -> Path:
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)}))
+    return path
+
+
+#: What Volcano's pod-group controller writes: the pods' quota usage.
+CONTROLLER_MIN_RESOURCES = {"count/pods": "1", "cpu": "1", "limits.cpu": "2",
+                            "limits.memory": "2Gi", "memory": "1Gi", "pods": "1",
+                            "requests.cpu": "1", "requests.memory": "1Gi"}
+
+
+def test_a_pod_group_as_volcano_s_controller_writes_it_is_admitted(tmp_path: Path) -> None:
+    path = _dump(tmp_path, _node("n1"), _queue("default"),
+                 _podgroup("pg", "default", minResources=CONTROLLER_MIN_RESOURCES),
+                 _pod("web-0", "default", group="pg", cpu="1", memory="1Gi"))
+    got = run_scenario(load_kubectl_dump(path)).to_json()
+    assert got["binds"] == {"default/web-0": "n1"}  # overcommit counts no count/pods
+
+
+def test_the_quota_names_of_min_resources_reach_the_resourcequota_plugin(
+        tmp_path: Path) -> None:
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota",
+             "metadata": {"name": "q", "namespace": "team"},
+             "spec": {"hard": {"requests.cpu": "2"}},
+             "status": {"hard": {"requests.cpu": "2"}, "used": {"requests.cpu": "2"}}}
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "volcano-scheduler-configmap",
+                           "namespace": "volcano-system"},
+              "data": {"volcano-scheduler.conf": json.dumps({
+                  "actions": "enqueue, allocate",
+                  "tiers": [{"plugins": [{"name": "gang"}, {"name": "resourcequota"}]},
+                            {"plugins": [{"name": "predicates"}, {"name": "proportion"}]}]})}}
+    path = _dump(tmp_path, _node("n1"), _queue("default"), quota, config,
+                 _podgroup("pg", "team", minResources=CONTROLLER_MIN_RESOURCES),
+                 _pod("x-0", "team", group="pg", cpu="1", memory="1Gi"))
+    got = run_scenario(load_kubectl_dump(path)).to_json()
+    assert got["binds"] == {}
+    assert any("resource quota insufficient, requested: map[requests.cpu:1]" in e["message"]
+               for e in got["events"])
+
+
+def test_pods_of_other_schedulers_and_of_missing_pod_groups_hold_only_their_node(
+        tmp_path: Path) -> None:
+    path = _dump(tmp_path, _node("n1"), _queue("default"),
+                 _pod("nginx-0", "web", node="n1", scheduler="default-scheduler", cpu="3"),
+                 _pod("orphan-0", "ml", group="gone", node="n1", cpu="3"))
+    scenario = load_kubectl_dump(path)
+    assert {t.uid: t.job for t in scenario.tasks} == {"web/nginx-0": "", "ml/orphan-0": ""}
+    assert not scenario.jobs
+    assert any("ml/orphan-0: its PodGroup ml/gone does not exist; the pod holds its place"
+               in warning for warning in scenario.warnings)
+    cache = scenario.build_cache()
+    assert cache.nodes["n1"].used.milli_cpu == 6000
+
+
+def test_an_imported_scenario_with_pods_of_no_job_loads_back(tmp_path: Path) -> None:
+    from batchsched.cli import main
+
+    path = _dump(tmp_path, _node("n1"), _queue("default"),
+                 _pod("nginx-0", "web", node="n1", scheduler="default-scheduler", cpu="3"))
+    out = tmp_path / "scenario.yaml"
+    assert main(["import", "kubectl", str(path), "-o", str(out)]) == 0
+    assert [t.job for t in load_scenario(out).tasks] == [""]
+
+
+def test_ephemeral_storage_is_counted_as_volcano_counts_it(tmp_path: Path) -> None:
+    assert counted_by_volcano("ephemeral-storage")
+    path = _dump(tmp_path, _node("n1", **{"ephemeral-storage": "10Gi"}), _queue("default"),
+                 _podgroup("small", "default"), _podgroup("big", "default"),
+                 _pod("small-0", "default", group="small", cpu="1",
+                      **{"ephemeral-storage": "5Gi"}),
+                 _pod("big-0", "default", group="big", cpu="1",
+                      **{"ephemeral-storage": "20Gi"}))
+    got = run_scenario(load_kubectl_dump(path)).to_json()
+    assert got["binds"] == {"default/small-0": "n1"}
+
+
+def test_explaining_a_pod_of_no_job_says_so() -> None:
+    from batchsched.explain import explain
+
+    scenario = parse_scenario(foreign_pod_scenario(), source="<test>")
+    with pytest.raises(ScenarioError, match="is in no job: a pod no pod group holds"):
+        explain(scenario, task="monitoring/prometheus-0")
