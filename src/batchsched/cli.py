@@ -85,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--job", metavar="NS/NAME")
     target.add_argument("--task", metavar="NS/NAME")
     explain.add_argument("--output", choices=("text", "json"), default="text")
+    explain.add_argument("--config",
+                         help="a Volcano scheduler configuration replacing the scenario's")
     explain.add_argument("--counterfactuals", action="store_true",
                          help="also search the smallest changes that let it start (slower)")
     explain.add_argument("--predict-start", action="store_true",
@@ -314,6 +316,12 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
     from batchsched.scenario.kubectl import load_scenario_or_dump
 
     scenario = load_scenario_or_dump(args.scenario)
+    for warning in scenario.warnings:
+        print(f"batchsched: warning: {warning}", file=sys.stderr)
+    if args.config:
+        from batchsched.conf import load_configuration
+
+        scenario = scenario.with_configuration(load_configuration(args.config))
     report = explain(scenario, job=args.job, task=args.task)
     if args.counterfactuals:
         report["counterfactuals"] = counterfactuals(scenario, job=args.job, task=args.task,

@@ -160,7 +160,8 @@ def test_import_without_output_prints_the_scenario(capsys: pytest.CaptureFixture
 def test_explain_reads_the_dump(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(DUMP), "--job", TRAIN]) == 0
     verdict = capsys.readouterr().out.splitlines()[0]
-    assert verdict.startswith(f"job {TRAIN}: held back by proportion")
+    assert verdict.startswith(f"job {TRAIN}: started (3 task(s) placed, minMember 3); 1 more "
+                              "wait: held back by proportion")
     assert "nvidia.com/gpu" in verdict
 
 

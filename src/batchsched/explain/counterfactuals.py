@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import PODS, Resource
@@ -106,7 +107,18 @@ def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenar
         if task.job == job and task.status is TaskStatus.PENDING else task
         for task in scenario.tasks
     )
-    return attrs.evolve(scenario, tasks=tasks)
+
+    def with_smaller_minimum(owner: JobInfo) -> JobInfo:
+        """The pod group's minResources (what admission weighs) scaled alike."""
+        minimum = owner.podgroup.min_resources
+        if owner.uid != job or minimum is None:
+            return owner
+        twin = owner.clone()
+        twin.podgroup.min_resources = smaller(minimum)
+        return twin
+
+    jobs = tuple(with_smaller_minimum(owner) for owner in scenario.jobs)
+    return attrs.evolve(scenario, tasks=tasks, jobs=jobs)
 
 
 def with_queue(scenario: Scenario, name: str, change: Callable[[QueueInfo], QueueInfo]
@@ -229,6 +241,23 @@ def _raised_quota(scenario: Scenario, job: str, gaps: list[dict[str, Any]],
     return None
 
 
+def _within_budgets(candidates: list[TaskInfo], scenario: Scenario) -> list[TaskInfo]:
+    """The candidates, in order, that can be evicted together: each disruption budget
+    lets go of at most its ``disruptionsAllowed`` (the later ones beyond it are left
+    out, so that every prefix respects every budget)."""
+    allowed = [pdb.disruptions_allowed for pdb in scenario.pdbs]
+    kept = []
+    for task in candidates:
+        covering = [i for i, pdb in enumerate(scenario.pdbs)
+                    if pdb.matches(task.namespace, task.labels)]
+        if any(allowed[i] <= 0 for i in covering):
+            continue
+        for i in covering:
+            allowed[i] -= 1
+        kept.append(task)
+    return kept
+
+
 def _victims(scenario: Scenario, job: str, works: Callable[[Scenario], bool],
              max_sessions: int) -> dict[str, Any] | None:
     jobs = {j.uid: j for j in scenario.jobs}
@@ -251,21 +280,19 @@ def _victims(scenario: Scenario, job: str, works: Callable[[Scenario], bool],
 
     def protected(task: TaskInfo) -> bool:
         """A pod no eviction may take: marked not preemptable (the pod's, or its pod
-        group's, ``volcano.sh/preemptable: "false"``), or one a disruption budget
-        allows no disruption of."""
+        group's, ``volcano.sh/preemptable: "false"``). Disruption budgets are kept by
+        :func:`_within_budgets`."""
         other = jobs.get(task.job)
         marked = other is not None and any(
             _PREEMPTABLE in source for source in (other.podgroup.annotations,
                                                   other.podgroup.labels))
-        if not task.preemptable or (marked and other is not None and not other.preemptable):
-            return True
-        return any(pdb.disruptions_allowed <= 0 and pdb.matches(task.namespace, task.labels)
-                   for pdb in scenario.pdbs)
+        return not task.preemptable or (marked and other is not None and not other.preemptable)
 
     candidates = [t for t in scenario.tasks
                   if t.job != job and t.node_name and t.status in _PLACED
                   and basis(t) is not None and not protected(t)]
     candidates.sort(key=lambda t: (jobs[t.job].priority, t.priority, -t.creation_time, t.uid))
+    candidates = _within_budgets(candidates, scenario)
     if not candidates:
         return None
     budget = [max_sessions]

@@ -24,18 +24,21 @@ its keys are listed in docs/explain.md.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from batchsched.actions.strict_allocate import pending_request
 from batchsched.api.dra_usage import device_resources, new_claim_devices
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
-from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 from batchsched.errors import ScenarioError
 from batchsched.framework.recording import NodeScore, Placement, QueueQuota, Recorder
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
 from batchsched.scenario.loader import Scenario
+from batchsched.scenario.runner import ScenarioCache
 from batchsched.scheduler import run_actions
 
 __all__ = ["explain", "render"]
@@ -76,8 +79,9 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
     watched = [t.uid for t in scenario.tasks if t.job == job]
     recorder = Recorder(watch=watched)
-    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=registry,
-                       recorder=recorder)
+    # The cache run_scenario uses: the scenario's faults (bind failures) happen here too.
+    cache = ScenarioCache(scenario.to_cluster(), scenario.bind_failures)
+    ssn = Session.open(cache, scenario.configuration, registry=registry, recorder=recorder)
     target = ssn.jobs.get(job)
     phase_before = target.podgroup.phase.value if target is not None else None
     run_actions(ssn)
@@ -99,14 +103,34 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         report["plugins"] = [entry for entry in report["plugins"]
                              if entry["subject"] in (job, task, report["queue"])]
         report["task"] = task
+        report["jobVerdict"] = report["verdict"]
+        report["verdict"] = _task_verdict(report["tasks"][0]) if report["tasks"] else \
+            "not in the session"
     return report
+
+
+def _task_verdict(entry: dict[str, Any]) -> str:
+    """One task's outcome: where it went, or why it is pending."""
+    status = entry["status"]
+    if "node" in entry:
+        if status == str(TaskStatus.PIPELINED):
+            return f"pipelined on {entry['node']}: it waits for room being freed there"
+        return f"placed on {entry['node']} ({status})"
+    if status == str(TaskStatus.PENDING):
+        return f"pending: {entry.get('reason', 'not tried in this session')}"
+    return str(status)
 
 
 def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
     """For every plugin offering ``queue_quota``: the job's queue's allocated plus the
     job's pending request against each ceiling, and what is short, per resource
     (the dimensions the request asks for, as Volcano's quota checks compare)."""
-    request = _with_claimed_devices(ssn, job, pending_request(job))
+    # A job not admitted yet is weighed by its minResources (enqueue's check); an
+    # admitted one by what its pending tasks ask (allocate's).
+    minimum = job.podgroup.min_resources
+    admitted = job.podgroup.phase is not PodGroupPhase.PENDING
+    request = _with_claimed_devices(
+        ssn, job, pending_request(job) if admitted or minimum is None else minimum.clone())
     asked = request.resource_names()
     out = []
     for name, plugin in ssn.plugins.items():
@@ -117,6 +141,7 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
         if quota is None:
             continue
         future = quota.allocated.clone().add(request)
+        gates = quota.allocation if admitted else quota.admission
         for ceiling, limit in quota.ceilings.items():
             if limit.is_empty():
                 continue  # an unset ceiling limits nothing
@@ -129,6 +154,9 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
                 "plugin": name, "queue": job.queue, "ceiling": ceiling,
                 "allocated": quantities(quota.allocated), "request": quantities(request),
                 "limit": quantities(limit), "short": quantities(short),
+                # Whether the plugin refuses by this ceiling at the job's stage (admission
+                # for a job not admitted, placements for one admitted).
+                "gates": gates is None or ceiling in gates,
             })
     return out
 
@@ -160,12 +188,14 @@ _MEMORY_UNITS = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("T", 10**12),
 def quantities(resource: Resource) -> dict[str, str]:
     """Kubernetes quantities, memory in the largest unit that divides it exactly."""
     out = resource.to_quantities()
-    memory = resource.memory
-    if memory and memory == int(memory):
-        for suffix, size in _MEMORY_UNITS:
-            if memory % size == 0:
-                out["memory"] = f"{int(memory) // size}{suffix}"
-                break
+    # Bytes (ephemeral storage is kept in milli-bytes, as Volcano keeps scalars).
+    for name, amount in (("memory", resource.memory),
+                         ("ephemeral-storage", resource.get("ephemeral-storage") / 1000)):
+        if amount and amount == int(amount):
+            for suffix, size in _MEMORY_UNITS:
+                if amount % size == 0:
+                    out[name] = f"{int(amount) // size}{suffix}"
+                    break
     return out
 
 
@@ -189,6 +219,9 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         for subject in (job.uid, *sorted(job.tasks), job.queue)
         for a in recorder.about(subject)
     ]
+    # The host refused these binds (a fault, a node gone): the task is pending again.
+    bind_failures = {e.object: e.message for e in ssn.events if e.reason == "FailedBinding"
+                     and e.object in job.tasks}
     tasks = []
     for uid, task in sorted(job.tasks.items()):
         entry: dict[str, Any] = {"task": uid, "status": str(task.status)}
@@ -212,31 +245,57 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                 entry["details"] = dict(sorted(details.items()))
         elif task.status is TaskStatus.PENDING:
             refusals = [f"{a.plugin} said {a.answer} at {a.point}"
-                        for a in recorder.about(uid) if _refuses(a.point, a.answer)]
-            entry["reason"] = ("; ".join(refusals) or job.job_fit_errors
+                        for a in recorder.last_answers(uid) if _refuses(a.point, a.answer)]
+            entry["reason"] = (bind_failures.get(uid) or "; ".join(refusals)
+                               or job.job_fit_errors or _undone_placement(task)
                                or "not tried in this session")
         tasks.append(entry)
+    # What decides is each plugin's last answer (a later round may have said yes); of
+    # the answers about the queue, those given by the job's last turn (a queue full
+    # after the job was placed, or was tried, held nothing of this job back).
+    subjects = (job.uid, *sorted(job.tasks))
+    last_turn = recorder.last_given(subjects)
+    final = [a for subject in subjects for a in recorder.last_answers(subject)]
+    final += recorder.last_answers(job.queue,
+                                   until=math.inf if last_turn is None else last_turn)
     # A placement refused at an allocate event and later made elsewhere (preempt's
     # next node, a dry run's replay) explains nothing about the outcome.
     placed = {uid for uid, task in job.tasks.items() if task.node_name}
-    refused = [p for p in plugins if _refuses(p["point"], p["answer"])
-               and not (p["point"] == "allocate event" and p["subject"] in placed)]
+    refused = [a for a in final if _refuses(a.point, a.answer)
+               and not (a.point == "allocate event" and a.subject in placed)]
     unplaced = [t for t in tasks if t["status"] == str(TaskStatus.PENDING)]
     # "Not ready" follows from a task refused elsewhere (by a plugin, or by every
     # node): a cause only when nothing else is.
-    causes = [p for p in refused if p["point"] not in _CONSEQUENCES]
+    causes = [a for a in refused if a.point not in _CONSEQUENCES]
     if not causes and not any("nodes" in t for t in unplaced):
         causes = refused
-    said_no = sorted({p["plugin"] for p in causes})
+    said_no = sorted({a.plugin for a in causes})
     started = job.ready_task_num() >= job.min_available and not unplaced
+    waiting = job.tasks_in(TaskStatus.PIPELINED)
     decided_by: list[str]
     if started:
         verdict, decided_by = "placed", []
+    elif waiting and job.ready_task_num() + len(waiting) >= job.min_available:
+        # Volcano's pipelined job: its gang holds room that is being freed.
+        nodes = sorted({t.node_name for t in waiting.values()})
+        verdict = (f"pipelined: {len(waiting)} task(s) wait on {', '.join(nodes)} for room "
+                   "being freed (pods evicted or being deleted); it starts once it is free")
+        decided_by = ["pipelined"]
+    elif any(t["task"] in bind_failures for t in unplaced):
+        verdict = "bind failed: " + "; ".join(
+            bind_failures[t["task"]] for t in unplaced if t["task"] in bind_failures)
+        decided_by = ["bind"]
+    elif not unplaced and not waiting:
+        left = {str(status): len(index) for status, index in sorted(job.task_status_index.items())
+                if index and status not in ALLOCATED_STATUSES}
+        verdict = ("nothing to place: no task is pending ("
+                   + ", ".join(f"{count} {status}" for status, count in left.items()) + ")")
+        decided_by = []
     elif said_no:
         verdict = f"held back by {', '.join(said_no)}"
         shortages = [f"queue {q['queue']}'s {q['ceiling']} ({q['plugin']}) is short by "
                      + ", ".join(f"{k} {v}" for k, v in q["short"].items())
-                     for q in quota if q["short"] and q["plugin"] in said_no]
+                     for q in quota if q["short"] and q["gates"] and q["plugin"] in said_no]
         if shortages:
             verdict += ": " + "; ".join(shortages)
         decided_by = said_no
@@ -252,6 +311,11 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
     else:
         verdict = (f"gang: {job.ready_task_num()} of minMember {job.min_available} placed")
         decided_by = ["gang"]
+    if unplaced and job.ready_task_num() >= job.min_available and not verdict.startswith(
+            ("pipelined", "nothing")):
+        # The gang runs; what follows is about the tasks beyond its minimum.
+        verdict = (f"started ({job.ready_task_num()} task(s) placed, minMember "
+                   f"{job.min_available}); {len(unplaced)} more wait: {verdict}")
     return {
         "job": job.uid, "queue": job.queue, "minMember": job.min_available,
         "phase": {"before": phase_before, "after": job.podgroup.phase.value},
@@ -268,9 +332,22 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
     }
 
 
+def _undone_placement(task: TaskInfo) -> str:
+    """Why a task a statement placed and then undid is pending ('' when it was not)."""
+    context = task.last_transaction
+    if context is None or context.status not in ALLOCATED_STATUSES or not context.node_name:
+        return ""
+    return (f"could go to {context.node_name}, once the gang's minimum is satisfied: the "
+            "placement was undone")
+
+
 def render(report: dict[str, Any]) -> str:
     """The report as a readable tree."""
-    lines = [f"job {report['job']}: {report['verdict']}"]
+    if "task" in report:
+        lines = [f"task {report['task']}: {report['verdict']}",
+                 f"job {report['job']}: {report['jobVerdict']}"]
+    else:
+        lines = [f"job {report['job']}: {report['verdict']}"]
     if "phase" in report:
         lines.append(f"  queue {report['queue']}, minMember {report['minMember']}, pod group "
                      f"{report['phase']['before']} -> {report['phase']['after']}")
@@ -310,9 +387,16 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"  start: {prediction['text']}")
     if "counterfactuals" in report:
         changes = report["counterfactuals"]
-        lines.append("  it would start now with:" if changes else
-                     "  no change tried lets it start now")
-        lines.extend(f"    {change['text']}" for change in changes)
+        outcome = report.get("jobVerdict", report["verdict"])
+        if changes:
+            lines.append("  it would start now with:")
+            lines.extend(f"    {change['text']}" for change in changes)
+        elif outcome == "placed":
+            lines.append("  it starts in this session: nothing to change")
+        elif outcome.startswith("pipelined"):
+            lines.append("  it starts once the room it waits for is free: nothing to change")
+        else:
+            lines.append("  no change tried lets it start now")
     return "\n".join(lines)
 
 

@@ -26,6 +26,8 @@ show how far a job's request is from each ceiling.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +62,9 @@ class PluginAnswer:
     answer: str
     #: The queue or node the question was asked with, if any.
     about: str = ""
+    #: When it was given, among all the answers the recorder kept (0 first); not part
+    #: of what the answer is (equal answers given twice are the same answer).
+    order: int = attrs.field(default=0, eq=False)
 
 
 @attrs.frozen
@@ -69,6 +74,10 @@ class QueueQuota:
 
     allocated: Resource
     ceilings: Mapping[str, Resource]
+    #: The ceilings that refuse a job not yet admitted (enqueue) and those that refuse
+    #: a task (allocatable); None: every ceiling.
+    admission: frozenset[str] | None = None
+    allocation: frozenset[str] | None = None
 
 
 @attrs.frozen
@@ -134,6 +143,7 @@ class Recorder:
         #: Each watched task's placements in this session, in order (a placement a
         #: statement later discarded stays: it shows what was tried).
         self.placements: dict[str, list[Placement]] = {}
+        self._given = itertools.count()
 
     def wrap(self, point: str, plugin: str, fn: Fn) -> Fn:
         """``fn`` itself if ``point`` is not recorded, else a function that records."""
@@ -145,7 +155,8 @@ class Recorder:
             subject, about = _subject(args)
             kept = self.answers.setdefault(subject, [])
             if len(kept) < self.per_subject:
-                kept.append(PluginAnswer(point, plugin, subject, _describe(result), about))
+                kept.append(PluginAnswer(point, plugin, subject, _describe(result), about,
+                                         next(self._given)))
             return result
 
         return recorded
@@ -156,7 +167,7 @@ class Recorder:
         kept = self.answers.setdefault(task, [])
         if len(kept) < self.per_subject:
             kept.append(PluginAnswer("allocate event", plugin, task, f"refused: {reason}",
-                                     node))
+                                     node, next(self._given)))
 
     def note(self, subject: str, plugin: str, text: str) -> None:
         """A reason a plugin wants shown with ``subject`` (a job, task or queue id)."""
@@ -171,6 +182,25 @@ class Recorder:
                 seen.add(answer)
                 out.append(answer)
         return out
+
+    def last_answers(self, subject: str, *, until: float = math.inf) -> list[PluginAnswer]:
+        """Each plugin's last answer at each point about ``subject`` (and what it was
+        asked with), given no later than ``until`` (an ``order``), in the order given: a
+        later answer replaces an earlier one (a queue with room again, a task a
+        later round placed)."""
+        last: dict[tuple[str, str, str], PluginAnswer] = {}
+        for answer in self.answers.get(subject, []):
+            if answer.order <= until:
+                key = (answer.point, answer.plugin, answer.about)
+                last.pop(key, None)
+                last[key] = answer
+        return list(last.values())
+
+    def last_given(self, subjects: Iterable[str]) -> int | None:
+        """When the last answer about any of ``subjects`` was given (None: none was)."""
+        orders = [answer.order for subject in subjects
+                  for answer in self.answers.get(subject, [])]
+        return max(orders) if orders else None
 
     def before_placement(self, ssn: Session, task: TaskInfo, node: NodeInfo, kind: str) -> None:
         """Score a watched task on every node it could go to, just before a statement

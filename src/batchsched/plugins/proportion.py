@@ -206,7 +206,8 @@ class ProportionPlugin:
         if attr is None:
             return None
         return QueueQuota(attr.allocated.clone(), {
-            "deserved": attr.deserved.clone(), "capability": attr.real_capability.clone()})
+            "deserved": attr.deserved.clone(), "capability": attr.real_capability.clone()},
+            admission=frozenset({"capability"}), allocation=frozenset({"deserved"}))
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}

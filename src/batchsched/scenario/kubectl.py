@@ -294,6 +294,9 @@ class _Converter:
             config = _configuration_document(text, f"{self.source}: {who}")
         else:
             config = yaml.safe_load(DEFAULT_CONFIGURATION_YAML)
+            self.warnings.append(f"{self.source}: no Volcano scheduler ConfigMap among its "
+                                 "items: Volcano's default configuration applies unless "
+                                 "one is given (--config)")
         for who, _ in config_maps:
             self.warn(who, "not used: another scheduler configuration is")
         for item in by_kind["Node"]:

@@ -114,7 +114,7 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
     return out
 
 
-class _RecordingCache:
+class ScenarioCache:
     """A cache for one session over a scenario: hands out the snapshot once and only
     records the decisions (the scenario's own objects are the session's). Binds of
     the tasks in ``refuse`` are refused (the scenario's ``faults``)."""
@@ -202,7 +202,7 @@ def run_scenario(
     """
     if scores is None:
         scores = "scores" in scenario.expect
-    cache = _RecordingCache(scenario.to_cluster(copy=not consume), scenario.bind_failures)
+    cache = ScenarioCache(scenario.to_cluster(copy=not consume), scenario.bind_failures)
     ssn = Session.open(cache, configuration or scenario.configuration, registry=registry)
     computed = session_scores(ssn) if scores else None
     try:

@@ -108,7 +108,8 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
         job = cluster.jobs[uid]
         run_times: dict[str, float] = {}
         for task in job.tasks.values():
-            if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            if task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.RELEASING):
+                # Ended, or being deleted: the replay ends a Releasing pod on arrival.
                 run_times[task.uid] = 0.0
                 continue
             raw = task.annotations.get(RUN_TIME_ANNOTATION)

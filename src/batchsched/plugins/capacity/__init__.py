@@ -234,8 +234,11 @@ class CapacityPlugin:
             for device_class, amount in attr.devices.capability.items():
                 for name, value in device_resources(device_class, amount).items():
                     capability.set(name, value)
+        # deserved refuses nothing: it is what reclaim protects.
         return QueueQuota(allocated, {"capability": capability,
-                                      "deserved": attr.deserved.clone()})
+                                      "deserved": attr.deserved.clone()},
+                          admission=frozenset({"capability"}),
+                          allocation=frozenset({"capability"}))
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}

@@ -1,0 +1,224 @@
+"""Verdicts that agree with what the session decided: pipelined jobs, the last answer
+of each plugin, queue answers given after the job's turn, jobs not admitted, bind
+failures, placements undone, tasks explained on their own, budgets kept by suggested
+evictions."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import yaml
+
+from batchsched.cli import main
+from batchsched.explain import counterfactuals, explain, render
+from batchsched.scenario import Scenario, load_scenario, parse_scenario, run_scenario
+from batchsched.simulation.predict import predict_start
+
+CORPUS = Path(__file__).parent / "conformance" / "volcano" / "actions"
+
+BASE = """
+version: 1
+name: verdicts
+now: 1000
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+def scenario_of(text: str) -> Scenario:
+    return parse_scenario(yaml.safe_load(BASE + text), source="test.yaml")
+
+
+WAITING_ON_A_DELETING_POD = """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: old, minMember: 1, phase: Running}
+- {name: p, minMember: 1, phase: Inqueue}
+tasks:
+- {name: old-0, job: old, node: n1, phase: Running, deleting: true, requests: {cpu: 4}}
+- {name: p-0, job: p, requests: {cpu: 4}}
+"""
+
+
+def test_a_pipelined_job_is_explained_as_waiting_for_room_being_freed() -> None:
+    scenario = scenario_of(WAITING_ON_A_DELETING_POD)
+    report = explain(scenario, job="default/p")
+    assert report["verdict"].startswith("pipelined: 1 task(s) wait on n1 for room being freed")
+    assert report["decidedBy"] == ["pipelined"]
+    task = explain(scenario, task="default/p-0")
+    assert task["verdict"] == "pipelined on n1: it waits for room being freed there"
+    assert task["jobVerdict"] == report["verdict"]
+
+
+def test_a_preemptor_s_verdict_follows_the_last_answers() -> None:
+    """proportion said no at allocate, then yes when preempt placed the task."""
+    path = CORPUS / "preempt-04-preempt-low-priority-job-in-same-queue.yaml"
+    report = explain(load_scenario(path), job="c1/pg2")
+    assert report["verdict"].startswith("pipelined")
+    assert any(p["answer"] == "no" for p in report["plugins"])  # the history stays
+
+
+def test_a_queue_full_after_the_job_s_turn_does_not_explain_it() -> None:
+    scenario = scenario_of("""
+priorityClasses: [{name: high, value: 1000}]
+queues: [{name: default, capability: {cpu: 4, memory: 8Gi, pods: 1}}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: old, minMember: 1, phase: Running}
+- {name: z, minMember: 1, phase: Inqueue, priorityClassName: high}
+- {name: p, minMember: 1, phase: Inqueue}
+tasks:
+- {name: old-0, job: old, node: n1, phase: Running, deleting: true, requests: {cpu: 4}}
+- {name: z-0, job: z, requests: {cpu: 1}, nodeSelector: {gpu: "yes"}}
+- {name: p-0, job: p, requests: {cpu: 4}}
+""")
+    report = explain(scenario, job="default/z")
+    assert report["verdict"] == "no node fits: node(s) didn't match Pod's node affinity/selector"
+    assert report["decidedBy"] == ["predicates"]
+
+
+def test_a_job_refused_admission_is_weighed_by_its_min_resources() -> None:
+    scenario = scenario_of("""
+queues: [{name: q1, capability: {cpu: 2}}]
+nodes:
+- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
+jobs:
+- {name: a, queue: q1, minMember: 2, minResources: {cpu: 6}}
+tasks:
+- {name: a-0, job: a, requests: {cpu: 1}}
+- {name: a-1, job: a, requests: {cpu: 1}}
+""")
+    report = explain(scenario, job="default/a")
+    assert report["verdict"] == ("held back by proportion: queue q1's capability (proportion) "
+                                 "is short by cpu 4")
+    capability = next(q for q in report["quota"] if q["ceiling"] == "capability")
+    assert capability["request"] == {"cpu": "6"} and capability["gates"]
+    changes = counterfactuals(scenario, job="default/a", quota=report["quota"])
+    assert {"kind": "quota", "queue": "q1", "field": "capability", "by": {"cpu": "4"},
+            "text": "queue q1's capability raised by cpu 4"} in changes
+    smaller = next(c for c in changes if c["kind"] == "smallerRequests")
+    assert smaller["factor"] <= 2 / 6  # minResources shrinks with the requests
+
+
+def test_a_bind_failure_is_the_verdict() -> None:
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: a, minMember: 1, phase: Inqueue}
+tasks:
+- {name: a-0, job: a, requests: {cpu: 1}}
+faults:
+  bindFailures: [default/a-0]
+""")
+    report = explain(scenario, job="default/a")
+    assert report["verdict"] == ("bind failed: Binding default/a-0 to n1 failed: the cache "
+                                 "refused the bind")
+    assert report["decidedBy"] == ["bind"]
+    assert report["tasks"][0]["status"] == "Pending"
+
+
+def test_a_placement_the_gang_undid_says_where_the_task_could_go() -> None:
+    report = explain(load_scenario("examples/quickstart.yaml"), job="team/large")
+    first = next(t for t in report["tasks"] if t["task"] == "team/large-0")
+    assert first["reason"] == ("could go to n1, once the gang's minimum is satisfied: the "
+                               "placement was undone")
+
+
+def test_a_task_is_explained_by_its_own_outcome_and_a_started_gang_says_so() -> None:
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: b, minMember: 2, phase: Inqueue}
+tasks:
+- {name: b-0, job: b, requests: {cpu: 1}}
+- {name: b-1, job: b, requests: {cpu: 1}}
+- {name: b-2, job: b, requests: {cpu: 1}, nodeSelector: {gpu: "yes"}}
+""")
+    report = explain(scenario, task="default/b-0")
+    assert report["verdict"] == "placed on n1 (Binding)"
+    assert report["jobVerdict"] == ("started (2 task(s) placed, minMember 2); 1 more wait: "
+                                    "no node fits: node(s) didn't match Pod's node "
+                                    "affinity/selector")
+    text = render(report).splitlines()
+    assert text[:2] == ["task default/b-0: placed on n1 (Binding)",
+                        f"job default/b: {report['jobVerdict']}"]
+
+
+def test_a_job_whose_pods_are_all_being_deleted_has_nothing_to_place() -> None:
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: eval, minMember: 1, phase: Running}
+tasks:
+- {name: eval-0, job: eval, node: n1, phase: Running, deleting: true, requests: {cpu: 1}}
+""")
+    report = explain(scenario, job="default/eval")
+    assert report["verdict"] == "nothing to place: no task is pending (1 Releasing)"
+    assert report["decidedBy"] == []
+
+
+def test_a_prediction_does_not_wait_for_pods_being_deleted() -> None:
+    prediction = predict_start(scenario_of(WAITING_ON_A_DELETING_POD), "default/p")
+    assert prediction["text"] == "now" and prediction["unknownRunTimes"] == 0
+
+
+def test_suggested_evictions_keep_a_disruption_budget() -> None:
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+name: pdb victims
+now: 1000
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: pdb}]
+  - plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
+priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]
+nodes:
+- {name: n1, allocatable: {cpu: 3, memory: 8Gi, pods: 10}}
+jobs:
+- {name: web, minMember: 1, phase: Running, priorityClassName: low}
+- {name: urgent, minMember: 1, phase: Inqueue, priorityClassName: high}
+tasks:
+- {name: web-0, job: web, node: n1, phase: Running, requests: {cpu: 1}, labels: {app: web},
+   priorityClassName: low}
+- {name: web-1, job: web, node: n1, phase: Running, requests: {cpu: 1}, labels: {app: web},
+   priorityClassName: low}
+- {name: web-2, job: web, node: n1, phase: Running, requests: {cpu: 1}, labels: {app: web},
+   priorityClassName: low}
+- {name: urgent-0, job: urgent, requests: {cpu: 2}, priorityClassName: high}
+pdbs:
+- {name: web-pdb, selector: {app: web}, maxUnavailable: 1}
+"""), source="test.yaml")
+    changes = counterfactuals(scenario, job="default/urgent")
+    assert all(c["kind"] != "victims" for c in changes)  # two evictions, one allowed
+    assert not run_scenario(scenario).binds
+
+
+def test_explain_prints_the_loader_s_warnings_and_takes_a_configuration(
+        tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(BASE + """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: a, minMember: 1, phase: Inqueue, priorityClassName: nowhere}
+tasks:
+- {name: a-0, job: a, requests: {cpu: 1}}
+""")
+    config = tmp_path / "conf.yaml"
+    config.write_text('actions: "enqueue"\ntiers:\n- plugins: [{name: gang}]\n')
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["explain", str(path), "--job", "default/a", "--config", str(config)]) == 0
+    assert "warning" in err.getvalue() and "nowhere" in err.getvalue()
+    assert "not tried in this session" in out.getvalue()  # enqueue only: nothing placed
