@@ -222,3 +222,41 @@ tasks:
         assert main(["explain", str(path), "--job", "default/a", "--config", str(config)]) == 0
     assert "warning" in err.getvalue() and "nowhere" in err.getvalue()
     assert "not tried in this session" in out.getvalue()  # enqueue only: nothing placed
+
+
+def test_feasible_nodes_of_an_allocation_are_those_it_fits_now() -> None:
+    """n2's only room belongs to a pod being deleted: an allocation does not weigh it."""
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+- {name: n3, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: old, minMember: 1, phase: Running}
+- {name: p, minMember: 1, phase: Inqueue}
+tasks:
+- {name: old-0, job: old, node: n2, phase: Running, deleting: true, requests: {cpu: 4}}
+- {name: p-0, job: p, requests: {cpu: 4}}
+""")
+    (task,) = explain(scenario, job="default/p")["tasks"]
+    placement = task["placement"]
+    assert placement["kind"] == "allocate" and placement["feasibleNodes"] == 2
+    assert {s["node"] for s in [placement["chosen"], *placement["runnersUp"]]} == {"n1", "n3"}
+
+
+def test_a_job_of_a_missing_queue_is_reported_whole() -> None:
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: a, queue: missing, minMember: 1}
+tasks:
+- {name: a-0, job: a, requests: {cpu: 1}}
+""")
+    report = explain(scenario, task="default/a-0")
+    assert report["jobVerdict"] == ("the job is not in the session: its queue missing does "
+                                    "not exist")
+    assert report["queue"] == "missing" and report["minMember"] == 1
+    assert report["tasks"] == [{"task": "default/a-0", "status": "Pending"}]
+    assert predict_start(scenario, "default/a")["text"] == \
+        "never, while its queue missing does not exist"

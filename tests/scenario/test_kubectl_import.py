@@ -264,6 +264,19 @@ BAD_DUMPS: list[tuple[str, Callable[[dict[str, Any]], None] | str, str]] = [
      "dump.json: not a kubectl List (the output of `kubectl get ... -o json`: kind List with "
      "items); found kind 'Pod'"),
     ("not JSON", '{"apiVersion": "v1", "items": [', "dump.json: malformed JSON at line 1"),
+    ("a node name that is no string", lambda d: item(d, "Pod", "eval-0")["spec"].update(
+        nodeName=5), "dump.json: Pod team-a/eval-0: spec.nodeName: must be a string, not 5"),
+    ("an annotation that is no string", lambda d: item(d, "Pod", "eval-0")["metadata"][
+        "annotations"].update({"scheduling.k8s.io/group-name": 5}),
+     "dump.json: Pod team-a/eval-0: metadata.annotations.scheduling.k8s.io/group-name: must "
+     "be a string, not 5"),
+    ("a host port", lambda d: item(d, "Pod", "eval-0")["spec"]["containers"][0].update(
+        ports=[{"containerPort": 80, "hostPort": "eighty"}]),
+     "dump.json: Pod team-a/eval-0: spec.containers[0].ports[0].hostPort: 'eighty' is not a "
+     "port"),
+    ("a PodGroup twice", lambda d: d["items"].append(copy.deepcopy(item(d, "PodGroup", "eval"))),
+     "dump.json: PodGroup team-a/eval: metadata.name: a PodGroup of that name is in the dump "
+     "already"),
 ]
 
 
@@ -284,6 +297,13 @@ def test_a_malformed_dump_is_one_line_naming_the_object(
     assert message.split(": ", 1)[1] in err[0]
     with pytest.raises(ScenarioError):
         load_kubectl_dump(path)
+
+
+def test_run_on_a_single_object_says_it_is_not_a_list(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, json.dumps(item(dump(), "Pod", "eval-0")))
+    assert main(["run", str(path)]) == 2
+    assert "not a kubectl List" in capsys.readouterr().err
 
 
 def test_is_kubectl_dump() -> None:

@@ -89,8 +89,7 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     quota = quota_gaps(ssn, target) if target is not None else []
     ssn.close()
     if target is None:
-        return {"job": job, "verdict": "the job is not in the session: its queue does not "
-                "exist", "decidedBy": ["queue"], "tasks": [], "plugins": [], "quota": []}
+        return _left_out(scenario, job, task)
     report = _job_report(ssn, recorder, target, phase_before, quota)
     queue = ssn.queues.get(target.queue)
     if queue is not None and not queue.is_open and report["verdict"] != "placed":
@@ -106,6 +105,26 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         report["jobVerdict"] = report["verdict"]
         report["verdict"] = _task_verdict(report["tasks"][0]) if report["tasks"] else \
             "not in the session"
+    return report
+
+
+def _left_out(scenario: Scenario, job: str, task: str | None) -> dict[str, Any]:
+    """The report on a job the session left out: its queue does not exist."""
+    owner = next(j for j in scenario.jobs if j.uid == job)
+    verdict = f"the job is not in the session: its queue {owner.queue} does not exist"
+    report: dict[str, Any] = {
+        "job": job, "queue": owner.queue, "minMember": owner.min_available,
+        "phase": {"before": owner.podgroup.phase.value, "after": owner.podgroup.phase.value},
+        "verdict": verdict, "decidedBy": ["queue"], "plugins": [], "notes": [],
+        "tasks": [{"task": t.uid, "status": str(t.status), **({"node": t.node_name}
+                                                            if t.node_name else {})}
+                  for t in sorted(scenario.tasks, key=lambda t: t.uid)
+                  if t.job == job and (task is None or t.uid == task)],
+        "quota": [], "conditions": [], "events": [],
+    }
+    if task is not None:
+        report["task"] = task
+        report["jobVerdict"] = verdict
     return report
 
 

@@ -207,9 +207,14 @@ class Recorder:
         places it on ``node`` (called by the statement; cheap for other tasks)."""
         if task.uid not in self.watch:
             return
+        # Allocate prefers the nodes the task fits now; only a pipelined placement
+        # competes for room being freed (as allocate weighs them, by the init request).
+        def room(candidate: NodeInfo) -> Resource:
+            return candidate.idle if kind == "allocate" else candidate.future_idle()
+
         feasible = [
             candidate for candidate in ssn.node_list
-            if (candidate is node or task.resreq.less_equal(candidate.future_idle()))
+            if (candidate is node or task.init_resreq.less_equal(room(candidate)))
             and ssn.predicate(task, candidate) is None
         ]
         if node not in feasible:

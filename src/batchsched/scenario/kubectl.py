@@ -125,6 +125,9 @@ def load_scenario_or_dump(path: str | Path) -> Scenario:
             raise
         document = _read_document(str(path))
         if not is_kubectl_dump(document):
+            if isinstance(document, Mapping) and "apiVersion" in document \
+                    and isinstance(document.get("kind"), str):
+                _read_dump(str(path))  # a Kubernetes object, but not a List: say so
             raise
     converter = _Converter(str(path), ("volcano",))
     return converter.parse(converter.convert(document, None, None))
@@ -259,8 +262,23 @@ class _Converter:
         return value or []
 
     def strings(self, value: Any, who: str, field: str) -> dict[str, str]:
-        return {str(k): v for k, v in self.mapping(value, who, field).items()
-                if k not in _NOISE_ANNOTATIONS}
+        """A map of strings (labels, annotations: the API server holds nothing else)."""
+        out = {}
+        for key, text in self.mapping(value, who, field).items():
+            if key in _NOISE_ANNOTATIONS:
+                continue
+            if not isinstance(key, str) or not isinstance(text, str):
+                raise self.fail(who, f"{field}.{key}", f"must be a string, not {text!r}")
+            out[key] = text
+        return out
+
+    def text(self, value: Any, who: str, field: str) -> str:
+        """A string field ('' when absent)."""
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise self.fail(who, field, f"must be a string, not {value!r}")
+        return value
 
     def quantities(self, value: Any, who: str, field: str, *, all_names: bool = False
                    ) -> Quantities:
@@ -305,6 +323,9 @@ class _Converter:
                                 "already")
             self.nodes[item.name] = self.node(item)
         for item in by_kind["PodGroup"]:
+            if (item.namespace, item.name) in self.jobs:
+                raise self.fail(item.who, "metadata.name", "a PodGroup of that name is in "
+                                "the dump already")
             self.jobs[(item.namespace, item.name)] = self.podgroup(item)
         self.podgroups = set(self.jobs)
         tasks = [(item.who, task) for item in by_kind["Pod"] if (task := self.pod(item))]
@@ -606,8 +627,9 @@ class _Converter:
         namespace, name = item.namespace, item.name
         meta = self.mapping(item.obj.get("metadata"), who, "metadata")
         phase = status.get("phase") or "Pending"
-        node = spec.get("nodeName") or ""
-        scheduler = spec.get("schedulerName") or "default-scheduler"
+        node = self.text(spec.get("nodeName"), who, "spec.nodeName")
+        scheduler = self.text(spec.get("schedulerName"), who,
+                              "spec.schedulerName") or "default-scheduler"
         requests, init = self.pod_requests(spec, who)
         ours = scheduler in self.scheduler_names
         if not ours and not node:
@@ -660,9 +682,19 @@ class _Converter:
         containers = [self.mapping(c, who, f"spec.containers[{i}]")
                       for i, c in enumerate(self.seq(spec.get("containers"), who,
                                                      "spec.containers"))]
-        ports = [port.get("hostPort") for c in containers
-                 for port in self.seq(c.get("ports"), who, "spec.containers[*].ports")
-                 if isinstance(port, Mapping) and port.get("hostPort")]
+        ports = []
+        for c, container in enumerate(containers):
+            for p, port in enumerate(self.seq(container.get("ports"), who,
+                                              f"spec.containers[{c}].ports")):
+                host_port = self.mapping(port, who, f"spec.containers[{c}].ports[{p}]").get(
+                    "hostPort")
+                if not host_port:
+                    continue
+                if (not isinstance(host_port, int) or isinstance(host_port, bool)
+                        or not 0 < host_port < 65536):
+                    raise self.fail(who, f"spec.containers[{c}].ports[{p}].hostPort",
+                                    f"{host_port!r} is not a port")
+                ports.append(host_port)
         return _drop_none({
             "name": name, "namespace": namespace, "job": group,
             "role": fields["annotations"].get(TASK_SPEC) or None,

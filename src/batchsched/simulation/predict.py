@@ -49,9 +49,14 @@ def predict_start(scenario: Scenario, job: str, *, registry: Registry | None = N
     "text"}``; ``expectedStart`` (seconds since the epoch, as ``now``) and
     ``waitSeconds`` are None when the job does not start within ``horizon``.
     """
-    if job not in {j.uid for j in scenario.jobs}:
+    owner = next((j for j in scenario.jobs if j.uid == job), None)
+    if owner is None:
         raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
     now = scenario.now if scenario.now is not None else time.time()
+    if owner.queue not in {queue.name for queue in scenario.queues}:
+        return {"job": job, "now": now, "expectedStart": None, "waitSeconds": None,
+                "unknownRunTimes": 0,
+                "text": f"never, while its queue {owner.queue} does not exist"}
     workload, unknown = _workload_at(scenario, now, job)
     # A job partly running already starts what it waits for when every task it has
     # waiting now has started; a job that waits whole, when it first starts.
