@@ -146,7 +146,8 @@ class MemoryCache:
         self.binds: list[Bind] = []
         self.evictions: list[Eviction] = []
         self.unbinds: list[Eviction] = []
-        #: Preemptor task uid -> the node its victims were evicted on (the latest).
+        #: Preemptor task uid -> the node its victims were evicted on (the latest); an
+        #: entry goes when the task is bound, ends, is recreated or deleted.
         self.nominations: dict[str, str] = {}
         self.events: list[RecordedEvent] = []
         self.keep_events = keep_events
@@ -175,6 +176,14 @@ class MemoryCache:
 
     @_locked
     def add_node(self, node: NodeInfo) -> None:
+        """Add a node, or update one (new labels, taints, figures, readiness): a node
+        of the same name keeps its pods, counted again on the new node, as Volcano's
+        cache updates a node in place."""
+        old = self.nodes.get(node.name)
+        if old is not None and old is not node:
+            for held in old.tasks.values():
+                if held.uid not in node.tasks:
+                    node.add_task(held)
         self.nodes[node.name] = node
 
     @_locked
@@ -239,15 +248,22 @@ class MemoryCache:
         for task in job.tasks.values():
             self._release_numa(task.uid)
             self._release_claims(task)
+            self.nominations.pop(task.uid, None)
             node = self.nodes.get(task.node_name)
             if node is not None:
                 node.remove_task(task)
 
     @_locked
     def add_task(self, task: TaskInfo) -> None:
+        """Add a new pod to its job (and its node, if placed). A pod the job holds
+        already is refused (SchedulingError): its changes go through
+        :meth:`task_started`, :meth:`task_ended`... or :meth:`delete_task` first."""
         job = self.jobs.get(task.job)
         if job is None:
             raise SchedulingError(f"task {task.uid}: job {task.job!r} is not in the cache")
+        if task.uid in job.tasks:
+            raise SchedulingError(f"task {task.uid}: job {job.uid} holds it already "
+                                  "(delete_task it first)")
         self._check(task)
         self._make_claims(task)
         job.add_task(task)
@@ -272,6 +288,7 @@ class MemoryCache:
         job = self.jobs.get(task.job)
         if job is not None:
             job.delete_task(task)
+        self.nominations.pop(task.uid, None)
         self._release_numa(task.uid)
         self._release_claims(task)
         node = self.nodes.get(task.node_name)
@@ -309,6 +326,7 @@ class MemoryCache:
         node = self.nodes.get(task.node_name)
         if node is not None and task.uid in node.tasks:
             node.remove_task(task)
+        self.nominations.pop(task.uid, None)
         job.update_task_status(task, status)
 
     @_locked
@@ -322,7 +340,9 @@ class MemoryCache:
             node.remove_task(task)
         task.node_name = ""
         task.start_time = None
-        # A new pod: the old one's devices are not its own.
+        # A new pod: the old one's devices and nominated node are not its own.
+        task.nominated_node = ""
+        self.nominations.pop(task.uid, None)
         drop_device_annotations(task)
         drop_vnpu_annotations(task)
         self._renew_claims(task)
@@ -574,6 +594,18 @@ class MemoryCache:
                 # Raised, not just refused: the session's FailedBinding event says why.
                 raise SchedulingError(f"task {mine.uid}: PreBind plugin DynamicResources "
                                       f"failed: {problem}")
+        if mine.status is not TaskStatus.PENDING:
+            # The pod was placed since the session's snapshot (Volcano's node.AddTask:
+            # "already on different node").
+            raise SchedulingError(f"task {mine.uid}: it is {mine.status} on "
+                                  f"{mine.node_name or 'no node'} already")
+        # The node may have filled up since the snapshot (another pod, a node update):
+        # Volcano checks the room of a Binding task again before it binds. The session's
+        # request leaves out what its device plugins account for themselves.
+        fits, short = task.resreq.less_equal_with_names(node.idle)
+        if not fits:
+            raise SchedulingError(f"node {node_name} resources {short} are not enough to put "
+                                  f"task {mine.uid}, idle: {node.idle}, req: {task.resreq}")
         if self.binder is not None and not self.binder(task, node_name):
             return False
         if prebind:
@@ -589,6 +621,7 @@ class MemoryCache:
             # The binding carries what the session wrote on the pod (the vGPUs it took).
             mine.annotations = dict(task.annotations)
         mine.nominated_node = ""  # placed: nothing to keep for it any more
+        self.nominations.pop(mine.uid, None)
         node.add_task(mine)
         self._release_node_locks(node, locks_released_by(mine.annotations, mine.gpu_devices))
         self.binds.append(Bind(task.uid, node_name))
@@ -645,6 +678,9 @@ class MemoryCache:
         if job is None or task.uid not in job.tasks:
             return False
         mine = job.tasks[task.uid]
+        if mine.node_name not in self.nodes or mine.uid not in self.nodes[mine.node_name].tasks:
+            # Volcano's Evict: "host does not exist" (recreated, or its node deleted).
+            return False
         job.update_task_status(mine, TaskStatus.RELEASING)
         node = self.nodes.get(mine.node_name)
         if node is not None:

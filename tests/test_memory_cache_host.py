@@ -1,0 +1,146 @@
+"""MemoryCache as a host drives it between and during cycles: node updates keep their
+pods, binds are checked against the cache as it is now, evictions and duplicate pods
+are refused, nominations do not outlive their pods."""
+
+from __future__ import annotations
+
+import pytest
+
+from batchsched import (
+    JobInfo,
+    MemoryCache,
+    NodeInfo,
+    PodGroup,
+    Resource,
+    Scheduler,
+    TaskInfo,
+    TaskStatus,
+)
+from batchsched.api.cluster import ClusterInfo
+from batchsched.errors import SchedulingError
+
+
+def node(name: str, cpu: int = 4, **labels: str) -> NodeInfo:
+    return NodeInfo.create(name, Resource.from_mapping({"cpu": cpu, "memory": "8Gi",
+                                                        "pods": 20}), labels=labels)
+
+
+def gang(name: str, size: int, minimum: int, cpu: int = 1) -> JobInfo:
+    job = JobInfo.from_podgroup(PodGroup(name, "ns", min_member=minimum))
+    for k in range(size):
+        job.add_task(TaskInfo.create("ns", f"{name}-{k}", job.uid,
+                                     Resource.from_mapping({"cpu": cpu, "memory": "1Gi"})))
+    return job
+
+
+def used_cpu(cache: MemoryCache, name: str) -> float:
+    return cache.nodes[name].used.milli_cpu
+
+
+def test_updating_a_node_keeps_its_pods() -> None:
+    cache = MemoryCache(now=1000.0)
+    cache.add_node(node("n1", cpu=2))
+    cache.add_job(gang("a", 2, 2))
+    Scheduler(cache).run_once()
+    assert used_cpu(cache, "n1") == 2000
+    cache.add_node(node("n1", cpu=2, zone="a"))  # a label added
+    assert sorted(cache.nodes["n1"].tasks) == ["ns/a-0", "ns/a-1"]
+    assert used_cpu(cache, "n1") == 2000 and cache.nodes["n1"].labels == {"zone": "a"}
+    cache.add_job(gang("b", 2, 2))
+    Scheduler(cache).run_once()
+    assert all(t.status is TaskStatus.PENDING for t in cache.jobs["ns/b"].tasks.values())
+    cache.nodes["n1"].check_invariants()
+
+
+class LateArrival(MemoryCache):
+    """A host whose informer adds another scheduler's pod right after the snapshot."""
+
+    arriving: TaskInfo | None = None
+
+    def snapshot(self) -> ClusterInfo:
+        taken = super().snapshot()
+        if self.arriving is not None:
+            self.add_foreign_pod(self.arriving)
+            self.arriving = None
+        return taken
+
+
+def test_a_bind_is_refused_when_the_node_filled_up_since_the_snapshot() -> None:
+    cache = LateArrival(now=1000.0)
+    cache.add_node(node("n1", cpu=4))
+    cache.add_job(gang("g", 2, 2, cpu=2))
+    cache.arriving = TaskInfo.create("other", "foreign", "",
+                                     Resource.from_mapping({"cpu": 3, "memory": "1Gi"}),
+                                     node_name="n1", status=TaskStatus.RUNNING)
+    ssn = Scheduler(cache).run_once()
+    node_ = cache.nodes["n1"]
+    assert node_.used.less_equal(node_.allocatable)
+    assert any(e.reason == "FailedBinding" and "are not enough" in e.message
+               for e in ssn.events)
+    assert not [t for t in cache.jobs["ns/g"].tasks.values() if t.status is TaskStatus.BOUND]
+
+
+class MovedMeanwhile(MemoryCache):
+    """A host that learns, after the snapshot, that the pod runs elsewhere already."""
+
+    def snapshot(self) -> ClusterInfo:
+        taken = super().snapshot()
+        if "ns/g" in self.jobs and "ns/g-0" not in self.nodes["n2"].tasks:
+            job = self.jobs.pop("ns/g")
+            job.tasks["ns/g-0"].status = TaskStatus.PENDING
+            moved = gang("g", 1, 1)
+            placed = moved.tasks["ns/g-0"]
+            moved.update_task_status(placed, TaskStatus.RUNNING)
+            placed.node_name = "n2"
+            self.add_job(moved)
+        return taken
+
+
+def test_a_bind_of_a_pod_placed_elsewhere_meanwhile_is_refused() -> None:
+    cache = MovedMeanwhile(now=1000.0)
+    cache.add_node(node("n1"))
+    cache.add_node(node("n2", cpu=1))
+    cache.add_job(gang("g", 1, 1))
+    Scheduler(cache).run_once()
+    task = cache.jobs["ns/g"].tasks["ns/g-0"]
+    assert (task.status, task.node_name) == (TaskStatus.RUNNING, "n2")
+    assert "ns/g-0" not in cache.nodes["n1"].tasks
+
+
+def test_a_pod_added_twice_is_refused_and_changes_nothing() -> None:
+    cache = MemoryCache(now=1000.0)
+    cache.add_node(node("n1"))
+    job = gang("g", 1, 1)
+    cache.add_job(job)
+    before = cache.jobs["ns/g"].total_request.milli_cpu
+    again = TaskInfo.create("ns", "g-0", job.uid, Resource.from_mapping({"cpu": 2}))
+    with pytest.raises(SchedulingError, match="holds it already"):
+        cache.add_task(again)
+    assert cache.jobs["ns/g"].total_request.milli_cpu == before
+    cache.jobs["ns/g"].check_invariants()
+
+
+def test_an_eviction_of_a_pod_on_no_node_is_refused() -> None:
+    cache = MemoryCache(now=1000.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("g", 1, 1))
+    Scheduler(cache).run_once()
+    task = cache.jobs["ns/g"].tasks["ns/g-0"]
+    cache.task_recreated("ns/g", "ns/g-0")
+    assert cache.evict(task, "preempted") is False
+    assert task.status is TaskStatus.PENDING
+    cache.delete_node("n1")
+    assert cache.evict(task, "preempted") is False
+
+
+def test_nominations_go_with_their_pods() -> None:
+    cache = MemoryCache(now=1000.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("g", 2, 1))
+    tasks = list(cache.jobs["ns/g"].tasks.values())
+    for task in tasks:
+        cache.nominate(task, "n1")
+    cache.task_recreated("ns/g", tasks[0].uid)
+    assert tasks[0].nominated_node == "" and tasks[0].uid not in cache.nominations
+    cache.delete_job("ns/g")
+    assert cache.nominations == {}
