@@ -144,3 +144,65 @@ def test_nominations_go_with_their_pods() -> None:
     assert tasks[0].nominated_node == "" and tasks[0].uid not in cache.nominations
     cache.delete_job("ns/g")
     assert cache.nominations == {}
+
+
+class KeepsBinds(MemoryCache):
+    """A host whose unbind fails (its API server is unreachable)."""
+
+    def unbind(self, task: TaskInfo, reason: str) -> bool:
+        raise ConnectionError("api server unreachable")
+
+
+def test_a_bind_the_host_did_not_take_back_keeps_its_room_in_the_session() -> None:
+    cache = KeepsBinds(now=1000.0, binder=lambda task, node_name: task.name != "g-2")
+    cache.add_node(node("n1", cpu=3))
+    cache.add_job(gang("g", 3, 3))
+    ssn = Scheduler(cache).run_once()
+    assert [e.operation for e in ssn.host_errors] == ["unbind", "unbind"]
+    assert ssn.nodes["n1"].used.milli_cpu == 2000  # g-0 and g-1 still hold it
+    assert ssn.bound_count == 2
+    cache.nodes["n1"].check_invariants()
+
+
+def test_a_plugin_raising_while_a_refused_bind_is_undone_still_rolls_the_gang_back() -> None:
+    from batchsched import PluginSpec, hookimpl
+    from batchsched.conf import configuration_from_text
+    from batchsched.errors import PluginError
+    from batchsched.framework.events import EventHandler
+    from batchsched.framework.registry import Registry
+
+    class Grumpy:
+        name = "grumpy"
+
+        def __init__(self, arguments: object) -> None:
+            pass
+
+        def on_session_open(self, ssn: object) -> None:
+            def deallocate(event: object) -> None:
+                raise RuntimeError("deallocate handler blew up")
+
+            ssn.add_event_handler(  # type: ignore[attr-defined]
+                EventHandler(allocate=None, deallocate=deallocate, plugin="grumpy"))
+
+        def on_session_close(self, ssn: object) -> None:
+            pass
+
+    class Provides:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("grumpy", Grumpy)]
+
+    registry = Registry()
+    registry.register(Provides(), name="grumpy-plugins")
+    configuration = configuration_from_text(
+        'actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}, {name: grumpy}]\n'
+        "- plugins: [{name: predicates}, {name: proportion}]\n")
+    cache = MemoryCache(now=1000.0, binder=lambda task, node_name: task.name != "g-1")
+    cache.add_node(node("n1"))
+    cache.add_job(gang("g", 3, 3))
+    with pytest.raises(PluginError, match="grumpy"):
+        Scheduler(cache, configuration, registry=registry).run_once()
+    statuses = {t.name: t.status for t in cache.jobs["ns/g"].tasks.values()}
+    assert statuses == {"g-0": TaskStatus.PENDING, "g-1": TaskStatus.PENDING,
+                        "g-2": TaskStatus.PENDING}  # no gang left partly bound
+    assert not cache.nodes["n1"].tasks

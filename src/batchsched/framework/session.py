@@ -1416,21 +1416,31 @@ class Session:
         if nominate is not None:
             self._tell_cache("nominate", task.uid, lambda t: nominate(t, node_name), task)
 
-    def _unbind(self, task: TaskInfo, reason: str) -> None:
-        """Take back a bind the cache accepted (``unbind`` if the cache has it, else an
-        eviction); a failure here is logged: the next snapshot shows what stands."""
+    def _unbind(self, task: TaskInfo, reason: str) -> str:
+        """Take back a bind the cache accepted: ``"unbound"`` when its ``unbind`` did
+        (the pod is Pending again, its room free); ``"evicted"`` when the cache has no
+        ``unbind`` and evicted the pod instead (it is Releasing: its room is freed once
+        it is gone); ``"kept"`` when the cache refused or raised (the bind stands; kept
+        in ``host_errors``). The next snapshot shows what stands."""
         cache = self.cache
         if cache is None:
-            return
+            return "unbound"
+        unbind = getattr(cache, "unbind", None)
         try:
-            unbind = getattr(cache, "unbind", None)
-            if unbind is not None:
-                unbind(task, reason)
+            if unbind is None:
+                if cache.evict(task, reason):
+                    return "evicted"
+                problem = "the cache refused to evict it"
+            elif unbind(task, reason) is not False:
+                return "unbound"
             else:
-                cache.evict(task, reason)
+                problem = "the cache refused to unbind it"
         except Exception as exc:
-            log.warning("batchsched: task %s: taking back its bind raised %s: %s",
-                        task.uid, type(exc).__name__, exc)
+            problem = f"taking back its bind raised {type(exc).__name__}: {exc}"
+        error = CacheError(f"{task.uid}: {problem}", operation="unbind", obj=task.uid)
+        self.host_errors.append(error)
+        log.warning("batchsched: %s", error)
+        return "kept"
 
     def _statement_committed(self, operations: list[Operation]) -> None:
         if self.registry is not None and operations:

@@ -226,6 +226,10 @@ class Statement:
         handed_over = 0
         failed_jobs: set[str] = set()
         evicted_on: set[str] = set()  # nodes where an eviction of this commit went through
+        # A plugin raising while a refused operation is reverted must not stop the
+        # commit half-way: the host has taken what it took, and a gang below its
+        # minimum must still be taken back. The first such error is raised at the end.
+        raised: list[Exception] = []
         try:
             for op in operations:
                 task, kind = op.task, op.kind
@@ -235,7 +239,7 @@ class Statement:
                         committed.append(op)
                         evicted_on.add(op.node_name)
                     else:
-                        self._revert(op, fire=True)
+                        self._revert_noting(op, raised)
                 elif kind is OperationKind.ALLOCATE:
                     if self._bind(task):
                         ssn.jobs[task.job].update_task_status(task, _BINDING)
@@ -244,7 +248,7 @@ class Statement:
                             node.update_task(task)
                         committed.append(op)
                     else:
-                        self._revert(op, fire=True)
+                        self._revert_noting(op, raised)
                         failed_jobs.add(task.job)
                 else:
                     if (kind is OperationKind.PIPELINE and task.eviction_occurred
@@ -261,8 +265,18 @@ class Statement:
             # Below minMember, whatever the plugins say, and the job did not ask to keep
             # what was bound.
             if not job.is_ready() and bind_failure_policy(ssn, job) == ROLLBACK_GANG:
-                committed = self._roll_back_binds(uid, committed)
+                committed = self._roll_back_binds(uid, committed, raised)
         ssn._statement_committed(committed)
+        if raised:
+            raise raised[0]
+
+    def _revert_noting(self, op: Operation, raised: list[Exception]) -> None:
+        """:meth:`_revert` with the handlers fired; an error is kept in ``raised``
+        (the task is reverted anyway)."""
+        try:
+            self._revert(op, fire=True)
+        except Exception as exc:
+            raised.append(exc)
 
     def _bind(self, task: TaskInfo) -> bool:
         ssn = self.ssn
@@ -278,17 +292,36 @@ class Statement:
                          f"{reason}")
         return False
 
-    def _roll_back_binds(self, job_uid: str, committed: list[Operation]) -> list[Operation]:
-        """Undo the job's binds of this commit (the gang fell below its minimum)."""
+    def _roll_back_binds(self, job_uid: str, committed: list[Operation],
+                         raised: list[Exception]) -> list[Operation]:
+        """Undo the job's binds of this commit (the gang fell below its minimum), as
+        far as the host took them back: an unbound pod is Pending again; an evicted
+        one (a host without ``unbind``) is Releasing on its node, its room freed once
+        it is gone; a bind the host kept stands in this session too (its room is not
+        the session's to give again)."""
         ssn = self.ssn
         kept: list[Operation] = []
         for op in committed:
             if op.kind is not OperationKind.ALLOCATE or op.task.job != job_uid:
                 kept.append(op)
                 continue
-            ssn._unbind(op.task, "gang below its minimum after a failed bind")
+            outcome = ssn._unbind(op.task, "gang below its minimum after a failed bind")
+            if outcome == "kept":
+                kept.append(op)
+                continue
             ssn.bound_count -= 1
-            self._revert(op, fire=True)
+            if outcome == "unbound":
+                self._revert_noting(op, raised)
+                continue
+            task = op.task
+            ssn.jobs[task.job].update_task_status(task, TaskStatus.RELEASING)
+            node = ssn.nodes.get(op.node_name)
+            if node is not None:
+                node.update_task(task)
+            try:
+                ssn._fire_deallocate(task)  # as an eviction does
+            except Exception as exc:
+                raised.append(exc)
         return kept
 
     def merge(self, *others: Statement) -> None:
