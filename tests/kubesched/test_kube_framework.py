@@ -14,10 +14,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchsched.api import NodeInfo, Resource
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import ConfigError, PluginError
 from batchsched.framework.registry import Registry as BatchschedRegistry
 from batchsched.kubesched import (
+    Code,
     CycleState,
     Framework,
     PluginRef,
@@ -122,6 +124,41 @@ def test_an_incomplete_gang_times_out_and_gives_back_its_reservations(
     assert scheduler.view is not None
     assert all(not node.tasks for node in scheduler.view.nodes.values())
     assert {"default/p0", "default/p1", "default/p2"} <= set(scheduler.queue.unschedulable)
+
+
+def test_a_bind_the_host_fails_is_an_error_that_unreserves_and_requeues(
+        kube_registry: Registry) -> None:
+    cache = gang_cache(nodes=3, members=3, minimum=1)
+
+    def binder(task: Any, node_name: str) -> bool:
+        if task.name == "p1":
+            raise ConnectionError("api server unreachable")
+        return True
+
+    cache.binder = binder
+    scheduler = gang_scheduler(kube_registry, cache)
+    results = {result.pod: result.status for result in scheduler.run(now=0.0)}
+    assert results["default/p1"].code is Code.ERROR
+    assert "api server unreachable" in results["default/p1"].message
+    assert not scheduler.assumed  # unreserved and forgotten, not left assumed
+    assert "default/p1" in scheduler.queue.backoff
+    assert sorted(bind.task for bind in cache.binds) == ["default/p0", "default/p2"]
+
+
+def test_a_pod_deleted_while_it_waits_at_permit_is_let_go(kube_registry: Registry) -> None:
+    cache = gang_cache(nodes=2, members=4, minimum=3)
+    scheduler = gang_scheduler(kube_registry, cache)
+    scheduler.run(now=0.0)
+    waiting = scheduler.frameworks["default-scheduler"].waiting_pods
+    assert {pod.pod.uid for pod in waiting} == {"default/p0", "default/p1"}
+    cache.delete_task(cache.jobs["default/pg"].tasks["default/p0"])
+    for name in ("n2", "n3"):
+        cache.add_node(NodeInfo.create(name, Resource.from_mapping(
+            {"cpu": 2, "memory": "4Gi", "pods": 10})))
+    scheduler.queue.move_all_to_active_or_backoff(1.0, "NodeAdd")
+    scheduler.run(now=2.0)  # no KeyError: the deleted pod is no longer waited for
+    assert "default/p0" not in scheduler.assumed
+    assert all(pod.pod.uid != "default/p0" for pod in waiting)
 
 
 def test_a_gang_smaller_than_its_minimum_is_refused_at_prefilter(

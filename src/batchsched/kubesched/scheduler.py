@@ -23,7 +23,8 @@ what was reserved, so no pod is left assumed without a decision.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 
 import attrs
 
@@ -38,6 +39,8 @@ from batchsched.kubesched.queue import SchedulingQueue
 from batchsched.kubesched.status import Code, Status
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler"]
+
+log = logging.getLogger("batchsched")
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -110,6 +113,10 @@ class PodScheduler:
             task = _task(view, assumed.pod)
             node = view.nodes.get(assumed.node)
             if task is None or node is None:
+                # Deleted (or its node gone) while assumed: kube-scheduler rejects it if
+                # it waits at Permit, and its plugins unreserve what they reserved.
+                assumed.framework.waiting_pods.remove(uid)
+                self._unreserve(assumed)
                 self._forget(uid)
                 continue
             if not task.node_name:
@@ -176,16 +183,18 @@ class PodScheduler:
                             node: NodeInfo, now: float) -> CycleResult:
         assert self.view is not None
         _place(self.view, pod, node)
-        self.assumed[pod.uid] = _Assumed(pod, node.name, framework, state)
-        status = framework.run_reserve(state, pod, node.name)
+        assumed = self.assumed[pod.uid] = _Assumed(pod, node.name, framework, state)
+        status = _guarded(lambda: framework.run_reserve(state, pod, node.name))
         if not status.is_success():
+            self._unreserve(assumed)  # kube-scheduler unreserves a failed Reserve too
             self._forget(pod.uid)
             return self._failed(pod, status, now)
-        status = framework.run_permit(state, pod, node.name)
+        status = _guarded(lambda: framework.run_permit(state, pod, node.name))
         if status.is_wait():
             return self._record(pod, node.name, status)
         if not status.is_success():
-            framework.run_unreserve(state, pod, node.name)
+            framework.waiting_pods.remove(pod.uid)
+            self._unreserve(assumed)
             self._forget(pod.uid)
             return self._failed(pod, status, now)
         return self._bind(pod.uid, now)
@@ -204,24 +213,26 @@ class PodScheduler:
                         continue
                     framework.waiting_pods.remove(waiting.pod.uid)
                     moved = True
+                    assumed = self.assumed.get(waiting.pod.uid)
+                    if assumed is None:
+                        continue  # gone meanwhile: nothing to bind or undo
                     if waiting.decision.is_success():
                         self._bind(waiting.pod.uid, now)
                         continue
-                    assumed = self.assumed.get(waiting.pod.uid)
-                    if assumed is not None:
-                        framework.run_unreserve(assumed.state, assumed.pod, assumed.node)
-                        self._forget(waiting.pod.uid)
+                    self._unreserve(assumed)
+                    self._forget(waiting.pod.uid)
                     self._failed(waiting.pod, waiting.decision, now)
 
     def _bind(self, uid: str, now: float) -> CycleResult:
         assumed = self.assumed[uid]
         framework, state, pod, node = (assumed.framework, assumed.state, assumed.pod,
                                        assumed.node)
-        status = framework.run_pre_bind(state, pod, node)
+        status = _guarded(lambda: framework.run_pre_bind(state, pod, node))
         if status.is_success():
-            status = framework.run_bind(state, pod, node)
+            status = _guarded(lambda: framework.run_bind(state, pod, node))
         if not status.is_success():
-            framework.run_unreserve(state, pod, node)
+            # kube-scheduler's handleBindingCycleError: unreserve, forget, requeue.
+            self._unreserve(assumed)
             self._forget(uid)
             return self._failed(pod, status, now)
         del self.assumed[uid]
@@ -230,6 +241,16 @@ class PodScheduler:
         return self._record(pod, node, Status.success())
 
     # -- bookkeeping -----------------------------------------------------------------------
+
+    @staticmethod
+    def _unreserve(assumed: _Assumed) -> None:
+        """Run Unreserve; a plugin raising there is logged, and the pod is forgotten
+        anyway (no pod stays assumed without a decision)."""
+        try:
+            assumed.framework.run_unreserve(assumed.state, assumed.pod, assumed.node)
+        except Exception as exc:
+            log.warning("batchsched: unreserving %s raised %s: %s", assumed.pod.uid,
+                        type(exc).__name__, exc)
 
     def _forget(self, uid: str) -> None:
         """Take an assumed pod off the view's node."""
@@ -259,6 +280,17 @@ class PodScheduler:
         result = CycleResult(pod.uid, node, status)
         self.results.append(result)
         return result
+
+
+def _guarded(point: Callable[[], Status]) -> Status:
+    """A point's status; a plugin (or the host's bind) raising is an error status, as
+    kube-scheduler turns a failed binding into one, so the pod is unreserved and
+    requeued with backoff instead of staying assumed."""
+    try:
+        return point()
+    except Exception as exc:
+        log.warning("batchsched: %s", exc)
+        return Status.error(str(exc))
 
 
 def _task(view: ClusterInfo, pod: TaskInfo) -> TaskInfo | None:
