@@ -51,7 +51,7 @@ def test_overcommit_unit_cases(case: str, factor: float, job: dict[str, Any],
 
 
 @pytest.mark.parametrize(("given", "used"), [(None, 1.2), (0.8, 1.2), (1, 1.0), (2, 2.0),
-                                             ("1.5", 1.5), ("x", 1.2)])
+                                             ("1.5", 1.2), ("x", 1.2)])
 def test_factor_argument(given: Any, used: float) -> None:
     arguments = {} if given is None else {"overcommit-factor": given}
     assert OvercommitPlugin(Arguments(arguments)).factor == used

@@ -19,6 +19,11 @@ from batchsched.plugins.sla import SlaPlugin
 @pytest.mark.parametrize(("factory", "arguments", "kept", "logged"), [
     (CapacityPlugin, {"ancestorReclaimLevel": "two"}, ("ancestor_reclaim_level", 0),
      "plugin 'capacity': argument 'ancestorReclaimLevel' = 'two' is not an integer; using 0"),
+    # Volcano's GetInt reads YAML integers only: neither "1" nor 1.0 is one.
+    (CapacityPlugin, {"ancestorReclaimLevel": "1"}, ("ancestor_reclaim_level", 0),
+     "plugin 'capacity': argument 'ancestorReclaimLevel' = '1' is not an integer; using 0"),
+    (CapacityPlugin, {"ancestorReclaimLevel": 1.0}, ("ancestor_reclaim_level", 0),
+     "plugin 'capacity': argument 'ancestorReclaimLevel' = 1.0 is not an integer; using 0"),
     (OvercommitPlugin, {"overcommit-factor": "lots"}, ("factor", DEFAULT_OVERCOMMIT_FACTOR),
      "plugin 'overcommit': argument 'overcommit-factor' = 'lots' is not a number; using 1.2"),
     (OvercommitPlugin, {"overcommit-factor": 0.5}, ("factor", DEFAULT_OVERCOMMIT_FACTOR),
@@ -50,7 +55,7 @@ def test_an_unreadable_argument_falls_back_with_a_warning(
 
 
 @pytest.mark.parametrize(("factory", "arguments"), [
-    (CapacityPlugin, {"ancestorReclaimLevel": "2"}),
+    (CapacityPlugin, {"ancestorReclaimLevel": 2}),
     (OvercommitPlugin, {"overcommit-factor": 2}),
     (NodeGroupPlugin, {"strict": "false", "enablePreferredOrder": True}),
     (SlaPlugin, {"sla-waiting-time": "1h"}),

@@ -356,6 +356,8 @@ def test_a_malformed_annotation_leaves_the_job_alone(caplog: pytest.LogCaptureFi
 
 def test_the_plugin_reads_only_its_weight(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="batchsched"):
-        plugin = TaskTopologyPlugin(Arguments({"task-topology.weight": "3", "weight": 2}))
+        plugin = TaskTopologyPlugin(Arguments({"task-topology.weight": 3, "weight": 2}))
     assert plugin.weight == 3
     assert "ignoring argument(s) 'weight'" in caplog.text
+    # Volcano's GetInt reads a YAML integer only: a quoted one is not read.
+    assert TaskTopologyPlugin(Arguments({"task-topology.weight": "3"})).weight == 1

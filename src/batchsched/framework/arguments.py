@@ -1,15 +1,18 @@
 """Arguments: a plugin's or action's ``arguments`` mapping with typed getters.
 
-Volcano's ``framework.Arguments`` reads YAML values that may be numbers, booleans
-or strings; the getters accept all of these the way Volcano does and fall back
-to the default when a value is missing or cannot be read as the type asked for.
+Volcano's ``framework.Arguments`` holds the YAML values as ``yaml.v2`` decodes them
+(integers, floats, booleans, strings); the getters read them as its getters do and
+fall back to the default when a value is missing or cannot be read as the type asked
+for: ``get_int`` takes an integer only (``"10"`` and ``10.0`` are not, as
+``GetInt``), ``get_float`` a number (``GetFloat64``), ``get_bool`` a boolean or a
+string Go's ``ParseBool`` reads.
 A value that is present but cannot be read is not an error (Volcano's fallback is
 kept) but is logged as a warning on the ``batchsched`` logger, naming the owner
 (the plugin or action, when the caller passes ``owner=``), the argument and the
 value; :func:`warn_unreadable` words it for checks a getter cannot make.
 :meth:`Arguments.warn_unknown` reports arguments a plugin does not read at all.
 
->>> args = Arguments({"binpack.weight": "10", "enabled": "true", "ratio": 1.5})
+>>> args = Arguments({"binpack.weight": 10, "enabled": "true", "ratio": 1.5})
 >>> args.get_int("binpack.weight", 1), args.get_bool("enabled", False), args.get_float("ratio", 1)
 (10, True, 1.5)
 >>> args.get_int("missing", 7)
@@ -200,34 +203,23 @@ class Arguments(Mapping[str, Any]):
         return f"Arguments({self._values!r})"
 
     def get_int(self, key: str, default: int, *, owner: str = "") -> int:
-        """An integer (a YAML integer, an integral float, or a string holding one)."""
+        """A YAML integer (Volcano's ``GetInt``: ``"10"`` or ``10.0`` is not one)."""
         value = self._values.get(key)
         if value is None:
             return default
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                pass
         warn_unreadable(owner, key, value, "an integer", default)
         return default
 
     def get_float(self, key: str, default: float, *, owner: str = "") -> float:
-        """A number (a YAML number or a string holding one)."""
+        """A YAML number (Volcano's ``GetFloat64``: a float or an integer, not a
+        string)."""
         value = self._values.get(key)
         if value is None:
             return default
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value.strip())
-            except ValueError:
-                pass
         warn_unreadable(owner, key, value, "a number", default)
         return default
 

@@ -238,7 +238,7 @@ class Session:
         ssn.metrics = metrics
         ssn.plugins = _create_plugins(configuration, registry)
         ssn._hide_resources(ssn._resources_plugins_hide())
-        ssn._drop_uncounted_minimums()
+        ssn._drop_uncounted_names()
         for tier in configuration.tiers:
             for option in tier.plugins:
                 plugin = ssn.plugins[option.name]
@@ -339,11 +339,13 @@ class Session:
         for node in self.node_list:
             self.total_resource.add(node.allocatable)
 
-    def _drop_uncounted_minimums(self) -> None:
-        """Take out of pod groups' ``minResources`` the names Volcano's ``NewResource``
-        does not count (a quota's ``count/pods``, ``requests.cpu``...: Volcano's
-        controllers write them there); the list as written stays readable through
-        :meth:`pod_group_min_resources`."""
+    def _drop_uncounted_names(self) -> None:
+        """Take out of pod groups' ``minResources`` and queues' ``capability``,
+        ``deserved`` and ``guarantee`` the names Volcano's ``NewResource`` does not
+        count (a quota's ``count/pods``, ``requests.cpu``...: Volcano's controllers
+        write them in ``minResources``). ``minResources`` as written stays readable
+        through :meth:`pod_group_min_resources`; a queue's ``defined`` keeps the names
+        its spec wrote (Volcano tests whether a spec lists any)."""
         for job in self.jobs.values():
             minimum = job.podgroup.min_resources
             if minimum is None or not minimum.scalars:
@@ -352,6 +354,14 @@ class Session:
             if dropped:
                 self._raw_min_resources.setdefault(job.uid, minimum)
                 job.podgroup.min_resources = minimum.without(dropped)
+        for queue in self.queues.values():
+            for field in ("capability", "deserved", "guarantee"):
+                quota: Resource | None = getattr(queue, field)
+                if quota is None or not quota.scalars:
+                    continue
+                dropped = [name for name in quota.scalars if not counted_by_volcano(name)]
+                if dropped:
+                    setattr(queue, field, quota.without(dropped))
 
     def pod_group_min_resources(self, job: JobInfo) -> Resource | None:
         """The pod group's ``minResources`` as written, the hidden resources and the

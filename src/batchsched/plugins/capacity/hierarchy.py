@@ -14,7 +14,7 @@ child does not set is inherited from its parent, and its realCapability is
 own guarantee, capped by its capability. The root's deserved and guarantee are
 the sums of its children's; its capability is unbounded unless set. The tree is
 *not ready* (capacity then refuses everything) when a queue's parent is missing,
-the parents form a cycle, ``root`` is missing, or a job sits in a queue that has
+``root`` is missing, or a job sits in a queue that has
 children.
 
 Determinism: children are visited (and summed) in name order.
@@ -196,7 +196,10 @@ def _link(name: str, queues: dict[str, QueueInfo], out: dict[str, CapacityQueue]
     # A linked queue other than the root always has ancestors (at least the root).
     while current != ROOT and not out[current].ancestors:
         if current in chain:
-            raise HierarchyError(f"cycle detected in queue hierarchy for queue {name!r}")
+            # Parents in a cycle: Volcano's walk stops at a queue it has seen and links
+            # the chain under it (its cycle check never fires), so the cycle, and the
+            # queues under it, hang off no root: their realCapability stays empty.
+            break
         chain.append(current)
         parent = queues[current].parent or ROOT
         if parent not in queues:

@@ -1,0 +1,75 @@
+"""capacity's hierarchy where Volcano's code decides something unusual: parents in a
+cycle hang off no root (nothing else is refused), and quota names ``NewResource``
+does not count are not quotas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from batchsched.scenario import parse_scenario, run_scenario
+
+CONFIG = """
+version: 1
+name: capacity edges
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins:
+    - name: gang
+    - name: capacity
+      enableHierarchy: true
+    - name: predicates
+nodes:
+- {name: n1, allocatable: {cpu: 16, memory: 32Gi, pods: 100}}
+"""
+
+
+def binds(text: str) -> dict[str, str]:
+    doc: dict[str, Any] = yaml.safe_load(CONFIG + text)
+    return run_scenario(parse_scenario(doc, source="<test>")).binds
+
+
+def test_queues_whose_parents_form_a_cycle_do_not_stop_the_others() -> None:
+    assert binds("""
+queues:
+- {name: root}
+- {name: q1}
+- {name: a, parent: b}
+- {name: b, parent: a}
+- {name: c, parent: a}
+jobs:
+- {name: j1, queue: q1, minMember: 1, minResources: {cpu: 1}}
+- {name: j2, queue: c, minMember: 1, minResources: {cpu: 1}}
+tasks:
+- {name: t1, job: j1, requests: {cpu: 1}}
+- {name: t2, job: j2, requests: {cpu: 1}}
+""") == {"default/t1": "n1"}  # c hangs under the cycle: no root, no capability
+
+
+def test_a_queue_that_is_its_own_parent_hangs_off_no_root() -> None:
+    assert binds("""
+queues:
+- {name: root}
+- {name: q1}
+- {name: a, parent: a}
+jobs:
+- {name: j1, queue: q1, minMember: 1, minResources: {cpu: 1}}
+tasks:
+- {name: t1, job: j1, requests: {cpu: 1}}
+""") == {"default/t1": "n1"}
+
+
+def test_a_capability_naming_only_uncounted_resources_bounds_nothing() -> None:
+    """Volcano's NewResource drops count/pods: the root's capability is empty, so
+    unbounded."""
+    assert binds("""
+queues:
+- {name: root, capability: {count/pods: 3}}
+- {name: dev}
+jobs:
+- {name: j1, queue: dev, minMember: 1}
+tasks:
+- {name: t1, job: j1, requests: {cpu: 1, memory: 1Gi}}
+""") == {"default/t1": "n1"}
