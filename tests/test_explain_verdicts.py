@@ -260,3 +260,65 @@ tasks:
     assert report["tasks"] == [{"task": "default/a-0", "status": "Pending"}]
     assert predict_start(scenario, "default/a")["text"] == \
         "never, while its queue missing does not exist"
+
+
+def test_a_parent_queue_s_capability_is_named_when_it_refuses() -> None:
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+name: parent capability refuses enqueue
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins:
+    - name: gang
+    - name: capacity
+      enableHierarchy: true
+    - name: predicates
+queues:
+- {name: root}
+- {name: eng, capability: {cpu: 4, memory: 8Gi}}
+- {name: dev, parent: eng}
+- {name: prod, parent: eng}
+nodes:
+- {name: n1, allocatable: {cpu: 16, memory: 32Gi, pods: 100}}
+jobs:
+- {name: run, queue: prod, minMember: 1, phase: Running, minResources: {cpu: 3, memory: 1Gi}}
+- {name: want, queue: dev, minMember: 1, minResources: {cpu: 2, memory: 1Gi}}
+tasks:
+- {name: r1, job: run, node: n1, phase: Running, requests: {cpu: 3, memory: 1Gi}}
+- {name: w1, job: want, requests: {cpu: 2, memory: 1Gi}}
+"""), source="test.yaml")
+    report = explain(scenario, job="default/want")
+    assert report["verdict"] == ("held back by capacity: queue eng's capability (capacity) is "
+                                 "short by cpu 1")
+    assert [(q["queue"], bool(q["short"])) for q in report["quota"]] == [
+        ("eng", True), ("dev", False)]  # the root's unbounded capability is not shown
+    changes = counterfactuals(scenario, job="default/want", quota=report["quota"])
+    assert any(c["kind"] == "quota" and c["queue"] == "eng" for c in changes)
+
+
+def test_admission_weighs_what_the_queue_admitted_and_what_is_elastic() -> None:
+    """Volcano's enqueue check: minResources + allocated + inqueue - elastic."""
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+name: enqueue refused on cpu
+config:
+  actions: "enqueue"
+  tiers:
+  - plugins: [{name: gang}, {name: capacity}, {name: predicates}]
+queues:
+- {name: q1, capability: {cpu: 4, memory: 4Gi}}
+nodes:
+- {name: n1, allocatable: {cpu: 16, memory: 32Gi, pods: 100}}
+jobs:
+- {name: run, queue: q1, minMember: 1, phase: Running}
+- {name: adm, queue: q1, minMember: 1, phase: Inqueue, minResources: {cpu: 3}}
+- {name: want, queue: q1, minMember: 1, minResources: {cpu: 2, memory: 2Gi}}
+tasks:
+- {name: r1, job: run, node: n1, phase: Running, requests: {cpu: 1, memory: 3Gi}}
+- {name: a1, job: adm, requests: {cpu: 3}}
+- {name: w1, job: want, requests: {cpu: 2, memory: 2Gi}}
+"""), source="test.yaml")
+    report = explain(scenario, job="default/want")
+    assert report["verdict"] == ("held back by capacity: queue q1's capability (capacity) is "
+                                 "short by cpu 1")

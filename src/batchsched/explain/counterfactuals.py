@@ -205,11 +205,14 @@ def _raised_quota(scenario: Scenario, job: str, gaps: list[dict[str, Any]],
                  None)
     if queue is None:
         return None
+    by_name = {q.name: q for q in scenario.queues}
     for gap in gaps:
         field = gap["ceiling"]
-        if not gap["short"] or field not in ("capability", "deserved"):
+        # The queue short may be an ancestor of the job's (hierarchical capacity).
+        short_queue = by_name.get(gap.get("queue", queue.name))
+        if not gap["short"] or field not in ("capability", "deserved") or short_queue is None:
             continue
-        spec: Resource | None = getattr(queue, field)
+        spec: Resource | None = getattr(short_queue, field)
         if spec is None:
             continue  # the ceiling comes from elsewhere (the cluster, the weights)
         short = Resource.from_mapping(gap["short"])
@@ -223,11 +226,11 @@ def _raised_quota(scenario: Scenario, job: str, gaps: list[dict[str, Any]],
                 return attrs.evolve(q, capability=raised, defined=defined)
             return attrs.evolve(q, deserved=raised, defined=defined)
 
-        if works(with_queue(scenario, queue.name, raise_field)):
+        if works(with_queue(scenario, short_queue.name, raise_field)):
             amounts = ", ".join(f"{k} {v}" for k, v in gap["short"].items())
-            return {"kind": "quota", "queue": queue.name, "field": field,
+            return {"kind": "quota", "queue": short_queue.name, "field": field,
                     "by": dict(gap["short"]),
-                    "text": f"queue {queue.name}'s {field} raised by {amounts}"}
+                    "text": f"queue {short_queue.name}'s {field} raised by {amounts}"}
     for step in _WEIGHT_STEPS:
         weight = queue.weight * step
 

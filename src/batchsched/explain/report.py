@@ -25,6 +25,7 @@ its keys are listed in docs/explain.md.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from batchsched.actions.strict_allocate import pending_request
@@ -153,30 +154,59 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
     asked = request.resource_names()
     out = []
     for name, plugin in ssn.plugins.items():
-        read = getattr(plugin, "queue_quota", None)
-        if read is None:
-            continue
-        quota: QueueQuota | None = read(job.queue)
-        if quota is None:
-            continue
-        future = quota.allocated.clone().add(request)
-        gates = quota.allocation if admitted else quota.admission
-        for ceiling, limit in quota.ceilings.items():
-            if limit.is_empty():
-                continue  # an unset ceiling limits nothing
-            short = Resource()
-            for dimension in asked:
-                gap = future.get(dimension) - limit.get(dimension)
-                if limit.has(dimension) and gap > 0:
-                    short.set(dimension, gap)
-            out.append({
-                "plugin": name, "queue": job.queue, "ceiling": ceiling,
-                "allocated": quantities(quota.allocated), "request": quantities(request),
-                "limit": quantities(limit), "short": quantities(short),
-                # Whether the plugin refuses by this ceiling at the job's stage (admission
-                # for a job not admitted, placements for one admitted).
-                "gates": gates is None or ceiling in gates,
-            })
+        for queue, quota in _quota_chain(plugin, job.queue):
+            # Admission weighs what the queue has taken its own way (Volcano's enqueue
+            # checks: allocated + inqueue - elastic); placements, what it holds.
+            taken = quota.allocated if admitted or quota.admitted is None \
+                else quota.admitted
+            future = taken.clone().add(request)
+            gates = quota.allocation if admitted else quota.admission
+            out.extend(_gaps(name, queue, quota, taken=taken, future=future, gates=gates,
+                             request=request, asked=asked))
+    return out
+
+
+def _quota_chain(plugin: Any, queue: str) -> list[tuple[str, QueueQuota]]:
+    """The (queue, quota) pairs a quota plugin checks for a job of ``queue``."""
+    chain = getattr(plugin, "queue_quota_chain", None)
+    if chain is not None:
+        pairs: list[tuple[str, QueueQuota]] = chain(queue)
+        return pairs
+    read = getattr(plugin, "queue_quota", None)
+    quota: QueueQuota | None = read(queue) if read is not None else None
+    return [] if quota is None else [(queue, quota)]
+
+
+#: A ceiling at or above this bounds nothing (an unset capability is set to the largest
+#: float, the pods count to the largest integer): not shown.
+_UNBOUNDED = 1e18
+
+
+def _gaps(plugin: str, queue: str, quota: QueueQuota, *, taken: Resource, future: Resource,
+          gates: frozenset[str] | None, request: Resource,
+          asked: Iterable[str]) -> list[dict[str, Any]]:
+    """One quota's lines: per ceiling, what is short on the dimensions asked."""
+    out = []
+    for ceiling, unbounded in quota.ceilings.items():
+        limit = Resource()
+        for dimension, amount in unbounded.to_dict().items():
+            if amount < _UNBOUNDED:
+                limit.set(dimension, amount)
+        if limit.is_empty():
+            continue  # an unset (or unbounded) ceiling limits nothing
+        short = Resource()
+        for dimension in asked:
+            gap = future.get(dimension) - limit.get(dimension)
+            if limit.has(dimension) and gap > 0:
+                short.set(dimension, gap)
+        out.append({
+            "plugin": plugin, "queue": queue, "ceiling": ceiling,
+            "allocated": quantities(taken), "request": quantities(request),
+            "limit": quantities(limit), "short": quantities(short),
+            # Whether the plugin refuses by this ceiling at the job's stage (admission
+            # for a job not admitted, placements for one admitted).
+            "gates": gates is None or ceiling in gates,
+        })
     return out
 
 

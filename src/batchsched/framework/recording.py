@@ -21,7 +21,9 @@ costs, so only watched tasks pay it.
 
 A plugin that keeps per-queue quotas may offer ``queue_quota(queue_name)``
 returning a :class:`QueueQuota` (proportion and capacity do): explanations then
-show how far a job's request is from each ceiling.
+show how far a job's request is from each ceiling. One whose checks also weigh other
+queues (hierarchical capacity: every ancestor) may offer ``queue_quota_chain(name)``,
+the ``(queue, quota)`` pairs it checks, the queue's own last.
 """
 
 from __future__ import annotations
@@ -78,6 +80,9 @@ class QueueQuota:
     #: a task (allocatable); None: every ceiling.
     admission: frozenset[str] | None = None
     allocation: frozenset[str] | None = None
+    #: What admission counts as taken (allocated + inqueue - elastic, as Volcano's
+    #: enqueue checks weigh it); None: ``allocated``.
+    admitted: Resource | None = None
 
 
 @attrs.frozen

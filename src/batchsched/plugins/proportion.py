@@ -205,9 +205,12 @@ class ProportionPlugin:
         attr = self.queue_attrs.get(queue)
         if attr is None:
             return None
+        usage = attr.usage
+        admitted = usage.allocated.clone().add(usage.inqueue).sub_unchecked(usage.elastic)
         return QueueQuota(attr.allocated.clone(), {
             "deserved": attr.deserved.clone(), "capability": attr.real_capability.clone()},
-            admission=frozenset({"capability"}), allocation=frozenset({"deserved"}))
+            admission=frozenset({"capability"}), allocation=frozenset({"deserved"}),
+            admitted=admitted)
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}

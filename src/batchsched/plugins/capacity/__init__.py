@@ -220,12 +220,25 @@ class CapacityPlugin:
                 return False
         return True
 
+    def queue_quota_chain(self, queue: str) -> list[tuple[str, QueueQuota]]:
+        """The queues capacity checks for a job of ``queue``: with the hierarchy, every
+        ancestor from the root down, then the queue (Volcano's
+        ``check...Hierarchically``); flat, the queue alone."""
+        attr = self.queue_attrs.get(queue)
+        if attr is None:
+            return []
+        names = [*attr.ancestors, queue] if self.hierarchy else [queue]
+        chain = [(name, self.queue_quota(name)) for name in names]
+        return [(name, quota) for name, quota in chain if quota is not None]
+
     def queue_quota(self, queue: str) -> QueueQuota | None:
         """The queue's allocated and the ceilings capability enforces: its real
         ``capability`` (allocatable) and ``deserved`` (what reclaim protects)."""
         attr = self.queue_attrs.get(queue)
         if attr is None:
             return None
+        usage = attr.usage
+        admitted = usage.allocated.clone().add(usage.inqueue).sub_unchecked(usage.elastic)
         allocated, capability = attr.allocated.clone(), attr.real_capability.clone()
         if attr.devices is not None:  # devices as the queue status names them
             for device_class, amount in attr.devices.allocated.items():
@@ -238,7 +251,7 @@ class CapacityPlugin:
         return QueueQuota(allocated, {"capability": capability,
                                       "deserved": attr.deserved.clone()},
                           admission=frozenset({"capability"}),
-                          allocation=frozenset({"capability"}))
+                          allocation=frozenset({"capability"}), admitted=admitted)
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}
