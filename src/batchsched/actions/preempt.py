@@ -69,6 +69,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
+from batchsched.api.sub_job import sub_jobs_of
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PREEMPTABLE_STATUSES
 from batchsched.columnar.eviction_room import EvictionRoom
@@ -170,9 +171,12 @@ class PreemptAction:
         for _, job in evicting_jobs(ssn):
             if not ssn.job_starving(job):
                 continue
-            if job.network_topology is not None:
-                # As in Volcano (its issue 4374): jobs with a network topology do not
-                # preempt (gangpreempt places them within hypernodes).
+            if job.network_topology is not None or any(
+                    sub_job.policy_topology is not None
+                    for sub_job in sub_jobs_of(job).values()):
+                # As in Volcano (its issue 4374): jobs with a network topology, their
+                # own or a sub-group's, do not preempt (gangpreempt places them
+                # within hypernodes).
                 continue
             starving.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
             under_request.setdefault(job.queue, []).append(job)
@@ -224,7 +228,7 @@ class PreemptAction:
         predicates: NodePredicates,
     ) -> bool:
         """Try to make room for ``preemptor``; True when it was pipelined somewhere."""
-        if preemptor.never_preempts:
+        if preemptor.never_preempts or not _eligible_by_nomination(ssn, preemptor):
             return False
         if ssn.pre_predicate(preemptor) is not None:
             return False
@@ -253,8 +257,8 @@ class PreemptAction:
                 node_stmt.evict(victim, PREEMPT_REASON)
                 fits = fits_on_node(ssn, queue, preemptor, node)
             # Volcano flags "eviction occurred" only when the evicted requests are not
-            # empty (best-effort victims do not count); any eviction counts here.
-            if fits and _pipeline(node_stmt, preemptor, node, node_stmt.has_evictions()):
+            # empty: best-effort victims do not count.
+            if fits and _pipeline(node_stmt, preemptor, node, node_stmt.evicts_requests()):
                 stmt.merge(node_stmt)
                 return True
             node_stmt.discard()
@@ -306,6 +310,23 @@ class PreemptAction:
 
 
 # -- filters ----------------------------------------------------------------------------------
+
+
+def _eligible_by_nomination(ssn: Session, preemptor: TaskInfo) -> bool:
+    """Volcano's ``taskEligibleToPreempt`` on a nominated preemptor: not when its
+    nominated node is gone from the session, nor when that node passes the
+    predicates already (preemption means none does); yes when the node's refusal is
+    unresolvable (it may preempt elsewhere). (Volcano also refuses while a lower
+    priority pod preempted there terminates; pods carry no conditions here, so a
+    nominated preemptor's earlier victims are not told from other pods leaving.)"""
+    nominated = preemptor.nominated_node
+    if not nominated:
+        return True
+    node = ssn.nodes.get(nominated)
+    if node is None:
+        return False
+    refusal = ssn.predicate(preemptor, node)
+    return refusal is not None
 
 
 def _eligible(preemptor: TaskInfo, task: TaskInfo) -> bool:

@@ -11,12 +11,14 @@ from batchsched.api._copying import field_copier
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.types import TaskStatus
 from batchsched.kube.dra.objects import AllocationResult, PodClaim
+from batchsched.kube.go_strconv import parse_int
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import SpreadConstraint
 
 __all__ = [
     "PREEMPTABLE_ANNOTATION",
     "REVOCABLE_ZONE_ANNOTATION",
+    "TASK_PRIORITY_ANNOTATION",
     "Taint",
     "TaskInfo",
     "Toleration",
@@ -27,6 +29,8 @@ __all__ = [
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 REVOCABLE_ZONE_ANNOTATION = "volcano.sh/revocable-zone"
+#: Overrides the pod's priority (Volcano's ``TaskPriorityAnnotation``).
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 PREEMPTION_POLICY_NEVER = "Never"
 
 
@@ -41,10 +45,13 @@ def parse_bool(text: str) -> bool | None:
 
 @attrs.frozen
 class TransactionContext:
-    """Where a task was and in which status, before a statement changed it."""
+    """Where a task was and in which status, before a statement changed it, and
+    whether it was pipelined there after evictions (Volcano keeps it with the
+    transaction, and nominates the node from it)."""
 
     node_name: str
     status: TaskStatus
+    eviction_occurred: bool = False
 
 
 @attrs.define(eq=False, repr=False)
@@ -134,7 +141,9 @@ class TaskInfo:
         ``requests`` are the containers' requests; ``init_requests`` those of the
         init containers. The implicit ``pods: 1`` is added, ``best_effort`` and
         ``preemptable`` (from the ``volcano.sh/preemptable`` annotation, then label,
-        default true) and ``revocable_zone`` are derived unless given.
+        default true) and ``revocable_zone`` are derived unless given; a
+        ``volcano.sh/task-priority`` annotation holding an integer overrides
+        ``priority``, as in Volcano.
         """
         req = requests.clone() if requests is not None else Resource()
         if init_requests is not None:
@@ -151,6 +160,12 @@ class TaskInfo:
                 fields["preemptable"] = _preemptable(own_annotations, own_labels)
             if "revocable_zone" not in fields:
                 fields["revocable_zone"] = revocable_zone_of(own_annotations)
+            written = own_annotations.get(TASK_PRIORITY_ANNOTATION)
+            if written is not None:
+                # It overrides the pod's priority, when Go's ParseInt(.., 10, 32) reads it.
+                priority, ok = parse_int(written, 32)
+                if ok:
+                    fields["priority"] = priority
         if "order_uid" not in fields:
             fields["order_uid"] = f"{namespace}-{name}"
         return cls(
@@ -180,10 +195,10 @@ class TaskInfo:
 
     @property
     def transaction(self) -> TransactionContext:
-        return TransactionContext(self.node_name, self.status)
+        return TransactionContext(self.node_name, self.status, self.eviction_occurred)
 
     def generate_last_transaction(self) -> None:
-        self.last_transaction = TransactionContext(self.node_name, self.status)
+        self.last_transaction = self.transaction
 
     def clear_last_transaction(self) -> None:
         self.last_transaction = None

@@ -169,6 +169,9 @@ class Session:
         #: Task uid -> the scalars hidden from its requests (see _hide_resources).
         self._hidden_requests: dict[str, dict[str, float]] = {}
         self._raw_min_resources: dict[str, Resource] = {}
+        #: Tasks pipelined after evictions in this session (candidates for a nominated
+        #: node at close, their statement committed or not).
+        self._pipelined_after_evictions: list[TaskInfo] = []
         #: The resources hidden from every resource list (see _hide_resources).
         self.hidden_resources: frozenset[str] = frozenset()
         self._closed = False
@@ -416,6 +419,7 @@ class Session:
                     self._record_job_status_event(job)
         if in_bulk is not None:
             self._tell_cache_statuses(in_bulk)
+        self._nominate_preemptors()
         if keeps_events and one_by_one is None:
             for job in self.jobs.values():
                 self._record_job_status_event(job)
@@ -1418,6 +1422,25 @@ class Session:
         """Whether some node keeps room for a nominee ``task`` must respect."""
         return any(self.nominated_reserve(task, self.nodes[name]) is not None
                    for name in self.nominees)
+
+    def _nominate_preemptors(self) -> None:
+        """Volcano's nominated nodes, written at close (``RecordJobStatusEvent``): a
+        task of a pod group left Pending, Inqueue or Unknown whose last placement was
+        a pipelining after evictions (committed, or discarded since) is nominated to
+        that node."""
+        waiting = (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN)
+        candidates = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
+        done: set[str] = set()
+        for task in self._pipelined_after_evictions:
+            job = self.jobs.get(task.job)
+            if (task.uid in done or job is None or job.podgroup.phase not in waiting
+                    or task.status not in candidates):
+                continue
+            done.add(task.uid)
+            context = task.last_transaction or task.transaction
+            if (context.status is TaskStatus.PIPELINED and context.eviction_occurred
+                    and context.node_name):
+                self._nominate(task, context.node_name)
 
     def _nominate(self, task: TaskInfo, node_name: str) -> None:
         """Tell the cache the node a preemptor's victims were evicted on (kube's

@@ -87,10 +87,12 @@ class Statement:
 
         ``eviction_occurred`` (preempt and reclaim: victims were evicted on this node
         for the task) is recorded on the task, where Volcano reads it to report the
-        node as the pod's nominated node (the cache's ``nominate`` at commit).
+        node as the pod's nominated node (the cache's ``nominate`` at session close).
         """
         task.eviction_occurred = eviction_occurred
         self._place(task, node, TaskStatus.PIPELINED, OperationKind.PIPELINE)
+        if eviction_occurred:
+            self.ssn._pipelined_after_evictions.append(task)
 
     def evict(self, task: TaskInfo, reason: str = "") -> None:
         """Mark a running task Releasing; its node keeps it until the eviction completes."""
@@ -225,7 +227,6 @@ class Statement:
         operations = self.operations
         handed_over = 0
         failed_jobs: set[str] = set()
-        evicted_on: set[str] = set()  # nodes where an eviction of this commit went through
         # A plugin raising while a refused operation is reverted must not stop the
         # commit half-way: the host has taken what it took, and a gang below its
         # minimum must still be taken back. The first such error is raised at the end.
@@ -237,7 +238,6 @@ class Statement:
                 if kind is OperationKind.EVICT:
                     if ssn._evict(task, op.reason):
                         committed.append(op)
-                        evicted_on.add(op.node_name)
                     else:
                         self._revert_noting(op, raised)
                 elif kind is OperationKind.ALLOCATE:
@@ -251,9 +251,6 @@ class Statement:
                         self._revert_noting(op, raised)
                         failed_jobs.add(task.job)
                 else:
-                    if (kind is OperationKind.PIPELINE and task.eviction_occurred
-                            and op.node_name in evicted_on):
-                        ssn._nominate(task, op.node_name)
                     committed.append(op)
                 handed_over += 1
         finally:
@@ -332,6 +329,12 @@ class Statement:
 
     def has_evictions(self) -> bool:
         return any(op.kind is OperationKind.EVICT for op in self.operations)
+
+    def evicts_requests(self) -> bool:
+        """Whether an eviction here frees something besides a pod slot (preempt's
+        "eviction occurred": Volcano ignores best-effort victims)."""
+        return any(op.kind is OperationKind.EVICT and not op.task.resreq.is_empty()
+                   for op in self.operations)
 
     def __len__(self) -> int:
         return len(self.operations)

@@ -1,0 +1,49 @@
+"""preempt where Volcano's code decides something a first reading misses: which
+preemptors are eligible, whose priority counts, and which nodes are nominated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batchsched.scenario import load_scenario, run_scenario
+
+DATA = Path(__file__).parent / "data" / "preempt_edges"
+
+
+def run(name: str) -> dict[str, Any]:
+    return run_scenario(load_scenario(DATA / f"{name}.yaml")).to_json()
+
+
+def test_a_preemptor_whose_nominated_node_passes_its_predicates_does_not_preempt() -> None:
+    """Volcano's taskEligibleToPreempt: preemption means no node passes."""
+    got = run("nominated")
+    assert got["evicted"] == [] and got["pipelined"] == {}
+
+
+def test_a_job_whose_sub_group_has_a_network_topology_does_not_preempt() -> None:
+    """Volcano's ContainsNetworkTopology counts sub-jobs' topologies."""
+    assert run("subjob-topology")["evicted"] == []
+
+
+def test_the_task_priority_annotation_overrides_the_pod_s_priority() -> None:
+    """volcano.sh/task-priority: 100 outranks the running task of priority 10."""
+    assert run("task-priority-annotation")["evicted"] == ["c1/r1"]
+
+
+@pytest.mark.parametrize(("name", "evicted", "nominated"), [
+    # A running pod group is not nominated (RecordJobStatusEvent only writes Pending,
+    # Inqueue and Unknown ones).
+    ("running-nominate", ["c1/x"], {}),
+    # Best-effort victims free no requests: no "eviction occurred".
+    ("be-nominate", ["c1/b2"], {}),
+    # A discarded preemption keeps the pipelining in the task's last transaction.
+    ("discard-nominate", [], {"c1/p1": "n1"}),
+])
+def test_nominated_nodes_are_written_at_close_as_volcano_writes_them(
+        name: str, evicted: list[str], nominated: dict[str, str]) -> None:
+    got = run(name)
+    assert got["evicted"] == evicted
+    assert got.get("nominated", {}) == nominated
