@@ -47,3 +47,24 @@ def test_nominated_nodes_are_written_at_close_as_volcano_writes_them(
     got = run(name)
     assert got["evicted"] == evicted
     assert got.get("nominated", {}) == nominated
+
+
+@pytest.mark.parametrize(("name", "evicted"), [
+    # Victims come back in the reverse of the order they were taken off.
+    ("topo-reprieve", ["c1/l1"]),
+    # Taken off one at a time until the preemptor fits: a, which its affinity needs,
+    # stays.
+    ("topo-affinity", ["c1/b"]),
+    # After the victims are off only the predicates are asked, not the queue: every
+    # victim stays a victim.
+    ("topo-allocatable", ["c1/v1"]),
+    # Candidates rank by the priority of their first victim, not their highest.
+    ("topo-highest", ["c1/b", "c1/a"]),
+    # ... and by the latest start time among the top victims (status.startTime).
+    ("topo-starttime", ["c1/a"]),
+])
+def test_topology_aware_preemption_picks_victims_as_volcano_does(
+        name: str, evicted: list[str]) -> None:
+    got = run(name)
+    assert got["evicted"] == evicted
+    assert got["pipelined"] == {"c1/jp": {"c1/p1": "n1"}}

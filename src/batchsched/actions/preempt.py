@@ -32,12 +32,14 @@ Two ways of picking victims on a node:
   (queue allocatable, request <= future idle, predicates); stop at the first fit.
   The first node where it fits wins and its statement is merged; on any other
   node the temporary statement is discarded.
-* **enableTopologyAwarePreemption: true** (kube-scheduler's DefaultPreemption,
-  see :meth:`PreemptAction._topology_aware`): a dry run per node on copies,
-  remove every eligible victim, then reprieve them most important first while
-  the preemptor still fits; choose among candidate nodes by fewest PDB
-  violations, lowest top victim priority, lowest priority sum, fewest victims,
-  latest start time; then evict that node's victims.
+* **enableTopologyAwarePreemption: true** (Volcano's take on kube-scheduler's
+  DefaultPreemption, see :meth:`PreemptAction._topology_aware`): a dry run per
+  node on copies: take victims off in victim order until the preemptor fits, then
+  put them back in the reverse order, keeping off those it cannot do without;
+  choose among candidate nodes by the lowest priority of the first victim, the
+  lowest priority sum, the fewest victims, the latest start time; then evict that
+  node's victims. (Volcano has no PodDisruptionBudget logic here, so neither
+  have we.)
 
 Events: each committed eviction records a Warning ``Evict`` "Pod is evicted,
 because of preempt" on the pod and a Normal ``Evict`` "preempt" on its pod
@@ -64,7 +66,6 @@ from batchsched.actions.victims import (
     pending_tasks,
     validate_victims,
 )
-from batchsched.api.cluster import BudgetLedger
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
@@ -97,16 +98,12 @@ class _Attempt:
 
 @attrs.frozen
 class _Candidate:
-    """A node where evicting ``victims`` would make room (topology-aware path).
-
-    ``victims`` are most important first; ``eviction_order`` holds the same tasks
-    in victim order, the order they are evicted in.
-    """
+    """A node where evicting ``victims`` would make room (topology-aware path), in
+    the order the dry run kept them off (the last taken off first), which is also
+    the order they are evicted in."""
 
     node: NodeInfo
     victims: tuple[TaskInfo, ...]
-    eviction_order: tuple[TaskInfo, ...]
-    pdb_violations: int
 
 
 class PreemptAction:
@@ -294,13 +291,13 @@ class PreemptAction:
             if candidate is None:
                 continue
             found.append(candidate)
-            if len(found) >= wanted and any(c.pdb_violations == 0 for c in found):
+            if len(found) >= wanted:
                 break
         if not found:
             return False
-        best = _best_candidate(found)
+        best = _best_candidate(found, ssn.now)
         node_stmt = Statement(ssn)
-        for victim in best.eviction_order:
+        for victim in best.victims:
             node_stmt.evict(victim, PREEMPT_REASON)
         if not _pipeline(node_stmt, preemptor, best.node, True):
             node_stmt.discard()
@@ -369,17 +366,15 @@ def _pipeline(stmt: Statement, task: TaskInfo, node: NodeInfo, evicted: bool) ->
 
 
 def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | None:
-    """Kube-scheduler's ``SelectVictimsOnNode`` on a copy of ``node``.
+    """Volcano's ``SelectVictimsOnNode`` on a copy of ``node``.
 
-    The eligible tasks (``keep``, then ``ssn.preemptable``) are all taken off the
-    copy; if the preemptor still does not fit (``ssn.simulate_allocatable``,
-    request <= future idle of the copy, ``ssn.simulate_predicate``) the node is no
-    candidate. Otherwise they are put back one at a time, PDB-violating ones
-    first, then by priority (highest first), then by start time (earliest
-    first; a task's start time is its creation time here), then the one that
-    would be evicted last first. A task that can come back while the preemptor
-    still fits is reprieved; the others are the victims. A node with no victim
-    (the preemptor fits already) is no candidate either, as in kube-scheduler.
+    The eligible tasks (``keep``, then ``ssn.preemptable``) are taken off the copy
+    one at a time in victim order until the preemptor fits (``ssn.simulate_allocatable``,
+    request <= future idle of the copy, ``ssn.simulate_predicate``); if the
+    predicates still refuse it then, the node is no candidate. The tasks taken off
+    are put back in the reverse order: one that can come back while the preemptor
+    still fits is reprieved; the others are the victims, in that order. A node with
+    no victim (the preemptor fits already) is no candidate either.
 
     Plugins follow the dry run through ``ssn.simulate_remove_task`` /
     ``ssn.simulate_add_task``; every removal is matched by an addition before
@@ -399,19 +394,25 @@ def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | N
             and ssn.simulate_predicate(preemptor, copy) is None
         )
 
-    ranked = _by_importance(in_victim_order(potential, candidates))
-    violating = _pdb_violating(ssn, ranked)
+    taken_off: list[TaskInfo] = []  # in victim order
     removed: list[TaskInfo] = []
     victims: list[TaskInfo] = []
     try:
-        for task in potential:
+        # Volcano's SelectVictimsOnNode: off one at a time until the preemptor fits.
+        for task in in_victim_order(potential, candidates):
             ssn.simulate_remove_task(preemptor, task, copy)
             copy.remove_task(task)
             removed.append(task)
-        if not fits():
+            taken_off.append(task)
+            if fits():
+                break
+        # Only the predicates are asked here (not the queue): a preemptor that fits
+        # nowhere in its queue keeps every victim it took off.
+        if ssn.simulate_predicate(preemptor, copy) is not None:
             return None
-        # Stable sort: budget-breaking tasks come back first, each group most important first.
-        for task in sorted(ranked, key=lambda t: t.uid not in violating):
+        # Put back, the last taken off first (higher priority first); keep off those
+        # the preemptor cannot do without.
+        for task in reversed(taken_off):
             ssn.simulate_add_task(preemptor, task, copy)
             copy.add_task(task)
             removed.remove(task)
@@ -426,50 +427,23 @@ def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | N
             ssn.simulate_add_task(preemptor, task, copy)
     if not victims:
         return None
-    return _Candidate(
-        node=node,
-        victims=tuple(_by_importance(victims)),
-        eviction_order=tuple(in_victim_order(victims, candidates)),
-        pdb_violations=sum(1 for v in victims if v.uid in violating),
-    )
+    return _Candidate(node=node, victims=tuple(victims))
 
 
-def _by_importance(tasks: list[TaskInfo]) -> list[TaskInfo]:
-    """Most important first: higher priority, then earlier start (creation) time,
-    then the task that comes later in ``tasks`` (``tasks`` is in victim order, so
-    the one that would be evicted last counts as the more important)."""
-    ranked = list(enumerate(tasks))
-    ranked.sort(key=lambda item: (-item[1].priority, item[1].creation_time, -item[0]))
-    return [task for _, task in ranked]
+def _best_candidate(candidates: list[_Candidate], now: float) -> _Candidate:
+    """Volcano's ``pickOneNodeForPreemption``: the lowest priority of the first victim,
+    then the lowest sum of victim priorities (each offset by 2^31), then the fewest
+    victims, then the latest start among the highest-priority victims (a pod not
+    started yet counts as starting now); remaining ties go to the candidate found
+    first (Volcano's are in map order)."""
 
-
-def _pdb_violating(ssn: Session, tasks: list[TaskInfo]) -> set[str]:
-    """Ids of the tasks whose eviction would break a PodDisruptionBudget, spending
-    each budget's allowed disruptions on ``tasks`` in the order given
-    (kube-scheduler's ``filterPodsWithPDBViolation``), through the same
-    :class:`~batchsched.api.cluster.BudgetLedger` as the pdb plugin: a task without
-    labels matches no budget; a pod listed by name in a budget's disrupted pods
-    does not count against it."""
-    if not ssn.pdbs:
-        return set()
-    ledger = BudgetLedger(ssn.pdbs)
-    return {task.uid for task in tasks if not ledger.charge(task)}
-
-
-def _best_candidate(candidates: list[_Candidate]) -> _Candidate:
-    """Kube-scheduler's ``pickOneNodeForPreemption``: fewest PDB violations, then the
-    lowest highest victim priority, then the lowest sum of victim priorities (each
-    offset by 2^31), then the fewest victims, then the latest start among the
-    highest-priority victims (start time = creation time); remaining ties go to
-    the candidate found first."""
-
-    def rank(candidate: _Candidate) -> tuple[int, int, int, int, float]:
+    def rank(candidate: _Candidate) -> tuple[int, int, int, float]:
         victims = candidate.victims
         top = max(v.priority for v in victims)
-        earliest_top_start = min(v.creation_time for v in victims if v.priority == top)
+        earliest_top_start = min(v.start_time if v.start_time is not None else now
+                                 for v in victims if v.priority == top)
         return (
-            candidate.pdb_violations,
-            top,
+            victims[0].priority,
             sum(v.priority + _PRIORITY_OFFSET for v in victims),
             len(victims),
             -earliest_top_start,
