@@ -223,6 +223,20 @@ def test_run_survives_failed_cycles_with_a_capped_backoff() -> None:
     assert "snapshot" in str(scheduler.status.last_error)
 
 
+def test_a_loop_without_pauses_still_backs_off_after_failures() -> None:
+    cache = FaultyHost(random.Random(1), rate=1.0)  # every snapshot fails
+    add_nodes(cache)
+    scheduler = Scheduler(cache, None, registry=registry())
+    pauses: list[float] = []
+
+    def stop() -> bool:
+        pauses.append(scheduler.status.pause)
+        return len(pauses) > 2
+
+    scheduler.run(period=0, stop=stop, max_backoff=0.4)
+    assert pauses[1:] == [0.2, 0.4]
+
+
 def test_a_refused_edit_is_reported_and_the_good_configuration_stays(tmp_path: Path) -> None:
     path = tmp_path / "volcano-scheduler.conf"
     path.write_text(GOOD_CONF)

@@ -115,8 +115,10 @@ class Scheduler:
       malformed YAML, a wrong shape, an unknown plugin or action, no action at
       all) keeps the last good configuration; :attr:`status` says why;
     * :meth:`run` survives every failed cycle: it logs it and waits
-      ``min(max_backoff, period * 2**consecutive_failures)`` before the next; it
-      ends only when ``stop`` says so (or on KeyboardInterrupt / SystemExit).
+      ``min(max_backoff, period * 2**consecutive_failures)`` before the next (with
+      ``period`` 0, cycles back to back, the backoff starts from 0.1 s: failures do
+      not spin); it ends only when ``stop`` says so (or on KeyboardInterrupt /
+      SystemExit).
 
     With ``metrics`` (:class:`~batchsched.metrics.Metrics`), every cycle records
     its latency, its actions' and plugins' latencies, binds, evictions and queue
@@ -259,13 +261,18 @@ class Scheduler:
                 # A bad cycle must not stop the scheduler: the next one starts from a
                 # fresh snapshot, later when the failures repeat.
                 log.exception("batchsched: scheduling cycle failed")
-                wait = min(max_backoff, period * 2 ** self.status.consecutive_failures)
+                base = period if period > 0 else _ZERO_PERIOD_BACKOFF
+                wait = min(max_backoff, base * 2 ** self.status.consecutive_failures)
             delay = max(0.0, wait - (time.monotonic() - started))
             self.status.pause, self.status.next_delay = wait, delay
             if isinstance(stop, threading.Event):
                 stop.wait(delay)
             elif delay:
                 time.sleep(delay)
+
+
+#: The first backoff of a loop with no pause between cycles (``run(period=0)``).
+_ZERO_PERIOD_BACKOFF = 0.1
 
 
 def _record_queue_shares(ssn: Session, metrics: Metrics) -> None:
