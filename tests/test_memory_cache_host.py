@@ -206,3 +206,15 @@ def test_a_plugin_raising_while_a_refused_bind_is_undone_still_rolls_the_gang_ba
     assert statuses == {"g-0": TaskStatus.PENDING, "g-1": TaskStatus.PENDING,
                         "g-2": TaskStatus.PENDING}  # no gang left partly bound
     assert not cache.nodes["n1"].tasks
+
+
+def test_a_pod_being_deleted_that_starts_stays_releasing() -> None:
+    cache = MemoryCache(now=1000.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("g", 1, 1))
+    Scheduler(cache).run_once()
+    task = cache.jobs["ns/g"].tasks["ns/g-0"]
+    assert cache.evict(task, "preempted")
+    cache.task_started("ns/g", "ns/g-0", at=1001.0)
+    assert task.status is TaskStatus.RELEASING and task.start_time == 1001.0
+    assert cache.nodes["n1"].releasing.milli_cpu == 1000

@@ -299,14 +299,17 @@ class MemoryCache:
 
     @_locked
     def task_started(self, job_uid: str, task_uid: str, at: float | None = None) -> None:
-        """The bound task's pod runs since ``at`` (Bound becomes Running). A task on no
-        node, or one that ended, cannot start: SchedulingError."""
+        """The bound task's pod runs since ``at`` (Bound becomes Running; a pod being
+        deleted stays Releasing). A task on no node, or one that ended, cannot start:
+        SchedulingError."""
         job, task = self._task(job_uid, task_uid)
         if not task.node_name or task.status is TaskStatus.PENDING \
                 or task.status in COMPLETED_STATUSES:
             raise SchedulingError(f"task {task_uid}: it is {task.status} on "
                                   f"{task.node_name or 'no node'}; only a placed task starts")
         task.start_time = at
+        if task.status is TaskStatus.RELEASING:
+            return  # a pod being deleted stays so while it runs (Volcano: deletionTimestamp)
         job.update_task_status(task, TaskStatus.RUNNING)
         node = self.nodes.get(task.node_name)
         if node is not None:
