@@ -103,6 +103,9 @@ def _int(row: dict[str, str], column: str, source: str, line: int, *, default: i
     except ValueError:
         raise WorkloadError(f"column {column}: {raw!r} is not a number",
                             source=source, line=line) from None
+    except OverflowError:  # inf, or 1e400
+        raise WorkloadError(f"column {column}: {raw!r} is not a finite number",
+                            source=source, line=line) from None
     if value < 0:
         raise WorkloadError(f"column {column}: {raw!r} is negative", source=source, line=line)
     return value

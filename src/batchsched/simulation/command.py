@@ -102,6 +102,8 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         first, count = 0, None  # already applied
     elif suffix in (".yaml", ".yml", ".json"):
         scenario = load_scenario(path)
+        for warning in scenario.warnings:  # a job of a missing queue is left out, say
+            print(f"batchsched: warning: {warning}", file=sys.stderr)
         workload, configuration = workload_from(scenario), scenario.configuration
         if nodes is not None:
             workload = attrs.evolve(workload, nodes=nodes)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -40,7 +41,13 @@ from batchsched.scheduler import Scheduler
 from batchsched.simulation.timeline import Timeline
 from batchsched.simulation.workload import RESTART_GANG, Workload
 
-__all__ = ["Simulator", "simulate"]
+__all__ = ["MAX_SESSIONS_PER_INSTANT", "Simulator", "simulate"]
+
+log = logging.getLogger("batchsched")
+
+#: Sessions at one instant after which the replay moves on to the next event (a
+#: guard against evictions that undo each other without the clock moving).
+MAX_SESSIONS_PER_INSTANT = 1000
 
 _ARRIVAL, _EVICTED, _COMPLETION, _TICK = 0, 1, 2, 3
 _ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
@@ -89,8 +96,10 @@ class Simulator:
         keep_events: bool = False,
         settle_arrivals: bool = False,
     ) -> None:
-        if schedule_period is not None and schedule_period <= 0:
-            raise ValueError(f"schedule_period must be positive, not {schedule_period}")
+        if schedule_period is not None and not (
+                0 < schedule_period < math.inf):  # NaN fails both tests
+            raise WorkloadError(f"the schedule period must be a positive number of "
+                                f"seconds, not {schedule_period}", source=workload.name)
         for job in workload.jobs:
             missing = sorted(set(job.prototype.tasks) - set(job.run_times))
             if missing:
@@ -130,6 +139,9 @@ class Simulator:
         self._sequence = itertools.count()
         self._running: dict[str, _Running] = {}
         self._waiting: set[str] = set()  # jobs with a Pending task
+        #: (instant, sessions run at it), for the guard in _schedule.
+        self._instant: tuple[float, int] = (-math.inf, 0)
+        self._looped = False
         self._jobs = {job.uid: job for job in workload.jobs}
         self._job_of_task = {task: job.uid for job in workload.jobs for task in job.run_times}
         self._binds_seen = 0
@@ -155,6 +167,7 @@ class Simulator:
         while self._events:
             at, kind, _, payload = heapq.heappop(self._events)
             if self.until is not None and at > self.until:
+                self.cache.now = max(self.now, self.until)  # the clock runs to the horizon
                 break
             self.cache.now = max(self.now, at)
             if kind == _ARRIVAL:
@@ -220,6 +233,9 @@ class Simulator:
 
     def _evicted(self, victims: tuple[tuple[str, str], ...]) -> None:
         restart_whole = {uid for uid, _ in victims if self._jobs[uid].restart == RESTART_GANG}
+        # One run lost per job, however many of its tasks went at once.
+        for uid in dict.fromkeys(uid for uid, _ in victims):
+            self.timeline.evicted(uid, self.now)
         for uid, task in victims:
             if uid not in restart_whole:
                 self._recreate(uid, task)
@@ -228,8 +244,6 @@ class Simulator:
             for member in list(job.tasks.values()):
                 if member.status not in _ENDED and member.status is not TaskStatus.PENDING:
                     self._recreate(uid, member.uid)
-        for uid, _ in victims:
-            self.timeline.evicted(uid, self.now)
 
     def _recreate(self, uid: str, task: str) -> None:
         running = self._running.get(uid)
@@ -246,7 +260,8 @@ class Simulator:
         job = self.cache.jobs[uid]
         ends: dict[float, list[str]] = {}
         for task in running.tasks:
-            start = job.tasks[task].start_time or self.now
+            started = job.tasks[task].start_time
+            start = started if started is not None else self.now  # 0.0 is a start time
             ends.setdefault(start + self._jobs[uid].run_times[task], []).append(task)
         for end, tasks in sorted(ends.items()):
             if end != math.inf:
@@ -257,6 +272,18 @@ class Simulator:
     def _schedule(self) -> None:
         if not self._waiting:
             return
+        if self.now != self._instant[0]:
+            self._instant = (self.now, 0)
+        if self._instant[1] >= MAX_SESSIONS_PER_INSTANT:
+            # Evictions that come back Pending at once may evict again, and again,
+            # without the clock moving: the instant is over; the next event goes on.
+            if not self._looped:
+                log.warning("batchsched: %s: %d sessions at t=%g without the clock moving "
+                            "(evictions undoing each other); no more at this instant",
+                            self.workload.name, MAX_SESSIONS_PER_INSTANT, self.now)
+                self._looped = True
+            return
+        self._instant = (self.now, self._instant[1] + 1)
         self.scheduler.run_once()
         self.sessions += 1
         self._start_bound_tasks()

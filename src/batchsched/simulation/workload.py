@@ -199,10 +199,15 @@ def _never_fits(job: JobInfo, nodes: Sequence[NodeInfo], capacity: Resource) -> 
     for task in job.tasks.values():
         if not any(task.resreq.less_equal(node.allocatable) for node in nodes):
             return f"task {task.name} asks {task.resreq}, more than any node has"
-    need = Resource()
-    minimum = sorted(job.tasks.values(), key=lambda task: task.uid)[: max(job.min_available, 1)]
-    for task in minimum:
-        need.add(task.resreq)
+    # The least any ``min_available`` of its tasks ask, dimension by dimension (the
+    # smallest ones in each): more than the cluster has, and the gang never starts.
+    count = max(job.min_available, 1)
+    requests = [task.resreq for task in job.tasks.values()]
+    need = Resource(
+        sum(sorted(r.milli_cpu for r in requests)[:count]),
+        sum(sorted(r.memory for r in requests)[:count]),
+        {name: sum(sorted(r.scalars.get(name, 0.0) for r in requests)[:count])
+         for name in {name for r in requests for name in r.scalars}})
     if not need.less_equal(capacity):
         return f"its gang asks {need}, more than the cluster's {capacity}"
     return None

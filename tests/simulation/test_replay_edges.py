@@ -1,0 +1,83 @@
+"""Replays at their edges: runs that start at time 0, whole gangs evicted at once,
+gangs of unlike tasks, horizons, schedule periods, bad numbers, loaders' warnings,
+and evictions that would undo each other for ever."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batchsched.cli import main
+from batchsched.scenario import load_scenario
+from batchsched.simulation import engine
+from batchsched.simulation.scenario_workload import workload_from
+
+DATA = Path(__file__).parent / "data" / "edges"
+
+
+def simulate(capsys: pytest.CaptureFixture[str], name: str, *options: str
+             ) -> tuple[int, dict[str, Any], str]:
+    code = main(["simulate", str(DATA / f"{name}.yaml"), "--output", "json", "--no-progress",
+                 *options])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else {}), err
+
+
+def job(report: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(entry for entry in report["perJob"] if entry["job"].endswith(f"/{name}"))
+
+
+def test_a_task_that_started_at_time_0_survives_an_eviction_on_time(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """batch (restart: task) loses b1 at 100; b2, started at 0 for 500 s, ends at 500."""
+    code, report, _ = simulate(capsys, "survivor-from-zero")
+    assert code == 0
+    assert job(report, "batch")["end"] == 1150  # b1 reruns once urgent (100-150) is done
+    # cpu seconds: b1 100 + 1000, b2 500 (not 600), urgent 50; 2 cpu over 1150 s.
+    assert report["metrics"]["utilization"] == pytest.approx(1650 / 2300)
+
+
+def test_a_gang_evicted_whole_loses_one_run(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report, _ = simulate(capsys, "whole-gang-evicted")
+    assert job(report, "batch")["restarts"] == 1
+
+
+def test_a_gang_of_unlike_tasks_is_judged_by_its_smallest_members(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """min 2 of a:4, b:4, c:1 cpu on nodes of 4 and 1: a and c fit."""
+    code, report, err = simulate(capsys, "mixed-gang")
+    assert code == 0 and report["skipped"] == [] and "skipped" not in err
+
+
+def test_the_clock_runs_to_the_horizon(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report, _ = simulate(capsys, "horizon", "--until", "50")
+    assert report["simulatedSeconds"] == 50
+
+
+@pytest.mark.parametrize("period", ["0", "-5", "nan", "inf"])
+def test_a_schedule_period_that_is_no_positive_number_is_bad_input(
+        capsys: pytest.CaptureFixture[str], period: str) -> None:
+    code, _, err = simulate(capsys, "horizon", "--schedule-period", period)
+    assert code == 2 and "schedule period must be a positive number" in err
+    assert "Traceback" not in err
+
+
+def test_the_workload_s_loader_warnings_are_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report, err = simulate(capsys, "missing-queue")
+    assert "queue 'nope' does not exist" in err
+    assert report["jobs"] == 2
+
+
+def test_sessions_at_one_instant_are_bounded(monkeypatch: pytest.MonkeyPatch,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    """Evictions coming back Pending at once may evict again without the clock moving:
+    after MAX_SESSIONS_PER_INSTANT sessions the replay goes on to the next event."""
+    monkeypatch.setattr(engine, "MAX_SESSIONS_PER_INSTANT", 1)
+    scenario = load_scenario(DATA / "horizon.yaml")
+    simulator = engine.Simulator(workload_from(scenario), scenario.configuration)
+    timeline = simulator.run()
+    assert timeline.finished_count >= 1
+    assert "without the clock moving" in caplog.text
