@@ -207,34 +207,32 @@ def test_two_thousand_cycles_of_faults_leave_only_batchsched_errors(tmp_path: Pa
     assert len(cache.binds) > 500  # the loop kept scheduling through it all
 
 
-def test_run_survives_failed_cycles_with_a_capped_backoff() -> None:
-    cache = FaultyHost(random.Random(1), rate=1.0)  # every snapshot fails
+def failing_loop_pauses(period: float, max_backoff: float, cycles: int) -> tuple[
+        Scheduler, list[float]]:
+    """The pauses of a loop whose every snapshot fails, after ``cycles`` cycles."""
+    cache = FaultyHost(random.Random(1), rate=1.0)
     add_nodes(cache)
     scheduler = Scheduler(cache, None, registry=registry())
     pauses: list[float] = []
 
     def stop() -> bool:
         pauses.append(scheduler.status.pause)
-        return len(pauses) > 6
+        return len(pauses) > cycles
 
-    scheduler.run(period=0.001, stop=stop, max_backoff=0.004)
+    scheduler.run(period=period, stop=stop, max_backoff=max_backoff)
+    return scheduler, pauses[1:]
+
+
+def test_run_survives_failed_cycles_with_a_capped_backoff() -> None:
+    scheduler, pauses = failing_loop_pauses(0.001, 0.004, 6)
     assert scheduler.status.failures == 6 and scheduler.status.consecutive_failures == 6
-    assert pauses[1:] == [0.002, 0.004, 0.004, 0.004, 0.004, 0.004]
+    assert pauses == [0.002, 0.004, 0.004, 0.004, 0.004, 0.004]
     assert "snapshot" in str(scheduler.status.last_error)
 
 
 def test_a_loop_without_pauses_still_backs_off_after_failures() -> None:
-    cache = FaultyHost(random.Random(1), rate=1.0)  # every snapshot fails
-    add_nodes(cache)
-    scheduler = Scheduler(cache, None, registry=registry())
-    pauses: list[float] = []
-
-    def stop() -> bool:
-        pauses.append(scheduler.status.pause)
-        return len(pauses) > 2
-
-    scheduler.run(period=0, stop=stop, max_backoff=0.4)
-    assert pauses[1:] == [0.2, 0.4]
+    _, pauses = failing_loop_pauses(0, 0.4, 2)
+    assert pauses == [0.2, 0.4]
 
 
 def test_a_refused_edit_is_reported_and_the_good_configuration_stays(tmp_path: Path) -> None:
