@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sim_support import replay_document
 
@@ -80,6 +80,7 @@ def replay(tmp_path: Path, seed: int, jobs: int) -> list[tuple[str, object, obje
 
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), jobs=st.integers(1, 15))
+@example(seed=316, jobs=11)  # a discarded preemption's nomination once stalled the replay
 def test_a_vgpu_replay_keeps_every_gpu_within_bounds(tmp_path_factory: object, seed: int,
                                                      jobs: int) -> None:
     tmp_path = tmp_path_factory.mktemp("vgpu")  # type: ignore[attr-defined]

@@ -681,13 +681,12 @@ class MemoryCache:
         if job is None or task.uid not in job.tasks:
             return False
         mine = job.tasks[task.uid]
-        if mine.node_name not in self.nodes or mine.uid not in self.nodes[mine.node_name].tasks:
+        node = self.nodes.get(mine.node_name)
+        if node is None or mine.uid not in node.tasks:
             # Volcano's Evict: "host does not exist" (recreated, or its node deleted).
             return False
         job.update_task_status(mine, TaskStatus.RELEASING)
-        node = self.nodes.get(mine.node_name)
-        if node is not None:
-            node.update_task(mine)
+        node.update_task(mine)
         self.evictions.append(Eviction(task.uid, reason))
         return True
 

@@ -172,6 +172,8 @@ class Session:
         #: Tasks pipelined after evictions in this session (candidates for a nominated
         #: node at close, their statement committed or not).
         self._pipelined_after_evictions: list[TaskInfo] = []
+        #: Nodes where the cache accepted an eviction of this session.
+        self._evicted_on: set[str] = set()
         #: The resources hidden from every resource list (see _hide_resources).
         self.hidden_resources: frozenset[str] = frozenset()
         self._closed = False
@@ -1425,9 +1427,13 @@ class Session:
 
     def _nominate_preemptors(self) -> None:
         """Volcano's nominated nodes, written at close (``RecordJobStatusEvent``): a
-        task of a pod group left Pending, Inqueue or Unknown whose last placement was
-        a pipelining after evictions (committed, or discarded since) is nominated to
-        that node."""
+        task of a pod group left Pending, Inqueue or Unknown that stands pipelined on
+        a node after evictions there is nominated to that node. (Volcano also
+        nominates from a discarded statement's last transaction, and after evictions
+        the host refused, where nothing is being freed; with the room sessions keep
+        for nominees and the nominated-node check of preempt, such a preemptor could
+        never preempt again nor be placed, so it is nominated only where an eviction
+        of this session went through.)"""
         waiting = (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN)
         candidates = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
         done: set[str] = set()
@@ -1437,10 +1443,9 @@ class Session:
                     or task.status not in candidates):
                 continue
             done.add(task.uid)
-            context = task.last_transaction or task.transaction
-            if (context.status is TaskStatus.PIPELINED and context.eviction_occurred
-                    and context.node_name):
-                self._nominate(task, context.node_name)
+            if (task.status is TaskStatus.PIPELINED and task.eviction_occurred
+                    and task.node_name in self._evicted_on):
+                self._nominate(task, task.node_name)
 
     def _nominate(self, task: TaskInfo, node_name: str) -> None:
         """Tell the cache the node a preemptor's victims were evicted on (kube's

@@ -238,6 +238,7 @@ class Statement:
                 if kind is OperationKind.EVICT:
                     if ssn._evict(task, op.reason):
                         committed.append(op)
+                        ssn._evicted_on.add(op.node_name)
                     else:
                         self._revert_noting(op, raised)
                 elif kind is OperationKind.ALLOCATE:
