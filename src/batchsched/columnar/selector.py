@@ -381,11 +381,13 @@ class VectorNodeSelector(ScalarNodeSelector):
             passes = predicate_mask(self.predicates, task, columns)
             skip = self._skip_mask(group) if use_cache else None
             feasibility = _Feasibility(columns.future_idle, request, passes, skip)
+        examined: _Examined | None = None
         if key is not None:
             planned = self._plan_windows(task, key, start, total, feasibility, kept=kept)
-            if planned is not None:
+            if isinstance(planned, Placement):
                 return planned
-        candidates, processed = self._scan(total, start, feasibility)
+            examined = planned
+        candidates, processed = self._scan(total, start, feasibility, examined)
         groups: list[tuple[IndexArray, bool]]
         if not allocate or not len(candidates) or not columns.has_transitions:
             groups = [(candidates, False)]
@@ -455,12 +457,13 @@ class VectorNodeSelector(ScalarNodeSelector):
     def _plan_windows(
         self, task: TaskInfo, key: tuple[object, ...], start: int, total: int,
         feasibility: _Feasibility, *, kept: TemplateAnswers | None,
-    ) -> Placement | None:
+    ) -> Placement | _Examined | None:
         """Work out this task's window and the next ones at once, for the job's tasks
         still to come with the same template; serve the first. With the template's
         answers kept, the windows may go on past the end of the node list (the
-        rotation wraps around there); without, they stop there. None when fewer than
-        two windows can be worked out."""
+        rotation wraps around there); without, they stop there. When fewer than two
+        windows can be worked out: None, or what was examined for them (the scan
+        goes on from there instead of reading those nodes again)."""
         wanted = self.node_scan.nodes_to_find.count(total)
         job = self.ssn.jobs.get(task.job)
         ahead = min(_MAX_WINDOWS_AHEAD,
@@ -481,7 +484,7 @@ class VectorNodeSelector(ScalarNodeSelector):
                 (feasible, np.flatnonzero(feasibility.between(0, end - total)) + total))
         windows = min(ahead, len(feasible) // wanted)
         if windows < 2:
-            return None
+            return feasible, end - start
         in_rotation = feasible[:windows * wanted].reshape(windows, wanted)
         if end > total:
             # Each window's candidates in session order, as the scan sorts them.
@@ -550,15 +553,36 @@ class VectorNodeSelector(ScalarNodeSelector):
         self._skip_masks[group] = (len(cached), mask)
         return mask
 
-    def _scan(self, total: int, start: int, feasibility: _Feasibility) -> tuple[IndexArray, int]:
+    def _scan(self, total: int, start: int, feasibility: _Feasibility,
+              examined: _Examined | None = None) -> tuple[IndexArray, int]:
         """The first ``num_feasible_nodes_to_find`` feasible nodes from ``start`` in
-        rotation order (sorted into session order), and how many nodes were examined."""
+        rotation order (sorted into session order), and how many nodes were examined.
+        ``examined``: the feasible positions (in rotation order, ``total + i`` for node
+        ``i`` past the wrap) among the first nodes from ``start`` already read, and how
+        many those were; the answer does not depend on how the nodes are read."""
         wanted = self.node_scan.nodes_to_find.count(total)
         chunk = max(int(wanted * _FIRST_CHUNK_FACTOR), _MIN_CHUNK)
         parts: list[IndexArray] = []
         found = processed = 0
         position = start
         wrapped = False
+        if examined is not None:
+            known, span = examined
+            if len(known) >= wanted:
+                chosen = known[:wanted]
+                last = int(chosen[-1])
+                if last < total:
+                    return chosen, last - start + 1
+                return np.sort(chosen % total), last - start + 1
+            span = min(span, total)
+            if len(known):
+                parts.append(known % total if span > total - start else known)
+                found = len(known)
+            processed = span
+            position = start + span
+            if position >= total:
+                position -= total
+                wrapped = True
         while processed < total:
             hi = min(total, position + min(chunk, total - processed))
             feasible = np.flatnonzero(feasibility.between(position, hi))
@@ -759,6 +783,11 @@ class _Plan:
         self.origin = origin
         self.end = end
         self.next = 0
+
+
+#: Feasible positions in rotation order from a scan's start, and how many nodes that
+#: read (see ``VectorNodeSelector._scan``).
+_Examined = tuple[IndexArray, int]
 
 
 class _Feasibility:

@@ -84,6 +84,20 @@ _PHASE_COUNTERS = {PodGroupPhase.PENDING: "pending", PodGroupPhase.INQUEUE: "inq
 Fn = Callable[..., Any]
 
 
+def _sum_allocatable(nodes: Sequence[NodeInfo]) -> Resource:
+    """The nodes' allocatable resources added up, node after node (Resource.add's
+    float operations inlined: a replay opens a session on every event)."""
+    cpu = memory = 0.0
+    scalars: dict[str, float] = {}
+    for node in nodes:
+        allocatable = node.allocatable
+        cpu += allocatable.milli_cpu
+        memory += allocatable.memory
+        for name, amount in allocatable.scalars.items():
+            scalars[name] = scalars.get(name, 0.0) + amount
+    return Resource(cpu, memory, scalars)
+
+
 class Session:
     """One scheduling cycle. Build it with :meth:`open`."""
 
@@ -116,9 +130,7 @@ class Session:
         #: The Dynamic Resource Allocation objects (read-only; the predicates plugin
         #: keeps what the session allocates beside them).
         self.dra: DraObjects = snapshot.dra
-        self.total_resource = Resource()
-        for node in self.node_list:
-            self.total_resource.add(node.allocatable)
+        self.total_resource = _sum_allocatable(self.node_list)
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self.events: list[RecordedEvent] = []
@@ -340,9 +352,7 @@ class Session:
                 quota = getattr(queue, field)
                 if quota is not None:
                     setattr(queue, field, quota.without(names))
-        self.total_resource = Resource()
-        for node in self.node_list:
-            self.total_resource.add(node.allocatable)
+        self.total_resource = _sum_allocatable(self.node_list)
 
     def _drop_uncounted_names(self) -> None:
         """Take out of pod groups' ``minResources`` and queues' ``capability``,
