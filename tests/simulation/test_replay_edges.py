@@ -81,3 +81,28 @@ def test_sessions_at_one_instant_are_bounded(monkeypatch: pytest.MonkeyPatch,
     timeline = simulator.run()
     assert timeline.finished_count >= 1
     assert "without the clock moving" in caplog.text
+
+
+def test_a_job_built_in_code_is_created_when_it_arrives() -> None:
+    # A prototype that leaves its creation time unset is created at its submit time:
+    # job order (creation time, then uid) is then first come, first served, and the
+    # HPC orders read the submit time from it.
+    from batchsched.api import JobInfo, NodeInfo, PodGroup, Resource, TaskInfo
+    from batchsched.simulation import Simulator
+    from batchsched.simulation.workload import Workload, WorkloadJob
+
+    def job(name: str, submit: float, run: float) -> WorkloadJob:
+        task = TaskInfo.create("default", f"{name}-0", f"default/{name}",
+                               Resource.from_mapping({"cpu": 1}))
+        prototype = JobInfo.from_podgroup(PodGroup(name, min_member=1), tasks=[task])
+        return WorkloadJob(prototype, submit, {task.uid: run})
+
+    node = NodeInfo.create("n1", Resource.from_mapping({"cpu": 1, "pods": 10}))
+    # "z" waits from t=10, "a" from t=20: "z" goes first when the node frees.
+    jobs = (job("first", 0.0, 100.0), job("z", 10.0, 5.0), job("a", 20.0, 5.0))
+    arrived = jobs[1].arrive()
+    assert arrived.creation_time == arrived.podgroup.creation_time == 10.0
+    assert jobs[1].prototype.creation_time == 0.0  # the prototype is left as it is
+    timeline = Simulator(Workload(name="w", nodes=(node,), jobs=jobs)).run()
+    assert timeline.jobs["default/z"].start == 100.0
+    assert timeline.jobs["default/a"].start == 105.0

@@ -54,8 +54,20 @@ class WorkloadJob:
         return max(self.run_times.values(), default=0.0)
 
     def arrive(self) -> JobInfo:
-        """A fresh copy of the job, as it enters the cluster."""
-        return self.prototype.clone()
+        """A fresh copy of the job, as it enters the cluster. The pod group and pods
+        are created then: where the prototype leaves a creation time unset (0), the
+        copy's is the submit time (job orders read it: first come, first served)."""
+        job = self.prototype.clone()
+        submit = self.submit
+        if submit:
+            if not job.creation_time:
+                job.creation_time = submit
+            if not job.podgroup.creation_time:
+                job.podgroup.creation_time = submit
+            for task in job.tasks.values():
+                if not task.creation_time:
+                    task.creation_time = submit
+        return job
 
 
 @attrs.frozen
