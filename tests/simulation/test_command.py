@@ -130,6 +130,16 @@ def test_a_workload_task_without_a_run_time_is_refused(tmp_path: Path) -> None:
     assert "w.yaml: tasks[2] (default/u1).annotations: batchsched.io/run-time is missing" in err
 
 
+def test_an_unreadable_requested_run_time_is_a_warning_naming_the_field(tmp_path: Path) -> None:
+    text = WORKLOAD.replace("createdAt: 100}",
+                            "createdAt: 100, annotations: {batchsched.io/requested-runtime: soon}}")
+    path = write(tmp_path, "w.yaml", text.replace("RESTART_MIN", "2").replace("RESTART", "gang"))
+    code, _, err = simulate(str(path))
+    assert code == 0
+    assert ("w.yaml: jobs[1] (default/urgent).annotations.batchsched.io/requested-runtime: 'soon' is neither "
+            "seconds nor a Go duration; the job states no requested run time") in err
+
+
 def test_compare_puts_configurations_side_by_side(tmp_path: Path) -> None:
     lines = [swf_line(i, i * 5, 100 if i % 3 else 5, 1 + i % 2) for i in range(1, 13)]
     trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join(lines) + "\n")

@@ -41,7 +41,13 @@ from batchsched.api.hypernode import (
     TopologyError,
     build_topology,
 )
-from batchsched.api.job import SLA_WAITING_TIME_ANNOTATIONS, JobInfo, PodGroup, waiting_time_from
+from batchsched.api.job import (
+    REQUESTED_RUNTIME_ANNOTATION,
+    SLA_WAITING_TIME_ANNOTATIONS,
+    JobInfo,
+    PodGroup,
+    waiting_time_from,
+)
 from batchsched.api.node import NodeInfo, NodeUsage
 from batchsched.api.numa import (
     CPU_MANAGER_POLICY,
@@ -990,6 +996,11 @@ class _Parser:
             if text is not None and waiting_time_from(text) is None:
                 self.warnings.append(f"{self.source}: {path}.annotations.{key}: "
                                      f"{text!r} is not a positive Go duration; ignored")
+        text = podgroup.annotations.get(REQUESTED_RUNTIME_ANNOTATION)
+        if text is not None and job.requested_runtime is None:
+            self.warnings.append(f"{self.source}: {path}.annotations."
+                                 f"{REQUESTED_RUNTIME_ANNOTATION}: {text!r} is neither seconds "
+                                 "nor a Go duration; the job states no requested run time")
         return job
 
     def tasks(self, raw: Any, classes: Mapping[str, PriorityClass],
