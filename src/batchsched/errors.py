@@ -23,7 +23,22 @@ __all__ = [
 
 
 class BatchSchedError(Exception):
-    """Base class of every error batchsched raises on purpose."""
+    """Base class of every error batchsched raises on purpose.
+
+    Errors pickle whole (message and attributes): a sweep's replays run in worker
+    processes, which send back what they raise.
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exception's own pickling calls the class with the formatted message, which
+        # the subclasses' constructors would format again (or refuse).
+        return (_rebuilt, (type(self), self.args), self.__dict__)
+
+
+def _rebuilt(cls: type[BatchSchedError], args: tuple[object, ...]) -> BatchSchedError:
+    error = cls.__new__(cls)
+    error.args = args
+    return error
 
 
 class QuantityError(BatchSchedError, ValueError):
