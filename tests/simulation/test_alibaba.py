@@ -97,6 +97,20 @@ def test_a_row_with_the_wrong_number_of_fields_is_named(row: str, problem: str) 
         alibaba_workload("pods.csv", nodes, text=PODS + row + "\n")
 
 
+def test_a_pod_named_twice_is_named_with_both_lines() -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    with pytest.raises(WorkloadError,
+                       match=r"pods.csv:6: column name: pod 'pod-1' again \(first on line 3\)"):
+        alibaba_workload("pods.csv", nodes,
+                         text=PODS + "pod-1,1000,1024,1,1000,,LS,Running,9,90,9\n")
+
+
+def test_a_node_named_twice_is_named_with_both_lines() -> None:
+    with pytest.raises(WorkloadError,
+                       match=r"nodes.csv:4: column sn: node 'node-a' again \(first on line 2\)"):
+        alibaba_nodes("nodes.csv", text=NODES + "node-a,8000,32768,2,V100M16\n")
+
+
 def test_an_unknown_column_is_named() -> None:
     with pytest.raises(WorkloadError, match=r"nodes.csv:1: unknown column 'gpus'"):
         alibaba_nodes("nodes.csv", text=NODES.replace("gpu,model", "gpus,model"))

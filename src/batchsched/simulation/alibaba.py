@@ -115,7 +115,12 @@ def alibaba_nodes(path: str | Path, *, text: str | None = None) -> tuple[NodeInf
     """The nodes of an ``openb_node_list_*.csv`` file."""
     file = Path(path)
     nodes = []
+    first_line: dict[str, int] = {}
     for line, row in _rows(file, _NODE_COLUMNS, text):
+        seen = first_line.setdefault(row["sn"], line)
+        if seen != line:
+            raise WorkloadError(f"column sn: node {row['sn']!r} again (first on line {seen})",
+                                source=file.name, line=line)
         allocatable = Resource.from_mapping({
             "cpu": f"{_int(row, 'cpu_milli', file.name, line)}m",
             "memory": _int(row, "memory_mib", file.name, line) * _MIB,
@@ -183,7 +188,13 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
     source = file.name
     capacity = sum(node.allocatable.get(GPU) for node in nodes)  # milli
     pods: list[_Pod] = []
+    first_line: dict[str, int] = {}
     for line, row in _rows(file, _POD_COLUMNS, text, _REQUIRED_POD_COLUMNS):
+        seen = first_line.setdefault(row["name"], line)
+        if seen != line:
+            # Each pod becomes a job named after it: two would be one pod group.
+            raise WorkloadError(f"column name: pod {row['name']!r} again (first on line "
+                                f"{seen})", source=source, line=line)
         gpus = _int(row, "num_gpu", source, line, default=0)
         share = _int(row, "gpu_milli", source, line, default=0)
         created = _int(row, "creation_time", source, line, default=0)
