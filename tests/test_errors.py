@@ -7,6 +7,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+
 from batchsched.errors import (
     BatchSchedError,
     CacheError,

@@ -152,6 +152,44 @@ def test_weight_divides_the_share_of_a_subtree() -> None:
     assert ssn.queue_order_fn(q["qc"], q["qb"])
 
 
+@pytest.mark.parametrize(("weight", "first"), [
+    ("4", "qa"),        # a's share counts a quarter: a goes first
+    (" 4", "qb"),       # Go's ParseFloat refuses blanks: 0, raised to 1
+    ("0x1p2", "qa"),    # a hexadecimal float, 4
+    ("1_0", "qa"),      # underscores between digits, 10
+    ("nan", "qa"),      # NaN stays NaN (NaN < 1 is false): no order, the names decide
+])
+def test_hierarchy_weights_are_read_as_go_reads_them(weight: str, first: str) -> None:
+    # Both jobs hold cpu and want more; a holds 2 of 8, b 1 of 8.
+    queues = (f'[{{name: qa, annotations: {{volcano.sh/hierarchy: "root/a", '
+              f'volcano.sh/hierarchy-weights: "1/{weight}"}}}},'
+              ' {name: qb, annotations: {volcano.sh/hierarchy: "root/b", '
+              'volcano.sh/hierarchy-weights: "1/1"}}]')
+    ssn = open_scenario(doc(
+        "[{name: a, queue: qa, phase: Running}, {name: b, queue: qb, phase: Running}]",
+        "[{name: a1, job: a, node: n1, phase: Running, requests: {cpu: 2, memory: 1Gi}},"
+        " {name: a2, job: a, requests: {cpu: 5, memory: 1Gi}},"
+        " {name: b1, job: b, node: n1, phase: Running, requests: {cpu: 1, memory: 1Gi}},"
+        " {name: b2, job: b, requests: {cpu: 5, memory: 1Gi}}]",
+        queues=queues, hierarchy=True, node="{cpu: 8, memory: 8Gi, pods: 110}",
+    ))
+    q = ssn.queues
+    other = "qb" if first == "qa" else "qa"
+    assert ssn.queue_order_fn(q[first], q[other])
+    assert not ssn.queue_order_fn(q[other], q[first])
+
+
+def test_a_weights_list_shorter_than_the_path_is_a_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    queues = ('[{name: qa, annotations: {volcano.sh/hierarchy: "root/eng/a", '
+              'volcano.sh/hierarchy-weights: "1/2"}}]')
+    ssn = open_scenario(doc("[{name: a, queue: qa}]", "[{name: a1, job: a, requests: {cpu: 1}}]",
+                            queues=queues, hierarchy=True))
+    assert ssn.queues["qa"]
+    assert ("volcano.sh/hierarchy-weights '1/2' has fewer weights than volcano.sh/hierarchy "
+            "'root/eng/a' has elements; the missing ones are 1") in caplog.text
+
+
 def test_hierarchical_reclaim_judges_each_candidate_alone() -> None:
     ssn = open_scenario(doc(
         "[{name: a, queue: qa}, {name: b, queue: qb}, {name: small, queue: qa}]",

@@ -136,8 +136,9 @@ def test_an_unreadable_requested_run_time_is_a_warning_naming_the_field(tmp_path
     path = write(tmp_path, "w.yaml", text.replace("RESTART_MIN", "2").replace("RESTART", "gang"))
     code, _, err = simulate(str(path))
     assert code == 0
-    assert ("w.yaml: jobs[1] (default/urgent).annotations.batchsched.io/requested-runtime: 'soon' is neither "
-            "seconds nor a Go duration; the job states no requested run time") in err
+    assert ("w.yaml: jobs[1] (default/urgent).annotations.batchsched.io/requested-runtime: "
+            "'soon' is neither seconds nor a Go duration; the job states no requested run "
+            "time") in err
 
 
 def test_compare_puts_configurations_side_by_side(tmp_path: Path) -> None:

@@ -1,16 +1,20 @@
-"""Integers read, and added, as Go reads and adds them.
+"""Numbers read, and added, as Go reads and adds them.
 
 Volcano's device code reads numbers out of annotations with ``strconv.ParseInt`` or
 ``strconv.Atoi`` and often ignores the error, keeping whatever value came back: 0 for
 text that is not a number, the nearest bound of the type for a number out of its
 range. Python's ``int()`` reads more (``1_000``, surrounding blanks, non-ASCII digits)
 and never clamps, so the same annotation would mean something else here. Device ledgers count in
-``int32`` and divide truncating toward zero (:func:`int32`, :func:`divide`).
+``int32`` and divide truncating toward zero (:func:`int32`, :func:`divide`). Weights
+in annotations are read with ``strconv.ParseFloat`` (:func:`parse_float`).
 """
 
 from __future__ import annotations
 
-__all__ = ["atoi", "divide", "int32", "parse_int"]
+import math
+import re
+
+__all__ = ["atoi", "divide", "int32", "parse_float", "parse_int"]
 
 _UINT64_MAX = 2**64 - 1
 #: The first magnitude whose product by 10 no longer fits 64 bits (Go's ``cutoff``).
@@ -91,3 +95,65 @@ def divide(numerator: int, denominator: int) -> int:
     """
     quotient = abs(numerator) // abs(denominator)
     return quotient if (numerator < 0) == (denominator < 0) else -quotient
+
+
+#: Go's float syntax (``readFloat``), underscores allowed anywhere for now: a decimal
+#: mantissa with an optional exponent, or a hexadecimal one with a mandatory ``p``
+#: exponent. ASCII only: Go reads bytes.
+_DECIMAL_FLOAT = re.compile(
+    r"[+-]?(?=_*\.?_*[0-9])[0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9][0-9_]*)?", re.ASCII)
+_HEX_FLOAT = re.compile(
+    r"[+-]?0[xX](?=[0-9a-fA-F_.]*[0-9a-fA-F])[0-9a-fA-F_]*(?:\.[0-9a-fA-F_]*)?"
+    r"[pP][+-]?[0-9][0-9_]*", re.ASCII)
+_SPECIAL = {"inf": math.inf, "+inf": math.inf, "-inf": -math.inf, "infinity": math.inf,
+            "+infinity": math.inf, "-infinity": -math.inf, "nan": math.nan}
+
+
+def parse_float(text: str) -> tuple[float, bool]:
+    """Go's ``strconv.ParseFloat(text, 64)``: ``(value, ok)``; the value is 0 for text
+    that is not a number, and infinite (``ok`` false) for one beyond float64's range.
+
+    Go reads hexadecimal mantissas (``0x1p2``), ``inf``, ``infinity`` and ``nan`` in
+    any case, and underscores only between digits; not surrounding blanks nor
+    non-ASCII digits, which Python's ``float()`` takes.
+
+    >>> parse_float("0x1p2"), parse_float(" 4"), parse_float("1_000.5")
+    ((4.0, True), (0.0, False), (1000.5, True))
+    """
+    special = _SPECIAL.get(text.lower()) if text.isascii() else None
+    if special is not None:
+        return special, True
+    hexadecimal = _HEX_FLOAT.fullmatch(text) is not None
+    if not hexadecimal and _DECIMAL_FLOAT.fullmatch(text) is None:
+        return 0.0, False
+    if "_" in text and not _underscores_ok(text):
+        return 0.0, False
+    plain = text.replace("_", "")
+    try:
+        value = float.fromhex(plain) if hexadecimal else float(plain)
+    except OverflowError:
+        return (-math.inf if plain.startswith("-") else math.inf), False
+    return value, not math.isinf(value)
+
+
+def _underscores_ok(text: str) -> bool:
+    """Go's ``underscoreOK``: each underscore between two digits (a base prefix counts
+    as a digit)."""
+    body = text[1:] if text[:1] in "+-" else text
+    saw = "^"
+    hexadecimal = False
+    start = 0
+    if len(body) >= 2 and body[0] == "0" and body[1] in "bBoOxX":
+        start, saw, hexadecimal = 2, "0", body[1] in "xX"
+    for char in body[start:]:
+        if "0" <= char <= "9" or (hexadecimal and char.lower() in "abcdef"):
+            saw = "0"
+        elif char == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        elif saw == "_":
+            return False
+        else:
+            saw = "!"
+    return saw != "_"

@@ -27,11 +27,14 @@ here children are visited in name order.
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Callable
 
 import attrs
 
 from batchsched.api.resource import Resource
+from batchsched.kube.go_strconv import parse_float
 
 __all__ = [
     "HierarchyNode",
@@ -42,6 +45,8 @@ __all__ = [
     "recompute",
     "refresh_path",
 ]
+
+log = logging.getLogger("batchsched")
 
 ShareOf = Callable[[Resource], float]
 
@@ -86,17 +91,23 @@ def new_root() -> HierarchyNode:
     return HierarchyNode("root", 1.0)
 
 
+@functools.lru_cache(maxsize=64)
+def _warn_short_weights(hierarchy: str, weights: str) -> None:
+    """Once per pair: a session places every job of such a queue."""
+    log.warning("batchsched: drf: volcano.sh/hierarchy-weights %r has fewer weights than "
+                "volcano.sh/hierarchy %r has elements; the missing ones are 1 (Volcano "
+                "panics)", weights, hierarchy)
+
+
 def _weight(weights: list[str], index: int) -> float:
-    """The weight of path element ``index``: unparsable counts as 0 and anything below
-    1 as 1. Volcano fails on a weights list shorter than the path; here the missing
-    weight is 1."""
+    """The weight of path element ``index``, read as Volcano reads it (Go's
+    ``strconv.ParseFloat``, its error ignored: unreadable text counts as 0), anything
+    below 1 counting as 1 (NaN stays). Volcano panics on a weights list shorter than
+    the path (its queue webhook refuses one); here the missing weight is 1."""
     if index >= len(weights):
         return 1.0
-    try:
-        value = float(weights[index])
-    except ValueError:
-        value = 0.0
-    return value if value >= 1 else 1.0
+    value, _ = parse_float(weights[index])
+    return 1.0 if value < 1 else value
 
 
 def place_job(
@@ -111,6 +122,8 @@ def place_job(
     """
     paths = hierarchy.split("/")
     weight_list = weights.split("/")
+    if len(weight_list) < len(paths):
+        _warn_short_weights(hierarchy, weights)
     node = root
     path = [root]
     reshaped = False
