@@ -95,6 +95,23 @@ def test_job_with_missing_queue_is_dropped_with_a_warning() -> None:
     assert any("queue 'qX' does not exist" in w for w in scenario.warnings)
 
 
+def test_a_resource_name_volcano_does_not_count_is_left_out_with_a_warning() -> None:
+    # Kubernetes refuses a bare "gpu" in a pod or on a node; Volcano's NewResource
+    # would not see it: an extended resource is qualified (nvidia.com/gpu).
+    doc = yaml.safe_load(BASE)
+    doc["nodes"][0]["allocatable"]["gpu"] = 4
+    doc["tasks"][0]["requests"] = {"cpu": 1, "gpu": 1, "example.com/fpga": 1}
+    scenario = parse_scenario(doc, source="s.yaml")
+    assert "gpu" not in scenario.nodes[0].allocatable.scalars
+    task = scenario.tasks[0]
+    assert "gpu" not in task.resreq.scalars and "example.com/fpga" in task.resreq.scalars
+    node_path, task_path = "nodes[0] (n1).allocatable", f"tasks[0] ({task.uid}).requests"
+    for path, holder in ((node_path, "node"), (task_path, "pod")):
+        assert (f"s.yaml: {path}.gpu: not a resource name Volcano counts (Kubernetes refuses "
+                f"it in a {holder}; an extended resource is qualified, such as "
+                "example.com/gpu); left out") in scenario.warnings
+
+
 def test_unknown_priority_class_gives_zero_with_a_warning() -> None:
     doc = yaml.safe_load(BASE.replace("minMember: 1}", "minMember: 1, priorityClassName: gold}"))
     scenario = parse_scenario(doc)

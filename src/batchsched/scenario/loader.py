@@ -62,6 +62,7 @@ from batchsched.api.numa import (
 )
 from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
+from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.sub_job import SubGroupPolicy
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, QueueState, TaskStatus
@@ -360,10 +361,25 @@ class _Parser:
                 raise self.fail(f"{path}.{name}", f"{text} {reason}") from exc
         raise AssertionError("unreachable: some quantity failed above")
 
-    def shared_resources(self, value: Any) -> Resource | None:
+    def counted(self, resources: Resource, path: str, holder: str) -> Resource:
+        """``resources`` less the names Volcano's ``NewResource`` does not count (a bare
+        ``gpu``, ``requests.cpu``), each reported: Kubernetes refuses them in a pod's
+        requests or a node's allocatable, and Volcano would not see them."""
+        dropped = [name for name in resources.scalars if not counted_by_volcano(name)]
+        if not dropped:
+            return resources
+        for name in dropped:
+            self.warnings.append(
+                f"{self.source}: {path}.{name}: not a resource name Volcano counts "
+                f"(Kubernetes refuses it in a {holder}; an extended resource is qualified, "
+                "such as example.com/gpu); left out")
+        return resources.without(frozenset(dropped))
+
+    def shared_resources(self, value: Any, *, counted_only: bool = False) -> Resource | None:
         """What :meth:`resources` gives for ``value``, parsed once per distinct mapping
         (large scenarios repeat a few request shapes), or None when ``value`` is not a
-        dict of valid quantities. The result is shared: whoever keeps it must copy it.
+        dict of valid quantities (nor, with ``counted_only``, when it names a resource
+        Volcano does not count). The result is shared: whoever keeps it must copy it.
         """
         if value is None:
             value = {}
@@ -381,6 +397,8 @@ class _Parser:
                 shared = self.shared_quantities[key] = Resource.from_mapping(value)
             except QuantityError:
                 return None
+        if counted_only and shared.scalars and not all(map(counted_by_volcano, shared.scalars)):
+            return None
         return shared
 
     def string_map(self, value: Any, path: str) -> dict[str, str]:
@@ -753,13 +771,13 @@ class _Parser:
         name = obj.get("name")
         if type(name) is not str or not name:
             return None
-        allocatable = self.shared_resources(obj.get("allocatable"))
+        allocatable = self.shared_resources(obj.get("allocatable"), counted_only=True)
         labels = _plain_strings(obj.get("labels"))
         if allocatable is None or labels is None:
             return None
         capacity = None
         if obj.get("capacity") is not None:
-            capacity = self.shared_resources(obj["capacity"])
+            capacity = self.shared_resources(obj["capacity"], counted_only=True)
             if capacity is None:
                 return None
         # NodeInfo.create copies the (shared) resources and the labels.
@@ -774,8 +792,11 @@ class _Parser:
         self.keys(obj, {"name", "allocatable", "capacity", "labels", "annotations", "taints",
                         "unschedulable", "ready", "images", "usage", "numaTopology"}, path)
         self.unique(seen, name, path, "node")
-        allocatable = self.resources(obj.get("allocatable"), f"{path}.allocatable")
-        capacity = (self.resources(obj["capacity"], f"{path}.capacity")
+        allocatable = self.counted(
+            self.resources(obj.get("allocatable"), f"{path}.allocatable"),
+            f"{path}.allocatable", "node")
+        capacity = (self.counted(self.resources(obj["capacity"], f"{path}.capacity"),
+                                 f"{path}.capacity", "node")
                     if obj.get("capacity") is not None else None)
         taints = []
         for t, raw_taint in enumerate(self.seq(obj.get("taints"), f"{path}.taints")):
@@ -1047,7 +1068,7 @@ class _Parser:
             pclass = classes.get(class_name)
             if pclass is None:
                 return None
-        requests = self.shared_resources(obj.get("requests"))
+        requests = self.shared_resources(obj.get("requests"), counted_only=True)
         if requests is None:
             return None
         texts = self.shared_texts
@@ -1140,8 +1161,10 @@ class _Parser:
             if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
                 raise self.fail(f"{path}.hostPorts[{p}]", f"{port!r} is not a port")
             ports.append(port)
-        requests = self.resources(obj.get("requests"), f"{path}.requests")
-        init = (self.resources(obj["initRequests"], f"{path}.initRequests")
+        requests = self.counted(self.resources(obj.get("requests"), f"{path}.requests"),
+                                f"{path}.requests", "pod")
+        init = (self.counted(self.resources(obj["initRequests"], f"{path}.initRequests"),
+                             f"{path}.initRequests", "pod")
                 if obj.get("initRequests") is not None else None)
         annotations = self.string_map(obj.get("annotations"), f"{path}.annotations")
         unreadable = unreadable_devices(annotations.get(ASSIGNED_IDS_ANNOTATION, ""))
