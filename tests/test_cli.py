@@ -262,3 +262,26 @@ def test_a_score_written_as_yaml_reads_1e2_passes_the_shape_check(
                                  "expect: {scores: {c1/p1: {n1: 1e2}}}"))
     assert main(["check", str(path)]) == 1  # a difference, not bad input
     assert "ERROR" not in capsys.readouterr().out
+
+
+def test_a_bad_input_error_is_one_line_whatever_the_value_held(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(GOOD.replace("requests: {cpu: 1,", 'requests: {cpu: "1\\n2",'))
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("batchsched: error: ")
+    assert err.rstrip("\n").endswith('tasks[0] (c1/p1).requests.cpu: "1\\n2" is not a quantity')
+
+
+def test_check_reports_a_file_that_crashed_the_loader_and_goes_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "a-bad.yaml"
+    bad.write_text(GOOD.replace("minMember: 1}", "minMember: 1, createdAt: 1" + "0" * 400 + "}"))
+    good = tmp_path / "b-good.yaml"
+    good.write_text(GOOD)
+    assert main(["check", str(tmp_path)]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"ERROR {bad}: jobs[0] (c1/pg1).createdAt: is too large")
+    assert out[1] == f"ok    {good}"

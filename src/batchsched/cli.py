@@ -145,7 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BatchSchedError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"batchsched: error: {exc}", file=sys.stderr)
+        # One line, whatever the input held (a quantity "1\n2"): tools read the last one.
+        message = str(exc).replace("\r", "\\r").replace("\n", "\\n")
+        print(f"batchsched: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (``batchsched plugins | head``): not an error of ours.

@@ -67,6 +67,54 @@ BAD_INPUTS = [
      "tasks[0] (c1/p1).tolerations[0].operator: 'Maybe' is not one of Equal, Exists"),
     ("{name: n1, allocatable", "{name: n1, taints: [{value: v}], allocatable",
      "nodes[0] (n1).taints[0].key: is required"),
+    # Found by an audit of the format's contract: each crashed, hung or passed silently.
+    ("requests: {cpu: 1", "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuring"
+     "Execution: {nodeSelectorTerms: [{matchExpressions: [{key: k, operator: {x: 1}}]}]}}}, "
+     "requests: {cpu: 1",
+     "matchExpressions[0].operator: {'x': 1} is not one of"),
+    ("minMember: 1}", "minMember: 1, createdAt: 1" + "0" * 400 + "}",
+     "jobs[0] (c1/pg1).createdAt: is too large to be a time"),
+    ("minMember: 1}", "minMember: 1, createdAt: .nan}", "jobs[0] (c1/pg1).createdAt: nan is not"),
+    ("name: base", "name: base\nnow: -90s", "now: '-90s': the session clock cannot be relative"),
+    ("memory: 1Gi}}\n", 'memory: "1e99999999"}}\n',
+     'tasks[0] (c1/p1).requests.memory: "1e99999999" is out of range'),
+    ("memory: 1Gi}}\n", "memory: " + "1" * 5000 + "}}\n",
+     "malformed document: a number of more than 4300 digits"),
+    ("name: base", "name: [base]", "s.yaml: name: must be a string, not a list"),
+    ("requests: {cpu: 1", "tolerations: [{key: [k]}], requests: {cpu: 1",
+     "tasks[0] (c1/p1).tolerations[0].key: must be a string, not a list"),
+    ("{name: n1, allocatable", "{name: n1, taints: [{key: k, value: [1]}], allocatable",
+     "nodes[0] (n1).taints[0].value: must be a string, not a list"),
+    ("tasks:\n", "pdbs: [{name: b, selector: {a: b}, minAvailable: 1},"
+     " {name: b, selector: {a: b}, minAvailable: 1}]\ntasks:\n",
+     "pdbs[1] (default/b): duplicate pdb 'default/b'"),
+    ("tasks:\n", "pdbs: [{name: b, selector: {a: b}, minAvailable: '150%'}]\ntasks:\n",
+     "pdbs[0] (default/b).minAvailable: '150%' is not a count or a percentage up to 100%"),
+    ("tasks:\n", "pdbs: [{name: b, selector: {a: b}, minAvailable: ' 50%'}]\ntasks:\n",
+     "pdbs[0] (default/b).minAvailable: ' 50%' is not a count"),
+    ("tasks:\n", "pdbs: [{name: b, selector: {a: b}, disruptionsAllowed: -3}]\ntasks:\n",
+     "pdbs[0] (default/b).disruptionsAllowed: must not be negative, not -3"),
+    ("tasks:\n", "resourceQuotas: [{name: r, namespace: c1, hard: {cpu: 1}},"
+     " {name: r, namespace: c1, hard: {cpu: 2}}]\ntasks:\n",
+     "resourceQuotas[1] (c1/r): duplicate resource quota 'c1/r'"),
+    ("queues:", "priorityClasses: [{name: a, value: 1, globalDefault: true},"
+     " {name: b, value: 2, globalDefault: true}]\nqueues:",
+     "priorityClasses[1] (b).globalDefault: 'a' is the global default already"),
+    ("requests: {cpu: 1", "role: worker, annotations: {volcano.sh/task-spec: master}, "
+     "requests: {cpu: 1",
+     "tasks[0] (c1/p1).role: 'worker' is not the pod's volcano.sh/task-spec annotation"),
+    ("tasks:\n", "expect: {taskStatusCounts: {c1/pg1: {Bindng: 0}}}\ntasks:\n",
+     "expect.taskStatusCounts.c1/pg1.Bindng: not a task status (known: Pending,"),
+    ("tasks:\n", "expect: {taskStatusCounts: {c1/pg9: {Pending: 0}}}\ntasks:\n",
+     "expect.taskStatusCounts.c1/pg9: no job 'c1/pg9'"),
+    ("tasks:\n", "expect: {podGroupPhases: {pg1: Pending}}\ntasks:\n",
+     "expect.podGroupPhases.pg1: no job 'pg1' (a job id is namespace/name)"),
+    ("tasks:\n", "expect: {podGroupPhases: {c1/pg1: Runing}}\ntasks:\n",
+     "expect.podGroupPhases.c1/pg1: 'Runing' is not a pod group phase"),
+    ("tasks:\n", "expect: {scores: {c1/p1: {n1: .nan}}}\ntasks:\n",
+     "expect.scores: has the wrong shape"),
+    ("tasks:\n", "expect: {scores: {c1/p1: {n1: 1" + "0" * 400 + "}}}\ntasks:\n",
+     "expect.scores: has the wrong shape"),
 ]
 
 
@@ -77,6 +125,33 @@ def test_bad_input_names_object_and_field(tmp_path: Path, old: str, new: str, me
         load_with(tmp_path, old, new)
     assert message in str(info.value)
     assert str(info.value).startswith(str(tmp_path / "s.yaml"))
+
+
+def test_times_yaml_leaves_unread_are_numbers_as_in_json(tmp_path: Path) -> None:
+    # YAML 1.1 reads 1.7e9 as text (a float wants a dot and a signed exponent).
+    scenario = load_scenario(write(tmp_path, BASE.replace("name: base", "name: base\nnow: 1.7e9")
+                                   .replace("minMember: 1}", "minMember: 1, createdAt: 1e9}")))
+    assert scenario.now == 1.7e9
+    assert scenario.jobs[0].creation_time == 1e9
+
+
+def test_a_byte_order_mark_is_not_part_of_a_json_scenario(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('\ufeff{"version": 1, "name": "bom", "config": {"actions": ""}}',
+                    encoding="utf-8")
+    assert load_scenario(path).name == "bom"
+
+
+def test_the_task_spec_annotation_is_the_task_s_role(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, BASE.replace(
+        "requests: {cpu: 1", "annotations: {volcano.sh/task-spec: master}, requests: {cpu: 1")))
+    assert scenario.tasks[0].role == "master"
+
+
+def test_a_toleration_value_yaml_reads_as_a_boolean_is_its_label_text(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, BASE.replace(
+        "requests: {cpu: 1", "tolerations: [{key: gpu, value: true}], requests: {cpu: 1")))
+    assert scenario.tasks[0].tolerations[0].value == "true"
 
 
 def test_malformed_yaml(tmp_path: Path) -> None:

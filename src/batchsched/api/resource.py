@@ -101,7 +101,8 @@ class Resource:
                 amount = _amount(raw, whole) if isinstance(raw, (str, int, float)) else (
                     _amount_uncached(raw, whole))
             except QuantityError as exc:
-                raise QuantityError(raw, f"resource {name}") from exc
+                why = f": {exc.reason}" if exc.reason else ""
+                raise QuantityError(raw, f"resource {name}{why}") from exc
             if amount < 0:
                 raise QuantityError(raw, f"resource {name} is negative")
             res.set(name, amount)

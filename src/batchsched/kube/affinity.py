@@ -319,7 +319,7 @@ def _requirement(
     if not isinstance(key, str) or not key:
         raise AffinityError(f"{path}.key", "is required")
     operator = obj.get("operator")
-    if operator not in operators:
+    if not isinstance(operator, str) or operator not in operators:
         raise AffinityError(f"{path}.operator",
                             f"{operator!r} is not one of {', '.join(sorted(operators))}")
     values = tuple(_text(v, f"{path}.values[{i}]")

@@ -30,6 +30,9 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
+#: The largest exponent read (``1e400`` is far past any resource amount, and past what
+#: Kubernetes' 64-bit values hold).
+_MAX_EXPONENT = 400
 _QUANTITY = re.compile(
     r"(?P<sign>[+-]?)(?P<number>(?:\d+(?:\.\d*)?|\.\d+))"
     r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?\d+))?"
@@ -60,7 +63,11 @@ def parse_quantity(raw: object) -> Fraction:
     if match["sign"] == "-":
         number = -number
     if match["exp"] is not None:
-        return number * Fraction(10) ** int(match["exp"])
+        exponent = int(match["exp"])
+        if abs(exponent) > _MAX_EXPONENT:
+            # Exact powers of ten this large take minutes; no resource needs them.
+            raise QuantityError(raw, "exponent out of range")
+        return number * Fraction(10) ** exponent
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
         return number * _BINARY[suffix]

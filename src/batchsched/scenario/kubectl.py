@@ -32,14 +32,18 @@ from batchsched.api.resource_names import counted_by_volcano
 from batchsched.conf import DEFAULT_CONFIGURATION_YAML, configuration_from_text
 from batchsched.errors import QuantityError, ScenarioError
 from batchsched.kube.quantity import parse_quantity
-from batchsched.scenario.loader import Scenario, load_scenario, parse_scenario
+from batchsched.scenario.loader import (
+    TASK_SPEC_ANNOTATION,
+    Scenario,
+    load_scenario,
+    parse_scenario,
+)
 
 __all__ = ["import_kubectl_dump", "is_kubectl_dump", "load_kubectl_dump", "load_scenario_or_dump",
            "scenario_document_from_kubectl", "scenario_yaml"]
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
-TASK_SPEC = "volcano.sh/task-spec"
 CONF_KEY = "volcano-scheduler.conf"
 NETWORK_TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_HIGHEST_TIER = "volcano.sh/network-topology-highest-tier"
@@ -697,7 +701,7 @@ class _Converter:
                 ports.append(host_port)
         return _drop_none({
             "name": name, "namespace": namespace, "job": group,
-            "role": fields["annotations"].get(TASK_SPEC) or None,
+            "role": fields["annotations"].get(TASK_SPEC_ANNOTATION) or None,
             "node": node or None, "phase": phase,
             "deleting": True if meta.get("deletionTimestamp") else None,
             "requests": _formatted(requests), "initRequests": init and _formatted(init),
@@ -749,7 +753,7 @@ _K8S_FIELDS = {
               "taints": "spec.taints", "unschedulable": "spec.unschedulable",
               "ready": "status.conditions", "images": "status.images"},
     "tasks": {"job": f"metadata.annotations.{GROUP_NAME}", "node": "spec.nodeName",
-              "role": f"metadata.annotations.{TASK_SPEC}", "phase": "status.phase",
+              "role": f"metadata.annotations.{TASK_SPEC_ANNOTATION}", "phase": "status.phase",
               "deleting": "metadata.deletionTimestamp", "startTime": "status.startTime",
               "requests": "spec.containers[*].resources.requests",
               "initRequests": "spec.initContainers[*].resources.requests",

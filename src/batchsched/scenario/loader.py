@@ -220,7 +220,8 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and parse a YAML or JSON scenario file."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # A byte-order mark is not part of the document (JSON parsers refuse it).
+        text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ScenarioError(f"cannot read: {exc.strerror}", source=source) from exc
     except UnicodeDecodeError as exc:
@@ -237,6 +238,10 @@ def load_scenario(path: str | Path) -> Scenario:
             where = f" at line {exc.lineno}"
         raise ScenarioError(f"malformed document{where}: {getattr(exc, 'problem', exc)}",
                             source=source) from exc
+    except ValueError as exc:  # an integer of thousands of digits
+        problem = ("a number of more than 4300 digits" if "digits" in str(exc)
+                   else str(exc))
+        raise ScenarioError(f"malformed document: {problem}", source=source) from exc
     # The document is ours: its entries are dropped as they become objects, so that
     # the document and the objects it becomes are not both held whole at the peak.
     return _Parser(source, consume=True).parse(document)
@@ -332,6 +337,19 @@ class _Parser:
             raise self.fail(f"{path}.{key}", f"must be {_names(kinds)}, not {value!r}")
         return value  # type: ignore[return-value]
 
+    def text(self, obj: Mapping[str, Any], key: str, path: str) -> str:
+        """A string field that YAML may have read as a scalar of another type (as
+        :meth:`string_map` reads label values); absent or null is empty."""
+        value = obj.get(key)
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (str, int, float)):
+            return str(value)
+        raise self.fail(f"{path}.{key}" if path else key,
+                        f"must be a string, not {_kind(value)}")
+
     def name(self, obj: Mapping[str, Any], path: str) -> str:
         value = obj.get("name")
         if not isinstance(value, str) or not value:
@@ -356,7 +374,9 @@ class _Parser:
             try:
                 Resource.from_mapping({name: raw})
             except QuantityError as exc:
-                reason = "is negative" if exc.reason.endswith("negative") else "is not a quantity"
+                reason = ("is negative" if exc.reason.endswith("negative")
+                          else "is out of range" if exc.reason.endswith("out of range")
+                          else "is not a quantity")
                 text = f'"{raw}"' if isinstance(raw, str) else repr(raw)
                 raise self.fail(f"{path}.{name}", f"{text} {reason}") from exc
         raise AssertionError("unreachable: some quantity failed above")
@@ -414,18 +434,26 @@ class _Parser:
                 raise self.fail(f"{path}.{key}", f"must be a string, not {_kind(item)}")
         return out
 
-    def time_value(self, value: Any, path: str) -> float:
+    def time_value(self, value: Any, path: str, *, relative: bool = True) -> float:
+        """A time: RFC 3339, seconds since the epoch (a number, or text YAML leaves
+        unread such as ``1.7e9``), or, when ``relative``, a signed duration from
+        ``now``. Always a finite instant."""
         if isinstance(value, bool):
             raise self.fail(path, f"{value!r} is not a time")
         if isinstance(value, (int, float)):
-            return float(value)
+            return self.finite_time(value, path)
         if isinstance(value, dt.datetime):
             if value.tzinfo is None:
                 value = value.replace(tzinfo=dt.timezone.utc)
             return float(value.timestamp())
         if isinstance(value, str):
             text = value.strip()
+            if _NUMBER.fullmatch(text):
+                return self.finite_time(float(text), path)
             if text[:1] in "+-" and not _looks_like_date(text):
+                if not relative:
+                    raise self.fail(path, f"{value!r}: the session clock cannot be relative "
+                                          "to itself (RFC 3339 or seconds since the epoch)")
                 try:
                     return self.now + parse_duration(text)
                 except ValueError:
@@ -439,6 +467,15 @@ class _Parser:
                 parsed = parsed.replace(tzinfo=dt.timezone.utc)
             return parsed.timestamp()
         raise self.fail(path, f"{value!r} is not a time")
+
+    def finite_time(self, value: float, path: str) -> float:
+        try:
+            seconds = float(value)
+        except OverflowError:
+            raise self.fail(path, "is too large to be a time") from None
+        if not math.isfinite(seconds):
+            raise self.fail(path, f"{value!r} is not a time")
+        return seconds
 
     def enum(self, obj: Mapping[str, Any], key: str, choices: Mapping[str, T], default: T,
              path: str) -> T:
@@ -471,8 +508,8 @@ class _Parser:
             key = f"config.{exc.key}" if exc.key else "config"
             message = str(exc).split(": ", 2)[-1]
             raise self.fail(key, message) from exc
-        self.now = self.time_value(doc["now"], "now") if doc.get("now") is not None \
-            else time.time()
+        self.now = self.time_value(doc["now"], "now", relative=False) \
+            if doc.get("now") is not None else time.time()
         now = self.now if doc.get("now") is not None else None
 
         classes = self.priority_classes(doc.get("priorityClasses"))
@@ -486,7 +523,7 @@ class _Parser:
         hyper_nodes = self.hyper_nodes(doc.get("hyperNodes"))
         dra = self.dra_objects(doc)
         self.warn_missing_templates(tasks, dra)
-        expect = self.expect(doc.get("expect"))
+        expect = self.expect(doc.get("expect"), jobs)
         bind_failures = self.faults(doc.get("faults"), tasks)
         kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
         for uid, job in jobs.items():
@@ -496,8 +533,8 @@ class _Parser:
                     "is left out of the session (as Volcano does)"
                 )
         return Scenario(
-            name=str(doc.get("name") or Path(self.source).stem),
-            description=str(doc.get("description") or ""),
+            name=self.text(doc, "name", "") or Path(self.source).stem,
+            description=self.text(doc, "description", ""),
             source=self.source,
             configuration=configuration,
             priority_classes=tuple(classes.values()),
@@ -683,8 +720,13 @@ class _Parser:
             policy = self.enum(obj, "preemptionPolicy",
                                {"PreemptLowerPriority": "PreemptLowerPriority", "Never": "Never"},
                                "PreemptLowerPriority", path)
-            out[name] = PriorityClass(name, value, policy,
-                                      self.typed(obj, "globalDefault", bool, False, path))
+            global_default = self.typed(obj, "globalDefault", bool, False, path)
+            if global_default:
+                first = next((c.name for c in out.values() if c.global_default), None)
+                if first is not None:
+                    raise self.fail(f"{path}.globalDefault", f"{first!r} is the global default "
+                                    "already (Kubernetes admits one)")
+            out[name] = PriorityClass(name, value, policy, global_default)
         return out
 
     def queues(self, raw: Any) -> dict[str, QueueInfo]:
@@ -806,7 +848,7 @@ class _Parser:
             if not isinstance(taint.get("key"), str):
                 raise self.fail(f"{tpath}.key", "is required")
             effect = self.enum(taint, "effect", {e: e for e in _EFFECTS}, "NoSchedule", tpath)
-            taints.append(Taint(taint["key"], str(taint.get("value") or ""), effect))
+            taints.append(Taint(taint["key"], self.text(taint, "value", tpath), effect))
         images = {}
         for img, size in self.mapping(obj.get("images"), f"{path}.images").items():
             if not isinstance(size, int) or isinstance(size, bool):
@@ -1134,8 +1176,8 @@ class _Parser:
             operator = self.enum(tol, "operator", {"Equal": "Equal", "Exists": "Exists"},
                                  "Equal", tpath)
             effect = self.enum(tol, "effect", {"": "", **{e: e for e in _EFFECTS}}, "", tpath)
-            tolerations.append(Toleration(str(tol.get("key") or ""), operator,
-                                          str(tol.get("value") or ""), effect))
+            tolerations.append(Toleration(self.text(tol, "key", tpath), operator,
+                                          self.text(tol, "value", tpath), effect))
         affinity = obj.get("affinity")
         if affinity is not None:
             affinity = self.mapping(affinity, f"{path}.affinity")
@@ -1173,10 +1215,18 @@ class _Parser:
                 f"{self.source}: {path}.annotations.{ASSIGNED_IDS_ANNOTATION}: "
                 f"{', '.join(map(repr, unreadable))} name no device (UUID,type,memory,cores "
                 "with whole numbers); skipped, as Volcano skips them")
+        # Volcano reads a pod's task spec from its volcano.sh/task-spec annotation.
+        role = self.typed(obj, "role", str, "", path)
+        spec = annotations.get(TASK_SPEC_ANNOTATION)
+        if spec is not None:
+            if role and role != spec:
+                raise self.fail(f"{path}.role", f"{role!r} is not the pod's "
+                                f"{TASK_SPEC_ANNOTATION} annotation {spec!r}")
+            role = spec
         task = TaskInfo.create(
             namespace, name, job_uid, requests, init_requests=init,
             status=status, node_name=node if status != TaskStatus.PENDING else "",
-            priority=priority, role=self.typed(obj, "role", str, "", path),
+            priority=priority, role=role,
             labels=labels,
             annotations=annotations,
             node_selector=self.string_map(obj.get("nodeSelector"), f"{path}.nodeSelector"),
@@ -1215,10 +1265,13 @@ class _Parser:
 
     def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
         out = []
+        seen: dict[str, None] = {}
         for i, item in enumerate(self.seq(raw, "pdbs")):
             obj, name, namespace, path = self.namespaced(item, f"pdbs[{i}]")
             self.keys(obj, {"name", "namespace", "selector", "minAvailable", "maxUnavailable",
                             "disruptionsAllowed"}, path)
+            self.unique(seen, f"{namespace}/{name}", path, "pdb")
+            seen[f"{namespace}/{name}"] = None
             selector = self.string_map(obj.get("selector"), f"{path}.selector")
             given = [k for k in ("minAvailable", "maxUnavailable", "disruptionsAllowed")
                      if obj.get(k) is not None]
@@ -1231,6 +1284,8 @@ class _Parser:
             key = given[0]
             if key == "disruptionsAllowed":
                 allowed = self.typed(obj, key, int, 0, path)
+                if allowed < 0:
+                    raise self.fail(f"{path}.{key}", f"must not be negative, not {allowed}")
             else:
                 # Kubernetes' disruption controller rounds both percentages up.
                 amount = self.count_or_percent(obj[key], len(matching), f"{path}.{key}")
@@ -1245,16 +1300,20 @@ class _Parser:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         if isinstance(value, str):
-            match = re.fullmatch(r"(\d+)%", value.strip())
-            if match:
+            # As Kubernetes validates a budget: digits and "%", at most 100%.
+            match = re.fullmatch(r"([0-9]+)%", value)
+            if match and int(match[1]) <= 100:
                 return math.ceil(int(match[1]) * total / 100)
-        raise self.fail(path, f"{value!r} is not a count or a percentage")
+        raise self.fail(path, f"{value!r} is not a count or a percentage up to 100%")
 
     def quotas(self, raw: Any) -> list[ResourceQuota]:
         out = []
+        seen: dict[str, None] = {}
         for i, item in enumerate(self.seq(raw, "resourceQuotas")):
             obj, name, namespace, path = self.namespaced(item, f"resourceQuotas[{i}]")
             self.keys(obj, {"name", "namespace", "hard", "used"}, path)
+            self.unique(seen, f"{namespace}/{name}", path, "resource quota")
+            seen[f"{namespace}/{name}"] = None
             hard = self.resources(obj.get("hard"), f"{path}.hard")
             used = self.resources(obj.get("used"), f"{path}.used")
             out.append(ResourceQuota(name, namespace, hard, used,
@@ -1279,7 +1338,7 @@ class _Parser:
             refused.add(item)
         return frozenset(refused)
 
-    def expect(self, raw: Any) -> Mapping[str, Any]:
+    def expect(self, raw: Any, jobs: Mapping[str, JobInfo]) -> Mapping[str, Any]:
         obj = self.mapping(raw, "expect")
         self.keys(obj, EXPECT_KEYS, "expect", extensions=True)
         checks: dict[str, Callable[[Any], bool]] = {
@@ -1303,6 +1362,23 @@ class _Parser:
         for key, check in checks.items():
             if key in obj and not check(obj[key]):
                 raise self.fail(f"expect.{key}", f"has the wrong shape: {obj[key]!r}")
+        # A key checked only where present would let a typo pass: a job or a status
+        # that does not exist is bad input.
+        for key in ("podGroupPhases", "taskStatusCounts", "x-jobBindCounts"):
+            for uid in obj.get(key) or {}:
+                if uid not in jobs:
+                    hint = "" if "/" in uid else " (a job id is namespace/name)"
+                    raise self.fail(f"expect.{key}.{uid}", f"no job {uid!r}{hint}")
+        for uid, counts in (obj.get("taskStatusCounts") or {}).items():
+            for status in counts or {}:
+                if status not in _STATUS_NAMES:
+                    raise self.fail(f"expect.taskStatusCounts.{uid}.{status}",
+                                    f"not a task status (known: {', '.join(_STATUS_NAMES)})")
+        for uid, phase in (obj.get("podGroupPhases") or {}).items():
+            if phase not in _POD_GROUP_PHASES:
+                raise self.fail(f"expect.podGroupPhases.{uid}",
+                                f"{phase!r} is not a pod group phase (known: "
+                                f"{', '.join(_POD_GROUP_PHASES)})")
         return dict(obj)
 
 
@@ -1320,6 +1396,10 @@ _PLAIN_JOB_KEYS = frozenset({"name", "namespace", "queue", "minMember", "phase",
                              "priorityClassName", "minResources"})
 _PLAIN_NODE_KEYS = frozenset({"name", "allocatable", "capacity", "labels"})
 _POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
+#: The annotation holding a pod's task spec name (Volcano's ``batch.TaskSpecKey``).
+TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
+#: Task statuses as the decisions name them (``taskStatusCounts``).
+_STATUS_NAMES = tuple(str(status) for status in TaskStatus)
 _TASK_KEYS = frozenset({
     "name", "namespace", "job", "role", "node", "phase", "deleting", "requests", "initRequests",
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
@@ -1342,15 +1422,14 @@ def _is_number(value: Any) -> bool:
 
 
 def _is_score(value: Any) -> bool:
-    """A number, or a string of one (YAML reads ``1e2`` as a string; the comparison
-    reads it with ``float``, as the shared conformance tool does)."""
-    if isinstance(value, str):
-        try:
-            float(value)
-        except ValueError:
-            return False
-        return True
-    return _is_number(value)
+    """A finite number, or a string of one (YAML reads ``1e2`` as a string; the
+    comparison reads it with ``float``, as the shared conformance tool does)."""
+    if not isinstance(value, str) and not _is_number(value):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except (ValueError, OverflowError):
+        return False
 
 
 def _is_mapping(value: Any) -> bool:
@@ -1396,6 +1475,11 @@ def _cpu_id(key: Any) -> int | None:
     if isinstance(key, str) and key.isascii() and key.isdigit():
         return int(key)
     return None
+
+
+#: A number of seconds as text, unsigned (YAML 1.1 leaves ``1.7e9`` unread: it wants
+#: a dot and a signed exponent); signed text is a duration from ``now``.
+_NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", re.ASCII)
 
 
 def _looks_like_date(text: str) -> bool:
