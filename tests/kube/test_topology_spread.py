@@ -247,3 +247,33 @@ def test_kubectl_pods_keep_their_constraints(tmp_path: Path) -> None:
     tasks = {t.uid: t for t in load_kubectl_dump(path).tasks}
     (spread,) = tasks["team-a/infer-server-0"].topology_spread
     assert spread.topology_key == "kubernetes.io/hostname" and not spread.hard
+
+
+@pytest.mark.parametrize("fast_path", ["0", "1"])
+@pytest.mark.parametrize("when", ["DoNotSchedule", "ScheduleAnyway"])
+def test_an_empty_selector_counts_no_placed_pod_but_the_pod_itself(
+        monkeypatch: pytest.MonkeyPatch, fast_path: str, when: str) -> None:
+    # kube-scheduler's countPodsMatchSelector counts nothing for labelSelector {}
+    # (selector.Empty()), while the incoming pod still matches itself: a1 holds two
+    # pods, and the skew on a1 is 0 + 1 - 0, not 2 + 1 - 0.
+    monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast_path)
+    spread = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": when,
+              "labelSelector": {}}
+    doc = document([("a1", "a", 8), ("b1", "b", 8)],
+                   [{"name": "web-0", "topologySpreadConstraints": [spread]}])
+    doc["nodes"][1]["taints"] = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    doc["tasks"] += [{"name": f"old-{i}", "job": "old", "node": "a1", "phase": "Running",
+                      "labels": {"app": "other"}, "requests": {"cpu": 1}} for i in range(2)]
+    assert run(doc).binds == {"default/web-0": "a1"}
+    # Scored alone, both zones are alike (the two placed pods do not count).
+    weights = {f"{name}.weight": 0 for name in (
+        "leastrequested", "balancedresource", "mostrequested", "nodeaffinity", "podaffinity",
+        "tainttoleration", "imagelocality")}
+    alone = document([("a1", "a", 8), ("b1", "b", 8)],
+                     [{"name": "web-0", "topologySpreadConstraints": [spread]}], weights)
+    alone["tasks"] += doc["tasks"][1:]
+    scores = run_scenario(parse_scenario(alone, source="<test>"), scores=True).scores
+    assert scores is not None
+    scored = scores["default/web-0"]
+    assert scored["a1"] == scored["b1"]
+    assert (scored["a1"] > 0) is (when == "ScheduleAnyway")  # DoNotSchedule is a filter

@@ -127,7 +127,15 @@ class SpreadConstraint:
         return self.when_unsatisfiable == DO_NOT_SCHEDULE
 
     def selects(self, labels: Mapping[str, str]) -> bool:
+        """Whether the selector matches ``labels`` (the incoming pod's self-match)."""
         return self.selector is not None and self.selector.matches(labels)
+
+    def counts(self, labels: Mapping[str, str]) -> bool:
+        """Whether a placed pod with ``labels`` counts in its domain: as kube-scheduler's
+        ``countPodsMatchSelector``, an empty selector (``labelSelector: {}``) counts
+        none, though it matches every pod."""
+        selector = self.selector
+        return selector is not None and bool(selector.requirements) and selector.matches(labels)
 
 
 class SpreadPod(Protocol):
@@ -278,7 +286,7 @@ def node_included(constraint: SpreadConstraint, pod: SpreadPod, node: SpreadNode
 
 
 def _matching(constraint: SpreadConstraint, namespace: str, pods: Iterable[PlacedPod]) -> int:
-    return sum(1 for p in pods if p.namespace == namespace and constraint.selects(p.labels))
+    return sum(1 for p in pods if p.namespace == namespace and constraint.counts(p.labels))
 
 
 def domain_counts(
