@@ -121,6 +121,16 @@ def test_invalid_documents_name_the_field(document: dict[str, Any], path: str) -
     assert info.value.path == path
 
 
+def test_a_gt_value_that_is_no_integer_leaves_its_term_unmatched_not_the_pod_refused() -> None:
+    # The API server counts Gt/Lt values only; kube-scheduler skips a term it cannot
+    # parse, and the other terms (ORed) still match.
+    affinity = parse_affinity({"nodeAffinity": {REQ: {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["v4"]}]},
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}})
+    assert affinity.node.required_matches({"gen": "5", "zone": "a"}, "n1")
+    assert not affinity.node.required_matches({"gen": "5", "zone": "b"}, "n1")
+
+
 def test_loader_reports_a_bad_affinity_with_its_path() -> None:
     doc = {
         "version": 1, "name": "bad affinity", "config": {"actions": "", "tiers": []},

@@ -103,6 +103,11 @@ BAD_INPUTS = [
     ("requests: {cpu: 1", "role: worker, annotations: {volcano.sh/task-spec: master}, "
      "requests: {cpu: 1",
      "tasks[0] (c1/p1).role: 'worker' is not the pod's volcano.sh/task-spec annotation"),
+    ("requests: {cpu: 1", "tolerations: [{key: k, operator: Exists, value: v}], "
+     "requests: {cpu: 1",
+     "tasks[0] (c1/p1).tolerations[0].value: must be empty when the operator is Exists"),
+    ("requests: {cpu: 1", "tolerations: [{value: v}], requests: {cpu: 1",
+     "tasks[0] (c1/p1).tolerations[0].operator: must be Exists when the key is empty"),
     ("tasks:\n", "expect: {taskStatusCounts: {c1/pg1: {Bindng: 0}}}\ntasks:\n",
      "expect.taskStatusCounts.c1/pg1.Bindng: not a task status (known: Pending,"),
     ("tasks:\n", "expect: {taskStatusCounts: {c1/pg9: {Pending: 0}}}\ntasks:\n",
@@ -146,6 +151,12 @@ def test_the_task_spec_annotation_is_the_task_s_role(tmp_path: Path) -> None:
     scenario = load_scenario(write(tmp_path, BASE.replace(
         "requests: {cpu: 1", "annotations: {volcano.sh/task-spec: master}, requests: {cpu: 1")))
     assert scenario.tasks[0].role == "master"
+
+
+def test_an_empty_toleration_operator_is_equal(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, BASE.replace(
+        "requests: {cpu: 1", "tolerations: [{key: k, operator: '', value: v}], requests: {cpu: 1")))
+    assert scenario.tasks[0].tolerations[0].operator == "Equal"
 
 
 def test_a_toleration_value_yaml_reads_as_a_boolean_is_its_label_text(tmp_path: Path) -> None:

@@ -333,11 +333,10 @@ def _requirement(
         raise AffinityError(f"{path}.values", f"must not be empty for {operator}")
     elif operator in ("Exists", "DoesNotExist") and values:
         raise AffinityError(f"{path}.values", f"must be empty for {operator}")
-    elif operator in ("Gt", "Lt"):
-        if len(values) != 1:
-            raise AffinityError(f"{path}.values", f"must have exactly one value for {operator}")
-        if _parse_int64(values[0]) is None:
-            raise AffinityError(f"{path}.values[0]", f"{values[0]!r} is not an integer")
+    elif operator in ("Gt", "Lt") and len(values) != 1:
+        # The API server checks the count only: a value that is no integer makes the
+        # term match no node (kube-scheduler skips a term it cannot parse).
+        raise AffinityError(f"{path}.values", f"must have exactly one value for {operator}")
     return Requirement(key, str(operator), values)
 
 

@@ -1173,11 +1173,18 @@ class _Parser:
             tpath = f"{path}.tolerations[{t}]"
             tol = self.mapping(raw_tol, tpath)
             self.keys(tol, {"key", "operator", "value", "effect", "tolerationSeconds"}, tpath)
-            operator = self.enum(tol, "operator", {"Equal": "Equal", "Exists": "Exists"},
+            # An empty operator is Equal, as Kubernetes reads it.
+            operator = self.enum(tol, "operator",
+                                 {"Equal": "Equal", "Exists": "Exists", "": "Equal"},
                                  "Equal", tpath)
             effect = self.enum(tol, "effect", {"": "", **{e: e for e in _EFFECTS}}, "", tpath)
-            tolerations.append(Toleration(self.text(tol, "key", tpath), operator,
-                                          self.text(tol, "value", tpath), effect))
+            key, value = self.text(tol, "key", tpath), self.text(tol, "value", tpath)
+            # What the API server refuses in a toleration.
+            if operator == "Exists" and value:
+                raise self.fail(f"{tpath}.value", "must be empty when the operator is Exists")
+            if not key and operator != "Exists":
+                raise self.fail(f"{tpath}.operator", "must be Exists when the key is empty")
+            tolerations.append(Toleration(key, operator, value, effect))
         affinity = obj.get("affinity")
         if affinity is not None:
             affinity = self.mapping(affinity, f"{path}.affinity")
