@@ -56,11 +56,13 @@ def test_term_namespaces() -> None:
     assert PodAffinityTerm(sel, "z", ("x", "y")).resolve("own").namespaces == {"x", "y"}
     assert PodAffinityTerm(sel, "z", (), LabelSelector()).resolve("own").namespaces \
         is ALL_NAMESPACES
-    # Namespaces carry no labels here: a selector needing a label selects none of them.
+    # A namespace's only label is its name: a selector needing another label selects
+    # none of them, one refusing another label selects them all.
     needs = LabelSelector((Requirement("team", "In", ("a",)),))
-    assert PodAffinityTerm(sel, "z", (), needs).resolve("own").namespaces == frozenset()
+    assert not PodAffinityTerm(sel, "z", (), needs).resolve("own").matches("own", {})
     refuses = LabelSelector((Requirement("team", "DoesNotExist"),))
-    assert PodAffinityTerm(sel, "z", (), refuses).resolve("own").namespaces is ALL_NAMESPACES
+    everywhere = PodAffinityTerm(sel, "z", (), refuses).resolve("own")
+    assert everywhere.matches("own", {}) and everywhere.matches("elsewhere", {})
 
 
 def test_match_label_keys_copy_the_owner_labels() -> None:
@@ -129,6 +131,18 @@ def test_a_gt_value_that_is_no_integer_leaves_its_term_unmatched_not_the_pod_ref
         {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}})
     assert affinity.node.required_matches({"gen": "5", "zone": "a"}, "n1")
     assert not affinity.node.required_matches({"gen": "5", "zone": "b"}, "n1")
+
+
+def test_a_namespace_selector_reads_the_namespace_s_name_label() -> None:
+    # The API server labels every namespace kubernetes.io/metadata.name=<name>.
+    affinity = parse_affinity({"podAffinity": {REQ: [{
+        "topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "db"}},
+        "namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "In", "values": ["other"]}]}}]}})
+    term = affinity.required_affinity[0].resolve("mine")
+    assert term.matches("other", {"app": "db"})
+    assert not term.matches("mine", {"app": "db"})
+    assert not term.matches("third", {"app": "db"})
 
 
 def test_loader_reports_a_bad_affinity_with_its_path() -> None:

@@ -43,6 +43,7 @@ from batchsched.kube.go_strconv import parse_int
 
 __all__ = [
     "ALL_NAMESPACES",
+    "NAMESPACE_NAME_LABEL",
     "Affinity",
     "AffinityError",
     "AffinityTerm",
@@ -62,6 +63,8 @@ __all__ = [
 
 #: The node field ``matchFields`` may name.
 NODE_NAME_FIELD = "metadata.name"
+#: The label the API server puts on every namespace: its name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 _NODE_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 _LABEL_OPERATORS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
@@ -220,11 +223,12 @@ class PodAffinityTerm:
     def resolve(self, owner_namespace: str) -> AffinityTerm:
         """The term as it applies to pods, given the namespace of the pod carrying it."""
         spaces: frozenset[str] | _AllNamespaces = frozenset(self.namespaces)
-        if self.namespace_selector is not None and self.namespace_selector.matches({}):
-            spaces = ALL_NAMESPACES
-        elif not self.namespaces and self.namespace_selector is None:
+        selector = self.namespace_selector
+        if selector is not None and not selector.requirements:
+            spaces, selector = ALL_NAMESPACES, None
+        elif not self.namespaces and selector is None:
             spaces = frozenset({owner_namespace})
-        return AffinityTerm(self.label_selector, spaces, self.topology_key)
+        return AffinityTerm(self.label_selector, spaces, self.topology_key, selector)
 
 
 @attrs.frozen
@@ -241,6 +245,10 @@ class AffinityTerm:
     selector: LabelSelector | None
     namespaces: frozenset[str] | _AllNamespaces
     topology_key: str
+    #: Selects namespaces besides ``namespaces``, by their labels: a namespace here has
+    #: the one label the API server gives every namespace, its name under
+    #: ``kubernetes.io/metadata.name``.
+    namespace_selector: LabelSelector | None = None
 
     def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """Does a pod in ``namespace`` with ``labels`` fall under this term?"""
@@ -248,7 +256,9 @@ class AffinityTerm:
             return False
         if self.namespaces is not ALL_NAMESPACES:
             assert isinstance(self.namespaces, frozenset)
-            if namespace not in self.namespaces:
+            if namespace not in self.namespaces and not (
+                    self.namespace_selector is not None
+                    and self.namespace_selector.matches({NAMESPACE_NAME_LABEL: namespace})):
                 return False
         return self.selector.matches(labels)
 
