@@ -38,6 +38,9 @@ class CycleState:
         #: Filter and Score plugins that asked, at PreFilter / PreScore, to be skipped.
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        #: The nodes PreFilter plugins left (kube-scheduler's ``PreFilterResult``,
+        #: intersected over the plugins); None: every node.
+        self.pre_filter_nodes: frozenset[str] | None = None
 
     def read(self, key: str) -> StateData:
         with self._lock:
@@ -63,6 +66,7 @@ class CycleState:
             twin._storage = {key: data.clone() for key, data in self._storage.items()}
         twin.skip_filter_plugins = set(self.skip_filter_plugins)
         twin.skip_score_plugins = set(self.skip_score_plugins)
+        twin.pre_filter_nodes = self.pre_filter_nodes
         return twin
 
     def __contains__(self, key: object) -> bool:

@@ -27,6 +27,7 @@ them, with kube-scheduler's rules:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -50,6 +51,8 @@ __all__ = [
     "WaitingPod",
     "WaitingPods",
 ]
+
+log = logging.getLogger("batchsched")
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -103,22 +106,36 @@ class Profile:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any], *, source: str = "<profile>") -> Profile:
+        raw = _mapping(raw, source, "")
         known = {"schedulerName", "plugins", "pluginConfig"}
         for key in raw:
             if key not in known:
                 raise ConfigError(f"unknown key {key!r}", source=source, key=str(key),
                                   known=sorted(known))
         plugins: dict[str, tuple[PluginRef, ...]] = {}
-        for point, entry in (raw.get("plugins") or {}).items():
+        for point, raw_entry in _mapping(raw.get("plugins"), source, "plugins").items():
             if point not in EXTENSION_POINTS:
                 raise ConfigError(f"unknown extension point {point!r}", source=source,
                                   key=f"plugins.{point}", known=sorted(EXTENSION_POINTS))
-            enabled = (entry or {}).get("enabled") or []
-            refs = []
+            entry = _mapping(raw_entry, source, f"plugins.{point}")
+            for key in entry:
+                if key != "enabled":
+                    # A profile lists its plugins in full: there are no defaults to
+                    # disable (kube-scheduler merges enabled and disabled into its own).
+                    raise ConfigError(f"unknown key {key!r}", source=source,
+                                      key=f"plugins.{point}.{key}", known=["enabled"])
+            enabled = entry.get("enabled") or []
+            if not isinstance(enabled, list):
+                raise ConfigError(f"must be a list, not {type(enabled).__name__}",
+                                  source=source, key=f"plugins.{point}.enabled")
+            refs: list[PluginRef] = []
             for i, item in enumerate(enabled):
                 if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
                     raise ConfigError("must be a mapping with a name", source=source,
                                       key=f"plugins.{point}.enabled[{i}]")
+                if any(ref.name == item["name"] for ref in refs):
+                    raise ConfigError(f"plugin {item['name']!r} is enabled twice at {point}",
+                                      source=source, key=f"plugins.{point}.enabled[{i}]")
                 weight = item.get("weight", 0)
                 if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
                     raise ConfigError(f"weight must be a non-negative integer, not {weight!r}",
@@ -126,12 +143,30 @@ class Profile:
                 refs.append(PluginRef(item["name"], weight))
             plugins[point] = tuple(refs)
         args: dict[str, Mapping[str, Any]] = {}
-        for i, item in enumerate(raw.get("pluginConfig") or []):
+        configs = raw.get("pluginConfig") or []
+        if not isinstance(configs, list):
+            raise ConfigError(f"must be a list, not {type(configs).__name__}", source=source,
+                              key="pluginConfig")
+        for i, item in enumerate(configs):
             if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
                 raise ConfigError("must be a mapping with a name", source=source,
                                   key=f"pluginConfig[{i}]")
-            args[item["name"]] = dict(item.get("args") or {})
+            if item["name"] in args:
+                raise ConfigError(f"plugin {item['name']!r} is configured twice", source=source,
+                                  key=f"pluginConfig[{i}]")
+            args[item["name"]] = dict(_mapping(item.get("args"), source,
+                                               f"pluginConfig[{i}].args"))
         return cls(str(raw.get("schedulerName", "default-scheduler")), plugins, args)
+
+
+def _mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:
+    """A mapping of a profile (absent or null is empty), else a ConfigError at ``key``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"must be a mapping, not {type(value).__name__}", source=source,
+                          key=key)
+    return value
 
 
 @attrs.define
@@ -259,6 +294,13 @@ class Framework:
                               "not a Status", plugin=name, point=point)
         return status
 
+    @staticmethod
+    def _as_error(name: str, point: str, status: Status) -> Status:
+        """A status a point may not answer (Wait at Filter, say) is an error there, as
+        kube-scheduler makes it one: the pod is retried after a backoff."""
+        return Status.error(f"running {point} plugin {name!r}: "
+                            f"{status.message or status.code.name}", plugin=name)
+
     # -- queueing -------------------------------------------------------------------------
 
     def run_pre_enqueue(self, pod: TaskInfo) -> Status:
@@ -278,12 +320,36 @@ class Framework:
     # -- filtering -------------------------------------------------------------------------
 
     def run_pre_filter(self, state: CycleState, pod: TaskInfo) -> Status:
+        """Every PreFilter plugin. A plugin may answer a Status, or ``(node names or
+        None, Status)`` as kube-scheduler's ``PreFilterResult``: the nodes it leaves
+        (None: all), intersected over the plugins into ``state.pre_filter_nodes``."""
+        state.pre_filter_nodes = None
         for name, plugin in self.plugins_at("preFilter"):
-            status = self._status(name, "preFilter", plugin.pre_filter, state, pod)
+            answer = self._call(name, "preFilter", plugin.pre_filter, state, pod)
+            nodes: Any = None
+            if isinstance(answer, tuple) and len(answer) == 2:
+                nodes, answer = answer
+            if not isinstance(answer, Status) or not (
+                    nodes is None or isinstance(nodes, (set, frozenset, list, tuple))):
+                raise PluginError(f"kube plugin {name!r} answered {answer!r} at preFilter, "
+                                  "not a Status or (node names, Status)", plugin=name,
+                                  point="preFilter")
+            status = answer
             if status.is_skip():
                 state.skip_filter_plugins.add(name)
-            elif not status.is_success():
-                return status.with_plugin(name)
+                continue
+            if not status.is_success():
+                if status.is_rejected():
+                    return status.with_plugin(name)
+                return self._as_error(name, "preFilter", status)
+            if nodes is not None:
+                kept = frozenset(nodes) if state.pre_filter_nodes is None \
+                    else state.pre_filter_nodes & frozenset(nodes)
+                state.pre_filter_nodes = kept
+                if not kept:
+                    return Status.unschedulable(
+                        f"node(s) didn't satisfy plugin(s) [{name}] simultaneously",
+                        plugin=name, unresolvable=True)
         return Status.success()
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: TaskInfo, added: TaskInfo,
@@ -311,18 +377,32 @@ class Framework:
                 continue
             status = self._status(name, "filter", plugin.filter, state, pod, node)
             if not status.is_success():
-                return status.with_plugin(name)
+                if status.is_rejected():
+                    return status.with_plugin(name)
+                return self._as_error(name, "filter", status)
         return Status.success()
 
     def run_post_filter(self, state: CycleState, pod: TaskInfo,
                         statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
-        """The node a PostFilter plugin nominates (kube's preemption), if any."""
+        """The node a PostFilter plugin nominates (kube's preemption), if any: the
+        plugins run in order until one succeeds, finds the pod unresolvable, or
+        errs (kube-scheduler's ``RunPostFilterPlugins``)."""
         last = Status.unschedulable("no postFilter plugin made the pod schedulable")
         for name, plugin in self.plugins_at("postFilter"):
-            nominated, status = self._call(name, "postFilter", plugin.post_filter, state, pod,
-                                           statuses)
+            answer = self._call(name, "postFilter", plugin.post_filter, state, pod, statuses)
+            if not (isinstance(answer, tuple) and len(answer) == 2
+                    and isinstance(answer[1], Status)
+                    and (answer[0] is None or isinstance(answer[0], str))):
+                raise PluginError(f"kube plugin {name!r} answered {answer!r} at postFilter, "
+                                  "not (nominated node or None, Status)", plugin=name,
+                                  point="postFilter")
+            nominated, status = answer
             if status.is_success():
                 return nominated, status
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return None, status.with_plugin(name)
+            if not status.is_rejected():
+                return None, self._as_error(name, "postFilter", status)
             last = status.with_plugin(name)
         return None, last
 
@@ -330,12 +410,13 @@ class Framework:
 
     def run_pre_score(self, state: CycleState, pod: TaskInfo,
                       nodes: Sequence[NodeInfo]) -> Status:
+        """Success, or an error (kube-scheduler makes any other answer one)."""
         for name, plugin in self.plugins_at("preScore"):
             status = self._status(name, "preScore", plugin.pre_score, state, pod, nodes)
             if status.is_skip():
                 state.skip_score_plugins.add(name)
             elif not status.is_success():
-                return status.with_plugin(name)
+                return self._as_error(name, "preScore", status)
         return Status.success()
 
     def run_score(self, state: CycleState, pod: TaskInfo,
@@ -348,7 +429,14 @@ class Framework:
                 continue
             scores: dict[str, int] = {}
             for node in nodes:
-                score, status = self._call(name, "score", plugin.score, state, pod, node)
+                answer = self._call(name, "score", plugin.score, state, pod, node)
+                if not (isinstance(answer, tuple) and len(answer) == 2
+                        and isinstance(answer[1], Status)
+                        and isinstance(answer[0], (int, float))
+                        and not isinstance(answer[0], bool)):
+                    raise PluginError(f"kube plugin {name!r} answered {answer!r} at score, "
+                                      "not (score, Status)", plugin=name, point="score")
+                score, status = answer
                 if not status.is_success():
                     raise PluginError(f"kube plugin {name!r} failed to score node {node.name}: "
                                       f"{status.message}", plugin=name, point="score")
@@ -372,18 +460,25 @@ class Framework:
     # -- reserving and permitting ------------------------------------------------------------
 
     def run_reserve(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
+        """The first failure ends Reserve; the caller then runs :meth:`run_unreserve`
+        (once), as kube-scheduler's ``RunReservePluginsReserve`` leaves it to."""
         for name, plugin in self.plugins_at("reserve"):
             status = self._status(name, "reserve", plugin.reserve, state, pod, node_name)
             if not status.is_success():
-                self.run_unreserve(state, pod, node_name)
                 return status.with_plugin(name)
         return Status.success()
 
     def run_unreserve(self, state: CycleState, pod: TaskInfo, node_name: str) -> None:
+        """Every Reserve plugin's Unreserve, last first; one that raises is logged and
+        the others still run (Unreserve cannot fail in kube-scheduler)."""
         for name, plugin in reversed(self.plugins_at("reserve")):
             unreserve = getattr(plugin, "unreserve", None)
-            if unreserve is not None:
+            if unreserve is None:
+                continue
+            try:
                 self._call(name, "reserve", unreserve, state, pod, node_name)
+            except PluginError as exc:
+                log.warning("batchsched: unreserving %s: %s", pod.uid, exc)
 
     def run_permit(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
         """Success, a rejection, or Wait (the pod is then in :attr:`waiting_pods`)."""
@@ -426,5 +521,9 @@ class Framework:
         return Status.error("no bind plugin bound the pod")
 
     def run_post_bind(self, state: CycleState, pod: TaskInfo, node_name: str) -> None:
+        """Informational: a plugin that raises is logged, the pod stays bound."""
         for name, plugin in self.plugins_at("postBind"):
-            self._call(name, "postBind", plugin.post_bind, state, pod, node_name)
+            try:
+                self._call(name, "postBind", plugin.post_bind, state, pod, node_name)
+            except PluginError as exc:
+                log.warning("batchsched: after binding %s: %s", pod.uid, exc)

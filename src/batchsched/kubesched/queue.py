@@ -1,7 +1,11 @@
 """kube-scheduler's scheduling queue: active, backoff and unschedulable pods.
 
 * **active**: pods ready to be tried, popped best first (the profile's
-  QueueSort ``less``; by default higher priority, then earlier creation);
+  QueueSort ``less``; by default higher priority first); pods the order leaves
+  equal go by the time they were queued (kube-scheduler's ``Timestamp``, reset
+  when a pod fails), then creation;
+* **gated**: pods PreEnqueue keeps out (scheduling gates): they stay among the
+  unschedulable pods, asked again (``admit``) whenever they would move to active;
 * **backoff**: pods that failed recently, each until its backoff ends
   (``initial x 2^(attempts - 1)``, at most ``maximum`` seconds);
 * **unschedulable**: pods that failed and wait for a cluster event that may
@@ -27,28 +31,32 @@ Less = Callable[[TaskInfo, TaskInfo], bool]
 
 
 def default_less(left: TaskInfo, right: TaskInfo) -> bool:
-    """kube-scheduler's PrioritySort: higher priority first, then earlier creation."""
-    if left.priority != right.priority:
-        return left.priority > right.priority
-    return (left.creation_time, left.uid) < (right.creation_time, right.uid)
+    """kube-scheduler's PrioritySort: higher priority first (the queue orders equal
+    priorities by when they were queued, as PrioritySort's timestamp does)."""
+    return left.priority > right.priority
 
 
 @attrs.define
 class QueuedPod:
-    """A pod in the queue, with its attempts and when it may be tried again."""
+    """A pod in the queue: its attempts, when it was queued (``since``), when it may be
+    tried again, and whether PreEnqueue keeps it out (``gated``)."""
 
     pod: TaskInfo
     attempts: int = 0
     since: float = 0.0
     ready_at: float = 0.0
+    gated: bool = False
 
 
 class SchedulingQueue:
     """Active, backoff and unschedulable sub-queues (see the module docstring)."""
 
     def __init__(self, less: Less | None = None, *, initial_backoff: float = 1.0,
-                 max_backoff: float = 10.0, unschedulable_timeout: float = 300.0) -> None:
+                 max_backoff: float = 10.0, unschedulable_timeout: float = 300.0,
+                 admit: Callable[[TaskInfo], bool] | None = None) -> None:
         self.less = less or default_less
+        #: PreEnqueue, asked again before a gated pod moves to active.
+        self.admit = admit
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.unschedulable_timeout = unschedulable_timeout
@@ -81,19 +89,35 @@ class SchedulingQueue:
         self.unschedulable[pod.uid] = QueuedPod(
             pod, attempts, now, now + self.backoff_seconds(attempts))
 
+    def add_gated(self, pod: TaskInfo, now: float) -> None:
+        """A pod PreEnqueue keeps out: among the unschedulable pods until admitted."""
+        self.delete(pod.uid)
+        self.unschedulable[pod.uid] = QueuedPod(pod, 0, now, now, gated=True)
+
+    def _admitted(self, queued: QueuedPod) -> bool:
+        if not queued.gated:
+            return True
+        if self.admit is not None and self.admit(queued.pod):
+            queued.gated = False
+            return True
+        return False
+
     def add_backoff(self, pod: TaskInfo, now: float, *, attempts: int) -> None:
         """A pod that failed for a reason that may pass by itself (an error)."""
         self.delete(pod.uid)
         self.backoff[pod.uid] = QueuedPod(pod, attempts, now,
                                           now + self.backoff_seconds(attempts))
 
-    def move_all_to_active_or_backoff(self, now: float, event: str = "") -> int:
+    def move_all_to_active_or_backoff(self, now: float, event: str = "", *,
+                                      exclude: str = "") -> int:
         """A cluster event that may make pods schedulable (a node added, a pod
-        deleted, ...): every unschedulable pod goes to backoff while its backoff
-        runs, else to active. Returns how many moved."""
-        moved = list(self.unschedulable.values())
-        self.unschedulable.clear()
+        deleted, ...): every unschedulable pod (but ``exclude``, the pod whose failure
+        caused the event) goes to backoff while its backoff runs, else to active.
+        Returns how many moved."""
+        moved = [queued for uid, queued in self.unschedulable.items()
+                 if uid != exclude and self._admitted(queued)]
         for queued in moved:
+            del self.unschedulable[queued.pod.uid]
             if queued.ready_at > now:
                 self.backoff[queued.pod.uid] = queued
             else:
@@ -108,7 +132,7 @@ class SchedulingQueue:
                 del self.backoff[uid]
                 self.active[uid] = queued
         for uid, queued in list(self.unschedulable.items()):
-            if queued.since + self.unschedulable_timeout <= now:
+            if queued.since + self.unschedulable_timeout <= now and self._admitted(queued):
                 del self.unschedulable[uid]
                 self.active[uid] = queued
 
@@ -121,7 +145,11 @@ class SchedulingQueue:
         def compare(left: QueuedPod, right: QueuedPod) -> int:
             if self.less(left.pod, right.pod):
                 return -1
-            return 1 if self.less(right.pod, left.pod) else 0
+            if self.less(right.pod, left.pod):
+                return 1
+            mine = (left.since, left.pod.creation_time, left.pod.uid)
+            theirs = (right.since, right.pod.creation_time, right.pod.uid)
+            return -1 if mine < theirs else 1 if theirs < mine else 0
 
         best = min(self.active.values(), key=functools.cmp_to_key(compare))
         return self.active.pop(best.pod.uid)

@@ -17,8 +17,14 @@ call of :meth:`PodScheduler.run` at time ``now``:
    (the built-in ``DefaultBinder`` calls the cache's ``bind``) and PostBind.
 
 A pod that fails goes to the queue's unschedulable pods (or to backoff after an
-error) and is tried again after an event or its timeout. Every failure unreserves
-what was reserved, so no pod is left assumed without a decision.
+error: a plugin's error status, or a plugin raising, fails that pod only) and is
+tried again after an event or its timeout. Every failure unreserves what was
+reserved, so no pod is left assumed without a decision; a binding cycle that fails
+(Permit rejection or timeout, PreBind, Bind) frees its node, an event that moves
+the unschedulable pods back (kube-scheduler's ``AssignedPodDelete``). A pod that
+PreEnqueue keeps out (a scheduling gate) is asked again at every run and whenever
+it would move to active. A node a PostFilter plugin nominates is handed to the
+cache (``nominate``), as kube-scheduler records ``nominatedNodeName``.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.cache.protocol import Cache
+from batchsched.errors import ConfigError, PluginError
 from batchsched.kubesched.cycle_state import CycleState
 from batchsched.kubesched.framework import Framework
 from batchsched.kubesched.queue import SchedulingQueue
@@ -71,11 +78,14 @@ class PodScheduler:
         if isinstance(frameworks, Framework):
             frameworks = {frameworks.profile.scheduler_name: frameworks}
         self.frameworks = dict(frameworks)
+        _check_profiles(self.frameworks)
         for framework in self.frameworks.values():
             framework.host = cache
         default = self.frameworks.get(DEFAULT_SCHEDULER_NAME) or next(
             iter(self.frameworks.values()))
         self.queue = queue or SchedulingQueue(default.queue_sort_less())
+        if self.queue.admit is None:
+            self.queue.admit = self._admitted
         self.assumed: dict[str, _Assumed] = {}
         self.attempts: dict[str, int] = {}
         self.view: ClusterInfo | None = None
@@ -128,56 +138,110 @@ class PodScheduler:
 
     def _enqueue_pending(self, now: float) -> None:
         assert self.view is not None
+        gated = self.queue.unschedulable
         for job in self.view.jobs.values():
             for task in job.tasks.values():
-                if (task.status != TaskStatus.PENDING or task.node_name
-                        or task.uid in self.queue or task.uid in self.assumed):
+                if task.status != TaskStatus.PENDING or task.node_name \
+                        or task.uid in self.assumed:
+                    continue
+                queued = gated.get(task.uid)
+                if task.uid in self.queue and (queued is None or not queued.gated):
                     continue
                 framework = self.framework_for(task)
                 if framework is None:
                     continue  # another scheduler's pod
-                status = framework.run_pre_enqueue(task)
-                if status.is_success():
+                # A gated pod is asked again at every run, as a pod update (its gate
+                # lifted) asks kube-scheduler's queue.
+                if self._admitted(task):
                     self.queue.add(task, now)
-                else:
-                    self.queue.add_unschedulable(task, now, attempts=0)
+                elif queued is None:
+                    self.queue.add_gated(task, now)
+
+    def _admitted(self, pod: TaskInfo) -> bool:
+        """PreEnqueue: may the pod join the active queue? (A plugin raising keeps it out,
+        and is logged.)"""
+        framework = self.framework_for(pod)
+        if framework is None:
+            return False
+        status = _guarded(lambda: framework.run_pre_enqueue(pod))
+        return status.is_success()
 
     # -- one pod ---------------------------------------------------------------------------
 
     def schedule_one(self, pod: TaskInfo, now: float) -> CycleResult:
-        """The scheduling cycle of one pod, and its binding cycle unless it waits."""
+        """The scheduling cycle of one pod, and its binding cycle unless it waits. A
+        plugin raising (or answering in a shape its point does not take) fails this
+        pod with an error, logged; the queue goes on."""
         assert self.view is not None, "run() prepares the cluster view"
         framework = self.framework_for(pod)
         if framework is None:
             return self._record(pod, None, Status.error("no profile schedules this pod"))
         state = CycleState()
-        status = framework.run_pre_filter(state, pod)
-        if not status.is_success():
-            return self._failed(pod, status, now)
+        try:
+            chosen = self._select_node(framework, state, pod, now)
+        except PluginError as exc:
+            log.warning("batchsched: scheduling %s: %s", pod.uid, exc)
+            return self._failed(pod, Status.error(str(exc), plugin=exc.plugin), now)
+        if isinstance(chosen, CycleResult):
+            return chosen
+        return self._reserve_and_permit(framework, state, pod, chosen, now)
+
+    def _select_node(self, framework: Framework, state: CycleState, pod: TaskInfo,
+                     now: float) -> NodeInfo | CycleResult:
+        """kube-scheduler's ``schedulePod`` and ``RunPostFilterPlugins``: the node, or
+        the pod's failed result."""
+        assert self.view is not None
         nodes = list(self.view.nodes.values())
+        status = framework.run_pre_filter(state, pod)
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
-        for node in nodes:
-            verdict = framework.run_filter(state, pod, node)
-            if verdict.is_success():
-                feasible.append(node)
-            else:
-                statuses[node.name] = verdict
+        if status.code == Code.ERROR:
+            return self._failed(pod, status, now)
+        if not status.is_success():
+            # Every node carries the PreFilter's rejection; PostFilter still runs.
+            statuses = dict.fromkeys((node.name for node in nodes), status)
+        else:
+            allowed = state.pre_filter_nodes
+            for node in nodes:
+                if allowed is not None and node.name not in allowed:
+                    statuses[node.name] = Status.unschedulable(
+                        "node(s) didn't satisfy plugin(s) PreFilter result", unresolvable=True)
+                    continue
+                verdict = framework.run_filter(state, pod, node)
+                if verdict.code == Code.ERROR:
+                    return self._failed(pod, verdict, now)  # the cycle ends: no PostFilter
+                if verdict.is_success():
+                    feasible.append(node)
+                else:
+                    statuses[node.name] = verdict
         if not feasible:
-            nominated, _ = framework.run_post_filter(state, pod, statuses)
+            nominated, post = framework.run_post_filter(state, pod, statuses)
+            if post.code == Code.ERROR:
+                return self._failed(pod, post, now)
             reasons = sorted({reason for s in statuses.values() for reason in s.reasons})
             message = f"0/{len(nodes)} nodes are available" + (
                 f": {', '.join(reasons)}" if reasons else "")
+            if nominated:
+                self._nominate(pod, nominated)
             return self._failed(pod, Status.unschedulable(message), now, nominated=nominated)
-        chosen = feasible[0]
-        if len(feasible) > 1:
-            status = framework.run_pre_score(state, pod, feasible)
-            if not status.is_success():
-                return self._failed(pod, status, now)
-            totals = framework.run_score(state, pod, feasible)
-            best = max(totals.values())
-            chosen = next(node for node in feasible if totals[node.name] == best)
-        return self._reserve_and_permit(framework, state, pod, chosen, now)
+        if len(feasible) == 1:
+            return feasible[0]
+        status = framework.run_pre_score(state, pod, feasible)
+        if not status.is_success():
+            return self._failed(pod, status, now)
+        totals = framework.run_score(state, pod, feasible)
+        best = max(totals.values())
+        return next(node for node in feasible if totals[node.name] == best)
+
+    def _nominate(self, pod: TaskInfo, node: str) -> None:
+        """Record a PostFilter's nominated node on the pod and with the host."""
+        nominate = getattr(self.cache, "nominate", None)
+        if nominate is not None:
+            try:
+                nominate(pod, node)
+            except Exception as exc:
+                log.warning("batchsched: nominating %s to %s: %s", pod.uid, node, exc)
+        pod.nominated_node = node
 
     def _reserve_and_permit(self, framework: Framework, state: CycleState, pod: TaskInfo,
                             node: NodeInfo, now: float) -> CycleResult:
@@ -186,7 +250,7 @@ class PodScheduler:
         assumed = self.assumed[pod.uid] = _Assumed(pod, node.name, framework, state)
         status = _guarded(lambda: framework.run_reserve(state, pod, node.name))
         if not status.is_success():
-            self._unreserve(assumed)  # kube-scheduler unreserves a failed Reserve too
+            self._unreserve(assumed)  # once: kube-scheduler unreserves a failed Reserve
             self._forget(pod.uid)
             return self._failed(pod, status, now)
         status = _guarded(lambda: framework.run_permit(state, pod, node.name))
@@ -196,7 +260,7 @@ class PodScheduler:
             framework.waiting_pods.remove(pod.uid)
             self._unreserve(assumed)
             self._forget(pod.uid)
-            return self._failed(pod, status, now)
+            return self._binding_failed(pod, status, now)
         return self._bind(pod.uid, now)
 
     def settle_waiting(self, now: float) -> None:
@@ -221,7 +285,7 @@ class PodScheduler:
                         continue
                     self._unreserve(assumed)
                     self._forget(waiting.pod.uid)
-                    self._failed(waiting.pod, waiting.decision, now)
+                    self._binding_failed(waiting.pod, waiting.decision, now)
 
     def _bind(self, uid: str, now: float) -> CycleResult:
         assumed = self.assumed[uid]
@@ -234,7 +298,7 @@ class PodScheduler:
             # kube-scheduler's handleBindingCycleError: unreserve, forget, requeue.
             self._unreserve(assumed)
             self._forget(uid)
-            return self._failed(pod, status, now)
+            return self._binding_failed(pod, status, now)
         del self.assumed[uid]
         self.attempts.pop(uid, None)
         framework.run_post_bind(state, pod, node)
@@ -267,6 +331,15 @@ class PodScheduler:
         task.node_name = ""
         task.gpu_devices = ()
 
+    def _binding_failed(self, pod: TaskInfo, status: Status, now: float) -> CycleResult:
+        """A failed binding cycle: the pod is requeued, and its node is free again, an
+        event that may let the other unschedulable pods in (kube-scheduler's
+        ``AssignedPodDelete``)."""
+        result = self._failed(pod, status, now)
+        # After the pod's own requeue, and not the pod itself: it stays unschedulable.
+        self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete", exclude=pod.uid)
+        return result
+
     def _failed(self, pod: TaskInfo, status: Status, now: float, *,
                 nominated: str | None = None) -> CycleResult:
         attempts = self.attempts[pod.uid] = self.attempts.get(pod.uid, 0) + 1
@@ -280,6 +353,20 @@ class PodScheduler:
         result = CycleResult(pod.uid, node, status)
         self.results.append(result)
         return result
+
+
+def _check_profiles(frameworks: Mapping[str, Framework]) -> None:
+    """What kube-scheduler refuses in a set of profiles: one without a Bind plugin, and
+    profiles that sort the queue differently (they share one queue)."""
+    sorts = set()
+    for name, framework in frameworks.items():
+        if not framework.plugins_at("bind"):
+            raise ConfigError("at least one bind plugin is needed", source=f"profile {name}",
+                              key="plugins.bind")
+        sorts.add(tuple(plugin for plugin, _ in framework.plugins_at("queueSort")))
+    if len(sorts) > 1:
+        raise ConfigError("different queue sort plugins for different profiles: the profiles "
+                          "share one queue", source="profiles", key="plugins.queueSort")
 
 
 def _guarded(point: Callable[[], Status]) -> Status:

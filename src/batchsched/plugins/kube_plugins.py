@@ -85,6 +85,11 @@ class KubePluginsPlugin:
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         assert self.framework is not None
         state, status = self._state(task)
+        if status.is_success() and state.pre_filter_nodes is not None \
+                and node.name not in state.pre_filter_nodes:
+            # Outside the nodes PreFilter left: unresolvable, as kube-scheduler says.
+            status = Status.unschedulable("node(s) didn't satisfy plugin(s) PreFilter result",
+                                          unresolvable=True)
         if status.is_success():
             status = self.framework.run_filter(state, task, node)
         if status.is_success():

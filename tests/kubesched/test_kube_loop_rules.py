@@ -1,0 +1,282 @@
+"""kube-scheduler's rules around one pod's cycles, as PodScheduler keeps them: gates
+asked again, one pod's error failing that pod only, failed binding cycles freeing
+their node for others, Unreserve once, statuses a point may not give turned into
+errors, PreFilter results, PostFilter nominations, the queue's timestamps, and the
+profiles kube-scheduler refuses. Each test failed before the rule was kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from batchsched.cache.memory import MemoryCache
+from batchsched.errors import ConfigError
+from batchsched.kubesched import (
+    CycleState,
+    Framework,
+    PluginRef,
+    PodScheduler,
+    Profile,
+    Registry,
+    Status,
+)
+from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS
+from batchsched.scenario import parse_scenario
+
+
+def cache(nodes: dict[str, int], pods: list[tuple[str, int, int]]) -> MemoryCache:
+    """``nodes``: name -> cpus; ``pods``: (name, cpus, priority), each its own job."""
+    doc = {
+        "version": 1, "name": "loop", "config": {"actions": ""},
+        "nodes": [{"name": n, "allocatable": {"cpu": c, "memory": "4Gi", "pods": 10}}
+                  for n, c in nodes.items()],
+        "jobs": [{"name": f"j-{name}", "minMember": 1, "phase": "Inqueue"}
+                 for name, _, _ in pods],
+        "tasks": [{"name": name, "job": f"j-{name}", "requests": {"cpu": cpu},
+                   "priority": priority} for name, cpu, priority in pods],
+    }
+    return parse_scenario(doc, source="<test>").build_cache()
+
+
+def registry(**plugins: Any) -> Registry:
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    for name, plugin in plugins.items():
+        factories[name] = _returning(plugin)
+    return Registry(factories)
+
+
+def _returning(plugin: Any) -> Any:
+    def build(args: Any, handle: Any) -> Any:
+        return plugin
+    return build
+
+
+def profile(**points: list[Any]) -> Profile:
+    plugins = {point: tuple(PluginRef(*n) if isinstance(n, tuple) else PluginRef(n)
+                            for n in names) for point, names in points.items()}
+    plugins.setdefault("queueSort", (PluginRef("PrioritySort"),))
+    plugins.setdefault("bind", (PluginRef("DefaultBinder"),))
+    return Profile("default-scheduler", plugins)
+
+
+def scheduler(c: MemoryCache, **points: list[Any]) -> PodScheduler:
+    plugins = {name: plugin for name, plugin in points.pop("plugins", [])}  # type: ignore[misc]
+    return PodScheduler(c, Framework(registry(**plugins), profile(**points)))
+
+
+def bound(c: MemoryCache) -> dict[str, str]:
+    return {bind.task: bind.node for bind in c.binds}
+
+
+class Gate:
+    def __init__(self) -> None:
+        self.open = False
+
+    def pre_enqueue(self, pod: Any) -> Status:
+        return Status.success() if self.open else Status.unschedulable("gated")
+
+
+def test_a_gated_pod_stays_out_after_events_and_the_flush_and_enters_once_admitted() -> None:
+    c, gate = cache({"n0": 2}, [("p", 1, 0)]), Gate()
+    s = scheduler(c, plugins=[("Gate", gate)], preEnqueue=["Gate"], filter=["NodeResourcesFit"])
+    s.run(0.0)
+    s.queue.move_all_to_active_or_backoff(5.0, "NodeAdd")
+    s.run(6.0)
+    s.run(400.0)
+    assert c.binds == []
+    gate.open = True
+    s.run(401.0)  # asked again at the next run, as a pod update would
+    assert bound(c) == {"default/p": "n0"}
+
+
+class FailingScore:
+    def score(self, state: CycleState, pod: Any, node: Any) -> tuple[int, Status]:
+        if pod.name == "bad":
+            return 0, Status.error("cannot score")
+        return 50, Status.success()
+
+
+class RaisingFilter:
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        if pod.name == "bad":
+            raise RuntimeError("boom")
+        return Status.success()
+
+
+@pytest.mark.parametrize("point", ["score", "filter"])
+def test_one_pod_s_error_fails_that_pod_only(point: str) -> None:
+    c = cache({"n0": 2, "n1": 2}, [("bad", 1, 100), ("good", 1, 0)])
+    if point == "score":
+        s = scheduler(c, plugins=[("S", FailingScore())], score=[("S", 1)])
+    else:
+        s = scheduler(c, plugins=[("F", RaisingFilter())], filter=["F"])
+    results = {result.pod: result for result in s.run(0.0)}
+    assert "default/good" in bound(c)
+    assert results["default/bad"].status.code.name == "ERROR"
+    assert "default/bad" in s.queue.backoff
+
+
+class Waits:
+    """Permit makes the first pod wait 10 s (and nobody allows it)."""
+
+    def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+        if pod.name == "a":
+            return Status.wait(), 10.0
+        return Status.success(), 0.0
+
+
+def test_a_failed_binding_cycle_moves_the_unschedulable_pods_back() -> None:
+    c = cache({"n0": 2}, [("a", 2, 100), ("b", 2, 0)])
+    s = scheduler(c, plugins=[("W", Waits())], filter=["NodeResourcesFit"], permit=["W"])
+    s.run(0.0)  # a waits on n0; b does not fit beside it
+    assert "default/b" in s.queue.unschedulable
+    s.run(11.0)  # a times out and gives n0 back: b is moved back at once
+    assert bound(c) == {"default/b": "n0"}
+
+
+class Reserves:
+    def __init__(self, name: str, log: list[str], fail: bool = False) -> None:
+        self.name, self.log, self.fail = name, log, fail
+
+    def reserve(self, state: CycleState, pod: Any, node: str) -> Status:
+        self.log.append(f"reserve {self.name}")
+        return Status.unschedulable("no") if self.fail else Status.success()
+
+    def unreserve(self, state: CycleState, pod: Any, node: str) -> None:
+        self.log.append(f"unreserve {self.name}")
+        if self.name == "B":
+            raise RuntimeError("unreserve raised")
+
+
+def test_a_failed_reserve_unreserves_every_plugin_once_even_when_one_raises() -> None:
+    log: list[str] = []
+    c = cache({"n0": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("A", Reserves("A", log)), ("B", Reserves("B", log)),
+                              ("C", Reserves("C", log, fail=True))],
+                  filter=["NodeResourcesFit"], reserve=["A", "B", "C"])
+    s.run(0.0)
+    assert log == ["reserve A", "reserve B", "reserve C",
+                   "unreserve C", "unreserve B", "unreserve A"]
+
+
+class Answers:
+    """A Filter that answers Wait, a PreScore that answers Unschedulable."""
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        return Status.wait() if pod.name == "w" else Status.success()
+
+    def pre_score(self, state: CycleState, pod: Any, nodes: Any) -> Status:
+        return Status.unschedulable("no") if pod.name == "u" else Status.success()
+
+
+class CountsPostFilter:
+    calls = 0
+
+    def post_filter(self, state: CycleState, pod: Any, statuses: Any) -> tuple[None, Status]:
+        CountsPostFilter.calls += 1
+        return None, Status.unschedulable("nothing to preempt")
+
+
+@pytest.mark.parametrize("pod", ["w", "u"])
+def test_a_status_a_point_may_not_give_is_an_error(pod: str) -> None:
+    CountsPostFilter.calls = 0
+    c = cache({"n0": 2, "n1": 2}, [(pod, 1, 0)])
+    s = scheduler(c, plugins=[("X", Answers()), ("P", CountsPostFilter())],
+                  filter=["X"], preScore=["X"], postFilter=["P"])
+    result = s.run(0.0)[0]
+    assert result.status.code.name == "ERROR"
+    assert f"default/{pod}" in s.queue.backoff
+    assert CountsPostFilter.calls == 0  # an error ends the cycle before PostFilter
+
+
+class OnlyN1:
+    def pre_filter(self, state: CycleState, pod: Any) -> tuple[set[str], Status]:
+        return {"n1"}, Status.success()
+
+
+class Refuses:
+    def pre_filter(self, state: CycleState, pod: Any) -> Status:
+        return Status.unschedulable("refused at PreFilter")
+
+
+class Nominates:
+    def post_filter(self, state: CycleState, pod: Any, statuses: Any) -> tuple[str, Status]:
+        assert set(statuses) == {"n0", "n1"}  # every node carries the PreFilter's verdict
+        return "n1", Status.success()
+
+
+def test_a_pre_filter_result_narrows_the_nodes() -> None:
+    c = cache({"n0": 4, "n1": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("Only", OnlyN1())], preFilter=["Only"],
+                  filter=["NodeResourcesFit"], score=[("NodeResourcesLeastAllocated", 1)])
+    s.run(0.0)
+    assert bound(c) == {"default/p": "n1"}
+
+
+def test_post_filter_runs_after_a_pre_filter_rejection_and_its_nomination_is_kept() -> None:
+    c = cache({"n0": 2, "n1": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("R", Refuses()), ("N", Nominates())], preFilter=["R"],
+                  postFilter=["N"])
+    result = s.run(0.0)[0]
+    assert result.node == "n1"
+    assert c.nominations == {"default/p": "n1"}
+
+
+def test_equal_priorities_go_by_when_they_were_queued_not_created() -> None:
+    # a failed last (queued again at t=10), b at t=5: b goes first, though a's name
+    # (and creation, equal here) would put a first.
+    c = cache({"n0": 1}, [("a", 1, 0), ("b", 1, 0)])
+    s = scheduler(c, filter=["NodeResourcesFit"])
+    a = c.jobs["default/j-a"].tasks["default/a"]
+    b = c.jobs["default/j-b"].tasks["default/b"]
+    s.queue.add_unschedulable(a, 10.0, attempts=1)
+    s.queue.add_unschedulable(b, 5.0, attempts=1)
+    s.queue.move_all_to_active_or_backoff(20.0)
+    popped = s.queue.pop(20.0)
+    assert popped is not None and popped.pod.uid == "default/b"
+
+
+class RaisingPostBind:
+    def post_bind(self, state: CycleState, pod: Any, node: str) -> None:
+        raise RuntimeError("post bind raised")
+
+
+def test_a_post_bind_plugin_raising_leaves_the_pod_bound_and_the_queue_going() -> None:
+    c = cache({"n0": 2}, [("a", 1, 1), ("b", 1, 0)])
+    s = scheduler(c, plugins=[("P", RaisingPostBind())], filter=["NodeResourcesFit"],
+                  postBind=["P"])
+    s.run(0.0)
+    assert bound(c) == {"default/a": "n0", "default/b": "n0"}
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    ({"plugins": {"filter": {"enabled": [{"name": "F"}, {"name": "F"}]}}},
+     "plugins.filter.enabled[1]"),
+    ({"plugins": {"filter": {"disabled": [{"name": "F"}]}}}, "plugins.filter.disabled"),
+    ({"plugins": {"filter": [{"name": "F"}]}}, "plugins.filter"),
+    ({"plugins": [{"name": "F"}]}, "plugins"),
+    ({"pluginConfig": [{"name": "F", "args": [1]}]}, "pluginConfig[0].args"),
+    ({"pluginConfig": [{"name": "F"}, {"name": "F"}]}, "pluginConfig[1]"),
+])
+def test_a_profile_kube_scheduler_refuses_is_a_config_error(raw: Any, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Profile.from_mapping(raw)
+    assert info.value.key == key
+
+
+def test_profiles_without_a_binder_or_with_different_queue_sorts_are_refused() -> None:
+    c = cache({"n0": 1}, [])
+    no_bind = Profile("default-scheduler", {"filter": (PluginRef("NodeResourcesFit"),)})
+    with pytest.raises(ConfigError, match="at least one bind plugin is needed"):
+        PodScheduler(c, Framework(registry(), no_bind))
+    other = Profile("other", {"queueSort": (PluginRef("Coscheduling"),),
+                              "bind": (PluginRef("DefaultBinder"),)})
+    with pytest.raises(ConfigError, match="different queue sort plugins"):
+        PodScheduler(c, {"default-scheduler": Framework(registry(), profile()),
+                         "other": Framework(registry(Coscheduling=_Sort()), other)})
+
+
+class _Sort:
+    def less(self, left: Any, right: Any) -> bool:
+        return False
