@@ -251,7 +251,11 @@ nodes: [{name: n1, allocatable: {cpu: 4, pods: 10}}]
 """)
     assert outcome.binds == {"c1/p1": "n1"}
     assert outcome.status("c1/be") == TaskStatus.PENDING
-    assert outcome.events("c1/be") == []
+    # Allocate never tried it, but the session's close gives every pending pod its
+    # condition, as Volcano's cache does: the job's fit error.
+    [event] = outcome.events("c1/be", "FailedScheduling")
+    assert event.message == ("pod group is ready, 0 minAvailable, 1 Binding, 1 Pending; "
+                             "Pending: 1 Unschedulable")
 
 
 def test_without_enqueue_pending_pod_groups_are_treated_as_inqueue() -> None:

@@ -34,9 +34,9 @@ def test_the_task_priority_annotation_overrides_the_pod_s_priority() -> None:
 
 
 @pytest.mark.parametrize(("name", "evicted", "nominated"), [
-    # A running pod group is not nominated (RecordJobStatusEvent only writes Pending,
-    # Inqueue and Unknown ones).
-    ("running-nominate", ["c1/x"], {}),
+    # A running pod group's preemptor is nominated too (RecordJobStatusEvent writes
+    # the pods of every job, whatever its phase).
+    ("running-nominate", ["c1/x"], {"c1/p1": "n1"}),
     # Best-effort victims free no requests: no "eviction occurred".
     ("be-nominate", ["c1/b2"], {}),
     # A discarded preemption evicted nothing: no nomination (Volcano writes one from

@@ -4,7 +4,15 @@ conditions (Volcano's plugins/gang, including gang_test.go's releasing cases).""
 from __future__ import annotations
 
 import pytest
-from policy_support import cluster, make_job, make_task, open_cluster, open_scenario, scenario
+from policy_support import (
+    cluster,
+    make_job,
+    make_task,
+    open_cluster,
+    open_scenario,
+    registry,
+    scenario,
+)
 
 from batchsched.api import (
     JobInfo,
@@ -17,7 +25,8 @@ from batchsched.api import (
 from batchsched.framework import Statement
 from batchsched.framework.events import EvictionContext, EvictionKind
 from batchsched.plugins.gang import should_skip_unschedulable_for_releasing
-from batchsched.scheduler import run_actions
+from batchsched.scenario import parse_scenario
+from batchsched.scheduler import Scheduler, run_actions
 
 S = TaskStatus
 GANG = [{"name": "gang"}]
@@ -276,13 +285,16 @@ def test_close_records_volcano_job_status_events() -> None:
     """))
     ssn.close()
     events = {(e.object, e.type, e.reason): e.message for e in ssn.events}
+    why = "pod group is not ready, 2 Pending, 2 minAvailable; Pending: 2 Unschedulable"
+    # Volcano's RecordJobStatusEvent: the pod group's event, then each pod not placed
+    # gets its condition and a FailedScheduling (nothing tried: the job's fit error).
     assert events == {
-        ("ns/waiting", "Warning", "Unschedulable"):
-            "2/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, "
-            "2 minAvailable; Pending: 2 Unschedulable",
+        ("ns/waiting", "Warning", "Unschedulable"): f"2/2 tasks in gang unschedulable: {why}",
+        ("ns/w1", "Warning", "FailedScheduling"): why,
+        ("ns/w2", "Warning", "FailedScheduling"): why,
         ("ns/running", "Normal", "Scheduled"): "pod group is ready",
     }
-    assert ssn.cache is not None and len(ssn.cache.events) == 2  # type: ignore[attr-defined]
+    assert ssn.cache is not None and len(ssn.cache.events) == 4  # type: ignore[attr-defined]
 
 
 def test_gang_with_allocate_discards_a_partial_placement() -> None:
@@ -311,3 +323,27 @@ def test_gang_with_allocate_discards_a_partial_placement() -> None:
     )]
     assert job.podgroup.phase == PodGroupPhase.INQUEUE
     assert ssn.cache is not None and ssn.cache.binds == []  # type: ignore[attr-defined]
+
+
+def test_a_pod_s_failed_scheduling_event_is_recorded_again_only_when_its_condition_changes(
+) -> None:
+    # Volcano's taskUnschedulable: the event goes with a changed PodScheduled condition.
+    doc = scenario("""
+        config:
+          actions: "enqueue, allocate"
+          tiers: [{plugins: [{name: priority}, {name: gang}]}]
+        nodes: [{name: n1, allocatable: {cpu: 1, memory: 1Gi, pods: 10}}]
+        jobs: [{name: big, namespace: ns, minMember: 1}]
+        tasks: [{name: b1, namespace: ns, job: big, requests: {cpu: 2}}]
+    """)
+    parsed = parse_scenario(doc, source="<test>")
+    cache = parsed.build_cache()
+    scheduler = Scheduler(cache, parsed.configuration, registry=registry())
+    counts = []
+    for _ in range(3):
+        scheduler.run_once()
+        counts.append(sum(e.reason == "FailedScheduling" for e in cache.events))
+    assert counts == [1, 1, 1]
+    task = cache.jobs["ns/big"].tasks["ns/b1"]
+    assert task.scheduling_condition is not None
+    assert task.scheduling_condition[1].startswith("0/1 nodes are unavailable")

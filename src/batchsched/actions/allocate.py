@@ -29,10 +29,11 @@ Best-effort tasks (no requests) are left to backfill. When the configuration has
 no ``enqueue`` action, Pending pod groups are treated as Inqueue (and read
 Inqueue at session close).
 
-Why a task was not placed is recorded as a ``FailedScheduling`` warning event on
-each task left Pending, Pipelined or Allocated, in Volcano's wording; the task's
-fit errors also stay in ``job.nodes_fit_errors``, where gang's close condition
-and the session's ``Unschedulable`` pod-group event read them.
+Why a task was not placed stays in ``job.nodes_fit_errors``, where gang's close
+condition and the session's close read them: at close, each task left Pending,
+Pipelined or Allocated gets its ``FailedScheduling`` warning event in Volcano's
+wording (``Session.close``, as Volcano's cache records them after the status
+update).
 
 Arguments (``configurations: - name: allocate``): ``predicateErrorCacheEnable``
 (default true), see :mod:`batchsched.actions.placement`.
@@ -65,11 +66,10 @@ from batchsched.framework.statement import Statement
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
 
-__all__ = ["AllocateAction", "record_unplaced_events"]
+__all__ = ["AllocateAction"]
 
 #: Action argument enabling the predicate-error cache (Volcano's key).
 
-ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
 
 
 class AllocateAction(SelectorAction):
@@ -86,7 +86,6 @@ class AllocateAction(SelectorAction):
         """Run the allocate rounds over the session until no queue has work left."""
         run = _AllocateRun(ssn, lambda: self.new_selector(ssn))
         run.run()
-        record_unplaced_events(ssn, run.considered)
 
 
 class _AllocateRun:
@@ -377,30 +376,3 @@ def _same_error_on_every_node(err: FitError, nodes: list[NodeInfo]) -> FitErrors
     return errors
 
 
-_UNPLACED = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
-
-
-def record_unplaced_events(ssn: Session, jobs: list[JobInfo]) -> None:
-    """Record Volcano's ``FailedScheduling`` warning on every task of ``jobs`` left
-    Pending (best-effort tasks aside: backfill reports those), Pipelined or
-    Allocated, with the message Volcano puts in the pod's condition: the task's
-    fit errors (``0/3 nodes are unavailable: 3 Insufficient cpu.``), or where it
-    could go once the gang is complete, else the job's fit-error summary.
-
-    (The job-level ``Unschedulable`` warning is recorded by the session at close.)
-    Nothing is built when the cache drops events (``ssn.keeps_events``).
-    """
-    if not ssn.keeps_events:
-        return
-    for job in jobs:
-        unplaced = [
-            task for status in _UNPLACED for task in job.tasks_in(status).values()
-            if not (status is TaskStatus.PENDING and task.best_effort)
-        ]
-        if not unplaced:
-            continue
-        summary = job.fit_error()
-        for task in sorted(unplaced, key=lambda t: t.uid):
-            _, message = job.task_scheduling_reason(task.uid)
-            ssn.record_event(task.uid, "Warning", "FailedScheduling",
-                             message or summary or ALL_NODES_UNAVAILABLE)

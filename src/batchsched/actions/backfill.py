@@ -20,9 +20,9 @@ Volcano's ``Session.Allocate`` does, if its job is then ready every Allocated
 task of the job is sent to bind at once, including tasks an earlier allocate
 left Allocated.
 
-A task that fits nowhere records its fit errors in ``job.nodes_fit_errors`` and
-gets a ``FailedScheduling`` warning event in Volcano's wording
-(``0/3 nodes are unavailable: 3 node(s) pod number exceeded.``).
+A task that fits nowhere records its fit errors in ``job.nodes_fit_errors``; the
+session's close turns them into its ``FailedScheduling`` warning event in
+Volcano's wording (``0/3 nodes are unavailable: 3 node(s) pod number exceeded.``).
 
 Arguments (``configurations: - name: backfill``): ``predicateErrorCacheEnable``
 (default true). Each task has its own cache scope, so it changes nothing here;
@@ -92,7 +92,6 @@ class BackfillAction(SelectorAction):
     @staticmethod
     def _unplaced(ssn: Session, job: JobInfo, task: TaskInfo, errors: FitErrors) -> None:
         job.nodes_fit_errors[task.uid] = errors
-        ssn.record_event(task.uid, "Warning", "FailedScheduling", str(errors))
 
 
 def pick_up_pending_tasks(ssn: Session) -> list[TaskInfo]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from batchsched.actions.allocate import AllocateAction, _AllocateRun, record_unplaced_events
+from batchsched.actions.allocate import AllocateAction, _AllocateRun
 from batchsched.actions.placement import NodeSelector
 from batchsched.api.job import JobInfo
 from batchsched.api.node import node_changes
@@ -81,8 +81,6 @@ class StrictAllocateAction(AllocateAction):
             self.held = dict(run.blocked)
         ssn.extra[BLOCKED_KEY] = dict(run.blocked)
         ssn.extra[PER_QUEUE_KEY] = self.block_per_queue
-        # Jobs behind a blocked head were never tried: they have no reason to report.
-        record_unplaced_events(ssn, run.tried)
 
 
 class _StrictRun(_AllocateRun):

@@ -15,6 +15,7 @@ import attrs
 from batchsched.api.types import FitStatusCode
 
 __all__ = [
+    "ALL_NODES_UNAVAILABLE",
     "NODE_POD_NUMBER_EXCEEDED",
     "FitError",
     "FitErrors",
@@ -23,6 +24,8 @@ __all__ = [
 ]
 
 NODE_POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
+#: Volcano's ``AllNodeUnavailableMsg``: a pod's message when nothing more is known.
+ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
 NODE_RESOURCE_FIT_FAILED = "node(s) resource fit failed"
 
 

@@ -112,6 +112,10 @@ class TaskInfo:
     #: ``status.nominatedNodeName``): its freed room is kept for it (and for tasks of
     #: equal or higher priority) while it is pending.
     nominated_node: str = ""
+    #: The pod's ``PodScheduled: False`` condition as the last session wrote it, as
+    #: (reason, message); None: none written. A session records a ``FailedScheduling``
+    #: event only when it writes a different one (Volcano's ``taskUnschedulable``).
+    scheduling_condition: tuple[str, str] | None = None
     #: The pod's ``spec.schedulerName`` ("" reads as ``default-scheduler``): which
     #: kube-style profile schedules it (:mod:`batchsched.kubesched`).
     scheduler_name: str = ""

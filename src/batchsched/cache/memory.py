@@ -343,8 +343,9 @@ class MemoryCache:
             node.remove_task(task)
         task.node_name = ""
         task.start_time = None
-        # A new pod: the old one's devices and nominated node are not its own.
+        # A new pod: the old one's devices, nominated node and conditions are not its own.
         task.nominated_node = ""
+        task.scheduling_condition = None
         self.nominations.pop(task.uid, None)
         drop_device_annotations(task)
         drop_vnpu_annotations(task)
@@ -624,6 +625,7 @@ class MemoryCache:
             # The binding carries what the session wrote on the pod (the vGPUs it took).
             mine.annotations = dict(task.annotations)
         mine.nominated_node = ""  # placed: nothing to keep for it any more
+        mine.scheduling_condition = None  # PodScheduled is True now
         self.nominations.pop(mine.uid, None)
         node.add_task(mine)
         self._release_node_locks(node, locks_released_by(mine.annotations, mine.gpu_devices))
@@ -650,6 +652,18 @@ class MemoryCache:
         if any(name in node.annotations for name in names):
             node.annotations = {k: v for k, v in node.annotations.items() if k not in names}
             node.mutations += 1
+
+    @_locked
+    def set_scheduling_condition(self, task: TaskInfo, reason: str, message: str) -> None:
+        """A session wrote the pod's ``PodScheduled: False`` condition (why it is not
+        placed): kept on the task, so that the next session records its
+        ``FailedScheduling`` event only when the condition changes, as Volcano does."""
+        job = self.jobs.get(task.job)
+        if job is not None and task.uid in job.tasks:
+            job.tasks[task.uid].scheduling_condition = (reason, message)
+            # Not a status move: the copy a session was handed must not be handed out
+            # again.
+            self._job_twins.pop(job.uid, None)
 
     @_locked
     def nominate(self, task: TaskInfo, node_name: str) -> None:

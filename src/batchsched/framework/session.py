@@ -28,7 +28,7 @@ from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
 from batchsched.api.dra_usage import device_resources, new_claim_devices
-from batchsched.api.fit import FitError
+from batchsched.api.fit import ALL_NODES_UNAVAILABLE, FitError
 from batchsched.api.hypernode import HyperNode, NetworkTopology, Topology, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -171,10 +171,12 @@ class Session:
         self._bound: dict[str, combine.Bound] = {}
         # What the close compares with to tell whether to record a "Scheduled" event:
         # not kept when events are dropped.
-        self._initial_phase: dict[str, PodGroupPhase] = {}
+        self._initial_status: dict[str, tuple[PodGroupPhase, int, int, int]] = {}
         self._initial_conditions: dict[str, list[PodGroupCondition]] = {}
         if self.keeps_events:
-            self._initial_phase = {uid: job.podgroup.phase for uid, job in self.jobs.items()}
+            self._initial_status = {
+                uid: (job.podgroup.phase, job.podgroup.running, job.podgroup.succeeded,
+                      job.podgroup.failed) for uid, job in self.jobs.items()}
             self._initial_conditions = {
                 uid: list(job.podgroup.conditions) for uid, job in self.jobs.items()
             }
@@ -429,12 +431,14 @@ class Session:
                 self._tell_cache("update_job_status", job.uid, one_by_one, job)
                 if keeps_events:
                     self._record_job_status_event(job)
+                    self._record_task_events(job)
         if in_bulk is not None:
             self._tell_cache_statuses(in_bulk)
         self._nominate_preemptors()
         if keeps_events and one_by_one is None:
             for job in self.jobs.values():
                 self._record_job_status_event(job)
+                self._record_task_events(job)
         self._update_queue_status()
         if self.registry is not None:
             self.registry.manager.hook.batchsched_session_closed(session=self)
@@ -574,11 +578,38 @@ class Session:
                 f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}",
             )
             return
-        changed = phase != self._initial_phase.get(job.uid) or _comparable(
-            job.podgroup.conditions
-        ) != _comparable(self._initial_conditions.get(job.uid, []))
+        podgroup = job.podgroup
+        changed = (phase, podgroup.running, podgroup.succeeded, podgroup.failed) \
+            != self._initial_status.get(job.uid) or _comparable(
+                podgroup.conditions) != _comparable(self._initial_conditions.get(job.uid, []))
         if changed:
             self.record_event(job.uid, "Normal", "Scheduled", "pod group is ready")
+
+    def _record_task_events(self, job: JobInfo) -> None:
+        """The pod half of Volcano's ``RecordJobStatusEvent``: every Allocated, Pending
+        and Pipelined task of the job gets its ``PodScheduled: False`` condition (the
+        reason and message of ``JobInfo.TaskSchedulingReason``, else the job's fit
+        error) and, when that condition changed, a Warning ``FailedScheduling`` with the
+        message. A cache that keeps the condition (``set_scheduling_condition``) is told;
+        a cache that does not sees the event again at every session."""
+        summary: str | None = None
+        keep = getattr(self.cache, "set_scheduling_condition", None)
+        for status in _UNPLACED_STATUSES:
+            tasks = job.tasks_in(status)
+            for uid in sorted(tasks):
+                task = tasks[uid]
+                reason, message = job.task_scheduling_reason(uid)
+                if not message:
+                    if summary is None:
+                        summary = job.fit_error() or ALL_NODES_UNAVAILABLE
+                    message = summary
+                if task.scheduling_condition == (reason, message):
+                    continue
+                task.scheduling_condition = (reason, message)
+                self.record_event(uid, "Warning", "FailedScheduling", message)
+                if keep is not None:
+                    self._tell_cache("set_scheduling_condition", uid, keep,
+                                     (task, reason, message))
 
     def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
         """Set a condition on the job's pod group (replacing one of the same type)."""
@@ -605,11 +636,15 @@ class Session:
 
     def _tell_cache(self, operation: str, obj: str, call: Callable[[Any], object],
                     argument: Any) -> None:
-        """Hand the cache a status or an event. A host that fails here loses only
+        """Hand the cache a status or an event (a tuple ``argument`` is several
+        arguments). A host that fails here loses only
         that message (the next session computes the status again): the failure is
         logged and kept in ``host_errors``, and the session goes on."""
         try:
-            call(argument)
+            if isinstance(argument, tuple):
+                call(*argument)
+            else:
+                call(argument)
         except Exception as exc:
             error = CacheError(f"{obj}: the cache's {operation} raised {type(exc).__name__}: "
                                f"{exc}", operation=operation, obj=obj)
@@ -1436,21 +1471,19 @@ class Session:
                    for name in self.nominees)
 
     def _nominate_preemptors(self) -> None:
-        """Volcano's nominated nodes, written at close (``RecordJobStatusEvent``): a
-        task of a pod group left Pending, Inqueue or Unknown that stands pipelined on
-        a node after evictions there is nominated to that node. (Volcano also
+        """Volcano's nominated nodes, written at close (``RecordJobStatusEvent``, for
+        every job whatever its phase): a task that stands pipelined on a node after
+        evictions there is nominated to that node. (Volcano also
         nominates from a discarded statement's last transaction, and after evictions
         the host refused, where nothing is being freed; with the room sessions keep
         for nominees and the nominated-node check of preempt, such a preemptor could
         never preempt again nor be placed, so it is nominated only where an eviction
         of this session went through.)"""
-        waiting = (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN)
         candidates = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
         done: set[str] = set()
         for task in self._pipelined_after_evictions:
             job = self.jobs.get(task.job)
-            if (task.uid in done or job is None or job.podgroup.phase not in waiting
-                    or task.status not in candidates):
+            if task.uid in done or job is None or task.status not in candidates:
                 continue
             done.add(task.uid)
             if (task.status is TaskStatus.PIPELINED and task.eviction_occurred
@@ -1614,6 +1647,9 @@ def _bulk_status_sink(cache: object) -> Callable[[Iterable[JobInfo]], object] | 
 
 #: A status without tasks, in a job's status index.
 _NO_TASKS: Mapping[str, TaskInfo] = {}
+#: The tasks whose pods get a ``PodScheduled: False`` condition at close, in
+#: Volcano's order.
+_UNPLACED_STATUSES = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
 
 
 def _queue_tail(queue: QueueInfo) -> tuple[float, str]:
