@@ -119,8 +119,8 @@ faults:
   bindFailures: [default/a-0]
 """)
     report = explain(scenario, job="default/a")
-    assert report["verdict"] == ("bind failed: Binding default/a-0 to n1 failed: the cache "
-                                 "refused the bind")
+    assert report["verdict"] == ("bind failed: failed to bind to node n1: the cache refused "
+                                 "the bind")
     assert report["decidedBy"] == ["bind"]
     assert report["tasks"][0]["status"] == "Pending"
 

@@ -75,7 +75,7 @@ def test_a_bind_is_refused_when_the_node_filled_up_since_the_snapshot() -> None:
     ssn = Scheduler(cache).run_once()
     node_ = cache.nodes["n1"]
     assert node_.used.less_equal(node_.allocatable)
-    assert any(e.reason == "FailedBinding" and "are not enough" in e.message
+    assert any(e.reason == "FailedScheduling" and "are not enough" in e.message
                for e in ssn.events)
     assert not [t for t in cache.jobs["ns/g"].tasks.values() if t.status is TaskStatus.BOUND]
 

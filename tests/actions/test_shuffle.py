@@ -60,6 +60,12 @@ def test_select_pods_with_low_priority_and_evict_them() -> None:
     }
     decisions = run_scenario(parse_scenario(doc, source="<test>"), registry=registry())
     assert sorted(decisions.evicted) == ["test/pod1-1", "test/pod2-1", "test/pod3-1"]
+    # Volcano's ssn.Evict: a Warning on the pod and a Normal on its pod group, each.
+    evicts = sorted((e["object"], e["type"], e["message"]) for e in decisions.events
+                    if e["reason"] == "Evict")
+    assert evicts == sorted(
+        [(f"test/pod{i}-1", "Warning", "Pod is evicted, because of shuffle")
+         for i in (1, 2, 3)] + [(f"test/pg{i}", "Normal", "shuffle") for i in (1, 2, 3)])
 
 
 def test_tdm_victims_on_a_revocable_node_outside_its_window_are_evicted() -> None:

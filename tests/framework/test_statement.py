@@ -236,7 +236,8 @@ def test_a_failed_bind_of_a_gang_below_its_minimum_rolls_back_its_other_binds(
         "ns/j0-t2": TaskStatus.PENDING}
     assert list(ssn.nodes["n1"].tasks) == ["ns/j1-t0", "ns/j0-t1"]
     assert share.placed == 0  # the handlers saw every undo
-    assert any(e.reason == "FailedBinding" and e.object == "ns/j0-t2" for e in ssn.events)
+    assert any(e.reason == "FailedScheduling" and e.object == "ns/j0-t2"
+               and e.message.startswith("failed to bind to node ") for e in ssn.events)
 
 
 def test_a_failed_bind_that_leaves_the_gang_ready_keeps_the_other_binds() -> None:

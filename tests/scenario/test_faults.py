@@ -41,7 +41,8 @@ def test_a_refused_bind_that_breaks_the_gang_takes_back_the_others() -> None:
     got = decide(GANG.replace("MIN", "3"))
     assert got["binds"] == {}
     assert got["bindFailures"] == ["default/gang-1"]
-    assert any(e["reason"] == "FailedBinding" and e["object"] == "default/gang-1"
+    assert any(e["reason"] == "FailedScheduling" and e["object"] == "default/gang-1"
+               and e["message"].startswith("failed to bind to node ")
                for e in got["events"])  # type: ignore[union-attr]
     assert not compare_decisions({"binds": {}, "bindFailures": ["default/gang-1"]}, got)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from batchsched.actions.victims import commit_with_events
 from batchsched.api.types import TaskStatus
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.statement import Statement
@@ -56,6 +57,6 @@ class ShuffleAction:
             evicted_before = ssn.evicted_count
             statement = Statement(ssn)
             statement.evict(victim, SHUFFLE_REASON)
-            statement.commit()
+            commit_with_events(ssn, statement)  # Volcano's ssn.Evict records both events
             if ssn.evicted_count == evicted_before:
                 log.warning("shuffle: the eviction of task %s did not go through", victim.uid)

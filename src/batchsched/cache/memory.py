@@ -595,7 +595,7 @@ class MemoryCache:
         if prebind:
             problem = check_reservations(mine.uid, keys, allocations, self.resource_claims)
             if problem:
-                # Raised, not just refused: the session's FailedBinding event says why.
+                # Raised, not just refused: the session's FailedScheduling event says why.
                 raise SchedulingError(f"task {mine.uid}: PreBind plugin DynamicResources "
                                       f"failed: {problem}")
         if mine.status is not TaskStatus.PENDING:

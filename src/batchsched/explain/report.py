@@ -38,6 +38,7 @@ from batchsched.errors import ScenarioError
 from batchsched.framework.recording import NodeScore, Placement, QueueQuota, Recorder
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
+from batchsched.framework.statement import BIND_FAILURE_PREFIX
 from batchsched.scenario.loader import Scenario
 from batchsched.scenario.runner import ScenarioCache
 from batchsched.scheduler import run_actions
@@ -269,8 +270,8 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         for a in recorder.about(subject)
     ]
     # The host refused these binds (a fault, a node gone): the task is pending again.
-    bind_failures = {e.object: e.message for e in ssn.events if e.reason == "FailedBinding"
-                     and e.object in job.tasks}
+    bind_failures = {e.object: e.message for e in ssn.events if e.reason == "FailedScheduling"
+                     and e.message.startswith(BIND_FAILURE_PREFIX) and e.object in job.tasks}
     tasks = []
     for uid, task in sorted(job.tasks.items()):
         entry: dict[str, Any] = {"task": uid, "status": str(task.status)}

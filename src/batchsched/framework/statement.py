@@ -38,6 +38,9 @@ __all__ = [
     "bind_failure_policy",
 ]
 
+#: How a failed bind's ``FailedScheduling`` message starts (Volcano's wording).
+BIND_FAILURE_PREFIX = "failed to bind to node "
+
 log = logging.getLogger("batchsched")
 
 
@@ -213,8 +216,9 @@ class Statement:
 
         Allocated tasks become Binding. A bind the cache refuses, or that raises
         (the host's API server was unreachable, say), returns that task to Pending
-        (its node and the plugins' shares are released) and is recorded as a
-        ``FailedBinding`` warning; the other operations stand, except for the gang
+        (its node and the plugins' shares are released) and is recorded as Volcano
+        records it: a ``FailedScheduling`` warning ``failed to bind to node <node>:
+        <reason>``; the other operations stand, except for the gang
         rule: when a failed bind leaves its job below its minimum (not ready), the
         job's other binds of this commit are rolled back too (the cache's
         ``unbind`` if it has one, else ``evict``), so that no gang is left partly
@@ -285,9 +289,15 @@ class Statement:
         except Exception as exc:  # the host's failure: the bind did not happen
             reason = f"bind raised {type(exc).__name__}: {exc}"
             log.warning("batchsched: task %s: %s", task.uid, reason)
-        ssn.record_event(task.uid, "Warning", "FailedBinding",
-                         f"Binding {task.namespace}/{task.name} to {task.node_name} failed: "
-                         f"{reason}")
+        # Volcano's cache.Bind on a failure: the pod's condition (SchedulerError) and a
+        # FailedScheduling warning.
+        message = f"{BIND_FAILURE_PREFIX}{task.node_name}: {reason}"
+        ssn.record_event(task.uid, "Warning", "FailedScheduling", message)
+        task.scheduling_condition = ("SchedulerError", message)
+        keep = getattr(ssn.cache, "set_scheduling_condition", None)
+        if keep is not None:
+            ssn._tell_cache("set_scheduling_condition", task.uid, keep,
+                            (task, "SchedulerError", message))
         return False
 
     def _roll_back_binds(self, job_uid: str, committed: list[Operation],
