@@ -347,3 +347,24 @@ def test_a_pod_s_failed_scheduling_event_is_recorded_again_only_when_its_conditi
     task = cache.jobs["ns/big"].tasks["ns/b1"]
     assert task.scheduling_condition is not None
     assert task.scheduling_condition[1].startswith("0/1 nodes are unavailable")
+
+
+def test_a_replaced_pod_group_condition_keeps_its_place() -> None:
+    # Volcano's UpdatePodGroupCondition replaces the condition where it stands: a
+    # status that comes back to what it was compares equal, and records no event.
+    from batchsched.api.types import PodGroupCondition
+
+    ssn = open_scenario(scenario("""
+        config: {actions: "", tiers: [{plugins: [{name: gang}]}]}
+        nodes: [{name: n1, allocatable: {cpu: 1, memory: 1Gi, pods: 10}}]
+        jobs: [{name: j, namespace: ns, minMember: 1}]
+        tasks: [{name: t, namespace: ns, job: j, requests: {cpu: 1}}]
+    """))
+    job = ssn.jobs["ns/j"]
+    first = PodGroupCondition("Scheduled", "True", "tasks ready", "", "s1")
+    second = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "", "s1")
+    job.podgroup.conditions = [first, second]
+    again = PodGroupCondition("Scheduled", "True", "tasks ready", "", "s2")
+    ssn.update_pod_group_condition(job, again)
+    assert [c.type for c in job.podgroup.conditions] == ["Scheduled", "Unschedulable"]
+    assert job.podgroup.conditions[0] is again

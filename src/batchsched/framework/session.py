@@ -621,8 +621,13 @@ class Session:
         if not conditions or (len(conditions) == 1 and conditions[0].type == condition.type):
             job.podgroup.conditions = [condition]  # the usual case, without the scan
             return
-        kept = [c for c in conditions if c.type != condition.type]
-        job.podgroup.conditions = [*kept, condition]
+        # As Volcano's UpdatePodGroupCondition: the first of the type is replaced where
+        # it stands (its order is part of what tells a status changed), else appended.
+        index = next((i for i, c in enumerate(conditions) if c.type == condition.type), None)
+        if index is None:
+            job.podgroup.conditions = [*conditions, condition]
+        else:
+            job.podgroup.conditions = [*conditions[:index], condition, *conditions[index + 1:]]
 
     def record_event(self, obj: str, event_type: str, reason: str, message: str) -> None:
         """Record a Kubernetes-style event on a task or job id."""
