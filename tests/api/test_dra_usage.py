@@ -137,4 +137,4 @@ def test_queue_status_counts_for_the_ancestors_of_a_hierarchy() -> None:
                status.items()}
     cpus = {name: s["allocated"].get("cpu") for name, s in status.items()}
     assert devices == {"root": "3", "team": "3", "q1": "3", "q2": "1", "default": None}
-    assert cpus == {"root": "3", "team": "2", "q1": "2", "q2": "1", "default": None}
+    assert cpus == {"root": "3", "team": "2", "q1": "2", "q2": "1", "default": "0"}

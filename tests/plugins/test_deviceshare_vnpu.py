@@ -134,7 +134,7 @@ def test_memory_and_cores_are_hidden_from_resource_lists() -> None:
     got = run(doc)
     assert got["binds"] == {"default/a": "n1"}
     assert got["queueStatus"]["default"]["allocated"] == {
-        "cpu": "1", "huawei.com/Ascend310P": "1", "pods": "1"}
+        "cpu": "1", "memory": "0", "huawei.com/Ascend310P": "1", "pods": "1"}
 
 
 def test_without_a_node_registering_the_chip_nothing_is_hidden() -> None:

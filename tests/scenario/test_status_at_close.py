@@ -27,7 +27,8 @@ DOC = {
 
 def test_the_decisions_carry_each_queues_status() -> None:
     status = run_scenario(parse_scenario(DOC, source="<test>")).queue_status
-    assert status["a"]["allocated"] == {"cpu": "1", "pods": "1"}
+    # cpu and memory always, as Volcano's ConvertRes2ResList writes them.
+    assert status["a"]["allocated"] == {"cpu": "1", "memory": "0", "pods": "1"}
     assert status["a"]["podGroups"] == {"Pending": 0, "Inqueue": 0, "Running": 1,
                                         "Unknown": 0, "Completed": 1}
     assert status["b"]["podGroups"]["Inqueue"] == 1 and status["b"]["allocated"] == {}

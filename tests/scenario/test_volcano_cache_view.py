@@ -61,7 +61,7 @@ def test_a_pod_of_no_job_leaves_room_as_it_should() -> None:
 
 def test_a_pod_of_no_job_is_not_counted_in_any_queue() -> None:
     got = run_scenario(parse_scenario(foreign_pod_scenario(), source="<test>")).to_json()
-    assert got["queueStatus"]["default"]["allocated"] == {}
+    assert got["queueStatus"]["default"]["allocated"] == {"cpu": "0", "memory": "0"}
 
 
 @pytest.mark.parametrize("task", [

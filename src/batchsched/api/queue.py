@@ -46,7 +46,10 @@ class QueueStatus:
     completed: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"allocated": self.allocated.to_quantities(),
+        # cpu and memory always, as Volcano's ConvertRes2ResList writes the status.
+        held = self.allocated.to_quantities()
+        allocated = {"cpu": held.pop("cpu", "0"), "memory": held.pop("memory", "0"), **held}
+        return {"allocated": allocated,
                 "podGroups": {"Pending": self.pending, "Inqueue": self.inqueue,
                               "Running": self.running, "Unknown": self.unknown,
                               "Completed": self.completed}}
