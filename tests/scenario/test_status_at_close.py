@@ -31,7 +31,8 @@ def test_the_decisions_carry_each_queues_status() -> None:
     assert status["a"]["allocated"] == {"cpu": "1", "memory": "0", "pods": "1"}
     assert status["a"]["podGroups"] == {"Pending": 0, "Inqueue": 0, "Running": 1,
                                         "Unknown": 0, "Completed": 1}
-    assert status["b"]["podGroups"]["Inqueue"] == 1 and status["b"]["allocated"] == {"cpu": "0", "memory": "0"}
+    assert status["b"]["podGroups"]["Inqueue"] == 1
+    assert status["b"]["allocated"] == {"cpu": "0", "memory": "0"}
 
 
 def test_the_cache_keeps_queue_and_pod_group_status() -> None:
