@@ -115,6 +115,15 @@ PREF = "preferredDuringSchedulingIgnoredDuringExecution"
         {"key": "a", "operator": "Gt", "values": ["1"]}]}}]}},
      f"podAntiAffinity.{REQ}[0].labelSelector.matchExpressions[0].operator"),
     ({"podAffinity": {REQ: {"topologyKey": "z"}}}, f"podAffinity.{REQ}"),
+    # What the API server refuses in matchLabelKeys / mismatchLabelKeys.
+    ({"podAffinity": {REQ: [{"topologyKey": "z", "matchLabelKeys": ["app"]}]}},
+     f"podAffinity.{REQ}[0].matchLabelKeys"),
+    ({"podAffinity": {REQ: [{"topologyKey": "z", "labelSelector": {"matchLabels": {"app": "x"}},
+                             "matchLabelKeys": ["app"]}]}},
+     f"podAffinity.{REQ}[0].matchLabelKeys[0]"),
+    ({"podAffinity": {REQ: [{"topologyKey": "z", "labelSelector": {},
+                             "matchLabelKeys": ["v"], "mismatchLabelKeys": ["v"]}]}},
+     f"podAffinity.{REQ}[0].mismatchLabelKeys[0]"),
     ({"podAffinity": {"required": []}}, "podAffinity.required"),
 ])
 def test_invalid_documents_name_the_field(document: dict[str, Any], path: str) -> None:

@@ -78,6 +78,9 @@ def test_parsing_reads_kubernetes_shape_and_defaults() -> None:
      "[0].labelSelector.matchExpressions[0].operator"),
     ([constraint(), constraint(skew=2)], "[1]"),
     ([constraint(extra=1)], "[0].extra"),
+    # What the API server refuses in matchLabelKeys.
+    ([constraint(labelSelector=None, matchLabelKeys=["app"])], "[0].matchLabelKeys"),
+    ([constraint(matchLabelKeys=["app"])], "[0].matchLabelKeys[0]"),
 ])
 def test_parsing_names_the_bad_field(raw: list[Any], path: str) -> None:
     with pytest.raises(TopologySpreadError) as caught:

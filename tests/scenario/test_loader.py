@@ -62,6 +62,8 @@ BAD_INPUTS = [
      "jobs[0] (c1/pg1).createdAt: 'yesterday' is not a time"),
     ("requests: {cpu: 1", "hostPorts: [70000], requests: {cpu: 1",
      "tasks[0] (c1/p1).hostPorts[0]: 70000 is not a port"),
+    ("requests: {cpu: 1", "hostPorts: [80, 80], requests: {cpu: 1",
+     "tasks[0] (c1/p1).hostPorts[1]: port 80 is given twice"),
     ("tasks:\n", "tasks: {p1: 1}\nunused:\n", "(top level).unused: unknown key"),
     ("requests: {cpu: 1", "tolerations: [{key: k, operator: Maybe}], requests: {cpu: 1",
      "tasks[0] (c1/p1).tolerations[0].operator: 'Maybe' is not one of Equal, Exists"),

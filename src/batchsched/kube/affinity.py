@@ -425,9 +425,20 @@ def _pod_affinity_term(raw: Any, path: str, owner_labels: Mapping[str, str]) -> 
     # matchLabelKeys / mismatchLabelKeys copy the owner's label values into the
     # selector, as the API server does when the pod is created.
     extra: list[Requirement] = []
+    selected = {r.key for r in selector.requirements} if selector is not None else set()
+    named: dict[str, str] = {}
     for field, operator in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
         for i, raw_key in enumerate(_sequence(obj.get(field), f"{path}.{field}")):
             key = _text(raw_key, f"{path}.{field}[{i}]")
+            # What the API server refuses in a pod.
+            if selector is None:
+                raise AffinityError(f"{path}.{field}", "may only be set with a labelSelector")
+            if key in selected:
+                raise AffinityError(f"{path}.{field}[{i}]",
+                                    f"{key!r} is also a key of the labelSelector")
+            if named.setdefault(key, field) != field:
+                raise AffinityError(f"{path}.{field}[{i}]",
+                                    f"{key!r} is in both matchLabelKeys and mismatchLabelKeys")
             if key in owner_labels:
                 extra.append(Requirement(key, operator, (owner_labels[key],)))
     if extra and selector is not None:

@@ -222,17 +222,23 @@ def _constraint(raw: Any, path: str, owner_labels: Mapping[str, str]) -> SpreadC
     if keys is not None:
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
             raise TopologySpreadError(f"{path}.matchLabelKeys", "must be a list of label keys")
+        if keys and selector is None:
+            # What the API server refuses in a pod.
+            raise TopologySpreadError(f"{path}.matchLabelKeys",
+                                      "may only be set with a labelSelector")
+        selected = {r.key for r in selector.requirements} if selector is not None else set()
         extra: list[Requirement] = []
         for i, label in enumerate(keys):
             if not isinstance(label, str) or not label:
                 raise TopologySpreadError(f"{path}.matchLabelKeys[{i}]", "must be a label key")
+            if label in selected:
+                raise TopologySpreadError(f"{path}.matchLabelKeys[{i}]",
+                                          f"{label!r} is also a key of the labelSelector")
             if label in owner_labels:
                 extra.append(Requirement(label, "In", (owner_labels[label],)))
-        if extra:
-            # Like kube-scheduler: the owner's values AND the selector (a missing
-            # selector then selects by those values alone).
-            own = selector.requirements if selector is not None else ()
-            selector = LabelSelector((*extra, *own))
+        if extra and selector is not None:
+            # Like kube-scheduler: the owner's values AND the selector.
+            selector = LabelSelector((*extra, *selector.requirements))
     return SpreadConstraint(
         max_skew, key, when, selector, min_domains,
         _choice(raw, "nodeAffinityPolicy", path, _POLICIES, HONOR),

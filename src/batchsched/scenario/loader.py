@@ -1209,6 +1209,8 @@ class _Parser:
                                  if raw_ports is not None else ()):
             if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
                 raise self.fail(f"{path}.hostPorts[{p}]", f"{port!r} is not a port")
+            if port in ports:
+                raise self.fail(f"{path}.hostPorts[{p}]", f"port {port} is given twice")
             ports.append(port)
         requests = self.counted(self.resources(obj.get("requests"), f"{path}.requests"),
                                 f"{path}.requests", "pod")
