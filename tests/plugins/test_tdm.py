@@ -258,6 +258,24 @@ def test_max_pod_evict_num_rules() -> None:
     assert max_pod_evict_num(ssn.jobs["c2/pg2"]) == 1      # min-available not met: default 1
 
 
+@pytest.mark.parametrize(("budget", "allowed"), [
+    # pg1: 5 tasks, all Running. Volcano's extractBudget: min-available whenever it is
+    # there (empty: no budget, the default 1), else max-unavailable; intstr values.
+    ({MIN_A: "1", MAX_U: "1"}, 4),
+    ({MIN_A: "", MAX_U: "2"}, 1),
+    ({MIN_A: "+1"}, 4),
+    ({MIN_A: "-1"}, 6),
+    ({MIN_A: " 2"}, 5),          # no number: 0
+    ({MIN_A: "40%"}, 3),
+    ({MAX_U: "+50%"}, 3),
+    ({MAX_U: "2147483648"}, 0),  # beyond int32: text, no percentage: 0
+])
+def test_max_pod_evict_num_reads_the_budget_as_volcano(budget: dict[str, str],
+                                                       allowed: int) -> None:
+    ssn = open_session(_victims_document(budget, None, "0:00-0:01", "1s"))
+    assert max_pod_evict_num(ssn.jobs["c1/pg1"]) == allowed
+
+
 # -- other hooks -----------------------------------------------------------------------------------
 
 def test_preemptable_tasks_and_revocable_tasks_preempt_nobody() -> None:

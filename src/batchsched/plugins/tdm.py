@@ -41,10 +41,12 @@ Arguments: ``tdm.revocable-zone.<zone>`` (a window, see above) and
 be parsed, is logged as a warning (Volcano's fallback is kept: the default period;
 the zone's nodes are never usable), as is any other argument.
 
-Budget (pod-group annotations): with ``volcano.sh/jdb-max-unavailable`` (a count
-or a percentage of the job's tasks, rounded up) a job may lose ``max -
-(tasks - finished - running)`` more tasks; else with
-``volcano.sh/jdb-min-available``, ``running - min`` if positive; else 1.
+Budget (pod-group annotations, read as Volcano's ``extractBudget`` reads them:
+``volcano.sh/jdb-min-available`` whenever it is there, else
+``volcano.sh/jdb-max-unavailable``; each a count or a percentage of the job's
+tasks, rounded up, as Go's ``intstr`` reads it): with a max-unavailable a job may
+lose ``max - (tasks - finished - running)`` more tasks; with a min-available,
+``running - min`` if positive; else (or with an empty value) 1.
 
 Determinism: zones are visited in name order, nodes in session order, and a
 job's candidates in task id order; victims are taken from the front.
@@ -65,6 +67,7 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, FitStatusCode, TaskStatus, Vote
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
+from batchsched.kube.go_strconv import parse_int
 
 __all__ = [
     "JDB_MAX_UNAVAILABLE",
@@ -88,7 +91,6 @@ JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 REASON_NOT_ALLOWED = "not allow to dispatch to revocable node"
 
 _CLOCK = re.compile(r"([0-9]{1,2}):([0-9]{2})")
-_INT_OR_PERCENT = re.compile(r"([0-9]+)(%?)")
 
 # Where the time of the last victim selection is kept: an attribute of the cache
 # object, else (no cache, or one that takes no attributes) the session's extra.
@@ -166,27 +168,38 @@ def _state(ssn: Session) -> dict[str, float]:
 
 
 def _int_or_percent(text: str, total: int) -> int:
-    match = _INT_OR_PERCENT.fullmatch(text.strip())
-    if match is None:
+    """Volcano's ``parseIntStr``: ``intstr.Parse`` (an int32 as Go's ``Atoi`` reads it,
+    sign allowed, else text), a text read as a percentage of ``total`` rounded up; 0
+    for anything else."""
+    number, ok = parse_int(text, 64)
+    if ok and -(2**31) <= number < 2**31:
+        return number
+    if not text.endswith("%"):
         return 0
-    number = int(match[1])
-    if match[2]:
-        return math.ceil(number * total / 100)
-    return number
+    percent, ok = parse_int(text[:-1], 64)
+    return math.ceil(percent * total / 100) if ok else 0
 
 
 def max_pod_evict_num(job: JobInfo) -> int:
-    """How many more tasks the job's disruption budget lets go (see the module docstring)."""
+    """How many more tasks the job's disruption budget lets go (see the module docstring).
+
+    As Volcano's ``extractBudget`` reads the budget: ``jdb-min-available`` when the
+    annotation is there at all (an empty value then means no budget: the default
+    1), else ``jdb-max-unavailable``."""
     annotations = job.podgroup.annotations
     total = len(job.tasks)
     running = len(job.tasks_in(TaskStatus.RUNNING))
-    if annotations.get(JDB_MAX_UNAVAILABLE):
-        allowed = _int_or_percent(annotations[JDB_MAX_UNAVAILABLE], total)
+    if JDB_MIN_AVAILABLE in annotations:
+        minimum_text, maximum_text = annotations[JDB_MIN_AVAILABLE], ""
+    else:
+        minimum_text, maximum_text = "", annotations.get(JDB_MAX_UNAVAILABLE, "")
+    if maximum_text:
+        allowed = _int_or_percent(maximum_text, total)
         finished = sum(len(job.tasks_in(s)) for s in COMPLETED_STATUSES)
         unavailable = total - finished - running
         return 0 if unavailable >= allowed else allowed - unavailable
-    if annotations.get(JDB_MIN_AVAILABLE):
-        minimum = _int_or_percent(annotations[JDB_MIN_AVAILABLE], total)
+    if minimum_text:
+        minimum = _int_or_percent(minimum_text, total)
         if running >= minimum:
             return running - minimum
     return 1
