@@ -212,6 +212,15 @@ LIMIT_CASES = {
         [(UU, REASON_LIMIT_EXCEEDED)], PASS),
     "5 invalid annotation rejects queue tasks": (
         '{"group1":{"cpu":', False, [(UU, REASON_LIMIT_INVALID)], [(UU, REASON_LIMIT_INVALID)]),
+    # What Go's JSON decoding of map[string]ResourceList accepts:
+    "6 a null group limits nothing": (
+        json.dumps({"group1": None, "group2": {"cpu": "4"}}), False, PASS, PASS),
+    "7 a null quantity is a limit of 0": (
+        json.dumps({"group1": {"cpu": None}}), False, [(UU, REASON_LIMIT_EXCEEDED)], PASS),
+    "8 a blank-padded quantity is read": (
+        json.dumps({"group1": {"cpu": " 1"}}), False, [(UU, REASON_LIMIT_EXCEEDED)], PASS),
+    "9 a negative quantity is a limit below 0": (
+        json.dumps({"group1": {"cpu": "-1"}}), False, [(UU, REASON_LIMIT_EXCEEDED)], PASS),
 }
 
 

@@ -150,9 +150,11 @@ def test_pod_level_strategy_annotations() -> None:
     assert _scores({"resourceStrategyFitWeight": 1}, broken) == {"n1": 0.0, "n2": 0.0}
 
 
-def test_weight_zero_registers_no_score() -> None:
+@pytest.mark.parametrize("weight", [0, None])
+def test_weight_zero_registers_no_score(weight: int | None) -> None:
+    # None: the key written with no value, which Go's Get[int] decodes as 0.
     doc = document(SCORE_NODES + "tasks: [{name: p, namespace: c1, job: pg, requests: {cpu: 1}}]",
-                   plugin("resource-strategy-fit", {"resourceStrategyFitWeight": 0}))
+                   plugin("resource-strategy-fit", {"resourceStrategyFitWeight": weight}))
     ssn = open_session(doc)
     assert "resource-strategy-fit" not in ssn.registered("node_order")
 

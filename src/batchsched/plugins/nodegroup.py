@@ -131,13 +131,37 @@ def _parse_limits(queue: QueueInfo) -> tuple[Limits | None, bool]:
             return None, True
         limits: Limits = {}
         for group, resources in document.items():
+            if resources is None:
+                # Go decodes a null ResourceList: no resource limited in the group.
+                limits[str(group)] = (Resource(), frozenset())
+                continue
             if not isinstance(resources, dict):
                 return None, True
-            limits[str(group)] = (Resource.from_mapping(resources),
-                                  frozenset(str(k) for k in resources))
+            limit = Resource()
+            for name, raw_amount in resources.items():
+                amount = _limit_amount(str(name), raw_amount)
+                if amount:
+                    limit.set(str(name), amount)
+            limits[str(group)] = (limit, frozenset(str(k) for k in resources))
         return limits, False
     except (ValueError, QuantityError):
         return None, True
+
+
+def _limit_amount(name: str, raw: object) -> float:
+    """One quantity of the annotation, as Go's ``Quantity.UnmarshalJSON`` reads it:
+    null is 0, blanks around the text are trimmed, a negative amount is kept."""
+    if raw is None:
+        return 0.0
+    text = raw.strip() if isinstance(raw, str) else raw
+    negative = isinstance(text, str) and text.startswith("-")
+    if negative:
+        assert isinstance(text, str)
+        text = text[1:]
+    elif isinstance(text, (int, float)) and not isinstance(text, bool) and text < 0:
+        negative, text = True, -text
+    amount = Resource.from_mapping({name: text}).get(name)
+    return -amount if negative else amount
 
 
 def _exceeds(used: float, limit: float) -> bool:

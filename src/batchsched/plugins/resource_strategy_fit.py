@@ -3,7 +3,8 @@ avoidance and a proportional predicate (Volcano's ``plugins/resource-strategy-fi
 
 Node-order score = **strategy fit** part + **sra** part:
 
-* strategy fit (``resourceStrategyFitWeight``, default 10; 0 turns it off): for
+* strategy fit (``resourceStrategyFitWeight``, default 10; 0, or the key with no
+  value, turns it off): for
   every resource the task requests (cpu, memory, scalars, ``pods``) that has a
   configured strategy -- an exact name, else the longest ``prefix*`` pattern --
   with request ``r``, node used ``u`` and allocatable ``c`` (Volcano's own
@@ -338,7 +339,11 @@ class ResourceStrategyFitPlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         weight = arguments.get("resourceStrategyFitWeight")
-        weight = _int(weight, "resourceStrategyFitWeight") if weight is not None else -1
+        if weight is not None:
+            weight = _int(weight, "resourceStrategyFitWeight")
+        else:
+            # Go's Get[int] decodes a key written without a value as 0 (the part off).
+            weight = 0 if "resourceStrategyFitWeight" in arguments else -1
         self.weight = weight if weight >= 0 else DEFAULT_WEIGHT
         self.strategies = read_strategies(arguments)
         self.sra = read_sra(arguments)
