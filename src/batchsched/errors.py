@@ -14,6 +14,7 @@ __all__ = [
     "BatchSchedError",
     "CacheError",
     "ConfigError",
+    "NodeOrderError",
     "PluginError",
     "QuantityError",
     "ScenarioError",
@@ -143,4 +144,18 @@ class CacheError(BatchSchedError, RuntimeError):
     def __init__(self, message: str, *, operation: str, obj: str = "") -> None:
         self.operation = operation
         self.obj = obj
+        super().__init__(message)
+
+
+class NodeOrderError(BatchSchedError, RuntimeError):
+    """A node-order or batch node-order function could not score the nodes for a
+    task (an extender that failed, a kube Score plugin's error status).
+
+    As Volcano's ``PrioritizeNodes`` logs such an error and returns no scores, the
+    task gets no node in that pass (it is not placed; preempt and reclaim find no
+    node for it); the session goes on. ``plugin`` names the plugin.
+    """
+
+    def __init__(self, message: str, *, plugin: str = "") -> None:
+        self.plugin = plugin
         super().__init__(message)

@@ -33,6 +33,7 @@ from batchsched.kubesched import (
     from_entry_points,
 )
 from batchsched.kubesched.framework import MAX_TOTAL_SCORE
+from batchsched.plugin import hookimpl
 from batchsched.scenario import parse_scenario, run_scenario
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "plugins" / "batchsched-coscheduling" / "src"
@@ -355,3 +356,40 @@ def test_coscheduled_gangs_bind_whole_or_not_at_all(gangs: list[int], nodes: lis
             assert bound.get(f"default/g{j}", 0) in (0, size)
     waiting = scheduler.frameworks["default-scheduler"].waiting_pods
     assert set(scheduler.assumed) == {pod.pod.uid for pod in waiting}
+
+
+class _FailingScore:
+    name = "FailingScore"
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def score(self, state: CycleState, pod: Any, node: Any) -> tuple[int, Status]:
+        return 0, Status.error("cannot score")
+
+
+class _FailingScoreDistribution:
+    @staticmethod
+    @hookimpl
+    def batchsched_register_kube_plugins() -> list[Any]:
+        from batchsched.kubesched import KubePluginSpec
+        return [KubePluginSpec("FailingScore", _FailingScore)]
+
+
+def test_a_kube_score_error_in_a_session_leaves_the_task_without_a_node() -> None:
+    # Volcano's PrioritizeNodes logs a scoring error and returns no scores: the task
+    # gets no node in that pass, and the session goes on (it used to fail the cycle).
+    registry = BatchschedRegistry()
+    registry.manager.register(_FailingScoreDistribution())
+    doc = {
+        "version": 1, "name": "a failing kube score",
+        "config": {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}, {
+            "name": "kube-plugins", "arguments": {"kube.profile": {"plugins": {
+                "score": {"enabled": [{"name": "FailingScore", "weight": 1}]}}}}}]}]},
+        "nodes": [{"name": f"n{i}", "allocatable": {"cpu": 4, "memory": "4Gi", "pods": 10}}
+                  for i in (1, 2)],
+        "jobs": [{"name": "new", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": "n", "job": "new", "requests": {"cpu": 1}}],
+    }
+    decisions = run_scenario(parse_scenario(doc, source="<test>"), registry=registry)
+    assert decisions.binds == {}

@@ -10,8 +10,19 @@ from typing import Any
 
 import pytest
 
-from batchsched.errors import PluginError
 from batchsched.scenario import parse_scenario, run_scenario
+
+#: Verbs answered as written here: (HTTP status, body).
+RAW_ANSWERS: dict[str, tuple[int, bytes]] = {
+    "open-text": (200, b"ok"),
+    "prio-error": (200, b'{"errorMessage": "cannot score"}'),
+    "pred-caps": (200, b'{"Status": "no, in capitals", "Code": 2}'),
+    "pred-201": (201, b'{"status": ""}'),
+    "pred-empty": (200, b""),
+    "pred-trailing": (200, b'{"status": ""} and more'),
+    "pred-number": (200, b'{"status": 5}'),
+    "alloc-error": (200, b'{"errorMessage": "no room for its licence"}'),
+}
 
 
 class Extender(BaseHTTPRequestHandler):
@@ -27,6 +38,14 @@ class Extender(BaseHTTPRequestHandler):
         if verb == "fail":
             self.send_response(500)
             self.end_headers()
+            return
+        raw = RAW_ANSWERS.get(verb)
+        if raw is not None:
+            status, text = raw
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            self.wfile.write(text)
             return
         answer: dict[str, Any] = {}
         if verb == "predicate":
@@ -89,7 +108,10 @@ def test_predicate_prioritize_and_enqueue_follow_the_extender(server: str) -> No
     request = next(body for verb, body in Extender.calls if verb == "predicate")
     assert request["task"]["UID"] == "default/a" and request["task"]["Resreq"]["MilliCPU"] == 1000
     opened = Extender.calls[0][1]
-    assert set(opened["nodes"]) == {"n1", "n2", "n3"} and opened["nodeList"] == ["n1", "n2", "n3"]
+    # Volcano's OnSessionOpenRequest has no JSON tags: Go's field names, NodeList unset.
+    assert set(opened) == {"Jobs", "Nodes", "Queues", "NamespaceInfo", "RevocableNodes",
+                           "NodeList"}
+    assert set(opened["Nodes"]) == {"n1", "n2", "n3"} and opened["NodeList"] is None
 
 
 def test_a_failing_extender_blocks_unless_ignorable(server: str) -> None:
@@ -103,11 +125,59 @@ def test_a_failing_extender_blocks_unless_ignorable(server: str) -> None:
         "default/a": "n1", "default/b": "n1"}
 
 
-def test_unreachable_prioritize_is_a_plugin_error_naming_the_extender() -> None:
-    doc = scenario({"extender.urlPrefix": "http://127.0.0.1:9", "extender.httpTimeout": "200ms",
-                    "extender.prioritizeVerb": "prioritize"})
-    with pytest.raises(PluginError, match="extender"):
-        run_scenario(parse_scenario(doc, source="<test>"))
+@pytest.mark.parametrize("prefix", ["http://127.0.0.1:9", "SERVER"])
+def test_a_prioritize_that_fails_leaves_the_task_without_a_node_and_the_session_going(
+        server: str, prefix: str, caplog: pytest.LogCaptureFixture) -> None:
+    # Volcano's PrioritizeNodes logs the error and returns no scores: no best node.
+    url = server if prefix == "SERVER" else prefix
+    verb = "prio-error" if prefix == "SERVER" else "prioritize"
+    doc = scenario({"extender.urlPrefix": url, "extender.httpTimeout": "200ms",
+                    "extender.prioritizeVerb": verb, "extender.onSessionCloseVerb": "close"})
+    decisions = run_scenario(parse_scenario(doc, source="<test>"))
+    assert decisions.binds == {}
+    assert "extender" in caplog.text
+    if prefix == "SERVER":
+        assert [verb for verb, _ in Extender.calls][-1] == "close"
+
+
+@pytest.mark.parametrize(("verb", "passes"), [
+    ("pred-caps", False),      # Go matches JSON keys ignoring case: "Status" refuses
+    ("pred-201", False),       # only 200 is an answer
+    ("pred-empty", False),     # nothing to decode: EOF
+    ("pred-trailing", True),   # Go's Decoder reads the first value only
+    ("pred-number", False),    # a number where the struct has a string: no answer
+])
+def test_predicate_answers_are_read_as_go_decodes_them(server: str, verb: str,
+                                                       passes: bool) -> None:
+    doc = scenario({"extender.urlPrefix": server, "extender.predicateVerb": verb})
+    binds = run_scenario(parse_scenario(doc, source="<test>")).binds
+    assert (binds != {}) is passes
+
+
+def test_a_session_open_answer_is_not_read(server: str) -> None:
+    doc = scenario({"extender.urlPrefix": server, "extender.onSessionOpenVerb": "open-text",
+                    "extender.predicateVerb": "fail"})
+    # The predicate is registered (the open succeeded), and it refuses every node.
+    assert run_scenario(parse_scenario(doc, source="<test>")).binds == {}
+
+
+def test_an_allocate_func_error_undoes_the_placement(server: str) -> None:
+    doc = scenario({"extender.urlPrefix": server, "extender.allocateFuncVerb": "alloc-error"})
+    assert run_scenario(parse_scenario(doc, source="<test>")).binds == {}
+
+
+def test_managed_resources_leave_other_tasks_alone(server: str) -> None:
+    doc = scenario({"extender.urlPrefix": server, "extender.predicateVerb": "fail",
+                    "extender.managedResources": ["example.com/fpga"]})
+    assert run_scenario(parse_scenario(doc, source="<test>")).binds == {
+        "default/a": "n1", "default/b": "n1"}
+    assert not any(verb == "fail" for verb, _ in Extender.calls)
+
+
+def test_a_verb_that_is_no_string_is_no_verb(server: str) -> None:
+    doc = scenario({"extender.urlPrefix": server, "extender.predicateVerb": 123})
+    assert run_scenario(parse_scenario(doc, source="<test>")).binds != {}
+    assert Extender.calls == []
 
 
 def test_a_failed_call_counts_against_unless_ignorable(server: str) -> None:
@@ -125,8 +195,9 @@ def test_a_failed_call_counts_against_unless_ignorable(server: str) -> None:
     strict = ExtenderPlugin(Arguments({"extender.urlPrefix": server, **verbs}))
     lenient = ExtenderPlugin(Arguments({"extender.urlPrefix": server, "extender.ignorable": True,
                                         **verbs}))
+    # Volcano answers (nil, Reject) or (nil, Permit): a vote with no victims either way.
     assert strict.victims("preemptable", task, [task]) == []
-    assert lenient.victims("preemptable", task, [task]) is None
+    assert lenient.victims("preemptable", task, [task]) == []
     assert (strict.job_enqueueable(job), lenient.job_enqueueable(job)) == (Vote.REJECT,
                                                                            Vote.PERMIT)
     assert (strict.queue_overused(QueueInfo("q")), lenient.queue_overused(QueueInfo("q"))) == (

@@ -27,6 +27,7 @@ A FitError carrying several statuses fails the node when any one of them does.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
 from batchsched.conf import NodesToFind
+from batchsched.errors import NodeOrderError
 
 if TYPE_CHECKING:
     from batchsched.framework.session import Session
@@ -54,6 +56,8 @@ __all__ = [
     "predicate_for_allocate_action",
     "predicate_for_preempt_action",
 ]
+
+log = logging.getLogger("batchsched")
 
 PredicateFn = Callable[[TaskInfo, NodeInfo], "FitError | None"]
 
@@ -129,11 +133,13 @@ def predicate_for_preempt_action(ssn: Session, task: TaskInfo, node: NodeInfo) -
     return failing_predicate(ssn, task, node, PREEMPT_FAILING_CODES)
 
 
-def node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
+def node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float] | None:
     """Node-order plus batch node-order score of each node, in the order given.
 
     The batch functions score over ``nodes`` as one group. As in Volcano, a node
-    whose node-order function reports a FitError keeps only its batch score.
+    whose node-order function reports a FitError keeps only its batch score; a batch
+    function that cannot score (:class:`~batchsched.errors.NodeOrderError`) leaves
+    no score at all: None (logged), and the task gets no node from these.
     """
     order: list[float] = []
     for node in nodes:
@@ -141,7 +147,11 @@ def node_scores(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list
             order.append(ssn.node_order(task, node))
         except FitError:
             order.append(0.0)
-    batch = ssn.batch_node_order(task, list(nodes))
+    try:
+        batch = ssn.batch_node_order(task, list(nodes))
+    except NodeOrderError as exc:
+        log.warning("batchsched: scoring nodes for task %s: %s", task.uid, exc)
+        return None
     return [score + batch.get(node.name, 0.0) for node, score in zip(nodes, order, strict=True)]
 
 

@@ -144,6 +144,8 @@ def select_best_node(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) ->
     if len(nodes) == 1:
         return nodes[0]
     scores = node_scores(ssn, task, nodes)
+    if scores is None:
+        return None  # no scores (Volcano's PrioritizeNodes error): no node
     by_score: dict[float, list[NodeInfo]] = {}
     for node, score in zip(nodes, scores, strict=True):
         by_score.setdefault(score, []).append(node)

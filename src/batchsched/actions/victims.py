@@ -329,6 +329,8 @@ def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list
     if ranked_nodes is not None:
         return ranked_nodes
     scores = node_scores(ssn, task, nodes)
+    if scores is None:
+        return []  # no scores (Volcano's PrioritizeNodes error): no node to try
     ranked = sorted(range(len(nodes)), key=lambda i: -scores[i])
     return [nodes[i] for i in ranked]
 

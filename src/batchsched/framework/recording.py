@@ -37,6 +37,7 @@ import attrs
 
 from batchsched.api.fit import FitError
 from batchsched.api.resource import Resource
+from batchsched.errors import NodeOrderError
 from batchsched.framework.combine import Blame, flatten
 
 if TYPE_CHECKING:
@@ -236,7 +237,10 @@ def score_nodes(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> list[Nod
     node that a node-order function cannot score keeps only its batch score), best
     first, ties by node name; and each plugin's part of it, for display (None: the
     plugin could not score the node)."""
-    batch = ssn.batch_node_order(task, nodes)
+    try:
+        batch = ssn.batch_node_order(task, nodes)
+    except NodeOrderError:
+        batch = {}  # the explanation still shows what the other functions said
     totals: dict[str, float] = {}
     for node in nodes:
         try:

@@ -48,6 +48,7 @@ __all__ = [
     "Framework",
     "PluginRef",
     "Profile",
+    "ScoreError",
     "WaitingPod",
     "WaitingPods",
 ]
@@ -75,6 +76,11 @@ EXTENSION_POINTS: dict[str, str] = {
     "bind": "bind",
     "postBind": "post_bind",
 }
+
+
+class ScoreError(PluginError):
+    """A Score plugin answered an error status (it did not raise): kube-scheduler fails
+    the pod's cycle; Volcano's node order logs it and gives the task no scores."""
 
 
 @attrs.frozen
@@ -438,15 +444,15 @@ class Framework:
                                       "not (score, Status)", plugin=name, point="score")
                 score, status = answer
                 if not status.is_success():
-                    raise PluginError(f"kube plugin {name!r} failed to score node {node.name}: "
-                                      f"{status.message}", plugin=name, point="score")
+                    raise ScoreError(f"kube plugin {name!r} failed to score node {node.name}: "
+                                     f"{status.message}", plugin=name, point="score")
                 scores[node.name] = int(score)
             normalize = getattr(plugin, "normalize_score", None)
             if normalize is not None:
                 status = self._status(name, "score", normalize, state, pod, scores)
                 if not status.is_success():
-                    raise PluginError(f"kube plugin {name!r} failed to normalize scores: "
-                                      f"{status.message}", plugin=name, point="score")
+                    raise ScoreError(f"kube plugin {name!r} failed to normalize scores: "
+                                     f"{status.message}", plugin=name, point="score")
             weight = self.weights[name]
             for node_name, score in scores.items():
                 if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:

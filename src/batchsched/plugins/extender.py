@@ -1,33 +1,26 @@
 """extender: decisions delegated to an HTTP service (Volcano's ``plugins/extender``).
 
 Each configured verb is a POST of a JSON request to ``<extender.urlPrefix>/<verb>``;
-the answer (HTTP 200, JSON) decides at one extension point:
+the answer (HTTP 200, JSON, read as Go's encoding/json reads it into Volcano's
+response structs: keys matched exactly or ignoring case, null as the zero value, a
+value of the wrong type a failure) decides at one extension point: predicate,
+prioritize (batch node order), preemptable, reclaimable, jobEnqueueable,
+jobEnqueued, queueOverused, jobReady, the allocate and deallocate events
+(allocateFunc, deallocateFunc), and session open and close (whose answers are not
+read). ``extender.managedResources`` leaves tasks asking none of them alone
+(``IsInterested``). docs/plugins/extender.md has the table of requests and answers.
 
-* ``extender.predicateVerb`` (predicate): ``{task, node}`` -> ``{status, code}``;
-  an empty ``status`` passes, else a FitError with that reason and code (0 reads
-  as Error);
-* ``extender.prioritizeVerb`` (batch node order): ``{task, nodes}`` ->
-  ``{nodeScore, errorMessage}``;
-* ``extender.preemptableVerb`` / ``extender.reclaimableVerb`` (preemptable /
-  reclaimable): ``{evictor, evictees}`` -> ``{status, victims}``; status 0
-  abstains; victims are matched to the evictees by ``UID``;
-* ``extender.jobEnqueueableVerb`` (job enqueueable): ``{job}`` -> ``{status}``
-  (-1, 0, 1: a vote);
-* ``extender.queueOverusedVerb`` (overused): ``{queue}`` -> ``{overused}``;
-* ``extender.jobReadyVerb`` (job ready): ``{job}`` -> ``{status}`` (a boolean);
-* ``extender.onSessionOpenVerb`` / ``extender.onSessionCloseVerb``: ``{jobs,
-  nodes, queues, nodeList}`` at open, ``{}`` at close; the answer is not read.
-
-``extender.httpTimeout`` (Go duration, default ``1s``) bounds each call. A call
-that fails (no answer, timeout, a status other than 200, unreadable JSON) is
-logged and, with ``extender.ignorable: true``, ignored: the node passes, no
-score, the plugin abstains, the job may be enqueued, the queue is not overused.
-Without it the failure counts against: the node fails (Error), the scores are a
-PluginError naming the plugin, no victims, the job is not enqueued, the queue is
-overused. Job ready follows Volcano's code literally: a failed call reads as
-ready when the extender is *not* ignorable, not ready when it is. When the
-session-open call fails and the extender is not ignorable, no other verb is
-registered, as in Volcano.
+``extender.httpTimeout`` (Go duration, default ``1s``; 0 or less: none) bounds each
+call. A call that fails (any transport error, a status other than 200, no JSON) is
+logged and, with ``extender.ignorable: true``, ignored: the node passes, no score,
+no victims, the job may be enqueued, the queue is not overused, the placement
+stands. Without it the failure counts against: the node fails (Error), the task
+gets no node in that pass (a :class:`~batchsched.errors.NodeOrderError`, as
+Volcano's PrioritizeNodes returns no scores), no victims, the job is not enqueued,
+the queue is overused, the placement is undone. Job ready follows Volcano's code
+literally: a failed call reads as ready when the extender is *not* ignorable, not
+ready when it is. When the session-open call fails and the extender is not
+ignorable, no other verb is registered, as in Volcano.
 
 Objects are sent as JSON with Volcano's Go field names where batchsched has the
 field (``UID``, ``Name``, ``Namespace``, ``Job``, ``NodeName``, ``Status``,
@@ -51,8 +44,9 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, Vote
-from batchsched.errors import PluginError
+from batchsched.errors import NodeOrderError, PluginError, SchedulingError
 from batchsched.framework.arguments import Arguments
+from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 
 __all__ = ["ExtenderError", "ExtenderPlugin", "job_json", "node_json", "task_json"]
@@ -61,7 +55,8 @@ log = logging.getLogger("batchsched")
 
 PLUGIN_NAME = "extender"
 _VERBS = ("onSessionOpen", "onSessionClose", "predicate", "prioritize", "preemptable",
-          "reclaimable", "queueOverused", "jobEnqueueable", "jobReady")
+          "reclaimable", "queueOverused", "jobEnqueueable", "jobEnqueued", "jobReady",
+          "allocateFunc", "deallocateFunc")
 
 
 class ExtenderError(PluginError):
@@ -116,63 +111,95 @@ class ExtenderPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.url_prefix = arguments.get_str("extender.urlPrefix", "").rstrip("/")
-        self.timeout = arguments.get_duration("extender.httpTimeout", 1.0,
-                                              owner=PLUGIN_NAME) or 1.0
+        timeout = arguments.get_duration("extender.httpTimeout", 1.0, owner=PLUGIN_NAME)
+        #: Go's http.Client timeout: 0 or less means none.
+        self.timeout: float | None = timeout if timeout is not None and timeout > 0 else None
         self.ignorable = arguments.get_bool("extender.ignorable", False, owner=PLUGIN_NAME)
-        self.verbs = {verb: arguments.get_str(f"extender.{verb}Verb", "") for verb in _VERBS}
+        self.verbs = {verb: _verb(arguments, f"extender.{verb}Verb") for verb in _VERBS}
+        managed = arguments.get("extender.managedResources")
+        self.managed: frozenset[str] = frozenset(
+            str(name) for name in managed) if isinstance(managed, list) else frozenset()
         arguments.warn_unknown(PLUGIN_NAME, [f"extender.{verb}Verb" for verb in _VERBS] + [
-            "extender.urlPrefix", "extender.httpTimeout", "extender.ignorable"])
+            "extender.urlPrefix", "extender.httpTimeout", "extender.ignorable",
+            "extender.managedResources"])
 
     # -- the client --------------------------------------------------------------------------
 
-    def send(self, verb: str, request: Mapping[str, Any]) -> Any:
-        """POST ``request`` to the verb's URL; the decoded JSON answer."""
+    def send(self, verb: str, request: Mapping[str, Any], *, read: bool = True) -> Any:
+        """POST ``request`` to the verb's URL; the answer's first JSON value (None when
+        ``read`` is false: the answer's body is not read, as Volcano's session open and
+        close do not). Any failure, of the transport or of the answer (a status other
+        than 200, no JSON), is an :class:`ExtenderError`."""
         url = f"{self.url_prefix}/{verb}"
-        body = json.dumps(request).encode("utf-8")
-        call = urllib.request.Request(url, data=body, method="POST",
-                                      headers={"Content-Type": "application/json"})
         try:
+            body = json.dumps(request).encode("utf-8")
+            call = urllib.request.Request(url, data=body, method="POST",
+                                          headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(call, timeout=self.timeout) as answer:
-                text = answer.read()
+                if answer.status != 200:
+                    raise ExtenderError(f"extender: {verb} at {url} answered HTTP "
+                                        f"{answer.status}", plugin=PLUGIN_NAME)
+                if not read:
+                    return None
+                text = answer.read(_MAX_BODY_BYTES).decode("utf-8", "replace")
+        except ExtenderError:
+            raise
         except urllib.error.HTTPError as exc:
             raise ExtenderError(f"extender: {verb} at {url} answered HTTP {exc.code}",
                                 plugin=PLUGIN_NAME) from exc
-        except (urllib.error.URLError, OSError) as exc:
-            raise ExtenderError(f"extender: {verb} at {url} failed: {exc}",
-                                plugin=PLUGIN_NAME) from exc
+        except Exception as exc:  # the transport's failure, whatever its kind
+            raise ExtenderError(f"extender: {verb} at {url} failed: {type(exc).__name__}: "
+                                f"{exc}", plugin=PLUGIN_NAME) from exc
+        # Go's json.Decoder.Decode: the first value, after blanks; what follows is not read.
+        text = text.lstrip(" \t\r\n")
         if not text:
-            return {}
+            raise ExtenderError(f"extender: {verb} at {url} answered nothing (EOF)",
+                                plugin=PLUGIN_NAME)
         try:
-            return json.loads(text)
+            value, _ = _DECODER.raw_decode(text)
         except ValueError as exc:
             raise ExtenderError(f"extender: {verb} at {url} answered unreadable JSON: {exc}",
                                 plugin=PLUGIN_NAME) from exc
+        return value
+
+    def interested(self, task: TaskInfo) -> bool:
+        """Volcano's ``IsInterested``: the task asks for a resource the extender manages
+        (every task when it manages none)."""
+        if not self.managed:
+            return True
+        return any(name in self.managed
+                   for name in (*task.resreq.names(), *task.init_resreq.names()))
 
     def _failed(self, error: ExtenderError) -> None:
         log.warning("%s%s", error, " (ignored: extender.ignorable)" if self.ignorable else "")
 
-    def _ask(self, verb: str, request: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The answer of the configured ``verb`` as a mapping (``{}`` for an answer of
-        another shape), or None when the call failed (logged)."""
+    def _ask(self, verb: str, request: Mapping[str, Any], fields: Mapping[str, str]
+             ) -> dict[str, Any] | None:
+        """The answer of the configured ``verb``, decoded into ``fields`` as Go decodes it
+        into the response struct, or None when the call or the decoding failed (logged)."""
         try:
-            answer = self.send(self.verbs[verb], request)
+            return _decode(self.send(self.verbs[verb], request), fields, verb)
         except ExtenderError as error:
             self._failed(error)
             return None
-        return answer if isinstance(answer, dict) else {}
 
     # -- session -----------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
         verbs = self.verbs
         if verbs["onSessionOpen"]:
-            opened = self._ask("onSessionOpen", {
-                "jobs": {uid: job_json(job) for uid, job in ssn.jobs.items()},
-                "nodes": {name: node_json(node) for name, node in ssn.nodes.items()},
-                "queues": {name: queue_json(queue) for name, queue in ssn.queues.items()},
-                "nodeList": [node.name for node in ssn.node_list]})
-            if opened is None and not self.ignorable:
-                return
+            # Volcano's OnSessionOpenRequest has no JSON tags: Go's field names.
+            request = {
+                "Jobs": {uid: job_json(job) for uid, job in ssn.jobs.items()},
+                "Nodes": {name: node_json(node) for name, node in ssn.nodes.items()},
+                "Queues": {name: queue_json(queue) for name, queue in ssn.queues.items()},
+                "NamespaceInfo": {}, "RevocableNodes": {}, "NodeList": None}
+            try:
+                self.send(verbs["onSessionOpen"], request, read=False)
+            except ExtenderError as error:
+                self._failed(error)
+                if not self.ignorable:
+                    return
         if verbs["predicate"]:
             ssn.add_predicate_fn(self.name, self.predicate)
         if verbs["prioritize"]:
@@ -185,77 +212,195 @@ class ExtenderPlugin:
                 "reclaimable", evictor, evictees))
         if verbs["jobEnqueueable"]:
             ssn.add_job_enqueueable_fn(self.name, self.job_enqueueable)
+        if verbs["jobEnqueued"]:
+            ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
         if verbs["queueOverused"]:
             ssn.add_overused_fn(self.name, self.queue_overused)
         if verbs["jobReady"]:
             ssn.add_job_ready_fn(self.name, self.job_ready)
+        if verbs["allocateFunc"] or verbs["deallocateFunc"]:
+            ssn.add_event_handler(EventHandler(
+                allocate=(lambda event: self.on_event("allocateFunc", event))
+                if verbs["allocateFunc"] else None,
+                deallocate=(lambda event: self.on_event("deallocateFunc", event))
+                if verbs["deallocateFunc"] else None,
+                plugin=self.name))
 
     def on_session_close(self, ssn: Session) -> None:
         if self.verbs["onSessionClose"]:
-            self._ask("onSessionClose", {})
+            try:
+                self.send(self.verbs["onSessionClose"], {}, read=False)
+            except ExtenderError as error:
+                self._failed(error)
 
     # -- the points --------------------------------------------------------------------------
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        if not self.interested(task):
+            return None
         try:
-            answer = self.send(self.verbs["predicate"], {"task": task_json(task),
-                                                         "node": node_json(node)})
+            answer = _decode(self.send(self.verbs["predicate"], {
+                "task": task_json(task), "node": node_json(node)}), _PREDICATE, "predicate")
         except ExtenderError as error:
             self._failed(error)
             return None if self.ignorable else FitError.of(
                 task.namespace, task.name, node.name, str(error), plugin=self.name)
-        message = str(answer.get("status") or "") if isinstance(answer, dict) else ""
+        message = answer["status"]
         if not message:
             return None
-        code = answer.get("code") or FitStatusCode.ERROR
+        # Volcano keeps an old extender's answer without a code working: code 0 is Error.
+        code = answer["code"] or int(FitStatusCode.ERROR)
         try:
-            status_code = FitStatusCode(int(code))
-        except (TypeError, ValueError):
-            status_code = FitStatusCode.ERROR
-        if status_code == FitStatusCode.SUCCESS:
+            status_code = FitStatusCode(code)
+        except ValueError:
             status_code = FitStatusCode.ERROR
         return FitError(task.namespace, task.name, node.name,
                         [FitStatus(status_code, message, self.name)])
 
     def prioritize(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        """The extender's scores; a failure it may not ignore, or an answer with an
+        error message or no scores, is a :class:`NodeOrderError` (Volcano's
+        PrioritizeNodes then leaves the task without a node in that pass)."""
+        if not self.interested(task):
+            return {}
         try:
-            answer = self.send(self.verbs["prioritize"], {
-                "task": task_json(task), "nodes": [node_json(node) for node in nodes]})
+            answer = _decode(self.send(self.verbs["prioritize"], {
+                "task": task_json(task), "nodes": [node_json(node) for node in nodes]}),
+                _PRIORITIZE, "prioritize")
         except ExtenderError as error:
             self._failed(error)
             if self.ignorable:
                 return {}
-            raise
-        scores = answer.get("nodeScore") if isinstance(answer, dict) else None
-        if isinstance(answer, dict) and not answer.get("errorMessage") and isinstance(
-                scores, dict):
-            return {str(name): float(score) for name, score in scores.items()}
-        message = answer.get("errorMessage") if isinstance(answer, dict) else answer
-        raise ExtenderError(f"extender: prioritize answered {message!r}", plugin=self.name)
+            raise NodeOrderError(str(error), plugin=self.name) from error
+        scores = answer["nodeScore"]
+        if not answer["errorMessage"] and scores is not None:
+            return dict(scores)
+        raise NodeOrderError(f"extender: prioritize answered {answer['errorMessage']!r}",
+                             plugin=self.name)
 
     def victims(self, verb: str, evictor: TaskInfo, evictees: list[TaskInfo]
                 ) -> list[TaskInfo] | None:
+        if not self.interested(evictor):
+            return None  # Volcano's Abstain
         answer = self._ask(verb, {"evictor": task_json(evictor),
-                                  "evictees": [task_json(task) for task in evictees]})
+                                  "evictees": [task_json(task) for task in evictees]},
+                           _VICTIMS)
         if answer is None:
-            return None if self.ignorable else []
-        if int(answer.get("status") or 0) == 0:
+            # Volcano answers (nil, Permit) or (nil, Reject): a vote with no victims,
+            # which ends the tier with none, ignorable or not.
+            return []
+        if answer["status"] == 0:
             return None
-        chosen = {str(victim.get("UID")) for victim in answer.get("victims") or []
-                  if isinstance(victim, dict)}
+        chosen = {victim for victim in answer["victims"]}
         return [task for task in evictees if task.uid in chosen]
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
-        answer = self._ask("jobEnqueueable", {"job": job_json(job)})
+        answer = self._ask("jobEnqueueable", {"job": job_json(job)}, _STATUS_INT)
         if answer is None:
             return Vote.PERMIT if self.ignorable else Vote.REJECT
-        return Vote(max(-1, min(1, int(answer.get("status") or 0))))
+        return Vote(max(-1, min(1, answer["status"])))
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        self._ask("jobEnqueued", {"job": job_json(job)}, {})
 
     def queue_overused(self, queue: QueueInfo) -> bool:
-        answer = self._ask("queueOverused", {"queue": queue_json(queue)})
-        return not self.ignorable if answer is None else bool(answer.get("overused"))
+        answer = self._ask("queueOverused", {"queue": queue_json(queue)}, _OVERUSED)
+        return not self.ignorable if answer is None else bool(answer["overused"])
 
     def job_ready(self, job: JobInfo) -> bool:
         # Volcano answers "ready" to a failed call exactly when it may not ignore it.
-        answer = self._ask("jobReady", {"job": job_json(job)})
-        return not self.ignorable if answer is None else bool(answer.get("status"))
+        answer = self._ask("jobReady", {"job": job_json(job)}, _STATUS_BOOL)
+        return not self.ignorable if answer is None else bool(answer["status"])
+
+    def on_event(self, verb: str, event: Event) -> None:
+        """allocateFunc / deallocateFunc: an answer with an error message, or a failure
+        the extender may not ignore, refuses an allocation (the statement undoes it,
+        as Volcano's event error does); a deallocation is only told."""
+        if not self.interested(event.task):
+            return
+        try:
+            answer = _decode(self.send(self.verbs[verb], {"task": task_json(event.task)}),
+                             _EVENT, verb)
+        except ExtenderError as error:
+            self._failed(error)
+            if verb == "allocateFunc" and not self.ignorable:
+                raise SchedulingError(f"task {event.task.uid}: {error}") from None
+            return
+        if answer["errorMessage"] and verb == "allocateFunc":
+            raise SchedulingError(f"task {event.task.uid}: extender {verb}: "
+                                  f"{answer['errorMessage']}")
+
+
+def _verb(arguments: Arguments, key: str) -> str:
+    """A verb as Volcano reads it (``arguments[key].(string)``): a value that is no
+    string is no verb (logged)."""
+    value = arguments.get(key)
+    if value is None or isinstance(value, str):
+        return value or ""
+    log.warning("batchsched: plugin %r: argument %r = %r is not a string; no verb",
+                PLUGIN_NAME, key, value)
+    return ""
+
+
+#: Response fields (JSON name -> kind), as Volcano's response structs declare them.
+_PREDICATE = {"status": "string", "code": "int"}
+_PRIORITIZE = {"nodeScore": "scores", "errorMessage": "string"}
+_VICTIMS = {"status": "int", "victims": "tasks"}
+_STATUS_INT = {"status": "int"}
+_STATUS_BOOL = {"status": "bool"}
+_OVERUSED = {"overused": "bool"}
+_EVENT = {"errorMessage": "string"}
+_ZERO: dict[str, Any] = {"string": "", "int": 0, "bool": False, "scores": None, "tasks": []}
+_SCALAR_KINDS: dict[str, type] = {"string": str, "int": int, "bool": bool}
+#: Volcano reads at most this much of an answer (``maxBodySize``).
+_MAX_BODY_BYTES = 100 * 1024 * 1024
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _decode(value: Any, fields: Mapping[str, str], verb: str) -> dict[str, Any]:
+    """``value`` decoded as Go's encoding/json decodes it into a struct of ``fields``:
+    an object whose keys match the fields exactly or, failing that, ignoring case
+    (other keys are ignored; null leaves a field's zero value); a value of another
+    type fails the whole decoding (an :class:`ExtenderError`)."""
+    def fail(what: str) -> ExtenderError:
+        return ExtenderError(f"extender: {verb} answered {what}", plugin=PLUGIN_NAME)
+
+    if not isinstance(value, dict):
+        raise fail(f"{json.dumps(value)[:80]}, not a JSON object")
+    out = {name: _ZERO[kind] for name, kind in fields.items()}
+    folded = {name.lower(): name for name in fields}
+    for key, item in value.items():
+        name = key if key in fields else folded.get(key.lower())
+        if name is None or item is None:
+            continue
+        kind = fields[name]
+        if _SCALAR_KINDS.get(kind) is type(item):  # bool is no int here: exact types
+            out[name] = item
+        elif kind == "scores" and isinstance(item, dict) and all(
+                score is None or (isinstance(score, (int, float))
+                                  and not isinstance(score, bool)) for score in item.values()):
+            out[name] = {str(node): float(score or 0) for node, score in item.items()}
+        elif kind == "tasks" and isinstance(item, list) and all(
+                victim is None or isinstance(victim, dict) for victim in item):
+            out[name] = [_task_uid(victim, fail) for victim in item if victim is not None]
+        else:
+            raise fail(f"{key!r}: {json.dumps(item)[:80]}, which is not a {kind}")
+    return out
+
+
+def _task_uid(victim: dict[str, Any], fail: Any) -> str:
+    """A victim's ``UID`` (Go's TaskInfo field, matched ignoring case)."""
+    for key, item in victim.items():
+        if key == "UID" or key.lower() == "uid":
+            if item is None:
+                return ""
+            if not isinstance(item, str):
+                raise fail(f"a victim's UID {json.dumps(item)[:40]}, which is not a string")
+            return item
+    return ""

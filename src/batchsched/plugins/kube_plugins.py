@@ -11,7 +11,9 @@ kube-scheduler profile (the ``plugins`` and ``pluginConfig`` of a
   the plugin's reasons and code (UnschedulableAndUnresolvable stays so, which
   tells preempt that evicting cannot help);
 * **PreScore**, **Score** and **NormalizeScore**, with the profile's weights,
-  as a batch node-order score over the candidate nodes.
+  as a batch node-order score over the candidate nodes; a Score plugin's error
+  status leaves the task without scores, so without a node in that pass (Volcano's
+  PrioritizeNodes logs such an error and returns none).
 
 The other points (QueueSort, Reserve, Permit, Bind, ...) belong to the per-pod
 loop (:class:`~batchsched.kubesched.PodScheduler`); in a Volcano session the
@@ -26,11 +28,11 @@ from collections.abc import Sequence
 from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
-from batchsched.errors import ConfigError
+from batchsched.errors import ConfigError, NodeOrderError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.kubesched.cycle_state import CycleState
-from batchsched.kubesched.framework import Framework, Profile
+from batchsched.kubesched.framework import Framework, Profile, ScoreError
 from batchsched.kubesched.registry import from_entry_points
 from batchsched.kubesched.status import Status
 
@@ -103,5 +105,9 @@ class KubePluginsPlugin:
         state = self._state(task)[0].clone()
         if not self.framework.run_pre_score(state, task, nodes).is_success():
             return {}
-        return {name: float(total)
-                for name, total in self.framework.run_score(state, task, nodes).items()}
+        try:
+            totals = self.framework.run_score(state, task, nodes)
+        except ScoreError as exc:
+            # Volcano's PrioritizeNodes logs a scoring error and returns no scores.
+            raise NodeOrderError(str(exc), plugin=self.name) from exc
+        return {name: float(total) for name, total in totals.items()}

@@ -16,7 +16,7 @@ from batchsched.api.types import TaskStatus
 from batchsched.api.vgpu import assigned_devices
 from batchsched.cache.memory import Bind, Eviction
 from batchsched.conf import SchedulerConfiguration
-from batchsched.errors import SchedulingError
+from batchsched.errors import NodeOrderError, SchedulingError
 from batchsched.framework.events import RecordedEvent
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
@@ -107,7 +107,12 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
                 except FitError:
                     continue
                 kept.append(node)
-            for node_name, score in ssn.batch_node_order(task, kept).items():
+            try:
+                batch = ssn.batch_node_order(task, kept)
+            except NodeOrderError:
+                out[task.uid] = {}  # no scores, as Volcano's PrioritizeNodes on an error
+                continue
+            for node_name, score in batch.items():
                 if node_name in scores:
                     scores[node_name] += score
             out[task.uid] = scores
