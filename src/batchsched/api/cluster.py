@@ -136,6 +136,10 @@ class ClusterInfo:
     #: The Dynamic Resource Allocation objects (device classes, resource slices,
     #: claims, claim templates); immutable, so shared.
     dra: DraObjects = attrs.field(factory=DraObjects)
+    #: The nodes that are not Ready, with their pods: no session schedules on them
+    #: (they are not in ``nodes``), but a plugin counting the whole cluster as the node
+    #: lister shows it reads them (capacity-card's catalog and cluster total).
+    not_ready_nodes: dict[str, NodeInfo] = attrs.field(factory=dict)
 
     def clone(self) -> ClusterInfo:
         return ClusterInfo(
@@ -149,4 +153,5 @@ class ClusterInfo:
             config_maps=dict(self.config_maps),
             hyper_nodes=self.hyper_nodes,
             dra=self.dra,
+            not_ready_nodes={n: v.clone() for n, v in self.not_ready_nodes.items()},
         )

@@ -418,6 +418,8 @@ class MemoryCache:
             hyper_nodes=tuple(self.hyper_nodes.values()),
             dra=DraObjects(dict(self.device_classes), tuple(self.resource_slices.values()),
                            dict(self.resource_claims), dict(self.claim_templates)),
+            not_ready_nodes={name: node.clone() for name, node in self.nodes.items()
+                             if not node.ready},
         )
 
     @_locked

@@ -131,6 +131,11 @@ class Session:
         #: keeps what the session allocates beside them).
         self.dra: DraObjects = snapshot.dra
         self.total_resource = _sum_allocatable(self.node_list)
+        #: The nodes that are not Ready, with their pods (read-only: no session
+        #: schedules there; for plugins that count the whole cluster, as the node
+        #: lister shows it).
+        self.not_ready_nodes: Mapping[str, NodeInfo] = MappingProxyType(
+            snapshot.not_ready_nodes)
         self.plugins: dict[str, Any] = {}
         self.event_handlers: list[EventHandler] = []
         self.events: list[RecordedEvent] = []

@@ -150,6 +150,7 @@ class Scenario:
             return twin
 
         nodes = {n.name: (n.clone() if copy else n) for n in self.nodes if n.ready}
+        not_ready = {n.name: (n.clone() if copy else n) for n in self.nodes if not n.ready}
         queue_names = {queue.name for queue in self.queues}
         # A job whose queue does not exist is left out (as Volcano's snapshot does); its
         # placed pods still hold their nodes.
@@ -167,8 +168,10 @@ class Scenario:
             if job is not None:
                 job.add_task(task)
             if (task.node_name and task.status != TaskStatus.PENDING
-                    and task.status not in COMPLETED_STATUSES and task.node_name in nodes):
-                nodes[task.node_name].add_task(task)
+                    and task.status not in COMPLETED_STATUSES):
+                holder = nodes.get(task.node_name) or not_ready.get(task.node_name)
+                if holder is not None:
+                    holder.add_task(task)
         return ClusterInfo(
             nodes=nodes, jobs=jobs, queues={q.name: q.clone() for q in self.queues},
             priority_classes={pc.name: pc for pc in self.priority_classes},
@@ -178,6 +181,7 @@ class Scenario:
             config_maps={key: dict(data) for key, data in self.config_maps.items()},
             hyper_nodes=self.hyper_nodes,
             dra=attrs.evolve(self.dra, resource_claims=claims) if self.dra else self.dra,
+            not_ready_nodes=not_ready,
         )
 
     def build_cache(self) -> MemoryCache:

@@ -204,7 +204,10 @@ class CapacityCardPlugin:
         self._task_cards = {}
         self._recorded = set()
         self.charged = {}
-        self.catalog = CardCatalog.from_nodes(ssn.node_list)
+        # The seed reads the node lister, NotReady nodes included: their cards and the
+        # cards their pods hold count (ssn.node_list has the Ready nodes only).
+        nodes = [*ssn.node_list, *ssn.not_ready_nodes.values()]
+        self.catalog = CardCatalog.from_nodes(nodes)
         self._build_queues(ssn)
         for job in ssn.jobs.values():
             self._account_job(job)
@@ -230,7 +233,11 @@ class CapacityCardPlugin:
         for queue in ssn.queues.values():
             if queue.guarantee is not None:
                 total_guarantee.add(_cpu_memory(queue.guarantee))
-        remainder = exceeded_part(_cpu_memory(ssn.total_resource), total_guarantee)
+        # The cluster total of every node, NotReady ones included (the seed's node lister).
+        cluster = _cpu_memory(ssn.total_resource)
+        for node in ssn.not_ready_nodes.values():
+            cluster.add(_cpu_memory(node.allocatable))
+        remainder = exceeded_part(cluster, total_guarantee)
         self.queues = {}
         for queue in ssn.queues.values():
             own = remainder.clone()
