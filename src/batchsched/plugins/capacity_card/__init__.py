@@ -315,6 +315,14 @@ class CapacityCardPlugin:
             return attrs.evolve(cards, reason=INVALID_CARD_REQUEST, problem=(
                 f"Task <{task.uid}> asks for card <{cards.key}> but requests no {resource}"
             ))
+        others = sorted(r for r in self.catalog.card_resources
+                        if r != resource and task.resreq.get(r) > 0)
+        if others:
+            # Only the named card is paid for by the quota; a pod asks one card resource
+            # (the seed refuses two).
+            return attrs.evolve(cards, reason=INVALID_CARD_REQUEST, problem=(
+                f"Task <{task.uid}> asks for card <{cards.key}> ({resource}) but also "
+                f"requests {', '.join(others)}, which no card quota pays for"))
         return cards
 
     def job_request(self, job: JobInfo) -> tuple[Resource, str | None]:
