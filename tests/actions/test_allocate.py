@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 
+import pytest
 import yaml
 from action_support import REGISTRY, Outcome, run_document
 
@@ -370,3 +371,34 @@ def test_another_node_selector_can_be_plugged_in() -> None:
     action.node_selector_factory = LastNode
     action.execute(ssn)
     assert {b.task: b.node for b in cache.binds} == {"c1/p1": "n2"}
+
+
+@pytest.mark.parametrize("fast_path", ["0", "1"])
+def test_no_node_to_find_places_nothing_on_either_path(
+        monkeypatch: pytest.MonkeyPatch, fast_path: str) -> None:
+    # Volcano's CalculateNumOfFeasibleNodesToFind can give 0 (minNodesToFind 0, a 1%
+    # share of 2 nodes); PredicateNodes then ends at the first feasible node with none
+    # stored. The vectorised path divided by it.
+    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+    from batchsched.scenario import run_scenario
+
+    monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast_path)
+    doc = yaml.safe_load("""
+version: 1
+name: no node to find
+config:
+  actions: "allocate, backfill"
+  nodesToFind: {minNodesToFind: 0, percentageOfNodesToFind: 1}
+  tiers:
+    - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+    - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+queues: [{name: q1, weight: 1}]
+nodes:
+  - {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+  - {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs: [{name: j, namespace: ns, queue: q1, minMember: 1, phase: Inqueue}]
+tasks:
+  - {name: a, namespace: ns, job: j, requests: {cpu: 1}}
+  - {name: b, namespace: ns, job: j}
+""")
+    assert run_scenario(parse_scenario(doc, source="<test>")).binds == {}

@@ -225,6 +225,11 @@ class FeasibleNodeScan:
                 self.error_cache[group] = cached
                 errors.set_node_error(node.name, err)
                 continue
+            if wanted <= 0:
+                # Volcano stores a feasible node only while fewer than the number to
+                # find are stored: with none to find, the first feasible one ends the
+                # scan, unstored.
+                break
             found.append(node)
             if len(found) == wanted:
                 break

@@ -246,7 +246,10 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
         ok &= ~columns.named(cached)[positions]
     hits = np.flatnonzero(ok)
     wanted = scan.nodes_to_find.count(len(positions))
-    examined = len(positions) if len(hits) < wanted else int(hits[wanted - 1]) + 1
+    if wanted <= 0:  # none to find: the first feasible node ends the scan (the scalar's)
+        examined = int(hits[0]) + 1 if len(hits) else len(positions)
+    else:
+        examined = len(positions) if len(hits) < wanted else int(hits[wanted - 1]) + 1
     # The nodes the scan looked at and failed join the cache, as the scalar scan
     # leaves them, role or not (preempt reads only which nodes are there).
     failed = np.flatnonzero(~ok[:examined])
@@ -362,6 +365,8 @@ class VectorNodeSelector(ScalarNodeSelector):
         total = len(columns)
         if total == 0:
             return Placement(None, FitErrors())
+        if self.node_scan.nodes_to_find.count(total) <= 0:
+            raise VectorFallback  # none to find (a configuration's corner): the reference
         use_cache = self.error_cache_enabled and bool(task.role)
         start = self.node_scan.next_start % total
         key = None
