@@ -406,8 +406,9 @@ class MemoryCache:
             pc = self.priority_classes.get(job.podgroup.priority_class_name)
             twin.priority = pc.value if pc is not None else default_priority
             jobs[uid] = twin
+        not_ready: list[NodeInfo] = []
         return ClusterInfo(
-            nodes=self._node_twins_of_ready(),
+            nodes=self._node_twins_of_ready(not_ready),
             jobs=jobs,
             queues={q: queue.clone() for q, queue in self.queues.items()},
             priority_classes=dict(self.priority_classes),
@@ -418,8 +419,7 @@ class MemoryCache:
             hyper_nodes=tuple(self.hyper_nodes.values()),
             dra=DraObjects(dict(self.device_classes), tuple(self.resource_slices.values()),
                            dict(self.resource_claims), dict(self.claim_templates)),
-            not_ready_nodes={name: node.clone() for name, node in self.nodes.items()
-                             if not node.ready},
+            not_ready_nodes={node.name: node.clone() for node in not_ready},
         )
 
     @_locked
@@ -550,8 +550,10 @@ class MemoryCache:
             self._job_twins[job.uid] = (twin, job, job.mutations, twin.mutations)
         return twin
 
-    def _node_twins_of_ready(self) -> dict[str, NodeInfo]:
+    def _node_twins_of_ready(self, not_ready: list[NodeInfo]) -> dict[str, NodeInfo]:
+        """Twins of the Ready nodes; the others are appended to ``not_ready``."""
         if not self.incremental_snapshots:
+            not_ready.extend(node for node in self.nodes.values() if not node.ready)
             return {name: node.clone() for name, node in self.nodes.items() if node.ready}
         # _node_twin's test, inlined: a replay takes a snapshot per event, and most
         # of its nodes are handed out again unchanged.
@@ -559,6 +561,7 @@ class MemoryCache:
         twins: dict[str, NodeInfo] = {}
         for name, node in self.nodes.items():
             if not node.ready:
+                not_ready.append(node)
                 continue
             kept = kept_twins.get(name)
             if (kept is not None and kept[1] is node and kept[2] == node.mutations
