@@ -613,8 +613,8 @@ class Session:
                 task.scheduling_condition = (reason, message)
                 self.record_event(uid, "Warning", "FailedScheduling", message)
                 if keep is not None:
-                    self._tell_cache("set_scheduling_condition", uid, keep,
-                                     (task, reason, message))
+                    self._tell_cache("set_scheduling_condition", uid,
+                                     functools.partial(keep, task, reason), message)
 
     def update_pod_group_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
         """Set a condition on the job's pod group (replacing one of the same type)."""
@@ -646,15 +646,11 @@ class Session:
 
     def _tell_cache(self, operation: str, obj: str, call: Callable[[Any], object],
                     argument: Any) -> None:
-        """Hand the cache a status or an event (a tuple ``argument`` is several
-        arguments). A host that fails here loses only
+        """Hand the cache a status or an event. A host that fails here loses only
         that message (the next session computes the status again): the failure is
         logged and kept in ``host_errors``, and the session goes on."""
         try:
-            if isinstance(argument, tuple):
-                call(*argument)
-            else:
-                call(argument)
+            call(argument)
         except Exception as exc:
             error = CacheError(f"{obj}: the cache's {operation} raised {type(exc).__name__}: "
                                f"{exc}", operation=operation, obj=obj)

@@ -14,6 +14,7 @@ in reverse order, restoring each task's previous status and node exactly.
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 from typing import TYPE_CHECKING
 
@@ -296,8 +297,8 @@ class Statement:
         task.scheduling_condition = ("SchedulerError", message)
         keep = getattr(ssn.cache, "set_scheduling_condition", None)
         if keep is not None:
-            ssn._tell_cache("set_scheduling_condition", task.uid, keep,
-                            (task, "SchedulerError", message))
+            ssn._tell_cache("set_scheduling_condition", task.uid,
+                            functools.partial(keep, task, "SchedulerError"), message)
         return False
 
     def _roll_back_binds(self, job_uid: str, committed: list[Operation],
