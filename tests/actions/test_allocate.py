@@ -402,3 +402,33 @@ tasks:
   - {name: b, namespace: ns, job: j}
 """)
     assert run_scenario(parse_scenario(doc, source="<test>")).binds == {}
+
+
+@pytest.mark.parametrize("fast_path", ["0", "1"])
+def test_a_partial_scan_passes_the_feasible_node_that_ended_it(
+        monkeypatch: pytest.MonkeyPatch, fast_path: str) -> None:
+    # Volcano's PredicateNodes keeps 100 of 200 feasible nodes and stops at the 101st,
+    # which it examines and drops: the next task's scan starts past it. n100 (twice as
+    # big, so the best score) is that node for the first task: no Volcano run gives it
+    # to the second.
+    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+    from batchsched.scenario import run_scenario
+
+    monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast_path)
+    nodes = [{"name": f"n{i:03d}", "allocatable": {
+        "cpu": 8 if i == 100 else 4, "memory": "16Gi" if i == 100 else "8Gi", "pods": 110}}
+        for i in range(200)]
+    doc = {
+        "version": 1, "name": "scan stopper",
+        "config": {"actions": "allocate", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+            {"plugins": [{"name": "drf"}, {"name": "predicates"}, {"name": "proportion"},
+                         {"name": "nodeorder"}]}]},
+        "queues": [{"name": "q1"}], "nodes": nodes,
+        "jobs": [{"name": "g", "namespace": "ns", "queue": "q1", "minMember": 2,
+                  "phase": "Inqueue"}],
+        "tasks": [{"name": f"t{i}", "namespace": "ns", "job": "g", "requests": {"cpu": 1}}
+                  for i in range(2)],
+    }
+    binds = run_scenario(parse_scenario(doc, source="<test>")).binds
+    assert binds["ns/t1"] != "n100"

@@ -225,14 +225,12 @@ class FeasibleNodeScan:
                 self.error_cache[group] = cached
                 errors.set_node_error(node.name, err)
                 continue
-            if wanted <= 0:
-                # Volcano stores a feasible node only while fewer than the number to
-                # find are stored: with none to find, the first feasible one ends the
-                # scan, unstored.
+            if len(found) >= wanted:
+                # Volcano's PredicateNodes stores a feasible node only while fewer than
+                # the number to find are stored: the next feasible one ends the scan,
+                # examined (the rotation passes it) but not kept.
                 break
             found.append(node)
-            if len(found) == wanted:
-                break
         if self.rotate:
             self.next_start = (start + processed) % total
         position = self._position

@@ -246,10 +246,8 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
         ok &= ~columns.named(cached)[positions]
     hits = np.flatnonzero(ok)
     wanted = scan.nodes_to_find.count(len(positions))
-    if wanted <= 0:  # none to find: the first feasible node ends the scan (the scalar's)
-        examined = int(hits[0]) + 1 if len(hits) else len(positions)
-    else:
-        examined = len(positions) if len(hits) < wanted else int(hits[wanted - 1]) + 1
+    # The feasible node after the ones kept ends the scan, examined (the scalar's).
+    examined = len(positions) if len(hits) <= wanted else int(hits[wanted]) + 1
     # The nodes the scan looked at and failed join the cache, as the scalar scan
     # leaves them, role or not (preempt reads only which nodes are there).
     failed = np.flatnonzero(~ok[:examined])
@@ -304,6 +302,8 @@ class VectorNodeSelector(ScalarNodeSelector):
             for tier in tiers for name, _ in tier))
         self._templates = template_fns(ssn, plugins)
         self._plan: _Plan | None = None
+        #: The feasible node that ended the last scan unkept (None: the scan read all).
+        self._stopper: int | None = None
         #: How many tasks were placed from windows worked out ahead (for statistics).
         self.served_from_plans = 0
         self._requests: dict[tuple[object, ...], tuple[IndexArray, FloatArray]] = {}
@@ -393,6 +393,8 @@ class VectorNodeSelector(ScalarNodeSelector):
                 return planned
             examined = planned
         candidates, processed = self._scan(total, start, feasibility, examined)
+        # The feasible node that ended the scan, examined but not kept (if any).
+        stopper = self._stopper
         groups: list[tuple[IndexArray, bool]]
         if not allocate or not len(candidates) or not columns.has_transitions:
             groups = [(candidates, False)]
@@ -413,6 +415,7 @@ class VectorNodeSelector(ScalarNodeSelector):
             errors: FitErrors = self._unplaced_errors(task, start)
         elif use_cache or chosen is None:
             errors = self._errors(task, start, processed, passes_fn=allocate, group=group,
+                                  stopper=stopper,
                                   candidates=candidates)
         else:
             errors = FitErrors()
@@ -475,7 +478,10 @@ class VectorNodeSelector(ScalarNodeSelector):
                     len(job.tasks_in(TaskStatus.PENDING)) if job is not None else 1)
         if ahead <= 1:
             return None
-        if (kept is not None and start + ahead * wanted <= total
+        # A window is a scan: ``wanted`` candidates, then the next feasible node, which
+        # ends it unkept (Volcano's PredicateNodes) and which the rotation passes.
+        stride = wanted + 1
+        if (kept is not None and start + ahead * stride <= total
                 and self._plan_contiguous(key, start, wanted, ahead,
                                           feasibility=feasibility, kept=kept)):
             return self._serve_planned(key, start, total)
@@ -487,18 +493,19 @@ class VectorNodeSelector(ScalarNodeSelector):
         if end > total:
             feasible = np.concatenate(
                 (feasible, np.flatnonzero(feasibility.between(0, end - total)) + total))
-        windows = min(ahead, len(feasible) // wanted)
+        windows = min(ahead, len(feasible) // stride)
         if windows < 2:
             return feasible, end - start
-        in_rotation = feasible[:windows * wanted].reshape(windows, wanted)
+        in_rotation = feasible[:windows * stride].reshape(windows, stride)
+        kept_rows = in_rotation[:, :wanted]
         if end > total:
             # Each window's candidates in session order, as the scan sorts them.
-            members = np.sort(in_rotation % total, axis=1)
+            members = np.sort(kept_rows % total, axis=1)
             assert kept is not None
             self.scored_from_kept += 1
             scores = kept.scores[members]
         else:
-            members = in_rotation
+            members = kept_rows
             scores = self._scores(task, members.ravel(), kept).reshape(windows, wanted)
         # One argmax per window row (the first best in session order, as np.argmax over
         # the window's candidates).
@@ -518,16 +525,19 @@ class VectorNodeSelector(ScalarNodeSelector):
         feasibility: _Feasibility, kept: TemplateAnswers,
     ) -> bool:
         """Plan when every node of the next ``ahead`` windows is feasible (the common
-        case until nodes fill up): each window is ``wanted`` consecutive nodes, and its
-        best node one argmax over a view of the kept scores. False otherwise."""
-        end = start + ahead * wanted
+        case until nodes fill up): each window is ``wanted`` consecutive candidates and
+        the node after them (which ends the scan unkept), and its best node one argmax
+        over a view of the kept scores. False otherwise."""
+        stride = wanted + 1
+        end = start + ahead * stride
         if not feasibility.between(start, end).all():
             return False
         self.scored_from_kept += 1
-        best = np.argmax(kept.scores[start:end].reshape(ahead, wanted), axis=1)
-        best += np.arange(start, end, wanted)
-        planned = [(window_start, wanted, chosen) for window_start, chosen
-                   in zip(range(start, end, wanted), best.tolist(), strict=True)]
+        rows = kept.scores[start:end].reshape(ahead, stride)[:, :wanted]
+        best = np.argmax(rows, axis=1)
+        best += np.arange(start, end, stride)
+        planned = [(window_start, stride, chosen) for window_start, chosen
+                   in zip(range(start, end, stride), best.tolist(), strict=True)]
         self._plan = _Plan(key, planned, len(self.columns.changes), start, end)
         return True
 
@@ -561,58 +571,54 @@ class VectorNodeSelector(ScalarNodeSelector):
     def _scan(self, total: int, start: int, feasibility: _Feasibility,
               examined: _Examined | None = None) -> tuple[IndexArray, int]:
         """The first ``num_feasible_nodes_to_find`` feasible nodes from ``start`` in
-        rotation order (sorted into session order), and how many nodes were examined.
+        rotation order (sorted into session order), and how many nodes were examined:
+        up to and including the next feasible node, which ends the scan unkept
+        (Volcano's PredicateNodes; :attr:`_stopper`), else every node.
         ``examined``: the feasible positions (in rotation order, ``total + i`` for node
         ``i`` past the wrap) among the first nodes from ``start`` already read, and how
         many those were; the answer does not depend on how the nodes are read."""
         wanted = self.node_scan.nodes_to_find.count(total)
+        target = wanted + 1  # the kept ones, and the one that ends the scan
         chunk = max(int(wanted * _FIRST_CHUNK_FACTOR), _MIN_CHUNK)
-        parts: list[IndexArray] = []
-        found = processed = 0
-        position = start
-        wrapped = False
+        parts: list[IndexArray] = []  # rotation positions (``total + i`` past the wrap)
+        found = read = 0
         if examined is not None:
             known, span = examined
-            if len(known) >= wanted:
-                chosen = known[:wanted]
-                last = int(chosen[-1])
-                if last < total:
-                    return chosen, last - start + 1
-                return np.sort(chosen % total), last - start + 1
-            span = min(span, total)
+            read = min(span, total)
             if len(known):
-                parts.append(known % total if span > total - start else known)
-                found = len(known)
-            processed = span
-            position = start + span
-            if position >= total:
-                position -= total
-                wrapped = True
-        while processed < total:
-            hi = min(total, position + min(chunk, total - processed))
-            feasible = np.flatnonzero(feasibility.between(position, hi))
-            need = wanted - found
-            if len(feasible) >= need:
-                feasible = feasible[:need]
-                processed += int(feasible[-1]) + 1
-                parts.append(feasible + position)
-                found = wanted
-                break
-            if len(feasible):
-                parts.append(feasible + position)
-                found += len(feasible)
-            processed += hi - position
-            position = hi
-            if position == total:
-                position = 0
-                wrapped = True
+                parts.append(known[:target])
+                found = min(len(known), target)
+        while found < target and read < total:
+            lo = start + read
+            hi = start + min(total, read + chunk)
+            if lo < total:
+                head = np.flatnonzero(feasibility.between(lo, min(hi, total))) + lo
+                if hi > total:
+                    tail = np.flatnonzero(feasibility.between(0, hi - total)) + total
+                    feasible = np.concatenate((head, tail))
+                else:
+                    feasible = head
+            else:
+                feasible = np.flatnonzero(
+                    feasibility.between(lo - total, hi - total)) + lo
+            need = target - found
+            parts.append(feasible[:need])
+            found += min(len(feasible), need)
+            read = hi - start
             chunk *= 2
-        if not parts:
+        positions = np.concatenate(parts) if parts else np.empty(0, dtype=np.intp)
+        self._stopper = None
+        if found >= target:
+            processed = int(positions[wanted]) - start + 1
+            self._stopper = int(positions[wanted]) % total
+            positions = positions[:wanted]
+        else:
+            processed = total
+        if not len(positions):
             return np.empty(0, dtype=np.intp), processed
-        candidates = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        if wrapped and start:
-            candidates = np.sort(candidates)
-        return candidates, processed
+        if int(positions[-1]) >= total:
+            return np.sort(positions % total), processed
+        return positions, processed
 
     def _feasible(self, task: TaskInfo, members: IndexArray) -> BoolArray:
         """Resource fit on future idle and the predicates, for ``members`` (no error cache:
@@ -704,7 +710,7 @@ class VectorNodeSelector(ScalarNodeSelector):
 
     def _errors(
         self, task: TaskInfo, start: int, processed: int, *, passes_fn: bool, group: str,
-        candidates: IndexArray,
+        candidates: IndexArray, stopper: int | None = None,
     ) -> FitErrors:
         """The reference scan's fit errors and error-cache entries for the examined nodes.
 
@@ -721,7 +727,7 @@ class VectorNodeSelector(ScalarNodeSelector):
         feasible = set(candidates.tolist())
         for offset in range(processed):
             position = (start + offset) % total
-            if position in feasible:
+            if position in feasible or position == stopper:
                 continue
             node = nodes[position]
             if use_cache and failed_before and node.name in cached:
