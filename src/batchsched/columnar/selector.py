@@ -302,8 +302,6 @@ class VectorNodeSelector(ScalarNodeSelector):
             for tier in tiers for name, _ in tier))
         self._templates = template_fns(ssn, plugins)
         self._plan: _Plan | None = None
-        #: The feasible node that ended the last scan unkept (None: the scan read all).
-        self._stopper: int | None = None
         #: How many tasks were placed from windows worked out ahead (for statistics).
         self.served_from_plans = 0
         self._requests: dict[tuple[object, ...], tuple[IndexArray, FloatArray]] = {}
@@ -392,9 +390,7 @@ class VectorNodeSelector(ScalarNodeSelector):
             if isinstance(planned, Placement):
                 return planned
             examined = planned
-        candidates, processed = self._scan(total, start, feasibility, examined)
-        # The feasible node that ended the scan, examined but not kept (if any).
-        stopper = self._stopper
+        candidates, processed, stopper = self._scan(total, start, feasibility, examined)
         groups: list[tuple[IndexArray, bool]]
         if not allocate or not len(candidates) or not columns.has_transitions:
             groups = [(candidates, False)]
@@ -569,11 +565,11 @@ class VectorNodeSelector(ScalarNodeSelector):
         return mask
 
     def _scan(self, total: int, start: int, feasibility: _Feasibility,
-              examined: _Examined | None = None) -> tuple[IndexArray, int]:
+              examined: _Examined | None = None) -> tuple[IndexArray, int, int | None]:
         """The first ``num_feasible_nodes_to_find`` feasible nodes from ``start`` in
-        rotation order (sorted into session order), and how many nodes were examined:
-        up to and including the next feasible node, which ends the scan unkept
-        (Volcano's PredicateNodes; :attr:`_stopper`), else every node.
+        rotation order (sorted into session order); how many nodes were examined: up to
+        and including the next feasible node, which ends the scan unkept (Volcano's
+        PredicateNodes), else every node; and that node (None when the scan read all).
         ``examined``: the feasible positions (in rotation order, ``total + i`` for node
         ``i`` past the wrap) among the first nodes from ``start`` already read, and how
         many those were; the answer does not depend on how the nodes are read."""
@@ -607,18 +603,18 @@ class VectorNodeSelector(ScalarNodeSelector):
             read = hi - start
             chunk *= 2
         positions = np.concatenate(parts) if parts else np.empty(0, dtype=np.intp)
-        self._stopper = None
+        stopper: int | None = None
         if found >= target:
             processed = int(positions[wanted]) - start + 1
-            self._stopper = int(positions[wanted]) % total
+            stopper = int(positions[wanted]) % total
             positions = positions[:wanted]
         else:
             processed = total
         if not len(positions):
-            return np.empty(0, dtype=np.intp), processed
+            return np.empty(0, dtype=np.intp), processed, stopper
         if int(positions[-1]) >= total:
-            return np.sort(positions % total), processed
-        return positions, processed
+            return np.sort(positions % total), processed, stopper
+        return positions, processed, stopper
 
     def _feasible(self, task: TaskInfo, members: IndexArray) -> BoolArray:
         """Resource fit on future idle and the predicates, for ``members`` (no error cache:
