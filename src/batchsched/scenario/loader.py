@@ -342,8 +342,8 @@ class _Parser:
         return value  # type: ignore[return-value]
 
     def text(self, obj: Mapping[str, Any], key: str, path: str) -> str:
-        """A string field that YAML may have read as a scalar of another type (as
-        :meth:`string_map` reads label values); absent or null is empty."""
+        """A string field that YAML may have read as a scalar of another type (a
+        boolean as Go writes it, a number as written); absent or null is empty."""
         value = obj.get(key)
         if value is None:
             return ""
@@ -429,13 +429,9 @@ class _Parser:
         out: dict[str, str] = {}
         if value is None:
             return out
-        for key, item in self.mapping(value, path).items():
-            if isinstance(item, bool):
-                out[str(key)] = "true" if item else "false"
-            elif isinstance(item, (str, int, float)):
-                out[str(key)] = str(item)
-            else:
-                raise self.fail(f"{path}.{key}", f"must be a string, not {_kind(item)}")
+        entries = self.mapping(value, path)
+        for key in entries:
+            out[str(key)] = self.text(entries, key, path)
         return out
 
     def time_value(self, value: Any, path: str, *, relative: bool = True) -> float:
