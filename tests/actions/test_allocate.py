@@ -7,14 +7,16 @@ from collections.abc import Sequence
 
 import pytest
 import yaml
-from action_support import REGISTRY, Outcome, run_document
+from action_support import REGISTRY, Outcome, make_registry, run_document
 
 from batchsched.actions.allocate import AllocateAction
 from batchsched.actions.placement import Placement, ScalarNodeSelector
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PodGroupPhase, TaskStatus
+from batchsched.errors import NodeOrderError
 from batchsched.framework.session import Session
+from batchsched.plugin import PluginSpec, hookimpl
 from batchsched.scenario import parse_scenario
 
 GANG_AND_SELECTOR = """
@@ -432,3 +434,59 @@ def test_a_partial_scan_passes_the_feasible_node_that_ended_it(
     }
     binds = run_scenario(parse_scenario(doc, source="<test>")).binds
     assert binds["ns/t1"] != "n100"
+
+
+# -- a node-order function that cannot score --------------------------------------------------
+
+
+class _CannotScoreFirstPlugin:
+    """Its batch node order fails for task ``p0`` (an extender whose prioritize call
+    failed, say) and scores every other task."""
+
+    name = "test-cannot-score"
+
+    def __init__(self, arguments: object) -> None:
+        pass
+
+    def on_session_open(self, ssn: Session) -> None:
+        def batch(task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
+            if task.name == "p0":
+                raise NodeOrderError("prioritize failed", plugin=self.name)
+            return {}
+
+        ssn.add_batch_node_order_fn(self.name, batch)
+
+    def on_session_close(self, ssn: Session) -> None:
+        pass
+
+
+class _CannotScoreHooks:
+    @hookimpl
+    def batchsched_register_plugins(self) -> list[PluginSpec]:
+        return [PluginSpec(_CannotScoreFirstPlugin.name, _CannotScoreFirstPlugin)]
+
+
+def test_a_task_whose_nodes_cannot_be_scored_is_passed_over_without_a_fit_error() -> None:
+    """Volcano's allocate: nodes passed the predicates but PrioritizeNodes failed, so
+    no best node; the task is skipped (``continue``) with no fit error recorded, and
+    the next task of its role is still tried (a fit error would have made
+    allocate skip the role's other tasks)."""
+    registry = make_registry()
+    registry.register(_CannotScoreHooks(), name="cannot-score-test")
+    outcome = run_document("""
+        config:
+          actions: allocate
+          tiers:
+            - plugins: [{name: gang}, {name: test-cannot-score}]
+        queues: [{name: q1}]
+        nodes:
+          - {name: n1, allocatable: {cpu: 4, pods: 10}}
+          - {name: n2, allocatable: {cpu: 4, pods: 10}}
+        jobs:
+          - {name: pg1, namespace: c1, queue: q1, minMember: 1, phase: Inqueue}
+        tasks:
+          - {name: p0, namespace: c1, job: pg1, role: worker, requests: {cpu: 1}}
+          - {name: p1, namespace: c1, job: pg1, role: worker, requests: {cpu: 1}}
+        """, registry=registry)
+    assert outcome.binds == {"c1/p1": "n1"}
+    assert "c1/p0" not in outcome.job("c1/pg1").nodes_fit_errors

@@ -313,6 +313,10 @@ class _AllocateRun:
                 task.job_allocated_hyper_node = lies_within
             placement = self._on_nominated_node(task, nodes) or self.selector.for_allocate(
                 task, nodes)
+            if placement.unscored:
+                # Nodes passed but could not be scored: Volcano's allocate goes on to
+                # the next task and records no fit error, whatever the gang still needs.
+                continue
             if placement.node is None:
                 # Volcano sets it only once some node passed: a task left pending has none.
                 task.job_allocated_hyper_node = ""

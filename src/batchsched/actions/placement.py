@@ -84,13 +84,16 @@ class Placement:
     """Where a task should go, or why it cannot go anywhere.
 
     ``node`` is None when no node passed the filters (``fit_errors`` then holds
-    every node's reason). ``pipelined`` is true when the node fits the task only
-    once its releasing tasks are gone (allocate pipelines the task there).
+    every node's reason), or when some did but scoring them failed (``unscored``:
+    Volcano's ``PrioritizeNodes`` error, after which allocate moves on to the next
+    task without a fit error). ``pipelined`` is true when the node fits the task
+    only once its releasing tasks are gone (allocate pipelines the task there).
     """
 
     node: NodeInfo | None
     fit_errors: FitErrors
     pipelined: bool = False
+    unscored: bool = False
 
 
 class NodeSelector(Protocol):
@@ -196,7 +199,8 @@ class ScalarNodeSelector:
             best = select_best_node(ssn, task, group)
             if best is not None:
                 return Placement(best, errors, pipelined=pipelined)
-        return Placement(None, errors)
+        # A group that is not empty gives no node only when its scoring failed.
+        return Placement(None, errors, unscored=bool(fits_idle or fits_later))
 
     def for_backfill(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> Placement:
         """Filter by the plugins' predicates only, score, pick."""
