@@ -31,7 +31,8 @@ def sign(value: int) -> int:
     return (value > 0) - (value < 0)
 
 
-NAMES = ["a-b-1", "a-b-2", "a-b-10", "x-3", "a-b-c", "a-b--4", "a-b-+7", "w-w-2", "plain"]
+NAMES = ["a-b-1", "a-b-2", "a-b-10", "x-3", "a-b-c", "a-b--4", "a-b-+7", "w-w-2", "plain",
+         "a-b-99999999999999999999", "a-b--9223372036854775809"]
 TIMES = [0.0, 1.0, 2.5, math.nan]
 
 
@@ -53,6 +54,18 @@ def test_task_default_total_is_compare_task_default_both_ways(
     expected = -1 if compare_task_default(left, right) else (
         1 if compare_task_default(right, left) else 0)
     assert _compare_task_default_total(left, right) == expected
+
+
+def test_a_name_index_past_int64_is_no_index_as_for_strconv_atoi() -> None:
+    """Volcano's CompareTask reads the index with strconv.Atoi, which fails past
+    int64: creation time then decides."""
+    huge = TaskInfo.create("ns", "job-w-99999999999999999999", "ns/pg", Resource(1000),
+                           creation_time=1.0)
+    small = TaskInfo.create("ns", "job-w-5", "ns/pg", Resource(1000), creation_time=2.0)
+    assert compare_task_default(huge, small)
+    edge = TaskInfo.create("ns", f"job-w-{2**63 - 1}", "ns/pg", Resource(1000),
+                           creation_time=1.0)
+    assert compare_task_default(small, edge)  # still an index: 5 < 2**63 - 1
 
 
 # Plugin answers of any magnitude; 0 passes to the next tier.

@@ -89,6 +89,17 @@ def test_the_gang_keeps_its_pod_group_and_roles() -> None:
     }
 
 
+def test_a_pod_s_task_spec_label_is_its_role_when_it_has_no_annotation(
+        tmp_path: Path) -> None:
+    document = dump()
+    pod = item(document, "Pod", "train-worker-2")
+    del pod["metadata"]["annotations"]["volcano.sh/task-spec"]
+    pod["metadata"].setdefault("labels", {})["volcano.sh/task-spec"] = "worker"
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    task = next(t for t in scenario.tasks if t.name == "train-worker-2")
+    assert task.role == "worker"
+
+
 def test_pods_map_to_tasks_as_volcano_sees_them() -> None:
     scenario = load_kubectl_dump(DUMP)
     tasks = {t.uid: t for t in scenario.tasks}

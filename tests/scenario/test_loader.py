@@ -155,6 +155,30 @@ def test_the_task_spec_annotation_is_the_task_s_role(tmp_path: Path) -> None:
     assert scenario.tasks[0].role == "master"
 
 
+@pytest.mark.parametrize("fields, role", [
+    # Volcano's getTaskRole: the annotation unless missing or empty, then the label.
+    ("labels: {volcano.sh/task-spec: worker}, ", "worker"),
+    ("labels: {volcano.sh/task-spec: worker}, annotations: {volcano.sh/task-spec: ''}, ",
+     "worker"),
+    ("labels: {volcano.sh/task-spec: worker}, annotations: {volcano.sh/task-spec: ps}, ", "ps"),
+    ("role: worker, annotations: {volcano.sh/task-spec: ''}, ", "worker"),
+    ("role: worker, labels: {volcano.sh/task-spec: worker}, ", "worker"),
+])
+def test_the_task_spec_label_is_the_role_when_no_annotation_names_one(
+        tmp_path: Path, fields: str, role: str) -> None:
+    scenario = load_scenario(write(tmp_path, BASE.replace(
+        "requests: {cpu: 1", fields + "requests: {cpu: 1")))
+    assert scenario.tasks[0].role == role
+
+
+def test_a_role_that_is_not_the_task_spec_label_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"'ps' is not the pod's volcano\.sh/task-spec "
+                                            r"label 'worker'"):
+        load_scenario(write(tmp_path, BASE.replace(
+            "requests: {cpu: 1", "role: ps, labels: {volcano.sh/task-spec: worker}, "
+                                 "requests: {cpu: 1")))
+
+
 def test_an_empty_toleration_operator_is_equal(tmp_path: Path) -> None:
     scenario = load_scenario(write(tmp_path, BASE.replace(
         "requests: {cpu: 1", "tolerations: [{key: k, operator: '', value: v}], requests: {cpu: 1")))

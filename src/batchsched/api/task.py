@@ -19,18 +19,23 @@ __all__ = [
     "PREEMPTABLE_ANNOTATION",
     "REVOCABLE_ZONE_ANNOTATION",
     "TASK_PRIORITY_ANNOTATION",
+    "TASK_SPEC_KEY",
     "Taint",
     "TaskInfo",
     "Toleration",
     "TransactionContext",
     "parse_bool",
     "revocable_zone_of",
+    "task_spec_of",
 ]
 
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 REVOCABLE_ZONE_ANNOTATION = "volcano.sh/revocable-zone"
 #: Overrides the pod's priority (Volcano's ``TaskPriorityAnnotation``).
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+#: The annotation (or, failing it, label) naming a pod's task spec: its role in the
+#: job (Volcano's ``batch.TaskSpecKey``).
+TASK_SPEC_KEY = "volcano.sh/task-spec"
 PREEMPTION_POLICY_NEVER = "Never"
 
 
@@ -231,6 +236,19 @@ def revocable_zone_of(annotations: Mapping[str, str]) -> str:
     if parse_bool(annotations.get(PREEMPTABLE_ANNOTATION, "")):
         return "*"
     return ""
+
+
+def task_spec_of(annotations: Mapping[str, str], labels: Mapping[str, str]) -> str:
+    """A pod's task spec name, its role (Volcano's ``getTaskRole``): the
+    ``volcano.sh/task-spec`` annotation unless missing or empty, else the label of
+    that name (Volcano's job controller writes both), else ``""``.
+
+    >>> task_spec_of({}, {"volcano.sh/task-spec": "worker"})
+    'worker'
+    >>> task_spec_of({"volcano.sh/task-spec": ""}, {"volcano.sh/task-spec": "ps"})
+    'ps'
+    """
+    return annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY) or ""
 
 
 _copy_fields = field_copier(TaskInfo)

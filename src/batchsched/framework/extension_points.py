@@ -42,12 +42,12 @@ and reclaim only on UnschedulableAndUnresolvable, Error, Wait or Skip (an
 Unschedulable node stays a candidate, since evicting may make room). A
 pre-predicate FitError rules the task out whatever its codes.
 
-Not every point has a caller among the built-in actions: ``unified_evictable``,
-``target_job``, ``reserved_nodes`` and ``cluster_order`` are registered and
-dispatched by the session, but no built-in action consults them yet (Volcano's
-gang-level preempt/reclaim and reservation actions are not implemented); the
-``shuffle`` action consults ``victim_tasks``. A host or third-party action may
-call them all.
+Not every point has a caller among the built-in actions: ``target_job``,
+``reserved_nodes`` and ``cluster_order`` are registered and dispatched by the
+session, but no built-in action consults them yet (Volcano's reservation actions
+are not implemented); ``gangpreempt`` and ``gangreclaim`` consult
+``unified_evictable``, the ``shuffle`` action ``victim_tasks``. A host or
+third-party action may call them all.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = {
                        "which candidates may the reclaimer evict (other queues)"),
         ExtensionPoint("unified_evictable", "AddUnifiedEvictableFn", None, Rule.INTERSECT,
                        "(EvictionContext, list[TaskInfo]) -> list[TaskInfo] | None",
-                       "which candidates a gang-level eviction may take (no built-in action asks)"),
+                       "which candidates gangpreempt and gangreclaim may evict"),
         ExtensionPoint("victim_tasks", "AddVictimTasksFns", "enabledVictim", Rule.UNION,
                        "(list[TaskInfo]) -> list[TaskInfo]",
                        "tasks a plugin wants evicted on its own account (the shuffle action asks)"),

@@ -1573,7 +1573,12 @@ def _name_index(name: str) -> int | None:
     parts = name.split("-")
     if len(parts) < 3 or not _DIGITS.fullmatch(parts[-1]):
         return None
-    return int(parts[-1])
+    index = int(parts[-1])
+    # strconv.Atoi fails past int64: such a name has no index (creation time decides).
+    return index if _INT64_MIN <= index <= _INT64_MAX else None
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _comparable(conditions: list[PodGroupCondition]) -> list[tuple[Any, ...]]:

@@ -5,8 +5,8 @@ gang-level unified evictable) when it runs in the ``kube-system`` namespace or
 its pod's ``priorityClassName`` is ``system-cluster-critical`` or
 ``system-node-critical``. The rest are returned unchanged. An empty result ends
 the tier with no decision: it does not veto, a later tier may still pick victims
-(Volcano's rule). No built-in action consults unified evictable yet (Volcano's
-gang-preempt/gang-reclaim are not implemented). It takes no arguments.
+(Volcano's rule). Unified evictable is what the ``gangpreempt`` and
+``gangreclaim`` actions ask. It takes no arguments.
 """
 
 from __future__ import annotations

@@ -29,11 +29,11 @@ import yaml
 
 from batchsched.api.device_config import DEVICE_CONFIG_KEY
 from batchsched.api.resource_names import counted_by_volcano
+from batchsched.api.task import TASK_SPEC_KEY, task_spec_of
 from batchsched.conf import DEFAULT_CONFIGURATION_YAML, configuration_from_text
 from batchsched.errors import QuantityError, ScenarioError
 from batchsched.kube.quantity import parse_quantity
 from batchsched.scenario.loader import (
-    TASK_SPEC_ANNOTATION,
     Scenario,
     load_scenario,
     parse_scenario,
@@ -701,7 +701,7 @@ class _Converter:
                 ports.append(host_port)
         return _drop_none({
             "name": name, "namespace": namespace, "job": group,
-            "role": fields["annotations"].get(TASK_SPEC_ANNOTATION) or None,
+            "role": task_spec_of(fields["annotations"], fields["labels"]) or None,
             "node": node or None, "phase": phase,
             "deleting": True if meta.get("deletionTimestamp") else None,
             "requests": _formatted(requests), "initRequests": init and _formatted(init),
@@ -753,7 +753,7 @@ _K8S_FIELDS = {
               "taints": "spec.taints", "unschedulable": "spec.unschedulable",
               "ready": "status.conditions", "images": "status.images"},
     "tasks": {"job": f"metadata.annotations.{GROUP_NAME}", "node": "spec.nodeName",
-              "role": f"metadata.annotations.{TASK_SPEC_ANNOTATION}", "phase": "status.phase",
+              "role": f"metadata.annotations.{TASK_SPEC_KEY} (or label)", "phase": "status.phase",
               "deleting": "metadata.deletionTimestamp", "startTime": "status.startTime",
               "requests": "spec.containers[*].resources.requests",
               "initRequests": "spec.initContainers[*].resources.requests",

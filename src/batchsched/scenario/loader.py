@@ -64,7 +64,7 @@ from batchsched.api.queue import NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.sub_job import SubGroupPolicy
-from batchsched.api.task import TaskInfo
+from batchsched.api.task import TASK_SPEC_KEY, TaskInfo, task_spec_of
 from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, QueueState, TaskStatus
 from batchsched.api.vgpu import (
     ASSIGNED_IDS_ANNOTATION,
@@ -1224,13 +1224,15 @@ class _Parser:
                 f"{self.source}: {path}.annotations.{ASSIGNED_IDS_ANNOTATION}: "
                 f"{', '.join(map(repr, unreadable))} name no device (UUID,type,memory,cores "
                 "with whole numbers); skipped, as Volcano skips them")
-        # Volcano reads a pod's task spec from its volcano.sh/task-spec annotation.
+        # Volcano reads a pod's task spec from its volcano.sh/task-spec annotation,
+        # or label; ``role`` is this format's shorthand for it.
         role = self.typed(obj, "role", str, "", path)
-        spec = annotations.get(TASK_SPEC_ANNOTATION)
-        if spec is not None:
+        spec = task_spec_of(annotations, labels)
+        if spec:
             if role and role != spec:
+                where = "annotation" if annotations.get(TASK_SPEC_KEY) else "label"
                 raise self.fail(f"{path}.role", f"{role!r} is not the pod's "
-                                f"{TASK_SPEC_ANNOTATION} annotation {spec!r}")
+                                f"{TASK_SPEC_KEY} {where} {spec!r}")
             role = spec
         task = TaskInfo.create(
             namespace, name, job_uid, requests, init_requests=init,
@@ -1405,8 +1407,6 @@ _PLAIN_JOB_KEYS = frozenset({"name", "namespace", "queue", "minMember", "phase",
                              "priorityClassName", "minResources"})
 _PLAIN_NODE_KEYS = frozenset({"name", "allocatable", "capacity", "labels"})
 _POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
-#: The annotation holding a pod's task spec name (Volcano's ``batch.TaskSpecKey``).
-TASK_SPEC_ANNOTATION = "volcano.sh/task-spec"
 #: Task statuses as the decisions name them (``taskStatusCounts``).
 _STATUS_NAMES = tuple(str(status) for status in TaskStatus)
 _TASK_KEYS = frozenset({
