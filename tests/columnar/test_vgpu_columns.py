@@ -3,12 +3,20 @@ node by node, the same fits and the same scores (float for float)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
-from batchsched.api.vgpu import DeviceRequest, PodUsage, VgpuDevice, VgpuDevices
+from batchsched.api.vgpu import (
+    DeviceRequest,
+    PodUsage,
+    VgpuDevice,
+    VgpuDevices,
+    container_requests,
+)
+from batchsched.columnar.forms import VectorFallback
 from batchsched.columnar.vgpu_columns import VgpuColumns, vgpu_fit_rows
 
 devices = st.lists(st.tuples(st.sampled_from([8192, 16384, 24576, 0]),   # memory
@@ -67,3 +75,31 @@ def test_rows_are_read_again_when_their_node_changes() -> None:
     node.mutations += 1
     columns.refresh()
     assert not vgpu_fit_rows(columns, asked, "binpack", slice(None))[0][0]
+
+
+@pytest.mark.parametrize("asked, want", [
+    # Volcano's ExtractResourceRequest: Quantity.AsInt64, then a 32-bit integer.
+    ({"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "1e19"},
+     DeviceRequest(count=1, memory=0, memory_percentage=100, cores=0)),
+    ({"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "4096",
+      "volcano.sh/vgpu-cores": "1e19"},
+     DeviceRequest(count=1, memory=4096, memory_percentage=101, cores=0)),
+    ({"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": str(2**32 + 5)},
+     DeviceRequest(count=1, memory=5, memory_percentage=101, cores=0)),
+    ({"volcano.sh/vgpu-number": "2.5", "volcano.sh/vgpu-memory": "100"},
+     DeviceRequest(count=0, memory=100, memory_percentage=101, cores=0)),
+    ({"volcano.sh/vgpu-memory": "100"},
+     DeviceRequest(count=1, memory=100, memory_percentage=101, cores=0)),
+])
+def test_requests_read_as_volcano_reads_them(asked: dict[str, str],
+                                              want: DeviceRequest) -> None:
+    assert container_requests(Resource.from_mapping(asked)) == (want,)
+
+
+def test_a_gpu_memory_beyond_exact_float_arithmetic_is_the_scalar_form_s() -> None:
+    node = node_of(0, [(10**17, 4, 0, 0, 0, "NVIDIA-A10")])
+    columns = VgpuColumns([node])
+    columns.refresh()
+    with pytest.raises(VectorFallback):
+        vgpu_fit_rows(columns, DeviceRequest(count=1, memory=0, memory_percentage=100,
+                                             cores=0), "binpack", slice(None))

@@ -63,6 +63,7 @@ from batchsched.api.types import FitStatusCode
 from batchsched.api.vgpu import ContainerDevice
 from batchsched.kube.go_json import marshal
 from batchsched.kube.go_strconv import divide, int32
+from batchsched.kube.quantity import as_int64_of_milli
 
 __all__ = [
     "BIND_PHASE_ANNOTATION",
@@ -192,14 +193,12 @@ class VnpuRequest:
     cores: int
 
 
-def _whole(requests: Mapping[str, float], name: str) -> int | None:
-    """A request as Kubernetes' ``Quantity.AsInt64`` reads it (None: not asked; 0: not
-    a whole number). ``requests`` are in milli, as every scalar."""
+def _read(requests: Mapping[str, float], name: str) -> int:
+    """A request figure as Volcano's ``ExtractResourceRequest`` keeps it: read with
+    Kubernetes' ``Quantity.AsInt64`` (0 when it does not read) as a 32-bit integer.
+    ``requests`` are in milli, as every scalar."""
     milli = requests.get(name)
-    if milli is None:
-        return None
-    value = round(milli)
-    return value // 1000 if value % 1000 == 0 else 0
+    return 0 if milli is None else int32(as_int64_of_milli(milli)[0])
 
 
 def asks(requests: Mapping[str, float], chip: AscendChip) -> bool:
@@ -211,23 +210,16 @@ def asks(requests: Mapping[str, float], chip: AscendChip) -> bool:
 def vnpu_request(requests: Mapping[str, float], chip: AscendChip) -> VnpuRequest | None:
     """The task's request of the type (Volcano's ``ExtractResourceRequest`` for one
     container), or None."""
-    count = _whole(requests, chip.resource_name)
-    memory = _whole(requests, chip.resource_memory_name)
-    if count is None and memory is None:
+    if chip.resource_name not in requests and chip.resource_memory_name not in requests:
         return None
     # Volcano keeps them as 32-bit integers: 4Gi (MiB meant, bytes written) wraps to 0.
-    memory = _int32(memory or 0)
+    memory = _read(requests, chip.resource_memory_name)
     percentage = _NO_PERCENTAGE
     if not memory:
         percentage = 100
-    return VnpuRequest(type=chip.common_word, count=_int32(1 if count is None else count),
-                       memory=memory, memory_percentage=percentage,
-                       cores=_int32(_whole(requests, chip.core_name) or 0))
-
-
-def _int32(value: int) -> int:
-    """Go's conversion to int32 (wrapping)."""
-    return (value + 2**31) % 2**32 - 2**31
+    count = _read(requests, chip.resource_name) if chip.resource_name in requests else 1
+    return VnpuRequest(type=chip.common_word, count=count, memory=memory,
+                       memory_percentage=percentage, cores=_read(requests, chip.core_name))
 
 
 def hami_core_mode(annotations: Mapping[str, str]) -> bool:

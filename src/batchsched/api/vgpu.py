@@ -34,7 +34,8 @@ import attrs
 
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo, parse_bool
-from batchsched.kube.go_strconv import atoi
+from batchsched.kube.go_strconv import atoi, int32
+from batchsched.kube.quantity import as_int64_of_milli
 
 __all__ = [
     "ASSIGNED_IDS_ANNOTATION",
@@ -129,16 +130,6 @@ class VgpuResourceNames:
 DEFAULT_NAMES = VgpuResourceNames()
 
 
-def _whole(resreq: Resource, name: str) -> int | None:
-    """The request as an integer, as Kubernetes' ``Quantity.AsInt64`` reads it (None:
-    not asked; 0: not a whole number)."""
-    milli = resreq.scalars.get(name)
-    if milli is None:
-        return None
-    value = round(milli)
-    return value // 1000 if value % 1000 == 0 else 0
-
-
 def requests_vgpu(resreq: Resource, names: VgpuResourceNames = DEFAULT_NAMES) -> bool:
     """Whether a task with these requests asks vGPUs (a count or a memory)."""
     scalars = resreq.scalars
@@ -148,19 +139,30 @@ def requests_vgpu(resreq: Resource, names: VgpuResourceNames = DEFAULT_NAMES) ->
 def container_requests(resreq: Resource, names: VgpuResourceNames = DEFAULT_NAMES
                        ) -> tuple[DeviceRequest, ...]:
     """The task's vGPU requests, one per container (a task is one container)."""
-    count = _whole(resreq, names.count)
-    memory = _whole(resreq, names.memory)
-    if count is None and memory is None:
+    scalars = resreq.scalars
+    count_milli = scalars.get(names.count)
+    memory_milli = scalars.get(names.memory)
+    if count_milli is None and memory_milli is None:
         return ()
+    # Volcano's ExtractResourceRequest: each figure read with Quantity.AsInt64 (a
+    # figure that does not read keeps its default) and kept as a 32-bit integer.
+    count = 1 if count_milli is None else as_int64_of_milli(count_milli)[0]
+    memory = _read(scalars, names.memory, 0)
     percentage = NO_PERCENTAGE
-    asked = resreq.scalars.get(names.memory_percentage) if names.memory_percentage else None
-    if asked is not None and round(asked) % 1000 == 0:  # a whole number, else unread
-        percentage = round(asked) // 1000
-    if percentage == NO_PERCENTAGE and not memory:
+    if names.memory_percentage:
+        percentage = _read(scalars, names.memory_percentage, NO_PERCENTAGE)
+    if percentage == NO_PERCENTAGE and memory == 0:
         percentage = 100  # no memory asked: all of each GPU's memory
-    return (DeviceRequest(count=1 if count is None else count, memory=memory or 0,
-                          memory_percentage=percentage,
-                          cores=_whole(resreq, names.cores) or 0),)
+    return (DeviceRequest(count=int32(count), memory=memory, memory_percentage=percentage,
+                          cores=_read(scalars, names.cores, 0)),)
+
+
+def _read(scalars: Mapping[str, float], name: str, default: int) -> int:
+    milli = scalars.get(name)
+    if milli is None:
+        return default
+    number, whole = as_int64_of_milli(milli)
+    return int32(number) if whole else default
 
 
 def group_key(annotations: Mapping[str, str], namespace: str, job: str) -> str:
@@ -541,7 +543,8 @@ def why_no_vgpus(annotations: Mapping[str, str], allocatable: Resource) -> str |
 
 def _memory_for(device: VgpuDevice, request: DeviceRequest) -> int:
     if request.memory_percentage != NO_PERCENTAGE:
-        return int(device.memory * request.memory_percentage / 100.0)
+        # Volcano: uint(float64(memory) * float64(percentage) / 100.0).
+        return int(float(device.memory) * float(request.memory_percentage) / 100.0)
     return request.memory
 
 

@@ -35,6 +35,7 @@ from batchsched.api.vgpu import (
     USE_UUID_ANNOTATION,
     DeviceRequest,
 )
+from batchsched.columnar.forms import VectorFallback
 from batchsched.columnar.row_mirror import RowMirror
 
 __all__ = ["VgpuColumns", "vector_answerable", "vgpu_fit_rows"]
@@ -43,6 +44,9 @@ _EXTRA_KEY = "batchsched.columnar.vgpu_columns"
 #: Annotations whose rules only the scalar form applies.
 _SCALAR_ONLY = frozenset({MODE_ANNOTATION, USE_TYPE_ANNOTATION, NO_USE_TYPE_ANNOTATION,
                           USE_UUID_ANNOTATION, NO_USE_UUID_ANNOTATION})
+
+#: Figures from here up are not all exact in float64 (the scalar form answers).
+_EXACT_LIMIT = 2**52
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -108,11 +112,16 @@ def vgpu_fit_rows(columns: VgpuColumns, request: DeviceRequest, policy: str,
     if count <= 0:  # asks no GPU: fits everywhere, takes nothing
         return np.ones(len(device_count), dtype=np.bool_), scores
     memory = columns.memory[rows]
+    if memory.size and int(memory.max()) >= _EXACT_LIMIT:
+        # A GPU registering more memory than float64 counts exactly: the scalar form.
+        raise VectorFallback("deviceshare: GPU memory too large for exact array arithmetic")
     used_memory = columns.used_memory[rows]
     used_num = columns.used_num[rows]
     used_cores = columns.used_cores[rows]
     if request.memory_percentage != NO_PERCENTAGE:
-        asked = (memory * request.memory_percentage / 100.0).astype(np.int64)
+        # float64(memory) * float64(percentage) / 100, truncated, as Volcano computes it.
+        asked = (memory.astype(np.float64) * float(request.memory_percentage)
+                 / 100.0).astype(np.int64)
     else:
         asked = np.full(memory.shape, request.memory, dtype=np.int64)
     cores = request.cores

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 from batchsched.errors import QuantityError
 
-__all__ = ["milli_value", "parse_quantity", "value"]
+__all__ = ["as_int64_of_milli", "milli_value", "parse_quantity", "value"]
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -82,3 +82,24 @@ def milli_value(raw: object) -> int:
 def value(raw: object) -> int:
     """The quantity as a whole number, rounded up (Kubernetes ``Value``)."""
     return math.ceil(parse_quantity(raw))
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def as_int64_of_milli(milli: float) -> tuple[int, bool]:
+    """Kubernetes' ``Quantity.AsInt64`` of a quantity kept in thousandths (as every
+    scalar request is): ``(value, True)`` for a whole number within int64, else
+    ``(0, False)``. The thousandths were rounded up when read, so a quantity finer
+    than a thousandth reads as the next thousandth.
+
+    >>> as_int64_of_milli(4000.0), as_int64_of_milli(4500.0), as_int64_of_milli(1e22)
+    ((4, True), (0, False), (0, False))
+    """
+    whole = round(milli)
+    if whole % 1000:
+        return 0, False
+    number = whole // 1000
+    if not -_INT64_MAX - 1 <= number <= _INT64_MAX:
+        return 0, False
+    return number, True
