@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from batchsched.framework.arguments import Arguments
+from batchsched.plugins.binpack import BinpackPlugin
 from batchsched.plugins.capacity import CapacityPlugin
+from batchsched.plugins.deviceshare import DeviceSharePlugin
 from batchsched.plugins.drf import DrfPlugin
 from batchsched.plugins.nodegroup import NodeGroupPlugin
 from batchsched.plugins.overcommit import DEFAULT_OVERCOMMIT_FACTOR, OvercommitPlugin
@@ -38,6 +40,13 @@ from batchsched.plugins.sla import SlaPlugin
      "plugin 'drf': ignoring argument(s) 'drf.weight' (it reads: no arguments)"),
     (ProportionPlugin, {"weight": 2}, None,
      "plugin 'proportion': ignoring argument(s) 'weight'"),
+    # Volcano's GetString (or a .(string) assertion) reads YAML strings only.
+    (DeviceSharePlugin, {"deviceshare.VGPUEnable": True, "deviceshare.KnownGeometriesCMName": 123},
+     ("config_map_name", "volcano-vgpu-device-config"),
+     "plugin 'deviceshare': argument 'deviceshare.KnownGeometriesCMName' = 123 is not a "
+     "string; using 'volcano-vgpu-device-config'"),
+    (BinpackPlugin, {"binpack.resources": True}, None,
+     "plugin 'binpack': argument 'binpack.resources' = True is not a string; using ''"),
     (CapacityPlugin, {"ancestorReclaimLevl": 2}, ("ancestor_reclaim_level", 0),
      "plugin 'capacity': ignoring argument(s) 'ancestorReclaimLevl' "
      "(it reads: ancestorReclaimLevel, "),

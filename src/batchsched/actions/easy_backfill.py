@@ -70,7 +70,8 @@ class EasyBackfillAction(SelectorAction):
         super().__init__(arguments)
         self.extra_nodes = self.arguments.get_bool("extraNodes", False)
         self.strict_shadow = self.arguments.get_bool("strictShadow", True)
-        self.candidate_order = self.arguments.get_str("candidateOrder", "policy")
+        self.candidate_order = self.arguments.get_str("candidateOrder", "policy",
+                                                      owner="easy-backfill")
         if self.candidate_order not in _ORDERS:
             raise ConfigError(
                 f"easy-backfill: candidateOrder {self.candidate_order!r} is not one of "

@@ -241,15 +241,15 @@ class Arguments(Mapping[str, Any]):
         return default
 
     def get_str(self, key: str, default: str = "", *, owner: str = "") -> str:
-        """A string (any other value as its text; a YAML boolean as Go writes it).
-        ``owner`` is taken as by the other getters; every value reads as a string."""
-        del owner
+        """A string; ``default`` when missing or not a string (a number or a boolean
+        written without quotes is logged), as Volcano's ``GetString``."""
         value = self._values.get(key)
         if value is None:
             return default
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
+        if isinstance(value, str):
+            return value
+        warn_unreadable(owner, key, value, "a string", default)
+        return default
 
     def get_duration(
         self, key: str, default: float | None = None, *, owner: str = ""

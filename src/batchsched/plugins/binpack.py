@@ -94,7 +94,7 @@ def read_weights(arguments: Arguments) -> tuple[int, dict[str, int]]:
     """(``binpack.weight``, per-resource weights) from the plugin arguments."""
     plugin_weight = arguments.get_int("binpack.weight", 1)
     weights: dict[str, int] = {}
-    for raw in arguments.get_str("binpack.resources", "").split(","):
+    for raw in arguments.get_str("binpack.resources", "", owner="binpack").split(","):
         name = raw.strip()
         if name:
             weight = arguments.get_int(f"binpack.resources.{name}", 1)

@@ -110,7 +110,7 @@ class ExtenderPlugin:
     name = PLUGIN_NAME
 
     def __init__(self, arguments: Arguments) -> None:
-        self.url_prefix = arguments.get_str("extender.urlPrefix", "").rstrip("/")
+        self.url_prefix = arguments.get_str("extender.urlPrefix", "", owner=PLUGIN_NAME).rstrip("/")
         timeout = arguments.get_duration("extender.httpTimeout", 1.0, owner=PLUGIN_NAME)
         #: Go's http.Client timeout: 0 or less means none.
         self.timeout: float | None = timeout if timeout is not None and timeout > 0 else None

@@ -88,7 +88,8 @@ class NetworkTopologyAwarePlugin:
         weight = arguments.get_int("weight", 1, owner=owner)
         self.weight = weight if weight >= 0 else 1
         self.resource_weights: dict[str, int] = {}
-        for raw in arguments.get_str("hypernode.binpack.resources", "").split(","):
+        for raw in arguments.get_str("hypernode.binpack.resources", "",
+                                       owner="network-topology-aware").split(","):
             name = raw.strip()
             if name:
                 value = arguments.get_int(f"hypernode.binpack.resources.{name}", 1, owner=owner)

@@ -335,7 +335,7 @@ class _TaskState:
 
 def _read_rates(arguments: Arguments) -> ProportionalRates:
     rates: dict[str, tuple[float, float]] = {}
-    for raw in arguments.get_str("predicate.resources", "").split(","):
+    for raw in arguments.get_str("predicate.resources", "", owner="predicates").split(","):
         name = raw.strip()
         if not name:
             continue

@@ -235,15 +235,16 @@ class DeviceSharePlugin:
         # mode does not.
         self.sharing_locks = sharing
         self.node_lock = arguments.get_bool(NODE_LOCK_KEY, False, owner=PLUGIN_NAME)
-        self.policy = arguments.get_str(POLICY_KEY, "")
+        self.policy = arguments.get_str(POLICY_KEY, "", owner=PLUGIN_NAME)
         if (self.vgpu or self.ascend) and self.policy not in (BINPACK, SPREAD, ""):
             # Volcano takes any other value as no policy (highest index first, no score).
             warn_unreadable(PLUGIN_NAME, POLICY_KEY, self.policy, "binpack or spread", "")
             self.policy = ""
         self.weight = arguments.get_int(WEIGHT_KEY, 0, owner=PLUGIN_NAME)
-        self.config_map_name = arguments.get_str(CM_NAME_KEY, DEFAULT_CONFIG_MAP_NAME)
-        self.config_map_namespace = arguments.get_str(CM_NAMESPACE_KEY,
-                                                      DEFAULT_CONFIG_MAP_NAMESPACE)
+        self.config_map_name = arguments.get_str(CM_NAME_KEY, DEFAULT_CONFIG_MAP_NAME,
+                                                 owner=PLUGIN_NAME)
+        self.config_map_namespace = arguments.get_str(
+            CM_NAMESPACE_KEY, DEFAULT_CONFIG_MAP_NAMESPACE, owner=PLUGIN_NAME)
         inert = dict(_INERT)
         if not (self.vgpu or self.ascend or self.sharing_locks):
             inert[NODE_LOCK_KEY] = ("it locks nodes for vGPUs, Ascend vNPUs or GPU sharing "
