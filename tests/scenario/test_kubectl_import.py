@@ -285,6 +285,12 @@ BAD_DUMPS: list[tuple[str, Callable[[dict[str, Any]], None] | str, str]] = [
         ports=[{"containerPort": 80, "hostPort": "eighty"}]),
      "dump.json: Pod team-a/eval-0: spec.containers[0].ports[0].hostPort: 'eighty' is not a "
      "port"),
+    ("a pod phase that is no string", lambda d: item(d, "Pod", "eval-0")["status"].update(
+        phase=["Running"]),
+     "dump.json: Pod team-a/eval-0: status.phase: must be a string, not ['Running']"),
+    ("a nominated node that is no string", lambda d: item(d, "Pod", "train-worker-2")[
+        "status"].update(nominatedNodeName=["node-1"]),
+     "dump.json: Pod team-a/train-worker-2: status.nominatedNodeName: must be a string"),
     ("a PodGroup twice", lambda d: d["items"].append(copy.deepcopy(item(d, "PodGroup", "eval"))),
      "dump.json: PodGroup team-a/eval: metadata.name: a PodGroup of that name is in the dump "
      "already"),

@@ -630,7 +630,7 @@ class _Converter:
         (spec, status), who = self.parts(item), item.who
         namespace, name = item.namespace, item.name
         meta = self.mapping(item.obj.get("metadata"), who, "metadata")
-        phase = status.get("phase") or "Pending"
+        phase = self.text(status.get("phase"), who, "status.phase") or "Pending"
         node = self.text(spec.get("nodeName"), who, "spec.nodeName")
         scheduler = self.text(spec.get("schedulerName"), who,
                               "spec.schedulerName") or "default-scheduler"
@@ -683,6 +683,8 @@ class _Converter:
             self.warn(who, f"its node {node} is not in the dump: a NotReady stand-in holds it "
                       "and every pod placed there")
             self.nodes[node] = {"name": node, "allocatable": {}, "ready": False}
+        nominated = self.text(status.get("nominatedNodeName"), who,
+                              "status.nominatedNodeName") or None
         containers = [self.mapping(c, who, f"spec.containers[{i}]")
                       for i, c in enumerate(self.seq(spec.get("containers"), who,
                                                      "spec.containers"))]
@@ -716,8 +718,7 @@ class _Converter:
             "createdAt": fields["createdAt"],
             # When a placed pod started: a replay forward counts its run from there.
             "startTime": (status.get("startTime") or None) if node else None,
-            "nominatedNodeName": (status.get("nominatedNodeName") or None)
-            if not node and status.get("nominatedNodeName") in self.nodes else None,
+            "nominatedNodeName": nominated if not node and nominated in self.nodes else None,
             "resourceClaims": spec.get("resourceClaims") or None,
             "resourceClaimStatuses": status.get("resourceClaimStatuses") or None,
         })
