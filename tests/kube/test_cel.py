@@ -145,6 +145,16 @@ def test_integer_division_truncates_toward_zero(left: int, right: int) -> None:
     ('isSemver("1.2", true)', True),
     ('isSemver("1.2")', False),
     ('"a,b,c".split(",", 2)', ["a", "b,c"]),
+    # Go's strings.SplitN: an empty separator splits between characters.
+    ('"a100".split("")', ["a", "1", "0", "0"]),
+    ('"a100".split("", 2)', ["a", "100"]),
+    ('"".split("")', []),
+    ('"".split(",")', [""]),
+    # cel-go formats a double with %g and parses strings with strconv.
+    ("string(1.0)", "1"),
+    ("string(123456789.0)", "1.23456789e+08"),
+    ('double("1e3")', 1000.0),
+    ('int("-12")', -12),
     ('"abcdef".substring(1, 3)', "bc"),
     ('"abc".charAt(1)', "b"),
     ("cel.bind(x, 3, x * x)", 9),
@@ -168,3 +178,12 @@ def test_a_selector_naming_an_undeclared_variable_does_not_compile() -> None:
         compile_expression("foo == 1", frozenset({"device"}))
     assert compile_expression("[1].all(x, x > 0) && cel.bind(y, 1, y == 1)",
                               frozenset({"device"})).evaluate({}) is True
+
+
+@pytest.mark.parametrize("text", [
+    'int("1_000")', 'int(" 1")', 'int("\u0661")', 'uint("+1")', 'int("9223372036854775808")',
+    'double(" 1.5")', 'double("0x")',
+])
+def test_a_string_go_s_strconv_does_not_read_is_a_conversion_error(text: str) -> None:
+    with pytest.raises(CelEvaluationError, match="cannot convert"):
+        run(text, {})

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from batchsched.kube.go_strconv import parse_float
+from batchsched.kube.go_strconv import format_g, parse_float
 
 INF = math.inf
 GO_PARSE_FLOAT = [
@@ -32,3 +32,26 @@ def test_parse_float_reads_what_go_reads(text: str, value: float, ok: bool) -> N
     got, got_ok = parse_float(text)
     assert got_ok is ok
     assert (math.isnan(got) and math.isnan(value)) or got == value
+
+
+@pytest.mark.parametrize(("value", "go"), [
+    # strconv.FormatFloat(value, 'g', -1, 64), printed by Go.
+    (1.0, "1"),
+    (123456789.0, "1.23456789e+08"),
+    (1e-05, "1e-05"),
+    (0.0001, "0.0001"),
+    (100000.0, "100000"),
+    (1000000.0, "1e+06"),
+    (-2.5e-07, "-2.5e-07"),
+    (0.1, "0.1"),
+    (1e+21, "1e+21"),
+    (5e-324, "5e-324"),
+    (-0.0, "-0"),
+    (999999.5, "999999.5"),
+    (0.00012345, "0.00012345"),
+    (math.inf, "+Inf"),
+    (math.nan, "NaN"),
+    (1.7976931348623157e+308, "1.7976931348623157e+308"),
+])
+def test_format_g_is_go_s_shortest_g_format(value: float, go: str) -> None:
+    assert format_g(value) == go

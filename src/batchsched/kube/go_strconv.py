@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
-__all__ = ["atoi", "divide", "int32", "parse_float", "parse_int"]
+__all__ = ["atoi", "divide", "format_g", "int32", "parse_float", "parse_int", "parse_uint"]
 
 _UINT64_MAX = 2**64 - 1
 #: The first magnitude whose product by 10 no longer fits 64 bits (Go's ``cutoff``).
@@ -48,6 +49,51 @@ def parse_int(text: str, bit_size: int = 64) -> tuple[int, bool]:
     if negative and magnitude > cutoff:
         return -cutoff, False
     return (-magnitude if negative else magnitude), status == "ok"
+
+
+def parse_uint(text: str, bit_size: int = 64) -> tuple[int, bool]:
+    """Go's ``strconv.ParseUint(text, 10, bit_size)``: ``(value, ok)``; no sign, ASCII
+    decimal digits only; 0 on a syntax error, the type's largest out of range.
+
+    >>> parse_uint("42"), parse_uint("+42"), parse_uint("9" * 30)
+    ((42, True), (0, False), (18446744073709551615, False))
+    """
+    if not 0 < bit_size <= 64:
+        raise ValueError(f"bit size {bit_size} is not between 1 and 64")
+    value, status = _parse_uint(text, bit_size)
+    return value, status == "ok"
+
+
+def format_g(value: float) -> str:
+    """Go's ``strconv.FormatFloat(value, 'g', -1, 64)`` (and ``fmt``'s ``%g``): the
+    shortest digits that read back as ``value``, in exponent form when the decimal
+    exponent is below -4 or at least 6 (exponents of two digits at least).
+
+    >>> format_g(1.0), format_g(123456789.0), format_g(1e-05), format_g(0.0001)
+    ('1', '1.23456789e+08', '1e-05', '0.0001')
+    """
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0"
+    # repr gives the shortest digits that read back, as Go's shortest formatting does.
+    shortest = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, shortest.digits))
+    point = len(digits) + int(shortest.exponent)  # digits before the decimal point
+    decimal_exponent = point - 1
+    if decimal_exponent < -4 or decimal_exponent >= 6:
+        head, tail = digits[0], digits[1:]
+        mark = "-" if decimal_exponent < 0 else "+"
+        return (f"{sign}{head}{'.' + tail if tail else ''}e{mark}"
+                f"{abs(decimal_exponent):02d}")
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
 def atoi(text: str) -> int:

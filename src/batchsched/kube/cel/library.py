@@ -23,6 +23,7 @@ from batchsched.kube.cel.values import (
     checked_uint,
     overload,
 )
+from batchsched.kube.go_strconv import format_g, parse_float, parse_int, parse_uint
 from batchsched.kube.quantity import parse_quantity
 
 __all__ = ["FUNCTIONS", "METHODS"]
@@ -41,10 +42,10 @@ def _to_int(value: Any) -> int:
             raise CelEvaluationError("double is out of range for int")
         return int(value)
     if type(value) is str:
-        try:
-            return checked(int(value, 10))
-        except ValueError:
-            raise CelEvaluationError(f"cannot convert {value!r} to int") from None
+        number, ok = parse_int(value, 64)  # cel-go's strconv.ParseInt(s, 10, 64)
+        if not ok:
+            raise CelEvaluationError(f"cannot convert {value!r} to int")
+        return number
     raise overload("int", value)
 
 
@@ -56,10 +57,10 @@ def _to_uint(value: Any) -> UInt:
             raise CelEvaluationError("double is out of range for uint")
         return UInt(int(value))
     if type(value) is str:
-        try:
-            return checked_uint(int(value, 10))
-        except ValueError:
-            raise CelEvaluationError(f"cannot convert {value!r} to uint") from None
+        number, ok = parse_uint(value, 64)  # cel-go's strconv.ParseUint(s, 10, 64)
+        if not ok:
+            raise CelEvaluationError(f"cannot convert {value!r} to uint")
+        return UInt(number)
     raise overload("uint", value)
 
 
@@ -67,10 +68,10 @@ def _to_double(value: Any) -> float:
     if type(value) in (int, UInt, float):
         return float(value)
     if type(value) is str:
-        try:
-            return float(value)
-        except ValueError:
-            raise CelEvaluationError(f"cannot convert {value!r} to double") from None
+        number, ok = parse_float(value)  # cel-go's strconv.ParseFloat(s, 64)
+        if not ok:
+            raise CelEvaluationError(f"cannot convert {value!r} to double")
+        return number
     raise overload("double", value)
 
 
@@ -82,7 +83,7 @@ def _to_string(value: Any) -> str:
     if type(value) in (int, UInt):
         return str(int(value))
     if type(value) is float:
-        return repr(value)
+        return format_g(value)  # cel-go: fmt.Sprintf("%g", value)
     if type(value) is bytes:
         return value.decode("utf-8", errors="replace")
     if isinstance(value, Quantity):
@@ -238,6 +239,18 @@ def _substring(text: str, start: int, end: int) -> str:
     return text[start:end]
 
 
+def _split(text: str, separator: str, limit: int) -> list[str]:
+    """Go's ``strings.SplitN``: at most ``limit`` parts (all when negative, none when
+    0); an empty separator splits between characters."""
+    if limit == 0:
+        return []
+    if separator:
+        return text.split(separator, limit - 1 if limit > 0 else -1)
+    if limit < 0 or limit > len(text):
+        return list(text)
+    return [*text[:limit - 1], text[limit - 1:]]
+
+
 def _join(target: Any, separator: str = "") -> str:
     if not isinstance(target, list) or not all(type(item) is str for item in target):
         raise overload("join", target)
@@ -278,8 +291,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "trim": _string_method("trim", str.strip),
     "indexOf": _string_method("indexOf", str.find),
     "lastIndexOf": _string_method("lastIndexOf", str.rfind),
-    "split": _string_method("split", lambda s, sep, limit=-1: (
-        [] if limit == 0 else s.split(sep, limit - 1 if limit > 0 else -1))),
+    "split": _string_method("split", lambda s, sep, limit=-1: _split(s, sep, limit)),
     "charAt": _string_method("charAt", lambda s, i: s[i] if 0 <= i < len(s) else (
         "" if i == len(s) else _out_of_range(i))),
     "substring": _string_method("substring", lambda s, start, end=None: _substring(
