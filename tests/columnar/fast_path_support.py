@@ -412,7 +412,7 @@ def kube_task(rng: random.Random, task: dict[str, Any]) -> None:
     if affinity:
         task["affinity"] = affinity
     if rng.random() < 0.08:
-        task["hostPorts"] = [rng.choice([8080, 9090])]
+        task["hostPorts"] = [rng.choice([8080, 9090, {"port": 8080, "protocol": "UDP"}])]
     if rng.random() < 0.2:
         task["images"] = rng.sample(["nginx", "nginx:latest", "busybox:1.36", "repo/app:v2"], 2)
     if rng.random() < 0.3:

@@ -219,6 +219,24 @@ def test_host_ports_conflict_only_on_the_same_port() -> None:
     assert _verdicts(ssn, "c1/p81") == {"n1": [], "n2": []}
 
 
+def test_host_ports_conflict_only_for_the_same_protocol_and_overlapping_address() -> None:
+    """Kubernetes' HostPortInfo.CheckConflict: 53/UDP leaves 53/TCP free; an address
+    clashes with itself and with 0.0.0.0, not with another address."""
+    tasks = """- {name: dns, namespace: c1, job: other, node: n1, phase: Running,
+   hostPorts: [{port: 53, protocol: UDP}, {port: 8080, hostIP: 10.0.0.1}]}
+- {name: tcp53, namespace: c1, job: pg, hostPorts: [53]}
+- {name: udp53, namespace: c1, job: pg, hostPorts: [{port: 53, protocol: UDP}]}
+- {name: other-ip, namespace: c1, job: pg, hostPorts: [{port: 8080, hostIP: 10.0.0.2}]}
+- {name: same-ip, namespace: c1, job: pg, hostPorts: [{port: 8080, hostIP: 10.0.0.1}]}
+- {name: any-ip, namespace: c1, job: pg, hostPorts: [8080]}"""
+    ssn = _session(TWO_NODES, tasks)
+    assert _verdicts(ssn, "c1/tcp53") == {"n1": [], "n2": []}
+    assert _verdicts(ssn, "c1/udp53") == {"n1": [(UNSCHED, REASON_NODE_PORTS)], "n2": []}
+    assert _verdicts(ssn, "c1/other-ip") == {"n1": [], "n2": []}
+    assert _verdicts(ssn, "c1/same-ip") == {"n1": [(UNSCHED, REASON_NODE_PORTS)], "n2": []}
+    assert _verdicts(ssn, "c1/any-ip") == {"n1": [(UNSCHED, REASON_NODE_PORTS)], "n2": []}
+
+
 # -- inter-pod affinity ----------------------------------------------------------------------------
 
 def _pod(name: str, *, job: str = "pg", node: str | None = None,

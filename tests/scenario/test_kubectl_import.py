@@ -21,6 +21,7 @@ import yaml
 from batchsched.api import TaskStatus
 from batchsched.cli import main
 from batchsched.errors import ConfigError, ScenarioError
+from batchsched.kube.host_ports import HostPort
 from batchsched.scenario import load_scenario, run_scenario
 from batchsched.scenario.kubectl import (
     is_kubectl_dump,
@@ -98,6 +99,19 @@ def test_a_pod_s_task_spec_label_is_its_role_when_it_has_no_annotation(
     scenario = load_kubectl_dump(write(tmp_path, document))
     task = next(t for t in scenario.tasks if t.name == "train-worker-2")
     assert task.role == "worker"
+
+
+def test_host_ports_keep_their_protocol_and_address(tmp_path: Path) -> None:
+    """A DNS pod takes 53 for UDP and for TCP: both are kept, each with its protocol."""
+    document = dump()
+    pod = item(document, "Pod", "eval-0")
+    pod["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 53, "hostPort": 53, "protocol": "UDP"},
+        {"containerPort": 53, "hostPort": 53, "protocol": "TCP"},
+        {"containerPort": 9153, "hostPort": 9153, "hostIP": "10.0.0.1"}]
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    task = next(t for t in scenario.tasks if t.name == "eval-0")
+    assert task.host_ports == (HostPort("", "UDP", 53), 53, HostPort("10.0.0.1", "TCP", 9153))
 
 
 def test_pods_map_to_tasks_as_volcano_sees_them() -> None:

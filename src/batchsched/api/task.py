@@ -12,6 +12,7 @@ from batchsched.api.resource import PODS, Resource
 from batchsched.api.types import TaskStatus
 from batchsched.kube.dra.objects import AllocationResult, PodClaim
 from batchsched.kube.go_strconv import parse_int
+from batchsched.kube.host_ports import HostPort
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import SpreadConstraint
 
@@ -97,7 +98,9 @@ class TaskInfo:
     #: (:mod:`batchsched.kube.topology_spread`); () for none.
     topology_spread: tuple[SpreadConstraint, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
-    host_ports: tuple[int, ...] = ()
+    #: Host ports its containers take: a number is TCP on every address, a
+    #: :class:`~batchsched.kube.host_ports.HostPort` names protocol and address.
+    host_ports: tuple[int | HostPort, ...] = ()
     images: tuple[str, ...] = ()
     priority_class_name: str = ""
     preemption_policy: str = "PreemptLowerPriority"

@@ -38,6 +38,7 @@ from batchsched.kube.affinity import (
     WeightedPodAffinityTerm,
     parse_affinity,
 )
+from batchsched.kube.host_ports import ANY_IP, HostPort, host_port_of
 from batchsched.kube.pod_index import PlacedPodIndex
 from batchsched.kube.taints import Toleration
 
@@ -56,9 +57,6 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 #: The extended resource BalancedAllocation looks at besides cpu and memory.
 GPU = "nvidia.com/gpu"
-#: A host port: (host IP, protocol, port); an empty IP is 0.0.0.0.
-HostPort = tuple[str, str, int]
-ANY_IP = "0.0.0.0"
 
 _VIEW_KEY = "batchsched.kube_view"
 #: What ``parse_affinity(None)`` gives (immutable, so shared by every task without one).
@@ -130,7 +128,7 @@ def pod_info(task: TaskInfo) -> PodInfo:
         node_selector=dict(task.node_selector),
         affinity=affinity,
         tolerations=tuple(task.tolerations),
-        host_ports=tuple((ANY_IP, "TCP", p) for p in task.host_ports) if task.host_ports else (),
+        host_ports=tuple(map(host_port_of, task.host_ports)) if task.host_ports else (),
         milli_cpu=cpu,
         memory=memory,
         gpu=_ceil_int(req.get(GPU)),

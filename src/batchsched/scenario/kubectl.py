@@ -688,19 +688,22 @@ class _Converter:
         containers = [self.mapping(c, who, f"spec.containers[{i}]")
                       for i, c in enumerate(self.seq(spec.get("containers"), who,
                                                      "spec.containers"))]
-        ports = []
+        ports: list[int | dict[str, Any]] = []
         for c, container in enumerate(containers):
             for p, port in enumerate(self.seq(container.get("ports"), who,
                                               f"spec.containers[{c}].ports")):
-                host_port = self.mapping(port, who, f"spec.containers[{c}].ports[{p}]").get(
-                    "hostPort")
+                where = f"spec.containers[{c}].ports[{p}]"
+                entry = self.mapping(port, who, where)
+                host_port = entry.get("hostPort")
                 if not host_port:
                     continue
                 if (not isinstance(host_port, int) or isinstance(host_port, bool)
                         or not 0 < host_port < 65536):
-                    raise self.fail(who, f"spec.containers[{c}].ports[{p}].hostPort",
-                                    f"{host_port!r} is not a port")
-                ports.append(host_port)
+                    raise self.fail(who, f"{where}.hostPort", f"{host_port!r} is not a port")
+                protocol = self.text(entry.get("protocol"), who, f"{where}.protocol") or "TCP"
+                host_ip = self.text(entry.get("hostIP"), who, f"{where}.hostIP")
+                ports.append(host_port if (protocol, host_ip) == ("TCP", "") else _drop_none(
+                    {"port": host_port, "protocol": protocol, "hostIP": host_ip or None}))
         return _drop_none({
             "name": name, "namespace": namespace, "job": group,
             "role": task_spec_of(fields["annotations"], fields["labels"]) or None,

@@ -20,6 +20,7 @@ of object, sharing one error convention (file, object, field).
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 import json
 import math
 import re
@@ -81,6 +82,7 @@ from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
+from batchsched.kube.host_ports import PROTOCOLS, HostPort
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
     SpreadConstraint,
@@ -384,6 +386,41 @@ class _Parser:
                 text = f'"{raw}"' if isinstance(raw, str) else repr(raw)
                 raise self.fail(f"{path}.{name}", f"{text} {reason}") from exc
         raise AssertionError("unreachable: some quantity failed above")
+
+    def host_ports(self, entries: Sequence[Any], path: str) -> list[int | HostPort]:
+        """A task's host ports: a port number (TCP on every address) or
+        ``{port, protocol, hostIP}``, each (port, protocol, address) once, as the API
+        server's validation has them."""
+        ports: list[int | HostPort] = []
+        seen: set[tuple[str, str, int]] = set()
+        for p, entry in enumerate(entries):
+            where = f"{path}[{p}]"
+            if isinstance(entry, Mapping):
+                unknown = sorted(set(entry) - {"port", "protocol", "hostIP"})
+                if unknown:
+                    raise self.fail(f"{where}.{unknown[0]}",
+                                    "unknown key (known: hostIP, port, protocol)")
+                port = entry.get("port")
+                protocol = entry.get("protocol", "TCP")
+                host_ip = entry.get("hostIP", "")
+                if protocol not in PROTOCOLS:
+                    raise self.fail(f"{where}.protocol", f"{protocol!r} is not one of "
+                                    f"{', '.join(PROTOCOLS)}")
+                if not isinstance(host_ip, str) or (host_ip and not _is_ip(host_ip)):
+                    raise self.fail(f"{where}.hostIP", f"{host_ip!r} is not an IP address")
+                where = f"{where}.port"
+            else:
+                port, protocol, host_ip = entry, "TCP", ""
+            if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+                raise self.fail(where, f"{port!r} is not a port")
+            key = (protocol, host_ip, port)
+            if key in seen:
+                raise self.fail(where, f"port {port}/{protocol}"
+                                + (f" on {host_ip}" if host_ip else "") + " is given twice")
+            seen.add(key)
+            ports.append(port if (protocol, host_ip) == ("TCP", "")
+                         else HostPort(host_ip, protocol, port))
+        return ports
 
     def counted(self, resources: Resource, path: str, holder: str) -> Resource:
         """``resources`` less the names Volcano's ``NewResource`` does not count (a bare
@@ -1203,15 +1240,9 @@ class _Parser:
                     self.seq(obj["topologySpreadConstraints"], spread_path), labels)
             except TopologySpreadError as exc:
                 raise self.fail(f"{spread_path}{exc.path}", exc.problem) from exc
-        ports = []
         raw_ports = obj.get("hostPorts")
-        for p, port in enumerate(self.seq(raw_ports, f"{path}.hostPorts")
-                                 if raw_ports is not None else ()):
-            if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
-                raise self.fail(f"{path}.hostPorts[{p}]", f"{port!r} is not a port")
-            if port in ports:
-                raise self.fail(f"{path}.hostPorts[{p}]", f"port {port} is given twice")
-            ports.append(port)
+        ports = self.host_ports(self.seq(raw_ports, f"{path}.hostPorts")
+                                if raw_ports is not None else (), f"{path}.hostPorts")
         requests = self.counted(self.resources(obj.get("requests"), f"{path}.requests"),
                                 f"{path}.requests", "pod")
         init = (self.counted(self.resources(obj["initRequests"], f"{path}.initRequests"),
@@ -1464,6 +1495,14 @@ def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
     if phase == "Pending":
         return TaskStatus.BOUND if node else TaskStatus.PENDING
     return TaskStatus.parse(phase)
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _plain_strings(value: Any) -> dict[str, str] | None:
