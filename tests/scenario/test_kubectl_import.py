@@ -149,6 +149,19 @@ def test_the_pdb_reads_the_status_volcano_reads() -> None:
     assert pdbs["coredns"].namespace == "kube-system"
 
 
+def test_a_pdb_keeps_its_match_expressions_and_a_budget_without_status_or_spec_allows_none(
+        tmp_path: Path) -> None:
+    document = dump()
+    coredns = item(document, "PodDisruptionBudget", "coredns")
+    coredns["spec"] = {"selector": {"matchExpressions": [
+        {"key": "k8s-app", "operator": "NotIn", "values": ["a", "b"]}]}}
+    coredns.pop("status", None)
+    pdbs = {p.name: p for p in load_kubectl_dump(write(tmp_path, document)).pdbs}
+    assert pdbs["coredns"].matches("kube-system", {"k8s-app": "kube-dns"})
+    assert not pdbs["coredns"].matches("kube-system", {"k8s-app": "a"})
+    assert pdbs["coredns"].disruptions_allowed == 0
+
+
 def test_a_pending_pod_of_another_scheduler_is_left_out_with_a_warning() -> None:
     scenario = load_kubectl_dump(DUMP)
     assert "kube-system/metrics-server-6d94bc8694-lp4nz" not in {t.uid for t in scenario.tasks}
@@ -268,7 +281,7 @@ def _bad_affinity(d: dict[str, Any]) -> None:
 
 def _pdb_expression(d: dict[str, Any]) -> None:
     item(d, "PodDisruptionBudget", "coredns")["spec"]["selector"] = {"matchExpressions": [
-        {"key": "k8s-app", "operator": "NotIn", "values": ["a", "b"]}]}
+        {"key": "k8s-app", "operator": "Within", "values": ["a", "b"]}]}
 
 
 def _bad_phase(d: dict[str, Any]) -> None:
@@ -282,7 +295,7 @@ BAD_DUMPS: list[tuple[str, Callable[[dict[str, Any]], None] | str, str]] = [
     ("loader error named after the pod", _bad_affinity,
      "dump.json: Pod team-a/infer-server-0: spec.affinity.nodeAffinity."),
     ("pdb selector", _pdb_expression, "dump.json: PodDisruptionBudget kube-system/coredns: "
-     "spec.selector.matchExpressions[0]: operator 'NotIn' with 2 value(s) cannot be expressed"),
+     "spec.selector.matchExpressions[0].operator: 'Within' is not one of"),
     ("pod group phase", _bad_phase,
      "dump.json: PodGroup team-a/eval: status.phase: 'Sleeping' is not one of"),
     ("not a List", json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),

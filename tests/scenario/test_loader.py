@@ -104,6 +104,9 @@ BAD_INPUTS = [
      "pdbs[0] (default/b).minAvailable: ' 50%' is not a count"),
     ("tasks:\n", "pdbs: [{name: b, selector: {a: b}, disruptionsAllowed: -3}]\ntasks:\n",
      "pdbs[0] (default/b).disruptionsAllowed: must not be negative, not -3"),
+    ("tasks:\n", "pdbs: [{name: b, matchExpressions: [{key: a, operator: Within}],"
+     " disruptionsAllowed: 1}]\ntasks:\n",
+     "pdbs[0] (default/b).matchExpressions[0].operator: 'Within' is not one of"),
     ("tasks:\n", "resourceQuotas: [{name: r, namespace: c1, hard: {cpu: 1}},"
      " {name: r, namespace: c1, hard: {cpu: 2}}]\ntasks:\n",
      "resourceQuotas[1] (c1/r): duplicate resource quota 'c1/r'"),
@@ -343,3 +346,16 @@ def test_a_job_left_out_for_its_missing_queue_still_holds_its_nodes(tmp_path: Pa
         parse_scenario(doc)).binds  # and again, from a fresh copy
     cache = parse_scenario(doc).build_cache()
     assert list(cache.snapshot().nodes["n1"].tasks) == ["default/g0"]
+
+
+def test_a_pdb_selects_pods_with_its_match_expressions_too(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, BASE.replace("tasks:\n", """pdbs:
+  - {name: b, namespace: c1, selector: {app: web},
+     matchExpressions: [{key: tier, operator: In, values: [front, edge]}], minAvailable: 0}
+tasks:
+""").replace("requests: {cpu: 1, memory: 1Gi}}",
+             "requests: {cpu: 1, memory: 1Gi}, labels: {app: web, tier: edge}}")))
+    pdb = scenario.pdbs[0]
+    assert pdb.matches("c1", {"app": "web", "tier": "edge"})
+    assert not pdb.matches("c1", {"app": "web", "tier": "back"})
+    assert not pdb.matches("c1", {"tier": "edge"})

@@ -12,6 +12,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
+from batchsched.kube.affinity import Requirement
 from batchsched.kube.dra.scheduling import DraObjects
 
 __all__ = [
@@ -41,15 +42,20 @@ class PodDisruptionBudget:
 
     name: str
     namespace: str
+    #: The selector's ``matchLabels``.
     selector: dict[str, str]
     disruptions_allowed: int
     disrupted_pods: frozenset[str] = frozenset()
+    #: The selector's ``matchExpressions``.
+    match_expressions: tuple[Requirement, ...] = ()
 
-    def matches(self, namespace: str, labels: dict[str, str]) -> bool:
-        """Same namespace and a non-empty selector all of whose labels the pod has."""
-        if namespace != self.namespace or not self.selector:
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Same namespace, and a selector that is not empty and that the labels meet
+        (an empty selector selects no pod, as in Volcano's pdb plugin)."""
+        if namespace != self.namespace or not (self.selector or self.match_expressions):
             return False
-        return all(labels.get(k) == v for k, v in self.selector.items())
+        return (all(labels.get(k) == v for k, v in self.selector.items())
+                and all(r.matches(labels) for r in self.match_expressions))
 
     def counts(self, task: TaskInfo) -> bool:
         """Whether evicting ``task`` spends a disruption of this budget: the task has

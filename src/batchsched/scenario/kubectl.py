@@ -556,26 +556,21 @@ class _Converter:
         (spec, status), who = self.parts(item), item.who
         selector = self.mapping(spec.get("selector"), who, "spec.selector")
         labels = self.strings(selector.get("matchLabels"), who, "spec.selector.matchLabels")
-        for i, raw in enumerate(self.seq(selector.get("matchExpressions"), who,
-                                         "spec.selector.matchExpressions")):
-            term = self.mapping(raw, who, f"spec.selector.matchExpressions[{i}]")
-            values = self.seq(term.get("values"), who,
-                              f"spec.selector.matchExpressions[{i}].values")
-            if term.get("operator") != "In" or len(values) != 1:
-                raise self.fail(who, f"spec.selector.matchExpressions[{i}]",
-                                f"operator {term.get('operator')!r} with {len(values)} "
-                                "value(s) cannot be expressed in a scenario (only matchLabels, "
-                                "or In with one value)")
-            labels[str(term.get("key"))] = str(values[0])
+        expressions = self.seq(selector.get("matchExpressions"), who,
+                               "spec.selector.matchExpressions")
         out: dict[str, Any] = {"name": item.name, "namespace": item.namespace,
-                               "selector": labels}
-        # Volcano's pdb plugin reads the status the disruption controller computed.
+                               "selector": labels, "matchExpressions": expressions or None}
+        # Volcano's pdb plugin reads the status the disruption controller computed; a
+        # budget without one is worked out from its spec (a hand-written dump), and
+        # one without either allows none (the status' zero value).
         if status.get("disruptionsAllowed") is not None:
             out["disruptionsAllowed"] = status["disruptionsAllowed"]
+        elif spec.get("minAvailable") is None and spec.get("maxUnavailable") is None:
+            out["disruptionsAllowed"] = 0
         else:
-            out.update(_drop_none({"minAvailable": spec.get("minAvailable"),
-                                   "maxUnavailable": spec.get("maxUnavailable")}))
-        return out
+            out.update({"minAvailable": spec.get("minAvailable"),
+                        "maxUnavailable": spec.get("maxUnavailable")})
+        return _drop_none(out)
 
     def quota(self, item: _Item) -> dict[str, Any]:
         (spec, status), who = self.parts(item), item.who
@@ -765,6 +760,8 @@ _K8S_FIELDS = {
               "images": "spec.containers[*].image"},
     "jobs": {"phase": "status.phase"},
     "queues": {"guarantee": "spec.guarantee.resource", "state": "status.state"},
-    "pdbs": {"selector": "spec.selector", "disruptionsAllowed": "status.disruptionsAllowed"},
+    "pdbs": {"selector": "spec.selector.matchLabels",
+             "matchExpressions": "spec.selector.matchExpressions",
+             "disruptionsAllowed": "status.disruptionsAllowed"},
     "resourceQuotas": {"hard": "status.hard", "used": "status.used"},
 }

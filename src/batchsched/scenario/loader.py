@@ -77,7 +77,12 @@ from batchsched.cache.memory import MemoryCache
 from batchsched.conf import SchedulerConfiguration, parse_configuration
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
-from batchsched.kube.affinity import AffinityError, parse_affinity, parse_label_selector
+from batchsched.kube.affinity import (
+    AffinityError,
+    Requirement,
+    parse_affinity,
+    parse_label_selector,
+)
 from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
@@ -1310,18 +1315,26 @@ class _Parser:
         seen: dict[str, None] = {}
         for i, item in enumerate(self.seq(raw, "pdbs")):
             obj, name, namespace, path = self.namespaced(item, f"pdbs[{i}]")
-            self.keys(obj, {"name", "namespace", "selector", "minAvailable", "maxUnavailable",
-                            "disruptionsAllowed"}, path)
+            self.keys(obj, {"name", "namespace", "selector", "matchExpressions", "minAvailable",
+                            "maxUnavailable", "disruptionsAllowed"}, path)
             self.unique(seen, f"{namespace}/{name}", path, "pdb")
             seen[f"{namespace}/{name}"] = None
             selector = self.string_map(obj.get("selector"), f"{path}.selector")
+            expressions: tuple[Requirement, ...] = ()
+            if obj.get("matchExpressions") is not None:
+                try:
+                    expressions = parse_label_selector(
+                        {"matchExpressions": obj["matchExpressions"]}, path).requirements
+                except AffinityError as exc:
+                    raise self.fail(exc.path, exc.problem) from exc
+            budget = PodDisruptionBudget(name, namespace, selector, 0,
+                                         match_expressions=expressions)
             given = [k for k in ("minAvailable", "maxUnavailable", "disruptionsAllowed")
                      if obj.get(k) is not None]
             if len(given) != 1:
                 raise self.fail(path, "give exactly one of minAvailable, maxUnavailable, "
                                       "disruptionsAllowed")
-            matching = [t for t in tasks if t.namespace == namespace and selector
-                        and all(t.labels.get(k) == v for k, v in selector.items())]
+            matching = [t for t in tasks if budget.matches(t.namespace, t.labels)]
             healthy = sum(1 for t in matching if t.status == TaskStatus.RUNNING)
             key = given[0]
             if key == "disruptionsAllowed":
@@ -1335,7 +1348,8 @@ class _Parser:
                     allowed = healthy - amount
                 else:
                     allowed = amount - (len(matching) - healthy)
-            out.append(PodDisruptionBudget(name, namespace, selector, max(0, allowed)))
+            budget.disruptions_allowed = max(0, allowed)
+            out.append(budget)
         return out
 
     def count_or_percent(self, value: Any, total: int, path: str) -> int:
