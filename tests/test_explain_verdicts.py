@@ -125,6 +125,20 @@ faults:
     assert report["tasks"][0]["status"] == "Pending"
 
 
+def test_a_scheduling_gated_pod_is_explained_by_its_gates() -> None:
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: a, minMember: 1, phase: Inqueue}
+tasks:
+- {name: a-0, job: a, requests: {cpu: 1}, schedulingGates: [example.com/quota]}
+""")
+    task = explain(scenario, task="default/a-0")
+    assert task["verdict"].startswith("pending: waiting for scheduling gates: "
+                                      "[example.com/quota]")
+
+
 def test_a_placement_the_gang_undid_says_where_the_task_could_go() -> None:
     report = explain(load_scenario("examples/quickstart.yaml"), job="team/large")
     first = next(t for t in report["tasks"] if t["task"] == "team/large-0")

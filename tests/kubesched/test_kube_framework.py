@@ -287,6 +287,21 @@ def test_the_default_profile_schedules_pods_one_by_one() -> None:
     assert sorted(bind.node for bind in cache.binds) == ["n0", "n1"]
 
 
+def test_the_default_profile_keeps_a_gated_pod_out_until_its_gates_are_lifted() -> None:
+    """kube-scheduler's SchedulingGates plugin (PreEnqueue), in its default profile."""
+    cache = gang_cache(nodes=1, members=1, minimum=1)
+    job = next(iter(cache.jobs.values()))
+    pod = next(iter(job.tasks.values()))
+    pod.scheduling_gates = ("example.com/wait",)
+    scheduler = PodScheduler(cache, Framework(from_entry_points(
+        BatchschedRegistry(autoload=False)), default_profile()))
+    scheduler.run(now=0.0)
+    assert cache.binds == []
+    cache.set_scheduling_gates(job.uid, pod.uid, [])
+    scheduler.run(now=1.0)
+    assert [bind.task for bind in cache.binds] == [pod.uid]
+
+
 def test_kube_filter_and_score_plugins_run_inside_a_volcano_session() -> None:
     doc = {
         "version": 1, "name": "kube plugins in a session",

@@ -132,10 +132,12 @@ class _AllocateRun:
             if queue is None:
                 continue
             for task in job.tasks_in(pending).values():
-                if not task.resreq.is_empty():
+                if not task.resreq.is_empty() and not task.externally_gated:
                     break
             else:
-                continue  # nothing to place here: best-effort tasks are backfill's business
+                # Nothing to place here: best-effort tasks are backfill's business, and
+                # pods another controller gates wait for it (Volcano's worksheet).
+                continue
             jobs = found.get(job.queue)
             if jobs is None:
                 jobs = found[job.queue] = []
@@ -194,7 +196,7 @@ class _AllocateRun:
         if tasks is None:
             tasks = self.ssn.task_queue(
                 task for task in job.tasks_in(TaskStatus.PENDING).values()
-                if not task.resreq.is_empty())
+                if not task.resreq.is_empty() and not task.externally_gated)
             self.tasks_by_job[job.uid] = tasks
         return tasks
 
@@ -294,6 +296,8 @@ class _AllocateRun:
             task = tasks.pop()
             if not ssn.allocatable(queue, task):
                 continue
+            if task.scheduling_gated:
+                continue  # Volcano's own gate: it waits until the gate is lifted
             if (job.task_has_fit_errors(task) if split is None
                     else _sub_job_has_fit_errors(job, split, task)):
                 skipped = FitErrors()

@@ -114,7 +114,7 @@ def pick_up_pending_tasks(ssn: Session) -> list[TaskInfo]:
             continue
         tasks: PriorityQueue[TaskInfo] = PriorityQueue(ssn.task_order_fn)
         for task in job.tasks_in(TaskStatus.PENDING).values():
-            if task.best_effort:
+            if task.best_effort and not task.scheduling_gated:
                 tasks.push(task)
         for task in list(job.tasks_in(TaskStatus.PIPELINED).values()):
             if task.best_effort:

@@ -358,7 +358,7 @@ def _eviction_worksheet(ssn: Session, job: JobInfo) -> Worksheet:
     def pending() -> PriorityQueue[TaskInfo]:
         return PriorityQueue(ssn.task_order_fn, [
             task for task in job.tasks_in(TaskStatus.PENDING).values()
-            if not task.resreq.is_empty()])
+            if not task.resreq.is_empty() and not task.scheduling_gated])
 
     return worksheet_of(ssn, job, pending)
 

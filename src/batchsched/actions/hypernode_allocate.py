@@ -168,7 +168,7 @@ def worksheet_of(ssn: Session, job: JobInfo,
     for sub_job in sub_jobs.values():
         if policies:
             tasks = ssn.task_queue(task for task in sub_job.tasks_in(TaskStatus.PENDING)
-                                   if not task.resreq.is_empty())
+                                   if not task.resreq.is_empty() and not task.externally_gated)
         else:
             tasks = default_tasks()
         if tasks:

@@ -179,8 +179,11 @@ def queues_and_starving_jobs(
 
 
 def pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
-    """The job's Pending tasks in task order (``ssn.task_order_fn``)."""
-    return PriorityQueue(ssn.task_order_fn, job.tasks_in(TaskStatus.PENDING).values())
+    """The job's Pending tasks that no scheduling gate holds, in task order
+    (``ssn.task_order_fn``): those preempt and reclaim make room for."""
+    return PriorityQueue(ssn.task_order_fn, (
+        task for task in job.tasks_in(TaskStatus.PENDING).values()
+        if not task.scheduling_gated))
 
 
 def victim_order(ssn: Session, preemptor: TaskInfo, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:

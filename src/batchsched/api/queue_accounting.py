@@ -29,6 +29,7 @@ __all__ = [
     "QueueUsage",
     "SimulationSnapshots",
     "capability_from_spec",
+    "deduct_scheduling_gated",
     "diff",
     "dominant_share",
     "exceeded_part",
@@ -41,6 +42,7 @@ __all__ = [
     "resource_max",
     "running_job_reservation",
     "same_resource",
+    "scheduling_gated_request",
     "share",
     "spec_written",
     "sum_requests",
@@ -321,9 +323,11 @@ class QueueUsage:
     inqueue: Resource = attrs.field(factory=Resource)
     elastic: Resource = attrs.field(factory=Resource)
 
-    def add_job(self, job: JobInfo) -> QueueUsage:
-        """Account one job; returns what it added (capacity passes it to ancestors)."""
-        allocated, request, inqueue, elastic = _job_usage(job)
+    def add_job(self, job: JobInfo, *, deduct_gated: bool = False) -> QueueUsage:
+        """Account one job; returns what it added (capacity passes it to ancestors).
+        ``deduct_gated``: its reservation leaves out what its scheduling-gated pods
+        ask (:func:`deduct_scheduling_gated`, as capacity and overcommit count)."""
+        allocated, request, inqueue, elastic = _job_usage(job, deduct_gated=deduct_gated)
         delta = QueueUsage(*(Resource() if part is None else part
                              for part in (allocated, request, inqueue, elastic)))
         self.merge(delta)
@@ -355,8 +359,36 @@ class QueueUsage:
         return minimum.clone().add(self.allocated).add(self.inqueue).sub_unchecked(self.elastic)
 
 
-def _job_usage(job: JobInfo) -> tuple[Resource | None, Resource | None,
-                                      Resource | None, Resource | None]:
+def scheduling_gated_request(job: JobInfo) -> Resource:
+    """What the job's pods held by another controller's scheduling gates ask
+    (Volcano's ``GetSchGatedPodResources``; a pod held only by Volcano's queue
+    allocation gate counts as waiting in its queue)."""
+    gated = Resource()
+    for task in job.tasks_in(TaskStatus.PENDING).values():
+        if task.externally_gated:
+            gated.add(task.resreq)
+    return gated
+
+
+def deduct_scheduling_gated(job: JobInfo, reserved: Resource) -> Resource:
+    """``reserved`` less what the job's gated pods ask, never below 0, in cpu, memory
+    and the scalars ``reserved`` names (Volcano's ``DeductSchGatedResources``): a job
+    waiting on gates does not hold back the jobs behind it. ``reserved`` itself when
+    no pod is gated."""
+    gated = scheduling_gated_request(job)
+    if gated.is_empty():
+        return reserved
+    out = reserved.clone()
+    out.milli_cpu = max(out.milli_cpu - gated.milli_cpu, 0.0)
+    out.memory = max(out.memory - gated.memory, 0.0)
+    for name, amount in reserved.scalars.items():
+        if name in gated.scalars:
+            out.scalars[name] = max(amount - gated.scalars[name], 0.0)
+    return out
+
+
+def _job_usage(job: JobInfo, *, deduct_gated: bool = False,
+               ) -> tuple[Resource | None, Resource | None, Resource | None, Resource | None]:
     """What one job adds to its queue's usage: (allocated, request, inqueue, elastic),
     each summed from zero in the same order as ever, None where it adds nothing."""
     allocated = request = None
@@ -387,6 +419,8 @@ def _job_usage(job: JobInfo) -> tuple[Resource | None, Resource | None,
             inqueue = Resource().add(inqueue_resource(job, job.allocated))
         elif phase == PodGroupPhase.RUNNING:
             inqueue = Resource().add(running_job_reservation(job))
+        if inqueue is not None and deduct_gated:
+            inqueue = deduct_scheduling_gated(job, inqueue)
     # What a job holds beyond its minimum. exceeded_part only reads the minimum: no
     # copy of it (job_min_resources) needed.
     held = job.allocated

@@ -18,6 +18,7 @@ from batchsched.kube.topology_spread import SpreadConstraint
 
 __all__ = [
     "PREEMPTABLE_ANNOTATION",
+    "QUEUE_ALLOCATION_GATE",
     "REVOCABLE_ZONE_ANNOTATION",
     "TASK_PRIORITY_ANNOTATION",
     "TASK_SPEC_KEY",
@@ -34,6 +35,9 @@ PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
 REVOCABLE_ZONE_ANNOTATION = "volcano.sh/revocable-zone"
 #: Overrides the pod's priority (Volcano's ``TaskPriorityAnnotation``).
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+#: Volcano's own scheduling gate, held until the pod's queue has room (its
+#: ``SchedulingGatesQueueAdmission`` feature, off by default).
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
 #: The annotation (or, failing it, label) naming a pod's task spec: its role in the
 #: job (Volcano's ``batch.TaskSpecKey``).
 TASK_SPEC_KEY = "volcano.sh/task-spec"
@@ -102,6 +106,9 @@ class TaskInfo:
     #: :class:`~batchsched.kube.host_ports.HostPort` names protocol and address.
     host_ports: tuple[int | HostPort, ...] = ()
     images: tuple[str, ...] = ()
+    #: The pod's ``spec.schedulingGates`` by name: while it has any, no action places
+    #: it (Volcano's ``SchGated``).
+    scheduling_gates: tuple[str, ...] = ()
     priority_class_name: str = ""
     preemption_policy: str = "PreemptLowerPriority"
     creation_time: float = 0.0
@@ -219,6 +226,18 @@ class TaskInfo:
     def never_preempts(self) -> bool:
         """``preemptionPolicy: Never``: the task may not evict anyone."""
         return self.preemption_policy == PREEMPTION_POLICY_NEVER
+
+    @property
+    def scheduling_gated(self) -> bool:
+        """Whether the pod has scheduling gates (Volcano's ``SchGated``)."""
+        return bool(self.scheduling_gates)
+
+    @property
+    def externally_gated(self) -> bool:
+        """Gated by some gate besides Volcano's queue allocation gate: allocate leaves
+        the task out of its job's worksheet, where one gated only by Volcano's gate is
+        taken on and passed over (Volcano's ``HasOnlyVolcanoSchedulingGate``)."""
+        return bool(self.scheduling_gates) and self.scheduling_gates != (QUEUE_ALLOCATION_GATE,)
 
     def __repr__(self) -> str:
         node = f" on {self.node_name}" if self.node_name else ""

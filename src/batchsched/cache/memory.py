@@ -671,6 +671,27 @@ class MemoryCache:
             self._job_twins.pop(job.uid, None)
 
     @_locked
+    def set_scheduling_gates(self, job_uid: str, task_uid: str, gates: Iterable[str]) -> None:
+        """The pod's scheduling gates are now ``gates``: a controller lifted the others
+        (the API server only lets gates be removed once a pod exists). Raises
+        :class:`~batchsched.errors.SchedulingError`, changing nothing, for a task that
+        is not in the cache or not Pending, or for a gate it does not have."""
+        job = self.jobs.get(job_uid)
+        task = job.tasks.get(task_uid) if job is not None else None
+        if job is None or task is None:
+            raise SchedulingError(f"task {task_uid} of job {job_uid} is not in the cache")
+        kept = tuple(gates)
+        added = [gate for gate in kept if gate not in task.scheduling_gates]
+        if added:
+            raise SchedulingError(f"task {task_uid}: scheduling gate {added[0]!r} cannot be "
+                                  "added to an existing pod")
+        if kept and task.status is not TaskStatus.PENDING:
+            raise SchedulingError(f"task {task_uid} is {task.status}: it has no gates to keep")
+        task.scheduling_gates = kept
+        # Not a status move: the copy a session was handed must not be handed out again.
+        self._job_twins.pop(job.uid, None)
+
+    @_locked
     def nominate(self, task: TaskInfo, node_name: str) -> None:
         """A preemptor was pipelined on ``node_name`` after evictions there (kube's
         nominated node); kept in ``nominations``."""

@@ -293,6 +293,10 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
             entry["nodes"] = dict(sorted(histogram.items()))
             if details:  # what plugins add to reasons Volcano words generically
                 entry["details"] = dict(sorted(details.items()))
+        elif task.status is TaskStatus.PENDING and task.scheduling_gated:
+            entry["reason"] = ("waiting for scheduling gates: "
+                               f"[{' '.join(task.scheduling_gates)}] (no action places a "
+                               "gated pod; the controller that set them lifts them)")
         elif task.status is TaskStatus.PENDING:
             refusals = [f"{a.plugin} said {a.answer} at {a.point}"
                         for a in recorder.last_answers(uid) if _refuses(a.point, a.answer)]

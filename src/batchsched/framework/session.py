@@ -596,13 +596,16 @@ class Session:
         reason and message of ``JobInfo.TaskSchedulingReason``, else the job's fit
         error) and, when that condition changed, a Warning ``FailedScheduling`` with the
         message. A cache that keeps the condition (``set_scheduling_condition``) is told;
-        a cache that does not sees the event again at every session."""
+        a cache that does not sees the event again at every session. A scheduling-gated
+        pod keeps the condition the API server gave it, as in Volcano's cache."""
         summary: str | None = None
         keep = getattr(self.cache, "set_scheduling_condition", None)
         for status in _UNPLACED_STATUSES:
             tasks = job.tasks_in(status)
             for uid in sorted(tasks):
                 task = tasks[uid]
+                if task.scheduling_gated:
+                    continue  # the API server gave it its SchedulingGated condition
                 reason, message = job.task_scheduling_reason(uid)
                 if not message:
                     if summary is None:

@@ -1,5 +1,7 @@
 """kube-scheduler's default plugins that the per-pod loop needs, as kube-style plugins.
 
+* ``SchedulingGates`` (preEnqueue): a pod with scheduling gates waits, out of the
+  queue, until they are all removed;
 * ``PrioritySort`` (queueSort): higher priority first, then earlier creation;
 * ``NodeResourcesFit`` (filter): the pod's requests (init containers included)
   fit the node's idle resources, ``pods`` included; else ``Insufficient <name>``;
@@ -25,6 +27,17 @@ from batchsched.kubesched.registry import KubePluginSpec
 from batchsched.kubesched.status import Status
 
 __all__ = ["BUILTIN_KUBE_PLUGINS", "default_profile"]
+
+
+class SchedulingGates:
+    name = "SchedulingGates"
+
+    def pre_enqueue(self, pod: TaskInfo) -> Status:
+        if not pod.scheduling_gates:
+            return Status.success()
+        return Status.unschedulable(
+            f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]",
+            plugin=self.name, unresolvable=True)
 
 
 class PrioritySort:
@@ -87,6 +100,8 @@ def _plain(cls: type) -> Any:
 
 
 BUILTIN_KUBE_PLUGINS = (
+    KubePluginSpec("SchedulingGates", _plain(SchedulingGates),
+                   "pods with scheduling gates wait outside the queue"),
     KubePluginSpec("PrioritySort", _plain(PrioritySort), "queue sort by priority, then age"),
     KubePluginSpec("NodeResourcesFit", _plain(NodeResourcesFit), "requests fit idle resources"),
     KubePluginSpec("NodeResourcesLeastAllocated", _plain(NodeResourcesLeastAllocated),
@@ -99,6 +114,7 @@ BUILTIN_KUBE_PLUGINS = (
 def default_profile(scheduler_name: str = "default-scheduler") -> Profile:
     """kube-scheduler's default plugins, as far as batchsched has them."""
     return Profile(scheduler_name, {
+        "preEnqueue": (PluginRef("SchedulingGates"),),
         "queueSort": (PluginRef("PrioritySort"),),
         "filter": (PluginRef("NodeResourcesFit"),),
         "score": (PluginRef("NodeResourcesLeastAllocated", 1),),

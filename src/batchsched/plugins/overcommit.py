@@ -22,7 +22,11 @@ that is not a number, is replaced by the default and logged as a warning).
 from __future__ import annotations
 
 from batchsched.api.job import JobInfo
-from batchsched.api.queue_accounting import format_resource_names, running_job_reservation
+from batchsched.api.queue_accounting import (
+    deduct_scheduling_gated,
+    format_resource_names,
+    running_job_reservation,
+)
 from batchsched.api.resource import Resource
 from batchsched.api.types import PodGroupPhase, Vote
 from batchsched.framework.arguments import Arguments, warn_unreadable
@@ -62,12 +66,14 @@ class OvercommitPlugin:
         self.inqueue = Resource()
         for job in ssn.jobs.values():
             minimum = job.podgroup.min_resources
+            # Neither counts what the job's scheduling-gated pods ask (Volcano's
+            # DeductSchGatedResources).
             if minimum is not None and job.podgroup.phase == PodGroupPhase.INQUEUE:
                 # The full minimum, as Volcano's overcommit counts it (proportion and
                 # capacity deduct what an Inqueue job already holds).
-                self.inqueue.add(minimum)
+                self.inqueue.add(deduct_scheduling_gated(job, minimum))
             else:
-                self.inqueue.add(running_job_reservation(job))
+                self.inqueue.add(deduct_scheduling_gated(job, running_job_reservation(job)))
 
         # The refusal's wording per set of short dimensions (most refusals share one).
         refusals: dict[tuple[str, ...], str] = {}
@@ -89,7 +95,7 @@ class OvercommitPlugin:
 
         def enqueued(job: JobInfo) -> None:
             if job.podgroup.min_resources is not None:
-                self.inqueue.add(job.podgroup.min_resources)
+                self.inqueue.add(deduct_scheduling_gated(job, job.podgroup.min_resources))
 
         ssn.add_job_enqueueable_fn(self.name, enqueueable)
         ssn.add_job_enqueued_fn(self.name, enqueued)

@@ -718,6 +718,7 @@ class _Converter:
             "startTime": (status.get("startTime") or None) if node else None,
             "nominatedNodeName": nominated if not node and nominated in self.nodes else None,
             "resourceClaims": spec.get("resourceClaims") or None,
+            "schedulingGates": spec.get("schedulingGates") or None,
             "resourceClaimStatuses": status.get("resourceClaimStatuses") or None,
         })
 

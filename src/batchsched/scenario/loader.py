@@ -1287,12 +1287,36 @@ class _Parser:
             scheduler_name=self.typed(obj, "schedulerName", str, "", path),
             nominated_node=self._nominated(obj, path, nodes),
             resource_claims=self._pod_claims(obj, path),
+            scheduling_gates=self._scheduling_gates(obj, path, status),
         )
         if obj.get("startTime") is not None:
             if not task.node_name:
                 raise self.fail(f"{path}.startTime", "only a task on a node has a start time")
             task.start_time = self.time_value(obj["startTime"], f"{path}.startTime")
         return task
+
+    def _scheduling_gates(self, obj: Mapping[str, Any], path: str,
+                          status: TaskStatus) -> tuple[str, ...]:
+        """``schedulingGates``: gate names (or ``{name: ...}`` as in a pod), each once,
+        on a pod not yet scheduled, as the API server admits them."""
+        raw = obj.get("schedulingGates")
+        if raw is None:
+            return ()
+        where = f"{path}.schedulingGates"
+        gates: list[str] = []
+        for i, entry in enumerate(self.seq(raw, where)):
+            gate = entry
+            if isinstance(entry, Mapping):
+                self.keys(entry, {"name"}, f"{where}[{i}]")
+                gate = entry.get("name")
+            if not isinstance(gate, str) or not gate:
+                raise self.fail(f"{where}[{i}]", f"{gate!r} is not a gate name")
+            if gate in gates:
+                raise self.fail(f"{where}[{i}]", f"gate {gate!r} is given twice")
+            gates.append(gate)
+        if gates and status != TaskStatus.PENDING:
+            raise self.fail(where, "only a pod not yet scheduled has scheduling gates")
+        return tuple(gates)
 
     def _pod_claims(self, obj: Mapping[str, Any], path: str) -> tuple[PodClaim, ...]:
         if obj.get("resourceClaims") is None:
@@ -1459,7 +1483,7 @@ _TASK_KEYS = frozenset({
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
     "nominatedNodeName", "topologySpreadConstraints", "startTime", "resourceClaims",
-    "resourceClaimStatuses",
+    "resourceClaimStatuses", "schedulingGates",
 })
 
 

@@ -56,6 +56,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.queue_accounting import (
     SimulationSnapshots,
+    deduct_scheduling_gated,
     format_resource_names,
     greater_partly_in_relevant_dimensions,
     intersection,
@@ -370,7 +371,8 @@ class CapacityPlugin:
         devices = self._job_min_devices(job, attr) if attr.devices is not None else None
         if job.podgroup.min_resources is None and devices is None:
             return
-        minimum = job_min_resources(job)
+        # What its gated pods ask is not reserved (Volcano's DeductSchGatedResources).
+        minimum = deduct_scheduling_gated(job, job_min_resources(job))
         self.snapshots.before_change()
         levels = [attr, *(self.queue_attrs[a] for a in attr.ancestors)] if self.hierarchy \
             else [attr]
