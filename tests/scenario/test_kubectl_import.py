@@ -67,7 +67,9 @@ def test_the_dump_imports_nodes_queues_jobs_and_tasks() -> None:
     assert [(t.key, t.value, t.effect) for t in nodes["infra-node-1"].taints] == [
         ("dedicated", "infra", "NoSchedule")]
     assert nodes["infra-node-1"].labels["kubernetes.io/hostname"] == "infra-node-1"
-    assert not nodes["node-3"].ready and nodes["node-1"].ready
+    # Volcano ignores node conditions: the unreachable node keeps pods off by its taints.
+    assert nodes["node-3"].ready and nodes["node-1"].ready
+    assert {t.key for t in nodes["node-3"].taints} == {"node.kubernetes.io/unreachable"}
     team_a = next(q for q in scenario.queues if q.name == "team-a")
     assert team_a.weight == 2 and team_a.parent == "root"
     assert team_a.guarantee is not None and team_a.guarantee.milli_cpu == 4000

@@ -459,9 +459,6 @@ class _Converter:
     def node(self, item: _Item) -> dict[str, Any]:
         (spec, status), who = self.parts(item), item.who
         key = "allocatable" if status.get("allocatable") is not None else "capacity"
-        ready = all(c.get("status") == "True"
-                    for c in self.seq(status.get("conditions"), who, "status.conditions")
-                    if isinstance(c, Mapping) and c.get("type") == "Ready")
         images = {}
         for i, image in enumerate(self.seq(status.get("images"), who, "status.images")):
             entry = self.mapping(image, who, f"status.images[{i}]")
@@ -478,7 +475,8 @@ class _Converter:
             "capacity": self.resources(status.get("capacity"), who, "status.capacity"),
             "labels": meta["labels"], "annotations": meta["annotations"], "taints": taints,
             "unschedulable": spec.get("unschedulable") or None,
-            "ready": None if ready else False,
+            # Volcano ignores node conditions (setNodeState): a node that is not Ready
+            # keeps pods off through the taints the node controller gives it.
             "images": images,
         })
 
@@ -751,7 +749,7 @@ _PREFIX = {"tasks": "spec.", "jobs": "spec.", "queues": "spec.", "pdbs": "spec."
 _K8S_FIELDS = {
     "nodes": {"allocatable": "status.allocatable", "capacity": "status.capacity",
               "taints": "spec.taints", "unschedulable": "spec.unschedulable",
-              "ready": "status.conditions", "images": "status.images"},
+              "images": "status.images"},
     "tasks": {"job": f"metadata.annotations.{GROUP_NAME}", "node": "spec.nodeName",
               "role": f"metadata.annotations.{TASK_SPEC_KEY} (or label)", "phase": "status.phase",
               "deleting": "metadata.deletionTimestamp", "startTime": "status.startTime",
