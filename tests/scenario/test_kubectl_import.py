@@ -164,6 +164,17 @@ def test_a_pdb_keeps_its_match_expressions_and_a_budget_without_status_or_spec_a
     assert pdbs["coredns"].disruptions_allowed == 0
 
 
+def test_a_queue_without_a_state_is_not_open(tmp_path: Path) -> None:
+    """Volcano's plugins compare status.state with Open: a queue its controller has
+    not opened yet schedules nothing."""
+    document = dump()
+    item(document, "Queue", "team-b").pop("status", None)
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    team_b = next(q for q in scenario.queues if q.name == "team-b")
+    assert not team_b.is_open
+    assert any("Queue team-b: no status.state" in w for w in scenario.warnings)
+
+
 def test_a_pending_pod_of_another_scheduler_is_left_out_with_a_warning() -> None:
     scenario = load_kubectl_dump(DUMP)
     assert "kube-system/metrics-server-6d94bc8694-lp4nz" not in {t.uid for t in scenario.tasks}

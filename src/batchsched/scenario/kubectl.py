@@ -532,6 +532,12 @@ class _Converter:
         (spec, status), who = self.parts(item), item.who
         guarantee = self.mapping(spec.get("guarantee"), who, "spec.guarantee")
         meta = self.meta(item)
+        state = self.text(status.get("state"), who, "status.state")
+        if not state:
+            # Volcano's plugins place nothing in a queue whose state is not Open.
+            self.warn(who, "no status.state: Volcano schedules none of its jobs until the "
+                      "queue controller opens it (read as Unknown)")
+            state = "Unknown"
         return _drop_none({
             "name": item.name, "weight": spec.get("weight"),
             "capability": self.resources(spec.get("capability"), who, "spec.capability"),
@@ -539,7 +545,7 @@ class _Converter:
             "guarantee": self.resources(guarantee.get("resource"), who,
                                         "spec.guarantee.resource"),
             "reclaimable": spec.get("reclaimable"), "parent": spec.get("parent") or None,
-            "priority": spec.get("priority"), "state": status.get("state") or None,
+            "priority": spec.get("priority"), "state": state,
             "annotations": meta["annotations"], "affinity": spec.get("affinity"),
             "createdAt": meta["createdAt"],
         })
