@@ -116,6 +116,58 @@ def test_host_ports_keep_their_protocol_and_address(tmp_path: Path) -> None:
     assert task.host_ports == (HostPort("", "UDP", 53), 53, HostPort("10.0.0.1", "TCP", 9153))
 
 
+def _one_pod_dump(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"}}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns",
+                                                         "uid": "u1"},
+         "spec": {"schedulerName": "volcano", **spec},
+         "status": {"phase": "Pending", **(status or {})}}]}
+
+
+def test_pod_level_requests_replace_the_containers_cpu_and_memory(tmp_path: Path) -> None:
+    """Kubernetes' PodLevelResources (on in the Kubernetes Volcano builds on): Volcano's
+    amendResourceAccordingToPodFeatures, then the overhead on top."""
+    scenario = load_kubectl_dump(write(tmp_path, _one_pod_dump({
+        "resources": {"requests": {"cpu": "3", "memory": "1Gi"}},
+        "overhead": {"cpu": "100m"},
+        "containers": [{"name": "a", "resources": {"requests": {
+            "cpu": "100m", "memory": "64Mi", "example.com/foo": "1"}}}]})))
+    task = scenario.tasks[0]
+    assert task.resreq.milli_cpu == 3100
+    assert task.resreq.memory == GiB
+    assert task.resreq.get("example.com/foo") == 1000
+
+
+def test_a_resized_container_asks_the_most_of_spec_status_and_allocation(
+        tmp_path: Path) -> None:
+    """In-place resize (Volcano's determineContainerReqs): the largest of the spec's,
+    the status' and the allocated requests; an infeasible resize leaves out the spec."""
+    container = {"name": "a", "resources": {"requests": {"cpu": "1"}}}
+    status = {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "2"}},
+                                     "allocatedResources": {"cpu": "4"}}]}
+    scenario = load_kubectl_dump(write(tmp_path, _one_pod_dump(
+        {"containers": [container]}, status)))
+    assert scenario.tasks[0].resreq.milli_cpu == 4000
+    container = {"name": "a", "resources": {"requests": {"cpu": "8"}}}
+    status = {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "2"}}}],
+              "conditions": [{"type": "PodResizePending", "reason": "Infeasible",
+                              "status": "True"}]}
+    scenario = load_kubectl_dump(write(tmp_path, _one_pod_dump(
+        {"containers": [container]}, status)))
+    assert scenario.tasks[0].resreq.milli_cpu == 2000
+
+
+def test_each_container_s_requests_are_rounded_before_they_are_summed(tmp_path: Path) -> None:
+    """Volcano's NewResource per container: 1500u twice is 2m + 2m, not 3m."""
+    containers = [{"name": n, "resources": {"requests": {"cpu": "1500u", "memory": "0.5"}}}
+                  for n in ("a", "b")]
+    scenario = load_kubectl_dump(write(tmp_path, _one_pod_dump({"containers": containers})))
+    assert scenario.tasks[0].resreq.milli_cpu == 4
+    assert scenario.tasks[0].resreq.memory == 2
+
+
 def test_pods_map_to_tasks_as_volcano_sees_them() -> None:
     scenario = load_kubectl_dump(DUMP)
     tasks = {t.uid: t for t in scenario.tasks}

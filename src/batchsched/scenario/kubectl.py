@@ -225,6 +225,25 @@ def _add(total: Quantities, more: Mapping[str, Fraction]) -> Quantities:
     return total
 
 
+def _rounded(quantities: Mapping[str, Fraction]) -> Quantities:
+    """Each amount as Volcano's ``NewResource`` keeps it: memory in whole bytes, the
+    others in thousandths, rounded up."""
+    return {name: (Fraction(math.ceil(amount)) if name == "memory"
+                   else Fraction(math.ceil(amount * 1000), 1000))
+            for name, amount in quantities.items()}
+
+
+def _resize_infeasible(status: Mapping[str, Any]) -> bool:
+    """Kubernetes' ``IsPodResizeInfeasible``: a PodResizePending condition with reason
+    Infeasible (or the older ``status.resize: Infeasible``)."""
+    if status.get("resize") == "Infeasible":
+        return True
+    conditions = status.get("conditions")
+    return isinstance(conditions, list) and any(
+        isinstance(c, Mapping) and c.get("type") == "PodResizePending"
+        and c.get("reason") == "Infeasible" for c in conditions)
+
+
 def _formatted(quantities: Mapping[str, Fraction]) -> dict[str, str]:
     return {name: _format(name, amount) for name, amount in quantities.items()}
 
@@ -598,32 +617,90 @@ class _Converter:
         given = self.mapping(resources.get("requests"), who, f"{field}.resources.requests")
         return {**{k: v for k, v in limits.items() if k not in given}, **requests}
 
-    def pod_requests(self, spec: Mapping[str, Any], who: str
+    def pod_requests(self, spec: Mapping[str, Any], status: Mapping[str, Any], who: str
                      ) -> tuple[Quantities, Quantities | None]:
         """The containers' requests (plus sidecars and overhead) and what the pod needs
-        while its init containers run, as Kubernetes' ``PodRequests`` computes them."""
+        while its init containers run, as Volcano's ``GetPodResourceRequest`` computes
+        them: each container's requests rounded as ``NewResource`` rounds them, a
+        resized container's as its status says (in-place resize), then the pod-level
+        cpu and memory in their place when the pod sets them."""
+        resized = self.container_statuses(status, "containerStatuses", who)
+        resized_init = self.container_statuses(status, "initContainerStatuses", who)
+        infeasible = _resize_infeasible(status)
         total: Quantities = {}
         for i, container in enumerate(self.seq(spec.get("containers"), who,
                                                "spec.containers")):
-            _add(total, self.container_requests(container, who, f"spec.containers[{i}]"))
+            field = f"spec.containers[{i}]"
+            own = self.container_requests(container, who, field)
+            own = self.resized(own, resized, container, infeasible=infeasible, who=who,
+                               field=field)
+            _add(total, _rounded(own))
         sidecars: Quantities = {}
         init: Quantities = {}
         inits = self.seq(spec.get("initContainers"), who, "spec.initContainers")
         for i, container in enumerate(inits):
-            own = self.container_requests(container, who, f"spec.initContainers[{i}]")
+            field = f"spec.initContainers[{i}]"
+            own = self.container_requests(container, who, field)
             if container.get("restartPolicy") == "Always":  # a sidecar keeps running
-                _add(sidecars, own)
+                own = self.resized(own, resized_init, container, infeasible=infeasible,
+                                   who=who, field=field)
+                _add(sidecars, _rounded(own))
                 need = dict(sidecars)
             else:
-                need = _add(dict(own), sidecars)
+                need = _add(dict(_rounded(own)), sidecars)
             for name, amount in need.items():
                 init[name] = max(init.get(name, Fraction(0)), amount)
-        overhead = self.quantities(spec.get("overhead"), who, "spec.overhead")
-        _add(_add(total, sidecars), overhead)
+        overhead = _rounded(self.quantities(spec.get("overhead"), who, "spec.overhead"))
+        _add(total, sidecars)
+        pod_level = self.pod_level_requests(spec, who)
+        for name, amount in pod_level.items():
+            total[name] = amount
+            if name in init:
+                init[name] = amount
+        _add(total, overhead)
         if not inits:
             return total, None
         return total, {name: amount + overhead.get(name, Fraction(0))
                        for name, amount in init.items()}
+
+    def pod_level_requests(self, spec: Mapping[str, Any], who: str) -> Quantities:
+        """The pod-level cpu and memory requests (``spec.resources``; Kubernetes'
+        PodLevelResources), which replace the containers' sum when set."""
+        resources = self.mapping(spec.get("resources"), who, "spec.resources")
+        requests = self.quantities(resources.get("requests"), who, "spec.resources.requests")
+        return _rounded({name: amount for name, amount in requests.items()
+                         if name in ("cpu", "memory")})
+
+    def container_statuses(self, status: Mapping[str, Any], key: str, who: str
+                           ) -> dict[str, Mapping[str, Any]]:
+        """The container statuses that report resources, by container name."""
+        out: dict[str, Mapping[str, Any]] = {}
+        for i, raw in enumerate(self.seq(status.get(key), who, f"status.{key}")):
+            entry = self.mapping(raw, who, f"status.{key}[{i}]")
+            if entry.get("resources") is not None:
+                out[self.text(entry.get("name"), who, f"status.{key}[{i}].name")] = entry
+        return out
+
+    def resized(self, own: Quantities, statuses: Mapping[str, Mapping[str, Any]],
+                container: Any, *, infeasible: bool, who: str, field: str) -> Quantities:
+        """A container's requests under in-place resize (Volcano's
+        ``determineContainerReqs``): the largest of the spec's (unless the resize is
+        infeasible), the status' and the allocated resources."""
+        entry = statuses.get(str(container.get("name")))
+        if entry is None:
+            return own
+        where = f"{field} status"
+        reported = self.quantities(
+            self.mapping(entry.get("resources"), who, f"{where}.resources").get("requests"),
+            who, f"{where}.resources.requests")
+        allocated = self.quantities(entry.get("allocatedResources"), who,
+                                    f"{where}.allocatedResources")
+        out: Quantities = dict(reported) if infeasible else dict(own)
+        for more in ((allocated,) if infeasible else (reported, allocated)):
+            for name, amount in more.items():
+                if name not in out or amount > out[name]:
+                    out[name] = amount
+        return out
 
     def pod(self, item: _Item) -> dict[str, Any] | None:
         (spec, status), who = self.parts(item), item.who
@@ -633,7 +710,7 @@ class _Converter:
         node = self.text(spec.get("nodeName"), who, "spec.nodeName")
         scheduler = self.text(spec.get("schedulerName"), who,
                               "spec.schedulerName") or "default-scheduler"
-        requests, init = self.pod_requests(spec, who)
+        requests, init = self.pod_requests(spec, status, who)
         ours = scheduler in self.scheduler_names
         if not ours and not node:
             self.warn(who, f"left out: it waits for scheduler {scheduler!r}, and Volcano "
