@@ -140,6 +140,18 @@ def test_pod_level_requests_replace_the_containers_cpu_and_memory(tmp_path: Path
     assert task.resreq.get("example.com/foo") == 1000
 
 
+def test_a_pod_s_own_pod_group_asks_the_pod_s_quota_usage(tmp_path: Path) -> None:
+    """Volcano's PodGroup controller writes the pod's quota usage as minResources
+    (CalTaskRequests): quotas on requests.cpu, pods or a GPU then hold it back."""
+    document = scenario_document_from_kubectl(_one_pod_dump({"containers": [
+        {"name": "a", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "2"},
+                                    "limits": {"cpu": "2", "nvidia.com/gpu": "2"}}}]}),
+        source="dump.json")
+    assert document["jobs"][0]["minResources"] == {
+        "count/pods": "1", "pods": "1", "cpu": "1", "requests.cpu": "1",
+        "nvidia.com/gpu": "2", "requests.nvidia.com/gpu": "2", "limits.cpu": "2"}
+
+
 def test_a_resized_container_asks_the_most_of_spec_status_and_allocation(
         tmp_path: Path) -> None:
     """In-place resize (Volcano's determineContainerReqs): the largest of the spec's,

@@ -225,6 +225,26 @@ def _add(total: Quantities, more: Mapping[str, Fraction]) -> Quantities:
     return total
 
 
+def _quota_usage(requests: Mapping[str, Fraction], limits: Mapping[str, Fraction], *,
+                 ended: bool) -> Quantities:
+    """A pod's usage as a ResourceQuota counts it, which Volcano's PodGroup controller
+    writes as the minResources of a pod's own PodGroup (``GetPodQuotaUsage``): the
+    object count; for a pod not ended, one pod, its cpu, memory and ephemeral storage
+    requests under both names, their limits, and hugepages and extended resources
+    under their names and as ``requests.`` names."""
+    usage: Quantities = {"count/pods": Fraction(1)}
+    if ended:
+        return usage
+    usage["pods"] = Fraction(1)
+    for name, amount in requests.items():
+        if name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-") or (
+                "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")):
+            usage[name] = usage[f"requests.{name}"] = amount
+    for name, amount in limits.items():
+        usage[f"limits.{name}"] = amount
+    return usage
+
+
 def _rounded(quantities: Mapping[str, Fraction]) -> Quantities:
     """Each amount as Volcano's ``NewResource`` keeps it: memory in whole bytes, the
     others in thousandths, rounded up."""
@@ -663,6 +683,34 @@ class _Converter:
         return total, {name: amount + overhead.get(name, Fraction(0))
                        for name, amount in init.items()}
 
+    def pod_limits(self, spec: Mapping[str, Any], who: str) -> Quantities:
+        """The pod's cpu and memory limits as a quota counts them (Kubernetes'
+        ``PodLimits``): the containers' and sidecars' sum, or the largest init
+        container's when larger, plus the overhead of what is limited."""
+        def limits(container: Any, field: str) -> Quantities:
+            resources = self.mapping(self.mapping(container, who, field).get("resources"),
+                                     who, f"{field}.resources")
+            found = self.quantities(resources.get("limits"), who, f"{field}.resources.limits")
+            return {k: v for k, v in found.items() if k in ("cpu", "memory")}
+
+        total: Quantities = {}
+        for i, container in enumerate(self.seq(spec.get("containers"), who,
+                                               "spec.containers")):
+            _add(total, limits(container, f"spec.containers[{i}]"))
+        largest: Quantities = {}
+        for i, container in enumerate(self.seq(spec.get("initContainers"), who,
+                                               "spec.initContainers")):
+            own = limits(container, f"spec.initContainers[{i}]")
+            if container.get("restartPolicy") == "Always":
+                _add(total, own)
+            for name, amount in own.items():
+                largest[name] = max(largest.get(name, Fraction(0)), amount)
+        for name, amount in largest.items():
+            total[name] = max(total.get(name, Fraction(0)), amount)
+        overhead = self.quantities(spec.get("overhead"), who, "spec.overhead")
+        return {name: amount + overhead.get(name, Fraction(0))
+                for name, amount in total.items()}
+
     def pod_level_requests(self, spec: Mapping[str, Any], who: str) -> Quantities:
         """The pod-level cpu and memory requests (``spec.resources``; Kubernetes'
         PodLevelResources), which replace the containers' sum when set."""
@@ -745,11 +793,13 @@ class _Converter:
             effective = dict(requests)
             for key, amount in (init or {}).items():
                 effective[key] = max(effective.get(key, Fraction(0)), amount)
+            # The controller's minResources: the pod's quota usage (CalTaskRequests).
             self.jobs[(namespace, group)] = _drop_none({
                 "name": group, "namespace": namespace,
                 "queue": fields["annotations"].get(QUEUE_NAME) or "default", "minMember": 1,
-                "minResources": None if phase in _COMPLETED else _formatted(
-                    {k: v for k, v in effective.items() if k in ("cpu", "memory")}),
+                "minResources": _formatted(_quota_usage(
+                    {} if phase in _COMPLETED else effective,
+                    self.pod_limits(spec, who), ended=phase in _COMPLETED)),
                 "phase": "Running" if node else None,
                 "priorityClassName": spec.get("priorityClassName") or None,
                 "createdAt": fields["createdAt"],
