@@ -43,8 +43,8 @@ def test_allocate_leaves_a_gated_pod_pending_and_records_no_failed_scheduling() 
 
 @pytest.mark.parametrize("gate", ["example.com/wait", QUEUE_ALLOCATION_GATE])
 def test_a_gang_with_a_gated_member_does_not_start(gate: str) -> None:
-    outcome = run(f"""
-        config: {{actions: "enqueue, allocate", tiers: [{{plugins: [{{name: gang}}]}}]}}
+    outcome = run("""
+        config: {actions: "enqueue, allocate", tiers: [{plugins: [{name: gang}]}]}
         """, f"""
         jobs:
           - {{name: pg, namespace: c1, queue: q1, minMember: 2}}

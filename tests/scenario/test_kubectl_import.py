@@ -26,6 +26,7 @@ from batchsched.scenario import load_scenario, run_scenario
 from batchsched.scenario.kubectl import (
     is_kubectl_dump,
     load_kubectl_dump,
+    load_scenario_or_dump,
     scenario_document_from_kubectl,
 )
 
@@ -618,3 +619,32 @@ def test_a_configmap_naming_an_unknown_action_is_refused_at_import_naming_it() -
     cm["data"]["volcano-scheduler.conf"] = conf.replace("allocate", "allocat", 1)
     with pytest.raises(ConfigError, match=r"ConfigMap .*unknown action 'allocat'"):
         scenario_document_from_kubectl(document, source="dump.json")
+
+
+def test_several_dumps_in_one_file_are_one_list(tmp_path: Path) -> None:
+    """The outputs of several ``kubectl get`` commands appended (JSON values one after
+    another, or a YAML stream), and Lists within the List, give all their objects."""
+    document = dump()
+    nodes = [i for i in document["items"] if i["kind"] == "Node"]
+    rest = [i for i in document["items"] if i["kind"] != "Node"]
+    whole = load_kubectl_dump(DUMP)
+    node_list = {"apiVersion": "v1", "kind": "NodeList",
+                 "items": [{k: v for k, v in n.items() if k != "kind"} for n in nodes]}
+    appended = write(tmp_path, json.dumps(node_list) + "\n" + json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": rest}), "appended.json")
+    stream = write(tmp_path, yaml.safe_dump_all(
+        [{"apiVersion": "v1", "kind": "List", "items": rest}, *nodes]), "stream.yaml")
+    nested = write(tmp_path, {"apiVersion": "v1", "kind": "List", "items": [node_list, *rest]},
+                   "nested.json")
+    for path in (appended, stream, nested):
+        scenario = load_kubectl_dump(path)
+        assert sorted(n.name for n in scenario.nodes) == sorted(n.name for n in whole.nodes)
+        assert len(scenario.tasks) == len(whole.tasks)
+        assert len(run_scenario(load_scenario_or_dump(path)).binds) == len(
+            run_scenario(whole).binds)
+
+
+def test_a_scenario_of_two_documents_keeps_the_loader_s_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "version: 1\nname: a\n---\nversion: 1\nname: b\n", "s.yaml")
+    with pytest.raises(ScenarioError, match="malformed document"):
+        load_scenario_or_dump(path)

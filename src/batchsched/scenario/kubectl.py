@@ -124,10 +124,20 @@ def load_scenario_or_dump(path: str | Path) -> Scenario:
     try:
         return load_scenario(path)
     except ScenarioError as exc:
-        # A List is no scenario: its top-level keys are unknown to the format.
-        if not exc.path.startswith("(top level)."):
-            raise
-        document = _read_document(str(path))
+        # A List is no scenario: its top-level keys are unknown to the format. Several
+        # documents are none either: they may be the outputs of several kubectl gets.
+        several = not exc.path.startswith("(top level).")
+        if several:
+            try:
+                several = len(_read_values(str(path))) > 1
+            except ScenarioError:
+                several = False
+            if not several:
+                raise
+        try:
+            document = _read_document(str(path))
+        except ScenarioError:
+            raise exc from None
         if not is_kubectl_dump(document):
             if isinstance(document, Mapping) and "apiVersion" in document \
                     and isinstance(document.get("kind"), str):
@@ -155,20 +165,62 @@ def _read_text(path: str | Path) -> str:
 
 
 def _read_document(source: str) -> Any:
+    """The file's document; several (a YAML stream, JSON values one after another: the
+    outputs of several ``kubectl get`` commands) make one List of their objects."""
+    values = _read_values(source)
+    if len(values) <= 1:
+        return values[0] if values else None
+    items: list[Any] = []
+    for k, value in enumerate(values, 1):
+        if is_kubectl_dump(value):
+            items.extend(_list_items(value))
+        elif isinstance(value, Mapping) and isinstance(value.get("kind"), str):
+            items.append(value)
+        else:
+            raise ScenarioError(f"document {k} of {len(values)} is neither a Kubernetes "
+                                "object nor a List of them", source=source)
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def _read_values(source: str) -> list[Any]:
     text = _read_text(source)
     if text.lstrip().startswith(("{", "[")):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ScenarioError(f"malformed JSON at line {exc.lineno}: {exc.msg}",
-                                source=source) from exc
+        decoder, at = json.JSONDecoder(), 0
+        values: list[Any] = []
+        while True:
+            while at < len(text) and text[at].isspace():
+                at += 1
+            if at == len(text):
+                return values
+            try:
+                value, at = decoder.raw_decode(text, at)
+            except json.JSONDecodeError as exc:
+                raise ScenarioError(f"malformed JSON at line {exc.lineno}: {exc.msg}",
+                                    source=source) from exc
+            values.append(value)
     try:
-        return yaml.safe_load(text)
+        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ScenarioError(f"neither JSON nor YAML{where}: {getattr(exc, 'problem', exc)}",
                             source=source) from exc
+
+
+def _list_items(dump: Mapping[str, Any]) -> list[Any]:
+    """A List's objects, those of Lists within it included; a typed list's (PodList)
+    objects, which leave out their kind, get it."""
+    kind = str(dump["kind"])
+    default_kind = kind[: -len("List")] if kind != "List" else ""
+    items: list[Any] = []
+    for obj in dump["items"]:
+        if is_kubectl_dump(obj):
+            items.extend(_list_items(obj))
+        elif isinstance(obj, Mapping) and not obj.get("kind") and default_kind:
+            items.append({**obj, "kind": default_kind})
+        else:
+            items.append(obj)
+    return items
 
 
 def _read_dump(source: str) -> Mapping[str, Any]:
@@ -412,15 +464,14 @@ class _Converter:
         objects of other kinds are counted in one warning."""
         if not is_kubectl_dump(dump):
             raise ScenarioError("not a kubectl List (kind List with items)", source=self.source)
-        kind = str(dump["kind"])  # a typed list (PodList) leaves its items' kind out
-        default_kind = kind[: -len("List")] if kind != "List" else ""
         by_kind: dict[str, list[_Item]] = {k: [] for k in _READ_KINDS}
         config_maps: list[tuple[str, str]] = []
         skipped: dict[str, int] = {}
-        for i, obj in enumerate(dump["items"]):
+        # Lists within the List (a NodeList among its items) give their objects.
+        for i, obj in enumerate(_list_items(dump)):
             if not isinstance(obj, Mapping):
                 raise self.fail(f"items[{i}]", "", f"not an object: {obj!r}")
-            item_kind = obj.get("kind") or default_kind
+            item_kind = obj.get("kind")
             meta = self.mapping(obj.get("metadata"), f"items[{i}]", "metadata")
             name = meta.get("name")
             if not isinstance(item_kind, str) or not item_kind:
