@@ -648,3 +648,11 @@ def test_a_scenario_of_two_documents_keeps_the_loader_s_error(tmp_path: Path) ->
     path = write(tmp_path, "version: 1\nname: a\n---\nversion: 1\nname: b\n", "s.yaml")
     with pytest.raises(ScenarioError, match="malformed document"):
         load_scenario_or_dump(path)
+
+
+def test_the_loader_s_warnings_name_the_kubernetes_object(tmp_path: Path) -> None:
+    document = dump()
+    item(document, "PodGroup", "eval")["spec"]["priorityClassName"] = "missing-class"
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    assert any("PodGroup team-a/eval: spec.priorityClassName: no priority class "
+               "'missing-class'" in w for w in scenario.warnings), scenario.warnings

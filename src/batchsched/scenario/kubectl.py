@@ -518,7 +518,18 @@ class _Converter:
             scenario = parse_scenario(document, source=self.source)
         except ScenarioError as exc:
             raise self.renamed(exc) from exc
-        return attrs.evolve(scenario, warnings=(*self.warnings, *scenario.warnings))
+        return attrs.evolve(scenario, warnings=(
+            *self.warnings, *map(self.renamed_warning, scenario.warnings)))
+
+    def renamed_warning(self, warning: str) -> str:
+        """A loader warning (``SOURCE: PATH: problem``) renamed as errors are."""
+        prefix = f"{self.source}: "
+        if not warning.startswith(prefix):
+            return warning
+        path, separator, problem = warning[len(prefix):].partition(": ")
+        if not separator:
+            return warning
+        return str(self.renamed(ScenarioError(problem, source=self.source, path=path)))
 
     def renamed(self, exc: ScenarioError) -> ScenarioError:
         match = re.fullmatch(r"(\w+)\[(\d+)\](?: \([^)]*\))?\.?(.*)", exc.path, re.S)
