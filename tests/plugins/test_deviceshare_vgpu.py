@@ -717,3 +717,23 @@ def test_explain_says_which_vgpu_rule_failed() -> None:
     assert task["details"] == {
         "hami-vgpuDeviceSharing error (not enough gpu fitted on this node)": 1}
     assert "(not enough" not in run(doc)["events"][0]["message"]
+
+
+def test_without_the_predicates_plugin_no_vgpu_is_taken() -> None:
+    """Volcano's device Allocate runs from the predicates plugin's event handlers:
+    without it nothing is taken in the session, so a second pod sees the GPU empty
+    and both go there."""
+    # The node's vgpu-memory allocatable holds both requests; its one GPU does not.
+    body = "nodes:\n" + node_yaml("n1", 1).replace(
+        "volcano.sh/vgpu-memory: 16384", "volcano.sh/vgpu-memory: 32768") + """
+jobs:
+- {name: j1, minMember: 1, phase: Inqueue, createdAt: 1}
+- {name: j2, minMember: 1, phase: Inqueue, createdAt: 2}
+tasks:
+""" + task_yaml("t1", "j1", 10000) + "\n" + task_yaml("t2", "j2", 10000) + "\n"
+    alone = run(document(body, vgpu(), actions="enqueue, allocate"))
+    assert sorted(alone["binds"]) == ["default/t1", "default/t2"]
+    assert "vgpuDevices" not in alone or not alone["vgpuDevices"]
+    with_predicates = run(document(body, plugin("predicates"), vgpu(),
+                                   actions="enqueue, allocate"))
+    assert sorted(with_predicates["binds"]) == ["default/t1"]

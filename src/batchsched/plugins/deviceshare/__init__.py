@@ -283,7 +283,7 @@ class DeviceSharePlugin:
                 device_fit_error,
                 lambda task, columns: self.fits_all(ssn, task, columns),
                 lambda task, columns: self.preempt_fits_all(ssn, task, columns)))
-            if self.node_lock and self.sharing_locks:
+            if self.node_lock and self.sharing_locks and _takes_devices(ssn):
                 ssn.add_event_handler(EventHandler(
                     allocate=lambda event: self.lock_for_shared_gpu(ssn, event),
                     plugin=self.name))
@@ -362,8 +362,9 @@ class DeviceSharePlugin:
             self.hidden_resources(ssn)
             vnpus = self._ascend
         assert vnpus is not None
-        ssn.add_event_handler(EventHandler(allocate=vnpus.reserve, deallocate=vnpus.release,
-                                           plugin=self.name))
+        if _takes_devices(ssn):
+            ssn.add_event_handler(EventHandler(allocate=vnpus.reserve,
+                                               deallocate=vnpus.release, plugin=self.name))
         return _DeviceKind(vnpus.predicate, vnpus.simulate_predicate, vnpus.column,
                            vnpus.preempt_column, vnpus.score, vnpus.column_score)
 
@@ -371,12 +372,20 @@ class DeviceSharePlugin:
         config = self._device_config(ssn)
         vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names, self.weight,
                              self.exclusive_rules, node_lock=self.node_lock)
-        ssn.add_event_handler(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
-                                           plugin=self.name))
+        if _takes_devices(ssn):
+            ssn.add_event_handler(EventHandler(allocate=vgpus.reserve,
+                                               deallocate=vgpus.release, plugin=self.name))
         ssn.add_queue_resource_fn(self.name, vgpus.queue_usage)
         # Topology-aware preemption asks the predicate on the node copy its victims left.
         return _DeviceKind(vgpus.predicate, vgpus.predicate, vgpus.column,
                            vgpus.preempt_column, vgpus.score, vgpus.column_score)
+
+
+def _takes_devices(ssn: Session) -> bool:
+    """Whether placements take devices this session: Volcano's device ``Allocate`` and
+    ``Release`` run from the predicates plugin's event handlers, so without predicates
+    devices are filtered and scored but never taken (nor node locks)."""
+    return ssn.configuration.plugin_option("predicates") is not None
 
 
 @attrs.frozen
