@@ -297,7 +297,8 @@ def test_uuids_that_contain_one_another() -> None:
 
 def test_queue_status_counts_the_vgpus_held_not_the_request() -> None:
     """Volcano's AddQueueResource: a task on two GPUs counts its memory twice, and one
-    asking no memory counts all of its GPU's."""
+    asking no memory counts all of its GPU's; but only once the pod object carries its
+    devices: in the session that placed them, the request counts."""
     doc = document("\n".join([
         "nodes:", node_yaml("n1", 3),
         "jobs:", "- {name: j1, minMember: 2, phase: Inqueue}",
@@ -305,12 +306,19 @@ def test_queue_status_counts_the_vgpus_held_not_the_request() -> None:
         "- {name: whole, job: j1, requests: {cpu: 1, volcano.sh/vgpu-number: 1, "
         "volcano.sh/vgpu-cores: 10}}"]),
         plugin("gang"), plugin("predicates"), vgpu("binpack"), actions="allocate")
-    got = run(doc)
-    assert set(got["binds"]) == {"default/two", "default/whole"}
-    allocated = got["queueStatus"]["default"]["allocated"]
-    assert allocated["volcano.sh/vgpu-memory"] == str(2 * 4096 + 16384)
-    assert allocated["volcano.sh/vgpu-cores"] == str(2 * 25 + 10)
-    assert allocated["volcano.sh/vgpu-number"] == "3"
+    scenario = parse_scenario(doc, source="<test>")
+    cache = scenario.build_cache()
+    scheduler = Scheduler(cache, scenario.configuration)
+    scheduler.run_once()
+    assert {b.task for b in cache.binds} == {"default/two", "default/whole"}
+    placing = cache.queues["default"].status.allocated
+    assert placing.get("volcano.sh/vgpu-memory") == 4096 * 1000
+    assert placing.get("volcano.sh/vgpu-cores") == (25 + 10) * 1000
+    scheduler.run_once()
+    held = cache.queues["default"].status.allocated
+    assert held.get("volcano.sh/vgpu-memory") == (2 * 4096 + 16384) * 1000
+    assert held.get("volcano.sh/vgpu-cores") == (2 * 25 + 10) * 1000
+    assert held.get("volcano.sh/vgpu-number") == 3 * 1000
 
 
 def test_queue_status_keeps_the_request_of_devices_not_on_the_node() -> None:

@@ -492,6 +492,9 @@ class _VgpuSession:
         self.names = names
         self.weight = weight
         self.exclusive_rules = exclusive_rules
+        #: Tasks given devices in this session: Volcano writes them on the binding,
+        #: not on the pod object its queue status reads.
+        self.assigned_now: set[str] = set()
 
     def asks(self, task: TaskInfo) -> bool:
         return requests_vgpu(task.resreq, self.names)
@@ -581,6 +584,7 @@ class _VgpuSession:
                 node.vgpu.remove_task(task.uid, {ASSIGNED_IDS_ANNOTATION: ids})
                 raise
         now = str(int(self.ssn.now))
+        self.assigned_now.add(task.uid)
         # A new mapping: the task's annotations may be shared with the cache's copy.
         task.annotations = {
             **task.annotations,
@@ -612,9 +616,11 @@ class _VgpuSession:
     def queue_usage(self, task: TaskInfo, node: NodeInfo) -> dict[str, float]:
         """What a placed task's vGPUs count in its queue's status (Volcano's
         ``AddQueueResource``): the memory and cores of every vGPU it holds on the node,
-        in milli, instead of its request (which names one GPU's share)."""
+        in milli, instead of its request (which names one GPU's share). A task given
+        its devices in this session counts its request: Volcano reads the devices off
+        the pod object, which the binding has not reached yet."""
         devices = node.vgpu
-        if devices is None or not self.asks(task):
+        if devices is None or not self.asks(task) or task.uid in self.assigned_now:
             return {}
         memory_name, cores_name = self.names.memory, self.names.cores
         counted: dict[str, float] = {}
