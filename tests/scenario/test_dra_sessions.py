@@ -105,11 +105,15 @@ def _claim_reserved_for_256() -> dict[str, Any]:
 
 
 def test_a_claim_reserved_for_256_pods_takes_no_more() -> None:
+    """kube's PreFilter: an allocated claim that cannot be reserved for one more pod is
+    "in use": the pod waits, nothing is placed (the bind used to be tried and fail)."""
     doc = _claim_reserved_for_256()
     scenario = parse_scenario(doc)
     cache = scenario.build_cache()
-    Scheduler(cache, scenario.configuration).run_once()
-    assert not cache.binds
+    ssn = Scheduler(cache, scenario.configuration).run_once()
+    assert not cache.binds and not cache.unbinds
+    assert any(e.reason == "FailedScheduling" and "resourceclaim in use" in e.message
+               for e in ssn.events)
 
 
 def test_a_pod_with_claims_to_allocate_is_not_pipelined() -> None:
@@ -226,7 +230,8 @@ def test_a_claim_reserved_for_256_pods_takes_no_more_in_a_run_either() -> None:
     doc = _claim_reserved_for_256()
     decisions = run_scenario(parse_scenario(doc))
     assert decisions.binds == {}
-    assert any("reservedFor: Too many" in e["message"] for e in decisions.events)
+    assert any(e["message"] == "0/1 nodes are unavailable: 1 plugin DynamicResources "
+               "pre-predicates failed resourceclaim in use." for e in decisions.events)
 
 
 def test_a_pod_with_claims_is_not_placed_without_the_pre_filter() -> None:

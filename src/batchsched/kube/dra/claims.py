@@ -18,6 +18,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 import attrs
 
 from batchsched.kube.dra.objects import (
+    MAX_RESERVED_FOR,
     AllocationResult,
     PodClaim,
     ResourceClaim,
@@ -63,10 +64,6 @@ def claim_keys(namespace: str, pod: str, entries: Sequence[PodClaim]) -> list[st
         if isinstance(key, str):
             keys.append(key)
     return keys
-
-
-#: At most this many pods in a claim's ``reservedFor`` (the API server's limit).
-MAX_RESERVED_FOR = 256
 
 
 def check_reservations(pod_uid: str, keys: Sequence[str],

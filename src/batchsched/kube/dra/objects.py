@@ -21,6 +21,7 @@ from batchsched.kube.taints import Taint, Toleration
 __all__ = [
     "ALL",
     "EXACT_COUNT",
+    "MAX_RESERVED_FOR",
     "AllocationResult",
     "DeviceClass",
     "DeviceConstraint",
@@ -39,6 +40,8 @@ EXACT_COUNT = "ExactCount"
 ALL = "All"
 #: At most this many devices per claim (the API's ``AllocationResultsMaxSize``).
 MAX_DEVICES_PER_CLAIM = 32
+#: At most this many pods in a claim's ``reservedFor`` (the API server's limit).
+MAX_RESERVED_FOR = 256
 #: At most this many alternatives in a ``firstAvailable`` request.
 MAX_SUBREQUESTS = 8
 

@@ -47,6 +47,7 @@ from batchsched.kube.dra.allocator import (
     subrequest_score,
 )
 from batchsched.kube.dra.objects import (
+    MAX_RESERVED_FOR,
     AllocationResult,
     DeviceClass,
     PodClaim,
@@ -211,6 +212,11 @@ class DynamicResources:
             return None
         for claim in claims:
             if claim.allocation is not None:
+                # Reserved for as many pods as a claim may be, none of them this one:
+                # the pod has to wait (kube's PreFilter, "resourceclaim in use").
+                if (pod_uid not in claim.reserved_for
+                        and len(claim.reserved_for) >= MAX_RESERVED_FOR):
+                    return DraRejection(UNSCHEDULABLE_AND_UNRESOLVABLE, "resourceclaim in use")
                 continue
             holder = self.held.get(claim.key)
             if holder is not None and holder[0] != pod_uid:
