@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from batchsched.errors import QuantityError
+from batchsched.kube.cel.re2 import Re2Error, python_pattern
 from batchsched.kube.cel.values import (
     INT_MAX,
     INT_MIN,
@@ -112,9 +113,10 @@ def _to_bytes(value: Any) -> bytes:
 
 @functools.lru_cache(maxsize=256)
 def _pattern(pattern: str) -> re.Pattern[str]:
+    """An RE2 pattern (cel-go's ``matches`` uses Go's ``regexp``), read as RE2 reads it."""
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return re.compile(python_pattern(pattern))
+    except (Re2Error, re.error) as exc:
         raise CelEvaluationError(f"invalid regular expression {pattern!r}: {exc}") from None
 
 

@@ -1,0 +1,250 @@
+"""RE2 patterns (CEL's ``matches()``, Go's ``regexp``) as Python patterns that match
+the same strings.
+
+Where the two syntaxes read a pattern differently, the RE2 reading is written out:
+``$`` is the end of the text (Python's also matches before a final newline), the
+Perl classes ``\\d``, ``\\w``, ``\\s`` and the word boundaries are ASCII, ``\\z``
+is Python's ``\\Z``, a ``{`` that does not open a repetition RE2 knows (``{n}``,
+``{n,}``, ``{n,m}``) is a literal brace (Python reads ``{,m}`` as a repetition),
+flags set within a pattern hold to the end of their group, ``(?<name>...)`` names a
+group, and the ASCII classes (``[[:alpha:]]``) are ranges. Syntax RE2 refuses and
+Python accepts (lookaround, backreferences, atomic groups, possessive quantifiers,
+``\\Z``) is an error here too; so are Unicode classes (``\\pL``), which Python's
+``re`` lacks.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["Re2Error", "python_pattern"]
+
+
+class Re2Error(ValueError):
+    """The pattern is not one RE2 accepts."""
+
+
+_CLASSES_OUTSIDE = {"d": "[0-9]", "D": "[^0-9]", "w": "[0-9A-Za-z_]", "W": "[^0-9A-Za-z_]",
+                    "s": "[\\t\\n\\f\\r ]", "S": "[^\\t\\n\\f\\r ]"}
+_CLASSES_INSIDE = {"d": "0-9", "w": "0-9A-Za-z_", "s": "\\t\\n\\f\\r "}
+#: RE2's ASCII classes (``[[:alpha:]]``), as ranges within a class.
+_ASCII_CLASSES = {
+    "alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": "\\x00-\\x7f", "blank": "\\t ",
+    "cntrl": "\\x00-\\x1f\\x7f", "digit": "0-9", "graph": "!-~", "lower": "a-z",
+    "print": " -~", "punct": "!-/:-@\\[-`{-~", "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
+}
+_ASCII_CLASS = re.compile(r"\[:(\^?[a-z]+):\]")
+_WORD = "[0-9A-Za-z_]"
+_BOUNDARY = f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
+_NOT_BOUNDARY = f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"
+_REPEAT = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
+_FLAG_GROUP = re.compile(r"\(\?([imsU]*(?:-[imsU]*)?)([:)])")
+#: RE2's largest repetition count.
+_MAX_REPEAT = 1000
+
+
+def python_pattern(pattern: str) -> str:
+    """The Python pattern matching what the RE2 ``pattern`` matches; :class:`Re2Error`
+    for syntax RE2 refuses."""
+    return _Translation(pattern).run()
+
+
+class _Translation:
+    """One pass over an RE2 pattern. Flags set inside a pattern (``a(?i)b``) hold to
+    the end of their group in RE2, alternatives included; Python takes global flags
+    only at the start, so each becomes a scoped group (``(?i:b)``), closed before every
+    ``|`` and ``)`` of its group and opened again after a ``|``."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.out: list[str] = []
+        #: Per open group (the pattern itself first), the flags set within it so far.
+        self.flags: list[list[str]] = [[]]
+        self.multiline = False
+
+    def run(self) -> str:
+        pattern, out = self.pattern, self.out
+        i, n = 0, len(pattern)
+        while i < n:
+            char = pattern[i]
+            if char == "\\":
+                i = self.escape(i)
+            elif char == "[":
+                i = self.char_class(i)
+            elif char == "(":
+                i = self.group(i)
+            elif char == ")":
+                self.close_flags()
+                if len(self.flags) > 1:
+                    self.flags.pop()
+                out.append(")")
+                i += 1
+            elif char == "|":
+                self.close_flags()
+                out.append("|")
+                out.extend(f"(?{flags}:" for flags in self.flags[-1])
+                i += 1
+            elif char == "{":
+                i = self.repeat(i)
+            elif char in "*+?":
+                out.append(char)
+                i += 1
+                if i < n and pattern[i] == "?":  # lazy
+                    out.append("?")
+                    i += 1
+                _no_possessive(pattern, i)
+            elif char == "$":
+                # Python's $ also matches before a final newline; RE2's does only with m.
+                out.append("(?:$)" if self.multiline else "(?:\\Z)")
+                i += 1
+            elif char == "^":
+                out.append("(?:^)")  # a group: RE2 lets an assertion be repeated
+                i += 1
+            else:
+                out.append(char)
+                i += 1
+        self.close_flags()
+        return "".join(out)
+
+    def close_flags(self) -> None:
+        self.out.append(")" * len(self.flags[-1]))
+
+    def escape(self, i: int) -> int:
+        pattern, out = self.pattern, self.out
+        if i + 1 >= len(pattern):
+            raise Re2Error("trailing backslash at end of expression")
+        escaped = pattern[i + 1]
+        i += 2
+        if escaped == "Q":  # \Q...\E: literal text
+            end = pattern.find("\\E", i)
+            end = len(pattern) if end == -1 else end
+            out.append(re.escape(pattern[i:end]))
+            return end + 2
+        if escaped in "123456789" or escaped in "ZGgk":
+            raise Re2Error(f"invalid escape sequence: \\{escaped}")
+        if escaped in _CLASSES_OUTSIDE:
+            out.append(_CLASSES_OUTSIDE[escaped])
+        elif escaped == "b":
+            out.append(_BOUNDARY)
+        elif escaped == "B":
+            out.append(_NOT_BOUNDARY)
+        elif escaped == "z":
+            out.append("(?:\\Z)")
+        elif escaped == "A":
+            out.append("(?:\\A)")
+        else:
+            out.append("\\" + escaped)
+        return i
+
+    def char_class(self, i: int) -> int:
+        pattern, out = self.pattern, self.out
+        n = len(pattern)
+        out.append("[")
+        i += 1
+        if i < n and pattern[i] == "^":
+            out.append("^")
+            i += 1
+        if i < n and pattern[i] == "]":  # a leading ] is a literal
+            out.append("\\]")
+            i += 1
+        while i < n:
+            char = pattern[i]
+            if char == "]":
+                out.append("]")
+                return i + 1
+            if char == "\\":
+                if i + 1 >= n:
+                    raise Re2Error("trailing backslash at end of expression")
+                escaped = pattern[i + 1]
+                if escaped in "123456789" or escaped in "ZGgkQ":
+                    raise Re2Error(f"invalid escape sequence: \\{escaped}")
+                out.append(_CLASSES_INSIDE.get(escaped, "\\" + escaped))
+                i += 2
+                continue
+            if char == "[":
+                named = _ASCII_CLASS.match(pattern, i)
+                if named is not None:
+                    if named[1] not in _ASCII_CLASSES:
+                        raise Re2Error(f"invalid character class range: {named[0]}")
+                    out.append(_ASCII_CLASSES[named[1]])
+                    i = named.end()
+                    continue
+                out.append("\\[")  # a literal in RE2; Python warns of a nested set
+                i += 1
+                continue
+            if char in "&~|" and pattern.startswith(char * 2, i):
+                out.append("\\" + char)  # literals; Python warns of set operations
+                i += 1
+                continue
+            out.append(char)
+            i += 1
+        raise Re2Error(f"missing closing ]: {pattern[pattern.rfind('[', 0, i):]}")
+
+    def group(self, i: int) -> int:
+        pattern, out = self.pattern, self.out
+        if not pattern.startswith("(?", i):
+            self.flags.append([])
+            out.append("(")
+            return i + 1
+        rest = pattern[i + 2:]
+        if rest[:1] in ("=", "!", ">", "(") or rest[:2] in ("<=", "<!", "P="):
+            raise Re2Error(f"invalid or unsupported Perl syntax: (?{rest[:2]}")
+        if rest[:1] == "<" or rest[:2] == "P<":
+            self.flags.append([])
+            out.append("(?P<")
+            return i + (3 if rest[:1] == "<" else 4)
+        setting = _FLAG_GROUP.match(pattern, i)
+        if setting is None:
+            raise Re2Error(f"invalid or unsupported Perl syntax: {pattern[i:i + 4]}")
+        flags = setting[1]
+        if "U" in flags:
+            raise Re2Error("ungreedy mode (?U) is not supported here")
+        if "m" in flags.partition("-")[0]:
+            self.multiline = True
+        if setting[2] == ":":  # (?i:...): a group with its own flags
+            self.flags.append([])
+            out.append(f"(?{flags}:")
+        elif flags:  # (?i): from here to the end of the group
+            at = self.quantifier_after(setting.end())
+            self.flags[-1].append(flags)
+            out.append(f"(?{flags}:")
+            return at
+        return setting.end()
+
+    def quantifier_after(self, at: int) -> int:
+        """A repetition right after a flag setting applies, in RE2, to what came before
+        the setting (which is no expression): written out before the scoped group."""
+        pattern = self.pattern
+        while at < len(pattern):
+            if pattern[at] in "*+?":
+                self.out.append(pattern[at])
+                at += 1
+            elif pattern[at] == "{" and _REPEAT.match(pattern, at):
+                at = self.repeat(at)
+                continue
+            else:
+                return at
+            if at < len(pattern) and pattern[at] == "?":
+                self.out.append("?")
+                at += 1
+            _no_possessive(pattern, at)
+        return at
+
+    def repeat(self, i: int) -> int:
+        match = _REPEAT.match(self.pattern, i)
+        if match is None:
+            self.out.append("\\{")
+            return i + 1
+        low, high = int(match[1]), match[3]
+        if low > _MAX_REPEAT or (high and int(high) > _MAX_REPEAT) or (
+                high and int(high) < low):
+            raise Re2Error(f"invalid repeat count: {match[0]}")
+        self.out.append(match[0])
+        _no_possessive(self.pattern, match.end())
+        return match.end()
+
+
+def _no_possessive(pattern: str, at: int) -> None:
+    if at < len(pattern) and pattern[at] in "*+":
+        raise Re2Error(f"bad repetition operator: {pattern[at - 1:at + 1]}")
