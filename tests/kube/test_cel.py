@@ -187,3 +187,13 @@ def test_a_selector_naming_an_undeclared_variable_does_not_compile() -> None:
 def test_a_string_go_s_strconv_does_not_read_is_a_conversion_error(text: str) -> None:
     with pytest.raises(CelEvaluationError, match="cannot convert"):
         run(text, {})
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"a": 1}.all(k, v, v > 0)', "all() with two variables"),
+    ('timestamp("2024-01-01T00:00:00Z") > timestamp("2023-01-01T00:00:00Z")',
+     "timestamp() is not available here"),
+])
+def test_what_is_not_available_says_so(text: str, message: str) -> None:
+    with pytest.raises(CelSyntaxError, match=message):
+        compile_expression(text)

@@ -154,6 +154,9 @@ def _unescape(text: str, position: int) -> str:
 
 
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+#: Standard functions cel-go has and this evaluator does not, and why.
+_NOT_AVAILABLE = {"timestamp": "CEL's time types are not modelled",
+                  "duration": "CEL's time types are not modelled"}
 
 
 class Parser:
@@ -182,6 +185,12 @@ class Parser:
             self.at += 1
             return True
         return False
+
+    def peek_two_variables(self) -> bool:
+        """Whether a second variable name follows (``all(k, v, ...)``)."""
+        kind, _, _ = self.tokens[self.at]
+        following = self.tokens[self.at + 1] if self.at + 1 < len(self.tokens) else None
+        return kind == "name" and following is not None and following[:2] == ("op", ",")
 
     def expect(self, op: str) -> None:
         if not self.accept(op):
@@ -304,6 +313,9 @@ class Parser:
             raise CelSyntaxError(f"Syntax error: {name}() needs a variable name "
                                  f"(column {position + 1})")
         self.expect(",")
+        if name != "map" and self.peek_two_variables():
+            raise CelSyntaxError(f"{name}() with two variables (a two-variable "
+                                 f"comprehension) is not supported (column {position + 1})")
         self.bound.append(variable)
         try:
             first = self.expression()
@@ -412,6 +424,8 @@ class Parser:
             # Receiver-style functions may be called globally with the receiver first.
             fn = METHODS[name]
             return lambda act: _call(name, fn, [arg(act) for arg in args])
+        if name in _NOT_AVAILABLE:
+            raise CelSyntaxError(f"{name}() is not available here ({_NOT_AVAILABLE[name]})")
         if name not in FUNCTIONS:
             raise CelSyntaxError(f"undeclared reference to '{name}' (in container '')")
         fn = FUNCTIONS[name]
