@@ -3,6 +3,8 @@ node by node, the same fits and the same scores (float for float)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -44,7 +46,7 @@ def node_of(index: int, gpus: list[tuple[int, int, int, int, int, str]]) -> Node
     return node
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(st.lists(devices, min_size=1, max_size=6), requests,
        st.sampled_from(["binpack", "spread", ""]))
 def test_the_column_fit_and_score_are_the_scalar_ones(
@@ -61,7 +63,8 @@ def test_the_column_fit_and_score_are_the_scalar_ones(
         want = node.vgpu.fit("t", {}, (request,), "", policy)
         assert bool(fits[i]) is want.fits, (i, want.reason)
         if want.fits:
-            assert scores[i] == want.score
+            # A GPU registering no memory scores NaN, as in Go (0/0).
+            assert scores[i] == want.score or (math.isnan(scores[i]) and math.isnan(want.score))
 
 
 def test_rows_are_read_again_when_their_node_changes() -> None:

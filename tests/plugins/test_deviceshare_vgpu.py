@@ -745,3 +745,33 @@ tasks:
     with_predicates = run(document(body, plugin("predicates"), vgpu(),
                                    actions="enqueue, allocate"))
     assert sorted(with_predicates["binds"]) == ["default/t1"]
+
+
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_a_gpu_registering_no_memory_never_wins_the_binpack_score(
+        fast: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Go's binpack score of such a GPU is 0/0, NaN, and int64(NaN) is int64's least:
+    the node loses to any other, though leastrequested prefers it."""
+    monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast)
+    body = """
+nodes:
+- {name: n1, allocatable: {cpu: 32, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 10,
+                           volcano.sh/vgpu-memory: 16384, volcano.sh/vgpu-cores: 100},
+   annotations: {volcano.sh/node-vgpu-register: "GPU-a,10,16Gi,NVIDIA-Tesla-T4,true,hami-core:"}}
+- {name: n2, allocatable: {cpu: 32, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 10,
+                           volcano.sh/vgpu-memory: 16384, volcano.sh/vgpu-cores: 100},
+   annotations: {volcano.sh/node-vgpu-register: "GPU-b,10,16384,NVIDIA-Tesla-T4,true,hami-core:"}}
+jobs:
+- {name: busy, minMember: 1, phase: Running}
+- {name: j1, minMember: 1, phase: Inqueue}
+tasks:
+- {name: busy-0, job: busy, phase: Running, node: n2, requests: {cpu: 30, memory: 120Gi}}
+- {name: t1, job: j1, requests: {cpu: 1, volcano.sh/vgpu-number: 1}}
+"""
+    nodeorder = plugin("nodeorder", {
+        "leastrequested.weight": 10, "balancedresource.weight": 0, "mostrequested.weight": 0,
+        "nodeaffinity.weight": 0, "podaffinity.weight": 0, "tainttoleration.weight": 0,
+        "imagelocality.weight": 0})
+    got = run(document(body, plugin("predicates"), nodeorder, vgpu("binpack", weight=1),
+                       actions="enqueue, allocate"))
+    assert got["binds"] == {"default/t1": "n2"}

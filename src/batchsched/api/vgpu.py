@@ -28,6 +28,7 @@ from the device configuration (:mod:`batchsched.api.device_config`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
@@ -341,7 +342,9 @@ class VgpuFit:
 def gpu_score(policy: str, device: VgpuDevice) -> float:
     """Volcano's ``GPUScore``: binpack rewards a fuller GPU, spread an idle one."""
     if policy == BINPACK:
-        return _MULTIPLIER * (device.used_memory / device.memory) if device.memory else 0.0
+        if not device.memory:  # Go's float division: 0/0 is NaN, more is +Inf
+            return math.nan if device.used_memory == 0 else math.inf
+        return _MULTIPLIER * (device.used_memory / device.memory)
     if policy == SPREAD:
         return _MULTIPLIER if device.used_num == 0 else 0.0
     return 0.0

@@ -144,8 +144,10 @@ def vgpu_fit_rows(columns: VgpuColumns, request: DeviceRequest, policy: str,
     taken = in_order & (np.cumsum(in_order, axis=1) <= count)
     memory_in_order = np.take_along_axis(memory, order, axis=1)
     after = np.take_along_axis(used_memory + asked, order, axis=1)
+    # Go's float division: a GPU registering no memory scores NaN (0/0), or +Inf.
     each = np.where(memory_in_order > 0,
-                    100.0 * (after / np.where(memory_in_order > 0, memory_in_order, 1)), 0.0)
+                    100.0 * (after / np.where(memory_in_order > 0, memory_in_order, 1)),
+                    np.where(after == 0, np.nan, np.inf))
     for slot in range(each.shape[1]):  # the scalar's order of additions
         scores = scores + np.where(taken[:, slot], each[:, slot], 0.0)
     scores = np.where(fits & has_vgpus, scores, 0.0)

@@ -459,7 +459,7 @@ def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind], weight:
         return
 
     def node_order(task: TaskInfo, node: NodeInfo) -> float:
-        return float(math.floor(sum(score(task, node) for score in raw_scores) + 0.5) * weight)
+        return _go_rounded(sum(score(task, node) for score in raw_scores)) * weight
 
     def column_score(task: TaskInfo, columns: NodeColumns,
                      candidates: Candidates) -> FloatArray | float:
@@ -467,12 +467,29 @@ def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind], weight:
         for score in raw_columns:
             total = total + score(task, columns, candidates)
         if isinstance(total, float):
-            return float(math.floor(total + 0.5) * weight)
-        weighted: FloatArray = np.floor(total + 0.5) * weight
+            return _go_rounded(total) * weight
+        rounded = np.floor(total + 0.5)
+        # Go's int64() of NaN, an infinity or a value past int64 is int64's least.
+        rounded = np.where(np.isfinite(rounded) & (np.abs(rounded) < _INT64_LIMIT),
+                           rounded, -_INT64_LIMIT)
+        weighted: FloatArray = rounded * weight
         return weighted
 
     ssn.add_node_order_fn(plugin, node_order)
     columnar.add_node_order_fn(ssn, plugin, column_score)
+
+
+_INT64_LIMIT = float(2**63)
+
+
+def _go_rounded(score: float) -> float:
+    """Volcano's ``float64(int64(math.Floor(score + 0.5)))``: on the machines it runs on,
+    Go's int64() of NaN, an infinity or a value past int64 is int64's least (a GPU
+    registering no memory scores NaN under binpack, and its node never wins)."""
+    if not math.isfinite(score):
+        return -_INT64_LIMIT
+    rounded = math.floor(score + 0.5)
+    return float(rounded) if abs(rounded) < _INT64_LIMIT else -_INT64_LIMIT
 
 
 #: Device-configuration problems already logged (once per process).
