@@ -541,3 +541,66 @@ def test_hami_core_sub_pod_removes_the_entry() -> None:
     assert not devices.holds("pod-a") and counters(devices) == (0, 0, 0)
     devices.add_task("pod-a", SHARE, "")
     assert counters(devices)[:2] == (1, 1000)
+
+
+#: Whether yaml.v2 (v2.4.0, into Volcano's NvidiaConfig) accepts the field, as Go
+#: printed it.
+YAML_V2_NVIDIA_FIELDS = [
+    ('defaultMemory: -1', False),
+    ('defaultMemory: -1.5', True),
+    ('defaultMemory: 1.5', True),
+    ('defaultMemory: 1e30', False),
+    ('defaultMemory: .inf', False),
+    ('defaultMemory: .nan', False),
+    ('defaultMemory: "5"', False),
+    ('defaultMemory: 0x10', True),
+    ('defaultMemory: 1_000', True),
+    ('defaultMemory: true', False),
+    ('defaultMemory: 18446744073709551615', True),
+    ('defaultMemory: 18446744073709551616', True),
+    ('deviceSplitCount: -0.0', True),
+    ('deviceMemoryScaling: "1"', False),
+    ('deviceMemoryScaling: .inf', True),
+    ('deviceMemoryScaling: true', False),
+    ('deviceMemoryScaling: 1_5', True),
+    ('overwriteEnv: "true"', False),
+    ('overwriteEnv: 1', False),
+    ('overwriteEnv: yes', True),
+    ('overwriteEnv: on', True),
+    ('disableCoreLimit: y', True),
+    ('resourceCoreName: 12', True),
+    ('resourceCoreName: true', True),
+    ('resourceCoreName: [a]', False),
+    ('resourceCoreName: {a: b}', False),
+    ('resourceCoreName: 1.50', True),
+    ('resourceCoreName: 0x1F', True),
+    ('resourceCoreName: ~', True),
+    ('knownMigGeometries: [1]', False),
+    ('knownMigGeometries: {}', False),
+    ('knownMigGeometries: []', True),
+    ('knownMigGeometries: [{models: A100}]', False),
+    ("knownMigGeometries: [{models: [A100], allowedGeometries: [{group: g, geometries: "
+     "[{name: x, memory: -5}]}]}]", False),
+    ("knownMigGeometries: [{models: [A100], allowedGeometries: [{group: g, geometries: "
+     "[{name: x, memory: 5, count: 1.5}]}]}]", True),
+    ('knownMigGeometries: [{models: [1, 2]}]', True),
+    ('knownMigGeometries: [{unknownKey: 3}]', True),
+    ('knownMigGeometries: [~]', True),
+    ('gpuMemoryFactor: 2', True),
+    ('unknownField: [1, 2]', True),
+]
+
+
+@pytest.mark.parametrize(("field", "accepted"), YAML_V2_NVIDIA_FIELDS)
+def test_a_device_configuration_field_reads_as_yaml_v2_reads_it(field: str,
+                                                                 accepted: bool) -> None:
+    from batchsched.api.device_config import parse_device_config
+
+    text = "nvidia:\n  resourceCountName: example.com/gpu\n  " + field + "\n"
+    try:
+        parse_device_config(text)
+    except ValueError:
+        read = False
+    else:
+        read = True
+    assert read is accepted

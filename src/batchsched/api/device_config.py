@@ -19,7 +19,7 @@ has both). MIG geometries are not modelled.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import attrs
 import yaml
@@ -151,6 +151,8 @@ def _int(node: yaml.Node | None) -> int:
 
 
 def _is_true(node: yaml.Node) -> bool:
+    if node.value in _SHORT_BOOLEANS:
+        return node.value in ("y", "Y")
     return bool(yaml.safe_load(node.value))
 
 
@@ -176,12 +178,19 @@ def _scalar(node: yaml.Node) -> bool:
 
 
 def _unsigned(node: yaml.Node) -> bool:
+    """A number yaml.v2 decodes into a ``uint`` field: an integer from 0 (one past
+    uint64 is resolved as a float), or a float up to uint64's largest, negative ones
+    included (yaml.v2 checks only the upper bound of floats)."""
     if not isinstance(node, yaml.ScalarNode) or node.tag not in (_INT, _FLOAT):
         return False
     try:
-        return float(yaml.safe_load(node.value)) >= 0
-    except (TypeError, ValueError):
+        value = yaml.safe_load(node.value)
+    except yaml.YAMLError:
         return False
+    if isinstance(value, int) and value < _UINT64_LIMIT:
+        return value >= 0
+    number = float(value)
+    return not math.isnan(number) and number <= float(_UINT64_LIMIT - 1)
 
 
 def _number(node: yaml.Node) -> bool:
@@ -189,13 +198,50 @@ def _number(node: yaml.Node) -> bool:
 
 
 def _boolean(node: yaml.Node) -> bool:
-    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:bool"
+    """A YAML 1.1 boolean as yaml.v2 resolves one: PyYAML's, and ``y``/``n`` too."""
+    return isinstance(node, yaml.ScalarNode) and (
+        node.tag == "tag:yaml.org,2002:bool"
+        or (node.style is None and node.value in _SHORT_BOOLEANS))
+
+
+def _mig_geometries(node: yaml.Node) -> bool:
+    """``knownMigGeometries`` as yaml.v2 decodes it into ``[]AllowedMigGeometries``:
+    each entry null or a mapping whose ``models`` are scalars and whose
+    ``allowedGeometries`` hold groups of templates (name, ``uint`` memory, ``int``
+    count); other keys are ignored."""
+    def each(items: yaml.Node, check: Callable[[yaml.Node], bool]) -> bool:
+        if _is_null(items):
+            return True
+        return isinstance(items, yaml.SequenceNode) and all(
+            _is_null(item) or check(item) for item in items.value)
+
+    def fields(item: yaml.Node, checks: Mapping[str, Callable[[yaml.Node], bool]]) -> bool:
+        if not isinstance(item, yaml.MappingNode):
+            return False
+        return all(_is_null(value) or checks[key](value)
+                   for key, value in _members(item).items() if key in checks)
+
+    def template(item: yaml.Node) -> bool:
+        return fields(item, {"name": _scalar, "memory": _unsigned, "count": _integer})
+
+    def group(item: yaml.Node) -> bool:
+        return fields(item, {"group": _scalar,
+                             "geometries": lambda node: each(node, template)})
+
+    def allowed(item: yaml.Node) -> bool:
+        return fields(item, {"models": lambda node: each(node, _scalar),
+                             "allowedGeometries": lambda node: each(node, group)})
+
+    return isinstance(node, yaml.SequenceNode) and each(node, allowed)
 
 
 def _list(node: yaml.Node) -> bool:
     return isinstance(node, yaml.SequenceNode)
 
 
+_UINT64_LIMIT = 2**64
+#: Plain scalars yaml.v2 (YAML 1.1) reads as booleans and PyYAML does not.
+_SHORT_BOOLEANS = frozenset({"y", "Y", "n", "N"})
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
 #: The kinds of Volcano's ``NvidiaConfig`` fields (yaml.v2 refuses another kind).
@@ -206,7 +252,7 @@ _FIELD_KINDS = {
                      "gpuMemoryFactor"), _unsigned),
     **dict.fromkeys(("deviceMemoryScaling", "deviceCoreScaling"), _number),
     **dict.fromkeys(("overwriteEnv", "disableCoreLimit"), _boolean),
-    "knownMigGeometries": _list,
+    "knownMigGeometries": _mig_geometries,
 }
 #: The kinds of Volcano's ``VNPUConfig`` fields.
 _CHIP_KINDS = {
@@ -215,7 +261,8 @@ _CHIP_KINDS = {
     "templates": _list,
 }
 _KIND_WORDS = {_scalar: "a scalar", _unsigned: "a non-negative number", _number: "a number",
-               _boolean: "a boolean", _list: "a list", _integer: "an integer"}
+               _boolean: "a boolean", _list: "a list", _integer: "an integer",
+               _mig_geometries: "a list of MIG geometries"}
 
 
 def read_device_config(config_maps: Mapping[str, Mapping[str, str]], namespace: str,
