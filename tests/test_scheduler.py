@@ -25,7 +25,20 @@ from batchsched import (
     hookimpl,
 )
 from batchsched.conf import configuration_from_text
+from batchsched.errors import ConfigError
 from batchsched.framework.registry import Registry
+
+
+class Idle:
+    """An action that decides nothing."""
+
+    name = "idle"
+
+    def initialize(self) -> None: ...
+
+    def uninitialize(self) -> None: ...
+
+    def execute(self, ssn: Session) -> None: ...
 
 
 class FirstFit:
@@ -50,7 +63,7 @@ class FirstFit:
 class Provider:
     @hookimpl
     def batchsched_register_actions(self) -> list[ActionSpec]:
-        return [ActionSpec("first-fit", FirstFit)]
+        return [ActionSpec("first-fit", FirstFit), ActionSpec("idle", Idle)]
 
 
 def registry() -> Registry:
@@ -102,7 +115,7 @@ def test_a_failed_bind_returns_the_task_to_pending_and_leaks_nothing() -> None:
 
 def test_configuration_file_is_reloaded_when_it_changes(tmp_path: Path) -> None:
     path = tmp_path / "sched.conf"
-    path.write_text('actions: ""\n')
+    path.write_text('actions: idle\n')
     cache = cluster()
     scheduler = Scheduler(cache, path, registry=registry())
     scheduler.run_once()
@@ -111,6 +124,16 @@ def test_configuration_file_is_reloaded_when_it_changes(tmp_path: Path) -> None:
     os.utime(path, (time.time() + 5, time.time() + 5))
     scheduler.run_once()
     assert len(cache.binds) == 1
+
+
+@pytest.mark.parametrize("text", ['actions: ""\n', "tiers: []\n", "actions: idle,\n"])
+def test_a_file_volcano_refuses_is_refused(tmp_path: Path, text: str) -> None:
+    """No action named, or an empty one: Volcano cannot find Action "" and refuses
+    the file (and keeps its default configuration); the scheduler refuses to start."""
+    path = tmp_path / "sched.conf"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="Volcano refuses such a file"):
+        Scheduler(cluster(), path, registry=registry())
 
 
 def test_a_broken_edit_keeps_the_last_good_configuration(tmp_path: Path,

@@ -33,6 +33,7 @@ import yaml
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments, log
 from batchsched.framework.extension_points import ENABLE_FLAGS
+from batchsched.kube.go_yaml import GoScalar, load_first_document, resolved
 
 if TYPE_CHECKING:
     from batchsched.framework.registry import Registry
@@ -252,7 +253,11 @@ def parse_configuration(
         raw_actions = ""
     if not isinstance(raw_actions, str):
         raise ConfigError("must be a comma-separated string", source=source, key="actions")
-    actions = tuple(a.strip() for a in raw_actions.split(",") if a.strip())
+    actions = tuple(a.strip() for a in raw_actions.split(",")) if raw_actions.strip() else ()
+    if "" in actions:
+        raise ConfigError(f"action {actions.index('') + 1} of {len(actions)} is empty (a "
+                          "trailing or doubled comma): Volcano refuses such a file "
+                          "(failed to find Action \"\")", source=source, key="actions")
     tiers = []
     for t, raw_tier in enumerate(_list(document.get("tiers"), source, "tiers")):
         key = f"tiers[{t}]"
@@ -295,25 +300,22 @@ def parse_configuration(
     )
 
 
-def _metrics(raw: Any, source: str, prefix: str = "") -> dict[str, str]:
-    """Volcano's ``metrics`` section as flat string keys: Volcano reads
-    ``tls.insecureSkipVerify`` where its documentation nests ``tls:
-    {insecureSkipVerify: ...}``, so nested mappings are flattened with dots."""
+def _metrics(raw: Any, source: str) -> dict[str, str]:
+    """Volcano's ``metrics`` section, a ``map[string]string``: each value a scalar's
+    text (a file read by :func:`configuration_from_text` keeps it as written, ``1.50``
+    or ``yes``; a null is ""); a mapping or a list makes Volcano refuse the file."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise ConfigError("must be a mapping", source=source, key=f"metrics{prefix}")
+        raise ConfigError("must be a mapping", source=source, key="metrics")
     out: dict[str, str] = {}
     for key, value in raw.items():
-        path = f"{prefix}.{key}" if prefix else f".{key}"
-        if isinstance(value, Mapping):
-            for inner, text in _metrics(value, source, path).items():
-                out[f"{key}.{inner}"] = text
-            continue
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise ConfigError(f"must be a string, not {value!r}", source=source,
-                              key=f"metrics{path}")
-        out[str(key)] = str(value)
+        if isinstance(value, (Mapping, list)):
+            raise ConfigError(f"must be a string, not {value!r} (Volcano reads the metrics "
+                              "as strings, and refuses the file)", source=source,
+                              key=f"metrics.{key}")
+        out[str(key)] = "" if value is None else (
+            ("true" if value else "false") if isinstance(value, bool) else str(value))
     return out
 
 
@@ -370,7 +372,9 @@ def load_configuration(source: str | Path) -> SchedulerConfiguration:
     """Read a Volcano scheduler configuration file.
 
     A file may be the configuration itself or a Kubernetes ConfigMap-style
-    document whose ``volcano-scheduler.conf`` key holds it.
+    document whose ``volcano-scheduler.conf`` key holds it. It is read as Volcano
+    reads it (yaml.v2's scalars, the first document), and a file Volcano would
+    refuse is a :class:`ConfigError`: one naming no action, or an empty one.
     """
     path = Path(source)
     try:
@@ -382,19 +386,64 @@ def load_configuration(source: str | Path) -> SchedulerConfiguration:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
                           source=str(path)) from exc
-    return configuration_from_text(text, source=str(path))
+    configuration = configuration_from_text(text, source=str(path))
+    if not configuration.actions:
+        # Volcano splits an empty actions string into one empty name it cannot find.
+        raise ConfigError("names no action: Volcano refuses such a file (failed to find "
+                          "Action \"\") and keeps its default configuration",
+                          source=str(path), key="actions")
+    return configuration
 
 
 def _parse_yaml(text: str, source: str, first_line: int = 0) -> Any:
-    """YAML, or a ConfigError naming the line (``first_line``: where ``text`` starts in
-    the file, for a configuration embedded in a ConfigMap)."""
+    """YAML read as Volcano's yaml.v2 reads it (:mod:`batchsched.kube.go_yaml`: ``n``
+    is false, ``3e0`` a number, the first document only), or a ConfigError naming the
+    line (``first_line``: where ``text`` starts in the file, for a configuration
+    embedded in a ConfigMap)."""
     try:
-        return yaml.safe_load(text)
+        return as_volcano_reads(load_first_document(text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {first_line + mark.line + 1}" if mark is not None else "document"
         raise ConfigError(f"malformed YAML ({where}): {getattr(exc, 'problem', exc)}",
                           source=source) from exc
+
+
+def as_volcano_reads(document: Any) -> Any:
+    """A configuration document from :func:`~batchsched.kube.go_yaml.load_first_document`
+    with each value as Volcano's struct types take it: the text of a plain scalar in
+    its string fields (``actions``, names, ``metrics``, whose ``n`` or ``1.50`` stay
+    text) and the resolved value in its booleans (enable flags, where ``n`` is false)
+    and ``interface{}`` values (arguments, where ``3e0`` is a number)."""
+    if not isinstance(document, dict):
+        return resolved(document)
+    out: dict[Any, Any] = {}
+    for key, value in document.items():
+        if key == "actions" and isinstance(value, str):
+            out[key] = str(value)
+        elif key == "metrics" and isinstance(value, dict):
+            out[key] = {k: str(v) if isinstance(v, GoScalar) else resolved(v)
+                        for k, v in value.items()}
+        elif key in ("tiers", "configurations") and isinstance(value, list):
+            out[key] = [_named_entries(entry) for entry in value]
+        else:
+            out[key] = resolved(value)
+    return out
+
+
+def _named_entries(entry: Any) -> Any:
+    """A tier (its plugins) or an action's configuration: names as text."""
+    if not isinstance(entry, dict):
+        return resolved(entry)
+    out: dict[Any, Any] = {}
+    for key, value in entry.items():
+        if key == "name" and isinstance(value, str):
+            out[key] = str(value)
+        elif key == "plugins" and isinstance(value, list):
+            out[key] = [_named_entries(plugin) for plugin in value]
+        else:
+            out[key] = resolved(value)
+    return out
 
 
 def _embedded_line(text: str, path: tuple[str, ...]) -> int:

@@ -108,13 +108,18 @@ def test_a_malformed_metrics_section_names_the_field(text: str) -> None:
         configuration_from_text(f"actions: allocate\n{text}\n")
 
 
-def test_nested_metrics_keys_are_read_as_volcano_reads_them() -> None:
-    """Volcano's usage guide nests ``tls: {insecureSkipVerify: ...}``; its metrics
-    clients read ``tls.insecureSkipVerify``."""
+def test_nested_metrics_keys_are_refused_as_volcano_refuses_them() -> None:
+    """Volcano's metrics are a map[string]string: yaml.v2 cannot read the nested
+    ``tls: {insecureSkipVerify: ...}`` of its usage guide into it, and refuses the
+    whole file (Volcano then schedules with its default configuration)."""
+    with pytest.raises(ConfigError, match=r"metrics\.tls: must be a string"):
+        configuration_from_text(
+            "actions: allocate\nmetrics:\n  type: prometheus\n"
+            "  tls: {insecureSkipVerify: 'false'}\n")
     conf = configuration_from_text(
-        "actions: allocate\nmetrics:\n  type: prometheus\n  tls: {insecureSkipVerify: 'false'}\n"
-        "  elasticsearch: {index: metrics-x}\n")
-    assert conf.metrics == {"type": "prometheus", "tls.insecureSkipVerify": "false",
-                            "elasticsearch.index": "metrics-x"}
-    with pytest.raises(ConfigError, match=r"metrics\.tls\.insecureSkipVerify"):
-        configuration_from_text("actions: allocate\nmetrics: {tls: {insecureSkipVerify: [1]}}\n")
+        "actions: allocate\nmetrics: {type: prometheus, interval: 1.50, enabled: yes, x: }\n")
+    # Each value as written, as yaml.v2 reads a scalar into a string.
+    assert conf.metrics == {"type": "prometheus", "interval": "1.50", "enabled": "yes",
+                            "x": ""}
+
+

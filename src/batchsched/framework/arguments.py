@@ -286,7 +286,9 @@ class Arguments(Mapping[str, Any]):
             if key not in self._values:
                 continue
             value = self._values[key]
-            off = value is False or value in (0, "0", "false", "False")
+            # Off as Volcano reads a switch: false, 0, or text Go's ParseBool reads false.
+            off = value is False or (value == 0 and not isinstance(value, bool)) or (
+                isinstance(value, str) and value in _GO_FALSE)
             if off == turned_on:
                 continue
             said.append(key)

@@ -30,8 +30,13 @@ import yaml
 from batchsched.api.device_config import DEVICE_CONFIG_KEY
 from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.task import TASK_SPEC_KEY, task_spec_of
-from batchsched.conf import DEFAULT_CONFIGURATION_YAML, configuration_from_text
+from batchsched.conf import (
+    DEFAULT_CONFIGURATION_YAML,
+    as_volcano_reads,
+    configuration_from_text,
+)
 from batchsched.errors import QuantityError, ScenarioError
+from batchsched.kube.go_yaml import load_first_document
 from batchsched.kube.quantity import parse_quantity
 from batchsched.scenario.loader import (
     Scenario,
@@ -240,7 +245,8 @@ def _configuration_document(text: str, source: str) -> dict[str, Any]:
     from batchsched.framework.registry import default_registry
 
     configuration_from_text(text, source=source).validate(default_registry())
-    document = yaml.safe_load(text)
+    # Read as Volcano reads it (yaml.v2), then written out as plain values.
+    document = as_volcano_reads(load_first_document(text))
     if isinstance(document, Mapping):
         data = document.get("data")
         if CONF_KEY in document:
@@ -248,7 +254,7 @@ def _configuration_document(text: str, source: str) -> dict[str, Any]:
         elif isinstance(data, Mapping) and CONF_KEY in data:
             document = data[CONF_KEY]
     if isinstance(document, str):
-        document = yaml.safe_load(document)
+        document = as_volcano_reads(load_first_document(document))
     return dict(document)
 
 

@@ -1,0 +1,169 @@
+"""YAML read as Go's ``gopkg.in/yaml.v2`` reads it into ``interface{}`` values.
+
+Volcano reads its scheduler configuration with yaml.v2, whose plain scalars resolve
+differently from PyYAML's: ``y``/``n`` are booleans, ``3e0`` and ``1_5`` numbers,
+``0o17`` and ``017`` octal, ``1:30`` a string (PyYAML's sexagesimal 90), and dates
+stay strings here (a configuration has no use for them). Only the first document of
+a stream is read, as ``yaml.Unmarshal`` reads it. Mapping keys are their text, as
+yaml.v2 decodes them into the string-keyed maps a configuration is read into (in a
+mapping nested inside an argument's value yaml.v2 would resolve ``on: 1`` to a
+boolean key; here it stays "on").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import yaml
+
+from batchsched.kube.go_strconv import parse_float
+
+__all__ = ["GoScalar", "GoYamlLoader", "load_first_document", "resolved"]
+
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_NULL = "tag:yaml.org,2002:null"
+
+#: yaml.v2's resolveMap: plain scalars it looks up.
+_TRUE = {"y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"}
+_FALSE = {"n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"}
+_NULLS = {"", "~", "null", "Null", "NULL"}
+_SPECIAL_FLOATS = {
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+}
+#: yaml.v2's yamlStyleFloat.
+_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_INT64 = 2**63
+_UINT64 = 2**64
+
+
+def resolve(text: str) -> tuple[str, Any]:
+    """yaml.v2's ``resolve`` of a plain scalar: its tag and value."""
+    if text in _NULLS:
+        return _NULL, None
+    if text in _TRUE:
+        return _BOOL, True
+    if text in _FALSE:
+        return _BOOL, False
+    if text in _SPECIAL_FLOATS:
+        return _FLOAT, _SPECIAL_FLOATS[text]
+    head = text[0]
+    if head == ".":
+        number, ok = parse_float(text)
+        return (_FLOAT, number) if ok else ("tag:yaml.org,2002:str", text)
+    if head.isdigit() or head in "+-":
+        plain = text.replace("_", "")
+        integer = _go_int(plain)
+        if integer is not None:
+            return _INT, integer
+        if _STYLE_FLOAT.fullmatch(plain):
+            number, ok = parse_float(plain)
+            if ok:
+                return _FLOAT, number
+        for prefix, sign in (("0b", 1), ("-0b", -1)):
+            if plain.startswith(prefix) and plain[len(prefix):] and \
+                    set(plain[len(prefix):]) <= {"0", "1"}:
+                value = sign * int(plain[len(prefix):], 2)
+                if -_INT64 <= value < _INT64:
+                    return _INT, value
+    return "tag:yaml.org,2002:str", text
+
+
+def _go_int(text: str) -> int | None:
+    """``strconv.ParseInt(text, 0, 64)``, else ``ParseUint(text, 0, 64)``: a sign,
+    then a base prefix (0x, 0o, 0b, or a leading 0 for octal) and digits."""
+    body, sign = text, 1
+    if body[:1] in "+-":
+        sign, body = (-1 if body[0] == "-" else 1), body[1:]
+    if not body:
+        return None
+    base, digits = 10, body
+    lowered = body[:2].lower()
+    if lowered in ("0x", "0o", "0b"):
+        base, digits = {"0x": 16, "0o": 8, "0b": 2}[lowered], body[2:]
+    elif body[0] == "0" and len(body) > 1:
+        base, digits = 8, body[1:]
+    if not digits or not all(c in "0123456789abcdefABCDEF"[:base + (6 if base == 16 else 0)]
+                             for c in digits):
+        return None
+    value = sign * int(digits, base)
+    if -_INT64 <= value < _INT64 or (sign > 0 and value < _UINT64):
+        return value
+    return None
+
+
+class GoScalar(str):
+    """A plain scalar: its text (what yaml.v2 puts in a ``string`` field; a null's is
+    ""), and in ``resolved`` the value it puts in an ``interface{}`` field."""
+
+    resolved: Any
+
+    def __new__(cls, text: str, resolved: Any) -> GoScalar:
+        scalar = super().__new__(cls, text)
+        scalar.resolved = resolved
+        return scalar
+
+
+def resolved(value: Any) -> Any:
+    """``value`` with every :class:`GoScalar` replaced by its resolved value (as it
+    is read into ``interface{}``)."""
+    if isinstance(value, GoScalar):
+        return value.resolved
+    if isinstance(value, list):
+        return [resolved(item) for item in value]
+    if isinstance(value, dict):
+        return {key: resolved(item) for key, item in value.items()}
+    return value
+
+
+class GoYamlLoader(yaml.SafeLoader):
+    """A SafeLoader whose plain scalars are :class:`GoScalar`: their text and the
+    value yaml.v2 resolves them to."""
+
+    yaml_implicit_resolvers: dict[Any, Any] = {}
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if isinstance(node, yaml.ScalarNode) and node.style is None and \
+                node.tag in (_BOOL, _INT, _FLOAT, _NULL, "tag:yaml.org,2002:str"):
+            value = resolve(node.value)[1]
+            return GoScalar("" if value is None else node.value, value)
+        return super().construct_object(node, deep=deep)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """Keys as yaml.v2 decodes them into string keys: a scalar's text as written
+        (``n`` is the key "n", not false)."""
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = (key_node.value if isinstance(key_node, yaml.ScalarNode)
+                   else self.construct_object(key_node, deep=deep))
+            mapping[key] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode and implicit[0]:
+            return resolve(value)[0]
+        tag: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+        return tag
+
+
+def load_first_document(text: str) -> Any:
+    """The first document of ``text`` read as yaml.v2 reads it (None when empty);
+    raises :class:`yaml.YAMLError` as PyYAML does on malformed text."""
+    loader = GoYamlLoader(text)
+    try:
+        loader.get_event()  # type: ignore[no-untyped-call]  # the stream's start
+        if loader.check_event(yaml.StreamEndEvent):
+            return None
+        # The first document only: yaml.Unmarshal reads no further.
+        return loader.construct_document(loader.compose_document())
+    finally:
+        loader.dispose()
