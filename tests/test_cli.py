@@ -226,6 +226,26 @@ def test_conf_validate_reports_what_plugins_ignore(
     assert main(["conf", "validate", "--strict", str(conf)]) == 0
 
 
+@pytest.mark.parametrize(("interval", "ignored"), [("90", True), ("0s", True),
+                                                   ("1m30s", False), ("30s", False)])
+def test_conf_validate_reports_a_metrics_interval_volcano_cannot_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], interval: str,
+        ignored: bool) -> None:
+    conf = tmp_path / "sched.conf"
+    conf.write_text(f'actions: allocate\nmetrics: {{interval: "{interval}"}}\n')
+    assert main(["conf", "validate", "--strict", str(conf)]) == (1 if ignored else 0)
+    assert ("is not a positive Go duration" in capsys.readouterr().out) is ignored
+
+
+def test_a_switch_turned_off_as_go_reads_false_is_not_reported(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "sched.conf"
+    conf.write_text('actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n'
+                    '    arguments: {predicate.VolumeZoneEnable: "FALSE", '
+                    'predicate.VolumeBindingEnable: "f"}\n')
+    assert main(["conf", "validate", "--strict", str(conf)]) == 0, capsys.readouterr().out
+
+
 def test_conf_validate_names_the_file_when_a_plugin_refuses_its_arguments(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conf = tmp_path / "sched.conf"

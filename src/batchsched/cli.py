@@ -392,4 +392,16 @@ def _ignored_by_plugins(configuration: Any, registry: Any) -> list[str]:
             raise ConfigError(cause.message, source=configuration.source, key=cause.key,
                               known=cause.known) from exc
         raise
+    interval = configuration.metrics.get("interval")
+    if interval is not None:
+        from batchsched.framework.arguments import parse_duration
+        from batchsched.plugins.usage import DEFAULT_METRICS_INTERVAL
+
+        try:
+            readable = parse_duration(interval) > 0
+        except ValueError:
+            readable = False
+        if not readable:
+            said.append(f"metrics: interval={interval!r} is not a positive Go duration "
+                        f"(such as 30s): Volcano uses {DEFAULT_METRICS_INTERVAL:g}s")
     return list(dict.fromkeys(said))
