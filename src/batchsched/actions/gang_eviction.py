@@ -63,7 +63,6 @@ from batchsched.actions.placement import select_best_node
 from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
 from batchsched.actions.victims import (
     commit_with_events,
-    int_argument,
     queues_and_starving_jobs,
     session_task,
 )
@@ -73,7 +72,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
-from batchsched.api.resource import PODS, DimensionDefault, Resource
+from batchsched.api.resource import DimensionDefault, Resource
 from batchsched.api.sub_job import SubJobInfo, min_sub_jobs, sub_jobs_of
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
@@ -259,12 +258,13 @@ def _return_on(bundle: Bundle, need: Resource) -> float:
 
 
 def _share_of_need(amount: Resource, need: Resource, *, cap: bool) -> float:
-    """Sum over the dimensions ``need`` asks for (``pods`` aside, which Volcano keeps
-    apart from resources) of ``amount / need``, each term capped at 1 with ``cap``."""
+    """Sum over the dimensions ``need`` asks for (``pods`` among them: every task asks
+    one) of ``amount / need``, each term capped at 1 with ``cap`` (Volcano's
+    ``scoreAgainstNeed``)."""
     share = 0.0
     for name in need.resource_names():
         wanted = need.get(name)
-        if name == PODS or wanted <= 0:
+        if wanted <= 0:
             continue
         held = amount.get(name)
         if cap:
@@ -360,7 +360,7 @@ def _eviction_worksheet(ssn: Session, job: JobInfo) -> Worksheet:
             task for task in job.tasks_in(TaskStatus.PENDING).values()
             if not task.resreq.is_empty() and not task.scheduling_gated])
 
-    return worksheet_of(ssn, job, pending)
+    return worksheet_of(ssn, job, pending, every_gate=True)
 
 
 def plan_in_domain(
@@ -470,7 +470,7 @@ def _place_all(
     for task in tasks:
         if queue is not None and not ssn.allocatable(queue, task):
             return False
-        usable = _resolvable_nodes(job, task, nodes)
+        usable = _resolvable_nodes(ssn, job, task, nodes)
         if not usable or ssn.pre_predicate(task) is not None:
             return False
         feasible, _ = scan.feasible_nodes(task, usable,
@@ -486,11 +486,18 @@ def _place_all(
     return placed and (ssn.sub_job_ready(job, sub_job) or ssn.sub_job_pipelined(job, sub_job))
 
 
-def _resolvable_nodes(job: JobInfo, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+def _resolvable_nodes(ssn: Session, job: JobInfo, task: TaskInfo,
+                      nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+    """``nodes`` less those an earlier attempt found hopeless for the task (Volcano's
+    ``FilterOutUnschedulableAndUnresolvableNodesForTask``, intersected by name); when
+    every session node was hopeless that filter is empty, and Volcano's intersection
+    then keeps all of ``nodes``."""
     errors = job.nodes_fit_errors.get(task.uid)
     if errors is None:
         return list(nodes)
     hopeless = errors.unresolvable_nodes()
+    if all(node.name in hopeless for node in ssn.node_list):
+        return list(nodes)
     return [node for node in nodes if node.name not in hopeless]
 
 
@@ -528,8 +535,8 @@ class GangEvictionAction:
 
     ``maxDomains`` (int, default 8)
         how many candidate domains a starving job scans. A value that is not
-        positive falls back to 8 (logged as a warning, as Volcano does); a value
-        that is not an integer is a :class:`~batchsched.errors.ConfigError`.
+        positive, or not a YAML integer (``"1"``, ``3.0``), falls back to 8, logged
+        as a warning, as Volcano's ``GetInt`` does.
     ``allowWholeBundle`` (bool, default true)
         whether victims may be taken from whole bundles, that is at the cost of
         breaking their job's gang.
@@ -545,7 +552,8 @@ class GangEvictionAction:
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         args = arguments if arguments is not None else Arguments()
-        max_domains = int_argument(args, self.name, MAX_DOMAINS_KEY, DEFAULT_MAX_DOMAINS)
+        # Volcano's GetInt: a YAML integer; anything else keeps the default (logged).
+        max_domains = args.get_int(MAX_DOMAINS_KEY, DEFAULT_MAX_DOMAINS, owner=self.name)
         if max_domains <= 0:
             log.warning("action %r: %s=%d is not positive; using %d instead", self.name,
                         MAX_DOMAINS_KEY, max_domains, DEFAULT_MAX_DOMAINS)

@@ -39,10 +39,10 @@ Domains: the network-topology gradients' hypernodes for a job with a hard
 topology, the whole cluster for the others (see
 :mod:`batchsched.actions.gang_eviction`); the eviction context names the domain.
 
-Differences from Volcano: batchsched models no sub-groups, so a job is one
-sub-job, and does not keep the hypernode a plan chose as the job's nominated
-hypernode for a later allocate of the same session (the pipelined tasks keep
-their nodes); Volcano's eviction-transaction metric is not kept. Jobs are collected in job
+Differences from Volcano: batchsched does not keep the hypernode a plan chose as
+the job's nominated hypernode for a later allocate of the same session (the
+pipelined tasks keep their nodes), and nominates only tasks pipelined where a victim
+was evicted; Volcano's eviction-transaction metric is not kept. Jobs are collected in job
 order rather than Go map order.
 """
 

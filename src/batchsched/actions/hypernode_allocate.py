@@ -137,9 +137,13 @@ def uses_hyper_nodes(job: JobInfo) -> bool:
 
 
 def worksheet_of(ssn: Session, job: JobInfo,
-                 default_tasks: Callable[[], PriorityQueue[TaskInfo]]) -> Worksheet:
+                 default_tasks: Callable[[], PriorityQueue[TaskInfo]], *,
+                 every_gate: bool = False) -> Worksheet:
     """Volcano's ``organizeJobWorksheet``. ``default_tasks`` gives the task queue of a
-    job without policies (the one allocate keeps for the job)."""
+    job without policies (the one allocate keeps for the job). A sub-job's tasks
+    leave out pods another controller gates (allocate passes over those held only by
+    Volcano's queue-allocation gate), or, with ``every_gate``, every gated pod (the
+    eviction worksheet's rule)."""
     sub_jobs = sub_jobs_of(job)
     policies = bool(job.podgroup.sub_group_policies)
     ready_count: dict[str, int] = {}
@@ -167,8 +171,10 @@ def worksheet_of(ssn: Session, job: JobInfo,
     queues: dict[str, PriorityQueue[TaskInfo]] = {}
     for sub_job in sub_jobs.values():
         if policies:
-            tasks = ssn.task_queue(task for task in sub_job.tasks_in(TaskStatus.PENDING)
-                                   if not task.resreq.is_empty() and not task.externally_gated)
+            tasks = ssn.task_queue(
+                task for task in sub_job.tasks_in(TaskStatus.PENDING)
+                if not task.resreq.is_empty()
+                and not (task.scheduling_gated if every_gate else task.externally_gated))
         else:
             tasks = default_tasks()
         if tasks:
