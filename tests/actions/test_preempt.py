@@ -305,6 +305,9 @@ def test_candidate_count_follows_percentage_absolute_and_caps() -> None:
 @pytest.mark.parametrize(("arguments", "named"), [
     ({"minCandidateNodesPercentage": 150}, "minCandidateNodesPercentage"),
     ({"minCandidateNodesPercentage": "ten"}, "minCandidateNodesPercentage"),
+    # Volcano's GetInt reads YAML integers only: it would keep 10 for these.
+    ({"minCandidateNodesPercentage": "20"}, "minCandidateNodesPercentage"),
+    ({"minCandidateNodesPercentage": 20.0}, "minCandidateNodesPercentage"),
     ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute"),
     ({"maxCandidateNodesAbsolute": 0}, "maxCandidateNodesAbsolute"),
     ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},

@@ -90,25 +90,18 @@ def int_argument(
 ) -> int:
     """An integer action argument, or ``ConfigError`` naming the action and key.
 
-    Accepts YAML integers and integral strings; anything else that is present
-    (``true``, ``1.5``, ``"ten"``) is an error rather than a silent default.
+    A YAML integer only, as Volcano's ``GetInt`` reads one; anything else that is
+    present (``true``, ``1.5``, ``"ten"``, even ``"20"`` or ``20.0``, which Volcano
+    would ignore and keep its default for) is an error rather than a silent default.
     """
     if key not in arguments:
         return default
     raw = arguments[key]
-    value: int | None = None
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = raw
-    elif isinstance(raw, float) and raw.is_integer():
-        value = int(raw)
-    elif isinstance(raw, str):
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            value = None
     where = f"configurations[{action}].arguments.{key}"
-    if value is None:
-        raise ConfigError(f"must be an integer, got {raw!r}", key=where)
+    if not isinstance(raw, int) or isinstance(raw, bool):
+        raise ConfigError(f"must be an integer, got {raw!r} (Volcano reads YAML integers "
+                          "only, and would keep its default)", key=where)
+    value = raw
     if minimum is not None and value < minimum:
         raise ConfigError(f"must be at least {minimum}, got {value}", key=where)
     if maximum is not None and value > maximum:
