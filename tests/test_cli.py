@@ -305,3 +305,19 @@ def test_check_reports_a_file_that_crashed_the_loader_and_goes_on(
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"ERROR {bad}: jobs[0] (c1/pg1).createdAt: is too large")
     assert out[1] == f"ok    {good}"
+
+
+@pytest.mark.parametrize("argv", [["--debug", "run"], ["run", "--debug"]])
+def test_debug_before_or_after_the_subcommand_shows_the_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nname: x\n")
+    assert main([*argv, str(bad)]) == 2
+    assert "Traceback" in capsys.readouterr().err
+    assert main(["run", str(bad)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_plugins_lists_the_kube_style_plugins(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plugins"]) == 0
+    assert "kube    SchedulingGates" in capsys.readouterr().out

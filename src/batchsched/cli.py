@@ -54,14 +54,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--scores", action="store_true",
                      help="include node-order scores of every task on every feasible node")
     run.add_argument("--config", help="a Volcano scheduler configuration replacing the scenario's")
-    run.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_debug(run)
 
     check = sub.add_parser("check", help="compare scenarios' decisions with their expect")
     check.add_argument("paths", nargs="+", metavar="SCENARIO_OR_DIR")
-    check.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_debug(check)
 
     plugins = sub.add_parser("plugins", help="list discovered actions and plugins")
-    plugins.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_debug(plugins)
 
     conf = sub.add_parser("conf", help="scheduler configuration tools")
     conf_sub = conf.add_subparsers(dest="conf_command", required=True)
@@ -69,13 +69,13 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("file")
     validate.add_argument("--strict", action="store_true",
                           help="exit 1 when a plugin or action ignores part of the file")
-    validate.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_debug(validate)
 
     from batchsched.simulation import command as simulate_command
 
     simulate = sub.add_parser("simulate", help="replay a workload over time through sessions")
     simulate_command.add_arguments(simulate)
-    simulate.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_debug(simulate)
 
     from batchsched.simulation import sweep as compare_command
 
@@ -93,11 +93,11 @@ def _parser() -> argparse.ArgumentParser:
                          help="also replay the cluster forward to say when it starts "
                               "(run times from batchsched.io/run-time or "
                               "batchsched.io/requested-runtime)")
-    explain.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_debug(explain)
 
     compare = sub.add_parser("compare", help="replay a workload under several configurations")
     compare_command.add_arguments(compare)
-    compare.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_debug(compare)
 
     imports = sub.add_parser("import", help="convert a real cluster's state into a scenario")
     import_sub = imports.add_subparsers(dest="import_command", required=True)
@@ -112,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
                          "the dump's")
     kubectl.add_argument("--now", metavar="TIME", help="the session clock (RFC 3339 or "
                          "seconds since the epoch; default: real time)")
-    kubectl.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    _add_debug(kubectl)
     return parser
 
 
@@ -154,6 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+
+
+def _add_debug(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` after the subcommand too; left unset there unless given, so that
+    ``batchsched --debug run ...`` keeps the top-level flag."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS)
 
 
 def _run(args: argparse.Namespace, out: TextIO, *, process_ends: bool = False) -> int:
@@ -289,6 +296,9 @@ def _plugins(out: TextIO) -> int:
                 out.write(f"{'':8}registers: {', '.join(points)}\n")
     for name, message in registry.broken:
         out.write(f"broken  {name:<24} {message}\n")
+    for specs in registry.manager.hook.batchsched_register_kube_plugins():
+        for spec in specs or ():
+            out.write(f"kube    {spec.name:<24} {spec.description}\n")
     out.write(f"extension points: {', '.join(EXTENSION_POINTS)}\n")
     return EXIT_OK
 

@@ -367,9 +367,14 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         decided_by = ["gang"]
     if unplaced and job.ready_task_num() >= job.min_available and not verdict.startswith(
             ("pipelined", "nothing")):
-        # The gang runs; what follows is about the tasks beyond its minimum.
-        verdict = (f"started ({job.ready_task_num()} task(s) placed, minMember "
-                   f"{job.min_available}); {len(unplaced)} more wait: {verdict}")
+        # The gang runs (or needs none); what follows is about the tasks beyond it.
+        ready = job.ready_task_num()
+        if ready:
+            verdict = (f"started ({ready} task(s) placed, minMember "
+                       f"{job.min_available}); {len(unplaced)} more wait: {verdict}")
+        else:
+            verdict = (f"no gang to wait for (minMember 0), none placed; "
+                       f"{len(unplaced)} wait: {verdict}")
     return {
         "job": job.uid, "queue": job.queue, "minMember": job.min_available,
         "phase": {"before": phase_before, "after": job.podgroup.phase.value},
