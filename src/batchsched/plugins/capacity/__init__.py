@@ -33,10 +33,9 @@ deserved (best effort). The plugin decides:
   shares a non-root ancestor with the reclaimer is spared when the reclaimer's
   own deserved has none of its dimensions;
 * allocate/deallocate events keep allocated (and the queue's share) current;
-* unified evictable (gang-level evictions; no built-in action consults it yet,
-  Volcano's gang-preempt/gang-reclaim are not implemented): a gang preemption
-  may take any candidate; a gang reclaim applies the guarantee and deserved
-  tests above;
+* unified evictable (gang-level evictions, which ``gangpreempt`` and
+  ``gangreclaim`` ask): a gang preemption may take any candidate; a gang reclaim
+  applies the guarantee and deserved tests above;
 * the simulation hooks of topology-aware preemption.
 
 Argument: ``ancestorReclaimLevel`` (int, default 0; negative reads as 0; a value
