@@ -141,3 +141,26 @@ def test_a_lifted_gate_lets_the_next_session_place_the_pod() -> None:
     cache.set_scheduling_gates("default/pg", "default/p", [])
     scheduler.run_once()
     assert [b.node for b in cache.binds] == ["n1"]
+
+
+@pytest.mark.parametrize("plugin", ["proportion", "capacity"])
+def test_the_queue_plugins_do_not_reserve_what_gated_pods_ask(plugin: str) -> None:
+    """Volcano's proportion and capacity deduct gated requests from an Inqueue job's
+    reservation: the next job fits the queue's capability."""
+    outcome = run(f"""
+        config:
+          actions: "enqueue, allocate"
+          tiers: [{{plugins: [{{name: gang}}, {{name: {plugin}}}]}}]
+        """, """
+        jobs:
+          - {name: a, namespace: c1, queue: q, minMember: 2, phase: Inqueue,
+             minResources: {cpu: 4}}
+          - {name: b, namespace: c1, queue: q, minMember: 1, minResources: {cpu: 2}}
+        tasks:
+          - {name: a0, namespace: c1, job: a, requests: {cpu: 2},
+             schedulingGates: [example.com/wait]}
+          - {name: a1, namespace: c1, job: a, requests: {cpu: 2},
+             schedulingGates: [example.com/wait]}
+          - {name: b0, namespace: c1, job: b, requests: {cpu: 2}}
+        """.replace("queue: q,", "queue: q1,"))
+    assert outcome.binds == {"c1/b0": "n1"}

@@ -323,11 +323,11 @@ class QueueUsage:
     inqueue: Resource = attrs.field(factory=Resource)
     elastic: Resource = attrs.field(factory=Resource)
 
-    def add_job(self, job: JobInfo, *, deduct_gated: bool = False) -> QueueUsage:
+    def add_job(self, job: JobInfo) -> QueueUsage:
         """Account one job; returns what it added (capacity passes it to ancestors).
-        ``deduct_gated``: its reservation leaves out what its scheduling-gated pods
-        ask (:func:`deduct_scheduling_gated`, as capacity and overcommit count)."""
-        allocated, request, inqueue, elastic = _job_usage(job, deduct_gated=deduct_gated)
+        Its reservation leaves out what its scheduling-gated pods ask
+        (:func:`deduct_scheduling_gated`, as proportion and capacity count it)."""
+        allocated, request, inqueue, elastic = _job_usage(job)
         delta = QueueUsage(*(Resource() if part is None else part
                              for part in (allocated, request, inqueue, elastic)))
         self.merge(delta)
@@ -375,9 +375,9 @@ def deduct_scheduling_gated(job: JobInfo, reserved: Resource) -> Resource:
     and the scalars ``reserved`` names (Volcano's ``DeductSchGatedResources``): a job
     waiting on gates does not hold back the jobs behind it. ``reserved`` itself when
     no pod is gated."""
+    if not any(task.externally_gated for task in job.tasks_in(TaskStatus.PENDING).values()):
+        return reserved  # most jobs: nothing gated, nothing built
     gated = scheduling_gated_request(job)
-    if gated.is_empty():
-        return reserved
     out = reserved.clone()
     out.milli_cpu = max(out.milli_cpu - gated.milli_cpu, 0.0)
     out.memory = max(out.memory - gated.memory, 0.0)
@@ -387,8 +387,8 @@ def deduct_scheduling_gated(job: JobInfo, reserved: Resource) -> Resource:
     return out
 
 
-def _job_usage(job: JobInfo, *, deduct_gated: bool = False,
-               ) -> tuple[Resource | None, Resource | None, Resource | None, Resource | None]:
+def _job_usage(job: JobInfo) -> tuple[Resource | None, Resource | None,
+                                      Resource | None, Resource | None]:
     """What one job adds to its queue's usage: (allocated, request, inqueue, elastic),
     each summed from zero in the same order as ever, None where it adds nothing."""
     allocated = request = None
@@ -419,7 +419,7 @@ def _job_usage(job: JobInfo, *, deduct_gated: bool = False,
             inqueue = Resource().add(inqueue_resource(job, job.allocated))
         elif phase == PodGroupPhase.RUNNING:
             inqueue = Resource().add(running_job_reservation(job))
-        if inqueue is not None and deduct_gated:
+        if inqueue is not None:
             inqueue = deduct_scheduling_gated(job, inqueue)
     # What a job holds beyond its minimum. exceeded_part only reads the minimum: no
     # copy of it (job_min_resources) needed.

@@ -44,6 +44,8 @@ _UINT64 = 2**64
 
 def resolve(text: str) -> tuple[str, Any]:
     """yaml.v2's ``resolve`` of a plain scalar: its tag and value."""
+    if text == "<<":
+        return "tag:yaml.org,2002:merge", text
     if text in _NULLS:
         return _NULL, None
     if text in _TRUE:
@@ -128,11 +130,25 @@ class GoYamlLoader(yaml.SafeLoader):
     yaml_implicit_resolvers: dict[Any, Any] = {}
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # Only a scalar whose tag was resolved (not written, as in ``!!str 123``).
         if isinstance(node, yaml.ScalarNode) and node.style is None and \
-                node.tag in (_BOOL, _INT, _FLOAT, _NULL, "tag:yaml.org,2002:str"):
+                getattr(node, "implicit_tag", False):
             value = resolve(node.value)[1]
             return GoScalar("" if value is None else node.value, value)
         return super().construct_object(node, deep=deep)
+
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        """PyYAML's, remembering whether the tag was resolved (no tag written)."""
+        event = self.get_event()  # type: ignore[no-untyped-call]
+        written = event.tag is not None and event.tag != "!"
+        tag = event.tag if written else self.resolve(yaml.ScalarNode, event.value,
+                                                     event.implicit)
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark,
+                               style=event.style)
+        node.implicit_tag = not written  # type: ignore[attr-defined]
+        if anchor is not None:
+            self.anchors[anchor] = node
+        return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         """Keys as yaml.v2 decodes them into string keys: a scalar's text as written

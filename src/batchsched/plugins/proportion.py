@@ -44,6 +44,7 @@ from batchsched.api.queue_accounting import (
     QueueUsage,
     SimulationSnapshots,
     capability_from_spec,
+    deduct_scheduling_gated,
     diff,
     dominant_share,
     exceeded_part,
@@ -325,7 +326,8 @@ class ProportionPlugin:
         attr = self.queue_attrs.get(job.queue)
         if attr is not None:
             self.snapshots.before_change()
-            attr.usage.inqueue.add(job_min_resources(job))
+            # What its gated pods ask is not reserved (Volcano's DeductSchGatedResources).
+            attr.usage.inqueue.add(deduct_scheduling_gated(job, job_min_resources(job)))
 
     # -- simulated preemption ---------------------------------------------------------
 

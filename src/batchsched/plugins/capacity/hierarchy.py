@@ -139,7 +139,7 @@ def build_flat(
                 real_capability=real,
             )
             out[job.queue] = attr
-        attr.usage.add_job(job, deduct_gated=True)
+        attr.usage.add_job(job)
     for attr in out.values():
         attr.deserved.min_dimension(attr.real_capability, _INFINITY)
         attr.deserved = resource_max(attr.deserved, attr.guarantee)
@@ -172,7 +172,7 @@ def build_hierarchy(
             continue
         if attr.children:
             raise HierarchyError(f"queue {job.queue!r} of job {job.uid} is not a leaf queue")
-        delta = attr.usage.add_job(job, deduct_gated=True)
+        delta = attr.usage.add_job(job)
         for ancestor in attr.ancestors:
             out[ancestor].usage.merge(delta)
     root = out.get(ROOT)
