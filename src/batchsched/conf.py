@@ -44,10 +44,13 @@ __all__ = [
     "PluginOption",
     "SchedulerConfiguration",
     "Tier",
+    "as_volcano_reads",
     "check_tier_conflicts",
+    "configuration_from_text",
     "default_configuration",
     "load_configuration",
     "parse_configuration",
+    "require_actions",
 ]
 
 DEFAULT_CONFIGURATION_YAML = """\
@@ -386,12 +389,17 @@ def load_configuration(source: str | Path) -> SchedulerConfiguration:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
                           source=str(path)) from exc
-    configuration = configuration_from_text(text, source=str(path))
+    return require_actions(configuration_from_text(text, source=str(path)))
+
+
+def require_actions(configuration: SchedulerConfiguration) -> SchedulerConfiguration:
+    """``configuration`` if it names an action; else the :class:`ConfigError` Volcano's
+    refusal of such a file calls for (it splits an empty actions string into one
+    empty name it cannot find, and keeps its default configuration)."""
     if not configuration.actions:
-        # Volcano splits an empty actions string into one empty name it cannot find.
         raise ConfigError("names no action: Volcano refuses such a file (failed to find "
                           "Action \"\") and keeps its default configuration",
-                          source=str(path), key="actions")
+                          source=configuration.source, key="actions")
     return configuration
 
 

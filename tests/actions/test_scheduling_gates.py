@@ -118,6 +118,8 @@ def test_the_loader_refuses_gates_on_a_placed_pod_and_twice_the_same_gate() -> N
              ' "schedulingGates": ["x"]}')
     with pytest.raises(ScenarioError, match="gate 'x' is given twice"):
         load('{"name": "p", "job": "pg", "schedulingGates": ["x", {"name": "x"}]}')
+    # A gated pod being deleted (a finalizer holds it) is still a pod on no node.
+    load('{"name": "p", "job": "pg", "deleting": True, "schedulingGates": ["x"]}')
 
 
 def test_a_lifted_gate_lets_the_next_session_place_the_pod() -> None:

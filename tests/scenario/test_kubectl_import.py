@@ -656,3 +656,13 @@ def test_the_loader_s_warnings_name_the_kubernetes_object(tmp_path: Path) -> Non
     scenario = load_kubectl_dump(write(tmp_path, document))
     assert any("PodGroup team-a/eval: spec.priorityClassName: no priority class "
                "'missing-class'" in w for w in scenario.warnings), scenario.warnings
+
+
+def test_a_scheduler_configmap_naming_no_action_is_refused(tmp_path: Path) -> None:
+    """Volcano refuses such a configuration (and keeps its default)."""
+    document = dump()
+    for obj in document["items"]:
+        if obj["kind"] == "ConfigMap" and "volcano-scheduler.conf" in obj.get("data", {}):
+            obj["data"]["volcano-scheduler.conf"] = 'actions: ""\n'
+    with pytest.raises(ConfigError, match="names no action"):
+        load_kubectl_dump(write(tmp_path, document))

@@ -675,7 +675,8 @@ class MemoryCache:
         """The pod's scheduling gates are now ``gates``: a controller lifted the others
         (the API server only lets gates be removed once a pod exists). Raises
         :class:`~batchsched.errors.SchedulingError`, changing nothing, for a task that
-        is not in the cache or not Pending, or for a gate it does not have."""
+        is not in the cache, for a gate it does not have, or for gates kept on a task
+        that is not Pending."""
         job = self.jobs.get(job_uid)
         task = job.tasks.get(task_uid) if job is not None else None
         if job is None or task is None:

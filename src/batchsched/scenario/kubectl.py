@@ -34,6 +34,7 @@ from batchsched.conf import (
     DEFAULT_CONFIGURATION_YAML,
     as_volcano_reads,
     configuration_from_text,
+    require_actions,
 )
 from batchsched.errors import QuantityError, ScenarioError
 from batchsched.kube.go_yaml import load_first_document
@@ -244,7 +245,7 @@ def _configuration_document(text: str, source: str) -> dict[str, Any]:
     and plugins (errors name ``source``: the ConfigMap, not the scenario written)."""
     from batchsched.framework.registry import default_registry
 
-    configuration_from_text(text, source=source).validate(default_registry())
+    require_actions(configuration_from_text(text, source=source)).validate(default_registry())
     # Read as Volcano reads it (yaml.v2), then written out as plain values.
     document = as_volcano_reads(load_first_document(text))
     if isinstance(document, Mapping):

@@ -1287,7 +1287,7 @@ class _Parser:
             scheduler_name=self.typed(obj, "schedulerName", str, "", path),
             nominated_node=self._nominated(obj, path, nodes),
             resource_claims=self._pod_claims(obj, path),
-            scheduling_gates=self._scheduling_gates(obj, path, status),
+            scheduling_gates=self._scheduling_gates(obj, path, node),
         )
         if obj.get("startTime") is not None:
             if not task.node_name:
@@ -1296,9 +1296,9 @@ class _Parser:
         return task
 
     def _scheduling_gates(self, obj: Mapping[str, Any], path: str,
-                          status: TaskStatus) -> tuple[str, ...]:
+                          node: str) -> tuple[str, ...]:
         """``schedulingGates``: gate names (or ``{name: ...}`` as in a pod), each once,
-        on a pod not yet scheduled, as the API server admits them."""
+        on a pod on no node (it may be being deleted), as the API server admits them."""
         raw = obj.get("schedulingGates")
         if raw is None:
             return ()
@@ -1314,7 +1314,7 @@ class _Parser:
             if gate in gates:
                 raise self.fail(f"{where}[{i}]", f"gate {gate!r} is given twice")
             gates.append(gate)
-        if gates and status != TaskStatus.PENDING:
+        if gates and node:
             raise self.fail(where, "only a pod not yet scheduled has scheduling gates")
         return tuple(gates)
 
