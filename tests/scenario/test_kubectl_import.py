@@ -153,6 +153,25 @@ def test_a_pod_s_own_pod_group_asks_the_pod_s_quota_usage(tmp_path: Path) -> Non
         "nvidia.com/gpu": "2", "requests.nvidia.com/gpu": "2", "limits.cpu": "2"}
 
 
+def test_the_quota_usage_limits_are_kubernetes_pod_limits() -> None:
+    """PodLimits: pod-level limits replace the containers', an init container counts
+    with the sidecars started before it, ephemeral storage is limited too."""
+    def usage(spec: dict[str, Any]) -> dict[str, str]:
+        document = scenario_document_from_kubectl(_one_pod_dump(spec), source="dump.json")
+        return {k: v for k, v in document["jobs"][0]["minResources"].items()
+                if k.startswith("limits.")}
+
+    assert usage({"resources": {"limits": {"cpu": "4"}}, "containers": [
+        {"name": "a", "resources": {"limits": {"cpu": "1", "ephemeral-storage": "1Gi"}}}]}) == {
+        "limits.cpu": "4", "limits.ephemeral-storage": str(GiB)}
+    assert usage({"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}}}],
+                  "initContainers": [
+                      {"name": "s", "restartPolicy": "Always",
+                       "resources": {"limits": {"cpu": "2"}}},
+                      {"name": "i", "resources": {"limits": {"cpu": "3"}}}]}) == {
+        "limits.cpu": "5"}
+
+
 def test_a_resized_container_asks_the_most_of_spec_status_and_allocation(
         tmp_path: Path) -> None:
     """In-place resize (Volcano's determineContainerReqs): the largest of the spec's,

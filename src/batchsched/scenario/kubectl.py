@@ -284,6 +284,10 @@ def _add(total: Quantities, more: Mapping[str, Fraction]) -> Quantities:
     return total
 
 
+#: The limits a ResourceQuota counts (``limits.<name>``).
+_QUOTA_LIMITED = ("cpu", "memory", "ephemeral-storage")
+
+
 def _quota_usage(requests: Mapping[str, Fraction], limits: Mapping[str, Fraction], *,
                  ended: bool) -> Quantities:
     """A pod's usage as a ResourceQuota counts it, which Volcano's PodGroup controller
@@ -753,29 +757,38 @@ class _Converter:
                        for name, amount in init.items()}
 
     def pod_limits(self, spec: Mapping[str, Any], who: str) -> Quantities:
-        """The pod's cpu and memory limits as a quota counts them (Kubernetes'
-        ``PodLimits``): the containers' and sidecars' sum, or the largest init
-        container's when larger, plus the overhead of what is limited."""
+        """The pod's limits as a quota counts them (Kubernetes' ``PodLimits``, of cpu,
+        memory and ephemeral storage): the containers' and sidecars' sum, or an init
+        container's (with the sidecars started before it) when larger; the pod-level
+        cpu and memory limits in their place; plus the overhead of what is limited."""
         def limits(container: Any, field: str) -> Quantities:
             resources = self.mapping(self.mapping(container, who, field).get("resources"),
                                      who, f"{field}.resources")
             found = self.quantities(resources.get("limits"), who, f"{field}.resources.limits")
-            return {k: v for k, v in found.items() if k in ("cpu", "memory")}
+            return {k: v for k, v in found.items() if k in _QUOTA_LIMITED}
 
         total: Quantities = {}
         for i, container in enumerate(self.seq(spec.get("containers"), who,
                                                "spec.containers")):
             _add(total, limits(container, f"spec.containers[{i}]"))
+        sidecars: Quantities = {}
         largest: Quantities = {}
         for i, container in enumerate(self.seq(spec.get("initContainers"), who,
                                                "spec.initContainers")):
             own = limits(container, f"spec.initContainers[{i}]")
             if container.get("restartPolicy") == "Always":
                 _add(total, own)
-            for name, amount in own.items():
+                _add(sidecars, own)
+                need = dict(sidecars)
+            else:
+                need = _add(dict(own), sidecars)
+            for name, amount in need.items():
                 largest[name] = max(largest.get(name, Fraction(0)), amount)
         for name, amount in largest.items():
             total[name] = max(total.get(name, Fraction(0)), amount)
+        resources = self.mapping(spec.get("resources"), who, "spec.resources")
+        pod_level = self.quantities(resources.get("limits"), who, "spec.resources.limits")
+        total.update({k: v for k, v in pod_level.items() if k in ("cpu", "memory")})
         overhead = self.quantities(spec.get("overhead"), who, "spec.overhead")
         return {name: amount + overhead.get(name, Fraction(0))
                 for name, amount in total.items()}
