@@ -50,6 +50,22 @@ GO_MATCHES: list[tuple[str, str, bool | None]] = [
     ("^*a", "a", True),
     ("a{1001}", "a", None),
     ("(?i)k", "\u212a", True),
+    ("[\\D]", "\u0661", True),
+    ("^[\\W]$", "\u00e9", True),
+    ("^[\\S]$", "\x0b", True),
+    ("(?m:a)b$", "ab\n", False),
+    ("a(?m:b$)|c$", "c\n", False),
+    ("[[:^alpha:]]", "1", True),
+    ("[[:^alpha:]]", "a", False),
+    ("\\x{41}", "A", True),
+    ("\\101", "A", True),
+    ("\\12", "\n", True),
+    ("\\1", "x", None),
+    ("\\u0041", "A", None),
+    ("[\\b]", "\x08", None),
+    ("\\\u00e9", "\u00e9", None),
+    ("\\x4", "J", None),
+    ("\\C", "a", None),
 ]
 
 

@@ -24,18 +24,47 @@ class Re2Error(ValueError):
     """The pattern is not one RE2 accepts."""
 
 
-_CLASSES_OUTSIDE = {"d": "[0-9]", "D": "[^0-9]", "w": "[0-9A-Za-z_]", "W": "[^0-9A-Za-z_]",
-                    "s": "[\\t\\n\\f\\r ]", "S": "[^\\t\\n\\f\\r ]"}
-_CLASSES_INSIDE = {"d": "0-9", "w": "0-9A-Za-z_", "s": "\\t\\n\\f\\r "}
-#: RE2's ASCII classes (``[[:alpha:]]``), as ranges within a class.
+#: The Perl classes and RE2's ASCII classes (``[[:alpha:]]``), as code-point ranges.
+_DIGIT = ((0x30, 0x39),)
+_WORD_RANGES = ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
+_SPACE = ((0x09, 0x0A), (0x0C, 0x0D), (0x20, 0x20))  # RE2's \s: no \v
+_PERL = {"d": _DIGIT, "w": _WORD_RANGES, "s": _SPACE}
 _ASCII_CLASSES = {
-    "alnum": "0-9A-Za-z", "alpha": "A-Za-z", "ascii": "\\x00-\\x7f", "blank": "\\t ",
-    "cntrl": "\\x00-\\x1f\\x7f", "digit": "0-9", "graph": "!-~", "lower": "a-z",
-    "print": " -~", "punct": "!-/:-@\\[-`{-~", "space": "\\t\\n\\v\\f\\r ",
-    "upper": "A-Z", "word": "0-9A-Za-z_", "xdigit": "0-9A-Fa-f",
+    "alnum": ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)), "alpha": ((0x41, 0x5A), (0x61, 0x7A)),
+    "ascii": ((0x00, 0x7F),), "blank": ((0x09, 0x09), (0x20, 0x20)),
+    "cntrl": ((0x00, 0x1F), (0x7F, 0x7F)), "digit": _DIGIT, "graph": ((0x21, 0x7E),),
+    "lower": ((0x61, 0x7A),), "print": ((0x20, 0x7E),),
+    "punct": ((0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E)),
+    "space": ((0x09, 0x0D), (0x20, 0x20)), "upper": ((0x41, 0x5A),), "word": _WORD_RANGES,
+    "xdigit": ((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)),
 }
-_ASCII_CLASS = re.compile(r"\[:(\^?[a-z]+):\]")
+_ASCII_CLASS = re.compile(r"\[:(\^?)([a-z]+):\]")
+_MAX_RUNE = 0x10FFFF
+
+
+def _complement(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    out, low = [], 0
+    for start, end in sorted(ranges):
+        if start > low:
+            out.append((low, start - 1))
+        low = max(low, end + 1)
+    if low <= _MAX_RUNE:
+        out.append((low, _MAX_RUNE))
+    return tuple(out)
+
+
+def _body(ranges: tuple[tuple[int, int], ...]) -> str:
+    """The ranges as the inside of a Python character class."""
+    return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
+                   for lo, hi in ranges)
+
+
 _WORD = "[0-9A-Za-z_]"
+_CLASSES_OUTSIDE = {**{name: f"[{_body(ranges)}]" for name, ranges in _PERL.items()},
+                    **{name.upper(): f"[{_body(_complement(ranges))}]"
+                       for name, ranges in _PERL.items()}}
+_CLASSES_INSIDE = {**{name: _body(ranges) for name, ranges in _PERL.items()},
+                   **{name.upper(): _body(_complement(ranges)) for name, ranges in _PERL.items()}}
 _BOUNDARY = f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
 _NOT_BOUNDARY = f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"
 _REPEAT = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
@@ -61,7 +90,8 @@ class _Translation:
         self.out: list[str] = []
         #: Per open group (the pattern itself first), the flags set within it so far.
         self.flags: list[list[str]] = [[]]
-        self.multiline = False
+        #: Per open group, whether ``m`` holds there (``$`` then ends a line).
+        self.multiline: list[bool] = [False]
 
     def run(self) -> str:
         pattern, out = self.pattern, self.out
@@ -78,6 +108,7 @@ class _Translation:
                 self.close_flags()
                 if len(self.flags) > 1:
                     self.flags.pop()
+                    self.multiline.pop()
                 out.append(")")
                 i += 1
             elif char == "|":
@@ -96,7 +127,7 @@ class _Translation:
                 _no_possessive(pattern, i)
             elif char == "$":
                 # Python's $ also matches before a final newline; RE2's does only with m.
-                out.append("(?:$)" if self.multiline else "(?:\\Z)")
+                out.append("(?:$)" if self.multiline[-1] else "(?:\\Z)")
                 i += 1
             elif char == "^":
                 out.append("(?:^)")  # a group: RE2 lets an assertion be repeated
@@ -115,14 +146,11 @@ class _Translation:
         if i + 1 >= len(pattern):
             raise Re2Error("trailing backslash at end of expression")
         escaped = pattern[i + 1]
-        i += 2
         if escaped == "Q":  # \Q...\E: literal text
-            end = pattern.find("\\E", i)
+            end = pattern.find("\\E", i + 2)
             end = len(pattern) if end == -1 else end
-            out.append(re.escape(pattern[i:end]))
+            out.append(re.escape(pattern[i + 2:end]))
             return end + 2
-        if escaped in "123456789" or escaped in "ZGgk":
-            raise Re2Error(f"invalid escape sequence: \\{escaped}")
         if escaped in _CLASSES_OUTSIDE:
             out.append(_CLASSES_OUTSIDE[escaped])
         elif escaped == "b":
@@ -134,8 +162,10 @@ class _Translation:
         elif escaped == "A":
             out.append("(?:\\A)")
         else:
-            out.append("\\" + escaped)
-        return i
+            text, i = _character_escape(pattern, i)
+            out.append(text)
+            return i
+        return i + 2
 
     def char_class(self, i: int) -> int:
         pattern, out = self.pattern, self.out
@@ -156,18 +186,20 @@ class _Translation:
             if char == "\\":
                 if i + 1 >= n:
                     raise Re2Error("trailing backslash at end of expression")
-                escaped = pattern[i + 1]
-                if escaped in "123456789" or escaped in "ZGgkQ":
-                    raise Re2Error(f"invalid escape sequence: \\{escaped}")
-                out.append(_CLASSES_INSIDE.get(escaped, "\\" + escaped))
-                i += 2
+                if pattern[i + 1] in _CLASSES_INSIDE:
+                    out.append(_CLASSES_INSIDE[pattern[i + 1]])
+                    i += 2
+                    continue
+                text, i = _character_escape(pattern, i)
+                out.append(text)
                 continue
             if char == "[":
                 named = _ASCII_CLASS.match(pattern, i)
                 if named is not None:
-                    if named[1] not in _ASCII_CLASSES:
+                    ranges = _ASCII_CLASSES.get(named[2])
+                    if ranges is None:
                         raise Re2Error(f"invalid character class range: {named[0]}")
-                    out.append(_ASCII_CLASSES[named[1]])
+                    out.append(_body(_complement(ranges) if named[1] else ranges))
                     i = named.end()
                     continue
                 out.append("\\[")  # a literal in RE2; Python warns of a nested set
@@ -185,6 +217,7 @@ class _Translation:
         pattern, out = self.pattern, self.out
         if not pattern.startswith("(?", i):
             self.flags.append([])
+            self.multiline.append(self.multiline[-1])
             out.append("(")
             return i + 1
         rest = pattern[i + 2:]
@@ -192,6 +225,7 @@ class _Translation:
             raise Re2Error(f"invalid or unsupported Perl syntax: (?{rest[:2]}")
         if rest[:1] == "<" or rest[:2] == "P<":
             self.flags.append([])
+            self.multiline.append(self.multiline[-1])
             out.append("(?P<")
             return i + (3 if rest[:1] == "<" else 4)
         setting = _FLAG_GROUP.match(pattern, i)
@@ -200,14 +234,20 @@ class _Translation:
         flags = setting[1]
         if "U" in flags:
             raise Re2Error("ungreedy mode (?U) is not supported here")
-        if "m" in flags.partition("-")[0]:
-            self.multiline = True
+        turned_on, _, turned_off = flags.partition("-")
+        multiline = self.multiline[-1]
+        if "m" in turned_on:
+            multiline = True
+        elif "m" in turned_off:
+            multiline = False
         if setting[2] == ":":  # (?i:...): a group with its own flags
             self.flags.append([])
+            self.multiline.append(multiline)
             out.append(f"(?{flags}:")
         elif flags:  # (?i): from here to the end of the group
             at = self.quantifier_after(setting.end())
             self.flags[-1].append(flags)
+            self.multiline[-1] = multiline
             out.append(f"(?{flags}:")
             return at
         return setting.end()
@@ -243,6 +283,45 @@ class _Translation:
         self.out.append(match[0])
         _no_possessive(self.pattern, match.end())
         return match.end()
+
+
+def _character_escape(pattern: str, i: int) -> tuple[str, int]:
+    """The escape at ``pattern[i]`` (a backslash) that stands for one character, as
+    RE2 reads it (the Python for it, and where the pattern goes on): octal
+    (``\\0``, ``\\12``, ``\\101``; a lone ``\\1``..``\\9`` is a backreference,
+    refused), ``\\xHH`` and ``\\x{HHHH}``, the C escapes and any punctuation."""
+    escaped = pattern[i + 1]
+    at = i + 2
+    if escaped in "01234567":
+        digits = escaped
+        while len(digits) < 3 and at < len(pattern) and pattern[at] in "01234567":
+            digits += pattern[at]
+            at += 1
+        if escaped != "0" and len(digits) == 1:
+            raise Re2Error(f"invalid escape sequence: \\{escaped}")
+        return re.escape(chr(int(digits, 8))), at
+    if escaped == "x":
+        if pattern.startswith("{", at):
+            end = pattern.find("}", at)
+            code = pattern[at + 1:end] if end != -1 else ""
+            if not code or not all(c in "0123456789abcdefABCDEF" for c in code) or \
+                    int(code, 16) > _MAX_RUNE:
+                raise Re2Error(f"invalid escape sequence: {pattern[i:end + 1 or None]}")
+            return re.escape(chr(int(code, 16))), end + 1
+        code = pattern[at:at + 2]
+        if len(code) < 2 or not all(c in "0123456789abcdefABCDEF" for c in code):
+            raise Re2Error(f"invalid escape sequence: {pattern[i:at + 2]}")
+        return re.escape(chr(int(code, 16))), at + 2
+    if escaped in _C_ESCAPES:
+        return "\\" + escaped, at
+    if escaped.isalnum() or escaped == "_" or not escaped.isascii():
+        # RE2 escapes no other letter or digit, and only ASCII punctuation.
+        raise Re2Error(f"invalid escape sequence: \\{escaped}")
+    return re.escape(escaped), at
+
+
+#: The character escapes RE2 and Python read alike.
+_C_ESCAPES = frozenset("afnrtv")
 
 
 def _no_possessive(pattern: str, at: int) -> None:
