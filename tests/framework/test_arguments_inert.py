@@ -97,3 +97,10 @@ def test_what_go_refuses_is_refused(text: str) -> None:
     (a cooldown or a waiting time written " 10m" is not one, as in Volcano)."""
     with pytest.raises(ValueError, match="invalid duration"):
         parse_duration(text)
+
+
+def test_a_duration_past_int64_nanoseconds_does_not_read() -> None:
+    """Go's ParseDuration overflows past about 292 years."""
+    assert parse_duration("2562047h") == 2562047 * 3600
+    with pytest.raises(ValueError, match="overflows"):
+        parse_duration("2562048h")

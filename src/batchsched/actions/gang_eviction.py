@@ -496,7 +496,8 @@ def _resolvable_nodes(ssn: Session, job: JobInfo, task: TaskInfo,
     if errors is None:
         return list(nodes)
     hopeless = errors.unresolvable_nodes()
-    if all(node.name in hopeless for node in ssn.node_list):
+    if len(hopeless) >= len(ssn.node_list) and all(
+            node.name in hopeless for node in ssn.node_list):
         return list(nodes)
     return [node for node in nodes if node.name not in hopeless]
 

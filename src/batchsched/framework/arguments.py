@@ -70,7 +70,13 @@ def parse_duration(text: str) -> float:
             raise ValueError(f"invalid duration {text!r}")
         total += float(match[1]) * _UNIT_SECONDS[match[2]]
         pos = match.end()
+    if total * 1e9 > _MAX_DURATION_NANOSECONDS:  # a Go duration is int64 nanoseconds
+        raise ValueError(f"invalid duration {text!r} (overflows int64 nanoseconds)")
     return sign * total
+
+
+#: The longest Go duration (``math.MaxInt64`` nanoseconds, about 292 years).
+_MAX_DURATION_NANOSECONDS = float(2**63 - 1)
 
 
 def parse_seconds(text: str) -> float:

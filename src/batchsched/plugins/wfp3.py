@@ -32,8 +32,8 @@ def waiting_time(job: JobInfo, now: float, mode: str) -> float:
 
 def waiting_time_mode(arguments: Arguments, key: str) -> str:
     # This project's own argument: a YAML ``true`` (unquoted) means "true" too.
-    raw = arguments.get(key, "true")
-    mode = "true" if raw is True else raw
+    raw = arguments.get(key)
+    mode = "true" if raw is True or raw is None else raw
     if mode not in WAITING_TIME_MODES:
         from batchsched.errors import PluginError
 
