@@ -685,3 +685,11 @@ def test_a_scheduler_configmap_naming_no_action_is_refused(tmp_path: Path) -> No
             obj["data"]["volcano-scheduler.conf"] = 'actions: ""\n'
     with pytest.raises(ConfigError, match="names no action"):
         load_kubectl_dump(write(tmp_path, document))
+
+
+def test_an_error_in_a_list_within_the_list_says_where(tmp_path: Path) -> None:
+    nested = {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "NodeList", "items": [{"metadata": {}}]}]}
+    with pytest.raises(ScenarioError, match=r"items\[0\]\.items\[0\] \(Node\): an object "
+                                            r"without metadata\.name"):
+        load_kubectl_dump(write(tmp_path, nested))

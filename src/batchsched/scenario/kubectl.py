@@ -213,19 +213,25 @@ def _read_values(source: str) -> list[Any]:
                             source=source) from exc
 
 
-def _list_items(dump: Mapping[str, Any]) -> list[Any]:
+def _list_items(dump: Mapping[str, Any], where: str = "items") -> list[Any]:
     """A List's objects, those of Lists within it included; a typed list's (PodList)
     objects, which leave out their kind, get it."""
+    return [obj for _, obj in _located_items(dump, where)]
+
+
+def _located_items(dump: Mapping[str, Any], where: str = "items") -> list[tuple[str, Any]]:
+    """:func:`_list_items` with where each object is (``items[2].items[0]``)."""
     kind = str(dump["kind"])
     default_kind = kind[: -len("List")] if kind != "List" else ""
-    items: list[Any] = []
-    for obj in dump["items"]:
+    items: list[tuple[str, Any]] = []
+    for i, obj in enumerate(dump["items"]):
+        place = f"{where}[{i}]"
         if is_kubectl_dump(obj):
-            items.extend(_list_items(obj))
+            items.extend(_located_items(obj, f"{place}.items"))
         elif isinstance(obj, Mapping) and not obj.get("kind") and default_kind:
-            items.append({**obj, "kind": default_kind})
+            items.append((place, {**obj, "kind": default_kind}))
         else:
-            items.append(obj)
+            items.append((place, obj))
     return items
 
 
@@ -479,17 +485,17 @@ class _Converter:
         config_maps: list[tuple[str, str]] = []
         skipped: dict[str, int] = {}
         # Lists within the List (a NodeList among its items) give their objects.
-        for i, obj in enumerate(_list_items(dump)):
+        for place, obj in _located_items(dump):
             if not isinstance(obj, Mapping):
-                raise self.fail(f"items[{i}]", "", f"not an object: {obj!r}")
+                raise self.fail(place, "", f"not an object: {obj!r}")
             item_kind = obj.get("kind")
-            meta = self.mapping(obj.get("metadata"), f"items[{i}]", "metadata")
+            meta = self.mapping(obj.get("metadata"), place, "metadata")
             name = meta.get("name")
             if not isinstance(item_kind, str) or not item_kind:
                 named = f" ({name})" if name else ""
-                raise self.fail(f"items[{i}]{named}", "", "an object without kind")
+                raise self.fail(f"{place}{named}", "", "an object without kind")
             if not isinstance(name, str) or not name:
-                raise self.fail(f"items[{i}] ({item_kind})", "",
+                raise self.fail(f"{place} ({item_kind})", "",
                                 "an object without metadata.name")
             namespace = str(meta.get("namespace") or "default")
             who = (f"{item_kind} {namespace}/{name}" if item_kind in _NAMESPACED
