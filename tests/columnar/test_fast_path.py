@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 from fast_path_support import (
     REGISTRY,
     SELECTORS,
@@ -529,3 +530,30 @@ def test_preempt_scans_find_the_reference_nodes(
             assert [n.name for n in found] == [n.name for n in expected]
             assert ({k: set(v) for k, v in fast.error_cache.items()}
                     == {k: set(v) for k, v in reference.error_cache.items()})
+
+
+def test_a_cordoned_node_is_checked_against_each_task_s_tolerations() -> None:
+    """The unschedulable-node check reads tolerations whatever the taint switch: two
+    tasks that differ only in tolerations share no kept answer (found by a fuzzer:
+    the task that does not tolerate the cordon was placed on it)."""
+    document = yaml.safe_load("""
+version: 1
+name: cordoned
+config:
+  actions: allocate
+  tiers:
+  - plugins:
+    - name: predicates
+      arguments: {predicate.TaintTolerationEnable: false}
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 4Gi, pods: 110}, unschedulable: true}
+jobs:
+- {name: j1}
+- {name: j2}
+tasks:
+- {name: a, job: j1, requests: {cpu: 1}, tolerations: [{operator: Exists}]}
+- {name: b, job: j2, requests: {cpu: 1}}
+""")
+    reference, fast = decide_both(document)
+    assert_same_decisions(reference, fast)
+    assert "default/b" not in fast.binds

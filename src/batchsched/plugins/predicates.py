@@ -716,7 +716,8 @@ class PredicatesPlugin:
     def _stable_key(self, pod: PodInfo, state: _TaskState) -> tuple[object, ...]:
         affinity_checked = self.node_affinity_enable and NODE_AFFINITY not in state.skipped
         return (
-            pod.tolerations if self.taint_toleration_enable else None,
+            # Read by the unschedulable-node check too, which no switch turns off.
+            pod.tolerations,
             tuple(sorted(pod.node_selector.items())) if affinity_checked else None,
             pod.affinity.node.required if affinity_checked else None,
             affinity_checked,
