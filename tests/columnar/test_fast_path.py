@@ -557,3 +557,36 @@ tasks:
     reference, fast = decide_both(document)
     assert_same_decisions(reference, fast)
     assert "default/b" not in fast.binds
+
+
+def test_a_random_draw_is_not_made_twice_when_a_task_falls_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpu-random drew on the column form, network-topology-aware sent the task to the
+    node-by-node form, which drew again: the generator ran ahead of the reference
+    path's (found by a fuzzer)."""
+    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    document = yaml.safe_load("""
+version: 1
+name: random draws
+config:
+  actions: allocate
+  tiers:
+  - plugins:
+    - {name: gpu-random, arguments: {gpu-random.seed: 3}}
+    - {name: network-topology-aware}
+nodes:
+- {name: n006, allocatable: {memory: 16Gi, pods: 110}}
+- {name: n007, allocatable: {memory: 16Gi, pods: 110}}
+jobs:
+- {name: pg06, namespace: ns, networkTopology: {}}
+tasks:
+- {name: pg06-0, namespace: ns, job: pg06, requests: {memory: 3000Mi}}
+- {name: pg06-1, namespace: ns, job: pg06, requests: {memory: 3000Mi}}
+""")
+    outputs = []
+    for fast in ("1", "0"):
+        monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast)
+        outputs.append(run_scenario(parse_scenario(document)).to_json())
+    assert outputs[0] == outputs[1]

@@ -32,11 +32,16 @@ class RandomPlugin:
     name = "gpu-random"
 
     def __init__(self, arguments: Arguments) -> None:
+        self._column_draw: tuple[str, tuple[str, ...], int] | None = None
         self.weight = arguments.get_int(f"{self.name}.weight", 1, owner=self.name)
         self.rng = random.Random(arguments.get_int(f"{self.name}.seed", 0, owner=self.name))
         arguments.warn_unknown(self.name, [f"{self.name}.weight", f"{self.name}.seed"])
 
     def on_session_open(self, ssn: Session) -> None:
+        # The column form's last draw (task uid, candidates, index): when another
+        # plugin sends the task back to the node-by-node form, the draw is not made
+        # twice, so that both forms consume the generator alike.
+        self._column_draw = None
         if not self.weight:
             return
         ssn.add_batch_node_order_fn(self.name, self.batch_scores)
@@ -49,7 +54,12 @@ class RandomPlugin:
     def batch_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
         if not nodes:
             return {}
-        drawn = self.rng.randrange(len(nodes))
+        names = tuple(node.name for node in nodes)
+        made, self._column_draw = self._column_draw, None
+        if made is not None and made[:2] == (task.uid, names):
+            drawn = made[2]  # the column form drew for these very candidates
+        else:
+            drawn = self.rng.randrange(len(nodes))
         return {node.name: float(100 * self.weight if i == drawn else 0)
                 for i, node in enumerate(nodes)}
 
@@ -57,7 +67,11 @@ class RandomPlugin:
                       candidates: Candidates) -> FloatArray:
         scores = np.zeros(len(candidates))
         if len(candidates):
-            scores[self.rng.randrange(len(candidates))] = 100 * self.weight
+            drawn = self.rng.randrange(len(candidates))
+            scores[drawn] = 100 * self.weight
+            nodes = columns.nodes
+            self._column_draw = (task.uid, tuple(nodes[i].name
+                                                 for i in candidates.indices.tolist()), drawn)
         return scores
 
     def devices(self, task: TaskInfo, node: NodeInfo) -> tuple[int, ...] | None:
