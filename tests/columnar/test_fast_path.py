@@ -559,15 +559,7 @@ tasks:
     assert "default/b" not in fast.binds
 
 
-def test_a_random_draw_is_not_made_twice_when_a_task_falls_back(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """gpu-random drew on the column form, network-topology-aware sent the task to the
-    node-by-node form, which drew again: the generator ran ahead of the reference
-    path's (found by a fuzzer)."""
-    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
-    from batchsched.scenario import parse_scenario, run_scenario
-
-    document = yaml.safe_load("""
+GPU_RANDOM_FALLBACK = """
 version: 1
 name: random draws
 config:
@@ -584,7 +576,45 @@ jobs:
 tasks:
 - {name: pg06-0, namespace: ns, job: pg06, requests: {memory: 3000Mi}}
 - {name: pg06-1, namespace: ns, job: pg06, requests: {memory: 3000Mi}}
-""")
+"""
+GPU_RANDOM_BACKFILL = """
+version: 1
+name: random draws in backfill
+config:
+  actions: allocate, preempt, backfill
+  tiers:
+  - plugins: [{name: gang}]
+  - plugins:
+    - name: predicates
+      arguments: {predicate.ProportionalEnable: true, predicate.resources: nvidia.com/gpu,
+                  predicate.resources.nvidia.com/gpu.cpu: 4}
+    - {name: gpu-random}
+nodes:
+- {name: n000, allocatable: {pods: 110}}
+- {name: n002, allocatable: {nvidia.com/gpu: 4}}
+- {name: n003, allocatable: {pods: 110}}
+jobs:
+- {name: pg02, namespace: ot, minMember: 2}
+- {name: pg07, namespace: ot}
+tasks:
+- {name: pg02-0, namespace: ot, job: pg02}
+- {name: pg02-1, namespace: ot, job: pg02, node: n002}
+- {name: pg07-2, namespace: ot, job: pg07}
+"""
+
+
+@pytest.mark.parametrize("text", [GPU_RANDOM_FALLBACK, GPU_RANDOM_BACKFILL],
+                         ids=["fallback", "backfill"])
+def test_random_draws_are_the_same_on_both_paths(
+        monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """gpu-random's draws are a function of the task and its candidates: the column
+    form, which scores a task a different number of times (windows planned ahead,
+    a fallback to the node-by-node form), draws what the reference draws (found by
+    a fuzzer, when the draws came from one generator)."""
+    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    document = yaml.safe_load(text)
     outputs = []
     for fast in ("1", "0"):
         monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast)

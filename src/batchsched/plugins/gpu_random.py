@@ -3,14 +3,14 @@
 One candidate, drawn uniformly, scores ``100 x gpu-random.weight`` and the
 others 0 (a batch node-order score: the draw needs the candidates). A share goes
 on a device drawn uniformly among those it fits; whole GPUs are the
-lowest-indexed free ones. The draws come from a generator seeded with
-``gpu-random.seed`` (default 0; ``batchsched simulate --seed`` sets it), so a
-run is reproducible.
+lowest-indexed free ones. Each draw is a hash of ``gpu-random.seed`` (default 0;
+``batchsched simulate --seed`` sets it), the task and what it chooses among, so a
+run is reproducible, and the default and reference node-choice paths draw alike.
 """
 
 from __future__ import annotations
 
-import random
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,16 +32,11 @@ class RandomPlugin:
     name = "gpu-random"
 
     def __init__(self, arguments: Arguments) -> None:
-        self._column_draw: tuple[str, tuple[str, ...], int] | None = None
         self.weight = arguments.get_int(f"{self.name}.weight", 1, owner=self.name)
-        self.rng = random.Random(arguments.get_int(f"{self.name}.seed", 0, owner=self.name))
+        self.seed = arguments.get_int(f"{self.name}.seed", 0, owner=self.name)
         arguments.warn_unknown(self.name, [f"{self.name}.weight", f"{self.name}.seed"])
 
     def on_session_open(self, ssn: Session) -> None:
-        # The column form's last draw (task uid, candidates, index): when another
-        # plugin sends the task back to the node-by-node form, the draw is not made
-        # twice, so that both forms consume the generator alike.
-        self._column_draw = None
         if not self.weight:
             return
         ssn.add_batch_node_order_fn(self.name, self.batch_scores)
@@ -51,15 +46,18 @@ class RandomPlugin:
     def on_session_close(self, ssn: Session) -> None:
         """Nothing to write back."""
 
+    def draw(self, count: int, *parts: str) -> int:
+        """A uniform draw among ``count``, a function of the seed and ``parts`` (the
+        task and what it chooses among): both node-choice paths, which score a task
+        a different number of times, draw the same."""
+        digest = hashlib.blake2b("\0".join((str(self.seed), *parts)).encode(),
+                                 digest_size=8).digest()
+        return int.from_bytes(digest, "big") % count
+
     def batch_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
         if not nodes:
             return {}
-        names = tuple(node.name for node in nodes)
-        made, self._column_draw = self._column_draw, None
-        if made is not None and made[:2] == (task.uid, names):
-            drawn = made[2]  # the column form drew for these very candidates
-        else:
-            drawn = self.rng.randrange(len(nodes))
+        drawn = self.draw(len(nodes), task.uid, *(node.name for node in nodes))
         return {node.name: float(100 * self.weight if i == drawn else 0)
                 for i, node in enumerate(nodes)}
 
@@ -67,11 +65,9 @@ class RandomPlugin:
                       candidates: Candidates) -> FloatArray:
         scores = np.zeros(len(candidates))
         if len(candidates):
-            drawn = self.rng.randrange(len(candidates))
-            scores[drawn] = 100 * self.weight
             nodes = columns.nodes
-            self._column_draw = (task.uid, tuple(nodes[i].name
-                                                 for i in candidates.indices.tolist()), drawn)
+            names = (nodes[i].name for i in candidates.indices.tolist())
+            scores[self.draw(len(candidates), task.uid, *names)] = 100 * self.weight
         return scores
 
     def devices(self, task: TaskInfo, node: NodeInfo) -> tuple[int, ...] | None:
@@ -80,4 +76,7 @@ class RandomPlugin:
         if ask is None or free is None or ask.whole:
             return None
         fitting = [index for index, left in enumerate(free) if left >= ask.milli]
-        return (self.rng.choice(fitting),) if fitting else None
+        if not fitting:
+            return None
+        return (fitting[self.draw(len(fitting), task.uid, node.name,
+                                  *map(str, fitting))],)
