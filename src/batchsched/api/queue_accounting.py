@@ -375,9 +375,17 @@ def deduct_scheduling_gated(job: JobInfo, reserved: Resource) -> Resource:
     and the scalars ``reserved`` names (Volcano's ``DeductSchGatedResources``): a job
     waiting on gates does not hold back the jobs behind it. ``reserved`` itself when
     no pod is gated."""
-    if not any(task.externally_gated for task in job.tasks_in(TaskStatus.PENDING).values()):
-        return reserved  # most jobs: nothing gated, nothing built
-    gated = scheduling_gated_request(job)
+    # Kept with the job until its tasks change: every session counts every job.
+    kept = job.memo.get(_GATED_KEY)
+    if kept is not None and kept[0] == job.mutations:
+        gated: Resource | None = kept[1]
+    else:
+        gated = scheduling_gated_request(job) if any(
+            task.scheduling_gates for task in job.tasks_in(TaskStatus.PENDING).values()
+        ) else None
+        job.memo[_GATED_KEY] = (job.mutations, gated)
+    if gated is None or gated.is_empty():
+        return reserved
     out = reserved.clone()
     out.milli_cpu = max(out.milli_cpu - gated.milli_cpu, 0.0)
     out.memory = max(out.memory - gated.memory, 0.0)
@@ -385,6 +393,10 @@ def deduct_scheduling_gated(job: JobInfo, reserved: Resource) -> Resource:
         if name in gated.scalars:
             out.scalars[name] = max(amount - gated.scalars[name], 0.0)
     return out
+
+
+#: Each job's gated request, kept in its memo with its mutation count.
+_GATED_KEY = "queue-accounting.scheduling-gated"
 
 
 def _job_usage(job: JobInfo) -> tuple[Resource | None, Resource | None,
