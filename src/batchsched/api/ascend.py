@@ -60,10 +60,9 @@ from batchsched.api.ascend_annotations import (
     to_allocate_annotation,
 )
 from batchsched.api.types import FitStatusCode
-from batchsched.api.vgpu import ContainerDevice
+from batchsched.api.vgpu import ContainerDevice, request_figure
 from batchsched.kube.go_json import marshal
 from batchsched.kube.go_strconv import divide, int32
-from batchsched.kube.quantity import as_int64_of_milli
 
 __all__ = [
     "BIND_PHASE_ANNOTATION",
@@ -193,14 +192,6 @@ class VnpuRequest:
     cores: int
 
 
-def _read(requests: Mapping[str, float], name: str) -> int:
-    """A request figure as Volcano's ``ExtractResourceRequest`` keeps it: read with
-    Kubernetes' ``Quantity.AsInt64`` (0 when it does not read) as a 32-bit integer.
-    ``requests`` are in milli, as every scalar."""
-    milli = requests.get(name)
-    return 0 if milli is None else int32(as_int64_of_milli(milli)[0])
-
-
 def asks(requests: Mapping[str, float], chip: AscendChip) -> bool:
     """Whether a task with these requests asks cards of the type (Volcano's
     ``HasDeviceRequest``: the count or the memory resource; cores alone do not)."""
@@ -213,13 +204,13 @@ def vnpu_request(requests: Mapping[str, float], chip: AscendChip) -> VnpuRequest
     if chip.resource_name not in requests and chip.resource_memory_name not in requests:
         return None
     # Volcano keeps them as 32-bit integers: 4Gi (MiB meant, bytes written) wraps to 0.
-    memory = _read(requests, chip.resource_memory_name)
+    memory = request_figure(requests, chip.resource_memory_name)
     percentage = _NO_PERCENTAGE
     if not memory:
         percentage = 100
-    count = _read(requests, chip.resource_name) if chip.resource_name in requests else 1
+    count = request_figure(requests, chip.resource_name) if chip.resource_name in requests else 1
     return VnpuRequest(type=chip.common_word, count=count, memory=memory,
-                       memory_percentage=percentage, cores=_read(requests, chip.core_name))
+                       memory_percentage=percentage, cores=request_figure(requests, chip.core_name))
 
 
 def hami_core_mode(annotations: Mapping[str, str]) -> bool:

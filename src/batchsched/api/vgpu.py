@@ -63,6 +63,7 @@ __all__ = [
     "gpu_score",
     "gpu_type_allowed",
     "group_key",
+    "request_figure",
     "requests_vgpu",
     "unreadable_devices",
     "why_no_vgpus",
@@ -147,18 +148,21 @@ def container_requests(resreq: Resource, names: VgpuResourceNames = DEFAULT_NAME
         return ()
     # Volcano's ExtractResourceRequest: each figure read with Quantity.AsInt64 (a
     # figure that does not read keeps its default) and kept as a 32-bit integer.
-    count = 1 if count_milli is None else as_int64_of_milli(count_milli)[0]
-    memory = _read(scalars, names.memory, 0)
+    count = 1 if count_milli is None else request_figure(scalars, names.count)
+    memory = request_figure(scalars, names.memory, 0)
     percentage = NO_PERCENTAGE
     if names.memory_percentage:
-        percentage = _read(scalars, names.memory_percentage, NO_PERCENTAGE)
+        percentage = request_figure(scalars, names.memory_percentage, NO_PERCENTAGE)
     if percentage == NO_PERCENTAGE and memory == 0:
         percentage = 100  # no memory asked: all of each GPU's memory
-    return (DeviceRequest(count=int32(count), memory=memory, memory_percentage=percentage,
-                          cores=_read(scalars, names.cores, 0)),)
+    return (DeviceRequest(count=count, memory=memory, memory_percentage=percentage,
+                          cores=request_figure(scalars, names.cores, 0)),)
 
 
-def _read(scalars: Mapping[str, float], name: str, default: int) -> int:
+def request_figure(scalars: Mapping[str, float], name: str, default: int = 0) -> int:
+    """A device request figure as Volcano's ``ExtractResourceRequest`` keeps it: read
+    with Kubernetes' ``Quantity.AsInt64`` (``default`` when absent or when it does not
+    read) as a 32-bit integer. ``scalars`` are in milli, as every scalar."""
     milli = scalars.get(name)
     if milli is None:
         return default
