@@ -181,23 +181,28 @@ def _run(args: argparse.Namespace, out: TextIO, *, process_ends: bool = False) -
 
 def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     from batchsched.conf import load_configuration
-    from batchsched.scenario import run_scenario
-    from batchsched.scenario.json_output import write_decisions
+    from batchsched.framework.events import RecordedEvent
+    from batchsched.scenario.json_output import MappedMembers, write_decisions
     from batchsched.scenario.kubectl import load_scenario_or_dump
+    from batchsched.scenario.runner import decide
 
     scenario = load_scenario_or_dump(args.scenario)
     for warning in scenario.warnings:
         print(f"batchsched: warning: {warning}", file=sys.stderr)
     configuration = load_configuration(args.config) if args.config else None
-    decisions = run_scenario(scenario, scores=args.scores or None, configuration=configuration,
-                             consume=True)
+    decisions, events = decide(scenario, scores=args.scores or None,
+                               configuration=configuration, consume=True)
+    got = decisions.to_json()
     if args.output == "json":
-        # json.dumps(..., indent=1) to the byte, in a few large writes (json.dump would
-        # write each of the many small pieces separately).
-        write_decisions(decisions.to_json(), out)
+        # json.dumps(..., indent=1) to the byte, written a piece at a time (json.dump
+        # would write each of the many small pieces separately), the events made into
+        # maps as they are written.
+        got["events"] = MappedMembers(events, RecordedEvent.to_dict)
+        write_decisions(got, out)
         out.write("\n")
     else:
-        out.write(_text(scenario.name, decisions.to_json()))
+        got["events"] = [event.to_dict() for event in events]
+        out.write(_text(scenario.name, got))
     return EXIT_OK
 
 

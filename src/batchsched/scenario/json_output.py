@@ -15,11 +15,14 @@ the text, or the error, is always the json module's own.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from json.encoder import encode_basestring_ascii
 from typing import Any, TextIO
 
-__all__ = ["decision_pieces", "dumps_decisions", "write_decisions"]
+import attrs
+
+__all__ = ["MappedMembers", "decision_pieces", "dumps_decisions", "write_decisions"]
 
 _INFINITY = float("inf")
 
@@ -62,41 +65,129 @@ def decision_pieces(obj: Any) -> list[str]:
     if type(obj) is not dict or not obj:
         return [dumps_decisions(obj)]
     try:
-        pieces = ["{", _LINE_STARTS[1]]
-        for i, (key, value) in enumerate(obj.items()):
-            if i:
-                pieces.append(_MEMBER_SEPARATORS[1])
-            pieces.append(f"{_key(key)}: ")
-            _section_pieces(value, pieces)
-        pieces.append(_LINE_STARTS[0] + "}")
+        return list(_pieces(obj))
     except _OtherShapeError:
         return [json.dumps(obj, indent=1)]
-    return pieces
+
+
+def _pieces(obj: dict[Any, Any]) -> Iterator[str]:
+    """The text of a non-empty dict in pieces, each encoded when asked for (raises
+    ``_OtherShapeError`` on reaching a value of another shape)."""
+    yield "{"
+    yield _LINE_STARTS[1]
+    for i, (key, value) in enumerate(obj.items()):
+        if i:
+            yield _MEMBER_SEPARATORS[1]
+        yield f"{_key(key)}: "
+        yield from _section_pieces(value)
+    yield _LINE_STARTS[0] + "}"
+
+
+@attrs.frozen
+class MappedMembers:
+    """A top-level list section for :func:`write_decisions` whose members are made as
+    they are written: ``convert(item)`` for each of ``items``, a chunk at a time (the
+    events of 100,000 pod groups are then never all held as dicts). Written exactly as
+    the list of converted members would be."""
+
+    items: Sequence[Any]
+    convert: Callable[[Any], Any]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def chunks(self) -> Iterator[list[Any]]:
+        """The converted members, ``_PIECE_MEMBERS`` at a time."""
+        items = self.items
+        for start in range(0, len(items), _PIECE_MEMBERS):
+            yield [self.convert(item) for item in items[start:start + _PIECE_MEMBERS]]
 
 
 def write_decisions(obj: Any, out: TextIO) -> None:
-    """Write :func:`dumps_decisions`'s text to ``out`` without ever holding it whole."""
-    for piece in decision_pieces(obj):
+    """Write :func:`dumps_decisions`'s text to ``out``, a piece at a time.
+
+    The object's shape is checked first (:func:`_fits`): a decision-shaped object is
+    then encoded and written piece by piece, so no more than one piece's text is
+    held at a time; any other object gets the json module's own text, or error,
+    before anything is written.
+    """
+    if type(obj) is not dict or not obj or not _fits(obj, 0):
+        if type(obj) is dict and any(type(value) is MappedMembers for value in obj.values()):
+            obj = {key: [member for chunk in value.chunks() for member in chunk]
+                   if type(value) is MappedMembers else value for key, value in obj.items()}
+        out.write(dumps_decisions(obj))
+        return
+    for piece in _pieces(obj):
         out.write(piece)
 
 
-def _section_pieces(value: Any, pieces: list[str]) -> None:
-    """A top-level section's text (depth 1), appended in pieces of at most
-    ``_PIECE_MEMBERS`` members."""
+def _fits(value: Any, depth: int) -> bool:
+    """Whether :func:`_value` encodes ``value`` at ``depth`` itself (without
+    ``_OtherShapeError``): the same checks, without the text."""
     kind = type(value)
-    if (kind is not dict and kind is not list) or len(value) <= _PIECE_MEMBERS:
-        pieces.append(_value(value, 1))
+    if kind is str or kind is int:
+        return True
+    if kind is MappedMembers:
+        return depth == 1 and all(_fits(chunk, depth) for chunk in value.chunks())
+    if kind is dict:
+        if not value:
+            return True
+        if depth >= _MAX_DEPTH:
+            return False
+        if not (set(map(type, value)) <= _STR or all(isinstance(k, str) for k in value)):
+            return False
+        if set(map(type, value.values())) <= _PLAIN:
+            return True
+        return all(_fits(member, depth + 1) for member in value.values())
+    if kind is list:
+        if not value:
+            return True
+        if depth >= _MAX_DEPTH:
+            return False
+        if set(map(type, value)) <= _PLAIN:
+            return True
+        return all(_fits(member, depth + 1) for member in value)
+    return isinstance(value, (str, int, float)) or value is None
+
+
+#: Member types encoded as scalars whatever the depth (bool is an int).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_STR = frozenset({str})
+
+
+def _section_pieces(value: Any) -> Iterator[str]:
+    """A top-level section's text (depth 1), in pieces of at most ``_PIECE_MEMBERS``
+    members."""
+    kind = type(value)
+    if kind is MappedMembers:
+        yield from _mapped_pieces(value)
         return
-    pieces.append(("{" if kind is dict else "[") + _LINE_STARTS[2])
+    if (kind is not dict and kind is not list) or len(value) <= _PIECE_MEMBERS:
+        yield _value(value, 1)
+        return
+    yield ("{" if kind is dict else "[") + _LINE_STARTS[2]
     items = iter(value.items()) if kind is dict else iter(value)
     for start in range(0, len(value), _PIECE_MEMBERS):
         chunk = list(islice(items, _PIECE_MEMBERS))
         if start:
-            pieces.append(_MEMBER_SEPARATORS[2])
+            yield _MEMBER_SEPARATORS[2]
         encoded = (_dict_members(dict(chunk), 1) if kind is dict
                    else _list_members(chunk, 1))
-        pieces.append(_MEMBER_SEPARATORS[2].join(encoded))
-    pieces.append(_LINE_STARTS[1] + ("}" if kind is dict else "]"))
+        yield _MEMBER_SEPARATORS[2].join(encoded)
+    yield _LINE_STARTS[1] + ("}" if kind is dict else "]")
+
+
+def _mapped_pieces(value: MappedMembers) -> Iterator[str]:
+    """A :class:`MappedMembers` section's text (depth 1), a chunk at a time."""
+    if not len(value):
+        yield "[]"
+        return
+    yield "[" + _LINE_STARTS[2]
+    for i, chunk in enumerate(value.chunks()):
+        if i:
+            yield _MEMBER_SEPARATORS[2]
+        yield _MEMBER_SEPARATORS[2].join(_list_members(chunk, 1))
+    yield _LINE_STARTS[1] + "]"
 
 
 def _value(value: Any, depth: int) -> str:

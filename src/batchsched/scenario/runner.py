@@ -25,7 +25,7 @@ from batchsched.kube.dra.objects import AllocationResult, ResourceClaim
 from batchsched.scenario.loader import Scenario
 from batchsched.scheduler import run_actions
 
-__all__ = ["Decisions", "run_scenario", "session_scores"]
+__all__ = ["Decisions", "decide", "run_scenario", "session_scores"]
 
 
 @attrs.frozen
@@ -205,6 +205,22 @@ def run_scenario(
     works on the scenario's own objects instead of copies (faster; the scenario must
     not be run again).
     """
+    decisions, events = decide(scenario, scores=scores, configuration=configuration,
+                               registry=registry, consume=consume)
+    return attrs.evolve(decisions, events=[event.to_dict() for event in events])
+
+
+def decide(
+    scenario: Scenario,
+    *,
+    scores: bool | None = None,
+    configuration: SchedulerConfiguration | None = None,
+    registry: Registry | None = None,
+    consume: bool = False,
+) -> tuple[Decisions, list[RecordedEvent]]:
+    """:func:`run_scenario`'s decisions without their events, and the session's events
+    as recorded: a caller that writes them one by one (the CLI) never holds them all
+    as dicts."""
     if scores is None:
         scores = "scores" in scenario.expect
     cache = ScenarioCache(scenario.to_cluster(copy=not consume), scenario.bind_failures)
@@ -231,7 +247,7 @@ def run_scenario(
         pipelined=pipelined,
         pod_group_phases={uid: str(job.podgroup.phase) for uid, job in sorted(ssn.jobs.items())},
         task_status_counts=counts,
-        events=[e.to_dict() for e in ssn.events],
+        events=[],
         scores=computed,
         bind_failures=list(cache.bind_failures),
         nominated=dict(sorted(cache.nominated.items())),
@@ -245,7 +261,7 @@ def run_scenario(
             for key, allocation in sorted(
                 ((key, allocation) for held in cache.claim_allocations.values()
                  for key, allocation in held.items()), key=lambda item: item[0])},
-    )
+    ), ssn.events
 
 
 def _status_counts(index: Mapping[TaskStatus, Mapping[str, Any]]) -> dict[str, int]:
