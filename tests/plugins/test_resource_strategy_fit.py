@@ -150,6 +150,71 @@ def test_pod_level_strategy_annotations() -> None:
     assert _scores({"resourceStrategyFitWeight": 1}, broken) == {"n1": 0.0, "n2": 0.0}
 
 
+def test_a_pod_s_own_weights_name_resources_exactly() -> None:
+    """Volcano looks a pod's weights up by exact name: ``c*`` is no pattern there."""
+    task_yaml = """- name: p
+  namespace: c1
+  job: pg
+  requests: {cpu: 2, memory: 2Gi}
+  annotations:
+    volcano.sh/resource-strategy-scoring-type: MostAllocated
+    volcano.sh/resource-strategy-weight: '{"c*": 1}'
+"""
+    assert _scores({"resourceStrategyFitWeight": 1}, task_yaml) == {"n1": 0.0, "n2": 0.0}
+
+
+def test_a_null_weight_in_the_pod_annotation_is_zero() -> None:
+    """Go's json.Unmarshal leaves a null at the zero weight, without an error."""
+    task_yaml = """- name: p
+  namespace: c1
+  job: pg
+  requests: {cpu: 2, memory: 2Gi}
+  annotations:
+    volcano.sh/resource-strategy-scoring-type: MostAllocated
+    volcano.sh/resource-strategy-weight: '{"cpu": 1, "memory": null}'
+"""
+    assert _scores({"resourceStrategyFitWeight": 1}, task_yaml) == pytest.approx(
+        {"n1": 50.0, "n2": 25.0})
+
+
+def test_a_scarce_resource_listed_twice_counts_twice_in_the_total() -> None:
+    """Volcano's ``calculateSraWeight`` adds each listing to the sum."""
+    from batchsched.plugins.resource_strategy_fit import read_sra
+
+    sra = read_sra(Arguments({"sra": {"enable": True, "weight": 1,
+                                      "resources": "nvidia.com/gpu, nvidia.com/gpu, a"}}))
+    assert sra.resources == {GPU: 1, "a": 1}
+    assert sra.weight_sum == 3
+    request = Resource.from_mapping({"cpu": 1, "pods": 1})
+    with_gpu = Resource.from_mapping({"cpu": 4, GPU: 1, "pods": 10})
+    assert sra_score(request, with_gpu, sra) == pytest.approx((1 - 1 / 3) * 100)
+
+
+@pytest.mark.parametrize("arguments", [
+    {"sra": {"enable": False, "weight": "ten"}},
+    {"sra": {"resourceWeight": {"a": "x"}}},
+    {"proportional": {"enable": False, "resourceProportion": {"a.cpu": "x"}}},
+    {"proportional": {"resources": 3}},
+])
+def test_a_disabled_block_with_a_bad_value_is_still_an_error(
+        arguments: dict[str, Any]) -> None:
+    """Volcano decodes the whole block before it reads ``enable`` (and exits)."""
+    doc = document(SCORE_NODES, plugin("resource-strategy-fit", arguments))
+    with pytest.raises(PluginError, match="argument"):
+        open_session(doc)
+
+
+def test_an_entry_without_a_value_is_the_zero_value() -> None:
+    from batchsched.plugins.resource_strategy_fit import read_proportional, read_sra
+
+    sra = read_sra(Arguments({"sra": {"enable": True, "weight": 1, "resources": "a,b",
+                                      "resourceWeight": {"a": None}}}))
+    assert sra.resources == {"a": 0, "b": 1}
+    rates = read_proportional(Arguments({"proportional": {
+        "enable": True, "resources": "a", "resourceProportion": {"a.cpu": None}}}))
+    assert rates == {"a": (0.0, 1.0)}
+
+
 @pytest.mark.parametrize("weight", [0, None])
 def test_weight_zero_registers_no_score(weight: int | None) -> None:
     # None: the key written with no value, which Go's Get[int] decodes as 0.

@@ -141,3 +141,24 @@ def test_enqueue_admits_a_job_whose_deadline_passed_despite_a_later_tier() -> No
     # so tier 2 is not asked; fresh has waited 10m of 30m, sla abstains, overcommit refuses.
     phases = run(doc).pod_group_phases
     assert phases == {"default/late": "Inqueue", "default/fresh": "Pending"}
+
+
+def test_a_job_without_created_at_was_created_at_go_s_zero_time() -> None:
+    """A pod group without ``createdAt`` was created at 0001-01-01 (Go's zero time), so
+    it has waited as long as Go's ``time.Since`` can say (about 292 years): a waiting
+    time of 57 years has passed, although 2024 is only 54 years after 1970."""
+    doc = scenario("""
+        config:
+          actions: enqueue
+          tiers: [{plugins: [{name: sla}]}, {plugins: [{name: overcommit}]}]
+        now: "2024-01-01T12:00:00Z"
+        nodes: [{name: n1, allocatable: {cpu: 1, memory: 1Gi, pods: 10}}]
+        jobs:
+          - {name: old, minMember: 1, minResources: {cpu: 4},
+             annotations: {sla-waiting-time: 500000h}}
+          - {name: ancient, minMember: 1, minResources: {cpu: 4},
+             annotations: {sla-waiting-time: 2000000h}}
+    """)
+    # 2,000,000 hours (228 years) has passed too: less than Go's longest duration.
+    phases = run(doc).pod_group_phases
+    assert phases == {"default/old": "Inqueue", "default/ancient": "Inqueue"}

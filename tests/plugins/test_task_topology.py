@@ -361,3 +361,26 @@ def test_the_plugin_reads_only_its_weight(caplog: pytest.LogCaptureFixture) -> N
     assert "ignoring argument(s) 'weight'" in caplog.text
     # Volcano's GetInt reads a YAML integer only: a quoted one is not read.
     assert TaskTopologyPlugin(Arguments({"task-topology.weight": "3"})).weight == 1
+
+
+def test_a_role_given_only_by_the_pod_label_puts_no_task_in_a_bucket() -> None:
+    """Volcano's task-topology reads the spec from the pod's ``volcano.sh/task-spec``
+    annotation only (``getTaskName``): pods labelled ``ps`` without the annotation are
+    out of bucket, score nothing, and binpack packs both on the fuller node."""
+    def document(where: str) -> dict[str, Any]:
+        return {
+            "version": 1, "name": "task-topology label",
+            "config": {"actions": "allocate", "tiers": [{"plugins": [
+                {"name": "binpack"},
+                {"name": PLUGIN, "arguments": {"task-topology.weight": 10}}]}]},
+            "nodes": [{"name": "n1", "allocatable": {"cpu": 2, "memory": "8Gi", "pods": 10}},
+                      {"name": "n2", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 10}}],
+            "jobs": [{"name": "tf", "minMember": 1, "phase": "Inqueue",
+                      "annotations": {ANTI_AFFINITY_ANNOTATION: "ps"}}],
+            "tasks": [{"name": f"ps-{i}", "job": "tf", where: {"volcano.sh/task-spec": "ps"},
+                       "requests": {"cpu": 1}} for i in (0, 1)],
+        }
+
+    assert run(document("labels")).binds == {"default/ps-0": "n1", "default/ps-1": "n1"}
+    # With the annotation, self anti-affinity spreads them.
+    assert run(document("annotations")).binds == {"default/ps-0": "n1", "default/ps-1": "n2"}

@@ -7,6 +7,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+import yaml
 from node_support import document, open_session, plugin, predicates, reasons, scores, task
 
 from batchsched.api import FitError
@@ -245,6 +246,49 @@ def test_malformed_arguments_are_logged_and_fall_back(caplog: pytest.LogCaptureF
     assert "plugin 'tdm': argument 'tdm.evict.period' = 'soon'" in text
     assert "'tdm.revocable-zone.rz1' = '9-5' is not a window" in text
     assert "ignoring argument(s) 'tdm.typo'" in text
+
+
+@pytest.mark.parametrize("arguments", [
+    {"tdm.evict.period": 60},
+    {"tdm.revocable-zone.rz1": 1000},
+    {"tdm.revocable-zone.rz1": None},
+    {"tdm.evict.period": True},
+])
+def test_arguments_that_are_not_strings_are_configuration_errors(
+        arguments: dict[str, Any]) -> None:
+    """Volcano asserts them to be strings (``v.(string)``) and panics."""
+    from batchsched.errors import ConfigError
+    from batchsched.framework.arguments import Arguments
+    from batchsched.plugins.tdm import TdmPlugin
+
+    key = next(iter(arguments))
+    with pytest.raises(ConfigError, match=f"tdm.{key}.*must be a .*string"):
+        TdmPlugin(Arguments(arguments))
+
+
+def test_a_zone_with_an_empty_name_evicts_nothing_from_ordinary_nodes() -> None:
+    """``tdm.revocable-zone.`` names the zone "": Volcano's victims come from its
+    revocable nodes only, which all carry a zone label."""
+    scenario = parse_scenario(yaml.safe_load(f"""
+version: 1
+name: empty zone name
+now: "{NOON}"
+config:
+  actions: shuffle
+  tiers:
+  - plugins:
+    - name: tdm
+      arguments: {{"tdm.revocable-zone.": "0:00-0:01"}}
+queues: [{{name: default}}]
+nodes: [{{name: n1, allocatable: {{cpu: 16, memory: 64Gi, pods: 10}}}}]
+jobs: [{{name: pg1, minMember: 1, phase: Running}}]
+tasks:
+- {{name: t1, job: pg1, node: n1, phase: Running, requests: {{cpu: 1}}}}
+- {{name: t2, job: pg1, node: n1, phase: Running, requests: {{cpu: 1}}}}
+"""))
+    from batchsched.scenario import run_scenario
+
+    assert run_scenario(scenario).evicted == []
 
 
 def test_victims_come_in_task_id_order() -> None:

@@ -9,6 +9,8 @@ import attrs
 __all__ = [
     "ALLOCATED_STATUSES",
     "COMPLETED_STATUSES",
+    "GO_MAX_DURATION",
+    "GO_ZERO_TIME",
     "PREEMPTABLE_STATUSES",
     "SCHEDULED_STATUSES",
     "FitStatusCode",
@@ -23,6 +25,12 @@ __all__ = [
     "preemptable_status",
     "scheduled_status",
 ]
+
+#: Go's zero ``time.Time`` (0001-01-01T00:00:00Z) in seconds since the epoch: the
+#: creation time of an object that has none (a scenario object without ``createdAt``).
+GO_ZERO_TIME = -62135596800.0
+#: Go's longest ``time.Duration`` in seconds: ``time.Since`` saturates there.
+GO_MAX_DURATION = 9223372036.854775807
 
 
 class TaskStatus(enum.IntEnum):

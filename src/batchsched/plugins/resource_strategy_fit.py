@@ -16,8 +16,8 @@ Node-order score = **strategy fit** part + **sra** part:
   part = ``sum / sum(w) * 100 * resourceStrategyFitWeight``. A task may set its
   own strategy with the annotations ``volcano.sh/resource-strategy-scoring-type``
   (the type for every resource) and ``volcano.sh/resource-strategy-weight``
-  (JSON ``{"resource": weight}``; only those resources count; missing or invalid
-  JSON makes the part 0).
+  (JSON ``{"resource": weight}``; only those resources count, by exact name; a
+  null weight is 0; missing or invalid JSON makes the part 0).
 * sra, scarce-resource avoidance (``sra.enable`` and ``sra.weight`` > 0): 0 if
   the node lacks (allocatable 0) any resource the task requests, ``pods``
   included; else ``(1 - have / total) * 100 * sra.weight`` where ``have`` sums the
@@ -91,14 +91,17 @@ class ResourceStrategy:
 
 @attrs.frozen
 class SraConfig:
-    """Scarce-resource avoidance: ``weight`` 0 turns it off."""
+    """Scarce-resource avoidance: ``weight`` 0 turns it off.
+
+    ``weight_sum`` is the total of the listed weights: a resource listed twice in
+    ``sra.resources`` counts twice there, as in Volcano (``calculateSraWeight``),
+    though it has one weight; by default the weights of ``resources`` added up.
+    """
 
     weight: int = 0
     resources: Mapping[str, int] = attrs.field(factory=dict)
-
-    @property
-    def weight_sum(self) -> int:
-        return sum(self.resources.values())
+    weight_sum: int = attrs.field(
+        default=attrs.Factory(lambda self: sum(self.resources.values()), takes_self=True))
 
 
 # -- pure scoring functions -------------------------------------------------------------------
@@ -124,10 +127,12 @@ def least_allocated_part(request: float, used: float, capacity: float, weight: i
     return (capacity - final) * weight / capacity
 
 
-def find_strategy(name: str, strategies: Mapping[str, ResourceStrategy]) -> ResourceStrategy | None:
-    """The strategy for ``name``: exact key, else the longest matching ``prefix*`` key."""
+def find_strategy(name: str, strategies: Mapping[str, ResourceStrategy], *,
+                  exact_only: bool = False) -> ResourceStrategy | None:
+    """The strategy for ``name``: exact key, else (unless ``exact_only``) the longest
+    matching ``prefix*`` key."""
     exact = strategies.get(name)
-    if exact is not None:
+    if exact is not None or exact_only:
         return exact
     best: ResourceStrategy | None = None
     best_len = -1
@@ -145,12 +150,15 @@ def strategy_fit_score(
     used: Resource,
     strategies: Mapping[str, ResourceStrategy],
     plugin_weight: int,
+    *,
+    exact_only: bool = False,
 ) -> float:
-    """The strategy-fit part for one node (see the module docstring)."""
+    """The strategy-fit part for one node (see the module docstring); a task's own
+    weights (``exact_only``) name resources exactly, without patterns."""
     score = 0.0
     weight_sum = 0
     for name in request.resource_names():
-        strategy = find_strategy(name, strategies)
+        strategy = find_strategy(name, strategies, exact_only=exact_only)
         if strategy is None:
             continue
         args = (request.get(name), used.get(name), allocatable.get(name), strategy.weight)
@@ -279,36 +287,52 @@ def _names(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
+# Volcano decodes each block whole (``framework.Get``, mapstructure) before it looks
+# at ``enable``: a value of the wrong type fails the scheduler even in a disabled
+# block, and a key written without a value decodes as the zero value.
+
+
 def read_sra(arguments: Arguments) -> SraConfig:
     raw = _mapping(arguments.get("sra"), "sra")
     enable = _field(raw, "enable")
-    if enable is None or not _bool(enable, "sra.enable"):
-        return SraConfig()
+    enabled = _bool(enable, "sra.enable") if enable is not None else False
     names = _field(raw, "resources")
+    listed = _names(_str(names, "sra.resources") if names is not None else "")
     weight = _field(raw, "weight")
-    weights = _mapping(_field(raw, "resourceWeight"), "sra.resourceWeight")
+    weight = _int(weight, "sra.weight") if weight is not None else 0
+    weights = {str(key): _int(value, f"sra.resourceWeight.{key}") if value is not None else 0
+               for key, value in _mapping(_field(raw, "resourceWeight"),
+                                          "sra.resourceWeight").items()}
+    if not enabled:
+        return SraConfig()
     resources: dict[str, int] = {}
-    for name in _names(_str(names, "sra.resources") if names is not None else ""):
-        w = _int(weights[name], f"sra.resourceWeight.{name}") if name in weights else 1
+    weight_sum = 0
+    for name in listed:
+        w = weights.get(name, 1)
         resources[name] = w if w >= 0 else 1
-    return SraConfig(_int(weight, "sra.weight") if weight is not None else 0, resources)
+        weight_sum += resources[name]
+    return SraConfig(weight, resources, weight_sum)
 
 
 def read_proportional(arguments: Arguments) -> dict[str, tuple[float, float]] | None:
     """None unless ``proportional.enable`` is true."""
     raw = _mapping(arguments.get("proportional"), "proportional")
     enable = _field(raw, "enable")
-    if enable is None or not _bool(enable, "proportional.enable"):
-        return None
+    enabled = _bool(enable, "proportional.enable") if enable is not None else False
     names = _field(raw, "resources")
-    rates_raw = _mapping(_field(raw, "resourceProportion"), "proportional.resourceProportion")
+    listed = _names(_str(names, "proportional.resources") if names is not None else "")
+    rates_raw = {
+        str(key): _float(value, f"proportional.resourceProportion.{key}")
+        if value is not None else 0.0
+        for key, value in _mapping(_field(raw, "resourceProportion"),
+                                   "proportional.resourceProportion").items()}
+    if not enabled:
+        return None
     rates: dict[str, tuple[float, float]] = {}
-    for name in _names(_str(names, "proportional.resources") if names is not None else ""):
+    for name in listed:
         pair = []
         for part in ("cpu", "memory"):
-            key = f"{name}.{part}"
-            rate = (_float(rates_raw[key], f"proportional.resourceProportion.{key}")
-                    if key in rates_raw else 1.0)
+            rate = rates_raw.get(f"{name}.{part}", 1.0)
             pair.append(rate if rate >= 0 else 1.0)
         rates[name] = (pair[0], pair[1])
     return rates
@@ -324,11 +348,16 @@ def _pod_level(task: TaskInfo) -> tuple[str, dict[str, int] | None] | None:
         raw = json.loads(text) if text else None
     except ValueError:
         raw = None
+    # Go's json.Unmarshal into map[ResourceName]int: a null is the zero weight, and
+    # anything but an integer of int64 (a fraction, a string, a boolean) an error.
     if not isinstance(raw, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in raw.values()
+        v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) for v in raw.values()
     ):
         return kind, None
-    return kind, {str(k): int(v) for k, v in raw.items()}
+    return kind, {str(k): 0 if v is None else int(v) for k, v in raw.items()}
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class ResourceStrategyFitPlugin:
@@ -362,8 +391,8 @@ class ResourceStrategyFitPlugin:
                 strategies = {n: ResourceStrategy(kind, w) for n, w in (weights or {}).items()}
             if pod_level is None or pod_level[1] is not None:
                 total += strategy_fit_score(
-                    task.resreq, node.allocatable, node.used, strategies, self.weight
-                )
+                    task.resreq, node.allocatable, node.used, strategies, self.weight,
+                    exact_only=pod_level is not None)
         if self.sra.weight > 0:
             total += sra_score(task.resreq, node.allocatable, self.sra)
         return total

@@ -21,7 +21,7 @@ is ignored, as in Volcano, and logged as a warning). Default: none.
 from __future__ import annotations
 
 from batchsched.api.job import JobInfo
-from batchsched.api.types import Vote
+from batchsched.api.types import GO_MAX_DURATION, Vote
 from batchsched.framework.arguments import Arguments, warn_unreadable
 from batchsched.framework.session import Session
 
@@ -66,7 +66,9 @@ class SlaPlugin:
 
         def waited_enough(job: JobInfo) -> Vote:
             wait = self.job_waiting_time(job)
-            if wait is None or ssn.now - job.creation_time < wait:
+            # Go's time.Since saturates at its longest duration (a job created at the
+            # zero time has waited that long, not two thousand years).
+            if wait is None or min(ssn.now - job.creation_time, GO_MAX_DURATION) < wait:
                 return Vote.ABSTAIN
             return Vote.PERMIT
 

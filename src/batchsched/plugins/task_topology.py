@@ -1,8 +1,10 @@
 """task-topology: keep the tasks of a job that talk to each other together, and apart
 the ones that should not share a node (Volcano's ``plugins/task-topology``).
 
-A job (pod group) opts in with annotations naming its roles (task specs,
-``TaskInfo.role``):
+A job (pod group) opts in with annotations naming its roles (task specs: a pod's
+``volcano.sh/task-spec`` annotation, the only place Volcano's task-topology reads
+it; a pod with the label alone counts among the job's roles for the checks below,
+as ``TaskInfo.role`` does, but is out of every bucket):
 
 * ``volcano.sh/task-topology-affinity``: groups separated by ``;``, roles within a
   group by ``,``. A group of one role (``ps``) is *self affinity*: tasks of that role
@@ -73,7 +75,7 @@ import attrs
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import DimensionDefault, Resource
-from batchsched.api.task import TaskInfo
+from batchsched.api.task import TASK_SPEC_KEY, TaskInfo
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
@@ -175,6 +177,19 @@ def request_score(request: Resource) -> float:
     return request.milli_cpu + request.memory / _MIB + sum(request.scalars.values())
 
 
+def _spec(task: TaskInfo) -> str:
+    """The task's spec as Volcano's task-topology reads it (``getTaskName``): the pod's
+    ``volcano.sh/task-spec`` annotation only. A role ``TaskInfo.role`` took from the
+    label alone is none here (that task is out of every bucket); a role given as such
+    (a scenario's ``role``) stands for the annotation Volcano's job controller writes."""
+    annotated = task.annotations.get(TASK_SPEC_KEY)
+    if annotated is not None:
+        return annotated
+    if task.labels.get(TASK_SPEC_KEY) == task.role:
+        return ""
+    return task.role
+
+
 class Bucket:
     """Tasks of one job meant for one node."""
 
@@ -195,7 +210,7 @@ class Bucket:
         return len(self.pending) + self.placed_count
 
     def add(self, task: TaskInfo) -> None:
-        self.role_counts[task.role] = self.role_counts.get(task.role, 0) + 1
+        self.role_counts[_spec(task)] = self.role_counts.get(_spec(task), 0) + 1
         if task.node_name:
             self._count_placed(task.node_name, 1)
             return
@@ -295,12 +310,12 @@ class JobTopology:
 
     def build(self, tasks: Iterable[TaskInfo]) -> None:
         """Put the tasks whose role has a rule in buckets (see the module docstring)."""
-        in_buckets = [task for task in tasks if task.role and task.role in self.strength]
+        in_buckets = [task for task in tasks if _spec(task) and _spec(task) in self.strength]
         placed = sorted((task for task in in_buckets if task.node_name),
                         key=lambda task: task.node_name)
         waiting = sorted((task for task in in_buckets if not task.node_name),
-                         key=lambda task: (-self.rank.get(task.role, 0),
-                                           -self.strength[task.role], task.name))
+                         key=lambda task: (-self.rank.get(_spec(task), 0),
+                                           -self.strength[_spec(task)], task.name))
         bucket_of_node: dict[str, Bucket] = {}
         for task in placed:
             bucket = bucket_of_node.get(task.node_name)
@@ -311,7 +326,7 @@ class JobTopology:
             best: Bucket | None = None
             best_affinity = 0
             for bucket in self.buckets:
-                affinity = self.affinity_with(task.role, bucket.role_counts)
+                affinity = self.affinity_with(_spec(task), bucket.role_counts)
                 if best is None or affinity > best_affinity or (
                         affinity == best_affinity and bucket.request_score < best.request_score):
                     best, best_affinity = bucket, affinity
@@ -328,7 +343,7 @@ class JobTopology:
         self.bucket_by_task[task.uid] = bucket
         bucket.add(task)
         if task.node_name:
-            _count_role(self.roles_on_node, task.node_name, task.role, 1)
+            _count_role(self.roles_on_node, task.node_name, _spec(task), 1)
         self.largest_bucket = max(self.largest_bucket, bucket.size)
 
     # -- rules ------------------------------------------------------------------------
@@ -355,10 +370,10 @@ class JobTopology:
     def role_order(self, left: TaskInfo, right: TaskInfo) -> int:
         """1 when ``left``'s role goes before ``right``'s (task order annotation, then
         strongest rule), -1 when after, 0 for the same role or equal roles."""
-        if left.role == right.role:
+        if _spec(left) == _spec(right):
             return 0
-        left_key = (self.rank.get(left.role, 0), self.strength.get(left.role, 0))
-        right_key = (self.rank.get(right.role, 0), self.strength.get(right.role, 0))
+        left_key = (self.rank.get(_spec(left), 0), self.strength.get(_spec(left), 0))
+        right_key = (self.rank.get(_spec(right), 0), self.strength.get(_spec(right), 0))
         return (left_key > right_key) - (left_key < right_key)
 
     def bucket_of(self, task: TaskInfo) -> Bucket | None:
@@ -367,15 +382,15 @@ class JobTopology:
     # -- events -----------------------------------------------------------------------
 
     def task_placed(self, task: TaskInfo) -> None:
-        if task.role:
-            _count_role(self.roles_on_node, task.node_name, task.role, 1)
+        if _spec(task):
+            _count_role(self.roles_on_node, task.node_name, _spec(task), 1)
         bucket = self.bucket_of(task)
         if bucket is not None:
             bucket.task_placed(task)
 
     def task_unplaced(self, task: TaskInfo) -> None:
-        if task.role and task.node_name in self.roles_on_node:
-            _count_role(self.roles_on_node, task.node_name, task.role, -1)
+        if _spec(task) and task.node_name in self.roles_on_node:
+            _count_role(self.roles_on_node, task.node_name, _spec(task), -1)
         bucket = self.bucket_of(task)
         if bucket is not None:
             bucket.task_unplaced(task)
@@ -389,7 +404,7 @@ class JobTopology:
         score = bucket.placed_on.get(node.name, 0)
         roles_here = self.roles_on_node.get(node.name)
         if roles_here:
-            score += min(self.affinity_with(task.role, roles_here, anti_only=True), 0)
+            score += min(self.affinity_with(_spec(task), roles_here, anti_only=True), 0)
         score += len(bucket.pending)
         if bucket.request.less_equal(room, DimensionDefault.ZERO):
             return score

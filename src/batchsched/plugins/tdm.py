@@ -39,7 +39,10 @@ this once, as ``task.revocable_zone`` (``"*"`` or ``""``).
 Arguments: ``tdm.revocable-zone.<zone>`` (a window, see above) and
 ``tdm.evict.period``. A period that is not a Go duration, or a window that cannot
 be parsed, is logged as a warning (Volcano's fallback is kept: the default period;
-the zone's nodes are never usable), as is any other argument.
+the zone's nodes are never usable), as is any other argument. A value that is not
+a string at all (a number, a boolean, an empty value) is a ConfigError naming the
+argument: Volcano's scheduler panics on it. A zone argument with an empty name
+(``tdm.revocable-zone.``) names no node: only labelled nodes are revocable.
 
 Budget (pod-group annotations, read as Volcano's ``extractBudget`` reads them:
 ``volcano.sh/jdb-min-available`` whenever it is there, else
@@ -65,6 +68,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, FitStatusCode, TaskStatus, Vote
+from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.kube.go_strconv import parse_int
@@ -209,6 +213,10 @@ def _max_victims(job: JobInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
     return candidates[:min(max_pod_evict_num(job), len(candidates))]
 
 
+_PERIOD_WANTED = 'a Go duration string such as "1m"'
+_WINDOW_WANTED = 'a window string such as "0:00-6:00"'
+
+
 class TdmPlugin:
     """Volcano's tdm plugin (see the module docstring)."""
 
@@ -217,6 +225,13 @@ class TdmPlugin:
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
         zone_keys = [key for key in arguments if ZONE_PREFIX in key]
+        # Volcano asserts both to be strings (``v.(string)``) and panics otherwise: a
+        # number, a boolean or an empty value.
+        for key in (*zone_keys, EVICT_PERIOD):
+            if key in arguments and not isinstance(arguments[key], str):
+                wanted = _PERIOD_WANTED if key == EVICT_PERIOD else _WINDOW_WANTED
+                raise ConfigError(f"must be {wanted}, not {arguments[key]!r} (Volcano's "
+                                  "scheduler panics on it)", key=f"{self.name}.{key}")
         self.zones: dict[str, str] = {
             key.replace(ZONE_PREFIX, "", 1): str(arguments[key]) for key in zone_keys
         }
@@ -299,7 +314,9 @@ class TdmPlugin:
                 continue
             by_job: dict[str, list[TaskInfo]] = {}
             for node in ssn.node_list:
-                if node.revocable_zone != zone:
+                # Only revocable nodes (Volcano's RevocableNodes): a zone argument with
+                # an empty name names none.
+                if not node.revocable_zone or node.revocable_zone != zone:
                     continue
                 for uid in sorted(node.tasks):
                     job = ssn.jobs.get(node.tasks[uid].job)

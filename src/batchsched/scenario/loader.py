@@ -66,7 +66,13 @@ from batchsched.api.resource import Resource
 from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.sub_job import SubGroupPolicy
 from batchsched.api.task import TASK_SPEC_KEY, TaskInfo, task_spec_of
-from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, QueueState, TaskStatus
+from batchsched.api.types import (
+    COMPLETED_STATUSES,
+    GO_ZERO_TIME,
+    PodGroupPhase,
+    QueueState,
+    TaskStatus,
+)
 from batchsched.api.vgpu import (
     ASSIGNED_IDS_ANNOTATION,
     NODE_REGISTER_ANNOTATION,
@@ -810,11 +816,11 @@ class _Parser:
                 annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
                 affinity=self.queue_affinity(obj.get("affinity"), f"{path}.affinity"),
                 creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
-                if obj.get("createdAt") is not None else 0.0,
+                if obj.get("createdAt") is not None else GO_ZERO_TIME,
                 defined=defined,
             )
         if "default" not in out:
-            out["default"] = QueueInfo("default")
+            out["default"] = QueueInfo("default", creation_time=GO_ZERO_TIME)
         return out
 
     def queue_affinity(self, raw: Any, path: str) -> NodeGroupAffinity | None:
@@ -1046,7 +1052,7 @@ class _Parser:
             min_resources = shared.clone()  # the pod group's own: shared ones are not
         podgroup = PodGroup(name=name, namespace=namespace, queue=queue,
                             min_member=min_member, min_resources=min_resources, phase=phase,
-                            priority_class_name=class_name)
+                            priority_class_name=class_name, creation_time=GO_ZERO_TIME)
         return JobInfo.from_podgroup(podgroup, priority=priority)
 
     def job(self, i: int, item: Any, classes: Mapping[str, PriorityClass],
@@ -1089,7 +1095,7 @@ class _Parser:
             annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
             labels=self.string_map(obj.get("labels"), f"{path}.labels"),
             creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
-            if obj.get("createdAt") is not None else 0.0,
+            if obj.get("createdAt") is not None else GO_ZERO_TIME,
             network_topology=self.network_topology(obj.get("networkTopology"),
                                                    f"{path}.networkTopology"),
             sub_group_policies=self.sub_group_policies(obj.get("subGroupPolicy"),
@@ -1158,12 +1164,14 @@ class _Parser:
         texts = self.shared_texts
         namespace = texts.setdefault(namespace, namespace)
         class_name = texts.setdefault(class_name, class_name)
-        # TaskInfo.create copies the (shared) requests; every other field keeps its default.
+        # TaskInfo.create copies the (shared) requests; every other field keeps its
+        # default but the creation time (Volcano's zero time, as without createdAt).
         return TaskInfo.create(
             namespace, name, job_uid, requests, role=role,
             priority=pclass.value if pclass is not None else 1,
             priority_class_name=class_name,
             preemption_policy=pclass.preemption_policy if pclass else "PreemptLowerPriority",
+            creation_time=GO_ZERO_TIME,
         )
 
     def task(self, i: int, item: Any, *, classes: Mapping[str, PriorityClass],
@@ -1283,7 +1291,7 @@ class _Parser:
             if obj.get("images") is not None else (),
             priority_class_name=class_name, preemption_policy=policy,
             creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
-            if obj.get("createdAt") is not None else 0.0,
+            if obj.get("createdAt") is not None else GO_ZERO_TIME,
             scheduler_name=self.typed(obj, "schedulerName", str, "", path),
             nominated_node=self._nominated(obj, path, nodes),
             resource_claims=self._pod_claims(obj, path),
