@@ -221,6 +221,17 @@ LIMIT_CASES = {
         json.dumps({"group1": {"cpu": " 1"}}), False, [(UU, REASON_LIMIT_EXCEEDED)], PASS),
     "9 a negative quantity is a limit below 0": (
         json.dumps({"group1": {"cpu": "-1"}}), False, [(UU, REASON_LIMIT_EXCEEDED)], PASS),
+    "10 a null annotation limits no group": ("null", False, PASS, PASS),
+    # Quantity.UnmarshalJSON parses the text as written between the quotes.
+    "11 a quantity written with an escape is invalid": (
+        '{"group1": {"cpu": "\\u0033"}}', False,
+        [(UU, REASON_LIMIT_INVALID)], [(UU, REASON_LIMIT_INVALID)]),
+    "12 a boolean quantity is invalid": (
+        '{"group1": {"cpu": true}}', False,
+        [(UU, REASON_LIMIT_INVALID)], [(UU, REASON_LIMIT_INVALID)]),
+    # NewResource drops a name Volcano does not count: its limit is 0 against 0 used.
+    "13 a negative limit on an uncounted resource limits nothing": (
+        json.dumps({"group1": {"foo": "-1", "count/pods": "-1"}}), False, PASS, PASS),
 }
 
 

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from json.decoder import py_scanstring
+from json.scanner import py_make_scanner
 
 import attrs
 
@@ -46,6 +48,7 @@ from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import ROOT_QUEUE, NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import MIN_RESOURCE, Resource
+from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import ALLOCATED_STATUSES, FitStatusCode
 from batchsched.errors import QuantityError
@@ -126,7 +129,9 @@ def _parse_limits(queue: QueueInfo) -> tuple[Limits | None, bool]:
     if not raw:
         return None, False
     try:
-        document = json.loads(raw)
+        document = _LIMITS_DECODER.decode(raw)
+        if document is None:
+            return {}, False  # Go decodes a null map: no group is limited
         if not isinstance(document, dict):
             return None, True
         limits: Limits = {}
@@ -140,7 +145,9 @@ def _parse_limits(queue: QueueInfo) -> tuple[Limits | None, bool]:
             limit = Resource()
             for name, raw_amount in resources.items():
                 amount = _limit_amount(str(name), raw_amount)
-                if amount:
+                # Volcano's NewResource keeps only the names it counts: a limit on
+                # another is 0 against 0 used, whatever its amount.
+                if amount and counted_by_volcano(str(name)):
                     limit.set(str(name), amount)
             limits[str(group)] = (limit, frozenset(str(k) for k in resources))
         return limits, False
@@ -148,11 +155,40 @@ def _parse_limits(queue: QueueInfo) -> tuple[Limits | None, bool]:
         return None, True
 
 
+class _EscapedText(str):
+    """A JSON string written with an escape sequence (``\\u0033``)."""
+
+    __slots__ = ()
+
+
+def _scan_string(text: str, end: int, strict: bool = True) -> tuple[str, int]:
+    value, after = py_scanstring(text, end, strict)
+    if "\\" in text[end:after]:
+        return _EscapedText(value), after
+    return value, after
+
+
+def _limits_decoder() -> json.JSONDecoder:
+    """A JSON decoder that marks the strings written with escapes: Go's
+    ``Quantity.UnmarshalJSON`` parses the text between the quotes as it is written,
+    so ``"\\u0033"`` is no quantity there, though it decodes to ``"3"``."""
+    decoder = json.JSONDecoder()
+    decoder.parse_string = _scan_string  # type: ignore[attr-defined]
+    decoder.scan_once = py_make_scanner(decoder)  # type: ignore[attr-defined]
+    return decoder
+
+
+_LIMITS_DECODER = _limits_decoder()
+
+
 def _limit_amount(name: str, raw: object) -> float:
     """One quantity of the annotation, as Go's ``Quantity.UnmarshalJSON`` reads it:
-    null is 0, blanks around the text are trimmed, a negative amount is kept."""
+    null is 0, blanks around the text are trimmed, a negative amount is kept; a
+    boolean, or a string written with an escape, is no quantity."""
     if raw is None:
         return 0.0
+    if isinstance(raw, (bool, _EscapedText)):
+        raise QuantityError(str(raw), f"resource {name}: not a quantity as written")
     text = raw.strip() if isinstance(raw, str) else raw
     negative = isinstance(text, str) and text.startswith("-")
     if negative:
