@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.kube.go_strconv import int64
+
 __all__ = [
     "balanced_allocation_many",
     "balanced_allocation_vector",
@@ -264,9 +266,8 @@ def _binpack_total(parts: FloatArray, over: BoolArray, weights: Sequence[int],
         misfit = misfit | over[row]
     if weight_sum > 0:
         score = score / weight_sum
-    score = score * MAX_NODE_SCORE
-    if plugin_weight != 1:
-        score *= plugin_weight
+    # float64(MaxNodeScore * int64(weight)): one product, made of integers first.
+    score = score * float(int64(MAX_NODE_SCORE * plugin_weight))
     np.putmask(score, misfit, 0.0)
     result: FloatArray = score
     return result

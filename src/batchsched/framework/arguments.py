@@ -213,7 +213,9 @@ class Arguments(Mapping[str, Any]):
         value = self._values.get(key)
         if value is None:
             return default
-        if isinstance(value, int) and not isinstance(value, bool):
+        # yaml.v2 reads an integer past int64 as a uint64 (or a float64 below it), which
+        # GetInt's assertion to int refuses.
+        if isinstance(value, int) and not isinstance(value, bool) and _in_int64(value):
             return value
         warn_unreadable(owner, key, value, "an integer", default)
         return default
@@ -224,7 +226,9 @@ class Arguments(Mapping[str, Any]):
         value = self._values.get(key)
         if value is None:
             return default
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # An integer of 2**63 or more is yaml.v2's uint64, neither float64 nor int.
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+                isinstance(value, int) and value >= 2**63):
             return float(value)
         warn_unreadable(owner, key, value, "a number", default)
         return default
@@ -317,3 +321,7 @@ class Arguments(Mapping[str, Any]):
             log.warning("%s %r: ignoring argument(s) %s (it reads: %s)", kind, owner,
                         ", ".join(repr(k) for k in unknown), reads)
         return unknown
+
+
+def _in_int64(value: int) -> bool:
+    return -(2**63) <= value < 2**63

@@ -133,6 +133,15 @@ def int32(value: int) -> int:
     return (value + 2**31) % 2**32 - 2**31
 
 
+def int64(value: int) -> int:
+    """Go's ``int64`` arithmetic: ``value`` wrapped to 64-bit two's complement.
+
+    >>> int64(2**63), int64(100 * 92233720368547759)
+    (-9223372036854775808, -9223372036854775716)
+    """
+    return (value + 2**63) % 2**64 - 2**63
+
+
 def divide(numerator: int, denominator: int) -> int:
     """Go's integer ``/``: the quotient truncated toward zero (Python's ``//`` floors).
 

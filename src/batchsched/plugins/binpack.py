@@ -44,6 +44,7 @@ from batchsched.columnar.node_columns import (
 from batchsched.columnar.scores import binpack_many, binpack_vector
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
+from batchsched.kube.go_strconv import int64
 
 __all__ = ["BinpackPlugin", "binpack_score", "read_weights", "resource_binpack_score"]
 
@@ -84,10 +85,24 @@ def binpack_score(
         if part is None:
             return 0.0
         score += part
-        weight_sum += weight
+        weight_sum = int64(weight_sum + weight)
     if weight_sum > 0:
         score /= weight_sum
-    return score * MAX_NODE_SCORE * plugin_weight
+    return score * final_multiplier(plugin_weight)
+
+
+def _int64_sum(weights: Sequence[int]) -> int:
+    """The weights added up as Volcano's ``weightSum += weight`` does (in int64)."""
+    total = 0
+    for weight in weights:
+        total = int64(total + weight)
+    return total
+
+
+def final_multiplier(plugin_weight: int) -> float:
+    """``float64(MaxNodeScore * int64(weight))``: Volcano multiplies the two integers
+    first (wrapping in int64), then the score by their product, once."""
+    return float(int64(MAX_NODE_SCORE * plugin_weight))
 
 
 def read_weights(arguments: Arguments) -> tuple[int, dict[str, int]]:
@@ -200,7 +215,7 @@ class BinpackPlugin:
             amounts.append(amount)
             weights.append(weight)
         everywhere = all(columns.everywhere[row] for row in rows)
-        return (np.array(rows, dtype=np.intp), np.array(amounts), weights, sum(weights),
+        return (np.array(rows, dtype=np.intp), np.array(amounts), weights, _int64_sum(weights),
                 everywhere)
 
     def on_session_close(self, ssn: Session) -> None:

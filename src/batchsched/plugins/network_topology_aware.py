@@ -62,6 +62,7 @@ from batchsched.columnar.node_columns import Candidates, FloatArray, IndexArray,
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
+from batchsched.kube.go_math import go_pow
 
 __all__ = ["NetworkTopologyAwarePlugin"]
 
@@ -250,7 +251,7 @@ class NetworkTopologyAwarePlugin:
             used = sums.used.get(resource)
             if used + amount > allocatable:
                 return 0.0
-            total += weight * (used + amount) / allocatable
+            total += weight * ((used + amount) / allocatable)  # Volcano's order
             weights += weight
         return total / weights if weights > 0 else 0.0
 
@@ -335,9 +336,10 @@ class NetworkTopologyAwarePlugin:
 
     def _tier_weights(self) -> tuple[range, dict[int, float], float]:
         tiers = range(self.min_tier, self.max_tier + 1)
-        # fading ** (tier - 1): Volcano's weights (0 ** 0 is 1: fading 0 keeps tier 1).
-        weights = {tier: self.fading ** (tier - 1) if self.fading or tier == 1 else 0.0
-                   for tier in tiers}
+        # math.Pow(fading, tier - 1), as Go computes it (Pow(0, 0) is 1: fading 0 keeps
+        # tier 1, and weighs the others 0, tier 0 included: see the docs).
+        weights = {tier: go_pow(self.fading, float(tier - 1)) if self.fading or tier == 1
+                   else 0.0 for tier in tiers}
         return tiers, weights, sum(weights.values())
 
     def _closeness(self, topology: Topology, leaf: str, held: str) -> float:

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from json.decoder import py_scanstring
-from json.scanner import py_make_scanner
+from json.decoder import py_scanstring  # type: ignore[attr-defined]
+from json.scanner import py_make_scanner  # type: ignore[attr-defined]
 
 import attrs
 

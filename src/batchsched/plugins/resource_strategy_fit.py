@@ -52,6 +52,7 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
+from batchsched.kube.go_strconv import int64
 
 __all__ = [
     "LEAST_ALLOCATED",
@@ -174,7 +175,8 @@ def strategy_fit_score(
         weight_sum += strategy.weight
     if weight_sum > 0:
         score /= weight_sum
-    return score * MAX_NODE_SCORE * plugin_weight
+    # Volcano: score *= float64(MaxNodeScore) * float64(weight), one product.
+    return score * (float(MAX_NODE_SCORE) * float(plugin_weight))
 
 
 def sra_score(request: Resource, allocatable: Resource, sra: SraConfig) -> float:
@@ -186,7 +188,8 @@ def sra_score(request: Resource, allocatable: Resource, sra: SraConfig) -> float
     total = sra.weight_sum
     if total > 0:
         have = 1.0 - have / total
-    return have * MAX_NODE_SCORE * sra.weight
+    # float64(MaxNodeScore * int64(weight)): the integers multiplied first (in int64).
+    return have * float(int64(MAX_NODE_SCORE * sra.weight))
 
 
 def check_proportional(task: TaskInfo, node: NodeInfo, rates: ProportionalRates) -> str | None:
