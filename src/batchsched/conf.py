@@ -33,7 +33,7 @@ import yaml
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments, log
 from batchsched.framework.extension_points import ENABLE_FLAGS
-from batchsched.kube.go_yaml import GoScalar, load_first_document, resolved
+from batchsched.kube.go_yaml import GoScalar, load_first_document, resolved, text_keys
 
 if TYPE_CHECKING:
     from batchsched.framework.registry import Registry
@@ -426,11 +426,12 @@ def as_volcano_reads(document: Any) -> Any:
     if not isinstance(document, dict):
         return resolved(document)
     out: dict[Any, Any] = {}
-    for key, value in document.items():
+    for raw_key, value in document.items():
+        key = str(raw_key)  # a struct's field: its text
         if key == "actions" and isinstance(value, str):
             out[key] = str(value)
         elif key == "metrics" and isinstance(value, dict):
-            out[key] = {k: str(v) if isinstance(v, GoScalar) else resolved(v)
+            out[key] = {str(k): str(v) if isinstance(v, GoScalar) else resolved(v)
                         for k, v in value.items()}
         elif key in ("tiers", "configurations") and isinstance(value, list):
             out[key] = [_named_entries(entry) for entry in value]
@@ -444,11 +445,15 @@ def _named_entries(entry: Any) -> Any:
     if not isinstance(entry, dict):
         return resolved(entry)
     out: dict[Any, Any] = {}
-    for key, value in entry.items():
+    for raw_key, value in entry.items():
+        key = str(raw_key)  # a struct's field: its text
         if key == "name" and isinstance(value, str):
             out[key] = str(value)
         elif key == "plugins" and isinstance(value, list):
             out[key] = [_named_entries(plugin) for plugin in value]
+        elif key == "arguments":
+            # map[string]interface{}: keys as text, values (nested keys too) resolved.
+            out[key] = text_keys(value)
         else:
             out[key] = resolved(value)
     return out

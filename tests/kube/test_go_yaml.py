@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from batchsched.kube.go_yaml import load_first_document, resolved
+from batchsched.kube.go_yaml import load_first_document, resolved, text_keys
 
 YAML_V2_SCALARS: list[tuple[str, Any]] = [
     ("y", True), ("N", False), ("yes", True), ("off", False), ("TRUE", True),
@@ -28,12 +28,29 @@ def test_a_plain_scalar_resolves_as_yaml_v2_resolves_it(text: str, value: Any) -
 
 
 def test_special_floats_keys_merges_and_written_tags() -> None:
-    doc = resolved(load_first_document(
-        "a: .inf\nb: -.Inf\nc: .nan\nn: 1\ny: {<<: {x: 1, z: 2}, z: 3}\nq: !!str 12\n"))
+    raw = load_first_document(
+        "a: .inf\nb: -.Inf\nc: .nan\nn: 1\ny: {<<: {x: 1, z: 2}, z: 3}\nq: !!str 12\n"
+        "'on': 2\n")
+    doc = text_keys(raw)
     assert doc["a"] == math.inf and doc["b"] == -math.inf and math.isnan(doc["c"])
-    assert doc["n"] == 1  # a key is its text: "n", not false
+    assert doc["n"] == 1  # into a string-keyed map a key is its text: "n", not false
     assert doc["y"] == {"x": 1, "z": 3}  # merge keys merge
     assert doc["q"] == "12"  # a written tag is kept
+    # Into interface{} (a mapping nested in an argument) a plain key is resolved too;
+    # a quoted one stays a string.
+    assert resolved(raw)[False] == 1 and resolved(raw)[True] == {"x": 1, "z": 3}
+    assert resolved(raw)["on"] == 2
+
+
+def test_nested_keys_are_resolved_in_arguments_and_text_elsewhere() -> None:
+    from batchsched.conf import configuration_from_text
+
+    configuration = configuration_from_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: usage\n    arguments:\n"
+        "      1: top\n      thresholds: {cpu: 50, 2: 0, on: 3}\n")
+    arguments = configuration.tiers[0].plugins[0].arguments
+    assert arguments["1"] == "top"  # map[string]interface{}: the key's text
+    assert arguments["thresholds"] == {"cpu": 50, 2: 0, True: 3}
 
 
 def test_only_the_first_document_is_read() -> None:

@@ -177,6 +177,26 @@ def test_thresholds_out_of_range_keep_defaults() -> None:
     assert (got.cpu_threshold, got.memory_threshold) == (80, 80)
 
 
+def test_a_section_with_a_key_that_is_no_string_is_ignored_from_a_config_file() -> None:
+    """yaml.v2 reads a mapping nested in an argument with resolved keys (the integer 1,
+    the boolean of ``on``); Volcano's getUsageSectionArgs then drops the section."""
+    from batchsched.conf import configuration_from_text
+    from batchsched.plugins.usage import UsageConfig
+
+    for key in ("1", "on"):
+        configuration = configuration_from_text(
+            "actions: allocate\ntiers:\n- plugins:\n  - name: usage\n    arguments:\n"
+            f"      thresholds: {{cpu: 50, mem: 50, {key}: 0}}\n")
+        got = UsageConfig.from_arguments(configuration.tiers[0].plugins[0].arguments)
+        assert (got.cpu_threshold, got.memory_threshold) == (80, 80)
+
+
+def test_integers_past_int64_keep_defaults() -> None:
+    """yaml.v2's uint64: Go's assertion to int (and to float64) refuses it."""
+    got = config({"usage.weight": 2**63, "risk_factor": 2**64 - 1})
+    assert (got.usage_weight, got.risk_factor) == (5, 1.2)
+
+
 def test_negative_weights_keep_defaults() -> None:
     """TestUsageWeightsKeepDefaultWhenNegative."""
     got = config({"usage.weight": -1, "cpu.weight": -1, "memory.weight": -1})

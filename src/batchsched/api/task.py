@@ -110,6 +110,10 @@ class TaskInfo:
     #: it (Volcano's ``SchGated``).
     scheduling_gates: tuple[str, ...] = ()
     priority_class_name: str = ""
+    #: The pod's own priority (``spec.priority``) when a ``volcano.sh/task-priority``
+    #: annotation overrode it in ``priority``; None: ``priority`` is the pod's. Only
+    #: Volcano's task orders read the annotation: see :attr:`pod_priority`.
+    spec_priority: int | None = None
     preemption_policy: str = "PreemptLowerPriority"
     creation_time: float = 0.0
     revocable_zone: str = ""
@@ -184,6 +188,7 @@ class TaskInfo:
                 # It overrides the pod's priority, when Go's ParseInt(.., 10, 32) reads it.
                 priority, ok = parse_int(written, 32)
                 if ok:
+                    fields.setdefault("spec_priority", fields.get("priority", 1))
                     fields["priority"] = priority
         if "order_uid" not in fields:
             fields["order_uid"] = f"{namespace}-{name}"
@@ -221,6 +226,14 @@ class TaskInfo:
 
     def clear_last_transaction(self) -> None:
         self.last_transaction = None
+
+    @property
+    def pod_priority(self) -> int:
+        """The pod's priority as Kubernetes knows it (``spec.priority``), where
+        ``priority`` is Volcano's task priority, which a ``volcano.sh/task-priority``
+        annotation overrides. kube-scheduler's queue and Volcano's rescheduling
+        (which sorts the pods of a node) read this one."""
+        return self.priority if self.spec_priority is None else self.spec_priority
 
     @property
     def never_preempts(self) -> bool:

@@ -29,6 +29,8 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from batchsched.kube.go_strconv import in_int64
+
 __all__ = ["Arguments", "collect_warnings", "parse_duration", "warn_unreadable"]
 
 log = logging.getLogger("batchsched")
@@ -215,7 +217,7 @@ class Arguments(Mapping[str, Any]):
             return default
         # yaml.v2 reads an integer past int64 as a uint64 (or a float64 below it), which
         # GetInt's assertion to int refuses.
-        if isinstance(value, int) and not isinstance(value, bool) and _in_int64(value):
+        if isinstance(value, int) and not isinstance(value, bool) and in_int64(value):
             return value
         warn_unreadable(owner, key, value, "an integer", default)
         return default
@@ -321,7 +323,3 @@ class Arguments(Mapping[str, Any]):
             log.warning("%s %r: ignoring argument(s) %s (it reads: %s)", kind, owner,
                         ", ".join(repr(k) for k in unknown), reads)
         return unknown
-
-
-def _in_int64(value: int) -> bool:
-    return -(2**63) <= value < 2**63

@@ -142,6 +142,16 @@ def int64(value: int) -> int:
     return (value + 2**63) % 2**64 - 2**63
 
 
+def in_int64(value: int) -> bool:
+    """Whether ``value`` is an int64: yaml.v2 reads a larger integer as a uint64 and a
+    smaller one as a float64, which Go code asserting an ``int`` refuses.
+
+    >>> in_int64(2**63 - 1), in_int64(2**63)
+    (True, False)
+    """
+    return -(2**63) <= value < 2**63
+
+
 def divide(numerator: int, denominator: int) -> int:
     """Go's integer ``/``: the quotient truncated toward zero (Python's ``//`` floors).
 

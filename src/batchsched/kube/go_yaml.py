@@ -4,10 +4,12 @@ Volcano reads its scheduler configuration with yaml.v2, whose plain scalars reso
 differently from PyYAML's: ``y``/``n`` are booleans, ``3e0`` and ``1_5`` numbers,
 ``0o17`` and ``017`` octal, ``1:30`` a string (PyYAML's sexagesimal 90), and dates
 stay strings here (a configuration has no use for them). Only the first document of
-a stream is read, as ``yaml.Unmarshal`` reads it. Mapping keys are their text, as
-yaml.v2 decodes them into the string-keyed maps a configuration is read into (in a
-mapping nested inside an argument's value yaml.v2 would resolve ``on: 1`` to a
-boolean key; here it stays "on").
+a stream is read, as ``yaml.Unmarshal`` reads it. A plain mapping key is a
+:class:`GoScalar` too: its text where Go decodes the mapping into a struct or a
+string-keyed map (a configuration's fields, a plugin's arguments), its resolved
+value where into ``interface{}`` (a mapping nested inside an argument's value, where
+``on: 1`` has the boolean key true and ``1: 50`` the integer key 1):
+:func:`resolved` gives the latter.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import yaml
 
 from batchsched.kube.go_strconv import parse_float
 
-__all__ = ["GoScalar", "GoYamlLoader", "load_first_document", "resolved"]
+__all__ = ["GoScalar", "GoYamlLoader", "load_first_document", "resolved", "text_keys"]
 
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
@@ -119,8 +121,16 @@ def resolved(value: Any) -> Any:
     if isinstance(value, list):
         return [resolved(item) for item in value]
     if isinstance(value, dict):
-        return {key: resolved(item) for key, item in value.items()}
+        return {resolved(key): resolved(item) for key, item in value.items()}
     return value
+
+
+def text_keys(value: Any) -> Any:
+    """A mapping Go decodes into a string-keyed map (``map[string]interface{}``): its
+    keys as text, its values :func:`resolved`."""
+    if isinstance(value, dict):
+        return {str(key): resolved(item) for key, item in value.items()}
+    return resolved(value)
 
 
 class GoYamlLoader(yaml.SafeLoader):
@@ -151,16 +161,20 @@ class GoYamlLoader(yaml.SafeLoader):
         return node
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        """Keys as yaml.v2 decodes them into string keys: a scalar's text as written
-        (``n`` is the key "n", not false)."""
+        """Keys as :class:`GoScalar` (their text, and their resolved value) for plain
+        scalars, a scalar's text for the others (a quoted or tagged key)."""
         if not isinstance(node, yaml.MappingNode):
             raise yaml.constructor.ConstructorError(
                 None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
         self.flatten_mapping(node)
         mapping: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = (key_node.value if isinstance(key_node, yaml.ScalarNode)
-                   else self.construct_object(key_node, deep=deep))
+            if isinstance(key_node, yaml.ScalarNode):
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, GoScalar):
+                    key = key_node.value  # quoted or tagged: a string
+            else:
+                key = self.construct_object(key_node, deep=deep)
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 

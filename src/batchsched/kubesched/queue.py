@@ -31,9 +31,10 @@ Less = Callable[[TaskInfo, TaskInfo], bool]
 
 
 def default_less(left: TaskInfo, right: TaskInfo) -> bool:
-    """kube-scheduler's PrioritySort: higher priority first (the queue orders equal
+    """kube-scheduler's PrioritySort: higher priority first (the pod's own, which a
+    ``volcano.sh/task-priority`` annotation does not change; the queue orders equal
     priorities by when they were queued, as PrioritySort's timestamp does)."""
-    return left.priority > right.priority
+    return left.pod_priority > right.pod_priority
 
 
 @attrs.define

@@ -112,6 +112,7 @@ from batchsched.api.task import TaskInfo
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments, parse_duration, warn_unreadable
 from batchsched.framework.session import Session
+from batchsched.kube.go_strconv import in_int64
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -318,7 +319,7 @@ def _percentages(raw: Mapping[Any, Any], where: str, owner: str) -> dict[str, fl
     for key, value in raw.items():
         if not isinstance(key, str):
             raise ConfigError(f"the resource name {key!r} is not a string", key=where)
-        if not isinstance(value, int) or isinstance(value, bool):
+        if not isinstance(value, int) or isinstance(value, bool) or not in_int64(value):
             raise ConfigError(f"must be an integer percentage, not {value!r}",
                               key=f"{where}.{key}")
         if key in MEASURED:
@@ -380,8 +381,10 @@ def qos_class(task: TaskInfo) -> QosClass:
 
 
 def eviction_order(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
-    """Tasks by priority (lowest first), then QoS class (best-effort first), then id."""
-    return sorted(tasks, key=lambda t: (t.priority, qos_class(t), t.uid))
+    """Tasks by the pod's priority (lowest first: ``spec.priority``, not the
+    ``volcano.sh/task-priority`` annotation, as Volcano's ``sortPods`` reads the pods),
+    then QoS class (best-effort first), then id."""
+    return sorted(tasks, key=lambda t: (t.pod_priority, qos_class(t), t.uid))
 
 
 @attrs.define
@@ -419,7 +422,9 @@ class NodeUtilization:
         """Take a victim's requests off the node's use, in percent of its capacity."""
         cpu, memory = _whole_request(task)
         capacity = self.node.capacity
-        self.percent[CPU] -= _ratio(cpu / 1000 * 100, capacity.milli_cpu / 1000)
+        # Volcano's convertQuanToPercent: each quantity's AsApproximateFloat64, which
+        # is value x 10^scale (a victim's milli-cpu times 0.001, not over 1000).
+        self.percent[CPU] -= _ratio(cpu * 0.001 * 100, _approximate_cores(capacity.milli_cpu))
         self.percent[MEMORY] -= _ratio(memory * 100, capacity.memory)
 
 
@@ -494,6 +499,15 @@ def _amount(percent: float, size: int) -> int:
 def _whole_request(task: TaskInfo) -> tuple[int, int]:
     """A task's cpu (milli) and memory (bytes) requests, truncated to integers."""
     return int(task.resreq.milli_cpu), int(task.resreq.memory)
+
+
+def _approximate_cores(milli_cpu: float) -> float:
+    """A node's cpu capacity as ``Quantity.AsApproximateFloat64`` reads it, written
+    as Kubernetes writes it: whole cores exactly, else milli-cores times 0.001."""
+    whole = int(milli_cpu)
+    if whole == milli_cpu and whole % 1000 == 0:
+        return float(whole // 1000)
+    return math.ceil(milli_cpu) * 0.001
 
 
 def _ratio(amount: float, whole: float) -> float:

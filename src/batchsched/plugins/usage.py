@@ -117,6 +117,7 @@ from batchsched.errors import QuantityError
 from batchsched.framework.arguments import Arguments, parse_duration, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
+from batchsched.kube.go_strconv import in_int64
 from batchsched.kube.quantity import milli_value, value
 
 __all__ = [
@@ -437,7 +438,8 @@ class _Reader:
         found = self.values.get(key)
         if found is None:
             return default
-        if isinstance(found, bool) or not isinstance(found, int):
+        if isinstance(found, bool) or not isinstance(found, int) or not in_int64(found):
+            # Past int64 yaml.v2 reads a uint64 (or a float64), which Go's int refuses.
             self._warn(key, found, "an unquoted integer", default)
         elif found < low or (high is not None and found > high):
             self._warn(key, found, _range(low, high), default)
@@ -450,7 +452,8 @@ class _Reader:
         found = self.values.get(key)
         if found is None:
             return default
-        if isinstance(found, bool) or not isinstance(found, (int, float)):
+        if isinstance(found, bool) or not isinstance(found, (int, float)) or (
+                isinstance(found, int) and found >= 2**63):  # yaml.v2's uint64
             self._warn(key, found, "an unquoted number", default)
         elif not (low <= found and (high is None or found <= high)):
             self._warn(key, found, _range(low, high), default)
