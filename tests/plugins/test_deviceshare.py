@@ -123,13 +123,22 @@ def test_a_whole_gpu_task_waits_when_every_device_is_partly_used() -> None:
 def test_the_preemption_dry_run_sees_the_devices_its_victims_free() -> None:
     """The simulate predicate (topology-aware preemption) answers on the node copy:
     a whole GPU fits only once the share holding its last device is removed."""
-    ssn = run_allocate(gpu_document([(16, 2)], [(100, "500m"), (100, "600m"), (100, "1")],
-                                    "gpu-bestfit"))
+    doc = gpu_document([(16, 2)], [(100, "500m"), (100, "600m"), (100, "1")], "gpu-bestfit")
+    doc["config"]["tiers"][0]["plugins"].append({"name": "predicates"})
+    ssn = run_allocate(doc)
     node = ssn.nodes["n0"].clone()
     whole = ssn.jobs["default/j002"].tasks["default/t002"]
     assert ssn.simulate_predicate(whole, node) is not None
     node.remove_task(node.tasks["default/t000"])
     assert ssn.simulate_predicate(whole, node) is None
+
+
+def test_without_predicates_the_dry_run_checks_no_device() -> None:
+    """Volcano's device check in the dry run is the predicates plugin's simulate
+    predicate: deviceshare alone registers none."""
+    ssn = run_allocate(gpu_document([(16, 2)], [(100, "500m"), (100, "600m"), (100, "1")],
+                                    "gpu-bestfit"))
+    assert "deviceshare" not in ssn.registered("simulate_predicate")
 
 
 def test_the_predicate_names_what_is_short_and_refuses_split_requests() -> None:

@@ -398,7 +398,8 @@ class AscendDevices:
         if memory == 0 and request.memory_percentage != 0:
             memory = divide(int32(device.memory * request.memory_percentage), 100)
         if memory > 0 and not hami_core:
-            memory = self.chip.trim_memory(memory)[0]
+            # Go keeps the template's memory in an int32 (it wraps past 2^31 MiB).
+            memory = int32(self.chip.trim_memory(memory)[0])
         return attrs.evolve(request, memory=memory)
 
     def select(self, request: VnpuRequest, policy: str, *, hami_core: bool

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from batchsched.api.ascend import BINPACK, NETWORK_PREFIX, SPREAD, AscendChip, VnpuRequest
 from batchsched.api.node import NodeInfo
 from batchsched.columnar.row_mirror import RowMirror
+from batchsched.kube.go_strconv import int32
 
 __all__ = ["ChipColumns", "VnpuColumns", "VnpuRows", "vnpu_fit_rows"]
 
@@ -155,8 +156,8 @@ def vnpu_fit_rows(columns: ChipColumns, chip: AscendChip, request: VnpuRequest, 
         # Rounded to templates once per distinct request (usually one per task), not
         # once per node.
         values, where = np.unique(asked, return_inverse=True)
-        rounded = np.array([chip.trim_memory(int(m))[0] if m > 0 else int(m) for m in values],
-                           dtype=np.int64)
+        rounded = np.array([int32(chip.trim_memory(int(m))[0]) if m > 0 else int(m)
+                            for m in values], dtype=np.int64)
         asked = rounded[where]
         if request.count > 1:
             # Several cards need whole ones (the rounded request read again).
