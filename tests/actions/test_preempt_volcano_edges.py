@@ -28,6 +28,12 @@ def test_a_job_whose_sub_group_has_a_network_topology_does_not_preempt() -> None
     assert run("subjob-topology")["evicted"] == []
 
 
+def test_topology_aware_preemption_ranks_nodes_by_the_pod_s_own_priority() -> None:
+    """pickOneNodeForPreemption reads PodPriority, which the annotation does not change."""
+    got = run("topo-pod-priority")
+    assert got["evicted"] == ["c1/va"] and got["pipelined"] == {"c1/hp": {"c1/p": "n1"}}
+
+
 def test_the_task_priority_annotation_overrides_the_pod_s_priority() -> None:
     """volcano.sh/task-priority: 100 outranks the running task of priority 10."""
     assert run("task-priority-annotation")["evicted"] == ["c1/r1"]

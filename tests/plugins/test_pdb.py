@@ -146,3 +146,34 @@ def test_percentages_round_up_as_the_disruption_controller_does() -> None:
 
     assert allowed("maxUnavailable", "50%") == 2   # ceil(1.5) = 2
     assert allowed("minAvailable", "50%") == 1     # 3 healthy - ceil(1.5)
+
+
+@pytest.mark.parametrize("disrupted", [["web-1"], {"web-1": "2024-05-01T00:00:30Z"}])
+def test_a_scenario_names_the_pods_a_budget_counts_as_disrupted(disrupted: object) -> None:
+    """``disruptedPods`` (a list, or Kubernetes' status map): web-1 is being evicted,
+    so the budget, which allows none, does not charge it again."""
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    document = scenario("""
+        config: {actions: shuffle, tiers: [{plugins: [{name: pdb}]}]}
+        nodes: [{name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 110}}]
+        jobs: [{name: pg1, namespace: c1, minMember: 1, phase: Running}]
+        tasks:
+        - {name: web-1, namespace: c1, job: pg1, node: n1, phase: Running,
+           requests: {cpu: 1}, labels: {app: web}}
+        - {name: web-2, namespace: c1, job: pg1, node: n1, phase: Running,
+           requests: {cpu: 1}, labels: {app: web}}
+        pdbs: [{name: web, namespace: c1, selector: {app: web}, disruptionsAllowed: 0}]
+    """)
+    document["pdbs"][0]["disruptedPods"] = disrupted
+    assert run_scenario(parse_scenario(document)).evicted == ["c1/web-1"]
+
+
+def test_a_kubectl_dump_carries_the_disrupted_pods() -> None:
+    from pathlib import Path
+
+    from batchsched.scenario import run_scenario
+    from batchsched.scenario.kubectl import load_scenario_or_dump
+
+    dump = Path(__file__).parent.parent / "scenario" / "data" / "kubectl-pdb-disrupted.json"
+    assert run_scenario(load_scenario_or_dump(dump)).evicted == ["c1/web-1"]

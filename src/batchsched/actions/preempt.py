@@ -278,9 +278,9 @@ class PreemptAction:
         Dry run: the nodes are visited in order starting at offset 0 (kube-scheduler
         and Volcano start at a random offset; we start at the first feasible node in
         session node order, so the same input always examines the same nodes), one
-        at a time, until :meth:`candidate_count` candidates are found of which at
-        least one violates no PodDisruptionBudget (kube-scheduler's stopping rule),
-        or the nodes run out. Then :func:`_best_candidate` picks one, its victims
+        at a time, until :meth:`candidate_count` candidates are found or the nodes
+        run out. PodDisruptionBudgets are not considered, as in Volcano (kube-
+        scheduler's PDB rules are a TODO there). Then :func:`_best_candidate` picks one, its victims
         are evicted in victim order and the preemptor is pipelined there.
         """
         ssn, preemptor = attempt.ssn, attempt.preemptor
@@ -431,20 +431,23 @@ def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | N
 
 
 def _best_candidate(candidates: list[_Candidate], now: float) -> _Candidate:
-    """Volcano's ``pickOneNodeForPreemption``: the lowest priority of the first victim,
-    then the lowest sum of victim priorities (each offset by 2^31), then the fewest
+    """Volcano's ``pickOneNodeForPreemption``, on pod priorities (``spec.priority``):
+    the lowest priority of the first victim, then the lowest sum of victim
+    priorities (each offset by 2^31), then the fewest
     victims, then the latest start among the highest-priority victims (a pod not
     started yet counts as starting now); remaining ties go to the candidate found
     first (Volcano's are in map order)."""
 
     def rank(candidate: _Candidate) -> tuple[int, int, int, float]:
+        # Volcano's PodPriority: the pod's own priority, not the task priority a
+        # volcano.sh/task-priority annotation gives.
         victims = candidate.victims
-        top = max(v.priority for v in victims)
+        top = max(v.pod_priority for v in victims)
         earliest_top_start = min(v.start_time if v.start_time is not None else now
-                                 for v in victims if v.priority == top)
+                                 for v in victims if v.pod_priority == top)
         return (
-            victims[0].priority,
-            sum(v.priority + _PRIORITY_OFFSET for v in victims),
+            victims[0].pod_priority,
+            sum(v.pod_priority + _PRIORITY_OFFSET for v in victims),
             len(victims),
             -earliest_top_start,
         )

@@ -76,7 +76,7 @@ class BudgetLedger:
     (:meth:`PodDisruptionBudget.counts`) and says whether all of them are still
     within budget. A refused task has spent its disruptions all the same, as in
     Volcano's pdb plugin and kube-scheduler's ``filterPodsWithPDBViolation``. The
-    pdb plugin and topology-aware preemption both spend budgets through it.
+    pdb plugin spends budgets through it.
 
     >>> pdb = PodDisruptionBudget("web", "ns", {"app": "web"}, disruptions_allowed=1)
     >>> ledger = BudgetLedger([pdb])

@@ -680,8 +680,11 @@ class _Converter:
         labels = self.strings(selector.get("matchLabels"), who, "spec.selector.matchLabels")
         expressions = self.seq(selector.get("matchExpressions"), who,
                                "spec.selector.matchExpressions")
+        disrupted = self.mapping(status.get("disruptedPods"), who, "status.disruptedPods")
         out: dict[str, Any] = {"name": item.name, "namespace": item.namespace,
-                               "selector": labels, "matchExpressions": expressions or None}
+                               "selector": labels, "matchExpressions": expressions or None,
+                               # Pods being evicted, which the budget no longer charges.
+                               "disruptedPods": sorted(disrupted) or None}
         # Volcano's pdb plugin reads the status the disruption controller computed; a
         # budget without one is worked out from its spec (a hand-written dump), and
         # one without either allows none (the status' zero value).

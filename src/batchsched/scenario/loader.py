@@ -1342,13 +1342,24 @@ class _Parser:
             raise self.fail(f"{path}.nominatedNodeName", f"no node {name!r}")
         return name
 
+    def disrupted_pods(self, raw: Any, path: str) -> frozenset[str]:
+        """A budget's ``disruptedPods``: pod names, as a list or as Kubernetes' status
+        map (pod name to the time of its eviction, which is not read)."""
+        if raw is None:
+            return frozenset()
+        names = list(self.mapping(raw, path)) if isinstance(raw, Mapping) else self.seq(raw, path)
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not name:
+                raise self.fail(f"{path}[{i}]", f"must be a pod name, not {name!r}")
+        return frozenset(names)
+
     def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
         out = []
         seen: dict[str, None] = {}
         for i, item in enumerate(self.seq(raw, "pdbs")):
             obj, name, namespace, path = self.namespaced(item, f"pdbs[{i}]")
             self.keys(obj, {"name", "namespace", "selector", "matchExpressions", "minAvailable",
-                            "maxUnavailable", "disruptionsAllowed"}, path)
+                            "maxUnavailable", "disruptionsAllowed", "disruptedPods"}, path)
             self.unique(seen, f"{namespace}/{name}", path, "pdb")
             seen[f"{namespace}/{name}"] = None
             selector = self.string_map(obj.get("selector"), f"{path}.selector")
@@ -1360,7 +1371,10 @@ class _Parser:
                 except AffinityError as exc:
                     raise self.fail(exc.path, exc.problem) from exc
             budget = PodDisruptionBudget(name, namespace, selector, 0,
-                                         match_expressions=expressions)
+                                         match_expressions=expressions,
+                                         disrupted_pods=self.disrupted_pods(
+                                             obj.get("disruptedPods"),
+                                             f"{path}.disruptedPods"))
             given = [k for k in ("minAvailable", "maxUnavailable", "disruptionsAllowed")
                      if obj.get(k) is not None]
             if len(given) != 1:
