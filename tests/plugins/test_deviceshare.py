@@ -138,7 +138,22 @@ def test_without_predicates_the_dry_run_checks_no_device() -> None:
     predicate: deviceshare alone registers none."""
     ssn = run_allocate(gpu_document([(16, 2)], [(100, "500m"), (100, "600m"), (100, "1")],
                                     "gpu-bestfit"))
-    assert "deviceshare" not in ssn.registered("simulate_predicate")
+    node = ssn.nodes["n0"].clone()
+    whole = ssn.jobs["default/j002"].tasks["default/t002"]
+    assert ssn.simulate_predicate(whole, node) is None
+    # deviceshare's own predicate switch does not matter there; predicates' does.
+    doc = gpu_document([(16, 2)], [(100, "500m"), (100, "600m"), (100, "1")], "gpu-bestfit")
+    plugins = doc["config"]["tiers"][0]["plugins"]
+    plugins[0]["enablePredicate"] = False
+    plugins.append({"name": "predicates"})
+    ssn = run_allocate(doc)
+    node = ssn.nodes["n0"].clone()
+    whole = ssn.jobs["default/j002"].tasks["default/t002"]
+    assert ssn.simulate_predicate(whole, node) is not None
+    plugins[-1]["enablePredicate"] = False
+    ssn = run_allocate(doc)
+    node = ssn.nodes["n0"].clone()
+    assert ssn.simulate_predicate(ssn.jobs["default/j002"].tasks["default/t002"], node) is None
 
 
 def test_the_predicate_names_what_is_short_and_refuses_split_requests() -> None:

@@ -529,20 +529,15 @@ def test_the_preempt_form_of_two_kinds_reads_the_first_error() -> None:
     import numpy as np
 
     from batchsched.api.fit import FitError
-    from batchsched.conf import default_configuration
     from batchsched.plugins.deviceshare import _DeviceKind, _register_kinds
 
     class Recorder:
         def __init__(self) -> None:
             self.extra: dict[str, Any] = {}
             self.fns: dict[str, Any] = {}
-            self.configuration = default_configuration()  # with predicates
 
         def add_predicate_fn(self, plugin: str, fn: Any) -> None:
             self.fns["predicate"] = fn
-
-        def add_simulate_predicate_fn(self, plugin: str, fn: Any) -> None:
-            self.fns["simulate"] = fn
 
     def failing(code: FitStatusCode) -> Any:
         return lambda task, node: FitError.of("ns", "t", "n", "no", code=code, plugin="x")

@@ -38,6 +38,26 @@ def test_go_pow_matches_go(x: float, n: int, expected: float) -> None:
     assert repr(go_pow(x, float(n))) == repr(expected)
 
 
+# Signs, infinities and negative bases, as Go 1.19 prints them.
+GO_POW_SIGNED = [
+    (-0.0, -7.0, -math.inf), (-0.0, 3.0, -0.0), (-math.inf, 3.0, -math.inf),
+    (-math.inf, 2.0, math.inf), (-2.0, 3.0, -8.0), (-0.5, 3.0, -0.125),
+    (-0.0, -2.0, math.inf), (-1.0, math.inf, 1.0), (2.0, -math.inf, 0.0),
+    (-1.5, 1e20, math.inf),
+]
+
+
+@pytest.mark.parametrize(("x", "y", "expected"), GO_POW_SIGNED)
+def test_go_pow_signs_match_go(x: float, y: float, expected: float) -> None:
+    got = go_pow(x, y)
+    assert got == expected and math.copysign(1, got) == math.copysign(1, expected)
+
+
+@pytest.mark.parametrize(("x", "y"), [(-2.0, 0.5), (-2.0, -0.5), (-8.0, 1 / 3)])
+def test_go_pow_of_a_negative_to_a_fraction_is_nan(x: float, y: float) -> None:
+    assert math.isnan(go_pow(x, y))
+
+
 def test_go_pow_of_nan_to_the_zero_is_one() -> None:
     assert go_pow(math.nan, 0.0) == 1.0
     assert math.isnan(go_pow(math.nan, 1.5))
@@ -58,3 +78,14 @@ def test_integers_past_int64_are_not_go_ints(value: int, as_int: int, as_float: 
     arguments = Arguments({"k": value})
     assert arguments.get_int("k", 7) == as_int
     assert arguments.get_float("k", 7.0) == as_float
+
+
+def test_a_signed_integer_past_int64_is_a_yaml_v2_float() -> None:
+    """yaml.v2 tries ParseInt, then ParseUint (no sign), then ParseFloat."""
+    from batchsched.kube.go_yaml import load_first_document, resolved
+
+    doc = resolved(load_first_document(
+        "a: +9223372036854775808\nb: 9223372036854775808\nc: -9223372036854775809\n"))
+    assert doc == {"a": 9.223372036854776e18, "b": 2**63, "c": -9.223372036854776e18}
+    assert isinstance(doc["a"], float) and isinstance(doc["c"], float)
+    assert Arguments({"k": doc["a"]}).get_float("k", 7.0) == 9.223372036854776e18

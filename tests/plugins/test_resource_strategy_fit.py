@@ -268,3 +268,23 @@ def test_fit_score_is_bounded_by_100_times_weight(cpu: int, used: int, weight: i
     score = strategy_fit_score(request, Resource(8000, 0), Resource(used, 0),
                                {"cpu": ResourceStrategy(MOST_ALLOCATED, 2)}, weight)
     assert 0.0 <= score <= 100 * weight + 1e-6
+
+
+def test_integers_are_decoded_as_mapstructure_decodes_a_go_int() -> None:
+    """A float that is not finite is Go's int64 of it (-2^63), not an error: a disabled
+    block holding one builds, as in Volcano."""
+    from batchsched.plugins.resource_strategy_fit import _int, read_sra
+
+    assert _int(float("inf"), "w") == _int(float("nan"), "w") == -(2**63)
+    assert _int(2.9, "w") == 2 and _int(2**63, "w") == -(2**63)
+    assert read_sra(Arguments({"sra": {"enable": False, "weight": float("inf")}})) == SraConfig()
+
+
+def test_the_weight_sum_is_a_go_int() -> None:
+    """Weights past int64 wrap in the sum: the division is then skipped, as in Go."""
+    strategies = {"cpu": ResourceStrategy(MOST_ALLOCATED, 2**63 - 1),
+                  "memory": ResourceStrategy(MOST_ALLOCATED, 1)}
+    request = Resource.from_mapping({"cpu": 1, "memory": "1Gi"})
+    node = Resource.from_mapping({"cpu": 4, "memory": "4Gi"})
+    got = strategy_fit_score(request, node, Resource(), strategies, 1)
+    assert got == ((2**63 - 1) * 1000 / 4000 + 1 * 2**30 / 2**32) * 100.0

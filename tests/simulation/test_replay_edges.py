@@ -40,6 +40,14 @@ def test_a_task_that_started_at_time_0_survives_an_eviction_on_time(
     assert report["metrics"]["utilization"] == pytest.approx(1650 / 2300)
 
 
+def test_a_job_without_created_at_is_submitted_at_0(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = simulate(capsys, "no-created-at")
+    assert code == 0
+    assert (job(report, "first")["submit"], job(report, "later")["submit"]) == (0, 100)
+    assert report["metrics"]["makespan"] == 110
+
+
 def test_a_gang_evicted_whole_loses_one_run(capsys: pytest.CaptureFixture[str]) -> None:
     _, report, _ = simulate(capsys, "whole-gang-evicted")
     assert job(report, "batch")["restarts"] == 1

@@ -29,6 +29,7 @@ from batchsched.api.resource import Resource
 from batchsched.errors import SchedulingError
 
 __all__ = [
+    "DEVICE_SIMULATE_KEY",
     "GPU",
     "GPU_INDEX_ANNOTATION",
     "GPU_MILLI",
@@ -46,6 +47,10 @@ __all__ = [
 ]
 
 GPU = "nvidia.com/gpu"
+#: Where the deviceshare plugin leaves, in ``Session.extra``, its check of a node copy's
+#: devices for a preemption dry run; the predicates plugin's simulate predicate runs it
+#: (in Volcano that plugin checks every device kind there).
+DEVICE_SIMULATE_KEY = "deviceshare.simulate-predicate"
 #: What one GPU offers, in milli.
 GPU_MILLI = 1000
 #: Volcano gpushare's annotation naming the devices a pod holds (comma-separated).

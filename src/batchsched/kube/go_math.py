@@ -13,7 +13,7 @@ __all__ = ["go_pow"]
 def _is_odd_int(value: float) -> bool:
     if abs(value) >= 2.0**53:
         return False  # every float this large is an even integer
-    integral, fraction = math.modf(value)
+    fraction, integral = math.modf(value)
     return fraction == 0 and int(integral) % 2 == 1
 
 
@@ -46,9 +46,9 @@ def go_pow(x: float, y: float) -> float:
             return go_pow(1 / x, -y)
         return 0.0 if y < 0 else math.inf
     if y == 0.5:
-        return math.sqrt(x)
+        return math.sqrt(x) if x >= 0 else math.nan  # Go's Sqrt of a negative is NaN
     if y == -0.5:
-        return 1 / math.sqrt(x)
+        return 1 / math.sqrt(x) if x >= 0 else math.nan
     fraction, integral = math.modf(abs(y))
     if fraction != 0 and x < 0:
         return math.nan

@@ -96,7 +96,8 @@ def _go_int(text: str) -> int | None:
                              for c in digits):
         return None
     value = sign * int(digits, base)
-    if -_INT64 <= value < _INT64 or (sign > 0 and value < _UINT64):
+    # ParseUint takes no sign: a "+" past int64 is no integer (it reads as a float).
+    if -_INT64 <= value < _INT64 or (text[0] not in "+-" and value < _UINT64):
         return value
     return None
 

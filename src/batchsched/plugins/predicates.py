@@ -88,6 +88,7 @@ import attrs
 import numpy as np
 
 from batchsched import columnar
+from batchsched.api.devices import DEVICE_SIMULATE_KEY
 from batchsched.api.fit import NODE_POD_NUMBER_EXCEEDED, FitError, FitStatus
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
@@ -840,15 +841,16 @@ class PredicatesPlugin:
     # -- dry-run preemption -------------------------------------------------------------------
 
     def simulate_predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
-        """Inter-pod affinity on a node copy whose tasks a preemption dry run changed."""
-        if not self.pod_affinity_enable:
-            return None
-        state = self._state(task)
-        if INTER_POD_AFFINITY in state.skipped:
-            return None
-        pod = self.view.pod(task)
-        counts = inter_pod_affinity_counts(pod, self._placed_pods(override=node))
-        status = inter_pod_affinity_filter(pod, counts, node.labels)
-        if status is None:
-            return None
-        return FitError(task.namespace, task.name, node.name, [status])
+        """Inter-pod affinity on a node copy whose tasks a preemption dry run changed,
+        then the devices there (the deviceshare plugin's check, when it runs)."""
+        if self.pod_affinity_enable:
+            state = self._state(task)
+            if INTER_POD_AFFINITY not in state.skipped:
+                pod = self.view.pod(task)
+                counts = inter_pod_affinity_counts(pod, self._placed_pods(override=node))
+                status = inter_pod_affinity_filter(pod, counts, node.labels)
+                if status is not None:
+                    return FitError(task.namespace, task.name, node.name, [status])
+        assert self._ssn is not None
+        devices = self._ssn.extra.get(DEVICE_SIMULATE_KEY)
+        return None if devices is None else devices(task, node)

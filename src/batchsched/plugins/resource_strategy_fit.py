@@ -40,6 +40,7 @@ the reference a vectorised implementation is checked against.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -172,7 +173,7 @@ def strategy_fit_score(
         if part is None:
             return 0.0
         score += part
-        weight_sum += strategy.weight
+        weight_sum = int64(weight_sum + strategy.weight)  # Go's int
     if weight_sum > 0:
         score /= weight_sum
     # Volcano: score *= float64(MaxNodeScore) * float64(weight), one product.
@@ -218,9 +219,16 @@ def proportional_reason(resource: str) -> str:
 
 
 def _int(value: Any, path: str) -> int:
+    """mapstructure's decodeInt into a Go int: an integer (wrapped to int64, as a
+    uint64 is), a float truncated (one that is not finite or past int64 is Go's
+    int64 of it on amd64: -2^63)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"argument {path}: expected an integer, got {value!r}")
-    return int(value)
+    if isinstance(value, float):
+        if not (math.isfinite(value) and -(2.0**63) <= value < 2.0**63):
+            return -(2**63)
+        return int(value)
+    return int64(value)
 
 
 def _float(value: Any, path: str) -> float:
@@ -313,7 +321,7 @@ def read_sra(arguments: Arguments) -> SraConfig:
     for name in listed:
         w = weights.get(name, 1)
         resources[name] = w if w >= 0 else 1
-        weight_sum += resources[name]
+        weight_sum = int64(weight_sum + resources[name])  # Go's int
     return SraConfig(weight, resources, weight_sum)
 
 

@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import TaskStatus
+from batchsched.api.types import GO_ZERO_TIME, TaskStatus
 from batchsched.errors import WorkloadError
 from batchsched.framework.arguments import parse_seconds
 from batchsched.scenario.loader import Scenario, load_scenario
@@ -70,14 +70,24 @@ def workload_from(scenario: Scenario) -> Workload:
             raise WorkloadError(f"{where}.annotations.{RESTART_ANNOTATION}: {restart!r} is not "
                                 f"{RESTART_GANG} or {RESTART_TASK}", source=source)
         prototype = job.clone()
+        # A job without createdAt is submitted at 0 (the loader's Go zero time is a
+        # session's reading of "never set"; a workload's clock starts at its first
+        # submission): its times are left unset, for arrive() to fill in.
+        if prototype.creation_time == GO_ZERO_TIME:
+            prototype.creation_time = 0.0
+        if prototype.podgroup.creation_time == GO_ZERO_TIME:
+            prototype.podgroup.creation_time = 0.0
         run_times: dict[str, float] = {}
         for task in tasks_by_job.get(job.uid, []):
-            prototype.add_task(task.clone())
+            copy = task.clone()
+            if copy.creation_time == GO_ZERO_TIME:
+                copy.creation_time = 0.0
+            prototype.add_task(copy)
             run_times[task.uid] = seconds_of(task.annotations[RUN_TIME_ANNOTATION],
                                            f"task {task.uid}: {RUN_TIME_ANNOTATION}", source)
         if not run_times:
             continue  # a pod group without pods never asks for anything
-        jobs.append(WorkloadJob(prototype=prototype, submit=job.creation_time,
+        jobs.append(WorkloadJob(prototype=prototype, submit=prototype.creation_time,
                                 run_times=run_times, restart=restart, origin=f"{source}: {where}"))
     jobs.sort(key=lambda job: job.submit)  # stable: file order among equal submit times
     _created_in_file_order(jobs)

@@ -44,9 +44,9 @@ read.
 The predicate has a column form over every node (:class:`GpuColumns`), equal
 node for node. It also answers the **simulate predicate** of topology-aware
 preemption, on the node copy from which the dry run removed its victims (whose
-devices are then free), as Volcano's predicates plugin checks devices there: only
-when the predicates plugin is configured with its predicates enabled (without it,
-Volcano's dry run checks no device).
+devices are then free), as Volcano's predicates plugin checks devices there: the
+predicates plugin's simulate predicate runs it, so only with predicates configured
+and its predicates enabled (without it, Volcano's dry run checks no device).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from batchsched.api.device_config import (
     DeviceConfig,
     read_device_config,
 )
-from batchsched.api.devices import GpuAsk, fits_devices, gpu_ask
+from batchsched.api.devices import DEVICE_SIMULATE_KEY, GpuAsk, fits_devices, gpu_ask
 from batchsched.api.fit import FitError
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import GPU_SHARE_LOCK, VGPU_LOCK
@@ -390,14 +390,6 @@ def _takes_devices(ssn: Session) -> bool:
     return ssn.configuration.plugin_option("predicates") is not None
 
 
-def _predicates_simulate(ssn: Session) -> bool:
-    """Whether topology-aware preemption's dry run checks devices: in Volcano the
-    predicates plugin's simulate predicate does (``FilterNode`` of every device kind),
-    so only with predicates configured, its predicate point enabled."""
-    option = ssn.configuration.plugin_option("predicates")
-    return option is not None and option.enabled("enablePredicate")
-
-
 @attrs.frozen
 class _DeviceKind:
     """One device kind's functions in a session (GPU sharing, vGPUs, Ascend vNPUs)."""
@@ -458,9 +450,11 @@ def _register_kinds(ssn: Session, plugin: str, kinds: list[_DeviceKind], weight:
         return None if fits is None or resolvable is None else (fits, resolvable)
 
     ssn.add_predicate_fn(plugin, first_error([kind.predicate for kind in kinds]))
-    if _predicates_simulate(ssn):
-        ssn.add_simulate_predicate_fn(plugin, first_error(
-            [kind.simulate_predicate for kind in kinds]))
+    # The dry run's device check belongs to the predicates plugin's simulate predicate
+    # in Volcano (its FilterNode of every device kind): predicates asks it from here,
+    # so without predicates, or with its predicates off, no device is checked.
+    ssn.extra[DEVICE_SIMULATE_KEY] = first_error(
+        [kind.simulate_predicate for kind in kinds])
     columnar.add_predicate_fn(ssn, plugin, kinds[0].column if len(kinds) == 1 else column)
     columnar.add_preempt_predicate_fn(
         ssn, plugin, kinds[0].preempt_column if len(kinds) == 1 else preempt_column)
