@@ -14,6 +14,7 @@ __all__ = [
     "BatchSchedError",
     "CacheError",
     "ConfigError",
+    "DryRunError",
     "NodeOrderError",
     "PluginError",
     "QuantityError",
@@ -145,6 +146,15 @@ class CacheError(BatchSchedError, RuntimeError):
         self.operation = operation
         self.obj = obj
         super().__init__(message)
+
+
+class DryRunError(BatchSchedError, RuntimeError):
+    """A plugin cannot follow a preemption dry run (its ``simulate_remove_task`` or
+    ``simulate_add_task``): Volcano's simulate functions return an error then (no
+    state from the pre-predicate, a task of a job or queue the session lacks), and
+    the node is no candidate. Raised before the plugin changes anything; the session
+    undoes the plugins that already followed the step, and the preempt action
+    passes over the node."""
 
 
 class NodeOrderError(BatchSchedError, RuntimeError):

@@ -34,6 +34,44 @@ def test_topology_aware_preemption_ranks_nodes_by_the_pod_s_own_priority() -> No
     assert got["evicted"] == ["c1/va"] and got["pipelined"] == {"c1/hp": {"c1/p": "n1"}}
 
 
+def test_a_plugin_that_cannot_follow_the_dry_run_fails_every_node() -> None:
+    """proportion without its pre-predicate (enablePredicate: false) has no snapshot:
+    Volcano's simulate functions return an error and nothing is preempted."""
+    got = run("topo-no-proportion-snapshot")
+    assert got["evicted"] == [] and got["pipelined"] == {}
+
+
+def test_a_refused_dry_run_step_is_undone_for_the_plugins_that_followed_it() -> None:
+    from batchsched.api import Resource, TaskInfo
+    from batchsched.api.node import NodeInfo
+    from batchsched.errors import DryRunError
+    from batchsched.framework.session import Session
+    from batchsched.scenario import parse_scenario
+
+    scenario = parse_scenario({"version": 1, "name": "dry run", "config": {
+        "actions": "preempt", "tiers": [{"plugins": [{"name": "priority"}]}]}})
+    ssn = Session.open(scenario.to_cluster())
+    seen: list[str] = []
+
+    def follows(preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
+        seen.append("remove")
+
+    def undoes(preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
+        seen.append("add")
+
+    def refuses(preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
+        raise DryRunError("no snapshot")
+
+    ssn.add_simulate_remove_task_fn("priority", follows)
+    ssn.add_simulate_add_task_fn("priority", undoes)
+    ssn._bound.clear()
+    ssn.tiers_for("simulate_remove_task")[0].append(("other", refuses))
+    task = TaskInfo.create("ns", "t", "ns/j", Resource())
+    with pytest.raises(DryRunError):
+        ssn.simulate_remove_task(task, task, NodeInfo.create("n", Resource()))
+    assert seen == ["remove", "add"]
+
+
 def test_the_task_priority_annotation_overrides_the_pod_s_priority() -> None:
     """volcano.sh/task-priority: 100 outranks the running task of priority 10."""
     assert run("task-priority-annotation")["evicted"] == ["c1/r1"]

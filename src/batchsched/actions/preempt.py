@@ -74,7 +74,7 @@ from batchsched.api.sub_job import sub_jobs_of
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PREEMPTABLE_STATUSES
 from batchsched.columnar.eviction_room import EvictionRoom
-from batchsched.errors import ConfigError, SchedulingError
+from batchsched.errors import ConfigError, DryRunError, SchedulingError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.framework.statement import Statement
@@ -422,6 +422,8 @@ def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | N
             copy.remove_task(task)
             removed.append(task)
             victims.append(task)
+    except DryRunError:
+        return None  # a plugin cannot follow the dry run: Volcano fails the node
     finally:
         for task in reversed(removed):
             ssn.simulate_add_task(preemptor, task, copy)

@@ -48,7 +48,13 @@ from batchsched.api.types import (
     Vote,
 )
 from batchsched.conf import SchedulerConfiguration, Tier
-from batchsched.errors import BatchSchedError, CacheError, PluginError, SchedulingError
+from batchsched.errors import (
+    BatchSchedError,
+    CacheError,
+    DryRunError,
+    PluginError,
+    SchedulingError,
+)
 from batchsched.framework import combine
 from batchsched.framework.events import (
     Event,
@@ -1366,12 +1372,32 @@ class Session:
         )
 
     def simulate_add_task(self, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
-        combine.call_all("simulate_add_task", self.tiers_for("simulate_add_task"),
-                         preemptor, task, node)
+        self._simulate_step("simulate_add_task", "simulate_remove_task", preemptor, task, node)
 
     def simulate_remove_task(self, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
-        combine.call_all("simulate_remove_task", self.tiers_for("simulate_remove_task"),
-                         preemptor, task, node)
+        self._simulate_step("simulate_remove_task", "simulate_add_task", preemptor, task, node)
+
+    def _simulate_step(self, point: str, undo: str, preemptor: TaskInfo, task: TaskInfo,
+                       node: NodeInfo) -> None:
+        """One step of a preemption dry run, for every plugin, or for none: when a
+        plugin refuses it (:class:`~batchsched.errors.DryRunError`), the plugins that
+        followed it already are given the opposite step, and the refusal goes on."""
+        done: list[str] = []
+        for tier in self.tiers_for(point):
+            for plugin, fn in tier:
+                try:
+                    fn(preemptor, task, node)
+                except DryRunError:
+                    undoers = self._fns[undo]
+                    for name in reversed(done):
+                        if name in undoers:
+                            undoers[name](preemptor, task, node)
+                    raise
+                except BatchSchedError:
+                    raise
+                except Exception as exc:
+                    raise combine.plugin_failed(point, plugin, exc) from exc
+                done.append(plugin)
 
     # -- events and decisions ------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ from batchsched.api.queue_accounting import (
 from batchsched.api.resource import PODS, DimensionDefault, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import Vote
+from batchsched.errors import DryRunError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.recording import QueueQuota
@@ -346,26 +347,27 @@ class ProportionPlugin:
 
     def simulate_add_task(self, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
         attr = self._simulated_attr(preemptor, task)
-        if attr is not None:
-            attr.allocated.add(task.resreq)
-            attr.update_share()
+        attr.allocated.add(task.resreq)
+        attr.update_share()
 
     def simulate_remove_task(self, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo) -> None:
         attr = self._simulated_attr(preemptor, task)
-        if attr is not None:
-            attr.allocated.sub_unchecked(task.resreq)
-            attr.update_share()
+        attr.allocated.sub_unchecked(task.resreq)
+        attr.update_share()
 
-    def _simulated_attr(self, preemptor: TaskInfo, task: TaskInfo) -> QueueAttr | None:
-        """The snapshot figures of the task's queue; None without a snapshot (Volcano
-        then fails the dry run on that node, as :meth:`simulate_allocatable` does here
-        by answering false)."""
+    def _simulated_attr(self, preemptor: TaskInfo, task: TaskInfo) -> QueueAttr:
+        """The snapshot figures of the task's queue. Without a snapshot (the
+        pre-predicate did not run: proportion's predicates are off), or for a task
+        of a job or queue the session lacks, the dry run is refused on the node, as
+        Volcano's simulate functions fail it with an error."""
         ssn = self._ssn
         job = ssn.jobs.get(task.job) if ssn is not None else None
         state = self.snapshots.state(preemptor.uid)
-        if job is None or state is None:
-            return None
-        return state.get(job.queue)
+        attr = state.get(job.queue) if state is not None and job is not None else None
+        if attr is None:
+            raise DryRunError(f"plugin {self.name!r} cannot follow the dry run for task "
+                                f"{task.uid} (no snapshot of its queue)")
+        return attr
 
     # -- events -----------------------------------------------------------------------
 

@@ -65,6 +65,7 @@ from batchsched.api.queue_accounting import (
 from batchsched.api.resource import DimensionDefault, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import ALLOCATED_STATUSES, Vote
+from batchsched.errors import DryRunError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler, EvictionContext, EvictionKind
 from batchsched.framework.recording import QueueQuota
@@ -546,7 +547,9 @@ class CapacityPlugin:
         state = self.snapshots.state(preemptor.uid)
         attr = state.get(job.queue) if state is not None and job is not None else None
         if state is None or attr is None:
-            return
+            # Volcano's simulate functions fail the node's dry run (an error).
+            raise DryRunError(f"plugin {self.name!r} cannot follow the dry run for task "
+                                f"{task.uid} (no snapshot of its queue)")
         ancestors = [state[a] for a in attr.ancestors]
         self._charge(attr, task.resreq, sign, ancestors)
         self._count_devices(task, sign, [attr, *(ancestors if self.hierarchy else [])])
