@@ -166,3 +166,35 @@ def test_the_queue_plugins_do_not_reserve_what_gated_pods_ask(plugin: str) -> No
           - {name: b0, namespace: c1, job: b, requests: {cpu: 2}}
         """.replace("queue: q,", "queue: q1,"))
     assert outcome.binds == {"c1/b0": "n1"}
+
+
+@pytest.mark.parametrize("plugin", ["proportion", "capacity"])
+def test_a_gated_pod_being_deleted_is_deducted_too(plugin: str) -> None:
+    """Volcano's GetSchGatedPodResources walks every pod of the job, whatever its
+    status: a gated pod being deleted (Releasing) is deducted like a Pending one, so
+    the Inqueue job reserves nothing of its queue's 2 cpu and b is admitted."""
+    import yaml
+
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    document = yaml.safe_load(f"""
+        version: 1
+        name: gated pod being deleted
+        config:
+          actions: enqueue
+          tiers: [{{plugins: [{{name: {plugin}}}]}}]
+        queues: [{{name: q1, weight: 1, capability: {{cpu: 2}}}}]
+        nodes: [{{name: n1, allocatable: {{cpu: 4, memory: 4Gi, pods: 10}}}}]
+        jobs:
+          - {{name: a, namespace: ns, queue: q1, minMember: 2, minResources: {{cpu: 2}},
+             phase: Inqueue}}
+          - {{name: b, namespace: ns, queue: q1, minMember: 1, minResources: {{cpu: 2}}}}
+        tasks:
+          - {{name: a1, namespace: ns, job: a, requests: {{cpu: 1}},
+             schedulingGates: [example.com/hold]}}
+          - {{name: a2, namespace: ns, job: a, deleting: true, requests: {{cpu: 1}},
+             schedulingGates: [example.com/hold]}}
+          - {{name: b1, namespace: ns, job: b, requests: {{cpu: 2}}}}
+        """)
+    phases = run_scenario(parse_scenario(document)).pod_group_phases
+    assert phases["ns/b"] == "Inqueue"

@@ -361,10 +361,11 @@ class QueueUsage:
 
 def scheduling_gated_request(job: JobInfo) -> Resource:
     """What the job's pods held by another controller's scheduling gates ask
-    (Volcano's ``GetSchGatedPodResources``; a pod held only by Volcano's queue
+    (Volcano's ``GetSchGatedPodResources``, over every pod whatever its status: a
+    gated pod being deleted counts too; a pod held only by Volcano's queue
     allocation gate counts as waiting in its queue)."""
     gated = Resource()
-    for task in job.tasks_in(TaskStatus.PENDING).values():
+    for task in job.tasks.values():
         if task.externally_gated:
             gated.add(task.resreq)
     return gated
@@ -381,8 +382,7 @@ def deduct_scheduling_gated(job: JobInfo, reserved: Resource) -> Resource:
         gated: Resource | None = kept[1]
     else:
         gated = scheduling_gated_request(job) if any(
-            task.scheduling_gates for task in job.tasks_in(TaskStatus.PENDING).values()
-        ) else None
+            task.scheduling_gates for task in job.tasks.values()) else None
         job.memo[_GATED_KEY] = (job.mutations, gated)
     if gated is None or gated.is_empty():
         return reserved
