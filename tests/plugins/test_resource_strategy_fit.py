@@ -135,46 +135,36 @@ def test_not_enough_on_a_configured_resource_zeroes_the_fit_part_only() -> None:
     assert got == pytest.approx({"n1": 0.0, "n2": 850.0})
 
 
-def test_pod_level_strategy_annotations() -> None:
-    task_yaml = """- name: p
+def _pod_weighted(weights: str) -> str:
+    """A task asking 2 cpu and 2Gi that sets its own strategy: MostAllocated, with the
+    weight annotation ``weights`` (JSON text)."""
+    return f"""- name: p
   namespace: c1
   job: pg
-  requests: {cpu: 2, memory: 2Gi}
+  requests: {{cpu: 2, memory: 2Gi}}
   annotations:
     volcano.sh/resource-strategy-scoring-type: MostAllocated
-    volcano.sh/resource-strategy-weight: '{"cpu": 1}'
+    volcano.sh/resource-strategy-weight: '{weights}'
 """
-    got = _scores({"resourceStrategyFitWeight": 1}, task_yaml)
+
+
+def test_pod_level_strategy_annotations() -> None:
+    got = _scores({"resourceStrategyFitWeight": 1}, _pod_weighted('{"cpu": 1}'))
     assert got == pytest.approx({"n1": 50.0, "n2": 25.0})
-    broken = task_yaml.replace("'{\"cpu\": 1}'", "'{\"cpu\": '")
+    broken = _pod_weighted('{"cpu": ')
     assert _scores({"resourceStrategyFitWeight": 1}, broken) == {"n1": 0.0, "n2": 0.0}
 
 
 def test_a_pod_s_own_weights_name_resources_exactly() -> None:
     """Volcano looks a pod's weights up by exact name: ``c*`` is no pattern there."""
-    task_yaml = """- name: p
-  namespace: c1
-  job: pg
-  requests: {cpu: 2, memory: 2Gi}
-  annotations:
-    volcano.sh/resource-strategy-scoring-type: MostAllocated
-    volcano.sh/resource-strategy-weight: '{"c*": 1}'
-"""
-    assert _scores({"resourceStrategyFitWeight": 1}, task_yaml) == {"n1": 0.0, "n2": 0.0}
+    got = _scores({"resourceStrategyFitWeight": 1}, _pod_weighted('{"c*": 1}'))
+    assert got == {"n1": 0.0, "n2": 0.0}
 
 
 def test_a_null_weight_in_the_pod_annotation_is_zero() -> None:
     """Go's json.Unmarshal leaves a null at the zero weight, without an error."""
-    task_yaml = """- name: p
-  namespace: c1
-  job: pg
-  requests: {cpu: 2, memory: 2Gi}
-  annotations:
-    volcano.sh/resource-strategy-scoring-type: MostAllocated
-    volcano.sh/resource-strategy-weight: '{"cpu": 1, "memory": null}'
-"""
-    assert _scores({"resourceStrategyFitWeight": 1}, task_yaml) == pytest.approx(
-        {"n1": 50.0, "n2": 25.0})
+    got = _scores({"resourceStrategyFitWeight": 1}, _pod_weighted('{"cpu": 1, "memory": null}'))
+    assert got == pytest.approx({"n1": 50.0, "n2": 25.0})
 
 
 def test_a_scarce_resource_listed_twice_counts_twice_in_the_total() -> None:
