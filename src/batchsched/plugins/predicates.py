@@ -398,6 +398,7 @@ class PredicatesPlugin:
         self.proportional: ProportionalRates = _read_rates(arguments)
         self._view: KubeView | None = None
         self._ssn: Session | None = None
+        self._dry_run_recounts = True
         self._states: dict[str, _TaskState] = {}
         self._cache: dict[str, dict[str, bool]] = {}
         self._stable_masks: dict[object, BoolArray | None] = {}
@@ -408,6 +409,13 @@ class PredicatesPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
+        # Volcano's session calls this plugin's simulate add/remove-task functions (which
+        # keep the inter-pod affinity counts of a preemption dry run current) only when
+        # its preemptable or allocatable switch is on; otherwise the counts stay those
+        # of the pre-filter, victims removed on the node copy included.
+        option = ssn.configuration.plugin_option(self.name)
+        self._dry_run_recounts = option is None or option.enabled("enablePreemptable") \
+            or option.enabled("enabledAllocatable")
         self._view = view = KubeView.of(ssn)
         self._states = {}
         self._cache = {}
@@ -531,12 +539,13 @@ class PredicatesPlugin:
                     DYNAMIC_RESOURCES)])
         return None
 
-    def _placed_pods(self, override: NodeInfo) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
+    def _placed_pods(self, override: NodeInfo | None
+                     ) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
         """Every placed pod with its node's labels; on ``override``'s node (a copy a
         preemption dry run changed) only the pods that copy still holds."""
         for node_view in self.view.nodes.values():
             labels = self._labels(node_view.name)
-            if node_view.name == override.name:
+            if override is not None and node_view.name == override.name:
                 labels = override.labels
                 for pod in node_view.pods.values():
                     if pod.uid in override.tasks:
@@ -847,7 +856,8 @@ class PredicatesPlugin:
             state = self._state(task)
             if INTER_POD_AFFINITY not in state.skipped:
                 pod = self.view.pod(task)
-                counts = inter_pod_affinity_counts(pod, self._placed_pods(override=node))
+                counts = inter_pod_affinity_counts(pod, self._placed_pods(
+                    override=node if self._dry_run_recounts else None))
                 status = inter_pod_affinity_filter(pod, counts, node.labels)
                 if status is not None:
                     return FitError(task.namespace, task.name, node.name, [status])
