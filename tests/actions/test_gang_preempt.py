@@ -52,7 +52,7 @@ def test_scenario(path: Path) -> None:
 
 
 def test_scenarios_are_there() -> None:
-    assert len(SCENARIOS) == 6
+    assert len(SCENARIOS) == 10
 
 
 # -- arguments and domains ---------------------------------------------------------------

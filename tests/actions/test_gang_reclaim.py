@@ -76,7 +76,7 @@ def test_scenario(path: Path) -> None:
 
 
 def test_scenarios_are_there() -> None:
-    assert len(SCENARIOS) == 5
+    assert len(SCENARIOS) == 6
 
 
 # -- arguments and domains ---------------------------------------------------------------
