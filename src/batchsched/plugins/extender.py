@@ -141,7 +141,11 @@ class ExtenderPlugin:
                                         f"{answer.status}", plugin=PLUGIN_NAME)
                 if not read:
                     return None
-                text = answer.read(_MAX_BODY_BYTES).decode("utf-8", "replace")
+                raw = answer.read(_MAX_BODY_BYTES + 1)
+                # Go's http.MaxBytesReader fails a read past the limit: an answer whose
+                # first value does not end within it is refused (below).
+                over = len(raw) > _MAX_BODY_BYTES
+                text = raw[:_MAX_BODY_BYTES].decode("utf-8", "replace")
         except ExtenderError:
             raise
         except urllib.error.HTTPError as exc:
@@ -158,6 +162,10 @@ class ExtenderPlugin:
         try:
             value, _ = _DECODER.raw_decode(text)
         except ValueError as exc:
+            if over:
+                raise ExtenderError(f"extender: {verb} at {url} answered more than "
+                                    f"{_MAX_BODY_BYTES} bytes (http: request body too large)",
+                                    plugin=PLUGIN_NAME) from exc
             raise ExtenderError(f"extender: {verb} at {url} answered unreadable JSON: {exc}",
                                 plugin=PLUGIN_NAME) from exc
         return value
@@ -352,8 +360,8 @@ _OVERUSED = {"overused": "bool"}
 _EVENT = {"errorMessage": "string"}
 _ZERO: dict[str, Any] = {"string": "", "int": 0, "bool": False, "scores": None, "tasks": []}
 _SCALAR_KINDS: dict[str, type] = {"string": str, "int": int, "bool": bool}
-#: Volcano reads at most this much of an answer (``maxBodySize``).
-_MAX_BODY_BYTES = 100 * 1024 * 1024
+#: Volcano reads at most this much of an answer (``maxBodySize``: 10 MiB).
+_MAX_BODY_BYTES = 10 << 20
 
 
 def _reject_constant(name: str) -> Any:
