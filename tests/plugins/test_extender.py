@@ -22,6 +22,8 @@ RAW_ANSWERS: dict[str, tuple[int, bytes]] = {
     "pred-trailing": (200, b'{"status": ""} and more'),
     "pred-number": (200, b'{"status": 5}'),
     "alloc-error": (200, b'{"errorMessage": "no room for its licence"}'),
+    # Volcano's TestMaxBodySizeLimit2: one letter past maxBodySize (10 << 20 bytes).
+    "oversized": (200, b'{"padding":"' + b"a" * ((10 << 20) + 1) + b'"}'),
 }
 
 
@@ -204,3 +206,16 @@ def test_a_failed_call_counts_against_unless_ignorable(server: str) -> None:
         True, False)
     # Volcano's JobReady answers `!ignorable` to a failed call.
     assert (strict.job_ready(job), lenient.job_ready(job)) == (True, False)
+
+
+def test_an_answer_past_volcano_s_body_limit_fails_the_call(server: str) -> None:
+    """Volcano's TestMaxBodySizeLimit2 (extender_test.go, commit ed72c7c8, Apache-2.0):
+    ``http.MaxBytesReader`` with ``maxBodySize = 10 << 20`` fails an answer whose value
+    runs past it. Go's ``http.Client{}`` has no timeout, so neither does the plugin."""
+    from batchsched.framework.arguments import Arguments
+    from batchsched.plugins.extender import ExtenderError, ExtenderPlugin
+
+    plugin = ExtenderPlugin(Arguments({"extender.urlPrefix": server,
+                                       "extender.httpTimeout": "0s"}))
+    with pytest.raises(ExtenderError, match="request body too large"):
+        plugin.send("oversized", {"task": {}, "node": {}})
