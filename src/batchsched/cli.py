@@ -192,6 +192,8 @@ def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     configuration = load_configuration(args.config) if args.config else None
     decisions, events = decide(scenario, scores=args.scores or None,
                                configuration=configuration, consume=True)
+    name = scenario.name
+    del scenario  # consumed: the output is written without the cluster in memory
     got = decisions.to_json()
     if args.output == "json":
         # json.dumps(..., indent=1) to the byte, written a piece at a time (json.dump
@@ -202,7 +204,7 @@ def _run_once(args: argparse.Namespace, out: TextIO) -> int:
         out.write("\n")
     else:
         got["events"] = [event.to_dict() for event in events]
-        out.write(_text(scenario.name, got))
+        out.write(_text(name, got))
     return EXIT_OK
 
 

@@ -147,6 +147,7 @@ def test_pod_group_clone_copies_every_field() -> None:
         value = getattr(podgroup, field.name)
         assert value != getattr(defaults, field.name), f"set {field.name} in this test"
         assert getattr(twin, field.name) == value, field.name
-    assert twin.min_task_member is not podgroup.min_task_member
+    # Read-only once built (replaced whole, never changed in place): shared.
+    assert twin.min_task_member is podgroup.min_task_member
     assert twin.conditions is not podgroup.conditions
     assert twin.min_resources is not podgroup.min_resources

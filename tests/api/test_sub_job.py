@@ -114,7 +114,7 @@ def test_match_index_is_the_first_value_read_as_an_integer() -> None:
 def one_sub_job(*tasks: TaskInfo, size: int) -> Any:
     policy = SubGroupPolicy("p", sub_group_size=size, match_label_keys=("g",))
     for t in tasks:
-        t.labels["g"] = "x"
+        t.labels = {**t.labels, "g": "x"}
     return sub_jobs_of(job(*tasks, policies=(policy,)))["ns/pg/p-x"]
 
 

@@ -61,7 +61,7 @@ def test_preemptable_keeps_the_cooling_down_task() -> None:
 def test_the_label_wins_over_the_annotation_and_the_boundary_is_strict() -> None:
     ssn = session()
     labelled = task("l", "600s", 100, as_label=True)
-    labelled.annotations[COOLDOWN_TIME] = "1s"  # the label is read first
+    labelled.annotations = {COOLDOWN_TIME: "1s"}  # the label is read first
     at_boundary = task("b", "600s", 600)  # start + cooldown == now: no longer protected
     preemptor = TaskInfo.create("default", "hi", "default/hi", Resource(1000))
     assert ssn.preemptable(preemptor, [labelled, at_boundary]) == [at_boundary]

@@ -95,7 +95,8 @@ def test_memory_cache_takes_a_foreign_pod_only_placed_and_without_a_job() -> Non
 
 def test_a_prediction_keeps_a_pod_of_no_job_on_its_node() -> None:
     scenario = parse_scenario(foreign_pod_scenario(), source="<test>")
-    scenario.tasks[1].annotations["batchsched.io/run-time"] = "60"
+    task = scenario.tasks[1]
+    task.annotations = {**task.annotations, "batchsched.io/run-time": "60"}
     prediction = predict_start(scenario, "team-a/train", horizon=3600.0)
     assert prediction["expectedStart"] is None
     assert prediction["unknownRunTimes"] == 1

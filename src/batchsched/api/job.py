@@ -29,6 +29,8 @@ from batchsched.api.sub_job import SubGroupPolicy
 from batchsched.api.task import TaskInfo, parse_bool
 from batchsched.api.types import (
     ALLOCATED_STATUSES,
+    NO_COUNTS,
+    NO_LABELS,
     SCHEDULED_STATUSES,
     PodGroupCondition,
     PodGroupPhase,
@@ -61,12 +63,12 @@ class PodGroup:
     namespace: str = "default"
     queue: str = "default"
     min_member: int = 0
-    min_task_member: dict[str, int] = attrs.field(factory=dict)
+    min_task_member: Mapping[str, int] = NO_COUNTS
     min_resources: Resource | None = None
     phase: PodGroupPhase = PodGroupPhase.PENDING
     priority_class_name: str = ""
-    annotations: dict[str, str] = attrs.field(factory=dict)
-    labels: dict[str, str] = attrs.field(factory=dict)
+    annotations: Mapping[str, str] = NO_LABELS
+    labels: Mapping[str, str] = NO_LABELS
     creation_time: float = 0.0
     conditions: list[PodGroupCondition] = attrs.field(factory=list)
     #: Status counts written at session close (Volcano's ``PodGroupStatus``).
@@ -90,7 +92,6 @@ class PodGroup:
         # (attrs.evolve is several times slower). tests/api checks every field.
         if type(self) is PodGroup:
             twin: PodGroup = _copy_pod_group_fields(self)
-            twin.min_task_member = dict(self.min_task_member)
             if self.min_resources is not None:
                 twin.min_resources = self.min_resources.clone()
             twin.conditions = list(self.conditions)
@@ -100,7 +101,7 @@ class PodGroup:
             namespace=self.namespace,
             queue=self.queue,
             min_member=self.min_member,
-            min_task_member=dict(self.min_task_member),
+            min_task_member=self.min_task_member,
             min_resources=None if self.min_resources is None else self.min_resources.clone(),
             phase=self.phase,
             priority_class_name=self.priority_class_name,
@@ -135,7 +136,7 @@ class JobInfo:
     podgroup: PodGroup
     priority: int = 0
     min_available: int = 0
-    task_min_available: dict[str, int] = attrs.field(factory=dict)
+    task_min_available: Mapping[str, int] = NO_COUNTS
     creation_time: float = 0.0
     preemptable: bool = False
     waiting_time: float | None = None
@@ -188,7 +189,7 @@ class JobInfo:
             podgroup=podgroup,
             priority=priority,
             min_available=podgroup.min_member,
-            task_min_available=dict(podgroup.min_task_member),
+            task_min_available=podgroup.min_task_member,
             creation_time=podgroup.creation_time,
         )
         # Each of these reads an annotation (or label): most pod groups have none.
@@ -369,7 +370,7 @@ class JobInfo:
             sub_job_hyper_nodes=None if self.sub_job_hyper_nodes is None
             else dict(self.sub_job_hyper_nodes),
             podgroup=self.podgroup.clone(),
-            task_min_available=dict(self.task_min_available),
+            task_min_available=self.task_min_available,
             tasks={},
             task_status_index={},
             allocated=self.allocated.clone(),

@@ -9,7 +9,7 @@ import attrs
 
 from batchsched.api._copying import field_copier
 from batchsched.api.resource import PODS, Resource
-from batchsched.api.types import TaskStatus
+from batchsched.api.types import NO_LABELS, TaskStatus
 from batchsched.kube.dra.objects import AllocationResult, PodClaim
 from batchsched.kube.go_strconv import parse_int
 from batchsched.kube.host_ports import HostPort
@@ -94,9 +94,9 @@ class TaskInfo:
     best_effort: bool = False
     role: str = ""
     order_uid: str = ""
-    labels: dict[str, str] = attrs.field(factory=dict)
-    annotations: dict[str, str] = attrs.field(factory=dict)
-    node_selector: dict[str, str] = attrs.field(factory=dict)
+    labels: Mapping[str, str] = NO_LABELS
+    annotations: Mapping[str, str] = NO_LABELS
+    node_selector: Mapping[str, str] = NO_LABELS
     affinity: Mapping[str, Any] | None = None
     #: The pod's ``topologySpreadConstraints``, parsed
     #: (:mod:`batchsched.kube.topology_spread`); () for none.
@@ -172,8 +172,8 @@ class TaskInfo:
         if init_requests is not None:
             req.set_max(init_requests)
         req.scalars[PODS] = 1.0
-        own_labels = dict(labels) if labels else {}
-        own_annotations = dict(annotations) if annotations else {}
+        own_labels = dict(labels) if labels else NO_LABELS
+        own_annotations = dict(annotations) if annotations else NO_LABELS
         if "best_effort" not in fields:
             fields["best_effort"] = req.is_empty()
         # Without labels and annotations, the derived values are the fields' defaults

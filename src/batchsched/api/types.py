@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import attrs
 
@@ -11,6 +13,8 @@ __all__ = [
     "COMPLETED_STATUSES",
     "GO_MAX_DURATION",
     "GO_ZERO_TIME",
+    "NO_COUNTS",
+    "NO_LABELS",
     "PREEMPTABLE_STATUSES",
     "SCHEDULED_STATUSES",
     "FitStatusCode",
@@ -25,6 +29,14 @@ __all__ = [
     "preemptable_status",
     "scheduled_status",
 ]
+
+#: The read-only empty mapping every task, pod group and job without labels,
+#: annotations or a node selector shares (a large cluster has hundreds of thousands
+#: of them, and one empty dict each costs 64 bytes): these mappings are read-only
+#: once the object is built, so an object given others replaces the whole mapping.
+NO_LABELS: Mapping[str, str] = MappingProxyType({})
+#: The same for per-role counts (a pod group's ``minTaskMember``).
+NO_COUNTS: Mapping[str, int] = MappingProxyType({})
 
 #: Go's zero ``time.Time`` (0001-01-01T00:00:00Z) in seconds since the epoch: the
 #: creation time of an object that has none (a scenario object without ``createdAt``).

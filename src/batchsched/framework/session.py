@@ -549,6 +549,41 @@ class Session:
                     scalars[name] = (scalars.get(name, 0.0) + float(amount)
                                      - task.resreq.scalars.get(name, 0.0))
 
+    def dispose(self) -> None:
+        """Let go of everything the session holds but its events: the cluster (jobs,
+        nodes, queues), the plugins, the functions they registered and what actions
+        kept on it. Nothing may use the session afterwards; it is closed first if it
+        was not.
+
+        Plugins, their functions and the node selectors refer back to the session, so
+        a session left as it is stays in memory, with the whole cluster it holds,
+        until Python's cycle collector finds it: a one-shot run (which turns that
+        collector off) would carry the cluster through its output. After this, the
+        jobs, their tasks and the queues go as soon as the caller's last reference to
+        them does; nodes an action's node columns were built from (and the tasks on
+        them) still wait for the collector."""
+        if self._opened and not self._closed:
+            self.close()
+        self._closed = True
+        self.plugins = {}
+        self._fns = {name: {} for name in EXTENSION_POINTS}
+        self._bound.clear()
+        self._job_order_keys.clear()
+        self._task_order_keys.clear()
+        self._queue_order_keys.clear()
+        self._preemptive_many.clear()
+        self.event_handlers.clear()
+        self._statements.clear()
+        self.extra.clear()
+        self.__dict__.pop("topology", None)
+        # Node columns watch the nodes they were built from (and the nodes them).
+        for node in self.node_list:
+            node.on_change = None
+        self.jobs, self.nodes, self.node_list, self.queues = {}, {}, [], {}
+        self.cache = None
+        self.nominees = {}
+        self._pipelined_after_evictions = []
+
     def abort(self) -> None:
         """Close without publishing anything: after an action failed, the session's view
         may hold uncommitted decisions, so no pod-group status is handed to the cache

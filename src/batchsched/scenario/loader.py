@@ -69,6 +69,8 @@ from batchsched.api.task import TASK_SPEC_KEY, TaskInfo, task_spec_of
 from batchsched.api.types import (
     COMPLETED_STATUSES,
     GO_ZERO_TIME,
+    NO_COUNTS,
+    NO_LABELS,
     PodGroupPhase,
     QueueState,
     TaskStatus,
@@ -1087,13 +1089,14 @@ class _Parser:
         podgroup = PodGroup(
             name=name, namespace=namespace,
             queue=self.typed(obj, "queue", str, "default", path),
-            min_member=min_member, min_task_member=min_task,
+            min_member=min_member, min_task_member=min_task or NO_COUNTS,
             min_resources=(self.resources(obj["minResources"], f"{path}.minResources")
                            if obj.get("minResources") is not None else None),
             phase=self.enum(obj, "phase", _POD_GROUP_PHASES, PodGroupPhase.PENDING, path),
             priority_class_name=class_name,
-            annotations=self.string_map(obj.get("annotations"), f"{path}.annotations"),
-            labels=self.string_map(obj.get("labels"), f"{path}.labels"),
+            annotations=self.string_map(obj.get("annotations"),
+                                        f"{path}.annotations") or NO_LABELS,
+            labels=self.string_map(obj.get("labels"), f"{path}.labels") or NO_LABELS,
             creation_time=self.time_value(obj["createdAt"], f"{path}.createdAt")
             if obj.get("createdAt") is not None else GO_ZERO_TIME,
             network_topology=self.network_topology(obj.get("networkTopology"),
@@ -1284,7 +1287,8 @@ class _Parser:
             priority=priority, role=role,
             labels=labels,
             annotations=annotations,
-            node_selector=self.string_map(obj.get("nodeSelector"), f"{path}.nodeSelector"),
+            node_selector=self.string_map(obj.get("nodeSelector"),
+                                          f"{path}.nodeSelector") or NO_LABELS,
             affinity=affinity, topology_spread=spread, tolerations=tuple(tolerations),
             host_ports=tuple(ports),
             images=tuple(str(x) for x in self.seq(obj["images"], f"{path}.images"))

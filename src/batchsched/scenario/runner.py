@@ -241,7 +241,7 @@ def decide(
         for uid, job in sorted(ssn.jobs.items())
     }
     ssn.close()
-    return Decisions(
+    decisions = Decisions(
         binds={b.task: b.node for b in cache.binds},
         evicted=[e.task for e in cache.evictions],
         pipelined=pipelined,
@@ -261,7 +261,12 @@ def decide(
             for key, allocation in sorted(
                 ((key, allocation) for held in cache.claim_allocations.values()
                  for key, allocation in held.items()), key=lambda item: item[0])},
-    ), ssn.events
+    )
+    events = ssn.events
+    # The decisions are out: the cluster need not outlive them (a large run's output
+    # is written while it would still be held).
+    ssn.dispose()
+    return decisions, events
 
 
 def _status_counts(index: Mapping[TaskStatus, Mapping[str, Any]]) -> dict[str, int]:
