@@ -219,3 +219,38 @@ def test_an_answer_past_volcano_s_body_limit_fails_the_call(server: str) -> None
                                        "extender.httpTimeout": "0s"}))
     with pytest.raises(ExtenderError, match="request body too large"):
         plugin.send("oversized", {"task": {}, "node": {}})
+
+
+def gang_eviction_scenario(action: str, prefix: str) -> dict[str, Any]:
+    """n1 and n2 are free, n3 holds a low-priority task (of another queue, for
+    gangreclaim); the high-priority task fits anywhere once it goes."""
+    queues = ("q1", "q2") if action == "gangreclaim" else ("q1", "q1")
+    return {
+        "version": 1, "name": f"{action} when scoring fails",
+        "config": {"actions": action, "tiers": [{"plugins": [
+            {"name": "priority"}, {"name": "gang"}, {"name": "proportion"},
+            {"name": "extender", "arguments": {
+                "extender.urlPrefix": prefix, "extender.prioritizeVerb": "fail"}}]}]},
+        "priorityClasses": [{"name": "high", "value": 1000}, {"name": "low", "value": 10}],
+        "queues": [{"name": name} for name in sorted(set(queues))],
+        "nodes": [{"name": f"n{i}", "allocatable": {"cpu": 2, "memory": "2Gi", "pods": 10}}
+                  for i in (1, 2, 3)],
+        "jobs": [{"name": "victim", "queue": queues[0], "minMember": 0, "phase": "Running",
+                  "priorityClassName": "low"},
+                 {"name": "pj", "queue": queues[1], "minMember": 1, "phase": "Inqueue",
+                  "priorityClassName": "high"}],
+        "tasks": [{"name": "v1", "job": "victim", "node": "n3", "phase": "Running",
+                   "requests": {"cpu": 2, "memory": "1Gi"}},
+                  {"name": "p1", "job": "pj", "requests": {"cpu": 2, "memory": "1Gi"}}],
+    }
+
+
+@pytest.mark.parametrize("action", ["gangpreempt", "gangreclaim"])
+def test_gang_eviction_takes_the_future_idle_nodes_when_scoring_the_idle_ones_fails(
+        server: str, action: str) -> None:
+    # Volcano's prioritizeNodesForSimulate: the idle group (n1, n2) yields no node when
+    # its scoring fails, and the future-idle group (n3, alone: not scored) is tried next.
+    decisions = run_scenario(parse_scenario(gang_eviction_scenario(action, server),
+                                            source="<test>"))
+    assert decisions.evicted == ["default/v1"]
+    assert decisions.pipelined == {"default/pj": {"default/p1": "n3"}}

@@ -516,14 +516,17 @@ def _best_simulated_node(
     ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]
 ) -> NodeInfo | None:
     """Among nodes that hold the task now, else among those that hold it once
-    releases finish, the best one (:func:`~batchsched.actions.placement.select_best_node`)."""
+    releases finish, the best one (:func:`~batchsched.actions.placement.select_best_node`).
+    A group that yields no node (its scoring failed) gives way to the next, as in
+    Volcano's ``prioritizeNodesForSimulate``."""
     request = task.init_resreq
     now = [n for n in nodes if request.less_equal(n.idle)]
     later = [n for n in nodes if not request.less_equal(n.idle)
              and request.less_equal(n.future_idle())]
     for group in (now, later):
-        if group:
-            return select_best_node(ssn, task, group)
+        best = select_best_node(ssn, task, group) if group else None
+        if best is not None:
+            return best
     return None
 
 
