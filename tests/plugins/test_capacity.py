@@ -20,13 +20,16 @@ from batchsched.api import (
     Resource,
     TaskInfo,
 )
+from batchsched.api.queue import ROOT_QUEUE
 from batchsched.api.queue_accounting import QueueUsage
 from batchsched.cache import MemoryCache
 from batchsched.conf import parse_configuration
 from batchsched.framework import Statement
 from batchsched.framework.arguments import Arguments
+from batchsched.framework.session import Session
 from batchsched.plugins.capacity import CapacityPlugin
 from batchsched.plugins.capacity.hierarchy import CapacityQueue
+from batchsched.scenario import parse_scenario
 from batchsched.scheduler import Scheduler
 
 
@@ -238,6 +241,20 @@ def test_hierarchy_inherits_capability_and_bounds_real_capability_by_parent() ->
     assert attrs["root"].guarantee.milli_cpu == 1000
 
 
+def test_a_scenario_without_a_root_queue_gets_volcano_s() -> None:
+    # Volcano's cache creates `root` (not reclaimable, weight 1) when it is missing, as
+    # it creates `default`: a tree of queues without a declared root is usable.
+    decisions = run(doc("[{name: eng, capability: {cpu: 4}}]",
+                        "[{name: j, queue: eng, minMember: 1, minResources: {cpu: 1}}]",
+                        "[{name: t, job: j, requests: {cpu: 1}}]", hierarchy=True,
+                        actions="enqueue, allocate"))
+    assert decisions.binds == {"default/t": "n1"}
+    for cache in (parse_scenario(doc("[]", "[]", "[]"), source="<test>").build_cache(),
+                  MemoryCache()):
+        root = cache.queues[ROOT_QUEUE]
+        assert (root.reclaimable, root.weight, root.parent) == (False, 1, "")
+
+
 def test_hierarchy_checks_every_ancestor_and_only_leaves_take_jobs() -> None:
     ssn = open_scenario(doc(
         TREE, "[{name: a, queue: dev}, {name: b, queue: prod}]",
@@ -262,8 +279,14 @@ def test_hierarchy_checks_every_ancestor_and_only_leaves_take_jobs() -> None:
     ],
 )
 def test_unusable_hierarchy_refuses_everything(queues: str, why: str) -> None:
-    ssn = open_scenario(doc(queues, "[{name: j, queue: a, minResources: {cpu: 1}}]",
-                            "[{name: t, job: j, requests: {cpu: 1}}]", hierarchy=True))
+    parsed = parse_scenario(doc(queues, "[{name: j, queue: a, minResources: {cpu: 1}}]",
+                                "[{name: t, job: j, requests: {cpu: 1}}]", hierarchy=True),
+                            source="<test>")
+    cluster = parsed.to_cluster()
+    if why == "no root queue":
+        # Only a cluster built by hand can lack it: scenarios and caches add it.
+        del cluster.queues[ROOT_QUEUE]
+    ssn = Session.open(cluster, parsed.configuration, registry=registry())
     plugin = capacity_of(ssn)
     job = ssn.jobs["default/j"]
     task = job.tasks["default/t"]

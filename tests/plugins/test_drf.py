@@ -293,7 +293,8 @@ def test_hierarchical_queue_order_is_antisymmetric_and_transitive(
     jobs: list[list[tuple[int, int]]],
 ) -> None:
     # Queues sit at the same depth: a queue whose path is a prefix of another's ties
-    # with every queue below it (Volcano compares paths only as deep as the shorter).
+    # with every queue below it (Volcano compares paths only as deep as the shorter),
+    # as `default` and `root` (both without a hierarchy annotation) do.
     ssn = open_scenario(_jobs_doc(jobs, hierarchy=True))
-    queues = [q for name, q in sorted(ssn.queues.items()) if name != "default"]
+    queues = [q for name, q in sorted(ssn.queues.items()) if name not in ("default", "root")]
     assert_total_order(queues, drf_of(ssn).queue_order)

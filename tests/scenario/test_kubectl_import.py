@@ -54,7 +54,7 @@ def write(tmp_path: Path, document: Any, name: str = "dump.json") -> Path:
 def test_the_dump_imports_nodes_queues_jobs_and_tasks() -> None:
     scenario = load_kubectl_dump(DUMP)
     assert len(scenario.nodes) == 5
-    assert {q.name for q in scenario.queues} == {"default", "team-a", "team-b"}
+    assert {q.name for q in scenario.queues} == {"default", "root", "team-a", "team-b"}
     assert len(scenario.jobs) == 5  # 4 PodGroups, 1 for the bare Volcano pod
     assert len(scenario.tasks) == 15  # 16 pods, less the one waiting for kube-scheduler
     # kube-scheduler's placed pods hold their nodes in no job, as in Volcano's cache.
@@ -273,7 +273,7 @@ def test_import_writes_yaml_that_loads_and_decides_as_the_dump(
     out = tmp_path / "scenario.yaml"
     assert main(["import", "kubectl", str(DUMP), "-o", str(out)]) == 0
     captured = capsys.readouterr()
-    assert "5 nodes, 5 jobs, 15 tasks, 3 queues" in captured.out
+    assert "5 nodes, 5 jobs, 15 tasks, 4 queues" in captured.out
     assert "batchsched: warning:" in captured.err
     text = out.read_text()
     assert "cpu: 7800m" in text and "memory: 31Gi" in text

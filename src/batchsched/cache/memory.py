@@ -25,7 +25,7 @@ from batchsched.api.hypernode import HyperNode, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import locks_released_by
-from batchsched.api.queue import QueueInfo
+from batchsched.api.queue import ROOT_QUEUE, QueueInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
 from batchsched.api.vgpu import drop_device_annotations
@@ -128,7 +128,10 @@ class MemoryCache:
     ) -> None:
         self.nodes: dict[str, NodeInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
-        self.queues: dict[str, QueueInfo] = {"default": QueueInfo("default")}
+        # Volcano's cache creates both when they are missing (newDefaultAndRootQueue).
+        self.queues: dict[str, QueueInfo] = {
+            "default": QueueInfo("default"),
+            ROOT_QUEUE: QueueInfo(ROOT_QUEUE, reclaimable=False)}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: list[PodDisruptionBudget] = []
         self.resource_quotas: list[ResourceQuota] = []

@@ -61,7 +61,7 @@ from batchsched.api.numa import (
     format_cpuset,
     parse_cpuset,
 )
-from batchsched.api.queue import NodeGroupAffinity, QueueInfo
+from batchsched.api.queue import ROOT_QUEUE, NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.sub_job import SubGroupPolicy
@@ -823,6 +823,8 @@ class _Parser:
             )
         if "default" not in out:
             out["default"] = QueueInfo("default", creation_time=GO_ZERO_TIME)
+        if ROOT_QUEUE not in out:
+            out[ROOT_QUEUE] = QueueInfo(ROOT_QUEUE, reclaimable=False, creation_time=GO_ZERO_TIME)
         return out
 
     def queue_affinity(self, raw: Any, path: str) -> NodeGroupAffinity | None:
