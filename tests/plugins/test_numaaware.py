@@ -553,3 +553,15 @@ def test_arguments(caplog: pytest.LogCaptureFixture) -> None:
     assert plugin.weight == 1
     assert "'weight' = 'three' is not an integer" in caplog.text
     assert "ignoring argument(s) 'numa-aware.weight'" in caplog.text
+
+
+def test_init_containers_asking_more_cpu_need_no_more_exclusive_cpus() -> None:
+    # Volcano's predicate reads spec.containers only: the app container's 2 CPUs fit
+    # one NUMA node of 4 under single-numa-node, though an init container asks for 6
+    # (which the node's 16 cpu hold).
+    doc = scenario([numa_node("n1")],
+                   [task("web-0", 2, initRequests={"cpu": 6, "memory": "1Gi"})])
+    assert run(doc).binds == {"c1/web-0": "n1"}
+    assert parse_scenario(doc, source="<test>").tasks[0].container_requests is not None
+    doc = scenario([numa_node("n1")], [task("web-0", 6)])
+    assert run(doc).binds == {}

@@ -194,3 +194,16 @@ def test_the_go_sort_of_a_relation_that_is_no_order() -> None:
 GO_ORDER_OF_PATTERN = [0, 15, 30, 26, 6, 21, 13, 2, 17, 32, 39, 28, 4, 19, 8, 34, 10, 25, 5,
                        36, 23, 12, 20, 35, 38, 1, 16, 31, 11, 27, 14, 3, 18, 29, 7, 22, 37,
                        33, 9, 24]
+
+
+def test_more_than_twelve_cores_are_ordered_as_go_1_26_orders_them() -> None:
+    # Four sockets (one NUMA node each) of eight two-thread cores. Taking 40 of these
+    # 48 free CPUs sorts the 16 free cores of sockets 2 and 3 with a `less` that is no
+    # strict order, so Go's pdqsort breaks patterns with its xorshift: since Go's fix of
+    # golang/go#70144 (shifts 13, 7, 17; the Go release Volcano builds with), the
+    # CPUs left are all on NUMA node 3 (the older shifts 13, 17, 5 left six on node 2).
+    details = CpuDetails({cpu: CPUInfo(numa=cpu // 16, core=cpu // 2, socket=cpu // 16)
+                          for cpu in range(64)})
+    free_cpus = parse_cpuset("0-7,9-17,20,22-26,29-33,35-37,39-44,46-48,51,53-54,56-58,60,63")
+    taken = take_by_topology(details, free_cpus, 40)
+    assert free_cpus - taken == parse_cpuset("51,53-54,56-58,60,63")

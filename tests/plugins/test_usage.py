@@ -169,6 +169,12 @@ def test_best_effort_values_as_quantities_and_integers() -> None:
     assert (strings.be_cpu, strings.be_memory) == (500, 300 * MI)
     integers = config({"estimator": {"be_cpu": 500, "be_mem": 200}})
     assert (integers.be_cpu, integers.be_memory) == (500, 200 * MI)
+    # Past int64, yaml.v2 reads a uint64, which Volcano's `case int` does not take.
+    default = UsageConfig()
+    past = config({"estimator": {"be_cpu": 2**63, "be_mem": 2**63}})
+    assert (past.be_cpu, past.be_memory) == (default.be_cpu, default.be_memory)
+    edge = config({"estimator": {"be_cpu": 2**63 - 1}})
+    assert edge.be_cpu == float(2**63 - 1)
 
 
 def test_thresholds_out_of_range_keep_defaults() -> None:

@@ -97,6 +97,11 @@ class TaskInfo:
     labels: Mapping[str, str] = NO_LABELS
     annotations: Mapping[str, str] = NO_LABELS
     node_selector: Mapping[str, str] = NO_LABELS
+    #: What the pod's app containers ask, without the implicit ``pods``, when init
+    #: containers ask more than they do (``resreq`` is then the init containers'
+    #: figure); None when ``resreq`` says it. Read by what looks at the containers
+    #: themselves (numa-aware's exclusive CPUs).
+    container_requests: Resource | None = None
     affinity: Mapping[str, Any] | None = None
     #: The pod's ``topologySpreadConstraints``, parsed
     #: (:mod:`batchsched.kube.topology_spread`); () for none.
@@ -170,6 +175,10 @@ class TaskInfo:
         """
         req = requests.clone() if requests is not None else Resource()
         if init_requests is not None:
+            if (init_requests.milli_cpu > req.milli_cpu or init_requests.memory > req.memory
+                    or any(amount > req.scalars.get(name, 0.0)
+                           for name, amount in init_requests.scalars.items())):
+                fields.setdefault("container_requests", req.clone())
             req.set_max(init_requests)
         req.scalars[PODS] = 1.0
         own_labels = dict(labels) if labels else NO_LABELS

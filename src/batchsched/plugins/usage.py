@@ -470,7 +470,9 @@ class _Reader:
         if found is None:
             return default
         shown_default = _shown(default, unit)
-        if isinstance(found, int) and not isinstance(found, bool):
+        # Past int64 yaml.v2 reads a uint64 (or a float64), which Volcano's `case int`
+        # does not take: the default stays, as for any other value it cannot read.
+        if isinstance(found, int) and not isinstance(found, bool) and in_int64(found):
             if found < 0:
                 self._warn(key, found, "at least 0", shown_default)
                 return default

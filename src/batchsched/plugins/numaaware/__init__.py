@@ -220,8 +220,10 @@ class NumaAwarePlugin:
 
     @staticmethod
     def _containers(task: TaskInfo) -> list[tuple[str, Resource]]:
-        """The task's containers with their requests: the task itself, as one."""
-        requests = task.resreq.clone()
+        """The task's containers with their requests: the task itself, as one, with
+        what its app containers ask (Volcano looks at ``spec.containers`` only: init
+        containers that ask more do not make the task need more exclusive CPUs)."""
+        requests = (task.container_requests or task.resreq).clone()
         requests.scalars.pop(PODS, None)
         return [(task.name, requests)]
 

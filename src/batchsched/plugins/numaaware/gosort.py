@@ -4,9 +4,11 @@ Volcano's CPU assignment sorts cores and sockets with ``less`` functions that ar
 not strict weak orders (each returns true when the left side wins on *any* of
 several criteria). The order such a sort produces is whatever the sorting
 algorithm makes of it, so reproducing Volcano's assignments needs Go's algorithm
-itself: the pattern-defeating quicksort of Go's standard library (Go 1.19 and
-later, BSD-style licence), with its insertion sort for up to 12 elements, its
-deterministic pattern breaking and its heapsort fallback. With a strict weak order
+itself: the pattern-defeating quicksort of Go's standard library (BSD-style
+licence), with its insertion sort for up to 12 elements, its deterministic pattern
+breaking and its heapsort fallback, as in the Go release Volcano's ``go.mod`` names
+(1.26): its pattern breaking draws from the xorshift with shifts 13, 7 and 17 (Go's
+fix of golang/go#70144; releases before it used 13, 17 and 5). With a strict weak order
 the result is simply a sorted list (equal elements in some order).
 
 >>> items = [3, 1, 2]
@@ -194,8 +196,8 @@ class _GoSort(Generic[T]):
         middle = a + (length // 4) * 2
         for index in range(middle - 1, middle + 2):
             state ^= (state << 13) & _UINT64
-            state ^= state >> 17
-            state ^= (state << 5) & _UINT64
+            state ^= state >> 7
+            state ^= (state << 17) & _UINT64
             other = state & (modulus - 1)
             if other >= length:
                 other -= length
