@@ -36,7 +36,7 @@ requests = st.sampled_from([Resource(), Resource(0.0, 0.0, {"pods": 1.0}), Resou
 def counted_state(job: JobInfo) -> tuple[object, ...]:
     """Every count JobInfo keeps, with the order of every dict."""
     return (
-        [(status, list(roles.items())) for status, roles in job._role_counts.items()],
+        [(status, list(roles.items())) for status, roles in (job._role_counts or {}).items()],
         list(job._empty_pending_roles.items()),
         job._pending_best_effort,
         job._ready,
@@ -67,6 +67,7 @@ def test_one_pass_status_change_counts_as_remove_then_add(
     case: tuple[JobInfo, list[tuple[int, TaskStatus]]]
 ) -> None:
     job, moves = case
+    job.allocated_roles()  # per-role counts are kept from their first reading on
     reference = job.clone()
     for i, status in moves:  # a move to the same status included
         uid = f"ns/t{i}"

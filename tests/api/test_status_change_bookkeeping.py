@@ -70,8 +70,10 @@ def job_state(job: JobInfo) -> tuple[object, ...]:
         list(job.tasks),
         [(status, list(index)) for status, index in job.task_status_index.items()],
         bits(job.total_request), bits(job.allocated),
-        {s: dict(roles) for s, roles in job._role_counts.items()},
-        list(job._role_counts), dict(job._empty_pending_roles),
+        None if job._role_counts is None
+        else {s: dict(roles) for s, roles in job._role_counts.items()},
+        None if job._role_counts is None else list(job._role_counts),
+        dict(job._empty_pending_roles),
         job._pending_best_effort, job._ready,
     )
 
@@ -93,12 +95,28 @@ def test_job_status_change_matches_delete_then_add(
     job = JobInfo.from_podgroup(PodGroup("pg", "ns", min_member=1))
     for i, (req, status, role) in enumerate(specs):
         job.add_task(TaskInfo.create("ns", f"t{i}", job.uid, req, status=status, role=role))
+    # Per-role counts are built when first asked for: one copy counts from the start,
+    # the other only at the end, and both must agree then.
+    unasked = job.clone()
+    job.allocated_roles()
     reference = job.clone()
     for i, status in moves:
         uid = f"ns/t{i % len(specs)}"
         job.update_task_status(job.tasks[uid], status)
         reference_update(reference, reference.tasks[uid], status)
+        unasked.update_task_status(unasked.tasks[uid], status)
         assert job_state(job) == job_state(reference)
+    assert unasked._role_counts is None
+
+    def nonzero(counts: dict[str, int]) -> dict[str, int]:
+        return {role: n for role, n in counts.items() if n}
+
+    assert nonzero(unasked.allocated_roles()) == nonzero(job.allocated_roles())
+    for twin in (job, unasked):
+        twin.task_min_available = {"": 1, "ps": 1, "worker": 1}
+    assert [(j.check_task_valid(), j.check_task_ready(), j.check_task_pipelined())
+            for j in (job, unasked)] == [(job.check_task_valid(), job.check_task_ready(),
+                                          job.check_task_pipelined())] * 2
 
 
 def test_job_status_change_of_another_object_under_the_same_id() -> None:
@@ -106,6 +124,7 @@ def test_job_status_change_of_another_object_under_the_same_id() -> None:
     held = TaskInfo.create("ns", "t0", job.uid, Resource(1000.1), status=S.ALLOCATED)
     job.add_task(held)
     job.add_task(TaskInfo.create("ns", "t1", job.uid, Resource(1000)))
+    job.allocated_roles()  # the per-role counts are kept from here on
     reference = job.clone()
     stranger = held.clone()
     stranger.resreq = Resource(3000.3)

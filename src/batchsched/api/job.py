@@ -165,9 +165,12 @@ class JobInfo:
     mutations: int = 0
     # Per status, tasks per role; and pending tasks that need nothing to start, per role.
     # Kept by add_task/delete_task so that gang's per-role checks cost O(roles), not
-    # O(tasks), however large the job.
-    _role_counts: dict[TaskStatus, dict[str, int]] = attrs.field(init=False, factory=dict)
-    _empty_pending_roles: dict[str, int] = attrs.field(init=False, factory=dict)
+    # O(tasks), however large the job. Most jobs set no per-role minimum and never ask:
+    # the per-status counts are built when first asked for (None until then), and the
+    # empty-request counts are a dict of their own only once such a task is pending.
+    _role_counts: dict[TaskStatus, dict[str, int]] | None = attrs.field(init=False,
+                                                                       default=None)
+    _empty_pending_roles: Mapping[str, int] = attrs.field(init=False, default=NO_COUNTS)
     _pending_best_effort: int = attrs.field(init=False, default=0)
     # Tasks in a ready status (gang's job order asks for it at every heap comparison).
     _ready: int = attrs.field(init=False, default=0)
@@ -225,10 +228,12 @@ class JobInfo:
         self._count_task(task, 1)
 
     def _count_task(self, task: TaskInfo, step: int) -> None:
-        roles = self._role_counts.get(task.status)
-        if roles is None:
-            roles = self._role_counts[task.status] = {}
-        roles[task.role] = roles.get(task.role, 0) + step
+        role_counts = self._role_counts
+        if role_counts is not None:
+            roles = role_counts.get(task.status)
+            if roles is None:
+                roles = role_counts[task.status] = {}
+            roles[task.role] = roles.get(task.role, 0) + step
         if task.status in _READY_STATUSES:
             self._ready += step
         if task.status == _PENDING:
@@ -237,6 +242,9 @@ class JobInfo:
     def _count_pending(self, task: TaskInfo, step: int) -> None:
         if task.init_resreq.is_empty():
             empty = self._empty_pending_roles
+            if empty is NO_COUNTS:
+                empty = self._empty_pending_roles = {}
+            assert isinstance(empty, dict)
             empty[task.role] = empty.get(task.role, 0) + step
         if task.best_effort:
             self._pending_best_effort += step
@@ -276,14 +284,15 @@ class JobInfo:
         as of ``new``, in one pass: the same counts, and keys added in the same order."""
         role = task.role
         role_counts = self._role_counts
-        roles = role_counts.get(old)
-        if roles is None:
-            roles = role_counts[old] = {}
-        roles[role] = roles.get(role, 0) - 1
-        roles = role_counts.get(new)
-        if roles is None:
-            roles = role_counts[new] = {}
-        roles[role] = roles.get(role, 0) + 1
+        if role_counts is not None:
+            roles = role_counts.get(old)
+            if roles is None:
+                roles = role_counts[old] = {}
+            roles[role] = roles.get(role, 0) - 1
+            roles = role_counts.get(new)
+            if roles is None:
+                roles = role_counts[new] = {}
+            roles[role] = roles.get(role, 0) + 1
         if old in _READY_STATUSES:
             self._ready -= 1
         if new in _READY_STATUSES:
@@ -386,8 +395,11 @@ class JobInfo:
             status: {uid: tasks[uid] for uid in index}
             for status, index in self.task_status_index.items()
         }
-        twin._role_counts = {status: dict(counts) for status, counts in self._role_counts.items()}
-        twin._empty_pending_roles = dict(self._empty_pending_roles)
+        if self._role_counts is not None:
+            twin._role_counts = {status: dict(counts)
+                                 for status, counts in self._role_counts.items()}
+        if self._empty_pending_roles:
+            twin._empty_pending_roles = dict(self._empty_pending_roles)
         twin._pending_best_effort = self._pending_best_effort
         twin._ready = self._ready
         return twin
@@ -450,7 +462,14 @@ class JobInfo:
 
     def _roles(self, statuses: frozenset[TaskStatus], *, empty_pending: bool) -> dict[str, int]:
         counts: dict[str, int] = {}
-        sources = [self._role_counts.get(s, _NO_ROLES) for s in statuses]
+        role_counts = self._role_counts
+        if role_counts is None:
+            role_counts = self._role_counts = {}
+            for status, index in self.task_status_index.items():
+                per_role = role_counts[status] = {}
+                for task in index.values():
+                    per_role[task.role] = per_role.get(task.role, 0) + 1
+        sources = [role_counts.get(s, _NO_ROLES) for s in statuses]
         if empty_pending:
             sources.append(self._empty_pending_roles)
         for roles in sources:
@@ -605,8 +624,9 @@ class JobInfo:
             roles: dict[str, int] = {}
             for task in index.values():
                 roles[task.role] = roles.get(task.role, 0) + 1
-            counted = {r: n for r, n in self._role_counts.get(status, {}).items() if n}
-            assert counted == roles, f"{self.uid}: role counts out of step for {status}"
+            if self._role_counts is not None:
+                counted = {r: n for r, n in self._role_counts.get(status, {}).items() if n}
+                assert counted == roles, f"{self.uid}: role counts out of step for {status}"
         total, allocated = Resource(), Resource()
         for task in self.tasks.values():
             total.add(task.resreq)
