@@ -24,61 +24,125 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from batchsched.kube.go_strconv import in_int64
 
-__all__ = ["Arguments", "collect_warnings", "parse_duration", "warn_unreadable"]
+__all__ = [
+    "Arguments",
+    "collect_warnings",
+    "parse_duration",
+    "parse_duration_ns",
+    "warn_unreadable",
+]
 
 log = logging.getLogger("batchsched")
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
+#: Go's ``time.ParseDuration`` units, in nanoseconds (``µs`` as U+00B5 and U+03BC).
+_UNIT_NANOSECONDS = {
+    "ns": 1,
+    "us": 1_000,
+    "\u00b5s": 1_000,
+    "\u03bcs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
 }
+_DIGITS = "0123456789"
+_LIMIT = 1 << 63
+
+
+def parse_duration_ns(text: str) -> int:
+    """Go's ``time.ParseDuration``, in integer nanoseconds, with Go's own rules: ASCII
+    digits only, an int64 that must not overflow, and fractions that add what
+    ``float64(f) * (float64(unit) / scale)`` truncates to (``"0.5ns"`` is 0).
+
+    Raises ``ValueError`` for anything Go rejects (surrounding spaces too).
+
+    >>> parse_duration_ns("1h2m3s4ms"), parse_duration_ns("-1.5us")
+    (3723004000000, -1500)
+    """
+    def invalid(why: str = "") -> ValueError:
+        return ValueError(f"invalid duration {text!r}{why}")
+
+    rest, negative = text, False
+    if rest[:1] in ("-", "+") and rest:
+        negative, rest = rest[0] == "-", rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        raise invalid()
+    total = 0
+    while rest:
+        if rest[0] != "." and rest[0] not in _DIGITS:
+            raise invalid()
+        # The integer part: past 2**63 is an error.
+        i, whole = 0, 0
+        while i < len(rest) and rest[i] in _DIGITS:
+            if whole > _LIMIT // 10:
+                raise invalid(" (overflows int64 nanoseconds)")
+            whole = whole * 10 + ord(rest[i]) - 48
+            if whole > _LIMIT:
+                raise invalid(" (overflows int64 nanoseconds)")
+            i += 1
+        has_whole, rest = i > 0, rest[i:]
+        # The fraction: digits past what an int64 holds are read and ignored.
+        fraction, scale, has_fraction = 0, 1.0, False
+        if rest[:1] == ".":
+            i, rest, overflowed = 0, rest[1:], False
+            while i < len(rest) and rest[i] in _DIGITS:
+                if not overflowed:
+                    if fraction > (_LIMIT - 1) // 10:
+                        overflowed = True
+                    else:
+                        widened = fraction * 10 + ord(rest[i]) - 48
+                        if widened > _LIMIT:
+                            overflowed = True
+                        else:
+                            fraction, scale = widened, scale * 10
+                i += 1
+            has_fraction, rest = i > 0, rest[i:]
+        if not has_whole and not has_fraction:
+            raise invalid()
+        i = 0
+        while i < len(rest) and rest[i] != "." and rest[i] not in _DIGITS:
+            i += 1
+        if i == 0:
+            raise invalid(" (missing unit)")
+        unit = _UNIT_NANOSECONDS.get(rest[:i])
+        if unit is None:
+            raise invalid(f" (unknown unit {rest[:i]!r})")
+        rest = rest[i:]
+        if whole > _LIMIT // unit:
+            raise invalid(" (overflows int64 nanoseconds)")
+        part = whole * unit
+        if fraction > 0:
+            part += int(float(fraction) * (float(unit) / scale))
+            if part > _LIMIT:
+                raise invalid(" (overflows int64 nanoseconds)")
+        total += part
+        if total > _LIMIT:
+            raise invalid(" (overflows int64 nanoseconds)")
+    if negative:
+        return -total
+    if total > _LIMIT - 1:
+        raise invalid(" (overflows int64 nanoseconds)")
+    return total
 
 
 def parse_duration(text: str) -> float:
-    """Go's ``time.ParseDuration`` in seconds: ``"1h2m3s4ms"``, ``"-90s"``, ``"0"``.
+    """Go's ``time.ParseDuration`` in seconds: ``"1h2m3s4ms"``, ``"-90s"``, ``"0"``
+    (:func:`parse_duration_ns`, divided).
 
     Raises ``ValueError`` for anything Go would reject (surrounding spaces too).
 
     >>> parse_duration("1h2m3s")
     3723.0
     """
-    raw = text
-    if raw in ("0", "+0", "-0"):
-        return 0.0
-    sign = 1.0
-    if raw[:1] in "+-" and raw:
-        sign = -1.0 if raw[0] == "-" else 1.0
-        raw = raw[1:]
-    if not raw:
-        raise ValueError(f"invalid duration {text!r}")
-    pos, total = 0, 0.0
-    while pos < len(raw):
-        match = _DURATION_PART.match(raw, pos)
-        if match is None:
-            raise ValueError(f"invalid duration {text!r}")
-        total += float(match[1]) * _UNIT_SECONDS[match[2]]
-        pos = match.end()
-    if total * 1e9 > _MAX_DURATION_NANOSECONDS:  # a Go duration is int64 nanoseconds
-        raise ValueError(f"invalid duration {text!r} (overflows int64 nanoseconds)")
-    return sign * total
-
-
-#: The longest Go duration (``math.MaxInt64`` nanoseconds, about 292 years).
-_MAX_DURATION_NANOSECONDS = float(2**63 - 1)
+    return parse_duration_ns(text) / 1e9
 
 
 def parse_seconds(text: str) -> float:
