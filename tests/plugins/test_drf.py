@@ -17,7 +17,7 @@ from batchsched.errors import ConfigError
 from batchsched.framework import Session, Statement
 from batchsched.plugins.drf import DrfPlugin
 from batchsched.plugins.drf.hierarchy import HierarchyNode, compare_queue_paths
-from batchsched.scenario import parse_scenario
+from batchsched.scenario import check_scenario, load_scenario, parse_scenario
 
 
 def drf_of(ssn: Session) -> DrfPlugin:
@@ -298,3 +298,11 @@ def test_hierarchical_queue_order_is_antisymmetric_and_transitive(
     ssn = open_scenario(_jobs_doc(jobs, hierarchy=True))
     queues = [q for name, q in sorted(ssn.queues.items()) if name not in ("default", "root")]
     assert_total_order(queues, drf_of(ssn).queue_order)
+
+
+def test_hierarchical_queues_leave_allocate_s_heap_as_go_s_heap_lets_them() -> None:
+    # A queue's hierarchical value moves while it waits in the heap; which queue is
+    # popped then depends on the heap's steps, and Volcano's are Go's container/heap.
+    scenario = load_scenario(Path(__file__).parent / "data" / "drf" / "hdrf-heap-order.yaml")
+    result = check_scenario(scenario, registry=registry())
+    assert result.passed, result.differences

@@ -553,8 +553,10 @@ def test_used_resources_follow_placements_and_their_undo() -> None:
     assert task.job_allocated_hyper_node == ""
 
 
-def test_a_tier_s_hypernodes_come_by_name_whatever_their_parent() -> None:
-    """Equal hypernodes go to the first by name (Volcano: random), not parent by parent."""
+def test_a_tier_s_hypernodes_come_parent_by_parent() -> None:
+    """Volcano's breadth-first walk takes a hypernode's children together, in Go's set
+    order (random); here by name: pA's z1 before pB's a1, an order Volcano can take
+    (sorting the tier by name, a1 first, would be one too here, but not always)."""
     nodes = [node("z1-n"), node("a1-n")]
     hyper_nodes = [
         hyper_node("z1", 1, ("z1-n",)),
@@ -565,7 +567,7 @@ def test_a_tier_s_hypernodes_come_by_name_whatever_their_parent() -> None:
     ssn = session(
         nodes, hyper_nodes, [pod("p1")], topology={"mode": "hard", "highestTierAllowed": 1}
     )
-    assert ssn.hyper_node_gradient(ssn.jobs["c1/pg1"], CLUSTER_TOP, "allocate") == [["a1", "z1"]]
+    assert ssn.hyper_node_gradient(ssn.jobs["c1/pg1"], CLUSTER_TOP, "allocate") == [["z1", "a1"]]
 
 
 def test_a_task_left_pending_keeps_no_allocated_hypernode() -> None:
@@ -661,3 +663,20 @@ def test_column_and_node_by_node_normal_pod_scores_place_alike(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, "0")
         assert placements() == fast
+
+
+def test_a_tier_s_hypernodes_are_tried_in_the_walk_s_order_not_by_name() -> None:
+    # hn-b hangs from the root, hn-a under a spine: Volcano's breadth-first walk finds
+    # hn-b first whatever Go's map order, so hn-a is dry-run last and its fit errors
+    # are the ones the task keeps (by name, hn-a would come first).
+    from pathlib import Path
+
+    from batchsched.scenario import load_scenario, run_scenario
+
+    scenario = load_scenario(Path(__file__).parent / "data" / "network-topology"
+                             / "gradient-walk-order.yaml")
+    decisions = run_scenario(scenario)
+    assert decisions.binds == {}
+    failed = [event["message"] for event in decisions.events
+              if event["object"] == "ns/t0" and event["reason"] == "FailedScheduling"]
+    assert failed and all(message.startswith("In hyperNode hn-a:") for message in failed)

@@ -1,4 +1,14 @@
-"""A priority queue ordered by a "comes before" function (Volcano's ``util.PriorityQueue``)."""
+"""A priority queue ordered by a "comes before" function (Volcano's ``util.PriorityQueue``).
+
+Volcano's queue is Go's ``container/heap``, and so is this one's heap: items pushed
+one at a time sift up, a pop swaps the first and last items and sifts the new first
+one down until no child comes before it. Where the order is consistent this is any
+binary heap; where it is not (hierarchical drf compares a queue by its parent's
+share, which moves while the queue waits in the heap), which item comes out depends
+on the heap's steps, and these are Go's. Python's ``heapq`` pops differently (it
+sinks the new first item to a leaf, then lifts it), so it serves only the keyed
+queue, whose keys never change while queued.
+"""
 
 from __future__ import annotations
 
@@ -68,8 +78,8 @@ class PriorityQueue(Generic[T]):
         self._seq = itertools.count()
         self._heap: list[_Entry[T] | _ComparedEntry[T]] = []
         if items is not _NO_ITEMS:
-            self._heap = [self._entry(i) for i in items]
-            heapq.heapify(self._heap)
+            for item in items:  # pushed one at a time, as Volcano fills its queues
+                self.push(item)
 
     @classmethod
     def by_comparison(
@@ -103,15 +113,32 @@ class PriorityQueue(Generic[T]):
         return _Entry(item, next(self._seq), self._less)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, self._entry(item))
+        heap = self._heap
+        heap.append(self._entry(item))
+        _up(heap, len(heap) - 1)
 
     def discard(self, item: T) -> None:
-        """Take ``item`` (the object itself) out, wherever it is; O(n)."""
-        self._heap = [entry for entry in self._heap if entry.item is not item]
-        heapq.heapify(self._heap)
+        """Take ``item`` (the object itself) out, wherever it is (Go's ``heap.Remove``
+        at its place); O(n) to find it."""
+        heap = self._heap
+        index = next((i for i, entry in enumerate(heap) if entry.item is item), None)
+        while index is not None:
+            last = len(heap) - 1
+            if index != last:
+                heap[index], heap[last] = heap[last], heap[index]
+                if not _down(heap, index, last):
+                    _up(heap, index)
+            heap.pop()
+            index = next((i for i, entry in enumerate(heap) if entry.item is item), None)
 
     def pop(self) -> T:
-        return heapq.heappop(self._heap).item
+        heap = self._heap
+        last = len(heap) - 1
+        if last < 0:
+            raise IndexError("pop from an empty priority queue")
+        heap[0], heap[last] = heap[last], heap[0]
+        _down(heap, 0, last)
+        return heap.pop().item
 
     def peek(self) -> T:
         return self._heap[0].item
@@ -174,6 +201,34 @@ class _KeyedPriorityQueue(PriorityQueue[T]):
         assert isinstance(other, _KeyedPriorityQueue)
         self._keyed = list(other._keyed)
         self._heap = self._keyed  # type: ignore[assignment]
+
+
+def _up(heap: list[Any], child: int) -> None:
+    """Go's ``container/heap`` up: lift ``heap[child]`` while it comes before its parent."""
+    while child > 0:
+        parent = (child - 1) // 2
+        if not heap[child] < heap[parent]:
+            break
+        heap[parent], heap[child] = heap[child], heap[parent]
+        child = parent
+
+
+def _down(heap: list[Any], start: int, size: int) -> bool:
+    """Go's ``container/heap`` down over the first ``size`` entries: sink
+    ``heap[start]`` while its first-coming child comes before it; whether it moved."""
+    parent = start
+    while True:
+        child = 2 * parent + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and heap[right] < heap[child]:
+            child = right
+        if not heap[child] < heap[parent]:
+            break
+        heap[parent], heap[child] = heap[child], heap[parent]
+        parent = child
+    return parent > start
 
 
 def _never_called(left: object, right: object) -> bool:

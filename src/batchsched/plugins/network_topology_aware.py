@@ -194,12 +194,14 @@ class NetworkTopologyAwarePlugin:
             if self._eligible(topology, current, highest, held=held, minimum=minimum,
                               purpose=purpose):
                 eligible.setdefault(topology.tier(current), []).append(current)
-            for child in topology.children.get(current, ()):
+            # Children by name: Volcano's order there is Go's set order (random).
+            for child in sorted(topology.children.get(current, ())):
                 if child not in seen and child in topology:
                     seen.add(child)
                     queue.append(child)
-        # Within a tier, by name (Volcano's order there is Go's set order: random).
-        gradients = [sorted(eligible[tier]) for tier in sorted(eligible)]
+        # Within a tier, in the order the walk found them (Volcano's): hypernodes
+        # nearer the walk's root first, whatever their names.
+        gradients = [eligible[tier] for tier in sorted(eligible)]
         if purpose != EVICT:
             return gradients
         return reverse_and_cap(gradients, self.max_hyper_nodes_for_eviction)
