@@ -680,3 +680,23 @@ def test_a_tier_s_hypernodes_are_tried_in_the_walk_s_order_not_by_name() -> None
     failed = [event["message"] for event in decisions.events
               if event["object"] == "ns/t0" and event["reason"] == "FailedScheduling"]
     assert failed and all(message.startswith("In hyperNode hn-a:") for message in failed)
+
+
+def test_a_job_kept_pipelined_after_dry_runs_names_its_own_nodes() -> None:
+    # The job is pipelined in both hypernodes and kept in hn-a (the better score). Its
+    # placements are made again from the operations saved in hn-a's dry run, and, as
+    # Volcano's task copies do, the tasks keep the last transaction they had then
+    # (none), not what hn-b's later dry run stamped: the events name a-1 and a-2.
+    from pathlib import Path
+
+    from batchsched.scenario import load_scenario, run_scenario
+
+    scenario = load_scenario(Path(__file__).parent / "data" / "network-topology"
+                             / "kept-pipelined-last-transaction.yaml")
+    decisions = run_scenario(scenario)
+    assert decisions.pipelined == {"ns/pg1": {"ns/pg1-t-1": "a-2"}}
+    messages = [event["message"] for event in decisions.events if "possibly" in event["message"]]
+    assert sorted(messages) == [
+        "Pod ns/pg1-t-0 can possibly be assigned to a-1, once minAvailable is satisfied",
+        "Pod ns/pg1-t-1 can possibly be assigned to a-2, once resource is released and "
+        "minAvailable is satisfied"]

@@ -41,7 +41,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.sub_job import SubJobInfo, min_sub_jobs, sub_jobs_of
-from batchsched.api.task import TaskInfo
+from batchsched.api.task import TaskInfo, TransactionContext
 from batchsched.api.types import TaskStatus
 from batchsched.errors import SchedulingError
 from batchsched.framework.statement import Operation, OperationKind, Statement
@@ -210,6 +210,22 @@ class _Tried:
     operations: list[Operation]
     worksheet: Worksheet
     score: float
+    transactions: dict[str, TransactionContext | None]
+
+
+def _transactions(operations: list[Operation]) -> dict[str, TransactionContext | None]:
+    """The last transaction of each task the operations place, as when they were saved:
+    Volcano saves a dry run's operations on copies of its tasks (``SaveOperations``),
+    and the placements made again from them (``RecoverOperations``) leave those copies
+    in the job, with the last transaction they had then, whatever the dry runs after
+    it stamped on the tasks."""
+    return {op.task.uid: op.task.last_transaction for op in operations}
+
+
+def _restore_transactions(operations: list[Operation],
+                          saved: dict[str, TransactionContext | None]) -> None:
+    for op in operations:
+        op.task.last_transaction = saved[op.task.uid]
 
 
 def _search_for_job(
@@ -245,7 +261,7 @@ def _search_for_job(
                 job.set_sub_job_hyper_node(uid, name)
             operations = [op for stmt in placed for op in stmt.operations]
             if operations and (ssn.job_ready(job) or ssn.job_pipelined(job)):
-                tried[hyper_node] = _Tried(operations, left, score)
+                tried[hyper_node] = _Tried(operations, left, score, _transactions(operations))
             for stmt in reversed(placed):
                 stmt.discard()
         if not tried:
@@ -255,6 +271,7 @@ def _search_for_job(
         replayed = _replay(run, chosen.operations)
         if replayed is None:
             return None
+        _restore_transactions(chosen.operations, chosen.transactions)
         worksheet.adopt(chosen.worksheet)
         return replayed, best
     if ssn.recorder is not None:
@@ -282,7 +299,8 @@ def _search_for_sub_job(
     ssn = run.ssn
     topology = ssn.topology
     for gradient in ssn.sub_job_hyper_node_gradient(sub_job, within, ALLOCATE):
-        tried: dict[str, tuple[list[Operation], PriorityQueue[TaskInfo]]] = {}
+        tried: dict[str, tuple[list[Operation], PriorityQueue[TaskInfo],
+                               dict[str, TransactionContext | None]]] = {}
         for hyper_node in gradient:
             nodes: list[NodeInfo] = topology.real_node_list.get(hyper_node, [])
             for uid in sub_job.tasks:
@@ -292,16 +310,18 @@ def _search_for_sub_job(
                                    hyper_node if hyper_node != CLUSTER_TOP else "",
                                    sub_job=sub_job)
             if stmt is not None and stmt.operations:
-                tried[hyper_node] = (list(stmt.operations), left)
+                tried[hyper_node] = (list(stmt.operations), left,
+                                     _transactions(stmt.operations))
                 stmt.discard()
         if not tried:
             continue
         scores = ssn.hyper_node_order(sub_job, list(tried))
         best = max(tried, key=lambda name: scores[name])
-        operations, left = tried[best]
+        operations, left, transactions = tried[best]
         replayed = _replay(run, operations)
         if replayed is None:
             return None
+        _restore_transactions(operations, transactions)
         tasks.adopt(left)
         decided = topology.lca(job.sub_job_hyper_node(sub_job.uid), best)
         job.set_sub_job_hyper_node(sub_job.uid, decided)
