@@ -210,10 +210,12 @@ tasks:
 - {{name: p, namespace: c1, job: pg, images: [nginx, "redis:7"]}}
 """
     ssn = _session(body, _weights(image=1))
-    # Two images, so the range is 23 MiB .. 2000 MiB. n1: int(500 MiB * 2/3) = 349525333
-    # -> 100 * (349525333 - 23 MiB) // (2000 MiB - 23 MiB) = 15; n2 adds
-    # int(300 MiB * 1/3) = 104857600 -> 20.
-    assert node_scores(ssn, "c1/p") == {"n1": 15, "n2": 20, "n3": 0}
+    # The task's nginx is nginx:latest; the nodes' names are kept as listed (Volcano's
+    # cache does), so n2's untagged nginx is another image. Two images, so the range is
+    # 23 MiB .. 2000 MiB. n1: int(500 MiB * 1/3) = 174762666
+    # -> 100 * (174762666 - 23 MiB) // (2000 MiB - 23 MiB) = 7; n2: redis:7 only,
+    # int(300 MiB * 1/3) = 104857600 -> 3.
+    assert node_scores(ssn, "c1/p") == {"n1": 7, "n2": 3, "n3": 0}
 
 
 def test_best_effort_task_uses_default_requests_and_skips_balance() -> None:

@@ -285,10 +285,9 @@ class NodeOrderPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
         self._view = KubeView.of(ssn)
-        self._images = {
-            name: {normalized_image_name(img): size for img, size in node.images.items()}
-            for name, node in ssn.nodes.items()
-        }
+        # Node images under the names the node reports (Volcano's cache keeps them as
+        # they are); only the task's image names get their default tag.
+        self._images = {name: dict(node.images) for name, node in ssn.nodes.items()}
         self._image_spread = Counter(img for images in self._images.values() for img in images)
         ssn.add_node_order_fn(self.name, self.node_order)
         ssn.add_batch_node_order_fn(self.name, self.batch_node_order)
