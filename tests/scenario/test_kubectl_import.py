@@ -693,3 +693,12 @@ def test_an_error_in_a_list_within_the_list_says_where(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match=r"items\[0\]\.items\[0\] \(Node\): an object "
                                             r"without metadata\.name"):
         load_kubectl_dump(write(tmp_path, nested))
+
+
+def test_init_containers_images_are_the_task_s_images_too(tmp_path: Path) -> None:
+    """kube-scheduler's image locality (since v1.30) sums and counts the images of the
+    init containers with the containers'."""
+    scenario = load_kubectl_dump(write(tmp_path, _one_pod_dump({
+        "initContainers": [{"name": "setup", "image": "registry.example/init:1"}],
+        "containers": [{"name": "a", "image": "registry.example/app:1"}]})))
+    assert scenario.tasks[0].images == ("registry.example/init:1", "registry.example/app:1")

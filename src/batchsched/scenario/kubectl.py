@@ -905,6 +905,9 @@ class _Converter:
         containers = [self.mapping(c, who, f"spec.containers[{i}]")
                       for i, c in enumerate(self.seq(spec.get("containers"), who,
                                                      "spec.containers"))]
+        init_containers = [self.mapping(c, who, f"spec.initContainers[{i}]")
+                           for i, c in enumerate(self.seq(spec.get("initContainers"), who,
+                                                          "spec.initContainers"))]
         ports: list[int | dict[str, Any]] = []
         for c, container in enumerate(containers):
             for p, port in enumerate(self.seq(container.get("ports"), who,
@@ -934,7 +937,10 @@ class _Converter:
             "nodeSelector": spec.get("nodeSelector"), "tolerations": spec.get("tolerations"),
             "affinity": spec.get("affinity"), "hostPorts": ports,
             "topologySpreadConstraints": spec.get("topologySpreadConstraints") or None,
-            "images": [c["image"] for c in containers if c.get("image")],
+            # Every container's image, init containers' too: kube-scheduler's image
+            # locality (since v1.30) sums and counts over both.
+            "images": [c["image"] for c in (*init_containers, *containers)
+                       if c.get("image")],
             "createdAt": fields["createdAt"],
             # When a placed pod started: a replay forward counts its run from there.
             "startTime": (status.get("startTime") or None) if node else None,
