@@ -37,7 +37,7 @@ def counted_state(job: JobInfo) -> tuple[object, ...]:
     """Every count JobInfo keeps, with the order of every dict."""
     return (
         [(status, list(roles.items())) for status, roles in (job._role_counts or {}).items()],
-        list(job._empty_pending_roles.items()),
+        list((job._empty_pending_roles or {}).items()),
         job._pending_best_effort,
         job._ready,
         list(job.tasks),

@@ -73,7 +73,7 @@ def job_state(job: JobInfo) -> tuple[object, ...]:
         None if job._role_counts is None
         else {s: dict(roles) for s, roles in job._role_counts.items()},
         None if job._role_counts is None else list(job._role_counts),
-        dict(job._empty_pending_roles),
+        dict(job._empty_pending_roles or {}),
         job._pending_best_effort, job._ready,
     )
 

@@ -167,10 +167,10 @@ class JobInfo:
     # Kept by add_task/delete_task so that gang's per-role checks cost O(roles), not
     # O(tasks), however large the job. Most jobs set no per-role minimum and never ask:
     # the per-status counts are built when first asked for (None until then), and the
-    # empty-request counts are a dict of their own only once such a task is pending.
+    # empty-request counts exist only once such a task is pending (None until then).
     _role_counts: dict[TaskStatus, dict[str, int]] | None = attrs.field(init=False,
                                                                        default=None)
-    _empty_pending_roles: Mapping[str, int] = attrs.field(init=False, default=NO_COUNTS)
+    _empty_pending_roles: dict[str, int] | None = attrs.field(init=False, default=None)
     _pending_best_effort: int = attrs.field(init=False, default=0)
     # Tasks in a ready status (gang's job order asks for it at every heap comparison).
     _ready: int = attrs.field(init=False, default=0)
@@ -242,9 +242,8 @@ class JobInfo:
     def _count_pending(self, task: TaskInfo, step: int) -> None:
         if task.init_resreq.is_empty():
             empty = self._empty_pending_roles
-            if empty is NO_COUNTS:
+            if empty is None:
                 empty = self._empty_pending_roles = {}
-            assert isinstance(empty, dict)
             empty[task.role] = empty.get(task.role, 0) + step
         if task.best_effort:
             self._pending_best_effort += step
@@ -398,7 +397,7 @@ class JobInfo:
         if self._role_counts is not None:
             twin._role_counts = {status: dict(counts)
                                  for status, counts in self._role_counts.items()}
-        if self._empty_pending_roles:
+        if self._empty_pending_roles is not None:
             twin._empty_pending_roles = dict(self._empty_pending_roles)
         twin._pending_best_effort = self._pending_best_effort
         twin._ready = self._ready
@@ -470,7 +469,7 @@ class JobInfo:
                 for task in index.values():
                     per_role[task.role] = per_role.get(task.role, 0) + 1
         sources = [role_counts.get(s, _NO_ROLES) for s in statuses]
-        if empty_pending:
+        if empty_pending and self._empty_pending_roles is not None:
             sources.append(self._empty_pending_roles)
         for roles in sources:
             for role, n in roles.items():

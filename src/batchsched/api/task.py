@@ -175,11 +175,10 @@ class TaskInfo:
         """
         req = requests.clone() if requests is not None else Resource()
         if init_requests is not None:
-            if (init_requests.milli_cpu > req.milli_cpu or init_requests.memory > req.memory
-                    or any(amount > req.scalars.get(name, 0.0)
-                           for name, amount in init_requests.scalars.items())):
-                fields.setdefault("container_requests", req.clone())
+            app = req.clone()
             req.set_max(init_requests)
+            if req != app:  # the init containers ask more somewhere
+                fields.setdefault("container_requests", app)
         req.scalars[PODS] = 1.0
         own_labels = dict(labels) if labels else NO_LABELS
         own_annotations = dict(annotations) if annotations else NO_LABELS
