@@ -257,3 +257,37 @@ def test_view_is_live_only_with_the_predicates_plugin(with_predicates: bool, n1:
     Statement(ssn).allocate(task(ssn, "c1/a"), ssn.nodes["n1"])
     # Live: n1 holds a (2 cpu, 4Gi) -> cpu 25, memory 37 -> 31. Stale: as empty n2, 81.
     assert node_scores(ssn, "c1/b") == {"n1": n1, "n2": 81}
+
+
+def test_placed_pods_preferred_terms_score_from_the_nodes_listed_at_session_open() -> None:
+    """Volcano's session lists the nodes with affinity pods once, at open: a pod without
+    preferred terms of its own is scored against the placed pods of those nodes only, so
+    a pod placed during the session on another node counts from the next session on. A
+    pod with preferred terms of its own is scored against every node."""
+    attract = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 50, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "api"}},
+                                           "topologyKey": "zone"}}]}}
+    repel_cache = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "cache"}},
+                                           "topologyKey": "zone"}}]}}
+    entries = [
+        {"name": "fan", "namespace": "c1", "job": "other", "labels": {"app": "fan"},
+         "affinity": attract},
+        {"name": "api", "namespace": "c1", "job": "pg", "labels": {"app": "api"}},
+        {"name": "picky", "namespace": "c1", "job": "pg", "labels": {"app": "api"},
+         "affinity": repel_cache},
+    ]
+    body = ZONES + _tasks(*entries)
+    listed = [{"name": "old-fan", "namespace": "c1", "job": "other", "node": "n2",
+               "phase": "Running", "affinity": attract}]
+    for placed_on, existing, api, picky in (
+        # n3 not listed: only the pod with terms of its own sees the fan there.
+        ("n3", [], {"n1": 0, "n2": 0, "n3": 0}, {"n1": 0, "n2": 0, "n3": 200}),
+        # n2 listed (old-fan): the fan placed there counts for both.
+        ("n2", listed, {"n1": 0, "n2": 200, "n3": 0}, {"n1": 0, "n2": 200, "n3": 0}),
+    ):
+        ssn = _session(ZONES + _tasks(*existing, *entries) if existing else body,
+                       _weights(pod_affinity=2), plugin("predicates"))
+        Statement(ssn).allocate(task(ssn, "c1/fan"), ssn.nodes[placed_on])
+        assert node_scores(ssn, "c1/api") == api, placed_on
+        assert node_scores(ssn, "c1/picky") == picky, placed_on

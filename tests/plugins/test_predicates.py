@@ -25,6 +25,7 @@ from batchsched.plugins.predicates import (
     REASON_NODE_PORTS,
     REASON_NODE_UNSCHEDULABLE,
 )
+from batchsched.scenario import parse_scenario, run_scenario
 
 UU = int(FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
 UNSCHED = int(FitStatusCode.UNSCHEDULABLE)
@@ -351,10 +352,41 @@ def test_a_skipped_inter_pod_check_stays_skipped_for_the_session() -> None:
     Statement(ssn).allocate(guard, ssn.nodes["n1"])
     assert ssn.pre_predicate(web) is None
     assert ssn.predicate(web, ssn.nodes["n1"]) is None
-    # A task first pre-predicated after the placement is checked.
-    fresh = _session(TWO_NODES, tasks)
+    # A task first pre-predicated after the placement is checked, on a node that held a
+    # pod with required anti-affinity when the session opened (see the next test).
+    keeper = _pod("keeper", job="other", node="n1",
+                  affinity=_required_pod("podAntiAffinity", _term({"app": "db"})))
+    fresh = _session(TWO_NODES, f"{tasks}\n{keeper}")
     Statement(fresh).allocate(task(fresh, "c1/guard"), fresh.nodes["n1"])
     assert _verdicts(fresh, "c1/web")["n1"] == [(UNSCHED, REASON_EXISTING_ANTI_AFFINITY_RULES)]
+
+
+def test_existing_anti_affinity_counts_on_the_nodes_listed_at_session_open() -> None:
+    """Volcano's session lists the nodes holding pods with required anti-affinity once, at
+    open (``k8s.NewSnapshot``): a pod placed during the session on a node outside the list
+    keeps later pods without terms of their own away only from the next session on; on a
+    listed node it does at once."""
+    anti = _required_pod("podAntiAffinity", _term({"app": "web"}))
+    keeper = _pod("keeper", job="other", node="n2",
+                  affinity=_required_pod("podAntiAffinity", _term({"app": "db"})))
+    tasks = "\n".join([_pod("guard1", job="other", affinity=anti),
+                       _pod("guard2", job="other", affinity=anti),
+                       _pod("web", labels={"app": "web"}), keeper])
+    jobs = "jobs: [{name: pg, namespace: c1}, {name: other, namespace: c1}]"
+    nodes = TWO_NODES.replace("zone: a", "zone: x").replace("zone: b", "zone: y")
+    ssn = _session(nodes, tasks, jobs=jobs)
+    Statement(ssn).allocate(task(ssn, "c1/guard1"), ssn.nodes["n1"])   # n1 not listed
+    assert _verdicts(ssn, "c1/web") == {"n1": [], "n2": []}
+    fresh = _session(nodes, tasks, jobs=jobs)
+    Statement(fresh).allocate(task(fresh, "c1/guard2"), fresh.nodes["n2"])   # n2 listed
+    assert _verdicts(fresh, "c1/web") == {
+        "n1": [], "n2": [(UNSCHED, REASON_EXISTING_ANTI_AFFINITY_RULES)]}
+    # The task's own terms see every placement.
+    own = _pod("own", labels={"app": "db"},
+               affinity=_required_pod("podAntiAffinity", _term({"app": "web"})))
+    again = _session(nodes, f"{tasks}\n{own}", jobs=jobs)
+    Statement(again).allocate(task(again, "c1/web"), again.nodes["n1"])
+    assert _verdicts(again, "c1/own")["n1"] == [(UNSCHED, REASON_ANTI_AFFINITY_RULES)]
 
 
 # -- switches, cache, proportional ----------------------------------------------------------------
@@ -431,6 +463,79 @@ def test_simulate_predicate_sees_the_node_copy() -> None:
     copy.remove_task(db)
     assert ssn.simulate_predicate(anti, copy) is None
     assert ssn.predicate(anti, ssn.nodes["n1"]) is not None     # the session is untouched
+
+
+SESSION_PLACED_GUARD = """
+version: 1
+config:
+  actions: "allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: binpack}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}, labels: {kubernetes.io/hostname: n1}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 10}, labels: {kubernetes.io/hostname: n2}}
+jobs:
+- {name: guard, minMember: 1, phase: Inqueue, createdAt: 0}
+- {name: web, minMember: 1, phase: Inqueue, createdAt: 1}
+- {name: keeper, minMember: 1, phase: Running, createdAt: 2}
+tasks:
+- name: guard-0
+  job: guard
+  requests: {cpu: 3, memory: 1Gi}
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {labelSelector: {matchLabels: {app: web}}, topologyKey: kubernetes.io/hostname}
+- {name: web-0, job: web, requests: {cpu: 1, memory: 1Gi}, labels: {app: web}}
+"""
+
+
+@pytest.mark.parametrize(("listed", "web"), [(False, "n1"), (True, "n2")])
+def test_volcano_binds_next_to_a_guard_placed_in_the_same_session(listed: bool, web: str) -> None:
+    """The decision Volcano makes: guard-0 goes first (binpack: n1), and web-0, which has
+    no terms of its own, is not kept off n1 by guard-0's anti-affinity because n1 held no
+    such pod when the session opened; binpack then prefers n1. With a pod of required
+    anti-affinity already on n1 at open (here against nothing web-0 matches), n1 is
+    listed and web-0 goes to n2."""
+    text = SESSION_PLACED_GUARD
+    if listed:
+        text += """- name: old
+  job: keeper
+  node: n1
+  phase: Running
+  requests: {cpu: 100m}
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {labelSelector: {matchLabels: {app: db}}, topologyKey: kubernetes.io/hostname}
+"""
+    decisions = run_scenario(parse_scenario(yaml.safe_load(text)))
+    assert decisions.binds == {"default/guard-0": "n1", "default/web-0": web}
+
+
+def test_a_dry_run_takes_away_its_victims_anti_affinity_even_where_it_was_not_counted(
+) -> None:
+    """kube's RemovePod subtracts a victim's anti-affinity from the pre-filter's counts
+    wherever the victim ran: a victim placed during the session on a node not listed at
+    open (never counted) takes away another pod's count in the same zone."""
+    zone_anti = _required_pod("podAntiAffinity", _term({"app": "web"}, "zone"))
+    tasks = "\n".join([
+        _pod("keeper", job="other", node="n2", affinity=zone_anti),
+        _pod("guard", job="other", affinity=zone_anti),
+        _pod("web", labels={"app": "web"}),
+    ])
+    nodes = TWO_NODES.replace("zone: b", "zone: a")
+    ssn = _session(nodes, tasks)
+    guard, web = task(ssn, "c1/guard"), task(ssn, "c1/web")
+    Statement(ssn).allocate(guard, ssn.nodes["n1"])
+    ssn.pre_predicate(web)
+    blocked = [(UNSCHED, REASON_EXISTING_ANTI_AFFINITY_RULES)]
+    assert reasons(ssn.predicate(web, ssn.nodes["n1"])) == blocked     # keeper's zone
+    copy = ssn.nodes["n1"].clone()
+    assert reasons(ssn.simulate_predicate(web, copy)) == blocked
+    copy.remove_task(guard)
+    assert ssn.simulate_predicate(web, copy) is None
 
 
 def test_node_missing_from_the_view_is_an_error() -> None:

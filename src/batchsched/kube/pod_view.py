@@ -214,11 +214,6 @@ class KubeView:
         #: Names of the nodes whose pods changed, oldest first (append-only), so that
         #: a columnar copy of the view can refresh only what moved.
         self.change_log: list[str] = []
-        #: Nodes holding a pod with a pod (anti-)affinity section, and nodes holding a
-        #: pod with required anti-affinity: the only nodes the affinity rules of a pod
-        #: without terms of its own need to look at.
-        self.nodes_with_affinity: set[str] = set()
-        self.nodes_with_required_anti_affinity: set[str] = set()
         #: The placed pods by label and by anti-affinity anchor (inter-pod affinity).
         self.placed = PlacedPodIndex()
         for name, node in nodes.items():
@@ -227,6 +222,17 @@ class KubeView:
                 # Finished tasks hold nothing in Kubernetes' view of a node.
                 if task.status not in COMPLETED_STATUSES:
                     self.add(task, name)
+        #: The nodes that held a pod with a pod (anti-)affinity section, and those that
+        #: held a pod with required anti-affinity, when the view was built: Volcano's
+        #: session snapshot (``k8s.NewSnapshot`` at session open) lists them once, so a
+        #: pod placed during the session on a node outside these lists is not seen by
+        #: the rules of later pods without terms of their own (the existing pods'
+        #: anti-affinity filter, the placed pods' preferred terms in the score) until
+        #: the next session, while pods placed on a listed node are.
+        self.affinity_nodes_at_open: frozenset[str] = frozenset(
+            name for name, view in self.nodes.items() if view.pods_with_affinity)
+        self.anti_affinity_nodes_at_open: frozenset[str] = frozenset(
+            name for name, view in self.nodes.items() if view.pods_with_required_anti_affinity)
 
     @classmethod
     def of(cls, ssn: object) -> KubeView:
@@ -276,16 +282,7 @@ class KubeView:
             self._changed(node)
 
     def _changed(self, node: NodeView) -> None:
-        name = node.name
-        self.change_log.append(name)
-        if node.pods_with_affinity:
-            self.nodes_with_affinity.add(name)
-        else:
-            self.nodes_with_affinity.discard(name)
-        if node.pods_with_required_anti_affinity:
-            self.nodes_with_required_anti_affinity.add(name)
-        else:
-            self.nodes_with_required_anti_affinity.discard(name)
+        self.change_log.append(node.name)
 
     def all_pods(self) -> Iterator[tuple[NodeView, PodInfo]]:
         for node in self.nodes.values():

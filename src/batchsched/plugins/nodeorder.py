@@ -412,7 +412,7 @@ class NodeOrderPlugin:
         view = self.view
         pod = view.pod(task)
         if self.pod_affinity_weight and (pod.preferred_affinity or pod.preferred_anti_affinity
-                                         or view.nodes_with_affinity):
+                                         or view.affinity_nodes_at_open):
             return None
         if self.node_affinity_weight and pod.affinity.node.preferred:
             return None
@@ -478,7 +478,7 @@ class NodeOrderPlugin:
                 totals = totals + default_normalize_vector(pick(every), reverse=True) * (
                     self.taint_weight)
         if self.pod_affinity_weight and (pod.preferred_affinity or pod.preferred_anti_affinity
-                                         or self.view.nodes_with_affinity):
+                                         or self.view.affinity_nodes_at_open):
             topology = self._topology_scores(pod)
             if topology:
                 raw = np.zeros(len(candidates), dtype=np.int64)
@@ -511,7 +511,7 @@ class NodeOrderPlugin:
         kube = self._kube_columns(columns)
         nonzero, resources, common = self._many_requests.get(
             tasks, lambda: self._requests_side_by_side(kube, tasks))
-        if not common or (self.pod_affinity_weight and self.view.nodes_with_affinity):
+        if not common or (self.pod_affinity_weight and self.view.affinity_nodes_at_open):
             return stacked(self.vector_batch_node_order, tasks, columns, candidates)
         pick = candidates.pick
         allocatable = pick(kube.allocatable)
@@ -640,7 +640,13 @@ class NodeOrderPlugin:
                 for other, node_name in placed.selected_by(w.term):
                     if other.uid != pod.uid and w.term.matches(other.namespace, other.labels):
                         credit(w.term.topology_key, labels_of(node_name), sign * w.weight)
+        # Without preferred terms of its own, the pod is scored against the pods of the
+        # nodes listed with affinity pods at session open only (Volcano's snapshot).
+        listed = (None if pod.preferred_affinity or pod.preferred_anti_affinity
+                  else view.affinity_nodes_at_open)
         for term, weight, node_name, other in placed.preferred_terms_selecting(pod.labels):
+            if listed is not None and node_name not in listed:
+                continue
             if other.uid != pod.uid and term.matches(pod.namespace, pod.labels):
                 credit(term.topology_key, labels_of(node_name), weight)
         return scores

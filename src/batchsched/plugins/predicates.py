@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 
 import attrs
 import numpy as np
@@ -234,15 +234,20 @@ def inter_pod_affinity_counts(
 
 
 def indexed_inter_pod_affinity_counts(
-    pod: PodInfo, placed: PlacedPodIndex, node_labels: Callable[[str], Mapping[str, str]]
+    pod: PodInfo, placed: PlacedPodIndex, node_labels: Callable[[str], Mapping[str, str]],
+    anti_affinity_nodes: Container[str] | None = None,
 ) -> InterPodCounts:
     """:func:`inter_pod_affinity_counts` over every placed pod, visiting only the pods
     and terms the index says may match (the same counts, see
-    :mod:`batchsched.kube.pod_index`)."""
+    :mod:`batchsched.kube.pod_index`). With ``anti_affinity_nodes``, the placed pods'
+    own anti-affinity counts only on those nodes (Volcano's session lists them once,
+    see :attr:`KubeView.anti_affinity_nodes_at_open`)."""
     counts = InterPodCounts()
     namespace, labels_of_pod = pod.namespace, pod.labels
     for term, _, node, other in placed.anti_terms_selecting(labels_of_pod):
         if other.uid == pod.uid:
+            continue
+        if anti_affinity_nodes is not None and node not in anti_affinity_nodes:
             continue
         labels = node_labels(node)
         key = term.topology_key
@@ -510,13 +515,14 @@ class PredicatesPlugin:
             skipped.add(NODE_PORTS)
         if self.pod_affinity_enable:
             own_terms = bool(pod.required_affinity or pod.required_anti_affinity)
-            if not own_terms and not view.nodes_with_required_anti_affinity:
+            listed = view.anti_affinity_nodes_at_open
+            if not own_terms and not listed:
                 # Nothing to count: the filter has nothing to check for this task.
                 state.counts = None
                 skipped.add(INTER_POD_AFFINITY)
             else:
                 state.counts = indexed_inter_pod_affinity_counts(
-                    pod, view.placed, self._labels)
+                    pod, view.placed, self._labels, listed)
                 if not own_terms and not +state.counts.existing_anti:
                     skipped.add(INTER_POD_AFFINITY)
         if self.pod_topology_spread_enable:
@@ -539,11 +545,14 @@ class PredicatesPlugin:
                     DYNAMIC_RESOURCES)])
         return None
 
-    def _placed_pods(self, override: NodeInfo | None
+    def _placed_pods(self, override: NodeInfo | None, only: Container[str] | None = None
                      ) -> Iterable[tuple[Mapping[str, str], PodInfo]]:
-        """Every placed pod with its node's labels; on ``override``'s node (a copy a
-        preemption dry run changed) only the pods that copy still holds."""
+        """Every placed pod with its node's labels (on the nodes ``only`` holds, when
+        given); on ``override``'s node (a copy a preemption dry run changed) only the
+        pods that copy still holds."""
         for node_view in self.view.nodes.values():
+            if only is not None and node_view.name not in only:
+                continue
             labels = self._labels(node_view.name)
             if override is not None and node_view.name == override.name:
                 labels = override.labels
@@ -849,6 +858,23 @@ class PredicatesPlugin:
 
     # -- dry-run preemption -------------------------------------------------------------------
 
+    def _listed_existing_anti(self, pod: PodInfo, override: NodeInfo | None
+                              ) -> Counter[TopologyPair]:
+        """The placed pods' anti-affinity against ``pod`` in a dry run: counted on the
+        nodes listed at session open (as the pre-filter counts it), less the dry run's
+        victims wherever they ran (kube's ``RemovePod`` subtracts every removed pod's
+        terms, so a victim on an unlisted node takes away what was never counted)."""
+        listed = self.view.anti_affinity_nodes_at_open
+        existing = inter_pod_affinity_counts(pod, self._placed_pods(override, listed)
+                                             ).existing_anti
+        if override is not None and override.name not in listed:
+            node_view = self.view.nodes.get(override.name)
+            if node_view is not None:
+                victims = [(override.labels, other) for other in node_view.pods.values()
+                           if other.uid not in override.tasks]
+                existing.subtract(inter_pod_affinity_counts(pod, victims).existing_anti)
+        return existing
+
     def simulate_predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """Inter-pod affinity on a node copy whose tasks a preemption dry run changed,
         then the devices there (the deviceshare plugin's check, when it runs)."""
@@ -856,8 +882,9 @@ class PredicatesPlugin:
             state = self._state(task)
             if INTER_POD_AFFINITY not in state.skipped:
                 pod = self.view.pod(task)
-                counts = inter_pod_affinity_counts(pod, self._placed_pods(
-                    override=node if self._dry_run_recounts else None))
+                override = node if self._dry_run_recounts else None
+                counts = inter_pod_affinity_counts(pod, self._placed_pods(override))
+                counts.existing_anti = self._listed_existing_anti(pod, override)
                 status = inter_pod_affinity_filter(pod, counts, node.labels)
                 if status is not None:
                     return FitError(task.namespace, task.name, node.name, [status])
