@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from batchsched.errors import QuantityError
-from batchsched.kube.quantity import milli_value, parse_quantity, value
+from batchsched.kube.quantity import canonical_quantity, milli_value, parse_quantity, value
 
 
 @pytest.mark.parametrize(
@@ -34,3 +38,25 @@ def test_malformed_quantities_are_refused(raw: object) -> None:
 def test_error_message_quotes_the_value() -> None:
     with pytest.raises(QuantityError, match='"1Qi" is not a quantity'):
         parse_quantity("1Qi")
+
+
+# -- canonical form (Quantity.String) -----------------------------------------------------------
+
+@pytest.mark.parametrize(("amount", "scale", "binary", "text"), [
+    (2_000_000, -3, False, "2k"), (1500, -3, False, "1500m"), (100, -3, False, "100m"),
+    (1000, -3, False, "1"), (0, -3, False, "0"), (12_000_000, -3, False, "12k"),
+    (10**10, 0, False, "10G"), (1, 0, False, "1"), (-2500, -3, False, "-2500m"),
+    (2**32, 0, True, "4Gi"), (6 * 2**20, 0, True, "6Mi"), (1536, 0, True, "1536"),
+    (1000, 0, True, "1k"), (1023, 0, True, "1023"), (1024, 0, True, "1Ki"),
+    (10**9, 0, True, "1000000000"), (-2048, 0, True, "-2Ki"), (2**60, 0, True, "1Ei"),
+])
+def test_canonical_form_as_kubernetes_writes_it(amount: int, scale: int, binary: bool,
+                                                 text: str) -> None:
+    assert canonical_quantity(amount, scale, binary=binary) == text
+
+
+@given(st.integers(-(2**63), 2**63 - 1), st.sampled_from([0, -3]), st.booleans())
+def test_canonical_form_reads_back_as_the_same_amount(amount: int, scale: int,
+                                                     binary: bool) -> None:
+    text = canonical_quantity(amount, scale, binary=binary and scale == 0)
+    assert parse_quantity(text) == Fraction(amount) * Fraction(10) ** scale

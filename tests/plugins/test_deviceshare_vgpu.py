@@ -328,7 +328,7 @@ def test_queue_status_keeps_the_request_of_devices_not_on_the_node() -> None:
         "tasks:", RUNNING_R0.replace("GPU-n1-0", "GPU-elsewhere")]),
         plugin("predicates"), vgpu("binpack"), actions="allocate")
     allocated = run(doc)["queueStatus"]["default"]["allocated"]
-    assert allocated["volcano.sh/vgpu-memory"] == "12000"
+    assert allocated["volcano.sh/vgpu-memory"] == "12k"    # NewMilliQuantity, canonical
 
 
 def test_vgpu_and_gpu_sharing_cannot_be_used_together() -> None:

@@ -312,7 +312,13 @@ def test_max_pod_evict_num_rules() -> None:
     ({MIN_A: " 2"}, 5),          # no number: 0
     ({MIN_A: "40%"}, 3),
     ({MAX_U: "+50%"}, 3),
-    ({MAX_U: "2147483648"}, 0),  # beyond int32: text, no percentage: 0
+    # Any other text is a percentage once its "%" are taken out (the deprecated
+    # intstr.GetValueFromIntOrPercent): past int32, "50%%" and "%40" too.
+    ({MAX_U: "2147483648"}, 107374183),
+    ({MAX_U: "50%%"}, 3),
+    ({MIN_A: "%40"}, 3),
+    ({MIN_A: "3000000000"}, 1),   # 150,000,000 of 5 running: not met, the default 1
+    ({MAX_U: "%"}, 0),
 ])
 def test_max_pod_evict_num_reads_the_budget_as_volcano(budget: dict[str, str],
                                                        allowed: int) -> None:

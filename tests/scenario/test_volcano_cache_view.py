@@ -221,3 +221,26 @@ def test_explaining_a_pod_of_no_job_says_so() -> None:
     scenario = parse_scenario(foreign_pod_scenario(), source="<test>")
     with pytest.raises(ScenarioError, match="is in no job: a pod no pod group holds"):
         explain(scenario, task="monitoring/prometheus-0")
+
+
+def test_queue_status_quantities_are_written_in_kubernetes_canonical_form() -> None:
+    """Volcano writes a queue's allocated resources with ConvertRes2ResList (cpu and
+    scalars as milli DecimalSI, memory as BinarySI, pods as a count), which Kubernetes
+    prints in its canonical form."""
+    doc = {
+        "version": 1, "name": "canonical", "config": PREEMPT_AND_RECLAIM,
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4000, "memory": "64Gi", "pods": 2000,
+                                                "ephemeral-storage": "100G"}}],
+        "jobs": [{"name": "a", "minMember": 1, "phase": "Running"}],
+        "tasks": [{"name": "a1", "job": "a", "node": "n1", "phase": "Running",
+                   "requests": {"cpu": 2000, "memory": "4Gi", "ephemeral-storage": "10G"}},
+                  {"name": "a2", "job": "a", "node": "n1", "phase": "Running",
+                   "requests": {"cpu": "1500m", "memory": "1000"}}],
+    }
+    got = run_scenario(parse_scenario(doc, source="<test>")).to_json()
+    assert got["queueStatus"]["default"]["allocated"] == {
+        "cpu": "2001500m", "memory": "4294968296", "ephemeral-storage": "10G", "pods": "2"}
+    doc["tasks"].pop()
+    got = run_scenario(parse_scenario(doc, source="<test>")).to_json()
+    assert got["queueStatus"]["default"]["allocated"] == {
+        "cpu": "2k", "memory": "4Gi", "ephemeral-storage": "10G", "pods": "1"}

@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from batchsched.errors import QuantityError
-from batchsched.kube.quantity import milli_value, value
+from batchsched.kube.quantity import canonical_quantity, milli_value, value
 
 __all__ = [
     "CPU",
@@ -187,7 +187,8 @@ class Resource:
         return out
 
     def to_quantities(self) -> dict[str, str]:
-        """Human-readable Kubernetes quantities (``{"cpu": "1500m", "memory": "1Gi"}``)."""
+        """Kubernetes quantities in their canonical form, as Volcano writes a resource
+        list (``{"cpu": "1500m", "memory": "1Gi"}``)."""
         out: dict[str, str] = {}
         for name, amount in self.to_dict().items():
             out[name] = _format_quantity(name, amount)
@@ -468,16 +469,14 @@ _amount = functools.lru_cache(maxsize=8192, typed=True)(_amount_uncached)
 
 
 def _format_quantity(name: str, amount: float) -> str:
-    if name in (MEMORY, PODS):
-        return _format_number(amount)
-    if amount % 1000 == 0:
-        return _format_number(amount / 1000)
-    return f"{_format_number(amount)}m"
-
-
-def _format_number(amount: float) -> str:
+    """Volcano's ``ConvertRes2ResList`` of one amount (truncated to an integer: memory
+    in bytes as BinarySI, pods as a count, the rest in thousandths as DecimalSI), as
+    Kubernetes writes the quantity."""
     if math.isinf(amount):
         return "inf"
-    if amount == int(amount):
-        return str(int(amount))
-    return f"{amount:g}"
+    if name == MEMORY:
+        return canonical_quantity(int(amount), binary=True)
+    if name == PODS:
+        return canonical_quantity(int(amount))
+    return canonical_quantity(int(amount), -3)
+

@@ -15,7 +15,7 @@ from fractions import Fraction
 
 from batchsched.errors import QuantityError
 
-__all__ = ["as_int64_of_milli", "milli_value", "parse_quantity", "value"]
+__all__ = ["as_int64_of_milli", "canonical_quantity", "milli_value", "parse_quantity", "value"]
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -103,3 +103,42 @@ def as_int64_of_milli(milli: float) -> tuple[int, bool]:
     if not -_INT64_MAX - 1 <= number <= _INT64_MAX:
         return 0, False
     return number, True
+
+
+_DECIMAL_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T",
+                     15: "P", 18: "E"}
+_BINARY_SUFFIXES = {0: "", 1: "Ki", 2: "Mi", 3: "Gi", 4: "Ti", 5: "Pi", 6: "Ei"}
+
+
+def _remove_factors(amount: int, base: int) -> tuple[int, int]:
+    times = 0
+    while amount and amount % base == 0:
+        amount //= base
+        times += 1
+    return amount, times
+
+
+def canonical_quantity(amount: int, scale: int = 0, *, binary: bool = False) -> str:
+    """The text Kubernetes writes for the quantity ``amount * 10**scale`` built with
+    ``NewScaledQuantity`` (``NewMilliQuantity``: scale -3) in the DecimalSI format, or,
+    with ``binary``, ``NewQuantity`` in the BinarySI format: ``Quantity.String``'s
+    canonical form, the largest suffix that keeps the number whole.
+
+    >>> canonical_quantity(2000000, -3), canonical_quantity(1500, -3), canonical_quantity(1)
+    ('2k', '1500m', '1')
+    >>> [canonical_quantity(n, binary=True) for n in (2**32, 6 * 2**20, 1000, 3000, 0)]
+    ['4Gi', '6Mi', '1k', '3000', '0']
+    """
+    if amount == 0:
+        return "0"
+    if binary and not -1024 < amount < 1024 and scale >= 0:
+        number, exponent = _remove_factors(amount * 10**scale, 1024)
+        if exponent in _BINARY_SUFFIXES:
+            return f"{number}{_BINARY_SUFFIXES[exponent]}"
+    # Decimal: trailing zeros become the exponent, which is then made a multiple of 3.
+    number, times = _remove_factors(amount, 10)
+    exponent = scale + times
+    shift = exponent % 3
+    number, exponent = number * 10**shift, exponent - shift
+    suffix = _DECIMAL_SUFFIXES.get(exponent)
+    return f"{number}{suffix}" if suffix is not None else f"{number}e{exponent}"

@@ -172,16 +172,16 @@ def _state(ssn: Session) -> dict[str, float]:
 
 
 def _int_or_percent(text: str, total: int) -> int:
-    """Volcano's ``parseIntStr``: ``intstr.Parse`` (an int32 as Go's ``Atoi`` reads it,
-    sign allowed, else text), a text read as a percentage of ``total`` rounded up; 0
-    for anything else."""
+    """Volcano's ``parseIntStr``: ``intstr.Parse`` (an int32 as Go's ``ParseInt`` reads
+    it, sign allowed, is a number), else the deprecated ``GetValueFromIntOrPercent``,
+    which reads any other text as a percentage of ``total`` once every ``%`` is taken
+    out (``"50%"``, ``"50%%"``, ``"%50"`` and ``"3000000000"`` alike), rounded up in
+    floating point; 0 when what is left is no integer."""
     number, ok = parse_int(text, 64)
     if ok and -(2**31) <= number < 2**31:
         return number
-    if not text.endswith("%"):
-        return 0
-    percent, ok = parse_int(text[:-1], 64)
-    return math.ceil(percent * total / 100) if ok else 0
+    percent, ok = parse_int(text.replace("%", ""), 64)
+    return math.ceil(float(percent) * float(total) / 100) if ok else 0
 
 
 def max_pod_evict_num(job: JobInfo) -> int:
