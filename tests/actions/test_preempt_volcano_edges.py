@@ -18,9 +18,25 @@ def run(name: str) -> dict[str, Any]:
 
 
 def test_a_preemptor_whose_nominated_node_passes_its_predicates_does_not_preempt() -> None:
-    """Volcano's taskEligibleToPreempt: preemption means no node passes."""
+    """Volcano's taskEligibleToPreempt: preemption means no node passes (allocate
+    pre-predicated the task earlier in the session)."""
     got = run("nominated")
     assert got["evicted"] == [] and got["pipelined"] == {}
+
+
+def test_a_nominated_preemptor_no_action_pre_predicated_is_eligible() -> None:
+    """In Volcano the predicates after the stable ones read the pre-predicate's state
+    from the task's cycle state, empty until an action pre-predicates the task: the
+    nominated node then fails with an Error (NodePorts'), which leaves the preemptor
+    eligible, and it preempts."""
+    got = run("nominated-unfiltered")
+    assert got["evicted"] == ["c1/v1"]
+    assert got["pipelined"] == {"c1/jp": {"c1/p1": "n1"}}
+    # The usual way there: allocate skips a task its queue refuses before it
+    # pre-predicates it.
+    got = run("nominated-refused-by-queue")
+    assert got["evicted"] == ["default/v"]
+    assert got["pipelined"] == {"default/hi": {"default/p": "n1"}}
 
 
 def test_a_job_whose_sub_group_has_a_network_topology_does_not_preempt() -> None:

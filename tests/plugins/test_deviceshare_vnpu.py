@@ -13,11 +13,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchsched.api.ascend import allocated_annotation
+from batchsched.api.fit import FitError
+from batchsched.api.node import NodeInfo
+from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
+from batchsched.framework.session import Session
 from batchsched.framework.statement import Statement
 from batchsched.scenario import parse_scenario, run_scenario
 from batchsched.scheduler import Scheduler, run_actions
 from plugins.node_support import document, open_session, plugin
+
+
+def _predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    """The session's predicates on their own, outside any action (the task was never
+    pre-predicated: asked as a report, so the predicates plugin computes that itself)."""
+    with ssn.for_report():
+        return ssn.predicate(task, node)
 
 ALLOCATED = allocated_annotation("Ascend310P")
 
@@ -102,7 +113,7 @@ def test_a_partial_memory_request_for_several_cards_is_an_error() -> None:
         plugin("predicates"), vnpu(""))
     ssn = open_session(doc)
     task = ssn.jobs["default/j1"].tasks["default/a"]
-    error = ssn.predicate(task, ssn.nodes["n1"])
+    error = _predicate(ssn, task, ssn.nodes["n1"])
     assert error is not None
     status = error.statuses[0]
     assert status.code == FitStatusCode.ERROR and "partial memory" in status.detail
@@ -163,7 +174,7 @@ def test_a_running_pod_holds_its_cards_from_its_annotation() -> None:
     cards = ssn.nodes["n1"].ascend
     assert cards is not None
     assert cards["Ascend310P"].devices["n1-npu-0"].pods == {"default/o": (6144, 0)}
-    error = ssn.predicate(ssn.jobs["default/j1"].tasks["default/a"], ssn.nodes["n1"])
+    error = _predicate(ssn, ssn.jobs["default/j1"].tasks["default/a"], ssn.nodes["n1"])
     assert error is not None and error.statuses[0].code == FitStatusCode.UNSCHEDULABLE
 
 
@@ -324,7 +335,7 @@ def test_statements_and_their_undo_keep_the_ledger(
     stmt = Statement(ssn)
     for i, (_, _, undo_now) in enumerate(asks):
         task = ssn.jobs[f"default/j{i}"].tasks[f"default/t{i}"]
-        if ssn.predicate(task, node) is not None:
+        if _predicate(ssn, task, node) is not None:
             continue
         stmt.allocate(task, node)
         node.check_invariants()

@@ -31,7 +31,9 @@ import attrs
 import pytest
 
 from batchsched.api.cluster import ClusterInfo
+from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo
+from batchsched.api.node import NodeInfo
 from batchsched.api.numa import ResourceSets, parse_cpuset
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, TaskStatus
@@ -50,6 +52,13 @@ from batchsched.plugins.numaaware import (
 from batchsched.scenario import parse_scenario, run_scenario
 from batchsched.scenario.runner import Decisions
 from batchsched.scheduler import run_actions
+
+
+def _predicate(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    """The session's predicates on their own, outside any action (the task was never
+    pre-predicated: asked as a report, so the predicates plugin computes that itself)."""
+    with ssn.for_report():
+        return ssn.predicate(task, node)
 
 PLUGIN = "numa-aware"
 
@@ -318,14 +327,14 @@ def test_guaranteed_means_cpu_and_memory_requested() -> None:
 
 def test_a_task_that_is_not_guaranteed_passes_everywhere() -> None:
     ssn = open_session(scenario([plain_node("n1")], [task("p1", memory=None)]))
-    assert ssn.predicate(the_task(ssn, "c1/p1"), ssn.nodes["n1"]) is None
+    assert _predicate(ssn, the_task(ssn, "c1/p1"), ssn.nodes["n1"]) is None
     assert plugin_of(ssn).assignments == {}
     ssn.close()
 
 
 def test_a_fractional_cpu_request_passes_with_no_cpus() -> None:
     ssn = open_session(scenario([numa_node("n1")], [task("p1", "1500m")]))
-    assert ssn.predicate(the_task(ssn, "c1/p1"), ssn.nodes["n1"]) is None
+    assert _predicate(ssn, the_task(ssn, "c1/p1"), ssn.nodes["n1"]) is None
     assert plugin_of(ssn).assignments == {"c1/p1": {"n1": {"cpu": frozenset()}}}
     ssn.close()
 
@@ -354,7 +363,7 @@ def test_a_node_unknown_to_the_session_has_no_topology_information() -> None:
 def test_a_task_with_a_policy_needs_a_matching_node(case: str) -> None:
     node, reason = MISMATCHES[case]
     ssn = open_session(scenario([node], [task("p1")]))
-    error = ssn.predicate(the_task(ssn, "c1/p1"), ssn.nodes["n1"])
+    error = _predicate(ssn, the_task(ssn, "c1/p1"), ssn.nodes["n1"])
     assert error is not None and error.reasons == [reason]
     assert [s.code for s in error.statuses] == [FitStatusCode.ERROR]
     ssn.close()
@@ -375,7 +384,7 @@ WITHOUT_POLICY = {
 def test_a_task_without_a_policy_is_checked_on_aligning_nodes_only(case: str) -> None:
     node, reason, recorded = WITHOUT_POLICY[case]
     ssn = open_session(scenario([node], [task("p1", policy=None)]))
-    error = ssn.predicate(the_task(ssn, "c1/p1"), ssn.nodes["n1"])
+    error = _predicate(ssn, the_task(ssn, "c1/p1"), ssn.nodes["n1"])
     assert (error.reasons if error is not None else None) == ([reason] if reason else None)
     assert ("c1/p1" in plugin_of(ssn).assignments) == recorded
     ssn.close()
@@ -384,7 +393,7 @@ def test_a_task_without_a_policy_is_checked_on_aligning_nodes_only(case: str) ->
 def test_a_task_the_policy_does_not_admit_is_unresolvable() -> None:
     # Five CPUs fit on no single NUMA node (the node's cpu allocatable has room).
     ssn = open_session(scenario([numa_node("n1")], [task("p1", 5)]))
-    error = ssn.predicate(the_task(ssn, "c1/p1"), ssn.nodes["n1"])
+    error = _predicate(ssn, the_task(ssn, "c1/p1"), ssn.nodes["n1"])
     assert error is not None
     assert error.reasons == ["container p1 cannot be assigned by numa"]
     assert error.unresolvable and error.statuses[0].plugin == PLUGIN
@@ -395,7 +404,7 @@ def test_reserved_cpus_are_not_handed_out() -> None:
     # One CPU reserved, chosen among all by topology: CPU 0. NUMA node 0 keeps 3
     # free CPUs, so the 4 asked come from NUMA node 1.
     ssn = open_session(scenario([numa_node("n1", reserved={"cpu": 1})], [task("p1")]))
-    assert ssn.predicate(the_task(ssn, "c1/p1"), ssn.nodes["n1"]) is None
+    assert _predicate(ssn, the_task(ssn, "c1/p1"), ssn.nodes["n1"]) is None
     assert plugin_of(ssn).assignments["c1/p1"]["n1"] == {"cpu": parse_cpuset("4-7")}
     ssn.close()
 
@@ -444,7 +453,7 @@ def test_the_worked_example() -> None:
     restricted = [numa_node("n1", topology_manager="restricted"),
                   numa_node("n2", free="1-3,5-7", topology_manager="restricted")]
     ssn = open_session(scenario(restricted, [task("web-0", 4, policy="restricted")]))
-    error = ssn.predicate(the_task(ssn, "c1/web-0"), ssn.nodes["n2"])
+    error = _predicate(ssn, the_task(ssn, "c1/web-0"), ssn.nodes["n2"])
     assert error is not None and error.reasons == ["container web-0 cannot be assigned by numa"]
     ssn.close()
 
@@ -462,12 +471,12 @@ def test_scores_need_a_task_policy_and_a_check() -> None:
                                 [task("p1", policy=None), task("p2")]))
     plugin, nodes = plugin_of(ssn), ssn.node_list
     # p1 has no policy: nothing, even once checked.
-    assert ssn.predicate(the_task(ssn, "c1/p1"), nodes[0]) is None
+    assert _predicate(ssn, the_task(ssn, "c1/p1"), nodes[0]) is None
     assert plugin.batch_node_order(the_task(ssn, "c1/p1"), nodes) == {}
     # p2 was never checked: nothing.
     assert plugin.batch_node_order(the_task(ssn, "c1/p2"), nodes) == {}
     # Checked on n1 only: n2 has no CPUs for it and spans no NUMA node.
-    assert ssn.predicate(the_task(ssn, "c1/p2"), nodes[0]) is None
+    assert _predicate(ssn, the_task(ssn, "c1/p2"), nodes[0]) is None
     assert plugin.batch_node_order(the_task(ssn, "c1/p2"), nodes) == {"n1": 0.0, "n2": 100.0}
     ssn.close()
 
@@ -475,7 +484,7 @@ def test_scores_need_a_task_policy_and_a_check() -> None:
 def test_no_cpus_anywhere_scores_full_everywhere() -> None:
     ssn = open_session(scenario([numa_node("n1"), numa_node("n2")], [task("p1", "1500m")]))
     for node in ssn.node_list:
-        assert ssn.predicate(the_task(ssn, "c1/p1"), node) is None
+        assert _predicate(ssn, the_task(ssn, "c1/p1"), node) is None
     assert ssn.batch_node_order(the_task(ssn, "c1/p1"), ssn.node_list) == {
         "n1": 100.0, "n2": 100.0}
     ssn.close()
@@ -499,28 +508,28 @@ def test_placements_take_cpus_and_undoing_them_gives_them_back() -> None:
                                                     task("p3", 2)]))
     plugin, node = plugin_of(ssn), ssn.nodes["n1"]
     p1, p2, p3 = (the_task(ssn, f"c1/p{i}") for i in (1, 2, 3))
-    assert ssn.predicate(p1, node) is None
+    assert _predicate(ssn, p1, node) is None
     stmt = Statement(ssn)
     stmt.allocate(p1, node)
     assert plugin.free["n1"] == {"cpu": parse_cpuset("3-7")}
     assert plugin.placed == {"c1/p1": "n1"}
     # p2 now fits NUMA node 1 only; p3 then fits on no single NUMA node.
-    assert ssn.predicate(p2, node) is None
+    assert _predicate(ssn, p2, node) is None
     assert plugin.assignments["c1/p2"]["n1"] == {"cpu": parse_cpuset("4-6")}
     stmt.allocate(p2, node)
-    error = ssn.predicate(p3, node)
+    error = _predicate(ssn, p3, node)
     assert error is not None and error.unresolvable
     stmt.discard()
     assert plugin.free["n1"] == {"cpu": parse_cpuset("0-7")}
     assert plugin.placed == {}
-    assert ssn.predicate(p3, node) is None
+    assert _predicate(ssn, p3, node) is None
     ssn.close()
 
 
 def test_an_eviction_gives_the_cpus_back() -> None:
     ssn = open_session(scenario([numa_node("n1")], [task("p1")]))
     plugin, node, p1 = plugin_of(ssn), ssn.nodes["n1"], the_task(ssn, "c1/p1")
-    assert ssn.predicate(p1, node) is None
+    assert _predicate(ssn, p1, node) is None
     stmt = Statement(ssn)
     stmt.allocate(p1, node)
     stmt.commit()

@@ -85,6 +85,7 @@ def test_pod_count_follows_allocations_and_their_undo() -> None:
     a, b, n1 = task(ssn, "c1/a"), task(ssn, "c1/b"), ssn.nodes["n1"]
     stmt = Statement(ssn)
     stmt.allocate(a, n1)
+    ssn.pre_predicate(b)
     assert reasons(ssn.predicate(b, n1)) == [(UNSCHED, POD_NUMBER)]
     stmt.discard()
     assert ssn.predicate(b, n1) is None
@@ -96,6 +97,7 @@ def test_eviction_frees_the_slot_at_once() -> None:
 - {name: p, namespace: c1, job: pg, requests: {cpu: 1}}"""
     ssn = _session(nodes, tasks)
     p, n1 = task(ssn, "c1/p"), ssn.nodes["n1"]
+    ssn.pre_predicate(p)
     assert ssn.predicate(p, n1) is not None
     Statement(ssn).evict(task(ssn, "c1/r1"), "test")
     assert ssn.predicate(p, n1) is None
@@ -592,3 +594,28 @@ def test_view_follows_placements_and_returns_after_discard(
         assert _sums(ssn)[node][0] == len(ssn.nodes[node].tasks) - 1
     stmt.discard()
     assert _sums(ssn) == before
+
+
+def test_without_its_pre_predicate_a_task_fails_with_volcano_s_error_unless_reported(
+) -> None:
+    """Volcano's filters after the stable ones read the pre-predicate's state from the
+    task's cycle state: none yet, the first enabled one fails with an Error. A report
+    (``Session.for_report``) computes the state instead, until a real pre-predicate."""
+    tasks = "- {name: p, namespace: c1, job: pg, requests: {cpu: 1}}"
+    ssn = _session(TWO_NODES, tasks)
+    p, n1 = task(ssn, "c1/p"), ssn.nodes["n1"]
+    assert reasons(ssn.predicate(p, n1)) == [
+        (ERROR, 'reading "PreFilterNodePorts" from cycleState: not found')]
+    with ssn.for_report():
+        assert ssn.predicate(p, n1) is None
+    assert ssn.predicate(p, n1) is not None
+    ssn.pre_predicate(p)
+    assert ssn.predicate(p, n1) is None
+    # The first enabled of those filters answers; none enabled, the node passes.
+    ports_off = _session(TWO_NODES, tasks, {"predicate.NodePortsEnable": False})
+    assert reasons(ports_off.predicate(task(ports_off, "c1/p"), ports_off.nodes["n1"])) == [
+        (ERROR, 'error reading "PreFilterInterPodAffinity" from cycleState: not found')]
+    none = _session(TWO_NODES, tasks, {
+        "predicate.NodePortsEnable": False, "predicate.PodAffinityEnable": False,
+        "predicate.PodTopologySpreadEnable": False, "predicate.VolumeBindingEnable": False})
+    assert none.predicate(task(none, "c1/p"), none.nodes["n1"]) is None

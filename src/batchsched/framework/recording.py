@@ -218,11 +218,12 @@ class Recorder:
         def room(candidate: NodeInfo) -> Resource:
             return candidate.idle if kind == "allocate" else candidate.future_idle()
 
-        feasible = [
-            candidate for candidate in ssn.node_list
-            if (candidate is node or task.init_resreq.less_equal(room(candidate)))
-            and ssn.predicate(task, candidate) is None
-        ]
+        with ssn.for_report():
+            feasible = [
+                candidate for candidate in ssn.node_list
+                if (candidate is node or task.init_resreq.less_equal(room(candidate)))
+                and ssn.predicate(task, candidate) is None
+            ]
         if node not in feasible:
             feasible.append(node)
         scored = score_nodes(ssn, task, feasible)

@@ -14,13 +14,14 @@ combine the enabled plugins' functions by the rule of their extension point
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import logging
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -159,6 +160,9 @@ class Session:
                 self.nominees.setdefault(task.nominated_node, []).append(task)
         #: Keeps what plugins answer, for explanations (see batchsched.framework.recording).
         self.recorder: Recorder | None = None
+        #: True while answers are asked for a report (scenario scores, explanations,
+        #: plugin checks) rather than for a decision (see :meth:`for_report`).
+        self.reporting = False
         #: Times plugins and actions (see batchsched.metrics).
         self.metrics: Metrics | None = None
         #: Binds and evictions the cache accepted in this session.
@@ -548,6 +552,18 @@ class Session:
                 for name, amount in counted.items():
                     scalars[name] = (scalars.get(name, 0.0) + float(amount)
                                      - task.resreq.scalars.get(name, 0.0))
+
+    @contextlib.contextmanager
+    def for_report(self) -> Iterator[Session]:
+        """Ask the plugins for a report, not a decision: a plugin whose answer needs an
+        earlier step of the session (the predicates' filters read what the
+        pre-predicate computed) may take that step itself, where on a decision path
+        it answers as Volcano does without it (an error)."""
+        before, self.reporting = self.reporting, True
+        try:
+            yield self
+        finally:
+            self.reporting = before
 
     def dispose(self) -> None:
         """Let go of everything the session holds but its events: the cluster (jobs,

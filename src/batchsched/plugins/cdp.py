@@ -8,8 +8,9 @@ duration (``"600s"``, ``"10m"``). While such a task is Running and less than tha
 long has passed since it was scheduled, the plugin keeps it out of the victims it
 passes on at the **preemptable** and **reclaimable** points; every other candidate
 (no cooldown, an unreadable one, a task not Running, a task whose start is
-unknown, or one whose cooldown is over) stays a victim. The plugin always votes
-(an empty list vetoes, as any preemptable answer does).
+unknown, or one whose cooldown is over) stays a victim. The plugin always
+answers; an empty list ends its tier without a decision, and a later tier may still
+name the task (as for any preemptable answer).
 
 Protected means ``start + cooldown > now``, strictly: at exactly ``start +
 cooldown`` the task may go. Volcano reads the start from the pod's

@@ -363,6 +363,19 @@ _READ_ARGUMENTS = (
 )
 
 
+#: The filters after the stable ones that read their pre-filter's state, in Volcano's
+#: order (the volume plugins between them pass a pod without volumes first): the
+#: plugin's switch, the kube plugin and kube's error when the state is missing.
+_NEED_PRE_FILTER = (
+    ("node_ports_enable", NODE_PORTS, 'reading "PreFilterNodePorts" from cycleState: not found'),
+    ("pod_affinity_enable", INTER_POD_AFFINITY,
+     'error reading "PreFilterInterPodAffinity" from cycleState: not found'),
+    ("pod_topology_spread_enable", POD_TOPOLOGY_SPREAD,
+     'reading "PreFilterPodTopologySpread" from cycleState: not found'),
+    ("volume_binding_enable", "VolumeBinding", "not found"),
+)
+
+
 class PredicatesPlugin:
     """Volcano's predicates plugin: Kubernetes' node filters (see the module docstring)."""
 
@@ -579,7 +592,9 @@ class PredicatesPlugin:
             return FitError(task.namespace, task.name, node.name,
                             [FitStatus(FitStatusCode.ERROR, REASON_NODE_NOT_FOUND, self.name)])
         pod = self.view.pod(task)
+        assert self._ssn is not None
         state = self._state(task)
+        pre_filtered = not state.provisional
         statuses: list[FitStatus] = []
         if node.max_task_num <= len(node_view.pods):
             statuses.append(FitStatus(_UNSCHEDULABLE, NODE_POD_NUMBER_EXCEEDED, self.name))
@@ -588,6 +603,15 @@ class PredicatesPlugin:
         statuses.extend(stable)
         if not fit:
             return FitError(task.namespace, task.name, node.name, statuses)
+        if not pre_filtered and not self._ssn.reporting:
+            # Volcano's filters after the stable ones read what the pre-predicate wrote
+            # in the task's cycle state: without it, the first of them fails with an
+            # Error (a nominated preemptor allocate never reached is eligible to preempt).
+            missing = next(((plugin, text) for switch, plugin, text in _NEED_PRE_FILTER
+                            if getattr(self, switch)), None)
+            if missing is not None:
+                statuses.append(FitStatus(FitStatusCode.ERROR, missing[1], missing[0]))
+                return FitError(task.namespace, task.name, node.name, statuses)
 
         for status in self._dynamic_filters(task, pod, node, node_view, state):
             statuses.append(status)

@@ -98,7 +98,8 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
         for task in sorted(job.tasks.values(), key=lambda t: t.uid):
-            candidates = [n for n in ssn.node_list if ssn.predicate(task, n) is None]
+            with ssn.for_report():
+                candidates = [n for n in ssn.node_list if ssn.predicate(task, n) is None]
             scores: dict[str, float] = {}
             kept = []
             for node in candidates:

@@ -162,7 +162,8 @@ def _answers(ssn: Session) -> Any:
     scores: list[Any] = []
     for task in tasks:
         for node in ssn.node_list:
-            err = ssn.predicate(task, node)
+            with ssn.for_report():
+                err = ssn.predicate(task, node)
             predicate.append(None if err is None else err.reasons)
             try:
                 scores.append(ssn.node_order(task, node))
