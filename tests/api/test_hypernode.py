@@ -116,6 +116,17 @@ def test_regex_members_are_searched_unanchored() -> None:
     assert workers.real_nodes["s1"] == {"worker-1", "worker-2"}
 
 
+def test_regex_members_are_read_as_go_s_regexp_reads_them() -> None:
+    """RE2 syntax: POSIX classes are classes, ``$`` is the end of the name, ``\\z``
+    too (Python's ``re`` reads the first as a nested set)."""
+    names = nodes("a1", "a2", "ab", "a1\n")
+    for pattern, want in (("^a[[:digit:]]$", {"a1", "a2"}), (r"^a\d\z", {"a1", "a2"}),
+                          ("^a[[:^digit:]]", {"ab"})):
+        topology = build_topology([HyperNode("s", 1, (HyperNodeMember("Node", regex=pattern),))],
+                                  names)
+        assert topology.real_nodes["s"] == want, pattern
+
+
 @pytest.mark.parametrize(("selector", "want"), [
     ({"matchLabels": {"role": "worker"}}, {"node1"}),
     ({"matchLabels": {"role": "invalid-role"}}, set()),
@@ -182,6 +193,8 @@ def scenario(hyper_nodes: Any, topology: Any = None) -> Any:
      "exactly one of exactMatch, regexMatch or labelMatch"),
     ([{"name": "s0", "tier": 1, "members": [{"type": "Node", "selector": {
         "regexMatch": {"pattern": "("}}}]}], None, "is not a regular expression"),
+    ([{"name": "s0", "tier": 1, "members": [{"type": "Node", "selector": {
+        "regexMatch": {"pattern": "(?=n)"}}}]}], None, "not a regular expression Go"),
     ([{"name": "s0", "tier": 1, "members": [{"type": "HyperNode", "selector": {
         "exactMatch": {"name": "s1"}}}]},
       {"name": "s1", "tier": 2, "members": [{"type": "HyperNode", "selector": {

@@ -291,3 +291,30 @@ def test_placed_pods_preferred_terms_score_from_the_nodes_listed_at_session_open
         Statement(ssn).allocate(task(ssn, "c1/fan"), ssn.nodes[placed_on])
         assert node_scores(ssn, "c1/api") == api, placed_on
         assert node_scores(ssn, "c1/picky") == picky, placed_on
+
+
+def test_least_allocated_counts_the_pods_non_zero_requests_when_given() -> None:
+    """``nonZeroRequests`` (what kube-scheduler's scores count for a pod with
+    containers that ask nothing) replaces the stand-in worked out from the merged
+    request, for the pending task and for the pods already on a node."""
+    body = """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs: [{name: pg, namespace: c1}, {name: other, namespace: c1}]
+tasks:
+- {name: on-n1, namespace: c1, job: other, node: n1, phase: Running,
+   requests: {cpu: 1, memory: 1Gi}, nonZeroRequests: {cpu: 2, memory: 1Gi}}
+- {name: on-n2, namespace: c1, job: other, node: n2, phase: Running,
+   requests: {cpu: 1, memory: 1Gi}}
+- {name: p, namespace: c1, job: pg, requests: {cpu: 1, memory: 1Gi}}
+- {name: q, namespace: c1, job: pg, requests: {cpu: 1, memory: 1Gi},
+   nonZeroRequests: {cpu: 1100m, memory: 1224Mi}}
+"""
+    ssn = _session(body, _weights(least=1))
+    # p on n2: cpu (4000 - 2000) * 100 // 4000 = 50, memory (8 - 2) * 100 // 8 = 75
+    # -> 62; on n1 the running pod counts 2 cpus: cpu 25 -> 50.
+    assert node_scores(ssn, "c1/p") == {"n1": 50, "n2": 62}
+    # q counts 1100m and 1224Mi: n2 cpu (4000 - 2100) * 100 // 4000 = 47, memory
+    # (8192 - 2248) * 100 // 8192 = 72 -> 59.
+    assert node_scores(ssn, "c1/q")["n2"] == 59

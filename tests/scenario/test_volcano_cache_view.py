@@ -5,6 +5,7 @@ only the names ``NewResource`` keeps; ephemeral storage is a resource."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +245,98 @@ def test_queue_status_quantities_are_written_in_kubernetes_canonical_form() -> N
     got = run_scenario(parse_scenario(doc, source="<test>")).to_json()
     assert got["queueStatus"]["default"]["allocated"] == {
         "cpu": "2k", "memory": "4Gi", "ephemeral-storage": "10G", "pods": "1"}
+
+
+def test_kube_scheduler_s_stand_in_requests_are_worked_out_per_container(
+        tmp_path: Path) -> None:
+    """kube-scheduler's resource scores count 100m / 200Mi for each container that asks
+    no cpu / memory (NonMissingContainerRequests), not for the pod as a whole: the
+    import writes the pod's figure when it differs from the merged requests'."""
+    sidecar = _pod("sidecar", "default", group="g", cpu="1", memory="1Gi")
+    sidecar["spec"]["containers"].append({"name": "proxy", "image": "envoy"})
+    sidecar["spec"]["initContainers"] = [{"name": "setup", "image": "busybox"}]
+    zero = _pod("zero", "default", group="g", cpu="0", memory="1Gi")
+    plain = _pod("plain", "default", group="g", cpu="1", memory="1Gi")
+    empty = _pod("empty", "default", group="g")
+    restartable = _pod("restartable", "default", group="g", cpu="1", memory="1Gi")
+    restartable["spec"]["initContainers"] = [
+        {"name": "proxy", "image": "envoy", "restartPolicy": "Always"}]
+    path = _dump(tmp_path, _node("n1"), _queue("default"), _podgroup("g", "default"),
+                 sidecar, zero, plain, empty, restartable)
+    tasks = {t.name: t for job in load_kubectl_dump(path).to_cluster().jobs.values()
+             for t in job.tasks.values()}
+    assert tasks["sidecar"].nonzero_request == (1100, (1024 + 200) * 2**20)
+    assert tasks["zero"].nonzero_request == (0, 2**30)        # an explicit 0 stays 0
+    assert tasks["plain"].nonzero_request is None
+    assert tasks["empty"].nonzero_request is None               # the pod's stand-in: the same
+    assert tasks["restartable"].nonzero_request == (1100, (1024 + 200) * 2**20)
+
+
+@pytest.mark.parametrize(("given", "problem"), [
+    ({"cpu": 1}, "tasks[0] (default/p).nonZeroRequests: needs memory"),
+    ({"cpu": 1, "memory": "1Gi", "gpu": 1}, "nonZeroRequests.gpu"),
+    ({"cpu": "x", "memory": "1Gi"}, "nonZeroRequests.cpu"),
+])
+def test_non_zero_requests_are_cpu_and_memory_quantities(given: dict[str, Any],
+                                                          problem: str) -> None:
+    doc = {"version": 1, "config": PREEMPT_AND_RECLAIM, "nodes": [],
+           "jobs": [{"name": "j", "minMember": 1}],
+           "tasks": [{"name": "p", "job": "j", "nonZeroRequests": given}]}
+    with pytest.raises(ScenarioError, match=re.escape(problem)):
+        parse_scenario(doc, source="<test>")
+
+
+@pytest.mark.parametrize(("annotations", "binds", "warned"), [
+    ({}, {}, False),
+    ({"volcano.sh/oversubscription-cpu": "2000"}, {"default/p": "n1"}, False),
+    ({"volcano.sh/oversubscription-cpu": "lots"}, {}, False),     # ParseFloat: 0
+    ({"volcano.sh/oversubscription-cpu": "-1000"}, {}, True),
+])
+def test_a_node_s_oversubscription_annotations_add_to_its_resources(
+        annotations: dict[str, str], binds: dict[str, str], warned: bool) -> None:
+    """Volcano's NewNodeInfo adds a node's volcano.sh/oversubscription-cpu (milli-cpu)
+    and -memory (bytes) to its allocatable, capacity and idle."""
+    doc = {"version": 1, "config": PREEMPT_AND_RECLAIM,
+           "nodes": [{"name": "n1", "allocatable": {"cpu": 2, "memory": "8Gi", "pods": 10},
+                      "annotations": annotations}],
+           "jobs": [{"name": "j", "minMember": 1, "phase": "Inqueue"}],
+           "tasks": [{"name": "p", "job": "j", "requests": {"cpu": 3}}]}
+    scenario = parse_scenario(doc, source="<test>")
+    assert bool(scenario.warnings) == warned
+    assert run_scenario(scenario).binds == binds
+
+
+def test_a_finished_pod_of_another_scheduler_counts_in_its_pod_group(tmp_path: Path) -> None:
+    """Volcano's cache takes every placed pod and puts it in the job its group-name
+    annotation names, whatever its scheduler: a finished one counts for the gang."""
+    done = _pod("done", "default", group="j", node="n1", scheduler="default-scheduler")
+    done["status"]["phase"] = "Succeeded"
+    path = _dump(tmp_path, _node("n1"), _queue("default"),
+                 _podgroup("j", "default", minMember=2),
+                 done, _pod("p", "default", group="j", cpu="1"))
+    assert run_scenario(load_kubectl_dump(path)).binds == {"default/p": "n1"}
+
+
+def test_a_quota_the_controller_has_not_written_limits_nothing(tmp_path: Path) -> None:
+    """Volcano's cache keeps a ResourceQuota's status only: spec.hard alone limits
+    nothing (with a warning)."""
+    conf = ("actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: priority\n"
+            "  - name: gang\n  - name: resourcequota\n- plugins:\n  - name: predicates\n"
+            "  - name: proportion\n")
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "volcano-scheduler-configmap",
+                              "namespace": "volcano-system"},
+                 "data": {"volcano-scheduler.conf": conf}}
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota",
+             "metadata": {"name": "q", "namespace": "default"},
+             "spec": {"hard": {"requests.cpu": "1"}}}
+    group = _podgroup("j", "default", minResources={"cpu": "2", "requests.cpu": "2"})
+    path = _dump(tmp_path, configmap, quota, _node("n1"), _queue("default"), group,
+                 _pod("p", "default", group="j", cpu="2"))
+    scenario = load_kubectl_dump(path)
+    assert any("no status.hard" in warning for warning in scenario.warnings)
+    assert run_scenario(scenario).binds == {"default/p": "n1"}
+    quota["status"] = {"hard": {"requests.cpu": "1"}, "used": {}}
+    path = _dump(tmp_path, configmap, quota, _node("n1"), _queue("default"), group,
+                 _pod("p", "default", group="j", cpu="2"))
+    assert run_scenario(load_kubectl_dump(path)).binds == {}

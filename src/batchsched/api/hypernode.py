@@ -22,6 +22,7 @@ it is declared (:class:`TopologyError`), as Volcano's webhook would have wished.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 
 from batchsched.kube.affinity import LabelSelector
+from batchsched.kube.cel.re2 import python_pattern
 
 if TYPE_CHECKING:
     from batchsched.api.node import NodeInfo
@@ -71,12 +73,20 @@ class HyperNodeMember:
         if self.exact:
             return {self.exact}
         if self.regex:
-            pattern = re.compile(self.regex)
+            pattern = _go_regexp(self.regex)
             return {name for name in all_nodes if pattern.search(name)}
         if self.labels is None or not self.labels.requirements:
             return set()
         selector = self.labels
         return {name for name, labels in all_nodes.items() if selector.matches(labels)}
+
+
+@functools.lru_cache(maxsize=256)
+def _go_regexp(pattern: str) -> re.Pattern[str]:
+    """Go's ``regexp.Compile`` of a member pattern (RE2 syntax, read as RE2 reads it:
+    ``[[:digit:]]`` is a class); :class:`~batchsched.kube.cel.re2.Re2Error` for a
+    pattern Go refuses."""
+    return re.compile(python_pattern(pattern))
 
 
 @attrs.frozen

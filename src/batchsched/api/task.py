@@ -102,6 +102,12 @@ class TaskInfo:
     #: figure); None when ``resreq`` says it. Read by what looks at the containers
     #: themselves (numa-aware's exclusive CPUs).
     container_requests: Resource | None = None
+    #: What kube-scheduler's LeastAllocated and MostAllocated scores count for the pod
+    #: (milli-cpu, bytes of memory), when known from its containers: each app or init
+    #: container that asks no cpu (memory) counts 100m (200Mi) before the app
+    #: containers are summed and the init containers' largest figure taken. None:
+    #: worked out from ``resreq`` (a pod asking no cpu counts 100m, and so on).
+    nonzero_request: tuple[int, int] | None = None
     affinity: Mapping[str, Any] | None = None
     #: The pod's ``topologySpreadConstraints``, parsed
     #: (:mod:`batchsched.kube.topology_spread`); () for none.

@@ -105,6 +105,8 @@ def pod_info(task: TaskInfo) -> PodInfo:
     """Build the Kubernetes view of a task; a bad affinity raises SchedulingError."""
     req = task.resreq
     cpu, memory = _ceil_int(req.milli_cpu), _ceil_int(req.memory)
+    nonzero = task.nonzero_request or (cpu or DEFAULT_MILLI_CPU_REQUEST,
+                                       memory or DEFAULT_MEMORY_REQUEST)
     ns = task.namespace
     required: tuple[AffinityTerm, ...] = ()
     required_anti: tuple[AffinityTerm, ...] = ()
@@ -132,8 +134,8 @@ def pod_info(task: TaskInfo) -> PodInfo:
         milli_cpu=cpu,
         memory=memory,
         gpu=_ceil_int(req.get(GPU)),
-        nonzero_milli_cpu=cpu or DEFAULT_MILLI_CPU_REQUEST,
-        nonzero_memory=memory or DEFAULT_MEMORY_REQUEST,
+        nonzero_milli_cpu=nonzero[0],
+        nonzero_memory=nonzero[1],
         images=tuple(task.images),
         required_affinity=required,
         required_anti_affinity=required_anti,

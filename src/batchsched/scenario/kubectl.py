@@ -314,6 +314,27 @@ def _quota_usage(requests: Mapping[str, Fraction], limits: Mapping[str, Fraction
     return usage
 
 
+#: kube-scheduler's stand-in for a container's missing cpu and memory requests in its
+#: resource scores (``schedutil.DefaultMilliCPURequest``, ``DefaultMemoryRequest``).
+_NON_MISSING: Quantities = {"cpu": Fraction(1, 10), "memory": Fraction(200 * 2**20)}
+
+
+def _nonzero_request(spec_requests: tuple[Quantities, Quantities | None],
+                     requests: Quantities, init: Quantities | None) -> dict[str, str] | None:
+    """The pod's ``nonZeroRequests`` entry: kube-scheduler's cpu and memory figures
+    (``spec_requests``, worked out with the stand-in per container) when they differ
+    from what the merged requests give with the stand-in applied to the pod."""
+    def larger(pair: tuple[Quantities, Quantities | None], name: str) -> Fraction:
+        total, during_init = pair
+        amount = total.get(name, Fraction(0))
+        return max(amount, during_init.get(name, Fraction(0))) if during_init else amount
+
+    kube = {name: larger(spec_requests, name) for name in ("cpu", "memory")}
+    merged = {name: larger((requests, init), name) or _NON_MISSING[name]
+              for name in ("cpu", "memory")}
+    return None if kube == merged else _formatted(kube)
+
+
 def _rounded(quantities: Mapping[str, Fraction]) -> Quantities:
     """Each amount as Volcano's ``NewResource`` keeps it: memory in whole bytes, the
     others in thousandths, rounded up."""
@@ -652,9 +673,11 @@ class _Converter:
         meta = self.meta(item)
         state = self.text(status.get("state"), who, "status.state")
         if not state:
-            # Volcano's plugins place nothing in a queue whose state is not Open.
-            self.warn(who, "no status.state: Volcano schedules none of its jobs until the "
-                      "queue controller opens it (read as Unknown)")
+            # Volcano's proportion and capacity plugins place nothing in a queue whose
+            # state is not Open.
+            self.warn(who, "no status.state (read as Unknown): under the proportion or "
+                      "capacity plugin, Volcano schedules none of its jobs until the queue "
+                      "controller opens it")
             state = "Unknown"
         return _drop_none({
             "name": item.name, "weight": spec.get("weight"),
@@ -699,9 +722,13 @@ class _Converter:
 
     def quota(self, item: _Item) -> dict[str, Any]:
         (spec, status), who = self.parts(item), item.who
-        field = "status.hard" if status.get("hard") is not None else "spec.hard"
-        hard = self.quantities(status.get("hard") or spec.get("hard"), who, field,
-                               all_names=True)
+        # Volcano's cache keeps a quota's status only: until the quota controller has
+        # written status.hard, the resourcequota plugin limits nothing.
+        hard = self.quantities(status.get("hard"), who, "status.hard", all_names=True)
+        if not hard and spec.get("hard"):
+            self.warn(who, "no status.hard yet (the quota controller writes it): Volcano's "
+                      "resourcequota plugin limits nothing by it until then, and spec.hard "
+                      "is not read")
         used = self.quantities(status.get("used"), who, "status.used", all_names=True)
         return _drop_none({"name": item.name, "namespace": item.namespace,
                            "hard": _formatted(hard), "used": _formatted(used)})
@@ -719,13 +746,15 @@ class _Converter:
         given = self.mapping(resources.get("requests"), who, f"{field}.resources.requests")
         return {**{k: v for k, v in limits.items() if k not in given}, **requests}
 
-    def pod_requests(self, spec: Mapping[str, Any], status: Mapping[str, Any], who: str
-                     ) -> tuple[Quantities, Quantities | None]:
+    def pod_requests(self, spec: Mapping[str, Any], status: Mapping[str, Any], who: str,
+                     *, non_missing: bool = False) -> tuple[Quantities, Quantities | None]:
         """The containers' requests (plus sidecars and overhead) and what the pod needs
         while its init containers run, as Volcano's ``GetPodResourceRequest`` computes
         them: each container's requests rounded as ``NewResource`` rounds them, a
         resized container's as its status says (in-place resize), then the pod-level
-        cpu and memory in their place when the pod sets them."""
+        cpu and memory in their place when the pod sets them. With ``non_missing``,
+        a container that asks no cpu (memory) asks 100m (200Mi): kube-scheduler's
+        figure for its resource scores (``NonMissingContainerRequests``)."""
         resized = self.container_statuses(status, "containerStatuses", who)
         resized_init = self.container_statuses(status, "initContainerStatuses", who)
         infeasible = _resize_infeasible(status)
@@ -736,6 +765,8 @@ class _Converter:
             own = self.container_requests(container, who, field)
             own = self.resized(own, resized, container, infeasible=infeasible, who=who,
                                field=field)
+            if non_missing:
+                own = {**_NON_MISSING, **own}
             _add(total, _rounded(own))
         sidecars: Quantities = {}
         init: Quantities = {}
@@ -743,9 +774,13 @@ class _Converter:
         for i, container in enumerate(inits):
             field = f"spec.initContainers[{i}]"
             own = self.container_requests(container, who, field)
-            if container.get("restartPolicy") == "Always":  # a sidecar keeps running
+            sidecar = container.get("restartPolicy") == "Always"  # keeps running
+            if sidecar:
                 own = self.resized(own, resized_init, container, infeasible=infeasible,
                                    who=who, field=field)
+            if non_missing:
+                own = {**_NON_MISSING, **own}
+            if sidecar:
                 _add(sidecars, _rounded(own))
                 need = dict(sidecars)
             else:
@@ -850,15 +885,20 @@ class _Converter:
         scheduler = self.text(spec.get("schedulerName"), who,
                               "spec.schedulerName") or "default-scheduler"
         requests, init = self.pod_requests(spec, status, who)
+        nonzero = _nonzero_request(self.pod_requests(spec, status, who, non_missing=True),
+                                   requests, init)
         ours = scheduler in self.scheduler_names
         if not ours and not node:
             self.warn(who, f"left out: it waits for scheduler {scheduler!r}, and Volcano "
                       f"schedules only its own pods ({', '.join(sorted(self.scheduler_names))})")
             return None
-        if not ours and phase in _COMPLETED:
-            return None  # no job, no node: Volcano does nothing with it
         fields = self.meta(item)
         group = fields["annotations"].get(GROUP_NAME)
+        if not ours and phase in _COMPLETED and (
+                not group or (namespace, group) not in self.podgroups):
+            # No node holds it and no job counts it: Volcano does nothing with it. One
+            # of an existing pod group still counts in its job (a finished task).
+            return None
         # A placed pod that no pod group holds only holds its node in Volcano's cache:
         # another scheduler's pod (no PodGroup is ever made for it), or one whose
         # PodGroup is missing (the snapshot leaves such a job out).
@@ -930,6 +970,7 @@ class _Converter:
             "node": node or None, "phase": phase,
             "deleting": True if meta.get("deletionTimestamp") else None,
             "requests": _formatted(requests), "initRequests": init and _formatted(init),
+            "nonZeroRequests": nonzero,
             "priority": spec.get("priority"),
             "priorityClassName": spec.get("priorityClassName") or None,
             "preemptionPolicy": spec.get("preemptionPolicy"),
@@ -985,6 +1026,7 @@ _K8S_FIELDS = {
               "deleting": "metadata.deletionTimestamp", "startTime": "status.startTime",
               "requests": "spec.containers[*].resources.requests",
               "initRequests": "spec.initContainers[*].resources.requests",
+              "nonZeroRequests": "spec.containers[*].resources.requests",
               "hostPorts": "spec.containers[*].ports[*].hostPort",
               "images": "spec.containers[*].image"},
     "jobs": {"phase": "status.phase"},

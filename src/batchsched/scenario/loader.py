@@ -91,10 +91,12 @@ from batchsched.kube.affinity import (
     parse_affinity,
     parse_label_selector,
 )
+from batchsched.kube.cel.re2 import Re2Error, python_pattern
 from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
+from batchsched.kube.go_strconv import parse_float
 from batchsched.kube.host_ports import PROTOCOLS, HostPort
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
@@ -734,10 +736,10 @@ class _Parser:
         if field == "exactMatch":
             return HyperNodeMember(kind, exact=text)
         try:
-            re.compile(text)
-        except re.error as exc:
-            raise self.fail(f"{where}.{key}", f"{text!r} is not a regular expression: {exc}") \
-                from None
+            re.compile(python_pattern(text))
+        except (Re2Error, re.error) as exc:
+            raise self.fail(f"{where}.{key}", f"{text!r} is not a regular expression Go's "
+                            f"regexp accepts: {exc}") from None
         return HyperNodeMember(kind, regex=text)
 
     def config_maps(self, raw: Any) -> dict[str, dict[str, str]]:
@@ -907,6 +909,10 @@ class _Parser:
                 raise self.fail(f"{path}.images.{img}", "must be a size in bytes")
             images[str(img)] = size
         annotations = self.string_map(obj.get("annotations"), f"{path}.annotations")
+        extra = self.oversubscription(annotations, f"{path}.annotations")
+        if extra is not None:
+            capacity = (capacity or allocatable).clone().add(extra)
+            allocatable = allocatable.clone().add(extra)
         problem = why_no_vgpus(annotations, allocatable)
         if problem is not None:
             self.warnings.append(
@@ -924,6 +930,27 @@ class _Parser:
             numa_topology=self.node_numa_topology(obj.get("numaTopology"),
                                                   f"{path}.numaTopology"),
         )
+
+    def oversubscription(self, annotations: Mapping[str, str], path: str) -> Resource | None:
+        """What a node's ``volcano.sh/oversubscription-cpu`` (milli-cpu) and
+        ``-memory`` (bytes) annotations add to its allocatable, capacity and idle, as
+        Volcano's ``NewNodeInfo`` adds them (Go's ``ParseFloat``: a value that is no
+        number adds 0); a negative or infinite one is ignored, with a warning."""
+        extra = Resource()
+        found = False
+        for key, dimension in ((OVERSUBSCRIPTION_CPU, "milli_cpu"),
+                               (OVERSUBSCRIPTION_MEMORY, "memory")):
+            text = annotations.get(key)
+            if text is None:
+                continue
+            amount, _ = parse_float(text)
+            if not math.isfinite(amount) or amount < 0:
+                self.warnings.append(f"{self.source}: {path}.{key}: {text!r} is not an amount "
+                                     "the node can add; ignored")
+                continue
+            setattr(extra, dimension, amount)
+            found = True
+        return extra if found else None
 
     def node_usage(self, raw: Any, path: str) -> NodeUsage | None:
         """``usage: {cpuAvg: {PERIOD: PERCENT}, memoryAvg: {...}, metricsTime: TIME}``."""
@@ -1302,12 +1329,28 @@ class _Parser:
             nominated_node=self._nominated(obj, path, nodes),
             resource_claims=self._pod_claims(obj, path),
             scheduling_gates=self._scheduling_gates(obj, path, node),
+            nonzero_request=self._nonzero_request(obj, path),
         )
         if obj.get("startTime") is not None:
             if not task.node_name:
                 raise self.fail(f"{path}.startTime", "only a task on a node has a start time")
             task.start_time = self.time_value(obj["startTime"], f"{path}.startTime")
         return task
+
+    def _nonzero_request(self, obj: Mapping[str, Any], path: str) -> tuple[int, int] | None:
+        """``nonZeroRequests``: the cpu and memory kube-scheduler's resource scores
+        count for the pod, both given (see :attr:`TaskInfo.nonzero_request`)."""
+        raw = obj.get("nonZeroRequests")
+        if raw is None:
+            return None
+        where = f"{path}.nonZeroRequests"
+        given = self.mapping(raw, where)
+        self.keys(given, {"cpu", "memory"}, where)
+        for name in ("cpu", "memory"):
+            if name not in given:
+                raise self.fail(where, f"needs {name} (cpu and memory both)")
+        amounts = self.resources(given, where)
+        return math.ceil(amounts.milli_cpu), math.ceil(amounts.memory)
 
     def _scheduling_gates(self, obj: Mapping[str, Any], path: str,
                           node: str) -> tuple[str, ...]:
@@ -1503,6 +1546,9 @@ _PLAIN_TASK_KEYS = frozenset({"name", "namespace", "job", "role", "requests", "p
 _PLAIN_JOB_KEYS = frozenset({"name", "namespace", "queue", "minMember", "phase",
                              "priorityClassName", "minResources"})
 _PLAIN_NODE_KEYS = frozenset({"name", "allocatable", "capacity", "labels"})
+#: Node annotations whose amounts Volcano's cache adds to the node's resources.
+OVERSUBSCRIPTION_CPU = "volcano.sh/oversubscription-cpu"
+OVERSUBSCRIPTION_MEMORY = "volcano.sh/oversubscription-memory"
 _POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
 #: Task statuses as the decisions name them (``taskStatusCounts``).
 _STATUS_NAMES = tuple(str(status) for status in TaskStatus)
@@ -1511,7 +1557,7 @@ _TASK_KEYS = frozenset({
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
     "nominatedNodeName", "topologySpreadConstraints", "startTime", "resourceClaims",
-    "resourceClaimStatuses", "schedulingGates",
+    "resourceClaimStatuses", "schedulingGates", "nonZeroRequests",
 })
 
 
