@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from batchsched.scenario import load_scenario, run_scenario
+from batchsched import Scheduler
+from batchsched.scenario import load_scenario, parse_scenario, run_scenario
 
 DATA = Path(__file__).parent / "data" / "preempt_edges"
 
@@ -129,3 +131,50 @@ def test_topology_aware_preemption_picks_victims_as_volcano_does(
     got = run(name)
     assert got["evicted"] == evicted
     assert got["pipelined"] == {"c1/jp": {"c1/p1": "n1"}}
+
+
+TERMINATING_VICTIM = """
+version: 1
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang, enablePreemptable: false}]
+  - plugins: [{name: predicates}, {name: proportion}]
+priorityClasses: [{name: high, value: 1000}, {name: low, value: 1}]
+queues: [{name: q1}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 1}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 1}}
+jobs:
+- {name: l1, namespace: ns, queue: q1, minMember: 1, priorityClassName: low, phase: Running}
+- {name: l2, namespace: ns, queue: q1, minMember: 1, priorityClassName: low, phase: Running}
+- {name: h, namespace: ns, queue: q1, minMember: 1, priorityClassName: high}
+tasks:
+- {name: l1-0, namespace: ns, job: l1, priority: 1, requests: {cpu: 1}, node: n1, phase: Running}
+- {name: l2-0, namespace: ns, job: l2, priority: 1, requests: {cpu: 1}, node: n2, phase: Running}
+- {name: h-0, namespace: ns, job: h, priority: 1000, requests: {cpu: 1}}
+"""
+
+
+def test_a_nominated_preemptor_waits_for_its_victim_to_terminate() -> None:
+    """Volcano's taskEligibleToPreempt: while a lower-priority pod the scheduler
+    preempted (DisruptionTarget, PreemptionByScheduler) terminates on the nominated
+    node, the preemptor does not preempt again; the next cycle evicts no second pod."""
+    scenario = parse_scenario(yaml.safe_load(TERMINATING_VICTIM), source="<test>")
+    cache = scenario.build_cache()
+    scheduler = Scheduler(cache, scenario.configuration)
+    scheduler.run_once()
+    assert [e.task for e in cache.evictions] == ["ns/l1-0"]
+    assert cache.nominations == {"ns/h-0": "n1"}
+    scheduler.run_once()    # ns/l1-0 still Releasing on n1
+    assert [e.task for e in cache.evictions] == ["ns/l1-0"]
+
+
+@pytest.mark.parametrize(("marked", "evicted"), [(True, []), (False, ["ns/l2-0"])])
+def test_a_pod_preempted_by_the_scheduler_is_read_from_the_scenario(marked: bool,
+                                                                   evicted: list[str]) -> None:
+    doc = yaml.safe_load(TERMINATING_VICTIM)
+    doc["tasks"][0].update(deleting=True, preemptedByScheduler=marked)
+    doc["tasks"][2]["nominatedNodeName"] = "n1"
+    got = run_scenario(parse_scenario(doc, source="<test>")).to_json()
+    assert got["evicted"] == evicted

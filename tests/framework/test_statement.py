@@ -148,6 +148,36 @@ def test_a_raising_event_handler_undoes_the_operation() -> None:
     assert not stmt.operations
 
 
+def test_a_refused_allocation_is_seen_by_every_handler_then_undone_for_every_handler() -> None:
+    """Volcano's Statement.Allocate: every handler's allocate function runs (an event
+    error is collected, not a stop), then unallocate calls every deallocate function,
+    the refusing plugin's too, before the error is returned."""
+    ssn, share = open_session()
+    before = fingerprint(ssn)
+    seen: list[tuple[str, str]] = []
+
+    def recorder(name: str, refuse: bool = False) -> EventHandler:
+        def allocate(event: Event) -> None:
+            seen.append((name, "allocate"))
+            if refuse:
+                raise SchedulingError(f"{name} says no")
+
+        def deallocate(event: Event) -> None:
+            seen.append((name, "deallocate"))
+        return EventHandler(allocate=allocate, deallocate=deallocate, plugin=name)
+
+    for handler in (recorder("a"), recorder("b", refuse=True), recorder("c", refuse=True)):
+        ssn.add_event_handler(handler)
+    stmt = Statement(ssn)
+    with pytest.raises(SchedulingError, match="b says no"):
+        stmt.allocate(ssn.jobs["ns/pg0"].tasks["ns/j0-t1"], "n1")
+    assert seen == [("a", "allocate"), ("b", "allocate"), ("c", "allocate"),
+                    ("a", "deallocate"), ("b", "deallocate"), ("c", "deallocate")]
+    assert fingerprint(ssn) == before
+    assert share.placed == 0
+    assert not stmt.operations
+
+
 def test_merge_moves_operations() -> None:
     ssn, _ = open_session()
     a, b = Statement(ssn), Statement(ssn)

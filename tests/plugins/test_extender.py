@@ -22,6 +22,8 @@ RAW_ANSWERS: dict[str, tuple[int, bytes]] = {
     "pred-trailing": (200, b'{"status": ""} and more'),
     "pred-number": (200, b'{"status": 5}'),
     "alloc-error": (200, b'{"errorMessage": "no room for its licence"}'),
+    "pred-null": (200, b"null"),
+    "pred-pending": (200, b'{"status": "extender says pending", "code": 6}'),
     # Volcano's TestMaxBodySizeLimit2: one letter past maxBodySize (10 << 20 bytes).
     "oversized": (200, b'{"padding":"' + b"a" * ((10 << 20) + 1) + b'"}'),
 }
@@ -148,6 +150,8 @@ def test_a_prioritize_that_fails_leaves_the_task_without_a_node_and_the_session_
     ("pred-empty", False),     # nothing to decode: EOF
     ("pred-trailing", True),   # Go's Decoder reads the first value only
     ("pred-number", False),    # a number where the struct has a string: no answer
+    ("pred-null", True),       # Go decodes null into the struct as nothing: passes
+    ("pred-pending", True),    # a code Volcano's checks do not know fails no node
 ])
 def test_predicate_answers_are_read_as_go_decodes_them(server: str, verb: str,
                                                        passes: bool) -> None:
@@ -164,8 +168,29 @@ def test_a_session_open_answer_is_not_read(server: str) -> None:
 
 
 def test_an_allocate_func_error_undoes_the_placement(server: str) -> None:
-    doc = scenario({"extender.urlPrefix": server, "extender.allocateFuncVerb": "alloc-error"})
+    doc = scenario({"extender.urlPrefix": server, "extender.allocateFuncVerb": "alloc-error",
+                    "extender.deallocateFuncVerb": "dealloc"})
     assert run_scenario(parse_scenario(doc, source="<test>")).binds == {}
+    # Volcano's unallocate tells every handler, the refusing extender's too.
+    verbs = [verb for verb, _ in Extender.calls if verb in ("alloc-error", "dealloc")]
+    assert verbs[:2] == ["alloc-error", "dealloc"]
+    assert verbs.count("alloc-error") == verbs.count("dealloc")
+
+
+def test_only_the_resources_a_pod_asks_for_make_it_interesting(server: str) -> None:
+    """Volcano's IsInterested reads the containers' requests: the implicit pods is asked
+    by none, cpu and memory only by a pod that asks them."""
+    for managed in (["cpu"], ["pods"]):
+        doc = scenario({"extender.urlPrefix": server, "extender.predicateVerb": "fail",
+                        "extender.managedResources": managed})
+        doc["tasks"] = [{"name": "a", "job": "ok", "requests": {"memory": "1Gi"}},
+                        {"name": "b", "job": "blocked", "requests": {"example.com/x": 1}}]
+        for node in doc["nodes"]:
+            node["allocatable"]["example.com/x"] = 1
+        Extender.calls = []
+        binds = run_scenario(parse_scenario(doc, source="<test>")).binds
+        assert set(binds) == {"default/a", "default/b"}, managed
+        assert not any(verb == "fail" for verb, _ in Extender.calls)
 
 
 def test_managed_resources_leave_other_tasks_alone(server: str) -> None:

@@ -340,3 +340,19 @@ def test_a_quota_the_controller_has_not_written_limits_nothing(tmp_path: Path) -
     path = _dump(tmp_path, configmap, quota, _node("n1"), _queue("default"), group,
                  _pod("p", "default", group="j", cpu="2"))
     assert run_scenario(load_kubectl_dump(path)).binds == {}
+
+
+def test_a_pod_the_scheduler_preempted_is_imported_as_such(tmp_path: Path) -> None:
+    victim = _pod("v", "default", group="g", node="n1", cpu="1")
+    victim["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    victim["status"]["conditions"] = [
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]
+    other = _pod("o", "default", group="g", node="n1", cpu="1")
+    other["status"]["conditions"] = [
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}]
+    path = _dump(tmp_path, _node("n1"), _queue("default"), _podgroup("g", "default"),
+                 victim, other)
+    tasks = {t.name: t for job in load_kubectl_dump(path).to_cluster().jobs.values()
+             for t in job.tasks.values()}
+    assert tasks["v"].preempted_by_scheduler and tasks["v"].status is TaskStatus.RELEASING
+    assert not tasks["o"].preempted_by_scheduler

@@ -72,7 +72,7 @@ from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import QueueInfo
 from batchsched.api.sub_job import sub_jobs_of
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import PREEMPTABLE_STATUSES
+from batchsched.api.types import PREEMPTABLE_STATUSES, TaskStatus
 from batchsched.columnar.eviction_room import EvictionRoom
 from batchsched.errors import ConfigError, DryRunError, SchedulingError
 from batchsched.framework.arguments import Arguments
@@ -313,9 +313,9 @@ def _eligible_by_nomination(ssn: Session, preemptor: TaskInfo) -> bool:
     """Volcano's ``taskEligibleToPreempt`` on a nominated preemptor: not when its
     nominated node is gone from the session, nor when that node passes the
     predicates already (preemption means none does); yes when the node's refusal is
-    unresolvable (it may preempt elsewhere). (Volcano also refuses while a lower
-    priority pod preempted there terminates; pods carry no conditions here, so a
-    nominated preemptor's earlier victims are not told from other pods leaving.)"""
+    unresolvable (it may preempt elsewhere); otherwise not while a pod of lower
+    priority that the scheduler preempted is still terminating there (its room is
+    on its way)."""
     nominated = preemptor.nominated_node
     if not nominated:
         return True
@@ -323,7 +323,14 @@ def _eligible_by_nomination(ssn: Session, preemptor: TaskInfo) -> bool:
     if node is None:
         return False
     refusal = ssn.predicate(preemptor, node)
-    return refusal is not None
+    if refusal is None:
+        return False
+    if refusal.unresolvable:
+        return True
+    priority = preemptor.pod_priority
+    return not any(
+        task.preempted_by_scheduler and task.status is TaskStatus.RELEASING
+        and task.pod_priority < priority for task in node.tasks.values())
 
 
 def _eligible(preemptor: TaskInfo, task: TaskInfo) -> bool:

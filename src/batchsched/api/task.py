@@ -108,6 +108,10 @@ class TaskInfo:
     #: containers are summed and the init containers' largest figure taken. None:
     #: worked out from ``resreq`` (a pod asking no cpu counts 100m, and so on).
     nonzero_request: tuple[int, int] | None = None
+    #: The pod carries Kubernetes' ``DisruptionTarget`` condition with reason
+    #: ``PreemptionByScheduler``, which Volcano's evictor writes on every pod it
+    #: evicts: a terminating one keeps a nominated preemptor from preempting again.
+    preempted_by_scheduler: bool = False
     affinity: Mapping[str, Any] | None = None
     #: The pod's ``topologySpreadConstraints``, parsed
     #: (:mod:`batchsched.kube.topology_spread`); () for none.

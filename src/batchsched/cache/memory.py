@@ -729,6 +729,8 @@ class MemoryCache:
         if node is None or mine.uid not in node.tasks:
             # Volcano's Evict: "host does not exist" (recreated, or its node deleted).
             return False
+        # Volcano's evictor marks the pod (DisruptionTarget, PreemptionByScheduler).
+        mine.preempted_by_scheduler = True
         job.update_task_status(mine, TaskStatus.RELEASING)
         node.update_task(mine)
         self.evictions.append(Eviction(task.uid, reason))

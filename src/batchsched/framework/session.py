@@ -1480,8 +1480,15 @@ class Session:
         self._fire(task, allocate=False)
 
     def _fire(self, task: TaskInfo, *, allocate: bool, refusals_ignored: bool = False) -> None:
+        """Hand the event to every handler. A refused allocation (SchedulingError) is
+        Volcano's event error: the handlers after the refusing one still see the
+        allocation, and then every handler sees it undone (Volcano's ``unallocate``
+        calls every deallocate function, the refusing plugin's too) before the first
+        refusal is raised. A handler that fails otherwise stops the event: the handlers
+        before it see it undone."""
         event = Event(task)
         handlers = self.event_handlers
+        refused: SchedulingError | None = None
         for position, handler in enumerate(handlers):
             fn = handler.allocate if allocate else handler.deallocate
             if fn is None:
@@ -1491,17 +1498,26 @@ class Session:
             except SchedulingError as refusal:
                 if refusals_ignored:
                     continue
-                if allocate and self.recorder is not None:
+                if not allocate:
+                    self._undo_seen(task, allocate, handlers[:position])
+                    raise
+                if self.recorder is not None:
                     self.recorder.refused_placement(task.uid, handler.plugin or "<handler>",
                                                     task.node_name, str(refusal))
-                self._undo_seen(task, allocate, handlers[:position])
-                raise
+                if refused is None:
+                    refused = refusal
             except Exception as exc:
                 self._undo_seen(task, allocate, handlers[:position])
                 if isinstance(exc, BatchSchedError):
                     raise
                 point = "allocate event" if allocate else "deallocate event"
                 raise combine.plugin_failed(point, handler.plugin or "<handler>", exc) from exc
+        if refused is not None:
+            undo = Event(task)
+            for handler in handlers:
+                if handler.deallocate is not None:
+                    handler.deallocate(undo)
+            raise refused
 
     @staticmethod
     def _undo_seen(task: TaskInfo, allocate: bool, seen: list[EventHandler]) -> None:

@@ -34,14 +34,14 @@ import json
 import logging
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
-from batchsched.api.resource import CPU, MEMORY, Resource
+from batchsched.api.resource import CPU, MEMORY, PODS, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, Vote
 from batchsched.errors import NodeOrderError, PluginError, SchedulingError
@@ -171,12 +171,13 @@ class ExtenderPlugin:
         return value
 
     def interested(self, task: TaskInfo) -> bool:
-        """Volcano's ``IsInterested``: the task asks for a resource the extender manages
-        (every task when it manages none)."""
+        """Volcano's ``IsInterested``: one of the pod's containers asks for a resource
+        the extender manages (every task when it manages none). The implicit ``pods``
+        is asked by no container, nor cpu or memory by a pod that asks none."""
         if not self.managed:
             return True
         return any(name in self.managed
-                   for name in (*task.resreq.names(), *task.init_resreq.names()))
+                   for name in (*_asked(task.resreq), *_asked(task.init_resreq)))
 
     def _failed(self, error: ExtenderError) -> None:
         log.warning("%s%s", error, " (ignored: extender.ignorable)" if self.ignorable else "")
@@ -261,7 +262,10 @@ class ExtenderPlugin:
         try:
             status_code = FitStatusCode(code)
         except ValueError:
-            status_code = FitStatusCode.ERROR
+            # Volcano keeps the code as given, and its predicate checks fail a node only
+            # for the codes they know: the node passes.
+            log.debug("extender: predicate code %s is no status code; the node passes", code)
+            return None
         return FitError(task.namespace, task.name, node.name,
                         [FitStatus(status_code, message, self.name)])
 
@@ -371,6 +375,16 @@ def _reject_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+def _asked(resource: Resource) -> Iterator[str]:
+    """The resources a request asks for: cpu and memory when not zero, every scalar
+    it names but the implicit ``pods``."""
+    if resource.milli_cpu:
+        yield CPU
+    if resource.memory:
+        yield MEMORY
+    yield from (name for name in resource.scalars if name != PODS)
+
+
 def _decode(value: Any, fields: Mapping[str, str], verb: str) -> dict[str, Any]:
     """``value`` decoded as Go's encoding/json decodes it into a struct of ``fields``:
     an object whose keys match the fields exactly or, failing that, ignoring case
@@ -379,6 +393,8 @@ def _decode(value: Any, fields: Mapping[str, str], verb: str) -> dict[str, Any]:
     def fail(what: str) -> ExtenderError:
         return ExtenderError(f"extender: {verb} answered {what}", plugin=PLUGIN_NAME)
 
+    if value is None:
+        value = {}  # Go decodes null into a struct as nothing: every field its zero value
     if not isinstance(value, dict):
         raise fail(f"{json.dumps(value)[:80]}, not a JSON object")
     out = {name: _ZERO[kind] for name, kind in fields.items()}

@@ -343,6 +343,19 @@ def _rounded(quantities: Mapping[str, Fraction]) -> Quantities:
             for name, amount in quantities.items()}
 
 
+def _preempted_by_scheduler(status: Mapping[str, Any]) -> bool:
+    """The pod's first ``DisruptionTarget`` condition is True with reason
+    ``PreemptionByScheduler`` (what Volcano's ``podTerminatingByPreemption`` reads)."""
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    for condition in conditions:
+        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget":
+            return bool(condition.get("status") == "True"
+                        and condition.get("reason") == "PreemptionByScheduler")
+    return False
+
+
 def _resize_infeasible(status: Mapping[str, Any]) -> bool:
     """Kubernetes' ``IsPodResizeInfeasible``: a PodResizePending condition with reason
     Infeasible (or the older ``status.resize: Infeasible``)."""
@@ -969,6 +982,7 @@ class _Converter:
             "role": task_spec_of(fields["annotations"], fields["labels"]) or None,
             "node": node or None, "phase": phase,
             "deleting": True if meta.get("deletionTimestamp") else None,
+            "preemptedByScheduler": True if _preempted_by_scheduler(status) else None,
             "requests": _formatted(requests), "initRequests": init and _formatted(init),
             "nonZeroRequests": nonzero,
             "priority": spec.get("priority"),
@@ -1024,6 +1038,7 @@ _K8S_FIELDS = {
     "tasks": {"job": f"metadata.annotations.{GROUP_NAME}", "node": "spec.nodeName",
               "role": f"metadata.annotations.{TASK_SPEC_KEY} (or label)", "phase": "status.phase",
               "deleting": "metadata.deletionTimestamp", "startTime": "status.startTime",
+              "preemptedByScheduler": "status.conditions",
               "requests": "spec.containers[*].resources.requests",
               "initRequests": "spec.initContainers[*].resources.requests",
               "nonZeroRequests": "spec.containers[*].resources.requests",

@@ -1330,6 +1330,7 @@ class _Parser:
             resource_claims=self._pod_claims(obj, path),
             scheduling_gates=self._scheduling_gates(obj, path, node),
             nonzero_request=self._nonzero_request(obj, path),
+            preempted_by_scheduler=self.typed(obj, "preemptedByScheduler", bool, False, path),
         )
         if obj.get("startTime") is not None:
             if not task.node_name:
@@ -1557,7 +1558,7 @@ _TASK_KEYS = frozenset({
     "priority", "priorityClassName", "preemptionPolicy", "labels", "annotations", "nodeSelector",
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
     "nominatedNodeName", "topologySpreadConstraints", "startTime", "resourceClaims",
-    "resourceClaimStatuses", "schedulingGates", "nonZeroRequests",
+    "resourceClaimStatuses", "schedulingGates", "nonZeroRequests", "preemptedByScheduler",
 })
 
 
