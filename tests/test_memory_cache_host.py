@@ -4,6 +4,8 @@ are refused, nominations do not outlive their pods."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from batchsched import (
@@ -17,7 +19,11 @@ from batchsched import (
     TaskStatus,
 )
 from batchsched.api.cluster import ClusterInfo
+from batchsched.api.types import PodGroupPhase
 from batchsched.errors import SchedulingError
+from batchsched.framework.session import Session
+from batchsched.scenario import parse_scenario
+from batchsched.scheduler import run_actions
 
 
 def node(name: str, cpu: int = 4, **labels: str) -> NodeInfo:
@@ -218,3 +224,53 @@ def test_a_pod_being_deleted_that_starts_stays_releasing() -> None:
     cache.task_started("ns/g", "ns/g-0", at=1001.0)
     assert task.status is TaskStatus.RELEASING and task.start_time == 1001.0
     assert cache.nodes["n1"].releasing.milli_cpu == 1000
+
+
+_REPLACED = {"actions": "enqueue, allocate", "tiers": [
+    {"plugins": [{"name": "gang"}, {"name": "predicates"}, {"name": "proportion"}]}]}
+
+
+def _replaced_cluster(phase: str, task: dict[str, object]) -> Any:
+    return parse_scenario({
+        "version": 1, "config": _REPLACED,
+        "queues": [{"name": "q1", "capability": {"cpu": 4, "memory": "16Gi"}}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 8, "memory": "16Gi", "pods": 20}}],
+        "jobs": [{"name": "a", "namespace": "ns", "queue": "q1", "minMember": 1,
+                  "phase": phase, "minResources": {"cpu": 1, "memory": "1Gi"}},
+                 {"name": "c", "namespace": "ns", "queue": "q1", "minMember": 1,
+                  "phase": "Inqueue", "minResources": {"cpu": "3500m", "memory": "1Gi"}}],
+        "tasks": [task]}, source="<test>")
+
+
+def test_a_job_replaced_while_a_session_runs_keeps_its_own_status() -> None:
+    """Volcano writes a pod group's status with the snapshot's resource version: a pod
+    group deleted and created again meanwhile keeps what the new object says."""
+    old = _replaced_cluster("Running", {
+        "name": "a-0", "namespace": "ns", "job": "a", "requests": {"cpu": 1, "memory": "1Gi"},
+        "node": "n1", "phase": "Running"})
+    new = _replaced_cluster("Pending", {
+        "name": "a-1", "namespace": "ns", "job": "a", "requests": {"cpu": 1, "memory": "1Gi"}})
+    cache = old.build_cache()
+    ssn = Session.open(cache, old.configuration)
+    run_actions(ssn)
+    cache.delete_job("ns/a")
+    cache.add_job(new.build_cache().jobs["ns/a"])
+    ssn.close()
+    assert cache.jobs["ns/a"].podgroup.phase == PodGroupPhase.PENDING
+    ssn = Session.open(cache, old.configuration)
+    run_actions(ssn)
+    ssn.close()
+    assert cache.binds == []     # proportion keeps it Pending: 1 + 3.5 cpu > 4
+
+
+def test_a_nomination_of_a_pod_deleted_meanwhile_is_not_kept() -> None:
+    cache = MemoryCache()
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 4, "pods": 10})))
+    job = JobInfo.from_podgroup(PodGroup("h", "ns", min_member=1))
+    task = TaskInfo.create("ns", "h-0", job.uid, Resource.from_mapping({"cpu": 1}))
+    job.add_task(task)
+    cache.add_job(job)
+    snapshot_task = cache.snapshot().jobs["ns/h"].tasks["ns/h-0"]
+    cache.delete_task(cache.jobs["ns/h"].tasks["ns/h-0"])
+    cache.nominate(snapshot_task, "n1")
+    assert cache.nominations == {}

@@ -160,6 +160,10 @@ class MemoryCache:
         # copy's mutation counts then): a copy both sides left alone is still exact.
         self._node_twins: dict[str, tuple[NodeInfo, NodeInfo, int, int]] = {}
         self._job_twins: dict[str, tuple[JobInfo, JobInfo, int, int]] = {}
+        #: The cache's job objects the last snapshot copied, by uid: a session's status
+        #: write for a job replaced since (``delete_job`` + ``add_job``) is dropped, as
+        #: Volcano's pod-group update fails on the new object's resource version.
+        self._handed_out: dict[str, JobInfo] = {}
         #: Task uid -> (node name, the NUMA ids the numa-aware plugin assigned it there):
         #: out of that node's topology until the task leaves the node.
         self._numa_held: dict[str, tuple[str, Mapping[str, frozenset[int]]]] = {}
@@ -400,15 +404,18 @@ class MemoryCache:
             (pc.value for pc in self.priority_classes.values() if pc.global_default), 0
         )
         jobs: dict[str, JobInfo] = {}
+        handed_out: dict[str, JobInfo] = {}
         for uid, job in self.jobs.items():
             if job.queue not in self.queues:
                 log.warning("job %s: queue %r does not exist; left out of the session",
                             uid, job.queue)
                 continue
+            handed_out[uid] = job
             twin = self._job_twin(job)
             pc = self.priority_classes.get(job.podgroup.priority_class_name)
             twin.priority = pc.value if pc is not None else default_priority
             jobs[uid] = twin
+        self._handed_out = handed_out
         not_ready: list[NodeInfo] = []
         return ClusterInfo(
             nodes=self._node_twins_of_ready(not_ready),
@@ -698,10 +705,10 @@ class MemoryCache:
     @_locked
     def nominate(self, task: TaskInfo, node_name: str) -> None:
         """A preemptor was pipelined on ``node_name`` after evictions there (kube's
-        nominated node); kept in ``nominations``."""
-        self.nominations[task.uid] = node_name
+        nominated node); kept in ``nominations`` while the task is in the cache."""
         job = self.jobs.get(task.job)
         if job is not None and task.uid in job.tasks:
+            self.nominations[task.uid] = node_name
             job.tasks[task.uid].nominated_node = node_name
             # Not a status move (the job's mutation count stays): the copy a session
             # was handed must not be handed out again.
@@ -778,8 +785,9 @@ class MemoryCache:
 
     def _keep_job_status(self, job: JobInfo) -> None:
         mine = self.jobs.get(job.uid)
-        if mine is None:
-            return
+        handed = self._handed_out.get(job.uid)
+        if mine is None or (handed is not None and handed is not mine):
+            return  # gone, or replaced since the snapshot: the write is stale
         theirs = job.podgroup
         podgroup = mine.podgroup
         podgroup.phase = theirs.phase
