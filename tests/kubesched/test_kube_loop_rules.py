@@ -178,12 +178,17 @@ class CountsPostFilter:
         return None, Status.unschedulable("nothing to preempt")
 
 
+class Flat:
+    def score(self, state: CycleState, pod: Any, node: Any) -> tuple[int, Status]:
+        return 0, Status.success()
+
+
 @pytest.mark.parametrize("pod", ["w", "u"])
 def test_a_status_a_point_may_not_give_is_an_error(pod: str) -> None:
     CountsPostFilter.calls = 0
     c = cache({"n0": 2, "n1": 2}, [(pod, 1, 0)])
-    s = scheduler(c, plugins=[("X", Answers()), ("P", CountsPostFilter())],
-                  filter=["X"], preScore=["X"], postFilter=["P"])
+    s = scheduler(c, plugins=[("X", Answers()), ("P", CountsPostFilter()), ("S", Flat())],
+                  filter=["X"], preScore=["X"], score=["S"], postFilter=["P"])
     result = s.run(0.0)[0]
     assert result.status.code.name == "ERROR"
     assert f"default/{pod}" in s.queue.backoff
@@ -280,3 +285,138 @@ def test_profiles_without_a_binder_or_with_different_queue_sorts_are_refused() -
 class _Sort:
     def less(self, left: Any, right: Any) -> bool:
         return False
+
+
+# -- kube-scheduler's rules kept after an audit against schedule_one.go and framework.go --------
+
+def _where(s: PodScheduler, uid: str) -> str:
+    q = s.queue
+    return ("active" if uid in q.active else "backoff" if uid in q.backoff
+            else "unschedulable" if uid in q.unschedulable else "none")
+
+
+class PreFilters:
+    def __init__(self, answer: Status, calls: list[str], name: str) -> None:
+        self.answer, self.calls, self.name = answer, calls, name
+
+    def pre_filter(self, state: CycleState, pod: Any) -> Status:
+        self.calls.append(self.name)
+        return self.answer
+
+
+class SeesStatuses:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def post_filter(self, state: CycleState, pod: Any, statuses: Any) -> tuple[None, Status]:
+        self.seen = sorted({s.code.name for s in statuses.values()})
+        return None, Status.unschedulable("no")
+
+
+def test_an_unschedulable_pre_filter_lets_the_others_run() -> None:
+    """kubernetes#119770: only UnschedulableAndUnresolvable (or an error) stops PreFilter."""
+    calls: list[str] = []
+    post = SeesStatuses()
+    s = scheduler(cache({"n0": 2}, [("p", 1, 0)]), plugins=[
+        ("A", PreFilters(Status.unschedulable("a"), calls, "A")),
+        ("B", PreFilters(Status.unschedulable("b", unresolvable=True), calls, "B")),
+        ("P", post)], preFilter=["A", "B"], postFilter=["P"])
+    s.run(0.0)
+    assert calls == ["A", "B"]
+    assert post.seen == ["UNSCHEDULABLE_AND_UNRESOLVABLE"]
+
+
+class NominatesAsTold:
+    def __init__(self, answer: tuple[str | None, Status]) -> None:
+        self.answer = answer
+
+    def post_filter(self, state: CycleState, pod: Any, statuses: Any) -> Any:
+        return self.answer
+
+
+def test_post_filter_errors_fail_the_pod_as_unschedulable_and_an_empty_nomination_clears() -> None:
+    c = cache({"n0": 1}, [("p", 2, 0)])
+    post = NominatesAsTold(("n0", Status.success()))
+    s = scheduler(c, plugins=[("P", post)], filter=["NodeResourcesFit"], postFilter=["P"])
+    s.run(0.0)
+    assert c.nominations == {"default/p": "n0"}
+    post.answer = ("", Status.unschedulable("preemption is not helpful"))
+    s.queue.move_all_to_active_or_backoff(100.0, "NodeAdd")
+    s.run(100.0)
+    assert c.nominations == {}
+    post.answer = (None, Status.error("api down"))
+    s.queue.move_all_to_active_or_backoff(200.0, "NodeAdd")
+    result = s.run(200.0)[-1]
+    assert result.status.code.name == "UNSCHEDULABLE"
+    assert _where(s, "default/p") == "unschedulable"
+
+
+def test_the_nominated_node_is_tried_first_and_taken_unscored() -> None:
+    c = cache({"n0": 8, "n1": 2}, [("p", 1, 0)])
+    c.nominate(c.snapshot().jobs["default/j-p"].tasks["default/p"], "n1")
+    s = scheduler(c, filter=["NodeResourcesFit"], score=[("NodeResourcesLeastAllocated", 1)])
+    s.run(0.0)
+    assert bound(c) == {"default/p": "n1"}
+
+
+class Rejects:
+    def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+        return (Status.unschedulable("no") if pod.name == "q" else Status.success()), 0.0
+
+
+def test_a_permit_rejection_in_the_scheduling_cycle_moves_no_other_pod() -> None:
+    c = cache({"n0": 2}, [("big", 4, 10), ("q", 1, 0)])
+    s = scheduler(c, plugins=[("R", Rejects())], filter=["NodeResourcesFit"], permit=["R"])
+    s.run(0.0)
+    assert _where(s, "default/big") == "unschedulable"
+    assert _where(s, "default/q") == "unschedulable"
+
+
+class Binding:
+    def __init__(self, point: str, answer: Status) -> None:
+        self.point, self.answer = point, answer
+
+    def pre_bind(self, state: CycleState, pod: Any, node: str) -> Status:
+        return self.answer if self.point == "preBind" else Status.success()
+
+    def reserve(self, state: CycleState, pod: Any, node: str) -> Status:
+        return self.answer if self.point == "reserve" else Status.success()
+
+
+@pytest.mark.parametrize(("point", "answer", "code"), [
+    ("preBind", Status.unschedulable("no"), "UNSCHEDULABLE"),   # binding cycle: backoff
+    ("preBind", Status.wait(), "ERROR"),                        # a code it may not give
+    ("reserve", Status.skip(), "ERROR"),
+])
+def test_binding_failures_and_unexpected_codes_back_off(point: str, answer: Status,
+                                                        code: str) -> None:
+    c = cache({"n0": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("X", Binding(point, answer))], filter=["NodeResourcesFit"],
+                  **{point: ["X"]})
+    result = s.run(0.0)[0]
+    assert result.status.code.name == code
+    assert _where(s, "default/p") == "backoff"
+
+
+class FailingPreScore:
+    def pre_score(self, state: CycleState, pod: Any, nodes: Any) -> Status:
+        return Status.error("boom")
+
+
+def test_without_score_plugins_pre_score_is_not_run_and_the_first_feasible_node_wins() -> None:
+    c = cache({"n0": 2, "n1": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("X", FailingPreScore())], filter=["NodeResourcesFit"],
+                  preScore=["X"])
+    s.run(0.0)
+    assert bound(c) == {"default/p": "n0"}
+
+
+def test_no_nodes_is_unresolvable_before_pre_filter() -> None:
+    calls: list[str] = []
+    post = SeesStatuses()
+    s = scheduler(cache({}, [("p", 1, 0)]), plugins=[
+        ("A", PreFilters(Status.success(), calls, "A")), ("P", post)],
+        preFilter=["A"], postFilter=["P"])
+    result = s.run(0.0)[0]
+    assert result.status.code.name == "UNSCHEDULABLE_AND_UNRESOLVABLE"
+    assert calls == [] and post.seen == []

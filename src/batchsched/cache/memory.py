@@ -705,10 +705,14 @@ class MemoryCache:
     @_locked
     def nominate(self, task: TaskInfo, node_name: str) -> None:
         """A preemptor was pipelined on ``node_name`` after evictions there (kube's
-        nominated node); kept in ``nominations`` while the task is in the cache."""
+        nominated node); kept in ``nominations`` while the task is in the cache. An
+        empty ``node_name`` clears the nomination (kube's PostFilter may clear it)."""
         job = self.jobs.get(task.job)
         if job is not None and task.uid in job.tasks:
-            self.nominations[task.uid] = node_name
+            if node_name:
+                self.nominations[task.uid] = node_name
+            else:
+                self.nominations.pop(task.uid, None)
             job.tasks[task.uid].nominated_node = node_name
             # Not a status move (the job's mutation count stays): the copy a session
             # was handed must not be handed out again.

@@ -330,6 +330,9 @@ class Framework:
         None, Status)`` as kube-scheduler's ``PreFilterResult``: the nodes it leaves
         (None: all), intersected over the plugins into ``state.pre_filter_nodes``."""
         state.pre_filter_nodes = None
+        # A plain Unschedulable lets the other PreFilter plugins run (preemption may
+        # still help, and they may find the pod unresolvable): kubernetes#119770.
+        rejected: Status | None = None
         for name, plugin in self.plugins_at("preFilter"):
             answer = self._call(name, "preFilter", plugin.pre_filter, state, pod)
             nodes: Any = None
@@ -345,8 +348,11 @@ class Framework:
                 state.skip_filter_plugins.add(name)
                 continue
             if not status.is_success():
-                if status.is_rejected():
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     return status.with_plugin(name)
+                if status.is_rejected():
+                    rejected = rejected or status.with_plugin(name)
+                    continue
                 return self._as_error(name, "preFilter", status)
             if nodes is not None:
                 kept = frozenset(nodes) if state.pre_filter_nodes is None \
@@ -356,7 +362,7 @@ class Framework:
                     return Status.unschedulable(
                         f"node(s) didn't satisfy plugin(s) [{name}] simultaneously",
                         plugin=name, unresolvable=True)
-        return Status.success()
+        return rejected or Status.success()
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: TaskInfo, added: TaskInfo,
                                node: NodeInfo) -> Status:
@@ -394,6 +400,9 @@ class Framework:
         plugins run in order until one succeeds, finds the pod unresolvable, or
         errs (kube-scheduler's ``RunPostFilterPlugins``)."""
         last = Status.unschedulable("no postFilter plugin made the pod schedulable")
+        # The last nomination a rejecting plugin still made ("" clears the pod's), as
+        # kube keeps a rejecting plugin's non-noop PostFilterResult.
+        kept: str | None = None
         for name, plugin in self.plugins_at("postFilter"):
             answer = self._call(name, "postFilter", plugin.post_filter, state, pod, statuses)
             if not (isinstance(answer, tuple) and len(answer) == 2
@@ -406,11 +415,13 @@ class Framework:
             if status.is_success():
                 return nominated, status
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return None, status.with_plugin(name)
+                return nominated, status.with_plugin(name)
             if not status.is_rejected():
                 return None, self._as_error(name, "postFilter", status)
+            if nominated is not None:
+                kept = nominated
             last = status.with_plugin(name)
-        return None, last
+        return kept, last
 
     # -- scoring ---------------------------------------------------------------------------
 
@@ -471,7 +482,8 @@ class Framework:
         for name, plugin in self.plugins_at("reserve"):
             status = self._status(name, "reserve", plugin.reserve, state, pod, node_name)
             if not status.is_success():
-                return status.with_plugin(name)
+                return status.with_plugin(name) if status.is_rejected() \
+                    else self._as_error(name, "reserve", status)
         return Status.success()
 
     def run_unreserve(self, state: CycleState, pod: TaskInfo, node_name: str) -> None:
@@ -500,8 +512,8 @@ class Framework:
             if status.is_wait():
                 waits[name] = self.now + min(max(float(timeout), 0.0), MAX_WAIT_SECONDS)
             elif not status.is_success():
-                if status.code == Code.ERROR:
-                    return status.with_plugin(name)
+                if not status.is_rejected():
+                    return self._as_error(name, "permit", status)
                 return Status.unschedulable(
                     f"rejected by {name!r} at permit: {status.message}", plugin=name)
         if waits:
@@ -515,7 +527,8 @@ class Framework:
         for name, plugin in self.plugins_at("preBind"):
             status = self._status(name, "preBind", plugin.pre_bind, state, pod, node_name)
             if not status.is_success():
-                return status.with_plugin(name)
+                return status.with_plugin(name) if status.is_rejected() \
+                    else self._as_error(name, "preBind", status)
         return Status.success()
 
     def run_bind(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
@@ -523,7 +536,8 @@ class Framework:
             status = self._status(name, "bind", plugin.bind, state, pod, node_name)
             if status.is_skip():
                 continue
-            return status.with_plugin(name)
+            return status.with_plugin(name) if status.is_success() or status.is_rejected() \
+                else self._as_error(name, "bind", status)
         return Status.error("no bind plugin bound the pod")
 
     def run_post_bind(self, state: CycleState, pod: TaskInfo, node_name: str) -> None:

@@ -192,15 +192,31 @@ class PodScheduler:
         the pod's failed result."""
         assert self.view is not None
         nodes = list(self.view.nodes.values())
+        if not nodes:
+            # kube's ErrNoNodesAvailable: before PreFilter, and no PostFilter.
+            return self._failed(pod, Status.unschedulable(
+                "no nodes available to schedule pods", unresolvable=True), now)
         status = framework.run_pre_filter(state, pod)
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
         if status.code == Code.ERROR:
             return self._failed(pod, status, now)
+        scoring = bool(framework.plugins_at("score"))
         if not status.is_success():
             # Every node carries the PreFilter's rejection; PostFilter still runs.
             statuses = dict.fromkeys((node.name for node in nodes), status)
         else:
+            nominated_node = self.view.nodes.get(pod.nominated_node) \
+                if pod.nominated_node else None
+            if nominated_node is not None:
+                # kube tries the node a preemption nominated first: passing there, it
+                # is the pod's node, unscored (an error there is only logged).
+                verdict = framework.run_filter(state, pod, nominated_node)
+                if verdict.is_success():
+                    return nominated_node
+                if verdict.code == Code.ERROR:
+                    log.warning("batchsched: %s on its nominated node %s: %s", pod.uid,
+                                nominated_node.name, verdict.message)
             allowed = state.pre_filter_nodes
             for node in nodes:
                 if allowed is not None and node.name not in allowed:
@@ -212,19 +228,23 @@ class PodScheduler:
                     return self._failed(pod, verdict, now)  # the cycle ends: no PostFilter
                 if verdict.is_success():
                     feasible.append(node)
+                    if not scoring:
+                        break  # kube looks for one feasible node when nothing scores
                 else:
                     statuses[node.name] = verdict
         if not feasible:
             nominated, post = framework.run_post_filter(state, pod, statuses)
             if post.code == Code.ERROR:
-                return self._failed(pod, post, now)
+                # Logged; the pod still fails as unschedulable by its filters.
+                log.warning("batchsched: postFilter for %s: %s", pod.uid, post.message)
             reasons = sorted({reason for s in statuses.values() for reason in s.reasons})
             message = f"0/{len(nodes)} nodes are available" + (
                 f": {', '.join(reasons)}" if reasons else "")
-            if nominated:
+            if nominated is not None:  # "" clears the pod's nomination
                 self._nominate(pod, nominated)
-            return self._failed(pod, Status.unschedulable(message), now, nominated=nominated)
-        if len(feasible) == 1:
+            return self._failed(pod, Status.unschedulable(message), now,
+                                nominated=nominated or None)
+        if len(feasible) == 1 or not scoring:
             return feasible[0]
         status = framework.run_pre_score(state, pod, feasible)
         if not status.is_success():
@@ -257,10 +277,12 @@ class PodScheduler:
         if status.is_wait():
             return self._record(pod, node.name, status)
         if not status.is_success():
+            # Still the scheduling cycle: no other pod moves (kube moves them only when
+            # a binding cycle fails).
             framework.waiting_pods.remove(pod.uid)
             self._unreserve(assumed)
             self._forget(pod.uid)
-            return self._binding_failed(pod, status, now)
+            return self._failed(pod, status, now)
         return self._bind(pod.uid, now)
 
     def settle_waiting(self, now: float) -> None:
@@ -295,10 +317,11 @@ class PodScheduler:
         if status.is_success():
             status = _guarded(lambda: framework.run_bind(state, pod, node))
         if not status.is_success():
-            # kube-scheduler's handleBindingCycleError: unreserve, forget, requeue.
+            # kube-scheduler's handleBindingCycleError: unreserve, forget, requeue. A
+            # PreBind or Bind failure is no fit error: the pod backs off and retries.
             self._unreserve(assumed)
             self._forget(uid)
-            return self._binding_failed(pod, status, now)
+            return self._binding_failed(pod, status, now, backoff=True)
         del self.assumed[uid]
         self.attempts.pop(uid, None)
         framework.run_post_bind(state, pod, node)
@@ -331,19 +354,20 @@ class PodScheduler:
         task.node_name = ""
         task.gpu_devices = ()
 
-    def _binding_failed(self, pod: TaskInfo, status: Status, now: float) -> CycleResult:
-        """A failed binding cycle: the pod is requeued, and its node is free again, an
-        event that may let the other unschedulable pods in (kube-scheduler's
-        ``AssignedPodDelete``)."""
-        result = self._failed(pod, status, now)
+    def _binding_failed(self, pod: TaskInfo, status: Status, now: float, *,
+                        backoff: bool = False) -> CycleResult:
+        """A failed binding cycle: the pod is requeued (to backoff with ``backoff``),
+        and its node is free again, an event that may let the other unschedulable pods
+        in (kube-scheduler's ``AssignedPodDelete``)."""
+        result = self._failed(pod, status, now, backoff=backoff)
         # After the pod's own requeue, and not the pod itself: it stays unschedulable.
         self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete", exclude=pod.uid)
         return result
 
     def _failed(self, pod: TaskInfo, status: Status, now: float, *,
-                nominated: str | None = None) -> CycleResult:
+                nominated: str | None = None, backoff: bool = False) -> CycleResult:
         attempts = self.attempts[pod.uid] = self.attempts.get(pod.uid, 0) + 1
-        if status.code == Code.ERROR:
+        if backoff or status.code == Code.ERROR:
             self.queue.add_backoff(pod, now, attempts=attempts)
         else:
             self.queue.add_unschedulable(pod, now, attempts=attempts)
