@@ -420,3 +420,34 @@ def test_no_nodes_is_unresolvable_before_pre_filter() -> None:
     result = s.run(0.0)[0]
     assert result.status.code.name == "UNSCHEDULABLE_AND_UNRESOLVABLE"
     assert calls == [] and post.seen == []
+
+
+def test_waiting_pods_are_shared_by_every_profile() -> None:
+    """kube-scheduler hands every profile's framework one map of waiting pods: a
+    plugin of one profile sees (and may allow or reject) a pod waiting in another."""
+    seen: dict[str, bool] = {}
+
+    class Gang:
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            if pod.name == "a":
+                return Status.wait(), 30.0
+            seen["b"] = self.handle.waiting_pods.get("default/a") is not None
+            return Status.success(), 0.0
+
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    factories["Gang"] = lambda args, handle: Gang(handle)
+
+    def framework(name: str) -> Framework:
+        return Framework(Registry(factories), Profile(name, {
+            "queueSort": (PluginRef("PrioritySort"),), "permit": (PluginRef("Gang"),),
+            "bind": (PluginRef("DefaultBinder"),)}))
+
+    c = cache({"n0": 4}, [("a", 1, 10), ("b", 1, 0)])
+    c.jobs["default/j-b"].tasks["default/b"].scheduler_name = "other"
+    s = PodScheduler(c, {"default-scheduler": framework("default-scheduler"),
+                         "other": framework("other")})
+    s.run(0.0)
+    assert seen == {"b": True}

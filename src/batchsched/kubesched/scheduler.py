@@ -41,7 +41,7 @@ from batchsched.api.types import TaskStatus
 from batchsched.cache.protocol import Cache
 from batchsched.errors import ConfigError, PluginError
 from batchsched.kubesched.cycle_state import CycleState
-from batchsched.kubesched.framework import Framework
+from batchsched.kubesched.framework import Framework, WaitingPods
 from batchsched.kubesched.queue import SchedulingQueue
 from batchsched.kubesched.status import Code, Status
 
@@ -79,8 +79,15 @@ class PodScheduler:
             frameworks = {frameworks.profile.scheduler_name: frameworks}
         self.frameworks = dict(frameworks)
         _check_profiles(self.frameworks)
+        # One map of waiting pods for every profile, as kube-scheduler hands every
+        # framework the same one: a plugin of one profile may allow or reject a pod
+        # waiting in another.
+        waiting = WaitingPods()
         for framework in self.frameworks.values():
             framework.host = cache
+            for pod in framework.waiting_pods:
+                waiting.add(pod)
+            framework.waiting_pods = waiting
         default = self.frameworks.get(DEFAULT_SCHEDULER_NAME) or next(
             iter(self.frameworks.values()))
         self.queue = queue or SchedulingQueue(default.queue_sort_less())
@@ -288,11 +295,12 @@ class PodScheduler:
     def settle_waiting(self, now: float) -> None:
         """Bind the waiting pods every plugin allowed; unreserve and requeue the ones
         rejected or timed out (a rejection may reject others: settled until none moves)."""
+        for framework in self.frameworks.values():
+            framework.now = now
         moved = True
         while moved:
             moved = False
             for framework in self.frameworks.values():
-                framework.now = now
                 for waiting in framework.waiting_pods:
                     waiting.expire(now)
                     if waiting.decision is None:
