@@ -451,3 +451,25 @@ def test_waiting_pods_are_shared_by_every_profile() -> None:
                          "other": framework("other")})
     s.run(0.0)
     assert seen == {"b": True}
+
+
+def test_a_plugin_activates_pods_through_the_cycle_state() -> None:
+    """kube-scheduler's PodsToActivate: a plugin names pods to retry now (a gang
+    waking its members); once the pod's cycle succeeds they move to active, and the
+    same run tries them again."""
+    from batchsched.kubesched import PODS_TO_ACTIVATE_KEY, PodsToActivate
+
+    class Wakes:
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            wanted = state.read(PODS_TO_ACTIVATE_KEY)
+            assert isinstance(wanted, PodsToActivate)
+            if pod.name == "q":
+                wanted.pods["default/big"] = pod
+            return Status.success(), 0.0
+
+    c = cache({"n0": 2}, [("big", 4, 10), ("q", 1, 0)])
+    s = scheduler(c, plugins=[("W", Wakes())], filter=["NodeResourcesFit"], permit=["W"])
+    s.run(0.0)
+    assert bound(c) == {"default/q": "n0"}
+    assert s.attempts["default/big"] == 2          # tried, woken by q's cycle, tried again
+    assert _where(s, "default/big") == "unschedulable"

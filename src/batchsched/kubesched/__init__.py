@@ -28,7 +28,13 @@ module                                    holds
 """
 
 from batchsched.kubesched.builtin_plugins import default_profile
-from batchsched.kubesched.cycle_state import CycleState, StateData, StateNotFoundError
+from batchsched.kubesched.cycle_state import (
+    PODS_TO_ACTIVATE_KEY,
+    CycleState,
+    PodsToActivate,
+    StateData,
+    StateNotFoundError,
+)
 from batchsched.kubesched.framework import (
     MAX_NODE_SCORE,
     Framework,
@@ -43,6 +49,7 @@ from batchsched.kubesched.status import Code, Status
 
 __all__ = [
     "MAX_NODE_SCORE",
+    "PODS_TO_ACTIVATE_KEY",
     "Code",
     "CycleResult",
     "CycleState",
@@ -50,6 +57,7 @@ __all__ = [
     "KubePluginSpec",
     "PluginRef",
     "PodScheduler",
+    "PodsToActivate",
     "Profile",
     "Registry",
     "SchedulingQueue",

@@ -13,7 +13,8 @@ from typing import Protocol, runtime_checkable
 
 from batchsched.errors import SchedulingError
 
-__all__ = ["CycleState", "StateData", "StateNotFoundError"]
+__all__ = ["PODS_TO_ACTIVATE_KEY", "CycleState", "PodsToActivate", "StateData",
+           "StateNotFoundError"]
 
 
 @runtime_checkable
@@ -27,6 +28,23 @@ class StateData(Protocol):
 
 class StateNotFoundError(SchedulingError, KeyError):
     """No entry under that key in this cycle's state."""
+
+
+#: kube-scheduler's ``framework.PodsToActivateKey``: every cycle state has it.
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+
+class PodsToActivate:
+    """The pods a plugin wants retried now (a gang waking its other members): the
+    scheduler moves them to the active queue once the scheduling cycle, and again
+    once the binding cycle, succeeds (kube-scheduler's ``PodsToActivate``)."""
+
+    def __init__(self) -> None:
+        #: Pod uid -> pod.
+        self.pods: dict[str, object] = {}
+
+    def clone(self) -> PodsToActivate:
+        return self  # shared by a cycle's dry runs, as kube-scheduler shares it
 
 
 class CycleState:

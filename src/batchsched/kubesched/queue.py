@@ -19,7 +19,7 @@ clock's.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 
@@ -124,6 +124,18 @@ class SchedulingQueue:
             else:
                 self.active[queued.pod.uid] = queued
         return len(moved)
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Move these pods, if they wait unschedulable or in backoff, to active (a
+        gated pod only once PreEnqueue admits it): kube-scheduler's ``Activate``."""
+        for uid in uids:
+            queued = self.backoff.pop(uid, None)
+            if queued is None:
+                held = self.unschedulable.get(uid)
+                if held is None or not self._admitted(held):
+                    continue
+                queued = self.unschedulable.pop(uid)
+            self.active[uid] = queued
 
     def flush(self, now: float) -> None:
         """Backoff pods whose backoff ended, and unschedulable pods that waited the

@@ -40,7 +40,7 @@ from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.cache.protocol import Cache
 from batchsched.errors import ConfigError, PluginError
-from batchsched.kubesched.cycle_state import CycleState
+from batchsched.kubesched.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from batchsched.kubesched.framework import Framework, WaitingPods
 from batchsched.kubesched.queue import SchedulingQueue
 from batchsched.kubesched.status import Code, Status
@@ -184,6 +184,7 @@ class PodScheduler:
         if framework is None:
             return self._record(pod, None, Status.error("no profile schedules this pod"))
         state = CycleState()
+        state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
         try:
             chosen = self._select_node(framework, state, pod, now)
         except PluginError as exc:
@@ -281,6 +282,8 @@ class PodScheduler:
             self._forget(pod.uid)
             return self._failed(pod, status, now)
         status = _guarded(lambda: framework.run_permit(state, pod, node.name))
+        if status.is_success() or status.is_wait():
+            self._activate(state)  # the scheduling cycle succeeded
         if status.is_wait():
             return self._record(pod, node.name, status)
         if not status.is_success():
@@ -333,7 +336,18 @@ class PodScheduler:
         del self.assumed[uid]
         self.attempts.pop(uid, None)
         framework.run_post_bind(state, pod, node)
+        self._activate(state)  # the binding cycle succeeded
         return self._record(pod, node, Status.success())
+
+    def _activate(self, state: CycleState) -> None:
+        """Move the pods the cycle's plugins asked for to the active queue, and empty
+        the request (kube-scheduler's ``SchedulingQueue.Activate``)."""
+        if PODS_TO_ACTIVATE_KEY not in state:
+            return
+        wanted = state.read(PODS_TO_ACTIVATE_KEY)
+        if isinstance(wanted, PodsToActivate) and wanted.pods:
+            self.queue.activate(list(wanted.pods))
+            wanted.pods = {}
 
     # -- bookkeeping -----------------------------------------------------------------------
 
