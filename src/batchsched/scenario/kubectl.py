@@ -898,8 +898,6 @@ class _Converter:
         scheduler = self.text(spec.get("schedulerName"), who,
                               "spec.schedulerName") or "default-scheduler"
         requests, init = self.pod_requests(spec, status, who)
-        nonzero = _nonzero_request(self.pod_requests(spec, status, who, non_missing=True),
-                                   requests, init)
         ours = scheduler in self.scheduler_names
         if not ours and not node:
             self.warn(who, f"left out: it waits for scheduler {scheduler!r}, and Volcano "
@@ -984,7 +982,8 @@ class _Converter:
             "deleting": True if meta.get("deletionTimestamp") else None,
             "preemptedByScheduler": True if _preempted_by_scheduler(status) else None,
             "requests": _formatted(requests), "initRequests": init and _formatted(init),
-            "nonZeroRequests": nonzero,
+            "nonZeroRequests": _nonzero_request(
+                self.pod_requests(spec, status, who, non_missing=True), requests, init),
             "priority": spec.get("priority"),
             "priorityClassName": spec.get("priorityClassName") or None,
             "preemptionPolicy": spec.get("preemptionPolicy"),
