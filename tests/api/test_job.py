@@ -149,5 +149,5 @@ def test_pod_group_clone_copies_every_field() -> None:
         assert getattr(twin, field.name) == value, field.name
     # Read-only once built (replaced whole, never changed in place): shared.
     assert twin.min_task_member is podgroup.min_task_member
+    assert twin.min_resources is podgroup.min_resources
     assert twin.conditions is not podgroup.conditions
-    assert twin.min_resources is not podgroup.min_resources

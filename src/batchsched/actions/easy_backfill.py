@@ -145,13 +145,18 @@ def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]
     if need.less_equal(free):
         return ssn.now, free.sub_unchecked(need)
     ends: list[tuple[float, Resource]] = []
+    now = ssn.now
     for job in ssn.jobs.values():
         requested = job.requested_runtime
+        if requested is None:
+            continue  # not expected to end
+        index = job.task_status_index
         for status in ALLOCATED_STATUSES:
-            for task in job.tasks_in(status).values():
-                if requested is None:
-                    continue  # not expected to end
-                start = task.start_time if task.start_time is not None else ssn.now
+            tasks = index.get(status)
+            if not tasks:
+                continue
+            for task in tasks.values():
+                start = task.start_time if task.start_time is not None else now
                 ends.append((start + requested, task.resreq))
     ends.sort(key=lambda item: item[0])
     for end, released in ends:

@@ -172,7 +172,11 @@ def cluster_free(ssn: Session) -> Resource:
     scalars: dict[str, float] = {}
     for node in ssn.node_list:
         releasing, pipelined = node.releasing, node.pipelined
-        if _exactly_zero(releasing) and _exactly_zero(pipelined):
+        # _exactly_zero's test, its common case inlined (no scalars named).
+        if (not (releasing.milli_cpu or releasing.memory or pipelined.milli_cpu
+                 or pipelined.memory)
+                and (not releasing.scalars or _exactly_zero(releasing))
+                and (not pipelined.scalars or _exactly_zero(pipelined))):
             part = node.idle  # (idle + 0) - 0 is idle, bit for bit
         else:
             part = node.future_idle()

@@ -64,6 +64,8 @@ class PodGroup:
     queue: str = "default"
     min_member: int = 0
     min_task_member: Mapping[str, int] = NO_COUNTS
+    #: Read-only once built, as a task's requests are: copies of the pod group share
+    #: it, and whatever narrows it (the session's hidden resource names) replaces it.
     min_resources: Resource | None = None
     phase: PodGroupPhase = PodGroupPhase.PENDING
     priority_class_name: str = ""
@@ -92,8 +94,6 @@ class PodGroup:
         # (attrs.evolve is several times slower). tests/api checks every field.
         if type(self) is PodGroup:
             twin: PodGroup = _copy_pod_group_fields(self)
-            if self.min_resources is not None:
-                twin.min_resources = self.min_resources.clone()
             twin.conditions = list(self.conditions)
             return twin
         return type(self)(
@@ -102,7 +102,7 @@ class PodGroup:
             queue=self.queue,
             min_member=self.min_member,
             min_task_member=self.min_task_member,
-            min_resources=None if self.min_resources is None else self.min_resources.clone(),
+            min_resources=self.min_resources,
             phase=self.phase,
             priority_class_name=self.priority_class_name,
             annotations=self.annotations,

@@ -548,9 +548,12 @@ class MemoryCache:
                 twin = kept[0]
                 # What a session writes besides task moves: its own verdicts and notes.
                 twin.podgroup = job.podgroup.clone()
-                twin.nodes_fit_errors = {}
+                # Emptied only when written to: most twins come back untouched.
+                if twin.nodes_fit_errors:
+                    twin.nodes_fit_errors = {}
                 twin.job_fit_errors = ""
-                twin.extra = dict(job.extra)
+                if twin.extra or job.extra:
+                    twin.extra = dict(job.extra)
                 twin.allocated_hyper_node = job.allocated_hyper_node
                 twin.sub_job_hyper_nodes = None if job.sub_job_hyper_nodes is None \
                     else dict(job.sub_job_hyper_nodes)

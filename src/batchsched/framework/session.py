@@ -229,7 +229,8 @@ class Session:
                 kept = (job.mutations,
                         [task for task in job.tasks.values() if task.nominated_node])
                 job.memo[_NOMINATED_KEY] = kept
-            nominated.extend(kept[1])
+            if kept[1]:
+                nominated.extend(kept[1])
         return nominated
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -483,19 +484,31 @@ class Session:
         # With a root queue, what a job holds counts for every ancestor of its queue too.
         hierarchy = ROOT_QUEUE in self.queues
         claimed: dict[str, set[str]] | None = {} if self.dra else None
+        # Each queue's holders once (the queue and, with a root queue, its ancestors),
+        # not once per job: a session closes hundreds of jobs of a few queues.
+        holders: dict[str, tuple[tuple[str, QueueStatus], ...]] = {
+            name: tuple((holder, statuses[holder]) for holder in
+                        ((name, *self._ancestors(name)) if hierarchy else (name,)))
+            for name in statuses}
+        per_job = bool(device_usage) or claimed is not None
         for job in self.jobs.values():
-            status = statuses.get(job.queue)
-            if status is None:
+            held = holders.get(job.queue)
+            if held is None:
                 continue
-            for holder in (job.queue, *self._ancestors(job.queue)) if hierarchy else (job.queue,):
-                allocated = statuses[holder].allocated
-                allocated.add(job.allocated)
-                if device_usage:
-                    self._count_device_usage(allocated, job, device_usage)
-                if claimed is not None:
-                    self._count_claimed_devices(allocated, job, claimed.setdefault(holder, set()))
+            holding = job.allocated
+            # A job that holds nothing (most waiting jobs) adds nothing: skipped.
+            if holding.milli_cpu or holding.memory or holding.scalars or per_job:
+                for holder, status in held:
+                    allocated = status.allocated
+                    allocated.add(holding)
+                    if device_usage:
+                        self._count_device_usage(allocated, job, device_usage)
+                    if claimed is not None:
+                        self._count_claimed_devices(allocated, job,
+                                                    claimed.setdefault(holder, set()))
             field = _PHASE_COUNTERS.get(job.podgroup.phase)
             if field is not None:
+                status = held[0][1]
                 setattr(status, field, getattr(status, field) + 1)
         update = getattr(self.cache, "update_queue_status", None)
         for name, status in statuses.items():
@@ -609,6 +622,12 @@ class Session:
     def pod_group_phase(self, job: JobInfo) -> PodGroupPhase:
         """The phase Volcano's job updater gives the pod group at session close."""
         podgroup = job.podgroup
+        pending = job.task_status_index.get(TaskStatus.PENDING)
+        if pending is not None and len(pending) == len(job.tasks) and podgroup.min_member > 0:
+            # Every task pending (most jobs of a session that waits): none is scheduled,
+            # none running, so below minMember whatever the conditions say.
+            return podgroup.phase if podgroup.phase == PodGroupPhase.INQUEUE \
+                else PodGroupPhase.PENDING
         # Running tasks first: most jobs have none, and then the conditions do not matter.
         if job.tasks_in(TaskStatus.RUNNING) and any(
             c.type == PodGroupConditionType.UNSCHEDULABLE and c.status == "True"

@@ -455,7 +455,8 @@ class _Parser:
         """What :meth:`resources` gives for ``value``, parsed once per distinct mapping
         (large scenarios repeat a few request shapes), or None when ``value`` is not a
         dict of valid quantities (nor, with ``counted_only``, when it names a resource
-        Volcano does not count). The result is shared: whoever keeps it must copy it.
+        Volcano does not count). The result is shared: whoever may change it must copy
+        it (a pod group keeps it as is: its minResources is read-only).
         """
         if value is None:
             value = {}
@@ -1080,7 +1081,7 @@ class _Parser:
             shared = self.shared_resources(raw_minimum)
             if shared is None:
                 return None
-            min_resources = shared.clone()  # the pod group's own: shared ones are not
+            min_resources = shared  # read-only once built, as every pod group's
         podgroup = PodGroup(name=name, namespace=namespace, queue=queue,
                             min_member=min_member, min_resources=min_resources, phase=phase,
                             priority_class_name=class_name, creation_time=GO_ZERO_TIME)
