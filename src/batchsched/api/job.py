@@ -72,6 +72,8 @@ class PodGroup:
     annotations: Mapping[str, str] = NO_LABELS
     labels: Mapping[str, str] = NO_LABELS
     creation_time: float = 0.0
+    #: Replaced whole, never changed in place (``Session.update_pod_group_condition``):
+    #: a session compares the list it opened with at close.
     conditions: list[PodGroupCondition] = attrs.field(factory=list)
     #: Status counts written at session close (Volcano's ``PodGroupStatus``).
     running: int = 0

@@ -376,14 +376,17 @@ def deduct_scheduling_gated(job: JobInfo, reserved: Resource) -> Resource:
     and the scalars ``reserved`` names (Volcano's ``DeductSchGatedResources``): a job
     waiting on gates does not hold back the jobs behind it. ``reserved`` itself when
     no pod is gated."""
-    # Kept with the job until its tasks change: every session counts every job.
+    # Kept with the job until its tasks change: every session counts every job. A job
+    # of a few tasks without gates is scanned again instead: cheaper than the memo
+    # entry each of 100,000 such jobs would hold.
     kept = job.memo.get(_GATED_KEY)
     if kept is not None and kept[0] == job.mutations:
         gated: Resource | None = kept[1]
     else:
         gated = scheduling_gated_request(job) if any(
             task.scheduling_gates for task in job.tasks.values()) else None
-        job.memo[_GATED_KEY] = (job.mutations, gated)
+        if gated is not None or len(job.tasks) > _SCANNED_AGAIN:
+            job.memo[_GATED_KEY] = (job.mutations, gated)
     if gated is None or gated.is_empty():
         return reserved
     out = reserved.clone()
@@ -395,6 +398,8 @@ def deduct_scheduling_gated(job: JobInfo, reserved: Resource) -> Resource:
     return out
 
 
+#: Jobs of at most this many tasks, none gated, are scanned rather than memoised.
+_SCANNED_AGAIN = 8
 #: Each job's gated request, kept in its memo with its mutation count.
 _GATED_KEY = "queue-accounting.scheduling-gated"
 

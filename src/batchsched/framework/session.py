@@ -179,6 +179,7 @@ class Session:
         self._task_order_keys: dict[str, tuple[Callable[[TaskInfo], Any], Fn]] = {}
         self._queue_order_keys: dict[str, tuple[Callable[[QueueInfo], Any], Fn]] = {}
         self._messages: dict[str, str] = {}
+        self._conditions: dict[tuple[str, str], tuple[str, str]] = {}
         self._nan_creation_time: bool | None = None
         self._preemptive_many: dict[
             str, tuple[Callable[[QueueInfo, Sequence[TaskInfo]], bool], Fn]] = {}
@@ -189,12 +190,19 @@ class Session:
         self._initial_status: dict[str, tuple[PodGroupPhase, int, int, int]] = {}
         self._initial_conditions: dict[str, list[PodGroupCondition]] = {}
         if self.keeps_events:
-            self._initial_status = {
-                uid: (job.podgroup.phase, job.podgroup.running, job.podgroup.succeeded,
-                      job.podgroup.failed) for uid, job in self.jobs.items()}
-            self._initial_conditions = {
-                uid: list(job.podgroup.conditions) for uid, job in self.jobs.items()
-            }
+            # One tuple per distinct status (most jobs wait alike), and each job's
+            # conditions list itself: conditions are replaced, never changed in place
+            # (update_pod_group_condition).
+            statuses: dict[tuple[PodGroupPhase, int, int, int],
+                           tuple[PodGroupPhase, int, int, int]] = {}
+            initial_status = self._initial_status
+            initial_conditions = self._initial_conditions
+            for job_uid, job in self.jobs.items():
+                podgroup = job.podgroup
+                status = (podgroup.phase, podgroup.running, podgroup.succeeded,
+                          podgroup.failed)
+                initial_status[job_uid] = statuses.setdefault(status, status)
+                initial_conditions[job_uid] = podgroup.conditions
         #: Task uid -> the scalars hidden from its requests (see _hide_resources).
         self._hidden_requests: dict[str, dict[str, float]] = {}
         self._raw_min_resources: dict[str, Resource] = {}
@@ -689,7 +697,11 @@ class Session:
                     message = summary
                 if task.scheduling_condition == (reason, message):
                     continue
-                task.scheduling_condition = (reason, message)
+                # One condition object per distinct condition: the tasks of a waiting
+                # queue keep the same one.
+                condition = self._conditions.setdefault((reason, message), (reason, message))
+                task.scheduling_condition = condition
+                message = condition[1]
                 self.record_event(uid, "Warning", "FailedScheduling", message)
                 if keep is not None:
                     self._tell_cache("set_scheduling_condition", uid,

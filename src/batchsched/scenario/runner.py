@@ -204,7 +204,8 @@ def run_scenario(
     ``scores`` defaults to whether the scenario's ``expect`` asks for them;
     ``configuration`` replaces the scenario's own. With ``consume=True`` the session
     works on the scenario's own objects instead of copies (faster; the scenario must
-    not be run again).
+    not be run again), and jobs with the same task status counts share one map of
+    them in the decisions (read them, do not change them).
     """
     decisions, events = decide(scenario, scores=scores, configuration=configuration,
                                registry=registry, consume=consume)
@@ -241,6 +242,12 @@ def decide(
         uid: _status_counts(job.task_status_index)
         for uid, job in sorted(ssn.jobs.items())
     }
+    if consume:
+        # The caller writes the decisions out and drops them: jobs with the same counts
+        # (100,000 waiting pod groups, say) share one map.
+        shared: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        counts = {uid: shared.setdefault(tuple(count.items()), count)
+                  for uid, count in counts.items()}
     ssn.close()
     decisions = Decisions(
         binds={b.task: b.node for b in cache.binds},
