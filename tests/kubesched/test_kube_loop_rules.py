@@ -22,6 +22,7 @@ from batchsched.kubesched import (
     Status,
 )
 from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS
+from batchsched.kubesched.scheduler import num_feasible_nodes_to_find
 from batchsched.scenario import parse_scenario
 
 
@@ -473,3 +474,114 @@ def test_a_plugin_activates_pods_through_the_cycle_state() -> None:
     assert bound(c) == {"default/q": "n0"}
     assert s.attempts["default/big"] == 2          # tried, woken by q's cycle, tried again
     assert _where(s, "default/big") == "unschedulable"
+
+
+# -- percentageOfNodesToScore: filtering stops once numFeasibleNodesToFind nodes passed,
+# and each pod's filtering starts where the last one stopped (nextStartNodeIndex). The
+# table's cases are those of kube-scheduler's own TestNumFeasibleNodesToFind.
+
+@pytest.mark.parametrize(("percentage", "nodes", "expected"), [
+    (0, 10, 10),        # under 100 nodes: every node
+    (40, 10, 10),
+    (0, 1000, 420),     # adaptive: 50 - 1000/125 = 42%
+    (40, 1000, 400),
+    (0, 6000, 300),     # adaptive floor: 5%
+    (40, 6000, 2400),
+    (0, 100, 100),      # never fewer than 100
+    (1, 5000, 100),
+    (100, 150, 150),
+])
+def test_num_feasible_nodes_to_find(percentage: int, nodes: int, expected: int) -> None:
+    assert num_feasible_nodes_to_find(percentage, nodes) == expected
+
+
+class Takes:
+    """Filter: the nodes named pass. Score: the highest-numbered node wins."""
+
+    def __init__(self, passing: set[str] | None = None) -> None:
+        self.passing = passing
+        self.filtered: list[str] = []
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        self.filtered.append(node.name)
+        if self.passing is None or node.name in self.passing:
+            return Status.success()
+        return Status.unschedulable("not this one")
+
+    def score(self, state: CycleState, pod: Any, node: Any) -> tuple[int, Status]:
+        return int(node.name[1:]) % 101, Status.success()
+
+
+def names(count: int) -> dict[str, int]:
+    return {f"n{i:03d}": 4 for i in range(count)}
+
+
+def test_without_scoring_each_pod_starts_where_the_last_one_stopped() -> None:
+    # Nothing scores: kube looks for one feasible node, from the rotating start.
+    c = cache({"n0": 4, "n1": 4, "n2": 4}, [("a", 1, 3), ("b", 1, 2), ("c", 1, 1)])
+    s = PodScheduler(c, Framework(registry(), profile(filter=["NodeResourcesFit"])))
+    s.run(0.0)
+    assert bound(c) == {"default/a": "n0", "default/b": "n1", "default/c": "n2"}
+
+
+def test_failed_nodes_count_as_examined() -> None:
+    # The first pod examines n0 (refused) and n1 (taken): the next starts at n2.
+    takes = Takes({"n1", "n2", "n3"})
+    c = cache({"n0": 4, "n1": 4, "n2": 4, "n3": 4}, [("a", 1, 2), ("b", 1, 1)])
+    s = PodScheduler(c, Framework(registry(Takes=takes), profile(filter=["Takes"])))
+    s.run(0.0)
+    assert bound(c) == {"default/a": "n1", "default/b": "n2"}
+    assert takes.filtered == ["n0", "n1", "n2"]
+    assert s.next_start_node_index == 3
+
+
+def test_filtering_stops_at_the_profile_s_share_of_nodes() -> None:
+    # 200 nodes, 50%: the first 100 feasible nodes from the start are scored, so the
+    # best of all (n100, score 100) is not seen by the first pod, and is by the next.
+    takes = Takes()
+    c = cache(names(200), [("a", 1, 2), ("b", 1, 1)])
+    points = profile(filter=["Takes"], score=[("Takes", 1)])
+    framework = Framework(registry(Takes=takes), Profile(
+        points.scheduler_name, points.plugins, percentage_of_nodes_to_score=50))
+    s = PodScheduler(c, framework)
+    s.run(0.0)
+    assert bound(c) == {"default/a": "n099", "default/b": "n100"}
+    assert len(takes.filtered) == 200
+    assert s.next_start_node_index == 0
+
+
+def test_the_scheduler_s_share_applies_when_the_profile_sets_none() -> None:
+    takes = Takes()
+    c = cache(names(200), [("a", 1, 1)])
+    framework = Framework(registry(Takes=takes),
+                          profile(filter=["Takes"], score=[("Takes", 1)]))
+    s = PodScheduler(c, framework, percentage_of_nodes_to_score=60)
+    s.run(0.0)
+    assert len(takes.filtered) == 120
+    assert bound(c) == {"default/a": "n100"}
+
+
+def test_the_adaptive_share_under_100_nodes_filters_every_node() -> None:
+    takes = Takes()
+    c = cache(names(99), [("a", 1, 1)])
+    s = PodScheduler(c, Framework(registry(Takes=takes),
+                                  profile(filter=["Takes"], score=[("Takes", 1)])))
+    s.run(0.0)
+    assert len(takes.filtered) == 99
+    assert bound(c) == {"default/a": "n098"}
+
+
+@pytest.mark.parametrize("value", [-1, 101, "50", True, 12.5])
+def test_a_percentage_out_of_range_is_refused(value: Any) -> None:
+    with pytest.raises(ConfigError, match="percentageOfNodesToScore"):
+        Profile.from_mapping({"percentageOfNodesToScore": value})
+    c = cache({"n0": 1}, [])
+    with pytest.raises(ConfigError, match="percentage_of_nodes_to_score"):
+        PodScheduler(c, Framework(registry(), profile()),
+                     percentage_of_nodes_to_score=value)
+
+
+def test_a_profile_reads_the_percentage() -> None:
+    assert Profile.from_mapping({"percentageOfNodesToScore": 30}).percentage_of_nodes_to_score \
+        == 30
+    assert Profile.from_mapping({}).percentage_of_nodes_to_score is None

@@ -104,16 +104,22 @@ class Profile:
           score:     {enabled: [{name: LeastAllocated, weight: 2}]}
         pluginConfig:
         - {name: Coscheduling, args: {permitWaitingTimeSeconds: 10}}
+        percentageOfNodesToScore: 30
+
+    ``percentageOfNodesToScore`` (0 to 100; unset: the scheduler's own, see
+    :class:`~batchsched.kubesched.scheduler.PodScheduler`) caps how many feasible
+    nodes a pod's filtering looks for, as kube-scheduler's profile field does.
     """
 
     scheduler_name: str = "default-scheduler"
     plugins: Mapping[str, tuple[PluginRef, ...]] = attrs.field(factory=dict)
     plugin_args: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict)
+    percentage_of_nodes_to_score: int | None = None
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any], *, source: str = "<profile>") -> Profile:
         raw = _mapping(raw, source, "")
-        known = {"schedulerName", "plugins", "pluginConfig"}
+        known = {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"}
         for key in raw:
             if key not in known:
                 raise ConfigError(f"unknown key {key!r}", source=source, key=str(key),
@@ -162,7 +168,21 @@ class Profile:
                                   key=f"pluginConfig[{i}]")
             args[item["name"]] = dict(_mapping(item.get("args"), source,
                                                f"pluginConfig[{i}].args"))
-        return cls(str(raw.get("schedulerName", "default-scheduler")), plugins, args)
+        percentage = raw.get("percentageOfNodesToScore")
+        if percentage is not None:
+            percentage = check_percentage_of_nodes_to_score(
+                percentage, source=source, key="percentageOfNodesToScore")
+        return cls(str(raw.get("schedulerName", "default-scheduler")), plugins, args,
+                   percentage)
+
+
+def check_percentage_of_nodes_to_score(value: Any, *, source: str, key: str) -> int:
+    """``value`` as kube-scheduler's configuration validation takes it (an integer from
+    0 to 100), else a ConfigError at ``key``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+        raise ConfigError(f"must be an integer from 0 to 100, not {value!r}", source=source,
+                          key=key)
+    return value
 
 
 def _mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:

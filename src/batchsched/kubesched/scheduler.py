@@ -11,8 +11,10 @@ call of :meth:`PodScheduler.run` at time ``now``:
    rejected or timed out is unreserved, forgotten and goes back to the queue;
 3. pods are popped and scheduled one by one on the cluster as the cache shows
    it plus the pods already assumed (reserved, waiting or binding):
-   PreFilter, Filter on every node, PostFilter if none passes, PreScore and
-   Score (the highest total wins, the first in node order among equals),
+   PreFilter, Filter from where the last pod's filtering stopped until enough
+   nodes passed (kube's ``percentageOfNodesToScore``), PostFilter if none
+   passes, PreScore and Score (the highest total wins, the first examined among
+   equals),
    Reserve (the pod is assumed on the node), Permit, then PreBind, Bind
    (the built-in ``DefaultBinder`` calls the cache's ``bind``) and PostBind.
 
@@ -41,11 +43,15 @@ from batchsched.api.types import TaskStatus
 from batchsched.cache.protocol import Cache
 from batchsched.errors import ConfigError, PluginError
 from batchsched.kubesched.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
-from batchsched.kubesched.framework import Framework, WaitingPods
+from batchsched.kubesched.framework import (
+    Framework,
+    WaitingPods,
+    check_percentage_of_nodes_to_score,
+)
 from batchsched.kubesched.queue import SchedulingQueue
 from batchsched.kubesched.status import Code, Status
 
-__all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler"]
+__all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler", "num_feasible_nodes_to_find"]
 
 log = logging.getLogger("batchsched")
 
@@ -73,7 +79,18 @@ class PodScheduler:
     """kube-scheduler's loop over a host cache (see the module docstring)."""
 
     def __init__(self, cache: Cache, frameworks: Framework | Mapping[str, Framework], *,
-                 queue: SchedulingQueue | None = None) -> None:
+                 queue: SchedulingQueue | None = None,
+                 percentage_of_nodes_to_score: int = 0) -> None:
+        """``percentage_of_nodes_to_score`` is kube-scheduler's global setting (a
+        profile's own wins): once that share of the nodes passed the filters, filtering
+        stops; 0 (the default) is kube's adaptive share, 50% less a point per 125
+        nodes, at least 5%; clusters under 100 nodes are always filtered whole."""
+        self.percentage_of_nodes_to_score = check_percentage_of_nodes_to_score(
+            percentage_of_nodes_to_score, source="PodScheduler",
+            key="percentage_of_nodes_to_score")
+        #: Where the next pod's filtering starts in node order (kube's
+        #: ``nextStartNodeIndex``): every node gets the same chance to be examined.
+        self.next_start_node_index = 0
         self.cache = cache
         if isinstance(frameworks, Framework):
             frameworks = {frameworks.profile.scheduler_name: frameworks}
@@ -225,21 +242,22 @@ class PodScheduler:
                 if verdict.code == Code.ERROR:
                     log.warning("batchsched: %s on its nominated node %s: %s", pod.uid,
                                 nominated_node.name, verdict.message)
-            allowed = state.pre_filter_nodes
-            for node in nodes:
-                if allowed is not None and node.name not in allowed:
-                    statuses[node.name] = Status.unschedulable(
-                        "node(s) didn't satisfy plugin(s) PreFilter result", unresolvable=True)
-                    continue
-                verdict = framework.run_filter(state, pod, node)
-                if verdict.code == Code.ERROR:
-                    return self._failed(pod, verdict, now)  # the cycle ends: no PostFilter
-                if verdict.is_success():
-                    feasible.append(node)
-                    if not scoring:
-                        break  # kube looks for one feasible node when nothing scores
                 else:
-                    statuses[node.name] = verdict
+                    statuses[nominated_node.name] = verdict
+            allowed = state.pre_filter_nodes
+            candidates = nodes
+            if allowed is not None:
+                candidates = [node for node in nodes if node.name in allowed]
+                outside = Status.unschedulable(
+                    "node(s) didn't satisfy plugin(s) PreFilter result", unresolvable=True)
+                for node in nodes:
+                    if node.name not in allowed:
+                        statuses[node.name] = outside
+            error = self._find_feasible(framework, state, pod, candidates, feasible=feasible,
+                                        statuses=statuses, total=len(nodes),
+                                        scoring=scoring, nominated=nominated_node)
+            if error is not None:
+                return self._failed(pod, error, now)  # the cycle ends: no PostFilter
         if not feasible:
             nominated, post = framework.run_post_filter(state, pod, statuses)
             if post.code == Code.ERROR:
@@ -260,6 +278,48 @@ class PodScheduler:
         totals = framework.run_score(state, pod, feasible)
         best = max(totals.values())
         return next(node for node in feasible if totals[node.name] == best)
+
+    def _find_feasible(self, framework: Framework, state: CycleState, pod: TaskInfo,
+                       candidates: list[NodeInfo], *, feasible: list[NodeInfo],
+                       statuses: dict[str, Status], total: int, scoring: bool,
+                       nominated: NodeInfo | None) -> Status | None:
+        """kube-scheduler's ``findNodesThatPassFilters``, one node after the other:
+        from ``next_start_node_index`` round the candidates, until as many feasible
+        nodes as ``numFeasibleNodesToFind`` says (one when nothing scores) were found
+        or every candidate was filtered; the index then moves past the nodes
+        examined, as kube's ``processedNodes``. A Filter error is returned (the index
+        moves all the same)."""
+        count = len(candidates)
+        profile = framework.profile.percentage_of_nodes_to_score
+        wanted = num_feasible_nodes_to_find(
+            self.percentage_of_nodes_to_score if profile is None else profile, count)
+        if not scoring:
+            wanted = 1
+        start = self.next_start_node_index
+        # The nominated node's failure, when it was filtered first, counts as examined
+        # (kube records it in the same diagnosis), once.
+        failed = {nominated.name} if nominated is not None and nominated.name in statuses \
+            else set()
+        error: Status | None = None
+        if not framework.plugins_at("filter"):
+            feasible.extend(candidates[(start + i) % count] for i in range(min(wanted, count)))
+        else:
+            for i in range(count):
+                node = candidates[(start + i) % count]
+                verdict = framework.run_filter(state, pod, node)
+                if verdict.code == Code.ERROR:
+                    error = verdict
+                    break
+                if verdict.is_success():
+                    feasible.append(node)
+                    if len(feasible) >= wanted:
+                        break
+                else:
+                    statuses[node.name] = verdict
+                    failed.add(node.name)
+        if total:
+            self.next_start_node_index = (start + len(feasible) + len(failed)) % total
+        return error
 
     def _nominate(self, pod: TaskInfo, node: str) -> None:
         """Record a PostFilter's nominated node on the pod and with the host."""
@@ -399,6 +459,22 @@ class PodScheduler:
         result = CycleResult(pod.uid, node, status)
         self.results.append(result)
         return result
+
+
+#: kube-scheduler's ``minFeasibleNodesToFind`` and ``minFeasibleNodesPercentageToFind``.
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int, nodes: int) -> int:
+    """How many feasible nodes end a pod's filtering among ``nodes`` (kube-scheduler's
+    ``numFeasibleNodesToFind``): every node under 100 nodes; else ``percentage`` of
+    them (0: 50 less one per 125 nodes, at least 5), never fewer than 100."""
+    if nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return nodes
+    if percentage == 0:
+        percentage = max(50 - nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
 def _check_profiles(frameworks: Mapping[str, Framework]) -> None:
