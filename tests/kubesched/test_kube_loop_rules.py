@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import Resource
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import ConfigError
 from batchsched.kubesched import (
@@ -19,6 +21,7 @@ from batchsched.kubesched import (
     PodScheduler,
     Profile,
     Registry,
+    SchedulingQueue,
     Status,
 )
 from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS
@@ -585,3 +588,73 @@ def test_a_profile_reads_the_percentage() -> None:
     assert Profile.from_mapping({"percentageOfNodesToScore": 30}).percentage_of_nodes_to_score \
         == 30
     assert Profile.from_mapping({}).percentage_of_nodes_to_score is None
+
+
+# -- SchedulerPopFromBackoffQ (kube 1.33, on by default): with no active pod, the first
+# pod of backoff (not an error's) is popped at once; backoffs end by whole-second
+# windows, and within a window the active order decides.
+
+def _queued(c: MemoryCache) -> dict[str, Any]:
+    snapshot = c.snapshot()
+    return {task.name: task for job in snapshot.jobs.values() for task in job.tasks.values()}
+
+
+def test_with_nothing_active_the_first_backoff_pod_is_popped_at_once() -> None:
+    pods = _queued(cache({"n0": 1}, [("a", 1, 0)]))
+    queue = SchedulingQueue(initial_backoff=1.0, max_backoff=10.0)
+    queue.add_unschedulable(pods["a"], 0.0, attempts=2)
+    queue.move_all_to_active_or_backoff(1.0, "NodeAdd")
+    assert "default/a" in queue.backoff
+    popped = queue.pop(1.5)
+    assert popped is not None and popped.pod.name == "a"
+    old = SchedulingQueue(initial_backoff=1.0, max_backoff=10.0, pop_from_backoff=False)
+    old.add_unschedulable(pods["a"], 0.0, attempts=2)
+    old.move_all_to_active_or_backoff(1.0, "NodeAdd")
+    assert old.pop(1.5) is None
+
+
+def test_an_error_s_backoff_is_waited_out_by_whole_seconds() -> None:
+    pods = _queued(cache({"n0": 1}, [("a", 1, 0)]))
+    queue = SchedulingQueue(initial_backoff=1.0, max_backoff=10.0)
+    queue.add_backoff(pods["a"], 0.0, attempts=1)  # ends at 1.0: in window 1
+    assert queue.pop(0.5) is None
+    assert queue.pop(1.5) is None  # still the backoff's window
+    popped = queue.pop(2.0)
+    assert popped is not None and popped.pod.name == "a"
+
+
+def test_within_a_window_the_active_order_decides_and_earlier_windows_go_first() -> None:
+    pods = _queued(cache({"n0": 1}, [("low", 1, 1), ("high", 1, 9), ("later", 1, 99)]))
+    queue = SchedulingQueue(initial_backoff=1.0, max_backoff=60.0)
+    queue.add_unschedulable(pods["low"], 2.2, attempts=1)     # ends 3.2: window 3
+    queue.add_unschedulable(pods["high"], 2.7, attempts=1)    # ends 3.7: window 3
+    queue.add_unschedulable(pods["later"], 2.0, attempts=2)   # ends 4.0: window 4
+    queue.move_all_to_active_or_backoff(2.9, "NodeAdd")
+    order = []
+    while (queued := queue.pop(2.9)) is not None:
+        order.append(queued.pod.name)
+    assert order == ["high", "low", "later"]
+
+
+def test_without_a_maximum_backoff_there_is_none() -> None:
+    pods = _queued(cache({"n0": 1}, [("a", 1, 0)]))
+    queue = SchedulingQueue(initial_backoff=0.0, max_backoff=0.0)
+    queue.add_backoff(pods["a"], 5.0, attempts=3)
+    popped = queue.pop(5.0)
+    assert popped is not None and popped.pod.name == "a"
+
+
+def test_the_loop_tries_a_backed_off_pod_in_the_same_run_once_nothing_is_active() -> None:
+    # b fails (n0 is full); a node is added, the event moves b to backoff (its backoff
+    # runs to 1.0), and with nothing active b is tried at once, not a second later.
+    c = cache({"n0": 1}, [("a", 1, 5), ("b", 1, 1)])
+    s = scheduler(c, filter=["NodeResourcesFit"])
+    s.run(0.0)
+    assert bound(c) == {"default/a": "n0"}
+    assert "default/b" in s.queue.unschedulable
+    c.add_node(NodeInfo.create("n1", Resource.from_mapping(
+        {"cpu": 1, "memory": "4Gi", "pods": 10})))
+    s.queue.move_all_to_active_or_backoff(0.2, "NodeAdd")
+    assert "default/b" in s.queue.backoff
+    s.run(0.2)
+    assert bound(c) == {"default/a": "n0", "default/b": "n1"}

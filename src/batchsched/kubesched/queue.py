@@ -7,10 +7,19 @@
 * **gated**: pods PreEnqueue keeps out (scheduling gates): they stay among the
   unschedulable pods, asked again (``admit``) whenever they would move to active;
 * **backoff**: pods that failed recently, each until its backoff ends
-  (``initial x 2^(attempts - 1)``, at most ``maximum`` seconds);
+  (``initial x 2^(attempts - 1)``, at most ``maximum`` seconds); a pod an error
+  failed waits in a backoff of its own (kube's ``podErrorBackoffQ``);
 * **unschedulable**: pods that failed and wait for a cluster event that may
   help (:meth:`SchedulingQueue.move_all_to_active_or_backoff`), or for
   ``unschedulable_timeout`` seconds at most.
+
+With ``pop_from_backoff`` (kube-scheduler's ``SchedulerPopFromBackoffQ``, on by
+default since kube 1.33), backoff ends are truncated to whole seconds (kube's
+ordering window: a backoff ends once the clock is past its window) and, when no
+pod is active, the backoff pod whose backoff ends first (in the same window, the
+best by the active order) is popped at once; a pod an error failed waits its
+backoff out. Without it, a backoff ends at its exact time and the queue pops
+only active pods.
 
 Time is whatever clock the host passes in (``now``): a simulation's or the wall
 clock's.
@@ -19,6 +28,7 @@ clock's.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -47,6 +57,9 @@ class QueuedPod:
     since: float = 0.0
     ready_at: float = 0.0
     gated: bool = False
+    #: In backoff because of an error (kube's ``podErrorBackoffQ``): never popped
+    #: before its backoff ends.
+    error: bool = False
 
 
 class SchedulingQueue:
@@ -54,8 +67,10 @@ class SchedulingQueue:
 
     def __init__(self, less: Less | None = None, *, initial_backoff: float = 1.0,
                  max_backoff: float = 10.0, unschedulable_timeout: float = 300.0,
-                 admit: Callable[[TaskInfo], bool] | None = None) -> None:
+                 admit: Callable[[TaskInfo], bool] | None = None,
+                 pop_from_backoff: bool = True) -> None:
         self.less = less or default_less
+        self.pop_from_backoff = pop_from_backoff
         #: PreEnqueue, asked again before a gated pod moves to active.
         self.admit = admit
         self.initial_backoff = initial_backoff
@@ -107,7 +122,17 @@ class SchedulingQueue:
         """A pod that failed for a reason that may pass by itself (an error)."""
         self.delete(pod.uid)
         self.backoff[pod.uid] = QueuedPod(pod, attempts, now,
-                                          now + self.backoff_seconds(attempts))
+                                          now + self.backoff_seconds(attempts), error=True)
+
+    def backing_off(self, queued: QueuedPod, now: float) -> bool:
+        """Whether the pod's backoff still runs at ``now`` (kube's ``isPodBackingoff``:
+        with ``pop_from_backoff``, by whole-second windows; a pod never tried, or a
+        queue without backoff, has none)."""
+        if not self.pop_from_backoff:
+            return queued.ready_at > now
+        if queued.attempts == 0 or self.max_backoff <= 0:
+            return False
+        return math.floor(queued.ready_at) >= math.floor(now)
 
     def move_all_to_active_or_backoff(self, now: float, event: str = "", *,
                                       exclude: str = "") -> int:
@@ -119,7 +144,7 @@ class SchedulingQueue:
                  if uid != exclude and self._admitted(queued)]
         for queued in moved:
             del self.unschedulable[queued.pod.uid]
-            if queued.ready_at > now:
+            if self.backing_off(queued, now):
                 self.backoff[queued.pod.uid] = queued
             else:
                 self.active[queued.pod.uid] = queued
@@ -141,7 +166,7 @@ class SchedulingQueue:
         """Backoff pods whose backoff ended, and unschedulable pods that waited the
         timeout, become active."""
         for uid, queued in list(self.backoff.items()):
-            if queued.ready_at <= now:
+            if not self.backing_off(queued, now):
                 del self.backoff[uid]
                 self.active[uid] = queued
         for uid, queued in list(self.unschedulable.items()):
@@ -150,19 +175,34 @@ class SchedulingQueue:
                 self.active[uid] = queued
 
     def pop(self, now: float) -> QueuedPod | None:
-        """The best active pod (after a :meth:`flush`), or None."""
+        """The best active pod (after a :meth:`flush`); with ``pop_from_backoff`` and no
+        active pod, the first of backoff (an error's backoff aside); else None."""
         self.flush(now)
-        if not self.active:
+        if self.active:
+            best = min(self.active.values(), key=functools.cmp_to_key(self._compare))
+            return self.active.pop(best.pod.uid)
+        if not self.pop_from_backoff:
+            return None
+        waiting = [queued for queued in self.backoff.values() if not queued.error]
+        if not waiting:
             return None
 
-        def compare(left: QueuedPod, right: QueuedPod) -> int:
-            if self.less(left.pod, right.pod):
-                return -1
-            if self.less(right.pod, left.pod):
-                return 1
-            mine = (left.since, left.pod.creation_time, left.pod.uid)
-            theirs = (right.since, right.pod.creation_time, right.pod.uid)
-            return -1 if mine < theirs else 1 if theirs < mine else 0
+        def by_window(left: QueuedPod, right: QueuedPod) -> int:
+            # kube's backoff order: the window the backoff ends in, then the active order.
+            mine, theirs = math.floor(left.ready_at), math.floor(right.ready_at)
+            if mine != theirs:
+                return -1 if mine < theirs else 1
+            return self._compare(left, right)
 
-        best = min(self.active.values(), key=functools.cmp_to_key(compare))
-        return self.active.pop(best.pod.uid)
+        first = min(waiting, key=functools.cmp_to_key(by_window))
+        return self.backoff.pop(first.pod.uid)
+
+    def _compare(self, left: QueuedPod, right: QueuedPod) -> int:
+        """The active order: the profile's ``less``, then when queued, creation, uid."""
+        if self.less(left.pod, right.pod):
+            return -1
+        if self.less(right.pod, left.pod):
+            return 1
+        mine = (left.since, left.pod.creation_time, left.pod.uid)
+        theirs = (right.since, right.pod.creation_time, right.pod.uid)
+        return -1 if mine < theirs else 1 if theirs < mine else 0
