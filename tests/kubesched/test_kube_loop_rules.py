@@ -658,3 +658,84 @@ def test_the_loop_tries_a_backed_off_pod_in_the_same_run_once_nothing_is_active(
     assert "default/b" in s.queue.backoff
     s.run(0.2)
     assert bound(c) == {"default/a": "n0", "default/b": "n1"}
+
+
+# -- RunFilterPluginsWithNominatedPods: pods of the pod's priority or higher nominated
+# to a node are on it for the first filter pass (added through PreFilter's add_pod),
+# and the pod must pass without them too.
+
+def nominated_cache(nominee_priority: int) -> MemoryCache:
+    """n0 and n1 of 2 cpus; ``hi`` (2 cpus) waits behind a scheduling gate, nominated to
+    n0 by an earlier preemption; ``lo`` (1 cpu, priority 5) is to be scheduled."""
+    doc = {
+        "version": 1, "name": "nominees", "config": {"actions": ""},
+        "nodes": [{"name": n, "allocatable": {"cpu": 2, "memory": "4Gi", "pods": 10}}
+                  for n in ("n0", "n1")],
+        "jobs": [{"name": "j-hi", "minMember": 1, "phase": "Inqueue"},
+                 {"name": "j-lo", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": "hi", "job": "j-hi", "requests": {"cpu": 2},
+                   "priority": nominee_priority, "nominatedNodeName": "n0",
+                   "schedulingGates": ["example.com/wait"]},
+                  {"name": "lo", "job": "j-lo", "requests": {"cpu": 1}, "priority": 5}],
+    }
+    return parse_scenario(doc, source="<test>").build_cache()
+
+
+@pytest.mark.parametrize(("nominee_priority", "node"), [(10, "n1"), (5, "n1"), (1, "n0")])
+def test_a_pod_leaves_room_for_nominees_it_must_yield_to(nominee_priority: int,
+                                                         node: str) -> None:
+    c = nominated_cache(nominee_priority)
+    s = scheduler(c, preEnqueue=["SchedulingGates"], filter=["NodeResourcesFit"])
+    s.run(0.0)
+    assert bound(c) == {"default/lo": node}
+
+
+class Company:
+    """PreFilter with add_pod (records what is added); Filter: a node passes only with
+    another pod on it (an affinity-like rule, which the second pass exists for)."""
+
+    def __init__(self, fail_add: bool = False) -> None:
+        self.added: list[tuple[str, str]] = []
+        self.fail_add = fail_add
+
+    def pre_filter(self, state: CycleState, pod: Any) -> tuple[None, Status]:
+        return None, Status.success()
+
+    def add_pod(self, state: CycleState, pod: Any, added: Any, node: Any) -> Status:
+        self.added.append((added.name, node.name))
+        return Status.unschedulable("cannot add") if self.fail_add else Status.success()
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        return Status.success() if node.tasks else Status.unschedulable("alone")
+
+
+def test_nominees_are_added_through_pre_filter_and_the_pod_must_fit_without_them() -> None:
+    c, company = nominated_cache(10), Company()
+    s = scheduler(c, plugins=[("Company", company)], preEnqueue=["SchedulingGates"],
+                  preFilter=["Company"], filter=["Company"])
+    results = s.run(0.0)
+    # n0 passes with hi on it, not without: the pod fits nowhere.
+    assert company.added == [("hi", "n0")]
+    assert bound(c) == {}
+    assert [r.status.code.name for r in results if r.pod == "default/lo"] == ["UNSCHEDULABLE"]
+
+
+def test_a_failing_add_pod_is_an_error() -> None:
+    c = nominated_cache(10)
+    s = scheduler(c, plugins=[("Company", Company(fail_add=True))],
+                  preEnqueue=["SchedulingGates"], preFilter=["Company"], filter=["Company"])
+    results = s.run(0.0)
+    lo = [r for r in results if r.pod == "default/lo"]
+    assert lo and lo[0].status.code.name == "ERROR"
+    assert "running AddPod on PreFilter plugin 'Company'" in lo[0].status.message
+
+
+def test_a_failed_binding_clears_the_pod_s_nomination() -> None:
+    # kube-scheduler fails an assumed pod with clearNominatedNode.
+    c = cache({"n0": 2, "n1": 2}, [("a", 1, 1)])
+    c.nominate(next(t for j in c.snapshot().jobs.values() for t in j.tasks.values()), "n1")
+    s = scheduler(c, plugins=[("X", Binding("preBind", Status.error("down")))],
+                  filter=["NodeResourcesFit"], preBind=["X"])
+    s.run(0.0)
+    assert c.binds == []
+    assert "default/a" not in c.nominations

@@ -31,6 +31,7 @@ cache (``nominate``), as kube-scheduler records ``nominatedNodeName``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 
@@ -111,6 +112,8 @@ class PodScheduler:
         if self.queue.admit is None:
             self.queue.admit = self._admitted
         self.assumed: dict[str, _Assumed] = {}
+        #: Node -> the pending pods nominated to it, not assumed (kube's nominator).
+        self._nominees: dict[str, dict[str, TaskInfo]] = {}
         self.attempts: dict[str, int] = {}
         self.view: ClusterInfo | None = None
         self.results: list[CycleResult] = []
@@ -159,6 +162,12 @@ class PodScheduler:
         for framework in self.frameworks.values():
             framework.cluster = view
             framework.now = now
+        self._nominees = {}
+        for job in view.jobs.values():
+            for task in job.tasks.values():
+                if task.nominated_node and task.status == TaskStatus.PENDING \
+                        and not task.node_name and task.uid not in self.assumed:
+                    self._nominees.setdefault(task.nominated_node, {})[task.uid] = task
 
     def _enqueue_pending(self, now: float) -> None:
         assert self.view is not None
@@ -236,7 +245,7 @@ class PodScheduler:
             if nominated_node is not None:
                 # kube tries the node a preemption nominated first: passing there, it
                 # is the pod's node, unscored (an error there is only logged).
-                verdict = framework.run_filter(state, pod, nominated_node)
+                verdict = self._filter(framework, state, pod, nominated_node)
                 if verdict.is_success():
                     return nominated_node
                 if verdict.code == Code.ERROR:
@@ -306,7 +315,7 @@ class PodScheduler:
         else:
             for i in range(count):
                 node = candidates[(start + i) % count]
-                verdict = framework.run_filter(state, pod, node)
+                verdict = self._filter(framework, state, pod, node)
                 if verdict.code == Code.ERROR:
                     error = verdict
                     break
@@ -321,20 +330,61 @@ class PodScheduler:
             self.next_start_node_index = (start + len(feasible) + len(failed)) % total
         return error
 
+    def _filter(self, framework: Framework, state: CycleState, pod: TaskInfo,
+                node: NodeInfo) -> Status:
+        """kube-scheduler's ``RunFilterPluginsWithNominatedPods``: when pods of the
+        pod's priority or higher are nominated to the node, the filters run first
+        with them on it (each added through the PreFilter plugins' ``add_pod``, on
+        copies of the state and node) and, if they pass, again without them: the
+        pod must fit both ways, and never takes room a preemption freed for a pod
+        it must yield to."""
+        nominees = self._nominees.get(node.name)
+        ahead = [other for uid, other in nominees.items()
+                 if uid != pod.uid and other.pod_priority >= pod.pod_priority] \
+            if nominees else []
+        if not ahead:
+            return framework.run_filter(state, pod, node)
+        with_them, node_with_them = state.clone(), node.clone()
+        for other in ahead:
+            placed = other.clone()
+            placed.status = TaskStatus.ALLOCATED
+            placed.node_name = node.name
+            node_with_them.add_task(placed)
+            added = _guarded(functools.partial(framework.run_pre_filter_add_pod,
+                                               with_them, pod, placed, node_with_them))
+            if not added.is_success():
+                return Status.error(f"running AddPod on PreFilter plugin {added.plugin!r}: "
+                                    f"{added.message}", plugin=added.plugin)
+        verdict = framework.run_filter(with_them, pod, node_with_them)
+        if not verdict.is_success():
+            return verdict
+        return framework.run_filter(state, pod, node)
+
     def _nominate(self, pod: TaskInfo, node: str) -> None:
-        """Record a PostFilter's nominated node on the pod and with the host."""
+        """Record a PostFilter's nominated node on the pod and with the host ("" clears
+        it)."""
         nominate = getattr(self.cache, "nominate", None)
         if nominate is not None:
             try:
                 nominate(pod, node)
             except Exception as exc:
                 log.warning("batchsched: nominating %s to %s: %s", pod.uid, node, exc)
+        self._drop_nominee(pod)
         pod.nominated_node = node
+        if node and pod.uid not in self.assumed:
+            self._nominees.setdefault(node, {})[pod.uid] = pod
+
+    def _drop_nominee(self, pod: TaskInfo) -> None:
+        nominees = self._nominees.get(pod.nominated_node)
+        if nominees is not None:
+            nominees.pop(pod.uid, None)
 
     def _reserve_and_permit(self, framework: Framework, state: CycleState, pod: TaskInfo,
                             node: NodeInfo, now: float) -> CycleResult:
         assert self.view is not None
         _place(self.view, pod, node)
+        # An assumed pod is no nominee any more (kube's DeleteNominatedPodIfExists).
+        self._drop_nominee(pod)
         assumed = self.assumed[pod.uid] = _Assumed(pod, node.name, framework, state)
         status = _guarded(lambda: framework.run_reserve(state, pod, node.name))
         if not status.is_success():
@@ -435,6 +485,10 @@ class PodScheduler:
             job.update_task_status(task, TaskStatus.PENDING)
         task.node_name = ""
         task.gpu_devices = ()
+        if task.nominated_node:
+            # kube-scheduler fails an assumed pod with clearNominatedNode: a Reserve,
+            # Permit or binding failure clears the pod's nomination.
+            self._nominate(task, "")
 
     def _binding_failed(self, pod: TaskInfo, status: Status, now: float, *,
                         backoff: bool = False) -> CycleResult:
