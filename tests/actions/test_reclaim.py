@@ -138,7 +138,8 @@ def test_every_victim_sat_in_another_queue_above_its_deserved_share(
 
 
 
-def test_victims_are_ordered_once_per_node_attempt(monkeypatch: Any) -> None:
+def test_victims_are_ordered_once_per_node_attempt_and_popped_lazily(
+        monkeypatch: Any) -> None:
     from batchsched.framework.session import Session
 
     calls: list[int] = []
@@ -151,4 +152,92 @@ def test_victims_are_ordered_once_per_node_attempt(monkeypatch: Any) -> None:
     monkeypatch.setattr(Session, "build_victims_priority_queue", counting)
     outcome = run(cluster())
     assert evicted(outcome) == ["c1/b2"]
-    assert len(calls) == 1
+    # Once for the plugins' choice, once for the heap the evictions pop from.
+    assert len(calls) == 2
+
+
+# -- Volcano's heaps compare when they pop -------------------------------------------------
+
+CAPACITY_RECLAIM = """
+version: 1
+config:
+  actions: reclaim
+  tiers:
+  - plugins:
+    - {name: gang, enableReclaimable: false, enablePreemptable: false}
+    - {name: capacity}
+    - {name: predicates}
+"""
+
+
+def test_each_eviction_may_reorder_the_victims_still_queued() -> None:
+    # Victims a5, a4, a3 (qa, share 2.5) then b1 (qb, 2.25). After a5 and a4 go, qa's
+    # share is below qb's: Volcano's heap, comparing as it pops, takes b1 third.
+    outcome = run_document(CAPACITY_RECLAIM + """
+queues:
+- {name: qa, deserved: {cpu: 2}}
+- {name: qb, deserved: {cpu: 4}}
+- {name: qr, deserved: {cpu: 4}}
+nodes:
+- {name: n1, allocatable: {cpu: 6, memory: 16Gi, pods: 20}}
+- {name: n2, allocatable: {cpu: 8, memory: 16Gi, pods: 20}}
+jobs:
+- {name: ja, queue: qa, minMember: 1, phase: Running}
+- {name: jb, queue: qb, minMember: 1, phase: Running}
+- {name: jr, queue: qr, minMember: 1, phase: Inqueue}
+tasks:
+- {name: a1, job: ja, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: a2, job: ja, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: a3, job: ja, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: a4, job: ja, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: a5, job: ja, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: b1, job: jb, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: b2, job: jb, node: n2, phase: Running, requests: {cpu: 8},
+   labels: {volcano.sh/preemptable: "false"}}
+- {name: r1, job: jr, phase: Pending, requests: {cpu: 3}}
+""")
+    assert [e.task for e in outcome.cache.evictions] == [
+        "default/a5", "default/a4", "default/b1"]
+    assert outcome.ssn.jobs["default/jr"].tasks["default/r1"].node_name == "n1"
+
+
+def test_a_queue_is_pushed_back_after_each_job_and_its_pop_reranks_the_others() -> None:
+    # qa reclaims for ja1 (c1 and c2 of qc go: qc's share falls below qb's) and has
+    # ja2 left, so qa is pushed back; its later pop re-ranks qb and qc by today's
+    # shares, and qc reclaims v1 before qb can.
+    outcome = run_document(CAPACITY_RECLAIM + """
+queues:
+- {name: qa, priority: 10, deserved: {cpu: 10}}
+- {name: qb, deserved: {cpu: 4, memory: 4Gi}}
+- {name: qc, deserved: {cpu: 4, memory: 4Gi}}
+- {name: qv, deserved: {memory: 2Gi}}
+nodes:
+- {name: n1, allocatable: {cpu: 2, memory: 2Gi, pods: 20}}
+- {name: n2, allocatable: {cpu: 1, memory: 4Gi, pods: 20}}
+- {name: n3, allocatable: {cpu: 9, memory: 2Gi, pods: 20}}
+jobs:
+- {name: ja1, queue: qa, minMember: 1, phase: Inqueue}
+- {name: ja2, queue: qa, minMember: 1, phase: Inqueue}
+- {name: jb, queue: qb, minMember: 1, phase: Inqueue}
+- {name: jb0, queue: qb, minMember: 1, phase: Running}
+- {name: jc, queue: qc, minMember: 1, phase: Inqueue}
+- {name: jc0, queue: qc, minMember: 1, phase: Running}
+- {name: jv, queue: qv, minMember: 1, phase: Running}
+tasks:
+- {name: c1, job: jc0, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: c2, job: jc0, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: c3, job: jc0, node: n3, phase: Running, requests: {cpu: 4},
+   labels: {volcano.sh/preemptable: "false"}}
+- {name: b1, job: jb0, node: n3, phase: Running, requests: {cpu: 5},
+   labels: {volcano.sh/preemptable: "false"}}
+- {name: v1, job: jv, node: n2, phase: Running, requests: {memory: 4Gi}}
+- {name: a1, job: ja1, phase: Pending, requests: {cpu: 2}}
+- {name: a2, job: ja2, phase: Pending, requests: {cpu: 100}}
+- {name: pb, job: jb, phase: Pending, requests: {memory: 4Gi}}
+- {name: pc, job: jc, phase: Pending, requests: {memory: 4Gi}}
+""")
+    assert sorted(e.task for e in outcome.cache.evictions) == [
+        "default/c1", "default/c2", "default/v1"]
+    pipelined = {uid for job in outcome.ssn.jobs.values()
+                 for uid in job.tasks_in(TaskStatus.PIPELINED)}
+    assert pipelined == {"default/a1", "default/pc"}

@@ -18,9 +18,10 @@ preempt here, as in Volcano (gangpreempt is the action for those).
 A preemptor never evicts anything when its ``preemptionPolicy`` is ``Never``,
 and a best-effort preemptor never evicts a task that is not best-effort. Which
 candidates may go is the tiered Preemptable rule (``ssn.preemptable``); the
-order they go in is the victim order (``ssn.build_victims_priority_queue``),
-computed once per node attempt over the node's candidates and fixed for it
-(:func:`~batchsched.actions.victims.in_victim_order`).
+order they go in is the victim order (``ssn.build_victims_priority_queue``, a
+heap popped one victim at a time, as Volcano's: an eviction that moves a share or
+a job's readiness reorders the victims still queued;
+:func:`~batchsched.actions.victims.lazy_victims`).
 Preemption reserves the node for the preemptor (status Pipelined); it is never
 bound here, allocate places it in a later session once the victims are gone.
 
@@ -62,6 +63,7 @@ from batchsched.actions.victims import (
     fits_on_node,
     in_victim_order,
     int_argument,
+    lazy_victims,
     nodes_to_visit,
     pending_tasks,
     validate_victims,
@@ -245,13 +247,10 @@ class PreemptAction:
             if not validate_victims(preemptor, node, victims):
                 continue
             node_stmt = Statement(ssn)
-            pending_victims = iter(in_victim_order(victims, candidates))
+            pending_victims = lazy_victims(ssn, preemptor, in_victim_order(victims, candidates))
             fits = fits_on_node(ssn, queue, preemptor, node)
-            while not fits:
-                victim = next(pending_victims, None)
-                if victim is None:
-                    break
-                node_stmt.evict(victim, PREEMPT_REASON)
+            while not fits and pending_victims:
+                node_stmt.evict(pending_victims.pop(), PREEMPT_REASON)
                 fits = fits_on_node(ssn, queue, preemptor, node)
             # Volcano flags "eviction occurred" only when the evicted requests are not
             # empty: best-effort victims do not count.

@@ -4,7 +4,9 @@ Volcano's ``actions/reclaim``. Every queue that has a valid, non-Pending job
 takes part, in queue order (``ssn.queue_order_fn``):
 
 * an overused queue (``ssn.overused``) is skipped;
-* its starving jobs, in job order, each get a statement; while the job
+* its starving jobs, in job order, each get a statement (after each job, while
+  jobs remain, the queue is pushed back, as in Volcano: its later pop finds no job
+  left, but re-ranks the other queues by the shares the evictions left); while the job
   starves, its Pending tasks in task order reclaim; the statement is committed
   if the job is then pipelined (``ssn.job_pipelined``) and discarded otherwise;
 * a task is skipped when its ``preemptionPolicy`` is ``Never``, when its queue
@@ -15,8 +17,9 @@ For one task, nodes are tried in session node order (no scoring) among those
 passing the preempt predicate. On a node the candidates are the Running,
 preemptable tasks of jobs in *other* queues whose ``reclaimable`` is not false;
 the tiered Reclaimable rule (``ssn.reclaimable``) decides which may go, the
-victim order (``ssn.build_victims_priority_queue``, computed once per node over
-its candidates and fixed for the attempt) in which order. The node's
+victim order (``ssn.build_victims_priority_queue``, a heap popped one victim at a
+time, so an eviction's effect on the shares can reorder the rest) in which order.
+The node's
 future idle counts first: victims are evicted only while the task's request
 does not fit what is free plus what was evicted. A node with no candidate at all
 is passed over, even if it has room (Volcano does the same). Evictions happen in
@@ -38,6 +41,7 @@ from batchsched.actions.victims import (
     commit_with_events,
     eviction_room,
     in_victim_order,
+    lazy_victims,
     pending_tasks,
     queues_and_starving_jobs,
     validate_victims,
@@ -89,12 +93,15 @@ class ReclaimAction:
             queue = queues.pop()
             if ssn.overused(queue):
                 continue
-            # Volcano pushes the queue back after each job while jobs remain, but its
-            # inner loop drains them all in this visit, so later visits do nothing.
             jobs = starving.get(queue.name)
             while jobs:
                 job = jobs.pop()
                 self._reclaim_for_job(ssn, queue, job, reclaimers[job.uid], room)
+                # As Volcano: pushed back while jobs remain, though this visit drains
+                # them. The later pop finds none, but its sift ranks the other queues
+                # by the shares the evictions left, which decides who reclaims next.
+                if jobs:
+                    queues.push(queue)
 
     def _reclaim_for_job(
         self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: PriorityQueue[TaskInfo],
@@ -149,9 +156,11 @@ class ReclaimAction:
         if it never fits or the node refuses it."""
         available = node.future_idle()
         node_stmt = Statement(ssn)
-        for victim in victims:
+        pending_victims = lazy_victims(ssn, task, victims)
+        while pending_victims:
             if task.init_resreq.less_equal(available):
                 break
+            victim = pending_victims.pop()
             node_stmt.evict(victim, RECLAIM_REASON)
             available.add(victim.resreq)
         if task.init_resreq.less_equal(available):

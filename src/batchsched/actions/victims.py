@@ -56,6 +56,7 @@ __all__ = [
     "in_victim_order",
     "int_argument",
     "jobs_in_order",
+    "lazy_victims",
     "nodes_to_visit",
     "pending_tasks",
     "queues_and_starving_jobs",
@@ -224,16 +225,24 @@ def in_victim_order(victims: Iterable[TaskInfo], ordered: Sequence[TaskInfo]) ->
     victim order) in the order of ``ordered``.
 
     The victim order is a total order over the tasks, so the order of a subset is
-    its order within the whole set: no order plugin is asked again. The order is
-    fixed when the node is tried; evictions on that node do not reorder the rest
-    (Volcano's heap compares lazily, so its later pops can see the job order
-    change an eviction caused, in a way that depends on the heap's layout). A task
-    not among ``ordered`` (a plugin returned something it was not offered) goes
-    last, in the order the plugins gave.
+    its order within the whole set: no order plugin is asked again. A task not
+    among ``ordered`` (a plugin returned something it was not offered) goes last,
+    in the order the plugins gave. Evicting one after the other is
+    :func:`lazy_victims`' business.
     """
     rank = {task.uid: i for i, task in enumerate(ordered)}
     missing = len(rank)
     return sorted(victims, key=lambda task: rank.get(task.uid, missing))
+
+
+def lazy_victims(ssn: Session, preemptor: TaskInfo,
+                 victims: Sequence[TaskInfo]) -> PriorityQueue[TaskInfo]:
+    """The victims of one node attempt as Volcano evicts them: pushed (in victim
+    order) into ``ssn.build_victims_priority_queue`` and popped one at a time, each
+    pop after the evictions before it. The heap compares when it pops, so an
+    eviction that moves a share or a job's readiness (capacity's, drf's, gang's
+    orders) reorders the victims still queued, as Volcano's heap does."""
+    return ssn.build_victims_priority_queue(victims, preemptor)
 
 
 # -- nodes --------------------------------------------------------------------------------
