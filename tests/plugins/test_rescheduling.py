@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -600,3 +601,47 @@ def test_victims_follow_the_rules_of_low_node_utilization(
             assert not going_on(percent)
         visited.extend(taken)
     assert visited == victims
+
+
+OVERSUBSCRIBED_HOT_NODE = """
+version: 1
+name: rescheduling on an oversubscribed hot node
+now: "2024-01-01T00:10:00Z"
+config:
+  actions: "shuffle"
+  tiers:
+  - plugins:
+    - name: rescheduling
+      arguments:
+        interval: 1m
+        metricsPeriod: 10m
+        strategies:
+        - name: lowNodeUtilization
+          params:
+            thresholds: {cpu: 20, memory: 20}
+            targetThresholds: {cpu: 80, memory: 80}
+nodes:
+- name: hot
+  allocatable: {cpu: '10', memory: 20Gi, pods: 110}
+  annotations: {volcano.sh/oversubscription-cpu: "%s"}
+  usage: {cpuAvg: {10m: 85}, memoryAvg: {10m: 10}, metricsTime: -1m}
+- name: cold
+  allocatable: {cpu: '10', memory: 20Gi, pods: 110}
+  usage: {cpuAvg: {10m: 10}, memoryAvg: {10m: 10}, metricsTime: -1m}
+jobs:
+- {name: j1, minMember: 1}
+tasks:
+- {name: a, job: j1, phase: Running, node: hot, requests: {cpu: '1', memory: 1Gi}}
+- {name: b, job: j1, phase: Running, node: hot, requests: {cpu: '1', memory: 1Gi}}
+- {name: c, job: j1, phase: Running, node: hot, requests: {cpu: '1', memory: 1Gi}}
+"""
+
+
+@pytest.mark.parametrize("oversubscription", ["0", "10000"])
+def test_utilisation_is_measured_on_the_node_s_own_capacity(oversubscription: str) -> None:
+    # Volcano's lowNodeUtilization reads the Kubernetes node (node.Status), which the
+    # oversubscription annotations do not change: each 1-cpu victim takes 10% off the
+    # hot node's 85%, and one eviction brings it under 80% with or without them.
+    decisions = run_scenario(parse_scenario(yaml.safe_load(
+        OVERSUBSCRIBED_HOT_NODE % oversubscription)))
+    assert decisions.evicted == ["default/a"]

@@ -107,6 +107,7 @@ from typing import Any
 import attrs
 
 from batchsched.api.node import NodeInfo
+from batchsched.api.oversubscription import without_oversubscription
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.errors import ConfigError
@@ -421,7 +422,9 @@ class NodeUtilization:
     def release(self, task: TaskInfo) -> None:
         """Take a victim's requests off the node's use, in percent of its capacity."""
         cpu, memory = _whole_request(task)
-        capacity = self.node.capacity
+        # The Kubernetes node's capacity (Volcano reads node.Status): without what
+        # the oversubscription annotations add to the scheduler's figures.
+        capacity = without_oversubscription(self.node.capacity, self.node.annotations)
         # Volcano's convertQuanToPercent: each quantity's AsApproximateFloat64, which
         # is value x 10^scale (a victim's milli-cpu times 0.001, not over 1000).
         self.percent[CPU] -= _ratio(cpu * 0.001 * 100, _approximate_cores(capacity.milli_cpu))
@@ -485,9 +488,10 @@ def _room(low: Iterable[NodeUtilization], targets: Mapping[str, float]) -> dict[
 def _allocatable(node: NodeInfo) -> dict[str, int]:
     """The node's allocatable (its capacity when the allocatable is empty) in whole
     milli-cpu and bytes, rounded up as Kubernetes' MilliValue and Value do."""
-    size: Resource = node.allocatable
+    # The Kubernetes node's figures, as for the capacity in release().
+    size: Resource = without_oversubscription(node.allocatable, node.annotations)
     if size.milli_cpu == 0 and size.memory == 0 and not size.scalars:
-        size = node.capacity
+        size = without_oversubscription(node.capacity, node.annotations)
     return {CPU: math.ceil(size.milli_cpu), MEMORY: math.ceil(size.memory)}
 
 

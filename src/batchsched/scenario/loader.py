@@ -61,6 +61,11 @@ from batchsched.api.numa import (
     format_cpuset,
     parse_cpuset,
 )
+from batchsched.api.oversubscription import (  # noqa: F401 (OVERSUBSCRIPTION_*: re-exported)
+    OVERSUBSCRIPTION_CPU,
+    OVERSUBSCRIPTION_MEMORY,
+    node_oversubscription,
+)
 from batchsched.api.queue import ROOT_QUEUE, NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.resource_names import counted_by_volcano
@@ -96,7 +101,6 @@ from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
-from batchsched.kube.go_strconv import parse_float
 from batchsched.kube.host_ports import PROTOCOLS, HostPort
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
@@ -937,21 +941,11 @@ class _Parser:
         ``-memory`` (bytes) annotations add to its allocatable, capacity and idle, as
         Volcano's ``NewNodeInfo`` adds them (Go's ``ParseFloat``: a value that is no
         number adds 0); a negative or infinite one is ignored, with a warning."""
-        extra = Resource()
-        found = False
-        for key, dimension in ((OVERSUBSCRIPTION_CPU, "milli_cpu"),
-                               (OVERSUBSCRIPTION_MEMORY, "memory")):
-            text = annotations.get(key)
-            if text is None:
-                continue
-            amount, _ = parse_float(text)
-            if not math.isfinite(amount) or amount < 0:
-                self.warnings.append(f"{self.source}: {path}.{key}: {text!r} is not an amount "
-                                     "the node can add; ignored")
-                continue
-            setattr(extra, dimension, amount)
-            found = True
-        return extra if found else None
+        extra, ignored = node_oversubscription(annotations)
+        for key, text in ignored:
+            self.warnings.append(f"{self.source}: {path}.{key}: {text!r} is not an amount "
+                                 "the node can add; ignored")
+        return extra
 
     def node_usage(self, raw: Any, path: str) -> NodeUsage | None:
         """``usage: {cpuAvg: {PERIOD: PERCENT}, memoryAvg: {...}, metricsTime: TIME}``."""
@@ -1548,9 +1542,6 @@ _PLAIN_TASK_KEYS = frozenset({"name", "namespace", "job", "role", "requests", "p
 _PLAIN_JOB_KEYS = frozenset({"name", "namespace", "queue", "minMember", "phase",
                              "priorityClassName", "minResources"})
 _PLAIN_NODE_KEYS = frozenset({"name", "allocatable", "capacity", "labels"})
-#: Node annotations whose amounts Volcano's cache adds to the node's resources.
-OVERSUBSCRIPTION_CPU = "volcano.sh/oversubscription-cpu"
-OVERSUBSCRIPTION_MEMORY = "volcano.sh/oversubscription-memory"
 _POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
 #: Task statuses as the decisions name them (``taskStatusCounts``).
 _STATUS_NAMES = tuple(str(status) for status in TaskStatus)
