@@ -10,7 +10,7 @@ import yaml
 
 from batchsched.api import TaskStatus
 from batchsched.errors import ScenarioError
-from batchsched.scenario import load_scenario, parse_scenario
+from batchsched.scenario import load_scenario, parse_scenario, run_scenario
 
 BASE = """
 version: 1
@@ -359,3 +359,40 @@ tasks:
     assert pdb.matches("c1", {"app": "web", "tier": "edge"})
     assert not pdb.matches("c1", {"app": "web", "tier": "back"})
     assert not pdb.matches("c1", {"tier": "edge"})
+
+
+CONFIG_AS_VOLCANO_READS = """\
+version: 1
+config:
+  actions: enqueue
+  tiers:
+  - plugins:
+    - name: overcommit
+      arguments:
+        overcommit-factor: 1.5e0
+        quoted: "1.5e0"
+    - {name: gang, enableJobOrder: n}
+queues: [{name: q1}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}
+jobs:
+- {name: big, namespace: ns, queue: q1, minMember: 1, minResources: {cpu: 5}, phase: Pending}
+tasks:
+- {name: big-0, namespace: ns, job: big, requests: {cpu: 5}}
+"""
+
+
+def test_a_scenario_s_config_block_is_read_as_volcano_reads_its_file(tmp_path: Path) -> None:
+    # yaml.v2 reads 1.5e0 as a number (PyYAML as text) and n as false in a flag; a
+    # quoted value stays text. The same configuration as a file reads alike.
+    path = tmp_path / "s.yaml"
+    path.write_text(CONFIG_AS_VOLCANO_READS)
+    scenario = load_scenario(path)
+    overcommit = scenario.configuration.plugin_option("overcommit")
+    gang = scenario.configuration.plugin_option("gang")
+    assert overcommit is not None and gang is not None
+    assert overcommit.arguments["overcommit-factor"] == 1.5
+    assert overcommit.arguments["quoted"] == "1.5e0"
+    assert gang.flags.get("enableJobOrder") is False
+    decisions = run_scenario(scenario)
+    assert decisions.pod_group_phases == {"ns/big": "Inqueue"}  # 4 cpus x 1.5 hold 5

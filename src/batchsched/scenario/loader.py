@@ -87,7 +87,7 @@ from batchsched.api.vgpu import (
     why_no_vgpus,
 )
 from batchsched.cache.memory import MemoryCache
-from batchsched.conf import SchedulerConfiguration, parse_configuration
+from batchsched.conf import SchedulerConfiguration, as_volcano_reads, parse_configuration
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
 from batchsched.kube.affinity import (
@@ -101,6 +101,7 @@ from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
+from batchsched.kube.go_yaml import GoYamlLoader
 from batchsched.kube.host_ports import PROTOCOLS, HostPort
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
@@ -274,7 +275,27 @@ def load_scenario(path: str | Path) -> Scenario:
 
 class _ScenarioYamlLoader(yaml.SafeLoader):
     """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep
-    the last silently: a typo must never be ignored)."""
+    the last silently: a typo must never be ignored). The ``config`` block is read as
+    Volcano reads its configuration file (yaml.v2's scalars: ``1.5e0`` is a number,
+    ``n`` is false in an enable flag, a name stays text), so that a configuration
+    pasted into a scenario means what it means to Volcano."""
+
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        """PyYAML's, remembering whether the tag was resolved (none written), which the
+        ``config`` block's reading needs."""
+        tag = self.peek_event().tag  # type: ignore[no-untyped-call]
+        node: yaml.ScalarNode = super().compose_scalar_node(anchor)
+        node.implicit_tag = tag is None or tag == "!"  # type: ignore[attr-defined]
+        return node
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        document = super().construct_document(node)
+        if isinstance(node, yaml.MappingNode) and isinstance(document, dict):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value == "config" \
+                        and "config" in document:
+                    document["config"] = _as_volcano_reads_it(value_node)
+        return document
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[tuple[type, Any]] = set()
@@ -290,6 +311,16 @@ class _ScenarioYamlLoader(yaml.SafeLoader):
                     f"found duplicate key {key!r}", key_node.start_mark)
             seen.add((type(key), key))
         return super().construct_mapping(node, deep=deep)
+
+
+def _as_volcano_reads_it(node: yaml.Node) -> Any:
+    """A scenario's ``config`` block as Volcano reads a configuration file: yaml.v2's
+    scalars (:mod:`batchsched.kube.go_yaml`), each value as Volcano's types take it."""
+    loader = GoYamlLoader("")
+    try:
+        return as_volcano_reads(loader.construct_document(node))
+    finally:
+        loader.dispose()
 
 
 def parse_scenario(document: Any, *, source: str = "<scenario>") -> Scenario:
