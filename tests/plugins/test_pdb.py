@@ -5,9 +5,11 @@ derives from minAvailable / maxUnavailable)."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from policy_support import cluster, make_task, open_cluster, open_scenario, scenario
 
 from batchsched.api import PodDisruptionBudget, TaskInfo, TaskStatus
+from batchsched.scenario import parse_scenario, run_scenario
 
 PDB = [{"name": "pdb", "enablePreemptable": True, "enableReclaimable": True,
         "enabledVictim": True}]
@@ -177,3 +179,44 @@ def test_a_kubectl_dump_carries_the_disrupted_pods() -> None:
 
     dump = Path(__file__).parent.parent / "scenario" / "data" / "kubectl-pdb-disrupted.json"
     assert run_scenario(load_scenario_or_dump(dump)).evicted == ["c1/web-1"]
+
+
+PDB_WITH_DISRUPTED = """
+version: 1
+config: {actions: "allocate, preempt", tiers: [{plugins: [{name: priority},
+  {name: gang, enablePreemptable: false}, {name: pdb}, {name: conformance}]}]}
+priorityClasses: [{name: low, value: 100}, {name: high, value: 1000}]
+queues: [{name: q1}]
+nodes: [{name: n1, allocatable: {cpu: 3, memory: 3Gi, pods: 10}}]
+jobs:
+- {name: web, namespace: c1, queue: q1, minMember: 1, phase: Running, priorityClassName: low}
+- {name: hi, namespace: c1, queue: q1, minMember: 1, phase: Inqueue, priorityClassName: high}
+tasks:
+- {name: w1, namespace: c1, job: web, node: n1, phase: Running, labels: {app: web},
+   requests: {cpu: 1, memory: 1Gi}, createdAt: "2024-01-01T00:00:00Z"}
+- {name: w2, namespace: c1, job: web, node: n1, phase: Running, labels: {app: web},
+   requests: {cpu: 1, memory: 1Gi}, createdAt: "2024-01-01T00:01:00Z"}
+- {name: w3, namespace: c1, job: web, node: n1, phase: Running, labels: {app: web},
+   requests: {cpu: 1, memory: 1Gi}, createdAt: "2024-01-01T00:02:00Z"}
+- {name: p1, namespace: c1, job: hi, requests: {cpu: 1, memory: 1Gi},
+   createdAt: "2024-01-01T00:03:00Z"}
+pdbs: [{name: web-pdb, namespace: c1, selector: {app: web}, minAvailable: 2,
+        disruptedPods: %s}]
+now: "2024-01-01T00:10:00Z"
+"""
+
+
+@pytest.mark.parametrize(("disrupted", "allowed"), [
+    ("[w1]", 0),                                   # no time: on its way out
+    ('{w1: "2024-01-01T00:09:00Z"}', 0),          # a minute ago: not healthy
+    ('{w1: "2024-01-01T00:05:00Z"}', 1),          # past DeletionTimeout: healthy again
+])
+def test_a_budget_does_not_count_pods_it_recorded_as_disrupted_lately(
+        disrupted: str, allowed: int) -> None:
+    # Kubernetes' disruption controller leaves a pod of disruptedPods out of the
+    # healthy ones for DeletionTimeout (2 minutes): minAvailable 2 of 3 allows 0.
+    parsed = parse_scenario(yaml.safe_load(PDB_WITH_DISRUPTED % disrupted))
+    assert parsed.pdbs[0].disruptions_allowed == allowed
+    if allowed == 0:
+        # Only w1 (passed over by pdb) may go: Volcano evicts it and no other.
+        assert run_scenario(parsed).evicted == ["c1/w1"]

@@ -1420,7 +1420,7 @@ class _Parser:
 
     def disrupted_pods(self, raw: Any, path: str) -> frozenset[str]:
         """A budget's ``disruptedPods``: pod names, as a list or as Kubernetes' status
-        map (pod name to the time of its eviction, which is not read)."""
+        map (pod name to the time of its eviction, read by :meth:`recently_disrupted`)."""
         if raw is None:
             return frozenset()
         names = list(self.mapping(raw, path)) if isinstance(raw, Mapping) else self.seq(raw, path)
@@ -1428,6 +1428,17 @@ class _Parser:
             if not isinstance(name, str) or not name:
                 raise self.fail(f"{path}[{i}]", f"must be a pod name, not {name!r}")
         return frozenset(names)
+
+    def recently_disrupted(self, raw: Any, path: str) -> frozenset[str]:
+        """The pods of ``disruptedPods`` the disruption controller does not count as
+        healthy: those disrupted less than ``DeletionTimeout`` (2 minutes) before
+        ``now``; every pod of a list, which gives no time."""
+        if not isinstance(raw, Mapping):
+            return self.disrupted_pods(raw, path)
+        return frozenset(
+            str(name) for name, when in raw.items()
+            if self.time_value(when, f"{path}.{name}", relative=False)
+            + PDB_DELETION_TIMEOUT > self.now)
 
     def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
         out = []
@@ -1457,7 +1468,12 @@ class _Parser:
                 raise self.fail(path, "give exactly one of minAvailable, maxUnavailable, "
                                       "disruptionsAllowed")
             matching = [t for t in tasks if budget.matches(t.namespace, t.labels)]
-            healthy = sum(1 for t in matching if t.status == TaskStatus.RUNNING)
+            # Kubernetes' disruption controller does not count a pod it recorded as
+            # disrupted less than DeletionTimeout ago (its eviction is on its way).
+            leaving = self.recently_disrupted(obj.get("disruptedPods"),
+                                              f"{path}.disruptedPods")
+            healthy = sum(1 for t in matching
+                          if t.status == TaskStatus.RUNNING and t.name not in leaving)
             key = given[0]
             if key == "disruptionsAllowed":
                 allowed = self.typed(obj, key, int, 0, path)
@@ -1573,6 +1589,9 @@ _PLAIN_TASK_KEYS = frozenset({"name", "namespace", "job", "role", "requests", "p
 _PLAIN_JOB_KEYS = frozenset({"name", "namespace", "queue", "minMember", "phase",
                              "priorityClassName", "minResources"})
 _PLAIN_NODE_KEYS = frozenset({"name", "allocatable", "capacity", "labels"})
+#: Kubernetes' disruption controller's DeletionTimeout: how long a pod recorded in a
+#: budget's disruptedPods is expected to take to go.
+PDB_DELETION_TIMEOUT = 120.0
 _POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
 #: Task statuses as the decisions name them (``taskStatusCounts``).
 _STATUS_NAMES = tuple(str(status) for status in TaskStatus)
