@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import yaml
 
 from batchsched.kube.dra.documents import parse_resource_claim
 from batchsched.scenario import parse_scenario, run_scenario
@@ -289,3 +290,57 @@ def test_an_extended_resource_backed_by_a_device_class_is_what_the_node_advertis
     decisions = run_scenario(parse_scenario(doc))
     assert decisions.binds == {"default/p1": "n1"}
     assert decisions.claim_allocations == {}
+
+
+TOLERATING_CLAIM = """
+version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: gang}]
+  - plugins: [{name: predicates}]
+deviceClasses:
+- name: gpu
+  selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]
+resourceSlices:
+- name: n1-gpus
+  driver: gpu.example.com
+  nodeName: n1
+  pool: {name: n1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    taints: [{key: maintenance, value: "soon", effect: NoSchedule}]
+resourceClaimTemplates:
+- name: one-gpu
+  namespace: t
+  requests:
+  - name: gpu
+    exactly:
+      deviceClassName: gpu
+      tolerations: [{key: maintenance, operator: Exists}]
+queues: [{name: q}]
+nodes: [{name: n1, allocatable: {cpu: 16, memory: 64Gi, pods: 110}}]
+jobs: [{name: j, namespace: t, queue: q, minMember: 1, phase: Inqueue}]
+tasks:
+- {name: p, namespace: t, job: j, requests: {cpu: 1},
+   resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]}
+"""
+
+
+def test_an_allocation_carries_the_request_s_tolerations() -> None:
+    # Kubernetes' allocator copies the request's tolerations into each device result
+    # (what lets the pod keep a tainted device), and PreBind writes them.
+    decisions = run_scenario(parse_scenario(yaml.safe_load(TOLERATING_CLAIM)))
+    assert decisions.binds == {"t/p": "n1"}
+    assert decisions.claim_allocations["t/p-gpu"] == [
+        {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0",
+         "tolerations": [{"key": "maintenance", "operator": "Exists"}]}]
+    # Read back from the written status, they stay.
+    claim = parse_resource_claim({
+        "metadata": {"name": "p-gpu", "namespace": "t"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu"}}]}},
+        "status": {"allocation": {"devices": {"results": decisions.claim_allocations[
+            "t/p-gpu"]}}}})
+    assert claim.allocation is not None
+    assert claim.allocation.results[0].tolerations[0].operator == "Exists"

@@ -488,7 +488,8 @@ class _Search:
             DeviceResult(data.name, *candidate.device_id, admin_access=data.spec.admin_access,
                          share_id=share_id(claim.key, data.name, candidate.device_id, number)
                          if amounts is not None else "",
-                         consumed_capacity=amounts or {})
+                         consumed_capacity=amounts or {},
+                         tolerations=data.spec.tolerations)
             for number, (data, candidate, amounts) in enumerate(picks))
         pinned = any(c.slice.node_name or c.device.node_name for _, c, _ in picks)
         if pinned:

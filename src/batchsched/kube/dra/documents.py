@@ -459,6 +459,7 @@ def _allocation(raw: Any, path: str) -> AllocationResult:
                 name: _quantity(value, f"{where}.consumedCapacity.{name}")
                 for name, value in _mapping(result.get("consumedCapacity"),
                                             f"{where}.consumedCapacity").items()},
+            tolerations=_tolerations(result.get("tolerations"), f"{where}.tolerations"),
         ))
     selector = (_node_selector(obj["nodeSelector"], f"{path}.nodeSelector")
                 if obj.get("nodeSelector") is not None else None)

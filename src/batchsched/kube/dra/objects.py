@@ -179,6 +179,9 @@ class DeviceResult:
     #: each of the device's capacities.
     share_id: str = ""
     consumed_capacity: Mapping[str, Fraction] = attrs.field(factory=dict)
+    #: The request's tolerations, which Kubernetes' allocator copies into each result
+    #: (what lets the pod use a tainted device, and what taint eviction checks).
+    tolerations: tuple[Toleration, ...] = ()
 
     @property
     def device_id(self) -> tuple[str, str, str]:
@@ -194,7 +197,16 @@ class DeviceResult:
         if self.consumed_capacity:
             out["consumedCapacity"] = {name: _format_quantity(amount) for name, amount
                                        in sorted(self.consumed_capacity.items())}
+        if self.tolerations:
+            out["tolerations"] = [_toleration_json(t) for t in self.tolerations]
         return out
+
+
+def _toleration_json(toleration: Toleration) -> dict[str, str]:
+    """A toleration as the API writes it (empty fields left out, the operator always)."""
+    out = {"key": toleration.key, "operator": toleration.operator,
+           "value": toleration.value, "effect": toleration.effect}
+    return {name: text for name, text in out.items() if text or name == "operator"}
 
 
 @attrs.frozen
