@@ -165,6 +165,26 @@ def test_a_job_without_a_topology_scans_the_cluster() -> None:
     assert candidate_domains(ssn, ssn.jobs["ns/train"], 8) == [CLUSTER_DOMAIN]
 
 
+def test_a_job_whose_sub_job_is_hard_has_no_cluster_fallback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Volcano's GetCandidateDomains falls back on the whole cluster, when the gradients
+    # give no hypernode (none eligible), only for a job that ContainsHardTopology()
+    # says is not hard, and that counts its sub-jobs' topologies too.
+    document = two_racks(None)
+    document["jobs"][0]["subGroupPolicy"] = [{
+        "name": "workers", "matchLabelKeys": ["role"], "subGroupSize": 2,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}]
+    for task in document["tasks"][:2]:
+        task["labels"] = {"role": "worker"}
+    parsed = parse_scenario(document, source="<test>")
+    ssn = Session.open(parsed.build_cache(), parsed.configuration, registry=_registry)
+    monkeypatch.setattr(ssn, "hyper_node_gradient", lambda *_: [])
+    assert candidate_domains(ssn, ssn.jobs["ns/train"], 8) == []
+    flat = open_two_racks(None)
+    monkeypatch.setattr(flat, "hyper_node_gradient", lambda *_: [])
+    assert candidate_domains(flat, flat.jobs["ns/train"], 8) == [CLUSTER_DOMAIN]
+
+
 def test_a_hard_job_scans_its_eviction_gradient_highest_tier_first() -> None:
     ssn = open_two_racks({"mode": "hard", "highestTierAllowed": 2})
     job = ssn.jobs["ns/train"]

@@ -310,9 +310,10 @@ def pick_domains(
 def candidate_domains(ssn: Session, job: JobInfo, max_domains: int) -> list[str]:
     """The domains a starving job scans (Volcano's ``GetCandidateDomains``): the
     eviction gradients' hypernodes, with the whole cluster as the fallback of a job
-    without a hard topology."""
+    none of whose sub-jobs has a hard topology either."""
     gradients = ssn.hyper_node_gradient(job, CLUSTER_DOMAIN, EVICT)
-    hard = job.network_topology is not None and job.network_topology.hard_tier() is not None
+    # A hard topology of the job or of one of its sub-jobs (ContainsHardTopology).
+    hard = _contains_hard_topology(ssn, job)
     return pick_domains(gradients, max_domains, "" if hard else CLUSTER_DOMAIN)
 
 
