@@ -118,7 +118,7 @@ def test_an_incomplete_gang_times_out_and_gives_back_its_reservations(
     scheduler = gang_scheduler(kube_registry, cache, pop_from_backoff=pop_from_backoff)
     results = scheduler.run(now=0.0)
     assert sum(result.status.is_wait() for result in results) == 2
-    assert any("0/2 nodes are available: Insufficient cpu" in result.status.message
+    assert any("0/2 nodes are available: 2 Insufficient cpu." in result.status.message
                for result in results)
     assert scheduler.run(now=5.0) == [] or cache.binds == []
     assert len(scheduler.assumed) == 2

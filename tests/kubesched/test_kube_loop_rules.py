@@ -13,7 +13,7 @@ import pytest
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
 from batchsched.cache.memory import MemoryCache
-from batchsched.errors import ConfigError
+from batchsched.errors import ConfigError, PluginError
 from batchsched.kubesched import (
     CycleState,
     Framework,
@@ -24,7 +24,7 @@ from batchsched.kubesched import (
     SchedulingQueue,
     Status,
 )
-from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS
+from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS, NodeResourcesFit
 from batchsched.kubesched.scheduler import num_feasible_nodes_to_find
 from batchsched.scenario import parse_scenario
 
@@ -739,3 +739,91 @@ def test_a_failed_binding_clears_the_pod_s_nomination() -> None:
     s.run(0.0)
     assert c.binds == []
     assert "default/a" not in c.nominations
+
+
+# -- NodeResourcesFit and LeastAllocated as kube-scheduler's (fit.go, least_allocated.go,
+# resource_allocation.go), and FitError's message (types.go).
+
+def kube_cluster(nodes: list[dict[str, Any]], running: list[dict[str, Any]],
+                 pod: dict[str, Any]) -> MemoryCache:
+    """``nodes`` as scenario nodes; ``running`` pods already on them; ``pod`` pending."""
+    tasks = [{"job": f"j-{t['name']}", "phase": "Running", **t} for t in running]
+    tasks.append({"job": f"j-{pod['name']}", **pod})
+    doc = {
+        "version": 1, "name": "kube", "config": {"actions": ""}, "nodes": nodes,
+        "jobs": [{"name": t["job"], "minMember": 1,
+                  "phase": "Running" if t.get("node") else "Inqueue"} for t in tasks],
+        "tasks": tasks,
+    }
+    return parse_scenario(doc, source="<test>").build_cache()
+
+
+def fit_scheduler(c: MemoryCache, **args: Any) -> PodScheduler:
+    points = profile(filter=["NodeResourcesFit"], score=[("NodeResourcesLeastAllocated", 1)])
+    config = {"NodeResourcesFit": args} if args else {}
+    return PodScheduler(c, Framework(registry(), Profile(points.scheduler_name, points.plugins,
+                                                         config)))
+
+
+def node(name: str, cpu: Any, memory: str, pods: int = 10, **more: Any) -> dict[str, Any]:
+    return {"name": name, "allocatable": {"cpu": cpu, "memory": memory, "pods": pods, **more}}
+
+
+@pytest.mark.parametrize(("nodes", "running", "pod", "message"), [
+    ([node("n1", 1, "1Gi")], [], {"name": "p", "requests": {"cpu": 2, "memory": "2Gi"}},
+     "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory."),
+    ([node("n1", 4, "4Gi", pods=1)], [{"name": "r", "node": "n1"}], {"name": "p"},
+     "0/1 nodes are available: 1 Too many pods."),
+    ([node("n1", 1, "8Gi"), node("n2", 1, "8Gi"), node("n3", 8, "1Gi")], [],
+     {"name": "p", "requests": {"cpu": 2, "memory": "2Gi"}},
+     "0/3 nodes are available: 1 Insufficient memory, 2 Insufficient cpu."),
+    ([node("n1", 4, "4Gi")], [], {"name": "p", "requests": {"example.com/foo": 1,
+                                                            "nvidia.com/gpu": 1}},
+     "0/1 nodes are available: 1 Insufficient example.com/foo, 1 Insufficient nvidia.com/gpu."),
+])
+def test_every_reason_a_node_refuses_is_counted_in_the_message(
+        nodes: list[dict[str, Any]], running: list[dict[str, Any]], pod: dict[str, Any],
+        message: str) -> None:
+    c = kube_cluster(nodes, running, pod)
+    [result] = [r for r in fit_scheduler(c).run(0.0) if r.pod == "default/p"]
+    assert result.status.message == message
+
+
+def test_ignored_extended_resources_are_not_checked() -> None:
+    c = kube_cluster([node("n1", 4, "4Gi")], [],
+                     {"name": "p", "requests": {"cpu": 1, "example.com/foo": 1,
+                                                "vendor.io/bar": 1}})
+    view = c.snapshot()
+    pod = next(t for job in view.jobs.values() for t in job.tasks.values())
+    fit = NodeResourcesFit.from_arguments({"ignoredResources": ["example.com/foo"],
+                                           "ignoredResourceGroups": ["vendor.io"]})
+    assert fit.filter(CycleState(), pod, view.nodes["n1"]).is_success()
+    assert NodeResourcesFit().filter(CycleState(), pod, view.nodes["n1"]).reasons == (
+        "Insufficient example.com/foo", "Insufficient vendor.io/bar")
+
+
+@pytest.mark.parametrize(("nodes", "running", "pod", "chosen"), [
+    # A best-effort pod counts 100m and 200Mi, on the node and as the pod: n2 is freer.
+    ([node("n1", 4, "4Gi"), node("n2", 4, "4Gi")], [{"name": "r", "node": "n1"}],
+     {"name": "p"}, "n2"),
+    ([node("n1", 1, "1Gi"), node("n2", 2, "2Gi")], [], {"name": "p"}, "n2"),
+    # A resource the node has none of is left out of its mean (n1: cpu alone, 87).
+    ([node("n1", 8, "0"), node("n2", 4, "1Gi")], [], {"name": "p", "requests": {"cpu": 1}},
+     "n1"),
+])
+def test_least_allocated_scores_as_kube_does(
+        nodes: list[dict[str, Any]], running: list[dict[str, Any]], pod: dict[str, Any],
+        chosen: str) -> None:
+    c = kube_cluster(nodes, running, pod)
+    fit_scheduler(c).run(0.0)
+    assert bound(c)["default/p"] == chosen
+
+
+def test_built_in_plugins_refuse_arguments_they_do_not_take() -> None:
+    c = kube_cluster([node("n1", 4, "4Gi")], [], {"name": "p"})
+    with pytest.raises(PluginError, match="unknown argument"):
+        fit_scheduler(c, ignoredResource=["x"]).run(0.0)
+    points = profile(preEnqueue=["SchedulingGates"])
+    with pytest.raises(PluginError, match="takes no arguments"):
+        PodScheduler(c, Framework(registry(), Profile(
+            points.scheduler_name, points.plugins, {"SchedulingGates": {"x": 1}}))).run(0.0)

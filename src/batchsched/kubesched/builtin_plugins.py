@@ -4,9 +4,11 @@
   queue, until they are all removed;
 * ``PrioritySort`` (queueSort): higher priority first, then earlier creation;
 * ``NodeResourcesFit`` (filter): the pod's requests (init containers included)
-  fit the node's idle resources, ``pods`` included; else ``Insufficient <name>``;
-* ``NodeResourcesLeastAllocated`` (score): the mean over cpu and memory of
-  ``(allocatable - used - request) x 100 / allocatable``;
+  fit the node's idle resources and the node has room for one more pod; else every
+  reason, as kube gives them (``Too many pods``, ``Insufficient <name>``);
+* ``NodeResourcesLeastAllocated`` (score): kube's LeastAllocated strategy, the
+  weighted mean of ``(allocatable - requested) x 100 / allocatable`` over cpu and
+  memory (kube's non-zero requests) or the ``resources`` configured;
 * ``DefaultBinder`` (bind): the host cache's ``bind``.
 
 :func:`default_profile` enables them as kube-scheduler's default profile does.
@@ -14,17 +16,23 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from batchsched.api.node import NodeInfo
-from batchsched.api.resource import CPU, MEMORY, DimensionDefault
+from batchsched.api.resource import CPU, MEMORY, PODS
 from batchsched.api.task import TaskInfo
+from batchsched.errors import ConfigError
+from batchsched.kube.pod_view import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from batchsched.kubesched.cycle_state import CycleState
-from batchsched.kubesched.framework import PluginRef, Profile
+from batchsched.kubesched.framework import MAX_NODE_SCORE, PluginRef, Profile
 from batchsched.kubesched.queue import default_less
 from batchsched.kubesched.registry import KubePluginSpec
-from batchsched.kubesched.status import Status
+from batchsched.kubesched.status import Code, Status
+
+#: Kubernetes' ephemeral-storage resource name.
+EPHEMERAL_STORAGE = "ephemeral-storage"
 
 __all__ = ["BUILTIN_KUBE_PLUGINS", "default_profile"]
 
@@ -48,33 +56,118 @@ class PrioritySort:
 
 
 class NodeResourcesFit:
+    """kube-scheduler's ``NodeResourcesFit`` filter (``fitsRequest``): every reason the
+    pod does not fit, in kube's order (``Too many pods``, then ``Insufficient
+    <resource>`` for cpu, memory, ephemeral-storage and each other resource asked).
+    Arguments: ``ignoredResources`` and ``ignoredResourceGroups`` (extended resources,
+    by name or by the part before ``/``, that are not checked)."""
+
     name = "NodeResourcesFit"
+
+    def __init__(self, ignored: frozenset[str] = frozenset(),
+                 ignored_groups: frozenset[str] = frozenset()) -> None:
+        self.ignored = ignored
+        self.ignored_groups = ignored_groups
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> NodeResourcesFit:
+        unknown = sorted(set(arguments) - {"ignoredResources", "ignoredResourceGroups",
+                                           "scoringStrategy"})
+        if unknown:
+            raise ConfigError(f"unknown argument(s) {unknown} of kube plugin NodeResourcesFit",
+                              key="pluginConfig.NodeResourcesFit.args",
+                              known=["ignoredResources", "ignoredResourceGroups"])
+        if "scoringStrategy" in arguments:
+            raise ConfigError("NodeResourcesFit's scoringStrategy is not modelled: score "
+                              "with NodeResourcesLeastAllocated and its resources",
+                              key="pluginConfig.NodeResourcesFit.args.scoringStrategy")
+        return cls(_names(arguments, "ignoredResources"),
+                   _names(arguments, "ignoredResourceGroups"))
 
     def filter(self, state: CycleState, pod: TaskInfo, node: NodeInfo) -> Status:
         request, idle = pod.init_resreq, node.idle
-        if request.less_equal(idle, DimensionDefault.ZERO):
+        reasons: list[str] = []
+        if len(node.tasks) + 1 > node.allocatable.get(PODS):
+            reasons.append("Too many pods")
+        asked = [(name, request.get(name)) for name in (CPU, MEMORY, EPHEMERAL_STORAGE)]
+        asked += sorted((name, amount) for name, amount in request.scalars.items()
+                        if name not in (PODS, EPHEMERAL_STORAGE))
+        for name, amount in asked:
+            if amount <= 0 or self._ignores(name):
+                continue
+            if amount > idle.get(name) + _TOLERANCE:
+                reasons.append(f"Insufficient {name}")
+        if not reasons:
             return Status.success()
-        short = [name for name in request.names()
-                 if request.get(name) > idle.get(name) + 0.1]
-        ordered = [n for n in (CPU, MEMORY) if n in short] + sorted(
-            n for n in short if n not in (CPU, MEMORY))
-        return Status.unschedulable(f"Insufficient {ordered[0] if ordered else 'resources'}",
-                                    plugin=self.name)
+        return Status(Code.UNSCHEDULABLE, tuple(reasons), self.name)
+
+    def _ignores(self, name: str) -> bool:
+        if not is_extended_resource(name):
+            return False
+        return name in self.ignored or name.partition("/")[0] in self.ignored_groups
 
 
 class NodeResourcesLeastAllocated:
+    """kube-scheduler's LeastAllocated scoring: per resource, ``(allocatable -
+    requested) x 100 / allocatable`` (0 when over), their weighted mean, resources a
+    node has none of left out. For cpu and memory the requests are kube's non-zero
+    figures (a container asking none counts 100m and 200Mi), the node's pods' and the
+    pod's alike. Argument: ``resources``, a list of ``{name, weight}`` (default cpu
+    and memory, weight 1)."""
+
     name = "NodeResourcesLeastAllocated"
 
+    def __init__(self, resources: tuple[tuple[str, int], ...] = ((CPU, 1), (MEMORY, 1))) -> None:
+        self.resources = resources
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> NodeResourcesLeastAllocated:
+        unknown = sorted(set(arguments) - {"resources"})
+        if unknown:
+            raise ConfigError(
+                f"unknown argument(s) {unknown} of kube plugin NodeResourcesLeastAllocated",
+                key="pluginConfig.NodeResourcesLeastAllocated.args", known=["resources"])
+        raw = arguments.get("resources")
+        if raw is None:
+            return cls()
+        key = "pluginConfig.NodeResourcesLeastAllocated.args.resources"
+        if not isinstance(raw, list) or not raw:
+            raise ConfigError("must be a non-empty list of {name, weight}", key=key)
+        resources: list[tuple[str, int]] = []
+        for i, entry in enumerate(raw):
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                raise ConfigError("must be a mapping with a name", key=f"{key}[{i}]")
+            weight = entry.get("weight", 1)
+            if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+                raise ConfigError(f"weight must be a positive integer, not {weight!r}",
+                                  key=f"{key}[{i}].weight")
+            resources.append((_resource_name(entry["name"]), weight))
+        return cls(tuple(resources))
+
     def score(self, state: CycleState, pod: TaskInfo, node: NodeInfo) -> tuple[int, Status]:
-        parts = []
-        for resource in (CPU, MEMORY):
-            allocatable = node.allocatable.get(resource)
-            requested = node.used.get(resource) + pod.resreq.get(resource)
-            if allocatable <= 0 or requested > allocatable:
-                parts.append(0)
+        held_cpu = held_memory = 0
+        for task in node.tasks.values():
+            cpu, memory = nonzero_request(task)
+            held_cpu += cpu
+            held_memory += memory
+        pod_cpu, pod_memory = nonzero_request(pod)
+        total = weights = 0
+        for resource, weight in self.resources:
+            if resource == CPU:
+                requested, allocatable = held_cpu + pod_cpu, _whole(node.allocatable.milli_cpu)
+            elif resource == MEMORY:
+                requested, allocatable = (held_memory + pod_memory,
+                                          _whole(node.allocatable.memory))
             else:
-                parts.append(int((allocatable - requested) * 100 // allocatable))
-        return sum(parts) // len(parts), Status.success()
+                requested = _whole(node.used.get(resource)) + _whole(pod.resreq.get(resource))
+                allocatable = _whole(node.allocatable.get(resource))
+            if allocatable == 0:
+                continue  # kube leaves a resource the node has none of out
+            part = 0 if requested > allocatable else \
+                (allocatable - requested) * MAX_NODE_SCORE // allocatable
+            total += part * weight
+            weights += weight
+        return (total // weights if weights else 0), Status.success()
 
 
 class DefaultBinder:
@@ -95,16 +188,68 @@ class DefaultBinder:
 
 def _plain(cls: type) -> Any:
     def build(arguments: Mapping[str, Any], handle: Any) -> Any:
+        if arguments:
+            raise ConfigError(f"kube plugin {cls.__name__} takes no arguments, not "
+                              f"{sorted(arguments)}", key=f"pluginConfig.{cls.__name__}.args")
         return cls()
     return build
+
+
+def _configured(cls: Any) -> Any:
+    def build(arguments: Mapping[str, Any], handle: Any) -> Any:
+        return cls.from_arguments(arguments)
+    return build
+
+
+def nonzero_request(task: TaskInfo) -> tuple[int, int]:
+    """The milli-cpu and bytes kube-scheduler's scores count for the pod: its own
+    figures (``TaskInfo.nonzero_request``) when known, else its requests with 100m and
+    200Mi standing in for a request of none (kube's ``GetNonzeroRequests``)."""
+    if task.nonzero_request is not None:
+        return task.nonzero_request
+    request = task.resreq
+    return (_whole(request.milli_cpu) or DEFAULT_MILLI_CPU_REQUEST,
+            _whole(request.memory) or DEFAULT_MEMORY_REQUEST)
+
+
+def is_extended_resource(name: str) -> bool:
+    """Kubernetes' ``IsExtendedResourceName``: a domain-prefixed name outside
+    ``kubernetes.io`` and not a quota's ``requests.`` name."""
+    domain, slash, _ = name.partition("/")
+    return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) \
+        and not name.startswith("requests.")
+
+
+def _names(arguments: Mapping[str, Any], key: str) -> frozenset[str]:
+    raw = arguments.get(key)
+    if raw is None:
+        return frozenset()
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise ConfigError("must be a list of names",
+                          key=f"pluginConfig.NodeResourcesFit.args.{key}")
+    return frozenset(raw)
+
+
+def _resource_name(name: str) -> str:
+    return {"cpu": CPU, "memory": MEMORY}.get(name, name)
+
+
+def _whole(amount: float) -> int:
+    """A quantity as the integer Kubernetes holds (rounded up)."""
+    return math.ceil(amount - 1e-9) if amount > 0 else 0
+
+
+#: How far a float figure may exceed another and still count as equal (milli-units).
+_TOLERANCE = 0.1
 
 
 BUILTIN_KUBE_PLUGINS = (
     KubePluginSpec("SchedulingGates", _plain(SchedulingGates),
                    "pods with scheduling gates wait outside the queue"),
     KubePluginSpec("PrioritySort", _plain(PrioritySort), "queue sort by priority, then age"),
-    KubePluginSpec("NodeResourcesFit", _plain(NodeResourcesFit), "requests fit idle resources"),
-    KubePluginSpec("NodeResourcesLeastAllocated", _plain(NodeResourcesLeastAllocated),
+    KubePluginSpec("NodeResourcesFit", _configured(NodeResourcesFit),
+                   "requests fit idle resources"),
+    KubePluginSpec("NodeResourcesLeastAllocated", _configured(NodeResourcesLeastAllocated),
                    "prefer the least allocated nodes"),
     KubePluginSpec("DefaultBinder", lambda arguments, handle: DefaultBinder(handle),
                    "bind through the host cache"),

@@ -52,7 +52,8 @@ from batchsched.kubesched.framework import (
 from batchsched.kubesched.queue import SchedulingQueue
 from batchsched.kubesched.status import Code, Status
 
-__all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler", "num_feasible_nodes_to_find"]
+__all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler", "fit_error_message",
+           "num_feasible_nodes_to_find"]
 
 log = logging.getLogger("batchsched")
 
@@ -272,9 +273,8 @@ class PodScheduler:
             if post.code == Code.ERROR:
                 # Logged; the pod still fails as unschedulable by its filters.
                 log.warning("batchsched: postFilter for %s: %s", pod.uid, post.message)
-            reasons = sorted({reason for s in statuses.values() for reason in s.reasons})
-            message = f"0/{len(nodes)} nodes are available" + (
-                f": {', '.join(reasons)}" if reasons else "")
+            message = fit_error_message(len(nodes), statuses,
+                                        None if status.is_success() else status.message)
             if nominated is not None:  # "" clears the pod's nomination
                 self._nominate(pod, nominated)
             return self._failed(pod, Status.unschedulable(message), now,
@@ -513,6 +513,25 @@ class PodScheduler:
         result = CycleResult(pod.uid, node, status)
         self.results.append(result)
         return result
+
+
+def fit_error_message(nodes: int, statuses: Mapping[str, Status],
+                      pre_filter: str | None = None) -> str:
+    """kube-scheduler's ``FitError.Error``: ``0/N nodes are available:`` then, when
+    PreFilter rejected the pod, its message; else each reason the nodes gave with the
+    number of nodes that gave it (``2 Insufficient cpu``), sorted as text; each part
+    ending with a period."""
+    message = f"0/{nodes} nodes are available:"
+    if pre_filter is not None:
+        return f"{message} {pre_filter}."
+    counts: dict[str, int] = {}
+    for status in statuses.values():
+        for reason in status.reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
+    if histogram:
+        message += f" {', '.join(histogram)}."
+    return message
 
 
 #: kube-scheduler's ``minFeasibleNodesToFind`` and ``minFeasibleNodesPercentageToFind``.
