@@ -827,3 +827,36 @@ def test_built_in_plugins_refuse_arguments_they_do_not_take() -> None:
     with pytest.raises(PluginError, match="takes no arguments"):
         PodScheduler(c, Framework(registry(), Profile(
             points.scheduler_name, points.plugins, {"SchedulingGates": {"x": 1}}))).run(0.0)
+
+
+class Names:
+    """PreFilter naming nodes (kube's PreFilterResult)."""
+
+    def __init__(self, *nodes: str) -> None:
+        self.nodes = set(nodes)
+
+    def pre_filter(self, state: CycleState, pod: Any) -> tuple[set[str], Status]:
+        return set(self.nodes), Status.success()
+
+
+def test_nodes_a_pre_filter_result_leaves_out_are_counted_under_its_plugins() -> None:
+    c = cache({"n0": 4, "n1": 1, "n2": 4}, [("p", 2, 0)])
+    s = scheduler(c, plugins=[("Only", Names("n1"))], preFilter=["Only"],
+                  filter=["NodeResourcesFit"])
+    [result] = s.run(0.0)
+    assert result.status.message == ("0/3 nodes are available: 1 Insufficient cpu, "
+                                     "2 node(s) didn't satisfy plugin(s) [Only].")
+
+
+@pytest.mark.parametrize(("plugins", "message"), [
+    ([("A", Names())], "node(s) didn't satisfy plugin A"),
+    ([("B", Names("n0")), ("A", Names("n1"))],
+     "node(s) didn't satisfy plugin(s) [A B] simultaneously"),
+])
+def test_pre_filter_results_that_leave_no_node_say_whose_they_were(
+        plugins: list[tuple[str, Any]], message: str) -> None:
+    c = cache({"n0": 4, "n1": 4}, [("p", 1, 0)])
+    s = scheduler(c, plugins=plugins, preFilter=[name for name, _ in plugins],
+                  filter=["NodeResourcesFit"])
+    [result] = s.run(0.0)
+    assert result.status.message == f"0/2 nodes are available: {message}."

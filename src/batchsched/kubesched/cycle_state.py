@@ -59,6 +59,8 @@ class CycleState:
         #: The nodes PreFilter plugins left (kube-scheduler's ``PreFilterResult``,
         #: intersected over the plugins); None: every node.
         self.pre_filter_nodes: frozenset[str] | None = None
+        #: The PreFilter plugins that named nodes, sorted (what kube's messages cite).
+        self.pre_filter_node_plugins: tuple[str, ...] = ()
 
     def read(self, key: str) -> StateData:
         with self._lock:
@@ -85,6 +87,7 @@ class CycleState:
         twin.skip_filter_plugins = set(self.skip_filter_plugins)
         twin.skip_score_plugins = set(self.skip_score_plugins)
         twin.pre_filter_nodes = self.pre_filter_nodes
+        twin.pre_filter_node_plugins = self.pre_filter_node_plugins
         return twin
 
     def __contains__(self, key: object) -> bool:

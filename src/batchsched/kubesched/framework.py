@@ -350,6 +350,7 @@ class Framework:
         None, Status)`` as kube-scheduler's ``PreFilterResult``: the nodes it leaves
         (None: all), intersected over the plugins into ``state.pre_filter_nodes``."""
         state.pre_filter_nodes = None
+        state.pre_filter_node_plugins = ()
         # A plain Unschedulable lets the other PreFilter plugins run (preemption may
         # still help, and they may find the pod unresolvable): kubernetes#119770.
         rejected: Status | None = None
@@ -378,10 +379,14 @@ class Framework:
                 kept = frozenset(nodes) if state.pre_filter_nodes is None \
                     else state.pre_filter_nodes & frozenset(nodes)
                 state.pre_filter_nodes = kept
+                state.pre_filter_node_plugins = tuple(
+                    sorted({*state.pre_filter_node_plugins, name}))
                 if not kept:
-                    return Status.unschedulable(
-                        f"node(s) didn't satisfy plugin(s) [{name}] simultaneously",
-                        plugin=name, unresolvable=True)
+                    names = state.pre_filter_node_plugins
+                    message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1
+                               else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] "
+                                    "simultaneously")
+                    return Status.unschedulable(message, plugin=name, unresolvable=True)
         return rejected or Status.success()
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: TaskInfo, added: TaskInfo,

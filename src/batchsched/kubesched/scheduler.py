@@ -258,8 +258,10 @@ class PodScheduler:
             candidates = nodes
             if allowed is not None:
                 candidates = [node for node in nodes if node.name in allowed]
+                # kube's status for the nodes a PreFilterResult leaves out.
                 outside = Status.unschedulable(
-                    "node(s) didn't satisfy plugin(s) PreFilter result", unresolvable=True)
+                    "node(s) didn't satisfy plugin(s) "
+                    f"[{' '.join(state.pre_filter_node_plugins)}]", unresolvable=True)
                 for node in nodes:
                     if node.name not in allowed:
                         statuses[node.name] = outside
