@@ -40,7 +40,7 @@ LARGE = 2**52
 
 def ceil_amounts(amounts: npt.NDArray[np.float64]) -> tuple[IntArray, bool]:
     """``ceil(amount - 1e-9)`` for positive amounts, else 0: the integers the kube
-    plugins hold (the same float operations as the scalar ``_int_amount``), and
+    plugins hold (the same float operations as the scalar ``kube_int``), and
     whether all of them are small enough for exact int64 and float arithmetic."""
     if len(amounts) and not (np.all(np.isfinite(amounts)) and float(amounts.max()) < LARGE):
         values = [math.ceil(a - 1e-9) if a > 0 else 0 for a in amounts.tolist()]

@@ -63,9 +63,20 @@ _VIEW_KEY = "batchsched.kube_view"
 _NO_AFFINITY = parse_affinity(None)
 
 
-def _ceil_int(amount: float) -> int:
+def kube_int(amount: float) -> int:
     """A quantity as the integer Kubernetes holds (rounded up, like ``Quantity.Value``)."""
     return math.ceil(amount - 1e-9) if amount > 0 else 0
+
+
+def nonzero_request(task: TaskInfo) -> tuple[int, int]:
+    """The milli-cpu and bytes kube-scheduler's scores count for the pod: its own
+    figures (``TaskInfo.nonzero_request``) when known, else its requests with 100m and
+    200Mi standing in for a request of none (kube's ``GetNonzeroRequests``)."""
+    if task.nonzero_request is not None:
+        return task.nonzero_request
+    request = task.resreq
+    return (kube_int(request.milli_cpu) or DEFAULT_MILLI_CPU_REQUEST,
+            kube_int(request.memory) or DEFAULT_MEMORY_REQUEST)
 
 
 @attrs.frozen
@@ -104,9 +115,8 @@ class PodInfo:
 def pod_info(task: TaskInfo) -> PodInfo:
     """Build the Kubernetes view of a task; a bad affinity raises SchedulingError."""
     req = task.resreq
-    cpu, memory = _ceil_int(req.milli_cpu), _ceil_int(req.memory)
-    nonzero = task.nonzero_request or (cpu or DEFAULT_MILLI_CPU_REQUEST,
-                                       memory or DEFAULT_MEMORY_REQUEST)
+    cpu, memory = kube_int(req.milli_cpu), kube_int(req.memory)
+    nonzero = nonzero_request(task)
     ns = task.namespace
     required: tuple[AffinityTerm, ...] = ()
     required_anti: tuple[AffinityTerm, ...] = ()
@@ -133,7 +143,7 @@ def pod_info(task: TaskInfo) -> PodInfo:
         host_ports=tuple(map(host_port_of, task.host_ports)) if task.host_ports else (),
         milli_cpu=cpu,
         memory=memory,
-        gpu=_ceil_int(req.get(GPU)),
+        gpu=kube_int(req.get(GPU)),
         nonzero_milli_cpu=nonzero[0],
         nonzero_memory=nonzero[1],
         images=tuple(task.images),

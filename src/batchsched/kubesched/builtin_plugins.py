@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,7 +23,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, PODS
 from batchsched.api.task import TaskInfo
 from batchsched.errors import ConfigError
-from batchsched.kube.pod_view import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
+from batchsched.kube.pod_view import kube_int, nonzero_request
 from batchsched.kubesched.cycle_state import CycleState
 from batchsched.kubesched.framework import MAX_NODE_SCORE, PluginRef, Profile
 from batchsched.kubesched.queue import default_less
@@ -154,13 +153,13 @@ class NodeResourcesLeastAllocated:
         total = weights = 0
         for resource, weight in self.resources:
             if resource == CPU:
-                requested, allocatable = held_cpu + pod_cpu, _whole(node.allocatable.milli_cpu)
+                requested, allocatable = held_cpu + pod_cpu, kube_int(node.allocatable.milli_cpu)
             elif resource == MEMORY:
                 requested, allocatable = (held_memory + pod_memory,
-                                          _whole(node.allocatable.memory))
+                                          kube_int(node.allocatable.memory))
             else:
-                requested = _whole(node.used.get(resource)) + _whole(pod.resreq.get(resource))
-                allocatable = _whole(node.allocatable.get(resource))
+                requested = kube_int(node.used.get(resource)) + kube_int(pod.resreq.get(resource))
+                allocatable = kube_int(node.allocatable.get(resource))
             if allocatable == 0:
                 continue  # kube leaves a resource the node has none of out
             part = 0 if requested > allocatable else \
@@ -201,17 +200,6 @@ def _configured(cls: Any) -> Any:
     return build
 
 
-def nonzero_request(task: TaskInfo) -> tuple[int, int]:
-    """The milli-cpu and bytes kube-scheduler's scores count for the pod: its own
-    figures (``TaskInfo.nonzero_request``) when known, else its requests with 100m and
-    200Mi standing in for a request of none (kube's ``GetNonzeroRequests``)."""
-    if task.nonzero_request is not None:
-        return task.nonzero_request
-    request = task.resreq
-    return (_whole(request.milli_cpu) or DEFAULT_MILLI_CPU_REQUEST,
-            _whole(request.memory) or DEFAULT_MEMORY_REQUEST)
-
-
 def is_extended_resource(name: str) -> bool:
     """Kubernetes' ``IsExtendedResourceName``: a domain-prefixed name outside
     ``kubernetes.io`` and not a quota's ``requests.`` name."""
@@ -232,11 +220,6 @@ def _names(arguments: Mapping[str, Any], key: str) -> frozenset[str]:
 
 def _resource_name(name: str) -> str:
     return {"cpu": CPU, "memory": MEMORY}.get(name, name)
-
-
-def _whole(amount: float) -> int:
-    """A quantity as the integer Kubernetes holds (rounded up)."""
-    return math.ceil(amount - 1e-9) if amount > 0 else 0
 
 
 #: How far a float figure may exceed another and still count as equal (milli-units).

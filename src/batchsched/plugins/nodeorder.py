@@ -102,7 +102,7 @@ from batchsched.columnar.scores import (
 )
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
-from batchsched.kube.pod_view import GPU, KubeView, NodeView, PodInfo
+from batchsched.kube.pod_view import GPU, KubeView, NodeView, PodInfo, kube_int
 from batchsched.kube.taints import Toleration, count_intolerable_taints
 from batchsched.kube.topology_spread import SpreadConstraint, spread_scores
 from batchsched.plugins.predicates import spread_placements
@@ -252,10 +252,6 @@ def image_locality_score(image_sum: int, containers: int) -> int:
 # -- the plugin ---------------------------------------------------------------------------------
 
 
-def _int_amount(amount: float) -> int:
-    return math.ceil(amount - 1e-9) if amount > 0 else 0
-
-
 class NodeOrderPlugin:
     """Volcano's nodeorder plugin (see the module docstring)."""
 
@@ -386,7 +382,7 @@ class NodeOrderPlugin:
             if balanced:
                 score = balanced_allocation(
                     request, (view.milli_cpu, view.memory, view.gpu),
-                    (*allocatable, _int_amount(node.allocatable.get(GPU))))
+                    (*allocatable, kube_int(node.allocatable.get(GPU))))
                 totals[i] += float(score * self.balanced_weight)
         return totals
 
@@ -653,7 +649,7 @@ class NodeOrderPlugin:
 
 
 def _cpu_memory(node: NodeInfo) -> tuple[int, int]:
-    return _int_amount(node.allocatable.get(CPU)), _int_amount(node.allocatable.get(MEMORY))
+    return kube_int(node.allocatable.get(CPU)), kube_int(node.allocatable.get(MEMORY))
 
 
 def _topology_total(scores: Mapping[tuple[str, str], int], labels: Mapping[str, str]) -> int:
