@@ -819,6 +819,13 @@ def test_least_allocated_scores_as_kube_does(
     assert bound(c)["default/p"] == chosen
 
 
+def test_least_allocated_sees_the_pods_placed_before_on_the_node() -> None:
+    # Two best-effort pods, two like nodes: the second sees the first on n1.
+    c = cache({"n1": 4, "n2": 4}, [("a", 0, 2), ("b", 0, 1)])
+    fit_scheduler(c).run(0.0)
+    assert sorted(bound(c).values()) == ["n1", "n2"]
+
+
 def test_built_in_plugins_refuse_arguments_they_do_not_take() -> None:
     c = kube_cluster([node("n1", 4, "4Gi")], [], {"name": "p"})
     with pytest.raises(PluginError, match="unknown argument"):

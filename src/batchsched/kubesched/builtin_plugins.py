@@ -118,6 +118,10 @@ class NodeResourcesLeastAllocated:
 
     def __init__(self, resources: tuple[tuple[str, int], ...] = ((CPU, 1), (MEMORY, 1))) -> None:
         self.resources = resources
+        #: Node name -> (the node, its mutation count, its pods' non-zero milli-cpu and
+        #: bytes): kube's NodeInfo keeps the sums; here they are worked out once per
+        #: node state, not for every pod scored there.
+        self._held: dict[str, tuple[NodeInfo, int, int, int]] = {}
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> NodeResourcesLeastAllocated:
@@ -144,11 +148,7 @@ class NodeResourcesLeastAllocated:
         return cls(tuple(resources))
 
     def score(self, state: CycleState, pod: TaskInfo, node: NodeInfo) -> tuple[int, Status]:
-        held_cpu = held_memory = 0
-        for task in node.tasks.values():
-            cpu, memory = nonzero_request(task)
-            held_cpu += cpu
-            held_memory += memory
+        held_cpu, held_memory = self._non_zero_held(node)
         pod_cpu, pod_memory = nonzero_request(pod)
         total = weights = 0
         for resource, weight in self.resources:
@@ -167,6 +167,18 @@ class NodeResourcesLeastAllocated:
             total += part * weight
             weights += weight
         return (total // weights if weights else 0), Status.success()
+
+    def _non_zero_held(self, node: NodeInfo) -> tuple[int, int]:
+        kept = self._held.get(node.name)
+        if kept is not None and kept[0] is node and kept[1] == node.mutations:
+            return kept[2], kept[3]
+        cpu = memory = 0
+        for task in node.tasks.values():
+            task_cpu, task_memory = nonzero_request(task)
+            cpu += task_cpu
+            memory += task_memory
+        self._held[node.name] = (node, node.mutations, cpu, memory)
+        return cpu, memory
 
 
 class DefaultBinder:
