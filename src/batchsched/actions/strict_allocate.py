@@ -96,10 +96,10 @@ class _StrictRun(_AllocateRun):
         # A held head is taken out of its queue's heap: it goes first, and the heap
         # must not hold a job whose rank changes while it sits there.
         self.held: dict[str, JobInfo] = {}
-        considered = {job.uid: job for job in self.considered}
         for queue, uid in held.items():
-            job = considered.get(uid)
-            if job is None or not self.has_jobs(queue):
+            job = ssn.jobs.get(uid)
+            # A list scan by identity, in C: most sessions hold one head.
+            if job is None or not self.has_jobs(queue) or job not in self.considered:
                 continue
             self.held[queue] = job
             self.leave_out(queue, job)

@@ -137,7 +137,7 @@ class Session:
         #: The Dynamic Resource Allocation objects (read-only; the predicates plugin
         #: keeps what the session allocates beside them).
         self.dra: DraObjects = snapshot.dra
-        self.total_resource = _sum_allocatable(self.node_list)
+        self._total_resource: Resource | None = None
         #: The nodes that are not Ready, with their pods (read-only: no session
         #: schedules there; for plugins that count the whole cluster, as the node
         #: lister shows it).
@@ -215,6 +215,20 @@ class Session:
         self.hidden_resources: frozenset[str] = frozenset()
         self._closed = False
         self._opened = False
+
+    @property
+    def total_resource(self) -> Resource:
+        """Every Ready node's allocatable summed (Volcano's ``TotalResource``), added
+        up when first read: allocatable does not move within a session, and most
+        sessions of a replay have no plugin that reads it."""
+        total = self._total_resource
+        if total is None:
+            total = self._total_resource = _sum_allocatable(self.node_list)
+        return total
+
+    @total_resource.setter
+    def total_resource(self, total: Resource) -> None:
+        self._total_resource = total
 
     @functools.cached_property
     def topology(self) -> Topology:
@@ -378,7 +392,7 @@ class Session:
                 quota = getattr(queue, field)
                 if quota is not None:
                     setattr(queue, field, quota.without(names))
-        self.total_resource = _sum_allocatable(self.node_list)
+        self._total_resource = None  # summed again, without the hidden names
 
     def _drop_uncounted_names(self) -> None:
         """Take out of pod groups' ``minResources`` and queues' ``capability``,
