@@ -24,6 +24,7 @@ import attrs
 from batchsched.api._copying import field_copier
 from batchsched.api.ascend import AscendDevices
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, device_count, gpu_ask
+from batchsched.api.gpushare import GpuShareDevices, memory_asked, number_asked
 from batchsched.api.numa import NumaTopology
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.task import REVOCABLE_ZONE_ANNOTATION, TaskInfo
@@ -107,6 +108,10 @@ class NodeInfo:
     #: here hold of them; set by a session whose deviceshare plugin schedules vNPUs
     #: (which chip types there are is in its device configuration); None otherwise.
     ascend: dict[str, AscendDevices] | None = None
+    #: Its cards of Volcano's GPU sharing (``volcano.sh/gpu-memory`` and
+    #: ``volcano.sh/gpu-number`` in its capacity, :mod:`batchsched.api.gpushare`) and
+    #: the pods on them; None on a node without.
+    gpu_share: GpuShareDevices | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.gpu_free is None:
@@ -115,6 +120,8 @@ class NodeInfo:
                 self.gpu_free = [GPU_MILLI] * count
         if self.vgpu is None and self.annotations:
             self.vgpu = VgpuDevices.from_node(self.name, self.annotations, self.allocatable)
+        if self.gpu_share is None and self.capacity.scalars:
+            self.gpu_share = GpuShareDevices.from_node(self.capacity, self.annotations)
 
     @classmethod
     def create(
@@ -193,6 +200,8 @@ class NodeInfo:
         if self.ascend is not None and held.status not in _OWN_FIGURE:
             for cards in self.ascend.values():
                 cards.add_task(held.uid, held.annotations)
+        if self.gpu_share is not None and held.status not in _OWN_FIGURE and req.scalars:
+            self.gpu_share.add_task(held.uid, req, held.annotations)
         self.mutations += 1
         _CHANGES[0] += 1
         if held.status == _PIPELINED:
@@ -228,6 +237,10 @@ class NodeInfo:
         if self.ascend is not None and held.status not in _OWN_FIGURE:
             for cards in self.ascend.values():
                 cards.remove_task(held.uid)
+        if (self.gpu_share is not None and held.status not in _OWN_FIGURE
+                and held.resreq.scalars and (memory_asked(held.resreq) > 0
+                                             or number_asked(held.resreq) > 0)):
+            self.gpu_share.remove_task(held.uid, held.annotations)
         req = held.resreq
         if held.status == _PIPELINED:
             self.pipelined.sub_unchecked(req)
@@ -325,6 +338,7 @@ class NodeInfo:
         twin.on_change = None
         twin.gpu_free = None if self.gpu_free is None else list(self.gpu_free)
         twin.vgpu = None if self.vgpu is None else self.vgpu.clone()
+        twin.gpu_share = None if self.gpu_share is None else self.gpu_share.clone()
         if self.ascend is not None:
             twin.ascend = {chip: cards.clone() for chip, cards in self.ascend.items()}
         return twin
@@ -359,6 +373,8 @@ class NodeInfo:
             assert all(left >= 0 for left in free), f"{self.name}: a GPU over 1000 milli"
         if self.vgpu is not None:
             self.vgpu.check(self.tasks)
+        if self.gpu_share is not None:
+            self.gpu_share.check(self.tasks)
         for cards in (self.ascend or {}).values():
             # A pipelined task holds the cards its placement chose, as on Volcano's node.
             cards.check(self.tasks)

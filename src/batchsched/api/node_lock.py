@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 
-from batchsched.api import ascend_annotations, vgpu
+from batchsched.api import ascend_annotations, gpushare, vgpu
 
 __all__ = ["ASCEND_LOCK", "GPU_SHARE_LOCK", "LOCK_EXPIRY_SECONDS", "VGPU_LOCK",
            "NodeLockError", "format_lock_time", "lock_time", "locks_released_by",
@@ -173,12 +173,12 @@ def locks_released_by(annotations: Mapping[str, str], gpu_devices: tuple[int, ..
     """The locks the node's device plugins release when they give a pod bound there its
     devices: the vGPU plugin for a pod the scheduler gave vGPUs (its bind phase
     annotation), HAMi's Ascend plugin for one it gave vNPUs, the GPU sharing plugin
-    for one it gave GPUs."""
+    for one it gave GPUs (or Volcano gpushare cards)."""
     released: list[str] = []
     if vgpu.BIND_PHASE_ANNOTATION in annotations:
         released.append(VGPU_LOCK)
     if ascend_annotations.BIND_PHASE_ANNOTATION in annotations:
         released.append(ASCEND_LOCK)
-    if gpu_devices:
+    if gpu_devices or gpushare.GPU_INDEX_ANNOTATION in annotations:
         released.append(GPU_SHARE_LOCK)
     return tuple(released)

@@ -10,6 +10,7 @@ import attrs
 from batchsched.api.ascend import assigned_vnpus
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.fit import FitError
+from batchsched.api.gpushare import GPU_INDEX_ANNOTATION, gpu_index
 from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
@@ -159,6 +160,10 @@ class ScenarioCache:
         self.binds.append(Bind(task.uid, node_name))
         if task.gpu_devices:
             self.gpu_devices[task.uid] = list(task.gpu_devices)
+        elif GPU_INDEX_ANNOTATION in task.annotations:
+            cards = gpu_index(task.annotations)  # Volcano gpushare's cards
+            if cards is not None:
+                self.gpu_devices[task.uid] = cards
         vgpus = assigned_devices(task.annotations)
         if vgpus is not None:
             self.vgpu_devices[task.uid] = vgpus

@@ -1,8 +1,10 @@
 """deviceshare: GPUs shared device by device (Volcano's ``plugins/deviceshare``).
 
 With ``deviceshare.GPUSharingEnable: true`` (or ``deviceshare.GPUNumberEnable:
-true``, Volcano's whole-GPU mode, deprecated there since v1.9) a task's
-``nvidia.com/gpu`` request is served by the node's GPUs one by one
+true``, Volcano's whole-GPU mode, deprecated there since v1.9) a task asking
+``volcano.sh/gpu-memory`` (or ``volcano.sh/gpu-number``) is served by the node's cards
+as Volcano's gpushare device serves it (:mod:`.gpushare`); then, batchsched's model on
+top of it, a task's ``nvidia.com/gpu`` request is served by the node's GPUs one by one
 (:mod:`batchsched.api.devices`): whole GPUs (a multiple of ``1``) need that many
 entirely free devices; a share (less than ``1``, e.g. ``460m``) needs one device
 with that much free. The
@@ -11,10 +13,9 @@ no device can serve (``1500m``) is refused on every node, naming the task and
 field. Which devices a placed task gets is the device-select point: a GPU
 placement policy (``gpu-*``, ``fgd``) names them, else the node's best fit.
 
-Volcano keys its GPU sharing on ``volcano.sh/gpu-memory``; batchsched shares
-``nvidia.com/gpu`` in milli, as the Alibaba GPU trace and the FGD paper do
-(Volcano's GPU number mode counts ``volcano.sh/gpu-number``; here both switches
-turn on the same device-by-device accounting of ``nvidia.com/gpu``).
+Volcano leaves ``nvidia.com/gpu`` to the resource check; batchsched also shares it
+in milli, as the Alibaba GPU trace and the FGD paper do (both switches turn on the
+same device-by-device accounting of it).
 
 With ``deviceshare.VGPUEnable: true`` the plugin schedules Volcano's vGPUs
 (``volcano.sh/vgpu-*``, :mod:`batchsched.api.vgpu`) as Volcano does: the predicate
@@ -99,6 +100,7 @@ from batchsched.framework.arguments import Arguments, log, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.plugins.deviceshare.ascend import AscendSession
+from batchsched.plugins.deviceshare.gpushare import GpuShareSession
 from batchsched.plugins.deviceshare.locking import PLACED_NOW, lock_node
 
 __all__ = ["DeviceSharePlugin", "device_fit_error", "exclusive_gpus", "matching_rules",
@@ -277,6 +279,8 @@ class DeviceSharePlugin:
         # each Ascend chip type), and its node score sums theirs.
         kinds: list[_DeviceKind] = []
         if self.sharing:
+            if any(node.gpu_share is not None for node in ssn.node_list):
+                kinds.append(self._open_gpushare(ssn))
             kinds.append(_DeviceKind(
                 device_fit_error,
                 # The dry run of topology-aware preemption asks it on a node copy its
@@ -344,6 +348,18 @@ class DeviceSharePlugin:
             return nowhere, nowhere
         passes = self.fits_all(ssn, task, columns)
         return None if passes is None else (passes, ~passes)
+
+    def _open_gpushare(self, ssn: Session) -> _DeviceKind:
+        """Volcano's GPU sharing of ``volcano.sh/gpu-memory`` and ``volcano.sh/gpu-number``
+        (:mod:`.gpushare`); batchsched's ``nvidia.com/gpu`` shares come after it."""
+        cards = GpuShareSession(ssn, self.name, sharing=self.sharing_locks,
+                                number=not self.sharing_locks, node_lock=self.node_lock)
+        if _takes_devices(ssn):
+            ssn.add_event_handler(EventHandler(allocate=cards.reserve,
+                                               deallocate=cards.release, plugin=self.name))
+        # Topology-aware preemption asks the predicate on the node copy its victims left.
+        return _DeviceKind(cards.predicate, cards.predicate, cards.column,
+                           cards.preempt_column)
 
     # -- vGPUs ---------------------------------------------------------------------------
 
