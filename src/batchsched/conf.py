@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import yaml
 
+from batchsched.api.sharding import Sharding, ShardingMode
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments, log
 from batchsched.framework.extension_points import ENABLE_FLAGS
@@ -136,6 +137,9 @@ class SchedulerConfiguration:
     configurations: Mapping[str, Arguments] = attrs.field(factory=dict)
     source: str = "<configuration>"
     nodes_to_find: NodesToFind = attrs.field(factory=NodesToFind)
+    #: The scheduler's sharding flags (``--scheduler-sharding-mode``, ``-name``;
+    #: :mod:`batchsched.api.sharding`): off unless set.
+    sharding: Sharding = attrs.field(factory=Sharding)
     #: Volcano's ``metrics`` section (``type``, ``address``, ``interval``...): where node
     #: load comes from. batchsched reads node load from the cache (``NodeInfo.usage``);
     #: the usage plugin reads ``interval`` from here.
@@ -234,6 +238,32 @@ def _nodes_to_find(raw: Any, source: str) -> NodesToFind:
     return NodesToFind(**values)
 
 
+_SHARDING_KEYS = ("mode", "name")
+
+
+def _sharding(raw: Any, source: str) -> Sharding:
+    """The ``sharding`` block: Volcano's ``--scheduler-sharding-mode`` (``none``,
+    ``hard``, ``soft``) and ``--scheduler-sharding-name``."""
+    if raw is None:
+        return Sharding()
+    if not isinstance(raw, Mapping):
+        raise ConfigError("must be a mapping", source=source, key="sharding")
+    for key in raw:
+        if key not in _SHARDING_KEYS:
+            raise ConfigError(f"unknown key {key!r}", source=source, key=f"sharding.{key}",
+                              known=list(_SHARDING_KEYS))
+    mode = raw.get("mode", "none")
+    modes = [m.value for m in ShardingMode]
+    if mode not in modes:
+        raise ConfigError(f"must be one of {', '.join(modes)}, not {mode!r}", source=source,
+                          key="sharding.mode")
+    name = raw.get("name", "volcano")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"must be a shard's name, not {name!r}", source=source,
+                          key="sharding.name")
+    return Sharding(ShardingMode(mode), name)
+
+
 def parse_configuration(
     document: Mapping[str, Any] | None, *, source: str = "<configuration>"
 ) -> SchedulerConfiguration:
@@ -246,7 +276,7 @@ def parse_configuration(
         document = {}
     if not isinstance(document, Mapping):
         raise ConfigError("the configuration must be a mapping", source=source)
-    allowed = {"actions", "tiers", "configurations", "metrics", "nodesToFind"}
+    allowed = {"actions", "tiers", "configurations", "metrics", "nodesToFind", "sharding"}
     for key in document:
         if key not in allowed:
             raise ConfigError(f"unknown key {key!r}", source=source, key=str(key),
@@ -299,6 +329,7 @@ def parse_configuration(
         actions=actions, tiers=tuple(tiers), configurations=configurations, source=source,
         configuration_positions=positions,
         nodes_to_find=_nodes_to_find(document.get("nodesToFind"), source),
+        sharding=_sharding(document.get("sharding"), source),
         metrics=_metrics(document.get("metrics"), source),
     )
 

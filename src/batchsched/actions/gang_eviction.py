@@ -56,8 +56,10 @@ import attrs
 from batchsched.actions.hypernode_allocate import EVICT, Worksheet, worksheet_of
 from batchsched.actions.node_search import (
     FeasibleNodeScan,
+    hard_shard_of,
     nodes_to_find_of,
     predicate_for_preempt_action,
+    soft_sharded,
 )
 from batchsched.actions.placement import select_best_node
 from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
@@ -467,7 +469,7 @@ def _place_all(
     True when the sub-job (the job, without sub-group policies) is then ready or
     pipelined."""
     scan = FeasibleNodeScan(ssn.node_list, error_cache_enabled=cache_errors, rotate=False,
-                            nodes_to_find=nodes_to_find_of(ssn))
+                            nodes_to_find=nodes_to_find_of(ssn), shard=hard_shard_of(ssn))
     for task in tasks:
         if queue is not None and not ssn.allocatable(queue, task):
             return False
@@ -524,7 +526,14 @@ def _best_simulated_node(
     now = [n for n in nodes if request.less_equal(n.idle)]
     later = [n for n in nodes if not request.less_equal(n.idle)
              and request.less_equal(n.future_idle())]
-    for group in (now, later):
+    groups = [now, later]
+    if soft_sharded(ssn):
+        # The shard's nodes first, now and later (Volcano's four groups).
+        shard = ssn.nodes_in_shard
+        groups = [members for group in groups
+                  for members in ([n for n in group if n.name in shard],
+                                  [n for n in group if n.name not in shard])]
+    for group in groups:
         best = select_best_node(ssn, task, group) if group else None
         if best is not None:
             return best

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from batchsched.api.fit import FitError, FitErrors
 from batchsched.api.node import NodeInfo
+from batchsched.api.sharding import NOT_IN_SHARD, ShardingMode
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
 from batchsched.conf import NodesToFind
@@ -93,6 +94,34 @@ def nodes_to_find_of(ssn: object) -> NodesToFind:
     configuration = getattr(ssn, "configuration", None)
     found = getattr(configuration, "nodes_to_find", None)
     return found if isinstance(found, NodesToFind) else _DEFAULT_SEARCH
+
+
+def hard_shard_of(ssn: object) -> frozenset[str] | None:
+    """The only nodes a scan may pass when the scheduler is sharded hard (its shard's
+    nodes in the session); None otherwise."""
+    sharding = getattr(ssn, "sharding", None)
+    if sharding is None or sharding.mode is not ShardingMode.HARD:
+        return None
+    shard: frozenset[str] = getattr(ssn, "nodes_in_shard", frozenset())
+    return shard
+
+
+def soft_sharded(ssn: object) -> bool:
+    sharding = getattr(ssn, "sharding", None)
+    return sharding is not None and sharding.mode is ShardingMode.SOFT
+
+
+def shard_groups(ssn: object, nodes: list[NodeInfo]) -> list[list[NodeInfo]]:
+    """Volcano's ``GetPredicatedNodeByShard``: sharded soft, the nodes of the
+    scheduler's shard, then the others (each in the order given, an empty group left
+    out), tried one group after the other; otherwise ``nodes`` itself as one group
+    (the very list: the columns know a list they handed out)."""
+    if not soft_sharded(ssn):
+        return [nodes]
+    shard: frozenset[str] = getattr(ssn, "nodes_in_shard", frozenset())
+    mine = [node for node in nodes if node.name in shard]
+    others = [node for node in nodes if node.name not in shard]
+    return [group for group in (mine, others) if group]
 
 
 def num_feasible_nodes_to_find(total: int, search: NodesToFind | None = None) -> int:
@@ -183,8 +212,11 @@ class FeasibleNodeScan:
         error_cache_enabled: bool = True,
         rotate: bool = True,
         nodes_to_find: NodesToFind | None = None,
+        shard: frozenset[str] | None = None,
     ) -> None:
         self.nodes_to_find = nodes_to_find or _DEFAULT_SEARCH
+        #: Sharded hard: the only nodes that may pass (:func:`hard_shard_of`).
+        self.shard = shard
         self.error_cache_enabled = error_cache_enabled
         self.rotate = rotate
         self.error_cache: dict[str, dict[str, FitError]] = {}
@@ -210,6 +242,7 @@ class FeasibleNodeScan:
         failed_before = group in self.error_cache
         cached = self.error_cache.get(group, {})
         wanted = self.nodes_to_find.count(total)
+        shard = self.shard
         start = self.next_start % total if self.rotate else 0
         found: list[NodeInfo] = []
         processed = 0
@@ -219,7 +252,12 @@ class FeasibleNodeScan:
             if use_cache and failed_before and node.name in cached:
                 errors.set_node_error(node.name, cached[node.name])
                 continue
-            err = predicate(task, node)
+            if shard is not None and node.name not in shard:
+                # Volcano's PredicateNodes: a plain error (code Error), cached as any.
+                err: FitError | None = FitError.of(task.namespace, task.name, node.name,
+                                                   NOT_IN_SHARD)
+            else:
+                err = predicate(task, node)
             if err is not None:
                 cached[node.name] = err
                 self.error_cache[group] = cached

@@ -52,10 +52,13 @@ import attrs
 from batchsched.actions.node_search import (
     FeasibleNodeScan,
     PredicateFn,
+    hard_shard_of,
     node_scores,
     nodes_to_find_of,
     num_feasible_nodes_to_find,
     predicate_for_allocate_action,
+    shard_groups,
+    soft_sharded,
 )
 from batchsched.api.fit import FitError, FitErrors, FitStatus, insufficient_resource_reason
 from batchsched.api.node import NodeInfo
@@ -168,7 +171,7 @@ class ScalarNodeSelector:
         #: Volcano's partial scan with its rotating start and predicate-error cache.
         self.node_scan = FeasibleNodeScan(
             ssn.node_list, error_cache_enabled=error_cache_enabled, rotate=True,
-            nodes_to_find=nodes_to_find_of(ssn),
+            nodes_to_find=nodes_to_find_of(ssn), shard=hard_shard_of(ssn),
         )
 
     def new_cache_scope(self) -> None:
@@ -195,7 +198,15 @@ class ScalarNodeSelector:
                 fits_idle.append(node)
             elif request.less_equal(future, DimensionDefault.ZERO):
                 fits_later.append(node)
-        for group, pipelined in ((fits_idle, False), (fits_later, True)):
+        groups = [(fits_idle, False), (fits_later, True)]
+        if soft_sharded(ssn):
+            # Volcano's prioritizeNodes: the shard's nodes before the others, idle
+            # before future idle (binding elsewhere before pipelining in the shard).
+            shard = ssn.nodes_in_shard
+            groups = [(members, pipelined) for group, pipelined in groups
+                      for members in ([n for n in group if n.name in shard],
+                                      [n for n in group if n.name not in shard])]
+        for group, pipelined in groups:
             best = select_best_node(ssn, task, group)
             if best is not None:
                 return Placement(best, errors, pipelined=pipelined)
@@ -208,6 +219,13 @@ class ScalarNodeSelector:
         candidates, errors = self.feasible_nodes(
             task, nodes, lambda t, n: predicate_for_allocate_action(ssn, t, n)
         )
+        if len(candidates) > 1 and soft_sharded(ssn):
+            # Volcano's backfill: the shard's nodes first, as a group of their own.
+            for group in shard_groups(ssn, candidates):
+                best = select_best_node(ssn, task, group)
+                if best is not None:
+                    return Placement(best, errors)
+            return Placement(None, errors)
         return Placement(select_best_node(ssn, task, candidates), errors)
 
     def feasible_nodes(

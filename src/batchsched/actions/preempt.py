@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import attrs
 
+from batchsched.actions.node_search import shard_groups
 from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
 from batchsched.actions.victims import (
     PREEMPT_REASON,
@@ -235,9 +236,14 @@ class PreemptAction:
         if not nodes:
             return False
         attempt = _Attempt(ssn, preemptor, ssn.queues[ssn.jobs[preemptor.job].queue], keep)
-        if self.topology_aware:
-            return self._topology_aware(attempt, stmt, nodes)
-        return self._normal(attempt, stmt, nodes)
+        # Sharded soft, the shard's nodes are tried first, as a group of their own.
+        for group in shard_groups(ssn, nodes):
+            if self.topology_aware:
+                if self._topology_aware(attempt, stmt, group):
+                    return True
+            elif self._normal(attempt, stmt, group):
+                return True
+        return False
 
     def _normal(self, attempt: _Attempt, stmt: Statement, nodes: list[NodeInfo]) -> bool:
         ssn, preemptor, queue = attempt.ssn, attempt.preemptor, attempt.queue

@@ -33,6 +33,7 @@ group (Volcano's wording).
 
 from __future__ import annotations
 
+from batchsched.actions.node_search import shard_groups, soft_sharded
 from batchsched.actions.selector_action import PREDICATE_ERROR_CACHE_KEY
 from batchsched.actions.victims import (
     RECLAIM_REASON,
@@ -137,7 +138,11 @@ class ReclaimAction:
             owner_queue = ssn.queues.get(owner.queue)
             return owner_queue is not None and owner_queue.reclaimable
 
-        for node in worth_visiting(ssn, room, task, predicates.feasible_nodes(task)):
+        # Sharded soft, the shard's nodes first.
+        feasible = predicates.feasible_nodes(task)
+        if soft_sharded(ssn):
+            feasible = [node for group in shard_groups(ssn, feasible) for node in group]
+        for node in worth_visiting(ssn, room, task, feasible):
             candidates = candidates_on_node(ssn, task, node, reclaimee)
             if not candidates:
                 continue

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from batchsched.actions.node_search import (
     FeasibleNodeScan,
+    hard_shard_of,
     node_scores,
     nodes_to_find_of,
     predicate_for_preempt_action,
@@ -358,7 +359,8 @@ class NodePredicates:
         self.cache_errors = cache_errors
         self._scan = FeasibleNodeScan(ssn.node_list, error_cache_enabled=cache_errors,
                                       rotate=False,
-                                      nodes_to_find=nodes_to_find_of(ssn))
+                                      nodes_to_find=nodes_to_find_of(ssn),
+                                      shard=hard_shard_of(ssn))
 
     def feasible_nodes(self, task: TaskInfo) -> list[NodeInfo]:
         ssn = self.ssn

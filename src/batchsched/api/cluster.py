@@ -11,6 +11,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
+from batchsched.api.sharding import NodeShard
 from batchsched.api.task import TaskInfo
 from batchsched.kube.affinity import Requirement
 from batchsched.kube.dra.scheduling import DraObjects
@@ -146,6 +147,9 @@ class ClusterInfo:
     #: (they are not in ``nodes``), but a plugin counting the whole cluster as the node
     #: lister shows it reads them (capacity-card's catalog and cluster total).
     not_ready_nodes: dict[str, NodeInfo] = attrs.field(factory=dict)
+    #: The ``NodeShard`` objects (scheduler sharding, :mod:`batchsched.api.sharding`);
+    #: immutable, so shared.
+    node_shards: tuple[NodeShard, ...] = ()
 
     def clone(self) -> ClusterInfo:
         return ClusterInfo(
@@ -160,4 +164,5 @@ class ClusterInfo:
             hyper_nodes=self.hyper_nodes,
             dra=self.dra,
             not_ready_nodes={n: v.clone() for n, v in self.not_ready_nodes.items()},
+            node_shards=self.node_shards,
         )

@@ -26,6 +26,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import locks_released_by
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo
+from batchsched.api.sharding import NodeShard
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
 from batchsched.api.vgpu import drop_device_annotations
@@ -138,6 +139,8 @@ class MemoryCache:
         #: ConfigMaps plugins read, ``namespace/name`` -> data (:meth:`set_config_map`).
         self.config_maps: dict[str, Mapping[str, str]] = {}
         self.hyper_nodes: dict[str, HyperNode] = {}
+        #: The ``NodeShard`` objects by name (scheduler sharding).
+        self.node_shards: dict[str, NodeShard] = {}
         #: Dynamic Resource Allocation: device classes by name, resource slices by name,
         #: claims and claim templates by ``namespace/name`` (:meth:`set_resource_claim`...).
         self.device_classes: dict[str, DeviceClass] = {}
@@ -430,6 +433,7 @@ class MemoryCache:
             dra=DraObjects(dict(self.device_classes), tuple(self.resource_slices.values()),
                            dict(self.resource_claims), dict(self.claim_templates)),
             not_ready_nodes={node.name: node.clone() for node in not_ready},
+            node_shards=tuple(self.node_shards.values()),
         )
 
     @_locked
@@ -441,6 +445,15 @@ class MemoryCache:
         proposed[hyper_node.name] = hyper_node
         build_topology(tuple(proposed.values()), ())
         self.hyper_nodes = proposed
+
+    @_locked
+    def set_node_shard(self, shard: NodeShard) -> None:
+        """Add or replace a ``NodeShard`` (by name): the next snapshot's sessions see it."""
+        self.node_shards[shard.name] = shard
+
+    @_locked
+    def delete_node_shard(self, name: str) -> None:
+        self.node_shards.pop(name, None)
 
     @_locked
     def delete_hyper_node(self, name: str) -> None:

@@ -219,7 +219,7 @@ def vector_preempt_scan(ssn: Session, scan: FeasibleNodeScan, task: TaskInfo,
     the columns: the same nodes, and the same failures left in the scan's error
     cache. None when the columns cannot answer (the fast path is off, an enabled
     predicate has no preempt column form or declines the task, the scan rotates)."""
-    if scan.rotate or not fast_path_enabled():
+    if scan.rotate or scan.shard is not None or not fast_path_enabled():
         return None
     tiers = preempt_predicate_tiers(ssn)
     if tiers is None:
@@ -272,8 +272,9 @@ def fast_path_available(ssn: Session) -> bool:
 
 
 def default_node_selector(ssn: Session, error_cache_enabled: bool = True) -> NodeSelector:
-    """The vectorised selector when the session allows it, else the scalar reference."""
-    if fast_path_enabled() and fast_path_available(ssn):
+    """The vectorised selector when the session allows it, else the scalar reference
+    (which alone knows scheduler sharding)."""
+    if fast_path_enabled() and not ssn.sharding.active and fast_path_available(ssn):
         return VectorNodeSelector(ssn, error_cache_enabled)
     return ScalarNodeSelector(ssn, error_cache_enabled)
 

@@ -37,6 +37,7 @@ from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo, QueueStatus
 from batchsched.api.resource import Resource
 from batchsched.api.resource_names import counted_by_volcano
+from batchsched.api.sharding import Sharding, nodes_in_shard
 from batchsched.api.sub_job import SubJobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
@@ -138,6 +139,12 @@ class Session:
         #: keeps what the session allocates beside them).
         self.dra: DraObjects = snapshot.dra
         self._total_resource: Resource | None = None
+        #: The scheduler's sharding flags, and the nodes of its shard in this session
+        #: (:mod:`batchsched.api.sharding`; empty without sharding).
+        self.sharding: Sharding = configuration.sharding
+        self.nodes_in_shard: frozenset[str] = (
+            nodes_in_shard(snapshot.node_shards, self.sharding.name)
+            if self.sharding.active else frozenset())
         #: The nodes that are not Ready, with their pods (read-only: no session
         #: schedules there; for plugins that count the whole cluster, as the node
         #: lister shows it).

@@ -69,6 +69,7 @@ from batchsched.api.oversubscription import (  # noqa: F401 (OVERSUBSCRIPTION_*:
 from batchsched.api.queue import ROOT_QUEUE, NodeGroupAffinity, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.resource_names import counted_by_volcano
+from batchsched.api.sharding import NodeShard
 from batchsched.api.sub_job import SubGroupPolicy
 from batchsched.api.task import TASK_SPEC_KEY, TaskInfo, task_spec_of
 from batchsched.api.types import (
@@ -117,7 +118,7 @@ T = TypeVar("T")
 _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "queues", "nodes",
              "jobs", "tasks", "pdbs", "resourceQuotas", "configMaps", "hyperNodes", "now",
              "faults", "expect", "deviceClasses", "resourceSlices", "resourceClaims",
-             "resourceClaimTemplates"}
+             "resourceClaimTemplates", "nodeShards"}
 #: The keys ``expect`` checks (besides ``x-`` extensions).
 EXPECT_KEYS = frozenset({
     "binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
@@ -149,6 +150,8 @@ class Scenario:
     config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     #: ``hyperNodes``: the network topology.
     hyper_nodes: tuple[HyperNode, ...] = ()
+    #: ``nodeShards``: the NodeShard objects (scheduler sharding).
+    node_shards: tuple[NodeShard, ...] = ()
     #: ``deviceClasses``, ``resourceSlices``, ``resourceClaims`` and
     #: ``resourceClaimTemplates`` as declared (the claims tasks get from templates are
     #: made by :meth:`to_cluster` and :meth:`build_cache`).
@@ -202,6 +205,7 @@ class Scenario:
             now=self.now if self.now is not None else time.time(),
             config_maps={key: dict(data) for key, data in self.config_maps.items()},
             hyper_nodes=self.hyper_nodes,
+            node_shards=self.node_shards,
             dra=attrs.evolve(self.dra, resource_claims=claims) if self.dra else self.dra,
             not_ready_nodes=not_ready,
         )
@@ -236,6 +240,8 @@ class Scenario:
             cache.set_config_map(namespace, name, dict(data))
         for hyper_node in self.hyper_nodes:
             cache.set_hyper_node(hyper_node)
+        for shard in self.node_shards:
+            cache.set_node_shard(shard)
         return cache
 
     def with_configuration(self, configuration: SchedulerConfiguration) -> Scenario:
@@ -609,6 +615,7 @@ class _Parser:
         quotas = self.quotas(doc.get("resourceQuotas"))
         config_maps = self.config_maps(doc.get("configMaps"))
         hyper_nodes = self.hyper_nodes(doc.get("hyperNodes"))
+        node_shards = self.node_shards(doc.get("nodeShards"))
         dra = self.dra_objects(doc)
         self.warn_missing_templates(tasks, dra)
         expect = self.expect(doc.get("expect"), jobs)
@@ -639,6 +646,7 @@ class _Parser:
             bind_failures=bind_failures,
             config_maps=config_maps,
             hyper_nodes=hyper_nodes,
+            node_shards=node_shards,
             dra=dra,
         )
 
@@ -743,6 +751,28 @@ class _Parser:
         except TopologyError as exc:
             raise self.fail("hyperNodes", str(exc)) from None
         return hyper_nodes
+
+    def node_shards(self, raw: Any) -> tuple[NodeShard, ...]:
+        """``nodeShards: [{name, nodesDesired: [...], nodesInUse: [...]}]`` (a NodeShard's
+        ``spec.nodesDesired`` and ``status.nodesInUse``)."""
+        out: dict[str, NodeShard] = {}
+        for i, item in self.items(raw, "nodeShards"):
+            path = f"nodeShards[{i}]"
+            obj = self.mapping(item, path)
+            name = self.name(obj, path)
+            self.keys(obj, {"name", "nodesDesired", "nodesInUse"}, path)
+            self.unique(out, name, path, "node shard")
+            lists: list[tuple[str, ...]] = []
+            for key in ("nodesDesired", "nodesInUse"):
+                names: list[str] = []
+                for j, value in self.items(obj.get(key), f"{path}.{key}"):
+                    if not isinstance(value, str) or not value:
+                        raise self.fail(f"{path}.{key}[{j}]",
+                                        f"must be a node's name, not {value!r}")
+                    names.append(value)
+                lists.append(tuple(names))
+            out[name] = NodeShard(name, lists[0], lists[1])
+        return tuple(out.values())
 
     def hyper_node_member(self, raw: Any, path: str) -> HyperNodeMember:
         obj = self.mapping(raw, path)

@@ -1,0 +1,152 @@
+"""Scheduler sharding (Volcano's ``--scheduler-sharding-mode``/``-name`` and its
+NodeShard objects): hard mode keeps every action on the shard's nodes, soft mode tries
+them first. Volcano's own cases are scenarios (tests/conformance/volcano/sharding);
+these pin what they leave open (their shard is always the first node)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from batchsched.actions.node_search import FeasibleNodeScan, shard_groups
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import Resource
+from batchsched.api.sharding import NodeShard, nodes_in_shard
+from batchsched.api.task import TaskInfo
+from batchsched.conf import parse_configuration
+from batchsched.errors import ConfigError
+from batchsched.scenario import parse_scenario, run_scenario
+
+CASES = Path(__file__).parent.parent / "conformance" / "volcano" / "sharding"
+
+
+def case(name: str, *, mode: str | None = None, shard: list[str] | None = None,
+         **changes: Any) -> dict[str, Any]:
+    """One of the transcribed Volcano cases, with its mode or its shard changed."""
+    path = next(CASES.glob(f"{name}-*.yaml"))
+    doc: dict[str, Any] = yaml.safe_load(path.read_text())
+    if mode is not None:
+        doc["config"]["sharding"]["mode"] = mode
+    if shard is not None:
+        doc["nodeShards"][0]["nodesDesired"] = shard
+    doc.update(changes)
+    doc.pop("expect", None)
+    return doc
+
+
+def decide(doc: dict[str, Any]) -> dict[str, Any]:
+    return run_scenario(parse_scenario(doc, source="<test>")).to_json()
+
+
+def test_a_shard_is_what_it_wants_less_what_other_shards_use() -> None:
+    # TestGetAvailableNodesFromShard (shard_coordinator_test.go).
+    shards = [NodeShard("test-shard", ("node-1", "node-2", "node-3", "node-4"),
+                        ("node-1", "node-2")),
+              NodeShard("other-shard-1", ("node-2", "node-3"), ("node-2",)),
+              NodeShard("other-shard-2", ("node-3", "node-4"), ("node-3", "node-4"))]
+    assert nodes_in_shard(shards, "test-shard") == {"node-1"}
+    assert nodes_in_shard(shards, "other-shard-1") == set()
+    assert nodes_in_shard(shards, "other-shard-2") == {"node-3", "node-4"}
+    assert nodes_in_shard(shards, "non-existent-shard") == set()
+
+
+def _nodes(*names: str) -> list[NodeInfo]:
+    return [NodeInfo.create(name, Resource.from_mapping({"cpu": 4, "pods": 10}))
+            for name in names]
+
+
+def test_hard_sharding_fails_other_nodes_in_the_scan_and_caches_it() -> None:
+    # TestPredicateNodes, "hard allows inside": only node1 passes; node2 and node3
+    # fail with Volcano's words, kept in the error cache of job1/worker.
+    nodes = _nodes("node1", "node2", "node3")
+    scan = FeasibleNodeScan(nodes, error_cache_enabled=False, rotate=False,
+                            shard=frozenset({"node1"}))
+    task = TaskInfo.create("default", "t", "job1", Resource.from_mapping({"cpu": 1}),
+                           role="worker")
+    found, errors = scan.feasible_nodes(task, nodes, lambda t, n: None)
+    assert [node.name for node in found] == ["node1"]
+    assert sorted(scan.error_cache["job1/worker"]) == ["node2", "node3"]
+    assert str(errors) == "0/2 nodes are unavailable: 2 node isn't in scheduler node shard."
+
+
+def test_soft_groups_keep_the_order_given() -> None:
+    # TestGetPredicatedNodeByShard: the shard's nodes, then the others.
+    class Soft:
+        sharding = parse_configuration({"sharding": {"mode": "soft"}}).sharding
+        nodes_in_shard = frozenset({"node1", "node3"})
+
+    nodes = _nodes("node1", "node2", "node3")
+    assert [[n.name for n in group] for group in shard_groups(Soft(), nodes)] == [
+        ["node1", "node3"], ["node2"]]
+    Soft.nodes_in_shard = frozenset()
+    assert [[n.name for n in group] for group in shard_groups(Soft(), nodes)] == [
+        ["node1", "node2", "node3"]]
+
+
+def test_hard_sharding_places_only_on_the_shard() -> None:
+    decisions = decide(case("backfill-00", shard=["n4"]))
+    assert decisions["binds"] == {"c1/p1": "n4"}
+    decisions = decide(case("allocate-00", shard=["n2"]))
+    assert decisions["binds"] == {"c1/p1": "n2"}
+
+
+def test_hard_sharding_without_a_shard_places_nothing_and_says_why() -> None:
+    decisions = decide(case("allocate-00", nodeShards=[]))
+    assert decisions["binds"] == {}
+    messages = [event["message"] for event in decisions["events"]
+                if event["reason"] == "FailedScheduling"]
+    assert messages == ["0/4 nodes are unavailable: 4 node isn't in scheduler node shard."]
+
+
+def test_soft_sharding_goes_elsewhere_when_the_shard_is_full() -> None:
+    doc = case("allocate-01", shard=["n1"])
+    doc["tasks"][0]["requests"] = {"cpu": "11", "memory": "1G"}
+    assert decide(doc)["binds"] == {"c1/p1": "n3"}  # the best of the others
+
+
+def test_soft_sharding_binds_elsewhere_before_pipelining_in_the_shard() -> None:
+    # Volcano's prioritizeNodes: idle nodes of the shard, idle nodes of other shards,
+    # then future idle ones. n1 (the shard) frees its cpu only once a pod leaves.
+    doc = case("allocate-02", shard=["n1"])
+    doc["jobs"].append({"name": "gone", "namespace": "c1", "queue": "c1", "minMember": 0,
+                        "phase": "Running"})
+    doc["tasks"].append({"name": "leaving", "namespace": "c1", "job": "gone", "node": "n1",
+                         "phase": "Running", "deleting": True,
+                         "requests": {"cpu": "10", "memory": "1G"}})
+    assert decide(doc)["binds"] == {"c1/p1": "n2"}
+
+
+@pytest.mark.parametrize("mode", ["hard", "soft"])
+def test_preempt_and_reclaim_take_their_victims_in_the_shard(mode: str) -> None:
+    # The Volcano cases' shard is the first node, which is also where a scheduler
+    # without shards looks first: with the second node as the shard, the victim there.
+    assert decide(case("preempt-00", mode=mode, shard=["n2"]))["evicted"] == [
+        "c1/preemptee2"]
+    assert decide(case("reclaim-00", mode=mode, shard=["n2"]))["evicted"] == [
+        "c1/preemptee2"]
+
+
+def test_a_shard_used_by_another_scheduler_is_not_ours() -> None:
+    doc = case("allocate-00", shard=["n1", "n3"])
+    doc["nodeShards"].append({"name": "other", "nodesDesired": ["n3"], "nodesInUse": ["n1"]})
+    assert decide(doc)["binds"] == {"c1/p1": "n3"}
+
+
+def test_the_sharding_block_is_checked() -> None:
+    with pytest.raises(ConfigError, match=r"sharding\.mode"):
+        parse_configuration({"sharding": {"mode": "Hard"}})
+    with pytest.raises(ConfigError, match=r"sharding\.shard"):
+        parse_configuration({"sharding": {"shard": "x"}})
+    sharding = parse_configuration({"sharding": {"mode": "soft"}}).sharding
+    assert sharding.name == "volcano" and sharding.active
+    assert not parse_configuration({}).sharding.active
+
+
+def test_node_shards_are_read_from_a_scenario_and_checked() -> None:
+    doc = case("allocate-00")
+    doc["nodeShards"] = [{"name": "s", "nodesDesired": ["n1", 3]}]
+    with pytest.raises(Exception, match=r"nodeShards\[0\]\.nodesDesired\[1\]"):
+        parse_scenario(doc, source="<test>")
