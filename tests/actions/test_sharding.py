@@ -150,3 +150,18 @@ def test_node_shards_are_read_from_a_scenario_and_checked() -> None:
     doc["nodeShards"] = [{"name": "s", "nodesDesired": ["n1", 3]}]
     with pytest.raises(Exception, match=r"nodeShards\[0\]\.nodesDesired\[1\]"):
         parse_scenario(doc, source="<test>")
+
+
+def test_reports_rank_only_the_shard_nodes() -> None:
+    from batchsched.explain import explain
+    from batchsched.framework.session import Session
+    from batchsched.scenario.runner import session_scores
+
+    doc = case("allocate-00", shard=["n1"])
+    doc["config"]["tiers"][0]["plugins"][2]["arguments"] = {"leastrequested.weight": 1}
+    parsed = parse_scenario(doc, source="<test>")
+    scores = session_scores(Session.open(parsed.build_cache(), parsed.configuration))
+    assert list(scores["c1/p1"]) == ["n1"]
+    report = explain(parsed, task="c1/p1")
+    placement = report["tasks"][0]["placement"]
+    assert placement["chosen"]["node"] == "n1" and placement["runnersUp"] == []

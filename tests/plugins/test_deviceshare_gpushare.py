@@ -20,8 +20,9 @@ from batchsched.api.gpushare import (
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
+from batchsched.framework.session import Session
 from batchsched.scenario import parse_scenario, run_scenario
-from batchsched.scheduler import Scheduler
+from batchsched.scheduler import Scheduler, run_actions
 
 SHARING = {"deviceshare.GPUSharingEnable": True}
 NUMBER = {"deviceshare.GPUNumberEnable": True}
@@ -254,3 +255,55 @@ def test_the_node_lock_lets_one_shared_pod_through_per_session() -> None:
     decisions = decide(scenario(tasks, jobs=jobs,
                                 arguments={**SHARING, "deviceshare.NodeLockEnable": True}))
     assert len(decisions["binds"]) == 1
+
+
+def test_an_eviction_undone_leaves_the_pod_on_its_own_card() -> None:
+    # p cannot fit even once a is gone (15 on cards of 10): the eviction is undone.
+    # a keeps its annotation and its card 1; only card 0 is left for b.
+    doc = scenario("""
+- {name: a, job: run, node: n1, phase: Running, priority: 1,
+   requests: {cpu: 1, volcano.sh/gpu-memory: 6},
+   annotations: {volcano.sh/gpu-index: "1"}, labels: {volcano.sh/preemptable: "true"}}
+- {name: p, job: j, priority: 100, requests: {cpu: 1, volcano.sh/gpu-memory: 15}}
+""", node="volcano.sh/gpu-memory: 20, volcano.sh/gpu-number: 2")
+    doc["priorityClasses"] = [{"name": "high", "value": 100}, {"name": "low", "value": 1}]
+    doc["jobs"][0]["priorityClassName"] = "low"
+    doc["jobs"][1]["priorityClassName"] = "high"
+    doc["config"]["actions"] = "preempt"
+    # Without gang, whose minimum would keep a from being a victim.
+    doc["config"]["tiers"][0]["plugins"] = [{"name": "priority"}, {"name": "conformance"}]
+    parsed = parse_scenario(doc, source="<test>")
+    ssn = Session.open(parsed.build_cache(), parsed.configuration)
+    run_actions(ssn)
+    node = ssn.nodes["n1"]
+    assert node.gpu_share is not None and node.gpu_share.cards == {0: {}, 1: {"default/a": 6}}
+    assert ssn.jobs["default/run"].tasks["default/a"].annotations[GPU_INDEX_ANNOTATION] == "1"
+
+
+def test_a_pod_created_again_loses_the_cards_it_was_given() -> None:
+    doc = scenario(
+        "- {name: a, job: j, priority: 10, requests: {cpu: 1, volcano.sh/gpu-memory: 6}}\n",
+        node="volcano.sh/gpu-memory: 20, volcano.sh/gpu-number: 2")
+    parsed = parse_scenario(doc, source="<test>")
+    cache = parsed.build_cache()
+    scheduler = Scheduler(cache, parsed.configuration)
+    scheduler.run_once()
+    cache.task_recreated("default/j", "default/a")
+    task = cache.jobs["default/j"].tasks["default/a"]
+    assert GPU_INDEX_ANNOTATION not in task.annotations
+    assert PREDICATE_TIME_ANNOTATION not in task.annotations
+    cache.add_task(TaskInfo.create("default", "c", "default/j", Resource.from_mapping(
+        {"cpu": 1, "volcano.sh/gpu-memory": 6})))
+    scheduler.run_once()
+    # The new pod is not counted on its old card: both fit, one card each.
+    cards = sorted(cache.jobs["default/j"].tasks[uid].annotations[GPU_INDEX_ANNOTATION]
+                   for uid in ("default/a", "default/c"))
+    assert cards == ["0", "1"]
+
+
+def test_one_lock_for_a_pod_asking_gpu_memory_and_nvidia_gpus() -> None:
+    decisions = decide(scenario(
+        "- {name: t, job: j, requests: {cpu: 1, volcano.sh/gpu-memory: 6, nvidia.com/gpu: 1}}\n",
+        node="volcano.sh/gpu-memory: 20, volcano.sh/gpu-number: 2, nvidia.com/gpu: 2",
+        arguments={**SHARING, "deviceshare.NodeLockEnable": True}))
+    assert decisions["binds"] == {"default/t": "n1"}

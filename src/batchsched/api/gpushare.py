@@ -25,10 +25,14 @@ one of its answers).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
 from batchsched.api.resource import Resource
+
+if TYPE_CHECKING:
+    from batchsched.api.task import TaskInfo
 
 __all__ = [
     "GPU_INDEX_ANNOTATION",
@@ -37,6 +41,7 @@ __all__ = [
     "PREDICATE_TIME_ANNOTATION",
     "UNHEALTHY_ANNOTATION",
     "GpuShareDevices",
+    "drop_gpu_index",
     "gpu_index",
     "memory_asked",
     "number_asked",
@@ -82,6 +87,14 @@ def gpu_index(annotations: Mapping[str, str]) -> list[int] | None:
         except ValueError:
             return None
     return ids
+
+
+def drop_gpu_index(task: TaskInfo) -> None:
+    """Take off a task the annotations the scheduler wrote when it gave the pod cards
+    (a pod created again does not carry them)."""
+    if GPU_INDEX_ANNOTATION in task.annotations or PREDICATE_TIME_ANNOTATION in task.annotations:
+        task.annotations = {key: value for key, value in task.annotations.items()
+                            if key not in (GPU_INDEX_ANNOTATION, PREDICATE_TIME_ANNOTATION)}
 
 
 def _atoi(text: str) -> int:

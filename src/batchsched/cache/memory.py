@@ -21,6 +21,7 @@ import attrs
 
 from batchsched.api.ascend import drop_vnpu_annotations
 from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.gpushare import drop_gpu_index
 from batchsched.api.hypernode import HyperNode, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
@@ -210,6 +211,7 @@ class MemoryCache:
                     task.node_name = ""
                     drop_device_annotations(task)
                     drop_vnpu_annotations(task)
+                    drop_gpu_index(task)
                     self._renew_claims(task)
                     job.update_task_status(task, TaskStatus.PENDING)
 
@@ -359,6 +361,7 @@ class MemoryCache:
         self.nominations.pop(task.uid, None)
         drop_device_annotations(task)
         drop_vnpu_annotations(task)
+        drop_gpu_index(task)
         self._renew_claims(task)
         job.update_task_status(task, TaskStatus.PENDING)
 

@@ -224,6 +224,12 @@ class Recorder:
                 if (candidate is node or task.init_resreq.less_equal(room(candidate)))
                 and ssn.predicate(task, candidate) is None
             ]
+        if ssn.sharding.active:
+            # Sharded, allocate ranks the nodes of the chosen one's side only: the
+            # shard's, or (soft) the others' (hard sharding has no other side).
+            inside = node.name in ssn.nodes_in_shard
+            feasible = [candidate for candidate in feasible
+                        if (candidate.name in ssn.nodes_in_shard) == inside]
         if node not in feasible:
             feasible.append(node)
         scored = score_nodes(ssn, task, feasible)

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from batchsched.actions.node_search import hard_shard_of
 from batchsched.api.ascend import assigned_vnpus
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.fit import FitError
@@ -97,10 +98,13 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
     """For every task and every node its predicates pass on (resource fit aside), the
     node-order plus batch node-order score allocate would rank the node by."""
     out: dict[str, dict[str, float]] = {}
+    shard = hard_shard_of(ssn)  # sharded hard, allocate never ranks the other nodes
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
         for task in sorted(job.tasks.values(), key=lambda t: t.uid):
             with ssn.for_report():
-                candidates = [n for n in ssn.node_list if ssn.predicate(task, n) is None]
+                candidates = [n for n in ssn.node_list
+                              if (shard is None or n.name in shard)
+                              and ssn.predicate(task, n) is None]
             scores: dict[str, float] = {}
             kept = []
             for node in candidates:

@@ -67,6 +67,7 @@ from batchsched.api.device_config import (
 )
 from batchsched.api.devices import DEVICE_SIMULATE_KEY, GpuAsk, fits_devices, gpu_ask
 from batchsched.api.fit import FitError
+from batchsched.api.gpushare import memory_asked
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import GPU_SHARE_LOCK, VGPU_LOCK
 from batchsched.api.task import TaskInfo
@@ -328,6 +329,9 @@ class DeviceSharePlugin:
         node = ssn.nodes.get(task.node_name)
         if node is None or node.gpu_free is None or task.uid not in node.tasks:
             return
+        if node.gpu_share is not None and memory_asked(task.resreq) > 0:
+            return  # Volcano's gpushare Allocate takes the node's lock for this pod
+
         try:
             ask = gpu_ask(task.resreq, owner=task.uid)
         except SchedulingError:

@@ -9,8 +9,9 @@ takes the cards in Volcano, so here too a placement takes them only with ``predi
 configured: the lowest-numbered card with enough idle memory (after the node's lock,
 with ``deviceshare.NodeLockEnable``), or the first idle cards, written on the pod as
 ``volcano.sh/gpu-index`` with ``volcano.sh/predicate-time``. A pipelined pod takes them
-too, as Volcano's pipeline fires the same handler. Undoing the placement, or evicting
-the pod, gives them back and takes both annotations off.
+too, as Volcano's pipeline fires the same handler. Undoing the placement gives them back
+and takes both annotations off; evicting the pod gives them back (a running pod keeps
+its annotations, and an eviction undone puts it back on its cards).
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from batchsched.api.gpushare import (
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import GPU_SHARE_LOCK
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import FitStatusCode
+from batchsched.api.types import FitStatusCode, TaskStatus
 from batchsched.columnar.node_columns import BoolArray, NodeColumns
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import Event
 from batchsched.framework.session import Session
-from batchsched.plugins.deviceshare.locking import lock_node
+from batchsched.plugins.deviceshare.locking import PLACED_NOW, lock_node
 
 __all__ = ["GpuShareSession"]
 
@@ -110,6 +111,11 @@ class GpuShareSession:
         if node is None or node.gpu_share is None or not self.asks(task):
             return
         devices = node.gpu_share
+        if task.status not in PLACED_NOW and devices.holds(task.uid):
+            # An eviction undone: the pod is back on the cards its annotation names.
+            # Volcano's Allocate runs again and counts it on one more card too, until
+            # the session ends; here it keeps its own.
+            return
         memory = memory_asked(task.resreq)
         if memory > 0:
             if self.node_lock:
@@ -137,6 +143,10 @@ class GpuShareSession:
         if node is None or node.gpu_share is None or not self.asks(task):
             return
         node.gpu_share.remove_task(task.uid, task.annotations)
+        if task.status is TaskStatus.RELEASING:
+            # Evicted: Volcano's Release drops what the scheduler wrote for the binding,
+            # not the running pod's own annotations (an undone eviction finds them).
+            return
         if any(key in task.annotations for key in _WRITTEN):
             task.annotations = {key: value for key, value in task.annotations.items()
                                 if key not in _WRITTEN}
