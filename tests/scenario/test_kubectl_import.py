@@ -488,6 +488,20 @@ def test_hypernodes_and_network_topologies_are_imported(tmp_path: Path) -> None:
     assert scenario.build_cache().hyper_nodes == {"rack-a": rack}
 
 
+def test_node_shards_are_imported(tmp_path: Path) -> None:
+    document = dump()
+    document["items"].append({
+        "apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard",
+        "metadata": {"name": "volcano"},
+        "spec": {"nodesDesired": ["node-1", "node-2"]},
+        "status": {"nodesInUse": ["node-1"], "nodesToAdd": ["node-2"]}})
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    [shard] = scenario.node_shards
+    assert (shard.name, shard.nodes_desired, shard.nodes_in_use) == (
+        "volcano", ("node-1", "node-2"), ("node-1",))
+    assert scenario.build_cache().node_shards == {"volcano": shard}
+
+
 @pytest.mark.parametrize(("annotations", "want"), [
     ({"volcano.sh/network-topology-mode": "Soft"}, ("soft", None)),
     ({"volcano.sh/network-topology-highest-tier": "2"}, ("hard", 2)),

@@ -57,7 +57,7 @@ NETWORK_TOPOLOGY_HIGHEST_TIER = "volcano.sh/network-topology-highest-tier"
 _NOISE_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 _READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget",
                "ResourceQuota", "HyperNode", "DeviceClass", "ResourceSlice", "ResourceClaim",
-               "ResourceClaimTemplate")
+               "ResourceClaimTemplate", "NodeShard")
 _COMPLETED = frozenset({"Succeeded", "Failed"})
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
            ("Ki", 2**10))
@@ -486,6 +486,7 @@ class _Converter:
             "resourceQuotas": [(i.who, self.quota(i)) for i in by_kind["ResourceQuota"]],
             "configMaps": self.device_configs,
             "hyperNodes": [(i.who, self.hyper_node(i)) for i in by_kind["HyperNode"]],
+            "nodeShards": [(i.who, self.node_shard(i)) for i in by_kind["NodeShard"]],
             "deviceClasses": [(i.who, _dra_object(i)) for i in by_kind["DeviceClass"]],
             "resourceSlices": [(i.who, _dra_object(i)) for i in by_kind["ResourceSlice"]],
             "resourceClaims": [(i.who, _dra_object(i)) for i in by_kind["ResourceClaim"]],
@@ -679,6 +680,14 @@ class _Converter:
         return _drop_none({"name": item.name, "tier": spec.get("tier"),
                            "tierName": spec.get("tierName") or None,
                            "members": spec.get("members")})
+
+    def node_shard(self, item: _Item) -> dict[str, Any]:
+        """A ``NodeShard`` (``shard.volcano.sh/v1alpha1``): the nodes it wants and, from
+        its status, those its scheduler uses."""
+        spec, status = self.parts(item)
+        return _drop_none({"name": item.name,
+                           "nodesDesired": list(spec.get("nodesDesired") or []),
+                           "nodesInUse": list(status.get("nodesInUse") or []) or None})
 
     def queue(self, item: _Item) -> dict[str, Any]:
         (spec, status), who = self.parts(item), item.who
