@@ -79,6 +79,23 @@ def test_allocate_evict_and_discard_keep_shares_current() -> None:
     assert drf.job_share("default/a") == pytest.approx(0.2)
 
 
+def test_a_waiting_job_placed_does_not_move_the_other_waiting_jobs_shares() -> None:
+    # Jobs that hold nothing share one state until one of them is placed.
+    ssn = open_scenario(doc(
+        "[{name: a, queue: q1}, {name: b, queue: q1}]",
+        "[{name: a1, job: a, requests: {cpu: 2}}, {name: b1, job: b, requests: {cpu: 3}}]",
+    ))
+    drf = drf_of(ssn)
+    stmt = Statement(ssn)
+    stmt.allocate(ssn.jobs["default/a"].tasks["default/a1"], "n1")
+    assert drf.job_share("default/a") == pytest.approx(0.2)
+    assert drf.job_share("default/b") == 0.0
+    stmt.discard()
+    stmt = Statement(ssn)
+    stmt.allocate(ssn.jobs["default/b"].tasks["default/b1"], "n1")
+    assert (drf.job_share("default/a"), drf.job_share("default/b")) == (0.0, pytest.approx(0.3))
+
+
 # -- preemptable ----------------------------------------------------------------------------
 
 def test_preemptable_while_victim_share_stays_at_least_the_preemptors() -> None:

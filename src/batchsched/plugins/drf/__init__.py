@@ -68,6 +68,8 @@ class DrfPlugin:
         self.tree = ShareTree()
         self.hierarchy = False
         self._ssn: Session | None = None
+        #: The state every job holding nothing shares (read-only; see on_session_open).
+        self._idle = JobShare()
 
     # -- shares -----------------------------------------------------------------------
 
@@ -105,21 +107,22 @@ class DrfPlugin:
         option = ssn.configuration.plugin_option(self.name)
         self.hierarchy = option is not None and option.hierarchy
         placed = False
-        idle_share: float | None = None  # the share of a job holding nothing, once
+        # Without hierarchy, the jobs holding nothing share one state until an
+        # allocation moves theirs (:meth:`_move`): most jobs of a large queue wait.
+        idle = self._idle = JobShare()
+        idle.share = self.share_of(idle.allocated)
         for job in ssn.jobs.values():
-            state = JobShare()
-            holds = False
+            state = idle if not self.hierarchy else None
             for status, tasks in job.task_status_index.items():
                 if status in ALLOCATED_STATUSES and tasks:
-                    holds = True
+                    if state is None or state is idle:
+                        state = JobShare()
                     for task in tasks.values():
                         state.allocated.add(task.resreq)
-            if holds:
+            if state is None:
+                state = JobShare(share=idle.share)
+            elif state is not idle:
                 state.share = self.share_of(state.allocated)
-            else:
-                if idle_share is None:
-                    idle_share = self.share_of(state.allocated)
-                state.share = idle_share
             self.jobs[job.uid] = state
             queue = ssn.queues.get(job.queue)
             if self.hierarchy and queue is not None:
@@ -280,6 +283,8 @@ class DrfPlugin:
         job = ssn.jobs.get(task.job) if ssn is not None else None
         if ssn is None or state is None or job is None:
             return
+        if state is self._idle:
+            state = self.jobs[task.job] = JobShare(share=state.share)
         if sign > 0:
             state.allocated.add(task.resreq)
         else:
