@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from action_support import Outcome, run_document
 
+from batchsched.actions.backfill import pick_up_pending_tasks
 from batchsched.api.types import TaskStatus
 from batchsched.framework.session import Session
 from batchsched.framework.statement import Statement
+from batchsched.scenario import parse_scenario
 
 
 def run(body: str, tiers: str = "[{name: test-selector}]", actions: str = "backfill",
@@ -123,3 +125,45 @@ nodes:
     assert outcome.binds == {"c1/be1": "n1"}
     assert "c1/be1" not in outcome.ssn.nodes["n2"].tasks
 
+
+
+def test_pick_up_pending_tasks_as_volcano_orders_them() -> None:
+    """Volcano's ``TestPickUpPendingTasks`` (``actions/backfill/backfill_test.go``,
+    volcano-sh/volcano at ed72c7c8, Apache-2.0): the best-effort tasks, pending and
+    pipelined alike (un-pipelined), by job order (priority: pg2 first), then task
+    priority; the tasks asking cpu are not backfill's."""
+    tasks = []
+    for job in ("pg1", "pg2"):
+        for index in (1, 2, 3, 4):
+            for kind, requests in (("besteffort", {}), ("unbesteffort", {"cpu": "500m"})):
+                tasks.append({"name": f"{job}-{kind}-task-{index}", "job": job,
+                              "priority": index, "requests": requests})
+    doc = {"version": 1, "name": "pick up pending tasks",
+           "config": {"actions": "", "tiers": [{"plugins": [
+               {"name": "priority", "enablePreemptable": True, "enableTaskOrder": True,
+                "enableJobOrder": True, **{flag: False for flag in (
+                    "enableJobReady", "enableJobPipelined", "enableReclaimable",
+                    "enablePreemptive", "enableQueueOrder", "enablePredicate",
+                    "enableNodeOrder", "enableJobStarving")}},
+               {"name": "drf", "enableQueueOrder": True, **{flag: False for flag in (
+                   "enableJobOrder", "enablePreemptable", "enableReclaimable")}}]}]},
+           "priorityClasses": [{"name": "job-priority-1", "value": 1},
+                               {"name": "job-priority-2", "value": 2}],
+           "queues": [{"name": "q1", "weight": 1}],
+           "nodes": [{"name": "node1", "allocatable": {"cpu": 8, "memory": "8Gi",
+                                                        "pods": 100}}],
+           "jobs": [{"name": job, "queue": "q1", "minMember": 1, "minTaskMember": {"": 3},
+                     "phase": "Inqueue", "priorityClassName": f"job-priority-{p}"}
+                    for job, p in (("pg1", 1), ("pg2", 2))],
+           "tasks": tasks}
+    parsed = parse_scenario(doc, source="<test>")
+    ssn = Session.open(parsed.build_cache(), parsed.configuration)
+    for job in ("pg1", "pg2"):
+        for index in (2, 4):  # the Go test pipelines tasks 2 and 4 of each job on node1
+            for kind in ("besteffort", "unbesteffort"):
+                task = ssn.jobs[f"default/{job}"].tasks[f"default/{job}-{kind}-task-{index}"]
+                Statement(ssn).pipeline(task, "node1")
+    assert [task.name for task in pick_up_pending_tasks(ssn)] == [
+        "pg2-besteffort-task-4", "pg2-besteffort-task-3", "pg2-besteffort-task-2",
+        "pg2-besteffort-task-1", "pg1-besteffort-task-4", "pg1-besteffort-task-3",
+        "pg1-besteffort-task-2", "pg1-besteffort-task-1"]
