@@ -59,6 +59,7 @@ from batchsched.actions.node_search import (
     hard_shard_of,
     nodes_to_find_of,
     predicate_for_preempt_action,
+    shard_first,
     soft_sharded,
 )
 from batchsched.actions.placement import select_best_node
@@ -529,10 +530,7 @@ def _best_simulated_node(
     groups = [now, later]
     if soft_sharded(ssn):
         # The shard's nodes first, now and later (Volcano's four groups).
-        shard = ssn.nodes_in_shard
-        groups = [members for group in groups
-                  for members in ([n for n in group if n.name in shard],
-                                  [n for n in group if n.name not in shard])]
+        groups = [part for group in groups for part in shard_first(ssn, group)]
     for group in groups:
         best = select_best_node(ssn, task, group) if group else None
         if best is not None:

@@ -111,17 +111,21 @@ def soft_sharded(ssn: object) -> bool:
     return sharding is not None and sharding.mode is ShardingMode.SOFT
 
 
+def shard_first(ssn: object, nodes: Sequence[NodeInfo]) -> tuple[list[NodeInfo], list[NodeInfo]]:
+    """The nodes of the scheduler's shard and the others, each in the order given."""
+    shard: frozenset[str] = getattr(ssn, "nodes_in_shard", frozenset())
+    return ([node for node in nodes if node.name in shard],
+            [node for node in nodes if node.name not in shard])
+
+
 def shard_groups(ssn: object, nodes: list[NodeInfo]) -> list[list[NodeInfo]]:
     """Volcano's ``GetPredicatedNodeByShard``: sharded soft, the nodes of the
-    scheduler's shard, then the others (each in the order given, an empty group left
-    out), tried one group after the other; otherwise ``nodes`` itself as one group
-    (the very list: the columns know a list they handed out)."""
+    scheduler's shard, then the others (an empty group left out), tried one group
+    after the other; otherwise ``nodes`` itself as one group (the very list: the
+    columns know a list they handed out)."""
     if not soft_sharded(ssn):
         return [nodes]
-    shard: frozenset[str] = getattr(ssn, "nodes_in_shard", frozenset())
-    mine = [node for node in nodes if node.name in shard]
-    others = [node for node in nodes if node.name not in shard]
-    return [group for group in (mine, others) if group]
+    return [group for group in shard_first(ssn, nodes) if group]
 
 
 def num_feasible_nodes_to_find(total: int, search: NodesToFind | None = None) -> int:

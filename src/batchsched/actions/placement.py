@@ -57,6 +57,7 @@ from batchsched.actions.node_search import (
     nodes_to_find_of,
     num_feasible_nodes_to_find,
     predicate_for_allocate_action,
+    shard_first,
     shard_groups,
     soft_sharded,
 )
@@ -202,10 +203,8 @@ class ScalarNodeSelector:
         if soft_sharded(ssn):
             # Volcano's prioritizeNodes: the shard's nodes before the others, idle
             # before future idle (binding elsewhere before pipelining in the shard).
-            shard = ssn.nodes_in_shard
-            groups = [(members, pipelined) for group, pipelined in groups
-                      for members in ([n for n in group if n.name in shard],
-                                      [n for n in group if n.name not in shard])]
+            groups = [(part, pipelined) for group, pipelined in groups
+                      for part in shard_first(ssn, group)]
         for group, pipelined in groups:
             best = select_best_node(ssn, task, group)
             if best is not None:

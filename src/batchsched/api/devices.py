@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from batchsched.api.gpushare import GPU_INDEX_ANNOTATION
 from batchsched.api.resource import Resource
 from batchsched.errors import SchedulingError
 
@@ -53,8 +54,6 @@ GPU = "nvidia.com/gpu"
 DEVICE_SIMULATE_KEY = "deviceshare.simulate-predicate"
 #: What one GPU offers, in milli.
 GPU_MILLI = 1000
-#: Volcano gpushare's annotation naming the devices a pod holds (comma-separated).
-GPU_INDEX_ANNOTATION = "volcano.sh/gpu-index"
 
 
 @attrs.frozen

@@ -22,6 +22,7 @@ from batchsched.api.fit import FitError
 from batchsched.api.gpushare import (
     GPU_INDEX_ANNOTATION,
     PREDICATE_TIME_ANNOTATION,
+    drop_gpu_index,
     memory_asked,
     number_asked,
 )
@@ -36,8 +37,6 @@ from batchsched.framework.session import Session
 from batchsched.plugins.deviceshare.locking import PLACED_NOW, lock_node
 
 __all__ = ["GpuShareSession"]
-
-_WRITTEN = (PREDICATE_TIME_ANNOTATION, GPU_INDEX_ANNOTATION)
 
 
 class GpuShareSession:
@@ -147,6 +146,4 @@ class GpuShareSession:
             # Evicted: Volcano's Release drops what the scheduler wrote for the binding,
             # not the running pod's own annotations (an undone eviction finds them).
             return
-        if any(key in task.annotations for key in _WRITTEN):
-            task.annotations = {key: value for key, value in task.annotations.items()
-                                if key not in _WRITTEN}
+        drop_gpu_index(task)
