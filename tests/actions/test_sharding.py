@@ -19,6 +19,8 @@ from batchsched.api.task import TaskInfo
 from batchsched.conf import parse_configuration
 from batchsched.errors import ConfigError
 from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.simulation import Simulator
+from batchsched.simulation.scenario_workload import scenario_workload
 
 CASES = Path(__file__).parent.parent / "conformance" / "volcano" / "sharding"
 
@@ -165,3 +167,26 @@ def test_reports_rank_only_the_shard_nodes() -> None:
     report = explain(parsed, task="c1/p1")
     placement = report["tasks"][0]["placement"]
     assert placement["chosen"]["node"] == "n1" and placement["runnersUp"] == []
+
+
+def test_a_replay_keeps_a_hard_shard_at_every_instant(tmp_path: Path) -> None:
+    """``batchsched simulate`` decides as ``run``: the workload's NodeShards are the
+    cluster's, so a hard-sharded replay never places outside its shard."""
+    doc = case("allocate-00", shard=["n2", "n4"])
+    doc["jobs"] = [{"name": f"j{i}", "namespace": "c1", "queue": "c1", "minMember": 1,
+                    "createdAt": i} for i in range(6)]
+    doc["tasks"] = [{"name": f"t{i}", "namespace": "c1", "job": f"j{i}",
+                     "requests": {"cpu": "1", "memory": "1G"},
+                     "annotations": {"batchsched.io/run-time": "30"}} for i in range(6)]
+    path = tmp_path / "sharded.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    workload, scenario = scenario_workload(path)
+    used: set[str] = set()
+
+    def observe(sim: Simulator) -> None:
+        used.update(task.node_name for job in sim.cache.jobs.values()
+                    for task in job.tasks.values() if task.node_name)
+
+    timeline = Simulator(workload, scenario.configuration, observe=observe).run()
+    assert timeline.finished_count == 6
+    assert used <= {"n2", "n4"} and used

@@ -128,6 +128,8 @@ class Simulator:
             self.cache.set_config_map(namespace, name, dict(data))
         for hyper_node in workload.hyper_nodes:
             self.cache.set_hyper_node(hyper_node)
+        for shard in workload.node_shards:
+            self.cache.set_node_shard(shard)
         self.cache.set_dra_objects(workload.dra)
         self.cache.pdbs = [attrs.evolve(pdb) for pdb in workload.pdbs]
         self.cache.resource_quotas = [attrs.evolve(quota, used=quota.used.clone())

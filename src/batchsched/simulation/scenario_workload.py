@@ -94,7 +94,8 @@ def workload_from(scenario: Scenario) -> Workload:
     return Workload(name=source, nodes=scenario.nodes, jobs=tuple(jobs), queues=scenario.queues,
                     priority_classes=scenario.priority_classes,
                     config_maps=scenario.config_maps,
-                    hyper_nodes=scenario.hyper_nodes, dra=scenario.dra,
+                    hyper_nodes=scenario.hyper_nodes, node_shards=scenario.node_shards,
+                    dra=scenario.dra,
                     pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas)
 
 

@@ -21,6 +21,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
+from batchsched.api.sharding import NodeShard
 from batchsched.conf import SchedulerConfiguration
 from batchsched.kube.dra.scheduling import DraObjects
 
@@ -101,6 +102,8 @@ class Workload:
     config_maps: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     #: The network topology, as a scenario's ``hyperNodes`` give it.
     hyper_nodes: tuple[HyperNode, ...] = ()
+    #: Scheduler sharding's NodeShard objects, as a scenario's ``nodeShards`` give them.
+    node_shards: tuple[NodeShard, ...] = ()
     #: Device classes, resource slices, claims and claim templates (Dynamic Resource
     #: Allocation), as a scenario gives them.
     dra: DraObjects = attrs.field(factory=DraObjects)
