@@ -19,6 +19,7 @@ from batchsched.api.task import TaskInfo
 from batchsched.conf import parse_configuration
 from batchsched.errors import ConfigError
 from batchsched.scenario import parse_scenario, run_scenario
+from batchsched.scheduler import Scheduler
 from batchsched.simulation import Simulator
 from batchsched.simulation.scenario_workload import scenario_workload
 
@@ -190,3 +191,26 @@ def test_a_replay_keeps_a_hard_shard_at_every_instant(tmp_path: Path) -> None:
     timeline = Simulator(workload, scenario.configuration, observe=observe).run()
     assert timeline.finished_count == 6
     assert used <= {"n2", "n4"} and used
+
+
+def test_a_deleted_shard_leaves_its_scheduler_the_nodes_it_had() -> None:
+    # Volcano's shard coordinator skips a refresh without its own shard: the last set
+    # stays in force until the shard comes back.
+    doc = case("allocate-00", shard=["n2"])
+    doc["jobs"] = [{"name": f"pg{i}", "namespace": "c1", "queue": "c1", "minMember": 0,
+                    "phase": "Inqueue"} for i in (1, 2, 3)]
+    doc["tasks"] = [{"name": "p1", "namespace": "c1", "job": "pg1",
+                     "requests": {"cpu": "1", "memory": "1G"}}]
+    parsed = parse_scenario(doc, source="<test>")
+    cache = parsed.build_cache()
+    scheduler = Scheduler(cache, parsed.configuration)
+    scheduler.run_once()
+    cache.delete_node_shard("test-shard")
+    cache.set_node_shard(NodeShard("other", ("n1", "n2", "n3", "n4"), ("n4",)))
+    for job in ("pg2", "pg3"):
+        cache.add_task(TaskInfo.create("c1", f"p-{job}", f"c1/{job}",
+                                       Resource.from_mapping({"cpu": 1})))
+        scheduler.run_once()
+    assert {bind.node for bind in cache.binds} == {"n2"}
+    cache.set_node_shard(NodeShard("test-shard", ("n3",)))
+    assert cache.gone_shard_nodes == {}

@@ -150,6 +150,8 @@ class ClusterInfo:
     #: The ``NodeShard`` objects (scheduler sharding, :mod:`batchsched.api.sharding`);
     #: immutable, so shared.
     node_shards: tuple[NodeShard, ...] = ()
+    #: Per deleted NodeShard, the nodes its scheduler had when it went (read-only).
+    gone_shard_nodes: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
 
     def clone(self) -> ClusterInfo:
         return ClusterInfo(
@@ -165,4 +167,5 @@ class ClusterInfo:
             dra=self.dra,
             not_ready_nodes={n: v.clone() for n, v in self.not_ready_nodes.items()},
             node_shards=self.node_shards,
+            gone_shard_nodes=self.gone_shard_nodes,
         )

@@ -18,7 +18,7 @@ means:
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -57,14 +57,16 @@ class NodeShard:
     nodes_in_use: tuple[str, ...] = ()
 
 
-def nodes_in_shard(shards: Iterable[NodeShard], name: str) -> frozenset[str]:
+def nodes_in_shard(shards: Iterable[NodeShard], name: str,
+                   gone: Mapping[str, frozenset[str]] | None = None) -> frozenset[str]:
     """The nodes a scheduler owning the shard ``name`` schedules on: what its shard
-    wants, less what every other shard uses (Volcano's ``InUseNodesInShard``); empty
-    when there is no such shard."""
+    wants, less what every other shard uses (Volcano's ``InUseNodesInShard``). Without
+    such a shard: the nodes it had when it was deleted (``gone``, by shard name: Volcano
+    keeps the last set until its shard comes back), else none."""
     every = list(shards)
     mine = next((shard for shard in every if shard.name == name), None)
     if mine is None:
-        return frozenset()
+        return (gone or {}).get(name, frozenset())
     taken: set[str] = set()
     for shard in every:
         if shard.name != name:

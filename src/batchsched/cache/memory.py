@@ -27,7 +27,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import locks_released_by
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo
-from batchsched.api.sharding import NodeShard
+from batchsched.api.sharding import NodeShard, nodes_in_shard
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
 from batchsched.api.vgpu import drop_device_annotations
@@ -142,6 +142,8 @@ class MemoryCache:
         self.hyper_nodes: dict[str, HyperNode] = {}
         #: The ``NodeShard`` objects by name (scheduler sharding).
         self.node_shards: dict[str, NodeShard] = {}
+        #: Per deleted shard, the nodes its scheduler had then (Volcano keeps using them).
+        self.gone_shard_nodes: dict[str, frozenset[str]] = {}
         #: Dynamic Resource Allocation: device classes by name, resource slices by name,
         #: claims and claim templates by ``namespace/name`` (:meth:`set_resource_claim`...).
         self.device_classes: dict[str, DeviceClass] = {}
@@ -437,6 +439,7 @@ class MemoryCache:
                            dict(self.resource_claims), dict(self.claim_templates)),
             not_ready_nodes={node.name: node.clone() for node in not_ready},
             node_shards=tuple(self.node_shards.values()),
+            gone_shard_nodes=dict(self.gone_shard_nodes),
         )
 
     @_locked
@@ -453,10 +456,16 @@ class MemoryCache:
     def set_node_shard(self, shard: NodeShard) -> None:
         """Add or replace a ``NodeShard`` (by name): the next snapshot's sessions see it."""
         self.node_shards[shard.name] = shard
+        self.gone_shard_nodes.pop(shard.name, None)
 
     @_locked
     def delete_node_shard(self, name: str) -> None:
-        self.node_shards.pop(name, None)
+        """Remove a ``NodeShard``. Its scheduler keeps the nodes it had until the shard
+        comes back, as Volcano's shard coordinator does (it skips a refresh without
+        its own shard)."""
+        if name in self.node_shards:
+            self.gone_shard_nodes[name] = nodes_in_shard(self.node_shards.values(), name)
+            del self.node_shards[name]
 
     @_locked
     def delete_hyper_node(self, name: str) -> None:

@@ -143,7 +143,8 @@ class Session:
         #: (:mod:`batchsched.api.sharding`; empty without sharding).
         self.sharding: Sharding = configuration.sharding
         self.nodes_in_shard: frozenset[str] = (
-            nodes_in_shard(snapshot.node_shards, self.sharding.name)
+            nodes_in_shard(snapshot.node_shards, self.sharding.name,
+                           snapshot.gone_shard_nodes)
             if self.sharding.active else frozenset())
         #: The nodes that are not Ready, with their pods (read-only: no session
         #: schedules there; for plugins that count the whole cluster, as the node
