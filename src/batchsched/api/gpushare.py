@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from batchsched.api.resource import Resource
+from batchsched.kube.go_strconv import parse_int
 
 if TYPE_CHECKING:
     from batchsched.api.task import TaskInfo
@@ -82,10 +83,10 @@ def gpu_index(annotations: Mapping[str, str]) -> list[int] | None:
         return None
     ids: list[int] = []
     for part in value.split(","):
-        try:
-            ids.append(_atoi(part))
-        except ValueError:
+        card, ok = parse_int(part, 64)  # Go's strconv.Atoi
+        if not ok:
             return None
+        ids.append(card)
     return ids
 
 
@@ -95,14 +96,6 @@ def drop_gpu_index(task: TaskInfo) -> None:
     if GPU_INDEX_ANNOTATION in task.annotations or PREDICATE_TIME_ANNOTATION in task.annotations:
         task.annotations = {key: value for key, value in task.annotations.items()
                             if key not in (GPU_INDEX_ANNOTATION, PREDICATE_TIME_ANNOTATION)}
-
-
-def _atoi(text: str) -> int:
-    """Go's ``strconv.Atoi``: an optional sign and decimal digits, nothing else."""
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits or not digits.isascii() or not digits.isdigit():
-        raise ValueError(text)
-    return int(text)
 
 
 @attrs.define(eq=False)
@@ -128,12 +121,11 @@ class GpuShareDevices:
             return None
         per_card = total // number if total > 0 else 0
         cards: dict[int, dict[str, int]] = {i: {} for i in range(number)}
-        for part in annotations.get(UNHEALTHY_ANNOTATION, "").split(",") \
-                if UNHEALTHY_ANNOTATION in annotations else ():
-            try:
-                cards.pop(_atoi(part), None)
-            except ValueError:
-                continue  # Volcano logs it and goes on
+        unhealthy = annotations.get(UNHEALTHY_ANNOTATION)
+        for part in unhealthy.split(",") if unhealthy is not None else ():
+            card, ok = parse_int(part, 64)  # an id Atoi refuses: Volcano logs it, goes on
+            if ok:
+                cards.pop(card, None)
         return cls(per_card, cards)
 
     def clone(self) -> GpuShareDevices:

@@ -236,6 +236,7 @@ class DeviceSharePlugin:
             raise ConfigError(f"GPU sharing ({SHARING_KEY}, {NUMBER_KEY}) and {VGPU_KEY} "
                               "cannot be used together", key=f"{PLUGIN_NAME}.arguments")
         self.sharing = sharing or number
+        self.number_mode = number
         # Volcano's GPU sharing mode locks the node for a pod it places; its number
         # mode does not.
         self.sharing_locks = sharing
@@ -356,8 +357,8 @@ class DeviceSharePlugin:
     def _open_gpushare(self, ssn: Session) -> _DeviceKind:
         """Volcano's GPU sharing of ``volcano.sh/gpu-memory`` and ``volcano.sh/gpu-number``
         (:mod:`.gpushare`); batchsched's ``nvidia.com/gpu`` shares come after it."""
-        cards = GpuShareSession(ssn, self.name, sharing=self.sharing_locks,
-                                number=not self.sharing_locks, node_lock=self.node_lock)
+        cards = GpuShareSession(ssn, self.name, sharing=not self.number_mode,
+                                number=self.number_mode, node_lock=self.node_lock)
         if _takes_devices(ssn):
             ssn.add_event_handler(EventHandler(allocate=cards.reserve,
                                                deallocate=cards.release, plugin=self.name))

@@ -112,17 +112,19 @@ class DrfPlugin:
         idle = self._idle = JobShare()
         idle.share = self.share_of(idle.allocated)
         for job in ssn.jobs.values():
-            state = idle if not self.hierarchy else None
+            state: JobShare | None = None
             for status, tasks in job.task_status_index.items():
                 if status in ALLOCATED_STATUSES and tasks:
-                    if state is None or state is idle:
+                    if state is None:
                         state = JobShare()
                     for task in tasks.values():
                         state.allocated.add(task.resreq)
-            if state is None:
-                state = JobShare(share=idle.share)
-            elif state is not idle:
+            if state is not None:
                 state.share = self.share_of(state.allocated)
+            elif self.hierarchy:
+                state = JobShare(share=idle.share)  # the share tree keeps each job's own
+            else:
+                state = idle
             self.jobs[job.uid] = state
             queue = ssn.queues.get(job.queue)
             if self.hierarchy and queue is not None:
