@@ -12,7 +12,13 @@ from sim_support import write
 
 from batchsched.cli import main
 from batchsched.errors import WorkloadError
-from batchsched.simulation.alibaba import GPU, MODEL_LABEL, alibaba_nodes, alibaba_workload
+from batchsched.simulation.alibaba import (
+    GPU,
+    GPU_MILLI_ANNOTATION,
+    MODEL_LABEL,
+    alibaba_nodes,
+    alibaba_workload,
+)
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 node-a,8000,32768,2,V100M16
@@ -95,6 +101,29 @@ def test_a_row_with_the_wrong_number_of_fields_is_named(row: str, problem: str) 
     nodes = alibaba_nodes("nodes.csv", text=NODES)
     with pytest.raises(WorkloadError, match=problem):
         alibaba_workload("pods.csv", nodes, text=PODS + row + "\n")
+
+
+def test_a_pod_asking_gpus_without_a_share_asks_whole_ones() -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    text = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+            "pod-0,1000,1024,1,0\npod-1,1000,1024,2,\npod-2,1000,1024,1,470\n")
+    jobs = alibaba_workload("pods.csv", nodes, text=text).jobs
+    tasks = [next(iter(job.prototype.tasks.values())) for job in jobs]
+    # The request and the annotation say the same.
+    assert [task.resreq.get(GPU) for task in tasks] == [1000, 2000, 470]
+    assert [task.annotations[GPU_MILLI_ANNOTATION] for task in tasks] == ["1000", "1000", "470"]
+
+
+@pytest.mark.parametrize(("row", "problem"), [
+    ("pod-9,1000,1024,1,1500", "pods.csv:2: column gpu_milli: 1500 is more than a whole GPU"),
+    ("pod-9,1000,1024,1,500.7", "pods.csv:2: column gpu_milli: '500.7' is not a whole number"),
+    ("pod-9,1000.5,1024,0,0", "pods.csv:2: column cpu_milli: '1000.5' is not a whole number"),
+])
+def test_a_gpu_share_the_trace_cannot_mean_is_named(row: str, problem: str) -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    with pytest.raises(WorkloadError, match=problem):
+        alibaba_workload("pods.csv", nodes,
+                         text="name,cpu_milli,memory_mib,num_gpu,gpu_milli\n" + row + "\n")
 
 
 def test_a_pod_named_twice_is_named_with_both_lines() -> None:

@@ -53,6 +53,15 @@ def test_a_gang_evicted_whole_loses_one_run(capsys: pytest.CaptureFixture[str]) 
     assert job(report, "batch")["restarts"] == 1
 
 
+def test_a_gang_evicted_twice_at_one_instant_loses_one_run(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The second eviction finds the gang already restarted: nothing more is lost."""
+    _, report, _ = simulate(capsys, "gang-evicted-twice-at-once")
+    assert job(report, "batch")["restarts"] == 1
+    assert report["metrics"]["restarts"] == 1
+    assert job(report, "batch")["start"] == 180  # the one rerun, once urgent2 is done
+
+
 def test_a_gang_of_unlike_tasks_is_judged_by_its_smallest_members(
         capsys: pytest.CaptureFixture[str]) -> None:
     """min 2 of a:4, b:4, c:1 cpu on nodes of 4 and 1: a and c fit."""

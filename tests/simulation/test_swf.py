@@ -70,6 +70,15 @@ def test_a_malformed_line_outside_the_window_is_still_reported() -> None:
 @pytest.mark.parametrize(("line", "problem"), [
     ("1 10 -1 x 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1", "field 4 (run time) 'x' is not a number"),
     ("1 10 -1 5 1", "a job line has 18 fields, this one 5"),
+    # What Python's int() would take but no SWF number is.
+    ("1 10 -1 1_00 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1",
+     "field 4 (run time) '1_00' is not a number"),
+    ("1 10 -1 inf 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1",
+     "field 4 (run time) 'inf' is not a number"),
+    ("1 10 -1 1e400 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1",
+     "field 4 (run time) '1e400' is not a finite number"),
+    ("1 10 -1 5 1.5 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1",
+     "field 5 (allocated processors) '1.5' is not a whole number"),
 ])
 def test_a_malformed_line_names_file_and_line(line: str, problem: str) -> None:
     text = HEADER.format(nodes=4, procs=4) + swf_line(1, 0, 5, 1) + "\n" + line + "\n"
@@ -90,3 +99,35 @@ def test_a_job_larger_than_the_cluster_is_skipped_and_reported() -> None:
     assert [(s.job, s.origin, s.oversized) for s in workload.skipped] == [
         ("swf/job-2", "t.swf:5", True)
     ]
+
+
+def test_times_may_be_fractional_seconds_as_the_format_allows() -> None:
+    text = HEADER.format(nodes=4, procs=4) + \
+        "1 0.25 -1 100.5 2 -1 -1 2 200.75 -1 1 -1 -1 -1 0 -1 -1 -1\n"
+    [job] = swf_workload("t.swf", text=text).jobs
+    assert job.submit == 0.25 and job.run_time == 100.5
+    assert job.prototype.requested_runtime == 200.75
+    # Whole times stay integers: annotations read "400", not "400.0".
+    first = swf_workload("t.swf", text=TEXT).jobs[0]
+    assert first.prototype.podgroup.annotations[REQUESTED_RUNTIME_ANNOTATION] == "400"
+
+
+def test_the_header_is_the_comments_before_the_first_job_line() -> None:
+    text = HEADER.format(nodes=4, procs=8) + swf_line(1, 0, 5, 2) + "\n; MaxNodes: 2\n"
+    workload = swf_workload("t.swf", text=text)
+    assert len(workload.nodes) == 4
+    assert {node.allocatable.milli_cpu for node in workload.nodes} == {2000}
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("inf", "header MaxNodes: 'inf' is not a whole number"),
+    ("1e400", "header MaxNodes: '1e400' is not a whole number"),
+    ("4.9", "header MaxNodes: '4.9' is not a whole number"),
+    ("four", "header MaxNodes: 'four' is not a whole number"),
+    ("0", "header MaxNodes: '0' must be positive"),
+])
+def test_a_bad_machine_in_the_header_names_file_and_line(value: str, problem: str) -> None:
+    text = f"; Version: 2\n; MaxNodes: {value}\n" + swf_line(1, 0, 5, 1) + "\n"
+    with pytest.raises(WorkloadError) as caught:
+        swf_workload("bad.swf", text=text)
+    assert str(caught.value) == f"bad.swf:2: {problem}"

@@ -10,10 +10,12 @@ creation_time`` when never scheduled). ``gpu_spec`` (models separated by
 ``|``) becomes a required node affinity on the model label.
 
 A pod asks ``num_gpu x gpu_milli`` milli of ``nvidia.com/gpu``: whole GPUs
-(``gpu_milli`` 1000) or a share of one GPU (``num_gpu`` 1, ``gpu_milli`` below
-1000), which the ``deviceshare`` plugin places device by device
-(:mod:`batchsched.api.devices`). ``gpu_milli`` is also kept in the
-``batchsched.io/gpu-milli`` annotation.
+(``gpu_milli`` 1000, or 0 or absent on a pod asking GPUs) or a share of one GPU
+(``num_gpu`` 1, ``gpu_milli`` below 1000), which the ``deviceshare`` plugin places
+device by device (:mod:`batchsched.api.devices`); a ``gpu_milli`` above 1000, or a
+share of several GPUs, is an error naming the line. The milli of each GPU is also
+kept in the ``batchsched.io/gpu-milli`` annotation. Every figure read is a whole
+number (milli, MiB, seconds).
 
 Only ``name, cpu_milli, memory_mib, num_gpu, gpu_milli`` are required (some of the
 trace's files have no more); without ``creation_time`` every pod arrives at 0, and
@@ -99,13 +101,19 @@ def _int(row: dict[str, str], column: str, source: str, line: int, *, default: i
     if not raw and default is not None:
         return default
     try:
-        value = int(float(raw))
+        number = float(raw)
     except ValueError:
         raise WorkloadError(f"column {column}: {raw!r} is not a number",
                             source=source, line=line) from None
-    except OverflowError:  # inf, or 1e400
+    if not math.isfinite(number):  # inf, or 1e400
         raise WorkloadError(f"column {column}: {raw!r} is not a finite number",
-                            source=source, line=line) from None
+                            source=source, line=line)
+    if not number.is_integer():
+        # The trace's figures are whole milli, MiB and seconds: a fraction is no rounding
+        # to make silently.
+        raise WorkloadError(f"column {column}: {raw!r} is not a whole number",
+                            source=source, line=line)
+    value = int(number)
     if value < 0:
         raise WorkloadError(f"column {column}: {raw!r} is negative", source=source, line=line)
     return value
@@ -167,15 +175,19 @@ class _Pod:
                            submit=submit, run_times={task.uid: run}, origin=self.origin)
 
 
-def _gpu_request(gpus: int, milli: int, source: str, line: int) -> int:
-    """The pod's ``nvidia.com/gpu`` request in milli."""
+def _gpu_share(gpus: int, milli: int, source: str, line: int) -> int:
+    """The milli of each GPU the pod asks for: ``gpu_milli``, 1000 when it is 0 or
+    absent on a pod asking GPUs (the trace writes 1000 there), 0 without GPUs."""
     if gpus == 0:
         return 0
-    milli = min(milli or GPU_MILLI, GPU_MILLI)
+    milli = milli or GPU_MILLI
+    if milli > GPU_MILLI:
+        raise WorkloadError(f"column gpu_milli: {milli} is more than a whole GPU "
+                            f"({GPU_MILLI})", source=source, line=line)
     if milli < GPU_MILLI and gpus != 1:
         raise WorkloadError(f"column gpu_milli: a share ({milli}) of {gpus} GPUs; a pod shares "
                             "one GPU or asks whole ones", source=source, line=line)
-    return gpus * milli
+    return milli
 
 
 def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str | None = None,
@@ -196,7 +208,7 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
             raise WorkloadError(f"column name: pod {row['name']!r} again (first on line "
                                 f"{seen})", source=source, line=line)
         gpus = _int(row, "num_gpu", source, line, default=0)
-        share = _int(row, "gpu_milli", source, line, default=0)
+        share = _gpu_share(gpus, _int(row, "gpu_milli", source, line, default=0), source, line)
         created = _int(row, "creation_time", source, line, default=0)
         # Without a deletion time the pod runs to the end of the replay.
         deleted = _int(row, "deletion_time", source, line, default=-1)
@@ -204,7 +216,7 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
         pods.append(_Pod(
             name=row["name"], cpu=_int(row, "cpu_milli", source, line),
             memory=_int(row, "memory_mib", source, line) * _MIB,
-            gpu=_gpu_request(gpus, share, source, line), gpu_milli=share,
+            gpu=gpus * share, gpu_milli=share,
             spec=row.get("gpu_spec") or "", created=created,
             run=max(deleted - scheduled, 0) if deleted >= 0 else -1,
             origin=f"{source}:{line}"))

@@ -235,8 +235,10 @@ class Simulator:
 
     def _evicted(self, victims: tuple[tuple[str, str], ...]) -> None:
         restart_whole = {uid for uid, _ in victims if self._jobs[uid].restart == RESTART_GANG}
-        # One run lost per job, however many of its tasks went at once.
-        for uid in dict.fromkeys(uid for uid, _ in victims):
+        # One run lost per job, however many of its tasks went at once; none when no
+        # victim was still in the job's run (an earlier eviction at this instant
+        # already restarted the gang).
+        for uid in dict.fromkeys(uid for uid, task in victims if self._in_run(uid, task)):
             self.timeline.evicted(uid, self.now)
         for uid, task in victims:
             if uid not in restart_whole:
@@ -246,6 +248,10 @@ class Simulator:
             for member in list(job.tasks.values()):
                 if member.status not in _ENDED and member.status is not TaskStatus.PENDING:
                     self._recreate(uid, member.uid)
+
+    def _in_run(self, uid: str, task: str) -> bool:
+        running = self._running.get(uid)
+        return running is not None and task in running.tasks
 
     def _recreate(self, uid: str, task: str) -> None:
         running = self._running.get(uid)

@@ -19,9 +19,12 @@ MaxProcs)), each asking one whole node's cpu, with the requested time in its
 ``batchsched.io/requested-runtime`` annotation. On a cluster given instead
 (``nodes``) of a trace whose header gives neither, a processor is one cpu.
 
-Every field of a job line must be a number, and the fields read here whole
-numbers; a job number given twice is an error naming both lines. Comment lines
-may hold any bytes.
+Every field of a job line must be a number (digits, a sign, a decimal point and
+an exponent: nothing else). The times read here (submit, run and requested time)
+may be fractional seconds, as the format allows; the job number and processors
+are whole. A job number given twice is an error naming both lines. The header is
+the comment lines before the first job line: a ``; Key: value`` comment further
+down is a note, not the machine. Comment lines may hold any bytes.
 """
 
 from __future__ import annotations
@@ -48,6 +51,11 @@ _HEADER = re.compile(r"^;\s*(\w+)\s*:\s*(.*?)\s*$")
 #: What each of the fields read here means, for error messages (1-based as in the format).
 _FIELD_NAMES = {1: "job number", 2: "submit time", 4: "run time", 5: "allocated processors",
                 8: "requested processors", 9: "requested time"}
+#: The fields read as seconds, which the format allows to be fractional.
+_TIME_FIELDS = frozenset({2, 4, 9})
+# What Python's int() and float() take besides (underscores, "inf", "nan", spaces
+# inside) is no SWF number.
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 @attrs.frozen
@@ -55,40 +63,58 @@ class SwfJob:
     """One job line, as read (times in seconds)."""
 
     job_id: int
-    submit: int
-    run_time: int
+    submit: float
+    run_time: float
     procs: int
-    requested_time: int
+    requested_time: float
     line: int
 
 
-def _number(text: str, field: int, source: str, line: int) -> int:
-    """A field as a whole number: read fields must be one (``3``, ``3.0``); the others
-    only a number (some archives write averages with decimals there)."""
+def _number(text: str, field: int, source: str, line: int) -> float:
+    """A field's number: an int when whole (``3``, ``3.0``), which the job number and
+    processors must be; a time may be fractional; the unread fields only a number
+    (some archives write averages with decimals there)."""
+    name = _FIELD_NAMES.get(field, "unused")
+    if _NUMBER.fullmatch(text) is None:
+        raise WorkloadError(f"field {field} ({name}) {text!r} is not a number",
+                            source=source, line=line)
     try:
         return int(text)
     except ValueError:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        name = _FIELD_NAMES.get(field, "unused")
+        value = float(text)
         if not math.isfinite(value):
-            raise WorkloadError(f"field {field} ({name}) {text!r} is not a number",
+            raise WorkloadError(f"field {field} ({name}) {text!r} is not a finite number",
                                 source=source, line=line) from None
-        if field in _FIELD_NAMES and not value.is_integer():
+        if value.is_integer():
+            return int(value)
+        if field in _FIELD_NAMES and field not in _TIME_FIELDS:
             raise WorkloadError(f"field {field} ({name}) {text!r} is not a whole number",
                                 source=source, line=line) from None
-        return int(value)
+        return value
 
 
 def read_swf(
     path: str | Path, *, text: str | None = None
 ) -> tuple[list[SwfJob], dict[str, str], list[Skipped]]:
-    """The jobs of an SWF file (in job-number order), its header, and what was dropped.
+    """The jobs of an SWF file (in job-number order), its header (the ``; Key: value``
+    comments before the first job line), and what was dropped.
 
     ``text`` replaces the file's content (for tests and in-memory traces).
     """
+    read = _read(path, text)
+    return read.jobs, read.header, read.dropped
+
+
+@attrs.frozen
+class _Read:
+    jobs: list[SwfJob]
+    header: dict[str, str]
+    #: The line of each header key (errors about the machine name it).
+    header_lines: dict[str, int]
+    dropped: list[Skipped]
+
+
+def _read(path: str | Path, text: str | None) -> _Read:
     source = Path(path).name
     if text is None:
         try:
@@ -98,6 +124,7 @@ def read_swf(
         except OSError as exc:
             raise WorkloadError(f"cannot read: {exc.strerror}", source=source) from exc
     header: dict[str, str] = {}
+    header_lines: dict[str, int] = {}
     jobs: list[SwfJob] = []
     dropped: list[Skipped] = []
     lines_of: dict[int, int] = {}  # job number -> its line
@@ -108,20 +135,21 @@ def read_swf(
             continue
         if line.startswith(";"):
             match = _HEADER.match(line)
-            if match:
+            if match and not lines_of:
                 header[match[1]] = match[2]
+                header_lines[match[1]] = number
             continue
         fields = line.split()
         if len(fields) != _FIELDS:
             raise WorkloadError(f"a job line has {_FIELDS} fields, this one {len(fields)}",
                                 source=source, line=number)
         value = [_number(fields[i - 1], i, source, number) for i in range(1, _FIELDS + 1)]
-        job_id, submit, run = value[0], value[1], value[3]
+        job_id, submit, run = int(value[0]), value[1], value[3]
         if job_id in lines_of:
             raise WorkloadError(f"job number {job_id} again (first at line {lines_of[job_id]})",
                                 source=source, line=number)
         lines_of[job_id] = number
-        procs = max(value[4], value[7])
+        procs = int(max(value[4], value[7]))
         requested = value[8] if value[8] != -1 else run
         if run < 0:
             run = 10
@@ -134,20 +162,26 @@ def read_swf(
             continue
         jobs.append(SwfJob(job_id, submit, run, procs, requested, number))
     jobs.sort(key=lambda job: job.job_id)
-    return jobs, header, dropped
+    return _Read(jobs, header, header_lines, dropped)
 
 
-def _header_int(header: dict[str, str], key: str, source: str) -> int | None:
+def _header_int(header: dict[str, str], key: str, source: str,
+                lines: dict[str, int]) -> int | None:
     raw = header.get(key)
     if raw is None:
         return None
+    line = lines.get(key)
     try:
-        value = int(float(raw))
+        value = float(raw) if _NUMBER.fullmatch(raw) else math.nan
     except ValueError:
-        raise WorkloadError(f"header {key}: {raw!r} is not a number", source=source) from None
+        value = math.nan
+    if not math.isfinite(value) or not value.is_integer():
+        raise WorkloadError(f"header {key}: {raw!r} is not a whole number", source=source,
+                            line=line) from None
     if value <= 0:
-        raise WorkloadError(f"header {key}: {raw!r} must be positive", source=source)
-    return value
+        raise WorkloadError(f"header {key}: {raw!r} must be positive", source=source,
+                            line=line)
+    return int(value)
 
 
 def _job_name(job_id: int, width: int) -> str:
@@ -166,7 +200,8 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     window's jobs are built (a trace holds far more jobs than one replay takes).
     """
     source = Path(path).name
-    jobs, header, dropped = read_swf(path, text=text)
+    read = _read(path, text)
+    jobs, header = read.jobs, read.header
     if first < 0 or (count is not None and count < 0):
         raise WorkloadError(f"a window needs a start and a length >= 0, not {first}, {count}",
                             source=source)
@@ -174,8 +209,8 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     # name whatever window it is replayed in.
     width = len(str(max((job.job_id for job in jobs), default=0)))
     jobs = jobs[first:] if count is None else jobs[first:first + count]
-    max_nodes = _header_int(header, "MaxNodes", source)
-    max_procs = _header_int(header, "MaxProcs", source)
+    max_nodes = _header_int(header, "MaxNodes", source, read.header_lines)
+    max_procs = _header_int(header, "MaxProcs", source, read.header_lines)
     if max_nodes is None and max_procs is None:
         if nodes is None:
             raise WorkloadError("the header gives neither MaxNodes nor MaxProcs", source=source)
@@ -212,4 +247,4 @@ def swf_workload(path: str | Path, *, text: str | None = None,
             origin=f"{source}:{job.line}",
         ))
     return Workload(name=source, nodes=cluster, jobs=tuple(workload_jobs),
-                    skipped=tuple(dropped))
+                    skipped=tuple(read.dropped))
