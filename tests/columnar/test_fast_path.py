@@ -273,6 +273,8 @@ BUILTIN_CONFIGURATIONS: list[list[dict[str, Any]]] = [
                                              "predicate.resources": "nvidia.com/gpu"}),
     [*volcano_default_with_binpack(),
      {"name": "usage", "arguments": {"usage.weight": 3, "thresholds": {"cpu": 80, "mem": 80}}}],
+    # No node plugin: resource fit alone, every score 0 (the HPC replays' configurations).
+    [{"name": "drf"}],
 ]
 
 
@@ -357,6 +359,7 @@ LOOKAHEAD_CONFIGURATIONS: list[list[dict[str, Any]]] = [
     volcano_default_with_binpack(),
     [{"name": "predicates"}, {"name": "nodeorder", "arguments": {"mostrequested.weight": 1}},
      {"name": "binpack", "arguments": {"binpack.weight": 2}}],
+    [{"name": "drf"}],
 ]
 
 

@@ -310,6 +310,10 @@ class VectorNodeSelector(ScalarNodeSelector):
         self._kept = self._store(ssn, plugins)
         #: How many scorings read scores kept for their template (for statistics).
         self.scored_from_kept = 0
+        # Without node plugins a node's answer is its resource fit alone, one
+        # comparison over the columns: kept answers would only cost their upkeep,
+        # and every score is 0, so the first candidate is the best.
+        self._scores_nothing = not plugins and not self.has_best_node
 
     #: Keep templates stacked (:class:`StackedStore`) when every score plugin has a
     #: variant for several tasks at once; False keeps them one by one.
@@ -368,6 +372,7 @@ class VectorNodeSelector(ScalarNodeSelector):
             raise VectorFallback  # none to find (a configuration's corner): the reference
         use_cache = self.error_cache_enabled and bool(task.role)
         start = self.node_scan.next_start % total
+        plugins_answer = not self._scores_nothing
         key = None
         if (allocate and not use_cache and self._templates is not None
                 and not self.has_best_node and not columns.has_transitions):
@@ -378,11 +383,12 @@ class VectorNodeSelector(ScalarNodeSelector):
                     return served
         request = self._request(task) if allocate else None
         group = f"{task.job}/{task.role}"
-        kept = self._kept.get(task, key, self.columns.changes) if key is not None else None
+        kept = (self._kept.get(task, key, self.columns.changes)
+                if key is not None and plugins_answer else None)
         if kept is not None:
             feasibility = _Feasibility.known(kept)
         else:
-            passes = predicate_mask(self.predicates, task, columns)
+            passes = predicate_mask(self.predicates, task, columns) if plugins_answer else None
             skip = self._skip_mask(group) if use_cache else None
             feasibility = _Feasibility(columns.future_idle, request, passes, skip)
         examined: _Examined | None = None
@@ -501,6 +507,9 @@ class VectorNodeSelector(ScalarNodeSelector):
             assert kept is not None
             self.scored_from_kept += 1
             scores = kept.scores[members]
+        elif self._scores_nothing:
+            members = kept_rows
+            scores = np.zeros((windows, wanted))
         else:
             members = kept_rows
             scores = self._scores(task, members.ravel(), kept).reshape(windows, wanted)
@@ -691,7 +700,7 @@ class VectorNodeSelector(ScalarNodeSelector):
         count = len(members)
         if count == 0:
             return None
-        if count == 1:
+        if count == 1 or self._scores_nothing:
             return int(members[0])
         columns = self.columns
         scores = self._scores(task, members, kept)
