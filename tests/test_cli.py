@@ -85,6 +85,15 @@ def test_check_passes_and_fails(scenario: Path, tmp_path: Path,
     assert "1 passed, 1 failed" in err
 
 
+def test_check_searches_a_folder_for_scenario_files_not_folders(
+        scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "suite"
+    (folder / "old.yaml").mkdir(parents=True)  # a folder, whatever its name says
+    (folder / "one.yaml").write_text(scenario.read_text())
+    assert main(["check", str(folder)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"ok    {folder / 'one.yaml'}"]
+
+
 def test_check_says_bad_input_in_the_scenario_s_one_line(
         scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
@@ -321,3 +330,14 @@ def test_debug_before_or_after_the_subcommand_shows_the_traceback(
 def test_plugins_lists_the_kube_style_plugins(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plugins"]) == 0
     assert "kube    SchedulingGates" in capsys.readouterr().out
+
+
+def test_the_cli_guide_shows_the_quickstart_s_real_output(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).parent.parent
+    guide = (root / "docs" / "cli.md").read_text()
+    marker = "`batchsched run examples/quickstart.yaml --output json`:\n\n```json\n"
+    start = guide.index(marker) + len(marker)
+    shown = json.loads(guide[start:guide.index("\n```", start)])
+    assert main(["run", str(root / "examples" / "quickstart.yaml"), "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == shown

@@ -315,7 +315,9 @@ def parse_configuration(
             if k not in ("name", "arguments"):
                 raise ConfigError(f"unknown key {k!r}", source=source, key=f"{key}.{k}",
                                   known=["arguments", "name"])
-        arguments = raw.get("arguments") or {}
+        arguments = raw.get("arguments")
+        if arguments is None:
+            arguments = {}
         if not isinstance(arguments, Mapping):
             raise ConfigError("must be a mapping", source=source, key=f"{key}.arguments")
         if raw["name"] in configurations:

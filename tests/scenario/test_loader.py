@@ -133,6 +133,30 @@ BAD_INPUTS = [
      "expect.scores: has the wrong shape"),
     ("tasks:\n", "expect: {scores: {c1/p1: {n1: 1" + "0" * 400 + "}}}\ntasks:\n",
      "expect.scores: has the wrong shape"),
+    # Found by a later audit: each crashed or passed silently.
+    ("tasks:\n", "expect: {taskStatusCounts: {c1/pg1: null}}\ntasks:\n",
+     "expect.taskStatusCounts: has the wrong shape"),
+    ("tasks:\n", "expect: {scores: {c1/p1: null}}\ntasks:\n", "expect.scores: has the wrong shape"),
+    ("tasks:\n", "expect: {pipelined: {c1/pg1: null}}\ntasks:\n",
+     "expect.pipelined: has the wrong shape"),
+    ("requests: {cpu: 1", "requests: {2: 1, cpu: 1",
+     "tasks[0] (c1/p1).requests.2: a resource name is a string, not a number"),
+    ("{cpu: 2, memory: 4Gi", "{5: 1, cpu: 2, memory: 4Gi",
+     "nodes[0] (n1).allocatable.5: a resource name is a string, not a number"),
+    ("queues: [{name: q1}]", "queues: [{name: q1, capability: {7: 1}}]",
+     "queues[0] (q1).capability.7: a resource name is a string, not a number"),
+    ("memory: 1Gi}}\n", 'memory: "\uff11Gi"}}\n',
+     'tasks[0] (c1/p1).requests.memory: "\uff11Gi" is not a quantity'),
+    ("cpu: 2, memory: 4Gi", 'cpu: "\u0664", memory: 4Gi',
+     'nodes[0] (n1).allocatable.cpu: "\u0664" is not a quantity'),
+    ("queues: [{name: q1}]", "queues: [{name: q1, affinity: {nodeGroupAffinity: "
+     "{requiredDuringSchedulingIgnoredDuringExecution: [[groupA]]}}}]",
+     "nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]: must be a node "
+     "group name, not a list"),
+    ('config: {actions: ""}', 'config: {actions: "", configurations: [{name: allocate, '
+     'arguments: []}]}', "configurations[0].arguments: must be a mapping"),
+    ('config: {actions: ""}', 'config: {actions: "", configurations: [{name: allocate, '
+     'arguments: false}]}', "configurations[0].arguments: must be a mapping"),
 ]
 
 

@@ -35,7 +35,8 @@ _DECIMAL = {
 _MAX_EXPONENT = 400
 _QUANTITY = re.compile(
     r"(?P<sign>[+-]?)(?P<number>(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?\d+))?"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exp>[+-]?\d+))?",
+    re.ASCII,  # Kubernetes reads 0-9 only, not other scripts' digits
 )
 
 

@@ -55,7 +55,8 @@ def scenario_files(*paths: str | Path) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            out.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")))
+            out.extend(sorted(p for p in path.rglob("*")
+                              if p.suffix in (".yaml", ".yml", ".json") and p.is_file()))
         else:
             out.append(path)
     return out

@@ -428,6 +428,10 @@ class _Parser:
 
     def resources(self, value: Any, path: str) -> Resource:
         quantities = self.mapping(value, path)
+        for name in quantities:
+            if not isinstance(name, str):
+                raise self.fail(f"{path}.{name}",
+                                f"a resource name is a string, not {_kind(name)}")
         try:
             return Resource.from_mapping(quantities)
         except QuantityError:
@@ -511,6 +515,8 @@ class _Parser:
         except TypeError:  # an unhashable quantity, not a valid one
             return None
         if shared is None:
+            if not all(isinstance(name, str) for name in value):
+                return None  # :meth:`resources` names it
             try:
                 shared = self.shared_quantities[key] = Resource.from_mapping(value)
             except QuantityError:
@@ -906,10 +912,17 @@ class _Parser:
             req = "requiredDuringSchedulingIgnoredDuringExecution"
             pref = "preferredDuringSchedulingIgnoredDuringExecution"
             self.keys(sub, {req, pref}, f"{path}.{key}")
-            lists[f"{prefix}required"] = tuple(
-                str(g) for g in self.seq(sub.get(req), f"{path}.{key}.{req}"))
-            lists[f"{prefix}preferred"] = tuple(
-                str(g) for g in self.seq(sub.get(pref), f"{path}.{key}.{pref}"))
+            for field, name in ((req, "required"), (pref, "preferred")):
+                where = f"{path}.{key}.{field}"
+                groups = self.seq(sub.get(field), where)
+                for g, group in enumerate(groups):
+                    # A number reads as the group's name (YAML reads "1" as 1); a list
+                    # or nothing is no group.
+                    if isinstance(group, (list, dict)) or group is None \
+                            or isinstance(group, bool):
+                        raise self.fail(f"{where}[{g}]",
+                                        f"must be a node group name, not {_kind(group)}")
+                lists[f"{prefix}{name}"] = tuple(str(g) for g in groups)
         return NodeGroupAffinity(**lists)
 
     def nodes(self, raw: Any) -> dict[str, NodeInfo]:
@@ -1584,7 +1597,9 @@ class _Parser:
             "x-jobBindCounts": _map_of(lambda v: _is_count(v) or _list_of(_is_count)(v)),
         }
         for key, check in checks.items():
-            if key in obj and not check(obj[key]):
+            # A key given empty (``binds:``) expects nothing there; below it, nothing is
+            # no value to compare with.
+            if key in obj and obj[key] is not None and not check(obj[key]):
                 raise self.fail(f"expect.{key}", f"has the wrong shape: {obj[key]!r}")
         # A key checked only where present would let a typo pass: a job or a status
         # that does not exist is bad input.
@@ -1662,14 +1677,14 @@ def _is_mapping(value: Any) -> bool:
 
 
 def _map_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    """A mapping (or nothing: an empty expectation) of string keys to checked values."""
-    return lambda value: value is None or (isinstance(value, Mapping) and all(
-        isinstance(key, str) and check(item) for key, item in value.items()))
+    """A mapping of string keys to checked values; at the top of an expectation, nothing
+    (an empty expectation) too, which :func:`_top` allows."""
+    return lambda value: isinstance(value, Mapping) and all(
+        isinstance(key, str) and check(item) for key, item in value.items())
 
 
 def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda value: value is None or (isinstance(value, list) and all(
-        check(item) for item in value))
+    return lambda value: isinstance(value, list) and all(check(item) for item in value)
 
 
 def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:
