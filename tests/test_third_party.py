@@ -19,7 +19,7 @@ version: 1
 name: launch spreads tasks
 config:
   actions: launch
-  tiers: [{plugins: [{name: fewest-tasks}]}]
+  tiers: [{plugins: [{name: predicates}, {name: fewest-tasks}]}]
 nodes:
 - {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
 - {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}

@@ -29,7 +29,7 @@ import pluggy
 
 from batchsched import hookspecs
 from batchsched._version import __version__
-from batchsched.errors import PluginError
+from batchsched.errors import BatchSchedError, PluginError
 from batchsched.framework.arguments import Arguments
 from batchsched.plugin import ActionSpec, PluginSpec
 
@@ -87,16 +87,21 @@ class Registry:
         for ep in [*own, *(others if autoload else ())]:
             dist_name = _distribution_name(ep) or DISTRIBUTION
             version = ep.dist.version if ep.dist is not None else __version__
-            if self.manager.has_plugin(ep.name):
-                continue
+            # An entry point's name is its distribution's business: two distributions
+            # may both call theirs "plugins" (the names they register may not clash).
+            key = ep.name if dist_name == DISTRIBUTION else f"{dist_name}:{ep.name}"
+            if self.manager.has_plugin(key):
+                continue  # the same distribution seen twice on the path
             try:
                 module = ep.load()
             except Exception as exc:
                 message = f"entry point {ep.name!r} of {dist_name}: {type(exc).__name__}: {exc}"
-                self.broken.append((ep.name, message))
+                self.broken.append((key, message))
                 log.warning("batchsched: skipping broken plugin %s", message)
                 continue
-            self.register(module, name=ep.name, distribution=dist_name, version=version,
+            if self.manager.is_registered(module):
+                continue  # a second entry point for the same module: one is enough
+            self.register(module, name=key, distribution=dist_name, version=version,
                           refresh=False)
 
     def register(
@@ -112,12 +117,43 @@ class Registry:
 
         Programs and tests use this to add plugins without packaging them.
         """
-        registered = self.manager.register(obj, name=name)
+        try:
+            registered = self.manager.register(obj, name=name)
+        except ValueError as exc:  # pluggy: the name or the object is registered already
+            raise PluginError(f"could not register {name or obj!r}: {exc}") from exc
         if registered is None:
             raise PluginError(f"could not register {name or obj!r} (blocked or duplicate)")
         self._origin[registered] = (distribution, version)
         if refresh:
             self.refresh()
+
+    def notify(self, hook_name: str, **kwargs: Any) -> None:
+        """Call a lifecycle hook (``batchsched_session_opened`` and the like). An
+        observer that raises fails it with a PluginError naming the registrant, its
+        distribution and the hook, whatever was calling."""
+        hook = getattr(self.manager.hook, hook_name)
+        try:
+            hook(**kwargs)
+        except BatchSchedError:
+            raise
+        except Exception as exc:
+            who = self._raiser(hook, exc)
+            raise PluginError(f"{hook_name} of {who} raised: {type(exc).__name__}: {exc}",
+                              plugin=who, point=hook_name) from exc
+
+    def _raiser(self, hook: Any, exc: BaseException) -> str:
+        """The registrant whose implementation of ``hook`` raised ``exc`` (the outermost
+        implementation frame in its traceback)."""
+        owners = {impl.function.__code__: impl.plugin_name for impl in hook.get_hookimpls()
+                  if hasattr(impl.function, "__code__")}
+        tb = exc.__traceback__
+        while tb is not None:
+            name = owners.get(tb.tb_frame.f_code)
+            if name is not None:
+                dist, _ = self._origin.get(name, ("<unknown>", ""))
+                return f"{name} ({dist})"
+            tb = tb.tb_next
+        return "an observer"
 
     def refresh(self) -> None:
         """Collect specs from every registered hookimpl; raise on a name claimed twice."""

@@ -323,7 +323,7 @@ class Session:
                                     (time.perf_counter() - began) * 1e6,
                                     plugin=option.name, OnSession="OnSessionOpen")
         ssn._opened = True
-        registry.manager.hook.batchsched_session_opened(session=ssn)
+        registry.notify("batchsched_session_opened", session=ssn)
         return ssn
 
     @classmethod
@@ -487,7 +487,7 @@ class Session:
                 self._record_task_events(job)
         self._update_queue_status()
         if self.registry is not None:
-            self.registry.manager.hook.batchsched_session_closed(session=self)
+            self.registry.notify("batchsched_session_closed", session=self)
 
     def _tell_cache_statuses(self, in_bulk: Callable[[Iterable[JobInfo]], object]) -> None:
         """Hand every job's status to the cache at once; if that raises, again one by
@@ -1680,9 +1680,8 @@ class Session:
 
     def _statement_committed(self, operations: list[Operation]) -> None:
         if self.registry is not None and operations:
-            self.registry.manager.hook.batchsched_statement_committed(
-                session=self, operations=operations
-            )
+            self.registry.notify("batchsched_statement_committed", session=self,
+                                 operations=operations)
 
     def __repr__(self) -> str:
         return (f"<Session {self.uid} jobs={len(self.jobs)} nodes={len(self.nodes)} "

@@ -27,6 +27,10 @@ class LaunchAction:
                 continue
             stmt = Statement(ssn)
             for task in sorted(job.tasks_in(TaskStatus.PENDING).values(), key=lambda t: t.uid):
+                # The predicates' per-task state first (Volcano's PrePredicate): without
+                # it the predicates plugin fails every node.
+                if ssn.pre_predicate(task) is not None:
+                    continue
                 node = self._emptiest(ssn, task)
                 if node is not None:
                     stmt.allocate(task, node)

@@ -1,0 +1,92 @@
+"""Distributions found through their entry points: names are each distribution's own,
+and whatever they declare ends in a registered plugin or a clear error, never a
+traceback or a silent drop."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from batchsched.errors import PluginError
+from batchsched.framework.registry import Registry
+
+MODULE = """
+from batchsched.plugin import PluginSpec, hookimpl
+
+
+class {cls}:
+    name = "{plugin}"
+
+    def __init__(self, arguments):
+        pass
+
+    def on_session_open(self, ssn):
+        pass
+
+    def on_session_close(self, ssn):
+        pass
+
+
+@hookimpl
+def batchsched_register_plugins():
+    return [PluginSpec(name="{plugin}", factory={cls})]
+"""
+
+
+def distribution(site: Path, name: str, entry_points: dict[str, str],
+                 modules: dict[str, str]) -> None:
+    """A distribution installed in ``site``: its metadata and its modules (module ->
+    the plugin name it registers)."""
+    info = site / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = "".join(f"{ep} = {module}\n" for ep, module in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[batchsched]\n{lines}")
+    for module, plugin in modules.items():
+        (site / f"{module}.py").write_text(textwrap.dedent(MODULE.format(
+            cls=f"Plugin{abs(hash(plugin))}", plugin=plugin)))
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for module in [m for m in sys.modules if m.startswith("tp_")]:
+        del sys.modules[module]
+
+
+def test_two_distributions_may_give_their_entry_points_one_name(site: Path) -> None:
+    distribution(site, "tp-one", {"plugins": "tp_one"}, {"tp_one": "one-plugin"})
+    distribution(site, "tp-two", {"plugins": "tp_two"}, {"tp_two": "two-plugin"})
+    registry = Registry(autoload=True)
+    assert {"one-plugin", "two-plugin"} <= set(registry.plugins)
+    assert registry.plugins["one-plugin"].distribution == "tp-one"
+    assert registry.plugins["two-plugin"].distribution == "tp-two"
+
+
+def test_an_entry_point_named_like_batchsched_s_own_is_loaded(site: Path) -> None:
+    distribution(site, "tp-named", {"batchsched": "tp_named"}, {"tp_named": "named-plugin"})
+    registry = Registry(autoload=True)
+    assert "named-plugin" in registry.plugins and "gang" in registry.plugins
+
+
+def test_two_entry_points_of_one_module_register_it_once(site: Path) -> None:
+    distribution(site, "tp-twice", {"a": "tp_twice", "b": "tp_twice"},
+                 {"tp_twice": "twice-plugin"})
+    registry = Registry(autoload=True)
+    assert registry.plugins["twice-plugin"].distribution == "tp-twice"
+    assert registry.broken == []
+
+
+def test_registering_one_object_under_two_names_is_a_plugin_error(site: Path) -> None:
+    distribution(site, "tp-local", {}, {"tp_local": "local-plugin"})
+    import tp_local  # type: ignore[import-not-found]
+
+    registry = Registry(autoload=False)
+    registry.register(tp_local, name="x")
+    with pytest.raises(PluginError, match="could not register 'y'"):
+        registry.register(tp_local, name="y")
