@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             from batchsched.simulation import sweep as compare_command
 
-            return compare_command.run(args, sys.stdout)
+            return compare_command.run(args, sys.stdout, sys.stderr)
         if args.command == "import":
             return _import_kubectl(args, sys.stdout)
         return _conf_validate(args, sys.stdout)

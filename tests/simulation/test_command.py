@@ -162,6 +162,72 @@ def test_compare_puts_configurations_side_by_side(tmp_path: Path) -> None:
         assert table[str(config)]["averageBoundedSlowdown"] == pytest.approx(sum(windows) / 2)
 
 
+def compare(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["compare", *args, "--workers", "1"])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_compare_reports_a_job_larger_than_the_cluster_as_simulate_does(tmp_path: Path) -> None:
+    trace = write(tmp_path, "big.swf", HEADER.format(nodes=4, procs=4) + "\n".join([
+        swf_line(1, 0, 100, 1), swf_line(2, 0, 100, 8)]) + "\n")
+    fcfs = write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))
+    sjf = write(tmp_path, "sjf.yaml", STRICT.format(policy="sjf"))
+    code, out, err = compare(str(trace), "--config", str(fcfs), "--config", str(sjf))
+    _, _, simulated = simulate(str(trace), "--config", str(fcfs))
+    assert code == 2 and "averageBoundedSlowdown" in out  # the table all the same
+    assert err == simulated  # one line, however many configurations left it out
+    assert err.startswith("big.swf:5: job swf/job-2 skipped:")
+
+
+def test_compare_refuses_a_negative_window_in_one_line(tmp_path: Path) -> None:
+    workload = write(tmp_path, "w.swf", HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 5, 1))
+    config = write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))
+    for option in (["--windows", "-1"], ["--jobs", "-2"]):
+        code, out, err = compare(str(workload), "--config", str(config), *option)
+        assert (code, out) == (2, "")
+        assert err == "batchsched: error: w.swf: --windows and --jobs must not be negative\n"
+
+
+def test_compare_labels_configurations_of_one_name_by_their_paths(tmp_path: Path) -> None:
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 5, 1))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = write(tmp_path / "a", "sjf.yaml", STRICT.format(policy="sjf"))
+    second = write(tmp_path / "b", "sjf.yaml", STRICT.format(policy="priority"))
+    code, out, _ = compare(str(trace), "--config", str(first), "--config", str(second))
+    assert code == 0
+    header = out.splitlines()[0].split()
+    assert header == [str(first), str(second)]
+
+
+@pytest.mark.parametrize(("option", "problem"), [
+    (["--until", "nan"], "until must be a number of seconds >= 0, not nan"),
+    (["--until", "-5"], "until must be a number of seconds >= 0, not -5.0"),
+    (["--arrived-load", "-1"], "--arrived-load must be a positive number, not -1.0"),
+    (["--arrived-load", "nan"], "--arrived-load must be a positive number, not nan"),
+])
+def test_a_horizon_that_is_no_time_is_bad_input(tmp_path: Path, option: list[str],
+                                                problem: str) -> None:
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 5, 1))
+    code, out, err = simulate(str(trace), *option)
+    assert (code, out) == (2, "")
+    assert problem in err
+
+
+def test_the_clock_starts_at_job_k_s_submit_time(tmp_path: Path) -> None:
+    """The contract's rule, also when a later job number was submitted earlier: that job
+    arrives when the clock starts, and waits from its own submit time."""
+    trace = write(tmp_path, "t.swf", "; MaxNodes: 4\n" + "\n".join([
+        swf_line(1, 100, 100, 1), swf_line(2, 50, 100, 1)]) + "\n")
+    code, out, _ = simulate(str(trace), "--output", "json")
+    data = json.loads(out)
+    assert code == 0 and data["simulatedSeconds"] == 100
+    jobs = {job["job"]: job for job in data["perJob"]}
+    assert jobs["swf/job-2"]["start"] == 100 and jobs["swf/job-2"]["submit"] == 50
+
+
 def test_report_writes_the_json_and_the_plots_when_matplotlib_is_there(tmp_path: Path) -> None:
     trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join(
         swf_line(i, i * 10, 50, 1 + i % 2) for i in range(1, 7)) + "\n")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -41,6 +42,13 @@ from batchsched.simulation.workload import Workload
 __all__ = ["add_arguments", "load_workload", "run"]
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+def check_arrived_load(value: float | None, source: str) -> None:
+    """``--arrived-load``: a positive finite multiple of the cluster's GPUs."""
+    if value is not None and not (0 < value < math.inf):
+        raise WorkloadError(f"--arrived-load must be a positive number, not {value}",
+                            source=source)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -161,9 +169,10 @@ def _progress_bar(enabled: bool, total: int) -> tuple[Progress | None, Any]:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Carry out ``batchsched simulate`` (errors propagate as BatchSchedError)."""
+    source = Path(args.workload).name
     if args.first_job < 0 or (args.jobs is not None and args.jobs < 0):
-        raise WorkloadError("--first-job and --jobs must not be negative",
-                            source=Path(args.workload).name)
+        raise WorkloadError("--first-job and --jobs must not be negative", source=source)
+    check_arrived_load(args.arrived_load, source)
     workload, own_configuration = load_workload(
         args.workload, args.cluster, arrived_load=args.arrived_load,
         first=args.first_job, count=args.jobs, seed=args.seed, arrival_order=args.arrival_order,

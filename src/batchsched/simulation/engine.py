@@ -100,6 +100,9 @@ class Simulator:
                 0 < schedule_period < math.inf):  # NaN fails both tests
             raise WorkloadError(f"the schedule period must be a positive number of "
                                 f"seconds, not {schedule_period}", source=workload.name)
+        if until is not None and not until >= 0:  # NaN fails it too
+            raise WorkloadError(f"until must be a number of seconds >= 0, not {until}",
+                                source=workload.name)
         for job in workload.jobs:
             missing = sorted(set(job.prototype.tasks) - set(job.run_times))
             if missing:
@@ -113,7 +116,7 @@ class Simulator:
         self.progress = progress
         self.observe = observe
         self.start = workload.start if workload.start is not None else \
-            min((job.submit for job in workload.jobs), default=0.0)
+            (workload.jobs[0].submit if workload.jobs else 0.0)
         self.until = None if until is None else self.start + until
         self.cache = MemoryCache(now=self.start, keep_events=keep_events,
                                  incremental_snapshots=incremental_snapshots)

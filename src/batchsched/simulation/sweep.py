@@ -21,7 +21,8 @@ from typing import Any, TextIO
 
 import attrs
 
-from batchsched.errors import BatchSchedError, ConfigError
+from batchsched.errors import BatchSchedError, ConfigError, WorkloadError
+from batchsched.simulation.command import EXIT_BAD_INPUT, EXIT_OK, check_arrived_load
 
 __all__ = ["Replay", "add_arguments", "replay", "run", "sweep"]
 
@@ -61,6 +62,8 @@ def replay(spec: Replay) -> dict[str, Any]:
     simulator = Simulator(workload, configuration)
     metrics: dict[str, Any] = simulator.run().metrics()
     metrics["sessions"] = simulator.sessions
+    # What simulate reports on stderr, for compare to report as it does.
+    metrics["skipped"] = [[s.origin, s.job, s.reason, s.oversized] for s in workload.skipped]
     return metrics
 
 
@@ -107,12 +110,28 @@ def _windows(text: str | None) -> list[int]:
         raise BatchSchedError(f"--windows {text!r}: expected positions such as 0,1024") from None
 
 
-def run(args: argparse.Namespace, out: TextIO) -> int:
+def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int:
+    """Carry out ``batchsched compare``: the table on ``out``; the jobs a replay left
+    out on ``err``, one line each as simulate writes them, and exit status 2 when one
+    could never start (the table is still given)."""
     windows = _windows(args.windows)
+    source = Path(args.workload).name
+    if any(first < 0 for first in windows) or (args.jobs is not None and args.jobs < 0):
+        raise WorkloadError("--windows and --jobs must not be negative", source=source)
+    check_arrived_load(args.arrived_load, source)
     specs = [Replay(args.workload, config, args.cluster, first, args.jobs, args.arrived_load,
                     args.arrival_order, args.seed)
              for config in args.config for first in windows]
     results = sweep(specs, workers=args.workers, dask_address=args.dask)
+    reported: set[tuple[str, str, str]] = set()
+    oversized = False
+    for metrics in results:
+        for origin, job, reason, never_fits in metrics.get("skipped", ()):
+            oversized = oversized or never_fits
+            if (origin, job, reason) not in reported:
+                reported.add((origin, job, reason))
+                if err is not None:
+                    err.write(f"{origin}: job {job} skipped: {reason}\n")
     table: dict[str, dict[str, float]] = {}
     for config in args.config:
         rows = [metrics for spec, metrics in zip(specs, results, strict=True)
@@ -127,11 +146,20 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                               "jobs": args.jobs, "configurations": table}, indent=1) + "\n")
     else:
         out.write(_format(table) + "\n")
-    return 0
+    return EXIT_BAD_INPUT if oversized else EXIT_OK
+
+
+def _labels(configs: Iterable[str]) -> list[str]:
+    """Each configuration's column label: its file's stem, or the path as given when
+    two configurations share a stem."""
+    configs = list(configs)
+    stems = [Path(config).stem for config in configs]
+    return [stem if stems.count(stem) == 1 else config
+            for stem, config in zip(stems, configs, strict=True)]
 
 
 def _format(table: dict[str, dict[str, float]]) -> str:
-    names = [Path(config).stem for config in table]
+    names = _labels(table)
     keys: list[str] = []
     for row in table.values():
         keys.extend(key for key in row if key not in keys)

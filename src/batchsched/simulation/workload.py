@@ -23,6 +23,7 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.sharding import NodeShard
 from batchsched.conf import SchedulerConfiguration
+from batchsched.errors import WorkloadError
 from batchsched.kube.dra.scheduling import DraObjects
 
 __all__ = ["RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob"]
@@ -112,15 +113,18 @@ class Workload:
     #: out again as pods start and end.
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     resource_quotas: tuple[ResourceQuota, ...] = ()
-    #: When the replay's clock starts; None: the first submit time of its jobs. Set
-    #: by :meth:`without_oversized`, so that a dropped first job still starts it.
+    #: When the replay's clock starts; None: the submit time of its first job (job K
+    #: of a window of a trace in job-number order, as the simulation contract says;
+    #: a job submitted earlier arrives then). Set by :meth:`without_oversized`, so
+    #: that a dropped first job still starts it.
     start: float | None = None
 
     def window(self, first: int = 0, count: int | None = None) -> Workload:
         """The jobs at positions ``first`` .. ``first + count - 1`` (0-based, in
         trace order), on the same cluster."""
         if first < 0 or (count is not None and count < 0):
-            raise ValueError(f"a window needs a start and a length >= 0, not {first}, {count}")
+            raise WorkloadError(f"a window needs a start and a length >= 0, not {first}, "
+                                f"{count}", source=self.name)
         end = len(self.jobs) if count is None else first + count
         return attrs.evolve(self, jobs=self.jobs[first:end])
 
@@ -161,7 +165,7 @@ class Workload:
                 skipped.append(Skipped(job.uid, job.origin, reason, oversized=True))
         start = self.start
         if start is None and self.jobs:
-            start = min(job.submit for job in self.jobs)
+            start = self.jobs[0].submit
         return attrs.evolve(self, jobs=tuple(kept), skipped=tuple(skipped), start=start)
 
 
