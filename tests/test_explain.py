@@ -53,7 +53,8 @@ def test_every_unplaced_job_is_explained(path: Path) -> None:
             continue
         assert report["decidedBy"], report
         for who in report["decidedBy"]:
-            assert who in configured | {"predicates", "gang", "queue", "pipelined", "bind"}, \
+            assert who in configured | {"predicates", "gang", "queue", "pipelined", "bind",
+                                        "actions"}, \
                 (job, who)
 
 

@@ -336,3 +336,49 @@ tasks:
     report = explain(scenario, job="default/want")
     assert report["verdict"] == ("held back by capacity: queue q1's capability (capacity) is "
                                  "short by cpu 1")
+
+
+def test_a_pod_group_without_pods_refused_at_enqueue_says_who_refused() -> None:
+    """Volcano's job controller makes a job's pods only once its group leaves Pending:
+    the refusal at enqueue is the answer to "why is it pending"."""
+    scenario = scenario_of("""
+queues: [{name: q1, capability: {cpu: 2}}]
+nodes: [{name: n1, allocatable: {cpu: 8, memory: 16Gi, pods: 10}}]
+jobs: [{name: vcjob, queue: q1, minMember: 2, minResources: {cpu: 4}}]
+tasks: []
+""")
+    report = explain(scenario, job="default/vcjob")
+    assert report["verdict"] == ("held back by proportion: queue q1's capability (proportion) "
+                                 "is short by cpu 2")
+    assert report["decidedBy"] == ["proportion"]
+    admitted = explain(scenario_of("""
+nodes: [{name: n1, allocatable: {cpu: 8, memory: 16Gi, pods: 10}}]
+jobs: [{name: vcjob, minMember: 0}]
+tasks: []
+"""), job="default/vcjob")
+    assert admitted["verdict"] == "nothing to place: the pod group has no pods (yet)"
+
+
+def test_best_effort_tasks_without_backfill_are_not_blamed_on_the_gang() -> None:
+    report = explain(scenario_of("""
+nodes: [{name: n1, allocatable: {cpu: 8, memory: 16Gi, pods: 10}}]
+jobs: [{name: be, minMember: 0, phase: Inqueue}]
+tasks: [{name: be-0, job: be, requests: {}}]
+"""), job="default/be")
+    assert report["verdict"] == (
+        "no gang to wait for (minMember 0), none placed; 1 wait: not tried: tasks asking "
+        "for nothing (best-effort) are backfill's to place, and the configuration runs no "
+        "backfill")
+    assert report["decidedBy"] == ["actions"]
+
+
+def test_a_fractional_shortfall_is_not_written_as_zero() -> None:
+    """Proportion's deserved share of pods is fractional: the shortfall shows in
+    thousandths (rounded up), never as 0, and the limit names what it is short of."""
+    path = CORPUS / "reclaim-03-no-reclaim-when-preemption-policy-never.yaml"
+    report = explain(load_scenario(path), job="c1/pg2")
+    deserved = next(q for q in report["quota"] if q["ceiling"] == "deserved")
+    assert deserved["limit"]["pods"] == "667m" and deserved["short"]["pods"] == "334m"
+    assert deserved["short"]["cpu"] == "334m"
+    assert all(value != "0" for value in deserved["short"].values())
+    assert set(deserved["short"]) <= set(deserved["limit"])

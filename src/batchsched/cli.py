@@ -369,8 +369,10 @@ def _import_kubectl(args: argparse.Namespace, out: TextIO) -> int:
         Path(args.output).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise BatchSchedError(f"{args.output}: cannot write: {exc.strerror}") from exc
+    # The queues the file lists (the loader adds the implicit root queue besides).
+    queues = len(document.get("queues") or ())
     out.write(f"{args.output}: {len(scenario.nodes)} nodes, {len(scenario.jobs)} jobs, "
-              f"{len(scenario.tasks)} tasks, {len(scenario.queues)} queues\n")
+              f"{len(scenario.tasks)} tasks, {queues} queues\n")
     return EXIT_OK
 
 

@@ -273,7 +273,7 @@ def test_import_writes_yaml_that_loads_and_decides_as_the_dump(
     out = tmp_path / "scenario.yaml"
     assert main(["import", "kubectl", str(DUMP), "-o", str(out)]) == 0
     captured = capsys.readouterr()
-    assert "5 nodes, 5 jobs, 15 tasks, 4 queues" in captured.out
+    assert "5 nodes, 5 jobs, 15 tasks, 3 queues" in captured.out  # as the file lists
     assert "batchsched: warning:" in captured.err
     text = out.read_text()
     assert "cpu: 7800m" in text and "memory: 31Gi" in text

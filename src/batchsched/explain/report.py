@@ -25,7 +25,7 @@ its keys are listed in docs/explain.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from batchsched.actions.strict_allocate import pending_request
@@ -39,6 +39,7 @@ from batchsched.framework.recording import NodeScore, Placement, QueueQuota, Rec
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
 from batchsched.framework.statement import BIND_FAILURE_PREFIX
+from batchsched.kube.quantity import canonical_quantity
 from batchsched.scenario.loader import Scenario
 from batchsched.scenario.runner import ScenarioCache
 from batchsched.scheduler import run_actions
@@ -200,10 +201,15 @@ def _gaps(plugin: str, queue: str, quota: QueueQuota, *, taken: Resource, future
             gap = future.get(dimension) - limit.get(dimension)
             if limit.has(dimension) and gap > 0:
                 short.set(dimension, gap)
+        shown_limit = quantities(limit)
+        for dimension in short.to_dict():
+            # A ceiling of 0 is a limit too: the line says what the shortfall is against.
+            shown_limit.setdefault(dimension, "0")
         out.append({
             "plugin": plugin, "queue": queue, "ceiling": ceiling,
             "allocated": quantities(taken), "request": quantities(request),
-            "limit": quantities(limit), "short": quantities(short),
+            # The shortfall rounded up: a fraction of a pod short is short.
+            "limit": shown_limit, "short": quantities(short, rounding=math.ceil),
             # Whether the plugin refuses by this ceiling at the job's stage (admission
             # for a job not admitted, placements for one admitted).
             "gates": gates is None or ceiling in gates,
@@ -235,11 +241,24 @@ _MEMORY_UNITS = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("T", 10**12),
                  ("G", 10**9), ("M", 10**6), ("Ki", 2**10), ("k", 10**3))
 
 
-def quantities(resource: Resource) -> dict[str, str]:
-    """Kubernetes quantities, memory in the largest unit that divides it exactly."""
+def quantities(resource: Resource,
+               rounding: Callable[[float], int] = round) -> dict[str, str]:
+    """Kubernetes quantities, memory in the largest unit that divides it exactly. Where
+    Volcano's resource lists would cut a fraction to a whole number (a deserved share of
+    0.67 pods), it is written in thousandths (``670m``), and memory in whole bytes,
+    ``rounding`` (to the nearest by default)."""
     out = resource.to_quantities()
+    for name, amount in resource.to_dict().items():
+        if amount == int(amount) or math.isinf(amount):
+            continue
+        if name == "memory":
+            out[name] = canonical_quantity(rounding(amount), binary=True)
+        elif name == "pods":
+            out[name] = canonical_quantity(rounding(amount * 1000), -3)
+        else:  # kept in thousandths already
+            out[name] = canonical_quantity(rounding(amount), -3)
     # Bytes (ephemeral storage is kept in milli-bytes, as Volcano keeps scalars).
-    for name, amount in (("memory", resource.memory),
+    for name, amount in (("memory", float(rounding(resource.memory))),
                          ("ephemeral-storage", resource.get("ephemeral-storage") / 1000)):
         if amount and amount == int(amount):
             for suffix, size in _MEMORY_UNITS:
@@ -324,7 +343,7 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
     if not causes and not any("nodes" in t for t in unplaced):
         causes = refused
     said_no = sorted({a.plugin for a in causes})
-    started = job.ready_task_num() >= job.min_available and not unplaced
+    started = job.ready_task_num() >= job.min_available and not unplaced and bool(job.tasks)
     waiting = job.tasks_in(TaskStatus.PIPELINED)
     decided_by: list[str]
     if started:
@@ -339,7 +358,11 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         verdict = "bind failed: " + "; ".join(
             bind_failures[t["task"]] for t in unplaced if t["task"] in bind_failures)
         decided_by = ["bind"]
-    elif not unplaced and not waiting:
+    elif not job.tasks and not said_no:
+        # Volcano's job controller makes the pods once the group leaves Pending.
+        verdict = "nothing to place: the pod group has no pods (yet)"
+        decided_by = []
+    elif not unplaced and not waiting and job.tasks:
         left = {str(status): len(index) for status, index in sorted(job.task_status_index.items())
                 if index and status not in ALLOCATED_STATUSES}
         verdict = ("nothing to place: no task is pending ("
@@ -362,6 +385,15 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         reasons = sorted(counts, key=lambda reason: (-counts[reason], reason))
         verdict = "no node fits: " + "; ".join(reasons)
         decided_by = ["predicates"]
+    elif job.ready_task_num() >= job.min_available:
+        # No gang holds these back: no action tried them.
+        best_effort = [t for t in unplaced if job.tasks[t["task"]].resreq.is_empty()]
+        if best_effort and "backfill" not in ssn.configuration.actions:
+            verdict = ("not tried: tasks asking for nothing (best-effort) are backfill's to "
+                       "place, and the configuration runs no backfill")
+        else:
+            verdict = "not tried: no action of the configuration took these tasks on"
+        decided_by = ["actions"]
     else:
         verdict = (f"gang: {job.ready_task_num()} of minMember {job.min_available} placed")
         decided_by = ["gang"]
