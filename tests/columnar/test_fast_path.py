@@ -359,7 +359,6 @@ LOOKAHEAD_CONFIGURATIONS: list[list[dict[str, Any]]] = [
     volcano_default_with_binpack(),
     [{"name": "predicates"}, {"name": "nodeorder", "arguments": {"mostrequested.weight": 1}},
      {"name": "binpack", "arguments": {"binpack.weight": 2}}],
-    [{"name": "drf"}],
 ]
 
 
@@ -383,6 +382,23 @@ def test_windows_planned_ahead_decide_the_same(
     on): the selector works several windows out at once, and still decides as the
     reference."""
     assert_same_decisions(*decide_both(lookahead_document(seed, nodes, jobs, plugins, running)))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32),
+       nodes=st.sampled_from([3, 7, 40, 99, 100, 101, 150, 230, 400, 5000]),
+       jobs=st.integers(3, 25), running=st.sampled_from([0.0, 0.3, 0.8]))
+def test_without_node_plugins_resource_fit_alone_decides_the_same(
+    seed: int, nodes: int, jobs: int, running: float
+) -> None:
+    """No node plugin (the HPC replays' configurations): the selector picks among the
+    scan's candidates by resource fit alone, in a few array operations, and still
+    decides as the reference, wherever the rotation stands and however full the
+    cluster (the candidates may run past the end of the node list)."""
+    document = random_document(seed, nodes=nodes, jobs=jobs, plugins=[{"name": "drf"}],
+                               running=running, deleting=0.0, roles=0.0, job_size=8,
+                               uniform_jobs=bool(seed % 2))
+    assert_same_decisions(*decide_both(document))
 
 
 @pytest.mark.parametrize("plugins", LOOKAHEAD_CONFIGURATIONS)
@@ -623,3 +639,37 @@ def test_random_draws_are_the_same_on_both_paths(
         monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast)
         outputs.append(run_scenario(parse_scenario(document)).to_json())
     assert outputs[0] == outputs[1]
+
+
+def _scan_by_loop(passes: list[bool], start: int, wanted: int) -> tuple[int, int]:
+    """Volcano's PredicateNodes, node by node: the reference for ``first_in_scan``."""
+    total = len(passes)
+    candidates: list[int] = []
+    read = 0
+    for offset in range(total):
+        node = (start + offset) % total
+        read += 1
+        if passes[node]:
+            if len(candidates) == wanted:
+                break  # the next feasible node ends the scan, unkept
+            candidates.append(node)
+    return min(candidates), read
+
+
+def test_the_first_candidate_of_a_scan_is_the_loop_s() -> None:
+    """Every feasibility pattern of up to 7 nodes, every start and every count wanted."""
+    import itertools
+
+    import numpy as np
+
+    from batchsched.columnar.selector import first_in_scan
+
+    for total in range(1, 8):
+        for passes in itertools.product((False, True), repeat=total):
+            if not any(passes):
+                continue
+            feasible = np.flatnonzero(np.array(passes))
+            for start in range(total):
+                for wanted in range(1, total + 1):
+                    assert first_in_scan(feasible, start, total, wanted) == \
+                        _scan_by_loop(list(passes), start, wanted), (passes, start, wanted)

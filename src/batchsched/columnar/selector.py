@@ -279,6 +279,22 @@ def default_node_selector(ssn: Session, error_cache_enabled: bool = True) -> Nod
     return ScalarNodeSelector(ssn, error_cache_enabled)
 
 
+def first_in_scan(feasible: IndexArray, start: int, total: int, wanted: int) -> tuple[int, int]:
+    """Of a scan from ``start`` over ``total`` nodes in rotation order (Volcano's
+    PredicateNodes: the first ``wanted`` feasible nodes are the candidates, and the next
+    feasible one ends the scan unkept), the first candidate in node order and how many
+    nodes the scan read. ``feasible``: the feasible node indices, sorted, at least one."""
+    wrap = int(np.searchsorted(feasible, start))
+    ahead = len(feasible) - wrap  # feasible from ``start`` on; those before come after
+    if ahead > wanted:
+        return int(feasible[wrap]), int(feasible[wrap + wanted]) - start + 1
+    # Candidates past the wrap, when there are some, come first in node order.
+    chosen = int(feasible[0]) if min(wanted - ahead, wrap) else int(feasible[wrap])
+    if len(feasible) > wanted:
+        return chosen, int(feasible[wanted - ahead]) + total - start + 1
+    return chosen, total
+
+
 class VectorNodeSelector(ScalarNodeSelector):
     """The reference selector's decisions, computed with arrays (see the module docstring).
 
@@ -373,6 +389,10 @@ class VectorNodeSelector(ScalarNodeSelector):
         use_cache = self.error_cache_enabled and bool(task.role)
         start = self.node_scan.next_start % total
         plugins_answer = not self._scores_nothing
+        if allocate and not plugins_answer and not use_cache and not columns.has_transitions:
+            placed = self._place_by_fit(task, start, total)
+            if placed is not None:
+                return placed
         key = None
         if (allocate and not use_cache and self._templates is not None
                 and not self.has_best_node and not columns.has_transitions):
@@ -425,6 +445,20 @@ class VectorNodeSelector(ScalarNodeSelector):
         if chosen is None:
             return Placement(None, errors)
         return Placement(columns.nodes[chosen], errors, pipelined=pipelined)
+
+    def _place_by_fit(self, task: TaskInfo, start: int, total: int) -> Placement | None:
+        """:meth:`_place` without node plugins, in a few array operations: resource fit
+        on future idle decides, every score is 0, so of the scan's candidates (the first
+        ``num_feasible_nodes_to_find`` feasible nodes from ``start``) the first in session
+        order wins. None when no node fits (the scan's path words the fit errors)."""
+        rows, amounts = self._request(task)
+        feasible = np.flatnonzero(fits_mask(amounts, self.columns.future_idle[rows]))
+        if not len(feasible):
+            return None
+        wanted = self.node_scan.nodes_to_find.count(total)
+        chosen, processed = first_in_scan(feasible, start, total, wanted)
+        self.node_scan.next_start = (start + processed) % total
+        return Placement(self.columns.nodes[chosen], FitErrors())
 
     # -- several windows at once --------------------------------------------------------------
 
