@@ -229,3 +229,25 @@ def test_a_malformed_task_is_refused_at_the_door_and_changes_nothing() -> None:
     # Sessions still open and schedule.
     Scheduler(cache, configuration_from_text(CONF), registry=registry()).run_once()
     assert len(cache.binds) == 1
+
+
+def test_an_action_keeps_the_arguments_a_reload_leaves_out(tmp_path: Path) -> None:
+    """Volcano keeps one instance of each action for the scheduler's life and reads into
+    it, each cycle, only the arguments the configuration gives: a reload that drops an
+    argument leaves its value as it was."""
+    path = tmp_path / "sched.conf"
+    path.write_text("actions: preempt\nconfigurations:\n- name: preempt\n  arguments: "
+                    "{enableTopologyAwarePreemption: true, minCandidateNodesAbsolute: 5}\n")
+    scheduler = Scheduler(cluster(), path, registry=registry())
+    first = scheduler._actions["preempt"]
+    path.write_text("actions: preempt\nconfigurations:\n- name: preempt\n  arguments: "
+                    "{minCandidateNodesAbsolute: 7}\n")
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    scheduler.run_once()
+    preempt = scheduler._actions["preempt"]
+    assert scheduler.status.reloads == 1 and preempt is not first
+    assert preempt.topology_aware and preempt.min_candidate_nodes_absolute == 7
+    path.write_text("actions: preempt\n")  # nothing given: the same instance goes on
+    os.utime(path, (time.time() + 10, time.time() + 10))
+    scheduler.run_once()
+    assert scheduler.status.reloads == 2 and scheduler._actions["preempt"] is preempt

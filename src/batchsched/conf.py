@@ -286,7 +286,8 @@ def parse_configuration(
         raw_actions = ""
     if not isinstance(raw_actions, str):
         raise ConfigError("must be a comma-separated string", source=source, key="actions")
-    actions = tuple(a.strip() for a in raw_actions.split(",")) if raw_actions.strip() else ()
+    actions = (tuple(a.strip(GO_SPACE) for a in raw_actions.split(","))
+               if raw_actions.strip(GO_SPACE) else ())
     if "" in actions:
         raise ConfigError(f"action {actions.index('') + 1} of {len(actions)} is empty (a "
                           "trailing or doubled comma): Volcano refuses such a file "
@@ -436,11 +437,23 @@ def require_actions(configuration: SchedulerConfiguration) -> SchedulerConfigura
     return configuration
 
 
+#: What Go's ``strings.TrimSpace`` strips (``unicode.IsSpace``): Python's ``str.strip``
+#: strips the information separators U+001C to U+001F besides.
+GO_SPACE = ("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+            "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+
+
 def _parse_yaml(text: str, source: str, first_line: int = 0) -> Any:
     """YAML read as Volcano's yaml.v2 reads it (:mod:`batchsched.kube.go_yaml`: ``n``
-    is false, ``3e0`` a number, the first document only), or a ConfigError naming the
-    line (``first_line``: where ``text`` starts in the file, for a configuration
-    embedded in a ConfigMap)."""
+    is false, ``3e0`` a number, the first document only) once trimmed as Volcano trims
+    the file (``strings.TrimSpace``: an indented first line is read from its text), or
+    a ConfigError naming the line (``first_line``: where ``text`` starts in the file,
+    for a configuration embedded in a ConfigMap)."""
+    trimmed = text.strip(GO_SPACE)
+    if trimmed != text:
+        # The blank lines trimmed off the top stay as line breaks: error lines still
+        # count from the top of the file.
+        text = "\n" * text[:len(text) - len(text.lstrip(GO_SPACE))].count("\n") + trimmed
     try:
         return as_volcano_reads(load_first_document(text))
     except yaml.YAMLError as exc:

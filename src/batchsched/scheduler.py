@@ -20,6 +20,7 @@ from batchsched.api.queue_accounting import dominant_share
 from batchsched.cache.protocol import Cache
 from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
 from batchsched.errors import BatchSchedError, ConfigError, PluginError, SchedulingError
+from batchsched.framework.arguments import Arguments
 from batchsched.framework.registry import Registry, default_registry
 from batchsched.framework.session import Session
 from batchsched.metrics import Metrics
@@ -152,6 +153,30 @@ class Scheduler:
             log.warning("batchsched: %s names no action: the scheduler decides nothing",
                         self.configuration.source)
         self._actions = create_actions(self.configuration, self.registry)
+        #: Each action's arguments as its instance holds them: Volcano keeps one instance
+        #: of each action for the scheduler's life and each cycle reads into it only the
+        #: keys the configuration gives, so a key a reload drops keeps its value.
+        self._action_arguments: dict[str, dict[str, Any]] = {
+            name: dict(self.configuration.action_arguments(name))
+            for name in self.configuration.actions}
+
+    def _actions_after_reload(
+        self, configuration: SchedulerConfiguration
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """The actions of a reloaded configuration and their arguments: an action that
+        ran before keeps the arguments the new file leaves out (and its instance, with
+        what it remembers, when its arguments did not change)."""
+        kept = dict(self._action_arguments)
+        actions: dict[str, Any] = {}
+        for name in configuration.actions:
+            arguments = {**kept.get(name, {}), **configuration.action_arguments(name)}
+            previous = self._actions.get(name)
+            if previous is not None and arguments == self._action_arguments.get(name):
+                actions[name] = previous
+            else:
+                actions[name] = self.registry.create_action(name, Arguments(arguments))
+            kept[name] = arguments
+        return actions, kept
 
     def _check_edit(self, configuration: SchedulerConfiguration) -> None:
         configuration.validate(self.registry)
@@ -175,12 +200,13 @@ class Scheduler:
         try:
             configuration = load_configuration(self._path)
             self._check_edit(configuration)
-            actions = create_actions(configuration, self.registry)
+            actions, arguments = self._actions_after_reload(configuration)
         except BatchSchedError as exc:
             self.status.reload_error = str(exc)
             log.error("batchsched: keeping the previous configuration: %s", exc)
             return
         self.configuration, self._actions = configuration, actions
+        self._action_arguments = arguments
         self.status.reloads += 1
         self.status.reload_error = ""
         log.info("batchsched: configuration reloaded from %s", self._path)

@@ -123,3 +123,26 @@ def test_nested_metrics_keys_are_refused_as_volcano_refuses_them() -> None:
                             "x": ""}
 
 
+
+
+def test_the_file_is_trimmed_as_volcano_trims_it() -> None:
+    """Volcano reads ``strings.TrimSpace`` of the file: an indented first line is read
+    from its text, and the rest of the file with it."""
+    conf = configuration_from_text('   actions: "enqueue, allocate"\ntiers:\n- plugins:\n'
+                                   "  - name: gang\n")
+    assert conf.actions == ("enqueue", "allocate")
+    assert conf.plugin_names() == ["gang"]
+
+
+def test_errors_still_name_the_file_s_line_after_the_trim() -> None:
+    with pytest.raises(ConfigError, match=r"line 4"):
+        configuration_from_text("\n\n  actions: allocate\ntiers: [\n")
+
+
+def test_action_names_are_trimmed_of_what_go_trims_only() -> None:
+    """Go's TrimSpace keeps the information separators Python's strip() removes: Volcano
+    finds no action 'enqueue\\x1c'."""
+    conf = configuration_from_text('actions: "enqueue\\x1c, allocate"\n')
+    assert conf.actions == ("enqueue\x1c", "allocate")
+    assert configuration_from_text('actions: "\\u00a0enqueue ,\\tallocate"\n').actions == (
+        "enqueue", "allocate")
