@@ -274,3 +274,35 @@ def test_a_nomination_of_a_pod_deleted_meanwhile_is_not_kept() -> None:
     cache.delete_task(cache.jobs["ns/h"].tasks["ns/h-0"])
     cache.nominate(snapshot_task, "n1")
     assert cache.nominations == {}
+
+
+class _RefusingStatusOf(MemoryCache):
+    """A host whose API server refuses one pod group's status update."""
+
+    refused = "ns/w"
+
+    def update_job_status(self, job: JobInfo) -> None:
+        if job.uid == self.refused:
+            raise ConnectionError("apiserver down")
+        super().update_job_status(job)
+
+
+@pytest.mark.parametrize("in_bulk", [False, True])
+def test_a_job_whose_status_the_host_refused_records_no_events(in_bulk: bool) -> None:
+    """Volcano's UpdateJobStatus returns before RecordJobStatusEvent when the pod
+    group's update fails: the job's and its pods' events wait for a cycle that writes."""
+    cls: type[MemoryCache] = _RefusingStatusOf
+    if in_bulk:
+        def update_job_statuses(self: MemoryCache, jobs: Any) -> None:
+            raise ConnectionError("apiserver down")
+        cls = type("RefusingInBulk", (_RefusingStatusOf,),
+                   {"update_job_statuses": update_job_statuses})
+    cache = cls(now=1000.0)
+    cache.add_node(node("n1", cpu=1))
+    cache.add_job(gang("w", 1, 1, cpu=2))   # never fits: Unschedulable
+    cache.add_job(gang("v", 1, 1, cpu=2))   # never fits either, its status is written
+    ssn = Scheduler(cache).run_once()
+    assert [e.obj for e in ssn.host_errors if e.operation == "update_job_status"] == ["ns/w"]
+    objects = {event.object for event in cache.events}
+    assert "ns/v" in objects and "ns/v-0" in objects
+    assert "ns/w" not in objects and "ns/w-0" not in objects

@@ -474,25 +474,30 @@ class Session:
             podgroup.succeeded = len(index.get(succeeded, _NO_TASKS))
             podgroup.failed = len(index.get(failed, _NO_TASKS))
             if one_by_one is not None:
-                self._tell_cache("update_job_status", job.uid, one_by_one, job)
-                if keeps_events:
+                # Volcano's UpdateJobStatus returns before recording the job's events
+                # when the pod group's update fails.
+                if self._tell_cache("update_job_status", job.uid, one_by_one, job) \
+                        and keeps_events:
                     self._record_job_status_event(job)
                     self._record_task_events(job)
+        refused: set[str] = set()
         if in_bulk is not None:
-            self._tell_cache_statuses(in_bulk)
+            refused = self._tell_cache_statuses(in_bulk)
         self._nominate_preemptors()
         if keeps_events and one_by_one is None:
             for job in self.jobs.values():
-                self._record_job_status_event(job)
-                self._record_task_events(job)
+                if job.uid not in refused:
+                    self._record_job_status_event(job)
+                    self._record_task_events(job)
         self._update_queue_status()
         if self.registry is not None:
             self.registry.notify("batchsched_session_closed", session=self)
 
-    def _tell_cache_statuses(self, in_bulk: Callable[[Iterable[JobInfo]], object]) -> None:
+    def _tell_cache_statuses(self, in_bulk: Callable[[Iterable[JobInfo]], object]) -> set[str]:
         """Hand every job's status to the cache at once; if that raises, again one by
         one, so that a host failing on one job loses only that job's status (as when
-        they are handed one by one: ``_tell_cache``)."""
+        they are handed one by one: ``_tell_cache``). The jobs whose status the cache
+        did not take."""
         try:
             in_bulk(self.jobs.values())
         except Exception as exc:
@@ -503,8 +508,10 @@ class Session:
             self.host_errors.append(error)
             log.warning("batchsched: %s", error)
             assert self.cache is not None
-            for job in self.jobs.values():
-                self._tell_cache("update_job_status", job.uid, self.cache.update_job_status, job)
+            return {job.uid for job in self.jobs.values()
+                    if not self._tell_cache("update_job_status", job.uid,
+                                            self.cache.update_job_status, job)}
+        return set()
 
     def _update_queue_status(self) -> None:
         """Each queue's status from its jobs (what it holds, its pod groups by phase),
@@ -758,10 +765,10 @@ class Session:
             self._tell_cache("record_event", obj, self.cache.record_event, event)
 
     def _tell_cache(self, operation: str, obj: str, call: Callable[[Any], object],
-                    argument: Any) -> None:
-        """Hand the cache a status or an event. A host that fails here loses only
-        that message (the next session computes the status again): the failure is
-        logged and kept in ``host_errors``, and the session goes on."""
+                    argument: Any) -> bool:
+        """Hand the cache a status or an event; whether it took it. A host that fails
+        here loses only that message (the next session computes the status again):
+        the failure is logged and kept in ``host_errors``, and the session goes on."""
         try:
             call(argument)
         except Exception as exc:
@@ -770,6 +777,8 @@ class Session:
             error.__cause__ = exc
             self.host_errors.append(error)
             log.warning("batchsched: %s", error)
+            return False
+        return True
 
     # -- registration (snake_case of Volcano's AddXxxFn) -----------------------------------
 
