@@ -473,13 +473,13 @@ class Session:
             podgroup.running = len(index.get(running, _NO_TASKS))
             podgroup.succeeded = len(index.get(succeeded, _NO_TASKS))
             podgroup.failed = len(index.get(failed, _NO_TASKS))
-            if one_by_one is not None:
-                # Volcano's UpdateJobStatus returns before recording the job's events
-                # when the pod group's update fails.
-                if self._tell_cache("update_job_status", job.uid, one_by_one, job) \
-                        and keeps_events:
-                    self._record_job_status_event(job)
-                    self._record_task_events(job)
+            # Volcano's UpdateJobStatus returns before recording the job's events when
+            # the pod group's update fails.
+            if (one_by_one is not None
+                    and self._tell_cache("update_job_status", job.uid, one_by_one, job)
+                    and keeps_events):
+                self._record_job_status_event(job)
+                self._record_task_events(job)
         refused: set[str] = set()
         if in_bulk is not None:
             refused = self._tell_cache_statuses(in_bulk)
