@@ -119,3 +119,36 @@ def test_no_nomination_when_the_eviction_was_refused() -> None:
     cache.evict = lambda task, reason: False  # type: ignore[method-assign]
     Scheduler(cache, scenario.configuration).run_once()
     assert cache.nominations == {}
+
+
+NO_POD_SLOT = """
+version: 1
+name: backfill onto a node whose only pod slot is taken
+config:
+  actions: "backfill"
+  tiers:
+  - plugins: [{name: gang}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 1}}
+jobs:
+- {name: pg0, namespace: ns, minMember: 1, phase: Running}
+- {name: pg1, namespace: ns, minMember: 1, phase: Inqueue}
+tasks:
+- {name: r0, namespace: ns, job: pg0, phase: Running, node: n1, requests: {cpu: 1}}
+- {name: p1, namespace: ns, job: pg1, phase: Pending}
+"""
+
+
+def test_a_bind_finds_the_room_the_cache_has_as_volcano_s_add_bind_task_does() -> None:
+    """Backfill places a best-effort pod by its predicates alone; the cache's node then
+    refuses the Binding pod it has no pod slot for (Volcano's AddBindTask -> AddTask),
+    in ``batchsched run`` as in a MemoryCache."""
+    decisions = decide(NO_POD_SLOT)
+    assert decisions["binds"] == {}
+    assert "ns/p1" in decisions["bindFailures"]
+    scenario = parse_scenario(yaml.safe_load(NO_POD_SLOT), source="t.yaml")
+    from batchsched import Scheduler
+
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert cache.binds == []

@@ -145,6 +145,10 @@ class ScenarioCache:
         self.claim_allocations: dict[str, dict[str, AllocationResult]] = {}
         #: The claims as binds leave them (kube's PreBind checks and writes them here).
         self.claims: dict[str, ResourceClaim] = dict(snapshot.dra.resource_claims)
+        #: Each node's idle as the cache holds it: the snapshot's, less the binds made.
+        #: The session's own node counts its allocations before they are bound (and
+        #: its pipelined tasks); Volcano checks a Binding task against the cache's.
+        self._idle = {name: node.idle.clone() for name, node in snapshot.nodes.items()}
 
     def snapshot(self) -> ClusterInfo:
         return self._snapshot
@@ -153,6 +157,17 @@ class ScenarioCache:
         if task.uid in self.refuse:
             self.bind_failures.append(task.uid)
             return False
+        idle = self._idle.get(node_name)
+        if idle is not None:
+            # Volcano's AddBindTask puts the Binding task on the cache's node, which
+            # checks its room first (backfill places best-effort pods by predicates
+            # alone, and a pod slot may be held by a pod still being deleted).
+            fits, short = task.resreq.less_equal_with_names(idle)
+            if not fits:
+                self.bind_failures.append(task.uid)
+                raise SchedulingError(f"node {node_name} resources {short} are not enough "
+                                      f"to put task {task.uid}, idle: {idle}, "
+                                      f"req: {task.resreq}")
         if task.resource_claims and task.claim_allocations is not None:
             keys = claim_keys(task.namespace, task.name, task.resource_claims)
             problem = check_reservations(task.uid, keys, task.claim_allocations, self.claims)
@@ -161,6 +176,8 @@ class ScenarioCache:
                 raise SchedulingError(f"task {task.uid}: PreBind plugin DynamicResources "
                                       f"failed: {problem}")
             reserve_claims(task.uid, keys, task.claim_allocations, self.claims)
+        if idle is not None:
+            idle.sub_unchecked(task.resreq)
         self.binds.append(Bind(task.uid, node_name))
         if task.gpu_devices:
             self.gpu_devices[task.uid] = list(task.gpu_devices)
@@ -180,6 +197,9 @@ class ScenarioCache:
 
     def unbind(self, task: TaskInfo, reason: str) -> None:
         """A bind taken back (its gang fell below minMember): it does not stand."""
+        bound = next((b for b in self.binds if b.task == task.uid), None)
+        if bound is not None and bound.node in self._idle:
+            self._idle[bound.node].add(task.resreq)
         self.binds = [b for b in self.binds if b.task != task.uid]
         self.gpu_devices.pop(task.uid, None)
         self.vgpu_devices.pop(task.uid, None)
