@@ -279,3 +279,26 @@ def test_gang_eviction_takes_the_future_idle_nodes_when_scoring_the_idle_ones_fa
                                             source="<test>"))
     assert decisions.evicted == ["default/v1"]
     assert decisions.pipelined == {"default/pj": {"default/p1": "n3"}}
+
+
+def test_a_code_volcano_does_not_know_passes_the_node_and_ends_the_predicates(
+        server: str) -> None:
+    """Volcano's PredicateFn returns the extender's status (its code kept as given) and
+    asks no later plugin; allocate's check fails none for a code it does not know."""
+    doc = scenario({"extender.urlPrefix": server, "extender.predicateVerb": "pred-pending"})
+    doc["config"]["tiers"][0]["plugins"].append({"name": "predicates"})
+    for task in doc["tasks"]:
+        task["nodeSelector"] = {"disk": "ssd"}  # no node has it: predicates would refuse
+    binds = run_scenario(parse_scenario(doc, source="<test>")).binds
+    assert set(binds) == {"default/a", "default/b"}
+
+
+@pytest.mark.parametrize("managed", ["nvidia.com/gpu", ["cpu", 3], {"cpu": 1}])
+def test_managed_resources_that_are_no_list_of_names_are_refused(managed: Any) -> None:
+    """Volcano decodes the argument into a []string and exits when it cannot."""
+    from batchsched.errors import PluginError
+
+    doc = scenario({"extender.urlPrefix": "http://127.0.0.1:9",
+                    "extender.managedResources": managed})
+    with pytest.raises(PluginError, match="extender.managedResources must be a list"):
+        run_scenario(parse_scenario(doc, source="<test>"))

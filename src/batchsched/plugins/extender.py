@@ -44,7 +44,7 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import CPU, MEMORY, PODS, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, Vote
-from batchsched.errors import NodeOrderError, PluginError, SchedulingError
+from batchsched.errors import ConfigError, NodeOrderError, PluginError, SchedulingError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
@@ -117,8 +117,12 @@ class ExtenderPlugin:
         self.ignorable = arguments.get_bool("extender.ignorable", False, owner=PLUGIN_NAME)
         self.verbs = {verb: _verb(arguments, f"extender.{verb}Verb") for verb in _VERBS}
         managed = arguments.get("extender.managedResources")
-        self.managed: frozenset[str] = frozenset(
-            str(name) for name in managed) if isinstance(managed, list) else frozenset()
+        if managed is not None and not (isinstance(managed, list)
+                                        and all(isinstance(name, str) for name in managed)):
+            # Volcano decodes it into a []string and exits (klog.Fatalf) when it cannot.
+            raise ConfigError(f"extender.managedResources must be a list of resource names, "
+                              f"not {managed!r}", key=f"{PLUGIN_NAME}.arguments")
+        self.managed: frozenset[str] = frozenset(managed or ())
         arguments.warn_unknown(PLUGIN_NAME, [f"extender.{verb}Verb" for verb in _VERBS] + [
             "extender.urlPrefix", "extender.httpTimeout", "extender.ignorable",
             "extender.managedResources"])
@@ -262,10 +266,13 @@ class ExtenderPlugin:
         try:
             status_code = FitStatusCode(code)
         except ValueError:
-            # Volcano keeps the code as given, and its predicate checks fail a node only
-            # for the codes they know: the node passes.
+            # Volcano keeps the code as given: the session's predicates stop at this
+            # answer (the plugins after the extender are not asked), and the actions'
+            # checks fail a node only for the codes they know, so the node passes. A
+            # status no check fails on says both.
             log.debug("extender: predicate code %s is no status code; the node passes", code)
-            return None
+            return FitError(task.namespace, task.name, node.name, [FitStatus(
+                FitStatusCode.SUCCESS, f"{message} (extender status code {code})", self.name)])
         return FitError(task.namespace, task.name, node.name,
                         [FitStatus(status_code, message, self.name)])
 
