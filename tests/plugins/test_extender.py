@@ -300,5 +300,5 @@ def test_managed_resources_that_are_no_list_of_names_are_refused(managed: Any) -
 
     doc = scenario({"extender.urlPrefix": "http://127.0.0.1:9",
                     "extender.managedResources": managed})
-    with pytest.raises(PluginError, match="extender.managedResources must be a list"):
+    with pytest.raises(PluginError, match=r"extender\.managedResources must be a list"):
         run_scenario(parse_scenario(doc, source="<test>"))
