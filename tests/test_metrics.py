@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from batchsched.metrics import LATENCY_BUCKETS, Metrics
+from batchsched.metrics import BUCKETS, Metrics, exponential_buckets_range
 from batchsched.scenario import load_scenario
 from batchsched.scheduler import Scheduler
 
@@ -26,11 +26,11 @@ def test_a_cycle_records_its_latencies_and_its_evictions() -> None:
     metrics = run_one_cycle()
     assert metrics.histogram("e2e_scheduling_latency_milliseconds")[0] == 1
     for action in ("allocate", "preempt"):
-        count, total = metrics.histogram("action_scheduling_latency_microseconds", action=action)
+        count, total = metrics.histogram("action_scheduling_latency_milliseconds", action=action)
         assert count == 1 and total > 0
     for plugin in ("priority", "gang", "drf", "predicates", "proportion", "nodeorder"):
         for point in ("OnSessionOpen", "OnSessionClose"):
-            count, _ = metrics.histogram("plugin_scheduling_latency_microseconds",
+            count, _ = metrics.histogram("plugin_scheduling_latency_milliseconds",
                                          plugin=plugin, OnSession=point)
             assert count == 1, (plugin, point)
     assert metrics.value("schedule_attempts_total", result="scheduled") == 1
@@ -41,11 +41,12 @@ def test_a_cycle_records_its_latencies_and_its_evictions() -> None:
 def test_the_text_exposition_is_prometheus_format() -> None:
     text = run_one_cycle().exposition()
     assert "# TYPE volcano_e2e_scheduling_latency_milliseconds histogram" in text
-    assert 'volcano_action_scheduling_latency_microseconds_count{action="preempt"} 1' in text
+    assert 'volcano_action_scheduling_latency_milliseconds_count{action="preempt"} 1' in text
     assert 'volcano_schedule_attempts_total{result="scheduled"} 1' in text
     bucket = r'volcano_e2e_scheduling_latency_milliseconds_bucket\{le="([^"]+)"\} (\d+)'
     buckets = re.findall(bucket, text)
-    assert [b for b, _ in buckets] == [f"{b:g}" for b in LATENCY_BUCKETS] + ["+Inf"]
+    assert [float(b) for b, _ in buckets] == [
+        *BUCKETS["e2e_scheduling_latency_milliseconds"], float("inf")]
     counts = [int(c) for _, c in buckets]
     assert counts == sorted(counts) and counts[-1] == 1  # cumulative
     sample = r'[a-z0-9_]+(\{[^}]*\})? [0-9.e+-]+|.*Inf.*'
@@ -87,7 +88,58 @@ def test_the_metrics_are_served_through_prometheus_client() -> None:
     registry = prometheus_client.CollectorRegistry()
     register_collector(metrics, registry)
     text = prometheus_client.generate_latest(registry).decode()
-    assert 'volcano_e2e_scheduling_latency_milliseconds_bucket{le="10"} 1.0' in text
+    name = "volcano_e2e_scheduling_latency_milliseconds_bucket"
+    bounds = BUCKETS["e2e_scheduling_latency_milliseconds"]
+    below = max(b for b in bounds if b < 7.0)
+    above = min(b for b in bounds if b >= 7.0)
+    assert registry.get_sample_value(name, {"le": repr(below)}) == 0
+    assert registry.get_sample_value(name, {"le": repr(above)}) == 1
     assert 'volcano_schedule_attempts_total{result="scheduled"} 1.0' in text
     assert 'volcano_queue_share{queue_name="q1"} 0.5' in text
     assert registry.get_sample_value("volcano_e2e_scheduling_latency_milliseconds_count") == 1
+
+
+def test_histograms_have_volcano_s_names_units_and_buckets() -> None:
+    """pkg/scheduler/metrics/metrics.go: milliseconds everywhere, each histogram with its
+    own ExponentialBucketsRange."""
+    assert exponential_buckets_range(1, 5000, 20)[0] == 1.0
+    assert exponential_buckets_range(1, 5000, 20)[-1] == pytest.approx(5000)
+    assert len(BUCKETS["action_scheduling_latency_milliseconds"]) == 20
+    assert BUCKETS["action_scheduling_latency_milliseconds"][-1] == pytest.approx(2000)
+    plugin = BUCKETS["plugin_scheduling_latency_milliseconds"]
+    assert len(plugin) == 15 and plugin[0] == 0.1 and plugin[-1] == pytest.approx(100)
+    metrics = run_one_cycle()
+    assert metrics.histogram("open_session_duration_milliseconds")[0] == 1
+    text = metrics.exposition()
+    assert "microseconds" not in text
+    assert "# TYPE volcano_open_session_duration_milliseconds histogram" in text
+
+
+def test_the_victims_gauge_is_preempt_s_candidates_and_outlives_a_quiet_cycle() -> None:
+    """Volcano sets pod_preemption_victims in preempt, to the victims the plugins allow
+    on a node tried, and nothing else resets it."""
+    scenario = load_scenario(PREEMPTION_FILE)
+    metrics = Metrics()
+    scheduler = Scheduler(scenario.build_cache(), scenario.configuration, metrics=metrics)
+    scheduler.run_once()
+    assert metrics.value("pod_preemption_victims") == 1
+    scheduler.run_once()  # the victim is being deleted: nothing to preempt any more
+    assert metrics.value("pod_preemption_victims") == 1
+
+
+def test_a_capacity_queue_without_deserved_has_a_share_of_one() -> None:
+    """capacity's updateQueueAttrShare: a queue without deserved has share 1."""
+    from batchsched.scenario import parse_scenario
+
+    scenario = parse_scenario({
+        "version": 1, "name": "capacity share",
+        "config": {"actions": "enqueue, allocate",
+                   "tiers": [{"plugins": [{"name": "gang"}, {"name": "capacity"}]}]},
+        "queues": [{"name": "q1", "capability": {"cpu": 4}}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "4Gi", "pods": 10}}],
+        "jobs": [{"name": "pg", "queue": "q1", "minMember": 1}],
+        "tasks": [{"name": "p", "job": "pg", "requests": {"cpu": 1}}],
+    })
+    metrics = Metrics()
+    Scheduler(scenario.build_cache(), scenario.configuration, metrics=metrics).run_once()
+    assert metrics.value("queue_share", queue_name="q1") == 1.0

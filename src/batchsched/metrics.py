@@ -2,17 +2,18 @@
 
 A :class:`Metrics` given to :class:`~batchsched.scheduler.Scheduler` (or to
 :meth:`Session.open <batchsched.framework.session.Session.open>`) records, with
-Volcano's metric names (prefix ``volcano_``) where Volcano has one:
+Volcano's metric names (prefix ``volcano_``), units and buckets where Volcano has one:
 
 ==========================================================  =========  ==========================
 name                                                        kind       labels
 ==========================================================  =========  ==========================
 ``volcano_e2e_scheduling_latency_milliseconds``             histogram  (one cycle: open to close)
-``volcano_action_scheduling_latency_microseconds``          histogram  ``action``
-``volcano_plugin_scheduling_latency_microseconds``          histogram  ``plugin``, ``OnSession``
-``volcano_schedule_attempts_total``                         counter    ``result`` (scheduled, error)
+``volcano_open_session_duration_milliseconds``              histogram  (snapshot and plugin opens)
+``volcano_action_scheduling_latency_milliseconds``          histogram  ``action``
+``volcano_plugin_scheduling_latency_milliseconds``          histogram  ``plugin``, ``OnSession``
+``volcano_schedule_attempts_total`` (batchsched's use)      counter    ``result`` (scheduled, error)
 ``volcano_pod_schedule_successes_total`` (batchsched)       counter
-``volcano_pod_preemption_victims``                          gauge      (evictions of the last cycle)
+``volcano_pod_preemption_victims``                          gauge      (preempt's candidate victims)
 ``volcano_queue_share``                                     gauge      ``queue_name``
 ==========================================================  =========  ==========================
 
@@ -21,9 +22,9 @@ Prometheus' text exposition format (:meth:`Metrics.exposition`), which any
 scraper reads with no client library, or, with the ``[metrics]`` extra
 (``prometheus_client``), through a collector registered in a
 ``prometheus_client`` registry (:func:`register_collector`), so that they are
-served with the host's own metrics. Latency buckets are Volcano's
-(``ExponentialBuckets(5, 2, 10)``). Recording costs a clock read per action and
-per plugin open and close.
+served with the host's own metrics. Each histogram has Volcano's buckets
+(``prometheus.ExponentialBucketsRange``, :data:`BUCKETS`). Recording costs a
+clock read per action and per plugin open and close.
 """
 
 from __future__ import annotations
@@ -32,43 +33,66 @@ import math
 import threading
 from collections.abc import Iterable, Mapping
 
-__all__ = ["LATENCY_BUCKETS", "Metrics", "register_collector"]
+__all__ = ["BUCKETS", "LATENCY_BUCKETS", "Metrics", "exponential_buckets_range",
+           "register_collector"]
 
-#: Volcano's buckets for every latency histogram: 5, 10, 20, ... 2560.
+
+def exponential_buckets_range(low: float, high: float, count: int) -> tuple[float, ...]:
+    """Prometheus' ``ExponentialBucketsRange``: ``count`` bounds from ``low`` to
+    ``high``, each the previous one times the same factor."""
+    factor = math.pow(high / low, 1.0 / (count - 1))
+    return tuple(low * math.pow(factor, i) for i in range(count))
+
+
+#: Volcano's buckets of each histogram (pkg/scheduler/metrics/metrics.go).
+BUCKETS: dict[str, tuple[float, ...]] = {
+    "e2e_scheduling_latency_milliseconds": exponential_buckets_range(1, 5000, 20),
+    "open_session_duration_milliseconds": exponential_buckets_range(1, 5000, 20),
+    "action_scheduling_latency_milliseconds": exponential_buckets_range(1, 2000, 20),
+    "plugin_scheduling_latency_milliseconds": exponential_buckets_range(0.1, 100, 15),
+}
+#: The buckets of a histogram Volcano does not have (kube's ExponentialBuckets(5, 2, 10)).
 LATENCY_BUCKETS: tuple[float, ...] = tuple(5.0 * 2**i for i in range(10))
 
 Labels = tuple[tuple[str, str], ...]
 
 _HELP = {
     "e2e_scheduling_latency_milliseconds":
-        ("histogram", "E2e scheduling latency in milliseconds (scheduling algorithm + binding)"),
-    "action_scheduling_latency_microseconds":
-        ("histogram", "Action scheduling latency in microseconds"),
-    "plugin_scheduling_latency_microseconds":
-        ("histogram", "Plugin scheduling latency in microseconds"),
+        ("histogram", "Duration of a single scheduling session execution in milliseconds. "
+                      "It covers the entire cycle from session open, action executions to "
+                      "session close."),
+    "open_session_duration_milliseconds":
+        ("histogram", "Duration of opening a scheduling session in milliseconds, including "
+                      "cache snapshot and session initialization."),
+    "action_scheduling_latency_milliseconds":
+        ("histogram", "Action scheduling latency in milliseconds"),
+    "plugin_scheduling_latency_milliseconds":
+        ("histogram", "Plugin scheduling latency in milliseconds"),
     "schedule_attempts_total":
-        ("counter", "Number of attempts to schedule, by the result of the cycle"),
+        ("counter", "Number of scheduling cycles, by how they ended (batchsched's use of "
+                    "a name Volcano defines for pods and never records)"),
     "pod_schedule_successes_total":
         ("counter", "Number of binds the cache accepted and that stood"),
     "pod_preemption_victims":
-        ("gauge", "Number of tasks evicted (preempted or reclaimed) in the last cycle"),
+        ("gauge", "Number of selected preemption victims"),
     "queue_share":
         ("gauge", "Share for one queue (allocated over deserved, the largest dimension)"),
 }
 
 
 class _Histogram:
-    __slots__ = ("count", "counts", "total")
+    __slots__ = ("bounds", "count", "counts", "total")
 
-    def __init__(self) -> None:
-        self.counts = [0] * len(LATENCY_BUCKETS)
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * len(bounds)
         self.count = 0
         self.total = 0.0
 
     def observe(self, value: float) -> None:
         self.count += 1
         self.total += value
-        for i, bound in enumerate(LATENCY_BUCKETS):
+        for i, bound in enumerate(self.bounds):
             if value <= bound:
                 self.counts[i] += 1
 
@@ -90,7 +114,8 @@ class Metrics:
         with self._lock:
             histogram = self._histograms.get(key)
             if histogram is None:
-                histogram = self._histograms[key] = _Histogram()
+                histogram = self._histograms[key] = _Histogram(
+                    BUCKETS.get(name, LATENCY_BUCKETS))
             histogram.observe(value)
 
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
@@ -117,12 +142,13 @@ class Metrics:
             histogram = self._histograms.get((name, _labels(labels)))
             return (0, 0.0) if histogram is None else (histogram.count, histogram.total)
 
-    def samples(self) -> tuple[list[tuple[str, Labels, list[int], int, float]],
+    def samples(self) -> tuple[list[tuple[str, Labels, list[tuple[float, int]], int, float]],
                                list[tuple[str, Labels, float]]]:
-        """A consistent copy: histograms as (name, labels, cumulative bucket counts,
-        count, sum), then counters and gauges as (name, labels, value)."""
+        """A consistent copy: histograms as (name, labels, (bound, cumulative count)
+        per bucket, count, sum), then counters and gauges as (name, labels, value)."""
         with self._lock:
-            histograms = [(name, labels, list(h.counts), h.count, h.total)
+            histograms = [(name, labels, list(zip(h.bounds, h.counts, strict=True)),
+                           h.count, h.total)
                           for (name, labels), h in sorted(self._histograms.items())]
             values = [(name, labels, value) for (name, labels), value
                       in sorted(self._values.items())]
@@ -147,7 +173,7 @@ class Metrics:
 
         for (name, labels), histogram in histograms:
             full = describe(name)
-            for bound, count in zip(LATENCY_BUCKETS, histogram.counts, strict=True):
+            for bound, count in zip(histogram.bounds, histogram.counts, strict=True):
                 lines.append(f"{full}_bucket{_format(labels, le=_number(bound))} {count}")
             lines.append(f"{full}_bucket{_format(labels, le='+Inf')} {histogram.count}")
             lines.append(f"{full}_sum{_format(labels)} {_number(histogram.total)}")
@@ -211,8 +237,7 @@ def register_collector(metrics: Metrics, registry: object | None = None) -> obje
                     family = families[name] = HistogramMetricFamily(
                         f"{namespace}_{name}", _HELP.get(name, ("", name))[1],
                         labels=[key for key, _ in labels])
-                buckets = [(_number(bound), cumulative)
-                           for bound, cumulative in zip(LATENCY_BUCKETS, counts, strict=True)]
+                buckets = [(_number(bound), cumulative) for bound, cumulative in counts]
                 family.add_metric([value for _, value in labels],  # type: ignore[attr-defined]
                                   [*buckets, ("+Inf", count)], total)
             for name, labels, value in values:

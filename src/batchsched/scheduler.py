@@ -70,8 +70,8 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
                 point="execute",
             ) from exc
         if metrics is not None:
-            metrics.observe("action_scheduling_latency_microseconds",
-                            (time.perf_counter() - began) * 1e6, action=name)
+            metrics.observe("action_scheduling_latency_milliseconds",
+                            (time.perf_counter() - began) * 1e3, action=name)
 
 
 @attrs.define
@@ -222,8 +222,12 @@ class Scheduler:
         began = time.perf_counter()
         try:
             self._reload_if_changed()
+            opening = time.perf_counter()
             ssn = Session.open(self.cache, self.configuration, registry=self.registry,
                                metrics=self.metrics)
+            if self.metrics is not None:  # Volcano's open_session_duration_milliseconds
+                self.metrics.observe("open_session_duration_milliseconds",
+                                     (time.perf_counter() - opening) * 1e3)
             try:
                 run_actions(ssn, self._actions)
                 if self.metrics is not None:
@@ -250,7 +254,6 @@ class Scheduler:
         metrics.observe("e2e_scheduling_latency_milliseconds", seconds * 1e3)
         metrics.inc("schedule_attempts_total", result="scheduled")
         metrics.inc("pod_schedule_successes_total", ssn.bound_count)
-        metrics.set("pod_preemption_victims", ssn.evicted_count)
 
     def _failed(self, error: BatchSchedError) -> None:
         if self.metrics is not None:
@@ -302,13 +305,19 @@ _ZERO_PERIOD_BACKOFF = 0.1
 
 
 def _record_queue_shares(ssn: Session, metrics: Metrics) -> None:
-    """Each queue's share (allocated over deserved, the largest dimension) as the
-    quota plugins see it (``queue_quota``; proportion and capacity)."""
+    """Each queue's share as the quota plugins hold it (proportion's and capacity's
+    ``share``, which capacity sets to 1 for a queue without deserved), else worked
+    out from their ``queue_quota`` (allocated over deserved, the largest dimension)."""
     for plugin in ssn.plugins.values():
         quota = getattr(plugin, "queue_quota", None)
         if quota is None:
             continue
+        attrs = getattr(plugin, "queue_attrs", None)
         for queue in ssn.queues:
+            held = getattr(attrs.get(queue), "share", None) if isinstance(attrs, dict) else None
+            if isinstance(held, float):
+                metrics.set("queue_share", held, queue_name=queue)
+                continue
             figures = quota(queue)
             deserved = figures.ceilings.get("deserved") if figures is not None else None
             if figures is not None and deserved is not None:

@@ -250,6 +250,8 @@ class PreemptAction:
         for node in nodes_to_visit(ssn, self._room, preemptor, nodes):
             candidates = candidates_on_node(ssn, preemptor, node, attempt.keep)
             victims = ssn.preemptable(preemptor, candidates)
+            if ssn.metrics is not None:  # Volcano's UpdatePreemptionVictimsCount
+                ssn.metrics.set("pod_preemption_victims", len(victims))
             if not validate_victims(preemptor, node, victims):
                 continue
             node_stmt = Statement(ssn)
@@ -395,6 +397,8 @@ def _select_victims_on_node(attempt: _Attempt, node: NodeInfo) -> _Candidate | N
     ssn, preemptor, queue = attempt.ssn, attempt.preemptor, attempt.queue
     candidates = candidates_on_node(ssn, preemptor, node, attempt.keep)
     potential = ssn.preemptable(preemptor, candidates)
+    if ssn.metrics is not None:  # Volcano's UpdatePreemptionVictimsCount
+        ssn.metrics.set("pod_preemption_victims", len(potential))
     if not potential or not validate_victims(preemptor, node, potential):
         return None
     copy = node.clone()

@@ -319,8 +319,8 @@ class Session:
                         point="on_session_open",
                     ) from exc
                 if metrics is not None:
-                    metrics.observe("plugin_scheduling_latency_microseconds",
-                                    (time.perf_counter() - began) * 1e6,
+                    metrics.observe("plugin_scheduling_latency_milliseconds",
+                                    (time.perf_counter() - began) * 1e3,
                                     plugin=option.name, OnSession="OnSessionOpen")
         ssn._opened = True
         registry.notify("batchsched_session_opened", session=ssn)
@@ -455,8 +455,8 @@ class Session:
                     plugin=name, point="on_session_close",
                 ) from exc
             if self.metrics is not None:
-                self.metrics.observe("plugin_scheduling_latency_microseconds",
-                                     (time.perf_counter() - began) * 1e6,
+                self.metrics.observe("plugin_scheduling_latency_milliseconds",
+                                     (time.perf_counter() - began) * 1e3,
                                      plugin=name, OnSession="OnSessionClose")
         cache = self.cache
         keeps_events = self.keeps_events
