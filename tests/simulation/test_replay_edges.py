@@ -123,3 +123,34 @@ def test_a_job_built_in_code_is_created_when_it_arrives() -> None:
     timeline = Simulator(Workload(name="w", nodes=(node,), jobs=jobs)).run()
     assert timeline.jobs["default/z"].start == 100.0
     assert timeline.jobs["default/a"].start == 105.0
+
+
+def test_a_queue_that_never_ran_counts_in_the_shares_and_in_jain(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """qa (weight 2) holds 2 of 4 cpu, qb (1) 1, qc (1) nothing for 100 s: shares 0.5,
+    0.25, 0; over the weights 0.25, 0.25, 0; Jain 0.5^2 / (3 x 0.125) = 2/3."""
+    _, report, _ = simulate(capsys, "metrics-queues2")
+    assert report["metrics"]["queueShare"] == {"qa": 0.5, "qb": 0.25, "qc": 0.0}
+    assert report["metrics"]["jainFairness"] == pytest.approx(2 / 3)
+
+
+def test_a_job_that_arrives_after_the_last_end_and_never_starts_leaves_the_makespan(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The cluster's work ends at 100; the clock runs on to C's arrival at 1000."""
+    _, report, _ = simulate(capsys, "metrics-late")
+    metrics = report["metrics"]
+    assert report["simulatedSeconds"] == 1000
+    assert metrics["makespan"] == 100
+    assert metrics["utilization"] == pytest.approx(300 / 400)
+    assert metrics["queueShare"] == {"qa": 0.5, "qb": 0.25, "qc": 0.0}
+
+
+def test_no_finished_job_has_no_average(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bounded slowdown is at least 1 per job: over no job there is no average (null),
+    where 0 was reported."""
+    code, report, _ = simulate(capsys, "horizon", "--until", "5")
+    assert code == 0 and report["metrics"]["finishedJobs"] == 0
+    assert report["metrics"]["averageBoundedSlowdown"] is None
+    assert report["metrics"]["averageWait"] is None
+    main(["simulate", str(DATA / "horizon.yaml"), "--until", "5", "--no-progress"])
+    assert "n/a (no job finished)" in capsys.readouterr().out

@@ -169,10 +169,12 @@ class Simulator:
         for job in self.workload.jobs:  # in trace order: equal submit times keep it
             self._push(job.submit, _ARRIVAL, job.uid)
         to_arrive = len(self.workload.jobs)
+        cut = False
         while self._events:
             at, kind, _, payload = heapq.heappop(self._events)
             if self.until is not None and at > self.until:
                 self.cache.now = max(self.now, self.until)  # the clock runs to the horizon
+                cut = True
                 break
             self.cache.now = max(self.now, at)
             if kind == _ARRIVAL:
@@ -198,7 +200,7 @@ class Simulator:
             if not to_arrive and not self._tick_due:
                 # Every job arrived and the sessions since have placed what they could.
                 self.timeline.last_arrival_scheduled()
-        self.timeline.close(self.now, self._waiting)
+        self.timeline.close(self.now, self._waiting, cut=cut)
         return self.timeline
 
     # -- what happens to jobs -------------------------------------------------------------

@@ -78,9 +78,9 @@ def text_summary(data: dict[str, Any]) -> str:
         f"workload          {data['workload']} ({data['jobs']} jobs, "
         f"{metrics['finishedJobs']} finished, {metrics['neverStarted']} never started)",
         f"simulated         {data['simulatedSeconds']:.0f} s in {data['sessions']} sessions",
-        f"bounded slowdown  {metrics['averageBoundedSlowdown']:.2f} (average)",
-        f"wait              {metrics['averageWait']:.1f} s (average)",
-        f"response          {metrics['averageResponse']:.1f} s (average)",
+        f"bounded slowdown  {_shown(metrics['averageBoundedSlowdown'], '.2f')} (average)",
+        f"wait              {_shown(metrics['averageWait'], '.1f', ' s')} (average)",
+        f"response          {_shown(metrics['averageResponse'], '.1f', ' s')} (average)",
         f"makespan          {metrics['makespan']:.0f} s",
         f"utilization       {metrics['utilization']:.3f} of the cluster's cpu",
         f"restarts          {metrics['restarts']}",
@@ -91,6 +91,10 @@ def text_summary(data: dict[str, Any]) -> str:
         shares = ", ".join(f"{q} {s:.3f}" for q, s in metrics["queueShare"].items())
         lines.append(f"queue shares      {shares} (Jain {metrics['jainFairness']:.3f})")
     return "\n".join(lines)
+
+
+def _shown(value: float | None, spec: str, unit: str = "") -> str:
+    return "n/a (no job finished)" if value is None else f"{value:{spec}}{unit}"
 
 
 def write_report(data: dict[str, Any], directory: str | Path) -> list[Path]:

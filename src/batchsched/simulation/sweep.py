@@ -136,8 +136,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
     for config in args.config:
         rows = [metrics for spec, metrics in zip(specs, results, strict=True)
                 if spec.config == config]
-        table[config] = {key: statistics.fmean(row[key] for row in rows) for key in _SHOWN
-                         if all(key in row for row in rows)}
+        # An average no replay has (none of its jobs finished) is left out of the mean.
+        table[config] = {key: statistics.fmean(values) for key in _SHOWN
+                         if (values := [row[key] for row in rows
+                                        if row.get(key) is not None])}
         if all("gpuAllocationRatio" in row for row in rows):
             table[config]["gpuAllocationRatio"] = statistics.fmean(
                 row["gpuAllocationRatio"] for row in rows)

@@ -111,7 +111,12 @@ class Timeline:
 
     def __init__(self, workload: Workload, start: float) -> None:
         self.start = start
+        #: Where the clock stopped (the last event, or the horizon).
         self.end = start
+        #: Where the makespan ends: the last end of a task, or the clock's end when
+        #: tasks still ran then (a horizon, pods that never leave).
+        self.makespan_end = start
+        self._last_release = start
         self.capacity: Resource = workload.capacity()
         self.jobs: dict[str, JobRecord] = {
             job.uid: JobRecord(job.uid, job.prototype.queue, job.submit, job.run_time,
@@ -143,6 +148,7 @@ class Timeline:
 
     def released(self, uid: str, task: str, now: float, cache: MemoryCache) -> None:
         self._advance(now)
+        self._last_release = max(self._last_release, now)
         request = cache.jobs[uid].tasks[task].resreq
         self._held[self.jobs[uid].queue].sub_unchecked(request)
         self._note_usage(now)
@@ -169,10 +175,17 @@ class Timeline:
         if self._gpu_at_last_arrival is None:
             self._gpu_at_last_arrival = sum(held.get(GPU) for held in self._held.values())
 
-    def close(self, now: float, waiting: Iterable[str]) -> None:
+    def close(self, now: float, waiting: Iterable[str], *, cut: bool = False) -> None:
+        """The replay is over at ``now`` (``cut``: by its horizon)."""
         self._advance(now)
         self.end = max(self.end, now)
         self.never_started = sorted(uid for uid in waiting if self.jobs[uid].start is None)
+        still_held = any(not held.is_empty() for held in self._held.values())
+        # A job that arrives after the last end and never starts does not stretch the
+        # makespan (nor thin out the utilisation): the cluster's work ended earlier.
+        self.makespan_end = self.end if cut or still_held else max(
+            self._last_release, max((r.end for r in self.jobs.values() if r.end is not None),
+                                    default=self.start))
 
     def _advance(self, now: float) -> None:
         elapsed = now - self._last
@@ -197,7 +210,7 @@ class Timeline:
 
     def metrics(self) -> dict[str, Any]:
         done = self.finished_jobs()
-        makespan = self.end - self.start
+        makespan = self.makespan_end - self.start
         slowdowns = [record.bounded_slowdown or 1.0 for record in done]
         utilization: dict[str, float] = {}
         for name in self.capacity.names():
@@ -220,6 +233,7 @@ class Timeline:
             extra["gpuAllocationRatio"] = allocated / gpus
         return {
             **extra,
+            # No job finished: no average (null), where 0 would be below the floor of 1.
             "averageBoundedSlowdown": _mean(slowdowns),
             "averageWait": _mean([record.wait or 0.0 for record in done]),
             "averageResponse": _mean([record.response or 0.0 for record in done]),
@@ -234,14 +248,17 @@ class Timeline:
         }
 
     def queue_shares(self) -> dict[str, float]:
-        """Each queue's time-averaged share of the cluster's cpu."""
-        makespan = self.end - self.start
+        """Each queue's time-averaged share of the cluster's cpu: every queue some job
+        of the workload was submitted to (one that never ran anything at 0; a queue
+        nobody asked anything of is no part of the fairness)."""
+        makespan = self.makespan_end - self.start
         capacity = self.capacity.get(CPU)
         if makespan <= 0 or capacity <= 0:
             return {}
-        return {queue: seconds.get(CPU, 0.0) / (capacity * makespan)
-                for queue, seconds in sorted(self._held_seconds.items())}
+        queues = {*(record.queue for record in self.jobs.values()), *self._held_seconds}
+        return {queue: self._held_seconds.get(queue, {}).get(CPU, 0.0) / (capacity * makespan)
+                for queue in sorted(queues)}
 
 
-def _mean(values: list[float]) -> float:
-    return math.fsum(values) / len(values) if values else 0.0
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
