@@ -130,9 +130,11 @@ def main() -> int:
     published = PUBLISHED.get(name, {})
     for key, cell in cells.items():
         _, policy, kind = key.split("/")
-        cell["bsld"] = statistics.fmean(cell["sequences"])
+        # A sequence in which no job finished has no average (null): left out.
+        finished = [value for value in cell["sequences"] if value is not None]
+        cell["bsld"] = statistics.fmean(finished) if finished else None
         reference = published.get((policy, kind == "backfill"))
-        if reference is not None and starts == STARTS:
+        if reference is not None and starts == STARTS and cell["bsld"] is not None:
             cell["published"] = reference
             cell["relativeError"] = abs(cell["bsld"] - reference) / reference
     replayed = len(runs) * args.length

@@ -57,3 +57,14 @@ def test_a_raising_observer_is_named_with_its_hook(hook: str) -> None:
     assert caught.value.point == hook
     assert str(caught.value) == (f"{hook} of my-observer (obs-dist) raised: RuntimeError: "
                                  f"observer boom in {hook}")
+
+
+def test_of_two_observers_of_one_class_the_one_that_raised_is_named() -> None:
+    scenario = parse_scenario(SCENARIO)
+    registry = Registry(autoload=False)
+    registry.register(Observer("batchsched_session_opened"), name="faulty", distribution="a")
+    registry.register(Observer("none"), name="healthy", distribution="b")
+    scheduler = Scheduler(scenario.build_cache(), scenario.configuration, registry=registry)
+    with pytest.raises(PluginError) as caught:
+        scheduler.run_once()
+    assert caught.value.plugin == "faulty (a)"

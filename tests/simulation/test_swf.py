@@ -79,6 +79,8 @@ def test_a_malformed_line_outside_the_window_is_still_reported() -> None:
      "field 4 (run time) '1e400' is not a finite number"),
     ("1 10 -1 5 1.5 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1",
      "field 5 (allocated processors) '1.5' is not a whole number"),
+    ("1 \u0661\u0660 -1 5 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1",
+     "field 2 (submit time) '\u0661\u0660' is not a number"),
 ])
 def test_a_malformed_line_names_file_and_line(line: str, problem: str) -> None:
     text = HEADER.format(nodes=4, procs=4) + swf_line(1, 0, 5, 1) + "\n" + line + "\n"

@@ -144,12 +144,20 @@ class Registry:
     def _raiser(self, hook: Any, exc: BaseException) -> str:
         """The registrant whose implementation of ``hook`` raised ``exc`` (the outermost
         implementation frame in its traceback)."""
-        owners = {impl.function.__code__: impl.plugin_name for impl in hook.get_hookimpls()
-                  if hasattr(impl.function, "__code__")}
+        # Two registrants may share one function (instances of one observer class):
+        # the frame's own ``self`` tells them apart.
+        owners: dict[object, list[tuple[object, str]]] = {}
+        for impl in hook.get_hookimpls():
+            code = getattr(impl.function, "__code__", None)
+            if code is not None:
+                owners.setdefault(code, []).append((impl.plugin, impl.plugin_name))
         tb = exc.__traceback__
         while tb is not None:
-            name = owners.get(tb.tb_frame.f_code)
-            if name is not None:
+            candidates = owners.get(tb.tb_frame.f_code)
+            if candidates:
+                bound = tb.tb_frame.f_locals.get("self")
+                name = next((name for plugin, name in candidates if plugin is bound),
+                            candidates[0][1])
                 dist, _ = self._origin.get(name, ("<unknown>", ""))
                 return f"{name} ({dist})"
             tb = tb.tb_next

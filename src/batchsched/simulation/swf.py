@@ -55,7 +55,7 @@ _FIELD_NAMES = {1: "job number", 2: "submit time", 4: "run time", 5: "allocated 
 _TIME_FIELDS = frozenset({2, 4, 9})
 # What Python's int() and float() take besides (underscores, "inf", "nan", spaces
 # inside) is no SWF number.
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
 
 @attrs.frozen
