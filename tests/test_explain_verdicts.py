@@ -382,3 +382,49 @@ def test_a_fractional_shortfall_is_not_written_as_zero() -> None:
     assert deserved["short"]["cpu"] == "334m"
     assert all(value != "0" for value in deserved["short"].values())
     assert set(deserved["short"]) <= set(deserved["limit"])
+
+
+AUDITED = Path(__file__).parent / "data" / "explain"
+
+
+def test_counterfactuals_fail_the_binds_the_scenario_fails() -> None:
+    """A change is kept only when a session decides as ``run`` would, faults included:
+    a bind the scenario refuses stays refused, whatever the requests."""
+    from batchsched.explain import counterfactuals
+
+    scenario = load_scenario(AUDITED / "faults.yaml")
+    assert counterfactuals(scenario, job="default/j") == []
+
+
+def test_more_nodes_are_never_like_a_cordoned_one() -> None:
+    from batchsched.explain import counterfactuals
+
+    found = counterfactuals(load_scenario(AUDITED / "cordon.yaml"), job="default/w")
+    assert [(c["kind"], c.get("like")) for c in found if c["kind"] == "moreNodes"] == [
+        ("moreNodes", "n2")]
+
+
+def test_a_prediction_keeps_the_scheduler_s_node_shard() -> None:
+    """Hard sharding to n1: w waits for r-0 to end there (1 h), n2 is not its."""
+    assert predict_start(load_scenario(AUDITED / "shard.yaml"), "default/w")["text"] == \
+        "in 60.0 min"
+
+
+def test_a_prediction_orders_jobs_by_their_own_creation_times() -> None:
+    """A job created at 0 stays first in job order in the replay, as in ``run``."""
+    path = Path(__file__).parent.parent / "examples" / "ascend-vnpus.yaml"
+    prediction = predict_start(load_scenario(path), "default/trainer")
+    assert prediction["waitSeconds"] == 0
+
+
+def test_a_job_nothing_of_which_waits_has_started() -> None:
+    prediction = predict_start(load_scenario(AUDITED / "done.yaml"), "default/fin")
+    assert prediction["waitSeconds"] == 0
+    assert prediction["text"] == "already started: nothing of it waits"
+
+
+def test_a_task_s_prediction_is_its_own_start() -> None:
+    """w (minMember 1) starts now on n2 with w-0; w-1 waits for r-0 to leave n1."""
+    scenario = load_scenario(AUDITED / "task.yaml")
+    assert predict_start(scenario, "default/w")["text"] == "now"
+    assert predict_start(scenario, "default/w", task="default/w-1")["text"] == "in 60.0 min"

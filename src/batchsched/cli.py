@@ -348,7 +348,8 @@ def _explain(args: argparse.Namespace, out: TextIO) -> int:
     if args.predict_start:
         from batchsched.simulation.predict import predict_start
 
-        report["startPrediction"] = predict_start(scenario, report["job"])
+        report["startPrediction"] = predict_start(scenario, report["job"],
+                                                  task=report.get("task"))
     out.write((json.dumps(report, indent=1) if args.output == "json" else render(report)) + "\n")
     return EXIT_OK
 

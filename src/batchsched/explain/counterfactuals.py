@@ -34,6 +34,7 @@ from batchsched.errors import ScenarioError
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
 from batchsched.scenario.loader import Scenario
+from batchsched.scenario.runner import ScenarioCache
 from batchsched.scheduler import run_actions
 
 __all__ = ["counterfactuals", "starts", "with_nodes", "with_queue", "with_smaller_requests",
@@ -48,7 +49,9 @@ def starts(scenario: Scenario, job: str, task: str | None = None,
            registry: Registry | None = None) -> bool:
     """Whether, in one session on ``scenario``, the job starts (its gang is ready and no
     task that asks for resources is left pending) or, for ``task``, that task is placed."""
-    ssn = Session.open(scenario.to_cluster(), scenario.configuration, registry=registry)
+    # The cache run_scenario uses: the scenario's faults (bind failures) happen here too.
+    cache = ScenarioCache(scenario.to_cluster(), scenario.bind_failures)
+    ssn = Session.open(cache, scenario.configuration, registry=registry)
     try:
         run_actions(ssn)
     except BaseException:
@@ -175,6 +178,8 @@ def _more_nodes(scenario: Scenario, works: Callable[[Scenario], bool],
                 max_nodes: int) -> dict[str, Any] | None:
     shapes: dict[tuple[Any, ...], NodeInfo] = {}
     for node in scenario.nodes:
+        if node.unschedulable or not node.ready:
+            continue  # "more nodes like a cordoned one" would be no advice to follow
         key = (tuple(sorted(node.allocatable.to_dict().items())),
                tuple(sorted(node.labels.items())), node.taints)
         shapes.setdefault(key, node)

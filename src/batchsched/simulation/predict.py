@@ -41,13 +41,15 @@ _STARTED = (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus
 DEFAULT_HORIZON = 30 * 24 * 3600.0
 
 
-def predict_start(scenario: Scenario, job: str, *, registry: Registry | None = None,
+def predict_start(scenario: Scenario, job: str, *, task: str | None = None,
+                  registry: Registry | None = None,
                   horizon: float = DEFAULT_HORIZON) -> dict[str, Any]:
-    """The expected start of ``job`` (``namespace/name``) if nothing else arrives.
+    """The expected start of ``job`` (``namespace/name``), or of its ``task``, if
+    nothing else arrives.
 
     Returns ``{"job", "now", "expectedStart", "waitSeconds", "unknownRunTimes",
-    "text"}``; ``expectedStart`` (seconds since the epoch, as ``now``) and
-    ``waitSeconds`` are None when the job does not start within ``horizon``.
+    "text"}`` (and ``"task"`` with one); ``expectedStart`` (seconds since the epoch, as
+    ``now``) and ``waitSeconds`` are None when it does not start within ``horizon``.
     """
     owner = next((j for j in scenario.jobs if j.uid == job), None)
     if owner is None:
@@ -57,14 +59,23 @@ def predict_start(scenario: Scenario, job: str, *, registry: Registry | None = N
         return {"job": job, "now": now, "expectedStart": None, "waitSeconds": None,
                 "unknownRunTimes": 0,
                 "text": f"never, while its queue {owner.queue} does not exist"}
+    own = [t for t in scenario.tasks if t.job == job]
+    if task is not None and task not in {t.uid for t in own}:
+        raise ScenarioError(f"no task {task!r} in job {job!r}", source=scenario.source,
+                            path="tasks")
+    pending = {t.uid for t in own if t.status is TaskStatus.PENDING}
+    if (task is None and not pending) or (task is not None and task not in pending):
+        # Nothing of it waits: it has started (or run) already.
+        return {"job": job, **({"task": task} if task is not None else {}), "now": now,
+                "expectedStart": now, "waitSeconds": 0.0, "unknownRunTimes": 0,
+                "text": "already started: nothing of it waits"}
     workload, unknown = _workload_at(scenario, now, job)
-    # A job partly running already starts what it waits for when every task it has
-    # waiting now has started; a job that waits whole, when it first starts.
-    own = [task for task in scenario.tasks if task.job == job]
-    running = any(task.node_name and task.status is not TaskStatus.PENDING
-                  and task.status not in _ENDED for task in own)
-    waiting = {task.uid for task in own if task.status is TaskStatus.PENDING} if running \
-        else set()
+    # A task starts when it does; a job partly running already starts what it waits for
+    # when every task it has waiting now has started; a job that waits whole, when it
+    # first starts.
+    running = any(t.node_name and t.status is not TaskStatus.PENDING
+                  and t.status not in _ENDED for t in own)
+    waiting = {task} if task is not None else (pending if running else set())
     started: list[float] = []
 
     def watch(sim: Simulator) -> None:
@@ -92,8 +103,9 @@ def predict_start(scenario: Scenario, job: str, *, registry: Registry | None = N
         text = "now" if wait == 0 else f"in {_duration(wait)}"
         if unknown:
             text += f", assuming {unknown} task(s) with no known run time never end"
-    return {"job": job, "now": now, "expectedStart": start, "waitSeconds": wait,
-            "unknownRunTimes": unknown, "text": text}
+    return {"job": job, **({"task": task} if task is not None else {}), "now": now,
+            "expectedStart": start, "waitSeconds": wait, "unknownRunTimes": unknown,
+            "text": text}
 
 
 def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload, int]:
@@ -125,8 +137,10 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
                 unknown += uid != target
             run_times[task.uid] = seconds
         if run_times:
+            # Created when the scenario says (0 too): job orders read it, as in ``run``.
             jobs.append(WorkloadJob(prototype=job, submit=now, run_times=run_times,
-                                    origin=f"{scenario.source}: {uid}"))
+                                    origin=f"{scenario.source}: {uid}",
+                                    keeps_creation_times=True))
     # The jobs bring their tasks when they arrive. Pods of no job the session sees (of
     # another scheduler, of a missing pod group or queue) are on their nodes from the
     # start, and stay: nothing says when they end.
@@ -143,7 +157,8 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
                         priority_classes=tuple(cluster.priority_classes.values()),
                         config_maps=scenario.config_maps,
                         hyper_nodes=scenario.hyper_nodes, dra=cluster.dra,
-                        pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas)
+                        pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas,
+                        node_shards=scenario.node_shards)
     return workload, unknown
 
 

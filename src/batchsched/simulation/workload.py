@@ -45,6 +45,9 @@ class WorkloadJob:
     restart: str = RESTART_GANG
     #: Where the job came from (``file:line``), for reports.
     origin: str = ""
+    #: The prototype's creation times are real (a live cluster's objects), 0 included:
+    #: kept as they are when the job arrives.
+    keeps_creation_times: bool = False
 
     @property
     def uid(self) -> str:
@@ -61,7 +64,7 @@ class WorkloadJob:
         copy's is the submit time (job orders read it: first come, first served)."""
         job = self.prototype.clone()
         submit = self.submit
-        if submit:
+        if submit and not self.keeps_creation_times:
             if not job.creation_time:
                 job.creation_time = submit
             if not job.podgroup.creation_time:
