@@ -306,3 +306,60 @@ def test_a_job_whose_status_the_host_refused_records_no_events(in_bulk: bool) ->
     objects = {event.object for event in cache.events}
     assert "ns/v" in objects and "ns/v-0" in objects
     assert "ns/w" not in objects and "ns/w-0" not in objects
+
+
+def test_a_job_whose_pod_id_a_node_holds_already_is_refused_whole() -> None:
+    """add_job checks every pod before it stores anything: the cache is unchanged and
+    the same job can be added once the clash is gone."""
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    foreign = TaskInfo.create("ns", "x", "", Resource.from_mapping({"cpu": 1}))
+    foreign.node_name, foreign.status = "n1", TaskStatus.RUNNING
+    cache.add_foreign_pod(foreign)
+    job = JobInfo.from_podgroup(PodGroup("c", "ns", min_member=2))
+    for name in ("c-0", "x"):
+        task = TaskInfo.create("ns", name, job.uid, Resource.from_mapping({"cpu": 1}))
+        task.node_name, task.status = "n1", TaskStatus.RUNNING
+        job.add_task(task)
+    with pytest.raises(SchedulingError, match="ns/x: node n1 holds a pod of that id already"):
+        cache.add_job(job)
+    assert "ns/c" not in cache.jobs and used_cpu(cache, "n1") == 1000
+    cache.delete_task(foreign)
+    cache.add_job(job)
+    assert used_cpu(cache, "n1") == 2000
+
+
+def test_deleting_a_pod_goes_by_where_the_cache_has_it() -> None:
+    """The host's object may predate the bind (no node on it): the node still gives
+    the pod's room back; a pod named with another job than its own is refused."""
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("a", 1, 1))
+    Scheduler(cache).run_once()
+    assert used_cpu(cache, "n1") == 1000
+    stranger = TaskInfo.create("ns", "a-0", "ns/zzz", Resource.from_mapping({"cpu": 1}))
+    stranger.node_name = "n1"
+    with pytest.raises(SchedulingError, match="job 'ns/zzz' does not hold it; job ns/a does"):
+        cache.delete_task(stranger)
+    assert used_cpu(cache, "n1") == 1000
+    cache.delete_task(TaskInfo.create("ns", "a-0", "ns/a", Resource.from_mapping({"cpu": 1})))
+    assert used_cpu(cache, "n1") == 0 and not cache.jobs["ns/a"].tasks
+    cache.nodes["n1"].check_invariants()
+
+
+def test_a_pending_pod_naming_a_missing_node_is_refused() -> None:
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("b", 0, 1))
+    task = TaskInfo.create("ns", "p", "ns/b", Resource.from_mapping({"cpu": 1}))
+    task.node_name = "ghost"
+    with pytest.raises(SchedulingError, match="ns/p: node 'ghost' is not in the cache"):
+        cache.add_task(task)
+    assert not cache.jobs["ns/b"].tasks
+
+
+def test_config_map_data_must_map_strings_to_strings() -> None:
+    cache = MemoryCache(now=0.0)
+    with pytest.raises(SchedulingError, match="config map ns/cm: data must map strings"):
+        cache.set_config_map("ns", "cm", [1, 2])  # type: ignore[arg-type]
+    assert cache.config_maps == {}

@@ -299,15 +299,26 @@ class MemoryCache:
 
     @_locked
     def delete_task(self, task: TaskInfo) -> None:
-        job = self.jobs.get(task.job)
+        """The pod is gone: from its job, its node (where the cache has it, whatever
+        the object given says) and its claims. A pod of no job in the cache is taken
+        off its node unless a job still holds it there (SchedulingError: the pod given
+        names another job than the one holding it)."""
+        job = self.jobs.get(task.job) if task.job else None
+        mine = job.tasks.get(task.uid) if job is not None else None
+        node = self.nodes.get(mine.node_name if mine is not None else task.node_name)
+        if job is None and node is not None:
+            held = node.tasks.get(task.uid)
+            owner = self.jobs.get(held.job) if held is not None and held.job else None
+            if owner is not None and task.uid in owner.tasks:
+                raise SchedulingError(f"task {task.uid}: job {task.job!r} does not hold it; "
+                                      f"job {owner.uid} does (delete it as that job's)")
         if job is not None:
-            job.delete_task(task)
+            job.delete_task(mine if mine is not None else task)
         self.nominations.pop(task.uid, None)
         self._release_numa(task.uid)
-        self._release_claims(task)
-        node = self.nodes.get(task.node_name)
-        if node is not None:
-            node.remove_task(task)
+        self._release_claims(mine if mine is not None else task)
+        if node is not None and task.uid in node.tasks:
+            node.remove_task(node.tasks[task.uid])
 
     # -- what the host sees happen to pods: started, ended, gone to be recreated ------
 
@@ -384,9 +395,15 @@ class MemoryCache:
             parse_affinity(task.affinity, task.labels)
         except AffinityError as exc:
             raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
-        if (task.node_name and task.status != TaskStatus.PENDING
-                and task.status not in COMPLETED_STATUSES and task.node_name not in self.nodes):
-            raise SchedulingError(f"task {task.uid}: node {task.node_name!r} is not in the cache")
+        if task.node_name and task.status not in COMPLETED_STATUSES:
+            node = self.nodes.get(task.node_name)
+            if node is None:
+                raise SchedulingError(f"task {task.uid}: node {task.node_name!r} is not in "
+                                      "the cache")
+            if task.status != TaskStatus.PENDING and task.uid in node.tasks:
+                # A pod id is one pod: placing it again would fail half-way.
+                raise SchedulingError(f"task {task.uid}: node {task.node_name} holds a pod "
+                                      "of that id already")
 
     def _place(self, task: TaskInfo) -> None:
         # Finished tasks hold nothing on their node (Volcano's cache skips them too).
@@ -557,8 +574,12 @@ class MemoryCache:
     @_locked
     def set_config_map(self, namespace: str, name: str, data: dict[str, str] | None) -> None:
         """Add or replace a ConfigMap plugins read (None deletes it): the device
-        configuration deviceshare reads, say."""
+        configuration deviceshare reads, say. Its data maps strings to strings."""
         key = f"{namespace}/{name}"
+        if data is not None and not (isinstance(data, Mapping) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in data.items())):
+            raise SchedulingError(f"config map {key}: data must map strings to strings, "
+                                  f"not {data!r}")
         if data is None:
             self.config_maps.pop(key, None)
         else:
@@ -659,7 +680,9 @@ class MemoryCache:
             reserve_claims(mine.uid, keys, allocations, self.resource_claims)
         if mine.node_name:
             self._release_numa(mine.uid)
-            self.nodes[mine.node_name].remove_task(mine)
+            held_on = self.nodes.get(mine.node_name)
+            if held_on is not None and mine.uid in held_on.tasks:
+                held_on.remove_task(mine)
             mine.node_name = ""
         job.update_task_status(mine, TaskStatus.BOUND)
         mine.node_name = node_name
