@@ -156,3 +156,17 @@ def test_assert_decisions_reads_x_keys_and_refuses_unknown_ones() -> None:
         assert_decisions(decisions, **{"x-nodeBindCounts": {"n1": 2}})
     with pytest.raises(TypeError, match="unknown key 'x-typo'"):
         assert_decisions(decisions, **{"x-typo": 1})
+
+
+@pytest.mark.parametrize(("expect", "key"), [
+    ({"pipelined": {"default/pg1": "n10"}}, "pipelined"),  # "n1" in "n10" would pass
+    ({"bind_count": "1"}, "bindCount"),
+    ({"bind_count": True}, "bindCount"),
+    ({"evicted": "default/p1"}, "evicted"),
+])
+def test_assert_decisions_refuses_a_value_not_of_its_key_s_shape(
+        expect: dict[str, object], key: str) -> None:
+    decisions = run(ScenarioBuilder(actions="").node("n1", cpu=1).job("pg1", min_member=1)
+                    .task("p1", job="pg1", cpu=1))
+    with pytest.raises(TypeError, match=f"assert_decisions: {key} has the wrong shape"):
+        assert_decisions(decisions, **expect)

@@ -1578,29 +1578,9 @@ class _Parser:
     def expect(self, raw: Any, jobs: Mapping[str, JobInfo]) -> Mapping[str, Any]:
         obj = self.mapping(raw, "expect")
         self.keys(obj, EXPECT_KEYS, "expect", extensions=True)
-        checks: dict[str, Callable[[Any], bool]] = {
-            "binds": _map_of(_is_str),
-            "bindCount": _is_count,
-            "evicted": _list_of(_is_str),
-            "evictCount": _is_count,
-            "pipelined": _map_of(_list_of(_is_str)),
-            "podGroupPhases": _map_of(_is_str),
-            "taskStatusCounts": _map_of(_map_of(_is_count)),
-            "scores": _map_of(_map_of(_is_score)),
-            "bindFailures": _list_of(_is_str),
-            "nominated": _map_of(_is_str),
-            "gpuDevices": _map_of(_list_of(_is_count)),
-            "vgpuDevices": _map_of(_list_of(_list_of(_is_mapping))),
-            "vnpuDevices": _map_of(_list_of(_is_mapping)),
-            "claimAllocations": _map_of(_list_of(_is_mapping)),
-            "x-nodeBindCounts": _map_of(_is_count),
-            "x-jobBindCounts": _map_of(lambda v: _is_count(v) or _list_of(_is_count)(v)),
-        }
-        for key, check in checks.items():
-            # A key given empty (``binds:``) expects nothing there; below it, nothing is
-            # no value to compare with.
-            if key in obj and obj[key] is not None and not check(obj[key]):
-                raise self.fail(f"expect.{key}", f"has the wrong shape: {obj[key]!r}")
+        wrong = misshapen_expectation(obj)
+        if wrong is not None:
+            raise self.fail(f"expect.{wrong}", f"has the wrong shape: {obj[wrong]!r}")
         # A key checked only where present would let a typo pass: a job or a status
         # that does not exist is bad input.
         for key in ("podGroupPhases", "taskStatusCounts", "x-jobBindCounts"):
@@ -1685,6 +1665,36 @@ def _map_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, list) and all(check(item) for item in value)
+
+
+_EXPECT_SHAPES: dict[str, Callable[[Any], bool]] = {
+    "binds": _map_of(_is_str),
+    "bindCount": _is_count,
+    "evicted": _list_of(_is_str),
+    "evictCount": _is_count,
+    "pipelined": _map_of(_list_of(_is_str)),
+    "podGroupPhases": _map_of(_is_str),
+    "taskStatusCounts": _map_of(_map_of(_is_count)),
+    "scores": _map_of(_map_of(_is_score)),
+    "bindFailures": _list_of(_is_str),
+    "nominated": _map_of(_is_str),
+    "gpuDevices": _map_of(_list_of(_is_count)),
+    "vgpuDevices": _map_of(_list_of(_list_of(_is_mapping))),
+    "vnpuDevices": _map_of(_list_of(_is_mapping)),
+    "claimAllocations": _map_of(_list_of(_is_mapping)),
+    "x-nodeBindCounts": _map_of(_is_count),
+    "x-jobBindCounts": _map_of(lambda v: _is_count(v) or _list_of(_is_count)(v)),
+}
+
+
+def misshapen_expectation(expect: Mapping[str, Any]) -> str | None:
+    """The first key of ``expect`` whose value has not the shape the scenario format
+    gives it (a map of job ids to phases, a count...), or None. A key given empty
+    (``binds:``) expects nothing there; below it, nothing is no value to compare with."""
+    for key, check in _EXPECT_SHAPES.items():
+        if key in expect and expect[key] is not None and not check(expect[key]):
+            return key
+    return None
 
 
 def _task_status(phase: str, deleting: bool, node: str) -> TaskStatus:

@@ -204,8 +204,9 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     """Assert decisions with the scenario format's ``expect`` keys, in snake_case or camelCase
     (``binds``, ``evicted``, ``bind_count``, ``pod_group_phases``, ``bind_failures``, ...),
     checked as ``expect`` checks them; one line per difference. A key ``expect`` does not
-    know is a TypeError naming it (a typo must not pass unchecked)."""
-    from batchsched.scenario.loader import EXPECT_KEYS
+    know, or a value not of its shape (a node name where a list of them is wanted, text
+    where a count is), is a TypeError naming it (a typo must not pass unchecked)."""
+    from batchsched.scenario.loader import EXPECT_KEYS, misshapen_expectation
 
     known = EXPECT_KEYS | {"x-nodeBindCounts"}
     wanted: dict[str, Any] = {}
@@ -217,6 +218,10 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
             raise TypeError(f"assert_decisions: unknown key {key!r} (known: "
                             f"{', '.join(sorted(known))}, in snake_case or camelCase)")
         wanted[name] = value
+    wrong = misshapen_expectation(wanted)
+    if wrong is not None:
+        # As the scenario format's expect: "n1" is no list of nodes, "1" no count.
+        raise TypeError(f"assert_decisions: {wrong} has the wrong shape: {wanted[wrong]!r}")
     diffs = compare_decisions(wanted, decisions.to_json())
     if diffs:
         raise AssertionError("decisions differ:\n  " + "\n  ".join(diffs))
