@@ -170,3 +170,24 @@ def test_assert_decisions_refuses_a_value_not_of_its_key_s_shape(
                     .task("p1", job="pg1", cpu=1))
     with pytest.raises(TypeError, match=f"assert_decisions: {key} has the wrong shape"):
         assert_decisions(decisions, **expect)
+
+
+def test_to_yaml_quotes_text_the_configuration_would_read_otherwise(tmp_path: object) -> None:
+    """A scenario file's config is read as Volcano's yaml.v2 reads it: text such as "n"
+    or "1.5e0" is written quoted, so the file decides as the built scenario does."""
+    import yaml as pyyaml
+
+    from batchsched.scenario import load_scenario
+
+    built = (ScenarioBuilder(actions="enqueue, allocate")
+             .node("n1", cpu=1).job("pg1", min_member=1).task("p1", job="pg1", cpu=1))
+    built.document["config"]["tiers"] = [{"plugins": [{"name": "gang", "arguments": {
+        "a": "n", "b": "1.5e0", "c": "plain"}}]}]
+    text = built.to_yaml()
+    assert "'n'" in text and "'1.5e0'" in text and "c: plain" in text
+    assert pyyaml.safe_load(text) == built.document
+    from pathlib import Path
+    path = Path(str(tmp_path)) / "s.yaml"
+    path.write_text(text)
+    arguments = load_scenario(path).configuration.tiers[0].plugins[0].arguments
+    assert dict(arguments) == {"a": "n", "b": "1.5e0", "c": "plain"}

@@ -156,7 +156,25 @@ class ScenarioBuilder:
         return self
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.document, sort_keys=False)
+        """The scenario as a file ``batchsched run`` reads to the same decisions."""
+        return yaml.dump(self.document, Dumper=_ScenarioDumper, sort_keys=False)
+
+
+class _ScenarioDumper(yaml.SafeDumper):
+    """Quotes the text a scenario file's configuration would read as something else:
+    its ``config`` is read as Volcano's yaml.v2 reads it (``n`` is false, ``1.5e0`` a
+    number), where PyYAML writes such text plain."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    from batchsched.kube.go_yaml import resolve
+
+    if text and resolve(text)[0] != "tag:yaml.org,2002:str":
+        return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="'")
+    return dumper.represent_str(text)
+
+
+_ScenarioDumper.add_representer(str, _represent_text)
 
 
 def run(scenario: ScenarioBuilder | Mapping[str, Any], *, scores: bool | None = None,
