@@ -27,6 +27,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import locks_released_by
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo
+from batchsched.api.resource import Resource
 from batchsched.api.sharding import NodeShard, nodes_in_shard
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
@@ -48,7 +49,7 @@ from batchsched.kube.dra.objects import (
 )
 from batchsched.kube.dra.scheduling import DraObjects
 
-__all__ = ["Bind", "Eviction", "MemoryCache"]
+__all__ = ["Bind", "Eviction", "MemoryCache", "check_bind_room"]
 
 log = logging.getLogger("batchsched")
 
@@ -79,6 +80,17 @@ def _locked(method: Callable[Concatenate[MemoryCache, _P], _R]) -> Callable[
         with self._lock:
             return method(self, *args, **kwargs)
     return locked
+
+
+def check_bind_room(task: TaskInfo, node_name: str, idle: Resource) -> None:
+    """Volcano's AddBindTask: the Binding task is put on the cache's node, which checks
+    its room first (``idle``, the cache's view of the node); a SchedulingError with
+    Volcano's words when it has none. The session's request leaves out what its device
+    plugins account for themselves."""
+    fits, short = task.resreq.less_equal_with_names(idle)
+    if not fits:
+        raise SchedulingError(f"node {node_name} resources {short} are not enough to put "
+                              f"task {task.uid}, idle: {idle}, req: {task.resreq}")
 
 
 class MemoryCache:
@@ -667,13 +679,8 @@ class MemoryCache:
             # "already on different node").
             raise SchedulingError(f"task {mine.uid}: it is {mine.status} on "
                                   f"{mine.node_name or 'no node'} already")
-        # The node may have filled up since the snapshot (another pod, a node update):
-        # Volcano checks the room of a Binding task again before it binds. The session's
-        # request leaves out what its device plugins account for themselves.
-        fits, short = task.resreq.less_equal_with_names(node.idle)
-        if not fits:
-            raise SchedulingError(f"node {node_name} resources {short} are not enough to put "
-                                  f"task {mine.uid}, idle: {node.idle}, req: {task.resreq}")
+        # The node may have filled up since the snapshot (another pod, a node update).
+        check_bind_room(task, node_name, node.idle)
         if self.binder is not None and not self.binder(task, node_name):
             return False
         if prebind:

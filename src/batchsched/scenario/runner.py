@@ -16,7 +16,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.api.vgpu import assigned_devices
-from batchsched.cache.memory import Bind, Eviction
+from batchsched.cache.memory import Bind, Eviction, check_bind_room
 from batchsched.conf import SchedulerConfiguration
 from batchsched.errors import NodeOrderError, SchedulingError
 from batchsched.framework.events import RecordedEvent
@@ -159,15 +159,13 @@ class ScenarioCache:
             return False
         idle = self._idle.get(node_name)
         if idle is not None:
-            # Volcano's AddBindTask puts the Binding task on the cache's node, which
-            # checks its room first (backfill places best-effort pods by predicates
-            # alone, and a pod slot may be held by a pod still being deleted).
-            fits, short = task.resreq.less_equal_with_names(idle)
-            if not fits:
+            # Backfill places best-effort pods by predicates alone, and a pod slot may be
+            # held by a pod still being deleted: the cache's node has the last word.
+            try:
+                check_bind_room(task, node_name, idle)
+            except SchedulingError:
                 self.bind_failures.append(task.uid)
-                raise SchedulingError(f"node {node_name} resources {short} are not enough "
-                                      f"to put task {task.uid}, idle: {idle}, "
-                                      f"req: {task.resreq}")
+                raise
         if task.resource_claims and task.claim_allocations is not None:
             keys = claim_keys(task.namespace, task.name, task.resource_claims)
             problem = check_reservations(task.uid, keys, task.claim_allocations, self.claims)
