@@ -867,3 +867,70 @@ def test_pre_filter_results_that_leave_no_node_say_whose_they_were(
                   filter=["NodeResourcesFit"])
     [result] = s.run(0.0)
     assert result.status.message == f"0/2 nodes are available: {message}."
+
+
+class RejectsUnresolvably:
+    def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+        return Status.unschedulable("nope", unresolvable=True), 0.0
+
+
+def test_a_permit_rejection_keeps_the_plugin_s_own_status() -> None:
+    """kube's RunPermitPlugins returns the plugin's status (its code and message) with
+    the plugin's name."""
+    c = cache({"n0": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("X", RejectsUnresolvably())], filter=["NodeResourcesFit"],
+                  permit=["X"])
+    result = s.run(0.0)[0]
+    assert result.status.code.name == "UNSCHEDULABLE_AND_UNRESOLVABLE"
+    assert (result.status.message, result.status.plugin) == ("nope", "X")
+
+
+class WaitsFor:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+        return (Status.wait(), 100.0) if pod.name == self.name else (Status.success(), 0.0)
+
+
+def test_deleting_a_pod_waiting_at_permit_moves_the_pods_it_kept_out() -> None:
+    """kube's deletePodFromSchedulingQueue: RejectWaitingPod, then
+    MoveAllToActiveOrBackoffQueue(AssignedPodDelete): the pod its room kept out binds
+    at the next run, not after the 300 s unschedulable timeout."""
+    c = cache({"n0": 2}, [("p0", 2, 10), ("p1", 2, 0)])
+    s = scheduler(c, plugins=[("W", WaitsFor("p0"))], filter=["NodeResourcesFit"],
+                  permit=["W"])
+    s.run(0.0)
+    assert _where(s, "default/p1") == "unschedulable"
+    c.delete_task(c.jobs["default/j-p0"].tasks["default/p0"])
+    s.run(2.0)
+    assert bound(c) == {"default/p1": "n0"}
+
+
+def test_a_plugin_may_keep_its_handle_s_waiting_pods_from_when_it_was_built() -> None:
+    """kube's handle gives one waiting-pods map for the framework's life: a plugin that
+    kept it at build time sees the pods that wait, and can let them go."""
+    kept: list[Any] = []
+
+    class Gang:
+        def __init__(self, handle: Any) -> None:
+            self.waiting = handle.waiting_pods
+            kept.append(self)
+
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            if pod.name == "a":
+                return Status.wait(), 100.0
+            for waiting in self.waiting:
+                waiting.allow("Gang")
+            return Status.success(), 0.0
+
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    factories["Gang"] = lambda args, handle: Gang(handle)
+    framework = Framework(Registry(factories), Profile("default-scheduler", {
+        "queueSort": (PluginRef("PrioritySort"),), "permit": (PluginRef("Gang"),),
+        "bind": (PluginRef("DefaultBinder"),)}))
+    c = cache({"n0": 4}, [("a", 1, 10), ("b", 1, 0)])
+    s = PodScheduler(c, framework)
+    s.run(0.0)
+    assert kept[0].waiting is framework.waiting_pods
+    assert bound(c) == {"default/b": "n0", "default/a": "n0"}

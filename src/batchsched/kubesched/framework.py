@@ -539,8 +539,8 @@ class Framework:
             elif not status.is_success():
                 if not status.is_rejected():
                     return self._as_error(name, "permit", status)
-                return Status.unschedulable(
-                    f"rejected by {name!r} at permit: {status.message}", plugin=name)
+                # kube's RunPermitPlugins: the plugin's own status (code and message).
+                return status.with_plugin(name)
         if waits:
             self.waiting_pods.add(WaitingPod(pod, node_name, waits))
             return Status.wait(f"waiting at permit for {', '.join(sorted(waits))}")

@@ -46,7 +46,6 @@ from batchsched.errors import ConfigError, PluginError
 from batchsched.kubesched.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from batchsched.kubesched.framework import (
     Framework,
-    WaitingPods,
     check_percentage_of_nodes_to_score,
 )
 from batchsched.kubesched.queue import SchedulingQueue
@@ -100,13 +99,15 @@ class PodScheduler:
         _check_profiles(self.frameworks)
         # One map of waiting pods for every profile, as kube-scheduler hands every
         # framework the same one: a plugin of one profile may allow or reject a pod
-        # waiting in another.
-        waiting = WaitingPods()
+        # waiting in another. The first profile's own map is it (a plugin may have
+        # kept its handle's map when it was built).
+        waiting = next(iter(self.frameworks.values())).waiting_pods
         for framework in self.frameworks.values():
             framework.host = cache
-            for pod in framework.waiting_pods:
-                waiting.add(pod)
-            framework.waiting_pods = waiting
+            if framework.waiting_pods is not waiting:
+                for pod in framework.waiting_pods:
+                    waiting.add(pod)
+                framework.waiting_pods = waiting
         default = self.frameworks.get(DEFAULT_SCHEDULER_NAME) or next(
             iter(self.frameworks.values()))
         self.queue = queue or SchedulingQueue(default.queue_sort_less())
@@ -152,10 +153,14 @@ class PodScheduler:
             node = view.nodes.get(assumed.node)
             if task is None or node is None:
                 # Deleted (or its node gone) while assumed: kube-scheduler rejects it if
-                # it waits at Permit, and its plugins unreserve what they reserved.
-                assumed.framework.waiting_pods.remove(uid)
+                # it waits at Permit, and its plugins unreserve what they reserved; a
+                # rejected waiting pod frees its node, which moves the pods that could
+                # not be placed (kube's AssignedPodDelete).
+                was_waiting = assumed.framework.waiting_pods.remove(uid)
                 self._unreserve(assumed)
                 self._forget(uid)
+                if was_waiting is not None:
+                    self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete")
                 continue
             if not task.node_name:
                 _place(view, task, node)
