@@ -394,7 +394,9 @@ class VectorNodeSelector(ScalarNodeSelector):
             if placed is not None:
                 return placed
         key = None
-        if (allocate and not use_cache and self._templates is not None
+        # Templates serve kept answers and planned windows: nothing to keep without
+        # node plugins (the fit above answered, or no node fits).
+        if (allocate and plugins_answer and not use_cache and self._templates is not None
                 and not self.has_best_node and not columns.has_transitions):
             key = self._template_key(task)
             if key is not None:
@@ -403,8 +405,7 @@ class VectorNodeSelector(ScalarNodeSelector):
                     return served
         request = self._request(task) if allocate else None
         group = f"{task.job}/{task.role}"
-        kept = (self._kept.get(task, key, self.columns.changes)
-                if key is not None and plugins_answer else None)
+        kept = self._kept.get(task, key, self.columns.changes) if key is not None else None
         if kept is not None:
             feasibility = _Feasibility.known(kept)
         else:
@@ -541,9 +542,6 @@ class VectorNodeSelector(ScalarNodeSelector):
             assert kept is not None
             self.scored_from_kept += 1
             scores = kept.scores[members]
-        elif self._scores_nothing:
-            members = kept_rows
-            scores = np.zeros((windows, wanted))
         else:
             members = kept_rows
             scores = self._scores(task, members.ravel(), kept).reshape(windows, wanted)

@@ -183,9 +183,8 @@ class Timeline:
         still_held = any(not held.is_empty() for held in self._held.values())
         # A job that arrives after the last end and never starts does not stretch the
         # makespan (nor thin out the utilisation): the cluster's work ended earlier.
-        self.makespan_end = self.end if cut or still_held else max(
-            self._last_release, max((r.end for r in self.jobs.values() if r.end is not None),
-                                    default=self.start))
+        # (A job ends when its last task is released.)
+        self.makespan_end = self.end if cut or still_held else self._last_release
 
     def _advance(self, now: float) -> None:
         elapsed = now - self._last
