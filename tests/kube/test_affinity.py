@@ -166,3 +166,30 @@ def test_loader_reports_a_bad_affinity_with_its_path() -> None:
         parse_scenario(doc, source="s.yaml")
     assert str(info.value) == (
         f"s.yaml: tasks[0] (c1/p).affinity.podAffinity.{REQ}[0].topologyKey: is required")
+
+
+def test_a_term_kube_cannot_parse_matches_no_node_whatever_its_operator() -> None:
+    # labels.NewRequirement checks every value as a label value: NotIn of a value no
+    # label can have is a parse error, and the term is skipped, not matched everywhere.
+    # "-5" is no label value either, though an integer.
+    for expression in ({"key": "zone", "operator": "NotIn", "values": ["a b"]},
+                       {"key": "gen", "operator": "Gt", "values": ["-5"]}):
+        affinity = parse_affinity({"nodeAffinity": {REQ: {"nodeSelectorTerms": [
+            {"matchExpressions": [expression]}]}}})
+        assert not affinity.node.required_matches({"zone": "b", "gen": "7"}, "n1")
+
+
+def _preferred_only(*documents: dict[str, Any]) -> Any:
+    return parse_affinity({"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": list(documents)}}).node
+
+
+def test_preferred_terms_kube_cannot_parse_are_an_error_for_the_score() -> None:
+    # kube's NewPreferredSchedulingTerms fails the whole list for one bad term
+    # (NodeAffinity's PreScore then errors); it skips a term of weight 0 unparsed.
+    bad = {"matchExpressions": [{"key": "rank", "operator": "Gt", "values": ["six"]}]}
+    good = {"matchExpressions": [{"key": "rank", "operator": "Exists"}]}
+    node = _preferred_only({"weight": 5, "preference": good}, {"weight": 10, "preference": bad})
+    error = node.preferred_parse_error()
+    assert error is not None and "six" in error and "must be an integer" in error
+    assert _preferred_only({"weight": 5, "preference": good}).preferred_parse_error() is None

@@ -198,3 +198,46 @@ def test_a_string_go_s_strconv_does_not_read_is_a_conversion_error(text: str) ->
 def test_what_is_not_available_says_so(text: str, message: str) -> None:
     with pytest.raises(CelSyntaxError, match=re.escape(message)):
         compile_expression(text)
+
+
+# cel-go's strings extension at the version Volcano pins (v0.26.0, ext/strings.go):
+# lastIndexOf searches backward from its offset, an empty substring is found at the
+# offset itself, a negative offset is an error, and replace takes a count.
+@pytest.mark.parametrize(("text", "expected"), [
+    ('"a-b-c".lastIndexOf("-", 2)', 1),
+    ('"aXbXc".lastIndexOf("X", 2)', 1),
+    ('"aXbXc".lastIndexOf("X", 3)', 3),
+    ('"aXbXc".lastIndexOf("X", 0)', -1),
+    ('"abc".lastIndexOf("bc", 2)', 1),
+    ('"abc".lastIndexOf("a", 5)', -1),
+    ('"abc".lastIndexOf("", 1)', 1),
+    ('"abc".lastIndexOf("")', 3),
+    ('"abc".lastIndexOf("c")', 2),
+    ('"ab".lastIndexOf("abc")', -1),
+    ('"abc".indexOf("", 5)', 5),
+    ('"abc".indexOf("")', 0),
+    ('"abc".indexOf("a", 5)', -1),
+    ('"abcabc".indexOf("b", 2)', 4),
+    ('"a-b-c".replace("-", "", 1)', "ab-c"),
+    ('"a-b-c".replace("-", "", -1)', "abc"),
+    ('"a-b-c".replace("-", "", 0)', "a-b-c"),
+    ('"ab".replace("", "-", 2)', "-a-b"),
+])
+def test_string_extension_calls_as_cel_go(text: str, expected: Any) -> None:
+    assert run(text, {}) == expected
+
+
+@pytest.mark.parametrize("text", ['"abc".indexOf("c", -1)', '"abc".lastIndexOf("c", -1)'])
+def test_a_negative_string_offset_is_out_of_range(text: str) -> None:
+    with pytest.raises(CelEvaluationError, match="index out of range: -1"):
+        run(text, {})
+
+
+# Kubernetes' semver library parses with blang/semver v4: a numeric pre-release
+# identifier has no leading zero and no identifier (pre-release or build) is empty.
+@pytest.mark.parametrize(("text", "valid"), [
+    ("1.2.3-01", False), ("1.2.3-0", True), ("1.2.3-0a", True), ("1.2.3-a.01", False),
+    ("1.2.3+01", True), ("1.2.3+a..b", False), ("1.2.3+.a", False), ("1.2.3+a.b", True),
+])
+def test_semver_identifiers_follow_blang_semver(text: str, valid: bool) -> None:
+    assert run(f'isSemver("{text}")', {}) is valid

@@ -318,3 +318,46 @@ tasks:
     # q counts 1100m and 1224Mi: n2 cpu (4000 - 2100) * 100 // 4000 = 47, memory
     # (8192 - 2248) * 100 // 8192 = 72 -> 59.
     assert node_scores(ssn, "c1/q")["n2"] == 59
+
+
+PREFERRED_GT_NOT_AN_INTEGER = """
+version: 1
+name: preferred-gt-not-an-integer
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: nodeorder}]
+nodes:
+- {name: n1, labels: {rank: "5"}, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+- {name: n2, labels: {rank: "7"}, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: j, namespace: ns, minMember: 1}
+tasks:
+- name: t
+  namespace: ns
+  job: j
+  requests: {cpu: 1, memory: 1Gi}
+  affinity:
+    nodeAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 10
+        preference: {matchExpressions: [{key: rank, operator: Gt, values: ["six"]}]}
+"""
+
+
+@pytest.mark.parametrize("fast_path", ["1", "0"])
+def test_a_preferred_term_kube_cannot_parse_leaves_the_task_unplaced(
+        fast_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # NodeAffinity's PreScore errors, Volcano's BatchNodeOrderFn returns the error and
+    # the task gets no node (allocate's bestNode is nil); a single candidate is taken
+    # unscored.
+    monkeypatch.setenv("BATCHSCHED_FAST_PATH", fast_path)
+    from batchsched.scenario import parse_scenario, run_scenario
+    document = yaml.safe_load(PREFERRED_GT_NOT_AN_INTEGER)
+    assert run_scenario(parse_scenario(document)).binds == {}
+    document["nodes"] = document["nodes"][:1]
+    assert run_scenario(parse_scenario(document)).binds == {"ns/t": "n1"}
+    document = yaml.safe_load(PREFERRED_GT_NOT_AN_INTEGER)
+    document["config"]["tiers"][1]["plugins"][1]["arguments"] = {"nodeaffinity.weight": 0}
+    assert run_scenario(parse_scenario(document)).binds == {"ns/t": "n1"}

@@ -37,8 +37,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import re
+
 import attrs
 
+from batchsched.api.resource_names import is_qualified_name
 from batchsched.kube.go_strconv import parse_int
 
 __all__ = [
@@ -97,6 +100,38 @@ def _parse_int64(text: str) -> int | None:
     return number if ok else None
 
 
+_LABEL_VALUE = re.compile(r"(?:(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def _go_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def requirement_parse_errors(requirement: Requirement, path: str) -> list[str]:
+    """What apimachinery's ``labels.NewRequirement`` refuses in a node selector
+    expression the API server let through (it checks counts and the key only): a
+    ``Gt``/``Lt`` value that is no integer, a value no label can have. Each as Go
+    words it, under ``path``."""
+    errors = []
+    if not is_qualified_name(requirement.key):
+        errors.append(f"{path}.key: Invalid value: {_go_quote(requirement.key)}: "
+                      "name part must consist of alphanumeric characters")
+    for i, value in enumerate(requirement.values):
+        where = f"{path}.values[{i}]"
+        if requirement.operator in ("Gt", "Lt") and _parse_int64(value) is None:
+            errors.append(f"{where}: Invalid value: {_go_quote(value)}: "
+                          "for 'Gt', 'Lt' operators, the value must be an integer")
+        if len(value) > 63:
+            errors.append(f"{where}[{requirement.key}]: Invalid value: {_go_quote(value)}: "
+                          "must be no more than 63 characters")
+        elif not _LABEL_VALUE.fullmatch(value):
+            errors.append(
+                f"{where}[{requirement.key}]: Invalid value: {_go_quote(value)}: a valid label "
+                "must be an empty string or consist of alphanumeric characters, '-', '_' or "
+                "'.', and must start and end with an alphanumeric character")
+    return errors
+
+
 @attrs.frozen
 class Requirement:
     """One ``key operator values`` requirement on a label set."""
@@ -135,10 +170,19 @@ class NodeSelectorTerm:
 
     match_expressions: tuple[Requirement, ...] = ()
     match_fields: tuple[Requirement, ...] = ()
+    #: What kube-scheduler cannot parse in the expressions (see
+    #: :func:`requirement_parse_errors`), each under its path within the term.
+    parse_errors: tuple[str, ...] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "parse_errors", tuple(
+            error for i, requirement in enumerate(self.match_expressions)
+            for error in requirement_parse_errors(requirement, f"matchExpressions[{i}]")))
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
-        """An empty term matches nothing (Kubernetes' rule)."""
-        if not self.match_expressions and not self.match_fields:
+        """An empty term matches nothing (Kubernetes' rule); nor does a term
+        kube-scheduler cannot parse (its LazyErrorNodeSelector skips it)."""
+        if self.parse_errors or (not self.match_expressions and not self.match_fields):
             return False
         if not all(r.matches(labels) for r in self.match_expressions):
             return False
@@ -164,6 +208,19 @@ class NodeAffinity:
         if self.required is None:
             return True
         return any(term.matches(labels, node_name) for term in self.required)
+
+    def preferred_parse_error(self) -> str | None:
+        """Why kube's ``NewPreferredSchedulingTerms`` refuses the preferred terms (one
+        term it cannot parse fails them all; a term of weight 0 or an empty one is
+        skipped unread), as its flattened error reads; None when it accepts them.
+        NodeAffinity's PreScore then fails, and with it Volcano's batch node order."""
+        errors = [f"[{i}].{error}" for i, term in enumerate(self.preferred)
+                  if term.weight and (term.preference.match_expressions
+                                      or term.preference.match_fields)
+                  for error in term.preference.parse_errors]
+        if not errors:
+            return None
+        return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
     def preferred_score(self, labels: Mapping[str, str], node_name: str) -> int:
         """Sum of the weights of the preferred terms the node matches."""

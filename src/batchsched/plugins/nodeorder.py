@@ -100,6 +100,7 @@ from batchsched.columnar.scores import (
     least_allocated_vector,
     most_allocated_vector,
 )
+from batchsched.errors import NodeOrderError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.kube.pod_view import GPU, KubeView, NodeView, PodInfo, kube_int
@@ -338,6 +339,9 @@ class NodeOrderPlugin:
                 totals[node.name] += float(score * weight)
 
         if self.node_affinity_weight and pod.affinity.node.preferred:
+            unparsable = pod.affinity.node.preferred_parse_error()
+            if unparsable is not None:
+                raise NodeOrderError(unparsable, plugin=self.name)
             raw = [pod.affinity.node.preferred_score(n.labels, n.name) for n in nodes]
             add(default_normalize(raw, reverse=False), self.node_affinity_weight)
         if self.taint_weight:
@@ -461,6 +465,8 @@ class NodeOrderPlugin:
         totals: FloatArray = self._resource_totals(kube, pod, candidates)
         pick = candidates.pick
         if self.node_affinity_weight and pod.affinity.node.preferred:
+            if pod.affinity.node.preferred_parse_error() is not None:
+                raise VectorFallback("nodeorder: preferred node affinity kube cannot parse")
             raw = pick(self._node_static(("affinity", pod.affinity.node.preferred), columns,
                        lambda n: pod.affinity.node.preferred_score(n.labels, n.name)))
             totals = totals + default_normalize_vector(raw, reverse=False) * (

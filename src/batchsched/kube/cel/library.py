@@ -241,6 +241,39 @@ def _substring(text: str, start: int, end: int) -> str:
     return text[start:end]
 
 
+def _index_of(text: str, part: str, offset: int = 0) -> int:
+    """cel-go's ``indexOf`` (v0.26.0): an empty part is found at the offset itself, a
+    negative offset is out of range, one past the end finds nothing."""
+    if not part:
+        return offset
+    if offset < 0:
+        _out_of_range(offset)
+    return text.find(part, offset) if offset < len(text) else -1
+
+
+def _last_index_of(text: str, part: str, *offset: int) -> int:
+    """cel-go's ``lastIndexOf``: the last match starting at or before the offset (the
+    end of the text when none is given), searching backward."""
+    if not offset:
+        return len(text) if not part else text.rfind(part)
+    start = offset[0]
+    if not part:
+        return start
+    if start < 0:
+        _out_of_range(start)
+    if start >= len(text):
+        return -1
+    return text.rfind(part, 0, start + len(part))
+
+
+def _replace(text: str, old: str, new: str, *count: int) -> str:
+    """Go's ``strings.Replace``: a negative count (or none) replaces every match."""
+    if type(old) is not str or type(new) is not str or len(count) > 1 or any(
+            type(n) is not int for n in count):
+        raise overload("replace", text, old, new, *count)
+    return text.replace(old, new, count[0] if count else -1)
+
+
 def _split(text: str, separator: str, limit: int) -> list[str]:
     """Go's ``strings.SplitN``: at most ``limit`` parts (all when negative, none when
     0); an empty separator splits between characters."""
@@ -291,15 +324,15 @@ METHODS: dict[str, Callable[..., Any]] = {
     "upperAscii": _string_method(
         "upperAscii", lambda s: "".join(c.upper() if c.isascii() else c for c in s)),
     "trim": _string_method("trim", str.strip),
-    "indexOf": _string_method("indexOf", str.find),
-    "lastIndexOf": _string_method("lastIndexOf", str.rfind),
+    "indexOf": _string_method("indexOf", _index_of),
+    "lastIndexOf": _string_method("lastIndexOf", _last_index_of),
     "split": _string_method("split", lambda s, sep, limit=-1: _split(s, sep, limit)),
     "charAt": _string_method("charAt", lambda s, i: s[i] if 0 <= i < len(s) else (
         "" if i == len(s) else _out_of_range(i))),
     "substring": _string_method("substring", lambda s, start, end=None: _substring(
         s, start, len(s) if end is None else end)),
     "reverse": _string_method("reverse", lambda s: s[::-1]),
-    "replace": _string_method("replace", lambda s, old, new: s.replace(old, new)),
+    "replace": _string_method("replace", _replace),
     "join": _join,
     "compareTo": _compare_to,
     "isGreaterThan": _greater,

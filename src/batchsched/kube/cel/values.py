@@ -62,8 +62,13 @@ class Quantity:
         return f"quantity({self.text!r})"
 
 
-SEMVER_PATTERN = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-                     r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z-.]+)?$")
+# blang/semver v4's Parse, which Kubernetes' semver library calls: no identifier is
+# empty, and a numeric one (of a version or a pre-release) has no leading zero.
+_PRE_RELEASE_IDENTIFIER = r"(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
+SEMVER_PATTERN = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    rf"(?:-({_PRE_RELEASE_IDENTIFIER}(?:\.{_PRE_RELEASE_IDENTIFIER})*))?"
+    r"(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$")
 
 
 class Semver:
