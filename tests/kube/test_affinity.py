@@ -193,3 +193,10 @@ def test_preferred_terms_kube_cannot_parse_are_an_error_for_the_score() -> None:
     error = node.preferred_parse_error()
     assert error is not None and "six" in error and "must be an integer" in error
     assert _preferred_only({"weight": 5, "preference": good}).preferred_parse_error() is None
+
+
+def test_a_key_that_is_no_label_name_is_refused_as_the_api_server_refuses_it() -> None:
+    with pytest.raises(AffinityError) as info:
+        parse_affinity({"nodeAffinity": {REQ: {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "a/b/c", "operator": "Exists"}]}]}}})
+    assert info.value.path.endswith("matchExpressions[0].key")

@@ -716,3 +716,62 @@ def test_init_containers_images_are_the_task_s_images_too(tmp_path: Path) -> Non
         "initContainers": [{"name": "setup", "image": "registry.example/init:1"}],
         "containers": [{"name": "a", "image": "registry.example/app:1"}]})))
     assert scenario.tasks[0].images == ("registry.example/init:1", "registry.example/app:1")
+
+
+def test_pod_level_hugepages_replace_the_containers_too(tmp_path: Path) -> None:
+    # IsSupportedPodLevelResource takes hugepages-* besides cpu and memory.
+    scenario = load_kubectl_dump(write(tmp_path, _one_pod_dump({
+        "resources": {"requests": {"cpu": "1", "hugepages-2Mi": "1Gi"}},
+        "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]})))
+    assert scenario.tasks[0].resreq.get("hugepages-2Mi") == GiB * 1000
+
+
+def test_the_old_resize_status_field_is_not_read(tmp_path: Path) -> None:
+    # The IsPodResizeInfeasible Volcano vendors reads the PodResizePending condition
+    # only: an old kubelet's status.resize leaves the spec's requests counted.
+    container = {"name": "a", "resources": {"requests": {"cpu": "2"}}}
+    status = {"resize": "Infeasible", "containerStatuses": [
+        {"name": "a", "resources": {"requests": {"cpu": "1"}}, "allocatedResources": {"cpu": "1"}}]}
+    scenario = load_kubectl_dump(write(tmp_path, _one_pod_dump({"containers": [container]},
+                                                               status)))
+    assert scenario.tasks[0].resreq.milli_cpu == 2000
+
+
+def test_a_pod_s_own_pod_group_inherits_what_volcano_s_controller_copies(
+        tmp_path: Path) -> None:
+    # buildPodGroupFromPod copies these annotations (one budget) and labels, no others.
+    document = scenario_document_from_kubectl(_one_pod_dump({"containers": [
+        {"name": "a", "resources": {"requests": {"cpu": "1"}}}]}), source="dump.json")
+    assert "annotations" not in document["jobs"][0]
+    dump_document = _one_pod_dump({"containers": [{"name": "a"}]})
+    dump_document["items"][1]["metadata"].update(
+        annotations={"volcano.sh/preemptable": "true", "volcano.sh/cooldown-time": "60s",
+                     "volcano.sh/revocable-zone": "*", "volcano.sh/jdb-min-available": "1",
+                     "volcano.sh/jdb-max-unavailable": "2", "other": "x"},
+        labels={"volcano.sh/preemptable": "false", "app": "web"})
+    job = scenario_document_from_kubectl(dump_document, source="dump.json")["jobs"][0]
+    assert job["annotations"] == {
+        "volcano.sh/preemptable": "true", "volcano.sh/cooldown-time": "60s",
+        "volcano.sh/revocable-zone": "*", "volcano.sh/jdb-min-available": "1"}
+    assert job["labels"] == {"volcano.sh/preemptable": "false"}
+    scenario = load_kubectl_dump(write(tmp_path, dump_document))
+    assert scenario.jobs[0].preemptable
+
+
+def test_pods_created_in_the_same_second_are_ordered_by_their_uid(tmp_path: Path) -> None:
+    # Volcano's task order falls back to the pod's uid (CompareTask): real pods' uids,
+    # not the namespace-name of Volcano's test pods.
+    document = _one_pod_dump({"containers": [
+        {"name": "a", "resources": {"requests": {"cpu": "8"}}}]})
+    pod = document["items"][1]
+    pod["metadata"].update(annotations={"scheduling.k8s.io/group-name": "g"},
+                           creationTimestamp="2024-01-01T00:00:00Z")
+    twin = copy.deepcopy(pod)
+    pod["metadata"].update(name="web-aaaaa", uid="ffffffff-0000-0000-0000-000000000000")
+    twin["metadata"].update(name="web-bbbbb", uid="00000000-0000-0000-0000-000000000000")
+    document["items"] += [twin, {
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "ns"},
+        "spec": {"minMember": 1, "queue": "default"}, "status": {"phase": "Inqueue"}}]
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    assert run_scenario(scenario).binds == {"ns/web-bbbbb": "n1"}

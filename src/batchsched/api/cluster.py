@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 import attrs
@@ -38,7 +39,8 @@ class PodDisruptionBudget:
     """A PodDisruptionBudget reduced to what the pdb plugin reads.
 
     ``disruptions_allowed`` is the budget's status (computed by the loader from
-    ``minAvailable`` / ``maxUnavailable`` when not given directly).
+    ``minAvailable`` / ``maxUnavailable`` when not given directly, and kept up to date
+    by a replay as Kubernetes' disruption controller would: :meth:`allowed_for`).
     """
 
     name: str
@@ -49,6 +51,21 @@ class PodDisruptionBudget:
     disrupted_pods: frozenset[str] = frozenset()
     #: The selector's ``matchExpressions``.
     match_expressions: tuple[Requirement, ...] = ()
+    #: The spec: a count, or a percentage as ``"N%"``; None when not given (a budget
+    #: given by its status alone has neither).
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+    def allowed_for(self, pods: int, healthy: int) -> int | None:
+        """The disruption controller's ``disruptionsAllowed`` for ``pods`` matching
+        pods of which ``healthy`` run: healthy beyond ``minAvailable``, or
+        ``maxUnavailable`` less the pods not healthy; percentages of the matching pods
+        rounded up, never below zero. None when the budget keeps no spec."""
+        if self.min_available is not None:
+            return max(0, healthy - _count_or_percent(self.min_available, pods))
+        if self.max_unavailable is not None:
+            return max(0, _count_or_percent(self.max_unavailable, pods) - (pods - healthy))
+        return None
 
     def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """Same namespace, and a selector that is not empty and that the labels meet
@@ -67,6 +84,12 @@ class PodDisruptionBudget:
             and self.matches(task.namespace, task.labels)
             and task.name not in self.disrupted_pods
         )
+
+
+def _count_or_percent(value: int | str, total: int) -> int:
+    if isinstance(value, str):
+        return math.ceil(int(value.rstrip("%")) * total / 100)
+    return value
 
 
 class BudgetLedger:

@@ -13,13 +13,10 @@ plugin reads them, from the list as written.
 from __future__ import annotations
 
 import functools
-import re
+
+from batchsched.kube.names import is_qualified_name
 
 __all__ = ["counted_by_volcano", "is_qualified_name"]
-
-_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-
 
 @functools.lru_cache(maxsize=4096)
 def counted_by_volcano(name: str) -> bool:
@@ -39,24 +36,3 @@ def counted_by_volcano(name: str) -> bool:
     # "requests." name (Kubernetes' IsExtendedResourceName).
     return ("/" in name and not name.startswith("requests.")
             and is_qualified_name(f"requests.{name}"))
-
-
-def is_qualified_name(text: str) -> bool:
-    """Kubernetes' ``IsQualifiedName``: an optional DNS subdomain prefix and ``/``, then
-    a name of at most 63 characters (alphanumerics, ``-``, ``_``, ``.``, beginning and
-    ending alphanumeric).
-
-    >>> is_qualified_name("example.com/gpu"), is_qualified_name("a/b/c")
-    (True, False)
-    """
-    parts = text.split("/")
-    if len(parts) > 2:
-        return False
-    if len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not all(
-                _DNS_LABEL.fullmatch(label) for label in prefix.split(".")):
-            return False
-    else:
-        name = parts[0]
-    return 0 < len(name) <= 63 and _NAME.fullmatch(name) is not None

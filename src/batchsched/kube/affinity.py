@@ -37,12 +37,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import re
-
 import attrs
 
-from batchsched.api.resource_names import is_qualified_name
 from batchsched.kube.go_strconv import parse_int
+from batchsched.kube.names import is_label_value, is_qualified_name
 
 __all__ = [
     "ALL_NAMESPACES",
@@ -100,22 +98,16 @@ def _parse_int64(text: str) -> int | None:
     return number if ok else None
 
 
-_LABEL_VALUE = re.compile(r"(?:(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-
-
 def _go_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def requirement_parse_errors(requirement: Requirement, path: str) -> list[str]:
     """What apimachinery's ``labels.NewRequirement`` refuses in a node selector
-    expression the API server let through (it checks counts and the key only): a
-    ``Gt``/``Lt`` value that is no integer, a value no label can have. Each as Go
-    words it, under ``path``."""
+    expression the API server let through (it checks the key and the count of values
+    only): a ``Gt``/``Lt`` value that is no integer, a value no label can have. Each
+    as Go words it, under ``path``."""
     errors = []
-    if not is_qualified_name(requirement.key):
-        errors.append(f"{path}.key: Invalid value: {_go_quote(requirement.key)}: "
-                      "name part must consist of alphanumeric characters")
     for i, value in enumerate(requirement.values):
         where = f"{path}.values[{i}]"
         if requirement.operator in ("Gt", "Lt") and _parse_int64(value) is None:
@@ -124,7 +116,7 @@ def requirement_parse_errors(requirement: Requirement, path: str) -> list[str]:
         if len(value) > 63:
             errors.append(f"{where}[{requirement.key}]: Invalid value: {_go_quote(value)}: "
                           "must be no more than 63 characters")
-        elif not _LABEL_VALUE.fullmatch(value):
+        elif not is_label_value(value):
             errors.append(
                 f"{where}[{requirement.key}]: Invalid value: {_go_quote(value)}: a valid label "
                 "must be an empty string or consist of alphanumeric characters, '-', '_' or "
@@ -385,6 +377,8 @@ def _requirement(
     key = obj.get("key")
     if not isinstance(key, str) or not key:
         raise AffinityError(f"{path}.key", "is required")
+    if not field and not is_qualified_name(key):
+        raise AffinityError(f"{path}.key", f"{key!r} is not a valid label name")
     operator = obj.get("operator")
     if not isinstance(operator, str) or operator not in operators:
         raise AffinityError(f"{path}.operator",

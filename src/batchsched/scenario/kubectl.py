@@ -357,14 +357,15 @@ def _preempted_by_scheduler(status: Mapping[str, Any]) -> bool:
 
 
 def _resize_infeasible(status: Mapping[str, Any]) -> bool:
-    """Kubernetes' ``IsPodResizeInfeasible``: a PodResizePending condition with reason
-    Infeasible (or the older ``status.resize: Infeasible``)."""
-    if status.get("resize") == "Infeasible":
-        return True
+    """Kubernetes' ``IsPodResizeInfeasible`` (of the version Volcano vendors): the first
+    PodResizePending condition has reason Infeasible. The older ``status.resize``
+    field is not read (that version does not read it)."""
     conditions = status.get("conditions")
-    return isinstance(conditions, list) and any(
-        isinstance(c, Mapping) and c.get("type") == "PodResizePending"
-        and c.get("reason") == "Infeasible" for c in conditions)
+    if not isinstance(conditions, list):
+        return False
+    pending = next((c for c in conditions
+                    if isinstance(c, Mapping) and c.get("type") == "PodResizePending"), None)
+    return pending is not None and pending.get("reason") == "Infeasible"
 
 
 def _formatted(quantities: Mapping[str, Fraction]) -> dict[str, str]:
@@ -860,12 +861,13 @@ class _Converter:
                 for name, amount in total.items()}
 
     def pod_level_requests(self, spec: Mapping[str, Any], who: str) -> Quantities:
-        """The pod-level cpu and memory requests (``spec.resources``; Kubernetes'
-        PodLevelResources), which replace the containers' sum when set."""
+        """The pod-level requests (``spec.resources``; Kubernetes' PodLevelResources) of
+        the resources it supports (cpu, memory, ``hugepages-*``:
+        ``IsSupportedPodLevelResource``), which replace the containers' sum when set."""
         resources = self.mapping(spec.get("resources"), who, "spec.resources")
         requests = self.quantities(resources.get("requests"), who, "spec.resources.requests")
         return _rounded({name: amount for name, amount in requests.items()
-                         if name in ("cpu", "memory")})
+                         if name in ("cpu", "memory") or name.startswith("hugepages-")})
 
     def container_statuses(self, status: Mapping[str, Any], key: str, who: str
                            ) -> dict[str, Mapping[str, Any]]:
@@ -945,8 +947,10 @@ class _Converter:
             for key, amount in (init or {}).items():
                 effective[key] = max(effective.get(key, Fraction(0)), amount)
             # The controller's minResources: the pod's quota usage (CalTaskRequests).
+            annotations, labels = _inherited_from_pod(fields["annotations"], fields["labels"])
             self.jobs[(namespace, group)] = _drop_none({
                 "name": group, "namespace": namespace,
+                "annotations": annotations or None, "labels": labels or None,
                 "queue": fields["annotations"].get(QUEUE_NAME) or "default", "minMember": 1,
                 "minResources": _formatted(_quota_usage(
                     {} if phase in _COMPLETED else effective,
@@ -1005,6 +1009,7 @@ class _Converter:
             "images": [c["image"] for c in (*init_containers, *containers)
                        if c.get("image")],
             "createdAt": fields["createdAt"],
+            "uid": self.text(meta.get("uid"), who, "metadata.uid") or None,
             # When a placed pod started: a replay forward counts its run from there.
             "startTime": (status.get("startTime") or None) if node else None,
             "nominatedNodeName": nominated if not node and nominated in self.nodes else None,
@@ -1034,6 +1039,25 @@ def _dra_object(item: _Item) -> dict[str, Any]:
 
 
 # Where a scenario field comes from in the Kubernetes object (for renamed errors).
+#: What Volcano's pod-group controller copies from a pod into the PodGroup it makes for
+#: it (buildPodGroupFromPod): these annotations, the first of the two budgets, and
+#: these labels.
+_POD_GROUP_ANNOTATIONS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time",
+                          "volcano.sh/revocable-zone")
+_POD_GROUP_BUDGETS = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
+_POD_GROUP_LABELS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+
+
+def _inherited_from_pod(annotations: Mapping[str, str], labels: Mapping[str, str]
+                        ) -> tuple[dict[str, str], dict[str, str]]:
+    """The annotations and labels the PodGroup Volcano makes for a pod inherits."""
+    inherited = {key: annotations[key] for key in _POD_GROUP_ANNOTATIONS if key in annotations}
+    budget = next((key for key in _POD_GROUP_BUDGETS if key in annotations), None)
+    if budget is not None:
+        inherited[budget] = annotations[budget]
+    return inherited, {key: labels[key] for key in _POD_GROUP_LABELS if key in labels}
+
+
 _COMMON_FIELDS = {"labels": "metadata.labels", "annotations": "metadata.annotations",
                   "createdAt": "metadata.creationTimestamp", "name": "metadata.name",
                   "namespace": "metadata.namespace"}

@@ -1379,6 +1379,8 @@ class _Parser:
                 raise self.fail(f"{path}.role", f"{role!r} is not the pod's "
                                 f"{TASK_SPEC_KEY} {where} {spec!r}")
             role = spec
+        # The pod's uid: the last tie-break of Volcano's task order (CompareTask).
+        uid = self.typed(obj, "uid", str, "", path)
         task = TaskInfo.create(
             namespace, name, job_uid, requests, init_requests=init,
             status=status, node_name=node if status != TaskStatus.PENDING else "",
@@ -1400,6 +1402,7 @@ class _Parser:
             scheduling_gates=self._scheduling_gates(obj, path, node),
             nonzero_request=self._nonzero_request(obj, path),
             preempted_by_scheduler=self.typed(obj, "preemptedByScheduler", bool, False, path),
+            **({"order_uid": uid} if uid else {}),
         )
         if obj.get("startTime") is not None:
             if not task.node_name:
@@ -1522,14 +1525,14 @@ class _Parser:
                 allowed = self.typed(obj, key, int, 0, path)
                 if allowed < 0:
                     raise self.fail(f"{path}.{key}", f"must not be negative, not {allowed}")
+                budget.disruptions_allowed = allowed
             else:
-                # Kubernetes' disruption controller rounds both percentages up.
-                amount = self.count_or_percent(obj[key], len(matching), f"{path}.{key}")
+                self.count_or_percent(obj[key], len(matching), f"{path}.{key}")
                 if key == "minAvailable":
-                    allowed = healthy - amount
+                    budget.min_available = obj[key]
                 else:
-                    allowed = amount - (len(matching) - healthy)
-            budget.disruptions_allowed = max(0, allowed)
+                    budget.max_unavailable = obj[key]
+                budget.disruptions_allowed = budget.allowed_for(len(matching), healthy) or 0
             out.append(budget)
         return out
 
@@ -1626,6 +1629,7 @@ _TASK_KEYS = frozenset({
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
     "nominatedNodeName", "topologySpreadConstraints", "startTime", "resourceClaims",
     "resourceClaimStatuses", "schedulingGates", "nonZeroRequests", "preemptedByScheduler",
+    "uid",
 })
 
 

@@ -38,6 +38,7 @@ from batchsched.conf import SchedulerConfiguration
 from batchsched.errors import WorkloadError
 from batchsched.framework.registry import Registry
 from batchsched.scheduler import Scheduler
+from batchsched.simulation.controllers import ClusterControllers
 from batchsched.simulation.timeline import Timeline
 from batchsched.simulation.workload import RESTART_GANG, Workload
 
@@ -137,6 +138,8 @@ class Simulator:
         self.cache.pdbs = [attrs.evolve(pdb) for pdb in workload.pdbs]
         self.cache.resource_quotas = [attrs.evolve(quota, used=quota.used.clone())
                                       for quota in workload.resource_quotas]
+        self.controllers = ClusterControllers(self.cache.resource_quotas, self.cache.pdbs,
+                                              self.cache.jobs.values())
         self.scheduler = Scheduler(self.cache, configuration, registry=registry)
         self.timeline = Timeline(self.workload, self.start)
         # (time, kind, order of scheduling, payload): kinds rank events at the same time.
@@ -297,6 +300,7 @@ class Simulator:
                 self._looped = True
             return
         self._instant = (self.now, self._instant[1] + 1)
+        self.controllers.refresh(self.cache.jobs.values())
         self.scheduler.run_once()
         self.sessions += 1
         self._start_bound_tasks()

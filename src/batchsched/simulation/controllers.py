@@ -1,0 +1,149 @@
+"""The Kubernetes controllers a replay stands in for, between sessions.
+
+Volcano reads two statuses that controllers outside the scheduler keep up to date:
+a ResourceQuota's ``status.used`` (the resource quota controller) and a
+PodDisruptionBudget's ``status.disruptionsAllowed`` (the disruption controller). A
+single ``batchsched run`` takes them as the scenario gives them; a replay moves pods
+over time, so before each session :class:`ClusterControllers` works them out again
+from the pods of the moment, as the controllers would:
+
+* a pod exists once its job's pod group has left Pending (Volcano's job controller
+  creates a job's pods when its pod group is Inqueue) or once it is placed, and until
+  it ends (Succeeded or Failed pods count for nothing);
+* a quota's ``used``: Kubernetes' pod evaluator over the existing pods of its
+  namespace (``pods``, ``count/pods``, ``cpu``/``requests.cpu``,
+  ``memory``/``requests.memory``, ``ephemeral-storage`` and ``hugepages-*`` with and
+  without ``requests.``, ``requests.<extended resource>``), from each pod's requests
+  with its init containers. What the workload's own ``used`` says beyond its pods at
+  the start (usage outside the trace) stays added; a name the evaluator does not
+  compute (``limits.*``, object counts other than pods) keeps its given value;
+* a budget's ``disruptionsAllowed``: from its ``minAvailable`` or ``maxUnavailable``
+  over the existing pods it selects, the Running ones healthy
+  (:meth:`~batchsched.api.cluster.PodDisruptionBudget.allowed_for`). A budget given by
+  its status alone keeps it. An eviction in a replay takes its pod at once, so no
+  disrupted pod is ever on its way: the budget's ``disruptedPods`` are cleared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from batchsched.api.cluster import PodDisruptionBudget, ResourceQuota
+from batchsched.api.job import JobInfo
+from batchsched.api.resource import CPU, MEMORY, PODS
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, TaskStatus
+from batchsched.kube.names import is_qualified_name
+
+__all__ = ["ClusterControllers", "quota_usage"]
+
+_REQUESTS = "requests."
+_EPHEMERAL_STORAGE = "ephemeral-storage"
+
+
+def _is_extended(name: str) -> bool:
+    """Kubernetes' ``IsExtendedResourceName``."""
+    return ("/" in name and "kubernetes.io/" not in name and not name.startswith(_REQUESTS)
+            and is_qualified_name(_REQUESTS + name))
+
+
+def _evaluated(name: str) -> bool:
+    """Whether the pod evaluator computes the quota resource ``name``."""
+    if name in (PODS, "count/pods", CPU, MEMORY, _EPHEMERAL_STORAGE):
+        return True
+    plain = name[len(_REQUESTS):] if name.startswith(_REQUESTS) else name
+    if plain.startswith("hugepages-") or plain in (CPU, MEMORY, _EPHEMERAL_STORAGE):
+        return True
+    return name.startswith(_REQUESTS) and _is_extended(plain)
+
+
+def quota_usage(names: Iterable[str], pods: Iterable[TaskInfo]) -> dict[str, float]:
+    """What Kubernetes' pod evaluator charges ``pods`` on each quota resource of
+    ``names`` it computes (zero included), in the units the scenario loader gives a
+    quota (cpu in millicores, memory and pods whole, every other name in
+    thousandths)."""
+    wanted = [name for name in names if _evaluated(name)]
+    count = 0
+    milli_cpu = memory = 0.0
+    scalars: dict[str, float] = {}
+    for pod in pods:
+        count += 1
+        request = pod.init_resreq
+        milli_cpu += request.milli_cpu
+        memory += request.memory
+        for name, amount in request.scalars.items():
+            if name != PODS:
+                scalars[name] = scalars.get(name, 0.0) + amount
+    usage: dict[str, float] = {}
+    for name in wanted:
+        plain = name[len(_REQUESTS):] if name.startswith(_REQUESTS) else name
+        if name == PODS:
+            usage[name] = float(count)
+        elif name == "count/pods":
+            usage[name] = count * 1000.0
+        elif plain == CPU:
+            usage[name] = milli_cpu
+        elif plain == MEMORY:
+            usage[name] = memory if name == MEMORY else memory * 1000.0
+        else:
+            usage[name] = scalars.get(plain, 0.0)
+    return usage
+
+
+def _quota_names(quota: ResourceQuota) -> frozenset[str]:
+    return quota.hard_names or frozenset(quota.hard.to_dict())
+
+
+def _existing_pods(jobs: Iterable[JobInfo]) -> Iterator[TaskInfo]:
+    for job in jobs:
+        created = job.podgroup.phase is not PodGroupPhase.PENDING
+        for task in job.tasks.values():
+            if task.status in COMPLETED_STATUSES:
+                continue
+            if created or task.status is not TaskStatus.PENDING:
+                yield task
+
+
+class ClusterControllers:
+    """The quota and disruption controllers of a replay: :meth:`refresh` before each
+    session brings the quotas' ``used`` and the budgets' ``disruptionsAllowed`` to the
+    pods of the moment. Built on the cluster as the replay starts (the quotas' usage
+    beyond their pods then is kept as usage outside the trace)."""
+
+    def __init__(self, quotas: list[ResourceQuota], budgets: list[PodDisruptionBudget],
+                 jobs: Iterable[JobInfo]) -> None:
+        self.quotas = quotas
+        self.budgets = [b for b in budgets
+                        if b.min_available is not None or b.max_unavailable is not None]
+        pods = list(_existing_pods(jobs)) if quotas else []
+        #: Per quota, what its given ``used`` says beyond the workload's pods.
+        self._outside: list[dict[str, float]] = []
+        for quota in quotas:
+            computed = quota_usage(_quota_names(quota),
+                                   (p for p in pods if p.namespace == quota.namespace))
+            self._outside.append({name: max(0.0, quota.used.get(name) - amount)
+                                  for name, amount in computed.items()})
+
+    @property
+    def active(self) -> bool:
+        """Whether there is anything to keep up to date."""
+        return bool(self.quotas or self.budgets)
+
+    def refresh(self, jobs: Iterable[JobInfo]) -> None:
+        if not self.active:
+            return
+        pods = list(_existing_pods(jobs))
+        for quota, outside in zip(self.quotas, self._outside, strict=True):
+            computed = quota_usage(_quota_names(quota),
+                                   (p for p in pods if p.namespace == quota.namespace))
+            used = quota.used.clone()
+            for name, amount in computed.items():
+                used.set(name, outside[name] + amount)
+            quota.used = used
+        for budget in self.budgets:
+            matching = [p for p in pods if budget.matches(p.namespace, p.labels)]
+            healthy = sum(1 for p in matching if p.status is TaskStatus.RUNNING)
+            allowed = budget.allowed_for(len(matching), healthy)
+            assert allowed is not None  # only budgets with a spec are kept
+            budget.disruptions_allowed = allowed
+            budget.disrupted_pods = frozenset()
