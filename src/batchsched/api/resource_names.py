@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 
 from batchsched.kube.names import is_qualified_name
+from batchsched.kube.quota import is_extended_resource
 
 __all__ = ["counted_by_volcano", "is_qualified_name"]
 
@@ -32,7 +33,4 @@ def counted_by_volcano(name: str) -> bool:
         return False  # a quota's object count
     if name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name:
         return True
-    # An extended resource: a prefixed name that stays a qualified name as a quota's
-    # "requests." name (Kubernetes' IsExtendedResourceName).
-    return ("/" in name and not name.startswith("requests.")
-            and is_qualified_name(f"requests.{name}"))
+    return is_extended_resource(name)

@@ -39,6 +39,7 @@ from batchsched.conf import (
 from batchsched.errors import QuantityError, ScenarioError
 from batchsched.kube.go_yaml import load_first_document
 from batchsched.kube.quantity import parse_quantity
+from batchsched.kube.quota import REQUESTS_PREFIX, is_extended_resource, pod_quota_usage
 from batchsched.scenario.loader import (
     Scenario,
     load_scenario,
@@ -297,20 +298,13 @@ _QUOTA_LIMITED = ("cpu", "memory", "ephemeral-storage")
 def _quota_usage(requests: Mapping[str, Fraction], limits: Mapping[str, Fraction], *,
                  ended: bool) -> Quantities:
     """A pod's usage as a ResourceQuota counts it, which Volcano's PodGroup controller
-    writes as the minResources of a pod's own PodGroup (``GetPodQuotaUsage``): the
-    object count; for a pod not ended, one pod, its cpu, memory and ephemeral storage
-    requests under both names, their limits, and hugepages and extended resources
-    under their names and as ``requests.`` names."""
-    usage: Quantities = {"count/pods": Fraction(1)}
-    if ended:
-        return usage
-    usage["pods"] = Fraction(1)
-    for name, amount in requests.items():
-        if name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-") or (
-                "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")):
-            usage[name] = usage[f"requests.{name}"] = amount
-    for name, amount in limits.items():
-        usage[f"limits.{name}"] = amount
+    writes as the minResources of a pod's own PodGroup (``GetPodQuotaUsage``): the pod
+    evaluator's, and each extended resource under its own name too."""
+    usage = pod_quota_usage(requests, limits, pods=Fraction(1), counted=not ended)
+    for name in list(usage):
+        plain = name.removeprefix(REQUESTS_PREFIX)
+        if plain != name and is_extended_resource(plain):
+            usage[plain] = usage[name]
     return usage
 
 

@@ -33,61 +33,40 @@ from batchsched.api.job import JobInfo
 from batchsched.api.resource import CPU, MEMORY, PODS
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, PodGroupPhase, TaskStatus
-from batchsched.kube.names import is_qualified_name
+from batchsched.kube.quota import REQUESTS_PREFIX, pod_quota_usage
 
 __all__ = ["ClusterControllers", "quota_usage"]
 
-_REQUESTS = "requests."
-_EPHEMERAL_STORAGE = "ephemeral-storage"
 
-
-def _is_extended(name: str) -> bool:
-    """Kubernetes' ``IsExtendedResourceName``."""
-    return ("/" in name and "kubernetes.io/" not in name and not name.startswith(_REQUESTS)
-            and is_qualified_name(_REQUESTS + name))
-
-
-def _evaluated(name: str) -> bool:
-    """Whether the pod evaluator computes the quota resource ``name``."""
-    if name in (PODS, "count/pods", CPU, MEMORY, _EPHEMERAL_STORAGE):
-        return True
-    plain = name[len(_REQUESTS):] if name.startswith(_REQUESTS) else name
-    if plain.startswith("hugepages-") or plain in (CPU, MEMORY, _EPHEMERAL_STORAGE):
-        return True
-    return name.startswith(_REQUESTS) and _is_extended(plain)
+def _loaded(name: str, amount: float) -> float:
+    """An amount in a resource's own unit as the scenario loader holds it for a quota
+    (memory and pods whole, cpu and every other name in thousandths)."""
+    return amount if name in (MEMORY, PODS) else amount * 1000.0
 
 
 def quota_usage(names: Iterable[str], pods: Iterable[TaskInfo]) -> dict[str, float]:
-    """What Kubernetes' pod evaluator charges ``pods`` on each quota resource of
-    ``names`` it computes (zero included), in the units the scenario loader gives a
-    quota (cpu in millicores, memory and pods whole, every other name in
-    thousandths)."""
-    wanted = [name for name in names if _evaluated(name)]
+    """What Kubernetes' pod evaluator charges ``pods`` (their requests with their init
+    containers) on each quota resource of ``names`` it computes, zero included, in the
+    units the scenario loader gives a quota. Limits are not modelled: ``limits.*``
+    names are left out."""
     count = 0
-    milli_cpu = memory = 0.0
-    scalars: dict[str, float] = {}
+    requests: dict[str, float] = {CPU: 0.0, MEMORY: 0.0}
     for pod in pods:
         count += 1
         request = pod.init_resreq
-        milli_cpu += request.milli_cpu
-        memory += request.memory
+        requests[CPU] += request.milli_cpu / 1000.0
+        requests[MEMORY] += request.memory
         for name, amount in request.scalars.items():
             if name != PODS:
-                scalars[name] = scalars.get(name, 0.0) + amount
-    usage: dict[str, float] = {}
-    for name in wanted:
-        plain = name[len(_REQUESTS):] if name.startswith(_REQUESTS) else name
-        if name == PODS:
-            usage[name] = float(count)
-        elif name == "count/pods":
-            usage[name] = count * 1000.0
-        elif plain == CPU:
-            usage[name] = milli_cpu
-        elif plain == MEMORY:
-            usage[name] = memory if name == MEMORY else memory * 1000.0
-        else:
-            usage[name] = scalars.get(plain, 0.0)
-    return usage
+                requests[name] = requests.get(name, 0.0) + amount / 1000.0
+    usage = pod_quota_usage(requests, {}, pods=float(count))
+    return {name: _loaded(name, usage.get(name, 0.0)) for name in names if _computed(name)}
+
+
+def _computed(name: str) -> bool:
+    """Whether the pod evaluator computes the quota resource ``name`` (whether a pod
+    asks for it or not)."""
+    return name in pod_quota_usage({name.removeprefix(REQUESTS_PREFIX): 0.0}, {}, pods=0.0)
 
 
 def _quota_names(quota: ResourceQuota) -> frozenset[str]:
