@@ -428,3 +428,97 @@ def test_a_task_s_prediction_is_its_own_start() -> None:
     scenario = load_scenario(AUDITED / "task.yaml")
     assert predict_start(scenario, "default/w")["text"] == "now"
     assert predict_start(scenario, "default/w", task="default/w-1")["text"] == "in 60.0 min"
+
+
+DATA = Path(__file__).parent / "data" / "explain"
+
+PIPELINED_BESIDE_A_PLACED_TASK = """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: old, minMember: 1, phase: Running}
+- {name: j, minMember: 1, phase: Inqueue}
+tasks:
+- {name: old-0, job: old, node: n1, phase: Running, deleting: true, requests: {cpu: 2}}
+- {name: j-0, job: j, requests: {cpu: 1500m}}
+- {name: j-1, job: j, requests: {cpu: 1500m}}
+"""
+
+
+def test_a_job_with_a_pipelined_task_is_started_not_placed() -> None:
+    scenario = scenario_of(PIPELINED_BESIDE_A_PLACED_TASK)
+    decisions = run_scenario(scenario)
+    assert decisions.binds == {"default/j-0": "n1"}
+    assert decisions.pipelined == {"default/j": {"default/j-1": "n1"}}
+    verdict = explain(scenario, job="default/j")["verdict"]
+    assert verdict.startswith("started (1 task(s) placed, minMember 1); 1 more wait: pipelined")
+
+
+def test_a_counterfactual_that_leaves_the_task_pipelined_is_not_proposed() -> None:
+    # Smaller requests that only pipeline the task (the room is being freed) start
+    # nothing now: not proposed for the task, nor for the job.
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: old, minMember: 1, phase: Running}
+- {name: j, minMember: 1, phase: Inqueue}
+tasks:
+- {name: old-0, job: old, node: n1, phase: Running, deleting: true, requests: {cpu: 3}}
+- {name: j-0, job: j, requests: {cpu: 5}}
+""")
+    for proposals in (counterfactuals(scenario, task="default/j-0"),
+                      counterfactuals(scenario, job="default/j")):
+        smaller = next(p for p in proposals if p["kind"] == "smallerRequests")
+        assert smaller["factor"] == 0.1
+
+
+def test_a_task_held_only_by_its_scheduling_gates_is_explained_by_them() -> None:
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
+jobs:
+- {name: j, minMember: 1, phase: Inqueue}
+tasks:
+- {name: j-0, job: j, requests: {cpu: 1}, schedulingGates: [example.com/q]}
+""")
+    report = explain(scenario, job="default/j")
+    assert report["verdict"].startswith("waiting for scheduling gates: [example.com/q]")
+    assert report["decidedBy"] == ["schedulingGates"]
+
+
+def test_a_capability_the_other_queues_guarantees_lower_says_so() -> None:
+    # q1 sets capability 10, but q2's guarantee leaves it 2 of the 8 cpus: raising q1's
+    # capability would change nothing.
+    scenario = scenario_of("""
+queues:
+- {name: q1, capability: {cpu: 10}}
+- {name: q2, guarantee: {cpu: 6}}
+nodes:
+- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
+jobs:
+- {name: j, queue: q1, minMember: 1, minResources: {cpu: 3}}
+tasks:
+- {name: j-0, job: j, requests: {cpu: 3}}
+""")
+    report = explain(scenario, job="default/j")
+    assert report["verdict"] == (
+        "held back by proportion: queue q1's capability (proportion: the cluster less the "
+        "other queues' guarantees) is short by cpu 1")
+    capability = next(q for q in report["quota"] if q["ceiling"] == "capability")
+    assert capability["boundBy"] == "the cluster less the other queues' guarantees"
+
+
+def test_more_nodes_keep_the_numa_topology_of_their_template() -> None:
+    # A copy of n1 without its topology would take the task; one like n1 does not.
+    scenario = load_scenario(DATA / "numa-more-nodes.yaml")
+    proposals = counterfactuals(scenario, job="default/j")
+    assert "moreNodes" not in {p["kind"] for p in proposals}
+
+
+def test_an_added_node_is_a_host_of_its_own_whatever_its_template_s_hostname() -> None:
+    # n1.local's hostname label is n1: a node like it is not host n1, and the task
+    # pinned to host n1 gains nothing from it.
+    scenario = load_scenario(DATA / "hostname-not-the-node-name.yaml")
+    proposals = counterfactuals(scenario, job="default/j")
+    assert "moreNodes" not in {p["kind"] for p in proposals}

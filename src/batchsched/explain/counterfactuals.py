@@ -43,6 +43,8 @@ __all__ = ["counterfactuals", "starts", "with_nodes", "with_queue", "with_smalle
 _FACTORS = (0.75, 0.5, 0.25, 0.1)
 _WEIGHT_STEPS = (2, 4, 8, 16)
 _PLACED = (TaskStatus.RUNNING, TaskStatus.BOUND)
+#: A task in these has not started: a pipelined one waits for room being freed.
+_NOT_STARTED = (TaskStatus.PENDING, TaskStatus.PIPELINED)
 
 
 def starts(scenario: Scenario, job: str, task: str | None = None,
@@ -63,8 +65,9 @@ def starts(scenario: Scenario, job: str, task: str | None = None,
         return False
     if task is not None:
         placed = target.tasks.get(task)
-        return placed is not None and placed.status is not TaskStatus.PENDING
+        return placed is not None and placed.status not in _NOT_STARTED
     return (target.ready_task_num() >= max(target.min_available, 1)
+            and not target.tasks_in(TaskStatus.PIPELINED)
             and not any(not t.resreq.is_empty()
                         for t in target.tasks_in(TaskStatus.PENDING).values()))
 
@@ -76,14 +79,15 @@ _NODE_NAME_LABELS = ("kubernetes.io/hostname",)
 
 
 def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
-    """The scenario with ``count`` more nodes shaped like ``template`` (empty). Each is a
-    host of its own: the labels that name a node (``kubernetes.io/hostname``) name the
-    new one, so per-host anti-affinity and node pins see a new host, as a real added
-    node would be."""
+    """The scenario with ``count`` more nodes shaped like ``template`` (empty, with its
+    NUMA topology as the exporter reports it). Each is a host of its own: the labels
+    that name a host (``kubernetes.io/hostname``) name the new node, whatever the
+    template's said, so per-host anti-affinity and node pins see a new host, as a
+    real added node would be."""
     def labels(name: str) -> dict[str, str]:
         own = dict(template.labels)
         for key in _NODE_NAME_LABELS:
-            if own.get(key) == template.name:
+            if key in own:
                 own[key] = name
         return own
 
@@ -91,7 +95,8 @@ def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
         NodeInfo.create(f"{template.name}-extra-{k}", template.allocatable,
                         capacity=template.capacity,
                         labels=labels(f"{template.name}-extra-{k}"),
-                        annotations=dict(template.annotations), taints=template.taints)
+                        annotations=dict(template.annotations), taints=template.taints,
+                        numa_topology=template.numa_topology)
         for k in range(count)
     )
     return attrs.evolve(scenario, nodes=scenario.nodes + extra)
@@ -181,7 +186,7 @@ def _more_nodes(scenario: Scenario, works: Callable[[Scenario], bool],
         if node.unschedulable or not node.ready:
             continue  # "more nodes like a cordoned one" would be no advice to follow
         key = (tuple(sorted(node.allocatable.to_dict().items())),
-               tuple(sorted(node.labels.items())), node.taints)
+               tuple(sorted(node.labels.items())), node.taints, repr(node.numa_topology))
         shapes.setdefault(key, node)
     best: dict[str, Any] | None = None
     for template in shapes.values():

@@ -213,6 +213,9 @@ def _gaps(plugin: str, queue: str, quota: QueueQuota, *, taken: Resource, future
             # Whether the plugin refuses by this ceiling at the job's stage (admission
             # for a job not admitted, placements for one admitted).
             "gates": gates is None or ceiling in gates,
+            **({"boundBy": quota.bounds[ceiling][0]}
+               if ceiling in quota.bounds and quota.bounds[ceiling][1] & set(short.to_dict())
+               else {}),
         })
     return out
 
@@ -343,8 +346,10 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
     if not causes and not any("nodes" in t for t in unplaced):
         causes = refused
     said_no = sorted({a.plugin for a in causes})
-    started = job.ready_task_num() >= job.min_available and not unplaced and bool(job.tasks)
     waiting = job.tasks_in(TaskStatus.PIPELINED)
+    started = (job.ready_task_num() >= job.min_available and not unplaced and not waiting
+               and bool(job.tasks))
+    gated = [job.tasks[t["task"]] for t in unplaced if job.tasks[t["task"]].scheduling_gated]
     decided_by: list[str]
     if started:
         verdict, decided_by = "placed", []
@@ -370,7 +375,8 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         decided_by = []
     elif said_no:
         verdict = f"held back by {', '.join(said_no)}"
-        shortages = [f"queue {q['queue']}'s {q['ceiling']} ({q['plugin']}) is short by "
+        shortages = [f"queue {q['queue']}'s {q['ceiling']} ({q['plugin']}"
+                     + (f": {q['boundBy']}" if "boundBy" in q else "") + ") is short by "
                      + ", ".join(f"{k} {v}" for k, v in q["short"].items())
                      for q in quota if q["short"] and q["gates"] and q["plugin"] in said_no]
         if shortages:
@@ -385,6 +391,11 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         reasons = sorted(counts, key=lambda reason: (-counts[reason], reason))
         verdict = "no node fits: " + "; ".join(reasons)
         decided_by = ["predicates"]
+    elif gated and len(gated) == len(unplaced):
+        gates = sorted({gate for task in gated for gate in task.scheduling_gates})
+        verdict = (f"waiting for scheduling gates: [{' '.join(gates)}] (no action places a "
+                   "gated pod; the controller that set them lifts them)")
+        decided_by = ["schedulingGates"]
     elif job.ready_task_num() >= job.min_available:
         # No gang holds these back: no action tried them.
         best_effort = [t for t in unplaced if job.tasks[t["task"]].resreq.is_empty()]
@@ -397,16 +408,17 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
     else:
         verdict = (f"gang: {job.ready_task_num()} of minMember {job.min_available} placed")
         decided_by = ["gang"]
-    if unplaced and job.ready_task_num() >= job.min_available and not verdict.startswith(
-            ("pipelined", "nothing")):
+    more = len(unplaced) + len(waiting)
+    if more and job.ready_task_num() >= job.min_available and not verdict.startswith(
+            "nothing"):
         # The gang runs (or needs none); what follows is about the tasks beyond it.
         ready = job.ready_task_num()
         if ready:
             verdict = (f"started ({ready} task(s) placed, minMember "
-                       f"{job.min_available}); {len(unplaced)} more wait: {verdict}")
+                       f"{job.min_available}); {more} more wait: {verdict}")
         else:
             verdict = (f"no gang to wait for (minMember 0), none placed; "
-                       f"{len(unplaced)} wait: {verdict}")
+                       f"{more} wait: {verdict}")
     return {
         "job": job.uid, "queue": job.queue, "minMember": job.min_available,
         "phase": {"before": phase_before, "after": job.podgroup.phase.value},

@@ -84,6 +84,10 @@ class QueueQuota:
     #: What admission counts as taken (allocated + inqueue - elastic, as Volcano's
     #: enqueue checks weigh it); None: ``allocated``.
     admitted: Resource | None = None
+    #: Per ceiling, what bounds it where that is not the queue's own spec, and on which
+    #: dimensions (proportion's capability: the cluster less the other queues'
+    #: guarantees).
+    bounds: Mapping[str, tuple[str, frozenset[str]]] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -33,6 +33,7 @@ given is logged as a warning and ignored).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import attrs
@@ -209,10 +210,18 @@ class ProportionPlugin:
             return None
         usage = attr.usage
         admitted = usage.allocated.clone().add(usage.inqueue).sub_unchecked(usage.elastic)
+        real, own = attr.real_capability, attr.capability
+        # The real capability is below the queue's own where the other queues'
+        # guarantees leave less of the cluster (everywhere, when it sets none).
+        below = frozenset(
+            name for name in real.names()
+            if own.is_empty() or real.get(name) < (own.get(name) if own.has(name) else math.inf))
         return QueueQuota(attr.allocated.clone(), {
-            "deserved": attr.deserved.clone(), "capability": attr.real_capability.clone()},
+            "deserved": attr.deserved.clone(), "capability": real.clone()},
             admission=frozenset({"capability"}), allocation=frozenset({"deserved"}),
-            admitted=admitted)
+            admitted=admitted,
+            bounds={"capability": ("the cluster less the other queues' guarantees", below)}
+            if below else {})
 
     def on_session_close(self, ssn: Session) -> None:
         self.queue_attrs = {}
