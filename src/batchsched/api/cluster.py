@@ -140,6 +140,12 @@ class ResourceQuota:
     used: Resource = attrs.field(factory=Resource)
     hard_names: frozenset[str] = frozenset()
 
+    @property
+    def limited_names(self) -> frozenset[str]:
+        """The resources the quota limits: every name of ``hard`` (a limit of zero
+        too, when the names were given)."""
+        return self.hard_names or frozenset(self.hard.to_dict())
+
 
 @attrs.define(eq=False)
 class ClusterInfo:

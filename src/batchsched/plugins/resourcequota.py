@@ -80,7 +80,7 @@ def quota_exceeded(
 ) -> list[str]:
     """The resources (sorted) on which ``used + pending + request`` exceeds the quota's
     ``hard``, looking only at resources both the quota and the request name."""
-    limited = quota.hard_names or frozenset(quota.hard.to_dict())
+    limited = quota.limited_names
     exceeded = []
     for name in sorted(limited & _requested_names(request)):
         total = quota.used.get(name) + request.get(name)

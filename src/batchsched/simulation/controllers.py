@@ -69,10 +69,6 @@ def _computed(name: str) -> bool:
     return name in pod_quota_usage({name.removeprefix(REQUESTS_PREFIX): 0.0}, {}, pods=0.0)
 
 
-def _quota_names(quota: ResourceQuota) -> frozenset[str]:
-    return quota.hard_names or frozenset(quota.hard.to_dict())
-
-
 def _existing_pods(jobs: Iterable[JobInfo]) -> Iterator[TaskInfo]:
     for job in jobs:
         created = job.podgroup.phase is not PodGroupPhase.PENDING
@@ -98,7 +94,7 @@ class ClusterControllers:
         #: Per quota, what its given ``used`` says beyond the workload's pods.
         self._outside: list[dict[str, float]] = []
         for quota in quotas:
-            computed = quota_usage(_quota_names(quota),
+            computed = quota_usage(quota.limited_names,
                                    (p for p in pods if p.namespace == quota.namespace))
             self._outside.append({name: max(0.0, quota.used.get(name) - amount)
                                   for name, amount in computed.items()})
@@ -113,7 +109,7 @@ class ClusterControllers:
             return
         pods = list(_existing_pods(jobs))
         for quota, outside in zip(self.quotas, self._outside, strict=True):
-            computed = quota_usage(_quota_names(quota),
+            computed = quota_usage(quota.limited_names,
                                    (p for p in pods if p.namespace == quota.namespace))
             used = quota.used.clone()
             for name, amount in computed.items():
