@@ -168,6 +168,11 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
     return out
 
 
+def _waiting_for_gates(gates: Iterable[str]) -> str:
+    return (f"waiting for scheduling gates: [{' '.join(gates)}] (no action places a gated "
+            "pod; the controller that set them lifts them)")
+
+
 def _quota_chain(plugin: Any, queue: str) -> list[tuple[str, QueueQuota]]:
     """The (queue, quota) pairs a quota plugin checks for a job of ``queue``."""
     chain = getattr(plugin, "queue_quota_chain", None)
@@ -316,9 +321,7 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
             if details:  # what plugins add to reasons Volcano words generically
                 entry["details"] = dict(sorted(details.items()))
         elif task.status is TaskStatus.PENDING and task.scheduling_gated:
-            entry["reason"] = ("waiting for scheduling gates: "
-                               f"[{' '.join(task.scheduling_gates)}] (no action places a "
-                               "gated pod; the controller that set them lifts them)")
+            entry["reason"] = _waiting_for_gates(task.scheduling_gates)
         elif task.status is TaskStatus.PENDING:
             refusals = [f"{a.plugin} said {a.answer} at {a.point}"
                         for a in recorder.last_answers(uid) if _refuses(a.point, a.answer)]
@@ -392,9 +395,8 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         verdict = "no node fits: " + "; ".join(reasons)
         decided_by = ["predicates"]
     elif gated and len(gated) == len(unplaced):
-        gates = sorted({gate for task in gated for gate in task.scheduling_gates})
-        verdict = (f"waiting for scheduling gates: [{' '.join(gates)}] (no action places a "
-                   "gated pod; the controller that set them lifts them)")
+        verdict = _waiting_for_gates(
+            sorted({gate for task in gated for gate in task.scheduling_gates}))
         decided_by = ["schedulingGates"]
     elif job.ready_task_num() >= job.min_available:
         # No gang holds these back: no action tried them.
