@@ -188,3 +188,25 @@ def test_sub_job_topology_as_the_session_reads_it(job_spec: NetworkTopology | No
     topology = build_topology([leaf, spine], [])
     assert topology.top_tier == 4
     assert sub_job_session_topology(spec, job_spec, topology) == want
+
+
+def test_a_selector_kubernetes_cannot_read_makes_its_policy_take_no_task() -> None:
+    # The API server stores a pod group whose subGroupPolicy selector Kubernetes cannot
+    # read (In with no values); Volcano logs it and the policy matches no task: the
+    # tasks go to the next policy, else to the default sub-job. The scenario loads.
+    from batchsched.scenario import parse_scenario
+    document = {
+        "version": 1, "config": {"actions": "allocate", "tiers": [{"plugins": [
+            {"name": "gang"}]}]},
+        "nodes": [], "jobs": [{"name": "pg", "minMember": 1, "subGroupPolicy": [
+            {"name": "bad", "matchLabelKeys": ["group"],
+             "labelSelector": {"matchExpressions": [
+                 {"key": "group", "operator": "In", "values": []}]}},
+            {"name": "good", "matchLabelKeys": ["group"]}]}],
+        "tasks": [{"name": "t", "job": "pg", "labels": {"group": "0"}}]}
+    scenario = parse_scenario(document, source="s.yaml")
+    assert any("labelSelector.matchExpressions[0].values" in w and "takes no task" in w
+               for w in scenario.warnings)
+    bad, good = scenario.jobs[0].podgroup.sub_group_policies
+    assert bad.match_values({"group": "0"}) is None
+    assert good.match_values({"group": "0"}) == ["0"]

@@ -50,11 +50,16 @@ class SubGroupPolicy:
     min_sub_groups: int = 0
     label_selector: LabelSelector | None = None
     match_label_keys: tuple[str, ...] = ()
+    #: Why the written selector is no selector Kubernetes can read ("" when it is): the
+    #: policy then takes no task, as Volcano's.
+    selector_error: str = ""
 
     def match_values(self, labels: Mapping[str, str]) -> list[str] | None:
         """Volcano's ``getSubJobMatchValues``: the values of the keys (None when the
-        selector does not match or a key is missing or empty; [] without keys)."""
-        if self.label_selector is not None and not self.label_selector.matches(labels):
+        selector does not match, cannot be read, or a key is missing or empty; []
+        without keys)."""
+        if self.selector_error or (self.label_selector is not None
+                                   and not self.label_selector.matches(labels)):
             return None
         values = []
         for key in self.match_label_keys:

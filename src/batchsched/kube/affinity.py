@@ -54,6 +54,7 @@ __all__ = [
     "PodAffinityTerm",
     "PreferredSchedulingTerm",
     "Requirement",
+    "UnparsableSelectorError",
     "WeightedAffinityTerm",
     "WeightedPodAffinityTerm",
     "node_selector_matches",
@@ -78,6 +79,13 @@ class AffinityError(ValueError):
         self.path = path
         self.problem = message
         super().__init__(f"{path}: {message}" if path else message)
+
+
+class UnparsableSelectorError(AffinityError):
+    """A selector the API server may store where no validation reads it (a custom
+    resource's, such as a pod group's ``subGroupPolicy``) but Kubernetes cannot turn
+    into a selector (``LabelSelectorAsSelector`` fails): an unknown operator, values
+    where none or some are needed, a key that is no label name."""
 
 
 class _AllNamespaces:
@@ -378,11 +386,12 @@ def _requirement(
     if not isinstance(key, str) or not key:
         raise AffinityError(f"{path}.key", "is required")
     if not field and not is_qualified_name(key):
-        raise AffinityError(f"{path}.key", f"{key!r} is not a valid label name")
+        raise UnparsableSelectorError(f"{path}.key", f"{key!r} is not a valid label name")
     operator = obj.get("operator")
     if not isinstance(operator, str) or operator not in operators:
-        raise AffinityError(f"{path}.operator",
-                            f"{operator!r} is not one of {', '.join(sorted(operators))}")
+        error = UnparsableSelectorError if isinstance(operator, str) else AffinityError
+        raise error(f"{path}.operator",
+                    f"{operator!r} is not one of {', '.join(sorted(operators))}")
     values = tuple(_text(v, f"{path}.values[{i}]")
                    for i, v in enumerate(_sequence(obj.get("values"), f"{path}.values")))
     if field:
@@ -391,13 +400,14 @@ def _requirement(
         if len(values) != 1:
             raise AffinityError(f"{path}.values", "must have exactly one value")
     elif operator in ("In", "NotIn") and not values:
-        raise AffinityError(f"{path}.values", f"must not be empty for {operator}")
+        raise UnparsableSelectorError(f"{path}.values", f"must not be empty for {operator}")
     elif operator in ("Exists", "DoesNotExist") and values:
-        raise AffinityError(f"{path}.values", f"must be empty for {operator}")
+        raise UnparsableSelectorError(f"{path}.values", f"must be empty for {operator}")
     elif operator in ("Gt", "Lt") and len(values) != 1:
         # The API server checks the count only: a value that is no integer makes the
         # term match no node (kube-scheduler skips a term it cannot parse).
-        raise AffinityError(f"{path}.values", f"must have exactly one value for {operator}")
+        raise UnparsableSelectorError(f"{path}.values",
+                                 f"must have exactly one value for {operator}")
     return Requirement(key, str(operator), values)
 
 

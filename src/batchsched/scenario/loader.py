@@ -94,6 +94,7 @@ from batchsched.framework.arguments import parse_duration
 from batchsched.kube.affinity import (
     AffinityError,
     Requirement,
+    UnparsableSelectorError,
     parse_affinity,
     parse_label_selector,
 )
@@ -716,9 +717,16 @@ class _Parser:
                 raise self.fail(f"{where}.minSubGroups",
                                 f"must be a non-negative integer, not {minimum!r}")
             selector = None
+            selector_error = ""
             if obj.get("labelSelector") is not None:
                 try:
                     selector = parse_label_selector(obj["labelSelector"], f"{where}.labelSelector")
+                except UnparsableSelectorError as exc:
+                    # The API server stores it; Volcano logs that it cannot read it, and
+                    # the policy takes no task.
+                    selector_error = f"{exc.path}: {exc.problem}"
+                    self.warnings.append(f"{self.source}: {selector_error}; Volcano cannot "
+                                         "read this selector: the policy takes no task")
                 except AffinityError as exc:
                     raise self.fail(exc.path, exc.problem) from None
             keys = self.seq(obj.get("matchLabelKeys"), f"{where}.matchLabelKeys")
@@ -730,7 +738,7 @@ class _Parser:
                 network_topology=self.network_topology(obj.get("networkTopology"),
                                                        f"{where}.networkTopology"),
                 sub_group_size=size, min_sub_groups=minimum, label_selector=selector,
-                match_label_keys=tuple(keys)))
+                match_label_keys=tuple(keys), selector_error=selector_error))
         return tuple(out)
 
     def hyper_nodes(self, raw: Any) -> tuple[HyperNode, ...]:
