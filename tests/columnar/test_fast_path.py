@@ -10,6 +10,7 @@ and events (fit-error messages included), and the same per-node scores.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -673,3 +674,12 @@ def test_the_first_candidate_of_a_scan_is_the_loop_s() -> None:
                 for wanted in range(1, total + 1):
                     assert first_in_scan(feasible, start, total, wanted) == \
                         _scan_by_loop(list(passes), start, wanted), (passes, start, wanted)
+
+
+@pytest.mark.parametrize("name", ["huge-placed-request-room", "huge-requests-host-port",
+                                  "huge-placed-request-binpack"])
+def test_amounts_too_large_for_the_scores_columns_keep_the_masks_exact(name: str) -> None:
+    # A node holding 2**52 bytes or more falls back to the scalar scores; its pod count
+    # and ports stay read by the vectorised predicates (they went stale).
+    document = yaml.safe_load((Path(__file__).parent / "data" / f"{name}.yaml").read_text())
+    assert_same_decisions(*decide_both(document))

@@ -144,17 +144,19 @@ class KubeColumns:
             self.room[i] = self.max_pods[i] > 0
             self.port_nodes.discard(i)
             return
+        # The pod count and the ports are exact whatever the amounts: the predicates'
+        # masks read them even when the scores fall back for large amounts.
+        self.room[i] = len(node.pods) < self.max_pods[i]
+        if node.used_ports:
+            self.port_nodes.add(i)
+        else:
+            self.port_nodes.discard(i)
         figures = (len(node.pods), node.milli_cpu, node.memory, node.gpu,
                    node.nonzero_milli_cpu, node.nonzero_memory)
         if max(figures) >= LARGE:
             self.exact = False
             return
         self._figures[:, i] = figures
-        self.room[i] = figures[0] < self.max_pods[i]
-        if node.used_ports:
-            self.port_nodes.add(i)
-        else:
-            self.port_nodes.discard(i)
 
     def sync(self) -> None:
         """Refresh the nodes the view changed since the last sync."""
