@@ -303,19 +303,34 @@ def test_candidate_count_follows_percentage_absolute_and_caps() -> None:
 
 
 @pytest.mark.parametrize(("arguments", "named"), [
-    ({"minCandidateNodesPercentage": 150}, "minCandidateNodesPercentage"),
-    ({"minCandidateNodesPercentage": "ten"}, "minCandidateNodesPercentage"),
-    # Volcano's GetInt reads YAML integers only: it would keep 10 for these.
-    ({"minCandidateNodesPercentage": "20"}, "minCandidateNodesPercentage"),
-    ({"minCandidateNodesPercentage": 20.0}, "minCandidateNodesPercentage"),
-    ({"minCandidateNodesAbsolute": -1}, "minCandidateNodesAbsolute"),
-    ({"maxCandidateNodesAbsolute": 0}, "maxCandidateNodesAbsolute"),
-    ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+    ({"topologyAwarePreemptWorkerNum": -1}, "topologyAwarePreemptWorkerNum"),
+    ({"maxCandidateNodesAbsolute": -1}, "maxCandidateNodesAbsolute"),
+    ({"minCandidateNodesAbsolute": -1, "minCandidateNodesPercentage": -5},
      "minCandidateNodesAbsolute"),
 ])
-def test_bad_arguments_are_reported_by_name(arguments: dict[str, Any], named: str) -> None:
+def test_arguments_volcano_would_panic_on_are_reported_by_name(
+        arguments: dict[str, Any], named: str) -> None:
+    # A negative WaitGroup count, a slice of negative length: Volcano's preempt panics.
     with pytest.raises(ConfigError, match=named):
         PreemptAction(Arguments(arguments))
+
+
+@pytest.mark.parametrize("value", ["ten", "20", 20.0, True])
+def test_an_argument_that_is_no_integer_keeps_its_default_as_volcano_s_get_int(
+        value: Any, caplog: pytest.LogCaptureFixture) -> None:
+    action = PreemptAction(Arguments({"minCandidateNodesPercentage": value}))
+    assert action.min_candidate_nodes_percentage == 10
+    assert "minCandidateNodesPercentage" in caplog.text
+
+
+def test_candidate_counts_volcano_accepts() -> None:
+    # calculateNumCandidates: a percentage over 100 is capped by the node count; a
+    # count of 0 (or no dry-run worker) leaves the topology-aware path no candidate.
+    assert PreemptAction(Arguments({"minCandidateNodesPercentage": 150})).candidate_count(7) == 7
+    none = PreemptAction(Arguments({"minCandidateNodesPercentage": 0,
+                                    "minCandidateNodesAbsolute": 0}))
+    assert none.candidate_count(50) == 0
+    assert PreemptAction(Arguments({"maxCandidateNodesAbsolute": 0})).candidate_count(50) == 0
 
 
 # -- properties over random clusters --------------------------------------------------------------

@@ -178,3 +178,19 @@ def test_a_pod_preempted_by_the_scheduler_is_read_from_the_scenario(marked: bool
     doc["tasks"][2]["nominatedNodeName"] = "n1"
     got = run_scenario(parse_scenario(doc, source="<test>")).to_json()
     assert got["evicted"] == evicted
+
+
+@pytest.mark.parametrize(("arguments", "evicts"), [
+    ({}, True),
+    ({"topologyAwarePreemptWorkerNum": 0}, False),  # Volcano's dry run runs no worker
+    ({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, False),
+    ({"minCandidateNodesPercentage": 150}, True),
+])
+def test_topology_aware_preemption_with_no_candidate_to_collect_evicts_nothing(
+        arguments: dict[str, Any], evicts: bool) -> None:
+    corpus = Path(__file__).parent.parent / "conformance" / "volcano" / "actions"
+    document = yaml.safe_load(
+        (corpus / "preempt-02-topo-preempt-one-task-of-different-job.yaml").read_text())
+    document["config"]["configurations"][0]["arguments"].update(arguments)
+    decisions = run_scenario(parse_scenario(document))
+    assert bool(decisions.evicted) is evicts

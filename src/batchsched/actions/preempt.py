@@ -49,6 +49,8 @@ group (Volcano's wording).
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from batchsched.actions.node_search import shard_groups
@@ -63,7 +65,6 @@ from batchsched.actions.victims import (
     eviction_room,
     fits_on_node,
     in_victim_order,
-    int_argument,
     lazy_victims,
     nodes_to_visit,
     pending_tasks,
@@ -114,18 +115,21 @@ class PreemptAction:
 
     ``enableTopologyAwarePreemption`` (bool, default false)
         use the kube-scheduler dry-run algorithm instead of the default path.
-    ``minCandidateNodesPercentage`` (int 0..100, default 10) and
-    ``minCandidateNodesAbsolute`` (int >= 0, default 1)
+    ``minCandidateNodesPercentage`` (int, default 10) and
+    ``minCandidateNodesAbsolute`` (int, default 1)
         topology-aware path: how many candidate nodes the dry run collects before
         choosing, ``max(nodes * percentage // 100, absolute)``, capped by
-        ``maxCandidateNodesAbsolute`` (int >= 1, default 100) and the node count.
-        Percentage and absolute may not both be 0.
+        ``maxCandidateNodesAbsolute`` (int, default 100) and the node count (0
+        candidates: the topology-aware path never preempts, as in Volcano).
     ``predicateErrorCacheEnable`` (bool, default true)
         remember predicate failures per job and role for the whole action.
-    ``topologyAwarePreemptWorkerNum``
-        accepted for compatibility; the dry run is sequential.
+    ``topologyAwarePreemptWorkerNum`` (int, default 16)
+        how many dry runs Volcano runs in parallel; ours are sequential, and the
+        same but for 0, with which Volcano's dry run examines no node.
 
-    A malformed or out-of-range integer is a :class:`~batchsched.errors.ConfigError`
+    An argument that is no integer keeps its default (logged), as Volcano's
+    ``GetInt``; values with which Volcano's preempt would panic (a negative worker
+    count, a negative candidate count) are a :class:`~batchsched.errors.ConfigError`
     naming the argument.
     """
 
@@ -137,23 +141,27 @@ class PreemptAction:
         self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
         #: During an execution, the nodes' eviction bound (see ``nodes_to_visit``).
         self._room: EvictionRoom | None = None
-        self.min_candidate_nodes_percentage = int_argument(
-            args, self.name, "minCandidateNodesPercentage", 10, minimum=0, maximum=100)
-        self.min_candidate_nodes_absolute = int_argument(
-            args, self.name, "minCandidateNodesAbsolute", 1, minimum=0)
-        self.max_candidate_nodes_absolute = int_argument(
-            args, self.name, "maxCandidateNodesAbsolute", 100, minimum=1)
-        # Volcano's topologyAwarePreemptWorkerNum sets how many dry runs go in parallel:
-        # the decisions do not depend on it, so it is read and left alone.
+        read = functools.partial(args.get_int, owner=self.name)
+        self.min_candidate_nodes_percentage = read("minCandidateNodesPercentage", 10)
+        self.min_candidate_nodes_absolute = read("minCandidateNodesAbsolute", 1)
+        self.max_candidate_nodes_absolute = read("maxCandidateNodesAbsolute", 100)
+        self.workers = read("topologyAwarePreemptWorkerNum", 16)
         args.warn_unknown(self.name, [
             "enableTopologyAwarePreemption", PREDICATE_ERROR_CACHE_KEY,
             "minCandidateNodesPercentage", "minCandidateNodesAbsolute",
             "maxCandidateNodesAbsolute", "topologyAwarePreemptWorkerNum"], kind="action")
-        if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
-            raise ConfigError(
-                "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0",
-                key=f"configurations[{self.name}].arguments",
-            )
+        where = f"configurations[{self.name}].arguments"
+        # Volcano hands these to a WaitGroup and a slice's length: below 0 it panics.
+        if self.workers < 0:
+            raise ConfigError(f"must not be negative, got {self.workers}",
+                              key=f"{where}.topologyAwarePreemptWorkerNum")
+        if self.max_candidate_nodes_absolute < 0 or (
+                self.min_candidate_nodes_absolute < 0 and self.min_candidate_nodes_percentage < 0):
+            raise ConfigError("the candidate count would be negative (maxCandidateNodesAbsolute "
+                              f"{self.max_candidate_nodes_absolute}, "
+                              f"minCandidateNodesAbsolute {self.min_candidate_nodes_absolute}, "
+                              f"minCandidateNodesPercentage {self.min_candidate_nodes_percentage})",
+                              key=where)
 
     def initialize(self) -> None:
         """Nothing to prepare: the action keeps no state between sessions."""
@@ -291,7 +299,9 @@ class PreemptAction:
         are evicted in victim order and the preemptor is pipelined there.
         """
         ssn, preemptor = attempt.ssn, attempt.preemptor
-        wanted = self.candidate_count(len(nodes))
+        wanted = self.candidate_count(len(nodes)) if self.workers else 0
+        if wanted <= 0:
+            return False  # Volcano's dry run keeps no candidate (or runs no worker)
         found: list[_Candidate] = []
         for node in nodes:
             candidate = _select_victims_on_node(attempt, node)

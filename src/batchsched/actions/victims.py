@@ -39,8 +39,6 @@ from batchsched.columnar.selector import (
     vector_ranked_nodes,
     vector_ranked_positions,
 )
-from batchsched.errors import ConfigError
-from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.framework.statement import OperationKind, Statement
 
@@ -55,7 +53,6 @@ __all__ = [
     "eviction_room",
     "fits_on_node",
     "in_victim_order",
-    "int_argument",
     "jobs_in_order",
     "lazy_victims",
     "nodes_to_visit",
@@ -79,36 +76,6 @@ T = TypeVar("T")
 
 
 # -- arguments ----------------------------------------------------------------------------
-
-
-def int_argument(
-    arguments: Arguments,
-    action: str,
-    key: str,
-    default: int,
-    *,
-    minimum: int | None = None,
-    maximum: int | None = None,
-) -> int:
-    """An integer action argument, or ``ConfigError`` naming the action and key.
-
-    A YAML integer only, as Volcano's ``GetInt`` reads one; anything else that is
-    present (``true``, ``1.5``, ``"ten"``, even ``"20"`` or ``20.0``, which Volcano
-    would ignore and keep its default for) is an error rather than a silent default.
-    """
-    if key not in arguments:
-        return default
-    raw = arguments[key]
-    where = f"configurations[{action}].arguments.{key}"
-    if not isinstance(raw, int) or isinstance(raw, bool):
-        raise ConfigError(f"must be an integer, got {raw!r} (Volcano reads YAML integers "
-                          "only, and would keep its default)", key=where)
-    value = raw
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"must be at least {minimum}, got {value}", key=where)
-    if maximum is not None and value > maximum:
-        raise ConfigError(f"must be at most {maximum}, got {value}", key=where)
-    return value
 
 
 # -- ordering -----------------------------------------------------------------------------
