@@ -240,3 +240,12 @@ def test_report_writes_the_json_and_the_plots_when_matplotlib_is_there(tmp_path:
         return
     assert {p.name for p in (tmp_path / "r").iterdir()} == {
         "report.json", "utilization.png", "slowdown.png"}
+
+
+def test_a_report_path_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 5, 1)
+                  + "\n")
+    taken = write(tmp_path, "afile", "")
+    code, out, err = simulate(str(trace), "--output", "json", "--report", str(taken))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "afile" in err and "--report: not a directory" in err

@@ -173,6 +173,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.first_job < 0 or (args.jobs is not None and args.jobs < 0):
         raise WorkloadError("--first-job and --jobs must not be negative", source=source)
     check_arrived_load(args.arrived_load, source)
+    if args.report and Path(args.report).exists() and not Path(args.report).is_dir():
+        # Refused before the replay, which may take long, rather than after it.
+        raise WorkloadError("--report: not a directory", source=args.report)
     workload, own_configuration = load_workload(
         args.workload, args.cluster, arrived_load=args.arrived_load,
         first=args.first_job, count=args.jobs, seed=args.seed, arrival_order=args.arrival_order,
@@ -195,7 +198,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             bar.close()
     data = report(workload, timeline, sessions=simulator.sessions)
     if args.report:
-        written = write_report(data, args.report)
+        try:
+            written = write_report(data, args.report)
+        except OSError as exc:
+            raise WorkloadError(f"--report: cannot write: {exc.strerror or exc}",
+                                source=args.report) from exc
         if len(written) == 1:
             err.write("batchsched: note: report.json only; the plots need matplotlib "
                       "(pip install 'batchsched[sim]')\n")
