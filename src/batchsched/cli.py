@@ -181,7 +181,7 @@ def _run(args: argparse.Namespace, out: TextIO, *, process_ends: bool = False) -
 
 def _run_once(args: argparse.Namespace, out: TextIO) -> int:
     from batchsched.conf import load_configuration
-    from batchsched.framework.events import RecordedEvent
+    from batchsched.framework.events import EVENT_FIELDS, RecordedEvent
     from batchsched.scenario.json_output import MappedMembers, write_decisions
     from batchsched.scenario.kubectl import load_scenario_or_dump
     from batchsched.scenario.runner import decide
@@ -199,7 +199,7 @@ def _run_once(args: argparse.Namespace, out: TextIO) -> int:
         # json.dumps(..., indent=1) to the byte, written a piece at a time (json.dump
         # would write each of the many small pieces separately), the events made into
         # maps as they are written.
-        got["events"] = MappedMembers(events, RecordedEvent.to_dict)
+        got["events"] = MappedMembers(events, RecordedEvent.to_dict, fields=EVENT_FIELDS)
         write_decisions(got, out)
         out.write("\n")
     else:

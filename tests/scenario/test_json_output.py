@@ -237,3 +237,28 @@ def test_pieces_are_written_as_they_are_encoded() -> None:
     assert out.getvalue() == json.dumps(obj, indent=1)
     # The first chunk of binds is written before the second is encoded.
     assert 1 in written and written.index(1) < written.index(2)
+
+
+def _event_section(events: list[Any]) -> str:
+    from batchsched.framework.events import EVENT_FIELDS, RecordedEvent
+    out = io.StringIO()
+    json_output.write_decisions({"binds": {}, "events": json_output.MappedMembers(
+        events, RecordedEvent.to_dict, fields=EVENT_FIELDS)}, out)
+    return out.getvalue()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(*[st.text()] * 4), max_size=9000))
+def test_events_written_from_their_fields_are_json_s_text_of_their_maps(
+        fields: list[tuple[str, str, str, str]]) -> None:
+    from batchsched.framework.events import RecordedEvent
+    events = [RecordedEvent(*f) for f in fields]
+    assert _event_section(events) == json.dumps(
+        {"binds": {}, "events": [e.to_dict() for e in events]}, indent=1)
+
+
+def test_an_event_field_that_is_no_string_is_written_as_json_writes_it() -> None:
+    from batchsched.framework.events import RecordedEvent
+    events = [RecordedEvent("a", "Normal", "R", "m"), RecordedEvent("b", "Warning", "R", 7)]  # type: ignore[arg-type]
+    assert _event_section(events) == json.dumps(
+        {"binds": {}, "events": [e.to_dict() for e in events]}, indent=1)

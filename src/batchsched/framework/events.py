@@ -11,6 +11,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 
 __all__ = [
+    "EVENT_FIELDS",
     "Event",
     "EventHandler",
     "EvictionContext",
@@ -40,6 +41,11 @@ class EventHandler:
     allocate: Callable[[Event], None] | None = None
     deallocate: Callable[[Event], None] | None = None
     plugin: str = ""
+
+
+#: The attributes of a :class:`RecordedEvent`, as :meth:`RecordedEvent.to_dict` names
+#: them, in its order.
+EVENT_FIELDS = ("object", "type", "reason", "message")
 
 
 @attrs.frozen

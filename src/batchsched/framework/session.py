@@ -478,8 +478,7 @@ class Session:
             if (one_by_one is not None
                     and self._tell_cache("update_job_status", job.uid, one_by_one, job)
                     and keeps_events):
-                self._record_job_status_event(job)
-                self._record_task_events(job)
+                self._record_job_events(job)
         refused: set[str] = set()
         if in_bulk is not None:
             refused = self._tell_cache_statuses(in_bulk)
@@ -487,8 +486,7 @@ class Session:
         if keeps_events and one_by_one is None:
             for job in self.jobs.values():
                 if job.uid not in refused:
-                    self._record_job_status_event(job)
-                    self._record_task_events(job)
+                    self._record_job_events(job)
         self._update_queue_status()
         if self.registry is not None:
             self.registry.notify("batchsched_session_closed", session=self)
@@ -680,7 +678,20 @@ class Session:
             return PodGroupPhase.PENDING
         return podgroup.phase
 
-    def _record_job_status_event(self, job: JobInfo) -> None:
+    def _record_job_events(self, job: JobInfo) -> None:
+        """The job's events and its pods', which say the same fit error: worked out
+        once."""
+        summary: list[str] = []
+
+        def fit_error() -> str:
+            if not summary:
+                summary.append(job.fit_error())
+            return summary[0]
+
+        self._record_job_status_event(job, fit_error)
+        self._record_task_events(job, fit_error)
+
+    def _record_job_status_event(self, job: JobInfo, fit_error: Callable[[], str]) -> None:
         """The pod-group event Volcano's cache records after the status update.
 
         A job left Pending, Inqueue or Unknown gets a Warning ``Unschedulable``
@@ -693,7 +704,7 @@ class Session:
             pending = len(job.tasks_in(TaskStatus.PENDING))
             self.record_event(
                 job.uid, "Warning", "Unschedulable",
-                f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}",
+                f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {fit_error()}",
             )
             return
         podgroup = job.podgroup
@@ -703,7 +714,7 @@ class Session:
         if changed:
             self.record_event(job.uid, "Normal", "Scheduled", "pod group is ready")
 
-    def _record_task_events(self, job: JobInfo) -> None:
+    def _record_task_events(self, job: JobInfo, fit_error: Callable[[], str]) -> None:
         """The pod half of Volcano's ``RecordJobStatusEvent``: every Allocated, Pending
         and Pipelined task of the job gets its ``PodScheduled: False`` condition (the
         reason and message of ``JobInfo.TaskSchedulingReason``, else the job's fit
@@ -722,7 +733,7 @@ class Session:
                 reason, message = job.task_scheduling_reason(uid)
                 if not message:
                     if summary is None:
-                        summary = job.fit_error() or ALL_NODES_UNAVAILABLE
+                        summary = fit_error() or ALL_NODES_UNAVAILABLE
                     message = summary
                 if task.scheduling_condition == (reason, message):
                     continue

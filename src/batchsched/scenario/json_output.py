@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from json.encoder import encode_basestring_ascii
+from operator import attrgetter
 from typing import Any, TextIO
 
 import attrs
@@ -92,6 +93,10 @@ class MappedMembers:
 
     items: Sequence[Any]
     convert: Callable[[Any], Any]
+    #: When given: ``convert(item)`` is the map of these attributes of the item, by
+    #: their names (the events' ``to_dict``); string members are then written from the
+    #: attributes, without making the maps.
+    fields: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.items)
@@ -101,6 +106,28 @@ class MappedMembers:
         items = self.items
         for start in range(0, len(items), _PIECE_MEMBERS):
             yield [self.convert(item) for item in items[start:start + _PIECE_MEMBERS]]
+
+    def strings_only(self) -> bool:
+        """Whether ``fields`` are given and every item's are strings."""
+        if not self.fields:
+            return False
+        values = attrgetter(*self.fields)
+        return all(type(value) is str for item in self.items for value in values(item))
+
+    def string_member_chunks(self, depth: int) -> Iterator[list[str]]:
+        """The members' text at ``depth``, ``_PIECE_MEMBERS`` at a time, when
+        :meth:`strings_only` (what the converted maps would be written as)."""
+        opening = "{" + _LINE_STARTS[depth + 2]
+        separator = _MEMBER_SEPARATORS[depth + 2]
+        closing = _LINE_STARTS[depth + 1] + "}"
+        encode = encode_basestring_ascii
+        names = [encode(name) + ": " for name in self.fields]
+        values = attrgetter(*self.fields)
+        items = self.items
+        for start in range(0, len(items), _PIECE_MEMBERS):
+            yield [opening + separator.join([name + encode(value) for name, value
+                                             in zip(names, values(item), strict=True)])
+                   + closing for item in items[start:start + _PIECE_MEMBERS]]
 
 
 def write_decisions(obj: Any, out: TextIO) -> None:
@@ -128,7 +155,8 @@ def _fits(value: Any, depth: int) -> bool:
     if kind is str or kind is int:
         return True
     if kind is MappedMembers:
-        return depth == 1 and all(_fits(chunk, depth) for chunk in value.chunks())
+        return depth == 1 and (value.strings_only()
+                               or all(_fits(chunk, depth) for chunk in value.chunks()))
     if kind is dict:
         if not value:
             return True
@@ -183,10 +211,12 @@ def _mapped_pieces(value: MappedMembers) -> Iterator[str]:
         yield "[]"
         return
     yield "[" + _LINE_STARTS[2]
-    for i, chunk in enumerate(value.chunks()):
+    members = (value.string_member_chunks(1) if value.strings_only()
+               else (_list_members(chunk, 1) for chunk in value.chunks()))
+    for i, chunk in enumerate(members):
         if i:
             yield _MEMBER_SEPARATORS[2]
-        yield _MEMBER_SEPARATORS[2].join(_list_members(chunk, 1))
+        yield _MEMBER_SEPARATORS[2].join(chunk)
     yield _LINE_STARTS[1] + "]"
 
 
