@@ -130,3 +130,26 @@ def test_nodes_with_affinity_pods_are_listed_once_at_the_start(
         else:
             view.add(task, node_name)
     assert (view.affinity_nodes_at_open, view.anti_affinity_nodes_at_open) == listed
+
+
+def test_a_task_s_affinity_is_read_once_while_its_document_and_labels_stay(
+        monkeypatch: Any) -> None:
+    from batchsched.kube import pod_view
+    reads: list[object] = []
+    real = pod_view.parse_affinity
+
+    def counting(raw: Any, labels: Any = None) -> Any:
+        reads.append(raw)
+        return real(raw, labels)
+
+    monkeypatch.setattr(pod_view, "parse_affinity", counting)
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"tier": "web"}}, "topologyKey": "zone",
+         "matchLabelKeys": ["app"]}]}}
+    task = TaskInfo.create("ns", "t", "ns/j", Resource(), labels={"app": "a"}, affinity=anti)
+    first = pod_view.task_affinity(task)
+    assert pod_view.task_affinity(task.clone()) is first  # a session's copy shares it
+    assert len(reads) == 1
+    task.labels = {"app": "b"}  # other labels: read again, with them
+    again = pod_view.task_affinity(task)
+    assert len(reads) == 2 and again != first

@@ -113,6 +113,11 @@ class TaskInfo:
     #: evicts: a terminating one keeps a nominated preemptor from preempting again.
     preempted_by_scheduler: bool = False
     affinity: Mapping[str, Any] | None = None
+    #: ``(affinity, labels, what kube read from them)``: the parsed affinity
+    #: (:func:`batchsched.kube.pod_view.task_affinity`), kept while the task holds the
+    #: same document and labels objects (a copy shares them). None: not read yet.
+    affinity_read: tuple[Any, Mapping[str, str], Any] | None = attrs.field(
+        default=None, init=False)
     #: The pod's ``topologySpreadConstraints``, parsed
     #: (:mod:`batchsched.kube.topology_spread`); () for none.
     topology_spread: tuple[SpreadConstraint, ...] = ()

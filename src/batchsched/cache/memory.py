@@ -401,10 +401,11 @@ class MemoryCache:
 
     def _check(self, task: TaskInfo) -> None:
         """Refuse at the door what would otherwise break every later session."""
-        from batchsched.kube.affinity import AffinityError, parse_affinity
+        from batchsched.kube.affinity import AffinityError
+        from batchsched.kube.pod_view import task_affinity
 
         try:
-            parse_affinity(task.affinity, task.labels)
+            task_affinity(task)
         except AffinityError as exc:
             raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
         if task.node_name and task.status not in COMPLETED_STATUSES:

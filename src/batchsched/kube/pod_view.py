@@ -50,6 +50,7 @@ __all__ = [
     "NodeView",
     "PodInfo",
     "pod_info",
+    "task_affinity",
 ]
 
 #: kube-scheduler's stand-ins for a missing request when spreading load.
@@ -112,6 +113,20 @@ class PodInfo:
         return self.milli_cpu == 0 and self.memory == 0 and self.gpu == 0
 
 
+def task_affinity(task: TaskInfo) -> Affinity:
+    """``parse_affinity(task.affinity, task.labels)``, read once and kept on the task
+    while it holds the same document and labels objects (every session's copy of
+    the task shares them): a replay's sessions and the loader's check read it once.
+    Raises :class:`AffinityError` as ``parse_affinity`` does."""
+    kept = task.affinity_read
+    if kept is not None and kept[0] is task.affinity and kept[1] is task.labels:
+        affinity: Affinity = kept[2]
+        return affinity
+    affinity = parse_affinity(task.affinity, task.labels)
+    task.affinity_read = (task.affinity, task.labels, affinity)
+    return affinity
+
+
 def pod_info(task: TaskInfo) -> PodInfo:
     """Build the Kubernetes view of a task; a bad affinity raises SchedulingError."""
     req = task.resreq
@@ -126,7 +141,7 @@ def pod_info(task: TaskInfo) -> PodInfo:
         affinity = _NO_AFFINITY  # most tasks: no parsing, no terms to resolve
     else:
         try:
-            affinity = parse_affinity(task.affinity, task.labels)
+            affinity = task_affinity(task)
         except AffinityError as exc:
             raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
         required = tuple(t.resolve(ns) for t in affinity.required_affinity)

@@ -1344,16 +1344,17 @@ class _Parser:
             if not key and operator != "Exists":
                 raise self.fail(f"{tpath}.operator", "must be Exists when the key is empty")
             tolerations.append(Toleration(key, operator, value, effect))
+        labels = self.string_map(obj.get("labels"), f"{path}.labels")
         affinity = obj.get("affinity")
+        parsed_affinity = None
         if affinity is not None:
             affinity = self.mapping(affinity, f"{path}.affinity")
             self.keys(affinity, {"nodeAffinity", "podAffinity", "podAntiAffinity"},
                       f"{path}.affinity")
             try:
-                parse_affinity(affinity)
+                parsed_affinity = parse_affinity(affinity, labels)
             except AffinityError as exc:
                 raise self.fail(f"{path}.affinity.{exc.path}", exc.problem) from exc
-        labels = self.string_map(obj.get("labels"), f"{path}.labels")
         spread: tuple[SpreadConstraint, ...] = ()
         if obj.get("topologySpreadConstraints") is not None:
             spread_path = f"{path}.topologySpreadConstraints"
@@ -1412,6 +1413,9 @@ class _Parser:
             preempted_by_scheduler=self.typed(obj, "preemptedByScheduler", bool, False, path),
             **({"order_uid": uid} if uid else {}),
         )
+        if parsed_affinity is not None:
+            # What sessions read from it (the task's labels are a copy of ``labels``).
+            task.affinity_read = (task.affinity, task.labels, parsed_affinity)
         if obj.get("startTime") is not None:
             if not task.node_name:
                 raise self.fail(f"{path}.startTime", "only a task on a node has a start time")
