@@ -619,3 +619,25 @@ def test_without_its_pre_predicate_a_task_fails_with_volcano_s_error_unless_repo
         "predicate.NodePortsEnable": False, "predicate.PodAffinityEnable": False,
         "predicate.PodTopologySpreadEnable": False, "predicate.VolumeBindingEnable": False})
     assert none.predicate(task(none, "c1/p"), none.nodes["n1"]) is None
+
+
+@pytest.mark.parametrize("arguments", [
+    {"volumebinding.weight": "x"}, {"volumebinding.bindTimeoutSeconds": "600s"},
+    {"dynamicresources.filterTimeoutSeconds": "abc"}])
+def test_arguments_volcano_stops_on_are_refused(arguments: dict[str, Any]) -> None:
+    # Volcano reads them with framework.Get[int], which exits on a value that is no
+    # number (klog.Fatalf).
+    from batchsched.framework.arguments import Arguments
+    from batchsched.plugins.predicates import PredicatesPlugin
+    with pytest.raises(ValueError, match=next(iter(arguments))):
+        PredicatesPlugin(Arguments(arguments))
+
+
+def test_volcano_s_volume_binding_arguments_are_read_not_unknown(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from batchsched.framework.arguments import Arguments
+    from batchsched.plugins.predicates import PredicatesPlugin
+    PredicatesPlugin(Arguments({"volumebinding.weight": 3,
+                                "volumebinding.bindTimeoutSeconds": 600,
+                                "dynamicresources.filterTimeoutSeconds": 2.5}))
+    assert "ignoring" not in caplog.text

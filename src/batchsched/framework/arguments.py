@@ -28,11 +28,12 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from batchsched.kube.go_strconv import in_int64
+from batchsched.kube.go_strconv import in_int64, int64
 
 __all__ = [
     "Arguments",
     "collect_warnings",
+    "decode_int",
     "parse_duration",
     "parse_duration_ns",
     "warn_unreadable",
@@ -173,6 +174,20 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
     shown = "no value" if fallback is None else repr(fallback)
     log.warning("%s: argument %r = %r is not %s; using %s instead", who, key, value,
                 expected, shown)
+
+
+def decode_int(value: Any, path: str) -> int:
+    """Volcano's ``framework.Get[int]`` (mapstructure's decodeInt into a Go int): an
+    integer (wrapped to int64, as a uint64 is), a float truncated (one that is not
+    finite or past int64 is Go's int64 of it on amd64: -2^63). Anything else raises
+    ``ValueError`` naming ``path``: Volcano exits there (``klog.Fatalf``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"argument {path}: expected an integer, got {value!r}")
+    if isinstance(value, float):
+        if not (math.isfinite(value) and -(2.0**63) <= value < 2.0**63):
+            return -(2**63)
+        return int(value)
+    return int64(value)
 
 
 #: The strings Go's ``strconv.ParseBool`` reads.

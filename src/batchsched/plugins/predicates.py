@@ -97,7 +97,7 @@ from batchsched.columnar.forms import VectorFallback
 from batchsched.columnar.kube_columns import KubeColumns
 from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
 from batchsched.errors import SchedulingError
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, decode_int
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.kube.affinity import node_selector_matches
@@ -154,6 +154,9 @@ log = logging.getLogger("batchsched")
 PLUGIN_NAME = "predicates"
 #: Volcano's argument for the DRA plugin's filter deadline (seconds).
 DRA_FILTER_TIMEOUT = "dynamicresources.filterTimeoutSeconds"
+#: Volcano's VolumeBinding arguments (read whenever the filter is on, the default).
+VOLUME_BINDING_WEIGHT = "volumebinding.weight"
+VOLUME_BINDING_TIMEOUT = "volumebinding.bindTimeoutSeconds"
 
 REASON_NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -359,7 +362,7 @@ _READ_ARGUMENTS = (
     "predicate.PodTopologySpreadEnable", "predicate.VolumeBindingEnable",
     "predicate.DynamicResourceAllocationEnable", "predicate.GPUSharingEnable",
     "predicate.GPUNumberEnable", "predicate.CacheEnable", "predicate.ProportionalEnable",
-    "predicate.resources", DRA_FILTER_TIMEOUT,
+    "predicate.resources", DRA_FILTER_TIMEOUT, VOLUME_BINDING_WEIGHT, VOLUME_BINDING_TIMEOUT,
 )
 
 
@@ -400,8 +403,15 @@ class PredicatesPlugin:
             # Volcano no longer reads it: its feature gate decides, on since Kubernetes 1.34.
             "predicate.DynamicResourceAllocationEnable":
                 "Volcano follows the DynamicResourceAllocation feature gate, which is on"})
-        # Read, and of no consequence: a simulated allocation has no deadline.
-        arguments.get_float(DRA_FILTER_TIMEOUT, 10.0)
+        # Read as Volcano reads them (framework.Get[int]: a value that is no number
+        # stops Volcano's scheduler, and is an error here), of no consequence: a
+        # simulated allocation has no deadline, and the model has no volumes.
+        keys = [DRA_FILTER_TIMEOUT]
+        if self.volume_binding_enable:
+            keys += [VOLUME_BINDING_WEIGHT, VOLUME_BINDING_TIMEOUT]
+        for key in keys:
+            if arguments.get(key) is not None:
+                decode_int(arguments.get(key), key)
         arguments.warn_inert(self.name, {
             "predicate.NodeVolumeLimitsEnable": no_volumes,
             "predicate.VolumeZoneEnable": no_volumes,

@@ -40,7 +40,6 @@ the reference a vectorised implementation is checked against.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,6 +51,7 @@ from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
 from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import decode_int as _int
 from batchsched.framework.session import Session
 from batchsched.kube.go_strconv import int64
 
@@ -216,19 +216,6 @@ def proportional_reason(resource: str) -> str:
 
 
 # -- arguments ---------------------------------------------------------------------------------
-
-
-def _int(value: Any, path: str) -> int:
-    """mapstructure's decodeInt into a Go int: an integer (wrapped to int64, as a
-    uint64 is), a float truncated (one that is not finite or past int64 is Go's
-    int64 of it on amd64: -2^63)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"argument {path}: expected an integer, got {value!r}")
-    if isinstance(value, float):
-        if not (math.isfinite(value) and -(2.0**63) <= value < 2.0**63):
-            return -(2**63)
-        return int(value)
-    return int64(value)
 
 
 def _float(value: Any, path: str) -> float:
