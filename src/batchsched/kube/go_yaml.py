@@ -22,7 +22,8 @@ import yaml
 
 from batchsched.kube.go_strconv import parse_float
 
-__all__ = ["GoScalar", "GoYamlLoader", "load_first_document", "resolved", "text_keys"]
+__all__ = ["ExcessiveAliasingError", "GoScalar", "GoYamlLoader", "check_aliasing",
+           "load_first_document", "resolved", "text_keys"]
 
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
@@ -186,15 +187,88 @@ class GoYamlLoader(yaml.SafeLoader):
         return tag
 
 
+class ExcessiveAliasingError(yaml.YAMLError):
+    """yaml.v2's "document contains excessive aliasing" (an alias bomb), or a document
+    nested too deeply to read."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def _allowed_alias_ratio(decoded: int) -> float:
+    """yaml.v2's ``allowedAliasRatio``: 0.99 of the nodes decoded may come from
+    aliases up to 400,000 nodes, 0.10 from 4,000,000 on, linear between."""
+    if decoded <= 400_000:
+        return 0.99
+    if decoded >= 4_000_000:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - 400_000) / 3_600_000
+
+
+def check_aliasing(root: yaml.Node | None) -> None:
+    """Raise :class:`ExcessiveAliasingError` where yaml.v2 refuses the document: it
+    counts every node it decodes, those reached through an alias again each time,
+    and gives up once more than 100 of over 1,000 came from aliases beyond
+    :func:`_allowed_alias_ratio`. (PyYAML shares an aliased node; reading the
+    document as Go does would expand it.)"""
+    if root is None:
+        return
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is None:
+            known = sizes[id(node)] = 1 + sum(size(child) for child in _children(node))
+        return known
+
+    seen: set[int] = set()
+    decoded = aliased = 0
+
+    def walk(node: yaml.Node) -> None:
+        nonlocal decoded, aliased
+        if id(node) in seen:  # an alias: its whole node decoded again
+            expanded = size(node)
+            decoded += expanded
+            aliased += expanded
+            if (aliased > 100 and decoded > 1000
+                    and aliased / decoded > _allowed_alias_ratio(decoded)):
+                raise ExcessiveAliasingError("document contains excessive aliasing")
+            return
+        seen.add(id(node))
+        decoded += 1
+        for child in _children(node):
+            walk(child)
+
+    try:
+        walk(root)
+    except RecursionError:
+        raise ExcessiveAliasingError("document nested too deeply") from None
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
 def load_first_document(text: str) -> Any:
     """The first document of ``text`` read as yaml.v2 reads it (None when empty);
-    raises :class:`yaml.YAMLError` as PyYAML does on malformed text."""
+    raises :class:`yaml.YAMLError` as PyYAML does on malformed text, and
+    :class:`ExcessiveAliasingError` on an alias bomb (as yaml.v2) or a document
+    nested too deeply."""
     loader = GoYamlLoader(text)
     try:
         loader.get_event()  # type: ignore[no-untyped-call]  # the stream's start
         if loader.check_event(yaml.StreamEndEvent):
             return None
         # The first document only: yaml.Unmarshal reads no further.
-        return loader.construct_document(loader.compose_document())
+        root = loader.compose_document()
+        check_aliasing(root)
+        return loader.construct_document(root)
+    except RecursionError:
+        raise ExcessiveAliasingError("document nested too deeply") from None
     finally:
         loader.dispose()

@@ -204,9 +204,14 @@ def _read_values(source: str) -> list[Any]:
             except json.JSONDecodeError as exc:
                 raise ScenarioError(f"malformed JSON at line {exc.lineno}: {exc.msg}",
                                     source=source) from exc
+            except RecursionError:
+                raise ScenarioError("malformed document: nested too deeply",
+                                    source=source) from None
             values.append(value)
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except RecursionError:
+        raise ScenarioError("malformed document: nested too deeply", source=source) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -103,7 +103,7 @@ from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
-from batchsched.kube.go_yaml import GoYamlLoader
+from batchsched.kube.go_yaml import GoYamlLoader, check_aliasing
 from batchsched.kube.host_ports import PROTOCOLS, HostPort
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
@@ -275,9 +275,14 @@ def load_scenario(path: str | Path) -> Scenario:
         problem = ("a number of more than 4300 digits" if "digits" in str(exc)
                    else str(exc))
         raise ScenarioError(f"malformed document: {problem}", source=source) from exc
+    except RecursionError:
+        raise ScenarioError("malformed document: nested too deeply", source=source) from None
     # The document is ours: its entries are dropped as they become objects, so that
     # the document and the objects it becomes are not both held whole at the peak.
-    return _Parser(source, consume=True).parse(document)
+    try:
+        return _Parser(source, consume=True).parse(document)
+    except RecursionError:
+        raise ScenarioError("malformed document: nested too deeply", source=source) from None
 
 
 class _ScenarioYamlLoader(yaml.SafeLoader):
@@ -286,6 +291,13 @@ class _ScenarioYamlLoader(yaml.SafeLoader):
     Volcano reads its configuration file (yaml.v2's scalars: ``1.5e0`` is a number,
     ``n`` is false in an enable flag, a name stays text), so that a configuration
     pasted into a scenario means what it means to Volcano."""
+
+    def get_single_node(self) -> yaml.Node | None:
+        """PyYAML's, refusing an alias bomb as yaml.v2 does (the ``config`` block is
+        read as Go reads it, which expands aliases)."""
+        node: yaml.Node | None = super().get_single_node()
+        check_aliasing(node)
+        return node
 
     def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
         """PyYAML's, remembering whether the tag was resolved (none written), which the

@@ -42,7 +42,11 @@ from batchsched.simulation.controllers import ClusterControllers
 from batchsched.simulation.timeline import Timeline
 from batchsched.simulation.workload import RESTART_GANG, Workload
 
-__all__ = ["MAX_SESSIONS_PER_INSTANT", "Simulator", "simulate"]
+__all__ = ["MAX_SCHEDULE_PERIOD", "MAX_SESSIONS_PER_INSTANT", "Simulator", "simulate"]
+
+#: The longest schedule period taken (about 31,700 years): a longer one lets the clock
+#: and the metrics overflow a float.
+MAX_SCHEDULE_PERIOD = 1e12
 
 log = logging.getLogger("batchsched")
 
@@ -98,9 +102,10 @@ class Simulator:
         settle_arrivals: bool = False,
     ) -> None:
         if schedule_period is not None and not (
-                0 < schedule_period < math.inf):  # NaN fails both tests
+                0 < schedule_period <= MAX_SCHEDULE_PERIOD):  # NaN fails both tests
             raise WorkloadError(f"the schedule period must be a positive number of "
-                                f"seconds, not {schedule_period}", source=workload.name)
+                                f"seconds up to {MAX_SCHEDULE_PERIOD:g}, not {schedule_period}",
+                                source=workload.name)
         if until is not None and not until >= 0:  # NaN fails it too
             raise WorkloadError(f"until must be a number of seconds >= 0, not {until}",
                                 source=workload.name)

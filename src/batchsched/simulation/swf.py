@@ -226,8 +226,18 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     )
     request = Resource.from_mapping({"cpu": per_node})
     workload_jobs = []
+    skipped = list(read.dropped)
     for job in jobs:
         name = _job_name(job.job_id, width)
+        width_needed = -(-job.procs * max_nodes // max_procs)
+        if nodes is None and width_needed > max_nodes:
+            # Each task takes a whole node: a gang wider than the cluster never starts.
+            # Said here, before a task per processor is made (10**7 of them, say).
+            skipped.append(Skipped(
+                f"{NAMESPACE}/{name}", f"{source}:{job.line}",
+                f"its gang asks {width_needed} whole nodes, more than the cluster's "
+                f"{max_nodes}", oversized=True))
+            continue
         podgroup = PodGroup(
             # ceil(P / (MaxProcs / MaxNodes)) in integers: the float quotient can land
             # a hair above a whole number and ask one node too many.
@@ -247,4 +257,4 @@ def swf_workload(path: str | Path, *, text: str | None = None,
             origin=f"{source}:{job.line}",
         ))
     return Workload(name=source, nodes=cluster, jobs=tuple(workload_jobs),
-                    skipped=tuple(read.dropped))
+                    skipped=tuple(skipped))
