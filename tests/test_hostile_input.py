@@ -83,3 +83,21 @@ def test_a_schedule_period_that_would_overflow_the_clock_is_refused(tmp_path: Pa
     trace.write_text("; MaxNodes: 1\n1 0 -1 100 1 -1 -1 1 100 -1 1 1 1 1 1 -1 -1 -1\n")
     code, err = cli("simulate", str(trace), "--no-progress", "--schedule-period", "1e308")
     assert code == 2 and "schedule period" in err and err.count("\n") == 1
+
+
+def test_a_plugin_refusing_its_arguments_is_named_with_the_file_and_its_place(
+        tmp_path: Path) -> None:
+    scenario = tmp_path / "args.yaml"
+    scenario.write_text(
+        "version: 1\nconfig: {actions: allocate, tiers: [{plugins: [{name: gang}]}, "
+        "{plugins: [{name: predicates, arguments: {volumebinding.weight: '0x10'}}]}]}\n"
+        "nodes: []\n")
+    code, err = cli("run", str(scenario))
+    assert code == 2
+    assert "args.yaml: tiers[1].plugins[0].arguments: plugin 'predicates': argument " \
+           "volumebinding.weight: expected an integer, got '0x10'" in err
+    conf = tmp_path / "args.conf"
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n"
+                    "    arguments: {volumebinding.weight: '0x10'}\n")
+    code, err = cli("conf", "validate", str(conf))
+    assert code == 2 and "args.conf: plugin 'predicates': argument volumebinding" in err

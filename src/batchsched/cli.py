@@ -411,6 +411,9 @@ def _ignored_by_plugins(configuration: Any, registry: Any) -> list[str]:
         if isinstance(cause, ConfigError) and cause.source == "<configuration>":
             raise ConfigError(cause.message, source=configuration.source, key=cause.key,
                               known=cause.known) from exc
+        if isinstance(cause, (ValueError, TypeError)) and not isinstance(cause, ConfigError):
+            raise ConfigError(f"plugin {exc.plugin!r}: {cause}",
+                              source=configuration.source) from exc
         raise
     interval = configuration.metrics.get("interval")
     if interval is not None:

@@ -53,6 +53,7 @@ from batchsched.conf import SchedulerConfiguration, Tier
 from batchsched.errors import (
     BatchSchedError,
     CacheError,
+    ConfigError,
     DryRunError,
     PluginError,
     SchedulingError,
@@ -1806,9 +1807,25 @@ def _job_tail(job: JobInfo) -> tuple[float, str]:
 
 def _create_plugins(configuration: SchedulerConfiguration, registry: Registry
                     ) -> dict[str, Any]:
-    """A new object of every configured plugin, by name, in tier order."""
-    return {option.name: registry.create_plugin(option.name, option.arguments)
-            for tier in configuration.tiers for option in tier.plugins}
+    """A new object of every configured plugin, by name, in tier order. A plugin that
+    refuses its arguments (``ValueError``, ``TypeError``) is a PluginError naming the
+    configuration's file and the plugin's place in it."""
+    plugins: dict[str, Any] = {}
+    for t, tier in enumerate(configuration.tiers):
+        for p, option in enumerate(tier.plugins):
+            try:
+                plugins[option.name] = registry.create_plugin(option.name, option.arguments)
+            except PluginError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, (ValueError, TypeError)):
+                    raise
+                said = str(cause)
+                if isinstance(cause, ConfigError):
+                    said = f"{cause.key}: {cause.message}" if cause.key else cause.message
+                raise PluginError(
+                    f"{configuration.source}: tiers[{t}].plugins[{p}].arguments: "
+                    f"plugin {option.name!r}: {said}", plugin=option.name) from cause
+    return plugins
 
 
 def _bulk_status_sink(cache: object) -> Callable[[Iterable[JobInfo]], object] | None:
