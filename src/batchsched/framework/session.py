@@ -561,13 +561,15 @@ class Session:
             # the root queue holds counts twice there.
             return [ROOT_QUEUE]
         out: list[str] = []
+        seen: set[str] = set()  # a cycle ends the walk (checked in O(1): chains can be deep)
         name = queue
         while name != ROOT_QUEUE:
             info = self.queues.get(name)
             parent = (info.parent if info is not None else "") or ROOT_QUEUE
-            if parent in out or parent not in self.queues:
+            if parent in seen or parent not in self.queues:
                 break
             out.append(parent)
+            seen.add(parent)
             name = parent
         return out
 
