@@ -137,6 +137,11 @@ tasks:
     task = explain(scenario, task="default/a-0")
     assert task["verdict"].startswith("pending: waiting for scheduling gates: "
                                       "[example.com/quota]")
+    # The job too: its only waiting task is gated (neither the gang nor the
+    # configuration holds it back).
+    report = explain(scenario, job="default/a")
+    assert report["verdict"].startswith("waiting for scheduling gates: [example.com/quota]")
+    assert report["decidedBy"] == ["schedulingGates"]
 
 
 def test_a_placement_the_gang_undid_says_where_the_task_could_go() -> None:
@@ -471,20 +476,6 @@ tasks:
                       counterfactuals(scenario, job="default/j")):
         smaller = next(p for p in proposals if p["kind"] == "smallerRequests")
         assert smaller["factor"] == 0.1
-
-
-def test_a_task_held_only_by_its_scheduling_gates_is_explained_by_them() -> None:
-    scenario = scenario_of("""
-nodes:
-- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
-jobs:
-- {name: j, minMember: 1, phase: Inqueue}
-tasks:
-- {name: j-0, job: j, requests: {cpu: 1}, schedulingGates: [example.com/q]}
-""")
-    report = explain(scenario, job="default/j")
-    assert report["verdict"].startswith("waiting for scheduling gates: [example.com/q]")
-    assert report["decidedBy"] == ["schedulingGates"]
 
 
 def test_a_capability_the_other_queues_guarantees_lower_says_so() -> None:
