@@ -111,9 +111,9 @@ class Workload:
     #: Device classes, resource slices, claims and claim templates (Dynamic Resource
     #: Allocation), as a scenario gives them.
     dra: DraObjects = attrs.field(factory=DraObjects)
-    #: Pod disruption budgets and resource quotas, as a scenario gives them. A replay
-    #: takes them as they are: budgets' allowances and quotas' use are not worked
-    #: out again as pods start and end.
+    #: Pod disruption budgets and resource quotas, as a scenario gives them: a replay
+    #: works their statuses out again as pods start and end
+    #: (:mod:`batchsched.simulation.controllers`).
     pdbs: tuple[PodDisruptionBudget, ...] = ()
     resource_quotas: tuple[ResourceQuota, ...] = ()
     #: When the replay's clock starts; None: the submit time of its first job (job K
