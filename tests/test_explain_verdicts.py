@@ -437,21 +437,24 @@ def test_a_task_s_prediction_is_its_own_start() -> None:
 
 DATA = Path(__file__).parent / "data" / "explain"
 
-PIPELINED_BESIDE_A_PLACED_TASK = """
+def beside_a_deleting_pod(held: str, *requests: str) -> Scenario:
+    """n1 (4 cpu) holds a pod being deleted that holds ``held`` cpu; job j (minMember
+    1) has a task per request."""
+    tasks = "".join(f"- {{name: j-{i}, job: j, requests: {{cpu: {cpu}}}}}\n"
+                    for i, cpu in enumerate(requests))
+    return scenario_of(f"""
 nodes:
-- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+- {{name: n1, allocatable: {{cpu: 4, memory: 8Gi, pods: 10}}}}
 jobs:
-- {name: old, minMember: 1, phase: Running}
-- {name: j, minMember: 1, phase: Inqueue}
+- {{name: old, minMember: 1, phase: Running}}
+- {{name: j, minMember: 1, phase: Inqueue}}
 tasks:
-- {name: old-0, job: old, node: n1, phase: Running, deleting: true, requests: {cpu: 2}}
-- {name: j-0, job: j, requests: {cpu: 1500m}}
-- {name: j-1, job: j, requests: {cpu: 1500m}}
-"""
+- {{name: old-0, job: old, node: n1, phase: Running, deleting: true, requests: {{cpu: {held}}}}}
+""" + tasks)
 
 
 def test_a_job_with_a_pipelined_task_is_started_not_placed() -> None:
-    scenario = scenario_of(PIPELINED_BESIDE_A_PLACED_TASK)
+    scenario = beside_a_deleting_pod("2", "1500m", "1500m")
     decisions = run_scenario(scenario)
     assert decisions.binds == {"default/j-0": "n1"}
     assert decisions.pipelined == {"default/j": {"default/j-1": "n1"}}
@@ -462,16 +465,7 @@ def test_a_job_with_a_pipelined_task_is_started_not_placed() -> None:
 def test_a_counterfactual_that_leaves_the_task_pipelined_is_not_proposed() -> None:
     # Smaller requests that only pipeline the task (the room is being freed) start
     # nothing now: not proposed for the task, nor for the job.
-    scenario = scenario_of("""
-nodes:
-- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
-jobs:
-- {name: old, minMember: 1, phase: Running}
-- {name: j, minMember: 1, phase: Inqueue}
-tasks:
-- {name: old-0, job: old, node: n1, phase: Running, deleting: true, requests: {cpu: 3}}
-- {name: j-0, job: j, requests: {cpu: 5}}
-""")
+    scenario = beside_a_deleting_pod("3", "5")
     for proposals in (counterfactuals(scenario, task="default/j-0"),
                       counterfactuals(scenario, job="default/j")):
         smaller = next(p for p in proposals if p["kind"] == "smallerRequests")
