@@ -274,9 +274,14 @@ def test_a_profile_kube_scheduler_refuses_is_a_config_error(raw: Any, key: str) 
     assert info.value.key == key
 
 
-def test_profiles_without_a_binder_or_with_different_queue_sorts_are_refused() -> None:
+def test_profiles_without_one_queue_sort_or_a_binder_or_with_different_sorts_are_refused(
+) -> None:
     c = cache({"n0": 1}, [])
-    no_bind = Profile("default-scheduler", {"filter": (PluginRef("NodeResourcesFit"),)})
+    no_sort = Profile("default-scheduler", {"bind": (PluginRef("DefaultBinder"),)})
+    with pytest.raises(ConfigError, match=r"only one queue sort plugin required .* but got 0"):
+        PodScheduler(c, Framework(registry(), no_sort))
+    no_bind = Profile("default-scheduler", {"queueSort": (PluginRef("PrioritySort"),),
+                                            "filter": (PluginRef("NodeResourcesFit"),)})
     with pytest.raises(ConfigError, match="at least one bind plugin is needed"):
         PodScheduler(c, Framework(registry(), no_bind))
     other = Profile("other", {"queueSort": (PluginRef("Coscheduling"),),
@@ -934,3 +939,149 @@ def test_a_plugin_may_keep_its_handle_s_waiting_pods_from_when_it_was_built() ->
     s.run(0.0)
     assert kept[0].waiting is framework.waiting_pods
     assert bound(c) == {"default/b": "n0", "default/a": "n0"}
+
+
+# -- kube-scheduler's failure paths, kept after a second audit (schedule_one.go, framework.go,
+# -- scheduling_queue.go, resource_allocation.go, waiting_pods_map.go) ------------------------
+
+def _pod(c: MemoryCache, name: str) -> Any:
+    return c.snapshot().jobs[f"default/j-{name}"].tasks[f"default/{name}"]
+
+
+class FailsFilter:
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        return Status.error("api down")
+
+
+@pytest.mark.parametrize("case", ["filter error", "no nodes", "no postFilter plugin"])
+def test_a_failure_clears_the_pod_s_nomination_unless_a_post_filter_nominates(case: str) -> None:
+    """kube's schedulingCycle returns clearNominatedNode on every failure but a
+    PostFilter's: an error, no nodes, a pod nothing may preempt for."""
+    nodes = {} if case == "no nodes" else {"n0": 1, "n1": 1}
+    c = cache(nodes, [("p", 2, 0)])
+    c.nominate(_pod(c, "p"), "n1")
+    if case == "filter error":
+        s = scheduler(c, plugins=[("F", FailsFilter())], filter=["F"])
+    else:
+        s = scheduler(c, filter=["NodeResourcesFit"])
+    s.run(0.0)
+    assert c.nominations == {}
+    assert _pod(c, "p").nominated_node == ""
+
+
+def test_post_filter_rejections_give_every_reason_the_first_plugin_and_the_pod_s_message() -> None:
+    """kube's RunPostFilterPlugins: Unschedulable with every rejecting plugin's reasons,
+    named after the first; FitError.Error appends that message."""
+    c = cache({"n0": 1}, [("p", 2, 0)])
+    s = scheduler(c, plugins=[("A", NominatesAsTold((None, Status.unschedulable("a says no")))),
+                              ("B", NominatesAsTold((None, Status.unschedulable("b says no"))))],
+                  filter=["NodeResourcesFit"], postFilter=["A", "B"])
+    framework = s.frameworks["default-scheduler"]
+    nominated, status = framework.run_post_filter(CycleState(), _pod(c, "p"), {})
+    assert nominated is None
+    assert (status.code.name, status.plugin, status.reasons) == (
+        "UNSCHEDULABLE", "A", ("a says no", "b says no"))
+    result = s.run(0.0)[0]
+    assert result.status.message == \
+        "0/1 nodes are available: 1 Insufficient cpu. a says no, b says no."
+
+
+def test_the_last_unschedulable_pre_filter_answer_is_the_pod_s() -> None:
+    """kube's RunPreFilterPlugins keeps the last Unschedulable (``returnStatus = s``)."""
+    calls: list[str] = []
+    s = scheduler(cache({"n0": 2}, [("p", 1, 0)]), plugins=[
+        ("A", PreFilters(Status.unschedulable("a says no"), calls, "A")),
+        ("B", PreFilters(Status.unschedulable("b says no"), calls, "B"))],
+        preFilter=["A", "B"])
+    result = s.run(0.0)[0]
+    assert result.status.message == "0/1 nodes are available: b says no."
+
+
+def test_least_allocated_scores_no_extended_resource_the_pod_does_not_ask_for() -> None:
+    """kube's calculateResourceAllocatableRequest: (0, 0) for a scalar resource the pod
+    asks none of, so a node's idle GPUs do not make it look emptier."""
+    doc = {
+        "version": 1, "name": "least", "config": {"actions": ""},
+        "nodes": [{"name": "n0", "allocatable": {"cpu": 4, "memory": "4Gi", "pods": 10,
+                                                  "nvidia.com/gpu": 4}},
+                  {"name": "n1", "allocatable": {"cpu": 4, "memory": "4Gi", "pods": 10}}],
+        "jobs": [{"name": "j-r0", "minMember": 1, "phase": "Running"},
+                 {"name": "j-r1", "minMember": 1, "phase": "Running"},
+                 {"name": "j-p", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": "r0", "job": "j-r0", "phase": "Running", "node": "n0",
+                   "requests": {"cpu": "1500m", "memory": "2Gi"}},
+                  {"name": "r1", "job": "j-r1", "phase": "Running", "node": "n1",
+                   "requests": {"cpu": 1, "memory": "1Gi"}},
+                  {"name": "p", "job": "j-p", "requests": {"cpu": 1, "memory": "1Gi"}}],
+    }
+    c = parse_scenario(doc, source="<test>").build_cache()
+    weights = [{"name": name, "weight": 1} for name in ("cpu", "memory", "nvidia.com/gpu")]
+    raw = {"plugins": {"queueSort": {"enabled": [{"name": "PrioritySort"}]},
+                       "filter": {"enabled": [{"name": "NodeResourcesFit"}]},
+                       "score": {"enabled": [{"name": "NodeResourcesLeastAllocated"}]},
+                       "bind": {"enabled": [{"name": "DefaultBinder"}]}},
+           "pluginConfig": [{"name": "NodeResourcesLeastAllocated",
+                             "args": {"resources": weights}}]}
+    framework = Framework(registry(), Profile.from_mapping(raw))
+    view = c.snapshot()
+    plugin = framework.instances["NodeResourcesLeastAllocated"]
+    pod = view.jobs["default/j-p"].tasks["default/p"]
+    assert [plugin.score(CycleState(), pod, view.nodes[n])[0] for n in ("n0", "n1")] == [31, 50]
+    PodScheduler(c, framework).run(0.0)
+    assert bound(c) == {"default/p": "n1"}
+
+
+class Toggle:
+    def __init__(self) -> None:
+        self.open = True
+
+    def pre_enqueue(self, pod: Any) -> Status:
+        return Status.success() if self.open else Status.unschedulable("closed")
+
+
+def test_pre_enqueue_is_asked_again_when_an_admitted_pod_moves_back() -> None:
+    """kube's moveToActiveQ runs PreEnqueue on every move: a pod it now refuses is
+    gated among the unschedulable pods, and never tried."""
+    c = cache({"n0": 1}, [("p", 2, 0)])
+    gate = Toggle()
+    s = scheduler(c, plugins=[("G", gate)], preEnqueue=["G"], filter=["NodeResourcesFit"])
+    assert [r.status.code.name for r in s.run(0.0)] == ["UNSCHEDULABLE"]
+    gate.open = False
+    assert s.queue.move_all_to_active_or_backoff(100.0, "NodeAdd") == 0
+    assert s.queue.unschedulable["default/p"].gated
+    assert s.run(100.0) == []
+    s.queue.activate(["default/p"])
+    assert _where(s, "default/p") == "unschedulable"
+    gate.open = True
+    s.queue.activate(["default/p"])
+    assert _where(s, "default/p") == "active"
+
+
+def test_another_scheduler_s_nominee_holds_no_room() -> None:
+    """kube's nominator holds only the pods of the scheduler's own profiles."""
+    doc = {
+        "version": 1, "name": "nominees", "config": {"actions": ""},
+        "nodes": [{"name": n, "allocatable": {"cpu": 2, "memory": "4Gi", "pods": 10}}
+                  for n in ("n0", "n1")],
+        "jobs": [{"name": f"j-{n}", "minMember": 1, "phase": "Inqueue"} for n in ("hi", "lo")],
+        "tasks": [{"name": "hi", "job": "j-hi", "requests": {"cpu": 2}, "priority": 10,
+                   "nominatedNodeName": "n0", "schedulerName": "other-scheduler"},
+                  {"name": "lo", "job": "j-lo", "requests": {"cpu": 1}, "priority": 5}],
+    }
+    c = parse_scenario(doc, source="<test>").build_cache()
+    scheduler(c, filter=["NodeResourcesFit"]).run(0.0)
+    assert bound(c) == {"default/lo": "n0"}
+
+
+class WaitsNinetySeconds:
+    def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+        return Status.wait(), 90.5
+
+
+def test_a_permit_timeout_says_how_long_the_pod_waited() -> None:
+    c = cache({"n0": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("W", WaitsNinetySeconds())], filter=["NodeResourcesFit"],
+                  permit=["W"])
+    s.run(0.0)
+    result = s.run(91.0)[0]
+    assert result.status.message == "rejected due to timeout after waiting 1m30.5s at plugin W"

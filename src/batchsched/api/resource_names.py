@@ -17,7 +17,7 @@ import functools
 from batchsched.kube.names import is_qualified_name
 from batchsched.kube.quota import is_extended_resource
 
-__all__ = ["counted_by_volcano", "is_qualified_name"]
+__all__ = ["counted_by_volcano", "is_qualified_name", "is_scalar_resource"]
 
 @functools.lru_cache(maxsize=4096)
 def counted_by_volcano(name: str) -> bool:
@@ -34,3 +34,14 @@ def counted_by_volcano(name: str) -> bool:
     if name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name:
         return True
     return is_extended_resource(name)
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Kubernetes' ``IsScalarResourceName``: an extended resource, ``hugepages-*``,
+    ``attachable-volumes-*`` or a name under ``kubernetes.io/``; not cpu, memory,
+    pods or ephemeral storage.
+
+    >>> [is_scalar_resource(n) for n in ("nvidia.com/gpu", "hugepages-2Mi", "cpu", "pods")]
+    [True, True, False, False]
+    """
+    return name not in ("cpu", "memory", "pods", "ephemeral-storage") and counted_by_volcano(name)

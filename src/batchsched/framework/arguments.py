@@ -134,6 +134,41 @@ def parse_duration_ns(text: str) -> int:
     return total
 
 
+def format_duration_ns(nanoseconds: int) -> str:
+    """Go's ``time.Duration.String``: ``1h2m3.5s``; under a second in the largest
+    unit that keeps an integer part (``1.5ms``, ``250ns``; ``0s`` for zero).
+
+    >>> format_duration_ns(10_000_000_000), format_duration_ns(90_500_000_000)
+    ('10s', '1m30.5s')
+    >>> format_duration_ns(1_500_000), format_duration_ns(0)
+    ('1.5ms', '0s')
+    """
+    if nanoseconds == 0:
+        return "0s"
+    sign = "-" if nanoseconds < 0 else ""
+    left = abs(nanoseconds)
+
+    def fraction(value: int, digits: int) -> str:
+        whole, part = divmod(value, 10 ** digits)
+        tail = f"{part:0{digits}d}".rstrip("0") if part else ""
+        return f"{whole}.{tail}" if tail else str(whole)
+
+    if left < 1_000_000_000:
+        if left < 1_000:
+            return f"{sign}{left}ns"
+        if left < 1_000_000:
+            return f"{sign}{fraction(left, 3)}\u00b5s"
+        return f"{sign}{fraction(left, 6)}ms"
+    seconds, part = divmod(left, 1_000_000_000)
+    text = fraction(seconds % 60 * 1_000_000_000 + part, 9) + "s"
+    minutes = seconds // 60
+    if minutes:
+        text = f"{minutes % 60}m{text}"
+        if minutes >= 60:
+            text = f"{minutes // 60}h{text}"
+    return sign + text
+
+
 def parse_duration(text: str) -> float:
     """Go's ``time.ParseDuration`` in seconds: ``"1h2m3s4ms"``, ``"-90s"``, ``"0"``
     (:func:`parse_duration_ns`, divided).

@@ -21,9 +21,11 @@ from typing import Any
 
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, PODS
+from batchsched.api.resource_names import is_scalar_resource
 from batchsched.api.task import TaskInfo
 from batchsched.errors import ConfigError
 from batchsched.kube.pod_view import kube_int, nonzero_request
+from batchsched.kube.quota import is_extended_resource
 from batchsched.kubesched.cycle_state import CycleState
 from batchsched.kubesched.framework import MAX_NODE_SCORE, PluginRef, Profile
 from batchsched.kubesched.queue import default_less
@@ -158,7 +160,13 @@ class NodeResourcesLeastAllocated:
                 requested, allocatable = (held_memory + pod_memory,
                                           kube_int(node.allocatable.memory))
             else:
-                requested = kube_int(node.used.get(resource)) + kube_int(pod.resreq.get(resource))
+                asked = kube_int(pod.resreq.get(resource))
+                if resource != EPHEMERAL_STORAGE and (
+                        asked == 0 or not is_scalar_resource(resource)):
+                    # kube's calculateResourceAllocatableRequest: no score for a scalar
+                    # resource the pod does not ask for (nor for an unknown name).
+                    continue
+                requested = kube_int(node.used.get(resource)) + asked
                 allocatable = kube_int(node.allocatable.get(resource))
             if allocatable == 0:
                 continue  # kube leaves a resource the node has none of out
@@ -210,14 +218,6 @@ def _configured(cls: Any) -> Any:
     def build(arguments: Mapping[str, Any], handle: Any) -> Any:
         return cls.from_arguments(arguments)
     return build
-
-
-def is_extended_resource(name: str) -> bool:
-    """Kubernetes' ``IsExtendedResourceName``: a domain-prefixed name outside
-    ``kubernetes.io`` and not a quota's ``requests.`` name."""
-    domain, slash, _ = name.partition("/")
-    return bool(slash) and not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io")) \
-        and not name.startswith("requests.")
 
 
 def _names(arguments: Mapping[str, Any], key: str) -> frozenset[str]:

@@ -36,6 +36,7 @@ import attrs
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.errors import ConfigError, PluginError
+from batchsched.framework.arguments import format_duration_ns
 from batchsched.kubesched.cycle_state import CycleState
 from batchsched.kubesched.registry import Registry
 from batchsched.kubesched.status import Code, Status
@@ -203,6 +204,8 @@ class WaitingPod:
     node_name: str
     pending: dict[str, float]
     decision: Status | None = None
+    #: Each plugin's wait in seconds, as it asked (capped): the timeout message says it.
+    waits: dict[str, float] = attrs.field(factory=dict)
 
     def allow(self, plugin: str) -> bool:
         """``plugin`` allows the pod; True once no plugin is left to wait for."""
@@ -224,7 +227,9 @@ class WaitingPod:
         """Reject the pod if a plugin's deadline passed; True if that happened."""
         for plugin, deadline in sorted(self.pending.items(), key=lambda item: item[1]):
             if deadline <= now:
-                return self.reject(plugin, f"rejected due to timeout at plugin {plugin}")
+                waited = format_duration_ns(round(self.waits.get(plugin, 0.0) * 1e9))
+                return self.reject(plugin, f"rejected due to timeout after waiting {waited} "
+                                           f"at plugin {plugin}")
         return False
 
 
@@ -352,7 +357,8 @@ class Framework:
         state.pre_filter_nodes = None
         state.pre_filter_node_plugins = ()
         # A plain Unschedulable lets the other PreFilter plugins run (preemption may
-        # still help, and they may find the pod unresolvable): kubernetes#119770.
+        # still help, and they may find the pod unresolvable): kubernetes#119770. The
+        # last such answer is the one returned, as kube's ``returnStatus``.
         rejected: Status | None = None
         for name, plugin in self.plugins_at("preFilter"):
             answer = self._call(name, "preFilter", plugin.pre_filter, state, pod)
@@ -372,7 +378,7 @@ class Framework:
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     return status.with_plugin(name)
                 if status.is_rejected():
-                    rejected = rejected or status.with_plugin(name)
+                    rejected = status.with_plugin(name)
                     continue
                 return self._as_error(name, "preFilter", status)
             if nodes is not None:
@@ -423,11 +429,13 @@ class Framework:
                         statuses: Mapping[str, Status]) -> tuple[str | None, Status]:
         """The node a PostFilter plugin nominates (kube's preemption), if any: the
         plugins run in order until one succeeds, finds the pod unresolvable, or
-        errs (kube-scheduler's ``RunPostFilterPlugins``)."""
-        last = Status.unschedulable("no postFilter plugin made the pod schedulable")
+        errs (kube-scheduler's ``RunPostFilterPlugins``). When every plugin rejects
+        the pod, the status carries all their reasons and names the first of them."""
         # The last nomination a rejecting plugin still made ("" clears the pod's), as
         # kube keeps a rejecting plugin's non-noop PostFilterResult.
         kept: str | None = None
+        reasons: list[str] = []
+        rejector = ""
         for name, plugin in self.plugins_at("postFilter"):
             answer = self._call(name, "postFilter", plugin.post_filter, state, pod, statuses)
             if not (isinstance(answer, tuple) and len(answer) == 2
@@ -445,8 +453,9 @@ class Framework:
                 return None, self._as_error(name, "postFilter", status)
             if nominated is not None:
                 kept = nominated
-            last = status.with_plugin(name)
-        return kept, last
+            reasons.extend(status.reasons)
+            rejector = rejector or name
+        return kept, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # -- scoring ---------------------------------------------------------------------------
 
@@ -526,6 +535,7 @@ class Framework:
     def run_permit(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
         """Success, a rejection, or Wait (the pod is then in :attr:`waiting_pods`)."""
         waits: dict[str, float] = {}
+        deadlines: dict[str, float] = {}
         for name, plugin in self.plugins_at("permit"):
             answer = self._call(name, "permit", plugin.permit, state, pod, node_name)
             if not (isinstance(answer, tuple) and len(answer) == 2
@@ -535,14 +545,15 @@ class Framework:
             status: Status = answer[0]
             timeout = answer[1]
             if status.is_wait():
-                waits[name] = self.now + min(max(float(timeout), 0.0), MAX_WAIT_SECONDS)
+                waits[name] = min(max(float(timeout), 0.0), MAX_WAIT_SECONDS)
+                deadlines[name] = self.now + waits[name]
             elif not status.is_success():
                 if not status.is_rejected():
                     return self._as_error(name, "permit", status)
                 # kube's RunPermitPlugins: the plugin's own status (code and message).
                 return status.with_plugin(name)
         if waits:
-            self.waiting_pods.add(WaitingPod(pod, node_name, waits))
+            self.waiting_pods.add(WaitingPod(pod, node_name, deadlines, waits=waits))
             return Status.wait(f"waiting at permit for {', '.join(sorted(waits))}")
         return Status.success()
 

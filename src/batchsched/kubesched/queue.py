@@ -5,7 +5,8 @@
   equal go by the time they were queued (kube-scheduler's ``Timestamp``, reset
   when a pod fails), then creation;
 * **gated**: pods PreEnqueue keeps out (scheduling gates): they stay among the
-  unschedulable pods, asked again (``admit``) whenever they would move to active;
+  unschedulable pods. Every pod is asked again (``admit``) whenever it would move
+  to active (with ``pop_from_backoff``, to backoff), and a refused pod is gated;
 * **backoff**: pods that failed recently, each until its backoff ends
   (``initial x 2^(attempts - 1)``, at most ``maximum`` seconds); a pod an error
   failed waits in a backoff of its own (kube's ``podErrorBackoffQ``);
@@ -71,7 +72,7 @@ class SchedulingQueue:
                  pop_from_backoff: bool = True) -> None:
         self.less = less or default_less
         self.pop_from_backoff = pop_from_backoff
-        #: PreEnqueue, asked again before a gated pod moves to active.
+        #: PreEnqueue, asked again before a pod moves to active (see the module docstring).
         self.admit = admit
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -111,12 +112,18 @@ class SchedulingQueue:
         self.unschedulable[pod.uid] = QueuedPod(pod, 0, now, now, gated=True)
 
     def _admitted(self, queued: QueuedPod) -> bool:
-        if not queued.gated:
-            return True
-        if self.admit is not None and self.admit(queued.pod):
-            queued.gated = False
-            return True
-        return False
+        """PreEnqueue, asked again of every pod about to move to active (and, with
+        ``pop_from_backoff``, to backoff), as kube's ``moveToActiveQ`` asks it: a pod
+        admitted once may be refused now, and is gated again."""
+        if self.admit is None:
+            return not queued.gated
+        queued.gated = not self.admit(queued.pod)
+        return not queued.gated
+
+    def _gate(self, queued: QueuedPod) -> None:
+        """A pod PreEnqueue refused on its way out of backoff: unschedulable, gated."""
+        self.backoff.pop(queued.pod.uid, None)
+        self.unschedulable.setdefault(queued.pod.uid, queued)
 
     def add_backoff(self, pod: TaskInfo, now: float, *, attempts: int) -> None:
         """A pod that failed for a reason that may pass by itself (an error)."""
@@ -140,26 +147,32 @@ class SchedulingQueue:
         deleted, ...): every unschedulable pod (but ``exclude``, the pod whose failure
         caused the event) goes to backoff while its backoff runs, else to active.
         Returns how many moved."""
-        moved = [queued for uid, queued in self.unschedulable.items()
-                 if uid != exclude and self._admitted(queued)]
-        for queued in moved:
-            del self.unschedulable[queued.pod.uid]
-            if self.backing_off(queued, now):
-                self.backoff[queued.pod.uid] = queued
-            else:
-                self.active[queued.pod.uid] = queued
-        return len(moved)
+        moved = 0
+        for uid, queued in list(self.unschedulable.items()):
+            if uid == exclude:
+                continue
+            to_backoff = self.backing_off(queued, now)
+            # Without pop_from_backoff, kube asks PreEnqueue when the backoff ends.
+            if (not to_backoff or self.pop_from_backoff or queued.gated) \
+                    and not self._admitted(queued):
+                continue
+            del self.unschedulable[uid]
+            (self.backoff if to_backoff else self.active)[uid] = queued
+            moved += 1
+        return moved
 
     def activate(self, uids: Iterable[str]) -> None:
         """Move these pods, if they wait unschedulable or in backoff, to active (a
         gated pod only once PreEnqueue admits it): kube-scheduler's ``Activate``."""
         for uid in uids:
-            queued = self.backoff.pop(uid, None)
+            queued = self.backoff.get(uid) or self.unschedulable.get(uid)
             if queued is None:
-                held = self.unschedulable.get(uid)
-                if held is None or not self._admitted(held):
-                    continue
-                queued = self.unschedulable.pop(uid)
+                continue
+            if not self._admitted(queued):
+                self._gate(queued)
+                continue
+            self.backoff.pop(uid, None)
+            self.unschedulable.pop(uid, None)
             self.active[uid] = queued
 
     def flush(self, now: float) -> None:
@@ -167,6 +180,10 @@ class SchedulingQueue:
         timeout, become active."""
         for uid, queued in list(self.backoff.items()):
             if not self.backing_off(queued, now):
+                # With pop_from_backoff, PreEnqueue was asked on the way into backoff.
+                if not self.pop_from_backoff and not self._admitted(queued):
+                    self._gate(queued)
+                    continue
                 del self.backoff[uid]
                 self.active[uid] = queued
         for uid, queued in list(self.unschedulable.items()):

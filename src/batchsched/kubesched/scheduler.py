@@ -171,8 +171,10 @@ class PodScheduler:
         self._nominees = {}
         for job in view.jobs.values():
             for task in job.tasks.values():
+                # kube's nominator holds the pods of this scheduler's profiles only.
                 if task.nominated_node and task.status == TaskStatus.PENDING \
-                        and not task.node_name and task.uid not in self.assumed:
+                        and not task.node_name and task.uid not in self.assumed \
+                        and self.framework_for(task) is not None:
                     self._nominees.setdefault(task.nominated_node, {})[task.uid] = task
 
     def _enqueue_pending(self, now: float) -> None:
@@ -276,16 +278,20 @@ class PodScheduler:
             if error is not None:
                 return self._failed(pod, error, now)  # the cycle ends: no PostFilter
         if not feasible:
+            pre_filter = None if status.is_success() else status.message
+            if not framework.plugins_at("postFilter"):
+                # kube fails the pod with clearNominatedNode when nothing could preempt.
+                return self._failed(pod, Status.unschedulable(
+                    fit_error_message(len(nodes), statuses, pre_filter)), now)
             nominated, post = framework.run_post_filter(state, pod, statuses)
             if post.code == Code.ERROR:
                 # Logged; the pod still fails as unschedulable by its filters.
                 log.warning("batchsched: postFilter for %s: %s", pod.uid, post.message)
-            message = fit_error_message(len(nodes), statuses,
-                                        None if status.is_success() else status.message)
-            if nominated is not None:  # "" clears the pod's nomination
-                self._nominate(pod, nominated)
-            return self._failed(pod, Status.unschedulable(message), now,
-                                nominated=nominated or None)
+            message = fit_error_message(len(nodes), statuses, pre_filter,
+                                        post_filter=post.message)
+            # The PostFilter's nomination, if it made one ("" clears the pod's); else
+            # the pod's nomination stays.
+            return self._failed(pod, Status.unschedulable(message), now, nominating=nominated)
         if len(feasible) == 1 or not scoring:
             return feasible[0]
         status = framework.run_pre_score(state, pod, feasible)
@@ -492,10 +498,6 @@ class PodScheduler:
             job.update_task_status(task, TaskStatus.PENDING)
         task.node_name = ""
         task.gpu_devices = ()
-        if task.nominated_node:
-            # kube-scheduler fails an assumed pod with clearNominatedNode: a Reserve,
-            # Permit or binding failure clears the pod's nomination.
-            self._nominate(task, "")
 
     def _binding_failed(self, pod: TaskInfo, status: Status, now: float, *,
                         backoff: bool = False) -> CycleResult:
@@ -508,13 +510,19 @@ class PodScheduler:
         return result
 
     def _failed(self, pod: TaskInfo, status: Status, now: float, *,
-                nominated: str | None = None, backoff: bool = False) -> CycleResult:
+                nominating: str | None = "", backoff: bool = False) -> CycleResult:
+        """The pod failed its cycle: requeued, and its nomination set to ``nominating``
+        (kube-scheduler's ``handleSchedulingFailure``). By default that is "": kube
+        fails a pod with ``clearNominatedNode`` on every path but a PostFilter's,
+        whose nomination (None: none) is passed instead."""
+        if nominating is not None and (nominating or pod.nominated_node):
+            self._nominate(pod, nominating)
         attempts = self.attempts[pod.uid] = self.attempts.get(pod.uid, 0) + 1
         if backoff or status.code == Code.ERROR:
             self.queue.add_backoff(pod, now, attempts=attempts)
         else:
             self.queue.add_unschedulable(pod, now, attempts=attempts)
-        return self._record(pod, nominated, status)
+        return self._record(pod, nominating or None, status)
 
     def _record(self, pod: TaskInfo, node: str | None, status: Status) -> CycleResult:
         result = CycleResult(pod.uid, node, status)
@@ -523,21 +531,24 @@ class PodScheduler:
 
 
 def fit_error_message(nodes: int, statuses: Mapping[str, Status],
-                      pre_filter: str | None = None) -> str:
+                      pre_filter: str | None = None, *, post_filter: str = "") -> str:
     """kube-scheduler's ``FitError.Error``: ``0/N nodes are available:`` then, when
     PreFilter rejected the pod, its message; else each reason the nodes gave with the
-    number of nodes that gave it (``2 Insufficient cpu``), sorted as text; each part
-    ending with a period."""
+    number of nodes that gave it (``2 Insufficient cpu``), sorted as text; then the
+    PostFilter plugins' message, if any; each part ending with a period."""
     message = f"0/{nodes} nodes are available:"
     if pre_filter is not None:
-        return f"{message} {pre_filter}."
-    counts: dict[str, int] = {}
-    for status in statuses.values():
-        for reason in status.reasons:
-            counts[reason] = counts.get(reason, 0) + 1
-    histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
-    if histogram:
-        message += f" {', '.join(histogram)}."
+        message += f" {pre_filter}."
+    else:
+        counts: dict[str, int] = {}
+        for status in statuses.values():
+            for reason in status.reasons:
+                counts[reason] = counts.get(reason, 0) + 1
+        histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
+        if histogram:
+            message += f" {', '.join(histogram)}."
+    if post_filter:
+        message += f" {post_filter}."
     return message
 
 
@@ -558,10 +569,16 @@ def num_feasible_nodes_to_find(percentage: int, nodes: int) -> int:
 
 
 def _check_profiles(frameworks: Mapping[str, Framework]) -> None:
-    """What kube-scheduler refuses in a set of profiles: one without a Bind plugin, and
-    profiles that sort the queue differently (they share one queue)."""
+    """What kube-scheduler refuses in a set of profiles: one without exactly one
+    QueueSort plugin or without a Bind plugin (its ``NewFramework``), and profiles
+    that sort the queue differently (they share one queue)."""
     sorts = set()
     for name, framework in frameworks.items():
+        count = len(framework.plugins_at("queueSort"))
+        if count != 1:
+            raise ConfigError(f"only one queue sort plugin required for profile with scheduler "
+                              f"name {name!r}, but got {count}", source=f"profile {name}",
+                              key="plugins.queueSort")
         if not framework.plugins_at("bind"):
             raise ConfigError("at least one bind plugin is needed", source=f"profile {name}",
                               key="plugins.bind")
