@@ -1085,3 +1085,61 @@ def test_a_permit_timeout_says_how_long_the_pod_waited() -> None:
     s.run(0.0)
     result = s.run(91.0)[0]
     assert result.status.message == "rejected due to timeout after waiting 1m30.5s at plugin W"
+
+
+class RaisesAtPostFilter:
+    def post_filter(self, state: CycleState, pod: Any, statuses: Any) -> Any:
+        raise RuntimeError("boom")
+
+
+def test_a_post_filter_raising_keeps_the_pod_s_nomination_as_an_error_status_does() -> None:
+    """kube's RunPostFilterPlugins returns no result with an error: no nomination
+    change; a plugin raising is an error status."""
+    c = cache({"n0": 1}, [("p", 2, 0)])
+    c.nominate(_pod(c, "p"), "n0")
+    s = scheduler(c, plugins=[("P", RaisesAtPostFilter())], filter=["NodeResourcesFit"],
+                  postFilter=["P"])
+    assert s.run(0.0)[0].status.code.name == "UNSCHEDULABLE"
+    assert c.nominations == {"default/p": "n0"}
+
+
+class ClosesTheGateAndFails:
+    """A filter that errs once, closing the pod's gate meanwhile."""
+
+    def __init__(self, gate: Toggle) -> None:
+        self.gate, self.calls = gate, 0
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        self.calls += 1
+        if self.calls > 1:
+            return Status.success()
+        self.gate.open = False
+        return Status.error("api down")
+
+
+def test_a_pod_an_error_sends_to_backoff_is_asked_pre_enqueue_on_the_way_in() -> None:
+    """kube's moveToBackoffQ runs PreEnqueue (SchedulerPopFromBackoffQ): a pod it now
+    refuses waits gated instead of popping out of backoff."""
+    c = cache({"n0": 2}, [("p", 1, 0)])
+    gate = Toggle()
+    s = scheduler(c, plugins=[("G", gate), ("F", ClosesTheGateAndFails(gate))],
+                  preEnqueue=["G"], filter=["F"])
+    assert [r.status.code.name for r in s.run(0.0)] == ["ERROR"]
+    assert _where(s, "default/p") == "unschedulable"
+    assert s.run(5.0) == [] and bound(c) == {}
+    gate.open = True
+    s.run(6.0)
+    assert bound(c) == {"default/p": "n0"}
+
+
+def test_a_failed_pod_gated_again_keeps_its_attempts_when_admitted() -> None:
+    c = cache({"n0": 1}, [("p", 2, 0)])
+    gate = Toggle()
+    s = scheduler(c, plugins=[("G", gate)], preEnqueue=["G"], filter=["NodeResourcesFit"])
+    s.run(0.0)
+    gate.open = False
+    s.queue.move_all_to_active_or_backoff(0.5, "NodeAdd")
+    gate.open = True
+    s.run(0.6, max_pods=0)
+    queued = s.queue.active["default/p"]
+    assert (queued.attempts, queued.since) == (1, 0.0)

@@ -21,6 +21,7 @@ from typing_extensions import Self
 from batchsched.api.job import JobInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
+from batchsched.api.resource_names import is_scalar_resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 
@@ -246,16 +247,6 @@ def capability_from_spec(queue: QueueInfo) -> Resource | None:
 # -- jobs -----------------------------------------------------------------------------
 
 
-def _is_scalar_resource_name(name: str) -> bool:
-    """Kubernetes' ``IsScalarResourceName`` (extended, hugepages, attachable volumes,
-    native ``kubernetes.io/`` names)."""
-    if name.startswith(("hugepages-", "attachable-volumes-")):
-        return True
-    if "kubernetes.io/" in name:
-        return True
-    return "/" in name and not name.startswith("requests.")
-
-
 def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
     """The part of the job's minResources not yet allocated (Volcano's
     ``util.GetInqueueResource``): per dimension ``max(0, min - allocated)``; an
@@ -272,7 +263,7 @@ def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
             if rest > 0:
                 out.scalars[PODS] = rest
             continue
-        if name.startswith("count/") or not _is_scalar_resource_name(name):
+        if name.startswith("count/") or not is_scalar_resource(name):
             continue
         if name not in allocated.scalars:
             out.scalars[name] = amount

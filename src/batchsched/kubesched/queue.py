@@ -126,10 +126,23 @@ class SchedulingQueue:
         self.unschedulable.setdefault(queued.pod.uid, queued)
 
     def add_backoff(self, pod: TaskInfo, now: float, *, attempts: int) -> None:
-        """A pod that failed for a reason that may pass by itself (an error)."""
+        """A pod that failed for a reason that may pass by itself (an error). With
+        ``pop_from_backoff``, PreEnqueue is asked on the way in (kube's
+        ``moveToBackoffQ``): a pod it refuses is gated instead."""
         self.delete(pod.uid)
-        self.backoff[pod.uid] = QueuedPod(pod, attempts, now,
-                                          now + self.backoff_seconds(attempts), error=True)
+        queued = QueuedPod(pod, attempts, now, now + self.backoff_seconds(attempts), error=True)
+        if self.pop_from_backoff and not self._admitted(queued):
+            self.unschedulable[pod.uid] = queued
+            return
+        self.backoff[pod.uid] = queued
+
+    def readmit(self, pod: TaskInfo) -> None:
+        """A gated pod PreEnqueue now admits (its gate lifted): to active, keeping its
+        attempts and when it was queued (kube updates the queued pod in place; a gated
+        pod is not backing off)."""
+        queued = self.unschedulable.pop(pod.uid)
+        queued.pod, queued.gated = pod, False
+        self.active[pod.uid] = queued
 
     def backing_off(self, queued: QueuedPod, now: float) -> bool:
         """Whether the pod's backoff still runs at ``now`` (kube's ``isPodBackingoff``:

@@ -194,7 +194,10 @@ class PodScheduler:
                 # A gated pod is asked again at every run, as a pod update (its gate
                 # lifted) asks kube-scheduler's queue.
                 if self._admitted(task):
-                    self.queue.add(task, now)
+                    if queued is not None and queued.attempts:
+                        self.queue.readmit(task)  # a pod that failed before was gated
+                    else:
+                        self.queue.add(task, now)
                 elif queued is None:
                     self.queue.add_gated(task, now)
 
@@ -283,7 +286,11 @@ class PodScheduler:
                 # kube fails the pod with clearNominatedNode when nothing could preempt.
                 return self._failed(pod, Status.unschedulable(
                     fit_error_message(len(nodes), statuses, pre_filter)), now)
-            nominated, post = framework.run_post_filter(state, pod, statuses)
+            try:
+                nominated, post = framework.run_post_filter(state, pod, statuses)
+            except PluginError as exc:
+                # As an error status: kube's failed PostFilter nominates nothing.
+                nominated, post = None, Status.error(str(exc), plugin=exc.plugin)
             if post.code == Code.ERROR:
                 # Logged; the pod still fails as unschedulable by its filters.
                 log.warning("batchsched: postFilter for %s: %s", pod.uid, post.message)
