@@ -1031,19 +1031,17 @@ def test_least_allocated_scores_no_extended_resource_the_pod_does_not_ask_for() 
     assert bound(c) == {"default/p": "n1"}
 
 
-class Toggle:
-    def __init__(self) -> None:
-        self.open = True
-
-    def pre_enqueue(self, pod: Any) -> Status:
-        return Status.success() if self.open else Status.unschedulable("closed")
+def open_gate() -> Gate:
+    gate = Gate()
+    gate.open = True
+    return gate
 
 
 def test_pre_enqueue_is_asked_again_when_an_admitted_pod_moves_back() -> None:
     """kube's moveToActiveQ runs PreEnqueue on every move: a pod it now refuses is
     gated among the unschedulable pods, and never tried."""
     c = cache({"n0": 1}, [("p", 2, 0)])
-    gate = Toggle()
+    gate = open_gate()
     s = scheduler(c, plugins=[("G", gate)], preEnqueue=["G"], filter=["NodeResourcesFit"])
     assert [r.status.code.name for r in s.run(0.0)] == ["UNSCHEDULABLE"]
     gate.open = False
@@ -1106,7 +1104,7 @@ def test_a_post_filter_raising_keeps_the_pod_s_nomination_as_an_error_status_doe
 class ClosesTheGateAndFails:
     """A filter that errs once, closing the pod's gate meanwhile."""
 
-    def __init__(self, gate: Toggle) -> None:
+    def __init__(self, gate: Gate) -> None:
         self.gate, self.calls = gate, 0
 
     def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
@@ -1121,7 +1119,7 @@ def test_a_pod_an_error_sends_to_backoff_is_asked_pre_enqueue_on_the_way_in() ->
     """kube's moveToBackoffQ runs PreEnqueue (SchedulerPopFromBackoffQ): a pod it now
     refuses waits gated instead of popping out of backoff."""
     c = cache({"n0": 2}, [("p", 1, 0)])
-    gate = Toggle()
+    gate = open_gate()
     s = scheduler(c, plugins=[("G", gate), ("F", ClosesTheGateAndFails(gate))],
                   preEnqueue=["G"], filter=["F"])
     assert [r.status.code.name for r in s.run(0.0)] == ["ERROR"]
@@ -1134,7 +1132,7 @@ def test_a_pod_an_error_sends_to_backoff_is_asked_pre_enqueue_on_the_way_in() ->
 
 def test_a_failed_pod_gated_again_keeps_its_attempts_when_admitted() -> None:
     c = cache({"n0": 1}, [("p", 2, 0)])
-    gate = Toggle()
+    gate = open_gate()
     s = scheduler(c, plugins=[("G", gate)], preEnqueue=["G"], filter=["NodeResourcesFit"])
     s.run(0.0)
     gate.open = False
