@@ -775,3 +775,64 @@ tasks:
     got = run(document(body, plugin("predicates"), nodeorder, vgpu("binpack", weight=1),
                        actions="enqueue, allocate"))
     assert got["binds"] == {"default/t1": "n2"}
+
+
+_EVICTION_UNDER_A_RULE = """
+version: 1
+name: exclusive rule after eviction
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins:
+    - name: priority
+    - name: gang
+      enablePreemptable: false
+    - name: conformance
+  - plugins:
+    - name: predicates
+    - name: deviceshare
+      arguments:
+        deviceshare.VGPUEnable: true
+        deviceshare.GPUExclusiveRules: [{team: x}]
+priorityClasses:
+- {name: high, value: 1000}
+- {name: low, value: 10}
+nodes:
+- name: n1
+  allocatable: {cpu: 32, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 10,
+                volcano.sh/vgpu-memory: 16384, volcano.sh/vgpu-cores: 100}
+  annotations:
+    volcano.sh/node-vgpu-register: "GPU-0,10,16384,NVIDIA-Tesla-T4,true,hami-core:"
+jobs:
+- {name: low, minMember: 1, phase: Running, priorityClassName: low, createdAt: 1}
+- {name: high, minMember: 1, phase: Inqueue, priorityClassName: high, createdAt: 2}
+tasks:
+- name: low-0
+  job: low
+  phase: Running
+  deleting: DELETING
+  node: n1
+  priorityClassName: low
+  labels: {team: x}
+  requests: {cpu: 1, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024,
+             volcano.sh/vgpu-cores: 10}
+  annotations: {volcano.sh/vgpu-ids-new: "GPU-0,NVIDIA,1024,10:"}
+- name: high-0
+  job: high
+  priorityClassName: high
+  labels: {team: x}
+  requests: {cpu: 1, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024,
+             volcano.sh/vgpu-cores: 10}
+"""
+
+
+def test_a_pod_the_session_evicts_reserves_no_gpu_under_its_rule() -> None:
+    """Volcano's eviction takes the pod off the device ledger and out of its rule's
+    reservations (gpuexclusive's untrackPod; a Releasing task adds no devices), so the
+    preemptor of the same rule is pipelined onto the GPU; a pod already releasing when
+    the session opens still reserves it (its annotations, gpuexclusive's source 2)."""
+    evicted = run(yaml.safe_load(_EVICTION_UNDER_A_RULE.replace("DELETING", "false")))
+    assert evicted["evicted"] == ["default/low-0"]
+    assert evicted["pipelined"] == {"default/high": {"default/high-0": "n1"}}
+    releasing = run(yaml.safe_load(_EVICTION_UNDER_A_RULE.replace("DELETING", "true")))
+    assert releasing["evicted"] == [] and releasing["pipelined"] == {}

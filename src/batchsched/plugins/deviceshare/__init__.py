@@ -53,7 +53,7 @@ and its predicates enabled (without it, Volcano's dry run checks no device).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 
 import attrs
 import numpy as np
@@ -190,12 +190,17 @@ def matching_rules(labels: Mapping[str, str], rules: tuple[Mapping[str, str], ..
                      if all(labels.get(key) == value for key, value in rule.items()))
 
 
-def exclusive_gpus(task: TaskInfo, node: NodeInfo, rules: tuple[Mapping[str, str], ...]
-                   ) -> frozenset[int]:
+def exclusive_gpus(task: TaskInfo, node: NodeInfo, rules: tuple[Mapping[str, str], ...],
+                   releasing_at_open: Container[str] | None = None) -> frozenset[int]:
     """The node's GPUs a task matching exclusivity rules may not use: those that other
     pods matching one of the same rules hold (by the ledger, or by their device
     annotation, as a pod being deleted still does). Pods matching different rules,
-    or none, still share GPUs."""
+    or none, still share GPUs.
+
+    With ``releasing_at_open`` (the tasks releasing when the session opened), a pod
+    the session itself evicted reserves nothing any more: Volcano's eviction takes it
+    off the ledger and out of the rule's reservations, and only reads the annotations
+    of pods that were releasing at session open."""
     mine = matching_rules(task.labels, rules)
     devices = node.vgpu
     if not mine or devices is None:
@@ -204,6 +209,9 @@ def exclusive_gpus(task: TaskInfo, node: NodeInfo, rules: tuple[Mapping[str, str
     taken: set[int] = set()
     for uid, other in node.tasks.items():
         if uid == task.uid or not matching_rules(other.labels, rules) & mine:
+            continue
+        if releasing_at_open is not None and other.status is TaskStatus.RELEASING \
+                and uid not in releasing_at_open:
             continue
         taken.update(index for index, device in devices.devices.items() if uid in device.pods)
         for containers in decode_pod_devices(other.annotations.get(ASSIGNED_IDS_ANNOTATION, "")):
@@ -538,12 +546,17 @@ class _VgpuSession:
         #: Tasks given devices in this session: Volcano writes them on the binding,
         #: not on the pod object its queue status reads.
         self.assigned_now: set[str] = set()
+        #: The tasks releasing when the session opened: their device annotations still
+        #: reserve GPUs under the exclusivity rules (those the session evicts do not).
+        self.releasing_at_open: frozenset[str] = frozenset(
+            uid for node in ssn.node_list for uid, held in node.tasks.items()
+            if held.status is TaskStatus.RELEASING) if exclusive_rules else frozenset()
 
     def asks(self, task: TaskInfo) -> bool:
         return requests_vgpu(task.resreq, self.names)
 
     def fit(self, task: TaskInfo, node: NodeInfo, *, reserve: bool = False) -> VgpuFit:
-        exclude = (exclusive_gpus(task, node, self.exclusive_rules)
+        exclude = (exclusive_gpus(task, node, self.exclusive_rules, self.releasing_at_open)
                    if self.exclusive_rules else frozenset())
         return vgpu_fit(task, node, self.policy, reserve=reserve, names=self.names,
                         exclude=exclude)
