@@ -154,3 +154,27 @@ def test_no_finished_job_has_no_average(capsys: pytest.CaptureFixture[str]) -> N
     assert report["metrics"]["averageWait"] is None
     main(["simulate", str(DATA / "horizon.yaml"), "--until", "5", "--no-progress"])
     assert "n/a (no job finished)" in capsys.readouterr().out
+
+
+def test_a_stale_eviction_does_not_end_the_gang_s_new_run(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The gang restarted by the first eviction of an instant runs again at once; the
+    second eviction was of the old run's pod: nothing more is lost."""
+    _, report, _ = simulate(capsys, "gang-rerun-after-stale-eviction")
+    assert job(report, "batch")["restarts"] == 1
+    assert report["metrics"]["restarts"] == 1
+
+
+def test_a_queue_of_weight_0_is_no_part_of_the_fairness(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, err = simulate(capsys, "queue-of-weight-0")
+    assert code == 0 and "Traceback" not in err
+    assert report["metrics"]["queueShare"] == {"a": 0.0, "b": 0.5}
+    assert report["metrics"]["jainFairness"] == 1.0
+
+
+def test_with_a_schedule_period_the_clock_stops_at_the_last_end(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """No session runs at a tick with nothing waiting: the clock does not go there."""
+    _, report, _ = simulate(capsys, "horizon", "--schedule-period", "1000000")
+    assert report["simulatedSeconds"] == report["metrics"]["makespan"]

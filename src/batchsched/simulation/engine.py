@@ -180,6 +180,13 @@ class Simulator:
         cut = False
         while self._events:
             at, kind, _, payload = heapq.heappop(self._events)
+            if kind == _TICK and not self._waiting:
+                # Nothing to schedule: a tick does not move the clock (after the last
+                # job ended, the clock stops there, not at the next tick).
+                self._tick_due = False
+                if not to_arrive:
+                    self.timeline.last_arrival_scheduled()
+                continue
             if self.until is not None and at > self.until:
                 self.cache.now = max(self.now, self.until)  # the clock runs to the horizon
                 cut = True
@@ -247,6 +254,10 @@ class Simulator:
         return True
 
     def _evicted(self, victims: tuple[tuple[str, str], ...]) -> None:
+        # A victim whose pod is no longer being deleted was already recreated by an
+        # earlier eviction at this instant (its gang restarted), and may be running
+        # again: the scheduler evicted the old pod, not this one.
+        victims = tuple((uid, task) for uid, task in victims if self._releasing(uid, task))
         restart_whole = {uid for uid, _ in victims if self._jobs[uid].restart == RESTART_GANG}
         # One run lost per job, however many of its tasks went at once; none when no
         # victim was still in the job's run (an earlier eviction at this instant
@@ -261,6 +272,11 @@ class Simulator:
             for member in list(job.tasks.values()):
                 if member.status not in _ENDED and member.status is not TaskStatus.PENDING:
                     self._recreate(uid, member.uid)
+
+    def _releasing(self, uid: str, task: str) -> bool:
+        job = self.cache.jobs.get(uid)
+        held = job.tasks.get(task) if job is not None else None
+        return held is not None and held.status is TaskStatus.RELEASING
 
     def _in_run(self, uid: str, task: str) -> bool:
         running = self._running.get(uid)

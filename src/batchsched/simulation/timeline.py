@@ -219,7 +219,9 @@ class Timeline:
             used = sum(seconds.get(name, 0.0) for seconds in self._held_seconds.values())
             utilization[name] = used / (capacity * makespan)
         shares = self.queue_shares()
-        weighted = [share / self.queue_weights.get(queue, 1) for queue, share in shares.items()]
+        # A queue of weight 0 is entitled to nothing: no part of the fairness.
+        weighted = [share / weight for queue, share in shares.items()
+                    if (weight := self.queue_weights.get(queue, 1)) > 0]
         extra: dict[str, Any] = {}
         gpus = self.capacity.get(GPU)
         if gpus > 0:
