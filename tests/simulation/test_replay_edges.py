@@ -178,3 +178,25 @@ def test_with_a_schedule_period_the_clock_stops_at_the_last_end(
     """No session runs at a tick with nothing waiting: the clock does not go there."""
     _, report, _ = simulate(capsys, "horizon", "--schedule-period", "1000000")
     assert report["simulatedSeconds"] == report["metrics"]["makespan"]
+
+
+def test_a_job_of_a_queue_the_cluster_file_lacks_is_left_out_with_a_warning(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """As the workload's own loader leaves out a job of a missing queue."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("version: 1\nconfig: {actions: allocate}\n"
+                       "queues: [{name: other, weight: 1}]\nnodes:\n"
+                       "- {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}\n",
+                       encoding="utf-8")
+    workload = tmp_path / "workload.yaml"
+    workload.write_text((DATA / "missing-queue.yaml").read_text(encoding="utf-8").replace(
+        "queue: nope", "queue: research").replace(
+        "queues: [{name: default, weight: 1}]",
+        "queues: [{name: default, weight: 1}, {name: research, weight: 1}]"), encoding="utf-8")
+    code = main(["simulate", str(workload), "--cluster", str(cluster), "--output", "json",
+                 "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "job default/c: queue 'research' does not exist in the cluster" in err
+    report = json.loads(out)
+    assert report["jobs"] == 2 and report["metrics"]["neverStarted"] == 0

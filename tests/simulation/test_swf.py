@@ -133,3 +133,14 @@ def test_a_bad_machine_in_the_header_names_file_and_line(value: str, problem: st
     with pytest.raises(WorkloadError) as caught:
         swf_workload("bad.swf", text=text)
     assert str(caught.value) == f"bad.swf:2: {problem}"
+
+
+def test_a_job_wider_than_the_cluster_is_skipped_with_what_its_whole_gang_asks() -> None:
+    """Its task objects stop at what the cluster could hold; the reason names what its
+    minimum of tasks asks (8 cpu), not those objects (5)."""
+    text = HEADER.format(nodes=4, procs=4) + swf_line(1, 0, 100, 8) + "\n" \
+        + swf_line(2, 0, 100, 2) + "\n"
+    workload = swf_workload("t.swf", text=text).without_oversized()
+    assert [job.uid for job in workload.jobs] == ["swf/job-2"]
+    (skipped,) = workload.skipped
+    assert skipped.job == "swf/job-1" and "cpu 8000m" in skipped.reason

@@ -20,13 +20,14 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
 
 from batchsched.api.node import NodeInfo
-from batchsched.api.queue import QueueInfo
+from batchsched.api.queue import ROOT_QUEUE, QueueInfo
 from batchsched.conf import (
     SchedulerConfiguration,
     Tier,
@@ -37,7 +38,7 @@ from batchsched.errors import WorkloadError
 from batchsched.framework.arguments import Arguments
 from batchsched.simulation.engine import Progress, Simulator
 from batchsched.simulation.report import report, text_summary, write_report
-from batchsched.simulation.workload import Workload
+from batchsched.simulation.workload import Workload, WorkloadJob
 
 __all__ = ["add_arguments", "load_workload", "run"]
 
@@ -119,10 +120,28 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         raise WorkloadError(f"unknown workload kind {suffix or '(no extension)'!r}: "
                             "expected .swf, .csv, .yaml, .yml or .json", source=Path(path).name)
     if queues:
-        workload = attrs.evolve(workload, queues=tuple(queues))
+        workload = attrs.evolve(workload, queues=tuple(queues),
+                                jobs=_in_known_queues(workload.jobs, queues, Path(path).name))
     # The report names the workload by its file, whatever its kind.
     workload = attrs.evolve(workload, name=Path(path).name)
     return workload.window(first, count), configuration
+
+
+def _in_known_queues(jobs: tuple[WorkloadJob, ...], queues: Iterable[QueueInfo],
+                     source: str) -> tuple[WorkloadJob, ...]:
+    """The jobs whose queue the cluster file has (or the cache makes: ``default`` and
+    ``root``); the others are left out with a warning, as a scenario's loader leaves a
+    job of a missing queue out."""
+    known = {queue.name for queue in queues} | {"default", ROOT_QUEUE}
+    kept = []
+    for job in jobs:
+        if job.prototype.queue in known:
+            kept.append(job)
+        else:
+            print(f"batchsched: warning: {source}: job {job.uid}: queue "
+                  f"{job.prototype.queue!r} does not exist in the cluster; the job is left "
+                  "out of the replay", file=sys.stderr)
+    return tuple(kept)
 
 
 #: Plugin arguments the simulator fills from the run when the configuration leaves

@@ -225,11 +225,16 @@ def _never_fits(job: JobInfo, nodes: Sequence[NodeInfo], capacity: Resource) -> 
     # smallest ones in each): more than the cluster has, and the gang never starts.
     count = max(job.min_available, 1)
     requests = [task.resreq for task in job.tasks.values()]
-    need = Resource(
-        sum(sorted(r.milli_cpu for r in requests)[:count]),
-        sum(sorted(r.memory for r in requests)[:count]),
-        {name: sum(sorted(r.scalars.get(name, 0.0) for r in requests)[:count])
-         for name in {name for r in requests for name in r.scalars}})
+    if requests and len(requests) < count and all(r == requests[0] for r in requests[1:]):
+        # A gang of alike tasks given fewer task objects than its minimum (a trace's
+        # job wider than the cluster): what its minimum of them asks.
+        need = requests[0].clone().multi(float(count))
+    else:
+        need = Resource(
+            sum(sorted(r.milli_cpu for r in requests)[:count]),
+            sum(sorted(r.memory for r in requests)[:count]),
+            {name: sum(sorted(r.scalars.get(name, 0.0) for r in requests)[:count])
+             for name in {name for r in requests for name in r.scalars}})
     if not need.less_equal(capacity):
         return f"its gang asks {need}, more than the cluster's {capacity}"
     return None
