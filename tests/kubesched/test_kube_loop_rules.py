@@ -1141,3 +1141,16 @@ def test_a_failed_pod_gated_again_keeps_its_attempts_when_admitted() -> None:
     s.run(0.6, max_pods=0)
     queued = s.queue.active["default/p"]
     assert (queued.attempts, queued.since) == (1, 0.0)
+
+
+def test_a_gated_pod_an_event_admits_goes_to_active_even_within_its_backoff() -> None:
+    """kube's isPodBackingoff: a gated pod is not backing off."""
+    c = cache({"n0": 1}, [("p", 2, 0)])
+    gate = open_gate()
+    s = scheduler(c, plugins=[("G", gate)], preEnqueue=["G"], filter=["NodeResourcesFit"])
+    s.run(0.0)
+    gate.open = False
+    s.queue.move_all_to_active_or_backoff(0.5, "NodeAdd")
+    gate.open = True
+    assert s.queue.move_all_to_active_or_backoff(0.6, "NodeAdd") == 1
+    assert _where(s, "default/p") == "active"

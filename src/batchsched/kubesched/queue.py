@@ -164,10 +164,10 @@ class SchedulingQueue:
         for uid, queued in list(self.unschedulable.items()):
             if uid == exclude:
                 continue
-            to_backoff = self.backing_off(queued, now)
-            # Without pop_from_backoff, kube asks PreEnqueue when the backoff ends.
-            if (not to_backoff or self.pop_from_backoff or queued.gated) \
-                    and not self._admitted(queued):
+            # A gated pod is not backing off (kube's isPodBackingoff); without
+            # pop_from_backoff, kube asks PreEnqueue when the backoff ends.
+            to_backoff = not queued.gated and self.backing_off(queued, now)
+            if (not to_backoff or self.pop_from_backoff) and not self._admitted(queued):
                 continue
             del self.unschedulable[uid]
             (self.backoff if to_backoff else self.active)[uid] = queued
