@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.api.oversubscription import node_oversubscription
 from batchsched.api.resource import CPU, MEMORY, PODS
 from batchsched.columnar.node_columns import IndexArray, NodeColumns
 from batchsched.columnar.scores import FLOAT_DIVISION_LIMIT
@@ -109,8 +110,18 @@ class KubeColumns:
         self.room = np.zeros(width, dtype=np.bool_)
         for i in range(width):
             self._refresh(i)
-        cpu, cpu_exact = ceil_amounts(columns.allocatable[index[CPU]])
-        memory, memory_exact = ceil_amounts(columns.allocatable[index[MEMORY]])
+        cpu_row, memory_row = columns.allocatable[index[CPU]], columns.allocatable[index[MEMORY]]
+        # kube-scheduler's NodeInfo holds the node object's allocatable: without what
+        # Volcano's oversubscription annotations add to batchsched's (and Volcano's).
+        oversubscribed = [(i, extra) for i, node in enumerate(columns.nodes) if node.annotations
+                          and (extra := node_oversubscription(node.annotations)[0]) is not None]
+        if oversubscribed:
+            cpu_row, memory_row = cpu_row.copy(), memory_row.copy()
+            for i, extra in oversubscribed:
+                cpu_row[i] -= extra.milli_cpu
+                memory_row[i] -= extra.memory
+        cpu, cpu_exact = ceil_amounts(cpu_row)
+        memory, memory_exact = ceil_amounts(memory_row)
         gpu_row = index.get(GPU)
         gpu, gpu_exact = (ceil_amounts(columns.allocatable[gpu_row]) if gpu_row is not None
                           else (np.zeros(width, dtype=np.int64), True))

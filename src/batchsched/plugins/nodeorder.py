@@ -82,6 +82,7 @@ import numpy as np
 
 from batchsched import columnar
 from batchsched.api.node import NodeInfo
+from batchsched.api.oversubscription import without_oversubscription
 from batchsched.api.resource import CPU, MEMORY
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.forms import TaskSetCache, VectorFallback, stacked
@@ -655,7 +656,11 @@ class NodeOrderPlugin:
 
 
 def _cpu_memory(node: NodeInfo) -> tuple[int, int]:
-    return kube_int(node.allocatable.get(CPU)), kube_int(node.allocatable.get(MEMORY))
+    """The node's cpu and memory as kube-scheduler's NodeInfo holds them: the node
+    object's allocatable, without what Volcano's oversubscription annotations add."""
+    allocatable = without_oversubscription(node.allocatable, node.annotations) \
+        if node.annotations else node.allocatable
+    return kube_int(allocatable.get(CPU)), kube_int(allocatable.get(MEMORY))
 
 
 def _topology_total(scores: Mapping[tuple[str, str], int], labels: Mapping[str, str]) -> int:
