@@ -394,3 +394,49 @@ def test_resource_scores_divide_by_the_node_object_s_allocatable(
     monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast_path)
     decisions = run_scenario(parse_scenario(yaml.safe_load(_OVERSUBSCRIBED), source="<test>"))
     assert decisions.binds == {"default/t1": "n2"}
+
+
+_ASKS_NO_CPU = """
+version: 1
+name: a request of 0 named
+config:
+  actions: allocate
+  tiers:
+  - plugins:
+    - {name: predicates}
+    - name: nodeorder
+      arguments: {balancedresource.weight: 0, tainttoleration.weight: 0}
+nodes:
+- {name: n1, allocatable: {cpu: 1, memory: 4Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 10, memory: 3Gi, pods: 10}}
+jobs:
+- {name: j1, minMember: 1, phase: Inqueue}
+tasks:
+- {name: t1, job: j1, requests: REQUESTS}
+"""
+
+
+@pytest.mark.parametrize(("requests", "node"), [
+    ("{cpu: 0, memory: 512Mi}", "n1"),   # a named 0 counts 0: (100 + 87) / 2 against 91
+    ("{memory: 512Mi}", "n2"),           # left out, it counts 100m: 88 against 91
+])
+def test_a_cpu_request_of_0_named_counts_0_in_the_resource_scores(
+        requests: str, node: str) -> None:
+    """kube's NonMissingContainerRequests: 100m and 200Mi stand in for a request a
+    container leaves out, not for one it names as 0."""
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    doc = yaml.safe_load(_ASKS_NO_CPU.replace("REQUESTS", requests))
+    assert run_scenario(parse_scenario(doc, source="<test>")).binds == {"default/t1": node}
+
+
+def test_an_init_container_leaving_memory_out_counts_200mi() -> None:
+    """The init container of ``initRequests`` is a container of its own: the memory it
+    leaves out counts 200Mi, and the pod counts the larger of it and the containers'."""
+    from batchsched.kube.pod_view import nonzero_request
+    from batchsched.scenario import parse_scenario
+
+    doc = yaml.safe_load(_ASKS_NO_CPU.replace(
+        "requests: REQUESTS", "requests: {cpu: 1, memory: 100Mi}, initRequests: {cpu: 2}"))
+    (task,) = parse_scenario(doc, source="<test>").tasks
+    assert nonzero_request(task) == (2000, 200 * 1024 * 1024)

@@ -105,6 +105,11 @@ from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
 from batchsched.kube.go_yaml import GoYamlLoader, check_aliasing
 from batchsched.kube.host_ports import PROTOCOLS, HostPort
+from batchsched.kube.pod_view import (
+    DEFAULT_MEMORY_REQUEST,
+    DEFAULT_MILLI_CPU_REQUEST,
+    kube_int,
+)
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
     SpreadConstraint,
@@ -1280,8 +1285,8 @@ class _Parser:
             if pclass is None:
                 return None
         requests = self.shared_resources(obj.get("requests"), counted_only=True)
-        if requests is None:
-            return None
+        if requests is None or _asks_none_explicitly(obj.get("requests"), requests):
+            return None  # no request shape, or kube-scheduler's non-zero figures differ
         texts = self.shared_texts
         namespace = texts.setdefault(namespace, namespace)
         class_name = texts.setdefault(class_name, class_name)
@@ -1421,7 +1426,9 @@ class _Parser:
             nominated_node=self._nominated(obj, path, nodes),
             resource_claims=self._pod_claims(obj, path),
             scheduling_gates=self._scheduling_gates(obj, path, node),
-            nonzero_request=self._nonzero_request(obj, path),
+            nonzero_request=self._nonzero_request(obj, path)
+            or _derived_nonzero_request(obj.get("requests"), requests,
+                                        obj.get("initRequests"), init),
             preempted_by_scheduler=self.typed(obj, "preemptedByScheduler", bool, False, path),
             **({"order_uid": uid} if uid else {}),
         )
@@ -1655,6 +1662,35 @@ _TASK_KEYS = frozenset({
     "resourceClaimStatuses", "schedulingGates", "nonZeroRequests", "preemptedByScheduler",
     "uid",
 })
+
+
+def _asks_none_explicitly(raw: Any, requests: Resource) -> bool:
+    """Whether the requests name cpu or memory with an amount of 0 (kube-scheduler's
+    scores count that 0, where a request left out counts 100m or 200Mi)."""
+    return isinstance(raw, Mapping) and (
+        ("cpu" in raw and requests.milli_cpu == 0) or ("memory" in raw and requests.memory == 0))
+
+
+def _derived_nonzero_request(raw: Any, requests: Resource, raw_init: Any,
+                             init: Resource | None) -> tuple[int, int] | None:
+    """The cpu and memory kube-scheduler's resource scores count for a task whose
+    ``requests`` are one container and ``initRequests`` one init container: each
+    container's own figure, 100m or 200Mi for one it leaves out (a 0 it names stays
+    0), the larger of the two (kube's ``NonMissingContainerRequests``). None when
+    that is what :func:`~batchsched.kube.pod_view.nonzero_request` works out anyway."""
+    def own(given: Any, amounts: Resource) -> tuple[int, int]:
+        names = given if isinstance(given, Mapping) else {}
+        return (kube_int(amounts.milli_cpu) if "cpu" in names else DEFAULT_MILLI_CPU_REQUEST,
+                kube_int(amounts.memory) if "memory" in names else DEFAULT_MEMORY_REQUEST)
+
+    cpu, memory = own(raw, requests)
+    if init is not None:
+        init_cpu, init_memory = own(raw_init, init)
+        cpu, memory = max(cpu, init_cpu), max(memory, init_memory)
+    derived = (cpu, memory)
+    fallback = (kube_int(requests.milli_cpu) or DEFAULT_MILLI_CPU_REQUEST,
+                kube_int(requests.memory) or DEFAULT_MEMORY_REQUEST)
+    return None if derived == fallback else derived
 
 
 def _is_str(value: Any) -> bool:
