@@ -507,3 +507,90 @@ def test_an_added_node_is_a_host_of_its_own_whatever_its_template_s_hostname() -
     scenario = load_scenario(DATA / "hostname-not-the-node-name.yaml")
     proposals = counterfactuals(scenario, job="default/j")
     assert "moreNodes" not in {p["kind"] for p in proposals}
+
+
+# -- verdicts and changes checked against `run` after an audit ------------------------------
+
+HELD_BY_A_PIPELINED_GANG = """
+nodes:
+- {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+jobs: [{name: other, minMember: 1, phase: Running}, {name: g, minMember: 2, phase: Inqueue}]
+tasks:
+- {name: x, job: other, node: n1, phase: Running, requests: {cpu: 2}}
+- {name: r, job: other, node: n2, phase: Running, deleting: true, requests: {cpu: 2}}
+- {name: g-0, job: g, requests: {cpu: 2}}
+- {name: g-1, job: g, requests: {cpu: 2}}
+"""
+
+
+def test_a_task_its_pipelined_gang_holds_is_not_started_nor_started_by_a_change() -> None:
+    """Allocated in a statement kept pipelined (neither committed nor discarded), the
+    task is not bound: no verdict says it is placed, and a change that leaves it so
+    (one more node: the gang stays pipelined on the deleting pod's) is not offered."""
+    with_node = scenario_of(HELD_BY_A_PIPELINED_GANG.replace(
+        "nodes:\n", "nodes:\n- {name: n3, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}\n"))
+    decisions = run_scenario(with_node)
+    assert decisions.binds == {}
+    held = [uid for uid in ("default/g-0", "default/g-1")
+            if explain(with_node, task=uid)["verdict"].startswith("held on")]
+    assert len(held) == 1
+    scenario = scenario_of(HELD_BY_A_PIPELINED_GANG)
+    assert [(change["kind"], change["count"])
+            for change in counterfactuals(scenario, task="default/g-0")] == [("moreNodes", 2)]
+
+
+def test_a_task_whose_pipelined_placement_was_undone_says_so() -> None:
+    report = explain(scenario_of(HELD_BY_A_PIPELINED_GANG), task="default/g-0")
+    assert report["verdict"] == ("pending: could go to n2, once room is freed there and the "
+                                 "gang's minimum is satisfied: the placement was undone")
+
+
+def test_smaller_requests_are_checked_as_a_scenario_would_hold_them() -> None:
+    """3 x 333.3m is what 1/10 of 3333m gives, but a scenario holds 334m: 1002m does not
+    fit a node of 1 cpu, and no change of that kind is offered."""
+    scenario = scenario_of("""
+nodes: [{name: n1, allocatable: {cpu: 1, memory: 4Gi, pods: 10}}]
+jobs: [{name: g, minMember: 3, phase: Inqueue}]
+tasks:
+- {name: g-0, job: g, requests: {cpu: 3333m}}
+- {name: g-1, job: g, requests: {cpu: 3333m}}
+- {name: g-2, job: g, requests: {cpu: 3333m}}
+""")
+    assert not any(change["kind"] == "smallerRequests"
+                   for change in counterfactuals(scenario, job="default/g", max_nodes=0))
+
+
+def test_a_job_of_min_member_0_whose_pods_were_evicted_has_nothing_placed() -> None:
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+name: evicted
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: predicates}, {name: proportion}, {name: nodeorder}]
+priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]
+nodes: [{name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}]
+jobs:
+- {name: low, minMember: 0, phase: Running, priorityClassName: low}
+- {name: high, minMember: 1, phase: Inqueue, priorityClassName: high}
+tasks:
+- {name: low-0, job: low, node: n1, phase: Running, requests: {cpu: 2}, priorityClassName: low}
+- {name: high-0, job: high, requests: {cpu: 2}, priorityClassName: high}
+"""), source="test.yaml")
+    assert run_scenario(scenario).evicted == ["default/low-0"]
+    report = explain(scenario, job="default/low")
+    assert report["verdict"] == "nothing to place: no task is pending (1 Releasing)"
+
+
+def test_a_placed_task_s_report_says_it_starts_whatever_its_job_waits_for() -> None:
+    scenario = scenario_of("""
+nodes: [{name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}]
+jobs: [{name: j, minMember: 1, phase: Inqueue}]
+tasks: [{name: j-0, job: j, requests: {cpu: 2}}, {name: j-1, job: j, requests: {cpu: 2}}]
+""")
+    report = explain(scenario, task="default/j-0")
+    assert report["verdict"].startswith("placed on n1")
+    report["counterfactuals"] = []
+    assert "it starts in this session: nothing to change" in render(report)

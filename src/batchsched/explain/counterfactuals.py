@@ -19,6 +19,7 @@ proposed only if that session starts the job (or places the task). Kinds:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +45,9 @@ _FACTORS = (0.75, 0.5, 0.25, 0.1)
 _WEIGHT_STEPS = (2, 4, 8, 16)
 _PLACED = (TaskStatus.RUNNING, TaskStatus.BOUND)
 #: A task in these has not started: a pipelined one waits for room being freed.
-_NOT_STARTED = (TaskStatus.PENDING, TaskStatus.PIPELINED)
+#: A task still Allocated at close was placed by a statement its gang kept pipelined
+#: (neither committed nor discarded): it is not bound.
+_NOT_STARTED = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
 
 
 def starts(scenario: Scenario, job: str, task: str | None = None,
@@ -68,6 +71,7 @@ def starts(scenario: Scenario, job: str, task: str | None = None,
         return placed is not None and placed.status not in _NOT_STARTED
     return (target.ready_task_num() >= max(target.min_available, 1)
             and not target.tasks_in(TaskStatus.PIPELINED)
+            and not target.tasks_in(TaskStatus.ALLOCATED)
             and not any(not t.resreq.is_empty()
                         for t in target.tasks_in(TaskStatus.PENDING).values()))
 
@@ -103,9 +107,16 @@ def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
 
 
 def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenario:
-    """The scenario with the job's pending requests times ``factor`` (pods kept)."""
+    """The scenario with the job's pending requests times ``factor`` (pods kept), each
+    amount rounded up as a scenario's quantity is read (whole milli-units, whole
+    bytes): the requests a changed file can hold."""
     def smaller(request: Resource) -> Resource:
         scaled = request.clone().multi(factor)
+        # Rounded to a millionth first: 1000m x 0.3 is 300m, not 301m.
+        scaled.milli_cpu = math.ceil(round(scaled.milli_cpu, 6))
+        scaled.memory = math.ceil(round(scaled.memory, 6))
+        for name, amount in scaled.scalars.items():
+            scaled.scalars[name] = float(math.ceil(round(amount, 6)))
         if request.has(PODS):
             scaled.set(PODS, request.get(PODS))
         return scaled

@@ -137,6 +137,9 @@ def _task_verdict(entry: dict[str, Any]) -> str:
     if "node" in entry:
         if status == str(TaskStatus.PIPELINED):
             return f"pipelined on {entry['node']}: it waits for room being freed there"
+        if status == str(TaskStatus.ALLOCATED):
+            return (f"held on {entry['node']} by its gang's pipelined statement: not bound "
+                    "until the gang can start")
         return f"placed on {entry['node']} ({status})"
     if status == str(TaskStatus.PENDING):
         return f"pending: {entry.get('reason', 'not tried in this session')}"
@@ -350,8 +353,10 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         causes = refused
     said_no = sorted({a.plugin for a in causes})
     waiting = job.tasks_in(TaskStatus.PIPELINED)
-    started = (job.ready_task_num() >= job.min_available and not unplaced and not waiting
-               and bool(job.tasks))
+    # Something must have started: a job of minMember 0 whose pods were all evicted
+    # has nothing placed.
+    started = (job.ready_task_num() >= max(job.min_available, 1) and not unplaced
+               and not waiting)
     gated = [job.tasks[t["task"]] for t in unplaced if job.tasks[t["task"]].scheduling_gated]
     decided_by: list[str]
     if started:
@@ -440,7 +445,12 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
 def _undone_placement(task: TaskInfo) -> str:
     """Why a task a statement placed and then undid is pending ('' when it was not)."""
     context = task.last_transaction
-    if context is None or context.status not in ALLOCATED_STATUSES or not context.node_name:
+    if context is None or not context.node_name:
+        return ""
+    if context.status is TaskStatus.PIPELINED:
+        return (f"could go to {context.node_name}, once room is freed there and the gang's "
+                "minimum is satisfied: the placement was undone")
+    if context.status not in ALLOCATED_STATUSES:
         return ""
     return (f"could go to {context.node_name}, once the gang's minimum is satisfied: the "
             "placement was undone")
@@ -492,11 +502,13 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"  start: {prediction['text']}")
     if "counterfactuals" in report:
         changes = report["counterfactuals"]
-        outcome = report.get("jobVerdict", report["verdict"])
+        # A task's report speaks of that task: its own verdict, not its job's.
+        outcome = report["verdict"]
+        placed = outcome.startswith("placed on") if "task" in report else outcome == "placed"
         if changes:
             lines.append("  it would start now with:")
             lines.extend(f"    {change['text']}" for change in changes)
-        elif outcome == "placed":
+        elif placed:
             lines.append("  it starts in this session: nothing to change")
         elif outcome.startswith("pipelined"):
             lines.append("  it starts once the room it waits for is free: nothing to change")
