@@ -594,3 +594,16 @@ tasks: [{name: j-0, job: j, requests: {cpu: 2}}, {name: j-1, job: j, requests: {
     assert report["verdict"].startswith("placed on n1")
     report["counterfactuals"] = []
     assert "it starts in this session: nothing to change" in render(report)
+
+
+def test_smaller_requests_scale_kube_s_non_zero_figures_too() -> None:
+    """A task naming memory 0 carries its own non-zero figures: halved with it."""
+    from batchsched.explain.counterfactuals import with_smaller_requests
+
+    scenario = scenario_of("""
+nodes: [{name: n1, allocatable: {cpu: 1, memory: 4Gi, pods: 10}}]
+jobs: [{name: g, minMember: 1, phase: Inqueue}]
+tasks: [{name: g-0, job: g, requests: {cpu: 1, memory: 0}}]
+""")
+    (task,) = with_smaller_requests(scenario, "default/g", 0.5).tasks
+    assert task.resreq.milli_cpu == 500 and task.nonzero_request == (500, 0)

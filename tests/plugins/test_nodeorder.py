@@ -440,3 +440,43 @@ def test_an_init_container_leaving_memory_out_counts_200mi() -> None:
         "requests: REQUESTS", "requests: {cpu: 1, memory: 100Mi}, initRequests: {cpu: 2}"))
     (task,) = parse_scenario(doc, source="<test>").tasks
     assert nonzero_request(task) == (2000, 200 * 1024 * 1024)
+
+
+_SAME_REQUESTS_OTHER_FIGURES = """
+version: 1
+name: same requests, different non-zero figures
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins:
+    - {name: predicates}
+    - {name: proportion}
+    - name: nodeorder
+      arguments: {leastrequested.weight: 1, mostrequested.weight: 0, balancedresource.weight: 0}
+nodes:
+- {name: n0, allocatable: {cpu: 2, memory: 300Mi, pods: 10}}
+- {name: n1, allocatable: {cpu: 3, memory: 300Mi, pods: 10}}
+- {name: n2, allocatable: {cpu: 4, memory: 4Gi, pods: 10}}
+jobs:
+- {name: a, minMember: 1, phase: Inqueue, createdAt: 1}
+- {name: b, minMember: 1, phase: Inqueue, createdAt: 2}
+tasks:
+- {name: a-0, job: a, requests: {cpu: 1, memory: 0}}
+- {name: a-1, job: a, requests: {cpu: 1, memory: 0}}
+- {name: b-0, job: b, requests: {cpu: 1}}
+"""
+
+
+@pytest.mark.parametrize("fast_path", ["1", "0"])
+def test_tasks_asking_alike_with_other_non_zero_figures_are_scored_apart(
+        fast_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """b-0's kept scores (memory counted 200Mi) are not a-1's (memory named 0): both
+    forms send a-1 to n1."""
+    from batchsched.columnar.selector import FAST_PATH_ENVIRONMENT_VARIABLE
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast_path)
+    doc = yaml.safe_load(_SAME_REQUESTS_OTHER_FIGURES)
+    assert run_scenario(parse_scenario(doc, source="<test>")).binds == {
+        "default/a-0": "n2", "default/b-0": "n2", "default/a-1": "n1"}

@@ -121,8 +121,14 @@ def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenar
             scaled.set(PODS, request.get(PODS))
         return scaled
 
+    def smaller_nonzero(figures: tuple[int, int] | None) -> tuple[int, int] | None:
+        # kube-scheduler's figures scale with the requests (a 0 stays 0).
+        return None if figures is None else (
+            math.ceil(round(figures[0] * factor, 6)), math.ceil(round(figures[1] * factor, 6)))
+
     tasks = tuple(
-        attrs.evolve(task, resreq=smaller(task.resreq), init_resreq=smaller(task.init_resreq))
+        attrs.evolve(task, resreq=smaller(task.resreq), init_resreq=smaller(task.init_resreq),
+                     nonzero_request=smaller_nonzero(task.nonzero_request))
         if task.job == job and task.status is TaskStatus.PENDING else task
         for task in scenario.tasks
     )

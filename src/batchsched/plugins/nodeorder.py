@@ -82,7 +82,11 @@ import numpy as np
 
 from batchsched import columnar
 from batchsched.api.node import NodeInfo
-from batchsched.api.oversubscription import without_oversubscription
+from batchsched.api.oversubscription import (
+    OVERSUBSCRIPTION_CPU,
+    OVERSUBSCRIPTION_MEMORY,
+    without_oversubscription,
+)
 from batchsched.api.resource import CPU, MEMORY
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.forms import TaskSetCache, VectorFallback, stacked
@@ -419,8 +423,10 @@ class NodeOrderPlugin:
             return None
         if self.taint_weight and self._most_intolerable_taints(pod.tolerations) != 0:
             return None
-        # The non-zero requests and ``best_effort`` the scores also read follow from these.
-        return (pod.milli_cpu, pod.memory, pod.gpu, pod.tolerations if self.taint_weight else None,
+        # ``best_effort``, which the scores also read, follows from these; the non-zero
+        # requests do not (a request named 0, init containers, nonZeroRequests).
+        return (pod.milli_cpu, pod.memory, pod.gpu, pod.nonzero_milli_cpu, pod.nonzero_memory,
+                pod.tolerations if self.taint_weight else None,
                 pod.images if self.image_weight else None)
 
     def _most_intolerable_taints(self, tolerations: tuple[Toleration, ...]) -> int:
@@ -658,8 +664,10 @@ class NodeOrderPlugin:
 def _cpu_memory(node: NodeInfo) -> tuple[int, int]:
     """The node's cpu and memory as kube-scheduler's NodeInfo holds them: the node
     object's allocatable, without what Volcano's oversubscription annotations add."""
-    allocatable = without_oversubscription(node.allocatable, node.annotations) \
-        if node.annotations else node.allocatable
+    annotations = node.annotations
+    allocatable = without_oversubscription(node.allocatable, annotations) \
+        if OVERSUBSCRIPTION_CPU in annotations or OVERSUBSCRIPTION_MEMORY in annotations \
+        else node.allocatable
     return kube_int(allocatable.get(CPU)), kube_int(allocatable.get(MEMORY))
 
 
