@@ -1130,7 +1130,9 @@ def test_a_pod_an_error_sends_to_backoff_is_asked_pre_enqueue_on_the_way_in() ->
     assert bound(c) == {"default/p": "n0"}
 
 
-def test_a_failed_pod_gated_again_keeps_its_attempts_when_admitted() -> None:
+def _failed_then_gated_again_then_admissible() -> PodScheduler:
+    """A pod that failed at 0 (backoff until 1), gated again by an event at 0.5, whose
+    gate then opens."""
     c = cache({"n0": 1}, [("p", 2, 0)])
     gate = open_gate()
     s = scheduler(c, plugins=[("G", gate)], preEnqueue=["G"], filter=["NodeResourcesFit"])
@@ -1138,6 +1140,11 @@ def test_a_failed_pod_gated_again_keeps_its_attempts_when_admitted() -> None:
     gate.open = False
     s.queue.move_all_to_active_or_backoff(0.5, "NodeAdd")
     gate.open = True
+    return s
+
+
+def test_a_failed_pod_gated_again_keeps_its_attempts_when_admitted() -> None:
+    s = _failed_then_gated_again_then_admissible()
     s.run(0.6, max_pods=0)
     queued = s.queue.active["default/p"]
     assert (queued.attempts, queued.since) == (1, 0.0)
@@ -1145,12 +1152,6 @@ def test_a_failed_pod_gated_again_keeps_its_attempts_when_admitted() -> None:
 
 def test_a_gated_pod_an_event_admits_goes_to_active_even_within_its_backoff() -> None:
     """kube's isPodBackingoff: a gated pod is not backing off."""
-    c = cache({"n0": 1}, [("p", 2, 0)])
-    gate = open_gate()
-    s = scheduler(c, plugins=[("G", gate)], preEnqueue=["G"], filter=["NodeResourcesFit"])
-    s.run(0.0)
-    gate.open = False
-    s.queue.move_all_to_active_or_backoff(0.5, "NodeAdd")
-    gate.open = True
+    s = _failed_then_gated_again_then_admissible()
     assert s.queue.move_all_to_active_or_backoff(0.6, "NodeAdd") == 1
     assert _where(s, "default/p") == "active"
