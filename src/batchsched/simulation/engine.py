@@ -116,7 +116,18 @@ class Simulator:
                                     f"(run_times are keyed by task uid: "
                                     f"{', '.join(sorted(job.prototype.tasks))})",
                                     source=job.origin or workload.name)
+            if not math.isfinite(job.submit):
+                raise WorkloadError(f"job {job.uid}: submit time {job.submit} is no number "
+                                    "of seconds", source=job.origin or workload.name)
+            # inf is a pod that never ends (a trace's pod still running); NaN fails too.
+            wrong = next((task for task, seconds in sorted(job.run_times.items())
+                          if not seconds >= 0), None)
+            if wrong is not None:
+                raise WorkloadError(f"job {job.uid}: task {wrong}'s run time "
+                                    f"{job.run_times[wrong]} is no number of seconds >= 0",
+                                    source=job.origin or workload.name)
         self.workload = workload
+        self._ran = False
         self.settle_arrivals = settle_arrivals
         self.schedule_period = schedule_period
         self.progress = progress
@@ -173,7 +184,12 @@ class Simulator:
         heapq.heappush(self._events, (at, kind, next(self._sequence), payload))
 
     def run(self) -> Timeline:
-        """Replay until every job has finished (or can never start), or ``until``."""
+        """Replay until every job has finished (or can never start), or ``until``. A
+        simulator replays once: build another for another replay."""
+        if self._ran:
+            raise WorkloadError("this simulator has already replayed its workload; build "
+                                "another one to replay it again", source=self.workload.name)
+        self._ran = True
         for job in self.workload.jobs:  # in trace order: equal submit times keep it
             self._push(job.submit, _ARRIVAL, job.uid)
         to_arrive = len(self.workload.jobs)

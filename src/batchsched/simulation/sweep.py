@@ -76,7 +76,11 @@ def sweep(specs: Sequence[Replay], *, workers: int = 1, dask_address: str | None
         except ImportError:
             raise ConfigError("--dask needs the [dask] extra: pip install 'batchsched[dask]'"
                               ) from None
-        with Client(dask_address) as client:
+        try:
+            client = Client(dask_address)
+        except (OSError, ValueError, TypeError) as exc:  # no scheduler there, or no address
+            raise BatchSchedError(f"--dask {dask_address}: {exc}") from None
+        with client:
             futures = client.map(run_one, list(specs), pure=False)
             return list(client.gather(futures))
     if workers <= 1 or len(specs) <= 1:
@@ -119,7 +123,18 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
     if any(first < 0 for first in windows) or (args.jobs is not None and args.jobs < 0):
         raise WorkloadError("--windows and --jobs must not be negative", source=source)
     check_arrived_load(args.arrived_load, source)
-    specs = [Replay(args.workload, config, args.cluster, first, args.jobs, args.arrived_load,
+    repeated = next((config for i, config in enumerate(args.config)
+                     if config in args.config[:i]), None)
+    if repeated is not None:
+        raise BatchSchedError(f"--config {repeated} given twice: each configuration is a "
+                              "column")
+
+    def here(path: str | None) -> str | None:
+        # A dask worker runs elsewhere: it gets the paths as they are from here.
+        return None if path is None else str(Path(path).resolve())
+
+    specs = [Replay(here(args.workload) or args.workload, here(config) or config,
+                    here(args.cluster), first, args.jobs, args.arrived_load,
                     args.arrival_order, args.seed)
              for config in args.config for first in windows]
     results = sweep(specs, workers=args.workers, dask_address=args.dask)
@@ -133,9 +148,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
                 if err is not None:
                     err.write(f"{origin}: job {job} skipped: {reason}\n")
     table: dict[str, dict[str, float]] = {}
-    for config in args.config:
-        rows = [metrics for spec, metrics in zip(specs, results, strict=True)
-                if spec.config == config]
+    for index, config in enumerate(args.config):
+        rows = results[index * len(windows):(index + 1) * len(windows)]
         # An average no replay has (none of its jobs finished) is left out of the mean.
         table[config] = {key: statistics.fmean(values) for key in _SHOWN
                          if (values := [row[key] for row in rows

@@ -208,6 +208,9 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     # Names are padded to the whole trace's widest id, so that a job has the same
     # name whatever window it is replayed in.
     width = len(str(max((job.job_id for job in jobs), default=0)))
+    if first and first >= len(jobs):
+        raise WorkloadError(f"the window starts at job {first}, past the trace's {len(jobs)} "
+                            "jobs", source=source)
     jobs = jobs[first:] if count is None else jobs[first:first + count]
     max_nodes = _header_int(header, "MaxNodes", source, read.header_lines)
     max_procs = _header_int(header, "MaxProcs", source, read.header_lines)

@@ -128,6 +128,9 @@ class Workload:
         if first < 0 or (count is not None and count < 0):
             raise WorkloadError(f"a window needs a start and a length >= 0, not {first}, "
                                 f"{count}", source=self.name)
+        if first and first >= len(self.jobs):
+            raise WorkloadError(f"the window starts at job {first}, past the workload's "
+                                f"{len(self.jobs)} jobs", source=self.name)
         end = len(self.jobs) if count is None else first + count
         return attrs.evolve(self, jobs=self.jobs[first:end])
 

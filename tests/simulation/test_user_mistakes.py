@@ -1,0 +1,135 @@
+"""Mistakes a user of compare, the simulation API and the test helpers makes, each
+caught in one clear line (or a warning) instead of a traceback or a wrong result."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from sim_support import HEADER, STRICT, swf_line, write
+
+from batchsched.cli import main
+from batchsched.errors import WorkloadError
+from batchsched.simulation import Simulator, swf_workload
+from batchsched.simulation import sweep as sweep_module
+from batchsched.testing import ScenarioBuilder, assert_decisions, run, simulate
+
+
+def compare(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["compare", *args, "--workers", "1"])
+    return code, out.getvalue(), err.getvalue()
+
+
+def trace_and_config(tmp_path: Path) -> tuple[Path, Path]:
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2)
+                  + "\n".join(swf_line(i, i, 10, 1) for i in range(1, 5)) + "\n")
+    return trace, write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))
+
+
+def test_the_same_configuration_twice_is_refused(tmp_path: Path) -> None:
+    trace, config = trace_and_config(tmp_path)
+    code, out, err = compare(str(trace), "--config", str(config), "--config", str(config))
+    assert (code, out) == (2, "")
+    assert err.startswith("batchsched: error: --config") and "given twice" in err
+
+
+def test_a_window_past_the_trace_is_refused(tmp_path: Path) -> None:
+    trace, config = trace_and_config(tmp_path)
+    code, out, err = compare(str(trace), "--config", str(config), "--windows", "0,10")
+    assert (code, out) == (2, "")
+    assert "the window starts at job 10, past the trace's 4 jobs" in err
+    with pytest.raises(WorkloadError, match="past the trace's 4 jobs"):
+        swf_workload(trace, first=4)
+
+
+def test_an_unreachable_dask_scheduler_is_one_line(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    class Unreachable:
+        def __init__(self, address: str) -> None:
+            raise OSError(f"Timed out trying to connect to {address}")
+
+    monkeypatch.setitem(sys.modules, "distributed",
+                        types.SimpleNamespace(Client=Unreachable))
+    trace, config = trace_and_config(tmp_path)
+    code, out, err = compare(str(trace), "--config", str(config), "--dask", "tcp://nowhere:1")
+    assert (code, out) == (2, "")
+    assert err == ("batchsched: error: --dask tcp://nowhere:1: Timed out trying to connect "
+                   "to tcp://nowhere:1\n")
+
+
+def test_replays_get_paths_as_they_are_from_where_compare_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dask worker runs in a directory of its own."""
+    trace, config = trace_and_config(tmp_path)
+    seen: list[Any] = []
+
+    def record(specs: Any, **options: Any) -> list[dict[str, Any]]:
+        seen.extend(specs)
+        return [{} for _ in specs]
+
+    monkeypatch.setattr(sweep_module, "sweep", record)
+    monkeypatch.chdir(tmp_path)
+    compare("t.swf", "--config", "fcfs.yaml")
+    assert [(spec.workload, spec.config) for spec in seen] == [(str(trace), str(config))]
+
+
+def builder() -> ScenarioBuilder:
+    return (ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=2)
+            .job("a", queue="typo", min_member=1, submit=0)
+            .task("a0", job="a", cpu=1, run_time=60))
+
+
+def test_simulate_warns_as_run_does() -> None:
+    with pytest.warns(UserWarning, match="queue 'typo' does not exist"):
+        simulate(builder())
+
+
+def workload_of(**changes: Any) -> Any:
+    from batchsched.scenario import parse_scenario
+    from batchsched.simulation.scenario_workload import workload_from
+
+    scenario = parse_scenario((ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=2)
+                               .job("a", min_member=1, submit=0)
+                               .task("a0", job="a", cpu=1, run_time=60)).document,
+                              source="<test>")
+    workload = workload_from(scenario)
+    (job,) = workload.jobs
+    return attrs.evolve(workload, jobs=(attrs.evolve(job, **changes),))
+
+
+@pytest.mark.parametrize("changes", [
+    {"submit": math.nan},
+    {"run_times": {"default/a0": -30.0}},
+    {"run_times": {"default/a0": math.nan}},
+])
+def test_a_workload_built_in_code_with_times_that_are_no_times_is_refused(
+        changes: dict[str, Any]) -> None:
+    with pytest.raises(WorkloadError, match=r"job default/a: .* no number of seconds"):
+        Simulator(workload_of(**changes))
+
+
+def test_a_simulator_replays_once() -> None:
+    simulator = Simulator(workload_of())
+    first = simulator.run()
+    with pytest.raises(WorkloadError, match="already replayed"):
+        simulator.run()
+    assert first.metrics()["makespan"] == 60
+
+
+def test_assert_decisions_takes_the_decisions_own_pipelined_shape() -> None:
+    scenario = (ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=2)
+                .job("old", min_member=1, phase="Running")
+                .task("old-0", job="old", cpu=2, node="n1", phase="Running", deleting=True)
+                .job("new", min_member=1).task("new-0", job="new", cpu=2))
+    decisions = run(scenario)
+    assert decisions.pipelined == {"default/new": {"default/new-0": "n1"}}
+    assert_decisions(decisions, pipelined=decisions.pipelined)
