@@ -133,3 +133,22 @@ def test_assert_decisions_takes_the_decisions_own_pipelined_shape() -> None:
     decisions = run(scenario)
     assert decisions.pipelined == {"default/new": {"default/new-0": "n1"}}
     assert_decisions(decisions, pipelined=decisions.pipelined)
+
+
+def test_a_configuration_that_does_not_load_is_refused_before_any_replay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace, config = trace_and_config(tmp_path)
+    replays: list[Any] = []
+    monkeypatch.setattr(sweep_module, "sweep",
+                        lambda specs, **options: replays.extend(specs) or [])
+    code, _, err = compare(str(trace), "--config", str(config),
+                           "--config", str(tmp_path / "typo.yaml"))
+    assert code == 2 and "typo.yaml" in err and replays == []
+
+
+def test_the_loader_s_warnings_are_said_once_whatever_the_replays(tmp_path: Path) -> None:
+    workload = write(tmp_path, "w.yaml", builder().to_yaml())
+    _, config = trace_and_config(tmp_path)
+    other = write(tmp_path, "sjf.yaml", STRICT.format(policy="sjf"))
+    _, _, err = compare(str(workload), "--config", str(config), "--config", str(other))
+    assert err.count("queue 'typo' does not exist") == 1

@@ -11,6 +11,8 @@ The table shows, per configuration, the mean over the windows of each metric.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import statistics
@@ -50,9 +52,14 @@ def replay(spec: Replay) -> dict[str, Any]:
     from batchsched.simulation.command import load_workload, with_workload_hints
     from batchsched.simulation.engine import Simulator
 
-    workload, own = load_workload(spec.workload, spec.cluster, arrived_load=spec.arrived_load,
-                                  first=spec.first_job, count=spec.jobs, seed=spec.seed,
-                                  arrival_order=spec.arrival_order)
+    # The loader's warnings go back with the metrics: compare says each once, and a
+    # dask worker's stderr is not the user's.
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        workload, own = load_workload(spec.workload, spec.cluster,
+                                      arrived_load=spec.arrived_load, first=spec.first_job,
+                                      count=spec.jobs, seed=spec.seed,
+                                      arrival_order=spec.arrival_order)
     configuration = (load_configuration(spec.config) if spec.config
                      else own or default_configuration())
     workload = workload.without_oversized(configuration)
@@ -64,6 +71,7 @@ def replay(spec: Replay) -> dict[str, Any]:
     metrics["sessions"] = simulator.sessions
     # What simulate reports on stderr, for compare to report as it does.
     metrics["skipped"] = [[s.origin, s.job, s.reason, s.oversized] for s in workload.skipped]
+    metrics["warnings"] = said.getvalue().splitlines()
     return metrics
 
 
@@ -128,6 +136,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
     if repeated is not None:
         raise BatchSchedError(f"--config {repeated} given twice: each configuration is a "
                               "column")
+    from batchsched.conf import load_configuration
+
+    for config in args.config:
+        load_configuration(config)  # refused before any replay, not after the first ones
 
     def here(path: str | None) -> str | None:
         # A dask worker runs elsewhere: it gets the paths as they are from here.
@@ -138,6 +150,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
                     args.arrival_order, args.seed)
              for config in args.config for first in windows]
     results = sweep(specs, workers=args.workers, dask_address=args.dask)
+    if err is not None:
+        for line in dict.fromkeys(line for metrics in results
+                                  for line in metrics.get("warnings", ())):
+            err.write(line + "\n")
     reported: set[tuple[str, str, str]] = set()
     oversized = False
     for metrics in results:
