@@ -363,3 +363,46 @@ def test_config_map_data_must_map_strings_to_strings() -> None:
     with pytest.raises(SchedulingError, match="config map ns/cm: data must map strings"):
         cache.set_config_map("ns", "cm", [1, 2])  # type: ignore[arg-type]
     assert cache.config_maps == {}
+
+
+@pytest.mark.parametrize("amount", [-2000.0, float("nan"), float("inf")])
+def test_a_pod_asking_no_real_amount_is_refused(amount: float) -> None:
+    """A negative, NaN or infinite request would over-commit nodes (or fail every bind
+    of every later cycle): refused at the door, naming the pod and the field."""
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    job = gang("a", 1, 1)
+    job.add_task(TaskInfo.create("ns", "bad", job.uid, Resource(milli_cpu=amount)))
+    with pytest.raises(SchedulingError, match=r"task ns/bad: resreq\.cpu is .*not an amount"):
+        cache.add_job(job)
+    assert not cache.jobs
+    cache.add_job(gang("b", 0, 1))
+    with pytest.raises(SchedulingError, match=r"task ns/x: init_resreq\.memory"):
+        task = TaskInfo.create("ns", "x", "ns/b", Resource.from_mapping({"cpu": 1}))
+        task.init_resreq = Resource(1000, memory=amount)
+        cache.add_task(task)
+    assert not cache.jobs["ns/b"].tasks
+
+
+@pytest.mark.parametrize("amount", [-4000.0, float("nan"), float("inf")])
+def test_a_node_with_no_real_allocatable_is_refused(amount: float) -> None:
+    cache = MemoryCache(now=0.0)
+    with pytest.raises(SchedulingError, match=r"node n1: allocatable\.cpu is .*not an amount"):
+        cache.add_node(NodeInfo.create("n1", Resource(amount, 1e9, {"pods": 10})))
+    with pytest.raises(SchedulingError, match=r"node n2: capacity\.nvidia\.com/gpu"):
+        cache.add_node(NodeInfo.create("n2", Resource(1000, 1e9, {"pods": 10}),
+                                       capacity=Resource(1000, 1e9, {"nvidia.com/gpu": amount})))
+    assert not cache.nodes
+
+
+def test_a_pod_whose_status_is_no_task_status_is_refused() -> None:
+    """A status given by its name would break every later session (its job's status
+    index is keyed by TaskStatus): refused, naming the pod and the field."""
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    task = TaskInfo.create("ns", "t", "ns/pg", Resource.from_mapping({"cpu": 1}))
+    task.node_name, task.status = "n1", "Running"  # type: ignore[assignment]
+    job = JobInfo.from_podgroup(PodGroup("pg", "ns", min_member=1), tasks=[task])
+    with pytest.raises(SchedulingError, match="task ns/t: status 'Running' is not a TaskStatus"):
+        cache.add_job(job)
+    assert not cache.jobs and used_cpu(cache, "n1") == 0

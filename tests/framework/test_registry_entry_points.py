@@ -90,3 +90,22 @@ def test_registering_one_object_under_two_names_is_a_plugin_error(site: Path) ->
     registry.register(tp_local, name="x")
     with pytest.raises(PluginError, match="could not register 'y'"):
         registry.register(tp_local, name="y")
+
+
+def test_a_distribution_whose_hook_pluggy_refuses_is_broken_not_fatal(site: Path) -> None:
+    """A hook whose arguments are not the hookspec's: that distribution is skipped and
+    reported in ``broken``; batchsched and the others still load."""
+    distribution(site, "tp-good", {"plugins": "tp_good"}, {"tp_good": "good-plugin"})
+    distribution(site, "tp-badsig", {"plugins": "tp_badsig"}, {})
+    (site / "tp_badsig.py").write_text(
+        "from batchsched.plugin import hookimpl\n\n\n"
+        "@hookimpl\ndef batchsched_register_plugins(registry):\n    return []\n")
+    registry = Registry(autoload=True)
+    assert "good-plugin" in registry.plugins and "gang" in registry.plugins
+    (key, message), = registry.broken
+    assert key == "tp-badsig:plugins"
+    assert "tp-badsig" in message and "registry" in message
+    import tp_badsig  # type: ignore[import-not-found]
+
+    with pytest.raises(PluginError, match=r"could not register 'local'.*registry"):
+        Registry(autoload=False).register(tp_badsig, name="local")

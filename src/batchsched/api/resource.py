@@ -158,6 +158,16 @@ class Resource:
         yield MEMORY
         yield from self.scalars
 
+    def unmeasurable(self) -> tuple[str, float] | None:
+        """The first dimension holding no amount a cluster can have (negative, NaN or
+        infinite), with that amount; None when every one is a real amount. The cache
+        refuses such requests and allocatables: they would break every later session."""
+        for name, amount in ((CPU, self.milli_cpu), (MEMORY, self.memory),
+                             *self.scalars.items()):
+            if not (0 <= amount < math.inf):  # NaN fails it too
+                return name, amount
+        return None
+
     def resource_names(self) -> list[str]:
         """The dimensions holding at least :data:`MIN_RESOURCE` (Volcano's ``ResourceNames``)."""
         out = []

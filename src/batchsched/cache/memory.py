@@ -203,7 +203,13 @@ class MemoryCache:
     def add_node(self, node: NodeInfo) -> None:
         """Add a node, or update one (new labels, taints, figures, readiness): a node
         of the same name keeps its pods, counted again on the new node, as Volcano's
-        cache updates a node in place."""
+        cache updates a node in place. A negative, NaN or infinite allocatable or
+        capacity is refused (SchedulingError naming the node and the field)."""
+        for field, amounts in (("allocatable", node.allocatable), ("capacity", node.capacity)):
+            wrong = amounts.unmeasurable()
+            if wrong is not None:
+                raise SchedulingError(f"node {node.name}: {field}.{wrong[0]} is {wrong[1]}, "
+                                      "not an amount >= 0")
         old = self.nodes.get(node.name)
         if old is not None and old is not node:
             for held in old.tasks.values():
@@ -404,6 +410,14 @@ class MemoryCache:
         from batchsched.kube.affinity import AffinityError
         from batchsched.kube.pod_view import task_affinity
 
+        if not isinstance(task.status, TaskStatus):
+            raise SchedulingError(f"task {task.uid}: status {task.status!r} is not a "
+                                  "TaskStatus (TaskStatus.parse reads its name)")
+        for field, request in (("resreq", task.resreq), ("init_resreq", task.init_resreq)):
+            wrong = request.unmeasurable()
+            if wrong is not None:
+                raise SchedulingError(f"task {task.uid}: {field}.{wrong[0]} is {wrong[1]}, "
+                                      "not an amount >= 0")
         try:
             task_affinity(task)
         except AffinityError as exc:

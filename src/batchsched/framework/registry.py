@@ -101,8 +101,13 @@ class Registry:
                 continue
             if self.manager.is_registered(module):
                 continue  # a second entry point for the same module: one is enough
-            self.register(module, name=key, distribution=dist_name, version=version,
-                          refresh=False)
+            try:
+                self.register(module, name=key, distribution=dist_name, version=version,
+                              refresh=False)
+            except PluginError as exc:  # a hook pluggy refuses (a wrong signature)
+                message = f"entry point {ep.name!r} of {dist_name}: {exc}"
+                self.broken.append((key, message))
+                log.warning("batchsched: skipping broken plugin %s", message)
 
     def register(
         self,
@@ -119,8 +124,11 @@ class Registry:
         """
         try:
             registered = self.manager.register(obj, name=name)
-        except ValueError as exc:  # pluggy: the name or the object is registered already
-            raise PluginError(f"could not register {name or obj!r}: {exc}") from exc
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            # pluggy: the name or the object is registered already, or a hook's
+            # signature is not the hookspec's.
+            why = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            raise PluginError(f"could not register {name or obj!r}: {why}") from exc
         if registered is None:
             raise PluginError(f"could not register {name or obj!r} (blocked or duplicate)")
         self._origin[registered] = (distribution, version)
