@@ -21,6 +21,7 @@ from batchsched.cache.protocol import Cache
 from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
 from batchsched.errors import BatchSchedError, ConfigError, PluginError, SchedulingError
 from batchsched.framework.arguments import Arguments
+from batchsched.framework.combine import passes_through
 from batchsched.framework.registry import Registry, default_registry
 from batchsched.framework.session import Session
 from batchsched.metrics import Metrics
@@ -60,11 +61,10 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
             action.initialize()
             action.execute(ssn)
             action.uninitialize()
-        except BatchSchedError:
-            ssn.discard_open_statements()
-            raise
         except Exception as exc:
             ssn.discard_open_statements()
+            if passes_through(exc):
+                raise
             raise PluginError(
                 f"action {name!r} raised: {type(exc).__name__}: {exc}", plugin=name,
                 point="execute",

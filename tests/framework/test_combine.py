@@ -10,7 +10,7 @@ from probe_support import Probe, Registration, session
 
 from batchsched.api import ClusterInfo, JobInfo, NodeInfo, PodGroup, Resource, TaskInfo
 from batchsched.conf import configuration_from_text
-from batchsched.errors import PluginError
+from batchsched.errors import PluginError, SchedulingError
 from batchsched.framework import Session
 from batchsched.framework.registry import Registry
 from batchsched.plugin import Arguments, PluginSpec, Vote, hookimpl
@@ -116,6 +116,30 @@ def test_a_raising_plugin_is_named() -> None:
     expected = "plugin 'fragile' raised in job_ready: ZeroDivisionError"
     with pytest.raises(PluginError, match=expected):
         ssn.job_ready(job("x"))
+
+
+def test_a_plugin_s_quantity_error_is_blamed_on_it_and_a_refusal_passes_through() -> None:
+    """batchsched's own errors raised by a plugin's code: one that says which input was
+    wrong but not who read it (a QuantityError from Resource.from_mapping) names the
+    plugin and the point; a signal the session acts on (SchedulingError) goes on as it is."""
+    def parse(t: TaskInfo, node: Any) -> None:
+        Resource.from_mapping({"cpu": t.annotations.get("limit", "2")})
+    ssn = session([[("pod-limit", lambda s, n: s.add_predicate_fn(n, parse))]])
+    limited = task("t")
+    limited.annotations = {"limit": "2 cores"}
+    with pytest.raises(PluginError, match="plugin 'pod-limit' raised in predicate: "
+                                          "QuantityError: \"2 cores\" is not a quantity"):
+        ssn.predicate(limited, None)  # type: ignore[arg-type]
+
+    def refuse(*args: Any) -> bool:
+        raise SchedulingError("not now")
+    ssn = session([[("strict", lambda s, n: s.add_job_ready_fn(n, refuse))]])
+    with pytest.raises(SchedulingError, match="not now"):
+        ssn.job_ready(job("x"))
+    with pytest.raises(PluginError, match="plugin 'opener' raised in on_session_open: "
+                                          "QuantityError") as raised:
+        session([[("opener", lambda s, n: Resource.from_mapping({"memory": "lots"}))]])
+    assert (raised.value.plugin, raised.value.point) == ("opener", "on_session_open")
 
 
 def test_a_raising_job_valid_plugin_is_named_after_the_ones_that_passed() -> None:

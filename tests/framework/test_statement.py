@@ -178,6 +178,26 @@ def test_a_refused_allocation_is_seen_by_every_handler_then_undone_for_every_han
     assert not stmt.operations
 
 
+def test_a_deallocate_handler_raising_while_a_refusal_is_undone_is_named() -> None:
+    ssn, _share = open_session()
+    before = fingerprint(ssn)
+
+    def refuse(event: Event) -> None:
+        raise SchedulingError("no")
+
+    def broken(event: Event) -> None:
+        raise KeyError(event.task.uid)
+    ssn.add_event_handler(EventHandler(allocate=refuse, plugin="veto"))
+    ssn.add_event_handler(EventHandler(allocate=lambda event: None, deallocate=broken,
+                                       plugin="counter"))
+    stmt = Statement(ssn)
+    with pytest.raises(PluginError, match="plugin 'counter' raised in deallocate event") as raised:
+        stmt.allocate(ssn.jobs["ns/pg0"].tasks["ns/j0-t1"], "n1")
+    assert (raised.value.plugin, raised.value.point) == ("counter", "deallocate event")
+    assert fingerprint(ssn) == before
+    assert not stmt.operations
+
+
 def test_merge_moves_operations() -> None:
     ssn, _ = open_session()
     a, b = Statement(ssn), Statement(ssn)

@@ -12,13 +12,20 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from batchsched.api.fit import FitError
-from batchsched.errors import BatchSchedError, PluginError
+from batchsched.errors import (
+    BatchSchedError,
+    PluginError,
+    QuantityError,
+    ScenarioError,
+    WorkloadError,
+)
 
 __all__ = [
     "Blame",
     "Bound",
     "all_pass",
     "any_true",
+    "blamed",
     "call_all",
     "first_answer",
     "first_nonzero",
@@ -43,11 +50,31 @@ def plugin_failed(point: str, plugin: str, exc: Exception) -> PluginError:
     return err
 
 
+#: batchsched's errors that say which input was wrong but not who read it (a plugin
+#: parsing an annotation with Resource.from_mapping, say): escaping a plugin, they are
+#: blamed on it like any other exception. Every other BatchSchedError passes through:
+#: it is a signal the session acts on (a refused placement, a dry run a plugin cannot
+#: follow, VectorFallback...) or names its source already (PluginError, ConfigError).
+_UNATTRIBUTED = (QuantityError, ScenarioError, WorkloadError)
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Whether ``exc``, escaping a plugin, goes on as it is (see ``_UNATTRIBUTED``)."""
+    return isinstance(exc, BatchSchedError) and not isinstance(exc, _UNATTRIBUTED)
+
+
+def blamed(point: str, plugin: str, exc: Exception) -> Exception:
+    """What to raise for ``exc`` escaping ``plugin`` at ``point``: the error itself
+    when it passes through, else a PluginError naming the plugin and the point."""
+    return exc if passes_through(exc) else plugin_failed(point, plugin, exc)
+
+
 class Blame:
     """Turns an exception escaping a plugin into a PluginError naming it.
 
     The loops assign the plugin being called to ``blame.plugin``
-    (``for blame.plugin, fn in tier``); errors of our own pass through untouched.
+    (``for blame.plugin, fn in tier``); the errors :func:`passes_through` lets go
+    pass through untouched.
     """
 
     __slots__ = ("plugin", "point")
@@ -61,7 +88,7 @@ class Blame:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: object) -> None:
-        if isinstance(exc, Exception) and not isinstance(exc, BatchSchedError):
+        if isinstance(exc, Exception) and not passes_through(exc):
             raise plugin_failed(self.point, self.plugin, exc) from exc
 
 
@@ -91,10 +118,8 @@ def first_nonzero(point: str, tiers: Bound, *args: Any) -> int:
                 result = fn(*args)
                 if result:
                     return -1 if result < 0 else 1
-    except BatchSchedError:
-        raise
     except Exception as exc:
-        raise plugin_failed(point, plugin, exc) from exc
+        raise blamed(point, plugin, exc)  # noqa: B904 (blamed sets the cause)
     return 0
 
 
@@ -105,10 +130,8 @@ def all_pass(point: str, tiers: Bound, *args: Any) -> bool:
             for plugin, fn in tier:  # noqa: B007 (named in the error)
                 if not fn(*args):
                     return False
-    except BatchSchedError:
-        raise
     except Exception as exc:
-        raise plugin_failed(point, plugin, exc) from exc
+        raise blamed(point, plugin, exc)  # noqa: B904 (blamed sets the cause)
     return True
 
 
@@ -129,10 +152,8 @@ def first_failure(point: str, tiers: Bound, *args: Any) -> FitError | None:
                         f"plugin {plugin!r}: {point} must return None or a FitError, "
                         f"not {err!r}", plugin=plugin, point=point)
                 return err
-    except BatchSchedError:
-        raise
     except Exception as exc:
-        raise plugin_failed(point, plugin, exc) from exc
+        raise blamed(point, plugin, exc)  # noqa: B904 (blamed sets the cause)
     return None
 
 
@@ -146,10 +167,8 @@ def first_invalid(point: str, tiers: Bound, *args: Any) -> Any:
                 result = fn(*args)
                 if result is not None and not result.passed:
                     return result
-    except BatchSchedError:
-        raise
     except Exception as exc:
-        raise plugin_failed(point, plugin, exc) from exc
+        raise blamed(point, plugin, exc)  # noqa: B904 (blamed sets the cause)
     return None
 
 
@@ -180,10 +199,8 @@ def vote(point: str, tiers: Bound, *args: Any) -> bool:
                     permitted = True
             if permitted:
                 return True
-    except BatchSchedError:
-        raise
     except Exception as exc:
-        raise plugin_failed(point, plugin, exc) from exc
+        raise blamed(point, plugin, exc)  # noqa: B904 (blamed sets the cause)
     return True
 
 

@@ -29,8 +29,9 @@ import pluggy
 
 from batchsched import hookspecs
 from batchsched._version import __version__
-from batchsched.errors import BatchSchedError, PluginError
+from batchsched.errors import PluginError
 from batchsched.framework.arguments import Arguments
+from batchsched.framework.combine import passes_through
 from batchsched.plugin import ActionSpec, PluginSpec
 
 __all__ = ["AUTOLOAD_ENV", "Registered", "Registry", "default_registry"]
@@ -142,9 +143,9 @@ class Registry:
         hook = getattr(self.manager.hook, hook_name)
         try:
             hook(**kwargs)
-        except BatchSchedError:
-            raise
         except Exception as exc:
+            if passes_through(exc):
+                raise
             who = self._raiser(hook, exc)
             raise PluginError(f"{hook_name} of {who} raised: {type(exc).__name__}: {exc}",
                               plugin=who, point=hook_name) from exc

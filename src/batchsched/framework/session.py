@@ -311,14 +311,8 @@ class Session:
                 began = time.perf_counter()
                 try:
                     plugin.on_session_open(ssn)
-                except BatchSchedError:
-                    raise
                 except Exception as exc:
-                    raise PluginError(
-                        f"plugin {option.name!r} raised in on_session_open: "
-                        f"{type(exc).__name__}: {exc}", plugin=option.name,
-                        point="on_session_open",
-                    ) from exc
+                    raise combine.blamed("on_session_open", option.name, exc)  # noqa: B904
                 if metrics is not None:
                     metrics.observe("plugin_scheduling_latency_milliseconds",
                                     (time.perf_counter() - began) * 1e3,
@@ -357,12 +351,8 @@ class Session:
                 continue
             try:
                 hidden.update(ask(self))
-            except BatchSchedError:
-                raise
             except Exception as exc:
-                raise PluginError(
-                    f"plugin {name!r} raised in hidden_resources: {type(exc).__name__}: "
-                    f"{exc}", plugin=name, point="hidden_resources") from exc
+                raise combine.blamed("hidden_resources", name, exc)  # noqa: B904
         return frozenset(hidden)
 
     def _hide_resources(self, names: frozenset[str]) -> None:
@@ -448,13 +438,8 @@ class Session:
             began = time.perf_counter()
             try:
                 plugin.on_session_close(self)
-            except BatchSchedError:
-                raise
             except Exception as exc:
-                raise PluginError(
-                    f"plugin {name!r} raised in on_session_close: {type(exc).__name__}: {exc}",
-                    plugin=name, point="on_session_close",
-                ) from exc
+                raise combine.blamed("on_session_close", name, exc)  # noqa: B904
             if self.metrics is not None:
                 self.metrics.observe("plugin_scheduling_latency_milliseconds",
                                      (time.perf_counter() - began) * 1e3,
@@ -1300,10 +1285,8 @@ class Session:
                             return False
                     elif not all(fn(queue, task) for task in tasks):
                         return False
-        except BatchSchedError:
-            raise
         except Exception as exc:
-            raise combine.plugin_failed("preemptive", plugin, exc) from exc
+            raise combine.blamed("preemptive", plugin, exc)  # noqa: B904
         return True
 
     def overused(self, queue: QueueInfo) -> bool:
@@ -1520,10 +1503,8 @@ class Session:
                         if name in undoers:
                             undoers[name](preemptor, task, node)
                     raise
-                except BatchSchedError:
-                    raise
                 except Exception as exc:
-                    raise combine.plugin_failed(point, plugin, exc) from exc
+                    raise combine.blamed(point, plugin, exc)  # noqa: B904
                 done.append(plugin)
 
     # -- events and decisions ------------------------------------------------------------------
@@ -1584,15 +1565,17 @@ class Session:
                     refused = refusal
             except Exception as exc:
                 self._undo_seen(task, allocate, handlers[:position])
-                if isinstance(exc, BatchSchedError):
-                    raise
                 point = "allocate event" if allocate else "deallocate event"
-                raise combine.plugin_failed(point, handler.plugin or "<handler>", exc) from exc
+                raise combine.blamed(point, handler.plugin or "<handler>", exc)  # noqa: B904
         if refused is not None:
             undo = Event(task)
             for handler in handlers:
                 if handler.deallocate is not None:
-                    handler.deallocate(undo)
+                    try:
+                        handler.deallocate(undo)
+                    except Exception as exc:
+                        raise combine.blamed("deallocate event", handler.plugin or "<handler>",
+                                             exc) from refused
             raise refused
 
     @staticmethod
@@ -1786,9 +1769,9 @@ def _sort_key(
             if len(functions) == 2:
                 return (first(item), second(item), *tail(item))  # type: ignore[misc]
             return (*[fn(item) for fn in functions], *tail(item))
-        except BatchSchedError:
-            raise
         except Exception as exc:
+            if combine.passes_through(exc):
+                raise
             for plugin, fn in keys:  # find the plugin at fault (a key is a pure function)
                 try:
                     fn(item)
