@@ -249,3 +249,20 @@ def test_a_report_path_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> 
     code, out, err = simulate(str(trace), "--output", "json", "--report", str(taken))
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "afile" in err and "--report: not a directory" in err
+
+
+def test_the_workload_example_of_the_documentation_replays_as_it_says(tmp_path: Path) -> None:
+    """docs/simulation.md's own workload: urgent preempts, batch restarts whole."""
+    import re
+
+    doc = (Path(__file__).parents[2] / "docs" / "simulation.md").read_text(encoding="utf-8")
+    example = next(block for block in re.findall(r"```yaml\n(.*?)```", doc, flags=re.S)
+                   if "batchsched.io/run-time" in block)
+    workload = write(tmp_path, "example.yaml", example)
+    code, out, err = simulate(str(workload), "--output", "json")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    jobs = {job["job"]: job for job in report["perJob"]}
+    assert report["metrics"]["restarts"] == 1
+    assert (jobs["default/urgent"]["start"], jobs["default/urgent"]["end"]) == (300, 360)
+    assert (jobs["default/batch"]["restarts"], jobs["default/batch"]["end"]) == (1, 1360)
