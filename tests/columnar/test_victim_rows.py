@@ -107,3 +107,23 @@ def test_rows_rewritten_per_changed_node_equal_a_fresh_build(
 
     assert content(kept) == content(fresh)
     assert (kept.per_node == fresh.per_node).all()
+
+
+def test_a_per_job_value_asked_before_any_job_is_worked_out_once_jobs_come() -> None:
+    """Asked while no node held a preemptable task, the kept values were a placeholder
+    (one 0.0) that a job coming later was taken to be: its value was never worked out."""
+    ssn = _open({
+        "version": 1,
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "4Gi", "pods": 10}}],
+        "jobs": [{"name": "low", "minMember": 1}],
+        "tasks": [{"name": "t1", "job": "low", "requests": {"cpu": 1}}],
+    })
+    columns = NodeColumns.of(ssn)
+    columns.sync()
+    rows = VictimRows(columns)
+    assert rows.per_job("seven", lambda uid: 7.0).tolist() in ([], [0.0])
+    stmt = Statement(ssn)
+    stmt.allocate(ssn.jobs["default/low"].tasks["default/t1"], "n1")
+    columns.sync()
+    rows.rewrite(0, columns.nodes[0])
+    assert rows.per_job("seven", lambda uid: 7.0)[rows.job[0]] == 7.0

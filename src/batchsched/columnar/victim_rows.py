@@ -193,15 +193,17 @@ class VictimRows:
         log = self._changed_jobs
         kept = self._per_job.get(key)
         if kept is None:
-            values = np.array([value(uid) for uid in uids] or [0.0], dtype=np.float64)
+            values = np.array([value(uid) for uid in uids], dtype=np.float64)
         else:
             values, read = kept
-            known = len(values) if uids else 0
+            known = len(values)
             if known < len(uids):
-                values = np.concatenate([values[:known], np.array(
+                values = np.concatenate([values, np.array(
                     [value(uid) for uid in uids[known:]], dtype=np.float64)])
             for code in set(log[read:]):
                 if code < known:
                     values[code] = value(uids[code])
         self._per_job[key] = (values, len(log))
-        return values
+        # Indexed by the rows' job codes: with no job yet, one placeholder for the
+        # unused rows (it is not kept, so a job coding 0 later gets its own value).
+        return values if len(values) else np.zeros(1, dtype=np.float64)
