@@ -441,3 +441,44 @@ def test_a_hard_topology_job_asking_vgpus_waits_under_the_lock() -> None:
 
     assert binds() == {"default/a-0": "s0-n1"}
     assert binds(LOCKED) == {}
+
+
+BOTH_KINDS = """
+version: 1
+now: "2024-01-01T00:10:00Z"
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: gang}]
+  - plugins:
+    - name: predicates
+    - name: deviceshare
+      arguments: {deviceshare.VGPUEnable: true, deviceshare.AscendHAMiVNPUEnable: true,
+                  deviceshare.NodeLockEnable: true}
+nodes:
+- name: n1
+  allocatable: {cpu: 64, memory: 256Gi, pods: 110, huawei.com/Ascend310P: 8,
+                volcano.sh/vgpu-number: 20, volcano.sh/vgpu-memory: 32768,
+                volcano.sh/vgpu-cores: 200}
+  annotations:
+    hamivgpu: "2024-01-01T00:09:00Z"
+    volcano.sh/node-vgpu-register: "GPU-a,10,16384,NVIDIA-Tesla-T4,true,hami-core:"
+    hami.io/node-register-Ascend310P: '[{"id":"npu-0","count":4,"devmem":21527,"devcore":8}]'
+jobs:
+- {name: j1, minMember: 1, phase: Inqueue}
+tasks:
+- {name: t1, job: j1, requests: {cpu: 1, volcano.sh/vgpu-number: 1,
+                                 volcano.sh/vgpu-memory: 1024, huawei.com/Ascend310P: 1,
+                                 huawei.com/Ascend310P-memory: 3000}}
+"""
+
+
+def test_a_kind_refusing_ends_the_event_before_the_next_kind_takes_its_lock() -> None:
+    """Volcano's predicates handler returns at the first device kind that refuses: the
+    vGPU lock held on n1 refuses t1, and the Ascend kind after it never runs, so no
+    Ascend lock is left on the node to refuse other pods for five minutes."""
+    scenario = parse_scenario(yaml.safe_load(BOTH_KINDS), source="<both kinds>")
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert not cache.binds
+    assert "hami.io/mutex.lock" not in cache.nodes["n1"].annotations

@@ -288,9 +288,11 @@ class DeviceSharePlugin:
         # Volcano's one predicate asks every device kind in turn (GPU sharing, vGPUs,
         # each Ascend chip type), and its node score sums theirs.
         kinds: list[_DeviceKind] = []
+        # Each kind's Allocate and Release, in Volcano's order of the kinds.
+        events: list[EventHandler] = []
         if self.sharing:
             if any(node.gpu_share is not None for node in ssn.node_list):
-                kinds.append(self._open_gpushare(ssn))
+                kinds.append(self._open_gpushare(ssn, events))
             kinds.append(_DeviceKind(
                 device_fit_error,
                 # The dry run of topology-aware preemption asks it on a node copy its
@@ -300,15 +302,17 @@ class DeviceSharePlugin:
                 lambda task, columns: self.fits_all(ssn, task, columns),
                 lambda task, columns: self.preempt_fits_all(ssn, task, columns)))
             if self.node_lock and self.sharing_locks and _takes_devices(ssn):
-                ssn.add_event_handler(EventHandler(
+                events.append(EventHandler(
                     allocate=lambda event: self.lock_for_shared_gpu(ssn, event),
                     plugin=self.name))
         if self.vgpu:
-            kinds.append(self._open_vgpu(ssn))
+            kinds.append(self._open_vgpu(ssn, events))
         if self.ascend:
-            kinds.append(self._open_ascend(ssn))
+            kinds.append(self._open_ascend(ssn, events))
         if kinds:
             _register_kinds(ssn, self.name, kinds, self.weight)
+        if events:
+            ssn.add_event_handler(_one_handler(self.name, events))
 
     def on_session_close(self, ssn: Session) -> None:
         """Nothing to write back; for ``batchsched explain``, why no node's Ascend cards
@@ -362,14 +366,14 @@ class DeviceSharePlugin:
         passes = self.fits_all(ssn, task, columns)
         return None if passes is None else (passes, ~passes)
 
-    def _open_gpushare(self, ssn: Session) -> _DeviceKind:
+    def _open_gpushare(self, ssn: Session, events: list[EventHandler]) -> _DeviceKind:
         """Volcano's GPU sharing of ``volcano.sh/gpu-memory`` and ``volcano.sh/gpu-number``
         (:mod:`.gpushare`); batchsched's ``nvidia.com/gpu`` shares come after it."""
         cards = GpuShareSession(ssn, self.name, sharing=not self.number_mode,
                                 number=self.number_mode, node_lock=self.node_lock)
         if _takes_devices(ssn):
-            ssn.add_event_handler(EventHandler(allocate=cards.reserve,
-                                               deallocate=cards.release, plugin=self.name))
+            events.append(EventHandler(allocate=cards.reserve, deallocate=cards.release,
+                                       plugin=self.name))
         # Topology-aware preemption asks the predicate on the node copy its victims left.
         return _DeviceKind(cards.predicate, cards.predicate, cards.column,
                            cards.preempt_column)
@@ -385,7 +389,7 @@ class DeviceSharePlugin:
                         PLUGIN_NAME, problem)
         return config
 
-    def _open_ascend(self, ssn: Session) -> _DeviceKind:
+    def _open_ascend(self, ssn: Session, events: list[EventHandler]) -> _DeviceKind:
         vnpus = self._ascend
         if vnpus is None or vnpus.ssn is not ssn:
             # Opened without the session asking what to hide first (a host building a
@@ -394,22 +398,42 @@ class DeviceSharePlugin:
             vnpus = self._ascend
         assert vnpus is not None
         if _takes_devices(ssn):
-            ssn.add_event_handler(EventHandler(allocate=vnpus.reserve,
-                                               deallocate=vnpus.release, plugin=self.name))
+            events.append(EventHandler(allocate=vnpus.reserve, deallocate=vnpus.release,
+                                       plugin=self.name))
         return _DeviceKind(vnpus.predicate, vnpus.simulate_predicate, vnpus.column,
                            vnpus.preempt_column, vnpus.score, vnpus.column_score)
 
-    def _open_vgpu(self, ssn: Session) -> _DeviceKind:
+    def _open_vgpu(self, ssn: Session, events: list[EventHandler]) -> _DeviceKind:
         config = self._device_config(ssn)
         vgpus = _VgpuSession(ssn, self.policy, config.vgpu_names, self.weight,
                              self.exclusive_rules, node_lock=self.node_lock)
         if _takes_devices(ssn):
-            ssn.add_event_handler(EventHandler(allocate=vgpus.reserve,
-                                               deallocate=vgpus.release, plugin=self.name))
+            events.append(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
+                                       plugin=self.name))
         ssn.add_queue_resource_fn(self.name, vgpus.queue_usage)
         # Topology-aware preemption asks the predicate on the node copy its victims left.
         return _DeviceKind(vgpus.predicate, vgpus.predicate, vgpus.column,
                            vgpus.preempt_column, vgpus.score, vgpus.column_score)
+
+
+def _one_handler(plugin: str, kinds: list[EventHandler]) -> EventHandler:
+    """The kinds' handlers as one, as Volcano's predicates handler calls every device
+    kind's Allocate: the first kind that refuses (SchedulingError) ends the event, and
+    the kinds after it never take anything (nor their node's lock). Every kind's
+    Release runs on a deallocation (releasing what a kind does not hold is a no-op)."""
+    reserves = [handler.allocate for handler in kinds if handler.allocate is not None]
+    releases = [handler.deallocate for handler in kinds if handler.deallocate is not None]
+
+    def allocate(event: Event) -> None:
+        for reserve in reserves:
+            reserve(event)
+
+    def deallocate(event: Event) -> None:
+        for release in releases:
+            release(event)
+
+    return EventHandler(allocate=allocate, deallocate=deallocate if releases else None,
+                        plugin=plugin)
 
 
 def _takes_devices(ssn: Session) -> bool:
