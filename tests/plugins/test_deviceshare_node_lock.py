@@ -482,3 +482,36 @@ def test_a_kind_refusing_ends_the_event_before_the_next_kind_takes_its_lock() ->
     Scheduler(cache, scenario.configuration).run_once()
     assert not cache.binds
     assert "hami.io/mutex.lock" not in cache.nodes["n1"].annotations
+
+
+LOCKED_BACKFILL = """
+version: 1
+now: "2024-01-01T00:10:00Z"
+config:
+  actions: "enqueue, allocate, backfill"
+  tiers:
+  - plugins: [{name: gang}]
+  - plugins:
+    - name: predicates
+    - name: deviceshare
+      arguments: {deviceshare.AscendHAMiVNPUEnable: true, deviceshare.NodeLockEnable: true}
+nodes:
+- name: n1
+  allocatable: {cpu: 64, memory: 256Gi, pods: 110, huawei.com/Ascend310P: 8}
+  annotations:
+    hami.io/mutex.lock: "2024-01-01T00:09:00Z"
+    hami.io/node-register-Ascend310P: '[{"id":"npu-0","count":4,"devmem":21527,"devcore":8}]'
+jobs:
+- {name: j1, minMember: 1, phase: Inqueue}
+tasks:
+- {name: t1, job: j1, requests: {huawei.com/Ascend310P-memory: 3000}}
+"""
+
+
+def test_backfill_binds_what_a_device_kind_refuses_as_volcano_s_session_allocate() -> None:
+    """A task asking card memory alone is best-effort: backfill places it through
+    Volcano's Session.Allocate, which reads no handler's error. The held Ascend lock
+    refuses the cards, and the pod is bound all the same, with no cards."""
+    decisions = run_scenario(parse_scenario(yaml.safe_load(LOCKED_BACKFILL), source="<lock>"))
+    assert decisions.binds == {"default/t1": "n1"}
+    assert not decisions.vnpu_devices

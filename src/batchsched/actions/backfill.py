@@ -146,10 +146,11 @@ def unpipeline(ssn: Session, task: TaskInfo) -> None:
 
 
 def allocate_and_dispatch(ssn: Session, job: JobInfo, task: TaskInfo, node: NodeInfo) -> None:
-    """Volcano's ``Session.Allocate``: allocate the task, then, if its job is ready,
-    send every Allocated task of the job to bind (in task id order)."""
+    """Volcano's ``Session.Allocate``: allocate the task (a handler's refusal is not
+    read, as there), then, if its job is ready, send every Allocated task of the job
+    to bind (in task id order)."""
     stmt = Statement(ssn)
-    stmt.allocate(task, node)
+    stmt.allocate(task, node, refusals_ignored=True)
     if not ssn.job_ready(job):
         return  # the task stays Allocated, as in Volcano
     for other in sorted(job.tasks_in(TaskStatus.ALLOCATED).values(), key=lambda t: t.uid):

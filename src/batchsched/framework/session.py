@@ -1527,10 +1527,10 @@ class Session:
     def _fire_allocate(self, task: TaskInfo) -> None:
         self._fire(task, allocate=True)
 
-    def _fire_unevict(self, task: TaskInfo) -> None:
-        """An eviction undone: every allocate handler sees the task back on its node,
-        and a refusal (SchedulingError) is ignored, as Volcano's ``unevict`` ignores
-        the event's error."""
+    def _fire_allocate_refusals_ignored(self, task: TaskInfo) -> None:
+        """Every allocate handler sees the task on its node, and a refusal
+        (SchedulingError) is ignored: Volcano's ``unevict`` and ``Session.Allocate``
+        read no event error."""
         self._fire(task, allocate=True, refusals_ignored=True)
 
     def _fire_deallocate(self, task: TaskInfo) -> None:

@@ -80,9 +80,16 @@ class Statement:
 
     # -- decisions ----------------------------------------------------------------------
 
-    def allocate(self, task: TaskInfo, node: NodeInfo | str) -> None:
-        """Place a pending task on a node: status Allocated, node charged."""
-        self._place(task, node, TaskStatus.ALLOCATED, OperationKind.ALLOCATE)
+    def allocate(self, task: TaskInfo, node: NodeInfo | str, *,
+                 refusals_ignored: bool = False) -> None:
+        """Place a pending task on a node: status Allocated, node charged.
+
+        An allocate handler's refusal (SchedulingError) undoes the placement and is
+        raised, as Volcano's ``Statement.Allocate``; with ``refusals_ignored`` the
+        task stays placed, as Volcano's ``Session.Allocate`` (backfill's) calls every
+        handler and reads none of their errors."""
+        self._place(task, node, TaskStatus.ALLOCATED, OperationKind.ALLOCATE,
+                    refusals_ignored=refusals_ignored)
 
     def pipeline(
         self, task: TaskInfo, node: NodeInfo | str, eviction_occurred: bool = False
@@ -116,7 +123,8 @@ class Statement:
         self.operations.append(op)
 
     def _place(
-        self, task: TaskInfo, node: NodeInfo | str, status: TaskStatus, kind: OperationKind
+        self, task: TaskInfo, node: NodeInfo | str, status: TaskStatus, kind: OperationKind,
+        *, refusals_ignored: bool = False,
     ) -> None:
         ssn = self.ssn
         node_info = ssn.nodes.get(node) if isinstance(node, str) else node
@@ -148,7 +156,10 @@ class Statement:
             raise
         op = Operation(kind, task, name, before)
         try:
-            ssn._fire_allocate(task)
+            if refusals_ignored:
+                ssn._fire_allocate_refusals_ignored(task)
+            else:
+                ssn._fire_allocate(task)
         except BaseException:
             self._revert(op)
             raise
@@ -174,7 +185,7 @@ class Statement:
             if node is not None:
                 node.update_task(task)
             if fire:
-                ssn._fire_unevict(task)
+                ssn._fire_allocate_refusals_ignored(task)
             return
         if node is not None:
             node.remove_task(task)
