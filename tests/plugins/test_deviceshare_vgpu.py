@@ -836,3 +836,23 @@ def test_a_pod_the_session_evicts_reserves_no_gpu_under_its_rule() -> None:
     assert evicted["pipelined"] == {"default/high": {"default/high-0": "n1"}}
     releasing = run(yaml.safe_load(_EVICTION_UNDER_A_RULE.replace("DELETING", "true")))
     assert releasing["evicted"] == [] and releasing["pipelined"] == {}
+
+
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_vgpus_are_asked_by_the_app_containers_only(fast: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Volcano reads vGPU requests off pod.Spec.Containers (checkVGPUResourcesInPod):
+    an init container asking more vGPU memory changes nothing, and a pod whose init
+    container alone asks vGPUs gets none."""
+    monkeypatch.setenv(FAST_PATH_ENVIRONMENT_VARIABLE, fast)
+    init = ("initRequests: {cpu: 1, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 8000}")
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", "- {name: j1, minMember: 1}", "- {name: j2, minMember: 1}",
+        "tasks:", task_yaml("t1", "j1", 2048, extra=", " + init),
+        f"- {{name: t2, job: j2, requests: {{cpu: 1}}, {init}}}"]),
+        plugin("predicates"), vgpu(), actions="enqueue, allocate")
+    got = run(doc)
+    assert got["binds"] == {"default/t1": "n1", "default/t2": "n1"}
+    assert got["vgpuDevices"] == {"default/t1": [
+        [{"uuid": "GPU-n1-0", "type": "NVIDIA", "memory": 2048, "cores": 25}]]}

@@ -251,6 +251,13 @@ class TaskInfo:
         self.last_transaction = None
 
     @property
+    def app_requests(self) -> Resource:
+        """What the pod's app containers ask (``container_requests`` when the init
+        containers ask more, else ``resreq``): what Volcano's device plugins read off
+        ``pod.Spec.Containers``."""
+        return self.container_requests if self.container_requests is not None else self.resreq
+
+    @property
     def pod_priority(self) -> int:
         """The pod's priority as Kubernetes knows it (``spec.priority``), where
         ``priority`` is Volcano's task priority, which a ``volcano.sh/task-priority``

@@ -160,9 +160,10 @@ def vgpu_fit(task: TaskInfo, node: NodeInfo, policy: str, *, reserve: bool = Fal
     no devices when the task asks none or the node has no vGPUs, as in Volcano);
     the GPUs of ``exclude`` are passed over."""
     devices = node.vgpu
-    if devices is None or not requests_vgpu(task.resreq, names):
+    # Volcano reads vGPU requests off the app containers only (checkVGPUResourcesInPod).
+    if devices is None or not requests_vgpu(task.app_requests, names):
         return VgpuFit(True)
-    return devices.fit(task.uid, task.annotations, container_requests(task.resreq, names),
+    return devices.fit(task.uid, task.annotations, container_requests(task.app_requests, names),
                        group_key(task.annotations, task.namespace, task.job), policy,
                        reserve=reserve, exclude=exclude)
 
@@ -577,7 +578,7 @@ class _VgpuSession:
             if held.status is TaskStatus.RELEASING) if exclusive_rules else frozenset()
 
     def asks(self, task: TaskInfo) -> bool:
-        return requests_vgpu(task.resreq, self.names)
+        return requests_vgpu(task.app_requests, self.names)
 
     def fit(self, task: TaskInfo, node: NodeInfo, *, reserve: bool = False) -> VgpuFit:
         exclude = (exclusive_gpus(task, node, self.exclusive_rules, self.releasing_at_open)
@@ -603,7 +604,7 @@ class _VgpuSession:
     def _vector_request(self, task: TaskInfo) -> DeviceRequest:
         """The request the column forms answer for, or VectorFallback (annotations or
         requests only the scalar form reads)."""
-        requests = container_requests(task.resreq, self.names)
+        requests = container_requests(task.app_requests, self.names)
         if not vector_answerable(task.annotations, requests) or (
                 self.exclusive_rules and matching_rules(task.labels, self.exclusive_rules)):
             raise VectorFallback
