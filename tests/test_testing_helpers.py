@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from batchsched.testing import ScenarioBuilder, assert_decisions, run
@@ -191,3 +193,93 @@ def test_to_yaml_quotes_text_the_configuration_would_read_otherwise(tmp_path: ob
     path.write_text(text)
     arguments = load_scenario(path).configuration.tiers[0].plugins[0].arguments
     assert dict(arguments) == {"a": "n", "b": "1.5e0", "c": "plain"}
+
+
+def _preempting() -> ScenarioBuilder:
+    """One session in which preempt evicts l0 and pipelines h0 on n1."""
+    return (ScenarioBuilder(actions="enqueue, allocate, preempt")
+            .priority_class("lo", 1).priority_class("hi", 100)
+            .node("n1", cpu=1).node("n2", cpu=1)
+            .job("low", min_member=1, priorityClassName="lo", phase="Running")
+            .task("l0", job="low", cpu=1, node="n1", phase="Running", priorityClassName="lo")
+            .task("l1", job="low", cpu=1, node="n2", phase="Running", priorityClassName="lo")
+            .job("high", min_member=1, priorityClassName="hi")
+            .task("h0", job="high", cpu=1, priorityClassName="hi"))
+
+
+def test_nothing_pipelined_is_asserted_and_a_pipelined_task_is_named_where_a_bind_was_wanted(
+) -> None:
+    decisions = run(_preempting())
+    assert_decisions(decisions, pipelined={"default/high": {"default/h0": "n1"}})
+    with pytest.raises(AssertionError, match=r"pipelined: expected \{\}, got"):
+        assert_decisions(decisions, pipelined={})
+    with pytest.raises(AssertionError, match="default/h0 is pipelined on n1, not bound"):
+        assert_decisions(decisions, binds={"default/h0": "n1"})
+    with pytest.raises(AssertionError, match=r"run the scenario with scores=True"):
+        assert_decisions(decisions, scores={"default/h0": {"n1": 0}})
+
+
+def test_expectations_accumulate_for_the_file_and_run_leaves_them_to_assert_decisions() -> None:
+    built = (ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=1)
+             .job("j", min_member=1).task("t", job="j", cpu=1)
+             .expect(binds={"default/t": "n1"}).expect(evicted=[]))
+    assert built.document["expect"] == {"binds": {"default/t": "n1"}, "evicted": []}
+    assert run(built).binds == {"default/t": "n1"}
+
+
+def test_builder_misuse_is_named() -> None:
+    with pytest.raises(TypeError, match="config must be the scenario's config mapping"):
+        ScenarioBuilder(config="actions: allocate")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"ScenarioBuilder.job: name must be a string "
+                                         r"without '/', not 'a/b'"):
+        ScenarioBuilder().job("a/b")
+    with pytest.raises(ValueError, match=r"ScenarioBuilder\.node: name must be a string"):
+        ScenarioBuilder().node(1)  # type: ignore[arg-type]
+    tiers = [{"plugins": [{"name": "gang"}]}]
+    built = ScenarioBuilder(config={"actions": "allocate", "tiers": tiers})
+    built.document["config"]["tiers"][0]["plugins"].append({"name": "drf"})
+    assert tiers == [{"plugins": [{"name": "gang"}]}]  # the caller's stays as it was
+
+
+def test_to_yaml_names_a_value_yaml_cannot_write() -> None:
+    from decimal import Decimal
+
+    built = ScenarioBuilder().node("n1", cpu=Decimal("1.5"))
+    with pytest.raises(TypeError, match=r"nodes\[0\].allocatable.cpu \(Decimal\('1.5'\)\)"):
+        built.to_yaml()
+
+
+@pytest.mark.parametrize("attempt", [1, 2])
+def test_an_argument_a_plugin_does_not_read_is_said_on_every_run(attempt: int) -> None:
+    """Logged once per process, the warning is still a warning of every run: what a
+    test sees does not hang on which tests ran before it."""
+    built = ScenarioBuilder(config={"actions": "allocate", "tiers": [{"plugins": [
+        {"name": "binpack", "arguments": {"binpack.wieght": 5}}]}]}).node("n1", cpu=1)
+    with pytest.warns(UserWarning, match="binpack.wieght"):
+        run(built)
+
+
+def _pytest_on(tmp_path: Any, source: str) -> Any:
+    import subprocess
+    import sys
+
+    (tmp_path / "test_marked.py").write_text(source)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_marked.py")], capture_output=True, text=True,
+                          cwd=tmp_path, check=False)
+
+
+def test_a_misused_plugin_marker_is_a_usage_error_not_a_silent_pass(tmp_path: Any) -> None:
+    misspelt = _pytest_on(tmp_path, (
+        "import pytest\n\n"
+        "@pytest.mark.batchsched_plugin('binpack', argumnets={'binpack.weight': 2})\n"
+        "def test_x(batchsched_plugin_check):\n    batchsched_plugin_check()\n"))
+    assert misspelt.returncode != 0
+    said = misspelt.stdout + misspelt.stderr
+    assert "takes the plugin name and arguments=, not argumnets" in said
+    unchecked = _pytest_on(tmp_path, (
+        "import pytest\n\n"
+        "@pytest.mark.batchsched_plugin('nonexistent-plugin')\n"
+        "def test_x():\n    pass\n"))
+    assert unchecked.returncode != 0
+    assert "must take the batchsched_plugin_check argument" in unchecked.stdout + unchecked.stderr

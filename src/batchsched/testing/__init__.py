@@ -1,6 +1,8 @@
 """Helpers for testing with batchsched: build a scenario in Python, run it, assert.
 
-Opt-in (nothing here is loaded by pytest automatically)::
+Import what you use (pytest loads only the fixtures of
+:mod:`batchsched.testing.pytest_plugin`, which add nothing to a test that does not ask
+for them)::
 
     from batchsched.testing import ScenarioBuilder, assert_decisions, run
 
@@ -24,6 +26,7 @@ BuildPod, BuildPodGroup, BuildQueue).
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -32,6 +35,7 @@ import yaml
 
 from batchsched.api.job import REQUESTED_RUNTIME_ANNOTATION
 from batchsched.conf import DEFAULT_CONFIGURATION_YAML
+from batchsched.framework.arguments import collect_warnings
 from batchsched.framework.registry import Registry
 from batchsched.scenario import Decisions, compare_decisions, parse_scenario, run_scenario
 from batchsched.simulation.scenario_workload import RESTART_ANNOTATION, RUN_TIME_ANNOTATION
@@ -101,7 +105,10 @@ def build_job(name: str, *, namespace: str = "default", queue: str = "default",
               restart: str | None = None, **fields: Any) -> dict[str, Any]:
     """A job (pod group) entry (Volcano's ``BuildPodGroup``).
 
-    For a simulation: ``submit`` is when the job arrives (its ``createdAt``),
+    For a simulation: ``submit`` is when the job arrives (its ``createdAt``: seconds,
+    a timestamp, or a time relative to the scenario's ``now`` such as ``"-10s"``; give
+    the builder a ``now`` for a relative one, else it counts from the real time and
+    the replay is not repeatable),
     ``requested_runtime`` its time limit and ``restart`` (``gang`` or ``task``) what an
     eviction restarts (the ``batchsched.io/...`` annotations).
     """
@@ -119,12 +126,22 @@ def build_queue(name: str, *, weight: int = 1, **fields: Any) -> dict[str, Any]:
     return {"name": name, "weight": weight, **fields}
 
 
+_SINGULAR = {"queues": "queue", "nodes": "node", "jobs": "job", "tasks": "task",
+             "priorityClasses": "priority_class"}
+
+
 class ScenarioBuilder:
     """Accumulates a scenario document; every method returns the builder."""
 
     def __init__(self, *, actions: str | None = None, config: Mapping[str, Any] | None = None,
                  name: str = "built scenario", now: object = None) -> None:
-        base = dict(config) if config is not None else yaml.safe_load(DEFAULT_CONFIGURATION_YAML)
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"ScenarioBuilder: config must be the scenario's config mapping "
+                            f"(actions, tiers, configurations), not {type(config).__name__}; "
+                            "a configuration file's text reads with yaml.safe_load")
+        # A copy of its own: the caller's tiers are not changed by the builder's.
+        base = copy.deepcopy(dict(config)) if config is not None else \
+            yaml.safe_load(DEFAULT_CONFIGURATION_YAML)
         if actions is not None:
             base["actions"] = actions
         self.document: dict[str, Any] = {"version": 1, "name": name, "config": base,
@@ -133,6 +150,12 @@ class ScenarioBuilder:
             self.document["now"] = now
 
     def _append(self, section: str, entry: dict[str, Any]) -> ScenarioBuilder:
+        for field in ("name", "namespace"):
+            value = entry.get(field)
+            if field in entry and not (isinstance(value, str) and "/" not in value):
+                # A "/" would make "a/b" in default and "b" in default/a one object.
+                raise ValueError(f"ScenarioBuilder.{_SINGULAR[section]}: {field} must be a "
+                                 f"string without '/', not {value!r}")
         self.document.setdefault(section, []).append(entry)
         return self
 
@@ -152,18 +175,49 @@ class ScenarioBuilder:
         return self._append("priorityClasses", {"name": name, "value": value, **kw})
 
     def expect(self, **expect: Any) -> ScenarioBuilder:
-        self.document["expect"] = expect
+        """Add the scenario format's ``expect`` keys (camelCase) to the document, for the
+        file :meth:`to_yaml` writes (``batchsched check`` checks them). :func:`run` does
+        not check them: assert with :func:`assert_decisions`. A key given again
+        replaces its earlier value; the other keys stay."""
+        self.document.setdefault("expect", {}).update(expect)
         return self
 
     def to_yaml(self) -> str:
-        """The scenario as a file ``batchsched run`` reads to the same decisions."""
-        return yaml.dump(self.document, Dumper=_ScenarioDumper, sort_keys=False)
+        """The scenario as a file ``batchsched run`` reads to the same decisions. A value
+        YAML cannot write (a numpy number, a Decimal) is a TypeError naming its place."""
+        try:
+            return yaml.dump(self.document, Dumper=_ScenarioDumper, sort_keys=False)
+        except yaml.representer.RepresenterError:
+            where = _unwritable(self.document, "")
+            raise TypeError(f"ScenarioBuilder.to_yaml: {where or 'a value'} cannot be "
+                            "written to YAML (give a str, int, float or bool)") from None
 
 
 class _ScenarioDumper(yaml.SafeDumper):
     """Quotes the text a scenario file's configuration would read as something else:
     its ``config`` is read as Volcano's yaml.v2 reads it (``n`` is false, ``1.5e0`` a
     number), where PyYAML writes such text plain."""
+
+
+def _unwritable(value: Any, path: str) -> str | None:
+    """The place (``nodes[0].allocatable.cpu``) of the first value YAML cannot write."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = _unwritable(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = _unwritable(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    try:
+        yaml.dump(value, Dumper=_ScenarioDumper)
+    except yaml.representer.RepresenterError:
+        return f"{path} ({value!r})"
+    return None
 
 
 def _represent_text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
@@ -184,7 +238,14 @@ def run(scenario: ScenarioBuilder | Mapping[str, Any], *, scores: bool | None = 
     built = parse_scenario(document, source="<built scenario>")
     for warning in built.warnings:  # what the loader says, as batchsched run prints it
         warnings.warn(warning, stacklevel=2)
-    return run_scenario(built, scores=scores, registry=registry)
+    # What plugins say they will not honour (an argument they do not read) is logged
+    # once per process; every run says it here, as every batchsched run prints it,
+    # so that what a test sees does not hang on the tests that ran before it.
+    with collect_warnings() as said:
+        decisions = run_scenario(built, scores=scores, registry=registry)
+    for warning in said:
+        warnings.warn(warning, stacklevel=2)
+    return decisions
 
 
 def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
@@ -223,9 +284,13 @@ def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
 def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     """Assert decisions with the scenario format's ``expect`` keys, in snake_case or camelCase
     (``binds``, ``evicted``, ``bind_count``, ``pod_group_phases``, ``bind_failures``, ...),
-    checked as ``expect`` checks them; one line per difference. A key ``expect`` does not
-    know, or a value not of its shape (a node name where a list of them is wanted, text
-    where a count is), is a TypeError naming it (a typo must not pass unchecked)."""
+    checked as ``expect`` checks them; one line per difference. ``pipelined`` given in the
+    decisions' own shape (job -> task -> node), or as ``{}``, is the whole of it: no
+    other job has a pipelined task (``expect``'s shape, job -> nodes, checks the jobs
+    it names). ``scores`` are there only from ``run(..., scores=True)``. A key
+    ``expect`` does not know, or a value not of its shape (a node name where a list of
+    them is wanted, text where a count is), is a TypeError naming it (a typo must not
+    pass unchecked)."""
     from batchsched.scenario.loader import EXPECT_KEYS, misshapen_expectation
 
     known = EXPECT_KEYS | {"x-nodeBindCounts"}
@@ -244,7 +309,24 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     if wrong is not None:
         # As the scenario format's expect: "n1" is no list of nodes, "1" no count.
         raise TypeError(f"assert_decisions: {wrong} has the wrong shape: {wanted[wrong]!r}")
-    diffs = compare_decisions(wanted, decisions.to_json())
+    got = decisions.to_json()
+    whole = wanted.get("pipelined")
+    if whole is not None and (whole == {} or _task_nodes(whole)):
+        del wanted["pipelined"]
+    diffs = compare_decisions(wanted, got)
+    if whole is not None and "pipelined" not in wanted:
+        have = {job: dict(tasks) for job, tasks in (got.get("pipelined") or {}).items()}
+        expected = {job: dict(tasks) for job, tasks in whole.items()}
+        if have != expected:
+            diffs.append(f"pipelined: expected {expected}, got {have}")
+    pipelined_on = {task: node for tasks in (got.get("pipelined") or {}).values()
+                    for task, node in tasks.items()}
+    # A task expected bound that the session pipelined instead: say so.
+    diffs.extend(f"binds: {task} is pipelined on {pipelined_on[task]}, not bound"
+                 for task in (wanted.get("binds") or {})
+                 if task in pipelined_on and task not in got.get("binds", {}))
+    if "scores" in wanted and got.get("scores") is None:
+        diffs.append("scores: the decisions have none (run the scenario with scores=True)")
     if diffs:
         raise AssertionError("decisions differ:\n  " + "\n  ".join(diffs))
 

@@ -49,13 +49,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if _CHECK_ARGUMENT not in metafunc.fixturenames:
-        return
     marker = metafunc.definition.get_closest_marker(_MARKER)
-    if marker is None or not marker.args:
+    where = metafunc.definition.nodeid
+    if _CHECK_ARGUMENT not in metafunc.fixturenames:
+        if marker is not None:
+            # The checks run through the argument: without it the test would pass
+            # having checked nothing.
+            raise pytest.UsageError(f"{where}: a test marked {_MARKER} must take the "
+                                    f"{_CHECK_ARGUMENT} argument and call it")
+        return
+    if marker is None or len(marker.args) != 1 or not isinstance(marker.args[0], str):
         raise pytest.UsageError(
-            f"{metafunc.definition.nodeid}: a test taking {_CHECK_ARGUMENT} needs "
+            f"{where}: a test taking {_CHECK_ARGUMENT} needs "
             f"@pytest.mark.{_MARKER}('plugin name')")
+    unknown = sorted(set(marker.kwargs) - {"arguments"})
+    if unknown:
+        raise pytest.UsageError(f"{where}: @pytest.mark.{_MARKER} takes the plugin name "
+                                f"and arguments=, not {', '.join(unknown)}")
     from batchsched.testing.checks import plugin_checks
 
     checks = list(plugin_checks(marker.args[0], arguments=marker.kwargs.get("arguments")))
