@@ -202,8 +202,11 @@ def _more_nodes(scenario: Scenario, works: Callable[[Scenario], bool],
     for node in scenario.nodes:
         if node.unschedulable or not node.ready:
             continue  # "more nodes like a cordoned one" would be no advice to follow
-        key = (tuple(sorted(node.allocatable.to_dict().items())),
-               tuple(sorted(node.labels.items())), node.taints, repr(node.numa_topology))
+        # The labels that name the host do not make a shape: with_nodes renames them.
+        labels = tuple(sorted((k, v) for k, v in node.labels.items()
+                              if k not in _NODE_NAME_LABELS))
+        key = (tuple(sorted(node.allocatable.to_dict().items())), labels, node.taints,
+               repr(node.numa_topology))
         shapes.setdefault(key, node)
     best: dict[str, Any] | None = None
     for template in shapes.values():
