@@ -415,6 +415,25 @@ BAD_DUMPS: list[tuple[str, Callable[[dict[str, Any]], None] | str, str]] = [
     ("a nominated node that is no string", lambda d: item(d, "Pod", "train-worker-2")[
         "status"].update(nominatedNodeName=["node-1"]),
      "dump.json: Pod team-a/train-worker-2: status.nominatedNodeName: must be a string"),
+    ("a null container", lambda d: item(d, "Pod", "eval-0")["spec"]["containers"].append(
+        None), "dump.json: Pod team-a/eval-0: spec.containers[1]: must be a mapping, not None"),
+    ("a null init container", lambda d: item(d, "Pod", "eval-0")["spec"].update(
+        initContainers=[None]),
+     "dump.json: Pod team-a/eval-0: spec.initContainers[0]: must be a mapping, not None"),
+    ("a spread choice that is a list", lambda d: item(d, "Pod", "eval-0")["spec"].update(
+        topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "zone",
+                                    "whenUnsatisfiable": ["DoNotSchedule"]}]),
+     "dump.json: Pod team-a/eval-0: spec.topologySpreadConstraints[0].whenUnsatisfiable: "
+     "['DoNotSchedule'] is not one of"),
+    ("shard nodes that are no list", lambda d: d["items"].append({
+        "apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard",
+        "metadata": {"name": "volcano"}, "spec": {"nodesDesired": ["node-1"]},
+        "status": {"nodesInUse": 5}}),
+     "dump.json: NodeShard volcano: status.nodesInUse: must be a list, not 5"),
+    ("shard node names that are no names", lambda d: d["items"].append({
+        "apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard",
+        "metadata": {"name": "volcano"}, "spec": {"nodesDesired": [7]}}),
+     "dump.json: NodeShard volcano: spec.nodesDesired[0]: must be a name, not 7"),
     ("a PodGroup twice", lambda d: d["items"].append(copy.deepcopy(item(d, "PodGroup", "eval"))),
      "dump.json: PodGroup team-a/eval: metadata.name: a PodGroup of that name is in the dump "
      "already"),

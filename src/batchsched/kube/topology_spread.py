@@ -188,7 +188,7 @@ def _choice(obj: Mapping[str, Any], key: str, path: str, allowed: frozenset[str]
     value = obj.get(key)
     if value is None and default is not None:
         return default
-    if value not in allowed:
+    if not (isinstance(value, str) and value in allowed):
         raise TopologySpreadError(f"{path}.{key}",
                                   f"{value!r} is not one of {', '.join(sorted(allowed))}")
     return str(value)

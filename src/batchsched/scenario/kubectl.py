@@ -402,6 +402,12 @@ class _Converter:
             raise self.fail(who, field, f"must be a mapping, not {value!r}")
         return value or {}
 
+    def entry(self, value: Any, who: str, field: str) -> Mapping[str, Any]:
+        """A list entry that must be an object (a container): null is no container."""
+        if not isinstance(value, Mapping):
+            raise self.fail(who, field, f"must be a mapping, not {value!r}")
+        return value
+
     def seq(self, value: Any, who: str, field: str) -> list[Any]:
         if value is not None and not isinstance(value, list):
             raise self.fail(who, field, f"must be a list, not {value!r}")
@@ -686,8 +692,19 @@ class _Converter:
         its status, those its scheduler uses."""
         spec, status = self.parts(item)
         return _drop_none({"name": item.name,
-                           "nodesDesired": list(spec.get("nodesDesired") or []),
-                           "nodesInUse": list(status.get("nodesInUse") or []) or None})
+                           "nodesDesired": self.names(spec.get("nodesDesired"), item.who,
+                                                      "spec.nodesDesired"),
+                           "nodesInUse": self.names(status.get("nodesInUse"), item.who,
+                                                    "status.nodesInUse") or None})
+
+    def names(self, value: Any, who: str, field: str) -> list[str]:
+        """A list of names (node names)."""
+        out = []
+        for i, name in enumerate(self.seq(value, who, field)):
+            if not isinstance(name, str):
+                raise self.fail(who, f"{field}[{i}]", f"must be a name, not {name!r}")
+            out.append(name)
+        return out
 
     def queue(self, item: _Item) -> dict[str, Any]:
         (spec, status), who = self.parts(item), item.who
@@ -781,9 +798,9 @@ class _Converter:
         resized_init = self.container_statuses(status, "initContainerStatuses", who)
         infeasible = _resize_infeasible(status)
         total: Quantities = {}
-        for i, container in enumerate(self.seq(spec.get("containers"), who,
-                                               "spec.containers")):
+        for i, raw in enumerate(self.seq(spec.get("containers"), who, "spec.containers")):
             field = f"spec.containers[{i}]"
+            container = self.entry(raw, who, field)
             own = self.container_requests(container, who, field)
             own = self.resized(own, resized, container, infeasible=infeasible, who=who,
                                field=field)
@@ -793,8 +810,9 @@ class _Converter:
         sidecars: Quantities = {}
         init: Quantities = {}
         inits = self.seq(spec.get("initContainers"), who, "spec.initContainers")
-        for i, container in enumerate(inits):
+        for i, raw in enumerate(inits):
             field = f"spec.initContainers[{i}]"
+            container = self.entry(raw, who, field)
             own = self.container_requests(container, who, field)
             sidecar = container.get("restartPolicy") == "Always"  # keeps running
             if sidecar:
@@ -839,8 +857,9 @@ class _Converter:
             _add(total, limits(container, f"spec.containers[{i}]"))
         sidecars: Quantities = {}
         largest: Quantities = {}
-        for i, container in enumerate(self.seq(spec.get("initContainers"), who,
-                                               "spec.initContainers")):
+        for i, raw in enumerate(self.seq(spec.get("initContainers"), who,
+                                         "spec.initContainers")):
+            container = self.entry(raw, who, f"spec.initContainers[{i}]")
             own = limits(container, f"spec.initContainers[{i}]")
             if container.get("restartPolicy") == "Always":
                 _add(total, own)
@@ -965,10 +984,10 @@ class _Converter:
             self.nodes[node] = {"name": node, "allocatable": {}, "ready": False}
         nominated = self.text(status.get("nominatedNodeName"), who,
                               "status.nominatedNodeName") or None
-        containers = [self.mapping(c, who, f"spec.containers[{i}]")
+        containers = [self.entry(c, who, f"spec.containers[{i}]")
                       for i, c in enumerate(self.seq(spec.get("containers"), who,
                                                      "spec.containers"))]
-        init_containers = [self.mapping(c, who, f"spec.initContainers[{i}]")
+        init_containers = [self.entry(c, who, f"spec.initContainers[{i}]")
                            for i, c in enumerate(self.seq(spec.get("initContainers"), who,
                                                           "spec.initContainers"))]
         ports: list[int | dict[str, Any]] = []
