@@ -607,3 +607,37 @@ tasks: [{name: g-0, job: g, requests: {cpu: 1, memory: 0}}]
 """)
     (task,) = with_smaller_requests(scenario, "default/g", 0.5).tasks
     assert task.resreq.milli_cpu == 500 and task.nonzero_request == (500, 0)
+
+
+def test_tasks_beyond_the_pipelined_ones_are_not_hidden_by_the_pipelined_verdict() -> None:
+    """p-1 waits on n1's room; p-2 is not placed: it will not start once that room is
+    free, and the verdict says why."""
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}, labels: {zone: a}}
+jobs:
+- {name: old, minMember: 1, phase: Running}
+- {name: p, minMember: 1, phase: Inqueue}
+tasks:
+- {name: old-0, job: old, node: n1, phase: Running, deleting: true, requests: {cpu: 4}}
+- {name: p-1, job: p, requests: {cpu: 4}}
+- {name: p-2, job: p, requests: {cpu: 1}, nodeSelector: {zone: b}}
+""")
+    report = explain(scenario, job="default/p")
+    assert report["verdict"].startswith("pipelined: 1 task(s) wait on n1")
+    reason = next(t["reason"] for t in report["tasks"] if t["task"] == "default/p-2")
+    assert report["verdict"].endswith(f"; 1 other task(s) are not placed: {reason}")
+
+
+def test_a_pod_group_without_pods_is_nothing_to_place_whatever_gang_says() -> None:
+    """Gang finds a group without pods invalid; the pods are the job controller's to
+    make once the group is Inqueue: that, not the gang, is why nothing is placed."""
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: np, minMember: 2, minResources: {cpu: 2}}
+""")
+    report = explain(scenario, job="default/np")
+    assert report["verdict"] == "nothing to place: the pod group has no pods (yet)"
+    assert report["phase"] == {"before": "Pending", "after": "Inqueue"}

@@ -367,12 +367,18 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         verdict = (f"pipelined: {len(waiting)} task(s) wait on {', '.join(nodes)} for room "
                    "being freed (pods evicted or being deleted); it starts once it is free")
         decided_by = ["pipelined"]
+        if unplaced:
+            # Tasks beyond the pipelined ones do not start when that room is free.
+            verdict += (f"; {len(unplaced)} other task(s) are not placed: "
+                        + "; ".join(sorted({t["reason"] for t in unplaced})))
     elif any(t["task"] in bind_failures for t in unplaced):
         verdict = "bind failed: " + "; ".join(
             bind_failures[t["task"]] for t in unplaced if t["task"] in bind_failures)
         decided_by = ["bind"]
-    elif not job.tasks and not said_no:
-        # Volcano's job controller makes the pods once the group leaves Pending.
+    elif not job.tasks and all(a.plugin == "gang" and a.point == "job_valid"
+                               for a in causes):
+        # Volcano's job controller makes the pods once the group leaves Pending (gang
+        # finds a group without pods invalid: that is no cause of its own).
         verdict = "nothing to place: the pod group has no pods (yet)"
         decided_by = []
     elif not unplaced and not waiting and job.tasks:
