@@ -641,3 +641,29 @@ jobs:
     report = explain(scenario, job="default/np")
     assert report["verdict"] == "nothing to place: the pod group has no pods (yet)"
     assert report["phase"] == {"before": "Pending", "after": "Inqueue"}
+
+
+def test_a_job_refused_admission_is_weighed_as_enqueue_weighed_it() -> None:
+    """Job a (Inqueue) is placed in the same session after enqueue refused b: the
+    queue's figures when enqueue voted on b are allocated 0 + inqueue cpu 3, so b's
+    cpu 2 is short by 1 against the capability of 4, not by 4 (a counted as reserved
+    and as placed), and raising the capability by 1 is what lets it start."""
+    scenario = scenario_of("""
+queues:
+- {name: qa, weight: 1, capability: {cpu: 4, memory: 16Gi}}
+nodes:
+- {name: n1, allocatable: {cpu: 16, memory: 64Gi, pods: 110}}
+jobs:
+- {name: a, queue: qa, minMember: 1, phase: Inqueue, minResources: {cpu: 3, memory: 1Gi}}
+- {name: b, queue: qa, minMember: 1, minResources: {cpu: 2, memory: 1Gi}}
+tasks:
+- {name: a0, job: a, requests: {cpu: 3, memory: 1Gi}}
+- {name: b0, job: b, requests: {cpu: 2, memory: 1Gi}}
+""")
+    report = explain(scenario, job="default/b")
+    assert report["verdict"] == ("held back by proportion: queue qa's capability "
+                                 "(proportion) is short by cpu 1")
+    assert all("pods" not in line["short"] for line in report["quota"])
+    raised = [c for c in counterfactuals(scenario, job="default/b", quota=report["quota"])
+              if c["kind"] == "quota"]
+    assert raised and raised[0]["text"] == "queue qa's capability raised by cpu 1"

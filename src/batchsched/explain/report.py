@@ -31,7 +31,7 @@ from typing import Any
 from batchsched.actions.strict_allocate import pending_request
 from batchsched.api.dra_usage import device_resources, new_claim_devices
 from batchsched.api.job import JobInfo
-from batchsched.api.resource import Resource
+from batchsched.api.resource import PODS, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
 from batchsched.errors import ScenarioError
@@ -81,15 +81,22 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     if job not in {j.uid for j in scenario.jobs}:
         raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
     watched = [t.uid for t in scenario.tasks if t.job == job]
-    recorder = Recorder(watch=watched)
+    recorder = _AdmissionRecorder(job, watch=watched)
     # The cache run_scenario uses: the scenario's faults (bind failures) happen here too.
     cache = ScenarioCache(scenario.to_cluster(), scenario.bind_failures)
     ssn = Session.open(cache, scenario.configuration, registry=registry, recorder=recorder)
     target = ssn.jobs.get(job)
     phase_before = target.podgroup.phase.value if target is not None else None
+    recorder.session = ssn
     run_actions(ssn)
-    # Quota plugins forget their figures at close: read them first.
-    quota = quota_gaps(ssn, target) if target is not None else []
+    # Quota plugins forget their figures at close: read them first. A job left Pending
+    # was weighed when enqueue voted on it: the queue's figures then, not after the
+    # jobs admitted or placed later in the session.
+    quota = []
+    if target is not None:
+        quota = recorder.at_admission if (
+            recorder.at_admission is not None
+            and target.podgroup.phase is PodGroupPhase.PENDING) else quota_gaps(ssn, target)
     ssn.close()
     if target is None:
         return _left_out(scenario, job, task)
@@ -109,6 +116,30 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         report["verdict"] = _task_verdict(report["tasks"][0]) if report["tasks"] else \
             "not in the session"
     return report
+
+
+class _AdmissionRecorder(Recorder):
+    """A Recorder that also reads the explained job's quota lines when enqueue asks
+    whether it may be admitted (before any plugin answers)."""
+
+    def __init__(self, job: str, *, watch: Iterable[str]) -> None:
+        super().__init__(watch=watch)
+        self.job = job
+        self.session: Session | None = None
+        self.at_admission: list[dict[str, Any]] | None = None
+
+    def wrap(self, point: str, plugin: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        recorded = super().wrap(point, plugin, fn)
+        if point != "job_enqueueable":
+            return recorded
+
+        def weighed(*args: Any) -> Any:
+            job = args[0] if args else None
+            if isinstance(job, JobInfo) and job.uid == self.job and self.session is not None:
+                self.at_admission = quota_gaps(self.session, job)
+            return recorded(*args)
+
+        return weighed
 
 
 def _left_out(scenario: Scenario, job: str, task: str | None) -> dict[str, Any]:
@@ -156,7 +187,8 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
     admitted = job.podgroup.phase is not PodGroupPhase.PENDING
     request = _with_claimed_devices(
         ssn, job, pending_request(job) if admitted or minimum is None else minimum.clone())
-    asked = request.resource_names()
+    # Volcano's requests carry no pods count, so its quota checks never weigh one.
+    asked = [name for name in request.resource_names() if name != PODS]
     out = []
     for name, plugin in ssn.plugins.items():
         for queue, quota in _quota_chain(plugin, job.queue):
