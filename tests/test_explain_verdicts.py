@@ -378,12 +378,14 @@ tasks: [{name: be-0, job: be, requests: {}}]
 
 
 def test_a_fractional_shortfall_is_not_written_as_zero() -> None:
-    """Proportion's deserved share of pods is fractional: the shortfall shows in
-    thousandths (rounded up), never as 0, and the limit names what it is short of."""
+    """Proportion's deserved share is fractional: the limit and the shortfall show in
+    thousandths (rounded up), never as 0, and the limit names what it is short of. The
+    pods count is no shortfall: proportion's allocatable check (Volcano's
+    LessEqualWithDimension) ignores it."""
     path = CORPUS / "reclaim-03-no-reclaim-when-preemption-policy-never.yaml"
     report = explain(load_scenario(path), job="c1/pg2")
     deserved = next(q for q in report["quota"] if q["ceiling"] == "deserved")
-    assert deserved["limit"]["pods"] == "667m" and deserved["short"]["pods"] == "334m"
+    assert deserved["limit"]["pods"] == "667m" and "pods" not in deserved["short"]
     assert deserved["short"]["cpu"] == "334m"
     assert all(value != "0" for value in deserved["short"].values())
     assert set(deserved["short"]) <= set(deserved["limit"])

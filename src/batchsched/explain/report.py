@@ -187,7 +187,8 @@ def quota_gaps(ssn: Session, job: JobInfo) -> list[dict[str, Any]]:
     admitted = job.podgroup.phase is not PodGroupPhase.PENDING
     request = _with_claimed_devices(
         ssn, job, pending_request(job) if admitted or minimum is None else minimum.clone())
-    # Volcano's requests carry no pods count, so its quota checks never weigh one.
+    # Admission and allocation compare with Volcano's LessEqualWithDimension, which
+    # ignores the pods count every request carries.
     asked = [name for name in request.resource_names() if name != PODS]
     out = []
     for name, plugin in ssn.plugins.items():
