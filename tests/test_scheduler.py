@@ -211,6 +211,29 @@ def test_a_failing_action_publishes_nothing_and_the_loop_goes_on(
     assert len(calls) == 2 and "scheduling cycle failed" in caplog.text
 
 
+class Parsing(Exploding):
+    def execute(self, ssn: Session) -> None:
+        from batchsched.api import Resource
+
+        Resource.from_mapping({"cpu": "two"})  # batchsched's own error, from its code
+
+
+def test_an_action_s_quantity_error_is_blamed_on_the_action() -> None:
+    from batchsched.errors import PluginError
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_actions(self) -> list[ActionSpec]:
+            return [ActionSpec("parsing", Parsing)]
+
+    reg = registry()
+    reg.register(Provider(), name="parsing")
+    scheduler = Scheduler(cluster(), configuration_from_text('actions: "parsing"'), registry=reg)
+    with pytest.raises(PluginError, match="action 'parsing' raised: QuantityError") as raised:
+        scheduler.run_once()
+    assert (raised.value.plugin, raised.value.point) == ("parsing", "execute")
+
+
 def test_a_malformed_task_is_refused_at_the_door_and_changes_nothing() -> None:
     from batchsched.errors import SchedulingError
 

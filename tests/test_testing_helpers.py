@@ -283,3 +283,9 @@ def test_a_misused_plugin_marker_is_a_usage_error_not_a_silent_pass(tmp_path: An
         "def test_x():\n    pass\n"))
     assert unchecked.returncode != 0
     assert "must take the batchsched_plugin_check argument" in unchecked.stdout + unchecked.stderr
+    # A module's mark marks its other tests too: they are left alone.
+    module_wide = _pytest_on(tmp_path, (
+        "import pytest\n\npytestmark = pytest.mark.batchsched_plugin('gang')\n\n"
+        "def test_checks(batchsched_plugin_check):\n    batchsched_plugin_check()\n\n"
+        "def test_plain():\n    pass\n"))
+    assert module_wide.returncode == 0, module_wide.stdout

@@ -68,3 +68,21 @@ def test_of_two_observers_of_one_class_the_one_that_raised_is_named() -> None:
     with pytest.raises(PluginError) as caught:
         scheduler.run_once()
     assert caught.value.plugin == "faulty (a)"
+
+
+class Parsing:
+    @hookimpl
+    def batchsched_session_opened(self, session: Any) -> None:
+        from batchsched.api import Resource
+
+        Resource.from_mapping({"memory": "lots"})
+
+
+def test_an_observer_s_quantity_error_is_blamed_on_the_observer() -> None:
+    scenario = parse_scenario(SCENARIO)
+    registry = Registry(autoload=False)
+    registry.register(Parsing(), name="parser", distribution="obs-dist")
+    scheduler = Scheduler(scenario.build_cache(), scenario.configuration, registry=registry)
+    with pytest.raises(PluginError, match="batchsched_session_opened of parser \\(obs-dist\\) "
+                                          "raised: QuantityError"):
+        scheduler.run_once()

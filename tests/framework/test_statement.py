@@ -194,6 +194,7 @@ def test_a_deallocate_handler_raising_while_a_refusal_is_undone_is_named() -> No
     with pytest.raises(PluginError, match="plugin 'counter' raised in deallocate event") as raised:
         stmt.allocate(ssn.jobs["ns/pg0"].tasks["ns/j0-t1"], "n1")
     assert (raised.value.plugin, raised.value.point) == ("counter", "deallocate event")
+    assert isinstance(raised.value.__cause__, KeyError)  # the handler's own error
     assert fingerprint(ssn) == before
     assert not stmt.operations
 

@@ -127,7 +127,11 @@ class Registry:
             registered = self.manager.register(obj, name=name)
         except (ValueError, pluggy.PluginValidationError) as exc:
             # pluggy: the name or the object is registered already, or a hook's
-            # signature is not the hookspec's.
+            # signature is not the hookspec's. pluggy before 1.7 keeps the name and
+            # the hooks it took before the bad one: none of them may stay.
+            if (isinstance(exc, pluggy.PluginValidationError) and name is not None
+                    and self.manager.get_plugin(name) is obj):
+                self.manager.unregister(name=name)
             why = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             raise PluginError(f"could not register {name or obj!r}: {why}") from exc
         if registered is None:

@@ -1574,8 +1574,9 @@ class Session:
                     try:
                         handler.deallocate(undo)
                     except Exception as exc:
-                        raise combine.blamed("deallocate event", handler.plugin or "<handler>",
-                                             exc) from refused
+                        # Its own error is the cause (the refusal is in the context).
+                        raise combine.blamed(  # noqa: B904 (blamed sets the cause)
+                            "deallocate event", handler.plugin or "<handler>", exc)
             raise refused
 
     @staticmethod

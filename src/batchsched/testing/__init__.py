@@ -287,7 +287,8 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     checked as ``expect`` checks them; one line per difference. ``pipelined`` given in the
     decisions' own shape (job -> task -> node), or as ``{}``, is the whole of it: no
     other job has a pipelined task (``expect``'s shape, job -> nodes, checks the jobs
-    it names). ``scores`` are there only from ``run(..., scores=True)``. A key
+    it names, and in a scenario file's ``expect`` even ``{}`` names none). ``scores``
+    are there only from ``run(..., scores=True)``. A key
     ``expect`` does not know, or a value not of its shape (a node name where a list of
     them is wanted, text where a count is), is a TypeError naming it (a typo must not
     pass unchecked)."""

@@ -52,7 +52,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker(_MARKER)
     where = metafunc.definition.nodeid
     if _CHECK_ARGUMENT not in metafunc.fixturenames:
-        if marker is not None:
+        # Only a mark on the test itself: a module's or class's pytestmark marks its
+        # other tests too.
+        if any(own.name == _MARKER for own in metafunc.definition.own_markers):
             # The checks run through the argument: without it the test would pass
             # having checked nothing.
             raise pytest.UsageError(f"{where}: a test marked {_MARKER} must take the "
