@@ -669,3 +669,19 @@ tasks:
     raised = [c for c in counterfactuals(scenario, job="default/b", quota=report["quota"])
               if c["kind"] == "quota"]
     assert raised and raised[0]["text"] == "queue qa's capability raised by cpu 1"
+
+
+def test_a_resource_the_queue_s_share_leaves_out_is_a_shortfall_as_proportion_reads_it() -> None:
+    """No node has a GPU, so the queue's deserved share names none: proportion's test
+    (LessEqualWithDimension) reads its GPU share as 0, and so do the quota lines."""
+    scenario = scenario_of("""
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: w, minMember: 1, phase: Inqueue}
+tasks:
+- {name: w0, job: w, requests: {cpu: 1, memory: 1Gi, nvidia.com/gpu: 1}}
+""")
+    report = explain(scenario, job="default/w")
+    assert report["verdict"] == ("held back by proportion: queue default's deserved "
+                                 "(proportion) is short by nvidia.com/gpu 1")

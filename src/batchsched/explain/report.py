@@ -237,11 +237,13 @@ def _gaps(plugin: str, queue: str, quota: QueueQuota, *, taken: Resource, future
                 limit.set(dimension, amount)
         if limit.is_empty():
             continue  # an unset (or unbounded) ceiling limits nothing
+        # The quota plugins' own test (Volcano's LessEqualWithDimension): a dimension
+        # the request asks and the ceiling does not name is a ceiling of 0.
         short = Resource()
-        for dimension in asked:
-            gap = future.get(dimension) - limit.get(dimension)
-            if limit.has(dimension) and gap > 0:
-                short.set(dimension, gap)
+        _, over = future.less_equal_with_dimension(unbounded, request)
+        for dimension in over:
+            if dimension in asked:
+                short.set(dimension, future.get(dimension) - unbounded.get(dimension))
         shown_limit = quantities(limit)
         for dimension in short.to_dict():
             # A ceiling of 0 is a limit too: the line says what the shortfall is against.
