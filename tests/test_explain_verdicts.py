@@ -685,3 +685,20 @@ tasks:
     report = explain(scenario, job="default/w")
     assert report["verdict"] == ("held back by proportion: queue default's deserved "
                                  "(proportion) is short by nvidia.com/gpu 1")
+
+
+def test_a_configuration_that_places_nothing_is_not_blamed_on_the_gang() -> None:
+    scenario = parse_scenario(yaml.safe_load(BASE.replace('actions: "enqueue, allocate"',
+                                                          'actions: "enqueue"') + """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: p, minMember: 1}
+tasks:
+- {name: p0, job: p, requests: {cpu: 1}}
+"""), source="test.yaml")
+    report = explain(scenario, job="default/p")
+    assert report["verdict"] == "not tried: no action of the configuration took these tasks on"
+    report["counterfactuals"] = counterfactuals(scenario, job="default/p")
+    assert report["counterfactuals"] == []
+    assert "no action of the configuration places what waits" in render(report)

@@ -326,6 +326,9 @@ def _placement(placement: Placement) -> dict[str, Any]:
     }
 
 
+_NOT_TRIED = "not tried in this session"
+
+
 def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                 phase_before: str | None, quota: list[dict[str, Any]]) -> dict[str, Any]:
     plugins = [
@@ -365,7 +368,7 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                         for a in recorder.last_answers(uid) if _refuses(a.point, a.answer)]
             entry["reason"] = (bind_failures.get(uid) or "; ".join(refusals)
                                or job.job_fit_errors or _undone_placement(task)
-                               or "not tried in this session")
+                               or _NOT_TRIED)
         tasks.append(entry)
     # What decides is each plugin's last answer (a later round may have said yes); of
     # the answers about the queue, those given by the job's last turn (a queue full
@@ -452,6 +455,11 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                        "place, and the configuration runs no backfill")
         else:
             verdict = "not tried: no action of the configuration took these tasks on"
+        decided_by = ["actions"]
+    elif unplaced and all(t.get("reason") == _NOT_TRIED for t in unplaced):
+        # Nothing refused them and no node was asked: no action took them on (a
+        # configuration of enqueue alone), whatever the gang would need.
+        verdict = "not tried: no action of the configuration took these tasks on"
         decided_by = ["actions"]
     else:
         verdict = (f"gang: {job.ready_task_num()} of minMember {job.min_available} placed")
@@ -553,6 +561,9 @@ def render(report: dict[str, Any]) -> str:
             lines.append("  it starts in this session: nothing to change")
         elif outcome.startswith("pipelined"):
             lines.append("  it starts once the room it waits for is free: nothing to change")
+        elif "not tried:" in outcome:
+            lines.append("  no change of the cluster or the quotas applies: no action of "
+                         "the configuration places what waits")
         else:
             lines.append("  no change tried lets it start now")
     return "\n".join(lines)
