@@ -294,8 +294,10 @@ class PreemptAction:
         and Volcano start at a random offset; we start at the first feasible node in
         session node order, so the same input always examines the same nodes), one
         at a time, until :meth:`candidate_count` candidates are found or the nodes
-        run out. PodDisruptionBudgets are not considered, as in Volcano (kube-
-        scheduler's PDB rules are a TODO there). Then :func:`_best_candidate` picks one, its victims
+        run out. Budgets count as on the other path, through the victim filter (the
+        pdb plugin's Preemptable); kube-scheduler's PDB tie-break among candidates is
+        not applied, as in Volcano (a TODO there). Then :func:`_best_candidate` picks
+        one, its victims
         are evicted in victim order and the preemptor is pipelined there.
         """
         ssn, preemptor = attempt.ssn, attempt.preemptor
