@@ -51,6 +51,26 @@ def test_a_window_past_the_trace_is_refused(tmp_path: Path) -> None:
         swf_workload(trace, first=4)
 
 
+def test_nothing_replays_before_every_configuration_and_window_is_known_good(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configuration naming a plugin nobody provides, a window past the trace, or one
+    file spelt two ways: refused before the first replay (the replays before it used
+    to run, minutes of them, and be thrown away)."""
+    trace, config = trace_and_config(tmp_path)
+    unknown = write(tmp_path, "unknown.yaml", "actions: allocate\n"
+                    "tiers:\n- plugins: [{name: nosuchplugin}]\n")
+    ran: list[Any] = []
+    monkeypatch.setattr(sweep_module, "sweep", lambda specs, **options: ran.extend(specs))
+    code, _, err = compare(str(trace), "--config", str(config), "--config", str(unknown))
+    assert code == 2 and "unknown plugin 'nosuchplugin'" in err
+    code, _, err = compare(str(trace), "--config", str(config), "--windows", "1,9")
+    assert code == 2 and "past the trace's 4 jobs" in err
+    monkeypatch.chdir(tmp_path)
+    code, _, err = compare(str(trace), "--config", "fcfs.yaml", "--config", "./fcfs.yaml")
+    assert code == 2 and "given twice" in err
+    assert ran == []
+
+
 def test_an_unreachable_dask_scheduler_is_one_line(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     class Unreachable:

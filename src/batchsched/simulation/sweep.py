@@ -131,15 +131,29 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
     if any(first < 0 for first in windows) or (args.jobs is not None and args.jobs < 0):
         raise WorkloadError("--windows and --jobs must not be negative", source=source)
     check_arrived_load(args.arrived_load, source)
+    # One file however it is spelt (a/x.yaml, ./a/x.yaml).
+    files = [Path(config).resolve() for config in args.config]
     repeated = next((config for i, config in enumerate(args.config)
-                     if config in args.config[:i]), None)
+                     if files[i] in files[:i]), None)
     if repeated is not None:
         raise BatchSchedError(f"--config {repeated} given twice: each configuration is a "
                               "column")
     from batchsched.conf import load_configuration
+    from batchsched.framework.registry import default_registry
 
+    # Refused before any replay, not after the first ones: a configuration that does
+    # not load or names a plugin or action no distribution provides, and a window
+    # past the trace (the last window read alone, its loader warnings left to the
+    # replays).
     for config in args.config:
-        load_configuration(config)  # refused before any replay, not after the first ones
+        load_configuration(config).validate(default_registry())
+    if windows and max(windows) > 0:
+        from batchsched.simulation.command import load_workload
+
+        with contextlib.redirect_stderr(io.StringIO()):
+            load_workload(args.workload, args.cluster, arrived_load=args.arrived_load,
+                          first=max(windows), count=1, seed=args.seed,
+                          arrival_order=args.arrival_order)
 
     def here(path: str | None) -> str | None:
         # A dask worker runs elsewhere: it gets the paths as they are from here.
