@@ -289,3 +289,4 @@ def test_a_misused_plugin_marker_is_a_usage_error_not_a_silent_pass(tmp_path: An
         "def test_checks(batchsched_plugin_check):\n    batchsched_plugin_check()\n\n"
         "def test_plain():\n    pass\n"))
     assert module_wide.returncode == 0, module_wide.stdout
+

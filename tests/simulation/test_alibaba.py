@@ -180,3 +180,18 @@ def test_compare_takes_the_arrival_order_and_seed_simulate_takes(tmp_path: Path)
         assert main(["compare", str(pods), *common, "--workers", "1"]) == 0
     table = json.loads(out.getvalue())["configurations"][str(config)]
     assert table["gpuAllocationRatio"] == pytest.approx(single)
+
+
+def test_the_clock_runs_to_the_horizon_while_a_pod_never_ends() -> None:
+    """No event is left after pod-1 arrives, yet pod-0 (no deletion time) runs on: with
+    until, the clock, the makespan and the utilisation run to the horizon."""
+    from batchsched.simulation import Simulator
+
+    nodes = alibaba_nodes("nodes.csv", text="sn,cpu_milli,memory_mib,gpu,model\n"
+                                             "n1,8000,16384,2,T4\n")
+    pods = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\n"
+            "p1,4000,1024,1,1000,0\np2,4000,1024,1,1000,50\n")
+    timeline = Simulator(alibaba_workload("pods.csv", nodes, text=pods), until=1000).run()
+    metrics = timeline.metrics()
+    assert timeline.end == 1000.0 and metrics["makespan"] == 1000
+    assert metrics["utilization"] == pytest.approx((1000 + 950) / 2 / 1000)

@@ -231,6 +231,11 @@ class Simulator:
             if not to_arrive and not self._tick_due:
                 # Every job arrived and the sessions since have placed what they could.
                 self.timeline.last_arrival_scheduled()
+        if not cut and self.until is not None and (self._running or self._waiting):
+            # No event is left, yet pods run on (a pod that never ends) or wait: the
+            # clock runs to the horizon, as when an event lies past it.
+            self.cache.now = max(self.now, self.until)
+            cut = True
         self.timeline.close(self.now, self._waiting, cut=cut)
         return self.timeline
 
