@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,22 @@ def test_the_clock_runs_to_the_horizon_while_a_pod_never_ends() -> None:
     metrics = timeline.metrics()
     assert timeline.end == 1000.0 and metrics["makespan"] == 1000
     assert metrics["utilization"] == pytest.approx((1000 + 950) / 2 / 1000)
+
+
+@pytest.mark.parametrize(("pods", "problem"), [
+    ("p1,1000,1024,0,500,0,10,", "gpu_milli: 500 on a pod asking no GPU"),
+    ("p1,1000,1024,1,1000,0,50,100", "deletion_time: 50 is before the pod was scheduled (100)"),
+    ("p1,1000,1024,1,1000,20,10,", "deletion_time: 10 is before the pod was created (20)"),
+    (",1000,1024,1,1000,0,10,", "name: a pod needs a name"),
+])
+def test_a_pod_row_no_pod_could_have_is_refused_naming_its_line(pods: str, problem: str) -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    header = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time,"
+              "scheduled_time\n")
+    with pytest.raises(WorkloadError, match=re.escape(f"pods.csv:2: column {problem}")):
+        alibaba_workload("pods.csv", nodes, text=header + pods + "\n")
+
+
+def test_a_node_row_without_a_name_is_refused_naming_its_line() -> None:
+    with pytest.raises(WorkloadError, match=r"nodes\.csv:4: column sn: a node needs a name"):
+        alibaba_nodes("nodes.csv", text=NODES + ",8000,16384,2,T4\n")

@@ -125,6 +125,8 @@ def alibaba_nodes(path: str | Path, *, text: str | None = None) -> tuple[NodeInf
     nodes = []
     first_line: dict[str, int] = {}
     for line, row in _rows(file, _NODE_COLUMNS, text):
+        if not row["sn"]:
+            raise WorkloadError("column sn: a node needs a name", source=file.name, line=line)
         seen = first_line.setdefault(row["sn"], line)
         if seen != line:
             raise WorkloadError(f"column sn: node {row['sn']!r} again (first on line {seen})",
@@ -179,6 +181,9 @@ def _gpu_share(gpus: int, milli: int, source: str, line: int) -> int:
     """The milli of each GPU the pod asks for: ``gpu_milli``, 1000 when it is 0 or
     absent on a pod asking GPUs (the trace writes 1000 there), 0 without GPUs."""
     if gpus == 0:
+        if milli:
+            raise WorkloadError(f"column gpu_milli: {milli} on a pod asking no GPU (num_gpu 0)",
+                                source=source, line=line)
         return 0
     milli = milli or GPU_MILLI
     if milli > GPU_MILLI:
@@ -202,6 +207,8 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
     pods: list[_Pod] = []
     first_line: dict[str, int] = {}
     for line, row in _rows(file, _POD_COLUMNS, text, _REQUIRED_POD_COLUMNS):
+        if not row["name"]:
+            raise WorkloadError("column name: a pod needs a name", source=source, line=line)
         seen = first_line.setdefault(row["name"], line)
         if seen != line:
             # Each pod becomes a job named after it: two would be one pod group.
@@ -213,6 +220,10 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
         # Without a deletion time the pod runs to the end of the replay.
         deleted = _int(row, "deletion_time", source, line, default=-1)
         scheduled = _int(row, "scheduled_time", source, line, default=created)
+        if deleted >= 0 and deleted < max(created, scheduled):
+            raise WorkloadError(f"column deletion_time: {deleted} is before the pod was "
+                                f"{'scheduled' if scheduled > created else 'created'} "
+                                f"({max(created, scheduled)})", source=source, line=line)
         pods.append(_Pod(
             name=row["name"], cpu=_int(row, "cpu_milli", source, line),
             memory=_int(row, "memory_mib", source, line) * _MIB,
