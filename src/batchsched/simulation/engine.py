@@ -15,8 +15,9 @@ The simulator only plays the parts a cluster plays around the scheduler:
 
 Events are taken one at a time in time order (arrivals before completions at
 the same instant, then in the order they were scheduled), and a session runs
-after each one while some task waits, or, with ``schedule_period``, at each
-multiple of the period at which something changed. Two sessions at the same
+after each one while some task waits, or, with ``schedule_period``, at the first
+multiple of the period after something changed (strictly after: an event on a
+multiple waits for the next one, as what a tick's own session causes does). Two sessions at the same
 instant are normal: simultaneous completions are released one by one, with a
 chance to schedule between them.
 """
