@@ -215,3 +215,14 @@ def test_a_pod_row_no_pod_could_have_is_refused_naming_its_line(pods: str, probl
 def test_a_node_row_without_a_name_is_refused_naming_its_line() -> None:
     with pytest.raises(WorkloadError, match=r"nodes\.csv:4: column sn: a node needs a name"):
         alibaba_nodes("nodes.csv", text=NODES + ",8000,16384,2,T4\n")
+
+
+def test_shares_of_one_gpu_without_deviceshare_are_said_to_be_pooled(tmp_path: Path) -> None:
+    nodes = write(tmp_path, "nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,16384,2,T4\n")
+    pods = write(tmp_path, "pods.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                 + "".join(f"p{k},1000,1024,1,600\n" for k in range(3)))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["simulate", str(pods), "--cluster", str(nodes), "--no-progress"])
+    assert code == 0
+    assert "shares of one GPU but the configuration has no deviceshare" in err.getvalue()

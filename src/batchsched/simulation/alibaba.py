@@ -49,11 +49,12 @@ from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
+from batchsched.conf import SchedulerConfiguration
 from batchsched.errors import WorkloadError
 from batchsched.simulation.workload import Workload, WorkloadJob
 
 __all__ = ["ARRIVAL_ORDERS", "GPU", "GPU_MILLI_ANNOTATION", "MODEL_LABEL", "alibaba_nodes",
-           "alibaba_workload"]
+           "alibaba_workload", "pooled_shares_warning"]
 
 MODEL_LABEL = "alibabacloud.com/gpu-model"
 GPU_MILLI_ANNOTATION = "batchsched.io/gpu-milli"
@@ -268,3 +269,20 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
     shuffled = list(nodes)
     rng.shuffle(shuffled)
     return Workload(name=source, nodes=tuple(shuffled), jobs=tuple(jobs), pod_mix=pod_mix)
+
+
+def pooled_shares_warning(workload: Workload,
+                          configuration: SchedulerConfiguration) -> str | None:
+    """The warning for a workload asking shares of one GPU replayed without deviceshare:
+    without it ``nvidia.com/gpu`` is a plain resource, so shares are pooled across a
+    node's GPUs (two pods of 600 milli share a node's two GPUs) instead of placed GPU
+    by GPU. None when there is nothing to say."""
+    if configuration.plugin_option("deviceshare") is not None:
+        return None
+    shared = sum(1 for kind in workload.pod_mix
+                 if Resource.from_mapping({GPU: kind["gpu"]}).get(GPU) % GPU_MILLI)
+    if not shared:
+        return None
+    return (f"batchsched: warning: {workload.name}: pods ask shares of one GPU but the "
+            "configuration has no deviceshare: their shares are pooled across each node's "
+            "GPUs, not placed GPU by GPU")
