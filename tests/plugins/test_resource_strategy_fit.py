@@ -278,3 +278,13 @@ def test_the_weight_sum_is_a_go_int() -> None:
     node = Resource.from_mapping({"cpu": 4, "memory": "4Gi"})
     got = strategy_fit_score(request, node, Resource(), strategies, 1)
     assert got == ((2**63 - 1) * 1000 / 4000 + 1 * 2**30 / 2**32) * 100.0
+
+
+def test_a_field_spelt_as_go_s_wins_over_one_equal_in_another_case() -> None:
+    """mapstructure looks the struct field's own name up first (Weight), then any key
+    equal to it in another case (weight)."""
+    p = ResourceStrategyFitPlugin(Arguments({
+        "resources": {"cpu": {"type": "MostAllocated", "weight": 1, "Weight": 4}},
+        "sra": {"enable": True, "resources": "nvidia.com/gpu", "weight": 1, "Weight": 5}}))
+    assert p.strategies == {"cpu": ResourceStrategy(MOST_ALLOCATED, 4)}
+    assert p.sra.weight == 5

@@ -245,7 +245,11 @@ def _mapping(value: Any, path: str) -> Mapping[str, Any]:
 
 
 def _field(obj: Mapping[str, Any], name: str) -> Any:
-    """Go's mapstructure matches field names case-insensitively."""
+    """The value of Go struct field ``name`` as mapstructure decodes it: the key spelt
+    as the field (``Weight``) first, else a key equal to it in any case."""
+    exact = name[:1].upper() + name[1:]
+    if exact in obj:
+        return obj[exact]
     for key, value in obj.items():
         if str(key).lower() == name.lower():
             return value
