@@ -279,9 +279,8 @@ def pooled_shares_warning(workload: Workload,
     by GPU. None when there is nothing to say."""
     if configuration.plugin_option("deviceshare") is not None:
         return None
-    shared = sum(1 for kind in workload.pod_mix
-                 if Resource.from_mapping({GPU: kind["gpu"]}).get(GPU) % GPU_MILLI)
-    if not shared:
+    if not any(Resource.from_mapping({GPU: kind["gpu"]}).get(GPU) % GPU_MILLI
+               for kind in workload.pod_mix):
         return None
     return (f"batchsched: warning: {workload.name}: pods ask shares of one GPU but the "
             "configuration has no deviceshare: their shares are pooled across each node's "

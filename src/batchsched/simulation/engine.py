@@ -17,9 +17,9 @@ Events are taken one at a time in time order (arrivals before completions at
 the same instant, then in the order they were scheduled), and a session runs
 after each one while some task waits, or, with ``schedule_period``, at the first
 multiple of the period after something changed (strictly after: an event on a
-multiple waits for the next one, as what a tick's own session causes does). Two sessions at the same
-instant are normal: simultaneous completions are released one by one, with a
-chance to schedule between them.
+multiple waits for the next one, as what a tick's own session causes does). Two
+sessions at the same instant are normal: simultaneous completions are released one
+by one, with a chance to schedule between them.
 """
 
 from __future__ import annotations
