@@ -362,6 +362,10 @@ class _Parser:
         #: One string object per distinct namespace, queue or class name of the plain
         #: entries (100,000 tasks name a handful), instead of one per entry.
         self.shared_texts: dict[str, str] = {}
+        #: A plain task's request vector (its containers' requests and the implicit
+        #: pod) per distinct request shape: requests are read-only once a task is
+        #: built, so the tasks of one shape hold one vector.
+        self.shared_task_requests: dict[int, Resource] = {}
 
     def fail(self, path: str, message: str) -> ScenarioError:
         return ScenarioError(message, source=self.source, path=path)
@@ -1290,15 +1294,22 @@ class _Parser:
         texts = self.shared_texts
         namespace = texts.setdefault(namespace, namespace)
         class_name = texts.setdefault(class_name, class_name)
-        # TaskInfo.create copies the (shared) requests; every other field keeps its
-        # default but the creation time (Volcano's zero time, as without createdAt).
-        return TaskInfo.create(
+        # Every field keeps its default but the creation time (Volcano's zero time, as
+        # without createdAt).
+        task = TaskInfo.create(
             namespace, name, job_uid, requests, role=role,
             priority=pclass.value if pclass is not None else 1,
             priority_class_name=class_name,
             preemption_policy=pclass.preemption_policy if pclass else "PreemptLowerPriority",
             creation_time=GO_ZERO_TIME,
         )
+        # TaskInfo.create made the task a vector of its own (the shared requests plus
+        # the pod); the first task of each shape lends its vector to the others.
+        # ``requests`` lives as long as the parser (in shared_quantities): its id is
+        # a stable key.
+        vector = self.shared_task_requests.setdefault(id(requests), task.resreq)
+        task.resreq = task.init_resreq = vector
+        return task
 
     def task(self, i: int, item: Any, *, classes: Mapping[str, PriorityClass],
              default_class: PriorityClass | None, jobs: Mapping[str, JobInfo],
