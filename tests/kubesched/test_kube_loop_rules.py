@@ -15,6 +15,7 @@ from batchsched.api.resource import Resource
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import ConfigError, PluginError
 from batchsched.kubesched import (
+    Code,
     CycleState,
     Framework,
     PluginRef,
@@ -805,6 +806,30 @@ def test_ignored_extended_resources_are_not_checked() -> None:
     assert fit.filter(CycleState(), pod, view.nodes["n1"]).is_success()
     assert NodeResourcesFit().filter(CycleState(), pod, view.nodes["n1"]).reasons == (
         "Insufficient example.com/foo", "Insufficient vendor.io/bar")
+
+
+@pytest.mark.parametrize(("nodes", "running", "pod", "code"), [
+    # Larger than the whole node: no eviction helps (kube-scheduler's Unresolvable).
+    ([node("n1", 4, "4Gi")], [], {"name": "p", "requests": {"cpu": 8}},
+     Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+    ([node("n1", 4, "4Gi")], [], {"name": "p", "requests": {"example.com/foo": 1}},
+     Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+    # Short only of what others hold, or of pod slots: evicting may help.
+    ([node("n1", 4, "4Gi")], [{"name": "r", "node": "n1", "requests": {"cpu": 3}}],
+     {"name": "p", "requests": {"cpu": 2}}, Code.UNSCHEDULABLE),
+    ([node("n1", 4, "4Gi", pods=1)], [{"name": "r", "node": "n1"}], {"name": "p"},
+     Code.UNSCHEDULABLE),
+    # One unresolvable shortfall among others makes the node's answer unresolvable.
+    ([node("n1", 4, "4Gi")], [{"name": "r", "node": "n1", "requests": {"cpu": 3}}],
+     {"name": "p", "requests": {"cpu": 2, "memory": "8Gi"}},
+     Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+])
+def test_a_request_larger_than_the_node_is_unresolvable(
+        nodes: list[dict[str, Any]], running: list[dict[str, Any]], pod: dict[str, Any],
+        code: Code) -> None:
+    view = kube_cluster(nodes, running, pod).snapshot()
+    task = view.jobs[f"default/j-{pod['name']}"].tasks[f"default/{pod['name']}"]
+    assert NodeResourcesFit().filter(CycleState(), task, view.nodes["n1"]).code == code
 
 
 @pytest.mark.parametrize(("nodes", "running", "pod", "chosen"), [

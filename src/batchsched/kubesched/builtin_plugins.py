@@ -59,7 +59,8 @@ class PrioritySort:
 class NodeResourcesFit:
     """kube-scheduler's ``NodeResourcesFit`` filter (``fitsRequest``): every reason the
     pod does not fit, in kube's order (``Too many pods``, then ``Insufficient
-    <resource>`` for cpu, memory, ephemeral-storage and each other resource asked).
+    <resource>`` for cpu, memory, ephemeral-storage and each other resource asked),
+    UnschedulableAndUnresolvable when a request exceeds the node's allocatable.
     Arguments: ``ignoredResources`` and ``ignoredResourceGroups`` (extended resources,
     by name or by the part before ``/``, that are not checked)."""
 
@@ -86,9 +87,13 @@ class NodeResourcesFit:
                    _names(arguments, "ignoredResourceGroups"))
 
     def filter(self, state: CycleState, pod: TaskInfo, node: NodeInfo) -> Status:
-        request, idle = pod.init_resreq, node.idle
+        request, idle, allocatable = pod.init_resreq, node.idle, node.allocatable
         reasons: list[str] = []
-        if len(node.tasks) + 1 > node.allocatable.get(PODS):
+        # A request larger than the whole node cannot be met by evicting anything:
+        # kube-scheduler says UnschedulableAndUnresolvable then (a full node's pod
+        # count stays plain Unschedulable), and preemption passes the node by.
+        unresolvable = False
+        if len(node.tasks) + 1 > allocatable.get(PODS):
             reasons.append("Too many pods")
         asked = [(name, request.get(name)) for name in (CPU, MEMORY, EPHEMERAL_STORAGE)]
         asked += sorted((name, amount) for name, amount in request.scalars.items()
@@ -98,9 +103,11 @@ class NodeResourcesFit:
                 continue
             if amount > idle.get(name) + _TOLERANCE:
                 reasons.append(f"Insufficient {name}")
+                unresolvable = unresolvable or amount > allocatable.get(name) + _TOLERANCE
         if not reasons:
             return Status.success()
-        return Status(Code.UNSCHEDULABLE, tuple(reasons), self.name)
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE
+        return Status(code, tuple(reasons), self.name)
 
     def _ignores(self, name: str) -> bool:
         if not is_extended_resource(name):
