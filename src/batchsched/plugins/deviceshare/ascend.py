@@ -229,8 +229,10 @@ class AscendSession:
     def allocate_policy(self) -> str:
         """The order cards are chosen in when a task is placed. Volcano's ``Allocate``
         reads the policy its node score left on the node's cards: none unless the
-        score ran (a positive weight), and then any fitting card may be chosen (Go's
-        map order); batchsched takes the first in registration order then."""
+        score ran (a positive weight, and more than one node fitting), and then any
+        fitting card may be chosen (Go's map order). batchsched keeps the policy's
+        order whenever the weight is positive, and takes the first card in
+        registration order without one: each is a choice Volcano can make."""
         return self.policy if self.weight > 0 else ""
 
     def reserve(self, event: Event) -> None:
