@@ -37,6 +37,7 @@ __all__ = [
     "parse_duration",
     "parse_duration_ns",
     "warn_unreadable",
+    "warned_once",
 ]
 
 log = logging.getLogger("batchsched")
@@ -229,10 +230,24 @@ def decode_int(value: Any, path: str) -> int:
 _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
+#: Every set made by :func:`warned_once`: what collect_warnings empties for its blocks.
+_ONCE_SETS: list[set[Any]] = []
+
+
+def warned_once() -> set[Any]:
+    """A new set of what was already warned about once per process (a plugin that
+    reads the same bad value every session says so once). :func:`collect_warnings`
+    empties every such set for its blocks and restores them after, so that a block
+    collects each warning whatever was logged before it."""
+    said: set[Any] = set()
+    _ONCE_SETS.append(said)
+    return said
+
+
 #: What was already warned about once per process: (plugin, argument) pairs of
 #: :meth:`Arguments.warn_inert`, and each plugin's unread arguments
 #: (:meth:`Arguments.warn_unknown`).
-_WARNED_INERT: set[tuple[str, str]] = set()
+_WARNED_INERT: set[tuple[str, str]] = warned_once()
 
 
 class _Collecting(logging.Filter):
@@ -275,8 +290,9 @@ def collect_warnings() -> Iterator[list[str]]:
     lists: list[list[str]] = _COLLECTING.local.__dict__.setdefault("lists", [])
     with _COLLECT_LOCK:
         if not _SAVED:  # the first block in the process saves what the last restores
-            _SAVED.append((set(_WARNED_INERT), log.level))
-            _WARNED_INERT.clear()
+            _SAVED.append(([set(said) for said in _ONCE_SETS], log.level))
+            for said in _ONCE_SETS:
+                said.clear()
             if not log.isEnabledFor(logging.WARNING):
                 log.setLevel(logging.WARNING)  # a quieter logger would drop what we collect
         _SAVED.append(None)
@@ -290,14 +306,18 @@ def collect_warnings() -> Iterator[list[str]]:
             if len(_SAVED) == 1:
                 saved = _SAVED.pop()
                 assert saved is not None
-                _WARNED_INERT.clear()
-                _WARNED_INERT.update(saved[0])
+                # A set made inside the blocks (a plugin module imported there) was
+                # empty before them.
+                before = saved[0] + [set()] * (len(_ONCE_SETS) - len(saved[0]))
+                for said, held in zip(_ONCE_SETS, before, strict=True):
+                    said.clear()
+                    said.update(held)
                 log.setLevel(saved[1])
 
 
-#: What the open collect_warnings blocks saved: the first entry (the warned set and the
-#: logger's level before any block), then one None per open block.
-_SAVED: list[tuple[set[tuple[str, str]], int] | None] = []
+#: What the open collect_warnings blocks saved: the first entry (the warned-once sets'
+#: contents and the logger's level before any block), then one None per open block.
+_SAVED: list[tuple[list[set[Any]], int] | None] = []
 
 
 class Arguments(Mapping[str, Any]):

@@ -28,7 +28,7 @@ import logging
 
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
-from batchsched.framework.arguments import Arguments, parse_duration
+from batchsched.framework.arguments import Arguments, parse_duration, warned_once
 from batchsched.framework.session import Session
 
 __all__ = ["COOLDOWN_TIME", "CooldownProtectionPlugin", "cooldown_of"]
@@ -38,7 +38,7 @@ log = logging.getLogger("batchsched")
 #: The label (or annotation) that gives a task its cooldown (Volcano's ``v1beta1.CooldownTime``).
 COOLDOWN_TIME = "volcano.sh/cooldown-time"
 
-_warned: set[str] = set()
+_warned: set[str] = warned_once()
 
 
 def cooldown_of(task: TaskInfo) -> float | None:

@@ -111,7 +111,7 @@ from batchsched.api.oversubscription import without_oversubscription
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.errors import ConfigError
-from batchsched.framework.arguments import Arguments, parse_duration, warn_unreadable
+from batchsched.framework.arguments import Arguments, parse_duration, warn_unreadable, warned_once
 from batchsched.framework.session import Session
 from batchsched.kube.go_strconv import in_int64
 
@@ -336,7 +336,7 @@ def _percentages(raw: Mapping[Any, Any], where: str, owner: str) -> dict[str, fl
 #: The session clock of each scheduler cache's last run.
 _LAST_RUN: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 #: Cache types already warned about (they cannot hold the last run).
-_WARNED_TYPES: set[type] = set()
+_WARNED_TYPES: set[type] = warned_once()
 
 
 def time_to_run(ssn: Session, interval: float) -> bool:

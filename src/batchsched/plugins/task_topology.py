@@ -76,7 +76,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import DimensionDefault, Resource
 from batchsched.api.task import TASK_SPEC_KEY, TaskInfo
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, warned_once
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 
@@ -105,7 +105,7 @@ MAX_NODE_SCORE = 100
 _MIB = 1024 * 1024
 
 #: (job, problem) pairs already logged: the same annotation is read every session.
-_WARNED: set[tuple[str, str]] = set()
+_WARNED: set[tuple[str, str]] = warned_once()
 
 
 class RuleKind(enum.IntEnum):

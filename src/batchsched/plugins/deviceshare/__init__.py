@@ -97,7 +97,7 @@ from batchsched.columnar.gpu_columns import GpuColumns
 from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
 from batchsched.columnar.vgpu_columns import VgpuColumns, vector_answerable, vgpu_fit_rows
 from batchsched.errors import ConfigError, SchedulingError
-from batchsched.framework.arguments import Arguments, log, warn_unreadable
+from batchsched.framework.arguments import Arguments, log, warn_unreadable, warned_once
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.plugins.deviceshare.ascend import AscendSession
@@ -552,7 +552,7 @@ def _go_rounded(score: float) -> float:
 
 
 #: Device-configuration problems already logged (once per process).
-_REPORTED: set[str] = set()
+_REPORTED: set[str] = warned_once()
 
 
 class _VgpuSession:
