@@ -120,6 +120,24 @@ def test_parse_revocable_zone(raw: str, seconds: int | None) -> None:
         assert end - start == seconds
 
 
+@pytest.mark.parametrize(("raw", "reason"), [
+    # Go's time.Parse("15:04", ...) errors, which tdm gives as its reason.
+    ("ab:00-10:00", 'parsing time "ab:00" as "15:04": cannot parse "ab:00" as "15"'),
+    ("9:0-10:00", 'parsing time "9:0" as "15:04": cannot parse "0" as "04"'),
+    ("9.00-10:00", 'parsing time "9.00" as "15:04": cannot parse ".00" as ":"'),
+    ("9:00x-10:00", 'parsing time "9:00x": extra text: "x"'),
+    ("24:00-10:00", 'parsing time "24:00": hour out of range'),
+    ("9:60-10:00", 'parsing time "9:60": minute out of range'),
+    ("9:00-1\u00e9:00", 'parsing time "1\\xc3\\xa9:00" as "15:04": cannot parse '
+                         '"\\xc3\\xa9:00" as ":"'),
+    ("9:00", "revocable zone 9:00 format error"),
+])
+def test_a_window_that_does_not_parse_says_what_go_says(raw: str, reason: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_revocable_zone(raw, 0.0)
+    assert str(caught.value) == reason
+
+
 def test_windows_are_read_in_utc_on_the_day_of_now() -> None:
     now = dt.datetime(2024, 3, 5, 22, 30, tzinfo=dt.timezone.utc).timestamp()
     start, end = parse_revocable_zone("22:00-2:00", now)

@@ -60,7 +60,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
-import re
 from collections.abc import Mapping
 
 from batchsched.api.fit import FitError, FitStatus
@@ -94,7 +93,6 @@ JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
 REASON_NOT_ALLOWED = "not allow to dispatch to revocable node"
 
-_CLOCK = re.compile(r"([0-9]{1,2}):([0-9]{2})")
 
 # Where the time of the last victim selection is kept: an attribute of the cache
 # object, else (no cache, or one that takes no attributes) the session's extra.
@@ -103,16 +101,49 @@ _EXTRA_KEY = "tdm.state"
 _LAST_EVICT = "last-evict"
 
 
-def _clock(text: str, raw: str) -> tuple[int, int]:
-    match = _CLOCK.fullmatch(text)
-    if match is None:
-        raise ValueError(f'parsing time "{text}" as "15:04": cannot parse (zone {raw!r})')
-    hour, minute = int(match[1]), int(match[2])
-    if hour > 23:
-        raise ValueError(f'parsing time "{text}": hour out of range')
-    if minute > 59:
-        raise ValueError(f'parsing time "{text}": minute out of range')
+def _clock(text: str) -> tuple[int, int]:
+    """Go's ``time.Parse("15:04", text)``: an hour of one or two digits, ``:``, a
+    minute of exactly two; its error texts word for word (they are tdm's reasons)."""
+
+    def error(value_elem: str, layout_elem: str, message: str = "") -> ValueError:
+        if message:
+            return ValueError(f"parsing time {_go_time_quote(text)}{message}")
+        return ValueError(f"parsing time {_go_time_quote(text)} as \"15:04\": cannot parse "
+                          f"{_go_time_quote(value_elem)} as {_go_time_quote(layout_elem)}")
+
+    def digit(i: int, rest: str) -> bool:
+        return i < len(rest) and "0" <= rest[i] <= "9"
+
+    if not digit(0, text):
+        raise error(text, "15")
+    width = 2 if digit(1, text) else 1
+    hour, rest = int(text[:width]), text[width:]
+    if hour >= 24:
+        raise error(rest, "15", ": hour out of range")
+    if not rest.startswith(":"):
+        raise error(rest, ":")
+    rest = rest[1:]
+    if not (digit(0, rest) and digit(1, rest)):
+        raise error(rest, "04")
+    minute, rest = int(rest[:2]), rest[2:]
+    if minute >= 60:
+        raise error(rest, "04", ": minute out of range")
+    if rest:
+        raise error("", rest, f": extra text: {_go_time_quote(rest)}")
     return hour, minute
+
+
+def _go_time_quote(text: str) -> str:
+    """Go's ``time.quote``: in double quotes, ``"`` and ``\\`` escaped, each byte of a
+    control or non-ASCII character as ``\\xNN``."""
+    out = ['"']
+    for char in text:
+        if char < " " or char >= "\x80":
+            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
+        else:
+            out.append("\\" + char if char in '"\\' else char)
+    out.append('"')
+    return "".join(out)
 
 
 def parse_revocable_zone(raw: str, now: float) -> tuple[float, float]:
@@ -127,7 +158,7 @@ def parse_revocable_zone(raw: str, now: float) -> tuple[float, float]:
     parts = raw.strip().split("-")
     if len(parts) != 2:
         raise ValueError(f"revocable zone {raw} format error")
-    (h1, m1), (h2, m2) = _clock(parts[0], raw), _clock(parts[1], raw)
+    (h1, m1), (h2, m2) = _clock(parts[0]), _clock(parts[1])
     day = dt.datetime.fromtimestamp(math.floor(now), dt.timezone.utc).replace(
         hour=0, minute=0, second=0, microsecond=0)
     start = day + dt.timedelta(hours=h1, minutes=m1)
