@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import logging
 import re
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -85,7 +85,6 @@ __all__ = ["Session", "compare_task_default"]
 
 log = logging.getLogger("batchsched")
 
-_session_ids = itertools.count(1)
 #: The QueueStatus counter of each pod-group phase.
 _PHASE_COUNTERS = {PodGroupPhase.PENDING: "pending", PodGroupPhase.INQUEUE: "inqueue",
                    PodGroupPhase.RUNNING: "running", PodGroupPhase.UNKNOWN: "unknown",
@@ -119,7 +118,10 @@ class Session:
         registry: Registry | None = None,
         uid: str | None = None,
     ) -> None:
-        self.uid = uid or f"session-{next(_session_ids)}"
+        # Unique across processes, as Volcano's uuid: a host that keeps pod group
+        # conditions across a restart must never see an old transition id taken for
+        # the current session's (gang's phase rule compares them).
+        self.uid = uid or str(uuid.uuid4())
         self.cache = cache
         self.configuration = configuration
         self.tiers: tuple[Tier, ...] = configuration.tiers
