@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from batchsched import (
     JobInfo,
@@ -406,3 +407,48 @@ def test_a_pod_whose_status_is_no_task_status_is_refused() -> None:
     with pytest.raises(SchedulingError, match="task ns/t: status 'Running' is not a TaskStatus"):
         cache.add_job(job)
     assert not cache.jobs and used_cpu(cache, "n1") == 0
+
+
+_PREEMPTION = """
+version: 1
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang, enablePreemptable: false}]
+  - plugins: [{name: predicates}, {name: proportion}]
+priorityClasses: [{name: high, value: 1000}, {name: low, value: 1}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 1}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 1}}
+jobs:
+- {name: l1, namespace: ns, minMember: 1, priorityClassName: low, phase: Running}
+- {name: l2, namespace: ns, minMember: 1, priorityClassName: low, phase: Running}
+- {name: w, namespace: ns, minMember: 1, priorityClassName: high}
+tasks:
+- {name: l1-0, namespace: ns, job: l1, priorityClassName: low, requests: {cpu: 1}, node: n1,
+   phase: Running}
+- {name: l2-0, namespace: ns, job: l2, priorityClassName: low, requests: {cpu: 1}, node: n2,
+   phase: Running}
+- {name: w-0, namespace: ns, job: w, priorityClassName: high, requests: {cpu: 1}}
+"""
+
+
+@pytest.mark.parametrize("in_bulk", [False, True])
+def test_a_preemptor_whose_job_status_the_host_refused_is_not_nominated(in_bulk: bool) -> None:
+    """Volcano nominates in RecordJobStatusEvent, which UpdateJobStatus skips when the
+    pod group's update fails: the preemptor stays free to preempt next cycle."""
+    scenario = parse_scenario(yaml.safe_load(_PREEMPTION), source="<test>")
+    cache = scenario.build_cache()
+    refusing: type[MemoryCache] = _RefusingStatusOf
+    if in_bulk:
+        def update_job_statuses(self: MemoryCache, jobs: Any) -> None:
+            raise ConnectionError("apiserver down")
+        refusing = type("RefusingInBulk", (_RefusingStatusOf,),
+                        {"update_job_statuses": update_job_statuses})
+    else:
+        refusing = type("RefusingOneByOne", (_RefusingStatusOf,), {"update_job_statuses": None})
+    cache.__class__ = refusing  # the scenario's cluster, behind a host that refuses ns/w
+    ssn = Scheduler(cache, scenario.configuration).run_once()
+    assert [e.task for e in cache.evictions] == ["ns/l1-0"]
+    assert "ns/w" in {e.obj for e in ssn.host_errors}
+    assert cache.nominations == {}

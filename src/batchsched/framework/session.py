@@ -454,6 +454,7 @@ class Session:
         in_bulk = _bulk_status_sink(cache)
         one_by_one = cache.update_job_status if cache is not None and in_bulk is None else None
         running, succeeded, failed = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
+        refused: set[str] = set()
         for job in self.jobs.values():
             podgroup = job.podgroup
             podgroup.phase = self.pod_group_phase(job)
@@ -461,16 +462,16 @@ class Session:
             podgroup.running = len(index.get(running, _NO_TASKS))
             podgroup.succeeded = len(index.get(succeeded, _NO_TASKS))
             podgroup.failed = len(index.get(failed, _NO_TASKS))
-            # Volcano's UpdateJobStatus returns before recording the job's events when
-            # the pod group's update fails.
-            if (one_by_one is not None
-                    and self._tell_cache("update_job_status", job.uid, one_by_one, job)
-                    and keeps_events):
-                self._record_job_events(job)
-        refused: set[str] = set()
+            # Volcano's UpdateJobStatus returns before recording the job's events (and
+            # its tasks' nominations) when the pod group's update fails.
+            if one_by_one is not None:
+                if not self._tell_cache("update_job_status", job.uid, one_by_one, job):
+                    refused.add(job.uid)
+                elif keeps_events:
+                    self._record_job_events(job)
         if in_bulk is not None:
             refused = self._tell_cache_statuses(in_bulk)
-        self._nominate_preemptors()
+        self._nominate_preemptors(refused)
         if keeps_events and one_by_one is None:
             for job in self.jobs.values():
                 if job.uid not in refused:
@@ -1634,10 +1635,11 @@ class Session:
         return any(self.nominated_reserve(task, self.nodes[name]) is not None
                    for name in self.nominees)
 
-    def _nominate_preemptors(self) -> None:
+    def _nominate_preemptors(self, refused: set[str]) -> None:
         """Volcano's nominated nodes, written at close (``RecordJobStatusEvent``, for
-        every job whatever its phase): a task that stands pipelined on a node after
-        evictions there is nominated to that node. (Volcano also
+        every job whatever its phase but those whose status the cache ``refused``): a
+        task that stands pipelined on a node after evictions there is nominated to
+        that node. (Volcano also
         nominates from a discarded statement's last transaction, and after evictions
         the host refused, where nothing is being freed; with the room sessions keep
         for nominees and the nominated-node check of preempt, such a preemptor could
@@ -1647,7 +1649,8 @@ class Session:
         done: set[str] = set()
         for task in self._pipelined_after_evictions:
             job = self.jobs.get(task.job)
-            if task.uid in done or job is None or task.status not in candidates:
+            if (task.uid in done or job is None or task.status not in candidates
+                    or job.uid in refused):
                 continue
             done.add(task.uid)
             if (task.status is TaskStatus.PIPELINED and task.eviction_occurred
