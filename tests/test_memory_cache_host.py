@@ -452,3 +452,28 @@ def test_a_preemptor_whose_job_status_the_host_refused_is_not_nominated(in_bulk:
     assert [e.task for e in cache.evictions] == ["ns/l1-0"]
     assert "ns/w" in {e.obj for e in ssn.host_errors}
     assert cache.nominations == {}
+
+
+def test_a_nomination_alone_records_the_failed_scheduling_event() -> None:
+    """Volcano's taskUnschedulable records FailedScheduling when the pod's condition or
+    its nominated node changes: a pod already saying it waits for n1 is told again when
+    it is nominated there."""
+    document = yaml.safe_load(_PREEMPTION)  # n1 alone, its cpu all taken by l1-0
+    document["nodes"] = [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi",
+                                                        "pods": 10}}]
+    document["jobs"] = [j for j in document["jobs"] if j["name"] != "l2"]
+    document["tasks"] = [t for t in document["tasks"] if t["job"] != "l2"]
+    document["tasks"][0]["requests"] = {"cpu": 4}
+    scenario = parse_scenario(document, source="<test>")
+    cache = scenario.build_cache()
+    waiting = cache.jobs["ns/w"].tasks["ns/w-0"]
+    said = ("Pod ns/w-0 can possibly be assigned to n1, once resource is released and "
+            "minAvailable is satisfied")
+    cache.set_scheduling_condition(waiting, "Unschedulable", said)
+    ssn = Scheduler(cache, scenario.configuration).run_once()
+    assert cache.nominations == {"ns/w-0": "n1"}
+    assert [(e.reason, e.message) for e in ssn.events if e.object == "ns/w-0"] == [
+        ("FailedScheduling", said)]
+    # Nominated there already, the same condition again: nothing new to say.
+    ssn = Scheduler(cache, scenario.configuration).run_once()
+    assert [e for e in ssn.events if e.object == "ns/w-0"] == []

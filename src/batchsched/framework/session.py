@@ -222,6 +222,8 @@ class Session:
         self._pipelined_after_evictions: list[TaskInfo] = []
         #: Nodes where the cache accepted an eviction of this session.
         self._evicted_on: set[str] = set()
+        #: The nominations made at close (:meth:`_nominations_at_close`).
+        self._nominations: dict[str, tuple[TaskInfo, str]] = {}
         #: The resources hidden from every resource list (see _hide_resources).
         self.hidden_resources: frozenset[str] = frozenset()
         self._closed = False
@@ -455,6 +457,7 @@ class Session:
         one_by_one = cache.update_job_status if cache is not None and in_bulk is None else None
         running, succeeded, failed = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
         refused: set[str] = set()
+        self._nominations = self._nominations_at_close()
         for job in self.jobs.values():
             podgroup = job.podgroup
             podgroup.phase = self.pod_group_phase(job)
@@ -638,6 +641,7 @@ class Session:
         self.cache = None
         self.nominees = {}
         self._pipelined_after_evictions = []
+        self._nominations = {}
 
     def abort(self) -> None:
         """Close without publishing anything: after an action failed, the session's view
@@ -727,7 +731,11 @@ class Session:
                         summary = fit_error() or ALL_NODES_UNAVAILABLE
                     message = summary
                 if task.scheduling_condition == (reason, message):
-                    continue
+                    # Volcano's taskUnschedulable also records the event when only the
+                    # nominated node changes.
+                    nominated = self._nominations.get(uid)
+                    if nominated is None or nominated[1] == task.nominated_node:
+                        continue
                 # One condition object per distinct condition: the tasks of a waiting
                 # queue keep the same one.
                 condition = self._conditions.setdefault((reason, message), (reason, message))
@@ -1636,26 +1644,29 @@ class Session:
                    for name in self.nominees)
 
     def _nominate_preemptors(self, refused: set[str]) -> None:
-        """Volcano's nominated nodes, written at close (``RecordJobStatusEvent``, for
-        every job whatever its phase but those whose status the cache ``refused``): a
-        task that stands pipelined on a node after evictions there is nominated to
-        that node. (Volcano also
+        """Tell the cache the nominations of :meth:`_nominations_at_close`, but those
+        of jobs whose status it ``refused`` (Volcano writes them in
+        ``RecordJobStatusEvent``, which a failed pod group update skips)."""
+        for task, node_name in self._nominations.values():
+            if task.job not in refused:
+                self._nominate(task, node_name)
+
+    def _nominations_at_close(self) -> dict[str, tuple[TaskInfo, str]]:
+        """Volcano's nominated nodes, by task uid (``RecordJobStatusEvent``, for every
+        job whatever its phase): a task that stands pipelined on a node after evictions
+        there is nominated to that node. (Volcano also
         nominates from a discarded statement's last transaction, and after evictions
         the host refused, where nothing is being freed; with the room sessions keep
         for nominees and the nominated-node check of preempt, such a preemptor could
         never preempt again nor be placed, so it is nominated only where an eviction
         of this session went through.)"""
-        candidates = (TaskStatus.ALLOCATED, TaskStatus.PENDING, TaskStatus.PIPELINED)
-        done: set[str] = set()
+        nominations: dict[str, tuple[TaskInfo, str]] = {}
         for task in self._pipelined_after_evictions:
-            job = self.jobs.get(task.job)
-            if (task.uid in done or job is None or task.status not in candidates
-                    or job.uid in refused):
-                continue
-            done.add(task.uid)
-            if (task.status is TaskStatus.PIPELINED and task.eviction_occurred
+            if (task.uid not in nominations and task.job in self.jobs
+                    and task.status is TaskStatus.PIPELINED and task.eviction_occurred
                     and task.node_name in self._evicted_on):
-                self._nominate(task, task.node_name)
+                nominations[task.uid] = (task, task.node_name)
+        return nominations
 
     def _nominate(self, task: TaskInfo, node_name: str) -> None:
         """Tell the cache the node a preemptor's victims were evicted on (kube's
