@@ -143,6 +143,16 @@ def test_a_job_of_the_root_queue_counts_twice_there() -> None:
     assert status["allocated"]["cpu"] == "2"
 
 
+def test_a_job_of_a_root_queue_with_a_parent_counts_there_too() -> None:
+    """Volcano's walk reads the root's own parent: root -> a -> root."""
+    doc = document([{"name": "p1", "job": "pg-p1", "node": "n1", "phase": "Running",
+                     "requests": {"cpu": 1}}],
+                   queues=[{"name": "root", "parent": "a"}, {"name": "a"}],
+                   jobs=[{"name": "pg-p1", "queue": "root", "phase": "Running"}])
+    status = run_scenario(parse_scenario(doc)).queue_status
+    assert (status["root"]["allocated"]["cpu"], status["a"]["allocated"]["cpu"]) == ("2", "1")
+
+
 def test_an_ancestor_s_device_quota_is_checked_at_enqueue() -> None:
     doc = {
         "version": 1, "name": "hierarchy",

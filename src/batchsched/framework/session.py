@@ -546,20 +546,21 @@ class Session:
 
     def _ancestors(self, queue: str) -> list[str]:
         """The queue's parents up to the root queue (a queue without a parent hangs from
-        the root), as Volcano's queue status walks them."""
-        if queue == ROOT_QUEUE:
-            # Volcano's walk takes the root's parent to be the root itself: what a job of
-            # the root queue holds counts twice there.
-            return [ROOT_QUEUE]
+        the root), as Volcano's queue status walks them: from the queue itself, the
+        root's own parent included (a job of the root queue counts twice there, and in
+        the root's parent if it names one). A cycle away from the root, or a parent
+        that is not a queue, ends the walk (Volcano's would not end, or would fail)."""
         out: list[str] = []
-        seen: set[str] = set()  # a cycle ends the walk (checked in O(1): chains can be deep)
+        seen: set[str] = set()  # checked in O(1): chains can be deep
         name = queue
-        while name != ROOT_QUEUE:
+        while True:
             info = self.queues.get(name)
             parent = (info.parent if info is not None else "") or ROOT_QUEUE
-            if parent in seen or parent not in self.queues:
+            if parent not in self.queues or parent in seen:
                 break
             out.append(parent)
+            if parent == ROOT_QUEUE:
+                break
             seen.add(parent)
             name = parent
         return out
