@@ -17,6 +17,7 @@ from batchsched.framework.session import Session
 from batchsched.plugins.nodeorder import (
     WEIGHT_ARGUMENTS,
     NodeOrderPlugin,
+    balance_score,
     balanced_allocation,
     default_normalize,
     image_locality_score,
@@ -67,14 +68,49 @@ def test_over_request_and_missing_resource() -> None:
     assert least_allocated((1000, GI), (0, 0), (4000, 0)) == 75
 
 
-def test_balanced_allocation_worked_examples() -> None:
-    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (2000, 2 * GI, 0)) == 100
-    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (4000, 2 * GI, 0)) == 87
-    # With GPUs requested: three fractions and the population standard deviation.
-    assert balanced_allocation((1000, 10**9, 2), (0, 0, 0), (5000, 10 * GI, 10)) == 94
-    assert balanced_allocation((1000, 10**9, 2), (1000, 10**9, 2), (5000, 10 * GI, 10)) == 89
+def test_balance_worked_examples() -> None:
+    assert balance_score((1000, GI), (2000, 2 * GI)) == 100
+    assert balance_score((1000, GI), (4000, 2 * GI)) == 87  # std (0.5 - 0.25) / 2
+    # Three fractions: the population standard deviation.
+    assert balance_score((1000, 10**9, 2), (5000, 10 * GI, 10)) == 94
+    assert balance_score((2000, 2 * 10**9, 4), (5000, 10 * GI, 10)) == 89
+    assert balance_score((8000, GI), (4000, 2 * GI)) == 75  # a fraction above 1 counts 1
+
+
+def test_balanced_allocation_scores_the_change_of_balance() -> None:
+    """Kubernetes 1.36: 50 + (50 + balance with the task - balance without) // 2."""
+    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (2000, 2 * GI, 0)) == 75
+    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (4000, 2 * GI, 0)) == 68
+    assert balanced_allocation((1000, 10**9, 2), (0, 0, 0), (5000, 10 * GI, 10)) == 72
+    assert balanced_allocation((1000, 10**9, 2), (1000, 10**9, 2), (5000, 10 * GI, 10)) == 72
+    # A task that evens a cpu-heavy node out scores above one that keeps it even.
+    assert balanced_allocation((0, 2 * GI, 0), (3000, GI, 0), (4000, 4 * GI, 0)) == 87
     # GPUs not requested: ignored even if the node has them.
-    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (2000, 2 * GI, 8)) == 100
+    assert balanced_allocation((1000, GI, 0), (0, 0, 0), (2000, 2 * GI, 8)) == 75
+
+
+_WORKED_EXAMPLE = """
+version: 1
+name: the guide's worked example
+config:
+  actions: allocate
+  tiers:
+  - plugins: [{name: nodeorder}]
+nodes:
+- {name: n1, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs: [{name: j, minMember: 1, phase: Inqueue}]
+tasks: [{name: p, job: j, requests: {cpu: 1, memory: 1G}}]
+"""
+
+
+def test_the_plugin_guide_s_worked_example() -> None:
+    """docs/plugins/nodeorder.md: 63 + 68 + 300 on n1, 81 + 71 + 300 on n2."""
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    scenario = parse_scenario(yaml.safe_load(_WORKED_EXAMPLE), source="<guide>")
+    assert run_scenario(scenario, scores=True).scores == {
+        "default/p": {"n1": 431.0, "n2": 452.0}}
 
 
 def test_normalisations() -> None:

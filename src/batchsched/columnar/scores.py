@@ -138,21 +138,32 @@ def balanced_allocation_vector(
     The scalar function keeps, per node, the fractions of the resources the node
     has (and, for an extended resource, the task asks for), then takes half the
     difference of two fractions or the population standard deviation of three;
-    here each case is computed with the same float operations and chosen per node.
+    here each case is computed with the same float operations and chosen per node,
+    with the task's requests and without them.
     ``everywhere=True`` promises every non-extended resource is on every node.
     """
     rows = [r for r, req in enumerate(request) if not (extended[r] and req == 0)]
-    size = used.shape[1]
     if everywhere and rows == [0, 1] and not extended[0] and not extended[1]:
-        return _balanced_pair(used[:2] + _column(request[:2]), allocatable[:2])
+        return _balanced_pair(used[:2] + _column(request[:2]), used[:2], allocatable[:2])
+    size = used.shape[1]
+    with_task = _balance_vector([used[r] + request[r] for r in rows],
+                                [allocatable[r] for r in rows], size)
+    without = _balance_vector([used[r] for r in rows], [allocatable[r] for r in rows], size)
+    return _change_of_balance(with_task, without)
+
+
+def _balance_vector(requested: list[IntArray], allocatable: list[IntArray],
+                    size: int) -> IntArray:
+    """``nodeorder.balance_score`` per node of the rows given (a node lacking a row's
+    resource leaves it out)."""
     fractions_by_row: list[FloatArray] = []
     kept: list[BoolArray] = []
-    for row in rows:
-        keep = allocatable[row] != 0
+    for wanted, alloc in zip(requested, allocatable, strict=True):
+        keep = alloc != 0
         if not keep.any():
             continue
-        denominator = np.where(keep, allocatable[row], 1).astype(np.float64)
-        fraction = np.minimum((used[row] + request[row]).astype(np.float64) / denominator, 1.0)
+        denominator = np.where(keep, alloc, 1).astype(np.float64)
+        fraction = np.minimum(wanted.astype(np.float64) / denominator, 1.0)
         fractions_by_row.append(fraction)
         kept.append(keep)
     std = np.zeros(size)
@@ -177,9 +188,16 @@ def balanced_allocation_vector(
     return np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
 
-def _balanced_pair(requested: IntArray, allocatable: IntArray) -> IntArray:
-    """balanced-allocation from cpu and memory only (rows 0 and 1; every allocatable
-    above 0): half the difference of the two fractions, each at most 1."""
+def _change_of_balance(with_task: IntArray, without: IntArray) -> IntArray:
+    """Kubernetes 1.36's BalancedAllocation from the two balances (each 50..100)."""
+    half = MAX_NODE_SCORE // 2
+    score: IntArray = half + (half + with_task - without) // 2
+    return score
+
+
+def _pair_balance(requested: IntArray, allocatable: IntArray) -> IntArray:
+    """The balance of cpu and memory only (rows 0 and 1; every allocatable above 0):
+    half the difference of the two fractions, each at most 1."""
     fractions: FloatArray = requested / allocatable
     np.minimum(fractions, 1.0, out=fractions)
     spread = fractions[0] - fractions[1]
@@ -190,6 +208,13 @@ def _balanced_pair(requested: IntArray, allocatable: IntArray) -> IntArray:
     np.trunc(score, out=score)
     pair: IntArray = score.astype(np.int64)
     return pair
+
+
+def _balanced_pair(requested: IntArray, used: IntArray, allocatable: IntArray) -> IntArray:
+    """balanced-allocation from cpu and memory only, with the task (``requested``) and
+    without it (``used``)."""
+    return _change_of_balance(_pair_balance(requested, allocatable),
+                              _pair_balance(used, allocatable))
 
 
 def default_normalize_vector(scores: IntArray, *, reverse: bool) -> IntArray:
@@ -297,7 +322,7 @@ def balanced_allocation_many(
     """:func:`balanced_allocation_vector` with ``everywhere=True`` for requests of cpu and
     memory only (``requests`` shape ``[2, requests]``, no GPU asked): ``[requests, nodes]``."""
     return _balanced_pair(used[:2][:, None, :] + requests[:2][:, :, None],
-                          allocatable[:2][:, None, :])
+                          used[:2][:, None, :], allocatable[:2][:, None, :])
 
 
 def binpack_many(

@@ -28,11 +28,13 @@ A weight of 0 turns the scorer off; a negative weight is used as given.
   node score is ``(cpu * 50 + memory * 50) // 100``.
 * **MostAllocated**: ``min(requested, allocatable) * 100 // allocatable``, averaged
   with integer division.
-* **BalancedAllocation**: with the real requests (no 100m/200Mi), the fraction
-  ``min(1, requested / allocatable)`` of cpu, memory and -- if the task asks for
-  it and the node has it -- nvidia.com/gpu; score ``int((1 - std) * 100)`` where
-  std is half the difference for two fractions, the population standard
-  deviation for three. A task requesting none of them is not scored.
+* **BalancedAllocation** (Kubernetes 1.36's): with the real requests (no
+  100m/200Mi), the fraction ``min(1, requested / allocatable)`` of cpu, memory and
+  -- if the task asks for it and the node has it -- nvidia.com/gpu; the balance
+  ``int((1 - std) * 100)``, std being half the difference for two fractions, the
+  population standard deviation for three; the score ``50 + (50 + with - without)
+  // 2`` of the balance with the task's requests and without them (before 1.36:
+  the balance with them alone). A task requesting none of them is not scored.
 * **node affinity**: the sum of the weights of the preferred terms the node
   matches, then ``100 * raw // max(raw)``. Only for tasks with preferred terms.
 * **taint toleration**: the number of ``PreferNoSchedule`` taints the task does
@@ -116,6 +118,7 @@ from batchsched.plugins.predicates import spread_placements
 __all__ = [
     "MAX_NODE_SCORE",
     "NodeOrderPlugin",
+    "balance_score",
     "balanced_allocation",
     "default_normalize",
     "image_locality_score",
@@ -196,23 +199,36 @@ def balanced_allocation(
     request: Sequence[int], used: Sequence[int], allocatable: Sequence[int],
     extended: Sequence[bool] = (False, False, True),
 ) -> int:
-    """kube-scheduler's BalancedAllocation: ``int((1 - std) * 100)`` of the fractions.
+    """kube-scheduler's BalancedAllocation (Kubernetes 1.36): how the task changes the
+    node's balance, ``50 + (50 + with - without) // 2`` where ``with`` and
+    ``without`` are :func:`balance_score` of the node's requests with and without
+    the task's.
 
     An extended resource the task does not request, and any resource the node
-    lacks (allocatable 0), are left out.
+    lacks (allocatable 0), are left out of both.
     """
-    fractions: list[float] = []
-    total = 0.0
-    for req, use, alloc, is_extended in zip(request, used, allocatable, extended, strict=True):
-        if (is_extended and req == 0) or alloc == 0:
-            continue
-        fraction = min(float(use + req) / float(alloc), 1.0)
-        total += fraction
-        fractions.append(fraction)
+    kept = [(req, use, alloc) for req, use, alloc, is_extended
+            in zip(request, used, allocatable, extended, strict=True)
+            if not ((is_extended and req == 0) or alloc == 0)]
+    with_task = balance_score([use + req for req, use, _ in kept], [a for _, _, a in kept])
+    without = balance_score([use for _, use, _ in kept], [a for _, _, a in kept])
+    # Both lie in 50..100, so the numerator is never negative: Go's division is floor.
+    return MAX_NODE_SCORE // 2 + (MAX_NODE_SCORE // 2 + with_task - without) // 2
+
+
+def balance_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """kube-scheduler's ``balancedResourceScore``: ``int((1 - std) * 100)`` of the
+    fractions ``min(1, requested / allocatable)``, std being half the difference of
+    two fractions, the population standard deviation of three or more (0 for one)."""
+    fractions = [min(float(req) / float(alloc), 1.0)
+                 for req, alloc in zip(requested, allocatable, strict=True)]
     std = 0.0
     if len(fractions) == 2:
         std = abs((fractions[0] - fractions[1]) / 2)
     elif len(fractions) > 2:
+        total = 0.0
+        for fraction in fractions:  # not sum(): Python 3.12's compensates, Go's does not
+            total += fraction
         mean = total / len(fractions)
         squares = 0.0
         for fraction in fractions:
