@@ -529,8 +529,13 @@ def configuration_from_text(text: str, *, source: str = "<string>") -> Scheduler
         and isinstance(document.get("data"), Mapping)
         and "volcano-scheduler.conf" in document["data"]
     ):
+        inner = document["data"]["volcano-scheduler.conf"]
+        if not isinstance(inner, str):
+            # A ConfigMap's data are strings (the API server refuses anything else).
+            raise ConfigError(f"must be a string, not {type(inner).__name__}", source=source,
+                              key="data.volcano-scheduler.conf")
         first = _embedded_line(text, ("data", "volcano-scheduler.conf"))
-        document = _parse_yaml(document["data"]["volcano-scheduler.conf"], source, first)
+        document = _parse_yaml(inner, source, first)
     if document is None:
         raise ConfigError("the configuration is empty: it names no action and no tier",
                           source=source)

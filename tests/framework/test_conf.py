@@ -64,6 +64,14 @@ def test_configmap_shape_is_accepted(tmp_path: Path) -> None:
     assert load_configuration(path).actions == ("allocate",)
 
 
+@pytest.mark.parametrize("value", ["7", "[a]", "null", "{a: 1}", "true"])
+def test_a_configmap_whose_conf_is_no_string_is_named(value: str) -> None:
+    text = f"kind: ConfigMap\ndata:\n  volcano-scheduler.conf: {value}\n"
+    with pytest.raises(ConfigError, match=r"cm.yaml: data.volcano-scheduler.conf: must be "
+                                          r"a string, not \w+"):
+        configuration_from_text(text, source="cm.yaml")
+
+
 def test_unknown_names_list_the_known_ones() -> None:
     registry = Registry(autoload=False)
     conf = parse_configuration({"actions": "alocate"}, source="s.conf")

@@ -538,3 +538,14 @@ def test_allocate_never_exceeds_a_quota_and_charges_the_node_model(
     for (queue_name, card), amount in used.items():
         assert amount <= quotas[queue_name].get(card, 0.0)
         assert plugin.queues[queue_name].allocated.scalars[card] == amount
+
+
+@pytest.mark.parametrize("weight", [0, -1, float("nan"), float("inf")])
+def test_a_node_order_weight_that_is_no_positive_number_is_said_and_replaced(
+        weight: float, caplog: pytest.LogCaptureFixture) -> None:
+    from batchsched.framework.arguments import Arguments
+
+    with caplog.at_level("WARNING", logger="batchsched"):
+        plugin = CapacityCardPlugin(Arguments({"nodeOrderWeight": weight}))
+    assert plugin.node_order_weight == 1.0
+    assert "argument 'nodeOrderWeight'" in caplog.text and "using 1.0 instead" in caplog.text

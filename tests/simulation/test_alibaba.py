@@ -73,6 +73,20 @@ def test_past_the_trace_pods_are_drawn_again_after_every_original() -> None:
     assert names[4:] and all("-tuned-" in name for name in names[4:])
 
 
+@pytest.mark.parametrize(("pods", "load", "problem"), [
+    # Without a GPU asked, no sample ever reaches the load: refused, not drawn forever.
+    (PODS.replace(",1,1000,", ",0,0,").replace(",1,500,", ",0,0,").replace(",2,1000,", ",0,0,"),
+     1.0, "no pod of the trace asks a GPU"),
+    (PODS, 1e9, "sampled arrivals stop at 100 times the cluster's GPUs"),
+])
+def test_sampled_arrivals_that_cannot_end_are_refused(pods: str, load: float,
+                                                       problem: str) -> None:
+    nodes = alibaba_nodes("nodes.csv", text=NODES)
+    with pytest.raises(WorkloadError, match=problem):
+        alibaba_workload("pods.csv", nodes, text=pods, arrived_load=load,
+                         arrival_order="sampled")
+
+
 def test_arrived_load_takes_the_pods_in_trace_order_by_default() -> None:
     """The simulation contract: pods arrive in trace order, none leaves, until the
     GPUs they ask reach F x the cluster's (or the trace ends); the nodes keep theirs."""

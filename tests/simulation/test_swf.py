@@ -81,6 +81,13 @@ def test_a_malformed_line_outside_the_window_is_still_reported() -> None:
      "field 5 (allocated processors) '1.5' is not a whole number"),
     ("1 \u0661\u0660 -1 5 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1",
      "field 2 (submit time) '\u0661\u0660' is not a number"),
+    # Beyond what the replay's float clock counts to the second.
+    ("1 1e17 -1 5 1 -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1",
+     "field 2 (submit time) '1e17' is more seconds than a replay counts exactly "
+     "(at most 1e+15)"),
+    ("1 10 -1 5 1 -1 -1 -1 1000000000000001 -1 1 -1 -1 -1 0 -1 -1 -1",
+     "field 9 (requested time) '1000000000000001' is more seconds than a replay counts "
+     "exactly (at most 1e+15)"),
 ])
 def test_a_malformed_line_names_file_and_line(line: str, problem: str) -> None:
     text = HEADER.format(nodes=4, procs=4) + swf_line(1, 0, 5, 1) + "\n" + line + "\n"
@@ -127,6 +134,9 @@ def test_the_header_is_the_comments_before_the_first_job_line() -> None:
     ("4.9", "header MaxNodes: '4.9' is not a whole number"),
     ("four", "header MaxNodes: 'four' is not a whole number"),
     ("0", "header MaxNodes: '0' must be positive"),
+    # One node object each: a machine this large is given as a cluster file.
+    ("100000001", "header MaxNodes: 100000001 nodes are more than a replay builds from "
+                  "a header (at most 100,000); give the cluster with --cluster"),
 ])
 def test_a_bad_machine_in_the_header_names_file_and_line(value: str, problem: str) -> None:
     text = f"; Version: 2\n; MaxNodes: {value}\n" + swf_line(1, 0, 5, 1) + "\n"

@@ -27,7 +27,8 @@ the cluster's GPUs. In trace order (``arrival_order="trace"``, the simulation
 contract's rule), arrivals also stop at the trace's end. With
 ``arrival_order="sampled"`` (the paper's simulator's rules) they arrive in an order
 shuffled with ``seed``, followed by pods drawn from the trace at random (with
-replacement) for as long as needed, and the nodes are shuffled with the same seed
+replacement) for as long as needed (up to ``MOST_SAMPLED_LOAD`` times the cluster's
+GPUs, and only from a trace with pods asking GPUs), and the nodes are shuffled with the same seed
 too: among equally scored nodes the first in node order wins, which makes the
 paper's tie-break (a random rank per node, fixed for the run). The workload's
 ``pod_mix`` is the trace's pods counted by kind (FGD's typical pods).
@@ -67,6 +68,9 @@ _REQUIRED_POD_COLUMNS = _POD_COLUMNS[:5]
 #: How ``--arrived-load`` orders arrivals: the trace's order (the contract's), or the
 #: FGD paper's sampling.
 ARRIVAL_ORDERS = ("trace", "sampled")
+#: The most GPUs sampled arrivals may ask, as a multiple of the cluster's (the FGD
+#: paper's loads stay below 1.5): the samples are drawn again and again, one job each.
+MOST_SAMPLED_LOAD = 100.0
 _MIB = 1024 * 1024
 
 
@@ -250,6 +254,13 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
             jobs.append(pod.job(submit=float(len(jobs)), run=math.inf, created=len(jobs)))
             arrived += pod.gpu
         return Workload(name=source, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
+    if arrived_load > MOST_SAMPLED_LOAD:
+        raise WorkloadError(f"--arrived-load {arrived_load:g}: sampled arrivals stop at "
+                            f"{MOST_SAMPLED_LOAD:g} times the cluster's GPUs", source=source)
+    if pods and not any(pod.gpu > 0 for pod in pods):
+        # No sample would ever reach the load: refused rather than drawn forever.
+        raise WorkloadError(f"--arrived-load {arrived_load:g}: no pod of the trace asks a GPU, "
+                            "so no sample of them reaches a GPU load", source=source)
     rng = random.Random(seed)
     order = list(pods)
     rng.shuffle(order)

@@ -53,6 +53,13 @@ _FIELD_NAMES = {1: "job number", 2: "submit time", 4: "run time", 5: "allocated 
                 8: "requested processors", 9: "requested time"}
 #: The fields read as seconds, which the format allows to be fractional.
 _TIME_FIELDS = frozenset({2, 4, 9})
+#: The largest time a field may give, in seconds (about 31.7 million years): the
+#: replay's clock adds submit, wait and run times as floats, which count whole
+#: seconds exactly only below 2**53.
+MOST_SECONDS = 10**15
+#: The most nodes a header's cluster may have (MaxNodes): each is an object of its
+#: own; a larger machine is given with ``--cluster``.
+MOST_HEADER_NODES = 100_000
 # What Python's int() and float() take besides (underscores, "inf", "nan", spaces
 # inside) is no SWF number.
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
@@ -78,19 +85,24 @@ def _number(text: str, field: int, source: str, line: int) -> float:
     if _NUMBER.fullmatch(text) is None:
         raise WorkloadError(f"field {field} ({name}) {text!r} is not a number",
                             source=source, line=line)
+    value: float
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         value = float(text)
         if not math.isfinite(value):
             raise WorkloadError(f"field {field} ({name}) {text!r} is not a finite number",
                                 source=source, line=line) from None
         if value.is_integer():
-            return int(value)
-        if field in _FIELD_NAMES and field not in _TIME_FIELDS:
+            value = int(value)
+        elif field in _FIELD_NAMES and field not in _TIME_FIELDS:
             raise WorkloadError(f"field {field} ({name}) {text!r} is not a whole number",
                                 source=source, line=line) from None
-        return value
+    if field in _TIME_FIELDS and abs(value) > MOST_SECONDS:
+        raise WorkloadError(f"field {field} ({name}) {text!r} is more seconds than a replay "
+                            f"counts exactly (at most {MOST_SECONDS:.0e})",
+                            source=source, line=line)
+    return value
 
 
 def read_swf(
@@ -222,6 +234,12 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     max_procs = max_procs or max_nodes
     assert max_nodes is not None and max_procs is not None
     per_node = max_procs / max_nodes
+    if nodes is None and max_nodes > MOST_HEADER_NODES:
+        raise WorkloadError(
+            f"header MaxNodes: {max_nodes} nodes are more than a replay builds from a header "
+            f"(at most {MOST_HEADER_NODES:,}); give the cluster with --cluster",
+            source=source, line=read.header_lines.get(
+                "MaxNodes" if "MaxNodes" in header else "MaxProcs"))
     cluster = tuple(nodes) if nodes is not None else tuple(
         NodeInfo.create(f"node-{i:0{len(str(max_nodes - 1))}d}",
                         Resource.from_mapping({"cpu": per_node, "pods": 110}))

@@ -70,7 +70,7 @@ from batchsched.api.types import (
     TaskStatus,
     Vote,
 )
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.plugins.capacity_card.cards import (
@@ -187,7 +187,10 @@ class CapacityCardPlugin:
         self.arguments = arguments
         self.card_unlimited_cpu_memory = arguments.get_bool(CARD_UNLIMITED_CPU_MEMORY, False)
         weight = arguments.get_float(NODE_ORDER_WEIGHT, 1.0)
-        self.node_order_weight = weight if math.isfinite(weight) and weight > 0 else 1.0
+        if not (math.isfinite(weight) and weight > 0):
+            warn_unreadable(self.name, NODE_ORDER_WEIGHT, weight, "a positive number", 1.0)
+            weight = 1.0
+        self.node_order_weight = weight
         arguments.warn_unknown(self.name, [CARD_UNLIMITED_CPU_MEMORY, NODE_ORDER_WEIGHT])
         self.catalog = CardCatalog()
         self.queues: dict[str, QueueCards] = {}
