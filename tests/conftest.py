@@ -16,8 +16,11 @@ def _warnings_said_once_per_process_are_said_again_per_test() -> Iterator[None]:
     each test sees them as a fresh process would."""
     from batchsched.framework import arguments
 
-    said = set(arguments._WARNED_INERT)
-    arguments._WARNED_INERT.clear()
+    said = [set(once) for once in arguments._ONCE_SETS]
+    for once in arguments._ONCE_SETS:
+        once.clear()
     yield
-    arguments._WARNED_INERT.clear()
-    arguments._WARNED_INERT.update(said)
+    said += [set() for _ in range(len(arguments._ONCE_SETS) - len(said))]  # made meanwhile
+    for once, before in zip(arguments._ONCE_SETS, said, strict=True):
+        once.clear()
+        once.update(before)

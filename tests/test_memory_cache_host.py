@@ -454,10 +454,19 @@ def test_a_preemptor_whose_job_status_the_host_refused_is_not_nominated(in_bulk:
     assert cache.nominations == {}
 
 
-def test_a_nomination_alone_records_the_failed_scheduling_event() -> None:
+class _NominatingOnTheTask(MemoryCache):
+    """A host that also writes the nomination on the task object it is handed."""
+
+    def nominate(self, task: TaskInfo, node_name: str) -> None:
+        super().nominate(task, node_name)
+        task.nominated_node = node_name
+
+
+@pytest.mark.parametrize("host", ["memory", "writes-on-task-in-bulk", "writes-on-task-one-by-one"])
+def test_a_nomination_alone_records_the_failed_scheduling_event(host: str) -> None:
     """Volcano's taskUnschedulable records FailedScheduling when the pod's condition or
     its nominated node changes: a pod already saying it waits for n1 is told again when
-    it is nominated there."""
+    it is nominated there, whatever order the host is told things in."""
     document = yaml.safe_load(_PREEMPTION)  # n1 alone, its cpu all taken by l1-0
     document["nodes"] = [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi",
                                                         "pods": 10}}]
@@ -466,6 +475,9 @@ def test_a_nomination_alone_records_the_failed_scheduling_event() -> None:
     document["tasks"][0]["requests"] = {"cpu": 4}
     scenario = parse_scenario(document, source="<test>")
     cache = scenario.build_cache()
+    if host != "memory":
+        cache.__class__ = _NominatingOnTheTask if host.endswith("in-bulk") else type(
+            "OneByOne", (_NominatingOnTheTask,), {"update_job_statuses": None})
     waiting = cache.jobs["ns/w"].tasks["ns/w-0"]
     said = ("Pod ns/w-0 can possibly be assigned to n1, once resource is released and "
             "minAvailable is satisfied")

@@ -531,9 +531,9 @@ def configuration_from_text(text: str, *, source: str = "<string>") -> Scheduler
     ):
         inner = document["data"]["volcano-scheduler.conf"]
         if not isinstance(inner, str):
-            # A ConfigMap's data are strings (the API server refuses anything else).
-            raise ConfigError(f"must be a string, not {type(inner).__name__}", source=source,
-                              key="data.volcano-scheduler.conf")
+            # A ConfigMap's data values are strings: the configuration's text.
+            raise ConfigError(f"must be a string (the configuration's text), not {inner!r}",
+                              source=source, key="data.volcano-scheduler.conf")
         first = _embedded_line(text, ("data", "volcano-scheduler.conf"))
         document = _parse_yaml(inner, source, first)
     if document is None:

@@ -216,6 +216,24 @@ class Nominates:
         return "n1", Status.success()
 
 
+class SeesCodesPerNode:
+    def __init__(self) -> None:
+        self.codes: dict[str, Code] = {}
+
+    def post_filter(self, state: CycleState, pod: Any, statuses: Any) -> tuple[None, Status]:
+        self.codes = {node: status.code for node, status in statuses.items()}
+        return None, Status.unschedulable("no victims")
+
+
+def test_post_filter_sees_a_node_smaller_than_the_pod_as_unresolvable() -> None:
+    c = cache({"n0": 4, "n1": 2}, [("r", 3, 0), ("p", 3, 0)])  # r fills n0 first
+    sees = SeesCodesPerNode()
+    s = scheduler(c, plugins=[("Sees", sees)], filter=["NodeResourcesFit"],
+                  postFilter=["Sees"])
+    s.run(0.0)
+    assert sees.codes == {"n0": Code.UNSCHEDULABLE, "n1": Code.UNSCHEDULABLE_AND_UNRESOLVABLE}
+
+
 def test_a_pre_filter_result_narrows_the_nodes() -> None:
     c = cache({"n0": 4, "n1": 2}, [("p", 1, 0)])
     s = scheduler(c, plugins=[("Only", OnlyN1())], preFilter=["Only"],

@@ -247,3 +247,28 @@ def test_plain_entries_share_their_repeated_names() -> None:
     # A task names its job by the job's own id string.
     jobs = {job.uid: job for job in scenario.jobs}
     assert all(task.job is jobs[task.job].uid for task in scenario.tasks)
+
+
+def test_plain_tasks_of_one_shape_share_one_request_vector() -> None:
+    # A task's requests are read-only once built (a session hiding resources replaces
+    # them): 100,000 pending pods of one shape hold one vector, with the pod counted.
+    doc = yaml.safe_load(BASE)
+    doc["tasks"] = [{"name": f"t{i}", "namespace": "c1", "job": "pg1",
+                     "requests": {"cpu": 1, "memory": "1Gi"}} for i in range(3)]
+    doc["tasks"].append({"name": "own", "namespace": "c1", "job": "pg1",
+                         "labels": {"app": "x"}, "requests": {"cpu": 1, "memory": "1Gi"}})
+    scenario = parse_scenario(doc)
+    *plain, labelled = scenario.tasks
+    assert len({id(task.resreq) for task in plain}) == 1
+    assert all(task.init_resreq is task.resreq for task in plain)
+    assert labelled.resreq is not plain[0].resreq and labelled.resreq == plain[0].resreq
+    assert plain[0].resreq.get("pods") == 1.0
+    # Sessions on the scenario's cluster change no vector the tasks share.
+    from batchsched.scenario import run_scenario
+
+    doc["config"] = {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}]}]}
+    scenario = parse_scenario(doc)
+    for _ in range(2):
+        run_scenario(scenario)
+    assert scenario.tasks[0].resreq.milli_cpu == 1000.0
+    assert scenario.tasks[0].resreq.get("pods") == 1.0

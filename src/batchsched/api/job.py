@@ -264,8 +264,10 @@ class JobInfo:
             pending = task.status == _PENDING
             if pending:
                 self._count_pending(task, -1)
+            # One vector for both when they were one (most tasks).
+            task.init_resreq = resreq if task.init_resreq is task.resreq \
+                else task.init_resreq.without(names)
             task.resreq = resreq
-            task.init_resreq = task.init_resreq.without(names)
             # A pod asking nothing but what is hidden is best-effort (Volcano's task is
             # built from the requests without them).
             task.best_effort = task.best_effort or resreq.is_empty()

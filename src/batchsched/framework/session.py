@@ -223,7 +223,7 @@ class Session:
         #: Nodes where the cache accepted an eviction of this session.
         self._evicted_on: set[str] = set()
         #: The nominations made at close (:meth:`_nominations_at_close`).
-        self._nominations: dict[str, tuple[TaskInfo, str]] = {}
+        self._nominations: dict[str, tuple[TaskInfo, str, bool]] = {}
         #: The resources hidden from every resource list (see _hide_resources).
         self.hidden_resources: frozenset[str] = frozenset()
         self._closed = False
@@ -380,8 +380,10 @@ class Session:
             for held in node.tasks.values():
                 trimmed = held.resreq.without(names)
                 if trimmed is not held.resreq:
+                    # One vector for both when they were one (most tasks).
+                    held.init_resreq = trimmed if held.init_resreq is held.resreq \
+                        else held.init_resreq.without(names)
                     held.resreq = trimmed
-                    held.init_resreq = held.init_resreq.without(names)
                     changed = True
             if changed:
                 node.mutations += 1
@@ -714,10 +716,11 @@ class Session:
         """The pod half of Volcano's ``RecordJobStatusEvent``: every Allocated, Pending
         and Pipelined task of the job gets its ``PodScheduled: False`` condition (the
         reason and message of ``JobInfo.TaskSchedulingReason``, else the job's fit
-        error) and, when that condition changed, a Warning ``FailedScheduling`` with the
-        message. A cache that keeps the condition (``set_scheduling_condition``) is told;
-        a cache that does not sees the event again at every session. A scheduling-gated
-        pod keeps the condition the API server gave it, as in Volcano's cache."""
+        error) and, when that condition or the task's nominated node changed, a Warning
+        ``FailedScheduling`` with the message. A cache that keeps the condition
+        (``set_scheduling_condition``) is told; a cache that does not sees the event
+        again at every session. A scheduling-gated pod keeps the condition the API
+        server gave it, as in Volcano's cache."""
         summary: str | None = None
         keep = getattr(self.cache, "set_scheduling_condition", None)
         for status in _UNPLACED_STATUSES:
@@ -735,7 +738,7 @@ class Session:
                     # Volcano's taskUnschedulable also records the event when only the
                     # nominated node changes.
                     nominated = self._nominations.get(uid)
-                    if nominated is None or nominated[1] == task.nominated_node:
+                    if nominated is None or not nominated[2]:
                         continue
                 # One condition object per distinct condition: the tasks of a waiting
                 # queue keep the same one.
@@ -1648,25 +1651,28 @@ class Session:
         """Tell the cache the nominations of :meth:`_nominations_at_close`, but those
         of jobs whose status it ``refused`` (Volcano writes them in
         ``RecordJobStatusEvent``, which a failed pod group update skips)."""
-        for task, node_name in self._nominations.values():
+        for task, node_name, _ in self._nominations.values():
             if task.job not in refused:
                 self._nominate(task, node_name)
 
-    def _nominations_at_close(self) -> dict[str, tuple[TaskInfo, str]]:
+    def _nominations_at_close(self) -> dict[str, tuple[TaskInfo, str, bool]]:
         """Volcano's nominated nodes, by task uid (``RecordJobStatusEvent``, for every
-        job whatever its phase): a task that stands pipelined on a node after evictions
+        job whatever its phase), each with whether it differs from the task's nominated
+        node as the session opened (read before any is handed to the cache, which may
+        write it on the task): a task that stands pipelined on a node after evictions
         there is nominated to that node. (Volcano also
         nominates from a discarded statement's last transaction, and after evictions
         the host refused, where nothing is being freed; with the room sessions keep
         for nominees and the nominated-node check of preempt, such a preemptor could
         never preempt again nor be placed, so it is nominated only where an eviction
         of this session went through.)"""
-        nominations: dict[str, tuple[TaskInfo, str]] = {}
+        nominations: dict[str, tuple[TaskInfo, str, bool]] = {}
         for task in self._pipelined_after_evictions:
             if (task.uid not in nominations and task.job in self.jobs
                     and task.status is TaskStatus.PIPELINED and task.eviction_occurred
                     and task.node_name in self._evicted_on):
-                nominations[task.uid] = (task, task.node_name)
+                nominations[task.uid] = (task, task.node_name,
+                                         task.node_name != task.nominated_node)
         return nominations
 
     def _nominate(self, task: TaskInfo, node_name: str) -> None:

@@ -91,7 +91,8 @@ class NodeResourcesFit:
         reasons: list[str] = []
         # A request larger than the whole node cannot be met by evicting anything:
         # kube-scheduler says UnschedulableAndUnresolvable then (a full node's pod
-        # count stays plain Unschedulable), and preemption passes the node by.
+        # count stays plain Unschedulable); PostFilter plugins see it so (kube's
+        # DefaultPreemption passes such a node by).
         unresolvable = False
         if len(node.tasks) + 1 > allocatable.get(PODS):
             reasons.append("Too many pods")

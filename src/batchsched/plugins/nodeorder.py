@@ -212,7 +212,8 @@ def balanced_allocation(
             if not ((is_extended and req == 0) or alloc == 0)]
     with_task = balance_score([use + req for req, use, _ in kept], [a for _, _, a in kept])
     without = balance_score([use for _, use, _ in kept], [a for _, _, a in kept])
-    # Both lie in 50..100, so the numerator is never negative: Go's division is floor.
+    # Both lie in 50..100, so the numerator is never negative and Go's division
+    # (towards zero) is Python's floor division.
     return MAX_NODE_SCORE // 2 + (MAX_NODE_SCORE // 2 + with_task - without) // 2
 
 

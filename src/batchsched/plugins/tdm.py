@@ -105,31 +105,32 @@ def _clock(text: str) -> tuple[int, int]:
     """Go's ``time.Parse("15:04", text)``: an hour of one or two digits, ``:``, a
     minute of exactly two; its error texts word for word (they are tdm's reasons)."""
 
-    def error(value_elem: str, layout_elem: str, message: str = "") -> ValueError:
-        if message:
-            return ValueError(f"parsing time {_go_time_quote(text)}{message}")
+    def cannot_parse(value_elem: str, layout_elem: str) -> ValueError:
         return ValueError(f"parsing time {_go_time_quote(text)} as \"15:04\": cannot parse "
                           f"{_go_time_quote(value_elem)} as {_go_time_quote(layout_elem)}")
+
+    def said(message: str) -> ValueError:  # Go's ParseError with a message of its own
+        return ValueError(f"parsing time {_go_time_quote(text)}{message}")
 
     def digit(i: int, rest: str) -> bool:
         return i < len(rest) and "0" <= rest[i] <= "9"
 
     if not digit(0, text):
-        raise error(text, "15")
+        raise cannot_parse(text, "15")
     width = 2 if digit(1, text) else 1
     hour, rest = int(text[:width]), text[width:]
     if hour >= 24:
-        raise error(rest, "15", ": hour out of range")
+        raise said(": hour out of range")
     if not rest.startswith(":"):
-        raise error(rest, ":")
+        raise cannot_parse(rest, ":")
     rest = rest[1:]
     if not (digit(0, rest) and digit(1, rest)):
-        raise error(rest, "04")
+        raise cannot_parse(rest, "04")
     minute, rest = int(rest[:2]), rest[2:]
     if minute >= 60:
-        raise error(rest, "04", ": minute out of range")
+        raise said(": minute out of range")
     if rest:
-        raise error("", rest, f": extra text: {_go_time_quote(rest)}")
+        raise said(f": extra text: {_go_time_quote(rest)}")
     return hour, minute
 
 

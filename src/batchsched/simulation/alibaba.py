@@ -257,7 +257,8 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
     if arrived_load > MOST_SAMPLED_LOAD:
         raise WorkloadError(f"--arrived-load {arrived_load:g}: sampled arrivals stop at "
                             f"{MOST_SAMPLED_LOAD:g} times the cluster's GPUs", source=source)
-    if pods and not any(pod.gpu > 0 for pod in pods):
+    target = arrived_load * capacity
+    if target > 0 and pods and not any(pod.gpu > 0 for pod in pods):
         # No sample would ever reach the load: refused rather than drawn forever.
         raise WorkloadError(f"--arrived-load {arrived_load:g}: no pod of the trace asks a GPU, "
                             "so no sample of them reaches a GPU load", source=source)
@@ -266,7 +267,6 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
     rng.shuffle(order)
     jobs = []
     arrived = 0.0
-    target = arrived_load * capacity
     drawn = 0
     while arrived < target and pods:
         if len(jobs) < len(order):

@@ -235,11 +235,11 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     assert max_nodes is not None and max_procs is not None
     per_node = max_procs / max_nodes
     if nodes is None and max_nodes > MOST_HEADER_NODES:
+        key = "MaxNodes" if "MaxNodes" in header else "MaxProcs"  # the one read for nodes
         raise WorkloadError(
-            f"header MaxNodes: {max_nodes} nodes are more than a replay builds from a header "
+            f"header {key}: {max_nodes} nodes are more than a replay builds from a header "
             f"(at most {MOST_HEADER_NODES:,}); give the cluster with --cluster",
-            source=source, line=read.header_lines.get(
-                "MaxNodes" if "MaxNodes" in header else "MaxProcs"))
+            source=source, line=read.header_lines.get(key))
     cluster = tuple(nodes) if nodes is not None else tuple(
         NodeInfo.create(f"node-{i:0{len(str(max_nodes - 1))}d}",
                         Resource.from_mapping({"cpu": per_node, "pods": 110}))

@@ -185,8 +185,9 @@ class CapacityCardPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        self.card_unlimited_cpu_memory = arguments.get_bool(CARD_UNLIMITED_CPU_MEMORY, False)
-        weight = arguments.get_float(NODE_ORDER_WEIGHT, 1.0)
+        self.card_unlimited_cpu_memory = arguments.get_bool(CARD_UNLIMITED_CPU_MEMORY, False,
+                                                            owner=self.name)
+        weight = arguments.get_float(NODE_ORDER_WEIGHT, 1.0, owner=self.name)
         if not (math.isfinite(weight) and weight > 0):
             warn_unreadable(self.name, NODE_ORDER_WEIGHT, weight, "a positive number", 1.0)
             weight = 1.0
