@@ -502,6 +502,30 @@ def test_a_device_shared_twice_in_one_search_takes_its_counters_once() -> None:
     assert [r.device for allocation in answer.results for r in allocation.results] == ["m", "m"]
 
 
+def test_a_share_that_consumed_no_capacity_leaves_the_counter_check_on() -> None:
+    """Kubernetes tracks a share's capacity only when it consumed some: another claim's
+    share of a device without capacities does not spare the next one the counters,
+    which that share holds already."""
+    slices = _card(_consuming("m", 10, allowMultipleAllocations=True))
+    taken: dict[Any, dict[str, Fraction]] = {(GPU, "n1", "m"): {}}
+    assert Allocator([claim("c1", [exactly()])], CLASSES, slices, set(),
+                     shared=taken).allocate("n1", {}) is None
+
+
+def test_a_share_undone_in_the_search_keeps_the_device_shared_when_it_consumed_nothing() -> None:
+    """Kubernetes' undo forgets a share's capacity only when it consumed some: r1's
+    share of m, undone for the distinct constraint, still spares r2 the counters m's
+    first share took."""
+    devices = [_consuming("m", 10, allowMultipleAllocations=True,
+                          attributes={"kind": {"string": "a"}}),
+               {"name": "x", "attributes": {"kind": {"string": "b"}}}]
+    wanted = claim("c", [exactly("r1"), exactly("r2", selectors=[{"cel": {"expression":
+                   f'device.attributes["{GPU}"].kind == "a"'}}])],
+                   constraints=[{"distinctAttribute": f"{GPU}/kind"}])
+    answer = Allocator([wanted], CLASSES, _card(*devices), set()).allocate("n1", {})
+    assert answer is not None and devices_of(answer) == ["r1:x", "r2:m"]
+
+
 def test_a_multi_allocatable_device_allocated_whole_is_in_use() -> None:
     slices = [slice_("s", [{"name": "m", "allowMultipleAllocations": True}])]
     assert Allocator([claim("c1", [exactly()])], CLASSES, slices,

@@ -405,7 +405,10 @@ class _Search:
             return False
         device = candidate.device
         multiple = device.allow_multiple_allocations
-        shared_already = multiple and (candidate.device_id in self.allocator.shared
+        # Kubernetes skips the counter check of a device whose capacity is in use: one
+        # another claim's share consumed some of (a share without capacities is
+        # not tracked there), or this search shared already (kept even after undone).
+        shared_already = multiple and (bool(self.allocator.shared.get(candidate.device_id))
                                        or candidate.device_id in self.capacity_used)
         if device.consumes_counters and not shared_already and not self._consume(candidate):
             return False
@@ -466,11 +469,12 @@ class _Search:
         for constraint in self.constraints[data.claim]:
             constraint.remove(data.name)
         if amounts is not None:  # a share: its capacity goes back (its counters do not)
-            used = self.capacity_used[candidate.device_id]
-            for name, amount in amounts.items():
-                used[name] -= amount
-            if not any(used.values()):
-                del self.capacity_used[candidate.device_id]  # as if never shared here
+            if amounts:  # Kubernetes keeps the entry of a share that consumed nothing
+                used = self.capacity_used[candidate.device_id]
+                for name, amount in amounts.items():
+                    used[name] -= amount
+                if not any(used.values()):
+                    del self.capacity_used[candidate.device_id]  # as if never shared here
             return
         if candidate.device.consumes_counters:
             self._count(self.consumed[candidate.slice.pool], candidate, -1)
