@@ -117,6 +117,51 @@ def test_host_ports_keep_their_protocol_and_address(tmp_path: Path) -> None:
     assert task.host_ports == (HostPort("", "UDP", 53), 53, HostPort("10.0.0.1", "TCP", 9153))
 
 
+def test_a_sidecar_s_host_ports_are_the_pod_s(tmp_path: Path) -> None:
+    """kube-scheduler counts a restartable init container's host ports (1.33 and later);
+    a plain init container's are gone once it ends."""
+    document = dump()
+    pod = item(document, "Pod", "eval-0")
+    pod["spec"]["initContainers"] = [
+        {"name": "proxy", "image": "envoy", "restartPolicy": "Always",
+         "ports": [{"containerPort": 8081, "hostPort": 8081}]},
+        {"name": "setup", "image": "busybox", "ports": [{"containerPort": 99, "hostPort": 99}]}]
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    task = next(t for t in scenario.tasks if t.name == "eval-0")
+    assert task.host_ports == (8081,)
+
+
+@pytest.mark.parametrize("where", ["affinity", "spread"])
+def test_match_label_keys_the_api_server_merged_are_read_once(tmp_path: Path,
+                                                              where: str) -> None:
+    """A current API server stores the matchLabelKeys requirement in the labelSelector
+    (pod affinity since 1.31, topology spread since 1.34) and keeps the key listed."""
+    document = dump()
+    pod = item(document, "Pod", "eval-0")
+    pod["metadata"].setdefault("labels", {})["pod-template-hash"] = "abc"
+    term = {"labelSelector": {"matchLabels": {"app": "web"}, "matchExpressions": [
+        {"key": "pod-template-hash", "operator": "In", "values": ["abc"]}]},
+        "matchLabelKeys": ["pod-template-hash"], "topologyKey": "kubernetes.io/hostname"}
+    if where == "affinity":
+        pod["spec"]["affinity"] = {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    else:
+        pod["spec"]["topologySpreadConstraints"] = [
+            {**term, "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}]
+    scenario = load_kubectl_dump(write(tmp_path, document))  # refused before
+    task = next(t for t in scenario.tasks if t.name == "eval-0")
+    if where == "affinity":
+        from batchsched.kube.pod_view import task_affinity
+
+        [read] = task_affinity(task).required_anti_affinity
+    else:
+        [read] = task.topology_spread
+    selector = read.label_selector if where == "affinity" else read.selector
+    assert selector is not None
+    assert [(r.key, r.operator, r.values) for r in selector.requirements
+            if r.key == "pod-template-hash"] == [("pod-template-hash", "In", ("abc",))]
+
+
 def _one_pod_dump(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},

@@ -61,6 +61,8 @@ __all__ = [
     "parse_affinity",
     "parse_label_selector",
     "parse_node_selector_term",
+    "stored_pod_affinity",
+    "stored_pod_term",
 ]
 
 #: The node field ``matchFields`` may name.
@@ -472,6 +474,62 @@ def parse_label_selector(raw: Any, path: str) -> LabelSelector:
         for i, r in enumerate(_sequence(obj.get("matchExpressions"), f"{path}.matchExpressions"))
     )
     return LabelSelector(tuple(requirements))
+
+
+def stored_pod_term(term: Any, labels: Mapping[str, str]) -> Any:
+    """A pod (anti-)affinity term or topology spread constraint of a pod as an API
+    server stores it, made what a scenario's own pod says: the API server merged each
+    ``matchLabelKeys`` key (``In`` the pod's value) and ``mismatchLabelKeys`` key
+    (``NotIn``) into the labelSelector when the pod was created (pod affinity since
+    Kubernetes 1.31, topology spread since 1.34). A key whose merged requirement is
+    there is dropped from its list, so that the loader, which merges as the API server
+    does, does not merge it twice (which the API server refuses). Anything else, a
+    term from an older cluster among it, is returned as it is."""
+    if not isinstance(term, Mapping) or not isinstance(term.get("labelSelector"), Mapping):
+        return term
+    expressions = term["labelSelector"].get("matchExpressions")
+    merged = {(e.get("key"), e.get("operator"), tuple(e["values"]))
+              for e in (expressions if isinstance(expressions, list) else ())
+              if isinstance(e, Mapping) and isinstance(e.get("values"), list)
+              and len(e["values"]) == 1 and isinstance(e["values"][0], str)}
+    out = dict(term)
+    for field, operator in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")):
+        keys = term.get(field)
+        if not isinstance(keys, list):
+            continue
+        kept = [key for key in keys if not (isinstance(key, str) and key in labels
+                                            and (key, operator, (labels[key],)) in merged)]
+        if len(kept) < len(keys):
+            if kept:
+                out[field] = kept
+            else:
+                del out[field]
+    return out
+
+
+def stored_pod_affinity(affinity: Any, labels: Mapping[str, str]) -> Any:
+    """:func:`stored_pod_term` over every pod (anti-)affinity term of a pod's
+    ``affinity`` document (required and preferred)."""
+    if not isinstance(affinity, Mapping):
+        return affinity
+    out = dict(affinity)
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = affinity.get(kind)
+        if not isinstance(section, Mapping):
+            continue
+        section = dict(section)
+        required = section.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(required, list):
+            section["requiredDuringSchedulingIgnoredDuringExecution"] = [
+                stored_pod_term(term, labels) for term in required]
+        preferred = section.get("preferredDuringSchedulingIgnoredDuringExecution")
+        if isinstance(preferred, list):
+            section["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {**entry, "podAffinityTerm": stored_pod_term(entry["podAffinityTerm"], labels)}
+                if isinstance(entry, Mapping) and "podAffinityTerm" in entry else entry
+                for entry in preferred]
+        out[kind] = section
+    return out
 
 
 def _pod_affinity_term(raw: Any, path: str, owner_labels: Mapping[str, str]) -> PodAffinityTerm:

@@ -37,6 +37,7 @@ from batchsched.conf import (
     require_actions,
 )
 from batchsched.errors import QuantityError, ScenarioError
+from batchsched.kube.affinity import stored_pod_affinity, stored_pod_term
 from batchsched.kube.go_yaml import load_first_document
 from batchsched.kube.quantity import parse_quantity
 from batchsched.kube.quota import REQUESTS_PREFIX, is_extended_resource, pod_quota_usage
@@ -991,10 +992,16 @@ class _Converter:
                            for i, c in enumerate(self.seq(spec.get("initContainers"), who,
                                                           "spec.initContainers"))]
         ports: list[int | dict[str, Any]] = []
-        for c, container in enumerate(containers):
-            for p, port in enumerate(self.seq(container.get("ports"), who,
-                                              f"spec.containers[{c}].ports")):
-                where = f"spec.containers[{c}].ports[{p}]"
+        # A sidecar's (a restartable init container's) host ports are the pod's too, as
+        # kube-scheduler's GetHostPorts counts them (Kubernetes 1.33 and later).
+        port_holders = [(f"spec.containers[{c}]", container)
+                        for c, container in enumerate(containers)]
+        port_holders += [(f"spec.initContainers[{c}]", container)
+                         for c, container in enumerate(init_containers)
+                         if container.get("restartPolicy") == "Always"]
+        for holder, container in port_holders:
+            for p, port in enumerate(self.seq(container.get("ports"), who, f"{holder}.ports")):
+                where = f"{holder}.ports[{p}]"
                 entry = self.mapping(port, who, where)
                 host_port = entry.get("hostPort")
                 if not host_port:
@@ -1006,6 +1013,12 @@ class _Converter:
                 host_ip = self.text(entry.get("hostIP"), who, f"{where}.hostIP")
                 ports.append(host_port if (protocol, host_ip) == ("TCP", "") else _drop_none(
                     {"port": host_port, "protocol": protocol, "hostIP": host_ip or None}))
+        # What the API server merged of matchLabelKeys when it stored the pod is taken as
+        # merged (stored_pod_term).
+        pod_labels = fields["labels"] or {}
+        spread = spec.get("topologySpreadConstraints")
+        if isinstance(spread, list):
+            spread = [stored_pod_term(constraint, pod_labels) for constraint in spread]
         return _drop_none({
             "name": name, "namespace": namespace, "job": group,
             "role": task_spec_of(fields["annotations"], fields["labels"]) or None,
@@ -1020,8 +1033,9 @@ class _Converter:
             "preemptionPolicy": spec.get("preemptionPolicy"),
             "labels": fields["labels"], "annotations": fields["annotations"],
             "nodeSelector": spec.get("nodeSelector"), "tolerations": spec.get("tolerations"),
-            "affinity": spec.get("affinity"), "hostPorts": ports,
-            "topologySpreadConstraints": spec.get("topologySpreadConstraints") or None,
+            "affinity": stored_pod_affinity(spec.get("affinity"), pod_labels),
+            "hostPorts": ports,
+            "topologySpreadConstraints": spread or None,
             # Every container's image, init containers' too: kube-scheduler's image
             # locality (since v1.30) sums and counts over both.
             "images": [c["image"] for c in (*init_containers, *containers)
@@ -1092,7 +1106,7 @@ _K8S_FIELDS = {
               "requests": "spec.containers[*].resources.requests",
               "initRequests": "spec.initContainers[*].resources.requests",
               "nonZeroRequests": "spec.containers[*].resources.requests",
-              "hostPorts": "spec.containers[*].ports[*].hostPort",
+              "hostPorts": "spec.containers[*].ports[*].hostPort (and sidecars')",
               "images": "spec.containers[*].image"},
     "jobs": {"phase": "status.phase"},
     "queues": {"guarantee": "spec.guarantee.resource", "state": "status.state"},
