@@ -290,3 +290,38 @@ def test_a_misused_plugin_marker_is_a_usage_error_not_a_silent_pass(tmp_path: An
         "def test_plain():\n    pass\n"))
     assert module_wide.returncode == 0, module_wide.stdout
 
+
+
+def test_run_says_what_plugins_warned_even_when_the_run_fails() -> None:
+    """A warning is often why a run fails (a plugin distribution that did not load):
+    it is said all the same."""
+    from batchsched.errors import PluginError
+    from batchsched.framework.arguments import Arguments, warn_unreadable
+    from batchsched.framework.registry import Registry
+    from batchsched.plugin import PluginSpec, hookimpl
+
+    class Fragile:
+        name = "fragile"
+
+        def __init__(self, arguments: Arguments) -> None:
+            warn_unreadable(self.name, "depth", "deep", "an integer", 1)
+
+        def on_session_open(self, ssn: Any) -> None:
+            raise RuntimeError("cannot open")
+
+        def on_session_close(self, ssn: Any) -> None:
+            pass
+
+    class Provides:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("fragile", Fragile)]
+
+    registry = Registry()
+    registry.register(Provides(), name="fragile-provider")
+    scenario = ScenarioBuilder(config={"actions": "allocate",
+                                       "tiers": [{"plugins": [{"name": "fragile"}]}]})
+    scenario.node("n1", cpu=1)
+    with pytest.warns(UserWarning, match="argument 'depth' = 'deep'"), \
+            pytest.raises(PluginError, match="cannot open"):
+        run(scenario, registry=registry)

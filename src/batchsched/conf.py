@@ -178,7 +178,8 @@ class SchedulerConfiguration:
         for i, name in enumerate(self.actions):
             if name not in registry.actions:
                 raise ConfigError(
-                    f"unknown action {name!r}{_did_you_mean(name, known_actions)}",
+                    f"unknown action {name!r}{_did_you_mean(name, known_actions)}"
+                    f"{_broken(registry)}",
                     source=self.source, key=f"{at}actions[{i}]", known=known_actions,
                 )
         for i, name in enumerate(self.configurations):
@@ -197,7 +198,7 @@ class SchedulerConfiguration:
                 if option.name not in registry.plugins:
                     raise ConfigError(
                         f"unknown plugin {option.name!r}"
-                        f"{_did_you_mean(option.name, known_plugins)}",
+                        f"{_did_you_mean(option.name, known_plugins)}{_broken(registry)}",
                         source=self.source, key=key, known=known_plugins,
                     )
                 # A session holds one instance per name: a second entry would replace
@@ -214,6 +215,15 @@ class SchedulerConfiguration:
 def _did_you_mean(name: str, known: list[str]) -> str:
     close = difflib.get_close_matches(name, known, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _broken(registry: Registry) -> str:
+    """What plugin distributions failed to load, the likeliest reason a name is unknown
+    (their warning was logged once, when the registry was built)."""
+    if not registry.broken:
+        return ""
+    return "; plugin distributions that failed to load: " + "; ".join(
+        message for _, message in registry.broken)
 
 
 _NODES_TO_FIND_KEYS = {"percentageOfNodesToFind": "percentage", "minNodesToFind": "minimum",

@@ -78,8 +78,8 @@ class PluginSpec:
     ``factory(arguments)`` returns a new plugin object for one session.
     """
 
-    name: str
-    factory: Callable[[Arguments], Any]
+    name: str = attrs.field(validator=attrs.validators.instance_of(str))
+    factory: Callable[[Arguments], Any] = attrs.field(validator=attrs.validators.is_callable())
     description: str = ""
 
 
@@ -90,8 +90,8 @@ class ActionSpec:
     ``factory()`` (or ``factory(arguments)``) returns a new action object.
     """
 
-    name: str
-    factory: Callable[..., Any]
+    name: str = attrs.field(validator=attrs.validators.instance_of(str))
+    factory: Callable[..., Any] = attrs.field(validator=attrs.validators.is_callable())
     description: str = ""
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from batchsched.errors import PluginError
 from batchsched.framework.registry import Registry
+from batchsched.plugin import PluginSpec, hookimpl
 
 MODULE = """
 from batchsched.plugin import PluginSpec, hookimpl
@@ -109,3 +110,54 @@ def test_a_distribution_whose_hook_pluggy_refuses_is_broken_not_fatal(site: Path
 
     with pytest.raises(PluginError, match=r"could not register 'local'.*registry"):
         Registry(autoload=False).register(tp_badsig, name="local")
+
+
+def test_a_misspelt_hook_is_refused_not_silently_ignored(site: Path) -> None:
+    """A hook no hookspec names would never be called: registering it says so, and a
+    distribution carrying it is reported in ``broken``."""
+    distribution(site, "tp-typo", {"plugins": "tp_typo"}, {})
+    (site / "tp_typo.py").write_text(
+        "from batchsched.plugin import hookimpl\n\n\n"
+        "@hookimpl\ndef batchsched_register_plugin():\n    return []\n")
+    import tp_typo  # type: ignore[import-not-found]
+
+    registry = Registry(autoload=False)
+    with pytest.raises(PluginError, match="batchsched_register_plugin"):
+        registry.register(tp_typo, name="typo")
+    assert not registry.manager.is_registered(tp_typo)
+    loaded = Registry(autoload=True)
+    assert [key for key, _ in loaded.broken] == ["tp-typo:plugins"]
+
+
+def test_a_registration_hook_that_fails_fails_an_explicit_register() -> None:
+    """A hook returning one spec instead of a list: the program that registered it is
+    told, by the hook's name, instead of finding the plugin missing later."""
+    class One:
+        @hookimpl
+        def batchsched_register_plugins(self) -> PluginSpec:
+            return PluginSpec("one", lambda arguments: None)
+
+    registry = Registry(autoload=False)
+    with pytest.raises(PluginError, match=r"not a list of PluginSpec"):
+        registry.register(One(), name="one-plugin")
+    assert "one" not in registry.plugins and registry.broken == []
+
+
+@pytest.mark.parametrize(("name", "factory"), [(object, "one"), ("one", "not callable")])
+def test_a_spec_checks_its_name_and_factory(name: object, factory: object) -> None:
+    with pytest.raises(TypeError):
+        PluginSpec(name, factory)  # type: ignore[arg-type]
+
+
+def test_an_unknown_plugin_names_the_distributions_that_failed_to_load(site: Path) -> None:
+    distribution(site, "tp-gone", {"plugins": "tp_gone"}, {})
+    (site / "tp_gone.py").write_text("import tp_module_that_is_not_installed\n")
+    from batchsched.conf import parse_configuration
+    from batchsched.errors import ConfigError
+
+    registry = Registry(autoload=True)
+    configuration = parse_configuration(
+        {"actions": "allocate", "tiers": [{"plugins": [{"name": "gone-plugin"}]}]})
+    with pytest.raises(ConfigError, match=r"unknown plugin 'gone-plugin'.*failed to load: "
+                                          r".*tp-gone.*tp_module_that_is_not_installed"):
+        configuration.validate(registry)

@@ -125,20 +125,31 @@ class Registry:
         """
         try:
             registered = self.manager.register(obj, name=name)
+            # A hook implementation no hookspec knows (a misspelt name) would never be
+            # called: refused, as pluggy's check says.
+            self.manager.check_pending()
         except (ValueError, pluggy.PluginValidationError) as exc:
             # pluggy: the name or the object is registered already, or a hook's
             # signature is not the hookspec's. pluggy before 1.7 keeps the name and
             # the hooks it took before the bad one: none of them may stay.
-            if (isinstance(exc, pluggy.PluginValidationError) and name is not None
-                    and self.manager.get_plugin(name) is obj):
-                self.manager.unregister(name=name)
+            if isinstance(exc, pluggy.PluginValidationError) and self.manager.is_registered(obj):
+                self.manager.unregister(obj)
             why = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             raise PluginError(f"could not register {name or obj!r}: {why}") from exc
         if registered is None:
             raise PluginError(f"could not register {name or obj!r} (blocked or duplicate)")
         self._origin[registered] = (distribution, version)
         if refresh:
+            failed = len(self.broken)
             self.refresh()
+            if len(self.broken) > failed:
+                # What a program registers itself must not go missing in a log line.
+                why = "; ".join(message for _, message in self.broken[failed:])
+                del self.broken[failed:]
+                self.manager.unregister(obj)
+                self._origin.pop(registered, None)
+                self.refresh()
+                raise PluginError(f"could not register {name or obj!r}: {why}")
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
         """Call a lifecycle hook (``batchsched_session_opened`` and the like). An
@@ -187,11 +198,15 @@ class Registry:
             for impl in reversed(hook.get_hookimpls()):
                 dist, version = self._origin.get(impl.plugin_name, ("<unknown>", ""))
                 module = getattr(impl.plugin, "__name__", type(impl.plugin).__name__)
+                who = impl.plugin_name if not impl.plugin_name.isdigit() else repr(impl.plugin)
                 try:
                     produced: Any = impl.function()
+                    if isinstance(produced, (PluginSpec, ActionSpec)):
+                        raise TypeError(f"{hook.name} returned {produced!r}, not a list of "
+                                        f"{type(produced).__name__}")
                     specs: list[Any] = list(produced or ())
                 except Exception as exc:
-                    message = f"{impl.plugin_name} ({dist}): {type(exc).__name__}: {exc}"
+                    message = f"{who} ({dist}): {type(exc).__name__}: {exc}"
                     self.broken.append((impl.plugin_name, message))
                     log.warning("batchsched: registration hook failed: %s", message)
                     continue

@@ -241,10 +241,15 @@ def run(scenario: ScenarioBuilder | Mapping[str, Any], *, scores: bool | None = 
     # What plugins say they will not honour (an argument they do not read) is logged
     # once per process; every run says it here, as every batchsched run prints it,
     # so that what a test sees does not hang on the tests that ran before it.
-    with collect_warnings() as said:
-        decisions = run_scenario(built, scores=scores, registry=registry)
-    for warning in said:
-        warnings.warn(warning, stacklevel=2)
+    said: list[str] = []
+    try:
+        with collect_warnings() as said:
+            decisions = run_scenario(built, scores=scores, registry=registry)
+    finally:
+        # Said even when the run fails: a warning (a plugin distribution that did not
+        # load, say) is often why.
+        for warning in said:
+            warnings.warn(warning, stacklevel=2)
     return decisions
 
 
