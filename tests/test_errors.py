@@ -53,3 +53,35 @@ def test_a_sweep_in_worker_processes_raises_what_one_process_raises(tmp_path: Pa
         errors.append(caught.value)
     assert str(errors[0]) == str(errors[1])
     assert (errors[1].source, errors[1].line) == ("t.swf", 4)
+
+
+def test_obvious_api_misuse_is_named() -> None:
+    """What a first-time user types, told what to type instead."""
+    import batchsched
+    from batchsched import (
+        ConfigError,
+        MemoryCache,
+        NodeInfo,
+        Resource,
+        Scheduler,
+        SchedulingError,
+        Session,
+        TaskInfo,
+        run_actions,
+    )
+
+    with pytest.raises(TypeError, match=r"allocatable must be a Resource \(Resource\.from_"):
+        NodeInfo.create("n1", {"cpu": 4})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="requests must be a Resource"):
+        TaskInfo.create("ns", "t", "ns/j", {"cpu": 1})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="parse_configuration"):
+        Scheduler(MemoryCache(), {"actions": "allocate"})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="configuration_from_text"):
+        Scheduler(MemoryCache(), 'actions: "allocate"\ntiers: []\n')
+    cache = MemoryCache()
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 1, "pods": 10})))
+    ssn = Session.open(cache)
+    ssn.close()
+    with pytest.raises(SchedulingError, match="is closed"):
+        run_actions(ssn)
+    assert {"CacheError", "WorkloadError", "DryRunError"} <= set(batchsched.__all__)

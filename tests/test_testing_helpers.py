@@ -325,3 +325,12 @@ def test_run_says_what_plugins_warned_even_when_the_run_fails() -> None:
     with pytest.warns(UserWarning, match="argument 'depth' = 'deep'"), \
             pytest.raises(PluginError, match="cannot open"):
         run(scenario, registry=registry)
+
+
+def test_the_builder_s_expect_takes_snake_case_and_refuses_unknown_keys() -> None:
+    scenario = ScenarioBuilder(actions="allocate").node("n1", cpu=1)
+    scenario.expect(bind_count=0, pod_group_phases={}, x_team_note="kept")
+    assert scenario.document["expect"] == {"bindCount": 0, "podGroupPhases": {},
+                                           "x-teamNote": "kept"}
+    with pytest.raises(TypeError, match=r"ScenarioBuilder\.expect: unknown key 'bind_cuont'"):
+        scenario.expect(bind_cuont=0)

@@ -31,11 +31,14 @@ from batchsched.conf import (
 )
 from batchsched.errors import (
     BatchSchedError,
+    CacheError,
     ConfigError,
+    DryRunError,
     PluginError,
     QuantityError,
     ScenarioError,
     SchedulingError,
+    WorkloadError,
 )
 from batchsched.framework import Arguments, EventHandler, Session, Statement, ValidateResult
 from batchsched.plugin import ActionSpec, PluginSpec, Vote, hookimpl
@@ -48,8 +51,10 @@ __all__ = [
     "Arguments",
     "BatchSchedError",
     "Cache",
+    "CacheError",
     "ClusterInfo",
     "ConfigError",
+    "DryRunError",
     "EventHandler",
     "JobInfo",
     "MemoryCache",
@@ -71,6 +76,7 @@ __all__ = [
     "TaskStatus",
     "ValidateResult",
     "Vote",
+    "WorkloadError",
     "__version__",
     "default_configuration",
     "hookimpl",

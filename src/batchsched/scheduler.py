@@ -50,6 +50,9 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
     remember what it decided earlier, ``strict-allocate`` its blocked head); by
     default each session gets new ones.
     """
+    if ssn._closed:
+        raise SchedulingError(f"session {ssn.uid} is closed: its actions would decide on "
+                              "nothing; open a new session (Session.open)")
     registry = ssn.registry or default_registry()
     metrics = ssn.metrics
     for name in ssn.configuration.actions:
@@ -144,6 +147,14 @@ class Scheduler:
             self.configuration = default_configuration()
         elif isinstance(configuration, SchedulerConfiguration):
             self.configuration = configuration
+        elif isinstance(configuration, Mapping) or (
+                isinstance(configuration, str) and "\n" in configuration):
+            # What is meant is clear; the file name it would be taken for is not.
+            raise ConfigError(
+                "Scheduler takes a configuration file's path or a SchedulerConfiguration: "
+                "build one from a mapping with batchsched.conf.parse_configuration, or from "
+                "the file's text with batchsched.conf.configuration_from_text",
+                source="<Scheduler>")
         else:
             self._path = Path(configuration)
             self._mtime = _mtime(self._path)

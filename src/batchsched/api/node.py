@@ -139,6 +139,11 @@ class NodeInfo:
         usage: NodeUsage | None = None,
         numa_topology: NumaTopology | None = None,
     ) -> NodeInfo:
+        for field, given in (("allocatable", allocatable), ("capacity", capacity)):
+            if given is not None and not isinstance(given, Resource):
+                raise TypeError(f"NodeInfo.create({name!r}): {field} must be a Resource "
+                                f"(Resource.from_mapping({given!r})), not "
+                                f"{type(given).__name__}")
         return cls(
             name=name,
             allocatable=allocatable.clone(),

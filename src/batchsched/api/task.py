@@ -188,6 +188,11 @@ class TaskInfo:
         ``volcano.sh/task-priority`` annotation holding an integer overrides
         ``priority``, as in Volcano.
         """
+        for field, given in (("requests", requests), ("init_requests", init_requests)):
+            if given is not None and not isinstance(given, Resource):
+                raise TypeError(f"TaskInfo.create({namespace!r}, {name!r}): {field} must be a "
+                                f"Resource (Resource.from_mapping({given!r})), not "
+                                f"{type(given).__name__}")
         req = requests.clone() if requests is not None else Resource()
         if init_requests is not None:
             app = req.clone()

@@ -56,8 +56,9 @@ def workload_from(scenario: Scenario) -> Workload:
             raise WorkloadError(f"{where}: a workload's tasks arrive Pending, on no node",
                                 source=source)
         if RUN_TIME_ANNOTATION not in task.annotations:
-            raise WorkloadError(f"{where}.annotations: {RUN_TIME_ANNOTATION} is missing",
-                                source=source)
+            raise WorkloadError(f"{where}.annotations: {RUN_TIME_ANNOTATION} is missing "
+                                "(how long the task runs: ScenarioBuilder.task(..., "
+                                "run_time=SECONDS) writes it)", source=source)
         tasks_by_job.setdefault(task.job, []).append(task)
     jobs = []
     queues = {queue.name for queue in scenario.queues}

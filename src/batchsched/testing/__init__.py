@@ -178,8 +178,11 @@ class ScenarioBuilder:
         """Add the scenario format's ``expect`` keys (camelCase) to the document, for the
         file :meth:`to_yaml` writes (``batchsched check`` checks them). :func:`run` does
         not check them: assert with :func:`assert_decisions`. A key given again
-        replaces its earlier value; the other keys stay."""
-        self.document.setdefault("expect", {}).update(expect)
+        replaces its earlier value; the other keys stay. snake_case is taken too, as
+        :func:`assert_decisions` takes it; a key ``expect`` does not know is a TypeError."""
+        self.document.setdefault("expect", {}).update(
+            {_expect_key(key, "ScenarioBuilder.expect", extensions=True): value
+             for key, value in expect.items()})
         return self
 
     def to_yaml(self) -> str:
@@ -286,6 +289,22 @@ def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
     return simulator.run()
 
 
+def _expect_key(key: str, owner: str, *, extensions: bool = False) -> str:
+    """An ``expect`` key given in snake_case or camelCase, as the scenario format spells
+    it; a TypeError naming ``owner`` for a key it does not know (a typo must not pass
+    unchecked), but, with ``extensions``, an ``x-`` key (a file's ``expect`` takes any)."""
+    from batchsched.scenario.loader import EXPECT_KEYS
+
+    known = EXPECT_KEYS | {"x-nodeBindCounts"}
+    extension = key.startswith(("x_", "x-"))
+    head, *rest = (key[2:] if extension else key).split("_")
+    name = ("x-" if extension else "") + head + "".join(part.title() for part in rest)
+    if name not in known and not (extensions and extension):
+        raise TypeError(f"{owner}: unknown key {key!r} (known: "
+                        f"{', '.join(sorted(known))}, in snake_case or camelCase)")
+    return name
+
+
 def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     """Assert decisions with the scenario format's ``expect`` keys, in snake_case or camelCase
     (``binds``, ``evicted``, ``bind_count``, ``pod_group_phases``, ``bind_failures``, ...),
@@ -297,18 +316,9 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     ``expect`` does not know, or a value not of its shape (a node name where a list of
     them is wanted, text where a count is), is a TypeError naming it (a typo must not
     pass unchecked)."""
-    from batchsched.scenario.loader import EXPECT_KEYS, misshapen_expectation
+    from batchsched.scenario.loader import misshapen_expectation
 
-    known = EXPECT_KEYS | {"x-nodeBindCounts"}
-    wanted: dict[str, Any] = {}
-    for key, value in expect.items():
-        extension = key.startswith(("x_", "x-"))
-        head, *rest = (key[2:] if extension else key).split("_")
-        name = ("x-" if extension else "") + head + "".join(part.title() for part in rest)
-        if name not in known:
-            raise TypeError(f"assert_decisions: unknown key {key!r} (known: "
-                            f"{', '.join(sorted(known))}, in snake_case or camelCase)")
-        wanted[name] = value
+    wanted = {_expect_key(key, "assert_decisions"): value for key, value in expect.items()}
     # The decisions' own shape of pipelined tasks (job -> task -> node) is taken too.
     wrong = misshapen_expectation({key: value for key, value in wanted.items()
                                    if not (key == "pipelined" and _task_nodes(value))})
