@@ -24,6 +24,11 @@ RAW_ANSWERS: dict[str, tuple[int, bytes]] = {
     "alloc-error": (200, b'{"errorMessage": "no room for its licence"}'),
     "pred-null": (200, b"null"),
     "pred-pending": (200, b'{"status": "extender says pending", "code": 6}'),
+    # Beyond Go's int (int64) and float64: the decoding fails, so does the call.
+    "pred-code-overflow": (200, b'{"status": "", "code": 9223372036854775808}'),
+    "pred-code-int64": (200, b'{"status": "", "code": -9223372036854775808}'),
+    "prio-inf": (200, b'{"nodeScore": {"n1": 1e400}}'),
+    "prio-huge-int": (200, b'{"nodeScore": {"n1": 1' + b"0" * 400 + b'}}'),
     # Volcano's TestMaxBodySizeLimit2: one letter past maxBodySize (10 << 20 bytes).
     "oversized": (200, b'{"padding":"' + b"a" * ((10 << 20) + 1) + b'"}'),
 }
@@ -122,7 +127,9 @@ def test_a_failing_extender_blocks_unless_ignorable(server: str) -> None:
     strict = scenario({"extender.urlPrefix": server, "extender.predicateVerb": "fail"})
     decisions = run_scenario(parse_scenario(strict, source="<test>"))
     assert decisions.binds == {}
-    assert any("answered HTTP 500" in event["message"] for event in decisions.events)
+    # Volcano's words: they are the fit error's reason.
+    assert any(f"failed fail with extender at URL {server}/fail, code 500" in event["message"]
+               for event in decisions.events)
     lenient = scenario({"extender.urlPrefix": server, "extender.predicateVerb": "fail",
                         "extender.ignorable": True})
     assert run_scenario(parse_scenario(lenient, source="<test>")).binds == {
@@ -152,12 +159,21 @@ def test_a_prioritize_that_fails_leaves_the_task_without_a_node_and_the_session_
     ("pred-number", False),    # a number where the struct has a string: no answer
     ("pred-null", True),       # Go decodes null into the struct as nothing: passes
     ("pred-pending", True),    # a code Volcano's checks do not know fails no node
+    ("pred-code-overflow", False),  # no int64: Go's decoding fails
+    ("pred-code-int64", True),      # the smallest int64 decodes
 ])
 def test_predicate_answers_are_read_as_go_decodes_them(server: str, verb: str,
                                                        passes: bool) -> None:
     doc = scenario({"extender.urlPrefix": server, "extender.predicateVerb": verb})
     binds = run_scenario(parse_scenario(doc, source="<test>")).binds
     assert (binds != {}) is passes
+
+
+@pytest.mark.parametrize("verb", ["prio-inf", "prio-huge-int"])
+def test_a_score_beyond_float64_fails_the_prioritize(server: str, verb: str) -> None:
+    """Go's decoding refuses it (Python's would read infinity): no scores, no node."""
+    doc = scenario({"extender.urlPrefix": server, "extender.prioritizeVerb": verb})
+    assert run_scenario(parse_scenario(doc, source="<test>")).binds == {}
 
 
 def test_a_session_open_answer_is_not_read(server: str) -> None:

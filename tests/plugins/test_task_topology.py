@@ -384,3 +384,23 @@ def test_a_role_given_only_by_the_pod_label_puts_no_task_in_a_bucket() -> None:
     assert run(document("labels")).binds == {"default/ps-0": "n1", "default/ps-1": "n1"}
     # With the annotation, self anti-affinity spreads them.
     assert run(document("annotations")).binds == {"default/ps-0": "n1", "default/ps-1": "n2"}
+
+
+@pytest.mark.parametrize("label", [False, True])
+def test_a_role_given_with_the_equal_label_is_the_pod_s_task_spec(label: bool) -> None:
+    """A job controller's pod carries the task-spec annotation and label; a scenario's
+    ``role`` stands for the annotation, the label beside it or not."""
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    extra = {"labels": {"volcano.sh/task-spec": "w"}} if label else {}
+    doc = {"version": 1, "name": "tt",
+           "config": {"actions": "enqueue, allocate", "tiers": [{"plugins": [
+               {"name": "gang"}, {"name": "predicates"}, {"name": "task-topology"}]}]},
+           "nodes": [{"name": f"n{i}", "allocatable": {"cpu": 8, "memory": "8Gi", "pods": 10}}
+                     for i in (1, 2)],
+           "jobs": [{"name": "j", "minMember": 2,
+                     "annotations": {"volcano.sh/task-topology-anti-affinity": "w"}}],
+           "tasks": [{"name": f"w{i}", "job": "j", "role": "w", "requests": {"cpu": 1}, **extra}
+                     for i in (0, 1)]}
+    binds = run_scenario(parse_scenario(doc, source="<test>")).binds
+    assert binds == {"default/w0": "n1", "default/w1": "n2"}  # kept apart either way

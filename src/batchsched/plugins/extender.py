@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -141,8 +142,7 @@ class ExtenderPlugin:
                                           headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(call, timeout=self.timeout) as answer:
                 if answer.status != 200:
-                    raise ExtenderError(f"extender: {verb} at {url} answered HTTP "
-                                        f"{answer.status}", plugin=PLUGIN_NAME)
+                    raise _status_error(verb, url, answer.status)
                 if not read:
                     return None
                 raw = answer.read(_MAX_BODY_BYTES + 1)
@@ -153,8 +153,7 @@ class ExtenderPlugin:
         except ExtenderError:
             raise
         except urllib.error.HTTPError as exc:
-            raise ExtenderError(f"extender: {verb} at {url} answered HTTP {exc.code}",
-                                plugin=PLUGIN_NAME) from exc
+            raise _status_error(verb, url, exc.code) from exc
         except Exception as exc:  # the transport's failure, whatever its kind
             raise ExtenderError(f"extender: {verb} at {url} failed: {type(exc).__name__}: "
                                 f"{exc}", plugin=PLUGIN_NAME) from exc
@@ -392,6 +391,25 @@ def _asked(resource: Resource) -> Iterator[str]:
     yield from (name for name in resource.scalars if name != PODS)
 
 
+def _status_error(verb: str, url: str, status: int) -> ExtenderError:
+    """An answer other than 200, in Volcano's words (they become fit-error reasons)."""
+    return ExtenderError(f"failed {verb} with extender at URL {url}, code {status}",
+                         plugin=PLUGIN_NAME)
+
+
+def _go_float(number: float) -> float | None:
+    """A JSON number as Go decodes it into a float64: None when out of its range (a
+    literal such as 1e400, which Python reads as infinity, fails Go's decoding)."""
+    try:
+        value = float(number)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
 def _decode(value: Any, fields: Mapping[str, str], verb: str) -> dict[str, Any]:
     """``value`` decoded as Go's encoding/json decodes it into a struct of ``fields``:
     an object whose keys match the fields exactly or, failing that, ignoring case
@@ -411,11 +429,13 @@ def _decode(value: Any, fields: Mapping[str, str], verb: str) -> dict[str, Any]:
         if name is None or item is None:
             continue
         kind = fields[name]
-        if _SCALAR_KINDS.get(kind) is type(item):  # bool is no int here: exact types
+        # bool is no int here: exact types; Go's int is an int64.
+        if _SCALAR_KINDS.get(kind) is type(item) and (kind != "int" or item in _INT64):
             out[name] = item
         elif kind == "scores" and isinstance(item, dict) and all(
-                score is None or (isinstance(score, (int, float))
-                                  and not isinstance(score, bool)) for score in item.values()):
+                score is None or (isinstance(score, (int, float)) and not isinstance(score, bool)
+                                  and _go_float(score) is not None)
+                for score in item.values()):
             out[name] = {str(node): float(score or 0) for node, score in item.items()}
         elif kind == "tasks" and isinstance(item, list) and all(
                 victim is None or isinstance(victim, dict) for victim in item):

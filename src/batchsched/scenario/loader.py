@@ -1409,6 +1409,11 @@ class _Parser:
         # Volcano reads a pod's task spec from its volcano.sh/task-spec annotation,
         # or label; ``role`` is this format's shorthand for it.
         role = self.typed(obj, "role", str, "", path)
+        if role and TASK_SPEC_KEY not in annotations and labels.get(TASK_SPEC_KEY) == role:
+            # A given role stands for the annotation Volcano's job controller writes
+            # beside the label; with the label alone, some plugins (task-topology)
+            # would not see it.
+            annotations = {**annotations, TASK_SPEC_KEY: role}
         spec = task_spec_of(annotations, labels)
         if spec:
             if role and role != spec:
