@@ -200,3 +200,14 @@ def test_a_job_of_a_queue_the_cluster_file_lacks_is_left_out_with_a_warning(
     assert "job default/c: queue 'research' does not exist in the cluster" in err
     report = json.loads(out)
     assert report["jobs"] == 2 and report["metrics"]["neverStarted"] == 0
+
+
+@pytest.mark.parametrize(("now", "period", "tick"), [
+    (5, 10, 10), (10, 10, 20), (15, 10, 20), (0, 10, 10),
+    # On a multiple within float rounding: 0.5 // 0.1 is 4.0, 0.3 // 0.1 is 2.0.
+    (0.5, 0.1, 6 * 0.1), (0.3, 0.1, 4 * 0.1), (0.35, 0.1, 4 * 0.1),
+])
+def test_the_next_tick_is_the_first_multiple_strictly_after(now: float, period: float,
+                                                            tick: float) -> None:
+    after = engine.next_multiple(now, period)
+    assert after == tick and after > now

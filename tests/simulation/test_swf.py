@@ -154,3 +154,12 @@ def test_a_job_wider_than_the_cluster_is_skipped_with_what_its_whole_gang_asks()
     assert [job.uid for job in workload.jobs] == ["swf/job-2"]
     (skipped,) = workload.skipped
     assert skipped.job == "swf/job-1" and "cpu 8000m" in skipped.reason
+
+
+def test_a_window_reports_only_the_jobs_the_trace_drops_among_its_own() -> None:
+    text = HEADER.format(nodes=4, procs=4) + "".join(
+        swf_line(job, job, 0 if job == 4 else 5, 1) + "\n" for job in range(1, 7))
+    assert swf_workload("t.swf", text=text, first=0, count=2).skipped == ()
+    [dropped] = swf_workload("t.swf", text=text, first=2, count=2).skipped
+    assert (dropped.job, dropped.origin, dropped.reason) == ("swf/job-4", "t.swf:7", "it ran 0 s")
+    assert [s.job for s in swf_workload("t.swf", text=text).skipped] == ["swf/job-4"]

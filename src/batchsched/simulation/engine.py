@@ -71,6 +71,20 @@ class _Running:
     tasks: set[str] = attrs.field(factory=set)
 
 
+
+def next_multiple(now: float, period: float) -> float:
+    """The first multiple of ``period`` strictly after ``now``; a ``now`` within float
+    rounding of a multiple (0.5 with a period of 0.1, where ``0.5 // 0.1`` is 4) counts
+    as on it, so the next one is a whole period on."""
+    on = round(now / period)
+    if abs(now - on * period) <= 1e-9 * max(period, abs(now)):
+        return (on + 1) * period
+    after = (math.floor(now / period) + 1) * period
+    while after <= now:  # float division a hair short of a whole number
+        after += period
+    return after
+
+
 class Simulator:
     """Replays ``workload`` under ``configuration`` (see the module docstring).
 
@@ -227,8 +241,7 @@ class Simulator:
                 self._schedule()
             elif not self._tick_due:
                 self._tick_due = True
-                period = self.schedule_period
-                self._push((self.now // period + 1) * period, _TICK, None)
+                self._push(next_multiple(self.now, self.schedule_period), _TICK, None)
             if not to_arrive and not self._tick_due:
                 # Every job arrived and the sessions since have placed what they could.
                 self.timeline.last_arrival_scheduled()

@@ -124,6 +124,8 @@ class _Read:
     #: The line of each header key (errors about the machine name it).
     header_lines: dict[str, int]
     dropped: list[Skipped]
+    #: The job number of each of ``dropped`` (a window reports those among its jobs).
+    dropped_ids: list[int]
 
 
 def _read(path: str | Path, text: str | None) -> _Read:
@@ -138,7 +140,7 @@ def _read(path: str | Path, text: str | None) -> _Read:
     header: dict[str, str] = {}
     header_lines: dict[str, int] = {}
     jobs: list[SwfJob] = []
-    dropped: list[Skipped] = []
+    left_out: list[tuple[int, str, str]] = []  # job number, origin, why
     lines_of: dict[int, int] = {}  # job number -> its line
     # Lines end at "\n" only (a comment may hold a form feed or other separators).
     for number, raw in enumerate(text.split("\n"), start=1):
@@ -167,14 +169,18 @@ def _read(path: str | Path, text: str | None) -> _Read:
             run = 10
         origin = f"{source}:{number}"
         if run == 0:
-            dropped.append(Skipped(f"{NAMESPACE}/job {job_id}", origin, "it ran 0 s"))
+            left_out.append((job_id, origin, "it ran 0 s"))
             continue
         if procs <= 0:
-            dropped.append(Skipped(f"{NAMESPACE}/job {job_id}", origin, "it asks no processor"))
+            left_out.append((job_id, origin, "it asks no processor"))
             continue
         jobs.append(SwfJob(job_id, submit, run, procs, requested, number))
     jobs.sort(key=lambda job: job.job_id)
-    return _Read(jobs, header, header_lines, dropped)
+    # Named as the replayed jobs are (padded to the widest replayed id).
+    width = len(str(max((job.job_id for job in jobs), default=0)))
+    dropped = [Skipped(f"{NAMESPACE}/{_job_name(job_id, width)}", origin, why)
+               for job_id, origin, why in left_out]
+    return _Read(jobs, header, header_lines, dropped, [job_id for job_id, _, _ in left_out])
 
 
 def _header_int(header: dict[str, str], key: str, source: str,
@@ -223,7 +229,14 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     if first and first >= len(jobs):
         raise WorkloadError(f"the window starts at job {first}, past the trace's {len(jobs)} "
                             "jobs", source=source)
-    jobs = jobs[first:] if count is None else jobs[first:first + count]
+    dropped = read.dropped
+    if first or count is not None:
+        # What the trace drops between the window's first and last job: the window's own.
+        jobs = jobs[first:] if count is None else jobs[first:first + count]
+        low, high = (jobs[0].job_id, jobs[-1].job_id) if jobs else (1, 0)
+        dropped = [skipped for skipped, job_id in zip(read.dropped, read.dropped_ids,
+                                                      strict=True)
+                   if low <= job_id <= high]
     max_nodes = _header_int(header, "MaxNodes", source, read.header_lines)
     max_procs = _header_int(header, "MaxProcs", source, read.header_lines)
     if max_nodes is None and max_procs is None:
@@ -273,4 +286,4 @@ def swf_workload(path: str | Path, *, text: str | None = None,
             origin=f"{source}:{job.line}",
         ))
     return Workload(name=source, nodes=cluster, jobs=tuple(workload_jobs),
-                    skipped=tuple(read.dropped))
+                    skipped=tuple(dropped))
