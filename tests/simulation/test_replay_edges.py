@@ -40,6 +40,17 @@ def test_a_task_that_started_at_time_0_survives_an_eviction_on_time(
     assert report["metrics"]["utilization"] == pytest.approx(1650 / 2300)
 
 
+def test_a_task_evicted_as_its_run_ends_completes_instead_of_running_again(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = simulate(capsys, "evicted-as-it-ends")
+    assert code == 0
+    low, high = job(report, "low"), job(report, "high")
+    assert (low["start"], low["end"], low["restarts"]) == (0, 100, 0)
+    assert (high["start"], high["end"]) == (100, 150)
+    # cpu seconds: 2 x 100 + 50 over 2 cpu x 150 s.
+    assert report["metrics"]["utilization"] == pytest.approx(250 / 300)
+
+
 def test_a_job_without_created_at_is_submitted_at_0(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, report, _ = simulate(capsys, "no-created-at")

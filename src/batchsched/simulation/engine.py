@@ -276,9 +276,17 @@ class Simulator:
         if running is None or running.generation != generation:
             return False
         for task in tasks:
-            self.cache.task_ended(uid, task)
-            running.tasks.discard(task)
-            self.timeline.released(uid, task, self.now, self.cache)
+            if task in running.tasks:  # not ended already by an eviction at its end
+                self._end(uid, running, task)
+        self._finish_if_done(uid)
+        return True
+
+    def _end(self, uid: str, running: _Running, task: str) -> None:
+        self.cache.task_ended(uid, task)
+        running.tasks.discard(task)
+        self.timeline.released(uid, task, self.now, self.cache)
+
+    def _finish_if_done(self, uid: str) -> None:
         job = self.cache.jobs[uid]
         if all(task.status in _ENDED for task in job.tasks.values()):
             del self._running[uid]
@@ -286,13 +294,20 @@ class Simulator:
             self.timeline.finished(uid, self.now)
             if self.progress is not None:
                 self.progress(self.timeline.finished_count, len(self.workload.jobs))
-        return True
 
     def _evicted(self, victims: tuple[tuple[str, str], ...]) -> None:
         # A victim whose pod is no longer being deleted was already recreated by an
         # earlier eviction at this instant (its gang restarted), and may be running
         # again: the scheduler evicted the old pod, not this one.
         victims = tuple((uid, task) for uid, task in victims if self._releasing(uid, task))
+        # A victim whose run ends at this very instant (its completion not yet taken:
+        # arrivals come first) has done its work: it completes, it is not run again.
+        over = [(uid, task) for uid, task in victims if self._run_over(uid, task)]
+        for uid, task in over:
+            self._end(uid, self._running[uid], task)
+        for uid in dict.fromkeys(uid for uid, _ in over):
+            self._finish_if_done(uid)
+        victims = tuple(victim for victim in victims if victim not in over)
         restart_whole = {uid for uid, _ in victims if self._jobs[uid].restart == RESTART_GANG}
         # One run lost per job, however many of its tasks went at once; none when no
         # victim was still in the job's run (an earlier eviction at this instant
@@ -312,6 +327,13 @@ class Simulator:
         job = self.cache.jobs.get(uid)
         held = job.tasks.get(task) if job is not None else None
         return held is not None and held.status is TaskStatus.RELEASING
+
+    def _run_over(self, uid: str, task: str) -> bool:
+        """Whether the task, in the job's run, has run its whole run time by now."""
+        if not self._in_run(uid, task):
+            return False
+        started = self.cache.jobs[uid].tasks[task].start_time
+        return started is not None and started + self._jobs[uid].run_times[task] <= self.now
 
     def _in_run(self, uid: str, task: str) -> bool:
         running = self._running.get(uid)
