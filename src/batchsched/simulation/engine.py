@@ -71,7 +71,6 @@ class _Running:
     tasks: set[str] = attrs.field(factory=set)
 
 
-
 def next_multiple(now: float, period: float) -> float:
     """The first multiple of ``period`` strictly after ``now``; a ``now`` within float
     rounding of a multiple (0.5 with a period of 0.1, where ``0.5 // 0.1`` is 4) counts
@@ -302,7 +301,7 @@ class Simulator:
         victims = tuple((uid, task) for uid, task in victims if self._releasing(uid, task))
         # A victim whose run ends at this very instant (its completion not yet taken:
         # arrivals come first) has done its work: it completes, it is not run again.
-        over = [(uid, task) for uid, task in victims if self._run_over(uid, task)]
+        over = dict.fromkeys(victim for victim in victims if self._run_over(*victim))
         for uid, task in over:
             self._end(uid, self._running[uid], task)
         for uid in dict.fromkeys(uid for uid, _ in over):
