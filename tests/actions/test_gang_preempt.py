@@ -52,7 +52,7 @@ def test_scenario(path: Path) -> None:
 
 
 def test_scenarios_are_there() -> None:
-    assert len(SCENARIOS) == 10
+    assert len(SCENARIOS) == 11
 
 
 # -- arguments and domains ---------------------------------------------------------------

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from batchsched.kube.go_strconv import format_g, parse_float
+from batchsched.kube.go_strconv import format_g, parse_float, quote
 
 INF = math.inf
 GO_PARSE_FLOAT = [
@@ -55,3 +55,20 @@ def test_parse_float_reads_what_go_reads(text: str, value: float, ok: bool) -> N
 ])
 def test_format_g_is_go_s_shortest_g_format(value: float, go: str) -> None:
     assert format_g(value) == go
+
+
+@pytest.mark.parametrize(("text", "go"), [
+    # strconv.Quote(text), as Go prints it.
+    ("GPU-x", '"GPU-x"'),
+    ("", '""'),
+    ('a"b\\c', '"a\\"b\\\\c"'),
+    ("tab\there\n", '"tab\\there\\n"'),
+    ("\x01\x7f", '"\\x01\\x7f"'),
+    ("é", '"é"'),
+    ("\u00a0", '"\\u00a0"'),
+    ("\u200b", '"\\u200b"'),
+    ("\U0001F600", '"\U0001F600"'),
+    ("\U000E0001", '"\\U000e0001"'),
+])
+def test_quote_is_go_s_percent_q(text: str, go: str) -> None:
+    assert quote(text) == go

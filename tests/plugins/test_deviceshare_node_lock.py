@@ -327,6 +327,15 @@ def test_gpu_sharing_mode_locks_the_node_and_number_mode_does_not() -> None:
     assert len(run(sharing_doc(number, LOCKED))["binds"]) == 2
 
 
+def test_pods_asking_whole_gpus_take_no_lock_in_sharing_mode() -> None:
+    # Volcano's gpushare reads only volcano.sh/gpu-memory and gpu-number: a pod asking
+    # whole nvidia.com/gpu gets the resource check alone, and no lock.
+    doc = sharing_doc("deviceshare.GPUSharingEnable", LOCKED)
+    for task in doc["tasks"]:
+        task["requests"]["nvidia.com/gpu"] = 1
+    assert run(doc)["binds"] == {"default/t0": "n1", "default/t1": "n1"}
+
+
 def test_the_switch_is_no_longer_reported_as_having_no_effect(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

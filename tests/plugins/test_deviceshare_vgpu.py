@@ -103,6 +103,33 @@ def test_the_node_score_is_the_rounded_policy_score_times_the_weight() -> None:
     assert got == {"n1": 250.0, "n2": 740.0}
 
 
+def test_with_its_predicate_off_the_plugin_scores_every_node_0() -> None:
+    # Volcano's vGPU score is the one its filter saved on the node; with the predicate
+    # off no filter runs, and the weight multiplies 0.
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1), node_yaml("n2", 1),
+        "jobs:", "- {name: j1, minMember: 1}", "- {name: run, minMember: 1}",
+        "tasks:", task_yaml("t0", "j1", 4096),
+        "- {name: r0, job: run, phase: Running, node: n2, requests: {cpu: 1, "
+        "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 8000, volcano.sh/vgpu-cores: 10},"
+        " annotations: {volcano.sh/vgpu-ids-new: 'GPU-n2-0,NVIDIA,8000,10:'}}"]),
+        plugin("predicates"), {**vgpu("binpack", weight=10), "enablePredicate": False})
+    assert scores(open_session(doc))["default/t0"] == {"n1": 0.0, "n2": 0.0}
+
+
+def test_the_uuid_constraint_refusal_quotes_as_go_s_percent_q() -> None:
+    from batchsched.explain import explain
+    doc = document("\n".join([
+        "nodes:", node_yaml("n1", 1),
+        "jobs:", "- {name: j1, minMember: 1}",
+        "tasks:", task_yaml("t0", "j1", 2048,
+                            extra=", annotations: {volcano.sh/vgpu-use-gpuuuid: GPU-x}")]),
+        plugin("predicates"), vgpu(), actions="allocate")
+    report = explain(parse_scenario(doc, source="<test>"), job="default/j1")
+    assert ('no GPU matches UUID constraints volcano.sh/vgpu-use-gpuuuid="GPU-x", '
+            'volcano.sh/vgpu-nouse-gpuuuid="" on node n1') in str(report)
+
+
 def test_a_running_task_holds_its_devices_and_the_reason_is_volcano_s() -> None:
     doc = document("\n".join([
         "nodes:", node_yaml("n1", 2),

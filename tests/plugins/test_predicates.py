@@ -77,6 +77,24 @@ def test_pod_count_does_not_stop_the_other_checks() -> None:
         "n1": [(UNSCHED, POD_NUMBER), (UNSCHED, REASON_NODE_PORTS)]}
 
 
+def test_evicting_one_of_two_pods_on_a_host_port_frees_the_port() -> None:
+    # kube-scheduler's used ports are a set (HostPortInfo): removing a pod deletes its
+    # ports, though another pod on the node names one too; its undo adds them back.
+    nodes = "nodes: [{name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}]"
+    tasks = """- {name: r1, namespace: c1, job: other, node: n1, phase: Running, hostPorts: [80]}
+- {name: r2, namespace: c1, job: other, node: n1, phase: Running, hostPorts: [80]}
+- {name: p, namespace: c1, job: pg, requests: {cpu: 1}, hostPorts: [80]}"""
+    ssn = _session(nodes, tasks)
+    p, n1 = task(ssn, "c1/p"), ssn.nodes["n1"]
+    ssn.pre_predicate(p)
+    assert reasons(ssn.predicate(p, n1)) == [(UNSCHED, REASON_NODE_PORTS)]
+    stmt = Statement(ssn)
+    stmt.evict(task(ssn, "c1/r1"), "test")
+    assert ssn.predicate(p, n1) is None
+    stmt.discard()
+    assert reasons(ssn.predicate(p, n1)) == [(UNSCHED, REASON_NODE_PORTS)]
+
+
 def test_pod_count_follows_allocations_and_their_undo() -> None:
     nodes = "nodes: [{name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 1}}]"
     tasks = """- {name: a, namespace: c1, job: pg, requests: {cpu: 1}}

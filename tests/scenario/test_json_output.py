@@ -262,3 +262,21 @@ def test_an_event_field_that_is_no_string_is_written_as_json_writes_it() -> None
     events = [RecordedEvent("a", "Normal", "R", "m"), RecordedEvent("b", "Warning", "R", 7)]  # type: ignore[arg-type]
     assert _event_section(events) == json.dumps(
         {"binds": {}, "events": [e.to_dict() for e in events]}, indent=1)
+
+
+def test_members_made_from_one_field_are_json_s_text_of_their_maps() -> None:
+    import attrs as _attrs
+
+    @_attrs.frozen
+    class Named:
+        name: str
+
+        def to_dict(self) -> dict[str, str]:
+            return {"name": self.name}
+
+    items = [Named("a"), Named("bb"), Named("é")]
+    out = io.StringIO()
+    json_output.write_decisions({"binds": {}, "events": json_output.MappedMembers(
+        items, Named.to_dict, fields=("name",))}, out)
+    assert out.getvalue() == json.dumps(
+        {"binds": {}, "events": [item.to_dict() for item in items]}, indent=1)

@@ -161,7 +161,8 @@ def job_bundles(job: JobInfo, candidates: Iterable[TaskInfo]) -> list[Bundle]:
     missing; see the module docstring). With sub-group policies, a victim is safe
     only while its policy keeps ``minSubGroups`` ready sub-jobs (a sub-job already
     broken costs nothing more), as Volcano's ``CreateJobBundles``."""
-    tasks = sorted(candidates, key=lambda t: (t.priority, t.uid))
+    # By priority, then the pod's uid (Volcano's TaskInfo.UID), not the task's name.
+    tasks = sorted(candidates, key=lambda t: (t.priority, t.order_uid))
     if not tasks:
         return []
     job_surplus = job.ready_task_num() - job.min_available

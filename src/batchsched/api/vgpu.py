@@ -36,6 +36,7 @@ import attrs
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo, parse_bool
 from batchsched.kube.go_strconv import atoi, int32
+from batchsched.kube.go_strconv import quote as go_quote
 from batchsched.kube.quantity import as_int64_of_milli
 
 __all__ = [
@@ -495,9 +496,10 @@ class VgpuDevices:
                 if uuids.enabled and not uuid_matched:
                     return VgpuFit(False, reason=(
                         f"no GPU matches UUID constraints {USE_UUID_ANNOTATION}="
-                        f"{annotations.get(USE_UUID_ANNOTATION, '')!r}, "
+                        f"{go_quote(annotations.get(USE_UUID_ANNOTATION, ''))}, "
                         f"{NO_USE_UUID_ANNOTATION}="
-                        f"{annotations.get(NO_USE_UUID_ANNOTATION, '')!r} on node {self.node}"))
+                        f"{go_quote(annotations.get(NO_USE_UUID_ANNOTATION, ''))} "
+                        f"on node {self.node}"))
                 return VgpuFit(False, reason="not enough gpu fitted on this node")
             chosen_per_container.append(tuple(chosen))
         result = VgpuFit(True, tuple(chosen_per_container), score)

@@ -191,6 +191,9 @@ class Session:
         self._queue_order_keys: dict[str, tuple[Callable[[QueueInfo], Any], Fn]] = {}
         self._messages: dict[str, str] = {}
         self._conditions: dict[tuple[str, str], tuple[str, str]] = {}
+        #: Each job's fit error while the session closes, with what it was worked out
+        #: from (gang's condition and the job's events say the same summary).
+        self._fit_errors: dict[str, tuple[tuple[int, int, str, int], str]] = {}
         self._nan_creation_time: bool | None = None
         self._preemptive_many: dict[
             str, tuple[Callable[[QueueInfo, Sequence[TaskInfo]], bool], Fn]] = {}
@@ -676,6 +679,20 @@ class Session:
             return PodGroupPhase.PENDING
         return podgroup.phase
 
+    def job_fit_error(self, job: JobInfo) -> str:
+        """The job's fit error (:meth:`JobInfo.fit_error`, the summary gang's
+        ``Unschedulable`` condition and the job's events give), worked out once per
+        job while the session closes, and again if the job changed since."""
+        stamp = (job.mutations, job.min_available, job.job_fit_errors,
+                 len(job.nodes_fit_errors))
+        kept = self._fit_errors.get(job.uid)
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        message = job.fit_error()
+        if self._closed:
+            self._fit_errors[job.uid] = (stamp, message)
+        return message
+
     def _record_job_events(self, job: JobInfo) -> None:
         """The job's events and its pods', which say the same fit error: worked out
         once."""
@@ -683,7 +700,7 @@ class Session:
 
         def fit_error() -> str:
             if not summary:
-                summary.append(job.fit_error())
+                summary.append(self.job_fit_error(job))
             return summary[0]
 
         self._record_job_status_event(job, fit_error)

@@ -6,7 +6,8 @@ text that is not a number, the nearest bound of the type for a number out of its
 range. Python's ``int()`` reads more (``1_000``, surrounding blanks, non-ASCII digits)
 and never clamps, so the same annotation would mean something else here. Device ledgers count in
 ``int32`` and divide truncating toward zero (:func:`int32`, :func:`divide`). Weights
-in annotations are read with ``strconv.ParseFloat`` (:func:`parse_float`).
+in annotations are read with ``strconv.ParseFloat`` (:func:`parse_float`). Messages
+quote text as Go's ``%q`` does (:func:`quote`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import math
 import re
 from decimal import Decimal
 
-__all__ = ["atoi", "divide", "format_g", "int32", "parse_float", "parse_int", "parse_uint"]
+__all__ = ["atoi", "divide", "format_g", "int32", "parse_float", "parse_int", "parse_uint",
+           "quote"]
 
 _UINT64_MAX = 2**64 - 1
 #: The first magnitude whose product by 10 no longer fits 64 bits (Go's ``cutoff``).
@@ -222,3 +224,29 @@ def _underscores_ok(text: str) -> bool:
         else:
             saw = "!"
     return saw != "_"
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+               "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+def quote(text: str) -> str:
+    """Go's ``strconv.Quote`` (what ``%q`` writes for a string): double quotes; the
+    backslash escapes Go has a letter for; other control characters as ``\\xNN``
+    (ASCII) or ``\\uNNNN``/``\\UNNNNNNNN``; printable characters as they are (Go's
+    ``unicode.IsPrint`` and Python's ``isprintable`` keep the same ones)."""
+    out = ['"']
+    for char in text:
+        escaped = _GO_ESCAPES.get(char)
+        if escaped is not None:
+            out.append(escaped)
+        elif char.isprintable():
+            out.append(char)
+        elif ord(char) < 0x80:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)

@@ -209,11 +209,14 @@ class NodeView:
         self.nonzero_milli_cpu += sign * pod.nonzero_milli_cpu
         self.nonzero_memory += sign * pod.nonzero_memory
         if pod.host_ports:
+            # A set, as kube-scheduler's HostPortInfo: removing a pod frees its ports
+            # even when another pod on the node names one too.
             used = self.used_ports
             for port in pod.host_ports:
-                used[port] += sign
-                if used[port] <= 0:
-                    del used[port]
+                if sign > 0:
+                    used[port] = 1
+                else:
+                    used.pop(port, None)
         # pod.has_pod_affinity, read without the property: once per placement.
         affinity = pod.affinity
         if affinity.has_pod_affinity or affinity.has_pod_anti_affinity:

@@ -110,7 +110,11 @@ class GangPlugin:
         Jobs without tasks are left alone, and so is a job whose missing tasks are
         only being released from nodes (:func:`should_skip_unschedulable_for_releasing`).
         """
-        message_of = _unschedulable_message_kept if ssn.reuses_objects else unschedulable_message
+        if ssn.reuses_objects:
+            message_of = _unschedulable_message_kept
+        else:
+            def message_of(job: JobInfo) -> str:
+                return unschedulable_message(job, ssn.job_fit_error(job))
         # Conditions are immutable: every ready job shares one, and jobs with the same
         # message share theirs (a session closes hundreds of waiting jobs alike).
         scheduled = PodGroupCondition(
@@ -292,11 +296,13 @@ def should_skip_unschedulable_for_releasing(job: JobInfo) -> bool:
     return job.scheduled_task_num() + releasing >= job.min_available
 
 
-def unschedulable_message(job: JobInfo) -> str:
+def unschedulable_message(job: JobInfo, fit_error: str | None = None) -> str:
     """``"<unready>/<tasks> tasks in gang unschedulable: <fit error>"``.
 
     ``unready`` is ``minMember`` minus the tasks that are ready or were placed by a
     statement that was later discarded (their last transaction holds resources).
+    ``fit_error`` is the job's :meth:`~batchsched.api.job.JobInfo.fit_error` when the
+    caller has it already.
     """
     schedulable = job.ready_task_num()
     for task in job.tasks_in(TaskStatus.PENDING).values():
@@ -304,7 +310,9 @@ def unschedulable_message(job: JobInfo) -> str:
         if context is not None and context.status in ALLOCATED_STATUSES:
             schedulable += 1
     unready = job.min_available - schedulable
-    return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job.fit_error()}"
+    if fit_error is None:
+        fit_error = job.fit_error()
+    return f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {fit_error}"
 
 
 # Every session asks both questions below of every waiting job, and a job that has not

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from itertools import islice
+from itertools import chain, islice
 from json.encoder import encode_basestring_ascii
-from operator import attrgetter
+from operator import add, attrgetter
 from typing import Any, TextIO
 
 import attrs
@@ -111,8 +111,16 @@ class MappedMembers:
         """Whether ``fields`` are given and every item's are strings."""
         if not self.fields:
             return False
-        values = attrgetter(*self.fields)
-        return all(type(value) is str for item in self.items for value in values(item))
+        # Every value's type, gathered by C loops (a Python test per value cost a
+        # second on the events of 100,000 pod groups).
+        return set(map(type, chain.from_iterable(map(self._values(), self.items)))) <= {str}
+
+    def _values(self) -> Callable[[Any], tuple[Any, ...]]:
+        """An item's ``fields``, as a tuple however many they are."""
+        if len(self.fields) == 1:
+            single = attrgetter(self.fields[0])
+            return lambda item: (single(item),)
+        return attrgetter(*self.fields)
 
     def string_member_chunks(self, depth: int) -> Iterator[list[str]]:
         """The members' text at ``depth``, ``_PIECE_MEMBERS`` at a time, when
@@ -122,12 +130,12 @@ class MappedMembers:
         closing = _LINE_STARTS[depth + 1] + "}"
         encode = encode_basestring_ascii
         names = [encode(name) + ": " for name in self.fields]
-        values = attrgetter(*self.fields)
+        values = self._values()
         items = self.items
+        join = separator.join
         for start in range(0, len(items), _PIECE_MEMBERS):
-            yield [opening + separator.join([name + encode(value) for name, value
-                                             in zip(names, values(item), strict=True)])
-                   + closing for item in items[start:start + _PIECE_MEMBERS]]
+            yield [opening + join(map(add, names, map(encode, values(item)))) + closing
+                   for item in items[start:start + _PIECE_MEMBERS]]
 
 
 def write_decisions(obj: Any, out: TextIO) -> None:

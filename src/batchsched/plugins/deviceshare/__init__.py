@@ -337,8 +337,8 @@ class DeviceSharePlugin:
         return passes
 
     def lock_for_shared_gpu(self, ssn: Session, event: Event) -> None:
-        """A statement placed a task asking GPUs in sharing mode (or undid its eviction):
-        take the node's lock (Volcano's GPU sharing ``Allocate``)."""
+        """A statement placed a task asking a share of a GPU in sharing mode (or undid
+        its eviction): take the node's lock (Volcano's GPU sharing ``Allocate``)."""
         task = event.task
         node = ssn.nodes.get(task.node_name)
         if node is None or node.gpu_free is None or task.uid not in node.tasks:
@@ -350,7 +350,9 @@ class DeviceSharePlugin:
             ask = gpu_ask(task.resreq, owner=task.uid)
         except SchedulingError:
             return  # no device can serve it: the predicate refused it already
-        if ask is None:
+        if ask is None or ask.whole:
+            # Whole GPUs are Volcano's resource check alone (its gpushare reads only
+            # volcano.sh/gpu-memory and gpu-number): no device Allocate, no lock.
             return
         lock_node(ssn, task, node, GPU_SHARE_LOCK,
                   refusal=f"node {node.name} locked for lockname gpushare")
@@ -412,9 +414,23 @@ class DeviceSharePlugin:
             events.append(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
                                        plugin=self.name))
         ssn.add_queue_resource_fn(self.name, vgpus.queue_usage)
+        # Volcano's vGPU score is the one its filter saved on the node: with the
+        # plugin's predicate off, no filter runs and every node scores 0.
+        option = ssn.configuration.plugin_option(self.name)
+        if option is not None and not option.enabled("enablePredicate"):
+            return _DeviceKind(vgpus.predicate, vgpus.predicate, vgpus.column,
+                               vgpus.preempt_column, _no_score, _no_column_score)
         # Topology-aware preemption asks the predicate on the node copy its victims left.
         return _DeviceKind(vgpus.predicate, vgpus.predicate, vgpus.column,
                            vgpus.preempt_column, vgpus.score, vgpus.column_score)
+
+
+def _no_score(task: TaskInfo, node: NodeInfo) -> float:
+    return 0.0
+
+
+def _no_column_score(task: TaskInfo, columns: NodeColumns, candidates: Candidates) -> float:
+    return 0.0
 
 
 def _one_handler(plugin: str, kinds: list[EventHandler]) -> EventHandler:

@@ -1,0 +1,45 @@
+"""``Session.job_fit_error``: the summary gang's ``Unschedulable`` condition and the
+job's events both give, worked out once per job while the session closes, and again
+when the job changed since."""
+
+from __future__ import annotations
+
+from batchsched import JobInfo, MemoryCache, NodeInfo, PodGroup, Resource, Session, TaskInfo
+from batchsched.conf import configuration_from_text
+from batchsched.scheduler import run_actions
+
+CONF = configuration_from_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n")
+
+
+def closed_session() -> Session:
+    cache = MemoryCache(now=1.0, keep_events=True)
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 2, "pods": 10})))
+    job = JobInfo.from_podgroup(PodGroup("too-big", "ns", min_member=1))
+    job.add_task(TaskInfo.create("ns", "too-big-0", job.uid,
+                                 Resource.from_mapping({"cpu": 8})))
+    cache.add_job(job)
+    ssn = Session.open(cache, CONF)
+    run_actions(ssn)
+    ssn.close()
+    return ssn
+
+
+def test_gang_s_condition_and_the_job_s_event_give_the_same_fit_error() -> None:
+    ssn = closed_session()
+    job = ssn.jobs["ns/too-big"]
+    summary = ssn.job_fit_error(job)
+    assert summary == job.fit_error()
+    (condition,) = job.podgroup.conditions
+    assert condition.message == f"1/1 tasks in gang unschedulable: {summary}"
+    assert [e.message for e in ssn.events if e.object == job.uid] == [condition.message]
+
+
+def test_a_job_changed_since_gets_its_fit_error_worked_out_again() -> None:
+    ssn = closed_session()
+    job = ssn.jobs["ns/too-big"]
+    before = ssn.job_fit_error(job)
+    job.job_fit_errors = "queue is full"
+    after = ssn.job_fit_error(job)
+    assert after != before
+    assert after == job.fit_error()
+    assert after.endswith(". Origin reason is: queue is full")
