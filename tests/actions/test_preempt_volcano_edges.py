@@ -194,3 +194,11 @@ def test_topology_aware_preemption_with_no_candidate_to_collect_evicts_nothing(
     document["config"]["configurations"][0]["arguments"].update(arguments)
     decisions = run_scenario(parse_scenario(document))
     assert bool(decisions.evicted) is evicts
+
+
+def test_a_terminating_pod_of_phase_unknown_keeps_a_nominated_preemptor_waiting() -> None:
+    """Volcano's podTerminatingByPreemption reads the deletion timestamp and the
+    DisruptionTarget condition, not the phase: an Unknown pod being deleted after the
+    scheduler preempted it makes the nominated preemptor wait, as a Releasing one."""
+    got = run("nominated-unknown-terminating")
+    assert got["evicted"] == [] and got["pipelined"] == {}

@@ -659,3 +659,24 @@ def test_volcano_s_volume_binding_arguments_are_read_not_unknown(
                                 "volumebinding.bindTimeoutSeconds": 600,
                                 "dynamicresources.filterTimeoutSeconds": 2.5}))
     assert "ignoring" not in caplog.text
+
+
+def test_topology_spread_leaves_out_a_pod_being_deleted_whatever_its_phase() -> None:
+    # kube's countPodsMatchSelector skips every pod with a deletion timestamp; an
+    # Unknown one keeps its status (Volcano's) but is not counted.
+    doc = yaml.safe_load("""
+version: 1
+name: spread and a deleted pod of phase Unknown
+config: {actions: "enqueue, allocate", tiers: [{plugins: [{name: gang}, {name: predicates}]}]}
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 4Gi, pods: 10}, labels: {zone: a}}
+- {name: n2, allocatable: {cpu: 1, memory: 4Gi, pods: 10}, labels: {zone: b}}
+jobs: [{name: pg, namespace: c1, minMember: 1, phase: Inqueue}]
+tasks:
+- {name: r0, namespace: c1, node: n1, phase: Unknown, deleting: true, labels: {app: web},
+   requests: {cpu: 1}}
+- {name: p, namespace: c1, job: pg, labels: {app: web}, requests: {cpu: 2},
+   topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone,
+     whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}]}
+""")
+    assert run_scenario(parse_scenario(doc)).binds == {"c1/p": "n1"}

@@ -348,7 +348,8 @@ def _eligible_by_nomination(ssn: Session, preemptor: TaskInfo) -> bool:
         return True
     priority = preemptor.pod_priority
     return not any(
-        task.preempted_by_scheduler and task.status is TaskStatus.RELEASING
+        task.preempted_by_scheduler
+        and (task.status is TaskStatus.RELEASING or task.deleting)
         and task.pod_priority < priority for task in node.tasks.values())
 
 

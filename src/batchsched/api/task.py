@@ -112,6 +112,10 @@ class TaskInfo:
     #: ``PreemptionByScheduler``, which Volcano's evictor writes on every pod it
     #: evicts: a terminating one keeps a nominated preemptor from preempting again.
     preempted_by_scheduler: bool = False
+    #: The pod has a deletion timestamp (a scenario's ``deleting``). A Running or
+    #: Pending one is Releasing; one of another phase (Unknown) keeps its status, as
+    #: in Volcano, but topology spread leaves it out and preempt sees it terminating.
+    deleting: bool = False
     affinity: Mapping[str, Any] | None = None
     #: ``(affinity, labels, what kube read from them)``: the parsed affinity
     #: (:func:`batchsched.kube.pod_view.task_affinity`), kept while the task holds the

@@ -311,7 +311,7 @@ def spread_placements(
     nodes: Mapping[str, NodeInfo], view: KubeView, pod: PodInfo
 ) -> Iterable[tuple[SpreadNode, Iterable[PlacedPod]]]:
     """Every session node with the placed pods topology spread counts on it: all
-    but terminating ones (Releasing) and ``pod`` itself."""
+    but terminating ones (Releasing, or deleted in another phase) and ``pod`` itself."""
     for name, node_view in view.nodes.items():
         node = nodes.get(name)
         if node is None:
@@ -320,7 +320,8 @@ def spread_placements(
         yield node, [
             other for uid, other in node_view.pods.items()
             if uid != pod.uid and not (
-                (task := tasks.get(uid)) is not None and task.status == TaskStatus.RELEASING)
+                (task := tasks.get(uid)) is not None
+                and (task.status == TaskStatus.RELEASING or task.deleting))
         ]
 
 

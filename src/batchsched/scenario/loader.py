@@ -1446,6 +1446,7 @@ class _Parser:
             or _derived_nonzero_request(obj.get("requests"), requests,
                                         obj.get("initRequests"), init),
             preempted_by_scheduler=self.typed(obj, "preemptedByScheduler", bool, False, path),
+            deleting=deleting,
             **({"order_uid": uid} if uid else {}),
         )
         if parsed_affinity is not None:
