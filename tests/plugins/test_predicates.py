@@ -213,9 +213,12 @@ def test_taints_and_tolerations(tolerations: list[dict[str, Any]],
                                 expected: dict[str, str | None]) -> None:
     entry = {"name": "p", "namespace": "c1", "job": "pg", "tolerations": tolerations}
     ssn = _session(TAINTED, "- " + yaml.safe_dump(entry, default_flow_style=True).strip())
-    got = _verdicts(ssn, "c1/p")
+    # kube-scheduler 1.35+ names no taint in the reason; explain's detail does.
+    got = {name: [(int(s.code), s.reason, s.detail) for s in err.statuses] if err else []
+           for name, err in predicates(ssn, "c1/p").items()}
     for node, taint in expected.items():
-        wanted = [] if taint is None else [(UU, f"node(s) had untolerated taint {taint}")]
+        wanted = [] if taint is None else [
+            (UU, "node(s) had untolerated taint(s)", f"untolerated taint {taint}")]
         assert got[node] == wanted, node
 
 

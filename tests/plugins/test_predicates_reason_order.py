@@ -29,7 +29,7 @@ from batchsched.plugins.predicates import (
 UU = int(FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
 UNSCHED = int(FitStatusCode.UNSCHEDULABLE)
 POD_NUMBER = "node(s) pod number exceeded"
-TAINT = "node(s) had untolerated taint {k: v}"
+TAINT = "node(s) had untolerated taint(s)"
 
 BODY = """
 nodes:

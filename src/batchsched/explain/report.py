@@ -8,8 +8,7 @@ one task and its job):
   may start (valid, enqueueable, allocatable, ready, pipelined, overused);
 * for each of its tasks: where it went, or why no node took it, summarised as
   kube-scheduler does (``0/5 nodes are unavailable: 3 Insufficient cpu, 2
-  node(s) had untolerated taint {dedicated: infra}.``) with the count of nodes
-  per reason;
+  node(s) had untolerated taint(s).``) with the count of nodes per reason;
 * for each placed task, the node-order scores of the chosen node and of the
   runners-up, plugin by plugin, as they stood just before the placement;
 * the quota gaps: for each quota plugin (proportion, capacity), the job's queue's

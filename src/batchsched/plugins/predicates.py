@@ -16,8 +16,8 @@ rules to the task and node model. ``predicate(task, node)`` checks, in this orde
      and the required node affinity -- ``node(s) didn't match Pod's node
      affinity/selector``;
    * **taints** (``predicate.TaintTolerationEnable``): every ``NoSchedule`` and
-     ``NoExecute`` taint must be tolerated -- ``node(s) had untolerated taint
-     {key: value}`` (the first one, in node order).
+     ``NoExecute`` taint must be tolerated -- ``node(s) had untolerated
+     taint(s)`` (``batchsched explain`` names the first one, in node order).
 3. **host ports** (``predicate.NodePortsEnable``): no pod on the node uses one
    of the task's host ports -- ``node(s) didn't have free ports for the
    requested pod ports``, Unschedulable.
@@ -142,10 +142,12 @@ __all__ = [
     "REASON_NODE_AFFINITY",
     "REASON_NODE_PORTS",
     "REASON_NODE_UNSCHEDULABLE",
+    "REASON_UNTOLERATED_TAINT",
     "InterPodCounts",
     "PredicatesPlugin",
     "inter_pod_affinity_counts",
     "spread_placements",
+    "untolerated_taint_detail",
     "untolerated_taint_reason",
 ]
 
@@ -189,9 +191,20 @@ _BOUND_STATUSES = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RU
 TopologyPair = tuple[str, str]
 
 
+#: kube-scheduler's TaintToleration reason since Kubernetes 1.35 (Volcano pins 1.36),
+#: whichever taint it is; ``batchsched explain`` names the taint in the detail.
+REASON_UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+
+
 def untolerated_taint_reason(taint: Taint) -> str:
-    """``node(s) had untolerated taint {key: value}``."""
-    return f"node(s) had untolerated taint {taint}"
+    """``node(s) had untolerated taint(s)``: kube-scheduler names no taint (its log
+    does; :func:`untolerated_taint_detail` is that)."""
+    return REASON_UNTOLERATED_TAINT
+
+
+def untolerated_taint_detail(taint: Taint) -> str:
+    """``untolerated taint {key: value}``: the first taint no toleration tolerates."""
+    return f"untolerated taint {taint}"
 
 
 @attrs.define
@@ -665,7 +678,8 @@ class PredicatesPlugin:
             taint = find_untolerated_taint(node.taints, pod.tolerations,
                                            _BLOCKING_EFFECTS)
             if taint is not None:
-                return [FitStatus(_UU, untolerated_taint_reason(taint), TAINT_TOLERATION)], False
+                return [FitStatus(_UU, REASON_UNTOLERATED_TAINT, TAINT_TOLERATION,
+                                  untolerated_taint_detail(taint))], False
         return [], True
 
     def _dynamic_filters(
