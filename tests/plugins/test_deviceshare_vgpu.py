@@ -701,6 +701,68 @@ def test_reserved_gpus_are_those_of_the_same_rule() -> None:
         assert exclusive_gpus(pending, ssn.nodes["n1"], rules) == reserved, labels
 
 
+UNTRACKED = """
+version: 1
+name: vgpu exclusivity reservation dropped by untrackPod
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins:
+    - name: priority
+    - name: gang
+  - plugins:
+    - name: predicates
+    - name: deviceshare
+      arguments:
+        deviceshare.VGPUEnable: true
+        deviceshare.SchedulePolicy: spread
+        deviceshare.GPUExclusiveRules:
+        - {team: a}
+nodes:
+- name: n1
+  allocatable: {cpu: 32, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 30,
+                volcano.sh/vgpu-memory: 49152, volcano.sh/vgpu-cores: 300}
+  annotations:
+    volcano.sh/node-vgpu-register: "GPU-0,10,16384,NVIDIA-Tesla-T4,true,hami-core:GPU-1,10,16384,NVIDIA-Tesla-T4,true,hami-core:GPU-2,10,16384,NVIDIA-Tesla-T4,true,hami-core:"
+jobs:
+- {name: jx, minMember: 1, phase: Running}
+- {name: jy, minMember: 1, phase: Running}
+- {name: g, minMember: 2, phase: Inqueue, createdAt: 1}
+- {name: z, minMember: 1, phase: Inqueue, createdAt: 2}
+tasks:
+- name: x
+  job: jx
+  node: n1
+  phase: Running
+  deleting: true
+  labels: {team: a}
+  requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}
+  annotations: {volcano.sh/vgpu-ids-new: "GPU-0,NVIDIA,1024,0:"}
+- name: y
+  job: jy
+  node: n1
+  phase: Running
+  labels: {team: a}
+  requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}
+  annotations: {volcano.sh/vgpu-ids-new: "GPU-1,NVIDIA,1024,0:"}
+- {name: g1, job: g, labels: {team: a},
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
+- {name: g2, job: g, labels: {team: a},
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
+- {name: z1, job: z, labels: {team: a},
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
+"""
+
+
+def test_a_rule_pod_leaving_the_node_ends_a_releasing_pod_s_reservation() -> None:
+    """Volcano's untrackPod: when a pod of a rule leaves the node (here g1's placement,
+    undone with its gang), the rule keeps only the GPUs the ledger holds; x, being
+    deleted, reserved GPU-0 by its annotation alone, so z1 may take it (spread tries
+    the least used GPU first)."""
+    got = run(yaml.safe_load(UNTRACKED))
+    assert vgpus_of(got) == {"default/z1": ["GPU-0"]}
+
+
 def test_end_to_end_exclusive() -> None:
     """TestEndToEndExclusive: binpack would stack the training pod on the fullest GPU;
     the rule sends it to a GPU no training pod uses, while a serving pod stacks."""

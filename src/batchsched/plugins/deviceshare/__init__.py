@@ -192,7 +192,8 @@ def matching_rules(labels: Mapping[str, str], rules: tuple[Mapping[str, str], ..
 
 
 def exclusive_gpus(task: TaskInfo, node: NodeInfo, rules: tuple[Mapping[str, str], ...],
-                   releasing_at_open: Container[str] | None = None) -> frozenset[int]:
+                   releasing_at_open: Container[str] | None = None,
+                   untracked: Container[int] = ()) -> frozenset[int]:
     """The node's GPUs a task matching exclusivity rules may not use: those that other
     pods matching one of the same rules hold (by the ledger, or by their device
     annotation, as a pod being deleted still does). Pods matching different rules,
@@ -201,7 +202,10 @@ def exclusive_gpus(task: TaskInfo, node: NodeInfo, rules: tuple[Mapping[str, str
     With ``releasing_at_open`` (the tasks releasing when the session opened), a pod
     the session itself evicted reserves nothing any more: Volcano's eviction takes it
     off the ledger and out of the rule's reservations, and only reads the annotations
-    of pods that were releasing at session open."""
+    of pods that were releasing at session open. ``untracked`` names the rules a pod
+    of which left the node in the session: Volcano's ``untrackPod`` then drops from
+    the rule every GPU no pod on the ledger holds, so a releasing pod's annotation
+    no longer reserves for that rule."""
     mine = matching_rules(task.labels, rules)
     devices = node.vgpu
     if not mine or devices is None:
@@ -211,9 +215,12 @@ def exclusive_gpus(task: TaskInfo, node: NodeInfo, rules: tuple[Mapping[str, str
     for uid, other in node.tasks.items():
         if uid == task.uid or not matching_rules(other.labels, rules) & mine:
             continue
-        if releasing_at_open is not None and other.status is TaskStatus.RELEASING \
-                and uid not in releasing_at_open:
-            continue
+        if releasing_at_open is not None and other.status is TaskStatus.RELEASING:
+            if uid not in releasing_at_open:
+                continue
+            if untracked and not any(rule not in untracked for rule in
+                                     matching_rules(other.labels, rules) & mine):
+                continue  # its annotation reserved only for rules untracked since
         taken.update(index for index, device in devices.devices.items() if uid in device.pods)
         for containers in decode_pod_devices(other.annotations.get(ASSIGNED_IDS_ANNOTATION, "")):
             taken.update(index_of[used.uuid] for used in containers if used.uuid in index_of)
@@ -592,12 +599,16 @@ class _VgpuSession:
         self.releasing_at_open: frozenset[str] = frozenset(
             uid for node in ssn.node_list for uid, held in node.tasks.items()
             if held.status is TaskStatus.RELEASING) if exclusive_rules else frozenset()
+        #: Per node, the exclusivity rules a pod of which left the node in this
+        #: session (Volcano's ``untrackPod``, see :func:`exclusive_gpus`).
+        self.untracked: dict[str, set[int]] = {}
 
     def asks(self, task: TaskInfo) -> bool:
         return requests_vgpu(task.app_requests, self.names)
 
     def fit(self, task: TaskInfo, node: NodeInfo, *, reserve: bool = False) -> VgpuFit:
-        exclude = (exclusive_gpus(task, node, self.exclusive_rules, self.releasing_at_open)
+        exclude = (exclusive_gpus(task, node, self.exclusive_rules, self.releasing_at_open,
+                                  self.untracked.get(node.name, ()))
                    if self.exclusive_rules else frozenset())
         return vgpu_fit(task, node, self.policy, reserve=reserve, names=self.names,
                         exclude=exclude)
@@ -701,6 +712,12 @@ class _VgpuSession:
         """The task leaves the node (evicted, or its placement undone): give its
         devices back; an undone placement also loses the annotations it wrote."""
         task = event.task
+        if self.exclusive_rules:
+            # Volcano's SubResource untracks every pod of a rule leaving the node,
+            # whether it asks vGPUs or not.
+            rules = matching_rules(task.labels, self.exclusive_rules)
+            if rules:
+                self.untracked.setdefault(task.node_name, set()).update(rules)
         node = self.ssn.nodes.get(task.node_name)
         if node is None or node.vgpu is None or not self.asks(task):
             return
