@@ -23,7 +23,7 @@ _PREFERRED = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution":
 
 
 class ReferenceNodeView(NodeView):
-    """NodeView's accounting as it was written before."""
+    """NodeView's accounting as it was written before (with kube's set of used ports)."""
 
     def _account(self, pod: PodInfo, sign: int) -> None:
         self.milli_cpu += sign * pod.milli_cpu
@@ -32,9 +32,11 @@ class ReferenceNodeView(NodeView):
         self.nonzero_milli_cpu += sign * pod.nonzero_milli_cpu
         self.nonzero_memory += sign * pod.nonzero_memory
         for port in pod.host_ports:
-            self.used_ports[port] += sign
-            if self.used_ports[port] <= 0:
-                del self.used_ports[port]
+            # kube-scheduler's HostPortInfo is a set: a removal deletes the port.
+            if sign > 0:
+                self.used_ports[port] = 1
+            else:
+                self.used_ports.pop(port, None)
         if pod.has_pod_affinity:
             self.pods_with_affinity += sign
         if pod.required_anti_affinity:
