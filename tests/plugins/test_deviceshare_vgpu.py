@@ -723,7 +723,7 @@ nodes:
   allocatable: {cpu: 32, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 30,
                 volcano.sh/vgpu-memory: 49152, volcano.sh/vgpu-cores: 300}
   annotations:
-    volcano.sh/node-vgpu-register: "GPU-0,10,16384,NVIDIA-Tesla-T4,true,hami-core:GPU-1,10,16384,NVIDIA-Tesla-T4,true,hami-core:GPU-2,10,16384,NVIDIA-Tesla-T4,true,hami-core:"
+    volcano.sh/node-vgpu-register: "REGISTER"
 jobs:
 - {name: jx, minMember: 1, phase: Running}
 - {name: jy, minMember: 1, phase: Running}
@@ -759,7 +759,8 @@ def test_a_rule_pod_leaving_the_node_ends_a_releasing_pod_s_reservation() -> Non
     undone with its gang), the rule keeps only the GPUs the ledger holds; x, being
     deleted, reserved GPU-0 by its annotation alone, so z1 may take it (spread tries
     the least used GPU first)."""
-    got = run(yaml.safe_load(UNTRACKED))
+    register = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla-T4,true,hami-core:" for i in range(3))
+    got = run(yaml.safe_load(UNTRACKED.replace("REGISTER", register)))
     assert vgpus_of(got) == {"default/z1": ["GPU-0"]}
 
 
