@@ -839,3 +839,22 @@ def test_pods_created_in_the_same_second_are_ordered_by_their_uid(tmp_path: Path
         "spec": {"minMember": 1, "queue": "default"}, "status": {"phase": "Inqueue"}}]
     scenario = load_kubectl_dump(write(tmp_path, document))
     assert run_scenario(scenario).binds == {"ns/web-bbbbb": "n1"}
+
+
+def test_an_empty_min_resources_is_kept_for_the_enqueue_vote(tmp_path: Path) -> None:
+    """Volcano's enqueue skips the plugins' vote only for a pod group without
+    minResources: an empty map is kept, and the vote is taken."""
+    document = {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+         "metadata": {"name": "empty", "namespace": "ns"},
+         "spec": {"minMember": 1, "minResources": {}}},
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+         "metadata": {"name": "absent", "namespace": "ns"}, "spec": {"minMember": 1}}]}
+    converted = scenario_document_from_kubectl(document, source="dump.json")
+    by_name = {job["name"]: job for job in converted["jobs"]}
+    assert by_name["empty"]["minResources"] == {}
+    assert "minResources" not in by_name["absent"]
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    jobs = {job.name: job for job in scenario.jobs}
+    assert jobs["empty"].podgroup.min_resources is not None
+    assert jobs["absent"].podgroup.min_resources is None

@@ -286,11 +286,27 @@ def test_non_zero_requests_are_cpu_and_memory_quantities(given: dict[str, Any],
         parse_scenario(doc, source="<test>")
 
 
+def test_a_negative_oversubscription_takes_away_from_the_node() -> None:
+    doc = {"version": 1, "config": PREEMPT_AND_RECLAIM,
+           "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 10},
+                      "annotations": {"volcano.sh/oversubscription-cpu": "-2000"}}],
+           "jobs": [{"name": "j", "minMember": 1, "phase": "Inqueue"}],
+           "tasks": [{"name": "p", "job": "j", "requests": {"cpu": 3}}]}
+    scenario = parse_scenario(doc, source="<test>")
+    assert not scenario.warnings
+    assert run_scenario(scenario).binds == {}
+
+
 @pytest.mark.parametrize(("annotations", "binds", "warned"), [
     ({}, {}, False),
     ({"volcano.sh/oversubscription-cpu": "2000"}, {"default/p": "n1"}, False),
     ({"volcano.sh/oversubscription-cpu": "lots"}, {}, False),     # ParseFloat: 0
-    ({"volcano.sh/oversubscription-cpu": "-1000"}, {}, True),
+    # A negative amount takes away, as Volcano adds it: 4 - 1 cpu is 3, 4 - 2 is 2.
+    ({"volcano.sh/oversubscription-cpu": "2000",
+      "volcano.sh/oversubscription-memory": "-1"}, {"default/p": "n1"}, False),
+    ({"volcano.sh/oversubscription-cpu": "-1000"}, {}, False),
+    ({"volcano.sh/oversubscription-cpu": "+Inf"}, {}, True),   # infinite: ignored
+    ({"volcano.sh/oversubscription-cpu": "NaN"}, {}, True),
 ])
 def test_a_node_s_oversubscription_annotations_add_to_its_resources(
         annotations: dict[str, str], binds: dict[str, str], warned: bool) -> None:

@@ -26,8 +26,9 @@ OVERSUBSCRIPTION_MEMORY = "volcano.sh/oversubscription-memory"
 def node_oversubscription(annotations: Mapping[str, str]
                           ) -> tuple[Resource | None, list[tuple[str, str]]]:
     """What the annotations add (Go's ``ParseFloat``: a value that is no number adds
-    0), or None when they name none; and the ``(key, value)`` of each negative or
-    infinite amount, which adds nothing."""
+    0, a negative one takes away, as in Volcano), or None when they name none; and
+    the ``(key, value)`` of each infinite or NaN amount, which adds nothing (Volcano
+    would make the node's figures infinite or NaN)."""
     extra = Resource()
     found = False
     ignored: list[tuple[str, str]] = []
@@ -37,7 +38,7 @@ def node_oversubscription(annotations: Mapping[str, str]
         if text is None:
             continue
         amount, _ = parse_float(text)
-        if not math.isfinite(amount) or amount < 0:
+        if not math.isfinite(amount):
             ignored.append((key, text))
             continue
         setattr(extra, dimension, amount)

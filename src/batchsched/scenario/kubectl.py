@@ -642,7 +642,7 @@ class _Converter:
 
     def podgroup(self, item: _Item) -> dict[str, Any]:
         spec, status = self.parts(item)
-        return _drop_none({
+        converted = _drop_none({
             "name": item.name, "namespace": item.namespace,
             "queue": spec.get("queue") or "default",
             "minMember": spec.get("minMember"), "minTaskMember": spec.get("minTaskMember"),
@@ -657,6 +657,11 @@ class _Converter:
             "priorityClassName": spec.get("priorityClassName") or None,
             **self.meta(item),
         })
+        if spec.get("minResources") is not None and "minResources" not in converted:
+            # An empty map is not none: Volcano's enqueue asks the plugins' vote for a
+            # pod group with minResources, empty or not, and skips it only without.
+            converted["minResources"] = {}
+        return converted
 
     def pod_network_topology(self, annotations: Mapping[str, str],
                              who: str) -> dict[str, Any] | None:

@@ -1043,7 +1043,8 @@ class _Parser:
         """What a node's ``volcano.sh/oversubscription-cpu`` (milli-cpu) and
         ``-memory`` (bytes) annotations add to its allocatable, capacity and idle, as
         Volcano's ``NewNodeInfo`` adds them (Go's ``ParseFloat``: a value that is no
-        number adds 0); a negative or infinite one is ignored, with a warning."""
+        number adds 0, a negative one takes away); an infinite or NaN one is ignored,
+        with a warning."""
         extra, ignored = node_oversubscription(annotations)
         for key, text in ignored:
             self.warnings.append(f"{self.source}: {path}.{key}: {text!r} is not an amount "
