@@ -51,6 +51,16 @@ def test_a_task_evicted_as_its_run_ends_completes_instead_of_running_again(
     assert report["metrics"]["utilization"] == pytest.approx(250 / 300)
 
 
+def test_a_gang_member_whose_run_ends_as_a_sibling_is_evicted_completes(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The gang restarts its running members; b has done its 50 s when a is evicted
+    at 50, so only a runs again (b is not run a second time)."""
+    code, report, _ = simulate(capsys, "gang-sibling-ends-at-eviction")
+    assert code == 0
+    # a 2 cpu x (50 + 100) + b 1 cpu x 50 + h0 2 cpu x 10, over 3 cpu x 160 s.
+    assert report["metrics"]["utilization"] == pytest.approx(370 / 480)
+
+
 def test_a_job_without_created_at_is_submitted_at_0(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, report, _ = simulate(capsys, "no-created-at")
@@ -217,6 +227,8 @@ def test_a_job_of_a_queue_the_cluster_file_lacks_is_left_out_with_a_warning(
     (5, 10, 10), (10, 10, 20), (15, 10, 20), (0, 10, 10),
     # On a multiple within float rounding: 0.5 // 0.1 is 4.0, 0.3 // 0.1 is 2.0.
     (0.5, 0.1, 6 * 0.1), (0.3, 0.1, 4 * 0.1), (0.35, 0.1, 4 * 0.1),
+    # At Unix-epoch times a second off a multiple is off it (1704067200 is one of 3).
+    (1704067205, 3, 1704067206), (1704067206, 3, 1704067209), (1704067206.5, 3, 1704067209),
 ])
 def test_the_next_tick_is_the_first_multiple_strictly_after(now: float, period: float,
                                                             tick: float) -> None:

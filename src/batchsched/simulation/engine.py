@@ -74,9 +74,11 @@ class _Running:
 def next_multiple(now: float, period: float) -> float:
     """The first multiple of ``period`` strictly after ``now``; a ``now`` within float
     rounding of a multiple (0.5 with a period of 0.1, where ``0.5 // 0.1`` is 4) counts
-    as on it, so the next one is a whole period on."""
+    as on it, so the next one is a whole period on. Rounding is a few units in the
+    last place of ``now``: the tolerance does not grow with the clock's reading (at
+    Unix-epoch times a second of it would skip a tick)."""
     on = round(now / period)
-    if abs(now - on * period) <= 1e-9 * max(period, abs(now)):
+    if abs(now - on * period) <= 1e-9 * period + 8 * math.ulp(abs(now)):
         return (on + 1) * period
     after = (math.floor(now / period) + 1) * period
     while after <= now:  # float division a hair short of a whole number
@@ -319,7 +321,12 @@ class Simulator:
         for uid in restart_whole:
             job = self.cache.jobs[uid]
             for member in list(job.tasks.values()):
-                if member.status not in _ENDED and member.status is not TaskStatus.PENDING:
+                if member.status in _ENDED or member.status is TaskStatus.PENDING:
+                    continue
+                if self._run_over(uid, member.uid):
+                    # Its run ends now too: it is done, not a running member to restart.
+                    self._end(uid, self._running[uid], member.uid)
+                else:
                     self._recreate(uid, member.uid)
 
     def _releasing(self, uid: str, task: str) -> bool:
