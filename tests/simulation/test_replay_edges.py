@@ -121,6 +121,20 @@ def test_sessions_at_one_instant_are_bounded(monkeypatch: pytest.MonkeyPatch,
     assert "without the clock moving" in caplog.text
 
 
+def test_ticks_asked_for_by_evictions_alone_are_bounded(monkeypatch: pytest.MonkeyPatch,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """With a schedule period, evictions undoing each other from tick to tick move the
+    clock instead of staying at one instant: after MAX_SESSIONS_PER_INSTANT such ticks
+    in a row, none more until a job arrives or a task completes, and the replay ends."""
+    monkeypatch.setattr(engine, "MAX_SESSIONS_PER_INSTANT", 20)
+    scenario = load_scenario(DATA / "period-evictions-undoing.yaml")
+    simulator = engine.Simulator(workload_from(scenario), scenario.configuration,
+                                 schedule_period=10)
+    timeline = simulator.run()
+    assert timeline.finished_count == 3
+    assert "ticks in a row asked for by evictions alone" in caplog.text
+
+
 def test_a_job_built_in_code_is_created_when_it_arrives() -> None:
     # A prototype that leaves its creation time unset is created at its submit time:
     # job order (creation time, then uid) is then first come, first served, and the

@@ -188,6 +188,11 @@ class Simulator:
         self._evictions_seen = 0
         self._unbinds_seen = 0
         self._tick_due = False
+        #: Ticks asked for by evictions alone since a job arrived or a task completed:
+        #: with a schedule period, evictions undoing each other move the clock a tick
+        #: at a time, which the guard per instant does not see.
+        self._eviction_ticks = 0
+        self._looped_ticks = False
         self.sessions = 0
 
     # -- the clock ----------------------------------------------------------------------
@@ -226,6 +231,7 @@ class Simulator:
             self.cache.now = max(self.now, at)
             if kind == _ARRIVAL:
                 self._arrive(payload)
+                self._eviction_ticks = 0
                 to_arrive -= 1
                 if (self.settle_arrivals and self._events and self._events[0][0] == at
                         and self._events[0][1] == _ARRIVAL):
@@ -233,6 +239,7 @@ class Simulator:
             elif kind == _COMPLETION:
                 if not self._complete(*payload):
                     continue  # a run that an eviction already ended
+                self._eviction_ticks = 0
             elif kind == _EVICTED:
                 self._evicted(payload)
             if self.schedule_period is None:
@@ -240,7 +247,7 @@ class Simulator:
             elif kind == _TICK:
                 self._tick_due = False
                 self._schedule()
-            elif not self._tick_due:
+            elif not self._tick_due and self._tick_for(kind):
                 self._tick_due = True
                 self._push(next_multiple(self.now, self.schedule_period), _TICK, None)
             if not to_arrive and not self._tick_due:
@@ -253,6 +260,24 @@ class Simulator:
             cut = True
         self.timeline.close(self.now, self._waiting, cut=cut)
         return self.timeline
+
+    def _tick_for(self, kind: int) -> bool:
+        """Whether the change just taken asks for a tick. Evictions alone do, up to
+        ``MAX_SESSIONS_PER_INSTANT`` in a row: evictions that undo each other from tick
+        to tick would otherwise move the clock for ever; the next arrival or
+        completion schedules again."""
+        if kind != _EVICTED:
+            return True
+        if self._eviction_ticks >= MAX_SESSIONS_PER_INSTANT:
+            if not self._looped_ticks:
+                log.warning("batchsched: %s: %d ticks in a row asked for by evictions alone "
+                            "(evictions undoing each other); none more until a job arrives "
+                            "or a task completes", self.workload.name,
+                            MAX_SESSIONS_PER_INSTANT)
+                self._looped_ticks = True
+            return False
+        self._eviction_ticks += 1
+        return True
 
     # -- what happens to jobs -------------------------------------------------------------
 
