@@ -137,6 +137,44 @@ def test_a_workload_built_in_code_with_times_that_are_no_times_is_refused(
         Simulator(workload_of(**changes))
 
 
+@pytest.mark.parametrize("changes", [
+    {"submit": 1e16},
+    {"submit": -1e16},
+    {"run_times": {"default/a0": 2e15}},
+])
+def test_a_workload_with_times_past_what_the_clock_counts_is_refused(
+        changes: dict[str, Any]) -> None:
+    # The clock counts whole seconds exactly below 2**53: an SWF trace is refused past
+    # 1e15 seconds, and so is a workload from any source.
+    with pytest.raises(WorkloadError, match=r"more seconds than a replay counts exactly"):
+        Simulator(workload_of(**changes))
+
+
+def test_a_task_that_never_ends_is_no_time_past_the_clock() -> None:
+    Simulator(workload_of(run_times={"default/a0": math.inf}))
+
+
+@pytest.mark.parametrize(("now", "refused"), [(None, True), (1000, False)])
+def test_a_relative_time_needs_the_workload_s_now(now: int | None, refused: bool) -> None:
+    # Without `now`, "-10s" reads the wall clock: every replay would read another time.
+    from batchsched.scenario import parse_scenario
+    from batchsched.simulation.scenario_workload import workload_from
+
+    document = (ScenarioBuilder(actions="enqueue, allocate").node("n1", cpu=2)
+                .job("a", min_member=1).task("a0", job="a", cpu=1, run_time=60)).document
+    document["jobs"][0]["createdAt"] = "-10s"
+    if now is not None:
+        document["now"] = now
+    scenario = parse_scenario(document, source="<test>")
+    if refused:
+        with pytest.raises(WorkloadError, match=r"jobs\[0\] \(default/a\)\.createdAt: a time "
+                                                "relative to now, and the workload gives no"):
+            workload_from(scenario)
+    else:
+        (job,) = workload_from(scenario).jobs
+        assert job.submit == 990
+
+
 def test_a_simulator_replays_once() -> None:
     simulator = Simulator(workload_of())
     first = simulator.run()

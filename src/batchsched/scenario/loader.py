@@ -162,6 +162,10 @@ class Scenario:
     #: ``resourceClaimTemplates`` as declared (the claims tasks get from templates are
     #: made by :meth:`to_cluster` and :meth:`build_cache`).
     dra: DraObjects = attrs.field(factory=DraObjects)
+    #: The fields whose relative time (``"-90s"``) was read from the wall clock, the
+    #: file giving no ``now``: each run of the file reads another time (a replay
+    #: refuses them: it needs a fixed clock).
+    wall_clock_times: tuple[str, ...] = ()
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
         """The snapshot a session opens on: Ready nodes with their placed tasks, and the
@@ -366,6 +370,9 @@ class _Parser:
         #: pod) per distinct request shape: requests are read-only once a task is
         #: built, so the tasks of one shape hold one vector.
         self.shared_task_requests: dict[int, Resource] = {}
+        #: Whether the document gives ``now`` (else relative times read the wall clock).
+        self.now_given = False
+        self.wall_clock_times: list[str] = []
 
     def fail(self, path: str, message: str) -> ScenarioError:
         return ScenarioError(message, source=self.source, path=path)
@@ -577,9 +584,13 @@ class _Parser:
                     raise self.fail(path, f"{value!r}: the session clock cannot be relative "
                                           "to itself (RFC 3339 or seconds since the epoch)")
                 try:
-                    return self.now + parse_duration(text)
+                    seconds = self.now + parse_duration(text)
                 except ValueError:
                     pass
+                else:
+                    if not self.now_given:
+                        self.wall_clock_times.append(path)
+                    return seconds
             try:
                 parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
             except ValueError:
@@ -630,8 +641,9 @@ class _Parser:
             key = f"config.{exc.key}" if exc.key else "config"
             message = str(exc).split(": ", 2)[-1]
             raise self.fail(key, message) from exc
+        self.now_given = doc.get("now") is not None
         self.now = self.time_value(doc["now"], "now", relative=False) \
-            if doc.get("now") is not None else time.time()
+            if self.now_given else time.time()
         now = self.now if doc.get("now") is not None else None
 
         classes = self.priority_classes(doc.get("priorityClasses"))
@@ -676,6 +688,7 @@ class _Parser:
             hyper_nodes=hyper_nodes,
             node_shards=node_shards,
             dra=dra,
+            wall_clock_times=tuple(self.wall_clock_times),
         )
 
     def dra_objects(self, doc: Mapping[str, Any]) -> DraObjects:

@@ -41,7 +41,7 @@ from batchsched.framework.registry import Registry
 from batchsched.scheduler import Scheduler
 from batchsched.simulation.controllers import ClusterControllers
 from batchsched.simulation.timeline import Timeline
-from batchsched.simulation.workload import RESTART_GANG, Workload
+from batchsched.simulation.workload import MOST_SECONDS, RESTART_GANG, Workload
 
 __all__ = ["MAX_SCHEDULE_PERIOD", "MAX_SESSIONS_PER_INSTANT", "Simulator", "simulate"]
 
@@ -135,12 +135,23 @@ class Simulator:
             if not math.isfinite(job.submit):
                 raise WorkloadError(f"job {job.uid}: submit time {job.submit} is no number "
                                     "of seconds", source=job.origin or workload.name)
+            if abs(job.submit) > MOST_SECONDS:
+                raise WorkloadError(f"job {job.uid}: submit time {job.submit:g} is more "
+                                    "seconds than a replay counts exactly (at most "
+                                    f"{MOST_SECONDS:.0e})", source=job.origin or workload.name)
             # inf is a pod that never ends (a trace's pod still running); NaN fails too.
             wrong = next((task for task, seconds in sorted(job.run_times.items())
                           if not seconds >= 0), None)
             if wrong is not None:
                 raise WorkloadError(f"job {job.uid}: task {wrong}'s run time "
                                     f"{job.run_times[wrong]} is no number of seconds >= 0",
+                                    source=job.origin or workload.name)
+            too_long = next((task for task, seconds in sorted(job.run_times.items())
+                             if MOST_SECONDS < seconds < math.inf), None)
+            if too_long is not None:
+                raise WorkloadError(f"job {job.uid}: task {too_long}'s run time "
+                                    f"{job.run_times[too_long]:g} is more seconds than a "
+                                    f"replay counts exactly (at most {MOST_SECONDS:.0e})",
                                     source=job.origin or workload.name)
         self.workload = workload
         self._ran = False

@@ -49,6 +49,10 @@ def seconds_of(raw: str, what: str, source: str) -> float:
 def workload_from(scenario: Scenario) -> Workload:
     """The workload a loaded scenario describes (see the module docstring)."""
     source = scenario.source
+    if scenario.wall_clock_times:
+        raise WorkloadError(f"{scenario.wall_clock_times[0]}: a time relative to now, and the "
+                            "workload gives no `now`: a replay needs a fixed clock (give "
+                            "`now`, or absolute times)", source=source)
     tasks_by_job: dict[str, list[TaskInfo]] = {}
     for index, task in enumerate(scenario.tasks):
         where = f"tasks[{index}] ({task.uid})"

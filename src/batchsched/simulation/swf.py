@@ -41,7 +41,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.errors import WorkloadError
-from batchsched.simulation.workload import Skipped, Workload, WorkloadJob
+from batchsched.simulation.workload import MOST_SECONDS, Skipped, Workload, WorkloadJob
 
 __all__ = ["NAMESPACE", "SwfJob", "read_swf", "swf_workload"]
 
@@ -53,10 +53,6 @@ _FIELD_NAMES = {1: "job number", 2: "submit time", 4: "run time", 5: "allocated 
                 8: "requested processors", 9: "requested time"}
 #: The fields read as seconds, which the format allows to be fractional.
 _TIME_FIELDS = frozenset({2, 4, 9})
-#: The largest time a field may give, in seconds (about 31.7 million years): the
-#: replay's clock adds submit, wait and run times as floats, which count whole
-#: seconds exactly only below 2**53.
-MOST_SECONDS = 10**15
 #: The most nodes a header's cluster may have (MaxNodes): each is an object of its
 #: own; a larger machine is given with ``--cluster``.
 MOST_HEADER_NODES = 100_000

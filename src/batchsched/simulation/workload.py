@@ -26,7 +26,12 @@ from batchsched.conf import SchedulerConfiguration
 from batchsched.errors import WorkloadError
 from batchsched.kube.dra.scheduling import DraObjects
 
-__all__ = ["RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob"]
+__all__ = ["MOST_SECONDS", "RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob"]
+
+#: The largest time a workload may give, in seconds (about 31.7 million years): the
+#: replay's clock adds submit, wait and run times as floats, which count whole
+#: seconds exactly only below 2**53.
+MOST_SECONDS = 10**15
 
 #: An evicted member makes the whole gang start again (MPI-style; the default).
 RESTART_GANG = "gang"
