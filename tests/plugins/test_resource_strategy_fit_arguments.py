@@ -204,3 +204,16 @@ def test_arguments() -> None:
         elif name == "nvidia.com/a10":
             assert (cpu, memory) == (4, 8)
     assert read_proportional(Arguments(SRA_ARGUMENTS)) == proportional
+
+
+@pytest.mark.parametrize(("reader", "arguments"), [
+    (read_strategies, {"resources": {1: _res(MOST_ALLOCATED, 1)}}),
+    (read_sra, {"sra": {"enable": False, "resourceWeight": {1: 2}}}),
+    (read_proportional, {"proportional": {"enable": False, "resourceProportion": {True: 2}}}),
+])
+def test_a_resource_name_that_is_no_string_fails_as_in_volcano(reader: Any,
+                                                               arguments: dict[str, Any]) -> None:
+    # mapstructure decodes map keys into a string type without weak typing: Volcano's
+    # scheduler stops, even for a disabled block.
+    with pytest.raises(ValueError, match="expected a resource name"):
+        reader(Arguments(arguments))

@@ -230,6 +230,15 @@ def _str(value: Any, path: str) -> str:
     return value
 
 
+def _name(key: Any, path: str) -> str:
+    """A resource name used as a map key: mapstructure decodes it into a string type
+    without weak typing, so a number or boolean key fails Volcano's scheduler."""
+    if not isinstance(key, str):
+        raise ValueError(f"argument {path}: '[{key}]' expected a resource name (a "
+                         f"string), got {type(key).__name__} {key!r}")
+    return key
+
+
 def _bool(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"argument {path}: expected true or false, got {value!r}")
@@ -269,7 +278,7 @@ def read_strategies(arguments: Arguments) -> dict[str, ResourceStrategy]:
         return {CPU: ResourceStrategy(), MEMORY: ResourceStrategy()}
     out: dict[str, ResourceStrategy] = {}
     for key, value in raw.items():
-        name = str(key)
+        name = _name(key, "resources")
         path = f"resources.{name}"
         spec = _mapping(value, path)
         kind = _field(spec, "type")
@@ -302,7 +311,8 @@ def read_sra(arguments: Arguments) -> SraConfig:
     listed = _names(_str(names, "sra.resources") if names is not None else "")
     weight = _field(raw, "weight")
     weight = _int(weight, "sra.weight") if weight is not None else 0
-    weights = {str(key): _int(value, f"sra.resourceWeight.{key}") if value is not None else 0
+    weights = {_name(key, "sra.resourceWeight"): _int(value, f"sra.resourceWeight.{key}")
+               if value is not None else 0
                for key, value in _mapping(_field(raw, "resourceWeight"),
                                           "sra.resourceWeight").items()}
     if not enabled:
@@ -324,7 +334,8 @@ def read_proportional(arguments: Arguments) -> dict[str, tuple[float, float]] | 
     names = _field(raw, "resources")
     listed = _names(_str(names, "proportional.resources") if names is not None else "")
     rates_raw = {
-        str(key): _float(value, f"proportional.resourceProportion.{key}")
+        _name(key, "proportional.resourceProportion"):
+        _float(value, f"proportional.resourceProportion.{key}")
         if value is not None else 0.0
         for key, value in _mapping(_field(raw, "resourceProportion"),
                                    "proportional.resourceProportion").items()}
