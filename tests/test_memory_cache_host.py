@@ -140,6 +140,20 @@ def test_an_eviction_of_a_pod_on_no_node_is_refused() -> None:
     assert cache.evict(task, "preempted") is False
 
 
+def test_a_pod_created_again_is_not_being_deleted() -> None:
+    # The new pod has no deletion timestamp and no preemption condition: topology
+    # spread counts it, and it keeps no nominated preemptor waiting.
+    cache = MemoryCache(now=1000.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("g", 1, 1))
+    Scheduler(cache).run_once()
+    task = cache.jobs["ns/g"].tasks["ns/g-0"]
+    assert cache.evict(task, "preempted")
+    task.deleting = True
+    cache.task_recreated("ns/g", "ns/g-0")
+    assert not task.deleting and not task.preempted_by_scheduler
+
+
 def test_nominations_go_with_their_pods() -> None:
     cache = MemoryCache(now=1000.0)
     cache.add_node(node("n1"))

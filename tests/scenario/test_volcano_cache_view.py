@@ -297,6 +297,16 @@ def test_a_negative_oversubscription_takes_away_from_the_node() -> None:
     assert run_scenario(scenario).binds == {}
 
 
+def test_an_oversubscription_taking_more_than_the_node_has_is_refused() -> None:
+    doc = {"version": 1, "config": PREEMPT_AND_RECLAIM,
+           "nodes": [{"name": "n1", "allocatable": {"cpu": 2, "memory": "8Gi", "pods": 10},
+                      "annotations": {"volcano.sh/oversubscription-cpu": "-4000"}}],
+           "jobs": [], "tasks": []}
+    with pytest.raises(ScenarioError, match=r"nodes\[0\] \(n1\)\.annotations\.volcano\.sh/"
+                       r"oversubscription-cpu: takes away more than the node's allocatable"):
+        parse_scenario(doc, source="<test>")
+
+
 @pytest.mark.parametrize(("annotations", "binds", "warned"), [
     ({}, {}, False),
     ({"volcano.sh/oversubscription-cpu": "2000"}, {"default/p": "n1"}, False),

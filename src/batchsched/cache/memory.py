@@ -386,9 +386,12 @@ class MemoryCache:
             node.remove_task(task)
         task.node_name = ""
         task.start_time = None
-        # A new pod: the old one's devices, nominated node and conditions are not its own.
+        # A new pod: the old one's devices, nominated node, conditions and deletion are
+        # not its own.
         task.nominated_node = ""
         task.scheduling_condition = None
+        task.deleting = False
+        task.preempted_by_scheduler = False
         self.nominations.pop(task.uid, None)
         drop_device_annotations(task)
         drop_vnpu_annotations(task)

@@ -61,13 +61,13 @@ from batchsched.api.numa import (
     format_cpuset,
     parse_cpuset,
 )
-from batchsched.api.oversubscription import (  # noqa: F401 (OVERSUBSCRIPTION_*: re-exported)
+from batchsched.api.oversubscription import (  # OVERSUBSCRIPTION_*: re-exported too
     OVERSUBSCRIPTION_CPU,
     OVERSUBSCRIPTION_MEMORY,
     node_oversubscription,
 )
 from batchsched.api.queue import ROOT_QUEUE, NodeGroupAffinity, QueueInfo
-from batchsched.api.resource import Resource
+from batchsched.api.resource import CPU, Resource
 from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.sharding import NodeShard
 from batchsched.api.sub_job import SubGroupPolicy
@@ -1034,6 +1034,18 @@ class _Parser:
         if extra is not None:
             capacity = (capacity or allocatable).clone().add(extra)
             allocatable = allocatable.clone().add(extra)
+            for field, figures in (("allocatable", allocatable), ("capacity", capacity)):
+                below = figures.unmeasurable()
+                if below is not None:
+                    # Volcano would schedule on a negative node (nothing fits); a node
+                    # of the cache is never below 0: the annotation is the mistake.
+                    key = (OVERSUBSCRIPTION_CPU if below[0] == CPU
+                           else OVERSUBSCRIPTION_MEMORY)
+                    amount = (f"{below[1]:g}m" if below[0] == CPU
+                              else f"{below[1]:g} bytes")
+                    raise self.fail(f"{path}.annotations.{key}",
+                                    f"takes away more than the node's {field} "
+                                    f"({below[0]} would be {amount})")
         problem = why_no_vgpus(annotations, allocatable)
         if problem is not None:
             self.warnings.append(
