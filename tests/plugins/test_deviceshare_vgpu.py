@@ -764,6 +764,153 @@ def test_a_rule_pod_leaving_the_node_ends_a_releasing_pod_s_reservation() -> Non
     assert vgpus_of(got) == {"default/z1": ["GPU-0"]}
 
 
+UNTRACKED_NO_PREDICATES = """
+version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins:
+    - name: deviceshare
+      arguments:
+        deviceshare.VGPUEnable: true
+        deviceshare.SchedulePolicy: spread
+        deviceshare.GPUExclusiveRules: [{team: a}]
+nodes:
+- name: n1
+  allocatable: {cpu: 32, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 20,
+                volcano.sh/vgpu-memory: 32768, volcano.sh/vgpu-cores: 200}
+  annotations: {volcano.sh/node-vgpu-register: "REGISTER"}
+jobs:
+- {name: jx, minMember: 1, phase: Running}
+- {name: jy, minMember: 1, phase: Running}
+- {name: g, minMember: 2, phase: Inqueue, createdAt: 1}
+- {name: z, minMember: 1, phase: Inqueue, createdAt: 2}
+tasks:
+- {name: x, job: jx, node: n1, phase: Running, deleting: true, labels: {team: a},
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
+   annotations: {volcano.sh/vgpu-ids-new: "GPU-0,NVIDIA,1024,0:"}}
+- {name: y, job: jy, node: n1, phase: Running, labels: {team: a},
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
+   annotations: {volcano.sh/vgpu-ids-new: "GPU-1,NVIDIA,1024,0:"}}
+- {name: g1, job: g, labels: {team: a}, requests: {cpu: 1, memory: 1Gi}}
+- {name: g2, job: g, labels: {team: a}, requests: {cpu: 100, memory: 1Gi}}
+- {name: z1, job: z, labels: {team: a},
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
+"""
+
+
+def test_a_rule_pod_leaving_the_node_untracks_without_the_predicates_plugin() -> None:
+    """Volcano's node wrapper untracks whatever plugin takes devices: g1 (team a, no
+    vGPU) allocated then undone with its gang ends x's annotation-only GPU-0."""
+    register = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla-T4,true,hami-core:" for i in range(2))
+    got = run(yaml.safe_load(UNTRACKED_NO_PREDICATES.replace("REGISTER", register)))
+    assert got["binds"] == {"default/z1": "n1"}
+
+
+UNTRACKED_PIPELINED = """
+version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins:
+    - name: predicates
+    - name: deviceshare
+      arguments:
+        deviceshare.VGPUEnable: true
+        deviceshare.SchedulePolicy: spread
+        deviceshare.GPUExclusiveRules: [{team: a}]
+nodes:
+- name: n1
+  allocatable: {cpu: 8, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 30,
+                volcano.sh/vgpu-memory: 49152, volcano.sh/vgpu-cores: 300}
+  annotations: {volcano.sh/node-vgpu-register: "REGISTER"}
+jobs:
+- {name: jx, minMember: 1, phase: Running}
+- {name: jy, minMember: 1, phase: Running}
+- {name: g, minMember: 2, phase: Inqueue, createdAt: 1}
+- {name: z, minMember: 1, phase: Inqueue, createdAt: 2}
+tasks:
+- {name: x, job: jx, node: n1, phase: Running, deleting: true, labels: {team: a},
+   requests: {cpu: 4, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
+   annotations: {volcano.sh/vgpu-ids-new: "GPU-0,NVIDIA,1024,0:"}}
+- {name: y, job: jy, node: n1, phase: Running, labels: {team: a},
+   requests: {cpu: 3, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
+   annotations: {volcano.sh/vgpu-ids-new: "GPU-1,NVIDIA,1024,0:"}}
+# g1: a team-a pod asking no vGPU; only x's releasing cpu makes room: pipelined.
+- {name: g1, job: g, labels: {team: a}, requests: {cpu: 2, memory: 1Gi}}
+# g2 fits nowhere: the gang is discarded, g1 unpipelined.
+- {name: g2, job: g, labels: {team: a}, requests: {cpu: 100, memory: 1Gi}}
+- {name: z1, job: z, labels: {team: a},
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
+"""
+
+
+def test_a_pipelined_rule_pod_undone_untracks_nothing() -> None:
+    """A pipelined pod is on no device wrapper (Volcano adds it without its
+    resources): undoing it leaves x's annotation reserving GPU-0, so z1 gets GPU-2."""
+    register = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla-T4,true,hami-core:" for i in range(3))
+    got = run(yaml.safe_load(UNTRACKED_PIPELINED.replace("REGISTER", register)))
+    assert vgpus_of(got) == {"default/z1": ["GPU-2"]}
+
+
+UNTRACKED_DRY_RUN = """
+version: 1
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins:
+    - name: predicates
+    - name: deviceshare
+      arguments:
+        deviceshare.VGPUEnable: true
+        deviceshare.SchedulePolicy: spread
+        deviceshare.GPUExclusiveRules: [{team: a}]
+  configurations:
+  - name: preempt
+    arguments: {enableTopologyAwarePreemption: TOPOLOGY}
+priorityClasses: [{name: high, value: 1000}, {name: low, value: 10}]
+nodes:
+- name: n1
+  allocatable: {cpu: 4, memory: 64Gi, pods: 110, volcano.sh/vgpu-number: 20,
+                volcano.sh/vgpu-memory: 32768, volcano.sh/vgpu-cores: 200}
+  annotations: {volcano.sh/node-vgpu-register: "REGISTER"}
+jobs:
+- {name: jx, minMember: 1, phase: Running, priorityClassName: low}
+- {name: jy, minMember: 1, phase: Running, priorityClassName: high}
+- {name: jv, minMember: 0, phase: Running, priorityClassName: low}
+- {name: jp, minMember: 1, phase: Inqueue, priorityClassName: high}
+tasks:
+- {name: x, job: jx, node: n1, phase: Running, deleting: true, labels: {team: a},
+   priorityClassName: low,
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
+   annotations: {volcano.sh/vgpu-ids-new: "GPU-0,NVIDIA,1024,0:"}}
+- {name: y, job: jy, node: n1, phase: Running, labels: {team: a},
+   priorityClassName: high,
+   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
+   annotations: {volcano.sh/vgpu-ids-new: "GPU-1,NVIDIA,1024,0:"}}
+- {name: v, job: jv, node: n1, phase: Running, labels: {team: a},
+   priorityClassName: low, requests: {cpu: 2, memory: 1Gi}}
+- {name: p, job: jp, labels: {team: a},
+   priorityClassName: high,
+   requests: {cpu: 2, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
+"""
+
+
+@pytest.mark.parametrize("topology", ["false", "true"])
+def test_a_dry_run_s_victim_untracks_on_the_node_copy(topology: str) -> None:
+    """Topology-aware preemption removes victims from a copy of the node, whose device
+    wrapper untracks them (Volcano's): v leaving frees x's annotation-only GPU-0 for p,
+    as the ordinary preemption's eviction does."""
+    register = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla-T4,true,hami-core:" for i in range(2))
+    doc = UNTRACKED_DRY_RUN.replace("REGISTER", register).replace("TOPOLOGY", topology)
+    got = run(yaml.safe_load(doc))
+    assert got["evicted"] == ["default/v"]
+    assert got["pipelined"] == {"default/jp": {"default/p": "n1"}}
+
+
 def test_end_to_end_exclusive() -> None:
     """TestEndToEndExclusive: binpack would stack the training pod on the fullest GPU;
     the rule sends it to a GPU no training pod uses, while a serving pod stacks."""

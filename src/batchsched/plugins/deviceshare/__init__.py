@@ -420,6 +420,11 @@ class DeviceSharePlugin:
         if _takes_devices(ssn):
             events.append(EventHandler(allocate=vgpus.reserve, deallocate=vgpus.release,
                                        plugin=self.name))
+        if self.exclusive_rules:
+            # The node's device wrapper tracks the rules' pods whatever plugin
+            # takes devices (Volcano's NodeInfo adds and removes every placed pod).
+            events.append(EventHandler(allocate=vgpus.track, deallocate=vgpus.untrack,
+                                       plugin=self.name))
         ssn.add_queue_resource_fn(self.name, vgpus.queue_usage)
         # Volcano's vGPU score is the one its filter saved on the node: with the
         # plugin's predicate off, no filter runs and every node scores 0.
@@ -602,13 +607,15 @@ class _VgpuSession:
         #: Per node, the exclusivity rules a pod of which left the node in this
         #: session (Volcano's ``untrackPod``, see :func:`exclusive_gpus`).
         self.untracked: dict[str, set[int]] = {}
+        #: The pods a statement pipelined in this session (untracked by nobody).
+        self.pipelined: set[str] = set()
 
     def asks(self, task: TaskInfo) -> bool:
         return requests_vgpu(task.app_requests, self.names)
 
     def fit(self, task: TaskInfo, node: NodeInfo, *, reserve: bool = False) -> VgpuFit:
         exclude = (exclusive_gpus(task, node, self.exclusive_rules, self.releasing_at_open,
-                                  self.untracked.get(node.name, ()))
+                                  self._untracked_on(node))
                    if self.exclusive_rules else frozenset())
         return vgpu_fit(task, node, self.policy, reserve=reserve, names=self.names,
                         exclude=exclude)
@@ -712,12 +719,6 @@ class _VgpuSession:
         """The task leaves the node (evicted, or its placement undone): give its
         devices back; an undone placement also loses the annotations it wrote."""
         task = event.task
-        if self.exclusive_rules:
-            # Volcano's SubResource untracks every pod of a rule leaving the node,
-            # whether it asks vGPUs or not.
-            rules = matching_rules(task.labels, self.exclusive_rules)
-            if rules:
-                self.untracked.setdefault(task.node_name, set()).update(rules)
         node = self.ssn.nodes.get(task.node_name)
         if node is None or node.vgpu is None or not self.asks(task):
             return
@@ -726,6 +727,43 @@ class _VgpuSession:
                 task.annotations.get(BIND_PHASE_ANNOTATION) == "success":
             return  # a pod that holds its devices until it is gone
         drop_device_annotations(task)
+
+    def track(self, event: Event) -> None:
+        """A statement placed a pod of an exclusivity rule. A pipelined one is not on
+        the node's devices (Volcano's NodeInfo adds it without its resources), so its
+        undoing untracks nothing."""
+        task = event.task
+        if task.status is TaskStatus.PIPELINED:
+            self.pipelined.add(task.uid)
+        else:
+            self.pipelined.discard(task.uid)
+
+    def untrack(self, event: Event) -> None:
+        """A pod leaves the node (evicted, or its allocation undone): Volcano's
+        ``SubResource`` untracks it, whether it asks vGPUs or not, and the rules it
+        matches keep only the GPUs the ledger holds (:func:`exclusive_gpus`)."""
+        task = event.task
+        if task.uid in self.pipelined:
+            self.pipelined.discard(task.uid)
+            return
+        rules = matching_rules(task.labels, self.exclusive_rules)
+        if rules:
+            self.untracked.setdefault(task.node_name, set()).update(rules)
+
+    def _untracked_on(self, node: NodeInfo) -> Container[int]:
+        """The rules untracked on the node; on a copy a dry run took its victims off
+        (topology-aware preemption), those of the victims too (Volcano's copy of the
+        node untracks them)."""
+        rules = self.untracked.get(node.name, set())
+        own = self.ssn.nodes.get(node.name)
+        if own is None or own is node:
+            return rules
+        gone = [held for uid, held in own.tasks.items()
+                if uid not in node.tasks and held.status is not TaskStatus.PIPELINED
+                and uid not in self.pipelined]
+        more = set().union(*(matching_rules(held.labels, self.exclusive_rules)
+                             for held in gone))
+        return rules | more if more else rules
 
     def queue_usage(self, task: TaskInfo, node: NodeInfo) -> dict[str, float]:
         """What a placed task's vGPUs count in its queue's status (Volcano's
