@@ -43,3 +43,13 @@ def test_a_job_changed_since_gets_its_fit_error_worked_out_again() -> None:
     assert after != before
     assert after == job.fit_error()
     assert after.endswith(". Origin reason is: queue is full")
+
+
+def test_after_the_close_every_answer_is_worked_out_afresh() -> None:
+    ssn = closed_session()
+    job = ssn.jobs["ns/too-big"]
+    before = ssn.job_fit_error(job)
+    # The same number of fit errors, of another task: no count of the job moves.
+    job.nodes_fit_errors = {"ns/other": next(iter(job.nodes_fit_errors.values()))}
+    assert ssn.job_fit_error(job) == job.fit_error()
+    assert ssn.job_fit_error(job) != before

@@ -280,3 +280,24 @@ def test_members_made_from_one_field_are_json_s_text_of_their_maps() -> None:
         items, Named.to_dict, fields=("name",))}, out)
     assert out.getvalue() == json.dumps(
         {"binds": {}, "events": [item.to_dict() for item in items]}, indent=1)
+
+
+def test_members_without_the_fields_are_written_through_convert() -> None:
+    import attrs as _attrs
+
+    @_attrs.frozen
+    class Named:
+        name: str
+
+    class Bare:
+        pass
+
+    def convert(item: Any) -> dict[str, str]:
+        return {"name": getattr(item, "name", "?")}
+
+    items = [Named("a"), Bare()]
+    out = io.StringIO()
+    json_output.write_decisions({"binds": {}, "events": json_output.MappedMembers(
+        items, convert, fields=("name",))}, out)
+    assert out.getvalue() == json.dumps(
+        {"binds": {}, "events": [convert(item) for item in items]}, indent=1)

@@ -194,6 +194,7 @@ class Session:
         #: Each job's fit error while the session closes, with what it was worked out
         #: from (gang's condition and the job's events say the same summary).
         self._fit_errors: dict[str, tuple[tuple[int, int, str, int], str]] = {}
+        self._closing = False
         self._nan_creation_time: bool | None = None
         self._preemptive_many: dict[
             str, tuple[Callable[[QueueInfo, Sequence[TaskInfo]], bool], Fn]] = {}
@@ -443,6 +444,14 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        self._closing = True
+        try:
+            self._close()
+        finally:
+            self._closing = False
+            self._fit_errors = {}
+
+    def _close(self) -> None:
         for name, plugin in self.plugins.items():
             began = time.perf_counter()
             try:
@@ -681,15 +690,17 @@ class Session:
 
     def job_fit_error(self, job: JobInfo) -> str:
         """The job's fit error (:meth:`JobInfo.fit_error`, the summary gang's
-        ``Unschedulable`` condition and the job's events give), worked out once per
-        job while the session closes, and again if the job changed since."""
+        ``Unschedulable`` condition and the job's events give). While the session
+        closes it is worked out once per job (again if the job's tasks moved or its
+        fit errors were replaced since: a plugin's close that changes what it reads
+        otherwise should call :meth:`JobInfo.fit_error`); at any other time, afresh."""
         stamp = (job.mutations, job.min_available, job.job_fit_errors,
                  len(job.nodes_fit_errors))
         kept = self._fit_errors.get(job.uid)
         if kept is not None and kept[0] == stamp:
             return kept[1]
         message = job.fit_error()
-        if self._closed:
+        if self._closing:
             self._fit_errors[job.uid] = (stamp, message)
         return message
 

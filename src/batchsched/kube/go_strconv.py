@@ -234,7 +234,8 @@ def quote(text: str) -> str:
     """Go's ``strconv.Quote`` (what ``%q`` writes for a string): double quotes; the
     backslash escapes Go has a letter for; other control characters as ``\\xNN``
     (ASCII) or ``\\uNNNN``/``\\UNNNNNNNN``; printable characters as they are (Go's
-    ``unicode.IsPrint`` and Python's ``isprintable`` keep the same ones)."""
+    ``unicode.IsPrint`` and Python's ``isprintable`` keep the same categories; a
+    character added in a Unicode version only one of the two knows differs)."""
     out = ['"']
     for char in text:
         escaped = _GO_ESCAPES.get(char)

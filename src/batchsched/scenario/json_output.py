@@ -112,8 +112,13 @@ class MappedMembers:
         if not self.fields:
             return False
         # Every value's type, gathered by C loops (a Python test per value cost a
-        # second on the events of 100,000 pod groups).
-        return set(map(type, chain.from_iterable(map(self._values(), self.items)))) <= {str}
+        # second on the events of 100,000 pod groups). An item without the fields
+        # is written through ``convert``.
+        try:
+            return set(map(type, chain.from_iterable(map(self._values(), self.items)))) \
+                <= {str}
+        except AttributeError:
+            return False
 
     def _values(self) -> Callable[[Any], tuple[Any, ...]]:
         """An item's ``fields``, as a tuple however many they are."""
