@@ -113,3 +113,35 @@ def test_a_job_another_plugin_rejects_uses_no_quota() -> None:
              createdAt: 2}
     """))
     assert decisions.pod_group_phases == {"ns1/pgA": "Pending", "ns1/pgB": "Inqueue"}
+
+
+def test_the_refusal_writes_the_lists_as_kubernetes_holds_them() -> None:
+    """Volcano's Mask keeps every name the lists hold, a zero too; a quota name
+    (requests.memory) is written as the quantity it limits."""
+    import yaml
+
+    from batchsched.scenario import parse_scenario, run_scenario
+
+    document = yaml.safe_load("""
+version: 1
+config: {actions: enqueue, tiers: [{plugins: [{name: resourcequota}]}]}
+queues: [{name: q1}]
+nodes: [{name: n1, allocatable: {cpu: 10, memory: 10Gi, pods: 110}}]
+resourceQuotas:
+- {name: fresh, namespace: a, hard: {cpu: "2", memory: 4Gi}, used: {cpu: "0", memory: "0"}}
+- {name: nogpu, namespace: b, hard: {nvidia.com/gpu: "0"}, used: {nvidia.com/gpu: "0"}}
+- {name: reqmem, namespace: c, hard: {requests.memory: 1Gi}, used: {requests.memory: 512Mi}}
+jobs:
+- {name: pa, namespace: a, queue: q1, minMember: 1, minResources: {cpu: 3, memory: 1Gi}}
+- {name: pb, namespace: b, queue: q1, minMember: 1, minResources: {cpu: 1, nvidia.com/gpu: 1}}
+- {name: pc, namespace: c, queue: q1, minMember: 1, minResources: {requests.memory: 1Gi}}
+""")
+    prefix = "resource quota insufficient, requested: "
+    events = {event["object"]: event["message"]
+              for event in run_scenario(parse_scenario(document)).events
+              if event["message"].startswith(prefix)}
+    assert events["a/pa"] == prefix + "map[cpu:3], used: map[cpu:0], limited: map[cpu:2]"
+    assert events["b/pb"] == (prefix + "map[nvidia.com/gpu:1], used: map[nvidia.com/gpu:0], "
+                              "limited: map[nvidia.com/gpu:0]")
+    assert events["c/pc"] == (prefix + "map[requests.memory:1Gi], used: "
+                              "map[requests.memory:512Mi], limited: map[requests.memory:1Gi]")

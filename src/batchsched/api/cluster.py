@@ -139,6 +139,9 @@ class ResourceQuota:
     hard: Resource
     used: Resource = attrs.field(factory=Resource)
     hard_names: frozenset[str] = frozenset()
+    #: The names ``status.used`` lists (a zero too); the quota controller lists every
+    #: name of ``hard`` once it has counted. Only messages read it.
+    used_names: frozenset[str] = frozenset()
 
     @property
     def limited_names(self) -> frozenset[str]:

@@ -39,6 +39,7 @@ __all__ = [
     "PODS",
     "DimensionDefault",
     "Resource",
+    "format_quantity",
 ]
 
 CPU = "cpu"
@@ -201,7 +202,7 @@ class Resource:
         list (``{"cpu": "1500m", "memory": "1Gi"}``)."""
         out: dict[str, str] = {}
         for name, amount in self.to_dict().items():
-            out[name] = _format_quantity(name, amount)
+            out[name] = format_quantity(name, amount)
         return out
 
     # -- arithmetic (in place) -----------------------------------------------------
@@ -478,7 +479,7 @@ def _amount_uncached(raw: object, whole: bool) -> float:
 _amount = functools.lru_cache(maxsize=8192, typed=True)(_amount_uncached)
 
 
-def _format_quantity(name: str, amount: float) -> str:
+def format_quantity(name: str, amount: float) -> str:
     """Volcano's ``ConvertRes2ResList`` of one amount (truncated to an integer: memory
     in bytes as BinarySI, pods as a count, the rest in thousandths as DecimalSI), as
     Kubernetes writes the quantity."""

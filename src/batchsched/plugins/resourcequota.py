@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from batchsched.api.cluster import ResourceQuota
 from batchsched.api.job import JobInfo
-from batchsched.api.resource import CPU, MEMORY, Resource
+from batchsched.api.resource import CPU, MEMORY, Resource, format_quantity
 from batchsched.api.types import Vote
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
+from batchsched.kube.quantity import canonical_quantity
 
 __all__ = ["ResourceQuotaPlugin", "quota_exceeded"]
 
@@ -54,10 +55,11 @@ class ResourceQuotaPlugin:
             for quota in quotas[job.namespace]:
                 exceeded = quota_exceeded(quota, minimum, pending)
                 if exceeded:
+                    # Volcano's Mask keeps every name the lists hold, a zero too.
                     ssn.record_event(job.uid, "Normal", "Unschedulable", (
                         f"resource quota insufficient, requested: {_masked(minimum, exceeded)}, "
-                        f"used: {_masked(quota.used, exceeded)}, "
-                        f"limited: {_masked(quota.hard, exceeded)}"
+                        f"used: {_masked(quota.used, exceeded, quota.used_names)}, "
+                        f"limited: {_masked(quota.hard, exceeded, quota.limited_names)}"
                     ))
                     return Vote.REJECT
             return Vote.PERMIT
@@ -100,6 +102,25 @@ def _requested_names(request: Resource) -> set[str]:
     return names
 
 
-def _masked(resource: Resource, names: list[str]) -> str:
-    quantities = resource.to_quantities()
-    return "map[" + " ".join(f"{n}:{quantities[n]}" for n in names if n in quantities) + "]"
+def _masked(resource: Resource, names: list[str],
+            present: frozenset[str] = frozenset()) -> str:
+    """``names`` of ``resource`` as Kubernetes writes a resource list: each one the list
+    holds (not zero, a scalar listed, or one of ``present``)."""
+    parts = []
+    for name in names:
+        amount = resource.get(name)
+        if amount or name in present or name in resource.scalars:
+            parts.append(f"{name}:{_quota_quantity(name, amount)}")
+    return "map[" + " ".join(parts) + "]"
+
+
+_BYTES = frozenset({MEMORY, "ephemeral-storage", "storage"})
+
+
+def _quota_quantity(name: str, amount: float) -> str:
+    """One amount in Kubernetes' canonical form; a quota name (``requests.memory``)
+    in the form of the resource it limits (a scalar holds thousandths)."""
+    limited = name.partition(".")[2] if name.startswith(("requests.", "limits.")) else ""
+    if limited in _BYTES:
+        return canonical_quantity(int(amount) // 1000, binary=True)
+    return format_quantity(name, amount)

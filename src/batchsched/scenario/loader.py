@@ -1631,7 +1631,8 @@ class _Parser:
             hard = self.resources(obj.get("hard"), f"{path}.hard")
             used = self.resources(obj.get("used"), f"{path}.used")
             out.append(ResourceQuota(name, namespace, hard, used,
-                                     frozenset(self.mapping(obj.get("hard"), f"{path}.hard"))))
+                                     frozenset(self.mapping(obj.get("hard"), f"{path}.hard")),
+                                     frozenset(self.mapping(obj.get("used"), f"{path}.used"))))
         return out
 
     def faults(self, raw: Any, tasks: list[TaskInfo]) -> frozenset[str]:
