@@ -154,3 +154,26 @@ def test_action_names_are_trimmed_of_what_go_trims_only() -> None:
     assert conf.actions == ("enqueue\x1c", "allocate")
     assert configuration_from_text('actions: "\\u00a0enqueue ,\\tallocate"\n').actions == (
         "enqueue", "allocate")
+
+
+def test_a_map_field_given_twice_is_merged_as_yaml_v2_merges_it() -> None:
+    # yaml.v2 decodes a repeated map field of a struct into the map it already made.
+    conf = configuration_from_text(
+        "actions: allocate\n"
+        "tiers:\n- plugins:\n  - name: binpack\n"
+        "    arguments: {binpack.weight: 5}\n"
+        "    arguments: {binpack.cpu: 3}\n"
+        "metrics: {type: prometheus}\nmetrics: {interval: 30s}\n")
+    binpack = conf.plugin_option("binpack")
+    assert binpack is not None
+    assert binpack.arguments.get("binpack.weight") == 5
+    assert binpack.arguments.get("binpack.cpu") == 3
+    assert conf.metrics == {"type": "prometheus", "interval": "30s"}
+
+
+@pytest.mark.parametrize("text", ["? [a]\n: 1\nactions: allocate\n",
+                                  "actions: allocate\ntiers:\n- plugins:\n  - name: binpack\n"
+                                  "    arguments: {? {a: 1} : 2}\n"])
+def test_a_sequence_or_mapping_as_a_key_is_malformed(text: str) -> None:
+    with pytest.raises(ConfigError, match="as a key, which is no text"):
+        configuration_from_text(text)

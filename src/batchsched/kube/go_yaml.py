@@ -170,13 +170,22 @@ class GoYamlLoader(yaml.SafeLoader):
                 None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
         self.flatten_mapping(node)
         mapping: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
+        for key_node, value_node in _repeated_mappings_merged(node.value):
             if isinstance(key_node, yaml.ScalarNode):
                 key = self.construct_object(key_node, deep=deep)
                 if not isinstance(key, GoScalar):
                     key = key_node.value  # quoted or tagged: a string
             else:
                 key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                # yaml.v2 refuses a sequence or mapping as a key ("invalid map key").
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found a {'mapping' if isinstance(key_node, yaml.MappingNode) else 'sequence'}"
+                    " as a key, which is no text", key_node.start_mark,
+                ) from None
             mapping[key] = self.construct_object(value_node, deep=deep)
         return mapping
 
@@ -185,6 +194,28 @@ class GoYamlLoader(yaml.SafeLoader):
             return resolve(value)[0]
         tag: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
         return tag
+
+
+def _repeated_mappings_merged(pairs: list[tuple[yaml.Node, yaml.Node]]
+                              ) -> list[tuple[yaml.Node, yaml.Node]]:
+    """A mapping's pairs with a key given twice whose values are both mappings made
+    one, its entries in order (a later one wins): yaml.v2 decodes a repeated map field
+    of a struct (a plugin's ``arguments``, ``metrics``) into the map it already made.
+    A key repeated with a scalar or sequence keeps its last value, as yaml.v2 does."""
+    out: list[tuple[yaml.Node, yaml.Node]] = []
+    first: dict[str, int] = {}
+    for key_node, value_node in pairs:
+        if isinstance(key_node, yaml.ScalarNode) and isinstance(value_node, yaml.MappingNode):
+            index = first.get(key_node.value)
+            earlier = out[index][1] if index is not None else None
+            if index is not None and isinstance(earlier, yaml.MappingNode):
+                out[index] = (out[index][0], yaml.MappingNode(
+                    earlier.tag, [*earlier.value, *value_node.value], earlier.start_mark,
+                    value_node.end_mark, flow_style=earlier.flow_style))
+                continue
+            first[key_node.value] = len(out)
+        out.append((key_node, value_node))
+    return out
 
 
 class ExcessiveAliasingError(yaml.YAMLError):
