@@ -701,158 +701,63 @@ def test_reserved_gpus_are_those_of_the_same_rule() -> None:
         assert exclusive_gpus(pending, ssn.nodes["n1"], rules) == reserved, labels
 
 
-UNTRACKED = """
-version: 1
-name: vgpu exclusivity reservation dropped by untrackPod
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins:
-    - name: priority
-    - name: gang
-  - plugins:
-    - name: predicates
-    - name: deviceshare
-      arguments:
-        deviceshare.VGPUEnable: true
-        deviceshare.SchedulePolicy: spread
-        deviceshare.GPUExclusiveRules:
-        - {team: a}
-nodes:
-- name: n1
-  allocatable: {cpu: 32, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 30,
-                volcano.sh/vgpu-memory: 49152, volcano.sh/vgpu-cores: 300}
-  annotations:
-    volcano.sh/node-vgpu-register: "REGISTER"
-jobs:
-- {name: jx, minMember: 1, phase: Running}
-- {name: jy, minMember: 1, phase: Running}
-- {name: g, minMember: 2, phase: Inqueue, createdAt: 1}
-- {name: z, minMember: 1, phase: Inqueue, createdAt: 2}
-tasks:
-- name: x
-  job: jx
-  node: n1
-  phase: Running
-  deleting: true
-  labels: {team: a}
-  requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}
-  annotations: {volcano.sh/vgpu-ids-new: "GPU-0,NVIDIA,1024,0:"}
-- name: y
-  job: jy
-  node: n1
-  phase: Running
-  labels: {team: a}
-  requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}
-  annotations: {volcano.sh/vgpu-ids-new: "GPU-1,NVIDIA,1024,0:"}
-- {name: g1, job: g, labels: {team: a},
-   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
-- {name: g2, job: g, labels: {team: a},
-   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
-- {name: z1, job: z, labels: {team: a},
-   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
-"""
+VGPU_1G = "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024"
+
+
+def untrack_document(g1: str, g2: str, *, gpus: int = 3, x_cpu: int = 1, y_cpu: int = 1,
+                     predicates: bool = True) -> dict[str, Any]:
+    """One node whose pods match the rule {team: a}: x, being deleted, names GPU 0 by
+    its annotation alone, y holds GPU 1; gang g (g1, g2 asking ``g1``/``g2``) is undone
+    as g2 fits nowhere; z1 then asks a vGPU (spread tries the least used GPU first)."""
+    held = "labels: {team: a}, requests: {cpu: %d, memory: 1Gi, " + VGPU_1G + "}"
+    document_ = yaml.safe_load("\n".join([
+        "version: 1",
+        "nodes:", node_yaml("n1", gpus),
+        "jobs:", "- {name: jx, minMember: 1, phase: Running}",
+        "- {name: jy, minMember: 1, phase: Running}",
+        "- {name: g, minMember: 2, phase: Inqueue, createdAt: 1}",
+        "- {name: z, minMember: 1, phase: Inqueue, createdAt: 2}",
+        "tasks:",
+        "- {name: x, job: jx, node: n1, phase: Running, deleting: true, " + held % x_cpu
+        + ", annotations: {volcano.sh/vgpu-ids-new: 'GPU-n1-0,NVIDIA,1024,0:'}}",
+        "- {name: y, job: jy, node: n1, phase: Running, " + held % y_cpu
+        + ", annotations: {volcano.sh/vgpu-ids-new: 'GPU-n1-1,NVIDIA,1024,0:'}}",
+        f"- {{name: g1, job: g, labels: {{team: a}}, requests: {g1}}}",
+        f"- {{name: g2, job: g, labels: {{team: a}}, requests: {g2}}}",
+        "- {name: z1, job: z, " + held % 1 + "}"]))
+    second_tier = [{"name": "predicates"}] if predicates else []
+    second_tier.append(plugin("deviceshare", {
+        "deviceshare.VGPUEnable": True, "deviceshare.SchedulePolicy": "spread",
+        "deviceshare.GPUExclusiveRules": [{"team": "a"}]}))
+    document_["config"] = {"actions": "enqueue, allocate", "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}]}, {"plugins": second_tier}]}
+    return document_
 
 
 def test_a_rule_pod_leaving_the_node_ends_a_releasing_pod_s_reservation() -> None:
     """Volcano's untrackPod: when a pod of a rule leaves the node (here g1's placement,
-    undone with its gang), the rule keeps only the GPUs the ledger holds; x, being
-    deleted, reserved GPU-0 by its annotation alone, so z1 may take it (spread tries
-    the least used GPU first)."""
-    register = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla-T4,true,hami-core:" for i in range(3))
-    got = run(yaml.safe_load(UNTRACKED.replace("REGISTER", register)))
-    assert vgpus_of(got) == {"default/z1": ["GPU-0"]}
-
-
-UNTRACKED_NO_PREDICATES = """
-version: 1
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins:
-    - name: deviceshare
-      arguments:
-        deviceshare.VGPUEnable: true
-        deviceshare.SchedulePolicy: spread
-        deviceshare.GPUExclusiveRules: [{team: a}]
-nodes:
-- name: n1
-  allocatable: {cpu: 32, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 20,
-                volcano.sh/vgpu-memory: 32768, volcano.sh/vgpu-cores: 200}
-  annotations: {volcano.sh/node-vgpu-register: "REGISTER"}
-jobs:
-- {name: jx, minMember: 1, phase: Running}
-- {name: jy, minMember: 1, phase: Running}
-- {name: g, minMember: 2, phase: Inqueue, createdAt: 1}
-- {name: z, minMember: 1, phase: Inqueue, createdAt: 2}
-tasks:
-- {name: x, job: jx, node: n1, phase: Running, deleting: true, labels: {team: a},
-   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
-   annotations: {volcano.sh/vgpu-ids-new: "GPU-0,NVIDIA,1024,0:"}}
-- {name: y, job: jy, node: n1, phase: Running, labels: {team: a},
-   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
-   annotations: {volcano.sh/vgpu-ids-new: "GPU-1,NVIDIA,1024,0:"}}
-- {name: g1, job: g, labels: {team: a}, requests: {cpu: 1, memory: 1Gi}}
-- {name: g2, job: g, labels: {team: a}, requests: {cpu: 100, memory: 1Gi}}
-- {name: z1, job: z, labels: {team: a},
-   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
-"""
+    undone with its gang), the rule keeps only the GPUs the ledger holds; x's
+    annotation-only GPU 0 is free for z1."""
+    vgpu_ask = "{cpu: 1, memory: 1Gi, " + VGPU_1G + "}"
+    got = run(untrack_document(vgpu_ask, vgpu_ask))
+    assert vgpus_of(got) == {"default/z1": ["GPU-n1-0"]}
 
 
 def test_a_rule_pod_leaving_the_node_untracks_without_the_predicates_plugin() -> None:
-    """Volcano's node wrapper untracks whatever plugin takes devices: g1 (team a, no
-    vGPU) allocated then undone with its gang ends x's annotation-only GPU-0."""
-    register = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla-T4,true,hami-core:" for i in range(2))
-    got = run(yaml.safe_load(UNTRACKED_NO_PREDICATES.replace("REGISTER", register)))
+    """Volcano's node wrapper untracks whatever plugin takes devices: g1 (no vGPU)
+    allocated then undone with its gang ends x's annotation-only GPU 0."""
+    got = run(untrack_document("{cpu: 1, memory: 1Gi}", "{cpu: 100, memory: 1Gi}", gpus=2,
+                               predicates=False))
     assert got["binds"] == {"default/z1": "n1"}
-
-
-UNTRACKED_PIPELINED = """
-version: 1
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins:
-    - name: predicates
-    - name: deviceshare
-      arguments:
-        deviceshare.VGPUEnable: true
-        deviceshare.SchedulePolicy: spread
-        deviceshare.GPUExclusiveRules: [{team: a}]
-nodes:
-- name: n1
-  allocatable: {cpu: 8, memory: 128Gi, pods: 110, volcano.sh/vgpu-number: 30,
-                volcano.sh/vgpu-memory: 49152, volcano.sh/vgpu-cores: 300}
-  annotations: {volcano.sh/node-vgpu-register: "REGISTER"}
-jobs:
-- {name: jx, minMember: 1, phase: Running}
-- {name: jy, minMember: 1, phase: Running}
-- {name: g, minMember: 2, phase: Inqueue, createdAt: 1}
-- {name: z, minMember: 1, phase: Inqueue, createdAt: 2}
-tasks:
-- {name: x, job: jx, node: n1, phase: Running, deleting: true, labels: {team: a},
-   requests: {cpu: 4, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
-   annotations: {volcano.sh/vgpu-ids-new: "GPU-0,NVIDIA,1024,0:"}}
-- {name: y, job: jy, node: n1, phase: Running, labels: {team: a},
-   requests: {cpu: 3, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024},
-   annotations: {volcano.sh/vgpu-ids-new: "GPU-1,NVIDIA,1024,0:"}}
-# g1: a team-a pod asking no vGPU; only x's releasing cpu makes room: pipelined.
-- {name: g1, job: g, labels: {team: a}, requests: {cpu: 2, memory: 1Gi}}
-# g2 fits nowhere: the gang is discarded, g1 unpipelined.
-- {name: g2, job: g, labels: {team: a}, requests: {cpu: 100, memory: 1Gi}}
-- {name: z1, job: z, labels: {team: a},
-   requests: {cpu: 1, memory: 1Gi, volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 1024}}
-"""
 
 
 def test_a_pipelined_rule_pod_undone_untracks_nothing() -> None:
     """A pipelined pod is on no device wrapper (Volcano adds it without its
-    resources): undoing it leaves x's annotation reserving GPU-0, so z1 gets GPU-2."""
-    register = "".join(f"GPU-{i},10,16384,NVIDIA-Tesla-T4,true,hami-core:" for i in range(3))
-    got = run(yaml.safe_load(UNTRACKED_PIPELINED.replace("REGISTER", register)))
-    assert vgpus_of(got) == {"default/z1": ["GPU-2"]}
+    resources): g1, with room only in x's releasing cpu, is pipelined and undone; x's
+    annotation still reserves GPU 0, so z1 gets GPU 2."""
+    got = run(untrack_document("{cpu: 2, memory: 1Gi}", "{cpu: 100, memory: 1Gi}",
+                               x_cpu=33, y_cpu=30))
+    assert vgpus_of(got) == {"default/z1": ["GPU-n1-2"]}
 
 
 UNTRACKED_DRY_RUN = """
