@@ -89,7 +89,8 @@ def test_spread_annotation_puts_a_group_on_different_gpus() -> None:
         "GPU-n1-0", "GPU-n1-1"]
 
 
-def test_the_node_score_is_the_rounded_policy_score_times_the_weight() -> None:
+def scored_t0(deviceshare: dict[str, Any]) -> dict[str, float]:
+    """t0's node scores (4096 MiB asked) with n2 holding 8000 MiB of its one GPU."""
     doc = document("\n".join([
         "nodes:", node_yaml("n1", 1), node_yaml("n2", 1),
         "jobs:", "- {name: j1, minMember: 1}", "- {name: run, minMember: 1}",
@@ -97,24 +98,20 @@ def test_the_node_score_is_the_rounded_policy_score_times_the_weight() -> None:
         "- {name: r0, job: run, phase: Running, node: n2, requests: {cpu: 1, "
         "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 8000, volcano.sh/vgpu-cores: 10},"
         " annotations: {volcano.sh/vgpu-ids-new: 'GPU-n2-0,NVIDIA,8000,10:'}}"]),
-        plugin("predicates"), vgpu("binpack", weight=10))
-    got = scores(open_session(doc))["default/t0"]
+        plugin("predicates"), deviceshare)
+    return scores(open_session(doc))["default/t0"]
+
+
+def test_the_node_score_is_the_rounded_policy_score_times_the_weight() -> None:
     # binpack: 100 x used/memory once the task is counted; floor(x + 0.5) x 10.
-    assert got == {"n1": 250.0, "n2": 740.0}
+    assert scored_t0(vgpu("binpack", weight=10)) == {"n1": 250.0, "n2": 740.0}
 
 
 def test_with_its_predicate_off_the_plugin_scores_every_node_0() -> None:
     # Volcano's vGPU score is the one its filter saved on the node; with the predicate
     # off no filter runs, and the weight multiplies 0.
-    doc = document("\n".join([
-        "nodes:", node_yaml("n1", 1), node_yaml("n2", 1),
-        "jobs:", "- {name: j1, minMember: 1}", "- {name: run, minMember: 1}",
-        "tasks:", task_yaml("t0", "j1", 4096),
-        "- {name: r0, job: run, phase: Running, node: n2, requests: {cpu: 1, "
-        "volcano.sh/vgpu-number: 1, volcano.sh/vgpu-memory: 8000, volcano.sh/vgpu-cores: 10},"
-        " annotations: {volcano.sh/vgpu-ids-new: 'GPU-n2-0,NVIDIA,8000,10:'}}"]),
-        plugin("predicates"), {**vgpu("binpack", weight=10), "enablePredicate": False})
-    assert scores(open_session(doc))["default/t0"] == {"n1": 0.0, "n2": 0.0}
+    off = {**vgpu("binpack", weight=10), "enablePredicate": False}
+    assert scored_t0(off) == {"n1": 0.0, "n2": 0.0}
 
 
 def test_the_uuid_constraint_refusal_quotes_as_go_s_percent_q() -> None:
