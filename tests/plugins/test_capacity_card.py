@@ -197,12 +197,15 @@ def test_card_name_alternatives_keep_their_order() -> None:
         parse_card_name("A||B")
 
 
-def test_amounts_print_whole_units_when_whole() -> None:
-    assert format_amount(H200, 5000) == "5"
-    assert format_amount(H200, 2500) == "2500m"
-    assert format_amount("cpu", 4000) == "4"
-    assert format_amount("memory", 4 * GiB) == "4Gi"
-    assert format_amount("memory", 1000) == "1000"
+def test_amounts_print_in_the_seed_s_units() -> None:
+    # The seed's example: "requested <5000>" for five cards; memory in MiB as the
+    # pull request prints it; each number as Go's %v prints a float64.
+    assert format_amount(H200, 5000) == "5000"
+    assert format_amount(H200, 2500.5) == "2500.5"
+    assert format_amount("cpu", 4000) == "4000"
+    assert format_amount("memory", 4 * GiB) == "4096 Mi"
+    assert format_amount("memory", 1000) == "0.00095367431640625 Mi"
+    assert format_amount(H200, 3e6) == "3e+06"
 
 
 # -- queue capability ------------------------------------------------------------------------
@@ -226,7 +229,7 @@ def test_capability_takes_written_cpu_memory_and_the_cluster_remainder_elsewhere
 # -- job enqueueable ---------------------------------------------------------------------------
 
 
-def test_enqueue_refusal_uses_the_seed_wording_in_whole_cards() -> None:
+def test_enqueue_refusal_uses_the_seed_wording_and_units() -> None:
     node = card_node("n1", H200, scalars={"nvidia.com/gpu": 8})
     job = card_job("cr-job", queue="cr-queue1", phase=PodGroupPhase.PENDING,
                    request='{"NVIDIA-H200": 5}',
@@ -234,9 +237,9 @@ def test_enqueue_refusal_uses_the_seed_wording_in_whole_cards() -> None:
     ssn = open_session([node], [job], [queue("cr-queue1", SEED_QUOTA)])
     assert plugin_of(ssn).job_enqueueable(job) is Vote.REJECT
     assert events_of(ssn, "default/cr-job") == [(
-        "InsufficientCardQuota",
-        "Queue <cr-queue1> has insufficient <NVIDIA-H200> quota: requested <5>, total would "
-        "be <5>, but capability is <3>",
+        "InsufficientScalarQuota",
+        "Queue <cr-queue1> has insufficient <NVIDIA-H200> quota: requested <5000>, total "
+        "would be <5000>, but capability is <3000>",
     )]
 
 
@@ -299,8 +302,8 @@ def test_cpu_memory_only_jobs_are_checked_against_cpu_memory() -> None:
     assert plugin_of(ssn).job_enqueueable(job) is Vote.REJECT
     assert events_of(ssn, "default/cpu") == [(
         "InsufficientCPUQuota",
-        "Queue <q1> has insufficient <cpu> quota: requested <5>, total would be <5>, but "
-        "capability is <4>",
+        "Queue <q1> has insufficient CPU quota: requested <5000>, total would be <5000>, "
+        "but capability is <4000>",
     )]
 
 
@@ -353,9 +356,9 @@ def test_allocatable_refusal_for_alternatives_lists_each_model() -> None:
     assert not ssn.allocatable(ssn.queues["q1"], task)
     assert not ssn.allocatable(ssn.queues["q1"], task)   # recorded once per session
     assert events_of(ssn, "default/p0") == [(
-        "InsufficientCardQuota",
-        f"Queue <q1> has insufficient <{BOTH}> quota: requested <1>, total would be <2|1>, "
-        "but capability is <1|0>",
+        "InsufficientScalarQuota",
+        f"Queue <q1> has insufficient <{BOTH}> quota: requested <1000>, total would be "
+        "<2000|1000>, but capability is <1000|0>",
     )]
 
 

@@ -22,6 +22,9 @@ allocate/deallocate events), for flat queues:
 
 Decisions:
 
+* **queue order**: higher queue priority first, then the smaller share (the largest
+  ``allocated / deserved``, deserved being the queue's cpu and memory ``deserved``
+  and its card quota);
 * **job enqueueable**: the queue is Open and, for cpu, memory and each card the job
   asks for, ``request + allocated + inqueue - elastic <= capability``; the quotas of
   the models of an alternatives key (``A|B``) are pooled. **job enqueued** adds the
@@ -38,11 +41,10 @@ Decisions:
 
 Refusals are recorded as ``Warning`` events on the job (enqueue) or the task
 (allocatable), once per object and message in a session, e.g.
-``Queue <cr-queue1> has insufficient <NVIDIA-H200> quota: requested <5>, total would
-be <5>, but capability is <3>``. Card counts and cpu are printed in whole units when
-whole (``5``) and in milli-units otherwise (``2500m``); memory as a binary quantity
-(``4Gi``) or in bytes. Malformed annotations never raise: the work waits with an
-event naming the annotation.
+``Queue <cr-queue1> has insufficient <NVIDIA-H200> quota: requested <5000>, total
+would be <5000>, but capability is <3000>``: card counts and cpu in milli-units and
+memory in MiB, as the seed prints them. Malformed annotations never raise: the work
+waits with an event naming the annotation.
 
 Arguments: ``cardUnlimitedCpuMemory`` (bool, default false), ``nodeOrderWeight``
 (positive float, default 1.0).
@@ -59,7 +61,11 @@ from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
-from batchsched.api.queue_accounting import exceeded_part
+from batchsched.api.queue_accounting import (
+    deduct_scheduling_gated,
+    dominant_share,
+    exceeded_part,
+)
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
@@ -73,6 +79,7 @@ from batchsched.api.types import (
 from batchsched.framework.arguments import Arguments, warn_unreadable
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
+from batchsched.kube.go_strconv import format_g
 from batchsched.plugins.capacity_card.cards import (
     CARD_NAME_ANNOTATION,
     CARD_QUOTA_ANNOTATION,
@@ -94,36 +101,29 @@ NODE_ORDER_DECAY = 0.5
 #: Event reasons.
 INSUFFICIENT_CPU = "InsufficientCPUQuota"
 INSUFFICIENT_MEMORY = "InsufficientMemoryQuota"
-INSUFFICIENT_CARD = "InsufficientCardQuota"
+INSUFFICIENT_CARD = "InsufficientScalarQuota"
 INVALID_CARD_REQUEST = "InvalidCardRequest"
 INVALID_CARD_QUOTA = "InvalidCardQuota"
 CARD_MODEL_NOT_FOUND = "CardModelNotFound"
 QUEUE_NOT_OPEN = "QueueNotOpen"
 
 _LEAVING = COMPLETED_STATUSES | {TaskStatus.RELEASING}
+_MIB = 1024.0 * 1024.0
 
 
 def format_amount(dimension: str, amount: float) -> str:
-    """An amount as the events print it: memory as a binary quantity or bytes; cpu and
-    cards in whole units when whole, else in milli-units (``2500m``).
+    """An amount as the events print it, in the seed's units: cards and cpu in
+    milli-units, memory in MiB followed by `` Mi``, each number as Go's ``%v`` prints
+    a float64.
 
     >>> format_amount("NVIDIA-H200", 5000), format_amount("cpu", 1500)
-    ('5', '1500m')
-    >>> format_amount("memory", 4 * 2**30)
-    '4Gi'
+    ('5000', '1500')
+    >>> format_amount("memory", 4 * 2**30), format_amount("NVIDIA-H200", 1e6)
+    ('4096 Mi', '1e+06')
     """
-    if not math.isfinite(amount):
-        return "unlimited"
     if dimension == MEMORY:
-        whole = int(amount)
-        if whole == amount and whole:
-            for suffix, unit in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-                if whole % unit == 0:
-                    return f"{whole // unit}{suffix}"
-        return f"{amount:g}" if whole != amount else str(whole)
-    if amount % 1000 == 0:
-        return str(int(amount // 1000))
-    return f"{int(amount)}m" if amount == int(amount) else f"{amount:g}m"
+        return f"{format_g(amount / _MIB)} Mi"
+    return format_g(amount)
 
 
 @attrs.frozen
@@ -173,6 +173,9 @@ class QueueCards:
     is_open: bool
     capability: Resource
     quota_problem: str | None = None
+    #: cpu and memory of the queue's ``deserved`` and its card quota: what its share
+    #: (queue order) is measured against.
+    deserved: Resource = attrs.field(factory=Resource)
     allocated: Resource = attrs.field(factory=Resource)
     inqueue: Resource = attrs.field(factory=Resource)
     elastic: Resource = attrs.field(factory=Resource)
@@ -185,8 +188,13 @@ class CapacityCardPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        self.card_unlimited_cpu_memory = arguments.get_bool(CARD_UNLIMITED_CPU_MEMORY, False,
-                                                            owner=self.name)
+        # A YAML boolean only: the plugin reads it with a plain type assertion, so a
+        # quoted "true" leaves the option off (Volcano's GetBool would parse it).
+        unlimited = arguments.get(CARD_UNLIMITED_CPU_MEMORY)
+        if unlimited is not None and not isinstance(unlimited, bool):
+            warn_unreadable(self.name, CARD_UNLIMITED_CPU_MEMORY, unlimited,
+                            "a boolean (true or false, unquoted)", False)
+        self.card_unlimited_cpu_memory = unlimited is True
         weight = arguments.get_float(NODE_ORDER_WEIGHT, 1.0, owner=self.name)
         if not (math.isfinite(weight) and weight > 0):
             warn_unreadable(self.name, NODE_ORDER_WEIGHT, weight, "a positive number", 1.0)
@@ -216,6 +224,7 @@ class CapacityCardPlugin:
         for job in ssn.jobs.values():
             self._account_job(job)
 
+        ssn.add_queue_order_fn(self.name, self.queue_order)
         ssn.add_job_enqueueable_fn(self.name, self.job_enqueueable)
         ssn.add_job_enqueued_fn(self.name, self.job_enqueued)
         ssn.add_allocatable_fn(self.name, self.allocatable)
@@ -259,7 +268,12 @@ class CapacityCardPlugin:
             except CardAnnotationError as exc:
                 quota, problem = {}, str(exc)
             capability.scalars.update(quota)
-            self.queues[queue.name] = QueueCards(queue.name, queue.is_open, capability, problem)
+            # The queue's deserved cpu and memory with its card quota in place of every
+            # other scalar it may write.
+            deserved = _cpu_memory(queue.deserved) if queue.deserved is not None else Resource()
+            deserved.scalars.update(quota)
+            self.queues[queue.name] = QueueCards(queue.name, queue.is_open, capability, problem,
+                                                 deserved=deserved)
 
     def _account_job(self, job: JobInfo) -> None:
         attr = self.queues.get(job.queue)
@@ -275,11 +289,15 @@ class CapacityCardPlugin:
         request, problem = self.job_request(job)
         if problem is not None:
             request = Resource()
-        phase = job.podgroup.phase
+        podgroup = job.podgroup
+        phase = podgroup.phase
+        # A Running job reserves the rest of its request only when it sets minResources
+        # (capacity's rule); gated pods reserve nothing, so they hold no job back.
         if phase == PodGroupPhase.INQUEUE or (
-            phase == PodGroupPhase.RUNNING and job.allocated_task_num() >= job.min_available
+            phase == PodGroupPhase.RUNNING and podgroup.min_resources is not None
+            and job.allocated_task_num() >= job.min_available
         ):
-            attr.inqueue.add(exceeded_part(request, allocated))
+            attr.inqueue.add(deduct_scheduling_gated(job, exceeded_part(request, allocated)))
         attr.elastic.add(exceeded_part(allocated, request))
 
     # -- reading tasks and jobs ----------------------------------------------------------------
@@ -400,6 +418,19 @@ class CapacityCardPlugin:
 
     # -- decisions ---------------------------------------------------------------------------
 
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        """Higher queue priority first, then the smaller share: the largest
+        ``allocated / deserved`` over the dimensions ``deserved`` holds (cards
+        counted under the model of the node each task landed on)."""
+        if left.priority != right.priority:
+            return right.priority - left.priority
+        lattr, rattr = self.queues.get(left.name), self.queues.get(right.name)
+        if lattr is None or rattr is None:
+            return 0
+        lshare = dominant_share(lattr.allocated, lattr.deserved)
+        rshare = dominant_share(rattr.allocated, rattr.deserved)
+        return -1 if lshare < rshare else (1 if lshare > rshare else 0)
+
     def job_enqueueable(self, job: JobInfo) -> Vote:
         """Admit the job while its request fits its queue's capability (see the module)."""
         attr = self.queues.get(job.queue)
@@ -446,7 +477,7 @@ class CapacityCardPlugin:
             return
         request, problem = self.job_request(job)
         if problem is None:
-            attr.inqueue.add(request)
+            attr.inqueue.add(deduct_scheduling_gated(job, request))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         """Whether the queue may take the task: Open, and allocated + request within the
@@ -585,9 +616,12 @@ def _joined(dimension: str, amounts: Iterable[float]) -> str:
 
 def _quota_message(queue: str, dimension: str, requested: float,
                    totals: list[float], capabilities: list[float]) -> str:
-    """The seed's wording; for alternatives, the totals and capabilities of each model
-    in the same order as the models (``<3|2>``)."""
-    return (f"Queue <{queue}> has insufficient <{dimension}> quota: requested "
+    """The seed's wording (cpu and memory as the capacity-card pull request words
+    them); for alternatives, the totals and capabilities of each model in the same
+    order as the models (``<3000|2000>``)."""
+    subject = {CPU: "CPU", MEMORY: "memory"}.get(dimension)
+    what = f"{subject} quota" if subject is not None else f"<{dimension}> quota"
+    return (f"Queue <{queue}> has insufficient {what}: requested "
             f"<{format_amount(dimension, requested)}>, total would be "
             f"<{_joined(dimension, totals)}>, but capability is "
             f"<{_joined(dimension, capabilities)}>")
