@@ -21,6 +21,7 @@ from batchsched.plugins.tdm import (
     zone_error,
 )
 from batchsched.scenario import parse_scenario
+from batchsched.scenario.runner import ScenarioCache, session_scores
 
 UU = int(FitStatusCode.UNSCHEDULABLE_AND_UNRESOLVABLE)
 NOON = "2024-01-01T12:00:00Z"
@@ -383,3 +384,42 @@ def test_job_order_pipelined_and_starving() -> None:
     assert job_order(steady, waiting) == 0
     assert job_starving(waiting) and not job_starving(steady) and not job_starving(spot)
     assert job_pipelined(steady) == 1 and job_pipelined(waiting) == -1
+
+
+def test_scores_report_ranks_a_node_whose_node_order_fails_by_its_batch_score() -> None:
+    # tdm's node order fails on n2 (zone rz2 inactive, its predicate off); nodeorder's
+    # taint toleration is a batch score normalised over every node allocate ranks, n2
+    # included: the report gives the numbers allocate ranks by (Volcano's PrioritizeNodes).
+    body = f"""
+version: 1
+now: "{NOON}"
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins:
+    - name: gang
+    - name: tdm
+      enablePredicate: false
+      arguments: {{tdm.revocable-zone.rz2: "0:00-0:01"}}
+  - plugins:
+    - name: predicates
+    - name: nodeorder
+      arguments: {{leastrequested.weight: 0, balancedresource.weight: 0, podaffinity.weight: 0,
+                  podtopologyspread.weight: 0, nodeaffinity.weight: 0, mostrequested.weight: 0,
+                  imagelocality.weight: 0, tainttoleration.weight: 1}}
+nodes:
+- {{name: n1, allocatable: {{cpu: 16, memory: 64Gi, pods: 10}},
+   taints: [{{key: a, value: x, effect: PreferNoSchedule}}]}}
+- {{name: n2, allocatable: {{cpu: 16, memory: 64Gi, pods: 10}},
+   labels: {{volcano.sh/revocable-zone: rz2}},
+   taints: [{{key: a, value: x, effect: PreferNoSchedule}},
+            {{key: b, value: x, effect: PreferNoSchedule}}]}}
+- {{name: n3, allocatable: {{cpu: 16, memory: 64Gi, pods: 10}}}}
+jobs:
+- {{name: j1, minMember: 1, phase: Inqueue}}
+tasks:
+- {{name: t1, job: j1, phase: Pending, requests: {{cpu: 1}}}}
+"""
+    scenario = parse_scenario(yaml.safe_load(body))
+    ssn = Session.open(ScenarioCache(scenario.to_cluster()), scenario.configuration)
+    assert session_scores(ssn)["default/t1"] == {"n1": 50, "n2": 0, "n3": 100}

@@ -106,15 +106,15 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
                               if (shard is None or n.name in shard)
                               and ssn.predicate(task, n) is None]
             scores: dict[str, float] = {}
-            kept = []
             for node in candidates:
                 try:
                     scores[node.name] = ssn.node_order(task, node)
                 except FitError:
-                    continue
-                kept.append(node)
+                    # As in allocate (Volcano's PrioritizeNodes): the node is still
+                    # ranked, by its batch score alone.
+                    scores[node.name] = 0.0
             try:
-                batch = ssn.batch_node_order(task, kept)
+                batch = ssn.batch_node_order(task, candidates)
             except NodeOrderError:
                 out[task.uid] = {}  # no scores, as Volcano's PrioritizeNodes on an error
                 continue
