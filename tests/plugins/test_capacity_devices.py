@@ -170,3 +170,49 @@ def test_a_job_over_the_device_quota_is_not_enqueued() -> None:
     assert decisions.pod_group_phases == {"ns1/dra-pg": "Pending"}
     assert any(e["message"] == "queue resource quota insufficient: insufficient "
                "dra-resource-exceeded" for e in decisions.events)
+
+
+_LONG_CLASS = ".".join(["abcdefghij"] * 6) + ".example.com"  # 72 characters: no resource name
+
+
+def _quota_scenario(device_class: str, quota: dict[str, str], claims: list[dict[str, Any]],
+                    *, phase: str = "Inqueue", arguments: dict[str, bool] | None = None) -> Any:
+    """One job per claim in queue q1 of ``quota``; each job's task holds its claim."""
+    jobs, tasks, documents = [], [], []
+    for index, request in enumerate(claims, 1):
+        documents.append({"name": f"c{index}", "namespace": "ns1", "requests": [
+            {"name": "r", "exactly": {"deviceClassName": device_class, **request}}]})
+        jobs.append({"name": f"pg{index}", "namespace": "ns1", "queue": "q1", "minMember": 1,
+                     "phase": phase, "minResources": {"cpu": 1}})
+        tasks.append({"name": f"p{index}", "namespace": "ns1", "job": f"pg{index}",
+                      "requests": {"cpu": 1, "memory": "1Gi"},
+                      "resourceClaims": [{"name": "claim", "resourceClaimName": f"c{index}"}]})
+    return parse_scenario({
+        "version": 1,
+        "config": {"actions": "enqueue, allocate", "tiers": [{"plugins": [{
+            "name": "capacity", "arguments": {
+                "capacity.DynamicResourceAllocationEnable": True, **(arguments or {})}}]}]},
+        "queues": [{"name": "q1", "capability": quota}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 10, "memory": "10Gi", "pods": 10}}],
+        "resourceClaims": documents, "jobs": jobs, "tasks": tasks,
+    })
+
+
+def test_a_device_class_name_longer_than_a_resource_name_keeps_its_quota() -> None:
+    # Volcano reads the device quota from the queue's spec as written
+    # (parseDRAResourceList), not through NewResource, which drops such a name.
+    quota = {f"deviceclass/{_LONG_CLASS}": "1"}
+    decisions = run_scenario(_quota_scenario(_LONG_CLASS, quota, [{"count": 1}, {"count": 1}]))
+    assert decisions.binds == {"ns1/p1": "n1"}
+    waiting = run_scenario(_quota_scenario(_LONG_CLASS, quota, [{"count": 2}], phase="Pending"))
+    assert waiting.pod_group_phases == {"ns1/pg1": "Pending"}
+
+
+def test_a_domain_qualified_capacity_name_keeps_its_quota() -> None:
+    quota = {"deviceclass/nic.example.com": "4",
+             "dra.example.com/bw.deviceclass/nic.example.com": "10"}
+    asked = [{"count": 1, "capacity": {"requests": {"dra.example.com/bw": "5"}}}]
+    decisions = run_scenario(_quota_scenario(
+        "nic.example.com", quota, asked,
+        arguments={"capacity.DRAConsumableCapacityEnable": True}))
+    assert decisions.binds == {"ns1/p1": "n1"}

@@ -221,6 +221,7 @@ class Session:
         #: Task uid -> the scalars hidden from its requests (see _hide_resources).
         self._hidden_requests: dict[str, dict[str, float]] = {}
         self._raw_min_resources: dict[str, Resource] = {}
+        self._raw_queue_quotas: dict[tuple[str, str], Resource] = {}
         #: Tasks pipelined after evictions in this session (candidates for a nominated
         #: node at close, their statement committed or not).
         self._pipelined_after_evictions: list[TaskInfo] = []
@@ -425,7 +426,16 @@ class Session:
                     continue
                 dropped = [name for name in quota.scalars if not counted_by_volcano(name)]
                 if dropped:
+                    self._raw_queue_quotas[queue.name, field] = quota
                     setattr(queue, field, quota.without(dropped))
+
+    def queue_quota_as_written(self, queue: QueueInfo, field: str) -> Resource | None:
+        """The queue's ``capability``, ``deserved`` or ``guarantee`` as its spec wrote
+        it, the names Volcano's ``NewResource`` does not count included (capacity reads
+        its device quotas, ``deviceclass/<class>`` and ``<capacity>.deviceclass/<class>``,
+        from the spec itself)."""
+        written = self._raw_queue_quotas.get((queue.name, field))
+        return written if written is not None else getattr(queue, field)
 
     def pod_group_min_resources(self, job: JobInfo) -> Resource | None:
         """The pod group's ``minResources`` as written, the hidden resources and the

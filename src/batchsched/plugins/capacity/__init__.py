@@ -188,7 +188,8 @@ class CapacityPlugin:
         claims = ssn.dra.resource_claims
         for name, figures in self.queue_attrs.items():
             queue = ssn.queues.get(name)
-            figures.devices = DeviceQuota.of(queue) if queue is not None else None
+            figures.devices = (DeviceQuota.of(queue, ssn.queue_quota_as_written)
+                               if queue is not None else None)
         for job in jobs:
             attr = self.queue_attrs.get(job.queue)
             if attr is None or attr.devices is None:

@@ -30,7 +30,7 @@ events every class: both are kept.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 import attrs
@@ -89,11 +89,20 @@ class DeviceQuota:
     claim_refs: dict[str, int] = attrs.field(factory=dict)
 
     @classmethod
-    def of(cls, queue: QueueInfo) -> DeviceQuota | None:
-        """The queue's quota; None when its spec names no device class."""
-        capability = _amounts(queue.capability)
-        if capability is None and _amounts(queue.deserved) is None \
-                and _amounts(queue.guarantee) is None:
+    def of(cls, queue: QueueInfo,
+           written: Callable[[QueueInfo, str], Resource | None] | None = None
+           ) -> DeviceQuota | None:
+        """The queue's quota; None when its spec names no device class. ``written``
+        gives a field of the queue's spec as written (``Session.queue_quota_as_written``:
+        a device capacity's or class's name need not be a resource name Volcano
+        counts, and Volcano reads these entries from the spec itself); without it,
+        the queue's own fields."""
+        def field(name: str) -> Resource | None:
+            return written(queue, name) if written is not None else getattr(queue, name)
+
+        capability = _amounts(field("capability"))
+        if capability is None and _amounts(field("deserved")) is None \
+                and _amounts(field("guarantee")) is None:
             return None
         return cls(capability=capability or {})
 
