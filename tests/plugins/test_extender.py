@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from batchsched.scenario import parse_scenario, run_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 #: Verbs answered as written here: (HTTP status, body).
 RAW_ANSWERS: dict[str, tuple[int, bytes]] = {
@@ -318,3 +323,48 @@ def test_managed_resources_that_are_no_list_of_names_are_refused(managed: Any) -
                     "extender.managedResources": managed})
     with pytest.raises(PluginError, match=r"extender\.managedResources must be a list"):
         run_scenario(parse_scenario(doc, source="<test>"))
+
+
+def test_a_loopback_extender_is_called_directly_whatever_the_proxy_settings(
+        server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Go's default transport never sends a request to localhost or a loopback address
+    # through the proxy the environment names.
+    for variable in ("http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")
+    for variable in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    # urllib reads the environment's proxies when it builds its shared opener.
+    monkeypatch.setattr(urllib.request, "_opener", None)
+    decisions = run_scenario(parse_scenario(scenario({
+        "extender.urlPrefix": server, "extender.predicateVerb": "predicate"}),
+        source="<test>"))
+    assert decisions.binds == {"default/a": "n1", "default/b": "n1"}
+    assert [verb for verb, _ in Extender.calls].count("predicate") >= 1
+
+
+def test_the_session_open_request_carries_namespaces_with_quotas_and_revocable_nodes(
+        server: str) -> None:
+    document = scenario({"extender.urlPrefix": server, "extender.onSessionOpenVerb": "open"})
+    document["nodes"][0]["labels"] = {"volcano.sh/revocable-zone": "rz1"}
+    document["resourceQuotas"] = [{"name": "rq1", "namespace": "default",
+                                   "hard": {"cpu": 8, "memory": "16Gi"}}]
+    run_scenario(parse_scenario(document, source="<test>"))
+    opened = Extender.calls[0][1]
+    assert set(opened["RevocableNodes"]) == {"n1"}
+    assert opened["RevocableNodes"]["n1"]["Name"] == "n1"
+    assert opened["NamespaceInfo"] == {"default": {"Name": "default", "QuotaStatus": {
+        "rq1": {"hard": {"cpu": "8", "memory": "16Gi"}}}}}
+
+
+def test_a_managed_resource_a_device_model_hides_still_makes_the_task_interesting(
+        server: str) -> None:
+    # Volcano's IsInterested reads the pod's containers: an Ascend vNPU's memory is one
+    # of their requests, though the session's resource requests leave it to deviceshare.
+    document = yaml.safe_load((EXAMPLES / "ascend-vnpus.yaml").read_text())
+    document["config"]["tiers"][1]["plugins"].append({"name": "extender", "arguments": {
+        "extender.urlPrefix": server, "extender.predicateVerb": "pred-caps",
+        "extender.managedResources": ["huawei.com/Ascend310P-memory"]}})
+    decisions = run_scenario(parse_scenario(document, source="<test>"))
+    asked = {body["task"]["UID"] for verb, body in Extender.calls if verb == "pred-caps"}
+    assert asked == {"default/notebook-1-0", "default/notebook-2-0", "default/inference-0"}
+    assert decisions.binds == {"default/trainer-0": "atlas-a"}

@@ -30,10 +30,12 @@ field (``UID``, ``Name``, ``Namespace``, ``Job``, ``NodeName``, ``Status``,
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import math
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -42,7 +44,7 @@ from batchsched.api.fit import FitError, FitStatus
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
-from batchsched.api.resource import CPU, MEMORY, PODS, Resource
+from batchsched.api.resource import CPU, MEMORY, PODS, Resource, format_quantity
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode, Vote
 from batchsched.errors import ConfigError, NodeOrderError, PluginError, SchedulingError
@@ -105,6 +107,25 @@ def queue_json(queue: QueueInfo) -> dict[str, Any]:
             "Guarantee": optional(queue.guarantee), "Reclaimable": queue.reclaimable}
 
 
+def namespace_info_json(ssn: Session) -> dict[str, Any]:
+    """Volcano's ``NamespaceInfo`` of a snapshot: each namespace holding a resource
+    quota, with every quota's status (``hard`` and ``used`` as quantities)."""
+    out: dict[str, Any] = {}
+    for quota in ssn.resource_quotas:
+        status: dict[str, Any] = {}
+        hard = {name: format_quantity(name, quota.hard.get(name))
+                for name in sorted(quota.limited_names)}
+        used = {name: format_quantity(name, quota.used.get(name))
+                for name in sorted(quota.used_names or quota.used.to_dict())}
+        if hard:
+            status["hard"] = hard
+        if used:
+            status["used"] = used
+        entry = out.setdefault(quota.namespace, {"Name": quota.namespace, "QuotaStatus": {}})
+        entry["QuotaStatus"][quota.name] = status
+    return out
+
+
 class ExtenderPlugin:
     """Volcano's extender plugin (see the module docstring)."""
 
@@ -124,6 +145,7 @@ class ExtenderPlugin:
             raise ConfigError(f"extender.managedResources must be a list of resource names, "
                               f"not {managed!r}", key=f"{PLUGIN_NAME}.arguments")
         self.managed: frozenset[str] = frozenset(managed or ())
+        self._ssn: Session | None = None
         arguments.warn_unknown(PLUGIN_NAME, [f"extender.{verb}Verb" for verb in _VERBS] + [
             "extender.urlPrefix", "extender.httpTimeout", "extender.ignorable",
             "extender.managedResources"])
@@ -140,7 +162,7 @@ class ExtenderPlugin:
             body = json.dumps(request).encode("utf-8")
             call = urllib.request.Request(url, data=body, method="POST",
                                           headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(call, timeout=self.timeout) as answer:
+            with _open(call, self.timeout) as answer:
                 if answer.status != 200:
                     raise _status_error(verb, url, answer.status)
                 if not read:
@@ -176,11 +198,17 @@ class ExtenderPlugin:
     def interested(self, task: TaskInfo) -> bool:
         """Volcano's ``IsInterested``: one of the pod's containers asks for a resource
         the extender manages (every task when it manages none). The implicit ``pods``
-        is asked by no container, nor cpu or memory by a pod that asks none."""
+        is asked by no container, nor cpu or memory by a pod that asks none. Volcano
+        reads the pod's containers, so a resource a device model hides from the
+        session's requests (Ascend vNPU memory and cores) counts too."""
         if not self.managed:
             return True
-        return any(name in self.managed
-                   for name in (*_asked(task.resreq), *_asked(task.init_resreq)))
+        if any(name in self.managed
+               for name in (*_asked(task.resreq), *_asked(task.init_resreq))):
+            return True
+        ssn = self._ssn
+        return ssn is not None and any(
+            name in self.managed for name in ssn.device_requests(task) if name != PODS)
 
     def _failed(self, error: ExtenderError) -> None:
         log.warning("%s%s", error, " (ignored: extender.ignorable)" if self.ignorable else "")
@@ -198,6 +226,7 @@ class ExtenderPlugin:
     # -- session -----------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
+        self._ssn = ssn
         verbs = self.verbs
         if verbs["onSessionOpen"]:
             # Volcano's OnSessionOpenRequest has no JSON tags: Go's field names.
@@ -205,7 +234,12 @@ class ExtenderPlugin:
                 "Jobs": {uid: job_json(job) for uid, job in ssn.jobs.items()},
                 "Nodes": {name: node_json(node) for name, node in ssn.nodes.items()},
                 "Queues": {name: queue_json(queue) for name, queue in ssn.queues.items()},
-                "NamespaceInfo": {}, "RevocableNodes": {}, "NodeList": None}
+                "NamespaceInfo": namespace_info_json(ssn),
+                # The nodes of a revocable zone (the volcano.sh/revocable-zone label),
+                # as Volcano's snapshot gathers them.
+                "RevocableNodes": {name: node_json(node) for name, node in ssn.nodes.items()
+                                   if node.revocable_zone},
+                "NodeList": None}
             try:
                 self.send(verbs["onSessionOpen"], request, read=False)
             except ExtenderError as error:
@@ -244,6 +278,7 @@ class ExtenderPlugin:
                 self.send(self.verbs["onSessionClose"], {}, read=False)
             except ExtenderError as error:
                 self._failed(error)
+        self._ssn = None
 
     # -- the points --------------------------------------------------------------------------
 
@@ -389,6 +424,27 @@ def _asked(resource: Resource) -> Iterator[str]:
     if resource.memory:
         yield MEMORY
     yield from (name for name in resource.scalars if name != PODS)
+
+
+#: No proxy: a loopback extender is called directly whatever the environment says.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _open(call: urllib.request.Request, timeout: float | None) -> Any:
+    """Open ``call`` as Go's default transport does: through the proxy the environment
+    names (``http_proxy``, ``no_proxy``...), except to localhost or a loopback address,
+    which Go never sends through a proxy."""
+    host = urllib.parse.urlsplit(call.full_url).hostname or ""
+    if host == "localhost" or _is_loopback(host):
+        return _DIRECT.open(call, timeout=timeout)
+    return urllib.request.urlopen(call, timeout=timeout)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _status_error(verb: str, url: str, status: int) -> ExtenderError:
