@@ -229,7 +229,7 @@ def test_a_score_out_of_range_after_normalising_is_an_error_naming_the_plugin() 
     registry = Registry({"B": lambda args, handle: NormalisedScore({"n0": 3, "n1": 6},
                                                                    factor=150)})
     framework = Framework(registry, Profile(plugins={"score": (PluginRef("B", 1),)}))
-    with pytest.raises(PluginError, match=r"'B' returned an invalid score 150 .*\[0, 100\]"):
+    with pytest.raises(PluginError, match=r'plugin "B" returns an invalid score 150, .*\[0, 100\]'):
         framework.run_score(CycleState(), None, _nodes("n0", "n1"))
 
 

@@ -924,13 +924,14 @@ class RejectsUnresolvably:
 
 def test_a_permit_rejection_keeps_the_plugin_s_own_status() -> None:
     """kube's RunPermitPlugins returns the plugin's status (its code and message) with
-    the plugin's name."""
+    the plugin's name; the scheduling cycle words it as a fit error on the one node."""
     c = cache({"n0": 2}, [("p", 1, 0)])
     s = scheduler(c, plugins=[("X", RejectsUnresolvably())], filter=["NodeResourcesFit"],
                   permit=["X"])
     result = s.run(0.0)[0]
     assert result.status.code.name == "UNSCHEDULABLE_AND_UNRESOLVABLE"
-    assert (result.status.message, result.status.plugin) == ("nope", "X")
+    assert (result.status.message, result.status.plugin) == (
+        "0/1 nodes are available: 1 nope.", "X")
 
 
 class WaitsFor:
@@ -1026,7 +1027,7 @@ def test_post_filter_rejections_give_every_reason_the_first_plugin_and_the_pod_s
         "UNSCHEDULABLE", "A", ("a says no", "b says no"))
     result = s.run(0.0)[0]
     assert result.status.message == \
-        "0/1 nodes are available: 1 Insufficient cpu. a says no, b says no."
+        "0/1 nodes are available: 1 Insufficient cpu. a says no, b says no"
 
 
 def test_the_last_unschedulable_pre_filter_answer_is_the_pod_s() -> None:
@@ -1125,7 +1126,9 @@ def test_a_permit_timeout_says_how_long_the_pod_waited() -> None:
                   permit=["W"])
     s.run(0.0)
     result = s.run(91.0)[0]
-    assert result.status.message == "rejected due to timeout after waiting 1m30.5s at plugin W"
+    # kube's bindingCycle: a rejection while waiting is a fit error on the pod's node.
+    assert result.status.message == \
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 1m30.5s at plugin W."
 
 
 class RaisesAtPostFilter:
@@ -1198,3 +1201,157 @@ def test_a_gated_pod_an_event_admits_goes_to_active_even_within_its_backoff() ->
     s = _failed_then_gated_again_then_admissible()
     assert s.queue.move_all_to_active_or_backoff(0.6, "NodeAdd") == 1
     assert _where(s, "default/p") == "active"
+
+
+# -- kube-scheduler's wording and requeueing, as its framework runtime and queue keep them --
+
+
+class RejectsSilently:
+    def pre_filter(self, state: CycleState, pod: Any) -> Status:
+        return Status(Code.UNSCHEDULABLE)
+
+
+class Errs:
+    def pre_filter(self, state: CycleState, pod: Any) -> Status:
+        return Status.error("boom")
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        return Status.error("boom")
+
+    def post_filter(self, state: CycleState, pod: Any, statuses: Any) -> tuple[None, Status]:
+        return None, Status.error("boom")
+
+
+@pytest.mark.parametrize(("points", "message"), [
+    ({"preFilter": ["X"]}, 'running PreFilter plugin "X": boom'),
+    ({"filter": ["X"]}, 'running "X" filter plugin: boom'),
+    # A PostFilter's error is its own message, after the pod's filter reasons.
+    ({"filter": ["NodeResourcesFit"], "postFilter": ["X"]},
+     "0/1 nodes are available: 1 Insufficient cpu. boom"),
+])
+def test_errors_are_worded_as_kube_scheduler_words_them(points: dict[str, list[str]],
+                                                        message: str) -> None:
+    s = scheduler(cache({"n0": 1}, [("p", 2, 0)]), plugins=[("X", Errs())], **points)
+    assert s.run(0.0)[0].status.message == message
+
+
+def test_a_pre_filter_rejection_without_a_reason_adds_nothing_to_the_message() -> None:
+    s = scheduler(cache({"n0": 2}, [("p", 1, 0)]), plugins=[("A", RejectsSilently())],
+                  preFilter=["A"])
+    assert s.run(0.0)[0].status.message == "0/1 nodes are available:"
+
+
+class ReserveRefuses:
+    def reserve(self, state: CycleState, pod: Any, node: str) -> Status:
+        return Status.unschedulable("quota exhausted")
+
+
+def test_a_reserve_rejection_is_a_fit_error_on_the_pod_s_node() -> None:
+    s = scheduler(cache({"n0": 2}, [("p", 1, 0)]), plugins=[("R", ReserveRefuses())],
+                  filter=["NodeResourcesFit"], reserve=["R"])
+    result = s.run(0.0)[0]
+    assert (result.status.message, result.status.plugin) == (
+        "0/1 nodes are available: 1 quota exhausted.", "R")
+
+
+class WaitsOnce:
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+        if pod.uid in self.seen:
+            return Status.success(), 0.0
+        self.seen.add(pod.uid)
+        return Status.wait(), 10.0
+
+
+def test_an_event_while_a_pod_waits_at_permit_requeues_it_when_it_fails() -> None:
+    # kube's in-flight pods: an event received while the pod was being scheduled may
+    # have helped, so its failure sends it to backoff (popped at once with nothing
+    # active), not to wait for another event.
+    c = cache({"n0": 2}, [("w", 1, 0)])
+    s = scheduler(c, plugins=[("W", WaitsOnce())], filter=["NodeResourcesFit"], permit=["W"])
+    s.run(0.0)
+    s.queue.move_all_to_active_or_backoff(5.0, "NodeAdd")
+    s.run(11.0)   # the wait times out, the pod is requeued and tried again
+    assert bound(c) == {"default/w": "n0"}
+
+
+def test_without_an_event_a_pod_that_timed_out_at_permit_waits_unschedulable() -> None:
+    c = cache({"n0": 2}, [("w", 1, 0)])
+    s = scheduler(c, plugins=[("W", WaitsOnce())], filter=["NodeResourcesFit"], permit=["W"])
+    s.run(0.0)
+    s.run(11.0)
+    assert c.binds == [] and _where(s, "default/w") == "unschedulable"
+
+
+def test_no_nodes_sends_the_pod_to_backoff_not_to_wait_for_an_event() -> None:
+    c = cache({}, [("p", 1, 0)])
+    s = scheduler(c, filter=["NodeResourcesFit"])
+    s.run(0.0)
+    assert _where(s, "default/p") == "backoff"
+    c.add_node(NodeInfo.create("n0", Resource(2000, 4 * 2**30, {"pods": 10})))
+    s.run(2.0)
+    assert bound(c) == {"default/p": "n0"}
+
+
+def test_a_gated_pod_keeps_when_it_was_queued_when_its_gate_lifts() -> None:
+    # PrioritySort compares the time a pod was queued (kube's Timestamp, set when it was
+    # added): p1, queued first and gated, goes before p2 once its gate lifts.
+    doc = {"version": 1, "name": "gates", "config": {"actions": ""},
+           "nodes": [{"name": "n0", "allocatable": {"cpu": 1, "memory": "4Gi", "pods": 10}}],
+           "jobs": [{"name": f"j-{p}", "minMember": 1, "phase": "Inqueue"} for p in ("p1", "p2")],
+           "tasks": [{"name": "p1", "job": "j-p1", "requests": {"cpu": 1},
+                      "schedulingGates": ["g"]},
+                     {"name": "p2", "job": "j-p2", "requests": {"cpu": 1}}]}
+    c = parse_scenario(doc, source="<test>").build_cache()
+    later = parse_scenario(doc, source="<test>").build_cache().jobs["default/j-p2"]
+    c.delete_job("default/j-p2")
+    s = scheduler(c, preEnqueue=["SchedulingGates"], filter=["NodeResourcesFit"])
+    s.run(0.0)
+    c.add_job(later)
+    s.run(5.0, max_pods=0)
+    c.set_scheduling_gates("default/j-p1", "default/p1", [])
+    s.run(6.0)
+    assert bound(c) == {"default/p1": "n0"}
+
+
+def test_an_unschedulable_pod_is_flushed_only_after_more_than_the_timeout() -> None:
+    s = scheduler(cache({"n0": 1}, [("p", 2, 0)]), filter=["NodeResourcesFit"])
+    s.run(0.0)
+    assert s.run(300.0) == []
+    assert [r.pod for r in s.run(300.5)] == ["default/p"]
+
+
+class NaNScore:
+    def score(self, state: CycleState, pod: Any, node: Any) -> tuple[float, Status]:
+        return (float("nan") if pod.name == "bad" else 1.0), Status.success()
+
+
+def test_a_score_that_is_not_a_number_fails_that_pod_only() -> None:
+    c = cache({"n0": 2, "n1": 2}, [("bad", 1, 10), ("good", 1, 0)])
+    s = scheduler(c, plugins=[("S", NaNScore())], filter=["NodeResourcesFit"],
+                  score=[("S", 1)])
+    results = {r.pod: r.status for r in s.run(0.0)}
+    assert results["default/bad"].code == Code.ERROR and results["default/bad"].plugin == "S"
+    assert bound(c) == {"default/good": "n0"}
+
+
+class RaisingSort:
+    def less(self, left: Any, right: Any) -> bool:
+        raise KeyError("priorityClassName")
+
+
+def test_a_queue_sort_plugin_raising_is_a_plugin_error_naming_it() -> None:
+    c = cache({"n0": 4}, [("a", 1, 0), ("b", 1, 0)])
+    framework = Framework(registry(BadSort=RaisingSort()), Profile("default-scheduler", {
+        "queueSort": (PluginRef("BadSort"),), "bind": (PluginRef("DefaultBinder"),)}))
+    with pytest.raises(PluginError, match="'BadSort' raised at queueSort") as info:
+        PodScheduler(c, framework).run(0.0)
+    assert info.value.plugin == "BadSort"
+
+
+def test_a_profile_without_a_scheduler_name_is_the_default_scheduler_s() -> None:
+    assert Profile.from_mapping({"schedulerName": None}).scheduler_name == "default-scheduler"
+    with pytest.raises(ConfigError, match="scheduler name is needed"):
+        Profile.from_mapping({"schedulerName": ""})

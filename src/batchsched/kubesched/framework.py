@@ -28,6 +28,7 @@ them, with kube-scheduler's rules:
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.errors import ConfigError, PluginError
 from batchsched.framework.arguments import format_duration_ns
+from batchsched.kube.go_strconv import quote
 from batchsched.kubesched.cycle_state import CycleState
 from batchsched.kubesched.registry import Registry
 from batchsched.kubesched.status import Code, Status
@@ -61,6 +63,17 @@ MIN_NODE_SCORE = 0
 MAX_TOTAL_SCORE = 2**63 - 1
 #: kube-scheduler's longest Permit wait.
 MAX_WAIT_SECONDS = 15 * 60.0
+#: kube-scheduler's words for a status a point may not give (its framework runtime).
+_ERROR_WORDING = {
+    "preFilter": "running PreFilter plugin {name}: {cause}",
+    "filter": "running {name} filter plugin: {cause}",
+    "postFilter": "{cause}",
+    "preScore": "running PreScore plugin {name}: {cause}",
+    "reserve": "running Reserve plugin {name}: {cause}",
+    "permit": "running Permit plugin {name}: {cause}",
+    "preBind": "running PreBind plugin {name}: {cause}",
+    "bind": "running Bind plugin {name}: {cause}",
+}
 
 #: Extension point (profile key, kube-scheduler's spelling) -> the method a plugin defines.
 EXTENSION_POINTS: dict[str, str] = {
@@ -173,8 +186,16 @@ class Profile:
         if percentage is not None:
             percentage = check_percentage_of_nodes_to_score(
                 percentage, source=source, key="percentageOfNodesToScore")
-        return cls(str(raw.get("schedulerName", "default-scheduler")), plugins, args,
-                   percentage)
+        # kube-scheduler defaults a profile's missing (or null) name; an empty one fails
+        # its validation.
+        name = raw.get("schedulerName")
+        if name is None:
+            name = "default-scheduler"
+        elif not isinstance(name, str) or not name:
+            raise ConfigError("scheduler name is needed" if name == "" else
+                              f"must be a string, not {name!r}", source=source,
+                              key="schedulerName")
+        return cls(name, plugins, args, percentage)
 
 
 def check_percentage_of_nodes_to_score(value: Any, *, source: str, key: str) -> int:
@@ -328,9 +349,12 @@ class Framework:
     @staticmethod
     def _as_error(name: str, point: str, status: Status) -> Status:
         """A status a point may not answer (Wait at Filter, say) is an error there, as
-        kube-scheduler makes it one: the pod is retried after a backoff."""
-        return Status.error(f"running {point} plugin {name!r}: "
-                            f"{status.message or status.code.name}", plugin=name)
+        kube-scheduler makes it one, in its words (``running "F" filter plugin: ...``;
+        a PostFilter's message as it is): the pod is retried after a backoff."""
+        # Go's Status.AsError: no error for Success, Wait and Skip, which %w prints so.
+        cause = "%!w(<nil>)" if status.is_wait() or status.is_skip() else status.message
+        template = _ERROR_WORDING.get(point, "{cause}")
+        return Status.error(template.format(name=quote(name), cause=cause), plugin=name)
 
     # -- queueing -------------------------------------------------------------------------
 
@@ -342,10 +366,19 @@ class Framework:
         return Status.success()
 
     def queue_sort_less(self) -> Callable[[TaskInfo, TaskInfo], bool] | None:
+        """The QueueSort plugin's ``less``; raising, or answering anything but a bool,
+        is a :class:`PluginError` naming the plugin."""
         plugins = self.plugins_at("queueSort")
         if not plugins:
             return None
-        less: Callable[[TaskInfo, TaskInfo], bool] = plugins[0][1].less
+        name, plugin = plugins[0]
+
+        def less(left: TaskInfo, right: TaskInfo) -> bool:
+            answer = self._call(name, "queueSort", plugin.less, left, right)
+            if not isinstance(answer, bool):
+                raise PluginError(f"kube plugin {name!r} answered {answer!r} at queueSort, "
+                                  "not a bool", plugin=name, point="queueSort")
+            return answer
         return less
 
     # -- filtering -------------------------------------------------------------------------
@@ -489,22 +522,27 @@ class Framework:
                                       "not (score, Status)", plugin=name, point="score")
                 score, status = answer
                 if not status.is_success():
-                    raise ScoreError(f"kube plugin {name!r} failed to score node {node.name}: "
-                                     f"{status.message}", plugin=name, point="score")
+                    raise ScoreError(f"running Score plugins: plugin {quote(name)} failed "
+                                     f"with: {status.message}", plugin=name, point="score")
+                if isinstance(score, float) and not math.isfinite(score):
+                    raise PluginError(f"kube plugin {name!r} answered the score {score} for "
+                                      f"node {node.name}, not an integer", plugin=name,
+                                      point="score")
                 scores[node.name] = int(score)
             normalize = getattr(plugin, "normalize_score", None)
             if normalize is not None:
                 status = self._status(name, "score", normalize, state, pod, scores)
                 if not status.is_success():
-                    raise ScoreError(f"kube plugin {name!r} failed to normalize scores: "
-                                     f"{status.message}", plugin=name, point="score")
+                    raise ScoreError(f"running Normalize on Score plugins: plugin {quote(name)} "
+                                     f"failed with: {status.message}", plugin=name, point="score")
             weight = self.weights[name]
             for node_name, score in scores.items():
                 if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
                     raise PluginError(
-                        f"kube plugin {name!r} returned an invalid score {score} for node "
-                        f"{node_name}: it should be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]",
-                        plugin=name, point="score")
+                        f"applying score defaultWeights on Score plugins: plugin {quote(name)} "
+                        f"returns an invalid score {score}, it should in the range of "
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing (node "
+                        f"{node_name})", plugin=name, point="score")
                 totals[node_name] += score * weight
         return totals
 

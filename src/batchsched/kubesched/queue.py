@@ -61,6 +61,8 @@ class QueuedPod:
     #: In backoff because of an error (kube's ``podErrorBackoffQ``): never popped
     #: before its backoff ends.
     error: bool = False
+    #: The scheduling cycle the pod was last popped in (kube's ``podSchedulingCycle``).
+    cycle: int = 0
 
 
 class SchedulingQueue:
@@ -80,6 +82,10 @@ class SchedulingQueue:
         self.active: dict[str, QueuedPod] = {}
         self.backoff: dict[str, QueuedPod] = {}
         self.unschedulable: dict[str, QueuedPod] = {}
+        #: How many pods were popped (kube's ``schedulingCycle``), and the count when
+        #: the last cluster event moved the unschedulable pods (``moveRequestCycle``).
+        self.scheduling_cycle = 0
+        self.move_request_cycle = -1
 
     def __contains__(self, uid: object) -> bool:
         return uid in self.active or uid in self.backoff or uid in self.unschedulable
@@ -100,11 +106,23 @@ class SchedulingQueue:
         seconds = self.initial_backoff * 2.0 ** max(attempts - 1, 0)
         return min(seconds, self.max_backoff)
 
-    def add_unschedulable(self, pod: TaskInfo, now: float, *, attempts: int) -> None:
-        """A pod that failed its cycle: it waits for an event (or the timeout)."""
+    def add_unschedulable(self, pod: TaskInfo, now: float, *, attempts: int,
+                          cycle: int | None = None) -> None:
+        """A pod that failed its cycle: it waits for an event (or the timeout). When
+        an event moved the unschedulable pods while this one was being scheduled
+        (popped in ``cycle``, or waiting at Permit since), it may have helped: the pod
+        goes to backoff while its backoff runs, else to active, as kube's
+        ``AddUnschedulableIfNotPresent`` requeues a pod in flight."""
         self.delete(pod.uid)
-        self.unschedulable[pod.uid] = QueuedPod(
-            pod, attempts, now, now + self.backoff_seconds(attempts))
+        queued = QueuedPod(pod, attempts, now, now + self.backoff_seconds(attempts))
+        if cycle is not None and self.move_request_cycle >= cycle:
+            to_backoff = self.backing_off(queued, now)
+            if (not to_backoff or self.pop_from_backoff) and not self._admitted(queued):
+                self.unschedulable[pod.uid] = queued
+                return
+            (self.backoff if to_backoff else self.active)[pod.uid] = queued
+            return
+        self.unschedulable[pod.uid] = queued
 
     def add_gated(self, pod: TaskInfo, now: float) -> None:
         """A pod PreEnqueue keeps out: among the unschedulable pods until admitted."""
@@ -159,7 +177,10 @@ class SchedulingQueue:
         """A cluster event that may make pods schedulable (a node added, a pod
         deleted, ...): every unschedulable pod (but ``exclude``, the pod whose failure
         caused the event) goes to backoff while its backoff runs, else to active.
-        Returns how many moved."""
+        Returns how many moved. A pod being scheduled meanwhile (popped, or waiting at
+        Permit) is requeued as if it had been among them when it fails
+        (:meth:`add_unschedulable`)."""
+        self.move_request_cycle = self.scheduling_cycle
         moved = 0
         for uid, queued in list(self.unschedulable.items()):
             if uid == exclude:
@@ -200,7 +221,8 @@ class SchedulingQueue:
                 del self.backoff[uid]
                 self.active[uid] = queued
         for uid, queued in list(self.unschedulable.items()):
-            if queued.since + self.unschedulable_timeout <= now and self._admitted(queued):
+            # Strictly longer than the timeout (kube's flushUnschedulablePodsLeftover).
+            if now - queued.since > self.unschedulable_timeout and self._admitted(queued):
                 del self.unschedulable[uid]
                 self.active[uid] = queued
 
@@ -210,7 +232,7 @@ class SchedulingQueue:
         self.flush(now)
         if self.active:
             best = min(self.active.values(), key=functools.cmp_to_key(self._compare))
-            return self.active.pop(best.pod.uid)
+            return self._popped(self.active.pop(best.pod.uid))
         if not self.pop_from_backoff:
             return None
         waiting = [queued for queued in self.backoff.values() if not queued.error]
@@ -225,7 +247,12 @@ class SchedulingQueue:
             return self._compare(left, right)
 
         first = min(waiting, key=functools.cmp_to_key(by_window))
-        return self.backoff.pop(first.pod.uid)
+        return self._popped(self.backoff.pop(first.pod.uid))
+
+    def _popped(self, queued: QueuedPod) -> QueuedPod:
+        self.scheduling_cycle += 1
+        queued.cycle = self.scheduling_cycle
+        return queued
 
     def _compare(self, left: QueuedPod, right: QueuedPod) -> int:
         """The active order: the profile's ``less``, then when queued, creation, uid."""

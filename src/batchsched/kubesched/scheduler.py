@@ -117,6 +117,9 @@ class PodScheduler:
         #: Node -> the pending pods nominated to it, not assumed (kube's nominator).
         self._nominees: dict[str, dict[str, TaskInfo]] = {}
         self.attempts: dict[str, int] = {}
+        #: Pod -> the scheduling cycle it was popped in, while it is being scheduled or
+        #: waits at Permit (kube's in-flight pods).
+        self._in_flight: dict[str, int] = {}
         self.view: ClusterInfo | None = None
         self.results: list[CycleResult] = []
 
@@ -141,6 +144,8 @@ class PodScheduler:
             pod = _task(self.view, queued.pod)
             if pod is None or pod.node_name or pod.status != TaskStatus.PENDING:
                 continue  # deleted, or bound meanwhile
+            # In flight until it binds or fails: an event meanwhile requeues it on failure.
+            self._in_flight[pod.uid] = queued.cycle
             self.schedule_one(pod, now)
             scheduled += 1
         self.settle_waiting(now)
@@ -159,6 +164,7 @@ class PodScheduler:
                 was_waiting = assumed.framework.waiting_pods.remove(uid)
                 self._unreserve(assumed)
                 self._forget(uid)
+                self._in_flight.pop(uid, None)
                 if was_waiting is not None:
                     self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete")
                 continue
@@ -194,8 +200,10 @@ class PodScheduler:
                 # A gated pod is asked again at every run, as a pod update (its gate
                 # lifted) asks kube-scheduler's queue.
                 if self._admitted(task):
-                    if queued is not None and queued.attempts:
-                        self.queue.readmit(task)  # a pod that failed before was gated
+                    if queued is not None:
+                        # kube updates the queued pod in place: it keeps its attempts
+                        # and when it was queued.
+                        self.queue.readmit(task)
                     else:
                         self.queue.add(task, now)
                 elif queued is None:
@@ -238,9 +246,10 @@ class PodScheduler:
         assert self.view is not None
         nodes = list(self.view.nodes.values())
         if not nodes:
-            # kube's ErrNoNodesAvailable: before PreFilter, and no PostFilter.
+            # kube's ErrNoNodesAvailable: before PreFilter, and no PostFilter. No plugin
+            # rejected the pod, so no event is awaited: it retries after a backoff.
             return self._failed(pod, Status.unschedulable(
-                "no nodes available to schedule pods", unresolvable=True), now)
+                "no nodes available to schedule pods", unresolvable=True), now, backoff=True)
         status = framework.run_pre_filter(state, pod)
         feasible: list[NodeInfo] = []
         statuses: dict[str, Status] = {}
@@ -410,7 +419,7 @@ class PodScheduler:
         if not status.is_success():
             self._unreserve(assumed)  # once: kube-scheduler unreserves a failed Reserve
             self._forget(pod.uid)
-            return self._failed(pod, status, now)
+            return self._failed(pod, _on_one_node(status, node.name), now)
         status = _guarded(lambda: framework.run_permit(state, pod, node.name))
         if status.is_success() or status.is_wait():
             self._activate(state)  # the scheduling cycle succeeded
@@ -422,7 +431,7 @@ class PodScheduler:
             framework.waiting_pods.remove(pod.uid)
             self._unreserve(assumed)
             self._forget(pod.uid)
-            return self._failed(pod, status, now)
+            return self._failed(pod, _on_one_node(status, node.name), now)
         return self._bind(pod.uid, now)
 
     def settle_waiting(self, now: float) -> None:
@@ -448,7 +457,13 @@ class PodScheduler:
                         continue
                     self._unreserve(assumed)
                     self._forget(waiting.pod.uid)
-                    self._binding_failed(waiting.pod, waiting.decision, now)
+                    decision = waiting.decision
+                    if not decision.is_rejected():
+                        decision = Status.error(
+                            f"waiting on permit for pod: {decision.message}",
+                            plugin=decision.plugin)
+                    self._binding_failed(waiting.pod, _on_one_node(decision, assumed.node),
+                                         now)
 
     def _bind(self, uid: str, now: float) -> CycleResult:
         assumed = self.assumed[uid]
@@ -465,6 +480,7 @@ class PodScheduler:
             return self._binding_failed(pod, status, now, backoff=True)
         del self.assumed[uid]
         self.attempts.pop(uid, None)
+        self._in_flight.pop(uid, None)
         framework.run_post_bind(state, pod, node)
         self._activate(state)  # the binding cycle succeeded
         return self._record(pod, node, Status.success())
@@ -525,10 +541,11 @@ class PodScheduler:
         if nominating is not None and (nominating or pod.nominated_node):
             self._nominate(pod, nominating)
         attempts = self.attempts[pod.uid] = self.attempts.get(pod.uid, 0) + 1
+        cycle = self._in_flight.pop(pod.uid, None)
         if backoff or status.code == Code.ERROR:
             self.queue.add_backoff(pod, now, attempts=attempts)
         else:
-            self.queue.add_unschedulable(pod, now, attempts=attempts)
+            self.queue.add_unschedulable(pod, now, attempts=attempts, cycle=cycle)
         return self._record(pod, nominating or None, status)
 
     def _record(self, pod: TaskInfo, node: str | None, status: Status) -> CycleResult:
@@ -540,11 +557,12 @@ class PodScheduler:
 def fit_error_message(nodes: int, statuses: Mapping[str, Status],
                       pre_filter: str | None = None, *, post_filter: str = "") -> str:
     """kube-scheduler's ``FitError.Error``: ``0/N nodes are available:`` then, when
-    PreFilter rejected the pod, its message; else each reason the nodes gave with the
-    number of nodes that gave it (``2 Insufficient cpu``), sorted as text; then the
-    PostFilter plugins' message, if any; each part ending with a period."""
+    PreFilter rejected the pod with a message, that message; else each reason the
+    nodes gave with the number of nodes that gave it (``2 Insufficient cpu``), sorted
+    as text; each of these parts ending with a period; then the PostFilter plugins'
+    message, if any, as it is."""
     message = f"0/{nodes} nodes are available:"
-    if pre_filter is not None:
+    if pre_filter:
         message += f" {pre_filter}."
     else:
         counts: dict[str, int] = {}
@@ -555,7 +573,8 @@ def fit_error_message(nodes: int, statuses: Mapping[str, Status],
         if histogram:
             message += f" {', '.join(histogram)}."
     if post_filter:
-        message += f" {post_filter}."
+        # No period of its own (kubernetes#117588): the PostFilter's message ends as it ends.
+        message += f" {post_filter}"
     return message
 
 
@@ -593,6 +612,16 @@ def _check_profiles(frameworks: Mapping[str, Framework]) -> None:
     if len(sorts) > 1:
         raise ConfigError("different queue sort plugins for different profiles: the profiles "
                           "share one queue", source="profiles", key="plugins.queueSort")
+
+
+def _on_one_node(status: Status, node: str) -> Status:
+    """A rejection at Reserve, Permit or while waiting at Permit as kube-scheduler words
+    it: a fit error over the one node the pod was assumed on (``0/1 nodes are
+    available: 1 <reason>.``), keeping the code and the plugin; any other status as
+    it is."""
+    if not status.is_rejected():
+        return status
+    return Status(status.code, (fit_error_message(1, {node: status}),), status.plugin)
 
 
 def _guarded(point: Callable[[], Status]) -> Status:
