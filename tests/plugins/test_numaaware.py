@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 import pytest
+import yaml
 
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.fit import FitError
@@ -574,3 +575,42 @@ def test_init_containers_asking_more_cpu_need_no_more_exclusive_cpus() -> None:
     assert parse_scenario(doc, source="<test>").tasks[0].container_requests is not None
     doc = scenario([numa_node("n1")], [task("web-0", 6)])
     assert run(doc).binds == {}
+
+
+@pytest.mark.parametrize(("reserved", "binds"), [
+    # Only cpu is reserved: cpu 0 is kept, numa 0 has one free cpu, the task waits.
+    ({"cpu": 1}, {}),
+    # Volcano's ParseResourceList refuses the whole list for another name: no cpu is
+    # kept, numa 0 offers cpus 0-1.
+    ({"cpu": 1, "pods": 10}, {"default/web-0": "n1"}),
+])
+def test_a_reservation_naming_another_resource_reserves_nothing(
+        reserved: dict[str, int], binds: dict[str, str]) -> None:
+    doc = yaml.safe_load("""
+version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: numa-aware}]
+nodes:
+- name: n1
+  allocatable: {cpu: 4, memory: 8Gi, pods: 110}
+  numaTopology:
+    policies: {CPUManagerPolicy: static, TopologyManagerPolicy: single-numa-node}
+    numares: {cpu: {allocatable: "0-1", capacity: 4}}
+    cpuDetail:
+      0: {numa: 0, socket: 0, core: 0}
+      1: {numa: 0, socket: 0, core: 1}
+      2: {numa: 1, socket: 1, core: 2}
+      3: {numa: 1, socket: 1, core: 3}
+jobs:
+- {name: web, minMember: 1}
+tasks:
+- {name: web-0, job: web, requests: {cpu: 2, memory: 1Gi},
+   annotations: {volcano.sh/numa-topology-policy: single-numa-node}}
+""")
+    doc["nodes"][0]["numaTopology"]["resReserved"] = reserved
+    scenario = parse_scenario(doc, source="<test>")
+    assert run_scenario(scenario).binds == binds
+    assert any("cannot reserve" in warning for warning in scenario.warnings) == bool(binds)

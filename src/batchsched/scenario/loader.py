@@ -103,6 +103,7 @@ from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
+from batchsched.kube.go_strconv import quote
 from batchsched.kube.go_yaml import GoYamlLoader, check_aliasing
 from batchsched.kube.host_ports import PROTOCOLS, HostPort
 from batchsched.kube.pod_view import (
@@ -1107,7 +1108,17 @@ class _Parser:
         chosen = {name: self.enum(policies, name, {c: c for c in choices}, "",
                                   f"{path}.policies")
                   for name, choices in _NUMA_POLICIES.items()}
-        reserved = self.resources(obj.get("resReserved"), f"{path}.resReserved").to_dict()
+        raw_reserved = self.mapping(obj.get("resReserved"), f"{path}.resReserved")
+        reserved = self.resources(raw_reserved, f"{path}.resReserved").to_dict()
+        others = sorted(str(name) for name in raw_reserved if name not in _RESERVABLE)
+        if others:
+            # Volcano's ParseResourceList refuses the whole list for one other name,
+            # and its cache then keeps no reservation at all.
+            self.warnings.append(
+                f"{self.source}: {path}.resReserved: cannot reserve {quote(others[0])} "
+                "resource (only cpu, memory and ephemeral-storage); no reservation is read, "
+                "as in Volcano")
+            reserved = {}
         cpus = self.numa_cpus(obj.get("cpuDetail"), f"{path}.cpuDetail")
         resources = self.numa_resources(obj.get("numares"), f"{path}.numares", cpus)
         return NumaTopology(cpus, resources, chosen[CPU_MANAGER_POLICY],
@@ -1681,6 +1692,8 @@ class _Parser:
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 #: The kubelet's policies a ``numaTopology`` may name, by policy name.
+#: What Volcano's ParseResourceList takes in a Numatopology's resReserved.
+_RESERVABLE = frozenset({"cpu", "memory", "ephemeral-storage"})
 _NUMA_POLICIES = {
     CPU_MANAGER_POLICY: ("none", "static"),
     TOPOLOGY_MANAGER_POLICY: ("none", "best-effort", "restricted", "single-numa-node"),
