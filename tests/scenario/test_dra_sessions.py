@@ -354,3 +354,19 @@ def test_an_allocation_carries_the_request_s_tolerations() -> None:
             "t/p-gpu"]}}}})
     assert claim.allocation is not None
     assert claim.allocation.results[0].tolerations[0].operator == "Exists"
+
+
+def test_a_pod_naming_one_unallocated_claim_twice_fails_its_bind() -> None:
+    """kube allocates the claim once per entry; PreBind writes the first allocation and
+    the second entry finds the claim allocated: "got allocated elsewhere in the
+    meantime", and the pod is not bound."""
+    claim = {"name": "shared", "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}
+    twice = pod("p", [{"name": "a", "resourceClaimName": "shared"},
+                      {"name": "b", "resourceClaimName": "shared"}])
+    decisions = run_scenario(parse_scenario(document([twice], resourceClaims=[claim])))
+    assert decisions.binds == {} and decisions.bind_failures == ["default/p"]
+    assert any("claim default/shared got allocated elsewhere in the meantime" in e["message"]
+               for e in decisions.events)
+    once = pod("p", [{"name": "a", "resourceClaimName": "shared"}])
+    assert run_scenario(parse_scenario(document([once], resourceClaims=[claim]))).binds == {
+        "default/p": "n1"}

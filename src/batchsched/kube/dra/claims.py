@@ -72,12 +72,16 @@ def check_reservations(pod_uid: str, keys: Sequence[str],
     """Why a bind's allocations and reservations (kube's PreBind) cannot be written
     (a claim gone, allocated or deallocated elsewhere meanwhile, reserved for too
     many pods); "" when they can."""
+    seen: set[str] = set()
     for key in keys:
         claim = claims.get(key)
         if claim is None or claim.deleting:
             return f"claim {key} got deleted in the meantime"
-        if key in allocations and claim.allocation is not None:
+        if key in allocations and (claim.allocation is not None or key in seen):
+            # A pod naming one claim in two entries: kube allocates it for each and
+            # writes the first; the second finds it allocated.
             return f"claim {key} got allocated elsewhere in the meantime"
+        seen.add(key)
         if key not in allocations and claim.allocation is None:
             return f"claim {key} got deallocated elsewhere in the meantime"
         if pod_uid not in claim.reserved_for and len(claim.reserved_for) >= MAX_RESERVED_FOR:
