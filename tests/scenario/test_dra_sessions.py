@@ -370,3 +370,25 @@ def test_a_pod_naming_one_unallocated_claim_twice_fails_its_bind() -> None:
     once = pod("p", [{"name": "a", "resourceClaimName": "shared"}])
     assert run_scenario(parse_scenario(document([once], resourceClaims=[claim]))).binds == {
         "default/p": "n1"}
+
+
+def test_a_slice_node_selector_kube_cannot_parse_fails_the_allocation_with_its_error() -> None:
+    """The API server lets ``Gt abc`` through; kube's GatherPools cannot parse it and the
+    DynamicResources Filter errs on every node, in kube's words."""
+    doc = document([pod("p", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])])
+    doc["resourceSlices"] = [{
+        "name": "rack-gpus", "driver": GPU,
+        "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "rack", "operator": "Gt", "values": ["abc"]}]}]},
+        "pool": {"name": "rack", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0"}]}]
+    decisions = run_scenario(parse_scenario(doc))
+    assert decisions.binds == {}
+    assert any(
+        "1 gather pool information: failed to perform node selection for slice rack-gpus: "
+        "failed to parse node selector &NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{"
+        "NodeSelectorTerm{MatchExpressions:[]NodeSelectorRequirement{NodeSelectorRequirement{"
+        "Key:rack,Operator:Gt,Values:[abc],},},MatchFields:[]NodeSelectorRequirement{},},},}: "
+        "nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: \"abc\": for 'Gt', "
+        "'Lt' operators, the value must be an integer." in event["message"]
+        for event in decisions.events)

@@ -73,7 +73,14 @@ from batchsched.kube.dra.objects import (
     ResourceSlice,
     SliceDevice,
 )
-from batchsched.kube.dra.pools import DeviceId, Pool, counters_left, device_on_node, gather_pools
+from batchsched.kube.dra.pools import (
+    DeviceId,
+    NodeSelectionError,
+    Pool,
+    counters_left,
+    device_on_node,
+    gather_pools,
+)
 from batchsched.kube.taints import NO_EXECUTE, NO_SCHEDULE
 
 __all__ = ["AllocationError", "Allocator", "DeviceId", "NodeAllocation", "SelectorCache",
@@ -197,8 +204,11 @@ class Allocator:
         exists and a pool of the node is invalid, the reason is
         :data:`INVALID_POOLS` (``last_failure``)."""
         self.last_failure = "cannot allocate all claims"
-        pools = gather_pools([*self.local.get(node, ()), *self.everywhere], self.by_pool,
-                             node, labels)
+        try:
+            pools = gather_pools([*self.local.get(node, ()), *self.everywhere], self.by_pool,
+                                 node, labels)
+        except NodeSelectionError as exc:
+            raise AllocationError(str(exc)) from None
         search = _Search(self, pools, node, labels)
         answer = search.run()
         if answer is None and any(pool.invalid for pool in pools):

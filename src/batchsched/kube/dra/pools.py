@@ -9,9 +9,16 @@ from typing import Any
 
 import attrs
 
+from batchsched.kube.affinity import NodeSelectorTerm, Requirement
 from batchsched.kube.dra.objects import ResourceSlice, SliceDevice
 
-__all__ = ["DeviceId", "Pool", "counters_left", "device_on_node", "gather_pools"]
+__all__ = ["DeviceId", "NodeSelectionError", "Pool", "counters_left", "device_on_node",
+           "gather_pools"]
+
+class NodeSelectionError(Exception):
+    """A slice's node selector kube cannot parse: no pool can be gathered for any node
+    (the allocator turns it into its :class:`~batchsched.kube.dra.devices.AllocationError`)."""
+
 
 #: A device's identity: (driver, pool, device name).
 DeviceId = tuple[str, str, str]
@@ -38,10 +45,35 @@ def slice_relevant(slice_: ResourceSlice, node: str, labels: Mapping[str, str]) 
     if slice_.all_nodes:
         return True
     if slice_.node_selector is not None:
+        if slice_.node_selector.parse_errors:
+            raise NodeSelectionError(_unparsable_selector(slice_))
         return slice_.node_selector.matches(labels, node)
     if slice_.per_device_node_selection:
         return any(device_on_node(d, node, labels) for d in slice_.devices)
     return False
+
+
+def _unparsable_selector(slice_: ResourceSlice) -> str:
+    """kube's error for a slice whose node selector its ``NewNodeSelector`` cannot
+    parse (the API server checks less): the allocation fails, with this text, on every
+    node."""
+    term = slice_.node_selector
+    assert term is not None
+    errors = [f"nodeSelectorTerms[0].{error}" for error in term.parse_errors]
+    reasons = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return (f"gather pool information: failed to perform node selection for slice "
+            f"{slice_.name}: failed to parse node selector {_go_string(term)}: {reasons}")
+
+
+def _go_string(term: NodeSelectorTerm) -> str:
+    """A one-term ``v1.NodeSelector`` as its generated ``String()`` writes it."""
+    def requirements(items: Sequence[Requirement]) -> str:
+        return "[]NodeSelectorRequirement{" + "".join(
+            f"NodeSelectorRequirement{{Key:{r.key},Operator:{r.operator},"
+            f"Values:[{' '.join(r.values)}],}}," for r in items) + "}"
+    return ("&NodeSelector{NodeSelectorTerms:[]NodeSelectorTerm{NodeSelectorTerm{"
+            f"MatchExpressions:{requirements(term.match_expressions)},"
+            f"MatchFields:{requirements(term.match_fields)},}},}},}}")
 
 
 def device_on_node(device: SliceDevice, node: str, labels: Mapping[str, str]) -> bool:
