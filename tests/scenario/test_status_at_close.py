@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from batchsched.cache.memory import MemoryCache
+from batchsched.framework import Statement
+from batchsched.framework.session import Session
 from batchsched.scenario import parse_scenario, run_scenario
 from batchsched.scheduler import Scheduler
 
@@ -45,3 +47,41 @@ def test_the_cache_keeps_queue_and_pod_group_status() -> None:
     running = cache.jobs["default/running"].podgroup
     done = cache.jobs["default/done"].podgroup
     assert (running.running, running.succeeded, done.succeeded) == (1, 0, 1)
+
+
+def _gpu_doc() -> dict[str, object]:
+    return {
+        "version": 1, "name": "zero gpu",
+        "config": {"actions": "allocate", "tiers": [
+            {"plugins": [{"name": "gang"}, {"name": "predicates"}]}]},
+        "queues": [{"name": "q1"}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 10,
+                                                "nvidia.com/gpu": 2}}],
+        "jobs": [{"name": "j1", "queue": "q1", "minMember": 1, "phase": "Running"},
+                 {"name": "j2", "queue": "q1", "minMember": 1, "phase": "Running"}],
+        "tasks": [],
+    }
+
+
+def test_a_queue_status_writes_a_resource_its_tasks_ask_zero_of() -> None:
+    # Volcano sums the held tasks' requests (a key asked at 0 kept) and
+    # ConvertRes2ResList writes every key.
+    doc = _gpu_doc()
+    doc["tasks"] = [{"name": "t1", "job": "j1", "node": "n1", "phase": "Running",
+                     "requests": {"cpu": 1, "nvidia.com/gpu": 0}}]
+    status = run_scenario(parse_scenario(doc, source="<test>")).queue_status
+    assert status["q1"]["allocated"] == {"cpu": "1", "memory": "0", "nvidia.com/gpu": "0",
+                                         "pods": "1"}
+
+
+def test_a_resource_only_a_task_that_left_asked_for_is_not_written() -> None:
+    doc = _gpu_doc()
+    doc["tasks"] = [{"name": "g1", "job": "j2", "node": "n1", "phase": "Running",
+                     "requests": {"cpu": 1, "nvidia.com/gpu": 1}}]
+    scenario = parse_scenario(doc, source="<test>")
+    ssn = Session.open(scenario.build_cache(), scenario.configuration)
+    statement = Statement(ssn)
+    statement.evict(ssn.jobs["default/j2"].tasks["default/g1"], "test")
+    statement.commit()
+    ssn.close()
+    assert ssn.queues["q1"].status.to_json()["allocated"] == {"cpu": "0", "memory": "0"}

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from batchsched.api.resource import CPU, MEMORY, Resource
+from batchsched.api.resource import CPU, MEMORY, Resource, format_quantity
 from batchsched.api.types import QueueState
 
 __all__ = ["ROOT_QUEUE", "NodeGroupAffinity", "QueueInfo", "QueueStatus"]
@@ -46,9 +46,13 @@ class QueueStatus:
     completed: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        # cpu and memory always, as Volcano's ConvertRes2ResList writes the status.
-        held = self.allocated.to_quantities()
-        allocated = {"cpu": held.pop("cpu", "0"), "memory": held.pop("memory", "0"), **held}
+        # cpu and memory always, and every scalar the sum holds, a zero too (a task
+        # asking 0 of a resource), as Volcano's ConvertRes2ResList writes the status.
+        held = self.allocated
+        allocated = {"cpu": format_quantity(CPU, held.milli_cpu),
+                     "memory": format_quantity(MEMORY, held.memory),
+                     **{name: format_quantity(name, amount)
+                        for name, amount in held.scalars.items()}}
         return {"allocated": allocated,
                 "podGroups": {"Pending": self.pending, "Inqueue": self.inqueue,
                               "Running": self.running, "Unknown": self.unknown,

@@ -35,7 +35,7 @@ from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo, QueueStatus
-from batchsched.api.resource import Resource
+from batchsched.api.resource import MIN_RESOURCE, Resource
 from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.sharding import Sharding, nodes_in_shard
 from batchsched.api.sub_job import SubJobInfo
@@ -547,6 +547,14 @@ class Session:
             if held is None:
                 continue
             holding = job.allocated
+            if holding.scalars and min(holding.scalars.values()) < MIN_RESOURCE:
+                # A zero the status would print: summed from the tasks that hold
+                # resources, as Volcano sums them (a task asking 0 of a resource writes
+                # it; one that left does not, though the running sum kept its name).
+                holding = Resource()
+                for held_status in ALLOCATED_STATUSES:
+                    for task in job.tasks_in(held_status).values():
+                        holding.add(task.resreq)
             # A job that holds nothing (most waiting jobs) adds nothing: skipped.
             if holding.milli_cpu or holding.memory or holding.scalars or per_job:
                 for holder, status in held:
