@@ -220,3 +220,27 @@ def test_a_budget_does_not_count_pods_it_recorded_as_disrupted_lately(
     if allowed == 0:
         # Only w1 (passed over by pdb) may go: Volcano evicts it and no other.
         assert run_scenario(parsed).evicted == ["c1/w1"]
+
+
+@pytest.mark.parametrize(("max_unavailable", "pods", "healthy", "allowed"), [
+    (1, 3, 3, 1),
+    (1, 3, 2, 0),
+    # More than the matching pods: the controller wants no pod healthy, so every
+    # healthy pod may go, no more (desiredHealthy is floored at 0).
+    (3, 2, 1, 1),
+    (5, 3, 0, 0),
+    ("100%", 4, 2, 2),
+])
+def test_max_unavailable_never_allows_more_than_the_healthy_pods(
+        max_unavailable: int | str, pods: int, healthy: int, allowed: int) -> None:
+    budget = PodDisruptionBudget("web", "c1", {"app": "web"}, 0, max_unavailable=max_unavailable)
+    assert budget.allowed_for(pods, healthy) == allowed
+
+
+def test_a_budget_computed_from_its_spec_keeps_only_its_recent_disruptions() -> None:
+    # The status Kubernetes writes with the count (buildDisruptedPodMap) drops an
+    # entry past DeletionTimeout: w1 is healthy again, and a victim like the others.
+    parsed = parse_scenario(yaml.safe_load(PDB_WITH_DISRUPTED % '{w1: "2024-01-01T00:05:00Z"}'))
+    assert parsed.pdbs[0].disrupted_pods == frozenset()
+    recent = parse_scenario(yaml.safe_load(PDB_WITH_DISRUPTED % '{w1: "2024-01-01T00:09:00Z"}'))
+    assert recent.pdbs[0].disrupted_pods == frozenset({"w1"})

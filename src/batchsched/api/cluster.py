@@ -58,13 +58,15 @@ class PodDisruptionBudget:
 
     def allowed_for(self, pods: int, healthy: int) -> int | None:
         """The disruption controller's ``disruptionsAllowed`` for ``pods`` matching
-        pods of which ``healthy`` run: healthy beyond ``minAvailable``, or
-        ``maxUnavailable`` less the pods not healthy; percentages of the matching pods
-        rounded up, never below zero. None when the budget keeps no spec."""
+        pods of which ``healthy`` run: healthy beyond the pods it wants healthy,
+        ``minAvailable``, or the matching pods less ``maxUnavailable`` (never below
+        zero, so never more than the healthy pods); percentages of the matching pods
+        rounded up; never below zero. None when the budget keeps no spec."""
         if self.min_available is not None:
             return max(0, healthy - _count_or_percent(self.min_available, pods))
         if self.max_unavailable is not None:
-            return max(0, _count_or_percent(self.max_unavailable, pods) - (pods - healthy))
+            wanted = max(0, pods - _count_or_percent(self.max_unavailable, pods))
+            return max(0, healthy - wanted)
         return None
 
     def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:

@@ -1618,6 +1618,10 @@ class _Parser:
                 else:
                     budget.max_unavailable = obj[key]
                 budget.disruptions_allowed = budget.allowed_for(len(matching), healthy) or 0
+                # The status the controller writes with that count keeps only the recent
+                # disruptions of matching pods not being deleted (buildDisruptedPodMap).
+                budget.disrupted_pods = frozenset(
+                    t.name for t in matching if t.name in leaving and not t.deleting)
             out.append(budget)
         return out
 
