@@ -22,18 +22,23 @@ def swf_line(job_id: int, submit: int, run: int, procs: int, requested: int = -1
 
 
 def random_swf(seed: int, jobs: int, nodes: int = 16, *, estimates: bool = False,
-               simultaneous: bool = True) -> str:
+               simultaneous: bool = True, per_node: int = 1, unknown_runs: bool = False) -> str:
     """A synthetic trace: bursts of arrivals, wide and narrow jobs, ties in submit time
-    (unless ``simultaneous`` is false: then every job arrives at a time of its own)."""
+    (unless ``simultaneous`` is false: then every job arrives at a time of its own).
+    ``per_node`` processors per node (MaxProcs = per_node x MaxNodes); with
+    ``unknown_runs`` some jobs give -1 for both run and requested time."""
     rng = random.Random(seed)
-    lines = [HEADER.format(nodes=nodes, procs=nodes).rstrip("\n")]
+    lines = [HEADER.format(nodes=nodes, procs=nodes * per_node).rstrip("\n")]
     submit = 0
     gaps = (0, 0, 1, 5, 30, 120, 600) if simultaneous else (1, 2, 5, 30, 120, 600)
     for job_id in range(1, jobs + 1):
         submit += rng.choice(gaps)
         run = rng.choice((1, 5, 10, 60, 300, 1800))
-        procs = rng.choice((1, 1, 2, 3, 4, nodes // 2, nodes))
+        procs = rng.choice((1, 1, 2, 3, 4, nodes // 2, nodes)) * per_node - rng.choice(
+            (0, per_node - 1))
         requested = run * rng.choice((1, 2, 3)) if estimates else -1
+        if unknown_runs and rng.random() < 0.2:
+            run = requested = -1
         lines.append(swf_line(job_id, submit, run, procs, requested))
     return "\n".join(lines) + "\n"
 

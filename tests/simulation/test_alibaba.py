@@ -240,3 +240,23 @@ def test_shares_of_one_gpu_without_deviceshare_are_said_to_be_pooled(tmp_path: P
         code = main(["simulate", str(pods), "--cluster", str(nodes), "--no-progress"])
     assert code == 0
     assert "shares of one GPU but the configuration has no deviceshare" in err.getvalue()
+
+
+def test_pods_created_at_the_same_time_start_in_trace_order(tmp_path: Path) -> None:
+    # FCFS is submit time, then trace order: zeta, listed first, goes before alpha.
+    nodes = write(tmp_path, "nodes.csv",
+                  "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,16384,1,V100\n")
+    pods = write(tmp_path, "pods.csv", (
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+        "deletion_time,scheduled_time\n"
+        "first,1000,1024,1,1000,,LS,Running,0,100,0\n"
+        "zeta,1000,1024,1,1000,,LS,Running,10,110,10\n"
+        "alpha,1000,1024,1,1000,,LS,Running,10,110,10\n"))
+    config = write(tmp_path, "fcfs.yaml",
+                   'actions: "strict-allocate"\ntiers:\n- plugins:\n  - name: gang\n')
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["simulate", str(pods), "--cluster", str(nodes), "--config", str(config),
+                     "--output", "json", "--no-progress"]) == 0
+    starts = {job["job"]: job["start"] for job in json.loads(out.getvalue())["perJob"]}
+    assert starts == {"openb/first": 0, "openb/zeta": 100, "openb/alpha": 200}

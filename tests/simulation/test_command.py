@@ -203,8 +203,11 @@ def test_compare_labels_configurations_of_one_name_by_their_paths(tmp_path: Path
 
 
 @pytest.mark.parametrize(("option", "problem"), [
-    (["--until", "nan"], "until must be a number of seconds >= 0, not nan"),
-    (["--until", "-5"], "until must be a number of seconds >= 0, not -5.0"),
+    (["--until", "nan"], "until must be a number of seconds from 0 to 1e+15, not nan"),
+    (["--until", "-5"], "until must be a number of seconds from 0 to 1e+15, not -5.0"),
+    # JSON holds no infinity: the report of such a horizon would not parse.
+    (["--until", "inf"], "until must be a number of seconds from 0 to 1e+15, not inf"),
+    (["--until", "1e300"], "until must be a number of seconds from 0 to 1e+15, not 1e+300"),
     (["--arrived-load", "-1"], "--arrived-load must be a positive number, not -1.0"),
     (["--arrived-load", "nan"], "--arrived-load must be a positive number, not nan"),
 ])

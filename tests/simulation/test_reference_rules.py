@@ -63,3 +63,23 @@ def test_reference_rules_decide_as_the_lean_replay(
                                          nodes=nodes, ppn=procs / nodes)
         got = simulate(trace, policy, backfill, first, count)
     assert got == pytest.approx(expected, rel=1e-12)
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 100_000), policy=st.sampled_from(POLICIES), backfill=st.booleans())
+def test_processors_per_node_and_unknown_times_are_read_as_the_reference_reads_them(
+    seed: int, policy: str, backfill: bool
+) -> None:
+    # Two processors per node: the job orders read a job's P, not its nodes' cpu; a run
+    # and requested time of -1: the job keeps the requested time -1 (SJF puts it first,
+    # a backfill counts it as ending at once) and runs 10 s.
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = write(Path(tmp), "random.swf",
+                      random_swf(seed, 45, per_node=2, unknown_runs=True,
+                                 simultaneous=not backfill))
+        jobs, nodes, procs = lean_hpc_sim.parse_swf(trace)
+        first, count = 5, 40
+        expected = lean_hpc_sim.simulate(jobs, first, count, policy, backfill=backfill,
+                                         nodes=nodes, ppn=procs / nodes)
+        got = simulate(trace, policy, backfill, first, count)
+    assert got == pytest.approx(expected, rel=1e-12)

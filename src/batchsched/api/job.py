@@ -16,6 +16,7 @@ is below the sum of the per-role minimums, as in Volcano.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,10 +39,13 @@ from batchsched.api.types import (
 )
 
 __all__ = [
+    "PROCESSORS_ANNOTATION",
     "REQUESTED_RUNTIME_ANNOTATION",
     "SLA_WAITING_TIME_ANNOTATIONS",
     "JobInfo",
     "PodGroup",
+    "job_processors",
+    "processors_of",
     "requested_runtime_of",
     "waiting_time_from",
 ]
@@ -145,6 +149,9 @@ class JobInfo:
     #: How long the job says it will run, in seconds (``batchsched.io/requested-runtime``:
     #: the time limit a batch user asks for, as SWF's "requested time"); None if unsaid.
     requested_runtime: float | None = None
+    #: How many processors the job asks (``batchsched.io/processors``: SWF's P, which
+    #: the HPC job orders read); None: its total cpu request, in cores, stands for it.
+    processors: float | None = None
     #: The session's reading of the pod group's network topology: tier names turned
     #: into tiers and soft turned into hard (Volcano's ``adjustNetworkTopologySpec``),
     #: set when a session opens; None: none.
@@ -202,6 +209,7 @@ class JobInfo:
             job.preemptable = _job_preemptable(podgroup)
             job.waiting_time = _job_waiting_time(podgroup.annotations)
             job.requested_runtime = requested_runtime_of(podgroup.annotations)
+            job.processors = processors_of(podgroup.annotations)
         for task in tasks:
             job.add_task(task)
         return job
@@ -650,6 +658,7 @@ _NO_ROLES: Mapping[str, int] = {}
 #: Pod-group annotations giving a job's SLA waiting time, read in this order (Volcano's).
 SLA_WAITING_TIME_ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
 REQUESTED_RUNTIME_ANNOTATION = "batchsched.io/requested-runtime"
+PROCESSORS_ANNOTATION = "batchsched.io/processors"
 
 
 def waiting_time_from(text: str) -> float | None:
@@ -686,6 +695,29 @@ def _reason_of(task: TaskInfo) -> str:
     if status in (_PIPELINED, _PENDING):
         return "Unschedulable"
     return _STATUS_NAMES[status]
+
+
+def processors_of(annotations: Mapping[str, str]) -> float | None:
+    """The ``batchsched.io/processors`` annotation: a positive, finite number; None
+    when absent or anything else.
+
+    >>> processors_of({PROCESSORS_ANNOTATION: "3"})
+    3.0
+    """
+    raw = annotations.get(PROCESSORS_ANNOTATION)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def job_processors(job: JobInfo) -> float:
+    """The processors a job asks: ``job.processors`` when given (an SWF job's P),
+    else its total cpu request in cores."""
+    return job.processors if job.processors is not None else job.total_request.milli_cpu / 1000.0
 
 
 def requested_runtime_of(annotations: Mapping[str, str]) -> float | None:

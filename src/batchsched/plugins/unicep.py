@@ -1,11 +1,11 @@
 """unicep: the UNICEP job order of the HPC literature (Tang et al.).
 
-A job's key is ``-w / (log2(n) x r)``, smallest first: w is how long the job
-has waited, r its requested run time (``batchsched.io/requested-runtime``), n
-the processors it asks (its total cpu request, in cores). As in the reference
-formulation, 1e-15 is added to w and to n, so a one-processor job (log2(1) = 0)
-gets an extreme key rather than a division by zero. A job that states no
-requested run time goes last.
+A job's key is ``-w / (log2(n) x r)``, smallest first: w is how long the job has
+waited, r its requested run time (``batchsched.io/requested-runtime``), n the
+processors it asks (``batchsched.io/processors``, an SWF job's P; else its total cpu
+request, in cores). As in the reference formulation, 1e-15 is added to w and to n,
+so a one-processor job (log2(1) = 0) gets an extreme key rather than a division by
+zero. A job that states no requested run time goes last.
 
 Argument ``unicep.waitingTime``: ``true`` (default) or ``reference``, as for
 :mod:`batchsched.plugins.wfp3`.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from batchsched.api.job import JobInfo
+from batchsched.api.job import JobInfo, job_processors
 from batchsched.framework.arguments import Arguments
 from batchsched.plugin import JobKeyOrderPlugin
 from batchsched.plugins.wfp3 import waiting_time, waiting_time_mode
@@ -39,6 +39,6 @@ class UnicepPlugin(JobKeyOrderPlugin):
         requested = job.requested_runtime
         if not requested:
             return math.inf
-        procs = job.total_request.milli_cpu / 1000.0
+        procs = job_processors(job)
         wait = waiting_time(job, now, self.mode)
         return -(wait + _EPSILON) / (math.log2(procs + _EPSILON) * requested)

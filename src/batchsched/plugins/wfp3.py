@@ -1,9 +1,10 @@
 """wfp3: the WFP3 job order of the HPC literature (Tang et al.).
 
-A job's key is ``-(w / r)^3 x n``, smallest first: w is how long the job has
-waited, r its requested run time (``batchsched.io/requested-runtime``), n the
-processors it asks (its total cpu request, in cores). Long-waiting, short,
-wide jobs go first. A job that states no requested run time goes last.
+A job's key is ``-(w / r)^3 x n``, smallest first: w is how long the job has waited,
+r its requested run time (``batchsched.io/requested-runtime``), n the processors it
+asks (``batchsched.io/processors``, an SWF job's P; else its total cpu request, in
+cores). Long-waiting, short, wide jobs go first. A job that states no requested run
+time goes last.
 
 Argument ``wfp3.waitingTime``: ``true`` (default) reads w as the session's
 clock minus the job's submit time. ``reference`` reproduces RLScheduler's
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from batchsched.api.job import JobInfo
+from batchsched.api.job import JobInfo, job_processors
 from batchsched.framework.arguments import Arguments
 from batchsched.plugin import JobKeyOrderPlugin
 
@@ -56,5 +57,5 @@ class Wfp3Plugin(JobKeyOrderPlugin):
         requested = job.requested_runtime
         if not requested:
             return math.inf
-        procs = job.total_request.milli_cpu / 1000.0
+        procs = job_processors(job)
         return -((waiting_time(job, now, self.mode) / requested) ** 3) * procs

@@ -52,7 +52,7 @@ from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.conf import SchedulerConfiguration
 from batchsched.errors import WorkloadError
-from batchsched.simulation.workload import Workload, WorkloadJob
+from batchsched.simulation.workload import Workload, WorkloadJob, created_in_listed_order
 
 __all__ = ["ARRIVAL_ORDERS", "GPU", "GPU_MILLI_ANNOTATION", "MODEL_LABEL", "alibaba_nodes",
            "alibaba_workload", "pooled_shares_warning"]
@@ -244,6 +244,7 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
                         run=float(pod.run) if pod.run >= 0 else math.inf, created=pod.created)
                 for pod in pods]
         jobs.sort(key=lambda job: job.submit)
+        created_in_listed_order(jobs)
         return Workload(name=source, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
     if arrival_order == "trace":
         jobs = []

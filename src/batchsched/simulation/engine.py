@@ -122,9 +122,11 @@ class Simulator:
             raise WorkloadError(f"the schedule period must be a positive number of "
                                 f"seconds up to {MAX_SCHEDULE_PERIOD:g}, not {schedule_period}",
                                 source=workload.name)
-        if until is not None and not until >= 0:  # NaN fails it too
-            raise WorkloadError(f"until must be a number of seconds >= 0, not {until}",
-                                source=workload.name)
+        if until is not None and not 0 <= until <= MOST_SECONDS:  # NaN fails it too
+            # A horizon beyond the clock's range (infinity) would become the report's
+            # simulated time, which JSON cannot hold.
+            raise WorkloadError(f"until must be a number of seconds from 0 to "
+                                f"{MOST_SECONDS:.0e}, not {until}", source=workload.name)
         for job in workload.jobs:
             missing = sorted(set(job.prototype.tasks) - set(job.run_times))
             if missing:

@@ -20,7 +20,6 @@ Tasks must be Pending and on no node (they arrive with their job).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from batchsched.api.task import TaskInfo
@@ -28,7 +27,13 @@ from batchsched.api.types import GO_ZERO_TIME, TaskStatus
 from batchsched.errors import WorkloadError
 from batchsched.framework.arguments import parse_seconds
 from batchsched.scenario.loader import Scenario, load_scenario
-from batchsched.simulation.workload import RESTART_GANG, RESTART_TASK, Workload, WorkloadJob
+from batchsched.simulation.workload import (
+    RESTART_GANG,
+    RESTART_TASK,
+    Workload,
+    WorkloadJob,
+    created_in_listed_order,
+)
 
 __all__ = ["RESTART_ANNOTATION", "RUN_TIME_ANNOTATION", "scenario_workload", "seconds_of",
            "workload_from"]
@@ -95,26 +100,13 @@ def workload_from(scenario: Scenario) -> Workload:
         jobs.append(WorkloadJob(prototype=prototype, submit=prototype.creation_time,
                                 run_times=run_times, restart=restart, origin=f"{source}: {where}"))
     jobs.sort(key=lambda job: job.submit)  # stable: file order among equal submit times
-    _created_in_file_order(jobs)
+    created_in_listed_order(jobs)
     return Workload(name=source, nodes=scenario.nodes, jobs=tuple(jobs), queues=scenario.queues,
                     priority_classes=scenario.priority_classes,
                     config_maps=scenario.config_maps,
                     hyper_nodes=scenario.hyper_nodes, node_shards=scenario.node_shards,
                     dra=scenario.dra,
                     pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas)
-
-
-def _created_in_file_order(jobs: list[WorkloadJob]) -> None:
-    """Among jobs submitted at the same time (sorted, file order kept), each later one
-    is created the smallest step after the one before."""
-    previous: float | None = None
-    for job in jobs:
-        created = job.prototype.creation_time
-        if previous is not None and created <= previous and job.submit == created:
-            created = math.nextafter(previous, math.inf)
-            job.prototype.creation_time = created
-            job.prototype.podgroup.creation_time = created
-        previous = created
 
 
 def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:

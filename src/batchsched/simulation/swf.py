@@ -8,15 +8,17 @@ so that published results replay exactly:
 
 * processors: the larger of "allocated" (field 5) and "requested" (field 8);
 * requested time: field 9, or the run time when it is -1 (read before the run
-  time's own fix); a negative run time becomes 10 s; a job that ran 0 s is
-  dropped; jobs are taken in job-number order;
+  time's own fix, so a job whose run time is -1 too keeps -1: SJF puts it first and
+  a backfill counts it as ending at once); a negative run time becomes 10 s; a job
+  that ran 0 s is dropped; jobs are taken in job-number order;
 * a job asking no processor at all is dropped (and reported).
 
 The cluster is ``MaxNodes`` nodes of ``MaxProcs / MaxNodes`` cpu each (when
 ``MaxProcs`` is absent it equals ``MaxNodes``). A job of P processors becomes a
 gang of ceil(P / cpu-per-node) tasks (worked out in integers: ceil(P x MaxNodes /
 MaxProcs)), each asking one whole node's cpu, with the requested time in its
-``batchsched.io/requested-runtime`` annotation. On a cluster given instead
+``batchsched.io/requested-runtime`` annotation and P in ``batchsched.io/processors``
+(the HPC job orders read P, as the reference does, not the nodes' cpu). On a cluster given instead
 (``nodes``) of a trace whose header gives neither, a processor is one cpu.
 
 Every field of a job line must be a number (digits, a sign, a decimal point and
@@ -36,7 +38,12 @@ from pathlib import Path
 
 import attrs
 
-from batchsched.api.job import REQUESTED_RUNTIME_ANNOTATION, JobInfo, PodGroup
+from batchsched.api.job import (
+    PROCESSORS_ANNOTATION,
+    REQUESTED_RUNTIME_ANNOTATION,
+    JobInfo,
+    PodGroup,
+)
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
@@ -267,7 +274,8 @@ def swf_workload(path: str | Path, *, text: str | None = None,
             # ceil(P / (MaxProcs / MaxNodes)) in integers: the float quotient can land
             # a hair above a whole number and ask one node too many.
             name=name, namespace=NAMESPACE, min_member=-(-job.procs * max_nodes // max_procs),
-            annotations={REQUESTED_RUNTIME_ANNOTATION: str(job.requested_time)},
+            annotations={REQUESTED_RUNTIME_ANNOTATION: str(job.requested_time),
+                         PROCESSORS_ANNOTATION: str(job.procs)},
             creation_time=float(job.submit),
         )
         tasks = [
@@ -276,6 +284,10 @@ def swf_workload(path: str | Path, *, text: str | None = None,
             for k in range(min(podgroup.min_member, most_tasks))
         ]
         prototype = JobInfo.from_podgroup(podgroup, tasks=tasks)
+        if job.requested_time < 0:
+            # -1 (unknown) kept as the reference keeps it when the run time is -1 too:
+            # SJF puts the job first, and a backfill counts it as ending at once.
+            prototype.requested_runtime = float(job.requested_time)
         workload_jobs.append(WorkloadJob(
             prototype=prototype, submit=float(job.submit),
             run_times={task.uid: float(job.run_time) for task in tasks},

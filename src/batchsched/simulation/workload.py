@@ -10,6 +10,7 @@ time of each task is known only to the simulator.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -26,7 +27,8 @@ from batchsched.conf import SchedulerConfiguration
 from batchsched.errors import WorkloadError
 from batchsched.kube.dra.scheduling import DraObjects
 
-__all__ = ["MOST_SECONDS", "RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob"]
+__all__ = ["MOST_SECONDS", "RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob",
+           "created_in_listed_order"]
 
 #: The largest time a workload may give, in seconds (about 31.7 million years): the
 #: replay's clock adds submit, wait and run times as floats, which count whole
@@ -246,3 +248,18 @@ def _never_fits(job: JobInfo, nodes: Sequence[NodeInfo], capacity: Resource) -> 
     if not need.less_equal(capacity):
         return f"its gang asks {need}, more than the cluster's {capacity}"
     return None
+
+
+def created_in_listed_order(jobs: list[WorkloadJob]) -> None:
+    """Among jobs submitted at the same time (sorted by submit time, the trace's order
+    kept), each later one is created the smallest step after the one before, so that
+    orders breaking ties by creation time keep the trace's order (FCFS: submit time,
+    then trace order)."""
+    previous: float | None = None
+    for job in jobs:
+        created = job.prototype.creation_time
+        if previous is not None and created <= previous and job.submit == created:
+            created = math.nextafter(previous, math.inf)
+            job.prototype.creation_time = created
+            job.prototype.podgroup.creation_time = created
+        previous = created
