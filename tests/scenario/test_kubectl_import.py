@@ -399,10 +399,12 @@ def test_objects_of_other_kinds_are_skipped_with_one_warning(tmp_path: Path) -> 
     document["items"] += [
         {"apiVersion": "v1", "kind": "Service",
          "metadata": {"name": "kube-dns", "namespace": "kube-system"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "a"}},
+        # Read for its annotations (the queue of its pods' own groups), not skipped.
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
     ]
     warnings = load_kubectl_dump(write(tmp_path, document)).warnings
-    assert any("skipped 2 object(s) of other kinds (Namespace 1, Service 1)" in w
+    assert any("skipped 2 object(s) of other kinds (Secret 1, Service 1)" in w
                for w in warnings)
 
 
@@ -858,3 +860,44 @@ def test_an_empty_min_resources_is_kept_for_the_enqueue_vote(tmp_path: Path) -> 
     jobs = {job.name: job for job in scenario.jobs}
     assert jobs["empty"].podgroup.min_resources is not None
     assert jobs["absent"].podgroup.min_resources is None
+
+
+def _owned_pod_dump(owner_annotations: dict[str, str], namespace_annotations: dict[str, str]
+                    ) -> dict[str, Any]:
+    document = _one_pod_dump({"containers": [
+        {"name": "a", "resources": {"requests": {"cpu": "1"}}}]})
+    pod = document["items"][1]
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "rs-1",
+         "controller": True}]
+    document["items"] += [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+         "metadata": {"name": "web", "namespace": "ns", "annotations": owner_annotations}},
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": "ns", "annotations": namespace_annotations}}]
+    return document
+
+
+def test_a_pod_s_own_pod_group_reads_its_owner_and_its_namespace() -> None:
+    """Volcano's pod-group controller takes minMember from the owner's
+    group-min-member (minResources: the pod's usage that many times) and its volcano.sh/
+    annotations; its admission webhook moves a group of the default queue to the
+    namespace's queue."""
+    document = scenario_document_from_kubectl(_owned_pod_dump(
+        {"scheduling.volcano.sh/group-min-member": "3", "volcano.sh/preemptable": "true",
+         "other.io/kept-out": "x"},
+        {"scheduling.volcano.sh/queue-name": "team-q"}), source="dump.json")
+    job = document["jobs"][0]
+    assert (job["name"], job["queue"], job["minMember"]) == ("podgroup-rs-1", "team-q", 3)
+    assert job["minResources"]["cpu"] == "3"
+    assert job["annotations"] == {"volcano.sh/preemptable": "true"}
+    plain = scenario_document_from_kubectl(_owned_pod_dump({}, {}), source="dump.json")
+    assert (plain["jobs"][0]["queue"], plain["jobs"][0]["minMember"]) == ("default", 1)
+
+
+def test_a_pod_s_claim_statuses_are_named_by_their_kubernetes_field(tmp_path: Path) -> None:
+    document = _one_pod_dump({"containers": [{"name": "a"}],
+                              "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]},
+                             {"resourceClaimStatuses": "x"})
+    with pytest.raises(ScenarioError, match=r"status\.resourceClaimStatuses: must be a list"):
+        load_kubectl_dump(write(tmp_path, document))

@@ -38,6 +38,7 @@ from batchsched.conf import (
 )
 from batchsched.errors import QuantityError, ScenarioError
 from batchsched.kube.affinity import stored_pod_affinity, stored_pod_term
+from batchsched.kube.go_strconv import parse_int
 from batchsched.kube.go_yaml import load_first_document
 from batchsched.kube.quantity import parse_quantity
 from batchsched.kube.quota import REQUESTS_PREFIX, is_extended_resource, pod_quota_usage
@@ -52,6 +53,11 @@ __all__ = ["import_kubectl_dump", "is_kubectl_dump", "load_kubectl_dump", "load_
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+GROUP_MIN_MEMBER = "scheduling.volcano.sh/group-min-member"
+#: The owners of a pod whose annotations Volcano's pod-group controller reads (kind,
+#: API group), for a pod without a group.
+_OWNER_KINDS = frozenset({("ReplicaSet", "apps"), ("DaemonSet", "apps"),
+                          ("StatefulSet", "apps"), ("Job", "batch")})
 CONF_KEY = "volcano-scheduler.conf"
 NETWORK_TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
 NETWORK_TOPOLOGY_HIGHEST_TIER = "volcano.sh/network-topology-highest-tier"
@@ -388,6 +394,10 @@ class _Converter:
         self.nodes: dict[str, dict[str, Any]] = {}
         #: ConfigMaps holding a device configuration (deviceshare reads them).
         self.device_configs: list[tuple[str, dict[str, Any]]] = []
+        #: Annotations of the objects Volcano's pod-group controller and admission
+        #: read for a pod without a group: (kind, namespace, name) of a pod's owner
+        #: (ReplicaSet, DaemonSet, StatefulSet, Job), ("Namespace", "", name).
+        self.owner_annotations: dict[tuple[str, str, str], dict[str, str]] = {}
 
     def fail(self, who: str, field: str, message: str) -> ScenarioError:
         return ScenarioError(message, source=self.source,
@@ -550,6 +560,12 @@ class _Converter:
                 self.warn(who, f"skipped: {api} is not Volcano's scheduling API")
             elif item_kind in by_kind:
                 by_kind[item_kind].append(_Item(who, namespace, name, obj))
+            elif (item_kind, api.partition("/")[0]) in _OWNER_KINDS:
+                self.owner_annotations[item_kind, namespace, name] = self.strings(
+                    meta.get("annotations"), who, "metadata.annotations")
+            elif item_kind == "Namespace":
+                self.owner_annotations["Namespace", "", name] = self.strings(
+                    meta.get("annotations"), who, "metadata.annotations")
             elif CONF_KEY in data:
                 if not isinstance(data[CONF_KEY], str):
                     raise self.fail(who, f"data.{CONF_KEY}", "must be a string")
@@ -567,7 +583,8 @@ class _Converter:
                 f"{self.source}: skipped {sum(skipped.values())} object(s) of other kinds ("
                 + ", ".join(f"{k} {n}" for k, n in sorted(skipped.items()))
                 + f"): batchsched reads {', '.join(_READ_KINDS)}, Volcano's scheduler "
-                "ConfigMap and device configuration ConfigMaps")
+                "ConfigMap and device configuration ConfigMaps, and the annotations of "
+                "Namespaces and of pods' ReplicaSets, DaemonSets, StatefulSets and Jobs")
         return by_kind, config_maps
 
     def parse(self, document: Mapping[str, Any]) -> Scenario:
@@ -924,6 +941,20 @@ class _Converter:
                     out[name] = amount
         return out
 
+    def upper_annotations(self, references: list[Mapping[str, Any]], namespace: str
+                          ) -> dict[str, str]:
+        """The annotations of a pod's owners in the dump (``getAnnotationsFromUpperRes``:
+        a ReplicaSet, DaemonSet, StatefulSet or Job, in reference order; the first
+        owner's value of a key stands)."""
+        out: dict[str, str] = {}
+        for ref in references:
+            kind, name = ref.get("kind"), ref.get("name")
+            if not (isinstance(kind, str) and isinstance(name, str) and kind and name):
+                continue
+            for key, value in self.owner_annotations.get((kind, namespace, name), {}).items():
+                out.setdefault(key, value)
+        return out
+
     def pod(self, item: _Item) -> dict[str, Any] | None:
         (spec, status), who = self.parts(item), item.who
         namespace, name = item.namespace, item.name
@@ -961,24 +992,38 @@ class _Converter:
         if foreign:
             group = None
         elif not group:  # Volcano's controller gives the pod a PodGroup of its own
-            owner = next((ref.get("uid") for ref in self.seq(
+            references = [ref for ref in self.seq(
                 meta.get("ownerReferences"), who, "metadata.ownerReferences")
-                if isinstance(ref, Mapping) and ref.get("controller") and ref.get("uid")),
-                None)
+                if isinstance(ref, Mapping)]
+            owner = next((ref.get("uid") for ref in references
+                          if ref.get("controller") and ref.get("uid")), None)
             group = f"podgroup-{owner or meta.get('uid') or name}"
         if group is not None and (namespace, group) not in self.jobs:
             effective = dict(requests)
             for key, amount in (init or {}).items():
                 effective[key] = max(effective.get(key, Fraction(0)), amount)
-            # The controller's minResources: the pod's quota usage (CalTaskRequests).
+            # The controller's reading of the pod's owners (their annotations, the first
+            # owner's for a key), and its minResources: the pod's quota usage times
+            # minMember (CalTaskRequests).
+            upper = self.upper_annotations(references, namespace)
+            min_member = _group_min_member(upper)
             annotations, labels = _inherited_from_pod(fields["annotations"], fields["labels"])
+            annotations = {**{k: v for k, v in upper.items() if k.startswith("volcano.sh/")},
+                           **annotations}
+            usage = _quota_usage({} if phase in _COMPLETED else effective,
+                                 self.pod_limits(spec, who), ended=phase in _COMPLETED)
+            # The admission webhook moves a group of the default queue to its
+            # namespace's queue (the namespace's queue-name annotation).
+            queue = fields["annotations"].get(QUEUE_NAME) or "default"
+            if queue == "default":
+                queue = self.owner_annotations.get(("Namespace", "", namespace), {}).get(
+                    QUEUE_NAME) or queue
             self.jobs[(namespace, group)] = _drop_none({
                 "name": group, "namespace": namespace,
                 "annotations": annotations or None, "labels": labels or None,
-                "queue": fields["annotations"].get(QUEUE_NAME) or "default", "minMember": 1,
-                "minResources": _formatted(_quota_usage(
-                    {} if phase in _COMPLETED else effective,
-                    self.pod_limits(spec, who), ended=phase in _COMPLETED)),
+                "queue": queue, "minMember": min_member,
+                "minResources": _formatted({key: amount * min_member
+                                            for key, amount in usage.items()}),
                 "phase": "Running" if node else None,
                 "priorityClassName": spec.get("priorityClassName") or None,
                 "createdAt": fields["createdAt"],
@@ -1085,6 +1130,17 @@ _POD_GROUP_BUDGETS = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavai
 _POD_GROUP_LABELS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
 
 
+def _group_min_member(upper: Mapping[str, str]) -> int:
+    """The controller's ``getMinMemberFromUpperRes``: the owners'
+    ``scheduling.volcano.sh/group-min-member`` when Go's ``ParseInt(.., 10, 32)`` reads
+    it and it is not negative, else 1."""
+    raw = upper.get(GROUP_MIN_MEMBER)
+    if raw is None:
+        return 1
+    value, ok = parse_int(raw, 32)
+    return value if ok and value >= 0 else 1
+
+
 def _inherited_from_pod(annotations: Mapping[str, str], labels: Mapping[str, str]
                         ) -> tuple[dict[str, str], dict[str, str]]:
     """The annotations and labels the PodGroup Volcano makes for a pod inherits."""
@@ -1112,7 +1168,8 @@ _K8S_FIELDS = {
               "initRequests": "spec.initContainers[*].resources.requests",
               "nonZeroRequests": "spec.containers[*].resources.requests",
               "hostPorts": "spec.containers[*].ports[*].hostPort (and sidecars')",
-              "images": "spec.containers[*].image"},
+              "images": "spec.containers[*].image",
+              "resourceClaimStatuses": "status.resourceClaimStatuses"},
     "jobs": {"phase": "status.phase"},
     "queues": {"guarantee": "spec.guarantee.resource", "state": "status.state"},
     "pdbs": {"selector": "spec.selector.matchLabels",

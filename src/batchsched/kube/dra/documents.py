@@ -527,11 +527,14 @@ def parse_pod_claims(raw: Any, path: str, statuses: Any = None) -> tuple[PodClai
     """A pod's ``resourceClaims`` (and its ``status.resourceClaimStatuses``, the claims
     made from templates, by entry name)."""
     generated: dict[str, str] = {}
-    for i, entry in enumerate(_sequence(statuses, f"{path}Statuses")):
-        obj = _mapping(entry, f"{path}Statuses[{i}]")
+    # The statuses' own field name, beside the entries': resourceClaimStatuses.
+    listed = (f"{path.removesuffix('resourceClaims')}resourceClaimStatuses"
+              if path.endswith("resourceClaims") else f"{path}Statuses")
+    for i, entry in enumerate(_sequence(statuses, listed)):
+        obj = _mapping(entry, f"{listed}[{i}]")
         # An entry without a claim name: the pod needs no claim for it.
-        generated[_text(obj.get("name"), f"{path}Statuses[{i}].name", required=True)] = _text(
-            obj.get("resourceClaimName"), f"{path}Statuses[{i}].resourceClaimName")
+        generated[_text(obj.get("name"), f"{listed}[{i}].name", required=True)] = _text(
+            obj.get("resourceClaimName"), f"{listed}[{i}].resourceClaimName")
     out: list[PodClaim] = []
     seen: set[str] = set()
     for i, entry in enumerate(_sequence(raw, path)):
