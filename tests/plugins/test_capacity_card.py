@@ -307,6 +307,22 @@ def test_cpu_memory_only_jobs_are_checked_against_cpu_memory() -> None:
     )]
 
 
+def test_a_job_refused_on_memory_is_worded_as_the_pull_request_words_it() -> None:
+    # The pull request's job message on memory names the queue without brackets (its
+    # task message has them), memory in MiB.
+    node = card_node("n1", H200, cpu=8, scalars={"nvidia.com/gpu": 8})
+    job = card_job("mem", phase=PodGroupPhase.PENDING, min_resources=Resource(0, 6 * GiB))
+    capped = queue("q1", capability=Resource(0, 4 * GiB),
+                   defined={"capability": frozenset({"memory"})})
+    ssn = open_session([node], [job], [capped])
+    assert plugin_of(ssn).job_enqueueable(job) is Vote.REJECT
+    assert events_of(ssn, "default/mem") == [(
+        "InsufficientMemoryQuota",
+        "Queue q1 has insufficient memory quota: requested <6144 Mi>, total would be "
+        "<6144 Mi>, but capability is <4096 Mi>",
+    )]
+
+
 # -- allocatable, predicate, node order -----------------------------------------------------
 
 

@@ -65,8 +65,9 @@ from batchsched.api.queue_accounting import (
     deduct_scheduling_gated,
     dominant_share,
     exceeded_part,
+    resource_max,
 )
-from batchsched.api.resource import CPU, MEMORY, Resource
+from batchsched.api.resource import CPU, MEMORY, DimensionDefault, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
     ALLOCATED_STATUSES,
@@ -243,14 +244,27 @@ class CapacityCardPlugin:
 
     def _build_queues(self, ssn: Session) -> None:
         total_guarantee = Resource()
+        quotas: dict[str, tuple[dict[str, float], str | None]] = {}
         for queue in ssn.queues.values():
             if queue.guarantee is not None:
                 total_guarantee.add(_cpu_memory(queue.guarantee))
+            try:
+                quotas[queue.name] = (parse_card_counts(
+                    queue.annotations.get(CARD_QUOTA_ANNOTATION, ""), alternatives=False), None)
+            except CardAnnotationError as exc:
+                quotas[queue.name] = ({}, str(exc))
         # The cluster total of every node, NotReady ones included (the seed's node lister).
         cluster = _cpu_memory(ssn.total_resource)
         for node in ssn.not_ready_nodes.values():
             cluster.add(_cpu_memory(node.allocatable))
         remainder = exceeded_part(cluster, total_guarantee)
+        # The queue order's figures (the pull request's): guarantees carry the card
+        # quotas, and the cluster its cards.
+        cards_guaranteed = total_guarantee.clone()
+        for quota, _ in quotas.values():
+            cards_guaranteed.add(Resource(scalars=quota))
+        cards_left = exceeded_part(cluster.clone().add(Resource(scalars=self.catalog.totals)),
+                                   cards_guaranteed)
         self.queues = {}
         for queue in ssn.queues.values():
             own = remainder.clone()
@@ -261,19 +275,10 @@ class CapacityCardPlugin:
                 written = queue.capability is not None and queue.defines("capability", dimension)
                 source = queue.capability if written and queue.capability else own
                 capability.set(dimension, source.get(dimension))
-            problem = None
-            try:
-                quota = parse_card_counts(queue.annotations.get(CARD_QUOTA_ANNOTATION, ""),
-                                          alternatives=False)
-            except CardAnnotationError as exc:
-                quota, problem = {}, str(exc)
+            quota, problem = quotas[queue.name]
             capability.scalars.update(quota)
-            # The queue's deserved cpu and memory with its card quota in place of every
-            # other scalar it may write.
-            deserved = _cpu_memory(queue.deserved) if queue.deserved is not None else Resource()
-            deserved.scalars.update(quota)
             self.queues[queue.name] = QueueCards(queue.name, queue.is_open, capability, problem,
-                                                 deserved=deserved)
+                                                 deserved=_deserved(queue, quota, cards_left))
 
     def _account_job(self, job: JobInfo) -> None:
         attr = self.queues.get(job.queue)
@@ -445,7 +450,7 @@ class CapacityCardPlugin:
             self._record(job.uid, INVALID_CARD_REQUEST, problem)
             return Vote.REJECT
         total = request.clone().add(attr.allocated).add(attr.inqueue).sub_unchecked(attr.elastic)
-        refusal = self._cpu_memory_refusal(attr, request, total)
+        refusal = self._cpu_memory_refusal(attr, request, total, job=True)
         if refusal is None:
             refusal = self._job_card_refusal(attr, request, total)
         if refusal is not None:
@@ -589,13 +594,16 @@ class CapacityCardPlugin:
         return self.queues.get(job.queue) if job is not None else None
 
     def _cpu_memory_refusal(
-        self, attr: QueueCards, request: Resource, total: Resource
+        self, attr: QueueCards, request: Resource, total: Resource, *, job: bool = False
     ) -> tuple[str, str] | None:
         for dimension, reason in ((CPU, INSUFFICIENT_CPU), (MEMORY, INSUFFICIENT_MEMORY)):
             asked, would_be = request.get(dimension), total.get(dimension)
             limit = attr.capability.get(dimension)
             if asked > 0 and would_be > limit:
-                return reason, _quota_message(attr.name, dimension, asked, [would_be], [limit])
+                # The pull request's job message on memory names the queue bare.
+                bare = job and dimension == MEMORY
+                return reason, _quota_message(attr.name, dimension, asked, [would_be], [limit],
+                                              bare_queue=bare)
         return None
 
     def _record(self, obj: str, reason: str, message: str) -> None:
@@ -610,18 +618,34 @@ def _cpu_memory(resource: Resource) -> Resource:
     return Resource(resource.milli_cpu, resource.memory)
 
 
+def _deserved(queue: QueueInfo, quota: dict[str, float], cards_left: Resource) -> Resource:
+    """What the queue order measures a queue's share against, as the pull request
+    works it out: its ``deserved`` cpu and memory and its card quota, each no more than
+    its real capability (what the cluster has beyond every queue's guarantee, card
+    quotas counted as guarantees, plus its own) and no less than its guarantee."""
+    guarantee = _cpu_memory(queue.guarantee) if queue.guarantee is not None else Resource()
+    guarantee.scalars.update(quota)
+    deserved = _cpu_memory(queue.deserved) if queue.deserved is not None else Resource()
+    deserved.scalars.update(quota)
+    deserved.min_dimension(cards_left.clone().add(guarantee), DimensionDefault.INFINITY)
+    return resource_max(deserved, guarantee)
+
+
 def _joined(dimension: str, amounts: Iterable[float]) -> str:
     return MULTI_CARD_SEPARATOR.join(format_amount(dimension, a) for a in amounts)
 
 
 def _quota_message(queue: str, dimension: str, requested: float,
-                   totals: list[float], capabilities: list[float]) -> str:
+                   totals: list[float], capabilities: list[float], *,
+                   bare_queue: bool = False) -> str:
     """The seed's wording (cpu and memory as the capacity-card pull request words
-    them); for alternatives, the totals and capabilities of each model in the same
-    order as the models (``<3000|2000>``)."""
+    them, its job message on memory naming the queue without brackets); for
+    alternatives, the totals and capabilities of each model in the same order as the
+    models (``<3000|2000>``)."""
     subject = {CPU: "CPU", MEMORY: "memory"}.get(dimension)
     what = f"{subject} quota" if subject is not None else f"<{dimension}> quota"
-    return (f"Queue <{queue}> has insufficient {what}: requested "
+    named = queue if bare_queue else f"<{queue}>"
+    return (f"Queue {named} has insufficient {what}: requested "
             f"<{format_amount(dimension, requested)}>, total would be "
             f"<{_joined(dimension, totals)}>, but capability is "
             f"<{_joined(dimension, capabilities)}>")
