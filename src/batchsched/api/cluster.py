@@ -144,6 +144,11 @@ class ResourceQuota:
     #: The names ``status.used`` lists (a zero too); the quota controller lists every
     #: name of ``hard`` once it has counted. Only messages read it.
     used_names: frozenset[str] = frozenset()
+    #: ``hard`` and ``used`` as Kubernetes writes their quantities back (the format
+    #: each was given in, ``16Gi`` or ``16G``), by name; empty when unknown. Only what
+    #: is sent out (the extender's session-open request) reads them.
+    hard_texts: Mapping[str, str] = attrs.field(factory=dict)
+    used_texts: Mapping[str, str] = attrs.field(factory=dict)
 
     @property
     def limited_names(self) -> frozenset[str]:

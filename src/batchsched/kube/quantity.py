@@ -15,7 +15,8 @@ from fractions import Fraction
 
 from batchsched.errors import QuantityError
 
-__all__ = ["as_int64_of_milli", "canonical_quantity", "milli_value", "parse_quantity", "value"]
+__all__ = ["as_int64_of_milli", "canonical_quantity", "canonical_text", "milli_value",
+           "parse_quantity", "value"]
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -143,3 +144,29 @@ def canonical_quantity(amount: int, scale: int = 0, *, binary: bool = False) -> 
     number, exponent = number * 10**shift, exponent - shift
     suffix = _DECIMAL_SUFFIXES.get(exponent)
     return f"{number}{suffix}" if suffix is not None else f"{number}e{exponent}"
+
+
+def canonical_text(raw: object) -> str:
+    """The text Kubernetes writes back for a quantity it read (``Quantity.String``
+    after ``ParseQuantity``): the format its suffix chose (a binary suffix: BinarySI;
+    an exponent: DecimalExponent; else DecimalSI), in canonical form, to the nano.
+
+    >>> [canonical_text(q) for q in ("16Gi", "1024Mi", "16G", "1500m", "0.5", "1e3", 8, "512Ki")]
+    ['16Gi', '1Gi', '16G', '1500m', '500m', '1e3', '8', '512Ki']
+    """
+    amount = parse_quantity(raw)
+    text = raw if isinstance(raw, str) else ""
+    match = _QUANTITY.fullmatch(text) if text else None
+    suffix = match["suffix"] if match is not None else None
+    if suffix in _BINARY and amount.denominator == 1 and not -1024 < amount < 1024:
+        return canonical_quantity(int(amount), binary=True)
+    nanos = math.ceil(amount * 10**9)
+    if match is None or match["exp"] is None:
+        return canonical_quantity(nanos, -9)
+    if nanos == 0:
+        return "0"
+    number, times = _remove_factors(nanos, 10)
+    exponent = times - 9
+    shift = exponent % 3
+    number, exponent = number * 10**shift, exponent - shift
+    return f"{number}e{exponent}" if exponent else str(number)

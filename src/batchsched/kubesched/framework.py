@@ -366,20 +366,19 @@ class Framework:
         return Status.success()
 
     def queue_sort_less(self) -> Callable[[TaskInfo, TaskInfo], bool] | None:
-        """The QueueSort plugin's ``less``; raising, or answering anything but a bool,
-        is a :class:`PluginError` naming the plugin."""
+        """The QueueSort plugin's ``less`` as it is: the queue calls it at every
+        comparison (:class:`~batchsched.kubesched.scheduler.PodScheduler` names the
+        plugin when it raises)."""
         plugins = self.plugins_at("queueSort")
         if not plugins:
             return None
-        name, plugin = plugins[0]
-
-        def less(left: TaskInfo, right: TaskInfo) -> bool:
-            answer = self._call(name, "queueSort", plugin.less, left, right)
-            if not isinstance(answer, bool):
-                raise PluginError(f"kube plugin {name!r} answered {answer!r} at queueSort, "
-                                  "not a bool", plugin=name, point="queueSort")
-            return answer
+        less: Callable[[TaskInfo, TaskInfo], bool] = plugins[0][1].less
         return less
+
+    def queue_sort_name(self) -> str:
+        """The QueueSort plugin's name ("" when the profile has none)."""
+        plugins = self.plugins_at("queueSort")
+        return plugins[0][0] if plugins else ""
 
     # -- filtering -------------------------------------------------------------------------
 
@@ -541,8 +540,8 @@ class Framework:
                     raise PluginError(
                         f"applying score defaultWeights on Score plugins: plugin {quote(name)} "
                         f"returns an invalid score {score}, it should in the range of "
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing (node "
-                        f"{node_name})", plugin=name, point="score")
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        plugin=name, point="score")
                 totals[node_name] += score * weight
         return totals
 

@@ -48,7 +48,7 @@ from batchsched.kubesched.framework import (
     Framework,
     check_percentage_of_nodes_to_score,
 )
-from batchsched.kubesched.queue import SchedulingQueue
+from batchsched.kubesched.queue import QueuedPod, SchedulingQueue
 from batchsched.kubesched.status import Code, Status
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler", "fit_error_message",
@@ -111,6 +111,7 @@ class PodScheduler:
         default = self.frameworks.get(DEFAULT_SCHEDULER_NAME) or next(
             iter(self.frameworks.values()))
         self.queue = queue or SchedulingQueue(default.queue_sort_less())
+        self._queue_sort = default.queue_sort_name()
         if self.queue.admit is None:
             self.queue.admit = self._admitted
         self.assumed: dict[str, _Assumed] = {}
@@ -136,7 +137,7 @@ class PodScheduler:
         self.settle_waiting(now)
         scheduled = 0
         while max_pods is None or scheduled < max_pods:
-            queued = self.queue.pop(now)
+            queued = self._pop(now)
             if queued is None:
                 break
             assert self.view is not None
@@ -150,6 +151,19 @@ class PodScheduler:
             scheduled += 1
         self.settle_waiting(now)
         return self.results
+
+    def _pop(self, now: float) -> QueuedPod | None:
+        """The queue's next pod; the QueueSort plugin raising is a
+        :class:`PluginError` naming it (no pod to fail: the order itself broke)."""
+        try:
+            return self.queue.pop(now)
+        except PluginError:
+            raise
+        except Exception as exc:
+            name = self._queue_sort
+            raise PluginError(f"kube plugin {name!r} raised at queueSort: "
+                              f"{type(exc).__name__}: {exc}", plugin=name,
+                              point="queueSort") from exc
 
     def _refresh_view(self, now: float) -> None:
         view: ClusterInfo = self.cache.snapshot()

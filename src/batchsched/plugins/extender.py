@@ -113,9 +113,10 @@ def namespace_info_json(ssn: Session) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for quota in ssn.resource_quotas:
         status: dict[str, Any] = {}
-        hard = {name: format_quantity(name, quota.hard.get(name))
+        # As the quota's status holds them: its quantities as given, else worked out.
+        hard = {name: quota.hard_texts.get(name) or format_quantity(name, quota.hard.get(name))
                 for name in sorted(quota.limited_names)}
-        used = {name: format_quantity(name, quota.used.get(name))
+        used = {name: quota.used_texts.get(name) or format_quantity(name, quota.used.get(name))
                 for name in sorted(quota.used_names or quota.used.to_dict())}
         if hard:
             status["hard"] = hard

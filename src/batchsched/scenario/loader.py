@@ -111,6 +111,7 @@ from batchsched.kube.pod_view import (
     DEFAULT_MILLI_CPU_REQUEST,
     kube_int,
 )
+from batchsched.kube.quantity import canonical_text
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
     SpreadConstraint,
@@ -1645,9 +1646,12 @@ class _Parser:
             seen[f"{namespace}/{name}"] = None
             hard = self.resources(obj.get("hard"), f"{path}.hard")
             used = self.resources(obj.get("used"), f"{path}.used")
-            out.append(ResourceQuota(name, namespace, hard, used,
-                                     frozenset(self.mapping(obj.get("hard"), f"{path}.hard")),
-                                     frozenset(self.mapping(obj.get("used"), f"{path}.used"))))
+            raw_hard = self.mapping(obj.get("hard"), f"{path}.hard")
+            raw_used = self.mapping(obj.get("used"), f"{path}.used")
+            out.append(ResourceQuota(
+                name, namespace, hard, used, frozenset(raw_hard), frozenset(raw_used),
+                hard_texts={str(k): canonical_text(v) for k, v in raw_hard.items()},
+                used_texts={str(k): canonical_text(v) for k, v in raw_used.items()}))
         return out
 
     def faults(self, raw: Any, tasks: list[TaskInfo]) -> frozenset[str]:

@@ -116,6 +116,7 @@ class ClusterControllers:
                 used.set(name, outside[name] + amount)
             quota.used = used
             quota.used_names = quota.used_names | quota.limited_names
+            quota.used_texts = {}  # recounted: the texts given no longer say it
         for budget in self.budgets:
             matching = [p for p in pods if budget.matches(p.namespace, p.labels)]
             healthy = sum(1 for p in matching if p.status is TaskStatus.RUNNING)
