@@ -392,3 +392,19 @@ def test_a_slice_node_selector_kube_cannot_parse_fails_the_allocation_with_its_e
         "nodeSelectorTerms[0].matchExpressions[0].values[0]: Invalid value: \"abc\": for 'Gt', "
         "'Lt' operators, the value must be an integer." in event["message"]
         for event in decisions.events)
+
+
+def test_a_device_node_selector_kube_cannot_parse_fails_the_allocation_too() -> None:
+    """kube's GatherPools goes device after device through a slice of per-device node
+    selection: one it cannot parse, before a device on the node, fails it."""
+    doc = document([pod("p", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])])
+    doc["resourceSlices"] = [{
+        "name": "rack-gpus", "driver": GPU, "perDeviceNodeSelection": True,
+        "pool": {"name": "rack", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "gpu-0", "nodeSelector": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "rack", "operator": "Gt", "values": ["abc"]}]}]}},
+            {"name": "gpu-1", "nodeName": "n1"}]}]
+    decisions = run_scenario(parse_scenario(doc))
+    assert decisions.binds == {}
+    assert any("failed to perform node selection for device gpu-0 in slice rack-gpus"
+               in event["message"] for event in decisions.events)

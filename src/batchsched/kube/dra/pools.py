@@ -46,23 +46,32 @@ def slice_relevant(slice_: ResourceSlice, node: str, labels: Mapping[str, str]) 
         return True
     if slice_.node_selector is not None:
         if slice_.node_selector.parse_errors:
-            raise NodeSelectionError(_unparsable_selector(slice_))
+            raise NodeSelectionError(_unparsable_selector(
+                f"slice {slice_.name}", slice_.node_selector))
         return slice_.node_selector.matches(labels, node)
     if slice_.per_device_node_selection:
-        return any(device_on_node(d, node, labels) for d in slice_.devices)
+        # Device after device until one is on the node, as kube's GatherPools goes: a
+        # selector it cannot parse on the way fails it.
+        for device in slice_.devices:
+            selector = device.node_selector
+            if not (device.node_name or device.all_nodes) and selector is not None \
+                    and selector.parse_errors:
+                raise NodeSelectionError(_unparsable_selector(
+                    f"device {device.name} in slice {slice_.name}", selector))
+            if device_on_node(device, node, labels):
+                return True
     return False
 
 
-def _unparsable_selector(slice_: ResourceSlice) -> str:
-    """kube's error for a slice whose node selector its ``NewNodeSelector`` cannot
-    parse (the API server checks less): the allocation fails, with this text, on every
-    node."""
-    term = slice_.node_selector
-    assert term is not None
+def _unparsable_selector(what: str, term: NodeSelectorTerm) -> str:
+    """kube's error for a slice (or a device of one) whose node selector its
+    ``NewNodeSelector`` cannot parse (the API server checks less): the allocation
+    fails, with this text, on every node. (For a device kube writes the whole device
+    where this writes its name.)"""
     errors = [f"nodeSelectorTerms[0].{error}" for error in term.parse_errors]
     reasons = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-    return (f"gather pool information: failed to perform node selection for slice "
-            f"{slice_.name}: failed to parse node selector {_go_string(term)}: {reasons}")
+    return (f"gather pool information: failed to perform node selection for {what}: "
+            f"failed to parse node selector {_go_string(term)}: {reasons}")
 
 
 def _go_string(term: NodeSelectorTerm) -> str:
