@@ -53,10 +53,16 @@ def simulate(trace: Path, policy: str, backfill: bool, first: int, count: int) -
 def test_reference_rules_decide_as_the_lean_replay(
     seed: int, policy: str, backfill: bool, estimates: bool
 ) -> None:
+    assert_decides_as_the_lean_replay(
+        random_swf(seed, 45, estimates=estimates and not backfill, simultaneous=not backfill),
+        policy, backfill)
+
+
+def assert_decides_as_the_lean_replay(text: str, policy: str, backfill: bool) -> None:
+    """Positions 5 to 44 of the trace ``text``: every job's bounded slowdown is the
+    lean replay's."""
     with tempfile.TemporaryDirectory() as tmp:
-        trace = write(Path(tmp), "random.swf",
-                      random_swf(seed, 45, estimates=estimates and not backfill,
-                                 simultaneous=not backfill))
+        trace = write(Path(tmp), "random.swf", text)
         jobs, nodes, procs = lean_hpc_sim.parse_swf(trace)
         first, count = 5, 40
         expected = lean_hpc_sim.simulate(jobs, first, count, policy, backfill=backfill,
@@ -73,13 +79,6 @@ def test_processors_per_node_and_unknown_times_are_read_as_the_reference_reads_t
     # Two processors per node: the job orders read a job's P, not its nodes' cpu; a run
     # and requested time of -1: the job keeps the requested time -1 (SJF puts it first,
     # a backfill counts it as ending at once) and runs 10 s.
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = write(Path(tmp), "random.swf",
-                      random_swf(seed, 45, per_node=2, unknown_runs=True,
-                                 simultaneous=not backfill))
-        jobs, nodes, procs = lean_hpc_sim.parse_swf(trace)
-        first, count = 5, 40
-        expected = lean_hpc_sim.simulate(jobs, first, count, policy, backfill=backfill,
-                                         nodes=nodes, ppn=procs / nodes)
-        got = simulate(trace, policy, backfill, first, count)
-    assert got == pytest.approx(expected, rel=1e-12)
+    assert_decides_as_the_lean_replay(
+        random_swf(seed, 45, per_node=2, unknown_runs=True, simultaneous=not backfill),
+        policy, backfill)
