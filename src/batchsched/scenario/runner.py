@@ -110,10 +110,10 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
                 try:
                     scores[node.name] = ssn.node_order(task, node)
                 except FitError:
-                    # As in allocate (Volcano's PrioritizeNodes): the node is still
-                    # ranked, by its batch score alone.
-                    scores[node.name] = 0.0
+                    continue  # left out of the report (the format's rule)
             try:
+                # Over every node the predicates pass, the failing one included: the
+                # batch scores allocate ranks by (Volcano's PrioritizeNodes).
                 batch = ssn.batch_node_order(task, candidates)
             except NodeOrderError:
                 out[task.uid] = {}  # no scores, as Volcano's PrioritizeNodes on an error
