@@ -94,10 +94,32 @@ def test_a_plugin_refusing_its_arguments_is_named_with_the_file_and_its_place(
         "nodes: []\n")
     code, err = cli("run", str(scenario))
     assert code == 2
-    assert "args.yaml: tiers[1].plugins[0].arguments: plugin 'predicates': argument " \
+    # The place within the scenario file: its config.
+    assert "args.yaml: config.tiers[1].plugins[0].arguments: plugin 'predicates': argument " \
            "volumebinding.weight: expected an integer, got '0x10'" in err
     conf = tmp_path / "args.conf"
     conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n"
                     "    arguments: {volumebinding.weight: '0x10'}\n")
     code, err = cli("conf", "validate", str(conf))
     assert code == 2 and "args.conf: plugin 'predicates': argument volumebinding" in err
+
+
+def test_an_action_or_plugin_refusing_its_arguments_names_the_file_and_the_field(
+        tmp_path: Path) -> None:
+    scenario = tmp_path / "args.yaml"
+    scenario.write_text(
+        "version: 1\nconfig: {actions: 'allocate, preempt', tiers: [{plugins: [{name: gang}]}],"
+        " configurations: [{name: preempt, arguments: {topologyAwarePreemptWorkerNum: -1}}]}\n"
+        "nodes: []\n")
+    code, err = cli("run", str(scenario))
+    assert code == 2
+    assert err.strip().endswith(
+        "args.yaml: config.configurations[0].arguments.topologyAwarePreemptWorkerNum: "
+        "action 'preempt': must not be negative, got -1")
+    scenario.write_text(
+        "version: 1\nconfig: {actions: allocate, tiers: [{plugins: [{name: gang}, "
+        "{name: wfp3, arguments: {wfp3.waitingTime: sometimes}}]}]}\nnodes: []\n")
+    code, err = cli("run", str(scenario))
+    assert code == 2
+    assert "args.yaml: config.tiers[0].plugins[1].arguments: plugin 'wfp3': wfp3.waitingTime" \
+        in err

@@ -31,7 +31,7 @@ import attrs
 import yaml
 
 from batchsched.api.sharding import Sharding, ShardingMode
-from batchsched.errors import ConfigError
+from batchsched.errors import ConfigError, PluginError
 from batchsched.framework.arguments import Arguments, log
 from batchsched.framework.extension_points import ENABLE_FLAGS
 from batchsched.kube.go_yaml import GoScalar, load_first_document, resolved, text_keys
@@ -151,6 +151,35 @@ class SchedulerConfiguration:
     #: errors; empty for a configuration built in code.
     configuration_positions: Mapping[str, int] = attrs.field(factory=dict, eq=False,
                                                               repr=False)
+
+    def refused_arguments(self, exc: PluginError, *, action: str | None = None,
+                          place: tuple[int, int] | None = None) -> PluginError:
+        """``exc`` (an action or plugin refusing its arguments as it is built) as one
+        error naming this configuration's file and the arguments' place in it (the
+        action's ``configurations`` entry, or the plugin's ``tiers[t].plugins[p]``);
+        ``exc`` itself when it is about something else."""
+        cause = exc.__cause__
+        if not isinstance(cause, (ValueError, TypeError, PluginError)):
+            return exc
+        said = str(cause)
+        inner_key = ""
+        if isinstance(cause, ConfigError):
+            said, inner_key = cause.message, cause.key
+        at = f"{self.location}." if self.location else ""
+        if action is not None:
+            position = self.configuration_positions.get(action)
+            prefix = f"configurations[{action}].arguments"
+            suffix = inner_key[len(prefix):] if inner_key.startswith(prefix) else ""
+            key = (f"{at}configurations[{position}].arguments{suffix}" if position is not None
+                   else f"{at}actions")
+            who = f"action {action!r}"
+        else:
+            assert place is not None
+            key = f"{at}tiers[{place[0]}].plugins[{place[1]}].arguments"
+            if inner_key and not inner_key.startswith(("tiers[", "configurations[")):
+                said = f"{inner_key}: {said}"
+            who = f"plugin {exc.plugin!r}"
+        return PluginError(f"{self.source}: {key}: {who}: {said}", plugin=exc.plugin)
 
     def plugin_names(self) -> list[str]:
         return [p.name for t in self.tiers for p in t.plugins]

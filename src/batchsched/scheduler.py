@@ -36,10 +36,17 @@ def create_actions(
 ) -> dict[str, Any]:
     """One instance of each action the configuration names, with its arguments."""
     registry = registry or default_registry()
-    return {
-        name: registry.create_action(name, configuration.action_arguments(name))
-        for name in configuration.actions
-    }
+    return {name: _create_action(registry, configuration, name)
+            for name in configuration.actions}
+
+
+def _create_action(registry: Registry, configuration: SchedulerConfiguration, name: str
+                   ) -> Any:
+    """The action, or an error naming the configuration's file and its arguments."""
+    try:
+        return registry.create_action(name, configuration.action_arguments(name))
+    except PluginError as exc:
+        raise configuration.refused_arguments(exc, action=name) from exc.__cause__
 
 
 def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
@@ -58,7 +65,7 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
     for name in ssn.configuration.actions:
         action = actions.get(name) if actions is not None else None
         if action is None:
-            action = registry.create_action(name, ssn.configuration.action_arguments(name))
+            action = _create_action(registry, ssn.configuration, name)
         began = time.perf_counter()
         try:
             action.initialize()

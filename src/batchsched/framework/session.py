@@ -53,7 +53,6 @@ from batchsched.conf import SchedulerConfiguration, Tier
 from batchsched.errors import (
     BatchSchedError,
     CacheError,
-    ConfigError,
     DryRunError,
     PluginError,
     SchedulingError,
@@ -1871,15 +1870,7 @@ def _create_plugins(configuration: SchedulerConfiguration, registry: Registry
             try:
                 plugins[option.name] = registry.create_plugin(option.name, option.arguments)
             except PluginError as exc:
-                cause = exc.__cause__
-                if not isinstance(cause, (ValueError, TypeError)):
-                    raise
-                said = str(cause)
-                if isinstance(cause, ConfigError):
-                    said = f"{cause.key}: {cause.message}" if cause.key else cause.message
-                raise PluginError(
-                    f"{configuration.source}: tiers[{t}].plugins[{p}].arguments: "
-                    f"plugin {option.name!r}: {said}", plugin=option.name) from cause
+                raise configuration.refused_arguments(exc, place=(t, p)) from exc.__cause__
     return plugins
 
 
