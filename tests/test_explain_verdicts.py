@@ -702,3 +702,63 @@ tasks:
     report["counterfactuals"] = counterfactuals(scenario, job="default/p")
     assert report["counterfactuals"] == []
     assert "no action of the configuration places what waits" in render(report)
+
+
+def test_a_job_skipped_because_its_queue_is_overused_is_held_back_by_the_quota() -> None:
+    # Allocate skips the job whose queue is overused: gang's validity, asked of every
+    # job as allocate starts, is no turn of the job's.
+    scenario = scenario_of("""
+queues:
+- {name: qa, capability: {cpu: 2, pods: 2}}
+nodes:
+- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
+jobs:
+- {name: a, queue: qa, minMember: 1, phase: Inqueue, createdAt: 1}
+- {name: b, queue: qa, minMember: 1, phase: Inqueue, createdAt: 2}
+- {name: c, queue: qa, minMember: 1, phase: Inqueue, createdAt: 3}
+tasks:
+- {name: a-0, job: a, requests: {cpu: 1}}
+- {name: b-0, job: b, requests: {cpu: 1}}
+- {name: c-0, job: c, requests: {cpu: 1}}
+""")
+    assert run_scenario(scenario).binds == {"default/a-0": "n1", "default/b-0": "n1"}
+    report = explain(scenario, job="default/c")
+    assert report["verdict"].startswith("held back by proportion")
+
+
+def test_a_placement_undone_explains_a_task_before_its_fit_errors() -> None:
+    # Reclaim pipelined j0-2 on n0 and the gang undid it; an earlier round's fit error
+    # is not why it waits (Volcano's TaskSchedulingReason reads the last transaction).
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+now: 1000
+config:
+  actions: "allocate, reclaim"
+  tiers:
+  - plugins: [{name: gang}]
+queues:
+- {name: qb}
+nodes:
+- {name: n0, allocatable: {cpu: 2, memory: 8Gi, pods: 110, nvidia.com/gpu: 1}}
+jobs:
+- {name: j0, queue: qb, minMember: 3, phase: Inqueue}
+- {name: j1, phase: Running}
+tasks:
+- {name: j0-1, job: j0}
+- {name: j0-2, job: j0, requests: {cpu: 500m, nvidia.com/gpu: 1}}
+- {name: j0-3, job: j0, requests: {cpu: 500m, nvidia.com/gpu: 1}}
+- {name: j1-0, job: j1, node: n0, phase: Running, requests: {cpu: 2}}
+"""), source="test.yaml")
+    events = {e["object"]: e["message"] for e in run_scenario(scenario).events
+              if e["reason"] == "FailedScheduling"}
+    assert "can possibly be assigned to n0" in events["default/j0-2"]
+    task = next(t for t in explain(scenario, job="default/j0")["tasks"]
+                if t["task"] == "default/j0-2")
+    assert task["reason"].startswith("could go to n0")
+
+
+def test_an_evicted_task_is_leaving_its_node_not_starting() -> None:
+    path = CORPUS / "preempt-02-preempt-one-task-of-different-job.yaml"
+    assert run_scenario(load_scenario(path)).evicted == ["c1/preemptee1"]
+    report = explain(load_scenario(path), task="c1/preemptee1")
+    assert report["verdict"].startswith("leaving n1 (Releasing)")

@@ -170,6 +170,13 @@ def _task_verdict(entry: dict[str, Any]) -> str:
         if status == str(TaskStatus.ALLOCATED):
             return (f"held on {entry['node']} by its gang's pipelined statement: not bound "
                     "until the gang can start")
+        if status == str(TaskStatus.RELEASING):
+            return (f"leaving {entry['node']} (Releasing): evicted or being deleted, its "
+                    "room is being freed")
+        if status in (str(TaskStatus.SUCCEEDED), str(TaskStatus.FAILED)):
+            return f"finished on {entry['node']} ({status})"
+        if status == str(TaskStatus.UNKNOWN):
+            return f"on {entry['node']} ({status}): its state is unknown"
         return f"placed on {entry['node']} ({status})"
     if status == str(TaskStatus.PENDING):
         return f"pending: {entry.get('reason', 'not tried in this session')}"
@@ -348,7 +355,12 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         if placements and task.node_name:
             entry["placement"] = _placement(placements[-1])
         errors = job.nodes_fit_errors.get(uid)
-        if errors is not None:
+        # A placement a statement made and undid says why first (Volcano's
+        # TaskSchedulingReason reads the last transaction before the fit errors).
+        undone = _undone_placement(task) if task.status is TaskStatus.PENDING else ""
+        if undone:
+            entry["reason"] = undone
+        elif errors is not None:
             entry["reason"] = str(errors)
             histogram: dict[str, int] = {}
             details: dict[str, int] = {}
@@ -366,14 +378,14 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
             refusals = [f"{a.plugin} said {a.answer} at {a.point}"
                         for a in recorder.last_answers(uid) if _refuses(a.point, a.answer)]
             entry["reason"] = (bind_failures.get(uid) or "; ".join(refusals)
-                               or job.job_fit_errors or _undone_placement(task)
-                               or _NOT_TRIED)
+                               or job.job_fit_errors or _NOT_TRIED)
         tasks.append(entry)
     # What decides is each plugin's last answer (a later round may have said yes); of
     # the answers about the queue, those given by the job's last turn (a queue full
     # after the job was placed, or was tried, held nothing of this job back).
     subjects = (job.uid, *sorted(job.tasks))
-    last_turn = recorder.last_given(subjects)
+    # Gang's validity is asked of every job as allocate starts: no turn of the job's.
+    last_turn = recorder.last_given(subjects, ignore=("job_valid",))
     final = [a for subject in subjects for a in recorder.last_answers(subject)]
     final += recorder.last_answers(job.queue,
                                    until=math.inf if last_turn is None else last_turn)
@@ -558,6 +570,8 @@ def render(report: dict[str, Any]) -> str:
             lines.extend(f"    {change['text']}" for change in changes)
         elif placed:
             lines.append("  it starts in this session: nothing to change")
+        elif outcome.startswith(("leaving", "finished", "on ")):
+            lines.append("  it does not wait to start: nothing to change")
         elif outcome.startswith("pipelined"):
             lines.append("  it starts once the room it waits for is free: nothing to change")
         elif "not tried:" in outcome:

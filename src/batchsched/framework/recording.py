@@ -154,6 +154,10 @@ class Recorder:
         #: statement later discarded stays: it shows what was tried).
         self.placements: dict[str, list[Placement]] = {}
         self._given = itertools.count()
+        #: Per subject and (point, plugin, about), the runs of one answer given again
+        #: and again ([first order, last order, answer]): what ``last_answers`` reads,
+        #: complete whatever ``per_subject`` keeps for display.
+        self._runs: dict[str, dict[tuple[str, str, str], list[list[Any]]]] = {}
 
     def wrap(self, point: str, plugin: str, fn: Fn) -> Fn:
         """``fn`` itself if ``point`` is not recorded, else a function that records."""
@@ -163,21 +167,29 @@ class Recorder:
         def recorded(*args: Any) -> Any:
             result = fn(*args)
             subject, about = _subject(args)
-            kept = self.answers.setdefault(subject, [])
-            if len(kept) < self.per_subject:
-                kept.append(PluginAnswer(point, plugin, subject, _describe(result), about,
-                                         next(self._given)))
+            self._keep(PluginAnswer(point, plugin, subject, _describe(result), about,
+                                    next(self._given)))
             return result
 
         return recorded
 
+    def _keep(self, answer: PluginAnswer) -> None:
+        kept = self.answers.setdefault(answer.subject, [])
+        if len(kept) < self.per_subject:
+            kept.append(answer)
+        runs = self._runs.setdefault(answer.subject, {}).setdefault(
+            (answer.point, answer.plugin, answer.about), [])
+        if runs and runs[-1][2].answer == answer.answer:
+            runs[-1][1] = answer.order
+            runs[-1][2] = answer
+        else:
+            runs.append([answer.order, answer.order, answer])
+
     def refused_placement(self, task: str, plugin: str, node: str, reason: str) -> None:
         """A plugin's allocate event handler refused to place ``task`` on ``node`` (the
         statement undid the placement): kept as its answer at ``allocate event``."""
-        kept = self.answers.setdefault(task, [])
-        if len(kept) < self.per_subject:
-            kept.append(PluginAnswer("allocate event", plugin, task, f"refused: {reason}",
-                                     node, next(self._given)))
+        self._keep(PluginAnswer("allocate event", plugin, task, f"refused: {reason}", node,
+                                next(self._given)))
 
     def note(self, subject: str, plugin: str, text: str) -> None:
         """A reason a plugin wants shown with ``subject`` (a job, task or queue id)."""
@@ -198,18 +210,20 @@ class Recorder:
         asked with), given no later than ``until`` (an ``order``), in the order given: a
         later answer replaces an earlier one (a queue with room again, a task a
         later round placed)."""
-        last: dict[tuple[str, str, str], PluginAnswer] = {}
-        for answer in self.answers.get(subject, []):
-            if answer.order <= until:
-                key = (answer.point, answer.plugin, answer.about)
-                last.pop(key, None)
-                last[key] = answer
-        return list(last.values())
+        last: list[tuple[float, PluginAnswer]] = []
+        for runs in self._runs.get(subject, {}).values():
+            run = next((r for r in reversed(runs) if r[0] <= until), None)
+            if run is not None:
+                # Within a run the answer is the same: its latest occurrence by then.
+                last.append((min(run[1], until), run[2]))
+        return [answer for _, answer in sorted(last, key=lambda item: item[0])]
 
-    def last_given(self, subjects: Iterable[str]) -> int | None:
-        """When the last answer about any of ``subjects`` was given (None: none was)."""
-        orders = [answer.order for subject in subjects
-                  for answer in self.answers.get(subject, [])]
+    def last_given(self, subjects: Iterable[str], *, ignore: Iterable[str] = ()) -> int | None:
+        """When the last answer about any of ``subjects`` was given, at a point other
+        than ``ignore`` (None: none was)."""
+        skipped = frozenset(ignore)
+        orders = [runs[-1][1] for subject in subjects
+                  for key, runs in self._runs.get(subject, {}).items() if key[0] not in skipped]
         return max(orders) if orders else None
 
     def before_placement(self, ssn: Session, task: TaskInfo, node: NodeInfo, kind: str) -> None:
