@@ -762,3 +762,15 @@ def test_an_evicted_task_is_leaving_its_node_not_starting() -> None:
     assert run_scenario(load_scenario(path)).evicted == ["c1/preemptee1"]
     report = explain(load_scenario(path), task="c1/preemptee1")
     assert report["verdict"].startswith("leaving n1 (Releasing)")
+
+
+def test_a_quota_that_counts_no_device_is_not_short_of_one() -> None:
+    # Proportion counts no device (nor does capacity a class its queue does not name):
+    # the run's refusal is on cpu alone, and so is the explanation's shortfall.
+    path = Path(__file__).parent / "data" / "explain" / "dra-proportion.yaml"
+    events = [e["message"] for e in run_scenario(load_scenario(path)).events
+              if e["object"] == "team/big"]
+    assert any("insufficient cpu" in message for message in events)
+    report = explain(load_scenario(path), job="team/big")
+    assert report["verdict"] == ("held back by proportion: queue team's capability "
+                                 "(proportion) is short by cpu 2")

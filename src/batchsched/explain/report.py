@@ -248,7 +248,10 @@ def _gaps(plugin: str, queue: str, quota: QueueQuota, *, taken: Resource, future
         short = Resource()
         _, over = future.less_equal_with_dimension(unbounded, request)
         for dimension in over:
-            if dimension in asked:
+            # A device class the ceiling gives no positive count limits nothing
+            # (capacity's checkDRAAllocatable; proportion counts no device at all).
+            if dimension in asked and not (_is_device(dimension)
+                                           and not unbounded.get(dimension) > 0):
                 short.set(dimension, future.get(dimension) - unbounded.get(dimension))
         shown_limit = quantities(limit)
         for dimension in short.to_dict():
@@ -267,6 +270,12 @@ def _gaps(plugin: str, queue: str, quota: QueueQuota, *, taken: Resource, future
                else {}),
         })
     return out
+
+
+def _is_device(dimension: str) -> bool:
+    """A device class's count or capacity (``deviceclass/<class>``,
+    ``<capacity>.deviceclass/<class>``), as ``device_resources`` names them."""
+    return dimension.startswith("deviceclass/") or ".deviceclass/" in dimension
 
 
 def _with_claimed_devices(ssn: Session, job: JobInfo, request: Resource) -> Resource:
