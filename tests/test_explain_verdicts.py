@@ -774,3 +774,34 @@ def test_a_quota_that_counts_no_device_is_not_short_of_one() -> None:
     report = explain(load_scenario(path), job="team/big")
     assert report["verdict"] == ("held back by proportion: queue team's capability "
                                  "(proportion) is short by cpu 2")
+
+
+OVERUSED_QUEUE = """
+queues:
+- {name: qa, capability: {cpu: 2, pods: 2}}
+nodes:
+- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
+jobs:
+- {name: a, queue: qa, minMember: 1, phase: Inqueue, createdAt: 1}
+- {name: b, queue: qa, minMember: 1, phase: Inqueue, createdAt: 2}
+- %s
+tasks:
+- {name: a-0, job: a, requests: {cpu: 1}}
+- {name: b-0, job: b, requests: {cpu: 1}}
+- {name: c-0, job: c, requests: {cpu: 1}}
+"""
+
+
+def test_a_job_enqueued_in_the_session_and_passed_over_is_held_back_by_the_quota() -> None:
+    scenario = scenario_of(OVERUSED_QUEUE % (
+        "{name: c, queue: qa, minMember: 1, phase: Pending, createdAt: 3, "
+        "minResources: {cpu: 500m}}"))
+    assert explain(scenario, job="default/c")["verdict"].startswith(
+        "held back by proportion")
+
+
+def test_a_job_gang_finds_invalid_is_not_blamed_on_its_queue() -> None:
+    # Allocate never queues an invalid job: the queue's later answers are not about it.
+    scenario = scenario_of(OVERUSED_QUEUE % (
+        "{name: c, queue: qa, minMember: 3, phase: Inqueue, createdAt: 3}"))
+    assert explain(scenario, job="default/c")["verdict"] == "held back by gang"

@@ -1355,3 +1355,17 @@ def test_a_profile_without_a_scheduler_name_is_the_default_scheduler_s() -> None
     assert Profile.from_mapping({"schedulerName": None}).scheduler_name == "default-scheduler"
     with pytest.raises(ConfigError, match="scheduler name is needed"):
         Profile.from_mapping({"schedulerName": ""})
+
+
+
+class CmpSort:
+    def less(self, left: Any, right: Any) -> Any:
+        return -1 if left.name < right.name else 1
+
+
+def test_a_queue_sort_answering_no_bool_is_a_plugin_error() -> None:
+    c = cache({"n0": 4}, [("a", 1, 0), ("b", 1, 0)])
+    framework = Framework(registry(S=CmpSort()), Profile("default-scheduler", {
+        "queueSort": (PluginRef("S"),), "bind": (PluginRef("DefaultBinder"),)}))
+    with pytest.raises(PluginError, match="'S' raised at queueSort: TypeError: less answered"):
+        PodScheduler(c, framework).run(0.0)

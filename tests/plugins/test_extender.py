@@ -347,7 +347,7 @@ def test_the_session_open_request_carries_namespaces_with_quotas_and_revocable_n
     document = scenario({"extender.urlPrefix": server, "extender.onSessionOpenVerb": "open"})
     document["nodes"][0]["labels"] = {"volcano.sh/revocable-zone": "rz1"}
     document["resourceQuotas"] = [{"name": "rq1", "namespace": "default",
-                                   "hard": {"cpu": 8, "memory": "16Gi",
+                                   "hard": {"cpu": 8, "memory": "16G",
                                             "requests.memory": "16G"}}]
     run_scenario(parse_scenario(document, source="<test>"))
     opened = Extender.calls[0][1]
@@ -355,7 +355,7 @@ def test_the_session_open_request_carries_namespaces_with_quotas_and_revocable_n
     assert opened["RevocableNodes"]["n1"]["Name"] == "n1"
     # The quantities as the quota's status holds them: in the format they were given.
     assert opened["NamespaceInfo"] == {"default": {"Name": "default", "QuotaStatus": {
-        "rq1": {"hard": {"cpu": "8", "memory": "16Gi", "requests.memory": "16G"}}}}}
+        "rq1": {"hard": {"cpu": "8", "memory": "16G", "requests.memory": "16G"}}}}}
 
 
 def test_a_managed_resource_a_device_model_hides_still_makes_the_task_interesting(

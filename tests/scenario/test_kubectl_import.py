@@ -901,3 +901,19 @@ def test_a_pod_s_claim_statuses_are_named_by_their_kubernetes_field(tmp_path: Pa
                              {"resourceClaimStatuses": "x"})
     with pytest.raises(ScenarioError, match=r"status\.resourceClaimStatuses: must be a list"):
         load_kubectl_dump(write(tmp_path, document))
+
+
+
+def test_a_configuration_of_the_dump_refusing_arguments_is_named_by_its_configmap(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = _one_pod_dump({"containers": [{"name": "a"}]})
+    document["items"].append({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+        "data": {"volcano-scheduler.conf": (
+            "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: wfp3\n"
+            "    arguments: {wfp3.waitingTime: sometimes}\n")}})
+    code = main(["run", str(write(tmp_path, document))])
+    assert code == 2
+    assert ("ConfigMap volcano-system/volcano-scheduler-configmap: data.volcano-scheduler.conf"
+            ".tiers[0].plugins[1].arguments: plugin 'wfp3'") in capsys.readouterr().err

@@ -74,9 +74,8 @@ class EasyBackfillAction(SelectorAction):
                                                       owner="easy-backfill")
         if self.candidate_order not in _ORDERS:
             raise ConfigError(
-                f"easy-backfill: candidateOrder {self.candidate_order!r} is not one of "
-                f"{', '.join(_ORDERS)}"
-            )
+                f"candidateOrder {self.candidate_order!r} is not one of {', '.join(_ORDERS)}",
+                key="configurations[easy-backfill].arguments.candidateOrder")
 
     def execute(self, ssn: Session) -> None:
         blocked: dict[str, str] = ssn.extra.get(BLOCKED_KEY, {})

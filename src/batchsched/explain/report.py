@@ -47,6 +47,8 @@ __all__ = ["explain", "render"]
 
 _NEGATIVE = ("no", "reject")
 _CONSEQUENCES = ("job_ready", "job_pipelined")
+#: Points an action asks about a job it takes on (allocate's, preempt's).
+_TURN_POINTS = ("allocatable", "job_ready", "job_pipelined", "job_starving")
 #: Points whose answer says something about the job, not a refusal: "overused: no" is
 #: a queue with room, "job_starving" steers preemption.
 _NOT_REFUSALS = {"overused": ("no",), "job_starving": ("yes", "no")}
@@ -393,11 +395,19 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
     # the answers about the queue, those given by the job's last turn (a queue full
     # after the job was placed, or was tried, held nothing of this job back).
     subjects = (job.uid, *sorted(job.tasks))
-    # Gang's validity is asked of every job as allocate starts: no turn of the job's.
-    last_turn = recorder.last_given(subjects, ignore=("job_valid",))
     final = [a for subject in subjects for a in recorder.last_answers(subject)]
-    final += recorder.last_answers(job.queue,
-                                   until=math.inf if last_turn is None else last_turn)
+    # The job's turn: its answers where an action took it on. A valid, admitted job
+    # that had none was passed over (its queue overused): every answer about the queue
+    # counts; an invalid or unadmitted one never reached a queue's turn.
+    last_turn = recorder.last_given(subjects, points=_TURN_POINTS)
+    if last_turn is not None:
+        until: float = last_turn
+    elif job.podgroup.phase is not PodGroupPhase.PENDING and not any(
+            a.point == "job_valid" and _refuses(a.point, a.answer) for a in final):
+        until = math.inf
+    else:
+        until = -1
+    final += recorder.last_answers(job.queue, until=until)
     # A placement refused at an allocate event and later made elsewhere (preempt's
     # next node, a dry run's replay) explains nothing about the outcome.
     placed = {uid for uid, task in job.tasks.items() if task.node_name}

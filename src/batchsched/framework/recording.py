@@ -218,12 +218,14 @@ class Recorder:
                 last.append((min(run[1], until), run[2]))
         return [answer for _, answer in sorted(last, key=lambda item: item[0])]
 
-    def last_given(self, subjects: Iterable[str], *, ignore: Iterable[str] = ()) -> int | None:
-        """When the last answer about any of ``subjects`` was given, at a point other
-        than ``ignore`` (None: none was)."""
-        skipped = frozenset(ignore)
+    def last_given(self, subjects: Iterable[str], *,
+                   points: Iterable[str] | None = None) -> int | None:
+        """When the last answer about any of ``subjects`` was given (at one of
+        ``points``, when given; None: none was)."""
+        kept = None if points is None else frozenset(points)
         orders = [runs[-1][1] for subject in subjects
-                  for key, runs in self._runs.get(subject, {}).items() if key[0] not in skipped]
+                  for key, runs in self._runs.get(subject, {}).items()
+                  if kept is None or key[0] in kept]
         return max(orders) if orders else None
 
     def before_placement(self, ssn: Session, task: TaskInfo, node: NodeInfo, kind: str) -> None:

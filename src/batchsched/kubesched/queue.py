@@ -255,10 +255,15 @@ class SchedulingQueue:
         return queued
 
     def _compare(self, left: QueuedPod, right: QueuedPod) -> int:
-        """The active order: the profile's ``less``, then when queued, creation, uid."""
-        if self.less(left.pod, right.pod):
+        """The active order: the profile's ``less``, then when queued, creation, uid.
+        A ``less`` answering anything but a bool is a ``TypeError``."""
+        before = self.less(left.pod, right.pod)
+        if before is True:
             return -1
-        if self.less(right.pod, left.pod):
+        after = self.less(right.pod, left.pod)
+        if before is not False or not isinstance(after, bool):
+            raise TypeError(f"less answered {before!r} and {after!r}, not bools")
+        if after:
             return 1
         mine = (left.since, left.pod.creation_time, left.pod.uid)
         theirs = (right.since, right.pod.creation_time, right.pod.uid)

@@ -394,6 +394,9 @@ class _Converter:
         self.nodes: dict[str, dict[str, Any]] = {}
         #: ConfigMaps holding a device configuration (deviceshare reads them).
         self.device_configs: list[tuple[str, dict[str, Any]]] = []
+        #: Where the scheduler configuration came from (source, place in it): errors
+        #: found when its plugins and actions are built name them.
+        self.config_origin: tuple[str, str] | None = None
         #: Annotations of the objects Volcano's pod-group controller and admission
         #: read for a pod without a group: (kind, namespace, name) of a pod's owner
         #: (ReplicaSet, DaemonSet, StatefulSet, Job), ("Namespace", "", name).
@@ -470,9 +473,11 @@ class _Converter:
         by_kind, config_maps = self.sort(dump)
         if configuration_text is not None:
             config = _configuration_document(configuration_text, config_source)
+            self.config_origin = (config_source, "")
         elif config_maps:
             who, text = config_maps.pop(0)
             config = _configuration_document(text, f"{self.source}: {who}")
+            self.config_origin = (f"{self.source}: {who}", f"data.{CONF_KEY}")
         else:
             config = yaml.safe_load(DEFAULT_CONFIGURATION_YAML)
             self.warnings.append(f"{self.source}: no Volcano scheduler ConfigMap among its "
@@ -594,6 +599,10 @@ class _Converter:
             scenario = parse_scenario(document, source=self.source)
         except ScenarioError as exc:
             raise self.renamed(exc) from exc
+        if self.config_origin is not None:
+            source, location = self.config_origin
+            scenario = attrs.evolve(scenario, configuration=attrs.evolve(
+                scenario.configuration, source=source, location=location))
         return attrs.evolve(scenario, warnings=(
             *self.warnings, *map(self.renamed_warning, scenario.warnings)))
 
@@ -792,8 +801,10 @@ class _Converter:
                       "resourcequota plugin limits nothing by it until then, and spec.hard "
                       "is not read")
         used = self.quantities(status.get("used"), who, "status.used", all_names=True)
+        # As written (checked above): the quantities keep the format the status gave.
         return _drop_none({"name": item.name, "namespace": item.namespace,
-                           "hard": _formatted(hard), "used": _formatted(used)})
+                           "hard": _as_written(status.get("hard"), hard),
+                           "used": _as_written(status.get("used"), used)})
 
     # -- pods ----------------------------------------------------------------------
 
@@ -1128,6 +1139,14 @@ _POD_GROUP_ANNOTATIONS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time",
                           "volcano.sh/revocable-zone")
 _POD_GROUP_BUDGETS = ("volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable")
 _POD_GROUP_LABELS = ("volcano.sh/preemptable", "volcano.sh/cooldown-time")
+
+
+def _as_written(raw: Any, read: Quantities) -> dict[str, Any] | None:
+    """The quantities of ``raw`` that were read into ``read``, as the object wrote them
+    (None when there are none)."""
+    if not read or not isinstance(raw, Mapping):
+        return _formatted(read)
+    return {name: raw[name] for name in read if name in raw} or None
 
 
 def _group_min_member(upper: Mapping[str, str]) -> int:
