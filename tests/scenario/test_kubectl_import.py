@@ -917,3 +917,57 @@ def test_a_configuration_of_the_dump_refusing_arguments_is_named_by_its_configma
     assert code == 2
     assert ("ConfigMap volcano-system/volcano-scheduler-configmap: data.volcano-scheduler.conf"
             ".tiers[0].plugins[1].arguments: plugin 'wfp3'") in capsys.readouterr().err
+
+
+def test_a_cluster_s_written_statuses_decide_the_events_at_close(tmp_path: Path) -> None:
+    """Volcano's job updater compares with the status the pod group had (phase, counts,
+    conditions) and its cache with the pod's PodScheduled condition: an unchanged status
+    records no event, a changed one does."""
+    conf = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+            "data": {"volcano-scheduler.conf": (
+                "actions: enqueue, allocate\ntiers:\n- plugins:\n  - name: gang\n"
+                "  - name: predicates\n")}}
+    scheduled = [{"type": "Scheduled", "status": "True",
+                  "reason": "tasks in gang are ready to be scheduled"}]
+
+    def group(name: str, running: int, conditions: Any = None) -> dict[str, Any]:
+        return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "c1"},
+                "spec": {"minMember": 1, "queue": "default"},
+                "status": {"phase": "Running", "running": running, "conditions": conditions}}
+
+    def pod(name: str, group_name: str, status: dict[str, Any], **spec: Any) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "c1", "uid": name,
+                             "annotations": {"scheduling.k8s.io/group-name": group_name}},
+                "spec": {"schedulerName": "volcano", "containers": [
+                    {"name": "a", "resources": {"requests": {"cpu": "1"}}}], **spec},
+                "status": status}
+
+    waiting_message = "0/1 nodes are unavailable: 1 Insufficient cpu."
+    document = {"apiVersion": "v1", "kind": "List", "items": [
+        conf,
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "10"}}},
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+         "metadata": {"name": "default"}, "spec": {"weight": 1}, "status": {"state": "Open"}},
+        group("steady", 2, scheduled), group("draining", 1),
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+         "metadata": {"name": "waiting", "namespace": "c1"},
+         "spec": {"minMember": 1, "queue": "default"}, "status": {"phase": "Inqueue"}},
+        pod("s0", "steady", {"phase": "Running"}, nodeName="n1"),
+        pod("s1", "steady", {"phase": "Running"}, nodeName="n1"),
+        {**pod("d0", "draining", {"phase": "Running"}, nodeName="n1"),
+         "metadata": {"name": "d0", "namespace": "c1", "uid": "d0",
+                      "deletionTimestamp": "2024-01-01T00:05:00Z",
+                      "annotations": {"scheduling.k8s.io/group-name": "draining"}}},
+        pod("w0", "waiting", {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": waiting_message}]}),
+    ]}
+    events = run_scenario(load_kubectl_dump(write(tmp_path, document))).events
+    said = {(e["object"], e["reason"]) for e in events}
+    assert ("c1/steady", "Scheduled") not in said       # unchanged: no event
+    assert ("c1/draining", "Scheduled") in said         # running 1 -> 0
+    assert ("c1/w0", "FailedScheduling") not in said    # the same condition again

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from batchsched.cache.memory import MemoryCache
+from batchsched.errors import ScenarioError
 from batchsched.framework import Statement
 from batchsched.framework.session import Session
 from batchsched.scenario import parse_scenario, run_scenario
@@ -85,3 +88,26 @@ def test_a_resource_only_a_task_that_left_asked_for_is_not_written() -> None:
     statement.commit()
     ssn.close()
     assert ssn.queues["q1"].status.to_json()["allocated"] == {"cpu": "0", "memory": "0"}
+
+
+def test_a_status_a_session_wrote_before_decides_the_events_and_is_checked() -> None:
+    document = {
+        "version": 1, "name": "written status",
+        "config": {"actions": "enqueue, allocate", "tiers": [
+            {"plugins": [{"name": "gang"}, {"name": "predicates"}]}]},
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 2, "memory": "8Gi", "pods": 10}}],
+        "jobs": [{"name": "steady", "minMember": 1, "phase": "Running", "running": 1,
+                  "conditions": [{"type": "Scheduled", "status": "True",
+                                  "reason": "tasks in gang are ready to be scheduled"}]}],
+        "tasks": [{"name": "s0", "job": "steady", "node": "n1", "phase": "Running",
+                   "requests": {"cpu": 1}}],
+    }
+    events = run_scenario(parse_scenario(document, source="<test>")).events
+    assert not [e for e in events if e["reason"] == "Scheduled"]
+    document["jobs"][0]["running"] = 0
+    events = run_scenario(parse_scenario(document, source="<test>")).events
+    assert [e["object"] for e in events if e["reason"] == "Scheduled"] == ["default/steady"]
+    document["jobs"][0]["conditions"] = [{"status": "True"}]
+    with pytest.raises(ScenarioError,
+                       match=r"\(default/steady\)\.conditions\[0\]\.type: is required"):
+        parse_scenario(document, source="<test>")

@@ -67,6 +67,8 @@ _READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisrupti
                "ResourceQuota", "HyperNode", "DeviceClass", "ResourceSlice", "ResourceClaim",
                "ResourceClaimTemplate", "NodeShard")
 _COMPLETED = frozenset({"Succeeded", "Failed"})
+#: The pod-group conditions Volcano's scheduler writes (others are not its own).
+_POD_GROUP_CONDITIONS = frozenset({"Unschedulable", "Scheduled"})
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
            ("Ki", 2**10))
 
@@ -680,6 +682,16 @@ class _Converter:
             "networkTopology": spec.get("networkTopology") or None,
             "subGroupPolicy": spec.get("subGroupPolicy") or None,
             "phase": status.get("phase") or None,
+            # The status Volcano's job updater wrote: a session's close compares with it.
+            "running": status.get("running") or None,
+            "succeeded": status.get("succeeded") or None,
+            "failed": status.get("failed") or None,
+            "conditions": [
+                _drop_none({"type": c.get("type"), "status": c.get("status"),
+                            "reason": c.get("reason") or None,
+                            "message": c.get("message") or None})
+                for c in self.seq(status.get("conditions"), item.who, "status.conditions")
+                if isinstance(c, Mapping) and c.get("type") in _POD_GROUP_CONDITIONS] or None,
             "priorityClassName": spec.get("priorityClassName") or None,
             **self.meta(item),
         })
@@ -1109,6 +1121,14 @@ class _Converter:
             "resourceClaims": spec.get("resourceClaims") or None,
             "schedulingGates": spec.get("schedulingGates") or None,
             "resourceClaimStatuses": status.get("resourceClaimStatuses") or None,
+            # The PodScheduled condition a session wrote (False): the same one again
+            # records no FailedScheduling event.
+            "scheduledCondition": next((
+                _drop_none({"reason": c.get("reason") or None,
+                            "message": c.get("message") or None})
+                for c in self.seq(status.get("conditions"), who, "status.conditions")
+                if isinstance(c, Mapping) and c.get("type") == "PodScheduled"
+                and c.get("status") == "False"), None) if not node else None,
         })
 
 

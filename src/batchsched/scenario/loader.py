@@ -77,6 +77,8 @@ from batchsched.api.types import (
     GO_ZERO_TIME,
     NO_COUNTS,
     NO_LABELS,
+    PodGroupCondition,
+    PodGroupConditionType,
     PodGroupPhase,
     QueueState,
     TaskStatus,
@@ -1229,7 +1231,8 @@ class _Parser:
         uid = f"{namespace}/{name}"
         self.keys(obj, {"name", "namespace", "queue", "minMember", "minTaskMember",
                         "minResources", "phase", "priorityClassName", "annotations",
-                        "labels", "createdAt", "networkTopology", "subGroupPolicy"}, path)
+                        "labels", "createdAt", "networkTopology", "subGroupPolicy",
+                        "running", "succeeded", "failed", "conditions"}, path)
         self.unique(seen, uid, path, "job")
         min_task = {}
         for role, count in self.mapping(obj.get("minTaskMember"),
@@ -1269,6 +1272,15 @@ class _Parser:
             sub_group_policies=self.sub_group_policies(obj.get("subGroupPolicy"),
                                                        f"{path}.subGroupPolicy"),
         )
+        # The status a previous session (Volcano's job updater) wrote: what this one's
+        # close compares with before it records a Scheduled event.
+        for field in ("running", "succeeded", "failed"):
+            count = self.typed(obj, field, int, 0, path)
+            if count < 0:
+                raise self.fail(f"{path}.{field}", f"must not be negative, not {count}")
+            setattr(podgroup, field, count)
+        podgroup.conditions = self.pod_group_conditions(obj.get("conditions"),
+                                                        f"{path}.conditions")
         job = JobInfo.from_podgroup(podgroup, priority=priority)
         for key in SLA_WAITING_TIME_ANNOTATIONS:
             text = podgroup.annotations.get(key)
@@ -1281,6 +1293,24 @@ class _Parser:
                                  f"{REQUESTED_RUNTIME_ANNOTATION}: {text!r} is neither seconds "
                                  "nor a Go duration; the job states no requested run time")
         return job
+
+    def pod_group_conditions(self, raw: Any, path: str) -> list[PodGroupCondition]:
+        """A pod group's ``conditions`` as its status holds them: ``{type, status,
+        reason, message}`` (type Unschedulable or Scheduled)."""
+        out: list[PodGroupCondition] = []
+        for i, item in enumerate(self.seq(raw, path)):
+            where = f"{path}[{i}]"
+            obj = self.mapping(item, where)
+            self.keys(obj, {"type", "status", "reason", "message"}, where)
+            if obj.get("type") is None:
+                raise self.fail(f"{where}.type", "is required")
+            kind = self.enum(obj, "type", _CONDITION_TYPES, PodGroupConditionType.SCHEDULED,
+                             where)
+            out.append(PodGroupCondition(
+                kind, self.typed(obj, "status", str, "True", where),
+                self.typed(obj, "reason", str, "", where),
+                self.typed(obj, "message", str, "", where)))
+        return out
 
     def tasks(self, raw: Any, classes: Mapping[str, PriorityClass],
               jobs: Mapping[str, JobInfo], nodes: Mapping[str, NodeInfo]) -> list[TaskInfo]:
@@ -1494,6 +1524,14 @@ class _Parser:
             if not task.node_name:
                 raise self.fail(f"{path}.startTime", "only a task on a node has a start time")
             task.start_time = self.time_value(obj["startTime"], f"{path}.startTime")
+        if obj.get("scheduledCondition") is not None:
+            # The pod's PodScheduled condition (status False) a previous session wrote:
+            # the same one again records no FailedScheduling event.
+            where = f"{path}.scheduledCondition"
+            condition = self.mapping(obj["scheduledCondition"], where)
+            self.keys(condition, {"reason", "message"}, where)
+            task.scheduling_condition = (self.typed(condition, "reason", str, "", where),
+                                         self.typed(condition, "message", str, "", where))
         return task
 
     def _nonzero_request(self, obj: Mapping[str, Any], path: str) -> tuple[int, int] | None:
@@ -1717,6 +1755,7 @@ _PLAIN_NODE_KEYS = frozenset({"name", "allocatable", "capacity", "labels"})
 #: budget's disruptedPods is expected to take to go.
 PDB_DELETION_TIMEOUT = 120.0
 _POD_GROUP_PHASES = {p.value: p for p in PodGroupPhase}
+_CONDITION_TYPES = {t.value: t for t in PodGroupConditionType}
 #: Task statuses as the decisions name them (``taskStatusCounts``).
 _STATUS_NAMES = tuple(str(status) for status in TaskStatus)
 _TASK_KEYS = frozenset({
@@ -1725,7 +1764,7 @@ _TASK_KEYS = frozenset({
     "tolerations", "affinity", "hostPorts", "images", "createdAt", "schedulerName",
     "nominatedNodeName", "topologySpreadConstraints", "startTime", "resourceClaims",
     "resourceClaimStatuses", "schedulingGates", "nonZeroRequests", "preemptedByScheduler",
-    "uid",
+    "uid", "scheduledCondition",
 })
 
 
