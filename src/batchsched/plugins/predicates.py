@@ -390,6 +390,9 @@ _NEED_PRE_FILTER = (
     ("pod_topology_spread_enable", POD_TOPOLOGY_SPREAD,
      'reading "PreFilterPodTopologySpread" from cycleState: not found'),
     ("volume_binding_enable", "VolumeBinding", "not found"),
+    # Last, and always there: Volcano registers it whenever the DynamicResourceAllocation
+    # feature gate is on, which it is.
+    (None, "DynamicResources", "not found"),
 )
 
 
@@ -632,7 +635,7 @@ class PredicatesPlugin:
             # in the task's cycle state: without it, the first of them fails with an
             # Error (a nominated preemptor allocate never reached is eligible to preempt).
             missing = next(((plugin, text) for switch, plugin, text in _NEED_PRE_FILTER
-                            if getattr(self, switch)), None)
+                            if switch is None or getattr(self, switch)), None)
             if missing is not None:
                 statuses.append(FitStatus(FitStatusCode.ERROR, missing[1], missing[0]))
                 return FitError(task.namespace, task.name, node.name, statuses)
