@@ -480,3 +480,25 @@ def test_integer_fields_of_the_configuration_take_floats_as_yaml_v2_does() -> No
     chip = vnpus.chips[0]
     assert (chip.memory_allocatable, chip.memory_capacity, chip.templates[0].memory) == (
         65536, 19000, 100)
+
+
+def test_numbers_are_read_with_yaml_v2_s_rules_and_field_sizes() -> None:
+    # yaml.v2 reads 2e3 as a float (truncated into the int64 field) and 0o17 as an
+    # integer, which PyYAML takes for strings; a null template is the zero template.
+    vnpus = parse_device_config(
+        "vnpus: [{commonWord: X, memoryAllocatable: 0o17, memoryCapacity: 19000, "
+        "templates: [{name: t, memory: 2e3}, null]}]\n").vnpus
+    chip = vnpus.chips[0]
+    assert chip.memory_allocatable == 15
+    assert set(chip.templates) == {VnpuTemplate("t", 2000), VnpuTemplate("", 0)}
+    # aiCore and aiCPU are int32 fields: past them, yaml.v2 fails the whole file.
+    with pytest.raises(ValueError, match=r"aiCore: not an integer of 32 bits"):
+        parse_device_config("vnpus: [{commonWord: X, aiCore: 3000000000}]\n")
+
+
+def test_a_chip_type_given_twice_is_one_type() -> None:
+    # Volcano keeps a node's devices by common word: the last given counts, once.
+    vnpus = parse_device_config(
+        "vnpus: [{commonWord: X, memoryCapacity: 1}, {commonWord: Y}, "
+        "{commonWord: X, memoryCapacity: 2}]\n").vnpus
+    assert [(c.common_word, c.memory_capacity) for c in vnpus.chips] == [("X", 2), ("Y", 0)]

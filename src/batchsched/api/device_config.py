@@ -19,13 +19,14 @@ has both). MIG geometries are not modelled.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 import yaml
 
 from batchsched.api.ascend import DEFAULT_VNPU_CONFIG, AscendChip, VnpuConfig, VnpuTemplate
 from batchsched.api.vgpu import DEFAULT_NAMES, VgpuResourceNames
+from batchsched.kube.go_yaml import resolve
 
 __all__ = [
     "DEFAULT_CONFIG_MAP_NAME",
@@ -97,7 +98,8 @@ def _vnpus(node: yaml.Node | None) -> VnpuConfig:
     if node is None or _is_null(node):
         return VnpuConfig()
     if isinstance(node, yaml.SequenceNode):
-        return VnpuConfig(tuple(_chip(item, f"vnpus[{i}]") for i, item in enumerate(node.value)))
+        return VnpuConfig(_one_per_word(_chip(item, f"vnpus[{i}]")
+                                        for i, item in enumerate(node.value)))
     if not isinstance(node, yaml.MappingNode):
         raise ValueError("vnpus: failed to parse as either wrapper struct or direct array")
     members = _members(node)
@@ -109,8 +111,18 @@ def _vnpus(node: yaml.Node | None) -> VnpuConfig:
     if configs is not None and not _is_null(configs):
         if not isinstance(configs, yaml.SequenceNode):
             raise ValueError("vnpus.configs: not a list")
-        chips = tuple(_chip(item, f"vnpus.configs[{i}]") for i, item in enumerate(configs.value))
+        chips = _one_per_word(_chip(item, f"vnpus.configs[{i}]")
+                              for i, item in enumerate(configs.value))
     return VnpuConfig(chips, hami_core is not None and _is_true(hami_core))
+
+
+def _one_per_word(chips: Iterable[AscendChip]) -> tuple[AscendChip, ...]:
+    """One chip type per common word, the last given, where the first stood: Volcano
+    keeps a node's devices by common word."""
+    kept: dict[str, AscendChip] = {}
+    for chip in chips:
+        kept[chip.common_word] = chip
+    return tuple(kept.values())
 
 
 def _chip(node: yaml.Node, where: str) -> AscendChip:
@@ -124,14 +136,18 @@ def _chip(node: yaml.Node, where: str) -> AscendChip:
     templates = []
     if "templates" in fields:
         for i, item in enumerate(fields["templates"].value):
+            if _is_null(item):
+                templates.append(VnpuTemplate("", 0))  # yaml.v2's zero template
+                continue
             if not isinstance(item, yaml.MappingNode):
                 raise ValueError(f"{where}.templates[{i}]: not a mapping")
             own = {key: value for key, value in _members(item).items() if not _is_null(value)}
             if "name" in own and not _scalar(own["name"]):
                 raise ValueError(f"{where}.templates[{i}].name: not a scalar")
-            for key in ("memory", "aiCore", "aiCPU"):
-                if key in own and not _integer(own[key]):
-                    raise ValueError(f"{where}.templates[{i}].{key}: not an integer")
+            for key, bits in (("memory", 64), ("aiCore", 32), ("aiCPU", 32)):
+                if key in own and not _integer(own[key], bits):
+                    raise ValueError(f"{where}.templates[{i}].{key}: not an integer of "
+                                     f"{bits} bits")
             templates.append(VnpuTemplate(_text(own.get("name")), _int(own.get("memory"))))
     return AscendChip(
         common_word=_text(fields.get("commonWord")), chip_name=_text(fields.get("chipName")),
@@ -147,7 +163,10 @@ def _text(node: yaml.Node | None) -> str:
 
 def _int(node: yaml.Node | None) -> int:
     """An integer field; yaml.v2 truncates a float into it."""
-    return 0 if node is None else int(float(yaml.safe_load(node.value)))
+    if node is None:
+        return 0
+    value = _resolved(node)[1]
+    return int(float(value)) if isinstance(value, (int, float)) else 0
 
 
 def _is_true(node: yaml.Node) -> bool:
@@ -156,12 +175,33 @@ def _is_true(node: yaml.Node) -> bool:
     return bool(yaml.safe_load(node.value))
 
 
-def _integer(node: yaml.Node) -> bool:
-    """A number yaml.v2 decodes into an integer field (a float is truncated)."""
-    if not isinstance(node, yaml.ScalarNode) or node.tag not in (_INT, _FLOAT):
+def _resolved(node: yaml.Node) -> tuple[str, object]:
+    """A scalar's tag and value as yaml.v2 resolves them: a plain scalar by yaml.v2's
+    rules (``2e3`` is a float, ``0o17`` an integer, where PyYAML reads strings), a
+    quoted or tagged one as written."""
+    if isinstance(node, yaml.ScalarNode) and node.style is None and node.tag in (
+            _INT, _FLOAT, "tag:yaml.org,2002:str"):
+        return resolve(node.value)
+    try:
+        return node.tag, yaml.safe_load(node.value)
+    except yaml.YAMLError:
+        return node.tag, node.value
+
+
+def _integer(node: yaml.Node, bits: int = 64) -> bool:
+    """A number yaml.v2 decodes into an integer field of ``bits`` bits (a float is
+    truncated; a value out of the field's range is refused)."""
+    if not isinstance(node, yaml.ScalarNode):
         return False
-    value = float(yaml.safe_load(node.value))
-    return math.isfinite(value) and abs(value) < 2**63
+    tag, value = _resolved(node)
+    if tag not in (_INT, _FLOAT) or not isinstance(value, (int, float)):
+        return False
+    number = float(value)
+    return math.isfinite(number) and -(2 ** (bits - 1)) <= int(number) < 2 ** (bits - 1)
+
+
+def _int32(node: yaml.Node) -> bool:
+    return _integer(node, 32)
 
 
 def _members(node: yaml.MappingNode) -> dict[str, yaml.Node]:
@@ -194,7 +234,7 @@ def _unsigned(node: yaml.Node) -> bool:
 
 
 def _number(node: yaml.Node) -> bool:
-    return isinstance(node, yaml.ScalarNode) and node.tag in (_INT, _FLOAT)
+    return isinstance(node, yaml.ScalarNode) and _resolved(node)[0] in (_INT, _FLOAT)
 
 
 def _boolean(node: yaml.Node) -> bool:
@@ -257,11 +297,13 @@ _FIELD_KINDS = {
 #: The kinds of Volcano's ``VNPUConfig`` fields.
 _CHIP_KINDS = {
     **dict.fromkeys(("commonWord", "chipName", "resourceName", "resourceMemoryName"), _scalar),
-    **dict.fromkeys(("memoryAllocatable", "memoryCapacity", "aiCore", "aiCPU"), _integer),
+    **dict.fromkeys(("memoryAllocatable", "memoryCapacity"), _integer),
+    **dict.fromkeys(("aiCore", "aiCPU"), _int32),
     "templates": _list,
 }
 _KIND_WORDS = {_scalar: "a scalar", _unsigned: "a non-negative number", _number: "a number",
                _boolean: "a boolean", _list: "a list", _integer: "an integer",
+               _int32: "an integer of 32 bits",
                _mig_geometries: "a list of MIG geometries"}
 
 
