@@ -704,10 +704,7 @@ tasks:
     assert "no action of the configuration places what waits" in render(report)
 
 
-def test_a_job_skipped_because_its_queue_is_overused_is_held_back_by_the_quota() -> None:
-    # Allocate skips the job whose queue is overused: gang's validity, asked of every
-    # job as allocate starts, is no turn of the job's.
-    scenario = scenario_of("""
+OVERUSED_QUEUE = """
 queues:
 - {name: qa, capability: {cpu: 2, pods: 2}}
 nodes:
@@ -715,12 +712,19 @@ nodes:
 jobs:
 - {name: a, queue: qa, minMember: 1, phase: Inqueue, createdAt: 1}
 - {name: b, queue: qa, minMember: 1, phase: Inqueue, createdAt: 2}
-- {name: c, queue: qa, minMember: 1, phase: Inqueue, createdAt: 3}
+- %s
 tasks:
 - {name: a-0, job: a, requests: {cpu: 1}}
 - {name: b-0, job: b, requests: {cpu: 1}}
 - {name: c-0, job: c, requests: {cpu: 1}}
-""")
+"""
+
+
+def test_a_job_skipped_because_its_queue_is_overused_is_held_back_by_the_quota() -> None:
+    # Allocate skips the job whose queue is overused: gang's validity, asked of every
+    # job as allocate starts, is no turn of the job's.
+    scenario = scenario_of(OVERUSED_QUEUE % (
+        "{name: c, queue: qa, minMember: 1, phase: Inqueue, createdAt: 3}"))
     assert run_scenario(scenario).binds == {"default/a-0": "n1", "default/b-0": "n1"}
     report = explain(scenario, job="default/c")
     assert report["verdict"].startswith("held back by proportion")
@@ -774,22 +778,6 @@ def test_a_quota_that_counts_no_device_is_not_short_of_one() -> None:
     report = explain(load_scenario(path), job="team/big")
     assert report["verdict"] == ("held back by proportion: queue team's capability "
                                  "(proportion) is short by cpu 2")
-
-
-OVERUSED_QUEUE = """
-queues:
-- {name: qa, capability: {cpu: 2, pods: 2}}
-nodes:
-- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
-jobs:
-- {name: a, queue: qa, minMember: 1, phase: Inqueue, createdAt: 1}
-- {name: b, queue: qa, minMember: 1, phase: Inqueue, createdAt: 2}
-- %s
-tasks:
-- {name: a-0, job: a, requests: {cpu: 1}}
-- {name: b-0, job: b, requests: {cpu: 1}}
-- {name: c-0, job: c, requests: {cpu: 1}}
-"""
 
 
 def test_a_job_enqueued_in_the_session_and_passed_over_is_held_back_by_the_quota() -> None:
