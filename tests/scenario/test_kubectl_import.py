@@ -893,6 +893,10 @@ def test_a_pod_s_own_pod_group_reads_its_owner_and_its_namespace() -> None:
     assert job["annotations"] == {"volcano.sh/preemptable": "true"}
     plain = scenario_document_from_kubectl(_owned_pod_dump({}, {}), source="dump.json")
     assert (plain["jobs"][0]["queue"], plain["jobs"][0]["minMember"]) == ("default", 1)
+    # No replica: CalTaskRequests adds none, an empty list.
+    none = scenario_document_from_kubectl(_owned_pod_dump(
+        {"scheduling.volcano.sh/group-min-member": "0"}, {}), source="dump.json")
+    assert (none["jobs"][0]["minMember"], none["jobs"][0]["minResources"]) == (0, {})
 
 
 def test_a_pod_s_claim_statuses_are_named_by_their_kubernetes_field(tmp_path: Path) -> None:

@@ -1052,6 +1052,9 @@ class _Converter:
                 "createdAt": fields["createdAt"],
                 "networkTopology": self.pod_network_topology(fields["annotations"], who),
             })
+            if not min_member:
+                # No replica: CalTaskRequests adds none, an empty (not absent) list.
+                self.jobs[(namespace, group)]["minResources"] = {}
         if node and node not in self.nodes:
             self.warn(who, f"its node {node} is not in the dump: a NotReady stand-in holds it "
                       "and every pod placed there")
