@@ -420,3 +420,23 @@ def test_a_scenario_s_config_block_is_read_as_volcano_reads_its_file(tmp_path: P
     assert gang.flags.get("enableJobOrder") is False
     decisions = run_scenario(scenario)
     assert decisions.pod_group_phases == {"ns/big": "Inqueue"}  # 4 cpus x 1.5 hold 5
+
+
+def test_the_system_priority_classes_exist_without_being_given() -> None:
+    # The API server creates them in every cluster: a pod naming one has its value.
+    document = {
+        "version": 1, "name": "critical",
+        "config": {"actions": "allocate", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "predicates"}]}]},
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 1, "memory": "4Gi", "pods": 10}}],
+        "jobs": [{"name": "j", "namespace": "c1", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": "crit", "namespace": "c1", "job": "j", "requests": {"cpu": 1},
+                   "priorityClassName": "system-node-critical"},
+                  {"name": "app", "namespace": "c1", "job": "j", "requests": {"cpu": 1},
+                   "priority": 100}],
+    }
+    scenario = parse_scenario(document, source="<test>")
+    assert not scenario.warnings
+    assert run_scenario(scenario).binds == {"c1/crit": "n1"}
+    classes = {c.name: c.value for c in scenario.priority_classes}
+    assert classes["system-cluster-critical"] == 2_000_000_000

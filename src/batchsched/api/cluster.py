@@ -34,6 +34,14 @@ class PriorityClass:
     global_default: bool = False
 
 
+#: The priority classes every Kubernetes cluster has (the API server creates them):
+#: a pod naming one gets its value even where no object of it is given.
+SYSTEM_PRIORITY_CLASSES = (
+    PriorityClass("system-cluster-critical", 2_000_000_000),
+    PriorityClass("system-node-critical", 2_000_001_000),
+)
+
+
 @attrs.define(eq=False)
 class PodDisruptionBudget:
     """A PodDisruptionBudget reduced to what the pdb plugin reads.

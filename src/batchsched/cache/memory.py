@@ -20,7 +20,13 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import attrs
 
 from batchsched.api.ascend import drop_vnpu_annotations
-from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.cluster import (
+    SYSTEM_PRIORITY_CLASSES,
+    ClusterInfo,
+    PodDisruptionBudget,
+    PriorityClass,
+    ResourceQuota,
+)
 from batchsched.api.gpushare import drop_gpu_index
 from batchsched.api.hypernode import HyperNode, build_topology
 from batchsched.api.job import JobInfo
@@ -146,7 +152,9 @@ class MemoryCache:
         self.queues: dict[str, QueueInfo] = {
             "default": QueueInfo("default"),
             ROOT_QUEUE: QueueInfo(ROOT_QUEUE, reclaimable=False)}
-        self.priority_classes: dict[str, PriorityClass] = {}
+        # Every Kubernetes cluster has the system classes (the API server creates them).
+        self.priority_classes: dict[str, PriorityClass] = {
+            system.name: system for system in SYSTEM_PRIORITY_CLASSES}
         self.pdbs: list[PodDisruptionBudget] = []
         self.resource_quotas: list[ResourceQuota] = []
         #: ConfigMaps plugins read, ``namespace/name`` -> data (:meth:`set_config_map`).

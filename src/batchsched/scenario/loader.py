@@ -32,7 +32,13 @@ from typing import Any, TypeVar
 import attrs
 import yaml
 
-from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityClass, ResourceQuota
+from batchsched.api.cluster import (
+    SYSTEM_PRIORITY_CLASSES,
+    ClusterInfo,
+    PodDisruptionBudget,
+    PriorityClass,
+    ResourceQuota,
+)
 from batchsched.api.hypernode import (
     HARD,
     SOFT,
@@ -897,6 +903,8 @@ class _Parser:
                     raise self.fail(f"{path}.globalDefault", f"{first!r} is the global default "
                                     "already (Kubernetes admits one)")
             out[name] = PriorityClass(name, value, policy, global_default)
+        for system in SYSTEM_PRIORITY_CLASSES:
+            out.setdefault(system.name, system)  # every cluster has them
         return out
 
     def queues(self, raw: Any) -> dict[str, QueueInfo]:
