@@ -140,15 +140,21 @@ def test_an_eviction_of_a_pod_on_no_node_is_refused() -> None:
     assert cache.evict(task, "preempted") is False
 
 
-def test_a_pod_created_again_is_not_being_deleted() -> None:
-    # The new pod has no deletion timestamp and no preemption condition: topology
-    # spread counts it, and it keeps no nominated preemptor waiting.
+def _placed_then_evicted() -> tuple[MemoryCache, TaskInfo]:
+    """A one-task gang placed on n1 by a session, then evicted by the host."""
     cache = MemoryCache(now=1000.0)
     cache.add_node(node("n1"))
     cache.add_job(gang("g", 1, 1))
     Scheduler(cache).run_once()
     task = cache.jobs["ns/g"].tasks["ns/g-0"]
     assert cache.evict(task, "preempted")
+    return cache, task
+
+
+def test_a_pod_created_again_is_not_being_deleted() -> None:
+    # The new pod has no deletion timestamp and no preemption condition: topology
+    # spread counts it, and it keeps no nominated preemptor waiting.
+    cache, task = _placed_then_evicted()
     task.deleting = True
     cache.task_recreated("ns/g", "ns/g-0")
     assert not task.deleting and not task.preempted_by_scheduler
@@ -230,12 +236,7 @@ def test_a_plugin_raising_while_a_refused_bind_is_undone_still_rolls_the_gang_ba
 
 
 def test_a_pod_being_deleted_that_starts_stays_releasing() -> None:
-    cache = MemoryCache(now=1000.0)
-    cache.add_node(node("n1"))
-    cache.add_job(gang("g", 1, 1))
-    Scheduler(cache).run_once()
-    task = cache.jobs["ns/g"].tasks["ns/g-0"]
-    assert cache.evict(task, "preempted")
+    cache, task = _placed_then_evicted()
     cache.task_started("ns/g", "ns/g-0", at=1001.0)
     assert task.status is TaskStatus.RELEASING and task.start_time == 1001.0
     assert cache.nodes["n1"].releasing.milli_cpu == 1000
