@@ -263,7 +263,8 @@ def test_conf_validate_names_the_file_when_a_plugin_refuses_its_arguments(
                     "                    params: {thresholds: {cpu: high}}}]\n")
     assert main(["conf", "validate", str(conf)]) == 2
     err = capsys.readouterr().err
-    assert f"{conf}: rescheduling.strategies[0].params.thresholds.cpu" in err
+    assert (f"{conf}: tiers[0].plugins[0].arguments: plugin 'rescheduling': "
+            "rescheduling.strategies[0].params.thresholds.cpu") in err
 
 
 def test_a_key_given_twice_in_a_yaml_mapping_is_bad_input(

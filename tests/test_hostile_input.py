@@ -85,15 +85,20 @@ def test_a_schedule_period_that_would_overflow_the_clock_is_refused(tmp_path: Pa
     assert code == 2 and "schedule period" in err and err.count("\n") == 1
 
 
+def _refused(path: Path, text: str) -> str:
+    """What ``batchsched run`` says of a scenario it refuses (exit 2)."""
+    path.write_text(text)
+    code, err = cli("run", str(path))
+    assert code == 2
+    return err.strip()
+
+
 def test_a_plugin_refusing_its_arguments_is_named_with_the_file_and_its_place(
         tmp_path: Path) -> None:
-    scenario = tmp_path / "args.yaml"
-    scenario.write_text(
-        "version: 1\nconfig: {actions: allocate, tiers: [{plugins: [{name: gang}]}, "
-        "{plugins: [{name: predicates, arguments: {volumebinding.weight: '0x10'}}]}]}\n"
-        "nodes: []\n")
-    code, err = cli("run", str(scenario))
-    assert code == 2
+    err = _refused(tmp_path / "args.yaml",
+                   "version: 1\nconfig: {actions: allocate, tiers: [{plugins: [{name: gang}]}, "
+                   "{plugins: [{name: predicates, arguments: {volumebinding.weight: '0x10'}}]}]}\n"
+                   "nodes: []\n")
     # The place within the scenario file: its config.
     assert "args.yaml: config.tiers[1].plugins[0].arguments: plugin 'predicates': argument " \
            "volumebinding.weight: expected an integer, got '0x10'" in err
@@ -101,25 +106,20 @@ def test_a_plugin_refusing_its_arguments_is_named_with_the_file_and_its_place(
     conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n"
                     "    arguments: {volumebinding.weight: '0x10'}\n")
     code, err = cli("conf", "validate", str(conf))
-    assert code == 2 and "args.conf: plugin 'predicates': argument volumebinding" in err
+    assert code == 2 and ("args.conf: tiers[0].plugins[0].arguments: plugin 'predicates': "
+                          "argument volumebinding.weight: expected an integer") in err
 
 
 def test_an_action_or_plugin_refusing_its_arguments_names_the_file_and_the_field(
         tmp_path: Path) -> None:
     scenario = tmp_path / "args.yaml"
-    scenario.write_text(
-        "version: 1\nconfig: {actions: 'allocate, preempt', tiers: [{plugins: [{name: gang}]}],"
-        " configurations: [{name: preempt, arguments: {topologyAwarePreemptWorkerNum: -1}}]}\n"
-        "nodes: []\n")
-    code, err = cli("run", str(scenario))
-    assert code == 2
-    assert err.strip().endswith(
+    assert _refused(scenario,
+                    "version: 1\nconfig: {actions: 'allocate, preempt', tiers: [{plugins: "
+                    "[{name: gang}]}], configurations: [{name: preempt, arguments: "
+                    "{topologyAwarePreemptWorkerNum: -1}}]}\nnodes: []\n").endswith(
         "args.yaml: config.configurations[0].arguments.topologyAwarePreemptWorkerNum: "
         "action 'preempt': must not be negative, got -1")
-    scenario.write_text(
-        "version: 1\nconfig: {actions: allocate, tiers: [{plugins: [{name: gang}, "
-        "{name: wfp3, arguments: {wfp3.waitingTime: sometimes}}]}]}\nnodes: []\n")
-    code, err = cli("run", str(scenario))
-    assert code == 2
     assert "args.yaml: config.tiers[0].plugins[1].arguments: plugin 'wfp3': wfp3.waitingTime" \
-        in err
+        in _refused(scenario,
+                    "version: 1\nconfig: {actions: allocate, tiers: [{plugins: [{name: gang}, "
+                    "{name: wfp3, arguments: {wfp3.waitingTime: sometimes}}]}]}\nnodes: []\n")

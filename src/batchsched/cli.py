@@ -396,25 +396,21 @@ def _conf_validate(args: argparse.Namespace, out: TextIO) -> int:
 def _ignored_by_plugins(configuration: Any, registry: Any) -> list[str]:
     """What the configuration's plugins and actions, built with their arguments, say
     they will not honour (see :func:`~batchsched.framework.arguments.collect_warnings`)."""
-    from batchsched.errors import ConfigError, PluginError
+    from batchsched.errors import PluginError
     from batchsched.framework.arguments import collect_warnings
+    from batchsched.scheduler import create_actions
 
-    try:
-        with collect_warnings() as said:
-            for tier in configuration.tiers:
-                for option in tier.plugins:
+    with collect_warnings() as said:
+        # A plugin's or action's own check of its arguments names the file and the
+        # place, as when a session builds them.
+        for t, tier in enumerate(configuration.tiers):
+            for p, option in enumerate(tier.plugins):
+                try:
                     registry.create_plugin(option.name, option.arguments)
-            for name in configuration.actions:
-                registry.create_action(name, configuration.action_arguments(name))
-    except PluginError as exc:  # a plugin's own check of its arguments: name the file
-        cause = exc.__cause__
-        if isinstance(cause, ConfigError) and cause.source == "<configuration>":
-            raise ConfigError(cause.message, source=configuration.source, key=cause.key,
-                              known=cause.known) from exc
-        if isinstance(cause, (ValueError, TypeError)) and not isinstance(cause, ConfigError):
-            raise ConfigError(f"plugin {exc.plugin!r}: {cause}",
-                              source=configuration.source) from exc
-        raise
+                except PluginError as exc:
+                    raise configuration.refused_arguments(exc, place=(t, p)) \
+                        from exc.__cause__
+        create_actions(configuration, registry)
     interval = configuration.metrics.get("interval")
     if interval is not None:
         from batchsched.framework.arguments import parse_duration
