@@ -34,6 +34,7 @@ from batchsched.api.sharding import Sharding, ShardingMode
 from batchsched.errors import ConfigError, PluginError
 from batchsched.framework.arguments import Arguments, log
 from batchsched.framework.extension_points import ENABLE_FLAGS
+from batchsched.kube.go_strings import GO_SPACE
 from batchsched.kube.go_yaml import GoScalar, load_first_document, resolved, text_keys
 
 if TYPE_CHECKING:
@@ -474,12 +475,6 @@ def require_actions(configuration: SchedulerConfiguration) -> SchedulerConfigura
                           "Action \"\") and keeps its default configuration",
                           source=configuration.source, key="actions")
     return configuration
-
-
-#: What Go's ``strings.TrimSpace`` strips (``unicode.IsSpace``): Python's ``str.strip``
-#: strips the information separators U+001C to U+001F besides.
-GO_SPACE = ("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-            "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 
 
 def _parse_yaml(text: str, source: str, first_line: int = 0) -> Any:

@@ -26,6 +26,12 @@ def test_arguments() -> None:
                                   "memory": 2}
 
 
+def test_resource_names_are_trimmed_as_go_trims_them() -> None:
+    """``strings.TrimSpace`` keeps the information separators Python's strip removes."""
+    p = BinpackPlugin(Arguments({"binpack.resources": "\tgpu\x1f , \x1e"}))
+    assert p.resource_weights == {"gpu\x1f": 1, "\x1e": 1, "cpu": 1, "memory": 1}
+
+
 def test_defaults_and_negative_cpu_memory_weights() -> None:
     assert BinpackPlugin(Arguments({})).resource_weights == {"cpu": 1, "memory": 1}
     p = BinpackPlugin(Arguments({"binpack.cpu": -1, "binpack.memory": 0}))

@@ -137,6 +137,11 @@ def test_arguments_read_and_unlisted_resource_weights_ignored() -> None:
     assert p.resource_weights == {"nvidia.com/gpu": 1, "example.com/foo": 6, "cpu": 3, "memory": 4}
 
 
+def test_resource_names_are_trimmed_as_go_trims_them() -> None:
+    p = NetworkTopologyAwarePlugin(Arguments({"hypernode.binpack.resources": " gpu\x1f\n"}))
+    assert p.resource_weights == {"gpu\x1f": 1, "cpu": 1, "memory": 1}
+
+
 def test_arguments_negative_values_fall_back() -> None:
     p = NetworkTopologyAwarePlugin(
         Arguments(

@@ -217,3 +217,15 @@ def test_a_resource_name_that_is_no_string_fails_as_in_volcano(reader: Any,
     # scheduler stops, even for a disabled block.
     with pytest.raises(ValueError, match="expected a resource name"):
         reader(Arguments(arguments))
+
+
+def test_resource_names_are_trimmed_as_go_trims_them() -> None:
+    """Volcano trims each listed name with ``strings.TrimSpace``, which keeps the
+    information separators (U+001C to U+001F) that Python's ``strip`` removes: such a
+    name matches no resource."""
+    sra = read_sra(Arguments({"sra": {"enable": True, "resources": " nvidia.com/gpu\x1f, ,a10 ",
+                                      "weight": 1}}))
+    assert dict(sra.resources) == {"nvidia.com/gpu\x1f": 1, "a10": 1}
+    proportional = read_proportional(Arguments({"proportional": {
+        "enable": True, "resources": "\x1cnvidia.com/gpu\t"}}))
+    assert proportional is not None and list(proportional) == ["\x1cnvidia.com/gpu"]

@@ -45,6 +45,7 @@ from batchsched.columnar.scores import binpack_many, binpack_vector
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.kube.go_strconv import int64
+from batchsched.kube.go_strings import trim_space
 
 __all__ = ["BinpackPlugin", "binpack_score", "read_weights", "resource_binpack_score"]
 
@@ -110,7 +111,7 @@ def read_weights(arguments: Arguments) -> tuple[int, dict[str, int]]:
     plugin_weight = arguments.get_int("binpack.weight", 1)
     weights: dict[str, int] = {}
     for raw in arguments.get_str("binpack.resources", "", owner="binpack").split(","):
-        name = raw.strip()
+        name = trim_space(raw)
         if name:
             weight = arguments.get_int(f"binpack.resources.{name}", 1)
             weights[name] = weight if weight >= 0 else 1

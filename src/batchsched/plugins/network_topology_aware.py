@@ -63,6 +63,7 @@ from batchsched.framework.arguments import Arguments
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 from batchsched.kube.go_math import go_pow
+from batchsched.kube.go_strings import trim_space
 
 __all__ = ["NetworkTopologyAwarePlugin"]
 
@@ -91,7 +92,7 @@ class NetworkTopologyAwarePlugin:
         self.resource_weights: dict[str, int] = {}
         for raw in arguments.get_str("hypernode.binpack.resources", "",
                                        owner="network-topology-aware").split(","):
-            name = raw.strip()
+            name = trim_space(raw)
             if name:
                 value = arguments.get_int(f"hypernode.binpack.resources.{name}", 1, owner=owner)
                 self.resource_weights[name] = value if value >= 0 else 1

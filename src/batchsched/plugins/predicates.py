@@ -111,6 +111,7 @@ from batchsched.kube.dra.scheduling import (
     DraRejection,
     DynamicResources,
 )
+from batchsched.kube.go_strings import trim_space
 from batchsched.kube.pod_index import PlacedPodIndex
 from batchsched.kube.pod_view import KubeView, NodeView, PodInfo
 from batchsched.kube.taints import (
@@ -359,7 +360,7 @@ class _TaskState:
 def _read_rates(arguments: Arguments) -> ProportionalRates:
     rates: dict[str, tuple[float, float]] = {}
     for raw in arguments.get_str("predicate.resources", "", owner="predicates").split(","):
-        name = raw.strip()
+        name = trim_space(raw)
         if not name:
             continue
         cpu = arguments.get_float(f"predicate.resources.{name}.cpu", 1.0)

@@ -54,6 +54,7 @@ from batchsched.framework.arguments import Arguments
 from batchsched.framework.arguments import decode_int as _int
 from batchsched.framework.session import Session
 from batchsched.kube.go_strconv import int64
+from batchsched.kube.go_strings import trim_space
 
 __all__ = [
     "LEAST_ALLOCATED",
@@ -295,7 +296,7 @@ def read_strategies(arguments: Arguments) -> dict[str, ResourceStrategy]:
 
 
 def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
+    return [name for name in map(trim_space, text.split(",")) if name]
 
 
 # Volcano decodes each block whole (``framework.Get``, mapstructure) before it looks

@@ -71,6 +71,7 @@ from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.kube.go_strconv import parse_int
+from batchsched.kube.go_strings import trim_space
 
 __all__ = [
     "JDB_MAX_UNAVAILABLE",
@@ -156,7 +157,7 @@ def parse_revocable_zone(raw: str, now: float) -> tuple[float, float]:
     >>> end - start
     82800.0
     """
-    parts = raw.strip().split("-")
+    parts = trim_space(raw).split("-")
     if len(parts) != 2:
         raise ValueError(f"revocable zone {raw} format error")
     (h1, m1), (h2, m2) = _clock(parts[0]), _clock(parts[1])
@@ -263,7 +264,7 @@ class TdmPlugin:
             if key in arguments and not isinstance(arguments[key], str):
                 wanted = _PERIOD_WANTED if key == EVICT_PERIOD else _WINDOW_WANTED
                 raise ConfigError(f"must be {wanted}, not {arguments[key]!r} (Volcano's "
-                                  "scheduler panics on it)", key=f"{self.name}.{key}")
+                                  "scheduler panics on it)", key=key)
         self.zones: dict[str, str] = {
             key.replace(ZONE_PREFIX, "", 1): str(arguments[key]) for key in zone_keys
         }
