@@ -31,7 +31,7 @@ hard topology also falls back to the whole cluster (:data:`CLUSTER_DOMAIN`, the
 virtual root), which is its only domain without the network-topology-aware plugin.
 Victims are taken from the domain's nodes, and a job with a hard topology is
 placed, in the dry run, within the first hypernode under the domain (the sub-job
-gradient, lowest tier first) where all its pending tasks fit. Volcano then
+eviction gradient, highest tier first, as in Volcano) where all its pending tasks fit. Volcano then
 nominates that hypernode for its allocate of the same session; batchsched does
 not model that nomination (the tasks keep the nodes they are pipelined on).
 
