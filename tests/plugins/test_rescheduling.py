@@ -9,6 +9,7 @@ condition, the candidates, the interval between runs, and argument handling.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -424,6 +425,17 @@ def test_the_interval_gates_runs_across_sessions_on_one_cache() -> None:
     cache.now = (cache.now or 0) + 1
     scheduler.run_once()
     assert _evictions(cache) == ["t0", "t1", "t2", "t3", "t4", "t5"]
+
+
+def test_each_session_says_when_the_next_run_is_due() -> None:
+    """The first instant strictly more than the interval after the last run, for a host
+    that opens sessions on events only (``Session.wake_up_at``)."""
+    cache, scheduler = _cache("5m")
+    start = cache.now or 0.0
+    due = math.nextafter(start + 300, math.inf)
+    assert scheduler.run_once().wake_ups["rescheduling"] == due
+    cache.now = start + 60
+    assert scheduler.run_once().wake_ups["rescheduling"] == due
 
 
 def test_a_run_is_recorded_at_session_open_even_without_shuffle() -> None:

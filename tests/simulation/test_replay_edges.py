@@ -51,14 +51,75 @@ def test_a_task_evicted_as_its_run_ends_completes_instead_of_running_again(
     assert report["metrics"]["utilization"] == pytest.approx(250 / 300)
 
 
-def test_a_gang_member_whose_run_ends_as_a_sibling_is_evicted_completes(
+def test_a_gang_member_whose_run_ends_as_a_sibling_is_evicted_runs_again(
         capsys: pytest.CaptureFixture[str]) -> None:
-    """The gang restarts its running members; b has done its 50 s when a is evicted
-    at 50, so only a runs again (b is not run a second time)."""
+    """The gang restarts whole: b has done its 50 s when a is evicted at 50, and runs
+    again with a (Volcano's RestartJob keeps no pod, finished or not)."""
     code, report, _ = simulate(capsys, "gang-sibling-ends-at-eviction")
     assert code == 0
-    # a 2 cpu x (50 + 100) + b 1 cpu x 50 + h0 2 cpu x 10, over 3 cpu x 160 s.
-    assert report["metrics"]["utilization"] == pytest.approx(370 / 480)
+    # a 2 cpu x (50 + 100) + b 1 cpu x (50 + 50) + h0 2 cpu x 10, over 3 cpu x 160 s.
+    assert report["metrics"]["utilization"] == pytest.approx(420 / 480)
+
+
+def test_a_gang_restart_runs_its_finished_members_again(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = simulate(capsys, "gang-restart-reruns-finished-members")
+    assert code == 0
+    mpi = job(report, "mpi")
+    assert (mpi["end"], mpi["restarts"]) == (1660, 1)
+    # a 100 + b 400 (lost) + urgent 60 + a 100 + b 1000 cpu seconds, one cpu, 1660 s.
+    assert report["metrics"]["utilization"] == pytest.approx(1660 / 1660)
+
+
+def test_a_job_that_started_and_never_finished_is_listed_as_unfinished(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = simulate(capsys, "started-never-finished")
+    assert code == 0
+    assert report["unfinished"] == ["default/a"] and report["metrics"]["unfinished"] == 1
+    assert report["neverStarted"] == [] and report["metrics"]["finishedJobs"] == 1
+    assert main(["simulate", str(DATA / "started-never-finished.yaml"), "--no-progress"]) == 0
+    assert "(2 jobs, 1 finished, 1 unfinished, 0 never started)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("options", "start"), [((), 40), (("--schedule-period", "1"), 40),
+                                                (("--schedule-period", "7"), 42)])
+def test_sla_admits_a_job_when_its_waiting_time_runs_out(
+        capsys: pytest.CaptureFixture[str], options: tuple[str, ...], start: int) -> None:
+    """No cluster event happens at 40: sla asks for a session then (on the period's grid
+    with a period), as Volcano's periodic sessions would admit the job."""
+    code, report, _ = simulate(capsys, "sla-waiting-time-runs-out", *options)
+    assert code == 0
+    assert (job(report, "b")["start"], job(report, "b")["end"]) == (start, start + 100)
+
+
+def test_a_tdm_window_that_opens_starts_the_job_waiting_for_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = simulate(capsys, "tdm-window-opens")
+    assert code == 0
+    assert (job(report, "j")["start"], report["sessions"]) == (600, 2)
+
+
+def test_a_victim_whose_cooldown_ends_is_preempted_then(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = simulate(capsys, "cdp-cooldown-ends")
+    assert code == 0
+    assert job(report, "high")["start"] == 300
+    assert (job(report, "low")["end"], job(report, "low")["restarts"]) == (1350, 1)
+
+
+def test_wake_ups_that_change_nothing_stop_and_leave_the_clock(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A job that never fits under tdm would be tried at every window for ever: after
+    MAX_IDLE_WAKE_UPS fruitless wake-ups in a row with nothing else to come, none more,
+    and the clock reads the last event's time, not the last wake-up's."""
+    monkeypatch.setattr(engine, "MAX_IDLE_WAKE_UPS", 3)
+    code, report, _ = simulate(capsys, "tdm-never-fits")
+    assert code == 0
+    assert report["neverStarted"] == ["default/j"]
+    assert (report["simulatedSeconds"], report["metrics"]["makespan"]) == (25, 25)
+    assert report["sessions"] == 3 + 3  # two arrivals, k's end; three wake-ups, not a fourth
+    assert "changed nothing, and nothing else is to come; no more wake-ups" in caplog.text
 
 
 def test_a_job_without_created_at_is_submitted_at_0(

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import re
 import time
 import uuid
@@ -183,6 +184,9 @@ class Session:
         #: The statements made on this session, for :meth:`discard_open_statements`.
         self._statements: list[Statement] = []
         self.extra: dict[str, Any] = {}
+        #: Plugin -> the earliest instant after ``now`` at which its answers change
+        #: with time alone (:meth:`wake_up_at`).
+        self.wake_ups: dict[str, float] = {}
         self._fns: dict[str, dict[str, Fn]] = {name: {} for name in EXTENSION_POINTS}
         #: Plugin -> (its job order key, the comparison registered from it).
         self._job_order_keys: dict[str, tuple[Callable[[JobInfo], Any], Fn]] = {}
@@ -1145,6 +1149,26 @@ class Session:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
+
+    def wake_up_at(self, plugin: str, at: float) -> None:
+        """Tell the host that ``plugin``'s answers change at ``at`` (the session clock's
+        seconds) with time alone: a waiting time that runs out (sla), a time window
+        that opens or closes (tdm), a cooldown that ends (cdp). A host that opens
+        sessions on cluster events only (the simulator) opens one then, as Volcano's
+        periodic sessions would see the change; a host that schedules every period
+        needs none of it. An instant not after ``now`` (or infinite) is no wake-up;
+        the earliest of a plugin's is kept."""
+        if not self.now < at < math.inf:
+            return  # past, now, never or NaN
+        kept = self.wake_ups.get(plugin)
+        if kept is None or at < kept:
+            self.wake_ups[plugin] = at
+
+    @property
+    def next_wake_up(self) -> float | None:
+        """The earliest instant a plugin asked to be woken at (:meth:`wake_up_at`),
+        None when none did."""
+        return min(self.wake_ups.values()) if self.wake_ups else None
 
     # Column forms used to be registered here; they belong to batchsched.columnar now.
 

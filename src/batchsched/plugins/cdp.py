@@ -72,7 +72,16 @@ class CooldownProtectionPlugin:
         now = ssn.now
 
         def victims(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-            return [task for task in candidates if not _cooling_down(task, now)]
+            kept = []
+            for task in candidates:
+                ends = _cooldown_end(task)
+                if ends is not None and ends > now:
+                    # A victim once its cooldown ends, with no cluster event: the host
+                    # is told when (a simulator opens a session then).
+                    ssn.wake_up_at(self.name, ends)
+                else:
+                    kept.append(task)
+            return kept
 
         ssn.add_preemptable_fn(self.name, victims)
         ssn.add_reclaimable_fn(self.name, victims)
@@ -81,8 +90,10 @@ class CooldownProtectionPlugin:
         pass
 
 
-def _cooling_down(task: TaskInfo, now: float) -> bool:
+def _cooldown_end(task: TaskInfo) -> float | None:
+    """When the task's cooldown ends; None when it has none (not Running, no start
+    time, no readable cooldown)."""
     cooldown = cooldown_of(task)
     if cooldown is None or task.status != TaskStatus.RUNNING or task.start_time is None:
-        return False
-    return task.start_time + cooldown > now
+        return None
+    return task.start_time + cooldown

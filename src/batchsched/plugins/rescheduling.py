@@ -349,8 +349,12 @@ def time_to_run(ssn: Session, interval: float) -> bool:
     try:
         last = _LAST_RUN.get(cache)
         if last is not None and not last + interval < ssn.now:
+            # It runs in the first session once the interval has passed: the host is
+            # told when (a simulator opens a session then).
+            ssn.wake_up_at(PLUGIN_NAME, math.nextafter(last + interval, math.inf))
             return False
         _LAST_RUN[cache] = ssn.now
+        ssn.wake_up_at(PLUGIN_NAME, math.nextafter(ssn.now + interval, math.inf))
     except TypeError:
         kind = type(cache)
         if kind not in _WARNED_TYPES:

@@ -68,7 +68,12 @@ class SlaPlugin:
             wait = self.job_waiting_time(job)
             # Go's time.Since saturates at its longest duration (a job created at the
             # zero time has waited that long, not two thousand years).
-            if wait is None or min(ssn.now - job.creation_time, GO_MAX_DURATION) < wait:
+            if wait is None:
+                return Vote.ABSTAIN
+            if min(ssn.now - job.creation_time, GO_MAX_DURATION) < wait:
+                # Permit once the time runs out, with no cluster event: the host is
+                # told when (a simulator opens a session then).
+                ssn.wake_up_at(self.name, job.creation_time + wait)
                 return Vote.ABSTAIN
             return Vote.PERMIT
 

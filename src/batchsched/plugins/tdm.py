@@ -100,6 +100,7 @@ REASON_NOT_ALLOWED = "not allow to dispatch to revocable node"
 _CACHE_ATTRIBUTE = "_batchsched_tdm_state"
 _EXTRA_KEY = "tdm.state"
 _LAST_EVICT = "last-evict"
+_DAY = 86400
 
 
 def _clock(text: str) -> tuple[int, int]:
@@ -287,6 +288,26 @@ class TdmPlugin:
         ssn.add_job_order_key_fn(self.name, job_order_key)
         ssn.add_job_pipelined_fn(self.name, job_pipelined)
         ssn.add_job_starving_fn(self.name, job_starving)
+        if any(node.revocable_zone for node in ssn.node_list):
+            self._ask_wake_up(ssn)
+
+    def _ask_wake_up(self, ssn: Session) -> None:
+        """Tell the host when the answers change with time alone: a zone's window
+        opens or closes (or the day it is read on turns), or the evict period since
+        the last victims ends."""
+        now = ssn.now
+        midnight = (math.floor(now) // _DAY + 1) * _DAY
+        for raw in self.zones.values():
+            try:
+                start, end = parse_revocable_zone(raw, now)
+            except ValueError:
+                continue  # never active: nothing changes
+            # Active from ``start`` through the second ``end``; read on the UTC day.
+            for change in (start, end + 1, midnight):
+                ssn.wake_up_at(self.name, change)
+        last = _state(ssn).get(_LAST_EVICT)
+        if last is not None:
+            ssn.wake_up_at(self.name, last + self.evict_period)
 
     def on_session_close(self, ssn: Session) -> None:
         pass

@@ -9,9 +9,13 @@ The simulator only plays the parts a cluster plays around the scheduler:
 * a bound task **starts** at once and **ends** after its real run time, which
   frees its node;
 * an **evicted** task's pod goes at once and is created again (Pending); with
-  the job's restart rule ``gang`` (the default) every other running member of
-  its gang goes too, and the whole gang starts again (seed 001: a gang that
-  loses a member restarts whole), with ``task`` only the victims do.
+  the job's restart rule ``gang`` (the default) every other member of its gang
+  goes too, finished ones included, and the whole gang runs again (seed 001: a
+  gang that loses a member restarts whole; Volcano's RestartJob keeps no pod),
+  with ``task`` only the victims do;
+* a plugin whose answers change with time alone (sla's waiting time, tdm's
+  windows, cdp's cooldown, rescheduling's interval) asks for a session then
+  (``Session.wake_up_at``), as Volcano's periodic sessions would see the change.
 
 Events are taken one at a time in time order (arrivals before completions at
 the same instant, then in the order they were scheduled), and a session runs
@@ -43,7 +47,8 @@ from batchsched.simulation.controllers import ClusterControllers
 from batchsched.simulation.timeline import Timeline
 from batchsched.simulation.workload import MOST_SECONDS, RESTART_GANG, Workload
 
-__all__ = ["MAX_SCHEDULE_PERIOD", "MAX_SESSIONS_PER_INSTANT", "Simulator", "simulate"]
+__all__ = ["MAX_IDLE_WAKE_UPS", "MAX_SCHEDULE_PERIOD", "MAX_SESSIONS_PER_INSTANT", "Simulator",
+           "simulate"]
 
 #: The longest schedule period taken (about 31,700 years): a longer one lets the clock
 #: and the metrics overflow a float.
@@ -55,7 +60,12 @@ log = logging.getLogger("batchsched")
 #: guard against evictions that undo each other without the clock moving).
 MAX_SESSIONS_PER_INSTANT = 1000
 
-_ARRIVAL, _EVICTED, _COMPLETION, _TICK = 0, 1, 2, 3
+#: Wake-up sessions in a row, with no arrival, completion or eviction left to come,
+#: after which plugins' wake-ups (``Session.wake_up_at``) are no longer honoured: a
+#: job that never fits would otherwise be tried at every window or interval for ever.
+MAX_IDLE_WAKE_UPS = 100
+
+_ARRIVAL, _EVICTED, _COMPLETION, _TICK, _WAKE = 0, 1, 2, 3, 4
 _ENDED = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 #: Statuses of a task that arrives on a node and runs from then on.
 _RUNNING_ON_ARRIVAL = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.BINDING})
@@ -69,6 +79,15 @@ class _Running:
 
     generation: int = 0
     tasks: set[str] = attrs.field(factory=set)
+
+
+def first_multiple_from(at: float, period: float) -> float:
+    """The first multiple of ``period`` at or after ``at`` (within float rounding of a
+    multiple counts as on it, as in :func:`next_multiple`)."""
+    on = round(at / period)
+    if abs(at - on * period) <= 1e-9 * period + 8 * math.ulp(abs(at)):
+        return on * period
+    return next_multiple(at, period)
 
 
 def next_multiple(now: float, period: float) -> float:
@@ -206,6 +225,14 @@ class Simulator:
         #: at a time, which the guard per instant does not see.
         self._eviction_ticks = 0
         self._looped_ticks = False
+        #: The wake-ups queued (event times); with a period, the tick queued for one.
+        self._wakes: set[float] = set()
+        self._wake_tick: float | None = None
+        #: Wake-up sessions in a row with nothing else to come, and the clock when the
+        #: run of them began (what they changed: nothing, or they would not be in a row).
+        self._idle_wakes = 0
+        self._quiet_since = 0.0
+        self._wakes_spent = False
         self.sessions = 0
 
     # -- the clock ----------------------------------------------------------------------
@@ -230,12 +257,23 @@ class Simulator:
         cut = False
         while self._events:
             at, kind, _, payload = heapq.heappop(self._events)
+            woken = kind == _WAKE or (kind == _TICK and at == self._wake_tick)
+            if kind < _TICK:
+                self._idle_wakes = 0  # something happens: the wake-ups count afresh
+            if kind == _WAKE:
+                self._wakes.discard(at)
+            elif woken:
+                self._wake_tick = None
             if kind == _TICK and not self._waiting:
                 # Nothing to schedule: a tick does not move the clock (after the last
                 # job ended, the clock stops there, not at the next tick).
                 self._tick_due = False
                 if not to_arrive:
                     self.timeline.last_arrival_scheduled()
+                continue
+            if woken and (not self._waiting or self._idle_wake_up()):
+                if kind == _TICK:
+                    self._tick_due = False
                 continue
             if self.until is not None and at > self.until:
                 self.cache.now = max(self.now, self.until)  # the clock runs to the horizon
@@ -271,8 +309,46 @@ class Simulator:
             # clock runs to the horizon, as when an event lies past it.
             self.cache.now = max(self.now, self.until)
             cut = True
-        self.timeline.close(self.now, self._waiting, cut=cut)
+        # Wake-up sessions at the end that changed nothing do not stretch the clock.
+        end = self._quiet_since if self._idle_wakes and not cut else self.now
+        self.timeline.close(end, self._waiting, cut=cut)
         return self.timeline
+
+    def _idle_wake_up(self) -> bool:
+        """Whether to pass over the wake-up just taken: the replay has nothing else to
+        come (no arrival, completion or eviction) and ``MAX_IDLE_WAKE_UPS`` wake-up
+        sessions in a row changed nothing (a session that starts a task schedules its
+        completion, so it ends the run)."""
+        if any(event[1] < _TICK for event in self._events):
+            self._idle_wakes = 0
+            return False
+        if self._idle_wakes == 0:
+            self._quiet_since = self.now
+        self._idle_wakes += 1
+        if self._idle_wakes <= MAX_IDLE_WAKE_UPS:
+            return False
+        if not self._wakes_spent:
+            log.warning("batchsched: %s: %d sessions in a row at plugins' wake-ups changed "
+                        "nothing, and nothing else is to come; no more wake-ups",
+                        self.workload.name, MAX_IDLE_WAKE_UPS)
+            self._wakes_spent = True
+        return True
+
+    def _ask_wake_up(self, at: float | None) -> None:
+        """Queue a session at ``at``, when a plugin's answers change with time alone
+        (``Session.wake_up_at``): at that instant, or with a period at the first tick
+        from it on (a tick already due comes first, and its session asks again)."""
+        if at is None or self._wakes_spent or (self.until is not None and at > self.until):
+            return
+        if self.schedule_period is None:
+            if at not in self._wakes:
+                self._wakes.add(at)
+                self._push(at, _WAKE, None)
+        elif not self._tick_due:
+            tick = first_multiple_from(at, self.schedule_period)
+            self._tick_due = True
+            self._wake_tick = tick
+            self._push(tick, _TICK, None)
 
     def _tick_for(self, kind: int) -> bool:
         """Whether the change just taken asks for a tick. Evictions alone do, up to
@@ -357,13 +433,15 @@ class Simulator:
             if uid not in restart_whole:
                 self._recreate(uid, task)
         for uid in restart_whole:
+            # Volcano's RestartJob kills every pod of the job, finished ones included
+            # (PodRetainPhaseNone), and its controller creates them all again.
             job = self.cache.jobs[uid]
             for member in list(job.tasks.values()):
-                if member.status in _ENDED or member.status is TaskStatus.PENDING:
+                if member.status is TaskStatus.PENDING:
                     continue
-                if self._run_over(uid, member.uid):
-                    # Its run ends now too: it is done, not a running member to restart.
-                    self._end(uid, self._running[uid], member.uid)
+                if member.status in _ENDED:
+                    self.cache.task_recreated(uid, member.uid)  # it held nothing
+                    self._waiting.add(uid)
                 else:
                     self._recreate(uid, member.uid)
 
@@ -423,8 +501,9 @@ class Simulator:
             return
         self._instant = (self.now, self._instant[1] + 1)
         self.controllers.refresh(self.cache.jobs.values())
-        self.scheduler.run_once()
+        ssn = self.scheduler.run_once()
         self.sessions += 1
+        self._ask_wake_up(ssn.next_wake_up)
         self._start_bound_tasks()
         self._take_unbinds()
         self._take_evictions()

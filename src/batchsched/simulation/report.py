@@ -65,10 +65,16 @@ def report(workload: Workload, timeline: Timeline, *, sessions: int = 0) -> dict
         "metrics": timeline.metrics(),
         "perJob": [record.to_json() for record in timeline.jobs.values()],
         "neverStarted": timeline.never_started,
+        "unfinished": timeline.unfinished,
         "skipped": [{"job": s.job, "origin": s.origin, "reason": s.reason}
                     for s in workload.skipped],
         "utilizationOverTime": [[at - timeline.start, cores] for at, cores in timeline.usage],
     }
+
+
+def _unfinished(metrics: dict[str, Any]) -> str:
+    count = metrics.get("unfinished", 0)
+    return f"{count} unfinished, " if count else ""
 
 
 def text_summary(data: dict[str, Any]) -> str:
@@ -76,7 +82,8 @@ def text_summary(data: dict[str, Any]) -> str:
     metrics = data["metrics"]
     lines = [
         f"workload          {data['workload']} ({data['jobs']} jobs, "
-        f"{metrics['finishedJobs']} finished, {metrics['neverStarted']} never started)",
+        f"{metrics['finishedJobs']} finished, {_unfinished(metrics)}"
+        f"{metrics['neverStarted']} never started)",
         f"simulated         {data['simulatedSeconds']:.0f} s in {data['sessions']} sessions",
         f"bounded slowdown  {_shown(metrics['averageBoundedSlowdown'], '.2f')} (average)",
         f"wait              {_shown(metrics['averageWait'], '.1f', ' s')} (average)",

@@ -126,6 +126,7 @@ class Timeline:
         self.queue_weights = {queue.name: queue.weight for queue in workload.queues}
         self.finished_count = 0
         self.never_started: list[str] = []
+        self.unfinished: list[str] = []
         #: Allocated resources right now, per queue, and the integral so far.
         self._held: dict[str, Resource] = {}
         self._held_seconds: dict[str, dict[str, float]] = {}
@@ -180,6 +181,10 @@ class Timeline:
         self._advance(now)
         self.end = max(self.end, now)
         self.never_started = sorted(uid for uid in waiting if self.jobs[uid].start is None)
+        # Started, not finished: cut by the horizon, or a member never ran (a task no
+        # node takes, in a gang whose minimum the others met).
+        self.unfinished = sorted(uid for uid, record in self.jobs.items()
+                                 if record.start is not None and record.end is None)
         still_held = any(not held.is_empty() for held in self._held.values())
         # A job that arrives after the last end and never starts does not stretch the
         # makespan (nor thin out the utilisation): the cluster's work ended earlier.
@@ -243,6 +248,7 @@ class Timeline:
             "utilizationByResource": utilization,
             "finishedJobs": len(done),
             "neverStarted": len(self.never_started),
+            "unfinished": len(self.unfinished),
             "restarts": sum(record.restarts for record in self.jobs.values()),
             "queueShare": shares,
             "jainFairness": jain(weighted),
