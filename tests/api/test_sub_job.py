@@ -210,3 +210,36 @@ def test_a_selector_kubernetes_cannot_read_makes_its_policy_take_no_task() -> No
     bad, good = scenario.jobs[0].podgroup.sub_group_policies
     assert bad.match_values({"group": "0"}) is None
     assert good.match_values({"group": "0"}) == ["0"]
+
+
+@pytest.mark.parametrize(("policy", "where"), [
+    # labels.NewRequirement checks every value, whatever the operator.
+    ({"labelSelector": {"matchExpressions": [
+        {"key": "group", "operator": "In", "values": ["0", "not a value"]}]}},
+     "labelSelector.matchExpressions[0].values[1]"),
+    ({"labelSelector": {"matchExpressions": [
+        {"key": "group", "operator": "NotIn", "values": ["-x"]}]}},
+     "labelSelector.matchExpressions[0].values[0]"),
+    ({"labelSelector": {"matchExpressions": [{"key": "", "operator": "Exists"}]}},
+     "labelSelector.matchExpressions[0].key"),
+    ({"labelSelector": {"matchLabels": {"group": "a b"}}}, "labelSelector.matchLabels.group"),
+    ({"labelSelector": {"matchLabels": {"bad key!": "0"}}}, "labelSelector.matchLabels"),
+    # No pod has a label "": Volcano's getSubJobMatchValues takes no task.
+    ({"matchLabelKeys": ["group", ""]}, "matchLabelKeys[1]"),
+])
+def test_a_policy_volcano_cannot_read_takes_no_task_and_the_scenario_loads(
+        policy: dict[str, Any], where: str) -> None:
+    from batchsched.scenario import parse_scenario
+    document = {
+        "version": 1, "config": {"actions": "allocate", "tiers": [{"plugins": [
+            {"name": "gang"}]}]},
+        "nodes": [], "jobs": [{"name": "pg", "minMember": 1, "subGroupPolicy": [
+            {"name": "bad", "matchLabelKeys": ["group"], **policy},
+            {"name": "good", "matchLabelKeys": ["group"]}]}],
+        "tasks": [{"name": "t", "job": "pg", "labels": {"group": "0"}}]}
+    scenario = parse_scenario(document, source="s.yaml")
+    assert any(f"subGroupPolicy[0].{where}" in w and "takes no task" in w
+               for w in scenario.warnings), scenario.warnings
+    bad, good = scenario.jobs[0].podgroup.sub_group_policies
+    assert bad.match_values({"group": "0"}) is None
+    assert good.match_values({"group": "0"}) == ["0"]

@@ -380,11 +380,14 @@ def _text(value: Any, path: str) -> str:
 
 
 def _requirement(
-    raw: Any, path: str, operators: frozenset[str], *, field: bool = False
+    raw: Any, path: str, operators: frozenset[str], *, field: bool = False,
+    unvalidated: bool = False,
 ) -> Requirement:
     obj = _mapping(raw, path)
     _keys(obj, {"key", "operator", "values"}, path)
     key = obj.get("key")
+    if unvalidated and key == "":
+        raise UnparsableSelectorError(f"{path}.key", "'' is not a valid label name")
     if not isinstance(key, str) or not key:
         raise AffinityError(f"{path}.key", "is required")
     if not field and not is_qualified_name(key):
@@ -410,7 +413,18 @@ def _requirement(
         # term match no node (kube-scheduler skips a term it cannot parse).
         raise UnparsableSelectorError(f"{path}.values",
                                  f"must have exactly one value for {operator}")
+    if unvalidated:
+        _check_label_values(values, f"{path}.values")
     return Requirement(key, str(operator), values)
+
+
+def _check_label_values(values: tuple[str, ...], path: str) -> None:
+    """``labels.NewRequirement`` checks every value of a label selector, whatever the
+    operator: one that no label can have makes the selector unreadable."""
+    for i, value in enumerate(values):
+        if not is_label_value(value):
+            raise UnparsableSelectorError(f"{path}[{i}]", f"{value!r} is not a valid label "
+                                          "value")
 
 
 def parse_node_selector_term(raw: Any, path: str) -> NodeSelectorTerm:
@@ -460,17 +474,30 @@ def _node_affinity(raw: Any, path: str) -> NodeAffinity:
     return NodeAffinity(required, tuple(preferred))
 
 
-def parse_label_selector(raw: Any, path: str) -> LabelSelector:
+def parse_label_selector(raw: Any, path: str, *, unvalidated: bool = False) -> LabelSelector:
     """A Kubernetes ``labelSelector`` (``matchLabels``, ``matchExpressions``);
-    AffinityError naming ``path`` and the field when malformed."""
+    AffinityError naming ``path`` and the field when malformed.
+
+    ``unvalidated``: the selector of a custom resource, which the API server stores
+    as written (a pod group's ``subGroupPolicy``): whatever
+    ``LabelSelectorAsSelector`` cannot read (an empty or invalid key, a value no
+    label can have) is an :class:`UnparsableSelectorError`."""
     obj = _mapping(raw, path)
     _keys(obj, {"matchLabels", "matchExpressions"}, path)
-    requirements = [
-        Requirement(str(k), "In", (_text(v, f"{path}.matchLabels.{k}"),))
-        for k, v in _mapping(obj.get("matchLabels"), f"{path}.matchLabels").items()
-    ]
+    requirements = []
+    for k, v in _mapping(obj.get("matchLabels"), f"{path}.matchLabels").items():
+        value = _text(v, f"{path}.matchLabels.{k}")
+        if unvalidated:
+            if not is_qualified_name(str(k)):
+                raise UnparsableSelectorError(f"{path}.matchLabels",
+                                              f"{str(k)!r} is not a valid label name")
+            if not is_label_value(value):
+                raise UnparsableSelectorError(f"{path}.matchLabels.{k}",
+                                              f"{value!r} is not a valid label value")
+        requirements.append(Requirement(str(k), "In", (value,)))
     requirements.extend(
-        _requirement(r, f"{path}.matchExpressions[{i}]", _LABEL_OPERATORS)
+        _requirement(r, f"{path}.matchExpressions[{i}]", _LABEL_OPERATORS,
+                     unvalidated=unvalidated)
         for i, r in enumerate(_sequence(obj.get("matchExpressions"), f"{path}.matchExpressions"))
     )
     return LabelSelector(tuple(requirements))

@@ -764,7 +764,8 @@ class _Parser:
             selector_error = ""
             if obj.get("labelSelector") is not None:
                 try:
-                    selector = parse_label_selector(obj["labelSelector"], f"{where}.labelSelector")
+                    selector = parse_label_selector(obj["labelSelector"], f"{where}.labelSelector",
+                                                    unvalidated=True)
                 except UnparsableSelectorError as exc:
                     # The API server stores it; Volcano logs that it cannot read it, and
                     # the policy takes no task.
@@ -775,8 +776,14 @@ class _Parser:
                     raise self.fail(exc.path, exc.problem) from None
             keys = self.seq(obj.get("matchLabelKeys"), f"{where}.matchLabelKeys")
             for j, key in enumerate(keys):
-                if not isinstance(key, str) or not key:
-                    raise self.fail(f"{where}.matchLabelKeys[{j}]", "must be a non-empty string")
+                if not isinstance(key, str):
+                    raise self.fail(f"{where}.matchLabelKeys[{j}]", "must be a string")
+                if not key:
+                    # The API server stores it; no pod has a label "", so the policy
+                    # takes no task (Volcano's getSubJobMatchValues).
+                    self.warnings.append(f"{self.source}: {where}.matchLabelKeys[{j}]: an "
+                                         "empty key no pod label has: the policy takes no "
+                                         "task")
             out.append(SubGroupPolicy(
                 name=self.typed(obj, "name", str, "", where),
                 network_topology=self.network_topology(obj.get("networkTopology"),
