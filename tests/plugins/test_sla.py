@@ -143,6 +143,20 @@ def test_enqueue_admits_a_job_whose_deadline_passed_despite_a_later_tier() -> No
     assert phases == {"default/late": "Inqueue", "default/fresh": "Pending"}
 
 
+def test_an_abstaining_vote_asks_for_a_session_when_the_time_runs_out() -> None:
+    """The first instant at which the vote permits, in floating point:
+    ``518798.764 + 23315.0`` falls a rounding short of it."""
+    job = make_job("pg1", [make_task("t1")], creation_time=518798.764)
+    job.waiting_time = 23315.0
+    ssn = open_cluster(cluster([job], now=520000.0), [{"name": "sla"}])
+    assert ssn.registered("job_enqueueable")["sla"](job) == 0
+    at = ssn.wake_ups["sla"]
+    assert at > 518798.764 + 23315.0
+    woken = open_cluster(cluster([job], now=at), [{"name": "sla"}])
+    assert woken.registered("job_enqueueable")["sla"](job) == 1
+    assert "sla" not in woken.wake_ups
+
+
 def test_a_job_without_created_at_was_created_at_go_s_zero_time() -> None:
     """A pod group without ``createdAt`` was created at 0001-01-01 (Go's zero time), so
     it has waited as long as Go's ``time.Since`` can say (about 292 years): a waiting

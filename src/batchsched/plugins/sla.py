@@ -20,6 +20,8 @@ is ignored, as in Volcano, and logged as a warning). Default: none.
 
 from __future__ import annotations
 
+import math
+
 from batchsched.api.job import JobInfo
 from batchsched.api.types import GO_MAX_DURATION, Vote
 from batchsched.framework.arguments import Arguments, warn_unreadable
@@ -71,9 +73,10 @@ class SlaPlugin:
             if wait is None:
                 return Vote.ABSTAIN
             if min(ssn.now - job.creation_time, GO_MAX_DURATION) < wait:
-                # Permit once the time runs out, with no cluster event: the host is
-                # told when (a simulator opens a session then).
-                ssn.wake_up_at(self.name, job.creation_time + wait)
+                if wait <= GO_MAX_DURATION:
+                    # Permit once the time runs out, with no cluster event: the host
+                    # is told when (a simulator opens a session then).
+                    ssn.wake_up_at(self.name, _waited_at(job.creation_time, wait))
                 return Vote.ABSTAIN
             return Vote.PERMIT
 
@@ -83,3 +86,12 @@ class SlaPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         pass
+
+
+def _waited_at(creation: float, wait: float) -> float:
+    """The first instant ``now`` at which ``now - creation >= wait`` holds in floating
+    point (``creation + wait`` may fall a rounding short of it)."""
+    at = creation + wait
+    while at - creation < wait:
+        at = math.nextafter(at, math.inf)
+    return at
