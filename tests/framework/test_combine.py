@@ -210,3 +210,30 @@ def test_best_node_must_name_a_candidate() -> None:
     bad = session([[("pick-n9", lambda s, n: s.add_best_node_fn(n, lambda t, sc: elsewhere))]])
     with pytest.raises(PluginError, match=r"plugin 'pick-n9' raised in best_node: .*n9"):
         bad.best_node(task("p1"), {1.0: [n1], 2.0: [n2]})
+
+
+def answer(*victims: Any) -> Registration:
+    return lambda ssn, n: ssn.add_preemptable_fn(n, lambda p, c: list(victims))
+
+
+def test_victims_must_be_among_the_candidates() -> None:
+    """A victim the action was not offered (a task of another node, a task id) fails,
+    naming the plugin; a copy of a candidate is answered with the candidate itself."""
+    a, b = task("a"), task("b")
+    copy_of_b = task("b")
+    ssn = session([[("pick-b", answer(copy_of_b))]])
+    assert ssn.preemptable(task("x"), [a, b])[0] is b
+    for stranger in (task("z"), "ns/a", None):
+        bad = session([[("stranger", answer(stranger))]])
+        with pytest.raises(PluginError, match=r"plugin 'stranger': preemptable answered "
+                           r".*not one of the tasks it may name"):
+            bad.preemptable(task("x"), [a, b])
+
+
+def test_victim_tasks_are_offered_tasks_or_the_session_s_own() -> None:
+    a = task("a")
+    ssn = session([[("pick", lambda s, n: s.add_victim_tasks_fn(n, lambda tasks: [task("a")]))]])
+    assert ssn.victim_tasks([a])[0] is a
+    bad = session([[("ids", lambda s, n: s.add_victim_tasks_fn(n, lambda tasks: ["ns/a"]))]])
+    with pytest.raises(PluginError, match="plugin 'ids': victim_tasks answered 'ns/a'"):
+        bad.victim_tasks([a])

@@ -8,7 +8,7 @@ the point (the session's state is whatever it was before the call).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from batchsched.api.fit import FitError
@@ -222,6 +222,7 @@ def intersect_per_tier(point: str, tiers: Bound, actor: Any, candidates: list[T]
     next plugin's answer starts over, as Go's nil slice does. The first tier with a
     non-empty result wins; with none, there are no victims.
     """
+    offered: dict[str, T] | None = None
     with Blame(point) as blame:
         for tier in tiers:
             victims: list[T] | None = None
@@ -232,23 +233,59 @@ def intersect_per_tier(point: str, tiers: Bound, actor: Any, candidates: list[T]
                 if not answer:
                     victims = None
                     break
+                if offered is None:
+                    offered = {task.uid: task for task in candidates}  # type: ignore[attr-defined]
+                chosen = _among(point, blame.plugin, answer, _offered_by_uid(offered))
                 if victims is None:
-                    victims = list(answer)
+                    victims = chosen
                 else:
-                    keep = {v.uid for v in answer}
+                    keep = {v.uid for v in chosen}  # type: ignore[attr-defined]
                     victims = [v for v in victims if v.uid in keep] or None  # type: ignore[attr-defined]
             if victims:
                 return victims
     return []
 
 
-def union_first_nonempty(point: str, tiers: Bound, tasks: list[T]) -> list[T]:
+def _offered_by_uid(offered: Mapping[str, T]) -> Callable[[Any], T | None]:
+    def known(victim: Any) -> T | None:
+        uid = getattr(victim, "uid", None)
+        return offered.get(uid) if isinstance(uid, str) else None
+    return known
+
+
+def _among(point: str, plugin: str, answer: Iterable[Any],
+           known: Callable[[Any], T | None]) -> list[T]:
+    """The answer's tasks as the caller knows them (``known(victim)``, None for a
+    stranger); a PluginError naming the plugin when it names anything else (a task of
+    another node, one the session does not have, a task id instead of a task): the
+    action would evict what it never weighed."""
+    chosen = []
+    for victim in answer:
+        task = known(victim)
+        if task is None:
+            raise PluginError(f"plugin {plugin!r}: {point} answered {victim!r}, which is not "
+                              "one of the tasks it may name", plugin=plugin, point=point)
+        chosen.append(task)
+    return chosen
+
+
+def union_first_nonempty(point: str, tiers: Bound, tasks: list[T],
+                         known: Callable[[Any], T | None]) -> list[T]:
+    """Victim tasks: per tier the union of the answers, the first tier with any victim
+    wins. A victim is one of ``tasks`` (as offered) or one ``known`` gives (a task the
+    plugin picked itself, such as tdm's from the nodes), each once."""
+    by_uid = _offered_by_uid({task.uid: task for task in tasks})  # type: ignore[attr-defined]
+
+    def resolve(victim: Any) -> T | None:
+        task = by_uid(victim)
+        return task if task is not None else known(victim)
+
     with Blame(point) as blame:
         for tier in tiers:
-            seen: dict[int, T] = {}
+            seen: dict[str, T] = {}
             for blame.plugin, fn in tier:
-                for victim in fn(tasks) or ():
-                    seen.setdefault(id(victim), victim)
+                for victim in _among(point, blame.plugin, fn(tasks) or (), resolve):
+                    seen.setdefault(victim.uid, victim)  # type: ignore[attr-defined]
             if seen:
                 return list(seen.values())
     return []

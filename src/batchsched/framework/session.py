@@ -1418,7 +1418,16 @@ class Session:
         )
 
     def victim_tasks(self, tasks: list[TaskInfo]) -> list[TaskInfo]:
-        return combine.union_first_nonempty("victim_tasks", self.tiers_for("victim_tasks"), tasks)
+        """Per tier the union of the plugins' victims (tasks of the session, each once,
+        as its job holds it), the first tier with any wins."""
+        return combine.union_first_nonempty("victim_tasks", self.tiers_for("victim_tasks"),
+                                            tasks, self._own_task)
+
+    def _own_task(self, task: Any) -> TaskInfo | None:
+        """The session's own object for ``task`` (its job's), None for a stranger."""
+        job = self.jobs.get(getattr(task, "job", None))  # type: ignore[arg-type]
+        uid = getattr(task, "uid", None)
+        return job.tasks.get(uid) if job is not None and isinstance(uid, str) else None
 
     def target_job(self, jobs: list[JobInfo]) -> JobInfo | None:
         """The first enabled target-job function decides, even when it answers None."""
