@@ -75,6 +75,9 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
             ssn.discard_open_statements()
             if passes_through(exc):
                 raise
+            fault = ssn.order_key_fault() if isinstance(exc, TypeError) else None
+            if fault is not None:
+                raise fault from exc
             raise PluginError(
                 f"action {name!r} raised: {type(exc).__name__}: {exc}", plugin=name,
                 point="execute",

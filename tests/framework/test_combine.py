@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from probe_support import Probe, Registration, session
 
-from batchsched.api import ClusterInfo, JobInfo, NodeInfo, PodGroup, Resource, TaskInfo
+from batchsched.api import ClusterInfo, JobInfo, NodeInfo, PodGroup, QueueInfo, Resource, TaskInfo
 from batchsched.conf import configuration_from_text
 from batchsched.errors import PluginError, SchedulingError
 from batchsched.framework import Session
@@ -237,3 +237,30 @@ def test_victim_tasks_are_offered_tasks_or_the_session_s_own() -> None:
     bad = session([[("ids", lambda s, n: s.add_victim_tasks_fn(n, lambda tasks: ["ns/a"]))]])
     with pytest.raises(PluginError, match="plugin 'ids': victim_tasks answered 'ns/a'"):
         bad.victim_tasks([a])
+
+
+def test_order_keys_that_cannot_be_compared_are_blamed_on_their_plugin() -> None:
+    """Keyed queues compare keys in C, where no plugin is named: the action's TypeError
+    is traced back to the plugin whose keys do not sort among themselves."""
+    from batchsched.scheduler import run_actions
+
+    registry = Registry(autoload=False)
+    mixed = Probe("mixed", lambda s, n: s.add_task_order_key_fn(
+        n, lambda t: None if t.name.endswith("0") else 1))
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("mixed", lambda args: mixed)]
+    registry.register(Provider(), name="probes")
+    pg = PodGroup("pg", "ns", min_member=1)
+    tasks = [TaskInfo.create("ns", f"t{i}", "ns/pg", Resource(1000)) for i in range(3)]
+    cluster = ClusterInfo(nodes={"n1": NodeInfo.create("n1", Resource(4000, scalars={
+        "pods": 10_000}))}, jobs={"ns/pg": JobInfo.from_podgroup(pg, tasks=tasks)},
+        queues={"default": QueueInfo("default")}, now=1.0)
+    text = "actions: allocate\ntiers:\n- plugins:\n  - name: mixed\n"
+    ssn = Session.open(cluster, configuration_from_text(text), registry=registry)
+    with pytest.raises(PluginError, match=r"plugin 'mixed': its task_order keys cannot be "
+                       r"compared with each other: '<' not supported") as caught:
+        run_actions(ssn)
+    assert (caught.value.plugin, caught.value.point) == ("mixed", "task_order")
