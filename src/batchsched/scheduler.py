@@ -254,7 +254,9 @@ class Scheduler:
                 if self.metrics is not None:
                     _record_queue_shares(ssn, self.metrics)  # plugins forget them at close
             except BaseException:
-                ssn.abort()
+                # What went through stands, and what it implies for the next cycle
+                # (nominations, NUMA CPUs) is handed over; no status is.
+                ssn.close_after_failure()
                 raise
             ssn.close()
         except BatchSchedError as exc:

@@ -465,26 +465,74 @@ class Session:
             self._fit_errors = {}
 
     def _close(self) -> None:
+        # Every plugin closes, though one fails (each hands its own part to the cache,
+        # numaaware the CPUs of the binds that went through); then everything is worked
+        # out before anything is handed over. A failure in either hands over only the
+        # nominations of the evictions that went through, so that the next session
+        # does not evict for the same preemptor again, and is raised.
+        failure = self._close_plugins()
+        statuses: dict[str, QueueStatus] = {}
+        if failure is None:
+            try:
+                self._nominations = self._nominations_at_close()
+                self._set_pod_group_statuses()
+                statuses = self._queue_statuses()
+            except Exception as exc:
+                failure = exc
+        if failure is not None:
+            self._nominations = self._nominations_at_close()
+            self._nominate_preemptors(set())
+            raise failure
+        self._publish_job_statuses()
+        self._publish_queue_statuses(statuses)
+        if self.registry is not None:
+            self.registry.notify("batchsched_session_closed", session=self)
+
+    def _close_plugins(self) -> Exception | None:
+        """Run every plugin's ``on_session_close``; the first failure, blamed."""
+        failure: Exception | None = None
         for name, plugin in self.plugins.items():
             began = time.perf_counter()
             try:
                 plugin.on_session_close(self)
             except Exception as exc:
-                raise combine.blamed("on_session_close", name, exc)  # noqa: B904
+                if failure is None:
+                    failure = combine.blamed("on_session_close", name, exc)
+                    if failure is not exc:
+                        failure.__cause__ = exc
+                else:
+                    log.warning("batchsched: plugin %r raised in on_session_close too: %s: %s",
+                                name, type(exc).__name__, exc)
+                continue
             if self.metrics is not None:
                 self.metrics.observe("plugin_scheduling_latency_milliseconds",
                                      (time.perf_counter() - began) * 1e3,
                                      plugin=name, OnSession="OnSessionClose")
-        cache = self.cache
-        keeps_events = self.keeps_events
-        # A cache that takes every status at once (``update_job_statuses``) gets them
-        # after the loop, in one call, and then the jobs' events; the others get each
-        # job's status, then its event, in the loop.
-        in_bulk = _bulk_status_sink(cache)
-        one_by_one = cache.update_job_status if cache is not None and in_bulk is None else None
+        return failure
+
+    def close_after_failure(self) -> None:
+        """Close a session whose actions failed (their open statements undone): what
+        the statements that went through imply for the next cycle is handed over (each
+        plugin's ``on_session_close``, numaaware's CPUs of the binds among it, and the
+        nominations of the evictions), but no pod-group or queue status. A plugin
+        failing there is logged. :meth:`abort` hands over nothing at all."""
+        if self._closed:
+            return
+        self._closed = True
+        self._closing = True
+        try:
+            failure = self._close_plugins()
+            if failure is not None:
+                log.warning("batchsched: closing after a failed cycle: %s", failure)
+            self._nominations = self._nominations_at_close()
+            self._nominate_preemptors(set())
+        finally:
+            self._closing = False
+            self._fit_errors = {}
+
+    def _set_pod_group_statuses(self) -> None:
+        """Each pod group's phase and counts, as Volcano's job updater writes them."""
         running, succeeded, failed = TaskStatus.RUNNING, TaskStatus.SUCCEEDED, TaskStatus.FAILED
-        refused: set[str] = set()
-        self._nominations = self._nominations_at_close()
         for job in self.jobs.values():
             podgroup = job.podgroup
             podgroup.phase = self.pod_group_phase(job)
@@ -492,23 +540,32 @@ class Session:
             podgroup.running = len(index.get(running, _NO_TASKS))
             podgroup.succeeded = len(index.get(succeeded, _NO_TASKS))
             podgroup.failed = len(index.get(failed, _NO_TASKS))
-            # Volcano's UpdateJobStatus returns before recording the job's events (and
-            # its tasks' nominations) when the pod group's update fails.
-            if one_by_one is not None:
+
+    def _publish_job_statuses(self) -> None:
+        """Hand the pod-group statuses, then the nominations and the jobs' events, to
+        the cache. A cache that takes every status at once (``update_job_statuses``)
+        gets them in one call, then the events; the others get each job's status,
+        then its events."""
+        cache = self.cache
+        keeps_events = self.keeps_events
+        in_bulk = _bulk_status_sink(cache)
+        refused: set[str] = set()
+        if in_bulk is not None:
+            refused = self._tell_cache_statuses(in_bulk)
+        elif cache is not None:
+            one_by_one = cache.update_job_status
+            for job in self.jobs.values():
+                # Volcano's UpdateJobStatus returns before recording the job's events
+                # (and its tasks' nominations) when the pod group's update fails.
                 if not self._tell_cache("update_job_status", job.uid, one_by_one, job):
                     refused.add(job.uid)
                 elif keeps_events:
                     self._record_job_events(job)
-        if in_bulk is not None:
-            refused = self._tell_cache_statuses(in_bulk)
         self._nominate_preemptors(refused)
-        if keeps_events and one_by_one is None:
+        if keeps_events and (in_bulk is not None or cache is None):
             for job in self.jobs.values():
                 if job.uid not in refused:
                     self._record_job_events(job)
-        self._update_queue_status()
-        if self.registry is not None:
-            self.registry.notify("batchsched_session_closed", session=self)
 
     def _tell_cache_statuses(self, in_bulk: Callable[[Iterable[JobInfo]], object]) -> set[str]:
         """Hand every job's status to the cache at once; if that raises, again one by
@@ -530,9 +587,8 @@ class Session:
                                             self.cache.update_job_status, job)}
         return set()
 
-    def _update_queue_status(self) -> None:
-        """Each queue's status from its jobs (what it holds, its pod groups by phase),
-        handed to a cache that takes it (``update_queue_status``, optional)."""
+    def _queue_statuses(self) -> dict[str, QueueStatus]:
+        """Each queue's status from its jobs (what it holds, its pod groups by phase)."""
         statuses = {name: QueueStatus() for name in self.queues}
         device_usage = [entry for tier in self.tiers_for("queue_resource") for entry in tier]
         # With a root queue, what a job holds counts for every ancestor of its queue too.
@@ -572,6 +628,11 @@ class Session:
             if field is not None:
                 status = held[0][1]
                 setattr(status, field, getattr(status, field) + 1)
+        return statuses
+
+    def _publish_queue_statuses(self, statuses: dict[str, QueueStatus]) -> None:
+        """Set each queue's status, and hand it to a cache that takes it
+        (``update_queue_status``, optional)."""
         update = getattr(self.cache, "update_queue_status", None)
         for name, status in statuses.items():
             queue = self.queues[name]
