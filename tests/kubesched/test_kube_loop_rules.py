@@ -1369,3 +1369,45 @@ def test_a_queue_sort_answering_no_bool_is_a_plugin_error() -> None:
         "queueSort": (PluginRef("S"),), "bind": (PluginRef("DefaultBinder"),)}))
     with pytest.raises(PluginError, match="'S' raised at queueSort: TypeError: less answered"):
         PodScheduler(c, framework).run(0.0)
+
+
+class WaitsForTimeout:
+    def __init__(self, timeout: Any) -> None:
+        self.timeout = timeout
+
+    def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, Any]:
+        return Status.wait(), self.timeout
+
+
+@pytest.mark.parametrize("timeout", [None, float("nan"), "30s", True])
+def test_a_wait_without_a_number_of_seconds_fails_that_pod_naming_the_plugin(
+        timeout: Any) -> None:
+    """A NaN would wait for ever past the 15-minute cap; None or text has no length."""
+    c = cache({"n0": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("W", WaitsForTimeout(timeout))], filter=["NodeResourcesFit"],
+                  permit=["W"])
+    result = s.run(0.0)[0]
+    assert result.status.code == Code.ERROR
+    assert "kube plugin 'W' answered Wait with the timeout" in result.status.message
+    assert result.status.plugin == "W"
+    assert s.run(10_000.0) == [] or bound(c) == {}
+    assert not s.assumed
+
+
+class NormalizesToText:
+    def score(self, state: CycleState, pod: Any, node: Any) -> tuple[int, Status]:
+        return 10, Status.success()
+
+    def normalize_score(self, state: CycleState, pod: Any, scores: dict[str, Any]) -> Status:
+        for name in scores:
+            scores[name] = "high"
+        return Status.success()
+
+
+def test_a_normalized_score_that_is_no_number_fails_that_pod_naming_the_plugin() -> None:
+    c = cache({"n0": 2, "n1": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("S", NormalizesToText())], filter=["NodeResourcesFit"],
+                  score=[("S", 1)])
+    result = s.run(0.0)[0]
+    assert result.status.code == Code.ERROR and result.status.plugin == "S"
+    assert "normalized the score of node n0 to 'high'" in result.status.message

@@ -536,6 +536,11 @@ class Framework:
                                      f"failed with: {status.message}", plugin=name, point="score")
             weight = self.weights[name]
             for node_name, score in scores.items():
+                if not isinstance(score, (int, float)) or isinstance(score, bool) \
+                        or not math.isfinite(score):
+                    raise PluginError(f"kube plugin {name!r} normalized the score of node "
+                                      f"{node_name} to {score!r}, not an integer",
+                                      plugin=name, point="score")
                 if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
                     raise PluginError(
                         f"applying score defaultWeights on Score plugins: plugin {quote(name)} "
@@ -582,6 +587,11 @@ class Framework:
             status: Status = answer[0]
             timeout = answer[1]
             if status.is_wait():
+                if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) \
+                        or math.isnan(timeout):
+                    raise PluginError(f"kube plugin {name!r} answered Wait with the timeout "
+                                      f"{timeout!r}, not a number of seconds", plugin=name,
+                                      point="permit")
                 waits[name] = min(max(float(timeout), 0.0), MAX_WAIT_SECONDS)
                 deadlines[name] = self.now + waits[name]
             elif not status.is_success():

@@ -646,7 +646,9 @@ def _guarded(point: Callable[[], Status]) -> Status:
         return point()
     except Exception as exc:
         log.warning("batchsched: %s", exc)
-        return Status.error(str(exc))
+        status = Status.error(str(exc))
+        plugin = getattr(exc, "plugin", "")  # a PluginError names its plugin
+        return status.with_plugin(plugin) if isinstance(plugin, str) and plugin else status
 
 
 def _task(view: ClusterInfo, pod: TaskInfo) -> TaskInfo | None:
