@@ -264,3 +264,11 @@ def test_order_keys_that_cannot_be_compared_are_blamed_on_their_plugin() -> None
                        r"compared with each other: '<' not supported") as caught:
         run_actions(ssn)
     assert (caught.value.plugin, caught.value.point) == ("mixed", "task_order")
+
+
+def test_a_node_score_of_nan_is_an_error_naming_the_plugin() -> None:
+    """NaN orders nothing: which node wins would depend on the order nodes are listed
+    (a node that cannot be scored says so with a FitError)."""
+    ssn = session([[("a", score(1.0))], [("nan", score(float("nan")))]])
+    with pytest.raises(PluginError, match="plugin 'nan': node_order answered NaN"):
+        ssn.node_order(task("t"), None)  # type: ignore[arg-type]

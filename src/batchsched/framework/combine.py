@@ -8,6 +8,7 @@ the point (the session's state is whatever it was before the call).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -310,10 +311,16 @@ def sum_scores(point: str, tiers: Bound, *args: Any) -> float:
         for tier in tiers:
             for blame.plugin, fn in tier:
                 try:
-                    total += fn(*args)
+                    score = fn(*args)
                 except FitError as err:
                     unscored = err
                     break
+                if isinstance(score, float) and math.isnan(score):
+                    # No order at all (a node that cannot be scored says so with a
+                    # FitError).
+                    raise PluginError(f"plugin {blame.plugin!r}: {point} answered NaN",
+                                      plugin=blame.plugin, point=point)
+                total += score
             if unscored is not None:
                 break
     if unscored is not None:
