@@ -313,3 +313,20 @@ def test_a_clock_at_zero_is_a_clock_not_the_real_time() -> None:
     snapshot = cluster()
     snapshot.now = None
     assert Session.open(snapshot, EMPTY, registry=REGISTRY).now > 1e9
+
+
+def test_a_deallocate_handler_raising_a_refusal_is_named() -> None:
+    """A deallocation cannot be refused (Volcano's deallocate functions return nothing):
+    a SchedulingError there is the plugin's failure, named."""
+    ssn, _share = open_session()
+
+    def refuses(event: Event) -> None:
+        raise SchedulingError("no")
+    ssn.add_event_handler(EventHandler(deallocate=refuses, plugin="stubborn"))
+    task = ssn.jobs["ns/pg0"].tasks["ns/j0-t1"]
+    stmt = Statement(ssn)
+    stmt.allocate(task, "n1")
+    with pytest.raises(PluginError, match="plugin 'stubborn' raised in deallocate event: "
+                       "SchedulingError: no") as raised:
+        stmt.discard()
+    assert isinstance(raised.value.__cause__, SchedulingError)

@@ -1735,8 +1735,10 @@ class Session:
                 if refusals_ignored:
                     continue
                 if not allocate:
+                    # No refusal: Volcano's deallocate functions return nothing.
                     self._undo_seen(task, allocate, handlers[:position])
-                    raise
+                    raise combine.plugin_failed(  # noqa: B904 (it sets the cause)
+                        "deallocate event", handler.plugin or "<handler>", refusal)
                 if self.recorder is not None:
                     self.recorder.refused_placement(task.uid, handler.plugin or "<handler>",
                                                     task.node_name, str(refusal))
@@ -1753,9 +1755,12 @@ class Session:
                     try:
                         handler.deallocate(undo)
                     except Exception as exc:
-                        # Its own error is the cause (the refusal is in the context).
-                        raise combine.blamed(  # noqa: B904 (blamed sets the cause)
-                            "deallocate event", handler.plugin or "<handler>", exc)
+                        # Its own error is the cause (the refusal is in the context); a
+                        # deallocation cannot be refused.
+                        plugin = handler.plugin or "<handler>"
+                        raise (combine.plugin_failed("deallocate event", plugin, exc)  # noqa: B904
+                               if isinstance(exc, SchedulingError)
+                               else combine.blamed("deallocate event", plugin, exc))
             raise refused
 
     @staticmethod
