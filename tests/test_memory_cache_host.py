@@ -19,7 +19,8 @@ from batchsched import (
     TaskInfo,
     TaskStatus,
 )
-from batchsched.api.cluster import ClusterInfo
+from batchsched.api.cluster import ClusterInfo, PriorityClass
+from batchsched.api.queue import QueueInfo
 from batchsched.api.types import PodGroupPhase
 from batchsched.errors import SchedulingError
 from batchsched.framework.session import Session
@@ -93,8 +94,7 @@ class MovedMeanwhile(MemoryCache):
     def snapshot(self) -> ClusterInfo:
         taken = super().snapshot()
         if "ns/g" in self.jobs and "ns/g-0" not in self.nodes["n2"].tasks:
-            job = self.jobs.pop("ns/g")
-            job.tasks["ns/g-0"].status = TaskStatus.PENDING
+            self.delete_job("ns/g")  # the job as the host now knows it replaces it
             moved = gang("g", 1, 1)
             placed = moved.tasks["ns/g-0"]
             moved.update_task_status(placed, TaskStatus.RUNNING)
@@ -504,3 +504,123 @@ def test_a_nomination_alone_records_the_failed_scheduling_event(host: str) -> No
     # Nominated there already, the same condition again: nothing new to say.
     ssn = Scheduler(cache, scenario.configuration).run_once()
     assert [e for e in ssn.events if e.object == "ns/w-0"] == []
+
+
+def test_a_pod_id_another_job_holds_is_refused() -> None:
+    """Two jobs holding pods of one id would see both bound (on two nodes)."""
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("a", 1, 1))
+    twin = JobInfo.from_podgroup(PodGroup("b", "ns", min_member=1))
+    twin.add_task(TaskInfo.create("ns", "a-0", twin.uid, Resource.from_mapping({"cpu": 1})))
+    with pytest.raises(SchedulingError, match="task ns/a-0: job ns/a holds a pod of that id"):
+        cache.add_job(twin)
+    assert "ns/b" not in cache.jobs
+    cache.add_job(JobInfo.from_podgroup(PodGroup("b", "ns", min_member=1)))
+    with pytest.raises(SchedulingError, match="task ns/a-0: job ns/a holds a pod of that id"):
+        cache.add_task(TaskInfo.create("ns", "a-0", "ns/b", Resource.from_mapping({"cpu": 1})))
+    assert not cache.jobs["ns/b"].tasks
+    cache.delete_job("ns/a")
+    cache.add_job(_job_with("b2", "a-0"))
+    assert "ns/a-0" in cache.jobs["ns/b2"].tasks
+
+
+def _job_with(name: str, task: str) -> JobInfo:
+    job = JobInfo.from_podgroup(PodGroup(name, "ns", min_member=1))
+    job.add_task(TaskInfo.create("ns", task, job.uid, Resource.from_mapping({"cpu": 1})))
+    return job
+
+
+def test_a_bind_where_a_foreign_pod_of_that_id_runs_is_refused_and_changes_nothing() -> None:
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    cache.add_job(_job_with("j", "t"))
+    foreign = TaskInfo.create("ns", "t", "", Resource.from_mapping({"cpu": 1}))
+    foreign.node_name, foreign.status = "n1", TaskStatus.RUNNING
+    with pytest.raises(SchedulingError, match="task ns/t: job ns/j holds a pod of that id"):
+        cache.add_foreign_pod(foreign)
+    # A host that slipped it in anyway (its own node bookkeeping): the bind is refused
+    # before anything changes.
+    cache.nodes["n1"].add_task(foreign)
+    task = cache.jobs["ns/j"].tasks["ns/t"]
+    with pytest.raises(SchedulingError, match="task ns/t: node n1 holds a pod of that id"):
+        cache.bind(task.clone(), "n1")
+    assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
+    assert cache.binds == []
+
+
+def test_a_claim_that_is_no_pod_claim_is_refused_before_anything_is_stored() -> None:
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    job = JobInfo.from_podgroup(PodGroup("j", "ns", min_member=1))
+    placed = TaskInfo.create("ns", "a", job.uid, Resource.from_mapping({"cpu": 1}))
+    placed.node_name, placed.status = "n1", TaskStatus.RUNNING
+    claiming = TaskInfo.create("ns", "b", job.uid, Resource.from_mapping({"cpu": 1}))
+    claiming.resource_claims = ({"name": "gpu", "resourceClaimName": "shared"},)  # type: ignore[assignment]
+    job.add_task(placed)
+    job.add_task(claiming)
+    with pytest.raises(SchedulingError, match=r"task ns/b: resource_claims\[0\] is .* not a "
+                       "PodClaim"):
+        cache.add_job(job)
+    assert "ns/j" not in cache.jobs and used_cpu(cache, "n1") == 0
+
+
+def _bad_job(field: str, value: Any) -> JobInfo:
+    job = gang("bad", 1, 1)
+    task = job.tasks["ns/bad-0"]
+    if field == "min_member":
+        job.podgroup.min_member = value
+    elif field == "job_creation_time":
+        job.creation_time = value
+    else:
+        setattr(task, field, value)
+    return job
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda c: c.add_node(NodeInfo.create("n2", Resource.from_mapping({"cpu": 1}),
+                                          taints=("gpu=true:NoSchedule",))),  # type: ignore[arg-type]
+     r"node n2: taints\[0\] is 'gpu=true:NoSchedule', not a Taint"),
+    (lambda c: c.add_node(NodeInfo.create("n2", Resource.from_mapping({"cpu": 1}),
+                                          labels={"zone": 1})),  # type: ignore[dict-item]
+     "node n2: labels is .* not a mapping of text to text"),
+    (lambda c: c.add_priority_class(PriorityClass("high", "1000")),  # type: ignore[arg-type]
+     "priority class high: value is '1000', not a whole number"),
+    (lambda c: c.add_priority_class(PriorityClass("none", None)),  # type: ignore[arg-type]
+     "priority class none: value is None"),
+    (lambda c: c.add_queue(QueueInfo("q", weight="2")),  # type: ignore[arg-type]
+     "queue q: weight is '2', not a whole number >= 0"),
+    (lambda c: c.add_job(_bad_job("min_member", "2")),
+     "job ns/bad: podgroup.min_member is '2'"),
+    (lambda c: c.add_job(_bad_job("job_creation_time", "2024-01-01T00:00:00Z")),
+     "job ns/bad: creation_time is '2024-01-01T00:00:00Z', not seconds"),
+    (lambda c: c.add_job(_bad_job("creation_time", "yesterday")),
+     "task ns/bad-0: creation_time is 'yesterday', not seconds"),
+    (lambda c: c.add_job(_bad_job("priority", "hi")),
+     "task ns/bad-0: priority is 'hi', not a whole number"),
+    (lambda c: c.add_job(_bad_job("node_selector", ["zone=a"])),
+     "task ns/bad-0: node_selector is .* not a mapping of text to text"),
+    (lambda c: c.annotate_node("n1", "volcano.sh/oversubscription-cpu", 500),
+     "node n1: annotation 'volcano.sh/oversubscription-cpu' is 500, not text"),
+    (lambda c: c.task_started("ns/run", "ns/run-0", at="yesterday"),
+     "task ns/run-0: started at 'yesterday', not a finite number"),
+    (lambda c: c.task_started("ns/run", "ns/run-0", at=float("nan")),
+     "task ns/run-0: started at nan, not a finite number"),
+])
+def test_the_cache_refuses_fields_of_the_wrong_type_at_the_door(call: Any, message: str) -> None:
+    """Accepted, each would fail every later session without naming the object."""
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    running = gang("run", 1, 1)
+    placed = running.tasks["ns/run-0"]
+    placed.node_name, placed.status = "n1", TaskStatus.BOUND
+    cache.add_job(running)
+    before = (dict(cache.nodes), dict(cache.jobs), dict(cache.queues),
+              dict(cache.priority_classes), dict(cache.nodes["n1"].annotations),
+              placed.status)
+    with pytest.raises(SchedulingError, match=message):
+        call(cache)
+    assert (dict(cache.nodes), dict(cache.jobs), dict(cache.queues),
+            dict(cache.priority_classes), dict(cache.nodes["n1"].annotations),
+            placed.status) == before
+    Scheduler(cache).run_once()

@@ -218,6 +218,19 @@ def test_the_cache_refuses_a_hypernode_that_would_break_the_tree() -> None:
     assert list(cache.hyper_nodes) == ["s1"]
 
 
+def test_the_cache_refuses_a_malformed_hypernode_with_its_own_errors() -> None:
+    from batchsched.cache.memory import MemoryCache
+    from batchsched.errors import BatchSchedError, SchedulingError
+
+    assert issubclass(TopologyError, BatchSchedError)
+    cache = MemoryCache()
+    with pytest.raises(SchedulingError, match="hypernode r: a member's regex is no pattern"):
+        cache.set_hyper_node(HyperNode("r", 1, (HyperNodeMember("Node", regex="("),)))
+    with pytest.raises(SchedulingError, match="hypernode t: TypeError"):
+        cache.set_hyper_node(HyperNode("t", "x", ()))  # type: ignore[arg-type]
+    assert cache.hyper_nodes == {}
+
+
 def test_label_and_regex_members_follow_node_changes_between_builds() -> None:
     """The last resolution is kept for the next session only while the hypernodes and
     the nodes' names and labels are the same."""

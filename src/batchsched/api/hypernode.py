@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
+from batchsched.errors import BatchSchedError
 from batchsched.kube.affinity import LabelSelector
 from batchsched.kube.cel.re2 import python_pattern
 
@@ -53,7 +54,7 @@ HARD = "hard"
 SOFT = "soft"
 
 
-class TopologyError(ValueError):
+class TopologyError(BatchSchedError, ValueError):
     """The hypernodes do not form a tree (a cycle, a hypernode with two parents)."""
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -28,7 +30,7 @@ from batchsched.api.cluster import (
     ResourceQuota,
 )
 from batchsched.api.gpushare import drop_gpu_index
-from batchsched.api.hypernode import HyperNode, build_topology
+from batchsched.api.hypernode import HyperNode, TopologyError, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import locks_released_by
@@ -49,11 +51,13 @@ from batchsched.kube.dra.claims import (
 )
 from batchsched.kube.dra.objects import (
     DeviceClass,
+    PodClaim,
     ResourceClaim,
     ResourceClaimTemplate,
     ResourceSlice,
 )
 from batchsched.kube.dra.scheduling import DraObjects
+from batchsched.kube.taints import Taint
 
 __all__ = ["Bind", "Eviction", "MemoryCache", "check_bind_room"]
 
@@ -148,6 +152,8 @@ class MemoryCache:
     ) -> None:
         self.nodes: dict[str, NodeInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
+        #: Which job holds each pod id ("" for a foreign pod): a pod id is one pod.
+        self._pod_owners: dict[str, str] = {}
         # Volcano's cache creates both when they are missing (newDefaultAndRootQueue).
         self.queues: dict[str, QueueInfo] = {
             "default": QueueInfo("default"),
@@ -218,6 +224,12 @@ class MemoryCache:
             if wrong is not None:
                 raise SchedulingError(f"node {node.name}: {field}.{wrong[0]} is {wrong[1]}, "
                                       "not an amount >= 0")
+        for i, taint in enumerate(node.taints):
+            if not isinstance(taint, Taint):
+                raise SchedulingError(f"node {node.name}: taints[{i}] is {taint!r}, not a "
+                                      "Taint (Taint.parse reads 'key=value:Effect')")
+        for field, texts in (("labels", node.labels), ("annotations", node.annotations)):
+            _check_texts(f"node {node.name}", field, texts)
         old = self.nodes.get(node.name)
         if old is not None and old is not node:
             for held in old.tasks.values():
@@ -245,6 +257,11 @@ class MemoryCache:
 
     @_locked
     def add_queue(self, queue: QueueInfo) -> None:
+        """Add or replace a queue. A weight that is no whole number >= 0 is refused
+        (SchedulingError)."""
+        if not _is_int(queue.weight) or queue.weight < 0:
+            raise SchedulingError(f"queue {queue.name}: weight is {queue.weight!r}, not a "
+                                  "whole number >= 0")
         self.queues[queue.name] = queue
 
     @_locked
@@ -253,6 +270,11 @@ class MemoryCache:
 
     @_locked
     def add_priority_class(self, pc: PriorityClass) -> None:
+        """Add or replace a priority class. A value that is no whole number is refused
+        (SchedulingError)."""
+        if not _is_int(pc.value):
+            raise SchedulingError(f"priority class {pc.name}: value is {pc.value!r}, not a "
+                                  "whole number")
         self.priority_classes[pc.name] = pc
 
     @_locked
@@ -269,13 +291,21 @@ class MemoryCache:
             raise SchedulingError(f"job {job.uid}: the cache holds it already (delete_job "
                                   "it first: its pods leave their nodes and give their "
                                   "claims back)")
+        if not _is_int(job.podgroup.min_member) or job.podgroup.min_member < 0:
+            raise SchedulingError(f"job {job.uid}: podgroup.min_member is "
+                                  f"{job.podgroup.min_member!r}, not a whole number >= 0")
+        if not _is_number(job.creation_time):
+            raise SchedulingError(f"job {job.uid}: creation_time is {job.creation_time!r}, "
+                                  "not seconds (a number)")
         for task in job.tasks.values():
             if task.job != job.uid:
                 raise SchedulingError(f"task {task.uid}: job is {task.job!r}, not this job's "
                                       f"uid {job.uid!r}")
             self._check(task)
+            self._check_unique(task)
         self.jobs[job.uid] = job
         for task in job.tasks.values():
+            self._pod_owners[task.uid] = job.uid
             self._make_claims(task)
             self._place(task)
 
@@ -286,6 +316,8 @@ class MemoryCache:
         if job is None:
             return
         for task in job.tasks.values():
+            if self._pod_owners.get(task.uid) == uid:
+                del self._pod_owners[task.uid]
             self._release_numa(task.uid)
             self._release_claims(task)
             self.nominations.pop(task.uid, None)
@@ -305,8 +337,10 @@ class MemoryCache:
             raise SchedulingError(f"task {task.uid}: job {job.uid} holds it already "
                                   "(delete_task it first)")
         self._check(task)
+        self._check_unique(task)
         self._make_claims(task)
         job.add_task(task)
+        self._pod_owners[task.uid] = job.uid
         self._place(task)
 
     @_locked
@@ -321,6 +355,8 @@ class MemoryCache:
         if not task.node_name or task.status == TaskStatus.PENDING:
             raise SchedulingError(f"task {task.uid}: a foreign pod is one placed on a node")
         self._check(task)
+        self._check_unique(task)
+        self._pod_owners[task.uid] = ""
         self._place(task)
 
     @_locked
@@ -340,6 +376,8 @@ class MemoryCache:
                                       f"job {owner.uid} does (delete it as that job's)")
         if job is not None:
             job.delete_task(mine if mine is not None else task)
+        if self._pod_owners.get(task.uid) == (job.uid if job is not None else ""):
+            del self._pod_owners[task.uid]
         self.nominations.pop(task.uid, None)
         self._release_numa(task.uid)
         self._release_claims(mine if mine is not None else task)
@@ -352,8 +390,11 @@ class MemoryCache:
     def task_started(self, job_uid: str, task_uid: str, at: float | None = None) -> None:
         """The bound task's pod runs since ``at`` (Bound becomes Running; a pod being
         deleted stays Releasing). A task on no node, or one that ended, cannot start:
-        SchedulingError."""
+        SchedulingError, as is an ``at`` that is no finite number of seconds."""
         job, task = self._task(job_uid, task_uid)
+        if at is not None and not (_is_number(at) and math.isfinite(at)):
+            raise SchedulingError(f"task {task_uid}: started at {at!r}, not a finite number "
+                                  "of seconds")
         if not task.node_name or task.status is TaskStatus.PENDING \
                 or task.status in COMPLETED_STATUSES:
             raise SchedulingError(f"task {task_uid}: it is {task.status} on "
@@ -416,6 +457,15 @@ class MemoryCache:
             raise SchedulingError(f"task {task_uid}: not a task of job {job_uid!r}")
         return job, task
 
+    def _check_unique(self, task: TaskInfo) -> None:
+        """A pod id is one pod: a second pod of an id another job (or a foreign pod)
+        holds would be bound twice."""
+        owner = self._pod_owners.get(task.uid)
+        if owner is not None:
+            holder = f"job {owner}" if owner else "a foreign pod"
+            raise SchedulingError(f"task {task.uid}: {holder} holds a pod of that id already "
+                                  "(delete_task it first)")
+
     def _check(self, task: TaskInfo) -> None:
         """Refuse at the door what would otherwise break every later session."""
         from batchsched.kube.affinity import AffinityError
@@ -433,6 +483,17 @@ class MemoryCache:
             task_affinity(task)
         except AffinityError as exc:
             raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
+        if not _is_int(task.priority):
+            raise SchedulingError(f"task {task.uid}: priority is {task.priority!r}, not a "
+                                  "whole number")
+        if not _is_number(task.creation_time):
+            raise SchedulingError(f"task {task.uid}: creation_time is {task.creation_time!r}, "
+                                  "not seconds (a number)")
+        _check_texts(f"task {task.uid}", "node_selector", task.node_selector)
+        for i, claim in enumerate(task.resource_claims):
+            if not isinstance(claim, PodClaim):
+                raise SchedulingError(f"task {task.uid}: resource_claims[{i}] is {claim!r}, "
+                                      "not a PodClaim")
         if task.node_name and task.status not in COMPLETED_STATUSES:
             node = self.nodes.get(task.node_name)
             if node is None:
@@ -504,7 +565,16 @@ class MemoryCache:
         :class:`~batchsched.api.hypernode.TopologyError` and changes nothing."""
         proposed = dict(self.hyper_nodes)
         proposed[hyper_node.name] = hyper_node
-        build_topology(tuple(proposed.values()), ())
+        try:
+            build_topology(tuple(proposed.values()), ())
+        except TopologyError:
+            raise
+        except re.error as exc:
+            raise SchedulingError(f"hypernode {hyper_node.name}: a member's regex is no "
+                                  f"pattern: {exc}") from exc
+        except (TypeError, ValueError, AttributeError) as exc:  # a tier that is no number...
+            raise SchedulingError(f"hypernode {hyper_node.name}: {type(exc).__name__}: "
+                                  f"{exc}") from exc
         self.hyper_nodes = proposed
 
     @_locked
@@ -707,6 +777,12 @@ class MemoryCache:
                                   f"{mine.node_name or 'no node'} already")
         # The node may have filled up since the snapshot (another pod, a node update).
         check_bind_room(task, node_name, node.idle)
+        held = node.tasks.get(mine.uid)
+        if held is not None and held is not mine:
+            # Another pod of that id is there (a foreign pod, another job's): placing
+            # this one would fail half-way.
+            raise SchedulingError(f"task {mine.uid}: node {node_name} holds a pod of that "
+                                  "id already")
         if self.binder is not None and not self.binder(task, node_name):
             return False
         if prebind:
@@ -736,6 +812,8 @@ class MemoryCache:
         """Write (or, with None, remove) an annotation on a node at once: what a plugin
         writes on the API server's node during a session (deviceshare's node lock,
         :mod:`batchsched.api.node_lock`). An unknown node is skipped."""
+        if value is not None and not isinstance(value, str):
+            raise SchedulingError(f"node {node_name}: annotation {key!r} is {value!r}, not text")
         node = self.nodes.get(node_name)
         if node is None:
             return
@@ -899,3 +977,20 @@ class MemoryCache:
     def record_event(self, event: RecordedEvent) -> None:
         if self.keep_events:
             self.events.append(event)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    """A number of seconds (NaN included: a pod's unknown creation time orders as
+    Volcano's zero time does)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_texts(owner: str, field: str, texts: object) -> None:
+    """``texts`` maps text to text (labels, annotations, a node selector)."""
+    if not isinstance(texts, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in texts.items()):
+        raise SchedulingError(f"{owner}: {field} is {texts!r}, not a mapping of text to text")
