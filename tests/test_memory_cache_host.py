@@ -624,3 +624,18 @@ def test_the_cache_refuses_fields_of_the_wrong_type_at_the_door(call: Any, messa
             dict(cache.priority_classes), dict(cache.nodes["n1"].annotations),
             placed.status) == before
     Scheduler(cache).run_once()
+
+
+def test_a_pod_id_is_free_again_once_its_pod_went_with_its_node_or_job() -> None:
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    foreign = TaskInfo.create("ns", "p", "", Resource.from_mapping({"cpu": 1}))
+    foreign.node_name, foreign.status = "n1", TaskStatus.RUNNING
+    cache.add_foreign_pod(foreign)
+    cache.delete_node("n1")
+    cache.add_node(node("n1"))
+    cache.add_foreign_pod(foreign)  # the old pod went with the node
+    cache.add_job(_job_with("j", "q"))
+    cache.jobs.pop("ns/j")  # a host's own bookkeeping, not delete_job
+    cache.add_job(_job_with("k", "q"))
+    assert "ns/q" in cache.jobs["ns/k"].tasks

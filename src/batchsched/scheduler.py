@@ -75,7 +75,7 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
             ssn.discard_open_statements()
             if passes_through(exc):
                 raise
-            fault = ssn.order_key_fault() if isinstance(exc, TypeError) else None
+            fault = ssn.order_key_fault(exc) if isinstance(exc, TypeError) else None
             if fault is not None:
                 raise fault from exc
             raise PluginError(

@@ -272,3 +272,12 @@ def test_a_node_score_of_nan_is_an_error_naming_the_plugin() -> None:
     ssn = session([[("a", score(1.0))], [("nan", score(float("nan")))]])
     with pytest.raises(PluginError, match="plugin 'nan': node_order answered NaN"):
         ssn.node_order(task("t"), None)  # type: ignore[arg-type]
+
+
+
+def test_a_type_error_that_is_no_comparison_stays_the_action_s() -> None:
+    """Keys a plugin gives of different kinds are no fault while nothing compares them:
+    an action's own TypeError is not put on the plugin."""
+    ssn = session([[("mixed", lambda s, n: s.add_task_order_key_fn(
+        n, lambda t: None if t.name.endswith("0") else 1))]])
+    assert ssn.order_key_fault(TypeError("object of type 'NoneType' has no len()")) is None

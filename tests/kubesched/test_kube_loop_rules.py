@@ -1410,4 +1410,4 @@ def test_a_normalized_score_that_is_no_number_fails_that_pod_naming_the_plugin()
                   score=[("S", 1)])
     result = s.run(0.0)[0]
     assert result.status.code == Code.ERROR and result.status.plugin == "S"
-    assert "normalized the score of node n0 to 'high'" in result.status.message
+    assert "normalized the score of node n0 to 'high', not a number" in result.status.message

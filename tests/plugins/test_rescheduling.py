@@ -438,6 +438,13 @@ def test_each_session_says_when_the_next_run_is_due() -> None:
     assert scheduler.run_once().wake_ups["rescheduling"] == due
 
 
+@pytest.mark.parametrize(("interval", "actions"), [("5m", "allocate"), ("0s", "shuffle")])
+def test_no_wake_up_without_shuffle_or_with_no_interval(interval: str, actions: str) -> None:
+    """Without shuffle nothing evicts the victims; with no interval every session runs."""
+    _, scheduler = _cache(interval, actions=actions)
+    assert "rescheduling" not in scheduler.run_once().wake_ups
+
+
 def test_a_run_is_recorded_at_session_open_even_without_shuffle() -> None:
     """As in Volcano, the clock restarts when the plugin opens in a session that is due,
     whatever the actions then do."""

@@ -5,9 +5,11 @@ and evictions that would undo each other for ever."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from batchsched.cli import main
@@ -309,3 +311,30 @@ def test_the_next_tick_is_the_first_multiple_strictly_after(now: float, period: 
                                                             tick: float) -> None:
     after = engine.next_multiple(now, period)
     assert after == tick and after > now
+
+
+def test_a_far_wake_up_holds_back_no_tick(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = simulate(capsys, "far-wake-up-and-a-job-that-fits", "--schedule-period", "10")
+    assert code == 0
+    assert job(report, "c")["start"] == 20
+
+
+@pytest.mark.parametrize(("at", "period", "tick"), [
+    (40.0, 10.0, 40.0), (math.nextafter(310.0, math.inf), 10.0, 320.0),
+    (0.1 + 0.2, 0.1, 3 * 0.1), (0.30000000000000004 + 1e-17, 0.1, 3 * 0.1), (0.31, 0.1, 4 * 0.1)])
+def test_a_wake_up_s_tick_is_the_first_multiple_not_before_it(at: float, period: float,
+                                                               tick: float) -> None:
+    assert engine.first_multiple_from(at, period) == tick
+
+
+def test_a_wake_up_that_starts_a_task_for_ever_keeps_the_clock() -> None:
+    """A session at a wake-up that starts a task that never ends is no idle wake-up:
+    the replay ends at its instant, not at the last event before it."""
+    scenario = load_scenario(DATA / "sla-waiting-time-runs-out.yaml")
+    workload = workload_from(scenario)
+    jobs = tuple(attrs.evolve(j, run_times={k: math.inf for k in j.run_times})
+                 if j.prototype.name == "b" else j for j in workload.jobs)
+    simulator = engine.Simulator(attrs.evolve(workload, jobs=jobs), scenario.configuration)
+    timeline = simulator.run()
+    assert (timeline.jobs["default/b"].start, timeline.end) == (40.0, 40.0)
+    assert timeline.unfinished == ["default/b"]

@@ -152,8 +152,10 @@ class MemoryCache:
     ) -> None:
         self.nodes: dict[str, NodeInfo] = {}
         self.jobs: dict[str, JobInfo] = {}
-        #: Which job holds each pod id ("" for a foreign pod): a pod id is one pod.
+        #: Which job holds each pod id, and the node of each foreign pod: a pod id is
+        #: one pod (entries a host's own bookkeeping made stale are checked before use).
         self._pod_owners: dict[str, str] = {}
+        self._foreign_pods: dict[str, str] = {}
         # Volcano's cache creates both when they are missing (newDefaultAndRootQueue).
         self.queues: dict[str, QueueInfo] = {
             "default": QueueInfo("default"),
@@ -356,7 +358,7 @@ class MemoryCache:
             raise SchedulingError(f"task {task.uid}: a foreign pod is one placed on a node")
         self._check(task)
         self._check_unique(task)
-        self._pod_owners[task.uid] = ""
+        self._foreign_pods[task.uid] = task.node_name
         self._place(task)
 
     @_locked
@@ -376,8 +378,10 @@ class MemoryCache:
                                       f"job {owner.uid} does (delete it as that job's)")
         if job is not None:
             job.delete_task(mine if mine is not None else task)
-        if self._pod_owners.get(task.uid) == (job.uid if job is not None else ""):
+        if job is not None and self._pod_owners.get(task.uid) == job.uid:
             del self._pod_owners[task.uid]
+        elif job is None:
+            self._foreign_pods.pop(task.uid, None)
         self.nominations.pop(task.uid, None)
         self._release_numa(task.uid)
         self._release_claims(mine if mine is not None else task)
@@ -460,11 +464,22 @@ class MemoryCache:
     def _check_unique(self, task: TaskInfo) -> None:
         """A pod id is one pod: a second pod of an id another job (or a foreign pod)
         holds would be bound twice."""
-        owner = self._pod_owners.get(task.uid)
+        uid = task.uid
+        owner = self._pod_owners.get(uid)
         if owner is not None:
-            holder = f"job {owner}" if owner else "a foreign pod"
-            raise SchedulingError(f"task {task.uid}: {holder} holds a pod of that id already "
-                                  "(delete_task it first)")
+            job = self.jobs.get(owner)
+            if job is not None and uid in job.tasks:
+                raise SchedulingError(f"task {uid}: job {owner} holds a pod of that id already "
+                                      "(delete_task it first)")
+            del self._pod_owners[uid]  # the job went by other means than delete_job
+        on = self._foreign_pods.get(uid)
+        if on is not None:
+            node = self.nodes.get(on)
+            held = node.tasks.get(uid) if node is not None else None
+            if held is not None and not held.job:
+                raise SchedulingError(f"task {uid}: a foreign pod on {on} holds that id "
+                                      "already (delete_task it first)")
+            del self._foreign_pods[uid]  # it went with its node
 
     def _check(self, task: TaskInfo) -> None:
         """Refuse at the door what would otherwise break every later session."""

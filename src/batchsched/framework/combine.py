@@ -223,7 +223,7 @@ def intersect_per_tier(point: str, tiers: Bound, actor: Any, candidates: list[T]
     next plugin's answer starts over, as Go's nil slice does. The first tier with a
     non-empty result wins; with none, there are no victims.
     """
-    offered: dict[str, T] | None = None
+    known: Callable[[Any], T | None] | None = None
     with Blame(point) as blame:
         for tier in tiers:
             victims: list[T] | None = None
@@ -234,9 +234,10 @@ def intersect_per_tier(point: str, tiers: Bound, actor: Any, candidates: list[T]
                 if not answer:
                     victims = None
                     break
-                if offered is None:
-                    offered = {task.uid: task for task in candidates}  # type: ignore[attr-defined]
-                chosen = _among(point, blame.plugin, answer, _offered_by_uid(offered))
+                if known is None:  # built once, for the first answer that names tasks
+                    known = _offered_by_uid({task.uid: task  # type: ignore[attr-defined]
+                                             for task in candidates})
+                chosen = _among(point, blame.plugin, answer, known)
                 if victims is None:
                     victims = chosen
                 else:
@@ -271,7 +272,7 @@ def _among(point: str, plugin: str, answer: Iterable[Any],
 
 
 def union_first_nonempty(point: str, tiers: Bound, tasks: list[T],
-                         known: Callable[[Any], T | None]) -> list[T]:
+                         known: Callable[[Any], T | None] | None = None) -> list[T]:
     """Victim tasks: per tier the union of the answers, the first tier with any victim
     wins. A victim is one of ``tasks`` (as offered) or one ``known`` gives (a task the
     plugin picked itself, such as tdm's from the nodes), each once."""
@@ -279,7 +280,7 @@ def union_first_nonempty(point: str, tiers: Bound, tasks: list[T],
 
     def resolve(victim: Any) -> T | None:
         task = by_uid(victim)
-        return task if task is not None else known(victim)
+        return task if task is not None or known is None else known(victim)
 
     with Blame(point) as blame:
         for tier in tiers:

@@ -971,29 +971,36 @@ class Session:
                 keys.append((plugin, kept[0]))
         return keys
 
-    def order_key_fault(self) -> PluginError | None:
-        """The plugin whose order keys cannot be compared with each other (a key of
-        None beside numbers, say), found by sorting each plugin's keys of the session's
-        jobs, tasks and queues on their own; None when every plugin's keys sort.
+    def order_key_fault(self, error: TypeError) -> PluginError | None:
+        """For ``error``, a comparison an action failed on, the plugin whose order keys
+        cannot be compared with each other (None beside numbers, say): found by sorting
+        each plugin's keys on their own, the jobs' and the queues' all together, the
+        tasks' job by job (as task queues hold them) and then all together. None when
+        ``error`` is no failed comparison, or every plugin's keys sort.
 
         Keyed queues compare keys in C, where no plugin is named: an action that fails
         with a TypeError asks this to blame the plugin instead."""
-        tasks = [task for job in self.jobs.values() for task in job.tasks.values()]
-        points: tuple[tuple[str, Mapping[str, tuple[Callable[[Any], Any], Fn]],
-                            Sequence[Any]], ...] = (
-            ("job_order", self._job_order_keys, list(self.jobs.values())),
-            ("task_order", self._task_order_keys, tasks),
-            ("queue_order", self._queue_order_keys, list(self.queues.values())))
-        for point, keyed, items in points:
+        if "not supported between instances of" not in str(error):
+            return None
+        jobs = list(self.jobs.values())
+        groups: tuple[tuple[str, Mapping[str, tuple[Callable[[Any], Any], Fn]],
+                            list[Sequence[Any]]], ...] = (
+            ("job_order", self._job_order_keys, [jobs]),
+            ("task_order", self._task_order_keys,
+             [*(list(job.tasks.values()) for job in jobs),
+              [task for job in jobs for task in job.tasks.values()]]),
+            ("queue_order", self._queue_order_keys, [list(self.queues.values())]))
+        for point, keyed, item_groups in groups:
             for plugin, (key, _) in keyed.items():
-                try:
-                    sorted(key(item) for item in items)
-                except TypeError as exc:
-                    return PluginError(f"plugin {plugin!r}: its {point} keys cannot be "
-                                       f"compared with each other: {exc}", plugin=plugin,
-                                       point=point)
-                except Exception:  # a raising key is blamed where it is asked
-                    continue
+                for items in item_groups:
+                    try:
+                        sorted(key(item) for item in items)
+                    except TypeError as exc:
+                        return PluginError(f"plugin {plugin!r}: its {point} keys cannot be "
+                                           f"compared with each other: {exc}",
+                                           plugin=plugin, point=point)
+                    except Exception:  # a raising key is blamed where it is asked
+                        break
         return None
 
     def job_queue(self, jobs: Iterable[JobInfo] = ()) -> PriorityQueue[JobInfo]:

@@ -539,7 +539,7 @@ class Framework:
                 if not isinstance(score, (int, float)) or isinstance(score, bool) \
                         or not math.isfinite(score):
                     raise PluginError(f"kube plugin {name!r} normalized the score of node "
-                                      f"{node_name} to {score!r}, not an integer",
+                                      f"{node_name} to {score!r}, not a number",
                                       plugin=name, point="score")
                 if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
                     raise PluginError(

@@ -349,12 +349,10 @@ def time_to_run(ssn: Session, interval: float) -> bool:
     try:
         last = _LAST_RUN.get(cache)
         if last is not None and not last + interval < ssn.now:
-            # It runs in the first session once the interval has passed: the host is
-            # told when (a simulator opens a session then).
-            ssn.wake_up_at(PLUGIN_NAME, math.nextafter(last + interval, math.inf))
+            _ask_for_next_run(ssn, last, interval)
             return False
         _LAST_RUN[cache] = ssn.now
-        ssn.wake_up_at(PLUGIN_NAME, math.nextafter(ssn.now + interval, math.inf))
+        _ask_for_next_run(ssn, ssn.now, interval)
     except TypeError:
         kind = type(cache)
         if kind not in _WARNED_TYPES:
@@ -363,6 +361,14 @@ def time_to_run(ssn: Session, interval: float) -> bool:
                         "interval between runs cannot be kept: every session runs",
                         PLUGIN_NAME, kind.__name__)
     return True
+
+
+def _ask_for_next_run(ssn: Session, last: float, interval: float) -> None:
+    """Tell the host when the next run is due (a simulator opens a session then): only
+    when shuffle, which evicts the plugin's victims, runs, and the interval is no
+    instant (one of 0 or less runs at every session anyway)."""
+    if interval > 0 and "shuffle" in ssn.configuration.actions:
+        ssn.wake_up_at(PLUGIN_NAME, math.nextafter(last + interval, math.inf))
 
 
 # -- lowNodeUtilization ----------------------------------------------------------------

@@ -82,12 +82,15 @@ class _Running:
 
 
 def first_multiple_from(at: float, period: float) -> float:
-    """The first multiple of ``period`` at or after ``at`` (within float rounding of a
-    multiple counts as on it, as in :func:`next_multiple`)."""
-    on = round(at / period)
-    if abs(at - on * period) <= 1e-9 * period + 8 * math.ulp(abs(at)):
-        return on * period
-    return next_multiple(at, period)
+    """The first multiple of ``period`` (``k * period`` as floats compute it) at or
+    after ``at``: a plugin's wake-up is the first instant its answer changes, so the
+    tick must not fall a rounding short of it."""
+    k = math.ceil(at / period)
+    while k * period < at:
+        k += 1
+    while (k - 1) * period >= at:
+        k -= 1
+    return float(k * period)
 
 
 def next_multiple(now: float, period: float) -> float:
@@ -225,9 +228,8 @@ class Simulator:
         #: at a time, which the guard per instant does not see.
         self._eviction_ticks = 0
         self._looped_ticks = False
-        #: The wake-ups queued (event times); with a period, the tick queued for one.
+        #: The wake-ups queued (event times).
         self._wakes: set[float] = set()
-        self._wake_tick: float | None = None
         #: Wake-up sessions in a row with nothing else to come, and the clock when the
         #: run of them began (what they changed: nothing, or they would not be in a row).
         self._idle_wakes = 0
@@ -257,13 +259,8 @@ class Simulator:
         cut = False
         while self._events:
             at, kind, _, payload = heapq.heappop(self._events)
-            woken = kind == _WAKE or (kind == _TICK and at == self._wake_tick)
             if kind < _TICK:
                 self._idle_wakes = 0  # something happens: the wake-ups count afresh
-            if kind == _WAKE:
-                self._wakes.discard(at)
-            elif woken:
-                self._wake_tick = None
             if kind == _TICK and not self._waiting:
                 # Nothing to schedule: a tick does not move the clock (after the last
                 # job ended, the clock stops there, not at the next tick).
@@ -271,9 +268,15 @@ class Simulator:
                 if not to_arrive:
                     self.timeline.last_arrival_scheduled()
                 continue
-            if woken and (not self._waiting or self._idle_wake_up()):
-                if kind == _TICK:
-                    self._tick_due = False
+            if kind == _WAKE:
+                self._wakes.discard(at)
+                if self.until is not None and at > self.until:
+                    continue  # asked for before the horizon was known to cut first
+                if not self._waiting or self._wakes_spent or at == self._instant[0]:
+                    # Nothing waits, wake-ups were given up, or a session already ran at
+                    # this instant (and asked again if it needed to).
+                    continue
+                self._wake_session(at)
                 continue
             if self.until is not None and at > self.until:
                 self.cache.now = max(self.now, self.until)  # the clock runs to the horizon
@@ -314,41 +317,46 @@ class Simulator:
         self.timeline.close(end, self._waiting, cut=cut)
         return self.timeline
 
-    def _idle_wake_up(self) -> bool:
-        """Whether to pass over the wake-up just taken: the replay has nothing else to
-        come (no arrival, completion or eviction) and ``MAX_IDLE_WAKE_UPS`` wake-up
-        sessions in a row changed nothing (a session that starts a task schedules its
-        completion, so it ends the run)."""
-        if any(event[1] < _TICK for event in self._events):
+    def _wake_session(self, at: float) -> None:
+        """The session a plugin's wake-up asked for. One that changes nothing (binds,
+        evicts, takes back nothing) with nothing else to come counts toward
+        ``MAX_IDLE_WAKE_UPS``, after which no wake-up is honoured any more."""
+        before = self.now
+        moves = self._moves()
+        self.cache.now = max(self.now, at)
+        self._schedule()
+        if self._moves() != moves or any(event[1] < _TICK for event in self._events):
             self._idle_wakes = 0
-            return False
+            return
         if self._idle_wakes == 0:
-            self._quiet_since = self.now
+            self._quiet_since = before
         self._idle_wakes += 1
-        if self._idle_wakes <= MAX_IDLE_WAKE_UPS:
-            return False
-        if not self._wakes_spent:
+        if self._idle_wakes >= MAX_IDLE_WAKE_UPS and not self._wakes_spent:
             log.warning("batchsched: %s: %d sessions in a row at plugins' wake-ups changed "
                         "nothing, and nothing else is to come; no more wake-ups",
                         self.workload.name, MAX_IDLE_WAKE_UPS)
             self._wakes_spent = True
-        return True
+
+    def _moves(self) -> tuple[int, int, int]:
+        """How many binds, evictions and unbinds the cache has seen."""
+        cache = self.cache
+        return len(cache.binds), len(cache.evictions), len(cache.unbinds)
 
     def _ask_wake_up(self, at: float | None) -> None:
         """Queue a session at ``at``, when a plugin's answers change with time alone
         (``Session.wake_up_at``): at that instant, or with a period at the first tick
-        from it on (a tick already due comes first, and its session asks again)."""
-        if at is None or self._wakes_spent or (self.until is not None and at > self.until):
+        from it on (strictly after now: the session of this instant ran)."""
+        if at is None or self._wakes_spent:
             return
-        if self.schedule_period is None:
-            if at not in self._wakes:
-                self._wakes.add(at)
-                self._push(at, _WAKE, None)
-        elif not self._tick_due:
-            tick = first_multiple_from(at, self.schedule_period)
-            self._tick_due = True
-            self._wake_tick = tick
-            self._push(tick, _TICK, None)
+        if self.schedule_period is not None:
+            at = first_multiple_from(at, self.schedule_period)
+            if at <= self.now:
+                at = next_multiple(self.now, self.schedule_period)
+        if at <= self.now or (self.until is not None and at > self.until):
+            return
+        if at not in self._wakes:
+            self._wakes.add(at)
+            self._push(at, _WAKE, None)
 
     def _tick_for(self, kind: int) -> bool:
         """Whether the change just taken asks for a tick. Evictions alone do, up to
