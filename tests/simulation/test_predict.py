@@ -12,7 +12,7 @@ import yaml
 
 from batchsched.cli import main
 from batchsched.errors import ScenarioError
-from batchsched.scenario import Scenario, parse_scenario
+from batchsched.scenario import Scenario, load_scenario, parse_scenario
 from batchsched.simulation.predict import predict_start
 
 CLUSTER = """
@@ -164,3 +164,16 @@ def test_every_job_waiting_now_is_there_before_the_first_session() -> None:
                      "priorityClassName": "high"}]
     assert predict_start(parse_scenario(doc), "default/w2")["waitSeconds"] == 0.0
     assert predict_start(parse_scenario(doc), "default/w1")["waitSeconds"] == 600.0
+
+
+@pytest.mark.parametrize(("name", "job", "wait"), [
+    ("quota_snapshot", "default/w", 0.0),          # the quota's use counts r0 once
+    ("quota_snapshot_tight", "default/w", 6200.0),  # and drops when r0 ends
+    ("pdb_snapshot", "default/urgent", 0.0),       # the budget keeps its disrupted pods
+    ("restart_snapshot", "default/target", 50.0),  # spark's own restart rule
+    ("ties_snapshot", "default/w", 100.0),         # completions released as tasks started
+])
+def test_a_prediction_replays_the_cluster_as_a_replay_would(name: str, job: str,
+                                                             wait: float) -> None:
+    path = Path(__file__).parent / "data" / "predict" / f"{name}.yaml"
+    assert predict_start(load_scenario(path), job)["waitSeconds"] == wait

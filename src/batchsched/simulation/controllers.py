@@ -86,18 +86,27 @@ class ClusterControllers:
     beyond their pods then is kept as usage outside the trace)."""
 
     def __init__(self, quotas: list[ResourceQuota], budgets: list[PodDisruptionBudget],
-                 jobs: Iterable[JobInfo]) -> None:
+                 jobs: Iterable[JobInfo], *, snapshot: bool = False) -> None:
         self.quotas = quotas
-        self.budgets = [b for b in budgets
-                        if b.min_available is not None or b.max_unavailable is not None]
-        pods = list(_existing_pods(jobs)) if quotas else []
+        #: ``snapshot``: the workload is a cluster's state replayed forward (its pods
+        #: arrive at the start): the quotas' given use counts them, so what it says
+        #: beyond them is taken at the first refresh, and the budgets keep their given
+        #: status (their disrupted pods are on their way out).
+        self.budgets = [] if snapshot else [
+            b for b in budgets if b.min_available is not None or b.max_unavailable is not None]
         #: Per quota, what its given ``used`` says beyond the workload's pods.
-        self._outside: list[dict[str, float]] = []
-        for quota in quotas:
+        self._outside: list[dict[str, float]] | None = None
+        if not snapshot:
+            self._outside = self._beyond(list(_existing_pods(jobs)) if quotas else [])
+
+    def _beyond(self, pods: list[TaskInfo]) -> list[dict[str, float]]:
+        outside = []
+        for quota in self.quotas:
             computed = quota_usage(quota.limited_names,
                                    (p for p in pods if p.namespace == quota.namespace))
-            self._outside.append({name: max(0.0, quota.used.get(name) - amount)
-                                  for name, amount in computed.items()})
+            outside.append({name: max(0.0, quota.used.get(name) - amount)
+                            for name, amount in computed.items()})
+        return outside
 
     @property
     def active(self) -> bool:
@@ -108,6 +117,8 @@ class ClusterControllers:
         if not self.active:
             return
         pods = list(_existing_pods(jobs))
+        if self._outside is None:
+            self._outside = self._beyond(pods)
         for quota, outside in zip(self.quotas, self._outside, strict=True):
             computed = quota_usage(quota.limited_names,
                                    (p for p in pods if p.namespace == quota.namespace))

@@ -122,7 +122,10 @@ class Simulator:
     ``keep_events``: a long replay would build millions, and they decide nothing.
     With ``settle_arrivals``, jobs arriving at one instant all arrive before a session
     runs (a cluster's state replayed forward: every job is there at once); by default
-    each arrival has its session, as the trace replays of the contract do.
+    each arrival has its session, as the trace replays of the contract do. With
+    ``snapshot_statuses`` the workload is a cluster's state replayed forward: the
+    quotas' given use counts the pods that arrive at the start, and the budgets keep
+    their given status (:class:`~batchsched.simulation.controllers.ClusterControllers`).
     """
 
     def __init__(
@@ -138,6 +141,7 @@ class Simulator:
         incremental_snapshots: bool = True,
         keep_events: bool = False,
         settle_arrivals: bool = False,
+        snapshot_statuses: bool = False,
     ) -> None:
         if schedule_period is not None and not (
                 0 < schedule_period <= MAX_SCHEDULE_PERIOD):  # NaN fails both tests
@@ -206,7 +210,8 @@ class Simulator:
         self.cache.resource_quotas = [attrs.evolve(quota, used=quota.used.clone())
                                       for quota in workload.resource_quotas]
         self.controllers = ClusterControllers(self.cache.resource_quotas, self.cache.pdbs,
-                                              self.cache.jobs.values())
+                                              self.cache.jobs.values(),
+                                              snapshot=snapshot_statuses)
         self.scheduler = Scheduler(self.cache, configuration, registry=registry)
         self.timeline = Timeline(self.workload, self.start)
         # (time, kind, order of scheduling, payload): kinds rank events at the same time.

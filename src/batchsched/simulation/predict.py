@@ -27,7 +27,11 @@ from batchsched.errors import ScenarioError
 from batchsched.framework.registry import Registry
 from batchsched.scenario.loader import Scenario
 from batchsched.simulation.engine import Simulator
-from batchsched.simulation.scenario_workload import RUN_TIME_ANNOTATION, seconds_of
+from batchsched.simulation.scenario_workload import (
+    RUN_TIME_ANNOTATION,
+    restart_rule,
+    seconds_of,
+)
 from batchsched.simulation.workload import Workload, WorkloadJob
 
 __all__ = ["predict_start"]
@@ -84,8 +88,10 @@ def predict_start(scenario: Scenario, job: str, *, task: str | None = None,
                 uid in tasks and tasks[uid].status in _STARTED for uid in waiting):
             started.append(sim.now)
 
+    # The quotas' use follows the pods from the scenario's (which counts the running
+    # pods), and the budgets keep theirs: the first session decides as ``run`` does.
     simulator = Simulator(workload, scenario.configuration, registry=registry, until=horizon,
-                          observe=watch, settle_arrivals=True)
+                          observe=watch, settle_arrivals=True, snapshot_statuses=True)
     simulator.cache.now = now
     timeline = simulator.run()
     record = timeline.jobs.get(job)
@@ -120,8 +126,15 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
         return any(task.node_name and task.status is not TaskStatus.PENDING
                    for task in cluster.jobs[uid].tasks.values())
 
-    for uid in sorted(cluster.jobs, key=lambda u: (not placed(u), cluster.jobs[u].creation_time,
-                                                   u)):
+    # Among them, as their tasks started: a replay releases the completions of one
+    # instant in that order (each was scheduled when its task started).
+    def first_start(uid: str) -> float:
+        starts = [task.start_time for task in cluster.jobs[uid].tasks.values()
+                  if task.node_name and task.status is not TaskStatus.PENDING]
+        return min((start for start in starts if start is not None), default=now)
+
+    for uid in sorted(cluster.jobs, key=lambda u: (not placed(u), first_start(u),
+                                                   cluster.jobs[u].creation_time, u)):
         job = cluster.jobs[uid]
         run_times: dict[str, float] = {}
         for task in job.tasks.values():
@@ -139,6 +152,7 @@ def _workload_at(scenario: Scenario, now: float, target: str) -> tuple[Workload,
         if run_times:
             # Created when the scenario says (0 too): job orders read it, as in ``run``.
             jobs.append(WorkloadJob(prototype=job, submit=now, run_times=run_times,
+                                    restart=restart_rule(job, f"job {uid}", scenario.source),
                                     origin=f"{scenario.source}: {uid}",
                                     keeps_creation_times=True))
     # The jobs bring their tasks when they arrive. Pods of no job the session sees (of

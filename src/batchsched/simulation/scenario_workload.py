@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from batchsched.api.job import JobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import GO_ZERO_TIME, TaskStatus
 from batchsched.errors import WorkloadError
@@ -35,7 +36,8 @@ from batchsched.simulation.workload import (
     created_in_listed_order,
 )
 
-__all__ = ["RESTART_ANNOTATION", "RUN_TIME_ANNOTATION", "scenario_workload", "seconds_of",
+__all__ = ["RESTART_ANNOTATION", "RUN_TIME_ANNOTATION", "restart_rule", "scenario_workload",
+           "seconds_of",
            "workload_from"]
 
 RUN_TIME_ANNOTATION = "batchsched.io/run-time"
@@ -49,6 +51,16 @@ def seconds_of(raw: str, what: str, source: str) -> float:
     except ValueError:
         raise WorkloadError(f"{what}: {raw!r} is not a number of seconds nor a duration "
                             "(or it is negative)", source=source) from None
+
+
+def restart_rule(job: JobInfo, where: str, source: str) -> str:
+    """The job's ``batchsched.io/restart`` rule (``gang`` unless it says ``task``); a
+    WorkloadError naming ``where`` for anything else."""
+    restart = job.podgroup.annotations.get(RESTART_ANNOTATION, RESTART_GANG)
+    if restart not in (RESTART_GANG, RESTART_TASK):
+        raise WorkloadError(f"{where}.annotations.{RESTART_ANNOTATION}: {restart!r} is not "
+                            f"{RESTART_GANG} or {RESTART_TASK}", source=source)
+    return restart
 
 
 def workload_from(scenario: Scenario) -> Workload:
@@ -75,10 +87,7 @@ def workload_from(scenario: Scenario) -> Workload:
         where = f"jobs[{index}] ({job.uid})"
         if job.queue not in queues:
             continue  # left out, as the session leaves it out (the loader said so)
-        restart = job.podgroup.annotations.get(RESTART_ANNOTATION, RESTART_GANG)
-        if restart not in (RESTART_GANG, RESTART_TASK):
-            raise WorkloadError(f"{where}.annotations.{RESTART_ANNOTATION}: {restart!r} is not "
-                                f"{RESTART_GANG} or {RESTART_TASK}", source=source)
+        restart = restart_rule(job, where, source)
         prototype = job.clone()
         # A job without createdAt is submitted at 0 (the loader's Go zero time is a
         # session's reading of "never set"; a workload's clock starts at its first
