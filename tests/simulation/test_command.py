@@ -181,6 +181,27 @@ def test_compare_reports_a_job_larger_than_the_cluster_as_simulate_does(tmp_path
     assert err.startswith("big.swf:5: job swf/job-2 skipped:")
 
 
+def test_compare_names_the_files_as_given_as_simulate_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A YAML workload's loader names it by its path: as given, not resolved."""
+    write(tmp_path, "wl.yaml", """version: 1
+config: {actions: allocate, tiers: [{plugins: [{name: gang}]}]}
+nodes: [{name: n1, allocatable: {cpu: 2, memory: 2Gi, pods: 10}}]
+jobs:
+- {name: a, minMember: 1, createdAt: 0}
+- {name: huge, minMember: 1, createdAt: 5}
+tasks:
+- {name: a0, job: a, requests: {cpu: 2}, annotations: {batchsched.io/run-time: "100"}}
+- {name: h0, job: huge, requests: {cpu: 8}, annotations: {batchsched.io/run-time: "100"}}
+""")
+    write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))
+    monkeypatch.chdir(tmp_path)
+    _, _, err = compare("wl.yaml", "--config", "fcfs.yaml")
+    _, _, simulated = simulate("wl.yaml", "--config", "fcfs.yaml")
+    assert err == simulated
+    assert err.startswith("wl.yaml: jobs[1] (default/huge): job default/huge skipped:")
+
+
 def test_compare_refuses_a_negative_window_in_one_line(tmp_path: Path) -> None:
     workload = write(tmp_path, "w.swf", HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 5, 1))
     config = write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 import attrs
 
-from batchsched.errors import BatchSchedError, ConfigError, WorkloadError
+from batchsched.errors import BatchSchedError, WorkloadError
 from batchsched.simulation.command import EXIT_BAD_INPUT, EXIT_OK, check_arrived_load
 
 __all__ = ["Replay", "add_arguments", "replay", "run", "sweep"]
@@ -86,8 +86,8 @@ def sweep(specs: Sequence[Replay], *, workers: int = 1, dask_address: str | None
         try:
             from distributed import Client
         except ImportError:
-            raise ConfigError("--dask needs the [dask] extra: pip install 'batchsched[dask]'"
-                              ) from None
+            raise BatchSchedError("--dask needs the [dask] extra: pip install "
+                                  "'batchsched[dask]'") from None
         try:
             client = Client(dask_address)
         except (OSError, ValueError, TypeError) as exc:  # no scheduler there, or no address
@@ -167,11 +167,21 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
                     here(args.cluster), first, args.jobs, args.arrived_load,
                     args.arrival_order, args.seed)
              for config in args.config for first in windows]
-    results = sweep(specs, workers=args.workers, dask_address=args.dask)
+    # The replays read the files by their full paths: what they say names them as
+    # given, as simulate does.
+    given = {here(path): path for path in (args.workload, args.cluster, *args.config)
+             if path is not None}
+    try:
+        results = sweep(specs, workers=args.workers, dask_address=args.dask)
+    except BatchSchedError as exc:
+        named = _as_given(str(exc), given)
+        if named == str(exc):
+            raise
+        raise BatchSchedError(named) from exc
     if err is not None:
         for line in dict.fromkeys(line for metrics in results
                                   for line in metrics.get("warnings", ())):
-            err.write(line + "\n")
+            err.write(_as_given(line, given) + "\n")
     reported: set[tuple[str, str, str]] = set()
     oversized = False
     for metrics in results:
@@ -180,7 +190,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
             if (origin, job, reason) not in reported:
                 reported.add((origin, job, reason))
                 if err is not None:
-                    err.write(f"{origin}: job {job} skipped: {reason}\n")
+                    err.write(_as_given(f"{origin}: job {job} skipped: {reason}", given)
+                              + "\n")
     table: dict[str, dict[str, float]] = {}
     for index, config in enumerate(args.config):
         rows = results[index * len(windows):(index + 1) * len(windows)]
@@ -222,3 +233,11 @@ def _format(table: dict[str, dict[str, float]]) -> str:
                                 for row, c in zip(table.values(), columns, strict=True))
         lines.append(key.ljust(width) + "  " + "  ".join(cells))
     return "\n".join(lines)
+
+
+def _as_given(line: str, given: dict[str | None, str]) -> str:
+    """``line`` with the full path it names written as the command line gave it."""
+    for full, path in given.items():
+        if full and full + ":" in line:
+            return line.replace(full + ":", path + ":", 1)
+    return line
