@@ -18,7 +18,7 @@ from batchsched.scenario import parse_scenario
 class Breaking:
     """A plugin that raises where the test says, while ``armed``."""
 
-    armed = True
+    armed = False
 
     def __init__(self, point: str) -> None:
         self.name, self.point = "breaking", point
@@ -67,6 +67,16 @@ def scheduler(document: dict[str, Any], point: str) -> tuple[Any, Scheduler]:
     return cache, Scheduler(cache, scenario.configuration, registry=registry)
 
 
+def fails_once(loop: Scheduler, message: str) -> None:
+    """One cycle with the breaking plugin armed: it fails with ``message``."""
+    Breaking.armed = True
+    try:
+        with pytest.raises(PluginError, match=message):
+            loop.run_once()
+    finally:
+        Breaking.armed = False
+
+
 def preempting(actions: str) -> dict[str, Any]:
     return {
         "version": 1,
@@ -93,12 +103,7 @@ def test_a_close_that_fails_still_nominates_the_preemptors_of_its_evictions() ->
     """Without the nominations, the next cycle would evict for the same preemptors
     again."""
     cache, loop = scheduler(preempting("enqueue, allocate, preempt"), "close")
-    Breaking.armed = True
-    try:
-        with pytest.raises(PluginError, match="plugin 'breaking' raised in on_session_close"):
-            loop.run_once()
-    finally:
-        Breaking.armed = False
+    fails_once(loop, "plugin 'breaking' raised in on_session_close")
     evicted = [e.task for e in cache.evictions]
     assert len(evicted) == 2
     assert cache.nominations == {"default/hi-0": "n1", "default/hi-1": "n1"}
@@ -113,12 +118,7 @@ def test_a_status_that_fails_to_be_worked_out_hands_over_no_status() -> None:
     before = {uid: (job.podgroup.phase, list(job.podgroup.conditions))
               for uid, job in cache.jobs.items()}
     queues = {name: queue.status for name, queue in cache.queues.items()}
-    Breaking.armed = True
-    try:
-        with pytest.raises(PluginError, match="plugin 'breaking' raised in queue_resource"):
-            loop.run_once()
-    finally:
-        Breaking.armed = False
+    fails_once(loop, "plugin 'breaking' raised in queue_resource")
     assert {uid: (job.podgroup.phase, list(job.podgroup.conditions))
             for uid, job in cache.jobs.items()} == before
     assert {name: queue.status for name, queue in cache.queues.items()} == queues
