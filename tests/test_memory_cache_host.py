@@ -639,3 +639,21 @@ def test_a_pod_id_is_free_again_once_its_pod_went_with_its_node_or_job() -> None
     cache.jobs.pop("ns/j")  # a host's own bookkeeping, not delete_job
     cache.add_job(_job_with("k", "q"))
     assert "ns/q" in cache.jobs["ns/k"].tasks
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda c: c.add_job(None), "job: None is not a JobInfo"),
+    (lambda c: c.add_task({"name": "t"}), "task: .* is not a TaskInfo"),
+    (lambda c: c.add_node("n2"), "node: 'n2' is not a NodeInfo"),
+    (lambda c: c.add_queue(None), "queue: None is not a QueueInfo"),
+    (lambda c: c.add_priority_class(None), "priority class: None is not a PriorityClass"),
+    (lambda c: c.bind(None, "n1"), "task: None is not a TaskInfo"),
+    (lambda c: c.evict("ns/t", "why"), "task: 'ns/t' is not a TaskInfo"),
+    (lambda c: c.delete_task(None), "task: None is not a TaskInfo"),
+])
+def test_an_argument_of_the_wrong_kind_is_named(call: Any, message: str) -> None:
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    with pytest.raises(SchedulingError, match=message):
+        call(cache)
+    assert list(cache.nodes) == ["n1"] and not cache.jobs

@@ -221,6 +221,7 @@ class MemoryCache:
         of the same name keeps its pods, counted again on the new node, as Volcano's
         cache updates a node in place. A negative, NaN or infinite allocatable or
         capacity is refused (SchedulingError naming the node and the field)."""
+        _check_type(node, NodeInfo, "node")
         for field, amounts in (("allocatable", node.allocatable), ("capacity", node.capacity)):
             wrong = amounts.unmeasurable()
             if wrong is not None:
@@ -261,6 +262,7 @@ class MemoryCache:
     def add_queue(self, queue: QueueInfo) -> None:
         """Add or replace a queue. A weight that is no whole number >= 0 is refused
         (SchedulingError)."""
+        _check_type(queue, QueueInfo, "queue")
         if not _is_int(queue.weight) or queue.weight < 0:
             raise SchedulingError(f"queue {queue.name}: weight is {queue.weight!r}, not a "
                                   "whole number >= 0")
@@ -274,6 +276,7 @@ class MemoryCache:
     def add_priority_class(self, pc: PriorityClass) -> None:
         """Add or replace a priority class. A value that is no whole number is refused
         (SchedulingError)."""
+        _check_type(pc, PriorityClass, "priority class")
         if not _is_int(pc.value):
             raise SchedulingError(f"priority class {pc.name}: value is {pc.value!r}, not a "
                                   "whole number")
@@ -289,6 +292,7 @@ class MemoryCache:
         gives its pods' nodes, claims and CPUs back), or a task is malformed, belongs
         to another job or names a missing node; the cache is then unchanged.
         """
+        _check_type(job, JobInfo, "job")
         if job.uid in self.jobs:
             raise SchedulingError(f"job {job.uid}: the cache holds it already (delete_job "
                                   "it first: its pods leave their nodes and give their "
@@ -332,6 +336,7 @@ class MemoryCache:
         """Add a new pod to its job (and its node, if placed). A pod the job holds
         already is refused (SchedulingError): its changes go through
         :meth:`task_started`, :meth:`task_ended`... or :meth:`delete_task` first."""
+        _check_type(task, TaskInfo, "task")
         job = self.jobs.get(task.job)
         if job is None:
             raise SchedulingError(f"task {task.uid}: job {task.job!r} is not in the cache")
@@ -351,6 +356,7 @@ class MemoryCache:
         group does not exist. It counts on its node only, as in Volcano's cache: no
         session schedules, counts in a queue or evicts it. Its ``job`` must be empty
         (:meth:`delete_task` removes it)."""
+        _check_type(task, TaskInfo, "foreign pod")
         if task.job:
             raise SchedulingError(f"task {task.uid}: a foreign pod has no job, not "
                                   f"{task.job!r}")
@@ -367,6 +373,7 @@ class MemoryCache:
         the object given says) and its claims. A pod of no job in the cache is taken
         off its node unless a job still holds it there (SchedulingError: the pod given
         names another job than the one holding it)."""
+        _check_type(task, TaskInfo, "task")
         job = self.jobs.get(task.job) if task.job else None
         mine = job.tasks.get(task.uid) if job is not None else None
         node = self.nodes.get(mine.node_name if mine is not None else task.node_name)
@@ -769,6 +776,7 @@ class MemoryCache:
 
     @_locked
     def bind(self, task: TaskInfo, node_name: str) -> bool:
+        _check_type(task, TaskInfo, "task")
         job = self.jobs.get(task.job)
         node = self.nodes.get(node_name)
         if job is None or node is None or task.uid not in job.tasks:
@@ -909,6 +917,7 @@ class MemoryCache:
 
     @_locked
     def evict(self, task: TaskInfo, reason: str) -> bool:
+        _check_type(task, TaskInfo, "task")
         job = self.jobs.get(task.job)
         if job is None or task.uid not in job.tasks:
             return False
@@ -1009,3 +1018,9 @@ def _check_texts(owner: str, field: str, texts: object) -> None:
     if not isinstance(texts, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in texts.items()):
         raise SchedulingError(f"{owner}: {field} is {texts!r}, not a mapping of text to text")
+
+
+def _check_type(value: object, kind: type, what: str) -> None:
+    """A SchedulingError for a ``what`` that is no ``kind`` (None, a dict, a name)."""
+    if not isinstance(value, kind):
+        raise SchedulingError(f"{what}: {value!r} is not a {kind.__name__}")
