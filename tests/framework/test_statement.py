@@ -330,3 +330,23 @@ def test_a_deallocate_handler_raising_a_refusal_is_named() -> None:
                        "SchedulingError: no") as raised:
         stmt.discard()
     assert isinstance(raised.value.__cause__, SchedulingError)
+
+
+def test_the_handlers_undoing_a_refused_allocation_see_the_task_pending_off_its_node() -> None:
+    """Volcano's unallocate: the task is Pending and off the node (its node name still
+    set) when the deallocate functions run."""
+    ssn, _share = open_session()
+    seen: list[tuple[str, str, bool]] = []
+
+    def refuse(event: Event) -> None:
+        raise SchedulingError("no")
+
+    def deallocate(event: Event) -> None:
+        task = event.task
+        seen.append((str(task.status), task.node_name, task.uid in ssn.nodes["n1"].tasks))
+    ssn.add_event_handler(EventHandler(allocate=refuse, deallocate=deallocate, plugin="veto"))
+    task = ssn.jobs["ns/pg0"].tasks["ns/j0-t1"]
+    with pytest.raises(SchedulingError, match="no"):
+        Statement(ssn).allocate(task, "n1")
+    assert seen == [("Pending", "n1", False)]
+    assert (task.status, task.node_name) == (TaskStatus.PENDING, "")

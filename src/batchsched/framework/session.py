@@ -1710,8 +1710,10 @@ class Session:
                             "raised %s: %s", type(exc).__name__, exc)
         self._statements.clear()
 
-    def _fire_allocate(self, task: TaskInfo) -> None:
-        self._fire(task, allocate=True)
+    def _fire_allocate(self, task: TaskInfo, unplace: Callable[[], None] | None = None) -> None:
+        """The allocate event; on a refusal, ``unplace`` (the caller's undo of the
+        placement) runs before the handlers see it undone."""
+        self._fire(task, allocate=True, unplace=unplace)
 
     def _fire_allocate_refusals_ignored(self, task: TaskInfo) -> None:
         """Every allocate handler sees the task on its node, and a refusal
@@ -1722,13 +1724,15 @@ class Session:
     def _fire_deallocate(self, task: TaskInfo) -> None:
         self._fire(task, allocate=False)
 
-    def _fire(self, task: TaskInfo, *, allocate: bool, refusals_ignored: bool = False) -> None:
+    def _fire(self, task: TaskInfo, *, allocate: bool, refusals_ignored: bool = False,
+              unplace: Callable[[], None] | None = None) -> None:
         """Hand the event to every handler. A refused allocation (SchedulingError) is
         Volcano's event error: the handlers after the refusing one still see the
         allocation, and then every handler sees it undone (Volcano's ``unallocate``
-        calls every deallocate function, the refusing plugin's too) before the first
-        refusal is raised. A handler that fails otherwise stops the event: the handlers
-        before it see it undone."""
+        calls every deallocate function, the refusing plugin's too, the task Pending
+        and off its node by then: ``unplace``) before the first refusal is raised. A
+        handler that fails otherwise stops the event: the handlers before it see it
+        undone."""
         event = Event(task)
         handlers = self.event_handlers
         refused: SchedulingError | None = None
@@ -1756,6 +1760,8 @@ class Session:
                 point = "allocate event" if allocate else "deallocate event"
                 raise combine.blamed(point, handler.plugin or "<handler>", exc)  # noqa: B904
         if refused is not None:
+            if unplace is not None:
+                unplace()
             undo = Event(task)
             for handler in handlers:
                 if handler.deallocate is not None:

@@ -155,13 +155,25 @@ class Statement:
             task.node_name = before.node_name
             raise
         op = Operation(kind, task, name, before)
+        undone: list[bool] = []
+
+        def unplace() -> None:
+            # Volcano's unallocate, before its deallocate functions run: they see the
+            # task Pending and off the node, its node name still set.
+            node_info.remove_task(task)
+            job.update_task_status(task, before.status)
+            undone.append(True)
+
         try:
             if refusals_ignored:
                 ssn._fire_allocate_refusals_ignored(task)
             else:
-                ssn._fire_allocate(task)
+                ssn._fire_allocate(task, unplace)
         except BaseException:
-            self._revert(op)
+            if undone:
+                self._restore_fields(op)
+            else:
+                self._revert(op)
             raise
         self.operations.append(op)
 
@@ -195,10 +207,16 @@ class Statement:
                 # Handlers still see the node the task is leaving, as in Volcano.
                 ssn._fire_deallocate(task)
         finally:
-            task.node_name = op.before.node_name
-            task.job_allocated_hyper_node = ""
-            if not task.node_name:
-                task.gpu_devices = ()
+            self._restore_fields(op)
+
+    @staticmethod
+    def _restore_fields(op: Operation) -> None:
+        """The task's node name (and what goes with it) as before ``op``."""
+        task = op.task
+        task.node_name = op.before.node_name
+        task.job_allocated_hyper_node = ""
+        if not task.node_name:
+            task.gpu_devices = ()
 
     def discard(self) -> None:
         """Undo every operation, last first.
