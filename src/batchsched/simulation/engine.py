@@ -275,8 +275,6 @@ class Simulator:
                 continue
             if kind == _WAKE:
                 self._wakes.discard(at)
-                if self.until is not None and at > self.until:
-                    continue  # asked for before the horizon was known to cut first
                 if not self._waiting or self._wakes_spent or at == self._instant[0]:
                     # Nothing waits, wake-ups were given up, or a session already ran at
                     # this instant (and asked again if it needed to).
