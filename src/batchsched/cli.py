@@ -292,6 +292,7 @@ def _one_line(text: str) -> str:
 def _plugins(out: TextIO) -> int:
     from batchsched.framework.extension_points import EXTENSION_POINTS
     from batchsched.framework.registry import default_registry
+    from batchsched.kubesched.registry import kube_plugin_specs
 
     registry = default_registry()
     for kind, entry in registry.describe():
@@ -301,11 +302,10 @@ def _plugins(out: TextIO) -> int:
             points = _registered_points(entry.name)
             if points:
                 out.write(f"{'':8}registers: {', '.join(points)}\n")
+    for spec in kube_plugin_specs(registry):
+        out.write(f"kube    {spec.name:<24} {spec.description}\n")
     for name, message in registry.broken:
         out.write(f"broken  {name:<24} {message}\n")
-    for specs in registry.manager.hook.batchsched_register_kube_plugins():
-        for spec in specs or ():
-            out.write(f"kube    {spec.name:<24} {spec.description}\n")
     out.write(f"extension points: {', '.join(EXTENSION_POINTS)}\n")
     return EXIT_OK
 

@@ -161,3 +161,83 @@ def test_an_unknown_plugin_names_the_distributions_that_failed_to_load(site: Pat
     with pytest.raises(ConfigError, match=r"unknown plugin 'gone-plugin'.*failed to load: "
                                           r".*tp-gone.*tp_module_that_is_not_installed"):
         configuration.validate(registry)
+
+
+def test_a_hook_returning_something_else_than_specs_skips_its_distribution(site: Path) -> None:
+    """A hook whose list holds the plugin class instead of its spec: that distribution
+    is skipped and named in ``broken``, the built-ins and the others still load."""
+    distribution(site, "tp-good", {"plugins": "tp_good"}, {"tp_good": "good-plugin"})
+    distribution(site, "tp-wrongitem", {"plugins": "tp_wrongitem"}, {})
+    (site / "tp_wrongitem.py").write_text(
+        "from batchsched.plugin import hookimpl\n\n\n"
+        "class WrongItem:\n    name = 'wrong'\n\n\n"
+        "@hookimpl\ndef batchsched_register_plugins():\n    return [WrongItem]\n")
+    registry = Registry(autoload=True)
+    assert "good-plugin" in registry.plugins and "gang" in registry.plugins
+    (key, message), = registry.broken
+    assert key == "tp-wrongitem:plugins"
+    assert "tp-wrongitem" in message and "expected PluginSpec" in message
+
+
+@pytest.mark.parametrize("hook", ["clash", "wrong item"])
+def test_a_refused_register_leaves_the_registry_as_it_was(hook: str) -> None:
+    """register() raising must not leave the refused object behind: the next good
+    registration works, and the refused object's lifecycle hooks never run."""
+    calls: list[str] = []
+
+    class Refused:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[object]:
+            if hook == "clash":
+                return [PluginSpec("gang", lambda arguments: None)]
+            return [object()]
+
+        @hookimpl
+        def batchsched_session_opened(self, session: object) -> None:
+            calls.append("refused")
+
+    class Good:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("good-one", lambda arguments: None)]
+
+    registry = Registry(autoload=False)
+    before = (sorted(registry.plugins), sorted(registry.actions))
+    refused = Refused()
+    with pytest.raises(PluginError):
+        registry.register(refused, name="refused")
+    assert not registry.manager.is_registered(refused)
+    assert (sorted(registry.plugins), sorted(registry.actions)) == before
+    assert registry.broken == []
+    registry.register(Good(), name="good")
+    assert "good-one" in registry.plugins
+    registry.notify("batchsched_session_opened", session=None)
+    assert calls == []
+
+
+@pytest.mark.parametrize("body", ["    raise RuntimeError('boom')\n", "    return [object()]\n"])
+def test_a_broken_kube_plugin_hook_skips_its_distribution(
+    site: Path, body: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A distribution whose kube-plugin hook raises or returns no specs is skipped and
+    named, as for the other hooks: the built-in kube plugins and the listing stay."""
+    from batchsched.cli import main
+    from batchsched.framework import registry as registry_module
+    from batchsched.kubesched import from_entry_points
+
+    distribution(site, "tp-kubebad", {"plugins": "tp_kubebad"}, {})
+    (site / "tp_kubebad.py").write_text(
+        "from batchsched.plugin import hookimpl\n\n\n"
+        f"@hookimpl\ndef batchsched_register_kube_plugins():\n{body}")
+    registry = Registry(autoload=True)
+    kube = from_entry_points(registry)
+    assert "NodeResourcesFit" in kube
+    assert any(key == "tp-kubebad:plugins" for key, _ in registry.broken)
+    monkeypatch.delenv("BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    registry_module.reset_default_registry()
+    try:
+        assert main(["plugins"]) == 0
+    finally:
+        registry_module.reset_default_registry()
+    out = capsys.readouterr().out
+    assert "kube    NodeResourcesFit" in out and "tp-kubebad" in out

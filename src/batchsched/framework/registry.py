@@ -141,15 +141,24 @@ class Registry:
         self._origin[registered] = (distribution, version)
         if refresh:
             failed = len(self.broken)
-            self.refresh()
+            try:
+                self.refresh()
+            except PluginError:  # a name claimed twice: the registry stays as it was
+                self._forget(obj, registered, failed)
+                raise
             if len(self.broken) > failed:
                 # What a program registers itself must not go missing in a log line.
                 why = "; ".join(message for _, message in self.broken[failed:])
-                del self.broken[failed:]
-                self.manager.unregister(obj)
-                self._origin.pop(registered, None)
-                self.refresh()
+                self._forget(obj, registered, failed)
                 raise PluginError(f"could not register {name or obj!r}: {why}")
+
+    def _forget(self, obj: object, registered: str, failed: int) -> None:
+        """Undo a registration that refresh refused (``failed``: the length ``broken``
+        had before)."""
+        del self.broken[failed:]
+        self.manager.unregister(obj)
+        self._origin.pop(registered, None)
+        self.refresh()
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
         """Call a lifecycle hook (``batchsched_session_opened`` and the like). An
@@ -187,6 +196,11 @@ class Registry:
             tb = tb.tb_next
         return "an observer"
 
+    def distribution_of(self, registrant: str) -> str:
+        """The distribution a registrant (an entry point's key, or the name given to
+        :meth:`register`) came from."""
+        return self._origin.get(registrant, ("<unknown>", ""))[0]
+
     def refresh(self) -> None:
         """Collect specs from every registered hookimpl; raise on a name claimed twice."""
         plugins: dict[str, Registered] = {}
@@ -199,25 +213,26 @@ class Registry:
                 dist, version = self._origin.get(impl.plugin_name, ("<unknown>", ""))
                 module = getattr(impl.plugin, "__name__", type(impl.plugin).__name__)
                 who = impl.plugin_name if not impl.plugin_name.isdigit() else repr(impl.plugin)
+                kind = "plugin" if table is plugins else "action"
+                expected = PluginSpec if table is plugins else ActionSpec
                 try:
                     produced: Any = impl.function()
                     if isinstance(produced, (PluginSpec, ActionSpec)):
                         raise TypeError(f"{hook.name} returned {produced!r}, not a list of "
                                         f"{type(produced).__name__}")
                     specs: list[Any] = list(produced or ())
+                    for spec in specs:
+                        if not isinstance(spec, expected):
+                            raise TypeError(f"{hook.name} returned {spec!r} in its list; "
+                                            f"expected {expected.__name__}")
                 except Exception as exc:
+                    # The distribution's hook is skipped whole: a half-registered
+                    # distribution would fail later, far from its cause.
                     message = f"{who} ({dist}): {type(exc).__name__}: {exc}"
                     self.broken.append((impl.plugin_name, message))
                     log.warning("batchsched: registration hook failed: %s", message)
                     continue
                 for spec in specs:
-                    kind = "plugin" if table is plugins else "action"
-                    expected = PluginSpec if table is plugins else ActionSpec
-                    if not isinstance(spec, expected):
-                        raise PluginError(
-                            f"{dist} returned {spec!r} from its {kind} hook; "
-                            f"expected {expected.__name__}", plugin=str(getattr(spec, "name", ""))
-                        )
                     if spec.name in table:
                         other = table[spec.name]
                         raise PluginError(

@@ -9,6 +9,7 @@ group, like every other plugin (:func:`from_entry_points`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -16,7 +17,10 @@ import attrs
 
 from batchsched.errors import PluginError
 
-__all__ = ["KubePluginSpec", "PluginFactory", "Registry", "from_entry_points"]
+__all__ = ["KubePluginSpec", "PluginFactory", "Registry", "from_entry_points",
+           "kube_plugin_specs"]
+
+log = logging.getLogger("batchsched")
 
 #: ``factory(arguments, handle)`` -> a plugin object; ``handle`` is the framework it
 #: belongs to (for plugins that reach waiting pods, as coscheduling does).
@@ -76,12 +80,40 @@ class Registry(Mapping[str, PluginFactory]):
 def from_entry_points(registry: Any | None = None) -> Registry:
     """The kube-style plugins every installed distribution provides (the
     ``batchsched_register_kube_plugins`` hook), through the batchsched registry."""
+    kube = Registry()
+    for spec in kube_plugin_specs(registry):
+        kube.register(spec.name, spec.factory)
+    return kube
+
+
+def kube_plugin_specs(registry: Any | None = None) -> list[KubePluginSpec]:
+    """The specs of every distribution's ``batchsched_register_kube_plugins`` hook. A
+    hook that raises or returns anything but a list of :class:`KubePluginSpec` is
+    skipped whole, with a warning, and named in the registry's ``broken`` (as a
+    distribution's broken plugin hook is): one bad distribution must not take the
+    others, and the built-ins, down with it."""
     if registry is None:
         from batchsched.framework.registry import default_registry
 
         registry = default_registry()
-    kube = Registry()
-    for specs in registry.manager.hook.batchsched_register_kube_plugins():
-        for spec in specs or ():
-            kube.register(spec.name, spec.factory)
-    return kube
+    specs: list[KubePluginSpec] = []
+    hook = registry.manager.hook.batchsched_register_kube_plugins
+    for impl in reversed(hook.get_hookimpls()):
+        try:
+            produced = impl.function()
+            if isinstance(produced, KubePluginSpec):
+                raise TypeError(f"returned {produced!r}, not a list of KubePluginSpec")
+            given = list(produced or ())
+            for spec in given:
+                if not isinstance(spec, KubePluginSpec):
+                    raise TypeError(f"returned {spec!r} in its list; expected KubePluginSpec")
+        except Exception as exc:
+            dist = registry.distribution_of(impl.plugin_name)
+            message = (f"{impl.plugin_name} ({dist}): batchsched_register_kube_plugins: "
+                       f"{type(exc).__name__}: {exc}")
+            if (impl.plugin_name, message) not in registry.broken:
+                registry.broken.append((impl.plugin_name, message))
+                log.warning("batchsched: registration hook failed: %s", message)
+            continue
+        specs.extend(given)
+    return specs
