@@ -100,7 +100,7 @@ def kube_plugin_specs(registry: Any | None = None) -> list[KubePluginSpec]:
     hook = registry.manager.hook.batchsched_register_kube_plugins
     for impl in reversed(hook.get_hookimpls()):
         try:
-            produced = impl.function()
+            produced: Any = impl.function()
             if isinstance(produced, KubePluginSpec):
                 raise TypeError(f"returned {produced!r}, not a list of KubePluginSpec")
             given = list(produced or ())
