@@ -235,6 +235,18 @@ def test_conf_validate_reports_what_plugins_ignore(
     assert main(["conf", "validate", "--strict", str(conf)]) == 0
 
 
+def test_conf_validate_calls_an_action_with_an_unreadable_argument_an_action(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "sched.conf"
+    conf.write_text('actions: "allocate, preempt"\ntiers:\n- plugins:\n  - name: gang\n'
+                    "configurations:\n- name: preempt\n"
+                    "  arguments: {minCandidateNodesAbsolute: ten}\n")
+    assert main(["conf", "validate", str(conf)]) == 0
+    out = capsys.readouterr().out
+    assert "ignored: action 'preempt': argument 'minCandidateNodesAbsolute' = 'ten' is not " \
+        "an integer" in out, out
+
+
 @pytest.mark.parametrize(("interval", "ignored"), [("90", True), ("0s", True),
                                                    ("1m30s", False), ("30s", False)])
 def test_conf_validate_reports_a_metrics_interval_volcano_cannot_read(

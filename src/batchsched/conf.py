@@ -366,7 +366,7 @@ def parse_configuration(
             log.warning("%s: %s: a second entry for action %r; its arguments are ignored "
                         "(the first entry's are read)", source, key, raw["name"])
             continue
-        configurations[raw["name"]] = Arguments(arguments)
+        configurations[raw["name"]] = Arguments(arguments, kind="action")
         positions[raw["name"]] = c
     return SchedulerConfiguration(
         actions=actions, tiers=tuple(tiers), configurations=configurations, source=source,

@@ -195,7 +195,8 @@ class Scheduler:
             if previous is not None and arguments == self._action_arguments.get(name):
                 actions[name] = previous
             else:
-                actions[name] = self.registry.create_action(name, Arguments(arguments))
+                actions[name] = self.registry.create_action(
+                    name, Arguments(arguments, kind="action"))
             kept[name] = arguments
         return actions, kept
 

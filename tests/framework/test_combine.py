@@ -275,6 +275,37 @@ def test_a_node_score_of_nan_is_an_error_naming_the_plugin() -> None:
 
 
 
+def test_a_batch_node_score_of_nan_is_an_error_naming_the_plugin() -> None:
+    """As for node_order: with NaN among the scores the winner would be wherever the
+    NaN sits."""
+    batch = lambda s, n: s.add_batch_node_order_fn(  # noqa: E731
+        n, lambda t, nodes: {"n0": float("nan"), "n1": 5.0})
+    ssn = session([[("a", batch)]])
+    with pytest.raises(PluginError, match="plugin 'a': batch_node_order answered NaN "
+                                          "for node 'n0'") as caught:
+        ssn.batch_node_order(task("t"), [])
+    assert (caught.value.plugin, caught.value.point) == ("a", "batch_node_order")
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_a_vector_batch_node_score_of_nan_is_an_error_naming_the_plugin(many: bool) -> None:
+    import numpy as np
+
+    from batchsched.columnar.forms import batch_node_order_scores, many_scores
+    from batchsched.columnar.node_columns import Candidates
+
+    def nan_at_first(*args: Any) -> Any:
+        return np.array([np.nan, 5.0]) if not many else np.array([[np.nan, 5.0]])
+
+    tiers = [[("vb", nan_at_first)]]
+    candidates = Candidates(np.arange(2))
+    with pytest.raises(PluginError, match="plugin 'vb': batch_node_order answered NaN"):
+        if many:
+            many_scores([], tiers, [task("t")], None, candidates)  # type: ignore[arg-type]
+        else:
+            batch_node_order_scores(tiers, task("t"), None, candidates)  # type: ignore[arg-type]
+
+
 def test_a_type_error_that_is_no_comparison_stays_the_action_s() -> None:
     """Keys a plugin gives of different kinds are no fault while nothing compares them:
     an action's own TypeError is not put on the plugin."""

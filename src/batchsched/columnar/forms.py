@@ -60,7 +60,7 @@ import numpy as np
 
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray, NodeColumns
-from batchsched.errors import BatchSchedError
+from batchsched.errors import BatchSchedError, PluginError
 from batchsched.framework.combine import Blame
 
 if TYPE_CHECKING:
@@ -328,8 +328,17 @@ def batch_node_order_scores(
     total = _Sum(len(candidates))
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            total.add(fn(task, columns, candidates))
+            total.add(_no_nan(blame.plugin, fn(task, columns, candidates)))
     return total.result()
+
+
+def _no_nan(plugin: str, scores: Any) -> Any:
+    """A batch score variant's answer, refused if NaN is among it (the scalar point
+    refuses NaN alike: see :func:`batchsched.framework.combine.sum_batch_scores`)."""
+    if math.isnan(float(np.sum(scores))):
+        raise PluginError(f"plugin {plugin!r}: batch_node_order answered NaN",
+                          plugin=plugin, point="batch_node_order")
+    return scores
 
 
 def many_scores(
@@ -352,7 +361,7 @@ def many_scores(
     batch = _Sum(shape)
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in batches:
-            batch.add(fn(tasks, columns, candidates))
+            batch.add(_no_nan(blame.plugin, fn(tasks, columns, candidates)))
     scores += batch.result()
     return scores
 

@@ -199,14 +199,15 @@ def parse_seconds(text: str) -> float:
     return seconds
 
 
-def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback: object) -> None:
-    """Log that argument ``key`` of ``owner`` holds ``value``, which is not
-    ``expected`` (``"an integer"``, ``"a Go duration such as 1h30m"``...), and that
-    ``fallback`` is used instead, as a WARNING on the ``batchsched`` logger:
-    ``plugin 'capacity': argument 'ancestorReclaimLevel' = 'two' is not an integer;
-    using 0 instead``.
+def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback: object,
+                    *, kind: str = "plugin") -> None:
+    """Log that argument ``key`` of ``owner`` (a ``kind``: plugin or action) holds
+    ``value``, which is not ``expected`` (``"an integer"``, ``"a Go duration such as
+    1h30m"``...), and that ``fallback`` is used instead, as a WARNING on the
+    ``batchsched`` logger: ``plugin 'capacity': argument 'ancestorReclaimLevel' =
+    'two' is not an integer; using 0 instead``.
     """
-    who = f"plugin {owner!r}" if owner else "arguments"
+    who = f"{kind} {owner!r}" if owner else "arguments"
     shown = "no value" if fallback is None else repr(fallback)
     log.warning("%s: argument %r = %r is not %s; using %s instead", who, key, value,
                 expected, shown)
@@ -324,13 +325,17 @@ class Arguments(Mapping[str, Any]):
     """A read-only mapping of argument names to YAML values, with typed getters.
 
     Each getter takes ``owner`` (the plugin's or action's name) to name in the
-    warning logged when a value is present but cannot be read.
+    warning logged when a value is present but cannot be read; ``kind`` says what
+    the owner is (an action's arguments, the ``configurations`` of a configuration,
+    are made with ``kind="action"``).
     """
 
-    __slots__ = ("_values",)
+    __slots__ = ("_values", "kind")
 
-    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, values: Mapping[str, Any] | None = None, *,
+                 kind: str = "plugin") -> None:
         self._values: dict[str, Any] = dict(values or {})
+        self.kind = kind
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -353,7 +358,7 @@ class Arguments(Mapping[str, Any]):
         # GetInt's assertion to int refuses.
         if isinstance(value, int) and not isinstance(value, bool) and in_int64(value):
             return value
-        warn_unreadable(owner, key, value, "an integer", default)
+        warn_unreadable(owner, key, value, "an integer", default, kind=self.kind)
         return default
 
     def get_float(self, key: str, default: float, *, owner: str = "") -> float:
@@ -366,7 +371,7 @@ class Arguments(Mapping[str, Any]):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
                 isinstance(value, int) and value >= 2**63):
             return float(value)
-        warn_unreadable(owner, key, value, "a number", default)
+        warn_unreadable(owner, key, value, "a number", default, kind=self.kind)
         return default
 
     def get_bool(self, key: str, default: bool, *, owner: str = "") -> bool:
@@ -383,7 +388,7 @@ class Arguments(Mapping[str, Any]):
                 return True
             if value in _GO_FALSE:
                 return False
-        warn_unreadable(owner, key, value, "true or false", default)
+        warn_unreadable(owner, key, value, "true or false", default, kind=self.kind)
         return default
 
     def get_str(self, key: str, default: str = "", *, owner: str = "") -> str:
@@ -394,7 +399,7 @@ class Arguments(Mapping[str, Any]):
             return default
         if isinstance(value, str):
             return value
-        warn_unreadable(owner, key, value, "a string", default)
+        warn_unreadable(owner, key, value, "a string", default, kind=self.kind)
         return default
 
     def get_duration(
@@ -410,7 +415,8 @@ class Arguments(Mapping[str, Any]):
                 return parse_duration(value)
             except ValueError:
                 pass
-        warn_unreadable(owner, key, value, "a Go duration such as \"1h30m\"", default)
+        warn_unreadable(owner, key, value, "a Go duration such as \"1h30m\"", default,
+                        kind=self.kind)
         return default
 
     def warn_inert(self, owner: str, switches: Mapping[str, str]) -> list[str]:
@@ -440,14 +446,17 @@ class Arguments(Mapping[str, Any]):
             said.append(key)
             if (owner, key) not in _WARNED_INERT:
                 _WARNED_INERT.add((owner, key))
-                log.warning("plugin %r: %s=%r has no effect: %s", owner, key, value, why)
+                log.warning("%s %r: %s=%r has no effect: %s", self.kind, owner, key, value,
+                            why)
         return said
 
     def warn_unknown(self, owner: str, known: Iterable[str] = (), *,
-                     prefixes: Iterable[str] = (), kind: str = "plugin") -> list[str]:
+                     prefixes: Iterable[str] = (), kind: str = "") -> list[str]:
         """Log the arguments ``owner`` does not read (neither in ``known`` nor
         starting with one of ``prefixes``), which Volcano ignores silently, once per
-        process (a plugin is built for every session); returns them, sorted."""
+        process (a plugin is built for every session); returns them, sorted. ``kind``
+        (plugin or action) defaults to the arguments' own."""
+        kind = kind or self.kind
         names, starts = set(known), tuple(prefixes)
         unknown = sorted(k for k in self._values if k not in names and not k.startswith(starts))
         said = (f"{kind} {owner}", "unread: " + ", ".join(unknown))

@@ -330,11 +330,17 @@ def sum_scores(point: str, tiers: Bound, *args: Any) -> float:
 
 
 def sum_batch_scores(point: str, tiers: Bound, *args: Any) -> dict[str, float]:
+    """Batch node order: each node's scores summed. NaN orders nothing, as in
+    :func:`sum_scores`: a plugin answering it is an error."""
     totals: dict[str, float] = {}
     with Blame(point) as blame:
         for tier in tiers:
             for blame.plugin, fn in tier:
                 for node, score in (fn(*args) or {}).items():
+                    if isinstance(score, float) and math.isnan(score):
+                        raise PluginError(f"plugin {blame.plugin!r}: {point} answered NaN "
+                                          f"for node {node!r}",
+                                          plugin=blame.plugin, point=point)
                     totals[node] = totals.get(node, 0.0) + score
     return totals
 

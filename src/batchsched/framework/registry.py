@@ -268,9 +268,11 @@ class Registry:
                 plugin=name,
             ) from None
         factory: Any = entry.spec.factory
+        if arguments is None or arguments.kind != "action":
+            arguments = Arguments(arguments, kind="action")  # its warnings say "action"
         try:
             if _takes_argument(factory):
-                return factory(arguments if arguments is not None else Arguments())
+                return factory(arguments)
             return factory()
         except Exception as exc:
             raise PluginError(
