@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import io
 import logging
 import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from batchsched._version import __version__
 from batchsched.errors import BatchSchedError
@@ -122,26 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(levelname)s: %(message)s", stream=sys.stderr)
+    out = cast(TextIO, _ReaderMayLeave(sys.stdout))
     try:
-        if args.command == "run":
-            return _run(args, sys.stdout, process_ends=argv is None)
-        if args.command == "check":
-            return _check(args, sys.stdout)
-        if args.command == "plugins":
-            return _plugins(sys.stdout)
-        if args.command == "simulate":
-            from batchsched.simulation import command as simulate_command
-
-            return simulate_command.run(args, sys.stdout, sys.stderr)
-        if args.command == "explain":
-            return _explain(args, sys.stdout)
-        if args.command == "compare":
-            from batchsched.simulation import sweep as compare_command
-
-            return compare_command.run(args, sys.stdout, sys.stderr)
-        if args.command == "import":
-            return _import_kubectl(args, sys.stdout)
-        return _conf_validate(args, sys.stdout)
+        code = _command(args, out, process_ends=argv is None)
+        out.flush()
+        return code
     except BatchSchedError as exc:
         if args.debug:
             traceback.print_exc()
@@ -149,11 +135,62 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc).replace("\r", "\\r").replace("\n", "\\n")
         print(f"batchsched: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except BrokenPipeError:
-        # The reader went away (``batchsched plugins | head``): not an error of ours.
+
+
+def _command(args: argparse.Namespace, out: TextIO, *, process_ends: bool) -> int:
+    if args.command == "run":
+        return _run(args, out, process_ends=process_ends)
+    if args.command == "check":
+        return _check(args, out)
+    if args.command == "plugins":
+        return _plugins(out)
+    if args.command == "simulate":
+        from batchsched.simulation import command as simulate_command
+
+        return simulate_command.run(args, out, sys.stderr)
+    if args.command == "explain":
+        return _explain(args, out)
+    if args.command == "compare":
+        from batchsched.simulation import sweep as compare_command
+
+        return compare_command.run(args, out, sys.stderr)
+    if args.command == "import":
+        return _import_kubectl(args, out)
+    return _conf_validate(args, out)
+
+
+class _ReaderMayLeave(io.TextIOBase):
+    """Standard output whose reader may go away (``batchsched simulate ... | head``):
+    what is written after is dropped, and the command runs on to its own exit status
+    (a job skipped is still exit 2)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def _leave(self) -> None:
+        self._gone = True
+        # What the stream still buffers must not fail again when the process exits.
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        os.dup2(devnull, self._stream.fileno())
 
 
 def _add_debug(parser: argparse.ArgumentParser) -> None:
@@ -396,21 +433,11 @@ def _conf_validate(args: argparse.Namespace, out: TextIO) -> int:
 def _ignored_by_plugins(configuration: Any, registry: Any) -> list[str]:
     """What the configuration's plugins and actions, built with their arguments, say
     they will not honour (see :func:`~batchsched.framework.arguments.collect_warnings`)."""
-    from batchsched.errors import PluginError
     from batchsched.framework.arguments import collect_warnings
-    from batchsched.scheduler import create_actions
+    from batchsched.scheduler import check_builds
 
     with collect_warnings() as said:
-        # A plugin's or action's own check of its arguments names the file and the
-        # place, as when a session builds them.
-        for t, tier in enumerate(configuration.tiers):
-            for p, option in enumerate(tier.plugins):
-                try:
-                    registry.create_plugin(option.name, option.arguments)
-                except PluginError as exc:
-                    raise configuration.refused_arguments(exc, place=(t, p)) \
-                        from exc.__cause__
-        create_actions(configuration, registry)
+        check_builds(configuration, registry)
     interval = configuration.metrics.get("interval")
     if interval is not None:
         from batchsched.framework.arguments import parse_duration

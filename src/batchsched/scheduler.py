@@ -40,6 +40,22 @@ def create_actions(
             for name in configuration.actions}
 
 
+def check_builds(configuration: SchedulerConfiguration, registry: Registry | None = None
+                 ) -> None:
+    """Build every plugin and action the configuration names, once, and drop them:
+    an argument one of them refuses is a PluginError naming the configuration's file
+    and the argument's place, raised here rather than when a session opens (``conf
+    validate`` and ``compare`` check a configuration so, before any run)."""
+    registry = registry or default_registry()
+    for t, tier in enumerate(configuration.tiers):
+        for p, option in enumerate(tier.plugins):
+            try:
+                registry.create_plugin(option.name, option.arguments)
+            except PluginError as exc:
+                raise configuration.refused_arguments(exc, place=(t, p)) from exc.__cause__
+    create_actions(configuration, registry)
+
+
 def _create_action(registry: Registry, configuration: SchedulerConfiguration, name: str
                    ) -> Any:
     """The action, or an error naming the configuration's file and its arguments."""

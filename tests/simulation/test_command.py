@@ -290,3 +290,112 @@ def test_the_workload_example_of_the_documentation_replays_as_it_says(tmp_path: 
     assert report["metrics"]["restarts"] == 1
     assert (jobs["default/urgent"]["start"], jobs["default/urgent"]["end"]) == (300, 360)
     assert (jobs["default/batch"]["restarts"], jobs["default/batch"]["end"]) == (1, 1360)
+
+
+STUCK = """
+version: 1
+config:
+  actions: "allocate"
+  tiers:
+  - plugins: [{name: gang}, {name: predicates}]
+nodes:
+- {name: n1, allocatable: {cpu: 2, memory: 2Gi, pods: 10}}
+jobs:
+- {name: runs, minMember: 1, createdAt: 0}
+- {name: stuck, minMember: 1, createdAt: 0}
+tasks:
+- {name: r1, job: runs, requests: {cpu: 1}, annotations: {batchsched.io/run-time: "100"}}
+- {name: s1, job: stuck, requests: {cpu: 1}, nodeSelector: {zone: nowhere},
+   annotations: {batchsched.io/run-time: "100"}}
+"""
+
+
+def test_a_job_that_never_started_is_reported_and_exit_is_2(tmp_path: Path) -> None:
+    """The averages are over every replayed job, or the exit status says they are not:
+    a job that fits the cluster's totals but that no session placed before the replay
+    ran out of events is named on stderr, and the status is 2 (the report all the
+    same)."""
+    code, out, err = simulate(str(write(tmp_path, "w.yaml", STUCK)), "--output", "json")
+    data = json.loads(out)
+    assert data["neverStarted"] == ["default/stuck"]
+    assert code == 2
+    assert err == ("w.yaml: job default/stuck never started: the replay ended with it "
+                   "waiting, and the averages leave it out\n")
+    compared = compare(str(tmp_path / "w.yaml"), "--config", str(
+        write(tmp_path, "c.yaml", "actions: allocate\ntiers:\n- plugins: [{name: gang}, "
+              "{name: predicates}]\n")))
+    assert compared[0] == 2 and compared[2] == err
+
+
+def test_a_job_cut_by_the_horizon_is_no_error(tmp_path: Path) -> None:
+    text = STUCK.replace(", nodeSelector: {zone: nowhere}", "").replace("{cpu: 1}", "{cpu: 2}")
+    code, out, err = simulate(str(write(tmp_path, "w.yaml", text)), "--until", "50",
+                              "--output", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["neverStarted"] == ["default/stuck"]
+
+
+def test_a_workload_or_cluster_file_without_config_runs_with_the_default(
+        tmp_path: Path) -> None:
+    """The contract's default configuration: a workload file need not carry one, and a
+    cluster file's configuration is never read."""
+    text = STUCK.replace('  actions: "allocate"\n  tiers:\n  - plugins: [{name: gang}, '
+                         '{name: predicates}]\n', "").replace("config:\n", "")
+    text = text.replace(", nodeSelector: {zone: nowhere}", "")
+    code, out, err = simulate(str(write(tmp_path, "w.yaml", text)), "--output", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["metrics"]["finishedJobs"] == 2
+    cluster = write(tmp_path, "cluster.yaml", "version: 1\nnodes:\n"
+                    "- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}\n")
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=1, procs=8) + swf_line(1, 0, 10, 8)
+                  + "\n")
+    code, out, err = simulate(str(trace), "--cluster", str(cluster), "--output", "json")
+    assert (code, err) == (0, "")
+
+
+def test_an_swf_job_on_a_given_cluster_asks_no_more_cpu_than_its_processors(
+        tmp_path: Path) -> None:
+    """MaxProcs / MaxNodes = 8/3 cpu per task: three tasks of an 8-processor job ask at
+    most 8 cpu, however the share rounds to millicores."""
+    cluster = write(tmp_path, "cluster.yaml", "version: 1\nnodes:\n"
+                    "- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}\n")
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=3, procs=8) + swf_line(1, 0, 10, 8)
+                  + "\n")
+    code, out, err = simulate(str(trace), "--cluster", str(cluster), "--output", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["metrics"]["finishedJobs"] == 1
+
+
+def test_compare_refuses_arguments_a_plugin_refuses_before_any_replay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from batchsched.simulation import sweep
+
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 10, 1)
+                  + "\n")
+    fcfs = write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))
+    bad = write(tmp_path, "bad.yaml", STRICT.format(policy="wfp3")
+                + "    arguments: {wfp3.waitingTime: nonsense}\n")
+    ran: list[object] = []
+    monkeypatch.setattr(sweep, "sweep", lambda specs, **options: ran.append(specs) or [])
+    code, _, err = compare(str(trace), "--config", str(fcfs), "--config", str(bad))
+    assert code == 2 and ran == []
+    assert "bad.yaml" in err and "wfp3.waitingTime" in err
+
+
+def test_the_exit_status_survives_a_reader_that_went_away(tmp_path: Path) -> None:
+    """``simulate ... | head`` under ``pipefail``: a skipped job is still exit 2, and
+    the reader leaving is no traceback."""
+    import subprocess
+    import sys
+
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join([
+        swf_line(1, 0, 10, 1), swf_line(2, 5, 10, 4)]) + "\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "batchsched", "simulate", str(trace), "--output", "json",
+         "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the report is written
+    with process.stderr:
+        err = process.stderr.read().decode()
+    assert process.wait() == 2
+    assert "skipped" in err and "Traceback" not in err and "Exception" not in err

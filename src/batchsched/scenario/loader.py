@@ -96,7 +96,12 @@ from batchsched.api.vgpu import (
     why_no_vgpus,
 )
 from batchsched.cache.memory import MemoryCache
-from batchsched.conf import SchedulerConfiguration, as_volcano_reads, parse_configuration
+from batchsched.conf import (
+    SchedulerConfiguration,
+    as_volcano_reads,
+    default_configuration,
+    parse_configuration,
+)
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
 from batchsched.kube.affinity import (
@@ -176,6 +181,9 @@ class Scenario:
     #: file giving no ``now``: each run of the file reads another time (a replay
     #: refuses them: it needs a fixed clock).
     wall_clock_times: tuple[str, ...] = ()
+    #: Whether the file gives its ``config`` (else ``configuration`` is the default:
+    #: only a file read with ``config_required=False`` may leave it out).
+    configuration_given: bool = True
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
         """The snapshot a session opens on: Ready nodes with their placed tasks, and the
@@ -268,8 +276,10 @@ class Scenario:
         return attrs.evolve(self, configuration=configuration)
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and parse a YAML or JSON scenario file."""
+def load_scenario(path: str | Path, *, config_required: bool = True) -> Scenario:
+    """Read and parse a YAML or JSON scenario file. Without ``config_required`` a file
+    without ``config`` has the default configuration (and ``configuration_given``
+    false): a workload or a cluster for ``batchsched simulate``."""
     source = str(path)
     try:
         # A byte-order mark is not part of the document (JSON parsers refuse it).
@@ -299,7 +309,7 @@ def load_scenario(path: str | Path) -> Scenario:
     # The document is ours: its entries are dropped as they become objects, so that
     # the document and the objects it becomes are not both held whole at the peak.
     try:
-        return _Parser(source, consume=True).parse(document)
+        return _Parser(source, consume=True, config_required=config_required).parse(document)
     except RecursionError:
         raise ScenarioError("malformed document: nested too deeply", source=source) from None
 
@@ -367,9 +377,11 @@ def parse_scenario(document: Any, *, source: str = "<scenario>") -> Scenario:
 
 
 class _Parser:
-    def __init__(self, source: str, *, consume: bool = False) -> None:
+    def __init__(self, source: str, *, consume: bool = False,
+                 config_required: bool = True) -> None:
         self.source = source
         self.consume = consume
+        self.config_required = config_required
         self.warnings: list[str] = []
         self.now = 0.0
         self.shared_quantities: dict[tuple[Any, ...], Resource] = {}
@@ -641,12 +653,13 @@ class _Parser:
         version = doc.get("version")
         if type(version) is not int or version != 1:
             raise self.fail("version", f"must be 1, not {version!r}")
-        if "config" not in doc:
+        configuration_given = "config" in doc
+        if not configuration_given and self.config_required:
             raise self.fail("config", "is required")
         try:
             configuration = attrs.evolve(
                 parse_configuration(self.mapping(doc["config"], "config"), source=self.source),
-                location="config")
+                location="config") if configuration_given else default_configuration()
         except ConfigError as exc:
             key = f"config.{exc.key}" if exc.key else "config"
             message = str(exc).split(": ", 2)[-1]
@@ -699,6 +712,7 @@ class _Parser:
             node_shards=node_shards,
             dra=dra,
             wall_clock_times=tuple(self.wall_clock_times),
+            configuration_given=configuration_given,
         )
 
     def dra_objects(self, doc: Mapping[str, Any]) -> DraObjects:

@@ -54,9 +54,11 @@ def check_arrived_load(value: float | None, source: str) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("workload", help="an .swf trace or a workload .yaml/.json")
+    parser.add_argument("workload", help="an .swf trace, an Alibaba GPU pod trace .csv "
+                                         "(openb_pod_list_*.csv) or a workload .yaml/.json")
     parser.add_argument("--config", help="a Volcano scheduler configuration (YAML)")
-    parser.add_argument("--cluster", help="a scenario file whose nodes and queues are the cluster")
+    parser.add_argument("--cluster", help="a scenario file whose nodes and queues are the "
+                                          "cluster, or an openb_node_list_*.csv")
     parser.add_argument("--first-job", type=int, default=0, metavar="K",
                         help="start at the job at this position of the trace (0-based)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
@@ -68,7 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arrival-order", choices=("trace", "sampled"), default="trace",
                         help="with --arrived-load: pods in trace order (default), or shuffled "
                              "and drawn again at random as the FGD paper's simulator does")
-    parser.add_argument("--seed", type=int, default=0, help="seed of any sampling")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of any sampling and of the random policies")
     parser.add_argument("--schedule-period", type=float, default=None, metavar="SECONDS",
                         help="a session every SECONDS at most (default: after every event)")
     parser.add_argument("--output", choices=("text", "json"), default="text")
@@ -95,7 +98,7 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     if cluster is not None and Path(cluster).suffix.lower() == ".csv":
         nodes = alibaba_nodes(cluster)
     elif cluster is not None:
-        scenario = load_scenario(cluster)
+        scenario = load_scenario(cluster, config_required=False)  # its nodes and queues
         nodes, queues = scenario.nodes, scenario.queues
     if arrived_load is not None and suffix != ".csv":
         raise WorkloadError("--arrived-load applies to GPU pod traces (.csv)",
@@ -111,10 +114,12 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         workload = swf_workload(path, nodes=nodes, first=first, count=count)
         first, count = 0, None  # already applied
     elif suffix in (".yaml", ".yml", ".json"):
-        scenario = load_scenario(path)
+        scenario = load_scenario(path, config_required=False)
         for warning in scenario.warnings:  # a job of a missing queue is left out, say
             print(f"batchsched: warning: {warning}", file=sys.stderr)
-        workload, configuration = workload_from(scenario), scenario.configuration
+        workload = workload_from(scenario)
+        if scenario.configuration_given:
+            configuration = scenario.configuration
         if nodes is not None:
             workload = attrs.evolve(workload, nodes=nodes)
     else:
@@ -233,4 +238,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(data, indent=1) + "\n")
     else:
         out.write(text_summary(data) + "\n")
-    return EXIT_BAD_INPUT if any(s.oversized for s in workload.skipped) else EXIT_OK
+    left_out = timeline.left_out(workload.name)
+    for line in left_out:
+        err.write(line + "\n")
+    return EXIT_BAD_INPUT if left_out or any(s.oversized for s in workload.skipped) \
+        else EXIT_OK

@@ -56,14 +56,15 @@ def gpu_allocation_by_arrived_load(workload: Workload, timeline: Timeline
 def report(workload: Workload, timeline: Timeline, *, sessions: int = 0) -> dict[str, Any]:
     """The JSON-ready report of one replay."""
     curve = gpu_allocation_by_arrived_load(workload, timeline)
+    # The contract's keys first, in its order.
     return {
-        **({"gpuAllocationByArrivedLoad": curve} if curve else {}),
         "workload": workload.name,
         "jobs": len(workload.jobs),
         "simulatedSeconds": json_seconds(timeline.end - timeline.start),
-        "sessions": sessions,
         "metrics": timeline.metrics(),
         "perJob": [record.to_json() for record in timeline.jobs.values()],
+        "sessions": sessions,
+        **({"gpuAllocationByArrivedLoad": curve} if curve else {}),
         "neverStarted": timeline.never_started,
         "unfinished": timeline.unfinished,
         "skipped": [{"job": s.job, "origin": s.origin, "reason": s.reason}

@@ -119,6 +119,7 @@ def workload_from(scenario: Scenario) -> Workload:
 
 
 def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:
-    """Read a workload file; also returns the scenario (for its configuration)."""
-    scenario = load_scenario(path)
+    """Read a workload file; also returns the scenario (for its configuration: the
+    default one when the file gives none)."""
+    scenario = load_scenario(path, config_required=False)
     return workload_from(scenario), scenario

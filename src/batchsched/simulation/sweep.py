@@ -71,8 +71,10 @@ def replay(spec: Replay) -> dict[str, Any]:
     # a replay of a sweep decides as the same simulate would.
     configuration = with_workload_hints(configuration, workload, seed=spec.seed)
     simulator = Simulator(workload, configuration)
-    metrics: dict[str, Any] = simulator.run().metrics()
+    timeline = simulator.run()
+    metrics: dict[str, Any] = timeline.metrics()
     metrics["sessions"] = simulator.sessions
+    metrics["leftOut"] = timeline.left_out(workload.name)
     # What simulate reports on stderr, for compare to report as it does.
     metrics["skipped"] = [[s.origin, s.job, s.reason, s.oversized] for s in workload.skipped]
     metrics["warnings"] = said.getvalue().splitlines()
@@ -102,16 +104,18 @@ def sweep(specs: Sequence[Replay], *, workers: int = 1, dask_address: str | None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("workload")
+    parser.add_argument("workload", help="a trace or workload, as for simulate")
     parser.add_argument("--config", action="append", required=True, metavar="CONF",
-                        help="a configuration to compare (give two or more)")
-    parser.add_argument("--cluster")
+                        help="a configuration: a column of the table (give it once per "
+                             "configuration)")
+    parser.add_argument("--cluster", help="the cluster, as for simulate")
     parser.add_argument("--windows", help="comma-separated start positions (0-based)")
     parser.add_argument("--jobs", type=int, default=None, help="jobs per window")
     parser.add_argument("--arrived-load", type=float, default=None)
     parser.add_argument("--arrival-order", choices=("trace", "sampled"), default="trace",
                         help="with --arrived-load, as for simulate")
-    parser.add_argument("--seed", type=int, default=0, help="seed of any sampling")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of any sampling and of the random policies")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--dask", metavar="ADDRESS", help="a dask.distributed scheduler address")
     parser.add_argument("--output", choices=("text", "json"), default="text")
@@ -129,7 +133,7 @@ def _windows(text: str | None) -> list[int]:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int:
     """Carry out ``batchsched compare``: the table on ``out``; the jobs a replay left
     out on ``err``, one line each as simulate writes them, and exit status 2 when one
-    could never start (the table is still given)."""
+    could never start or a replay left one waiting (the table is still given)."""
     windows = _windows(args.windows)
     source = Path(args.workload).name
     if any(first < 0 for first in windows) or (args.jobs is not None and args.jobs < 0):
@@ -143,14 +147,19 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
         raise BatchSchedError(f"--config {repeated} given twice: each configuration is a "
                               "column")
     from batchsched.conf import load_configuration
+    from batchsched.framework.arguments import collect_warnings
     from batchsched.framework.registry import default_registry
+    from batchsched.scheduler import check_builds
 
     # Refused before any replay, not after the first ones: a configuration that does
-    # not load or names a plugin or action no distribution provides, and a window
-    # past the trace (the last window read alone, its loader warnings left to the
-    # replays).
+    # not load, names a plugin or action no distribution provides or gives one
+    # arguments it refuses, and a window past the trace (the last window read alone,
+    # its loader warnings left to the replays, as the plugins' are).
     for config in args.config:
-        load_configuration(config).validate(default_registry())
+        configuration = load_configuration(config)
+        configuration.validate(default_registry())
+        with collect_warnings():
+            check_builds(configuration, default_registry())
     if windows and max(windows) > 0:
         from batchsched.simulation.command import load_workload
 
@@ -183,15 +192,20 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
                                   for line in metrics.get("warnings", ())):
             err.write(_as_given(line, given) + "\n")
     reported: set[tuple[str, str, str]] = set()
-    oversized = False
+    incomplete = False  # a job skipped as never fitting, or left out by a replay
     for metrics in results:
         for origin, job, reason, never_fits in metrics.get("skipped", ()):
-            oversized = oversized or never_fits
+            incomplete = incomplete or never_fits
             if (origin, job, reason) not in reported:
                 reported.add((origin, job, reason))
                 if err is not None:
                     err.write(_as_given(f"{origin}: job {job} skipped: {reason}", given)
                               + "\n")
+    # A job a replay left waiting or running: the averages leave it out (said once).
+    for line in dict.fromkeys(line for metrics in results for line in metrics.get("leftOut", ())):
+        incomplete = True
+        if err is not None:
+            err.write(_as_given(line, given) + "\n")
     table: dict[str, dict[str, float]] = {}
     for index, config in enumerate(args.config):
         rows = results[index * len(windows):(index + 1) * len(windows)]
@@ -207,7 +221,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
                               "jobs": args.jobs, "configurations": table}, indent=1) + "\n")
     else:
         out.write(_format(table) + "\n")
-    return EXIT_BAD_INPUT if oversized else EXIT_OK
+    return EXIT_BAD_INPUT if incomplete else EXIT_OK
 
 
 def _labels(configs: Iterable[str]) -> list[str]:

@@ -261,7 +261,11 @@ def swf_workload(path: str | Path, *, text: str | None = None,
                         Resource.from_mapping({"cpu": per_node, "pods": 110}))
         for i in range(max_nodes)
     )
-    request = Resource.from_mapping({"cpu": per_node})
+    # A task asks its node's share of the header's cpu. On a cluster given, in whole
+    # millicores rounded down, so that P processors ask no more than P cpu (8/3 cpu
+    # rounded up thrice is 8.001).
+    request = Resource.from_mapping(
+        {"cpu": per_node if nodes is None else f"{max(max_procs * 1000 // max_nodes, 1)}m"})
     # No more tasks of a gang than the cluster could hold, and one: a wider gang never
     # starts all the same (the replay reports and skips it), and a trace's 10**7
     # processors do not become 10**7 task objects first.

@@ -127,6 +127,8 @@ class Timeline:
         self.finished_count = 0
         self.never_started: list[str] = []
         self.unfinished: list[str] = []
+        #: Whether the replay was cut by its horizon (else it ran out of events).
+        self.cut = False
         #: Allocated resources right now, per queue, and the integral so far.
         self._held: dict[str, Resource] = {}
         self._held_seconds: dict[str, dict[str, float]] = {}
@@ -180,6 +182,7 @@ class Timeline:
         """The replay is over at ``now`` (``cut``: by its horizon)."""
         self._advance(now)
         self.end = max(self.end, now)
+        self.cut = cut
         self.never_started = sorted(uid for uid in waiting if self.jobs[uid].start is None)
         # Started, not finished: cut by the horizon, or a member never ran (a task no
         # node takes, in a gang whose minimum the others met).
@@ -238,13 +241,13 @@ class Timeline:
                 allocated = sum(held.get(GPU) for held in self._held.values())
             extra["gpuAllocationRatio"] = allocated / gpus
         return {
-            **extra,
             # No job finished: no average (null), where 0 would be below the floor of 1.
             "averageBoundedSlowdown": _mean(slowdowns),
             "averageWait": _mean([record.wait or 0.0 for record in done]),
             "averageResponse": _mean([record.response or 0.0 for record in done]),
             "makespan": json_seconds(makespan),
             "utilization": utilization.get(CPU, 0.0),
+            **extra,
             "utilizationByResource": utilization,
             "finishedJobs": len(done),
             "neverStarted": len(self.never_started),
@@ -253,6 +256,19 @@ class Timeline:
             "queueShare": shares,
             "jainFairness": jain(weighted),
         }
+
+    def left_out(self, source: str) -> list[str]:
+        """One line per job a replay that ran out of events (no horizon cut it) left
+        waiting or running: the averages, over the finished jobs, are then not over
+        every replayed job, and ``simulate`` and ``compare`` say so (exit status 2).
+        None in a replay where some job never ends (``--arrived-load``'s pods, a
+        trace's pods still running): its cluster fills up for good by design."""
+        if self.cut or any(record.run_time == math.inf for record in self.jobs.values()):
+            return []
+        return [*(f"{source}: job {uid} never started: the replay ended with it waiting, "
+                  "and the averages leave it out" for uid in self.never_started),
+                *(f"{source}: job {uid} did not finish: the replay ended with a task of it "
+                  "never placed, and the averages leave it out" for uid in self.unfinished)]
 
     def queue_shares(self) -> dict[str, float]:
         """Each queue's time-averaged share of the cluster's cpu: every queue some job
