@@ -133,3 +133,20 @@ def test_an_action_that_fails_after_evictions_still_nominates_their_preemptors()
     assert cache.nominations == {"default/hi-0": "n1", "default/hi-1": "n1"}
     # No pod-group status is handed over: hi is still Inqueue with no condition.
     assert not cache.jobs["default/hi"].podgroup.conditions
+
+
+def test_the_binds_of_a_failed_cycle_count_as_scheduled_pods() -> None:
+    """metrics.md: ``pod_schedule_successes_total`` counts the binds the cache took; a
+    cycle that fails after allocate committed keeps its binds, so they count."""
+    from batchsched.metrics import Metrics
+
+    document = preempting("allocate, breaking-action")
+    document["tasks"] = [task for task in document["tasks"] if task["job"] == "hi"]
+    cache, built = scheduler(document, "none")
+    metrics = Metrics()
+    loop = Scheduler(cache, built.configuration, registry=built.registry, metrics=metrics)
+    with pytest.raises(PluginError, match="breaking-action raised"):
+        loop.run_once()
+    assert len(cache.binds) == 2
+    assert metrics.value("pod_schedule_successes_total") == 2
+    assert metrics.value("schedule_attempts_total", result="error") == 1

@@ -570,6 +570,10 @@ def _bad_job(field: str, value: Any) -> JobInfo:
     task = job.tasks["ns/bad-0"]
     if field == "min_member":
         job.podgroup.min_member = value
+    elif field.startswith("podgroup."):
+        setattr(job.podgroup, field.removeprefix("podgroup."), value)
+    elif field == "task_min_available":
+        job.task_min_available = value
     elif field == "job_creation_time":
         job.creation_time = value
     else:
@@ -600,6 +604,32 @@ def _bad_job(field: str, value: Any) -> JobInfo:
      "task ns/bad-0: priority is 'hi', not a whole number"),
     (lambda c: c.add_job(_bad_job("node_selector", ["zone=a"])),
      "task ns/bad-0: node_selector is .* not a mapping of text to text"),
+    (lambda c: c.add_queue(QueueInfo("q", capability={"cpu": 2})),  # type: ignore[arg-type]
+     "queue q: capability is .* not a Resource"),
+    (lambda c: c.add_queue(QueueInfo("q", guarantee={"cpu": 2})),  # type: ignore[arg-type]
+     "queue q: guarantee is .* not a Resource"),
+    (lambda c: c.add_queue(QueueInfo("q", priority="1")),  # type: ignore[arg-type]
+     "queue q: priority is '1', not a whole number"),
+    (lambda c: c.add_queue(QueueInfo("q", annotations=None)),  # type: ignore[arg-type]
+     "queue q: annotations is None, not a mapping of text to text"),
+    (lambda c: c.add_job(_bad_job("podgroup.min_resources", {"cpu": 1})),
+     "job ns/bad: podgroup.min_resources is .* not a Resource"),
+    (lambda c: c.add_job(_bad_job("podgroup.annotations", None)),
+     "job ns/bad: podgroup.annotations is None, not a mapping of text to text"),
+    (lambda c: c.add_job(_bad_job("podgroup.labels", {"a": 1})),
+     "job ns/bad: podgroup.labels is .* not a mapping of text to text"),
+    (lambda c: c.add_job(_bad_job("task_min_available", {"worker": "2"})),
+     "job ns/bad: task_min_available is .* not a mapping of role to a whole number >= 0"),
+    (lambda c: c.add_job(_bad_job("tolerations", ({"key": "k", "operator": "Exists"},))),
+     r"task ns/bad-0: tolerations\[0\] is .* not a Toleration"),
+    (lambda c: c.add_job(_bad_job("host_ports", ("8080",))),
+     r"task ns/bad-0: host_ports\[0\] is '8080', not a port number or HostPort"),
+    (lambda c: c.add_job(_bad_job("topology_spread", ({"maxSkew": 1},))),
+     r"task ns/bad-0: topology_spread\[0\] is .* not a SpreadConstraint"),
+    (lambda c: c.add_job(_bad_job("annotations", None)),
+     "task ns/bad-0: annotations is None, not a mapping of text to text"),
+    (lambda c: c.add_job(_bad_job("node_name", "n1")),
+     "task ns/bad-0: status Pending on node 'n1'"),
     (lambda c: c.annotate_node("n1", "volcano.sh/oversubscription-cpu", 500),
      "node n1: annotation 'volcano.sh/oversubscription-cpu' is 500, not text"),
     (lambda c: c.task_started("ns/run", "ns/run-0", at="yesterday"),
@@ -657,3 +687,48 @@ def test_an_argument_of_the_wrong_kind_is_named(call: Any, message: str) -> None
     with pytest.raises(SchedulingError, match=message):
         call(cache)
     assert list(cache.nodes) == ["n1"] and not cache.jobs
+
+
+def test_the_pods_of_a_deleted_node_come_back_as_new_pods() -> None:
+    """The node went, and its pods with it: what returns to Pending is a new pod, not
+    the old one's deletion, eviction mark or start time (a pod being deleted is never
+    scheduled again as such)."""
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n0"))
+    cache.add_node(node("n1"))
+    job = JobInfo.from_podgroup(PodGroup("a", "ns", min_member=1))
+    for k, status in enumerate((TaskStatus.RELEASING, TaskStatus.RUNNING)):
+        task = TaskInfo.create("ns", f"a-{k}", job.uid, Resource.from_mapping({"cpu": 1}))
+        task.node_name, task.status, task.start_time = "n0", status, 5.0
+        task.deleting = task.preempted_by_scheduler = status is TaskStatus.RELEASING
+        job.add_task(task)
+    cache.add_job(job)
+    cache.delete_node("n0")
+    for task in cache.jobs["ns/a"].tasks.values():
+        assert (task.status, task.node_name, task.deleting, task.preempted_by_scheduler,
+                task.start_time) == (TaskStatus.PENDING, "", False, False, None)
+    cache.jobs["ns/a"].check_invariants()
+
+
+class ReplacedMeanwhile(MemoryCache):
+    """The pod is deleted and created again (its spec changed) between the session's
+    snapshot and its bind, as an informer thread may do."""
+
+    def bind(self, task: TaskInfo, node_name: str) -> bool:
+        job = self.jobs[task.job]
+        old = job.tasks[task.uid]
+        self.delete_task(old)
+        new = TaskInfo.create("ns", old.name, job.uid, old.resreq,
+                              node_selector={"zone": "b"})
+        self.add_task(new)
+        return super().bind(task, node_name)
+
+
+def test_a_bind_of_a_pod_replaced_since_the_snapshot_is_refused() -> None:
+    cache = ReplacedMeanwhile(now=0.0)
+    cache.add_node(node("na", zone="a"))
+    cache.add_job(gang("p", 1, 1))
+    Scheduler(cache).run_once()
+    task = cache.jobs["ns/p"].tasks["ns/p-0"]
+    assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
+    assert used_cpu(cache, "na") == 0

@@ -272,7 +272,10 @@ class Scheduler:
                     _record_queue_shares(ssn, self.metrics)  # plugins forget them at close
             except BaseException:
                 # What went through stands, and what it implies for the next cycle
-                # (nominations, NUMA CPUs) is handed over; no status is.
+                # (nominations, NUMA CPUs) is handed over; no status is. The binds the
+                # cache took before the failure count as ever.
+                if self.metrics is not None:
+                    self.metrics.inc("pod_schedule_successes_total", ssn.bound_count)
                 ssn.close_after_failure()
                 raise
             ssn.close()

@@ -57,7 +57,9 @@ from batchsched.kube.dra.objects import (
     ResourceSlice,
 )
 from batchsched.kube.dra.scheduling import DraObjects
-from batchsched.kube.taints import Taint
+from batchsched.kube.host_ports import HostPort
+from batchsched.kube.taints import Taint, Toleration
+from batchsched.kube.topology_spread import SpreadConstraint
 
 __all__ = ["Bind", "Eviction", "MemoryCache", "check_bind_room"]
 
@@ -198,6 +200,11 @@ class MemoryCache:
         #: write for a job replaced since (``delete_job`` + ``add_job``) is dropped, as
         #: Volcano's pod-group update fails on the new object's resource version.
         self._handed_out: dict[str, JobInfo] = {}
+        #: The pod ids deleted since the last snapshot, and those of them added again:
+        #: a session binding a replaced pod decided on the pod it replaced (Volcano's
+        #: binder names the pod's UID, which the API server checks).
+        self._deleted_since_snapshot: set[str] = set()
+        self._replaced_since_snapshot: set[str] = set()
         #: Task uid -> (node name, the NUMA ids the numa-aware plugin assigned it there):
         #: out of that node's topology until the task leaves the node.
         self._numa_held: dict[str, tuple[str, Mapping[str, frozenset[int]]]] = {}
@@ -242,30 +249,35 @@ class MemoryCache:
 
     @_locked
     def delete_node(self, name: str) -> None:
-        """Remove a node; its tasks return to Pending in their jobs."""
+        """Remove a node; its tasks return to Pending in their jobs, as new pods (see
+        :meth:`task_recreated`: one that was being deleted is no more, a new pod
+        replaces it)."""
         node = self.nodes.pop(name, None)
         if node is None:
             return
         for uid in list(node.tasks):
             self._numa_held.pop(uid, None)  # the node and its topology are gone
-            for job in self.jobs.values():
-                task = job.tasks.get(uid)
-                if task is not None:
-                    task.node_name = ""
-                    drop_device_annotations(task)
-                    drop_vnpu_annotations(task)
-                    drop_gpu_index(task)
-                    self._renew_claims(task)
-                    job.update_task_status(task, TaskStatus.PENDING)
+            job = self.jobs.get(self._pod_owners.get(uid, ""))
+            if job is None or uid not in job.tasks:  # a foreign pod, or a stale owner
+                job = next((other for other in self.jobs.values() if uid in other.tasks),
+                           None)
+            if job is not None:
+                self._renew_pod(job, job.tasks[uid])
 
     @_locked
     def add_queue(self, queue: QueueInfo) -> None:
         """Add or replace a queue. A weight that is no whole number >= 0 is refused
-        (SchedulingError)."""
+        (SchedulingError), as are quotas that are no Resource and the like."""
         _check_type(queue, QueueInfo, "queue")
+        owner = f"queue {queue.name}"
         if not _is_int(queue.weight) or queue.weight < 0:
-            raise SchedulingError(f"queue {queue.name}: weight is {queue.weight!r}, not a "
+            raise SchedulingError(f"{owner}: weight is {queue.weight!r}, not a "
                                   "whole number >= 0")
+        if not _is_int(queue.priority):
+            raise SchedulingError(f"{owner}: priority is {queue.priority!r}, not a whole number")
+        for field in ("capability", "deserved", "guarantee"):
+            _check_resource(owner, field, getattr(queue, field))
+        _check_texts(owner, "annotations", queue.annotations)
         self.queues[queue.name] = queue
 
     @_locked
@@ -303,6 +315,17 @@ class MemoryCache:
         if not _is_number(job.creation_time):
             raise SchedulingError(f"job {job.uid}: creation_time is {job.creation_time!r}, "
                                   "not seconds (a number)")
+        _check_resource(f"job {job.uid}", "podgroup.min_resources",
+                        job.podgroup.min_resources)
+        for field in ("annotations", "labels"):
+            _check_texts(f"job {job.uid}", f"podgroup.{field}", getattr(job.podgroup, field))
+        for counts, field in ((job.task_min_available, "task_min_available"),
+                              (job.podgroup.min_task_member, "podgroup.min_task_member")):
+            if not isinstance(counts, Mapping) or not all(
+                    isinstance(role, str) and _is_int(count) and count >= 0
+                    for role, count in counts.items()):
+                raise SchedulingError(f"job {job.uid}: {field} is {counts!r}, not a mapping "
+                                      "of role to a whole number >= 0")
         for task in job.tasks.values():
             if task.job != job.uid:
                 raise SchedulingError(f"task {task.uid}: job is {task.job!r}, not this job's "
@@ -312,6 +335,7 @@ class MemoryCache:
         self.jobs[job.uid] = job
         for task in job.tasks.values():
             self._pod_owners[task.uid] = job.uid
+            self._note_added(task.uid)
             self._make_claims(task)
             self._place(task)
 
@@ -324,6 +348,7 @@ class MemoryCache:
         for task in job.tasks.values():
             if self._pod_owners.get(task.uid) == uid:
                 del self._pod_owners[task.uid]
+            self._deleted_since_snapshot.add(task.uid)
             self._release_numa(task.uid)
             self._release_claims(task)
             self.nominations.pop(task.uid, None)
@@ -348,6 +373,7 @@ class MemoryCache:
         self._make_claims(task)
         job.add_task(task)
         self._pod_owners[task.uid] = job.uid
+        self._note_added(task.uid)
         self._place(task)
 
     @_locked
@@ -385,6 +411,7 @@ class MemoryCache:
                                       f"job {owner.uid} does (delete it as that job's)")
         if job is not None:
             job.delete_task(mine if mine is not None else task)
+            self._deleted_since_snapshot.add(task.uid)
         if job is not None and self._pod_owners.get(task.uid) == job.uid:
             del self._pod_owners[task.uid]
         elif job is None:
@@ -444,6 +471,10 @@ class MemoryCache:
         node = self.nodes.get(task.node_name)
         if node is not None and task.uid in node.tasks:
             node.remove_task(task)
+        self._renew_pod(job, task)
+
+    def _renew_pod(self, job: JobInfo, task: TaskInfo) -> None:
+        """The task is a new pod, Pending on no node (what held it is released)."""
         task.node_name = ""
         task.start_time = None
         # A new pod: the old one's devices, nominated node, conditions and deletion are
@@ -511,7 +542,18 @@ class MemoryCache:
         if not _is_number(task.creation_time):
             raise SchedulingError(f"task {task.uid}: creation_time is {task.creation_time!r}, "
                                   "not seconds (a number)")
-        _check_texts(f"task {task.uid}", "node_selector", task.node_selector)
+        owner = f"task {task.uid}"
+        for field in ("node_selector", "labels", "annotations"):
+            _check_texts(owner, field, getattr(task, field))
+        for field, kinds, named in (("tolerations", Toleration, "a Toleration"),
+                                    ("topology_spread", SpreadConstraint, "a SpreadConstraint"),
+                                    ("host_ports", (int, HostPort), "a port number or HostPort")):
+            entries = getattr(task, field)
+            if not isinstance(entries, (tuple, list)):
+                raise SchedulingError(f"{owner}: {field} is {entries!r}, not a tuple")
+            for i, entry in enumerate(entries):
+                if not isinstance(entry, kinds) or isinstance(entry, bool):
+                    raise SchedulingError(f"{owner}: {field}[{i}] is {entry!r}, not {named}")
         for i, claim in enumerate(task.resource_claims):
             if not isinstance(claim, PodClaim):
                 raise SchedulingError(f"task {task.uid}: resource_claims[{i}] is {claim!r}, "
@@ -521,10 +563,19 @@ class MemoryCache:
             if node is None:
                 raise SchedulingError(f"task {task.uid}: node {task.node_name!r} is not in "
                                       "the cache")
-            if task.status != TaskStatus.PENDING and task.uid in node.tasks:
+            if task.status == TaskStatus.PENDING:
+                # Volcano reads a Pending pod with a node as Bound there: say which.
+                raise SchedulingError(f"task {task.uid}: status Pending on node "
+                                      f"{task.node_name!r}: a pod on a node is Bound (or "
+                                      "further); a Pending one names no node")
+            if task.uid in node.tasks:
                 # A pod id is one pod: placing it again would fail half-way.
                 raise SchedulingError(f"task {task.uid}: node {task.node_name} holds a pod "
                                       "of that id already")
+
+    def _note_added(self, uid: str) -> None:
+        if uid in self._deleted_since_snapshot:
+            self._replaced_since_snapshot.add(uid)
 
     def _place(self, task: TaskInfo) -> None:
         # Finished tasks hold nothing on their node (Volcano's cache skips them too).
@@ -562,6 +613,8 @@ class MemoryCache:
             twin.priority = pc.value if pc is not None else default_priority
             jobs[uid] = twin
         self._handed_out = handed_out
+        self._deleted_since_snapshot = set()
+        self._replaced_since_snapshot = set()
         not_ready: list[NodeInfo] = []
         return ClusterInfo(
             nodes=self._node_twins_of_ready(not_ready),
@@ -782,6 +835,10 @@ class MemoryCache:
         if job is None or node is None or task.uid not in job.tasks:
             return False
         mine = job.tasks[task.uid]
+        if mine.uid in self._replaced_since_snapshot:
+            raise SchedulingError(f"task {mine.uid}: its pod was deleted and created again "
+                                  "since the session's snapshot; the next session decides "
+                                  "for the new one")
         # The DRA plugin's PreBind, when it took part (it sets claim_allocations): its
         # allocations and the pod on every claim, checked before the host binds.
         prebind = bool(mine.resource_claims) and task.claim_allocations is not None
@@ -1018,6 +1075,13 @@ def _check_texts(owner: str, field: str, texts: object) -> None:
     if not isinstance(texts, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in texts.items()):
         raise SchedulingError(f"{owner}: {field} is {texts!r}, not a mapping of text to text")
+
+
+def _check_resource(owner: str, field: str, value: object) -> None:
+    """``value`` is a Resource, or None (no quota, no minimum)."""
+    if value is not None and not isinstance(value, Resource):
+        raise SchedulingError(f"{owner}: {field} is {value!r}, not a Resource "
+                              "(Resource.from_mapping reads {'cpu': ...})")
 
 
 def _check_type(value: object, kind: type, what: str) -> None:
