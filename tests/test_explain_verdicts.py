@@ -793,3 +793,31 @@ def test_a_job_gang_finds_invalid_is_not_blamed_on_its_queue() -> None:
     scenario = scenario_of(OVERUSED_QUEUE % (
         "{name: c, queue: qa, minMember: 3, phase: Inqueue, createdAt: 3}"))
     assert explain(scenario, job="default/c")["verdict"] == "held back by gang"
+
+
+RUNNING_AND_DONE = """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: run, minMember: 1, phase: Running}
+- {name: done, minMember: 1, phase: Completed}
+- {name: new, minMember: 1, phase: Inqueue}
+tasks:
+- {name: run-0, job: run, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: run-1, job: run, node: n1, phase: Running, requests: {cpu: 1}}
+- {name: done-0, job: done, node: n1, phase: Succeeded, requests: {cpu: 1}}
+- {name: new-0, job: new, requests: {cpu: 1}}
+"""
+
+
+def test_a_job_running_or_done_before_the_session_was_not_placed_by_it() -> None:
+    """explain.md: ``placed`` is a gang that started in this session; one that had no
+    task pending has nothing to place."""
+    scenario = scenario_of(RUNNING_AND_DONE)
+    verdicts = {job: explain(scenario, job=job)["verdict"]
+                for job in ("default/run", "default/done", "default/new")}
+    assert verdicts == {
+        "default/run": "nothing to place: no task is pending (2 Running)",
+        "default/done": "nothing to place: no task is pending (1 Succeeded)",
+        "default/new": "placed",
+    }

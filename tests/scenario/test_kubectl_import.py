@@ -481,6 +481,20 @@ BAD_DUMPS: list[tuple[str, Callable[[dict[str, Any]], None] | str, str]] = [
         "apiVersion": "shard.volcano.sh/v1alpha1", "kind": "NodeShard",
         "metadata": {"name": "volcano"}, "spec": {"nodesDesired": [7]}}),
      "dump.json: NodeShard volcano: spec.nodesDesired[0]: must be a name, not 7"),
+    ("a pod group's status count", lambda d: item(d, "PodGroup", "eval")["status"].update(
+        running="one"), "dump.json: PodGroup team-a/eval: status.running: must be an integer"),
+    ("a pod group's condition", lambda d: item(d, "PodGroup", "eval")["status"].update(
+        conditions=[{"type": "Unschedulable", "status": "True", "message": 7}]),
+     "dump.json: PodGroup team-a/eval: status.conditions[0].message: must be a string"),
+    ("a pod's scheduled condition", lambda d: item(d, "Pod", "train-worker-2")["status"].update(
+        conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": ["0/1 nodes"]}]),
+     "dump.json: Pod team-a/train-worker-2: status.conditions[type=PodScheduled].message: "
+     "must be a string"),
+    ("a hypernode's tier", lambda d: d["items"].append({
+        "apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
+        "metadata": {"name": "s0"}, "spec": {"tier": "one", "members": []}}),
+     "dump.json: HyperNode s0: spec.tier: must be a non-negative integer"),
     ("a PodGroup twice", lambda d: d["items"].append(copy.deepcopy(item(d, "PodGroup", "eval"))),
      "dump.json: PodGroup team-a/eval: metadata.name: a PodGroup of that name is in the dump "
      "already"),

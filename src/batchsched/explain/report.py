@@ -88,6 +88,9 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     ssn = Session.open(cache, scenario.configuration, registry=registry, recorder=recorder)
     target = ssn.jobs.get(job)
     phase_before = target.podgroup.phase.value if target is not None else None
+    # What this session had to place: a job that had nothing (running or done before
+    # it) was not placed by it.
+    pending_at_open = target is not None and bool(target.tasks_in(TaskStatus.PENDING))
     recorder.session = ssn
     run_actions(ssn)
     # Quota plugins forget their figures at close: read them first. A job left Pending
@@ -101,7 +104,8 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     ssn.close()
     if target is None:
         return _left_out(scenario, job, task)
-    report = _job_report(ssn, recorder, target, phase_before, quota)
+    report = _job_report(ssn, recorder, target, phase_before, quota,
+                         pending_at_open=pending_at_open)
     queue = ssn.queues.get(target.queue)
     if queue is not None and not queue.is_open and report["verdict"] != "placed":
         # The plugins that refuse say no, not why: a queue that is not Open admits and
@@ -347,7 +351,8 @@ _NOT_TRIED = "not tried in this session"
 
 
 def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
-                phase_before: str | None, quota: list[dict[str, Any]]) -> dict[str, Any]:
+                phase_before: str | None, quota: list[dict[str, Any]], *,
+                pending_at_open: bool = True) -> dict[str, Any]:
     plugins = [
         {"point": a.point, "plugin": a.plugin, "subject": a.subject, "answer": a.answer,
          **({"about": a.about} if a.about else {})}
@@ -427,7 +432,13 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                and not waiting)
     gated = [job.tasks[t["task"]] for t in unplaced if job.tasks[t["task"]].scheduling_gated]
     decided_by: list[str]
-    if started:
+    if started and not pending_at_open:
+        # Running (or done) before this session, with nothing pending: not its doing.
+        verdict = "nothing to place: no task is pending (" + ", ".join(
+            f"{len(index)} {status}" for status, index in sorted(job.task_status_index.items())
+            if index) + ")"
+        decided_by = []
+    elif started:
         verdict, decided_by = "placed", []
     elif waiting and job.ready_task_num() + len(waiting) >= job.min_available:
         # Volcano's pipelined job: its gang holds room that is being freed.
@@ -589,7 +600,8 @@ def render(report: dict[str, Any]) -> str:
             lines.extend(f"    {change['text']}" for change in changes)
         elif placed:
             lines.append("  it starts in this session: nothing to change")
-        elif outcome.startswith(("leaving", "finished", "on ")):
+        elif outcome.startswith(("leaving", "finished", "on ",
+                                  "nothing to place: no task is pending")):
             lines.append("  it does not wait to start: nothing to change")
         elif outcome.startswith("pipelined"):
             lines.append("  it starts once the room it waits for is free: nothing to change")

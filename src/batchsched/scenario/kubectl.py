@@ -1197,7 +1197,7 @@ _COMMON_FIELDS = {"labels": "metadata.labels", "annotations": "metadata.annotati
                   "createdAt": "metadata.creationTimestamp", "name": "metadata.name",
                   "namespace": "metadata.namespace"}
 _PREFIX = {"tasks": "spec.", "jobs": "spec.", "queues": "spec.", "pdbs": "spec.",
-           "resourceQuotas": "spec."}
+           "resourceQuotas": "spec.", "hyperNodes": "spec."}
 _K8S_FIELDS = {
     "nodes": {"allocatable": "status.allocatable", "capacity": "status.capacity",
               "taints": "spec.taints", "unschedulable": "spec.unschedulable",
@@ -1211,8 +1211,11 @@ _K8S_FIELDS = {
               "nonZeroRequests": "spec.containers[*].resources.requests",
               "hostPorts": "spec.containers[*].ports[*].hostPort (and sidecars')",
               "images": "spec.containers[*].image",
-              "resourceClaimStatuses": "status.resourceClaimStatuses"},
-    "jobs": {"phase": "status.phase"},
+              "resourceClaimStatuses": "status.resourceClaimStatuses",
+              "scheduledCondition": "status.conditions[type=PodScheduled]"},
+    "jobs": {"phase": "status.phase", "running": "status.running",
+             "succeeded": "status.succeeded", "failed": "status.failed",
+             "conditions": "status.conditions"},
     "queues": {"guarantee": "spec.guarantee.resource", "state": "status.state"},
     "pdbs": {"selector": "spec.selector.matchLabels",
              "matchExpressions": "spec.selector.matchExpressions",
