@@ -128,13 +128,51 @@ def workload_of(**changes: Any) -> Any:
 
 @pytest.mark.parametrize("changes", [
     {"submit": math.nan},
+    {"submit": "5"},
     {"run_times": {"default/a0": -30.0}},
     {"run_times": {"default/a0": math.nan}},
+    {"run_times": {"default/a0": "60"}},
 ])
 def test_a_workload_built_in_code_with_times_that_are_no_times_is_refused(
         changes: dict[str, Any]) -> None:
     with pytest.raises(WorkloadError, match=r"job default/a: .* no number of seconds"):
         Simulator(workload_of(**changes))
+
+
+def _two_jobs(**second: Any) -> Any:
+    """workload_of's job, and a second one (``second`` changes it), on that cluster."""
+    workload = workload_of()
+    (job,) = workload.jobs
+    return attrs.evolve(workload, jobs=(job, attrs.evolve(job, **second)))
+
+
+@pytest.mark.parametrize(("workload", "message"), [
+    (_two_jobs, "job default/a: given twice"),
+    (lambda: workload_of(run_times={"default/a0": 60.0, "default/b0": 5.0}),
+     "job default/a: a run time for default/b0, which is not one of its tasks"),
+    (lambda: workload_of(restart="Gang"), "job default/a: restart 'Gang' is not gang or task"),
+    (lambda: attrs.evolve(workload_of(), nodes=workload_of().nodes * 2),
+     "node n1: given twice"),
+])
+def test_a_workload_built_in_code_that_a_scenario_could_not_say_is_refused(
+        workload: Any, message: str) -> None:
+    """What the scenario loader refuses, a workload built in code is refused too, by
+    name: replayed, each gave wrong timelines without a word."""
+    with pytest.raises(WorkloadError, match=message):
+        Simulator(workload())
+
+
+def test_a_task_of_two_jobs_in_a_workload_built_in_code_is_refused() -> None:
+    from batchsched.api import JobInfo, PodGroup
+
+    workload = workload_of()
+    (job,) = workload.jobs
+    other = JobInfo.from_podgroup(PodGroup("b", "default", min_member=1),
+                                  tasks=[job.prototype.tasks["default/a0"].clone()])
+    second = attrs.evolve(job, prototype=other)
+    with pytest.raises(WorkloadError, match="job default/b: task default/a0 is job "
+                                            "default/a's too"):
+        Simulator(attrs.evolve(workload, jobs=(job, second)))
 
 
 @pytest.mark.parametrize("changes", [

@@ -45,7 +45,7 @@ from batchsched.framework.registry import Registry
 from batchsched.scheduler import Scheduler
 from batchsched.simulation.controllers import ClusterControllers
 from batchsched.simulation.timeline import Timeline
-from batchsched.simulation.workload import MOST_SECONDS, RESTART_GANG, Workload
+from batchsched.simulation.workload import MOST_SECONDS, RESTART_GANG, RESTART_TASK, Workload
 
 __all__ = ["MAX_IDLE_WAKE_UPS", "MAX_SCHEDULE_PERIOD", "MAX_SESSIONS_PER_INSTANT", "Simulator",
            "simulate"]
@@ -153,34 +153,7 @@ class Simulator:
             # simulated time, which JSON cannot hold.
             raise WorkloadError(f"until must be a number of seconds from 0 to "
                                 f"{MOST_SECONDS:.0e}, not {until}", source=workload.name)
-        for job in workload.jobs:
-            missing = sorted(set(job.prototype.tasks) - set(job.run_times))
-            if missing:
-                raise WorkloadError(f"job {job.uid}: no run time for task {missing[0]} "
-                                    f"(run_times are keyed by task uid: "
-                                    f"{', '.join(sorted(job.prototype.tasks))})",
-                                    source=job.origin or workload.name)
-            if not math.isfinite(job.submit):
-                raise WorkloadError(f"job {job.uid}: submit time {job.submit} is no number "
-                                    "of seconds", source=job.origin or workload.name)
-            if abs(job.submit) > MOST_SECONDS:
-                raise WorkloadError(f"job {job.uid}: submit time {job.submit:g} is more "
-                                    "seconds than a replay counts exactly (at most "
-                                    f"{MOST_SECONDS:.0e})", source=job.origin or workload.name)
-            # inf is a pod that never ends (a trace's pod still running); NaN fails too.
-            wrong = next((task for task, seconds in sorted(job.run_times.items())
-                          if not seconds >= 0), None)
-            if wrong is not None:
-                raise WorkloadError(f"job {job.uid}: task {wrong}'s run time "
-                                    f"{job.run_times[wrong]} is no number of seconds >= 0",
-                                    source=job.origin or workload.name)
-            too_long = next((task for task, seconds in sorted(job.run_times.items())
-                             if MOST_SECONDS < seconds < math.inf), None)
-            if too_long is not None:
-                raise WorkloadError(f"job {job.uid}: task {too_long}'s run time "
-                                    f"{job.run_times[too_long]:g} is more seconds than a "
-                                    f"replay counts exactly (at most {MOST_SECONDS:.0e})",
-                                    source=job.origin or workload.name)
+        check_workload(workload)
         self.workload = workload
         self._ran = False
         self.settle_arrivals = settle_arrivals
@@ -588,3 +561,65 @@ def simulate(
     """Replay ``workload`` under ``configuration`` and return its timeline
     (see :class:`Simulator` for the options)."""
     return Simulator(workload, configuration, **options).run()
+
+
+def check_workload(workload: Workload) -> None:
+    """Raise WorkloadError naming the job, task or node a replay cannot take as it is:
+    a run time missing, for a task not the job's, or no number of seconds >= 0; a
+    submit time that is none; a restart rule that is neither gang nor task; a job, a
+    task or a node given twice (the scenario loader refuses these too)."""
+    nodes: set[str] = set()
+    for node in workload.nodes:
+        if node.name in nodes:
+            raise WorkloadError(f"node {node.name}: given twice", source=workload.name)
+        nodes.add(node.name)
+    owners: dict[str, str] = {}  # task -> its job
+    jobs: set[str] = set()
+    for job in workload.jobs:
+        where = job.origin or workload.name
+        if job.restart not in (RESTART_GANG, RESTART_TASK):
+            raise WorkloadError(f"job {job.uid}: restart {job.restart!r} is not "
+                                f"{RESTART_GANG} or {RESTART_TASK}", source=where)
+        missing = sorted(set(job.prototype.tasks) - set(job.run_times))
+        if missing:
+            raise WorkloadError(f"job {job.uid}: no run time for task {missing[0]} "
+                                f"(run_times are keyed by task uid: "
+                                f"{', '.join(sorted(job.prototype.tasks))})", source=where)
+        foreign = sorted(set(job.run_times) - set(job.prototype.tasks))
+        if foreign:
+            raise WorkloadError(f"job {job.uid}: a run time for {foreign[0]}, which is not "
+                                "one of its tasks", source=where)
+        if job.uid in jobs:
+            raise WorkloadError(f"job {job.uid}: given twice", source=where)
+        jobs.add(job.uid)
+        for task in job.prototype.tasks:
+            other = owners.get(task)
+            if other is not None:
+                raise WorkloadError(f"job {job.uid}: task {task} is job {other}'s too (a pod "
+                                    "id is one pod)", source=where)
+            owners[task] = job.uid
+        if not _is_seconds(job.submit) or not math.isfinite(job.submit):
+            raise WorkloadError(f"job {job.uid}: submit time {job.submit!r} is no number "
+                                "of seconds", source=where)
+        if abs(job.submit) > MOST_SECONDS:
+            raise WorkloadError(f"job {job.uid}: submit time {job.submit:g} is more "
+                                "seconds than a replay counts exactly (at most "
+                                f"{MOST_SECONDS:.0e})", source=where)
+        # inf is a pod that never ends (a trace's pod still running); NaN fails too.
+        wrong = next((task for task, seconds in sorted(job.run_times.items())
+                      if not (_is_seconds(seconds) and seconds >= 0)), None)
+        if wrong is not None:
+            raise WorkloadError(f"job {job.uid}: task {wrong}'s run time "
+                                f"{job.run_times[wrong]!r} is no number of seconds >= 0",
+                                source=where)
+        too_long = next((task for task, seconds in sorted(job.run_times.items())
+                         if MOST_SECONDS < seconds < math.inf), None)
+        if too_long is not None:
+            raise WorkloadError(f"job {job.uid}: task {too_long}'s run time "
+                                f"{job.run_times[too_long]:g} is more seconds than a "
+                                f"replay counts exactly (at most {MOST_SECONDS:.0e})",
+                                source=where)
+
+
+def _is_seconds(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
