@@ -36,11 +36,11 @@ def measure(path: str, record: bool) -> dict[str, Any]:
     from batchsched.framework.recording import Recorder
     from batchsched.framework.session import Session
     from batchsched.scenario import load_scenario
-    from batchsched.scenario.runner import _RecordingCache
+    from batchsched.scenario.runner import ScenarioCache
     from batchsched.scheduler import run_actions
 
     scenario = load_scenario(path)
-    cache = _RecordingCache(scenario.to_cluster(copy=False))
+    cache = ScenarioCache(scenario.to_cluster(copy=False))
     recorder = Recorder() if record else None
     began = time.perf_counter()
     ssn = Session.open(cache, scenario.configuration, recorder=recorder)

@@ -71,12 +71,12 @@ def measure(path: str) -> dict[str, Any]:
     from batchsched.framework.session import Session
     from batchsched.scenario import load_scenario
     from batchsched.scenario.json_output import dumps_decisions
-    from batchsched.scenario.runner import Decisions, _RecordingCache, _status_counts
+    from batchsched.scenario.runner import Decisions, ScenarioCache, _status_counts
 
     imported = time.perf_counter()
     scenario = load_scenario(path)
     loaded = time.perf_counter()
-    cache = _RecordingCache(scenario.to_cluster(copy=False))
+    cache = ScenarioCache(scenario.to_cluster(copy=False))
     ssn = Session.open(cache, scenario.configuration)
     opened = time.perf_counter()
     registry = ssn.registry or default_registry()
