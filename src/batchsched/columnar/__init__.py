@@ -1,4 +1,6 @@
-"""The columnar fast path: an opt-in layer over the scalar plugins' answers.
+"""The columnar fast path: a layer over the scalar plugins' answers that plugins opt
+into (a column form of their points) and that sessions use wherever it can be exact,
+unless ``BATCHSCHED_FAST_PATH=0``.
 
 The scalar extension points (``ssn.predicate``, ``ssn.node_order``, ...) are
 the reference: they decide. A plugin may also offer a *column form* of its
