@@ -241,3 +241,42 @@ def test_a_broken_kube_plugin_hook_skips_its_distribution(
         registry_module.reset_default_registry()
     out = capsys.readouterr().out
     assert "kube    NodeResourcesFit" in out and "tp-kubebad" in out
+
+
+def test_a_broken_distribution_blocks_no_later_registration(site: Path) -> None:
+    """A skipped distribution stays named once, however often the registry refreshes,
+    and a program's own registration is judged on its own hooks."""
+    distribution(site, "tp-wrong2", {"plugins": "tp_wrong2"}, {})
+    (site / "tp_wrong2.py").write_text(
+        "from batchsched.plugin import hookimpl\n\n\n"
+        "@hookimpl\ndef batchsched_register_plugins():\n    return [object()]\n")
+
+    class Mine:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("mine", lambda arguments: None)]
+
+    registry = Registry(autoload=True)
+    registry.refresh()
+    registry.refresh()
+    assert [key for key, _ in registry.broken] == ["tp-wrong2:plugins"]
+    registry.register(Mine(), name="mine")
+    assert "mine" in registry.plugins
+    assert [key for key, _ in registry.broken] == ["tp-wrong2:plugins"]
+
+
+def test_a_kube_plugin_hook_failing_differently_each_time_is_named_once(site: Path) -> None:
+    from batchsched.kubesched import from_entry_points
+
+    distribution(site, "tp-kubecount", {"plugins": "tp_kubecount"}, {})
+    (site / "tp_kubecount.py").write_text(
+        "import itertools\n"
+        "from batchsched.plugin import hookimpl\n\n"
+        "calls = itertools.count()\n\n\n"
+        "@hookimpl\ndef batchsched_register_kube_plugins():\n"
+        "    raise RuntimeError(f'call {next(calls)}')\n")
+    registry = Registry(autoload=True)
+    for _ in range(5):
+        from_entry_points(registry)
+    (entry,) = [e for e in registry.broken if e[0] == "tp-kubecount:plugins"]
+    assert "call 4" in entry[1]

@@ -67,7 +67,13 @@ class Registry:
     def __init__(self, *, autoload: bool | None = None) -> None:
         self.manager = pluggy.PluginManager("batchsched")
         self.manager.add_hookspecs(hookspecs)
+        #: (registrant, why) of every distribution or hook skipped: the entry points
+        #: that failed to load, then the registration hooks that failed at the last
+        #: :meth:`refresh`, then what :meth:`note_broken` was told.
         self.broken: list[tuple[str, str]] = []
+        self._unloadable: list[tuple[str, str]] = []
+        self._noted: dict[tuple[str, str], str] = {}
+        self._warned: set[tuple[str, str]] = set()
         self._origin: dict[str, tuple[str, str]] = {}
         self.plugins: dict[str, Registered] = {}
         self.actions: dict[str, Registered] = {}
@@ -97,7 +103,7 @@ class Registry:
                 module = ep.load()
             except Exception as exc:
                 message = f"entry point {ep.name!r} of {dist_name}: {type(exc).__name__}: {exc}"
-                self.broken.append((key, message))
+                self._unloadable.append((key, message))
                 log.warning("batchsched: skipping broken plugin %s", message)
                 continue
             if self.manager.is_registered(module):
@@ -107,7 +113,7 @@ class Registry:
                               refresh=False)
             except PluginError as exc:  # a hook pluggy refuses (a wrong signature)
                 message = f"entry point {ep.name!r} of {dist_name}: {exc}"
-                self.broken.append((key, message))
+                self._unloadable.append((key, message))
                 log.warning("batchsched: skipping broken plugin %s", message)
 
     def register(
@@ -140,25 +146,35 @@ class Registry:
             raise PluginError(f"could not register {name or obj!r} (blocked or duplicate)")
         self._origin[registered] = (distribution, version)
         if refresh:
-            failed = len(self.broken)
             try:
                 self.refresh()
             except PluginError:  # a name claimed twice: the registry stays as it was
-                self._forget(obj, registered, failed)
+                self._forget(obj, registered)
                 raise
-            if len(self.broken) > failed:
+            mine = [message for who, message in self.broken if who == registered]
+            if mine:
                 # What a program registers itself must not go missing in a log line.
-                why = "; ".join(message for _, message in self.broken[failed:])
-                self._forget(obj, registered, failed)
-                raise PluginError(f"could not register {name or obj!r}: {why}")
+                self._forget(obj, registered)
+                raise PluginError(f"could not register {name or obj!r}: {'; '.join(mine)}")
 
-    def _forget(self, obj: object, registered: str, failed: int) -> None:
-        """Undo a registration that refresh refused (``failed``: the length ``broken``
-        had before)."""
-        del self.broken[failed:]
+    def _forget(self, obj: object, registered: str) -> None:
+        """Undo a registration that refresh refused."""
         self.manager.unregister(obj)
         self._origin.pop(registered, None)
         self.refresh()
+
+    def note_broken(self, registrant: str, hook: str, message: str) -> None:
+        """Name ``registrant``'s ``hook`` in :attr:`broken` (skipped: ``message`` says
+        why), once per registrant and hook however often it fails, with a warning the
+        first time (the kube-plugin hook, asked by every session that uses them)."""
+        key = (registrant, hook)
+        known = key in self._noted
+        self._noted[key] = message
+        self.broken = [entry for entry in self.broken
+                       if not (entry[0] == registrant and entry[1].startswith(f"{hook}: "))]
+        self.broken.append((registrant, f"{hook}: {message}"))
+        if not known:
+            log.warning("batchsched: registration hook failed: %s (%s)", registrant, message)
 
     def notify(self, hook_name: str, **kwargs: Any) -> None:
         """Call a lifecycle hook (``batchsched_session_opened`` and the like). An
@@ -202,9 +218,11 @@ class Registry:
         return self._origin.get(registrant, ("<unknown>", ""))[0]
 
     def refresh(self) -> None:
-        """Collect specs from every registered hookimpl; raise on a name claimed twice."""
+        """Collect specs from every registered hookimpl; raise on a name claimed twice.
+        :attr:`broken` is worked out anew: a hook that fails again is named once."""
         plugins: dict[str, Registered] = {}
         actions: dict[str, Registered] = {}
+        failures: list[tuple[str, str]] = []
         for hook, table in (
             (self.manager.hook.batchsched_register_plugins, plugins),
             (self.manager.hook.batchsched_register_actions, actions),
@@ -229,8 +247,10 @@ class Registry:
                     # The distribution's hook is skipped whole: a half-registered
                     # distribution would fail later, far from its cause.
                     message = f"{who} ({dist}): {type(exc).__name__}: {exc}"
-                    self.broken.append((impl.plugin_name, message))
-                    log.warning("batchsched: registration hook failed: %s", message)
+                    failures.append((impl.plugin_name, message))
+                    if (impl.plugin_name, message) not in self._warned:
+                        self._warned.add((impl.plugin_name, message))
+                        log.warning("batchsched: registration hook failed: %s", message)
                     continue
                 for spec in specs:
                     if spec.name in table:
@@ -242,6 +262,9 @@ class Registry:
                     table[spec.name] = Registered(spec, dist, version, module)
         self.plugins = plugins
         self.actions = actions
+        self.broken = [*self._unloadable, *failures,
+                       *((who, f"{hook}: {message}")
+                         for (who, hook), message in self._noted.items())]
 
     def create_plugin(self, name: str, arguments: Arguments | None = None) -> Any:
         try:

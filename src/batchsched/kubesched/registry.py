@@ -9,7 +9,6 @@ group, like every other plugin (:func:`from_entry_points`).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -19,8 +18,6 @@ from batchsched.errors import PluginError
 
 __all__ = ["KubePluginSpec", "PluginFactory", "Registry", "from_entry_points",
            "kube_plugin_specs"]
-
-log = logging.getLogger("batchsched")
 
 #: ``factory(arguments, handle)`` -> a plugin object; ``handle`` is the framework it
 #: belongs to (for plugins that reach waiting pods, as coscheduling does).
@@ -109,11 +106,8 @@ def kube_plugin_specs(registry: Any | None = None) -> list[KubePluginSpec]:
                     raise TypeError(f"returned {spec!r} in its list; expected KubePluginSpec")
         except Exception as exc:
             dist = registry.distribution_of(impl.plugin_name)
-            message = (f"{impl.plugin_name} ({dist}): batchsched_register_kube_plugins: "
-                       f"{type(exc).__name__}: {exc}")
-            if (impl.plugin_name, message) not in registry.broken:
-                registry.broken.append((impl.plugin_name, message))
-                log.warning("batchsched: registration hook failed: %s", message)
+            registry.note_broken(impl.plugin_name, "batchsched_register_kube_plugins",
+                                 f"({dist}) {type(exc).__name__}: {exc}")
             continue
         specs.extend(given)
     return specs
