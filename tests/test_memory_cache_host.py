@@ -719,8 +719,23 @@ class ReplacedMeanwhile(MemoryCache):
         old = job.tasks[task.uid]
         self.delete_task(old)
         new = TaskInfo.create("ns", old.name, job.uid, old.resreq,
-                              node_selector={"zone": "b"})
+                              node_selector={"zone": "b"}, creation_time=old.creation_time + 1)
         self.add_task(new)
+        return super().bind(task, node_name)
+
+
+class PodGroupUpdatedMeanwhile(MemoryCache):
+    """The pod group is updated (delete_job and add_job, its pods as they were) between
+    the snapshot and the bind: the same pods, whose binds go through."""
+
+    def bind(self, task: TaskInfo, node_name: str) -> bool:
+        job = self.jobs[task.job]
+        if not job.podgroup.annotations:
+            self.delete_job(job.uid)
+            job.podgroup.annotations = {"updated": "yes"}
+            for held in job.tasks.values():
+                held.node_name, held.status = "", TaskStatus.PENDING
+            self.add_job(job)
         return super().bind(task, node_name)
 
 
@@ -732,3 +747,11 @@ def test_a_bind_of_a_pod_replaced_since_the_snapshot_is_refused() -> None:
     task = cache.jobs["ns/p"].tasks["ns/p-0"]
     assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
     assert used_cpu(cache, "na") == 0
+
+
+def test_a_bind_after_a_pod_group_update_goes_through() -> None:
+    cache = PodGroupUpdatedMeanwhile(now=0.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("g", 2, 2))
+    Scheduler(cache).run_once()
+    assert sorted(b.task for b in cache.binds) == ["ns/g-0", "ns/g-1"]

@@ -200,10 +200,12 @@ class MemoryCache:
         #: write for a job replaced since (``delete_job`` + ``add_job``) is dropped, as
         #: Volcano's pod-group update fails on the new object's resource version.
         self._handed_out: dict[str, JobInfo] = {}
-        #: The pod ids deleted since the last snapshot, and those of them added again:
-        #: a session binding a replaced pod decided on the pod it replaced (Volcano's
-        #: binder names the pod's UID, which the API server checks).
-        self._deleted_since_snapshot: set[str] = set()
+        #: The pods deleted since the last snapshot (id -> creation time), and the ids
+        #: of those added again as another pod (another creation time): a session
+        #: binding a replaced pod decided on the pod it replaced (Volcano's binder names
+        #: the pod's UID, which the API server checks). A pod deleted and added again as
+        #: it was (a pod group updated through delete_job and add_job) is the same pod.
+        self._deleted_since_snapshot: dict[str, float] = {}
         self._replaced_since_snapshot: set[str] = set()
         #: Task uid -> (node name, the NUMA ids the numa-aware plugin assigned it there):
         #: out of that node's topology until the task leaves the node.
@@ -335,7 +337,7 @@ class MemoryCache:
         self.jobs[job.uid] = job
         for task in job.tasks.values():
             self._pod_owners[task.uid] = job.uid
-            self._note_added(task.uid)
+            self._note_added(task)
             self._make_claims(task)
             self._place(task)
 
@@ -348,7 +350,7 @@ class MemoryCache:
         for task in job.tasks.values():
             if self._pod_owners.get(task.uid) == uid:
                 del self._pod_owners[task.uid]
-            self._deleted_since_snapshot.add(task.uid)
+            self._deleted_since_snapshot[task.uid] = task.creation_time
             self._release_numa(task.uid)
             self._release_claims(task)
             self.nominations.pop(task.uid, None)
@@ -373,7 +375,7 @@ class MemoryCache:
         self._make_claims(task)
         job.add_task(task)
         self._pod_owners[task.uid] = job.uid
-        self._note_added(task.uid)
+        self._note_added(task)
         self._place(task)
 
     @_locked
@@ -411,7 +413,7 @@ class MemoryCache:
                                       f"job {owner.uid} does (delete it as that job's)")
         if job is not None:
             job.delete_task(mine if mine is not None else task)
-            self._deleted_since_snapshot.add(task.uid)
+            self._deleted_since_snapshot[task.uid] = (mine or task).creation_time
         if job is not None and self._pod_owners.get(task.uid) == job.uid:
             del self._pod_owners[task.uid]
         elif job is None:
@@ -573,9 +575,12 @@ class MemoryCache:
                 raise SchedulingError(f"task {task.uid}: node {task.node_name} holds a pod "
                                       "of that id already")
 
-    def _note_added(self, uid: str) -> None:
-        if uid in self._deleted_since_snapshot:
-            self._replaced_since_snapshot.add(uid)
+    def _note_added(self, task: TaskInfo) -> None:
+        deleted = self._deleted_since_snapshot.get(task.uid)
+        # NaN (an unknown creation time) is no other time than NaN.
+        if deleted is not None and deleted != task.creation_time and not (
+                math.isnan(deleted) and math.isnan(task.creation_time)):
+            self._replaced_since_snapshot.add(task.uid)
 
     def _place(self, task: TaskInfo) -> None:
         # Finished tasks hold nothing on their node (Volcano's cache skips them too).
@@ -613,7 +618,7 @@ class MemoryCache:
             twin.priority = pc.value if pc is not None else default_priority
             jobs[uid] = twin
         self._handed_out = handed_out
-        self._deleted_since_snapshot = set()
+        self._deleted_since_snapshot = {}
         self._replaced_since_snapshot = set()
         not_ready: list[NodeInfo] = []
         return ClusterInfo(
