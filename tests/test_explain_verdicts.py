@@ -821,3 +821,11 @@ def test_a_job_running_or_done_before_the_session_was_not_placed_by_it() -> None
         "default/done": "nothing to place: no task is pending (1 Succeeded)",
         "default/new": "placed",
     }
+
+
+def test_a_job_running_before_the_session_is_not_held_back_by_its_closed_queue() -> None:
+    scenario = scenario_of(RUNNING_AND_DONE.replace(
+        "nodes:", "queues:\n- {name: default, weight: 1, state: Closing}\nnodes:", 1))
+    report = explain(scenario, job="default/run")
+    assert report["verdict"] == "nothing to place: no task is pending (2 Running)"
+    assert report["decidedBy"] == []

@@ -150,3 +150,21 @@ def test_the_binds_of_a_failed_cycle_count_as_scheduled_pods() -> None:
     assert len(cache.binds) == 2
     assert metrics.value("pod_schedule_successes_total") == 2
     assert metrics.value("schedule_attempts_total", result="error") == 1
+
+
+def test_the_binds_of_a_cycle_failing_at_close_count_as_scheduled_pods() -> None:
+    from batchsched.metrics import Metrics
+
+    document = preempting("allocate")
+    document["tasks"] = [task for task in document["tasks"] if task["job"] == "hi"]
+    cache, built = scheduler(document, "close")
+    metrics = Metrics()
+    loop = Scheduler(cache, built.configuration, registry=built.registry, metrics=metrics)
+    Breaking.armed = True
+    try:
+        with pytest.raises(PluginError, match="breaking raised at close"):
+            loop.run_once()
+    finally:
+        Breaking.armed = False
+    assert len(cache.binds) == 2
+    assert metrics.value("pod_schedule_successes_total") == 2

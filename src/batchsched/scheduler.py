@@ -258,6 +258,7 @@ class Scheduler:
         """
         self.status.cycles += 1
         began = time.perf_counter()
+        ssn: Session | None = None
         try:
             self._reload_if_changed()
             opening = time.perf_counter()
@@ -272,19 +273,16 @@ class Scheduler:
                     _record_queue_shares(ssn, self.metrics)  # plugins forget them at close
             except BaseException:
                 # What went through stands, and what it implies for the next cycle
-                # (nominations, NUMA CPUs) is handed over; no status is. The binds the
-                # cache took before the failure count as ever.
-                if self.metrics is not None:
-                    self.metrics.inc("pod_schedule_successes_total", ssn.bound_count)
+                # (nominations, NUMA CPUs) is handed over; no status is.
                 ssn.close_after_failure()
                 raise
             ssn.close()
         except BatchSchedError as exc:
-            self._failed(exc)
+            self._failed(exc, ssn)
             raise
         except Exception as exc:
             error = SchedulingError(f"scheduling cycle failed: {type(exc).__name__}: {exc}")
-            self._failed(error)
+            self._failed(error, ssn)
             raise error from exc
         self.status.consecutive_failures = 0
         if self.metrics is not None:
@@ -298,9 +296,11 @@ class Scheduler:
         metrics.inc("schedule_attempts_total", result="scheduled")
         metrics.inc("pod_schedule_successes_total", ssn.bound_count)
 
-    def _failed(self, error: BatchSchedError) -> None:
+    def _failed(self, error: BatchSchedError, ssn: Session | None) -> None:
         if self.metrics is not None:
             self.metrics.inc("schedule_attempts_total", result="error")
+            if ssn is not None:  # the binds the cache took before the failure count
+                self.metrics.inc("pod_schedule_successes_total", ssn.bound_count)
         self.status.failures += 1
         self.status.consecutive_failures += 1
         self.status.last_error = error

@@ -287,6 +287,19 @@ def test_a_batch_node_score_of_nan_is_an_error_naming_the_plugin() -> None:
     assert (caught.value.plugin, caught.value.point) == ("a", "batch_node_order")
 
 
+def test_infinite_vector_batch_scores_are_no_nan() -> None:
+    """inf and -inf are answers (the scalar form takes them): only NaN is refused."""
+    import numpy as np
+
+    from batchsched.columnar.forms import batch_node_order_scores
+    from batchsched.columnar.node_columns import Candidates
+
+    tiers = [[("topo", lambda *args: np.array([np.inf, -np.inf]))]]
+    scores = batch_node_order_scores(tiers, task("t"), None,  # type: ignore[arg-type]
+                                     Candidates(np.arange(2)))
+    assert list(scores) == [np.inf, -np.inf]
+
+
 @pytest.mark.parametrize("many", [False, True])
 def test_a_vector_batch_node_score_of_nan_is_an_error_naming_the_plugin(many: bool) -> None:
     import numpy as np

@@ -321,10 +321,11 @@ def test_a_job_that_never_started_is_reported_and_exit_is_2(tmp_path: Path) -> N
     assert code == 2
     assert err == ("w.yaml: job default/stuck never started: the replay ended with it "
                    "waiting, and the averages leave it out\n")
-    compared = compare(str(tmp_path / "w.yaml"), "--config", str(
-        write(tmp_path, "c.yaml", "actions: allocate\ntiers:\n- plugins: [{name: gang}, "
-              "{name: predicates}]\n")))
-    assert compared[0] == 2 and compared[2] == err
+    config = write(tmp_path, "c.yaml", "actions: allocate\ntiers:\n- plugins: [{name: gang}, "
+                   "{name: predicates}]\n")
+    compared = compare(str(tmp_path / "w.yaml"), "--config", str(config))
+    assert compared[0] == 2
+    assert compared[2] == err.replace("\n", f" (--config {config})\n")
 
 
 def test_a_job_cut_by_the_horizon_is_no_error(tmp_path: Path) -> None:

@@ -188,6 +188,14 @@ def test_a_workload_with_times_past_what_the_clock_counts_is_refused(
         Simulator(workload_of(**changes))
 
 
+def test_numpy_numbers_are_times() -> None:
+    """A workload built from numpy or pandas data: its numbers are seconds."""
+    import numpy as np
+
+    Simulator(workload_of(submit=np.float32(0.0),
+                          run_times={"default/a0": np.int64(60)})).run()
+
+
 def test_a_task_that_never_ends_is_no_time_past_the_clock() -> None:
     Simulator(workload_of(run_times={"default/a0": math.inf}))
 

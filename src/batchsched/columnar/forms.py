@@ -335,7 +335,7 @@ def batch_node_order_scores(
 def _no_nan(plugin: str, scores: Any) -> Any:
     """A batch score variant's answer, refused if NaN is among it (the scalar point
     refuses NaN alike: see :func:`batchsched.framework.combine.sum_batch_scores`)."""
-    if math.isnan(float(np.sum(scores))):
+    if np.isnan(scores).any():
         raise PluginError(f"plugin {plugin!r}: batch_node_order answered NaN",
                           plugin=plugin, point="batch_node_order")
     return scores

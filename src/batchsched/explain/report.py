@@ -107,7 +107,8 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     report = _job_report(ssn, recorder, target, phase_before, quota,
                          pending_at_open=pending_at_open)
     queue = ssn.queues.get(target.queue)
-    if queue is not None and not queue.is_open and report["verdict"] != "placed":
+    if queue is not None and not queue.is_open and report["verdict"] != "placed" \
+            and pending_at_open:
         # The plugins that refuse say no, not why: a queue that is not Open admits and
         # places nothing.
         report["verdict"] = f"queue {queue.name} is {queue.state.value}: {report['verdict']}"

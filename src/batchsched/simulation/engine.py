@@ -32,10 +32,12 @@ import heapq
 import itertools
 import logging
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+import numpy as np
 
 from batchsched.api.types import TaskStatus
 from batchsched.cache.memory import MemoryCache
@@ -622,4 +624,5 @@ def check_workload(workload: Workload) -> None:
 
 
 def _is_seconds(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real number (numpy's included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))

@@ -201,11 +201,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
                 if err is not None:
                     err.write(_as_given(f"{origin}: job {job} skipped: {reason}", given)
                               + "\n")
-    # A job a replay left waiting or running: the averages leave it out (said once).
-    for line in dict.fromkeys(line for metrics in results for line in metrics.get("leftOut", ())):
-        incomplete = True
-        if err is not None:
-            err.write(_as_given(line, given) + "\n")
+    # A job a replay left waiting or running: the averages leave it out (said once per
+    # configuration, which it names: another configuration may start the job).
+    for index, config in enumerate(args.config):
+        rows = results[index * len(windows):(index + 1) * len(windows)]
+        for line in dict.fromkeys(line for row in rows for line in row.get("leftOut", ())):
+            incomplete = True
+            if err is not None:
+                err.write(f"{_as_given(line, given)} (--config {config})\n")
     table: dict[str, dict[str, float]] = {}
     for index, config in enumerate(args.config):
         rows = results[index * len(windows):(index + 1) * len(windows)]
