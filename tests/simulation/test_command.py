@@ -346,23 +346,25 @@ def test_a_workload_or_cluster_file_without_config_runs_with_the_default(
     code, out, err = simulate(str(write(tmp_path, "w.yaml", text)), "--output", "json")
     assert (code, err) == (0, "")
     assert json.loads(out)["metrics"]["finishedJobs"] == 2
+    code, out, err = _eight_processors_on_eight_cpu(tmp_path, header_nodes=1)
+    assert (code, err) == (0, "")
+
+
+def _eight_processors_on_eight_cpu(tmp_path: Path, header_nodes: int) -> tuple[int, str, str]:
+    """An 8-processor SWF job (header: ``header_nodes`` nodes, 8 processors) replayed
+    on a cluster file (no ``config``) of one 8-cpu node."""
     cluster = write(tmp_path, "cluster.yaml", "version: 1\nnodes:\n"
                     "- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}\n")
-    trace = write(tmp_path, "t.swf", HEADER.format(nodes=1, procs=8) + swf_line(1, 0, 10, 8)
-                  + "\n")
-    code, out, err = simulate(str(trace), "--cluster", str(cluster), "--output", "json")
-    assert (code, err) == (0, "")
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=header_nodes, procs=8)
+                  + swf_line(1, 0, 10, 8) + "\n")
+    return simulate(str(trace), "--cluster", str(cluster), "--output", "json")
 
 
 def test_an_swf_job_on_a_given_cluster_asks_no_more_cpu_than_its_processors(
         tmp_path: Path) -> None:
     """MaxProcs / MaxNodes = 8/3 cpu per task: three tasks of an 8-processor job ask at
     most 8 cpu, however the share rounds to millicores."""
-    cluster = write(tmp_path, "cluster.yaml", "version: 1\nnodes:\n"
-                    "- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}\n")
-    trace = write(tmp_path, "t.swf", HEADER.format(nodes=3, procs=8) + swf_line(1, 0, 10, 8)
-                  + "\n")
-    code, out, err = simulate(str(trace), "--cluster", str(cluster), "--output", "json")
+    code, out, err = _eight_processors_on_eight_cpu(tmp_path, header_nodes=3)
     assert (code, err) == (0, "")
     assert json.loads(out)["metrics"]["finishedJobs"] == 1
 
