@@ -37,7 +37,6 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-import numpy as np
 
 from batchsched.api.types import TaskStatus
 from batchsched.cache.memory import MemoryCache
@@ -625,4 +624,4 @@ def check_workload(workload: Workload) -> None:
 
 def _is_seconds(value: object) -> bool:
     """A real number (numpy's included), not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
