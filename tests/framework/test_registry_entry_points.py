@@ -280,3 +280,23 @@ def test_a_kube_plugin_hook_failing_differently_each_time_is_named_once(site: Pa
         from_entry_points(registry)
     (entry,) = [e for e in registry.broken if e[0] == "tp-kubecount:plugins"]
     assert "call 4" in entry[1]
+
+
+def test_an_unregistered_kube_hook_is_no_longer_named_broken() -> None:
+    """``broken`` names what is registered now: a program that takes its failing
+    kube-plugin hook out finds the registry clean after the next refresh."""
+    from batchsched.kubesched import from_entry_points
+
+    class Failing:
+        @hookimpl
+        def batchsched_register_kube_plugins(self) -> list[object]:
+            raise RuntimeError("no specs today")
+
+    registry = Registry(autoload=False)
+    failing = Failing()
+    registry.manager.register(failing, name="failing-kube")
+    from_entry_points(registry)
+    assert any(who == "failing-kube" for who, _ in registry.broken)
+    registry.manager.unregister(failing)
+    registry.refresh()
+    assert not any(who == "failing-kube" for who, _ in registry.broken)

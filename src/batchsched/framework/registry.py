@@ -262,6 +262,9 @@ class Registry:
                     table[spec.name] = Registered(spec, dist, version, module)
         self.plugins = plugins
         self.actions = actions
+        # A registrant taken out since its hook failed is broken no more.
+        self._noted = {key: message for key, message in self._noted.items()
+                       if self.manager.has_plugin(key[0])}
         self.broken = [*self._unloadable, *failures,
                        *((who, f"{hook}: {message}")
                          for (who, hook), message in self._noted.items())]
