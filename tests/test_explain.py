@@ -338,3 +338,39 @@ def test_a_job_of_a_closed_queue_is_explained_by_its_queue() -> None:
     report = explain(scenario_of(yaml.safe_dump(doc)), job="default/late")
     assert report["verdict"].startswith("queue shut is Closed: ")
     assert report["decidedBy"][0] == "queue"
+
+
+def test_a_plugin_that_could_not_score_the_node_is_named_in_the_text() -> None:
+    """tdm cannot score a revocable node outside its window when its predicate is off;
+    Volcano then drops the node's other scores: the text says why the total is 0."""
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+now: "2024-01-01T12:00:00Z"
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins:
+    - name: gang
+    - name: tdm
+      enablePredicate: false
+      arguments: {tdm.revocable-zone.rz1: "0:00-0:01"}
+  - plugins:
+    - name: predicates
+    - name: nodegroup
+queues:
+- name: q1
+  affinity:
+    nodeGroupAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution: [g1]
+nodes:
+- {name: r1, allocatable: {cpu: 4, memory: 8Gi, pods: 10},
+   labels: {volcano.sh/revocable-zone: rz1, volcano.sh/nodegroup-name: g1}}
+jobs:
+- {name: j, queue: q1, minMember: 1}
+tasks:
+- {name: p1, job: j, requests: {cpu: 1}, annotations: {volcano.sh/revocable-zone: "*"}}
+"""))
+    report = explain(scenario, job="default/j")
+    chosen = report["tasks"][0]["placement"]["chosen"]
+    assert chosen["total"] == 0 and chosen["plugins"] == {"tdm": None, "nodegroup": 100.0}
+    assert "scored 0 (tdm could not score it: 0 in all, nodegroup 100)" in render(report)

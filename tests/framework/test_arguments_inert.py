@@ -104,3 +104,20 @@ def test_a_duration_past_int64_nanoseconds_does_not_read() -> None:
     assert parse_duration("2562047h") == 2562047 * 3600
     with pytest.raises(ValueError, match="overflows"):
         parse_duration("2562048h")
+
+
+@pytest.mark.parametrize(("getter", "default"), [
+    ("get_int", 3), ("get_float", 1.5), ("get_bool", True), ("get_str", "x"),
+    ("get_duration", 30.0),
+])
+def test_an_argument_written_without_a_value_keeps_the_default_and_is_said(
+    getter: str, default: object,
+) -> None:
+    """``key:`` with nothing after it is YAML's null: Volcano's getters warn ("Could not
+    parse argument: <nil>") and keep the default; so do these, naming plugin and key."""
+    arguments = Arguments({"weight": None})
+    with collect_warnings() as said:
+        assert getattr(arguments, getter)("weight", default, owner="demo") == default
+        assert getattr(arguments, getter)("absent", default, owner="demo") == default
+    assert len(said) == 1
+    assert said[0].startswith("plugin 'demo': argument 'weight' has no value")

@@ -229,3 +229,61 @@ def test_resource_names_are_trimmed_as_go_trims_them() -> None:
     proportional = read_proportional(Arguments({"proportional": {
         "enable": True, "resources": "\x1cnvidia.com/gpu\t"}}))
     assert proportional is not None and list(proportional) == ["\x1cnvidia.com/gpu"]
+
+
+# -- what Volcano replaces or drops is said -------------------------------------------------
+
+
+def test_values_replaced_by_volcano_s_fallbacks_are_said() -> None:
+    """Volcano turns a strategy type it does not know into LeastAllocated, a weight
+    below 1 into 1, a negative plugin weight into 10 and drops a pattern it cannot
+    read (only the last with a log line): the same values here, each said."""
+    from batchsched.framework.arguments import collect_warnings
+
+    with collect_warnings() as said:
+        plugin = ResourceStrategyFitPlugin(Arguments({
+            "resourceStrategyFitWeight": -3,
+            "resources": {"*": _res(MOST_ALLOCATED, 2), "a/*b": _res(MOST_ALLOCATED, 2),
+                          "cpu": {"type": "MostAlocated", "weight": -1}},
+            "sra": {"enable": True, "resources": "nvidia.com/gpu", "weight": 10,
+                    "resourceWeight": {"nvidia.com/gpu": -2}},
+            "proportional": {"enable": True, "resources": "nvidia.com/gpu",
+                             "resourceProportion": {"nvidia.com/gpu.cpu": -4}},
+        }))
+    assert plugin.weight == 10
+    assert plugin.strategies == {"cpu": ResourceStrategy(LEAST_ALLOCATED, 1)}
+    assert plugin.sra.resources == {"nvidia.com/gpu": 1}
+    assert plugin.proportional == {"nvidia.com/gpu": (1.0, 1.0)}
+    joined = "\n".join(said)
+    for part in ("'resourceStrategyFitWeight' = -3", "'resources.*'", "'resources.a/*b'",
+                 "'resources.cpu.type' = 'MostAlocated'", "'resources.cpu.weight' = -1",
+                 "'sra.resourceWeight.nvidia.com/gpu' = -2",
+                 "'proportional.resourceProportion.nvidia.com/gpu.cpu' = -4.0"):
+        assert part in joined
+    assert len(said) == 7
+
+
+def test_a_misspelt_key_inside_a_block_is_said() -> None:
+    from batchsched.framework.arguments import collect_warnings
+
+    with collect_warnings() as said:
+        ResourceStrategyFitPlugin(Arguments({
+            "resources": {"nvidia.com/gpu": {"type": MOST_ALLOCATED, "wieght": 5}},
+            "sra": {"enable": True, "resources": "nvidia.com/gpu", "Weight": 1,
+                    "wieght": 10},
+            "proportional": {"enabled": True},
+        }))
+    joined = "\n".join(said)
+    assert "'resources.nvidia.com/gpu.wieght'" in joined
+    assert "'sra.wieght'" in joined and "'sra.Weight'" not in joined  # any case is a field
+    assert "'proportional.enabled'" in joined
+
+
+def test_defaults_left_out_say_nothing() -> None:
+    from batchsched.framework.arguments import collect_warnings
+
+    with collect_warnings() as said:
+        ResourceStrategyFitPlugin(Arguments({"resources": {"cpu": {"type": MOST_ALLOCATED}},
+                                             "sra": {"enable": False}}))
+        ResourceStrategyFitPlugin(Arguments({}))
+    assert said == []

@@ -203,6 +203,19 @@ def test_integers_past_int64_keep_defaults() -> None:
     assert (got.usage_weight, got.risk_factor) == (5, 1.2)
 
 
+def test_values_written_without_a_value_keep_defaults_and_are_said() -> None:
+    """A key with nothing after it (YAML null): Volcano's getters log "Could not parse
+    argument: <nil>" and keep the default; so does usage, naming each key."""
+    from batchsched.framework.arguments import collect_warnings
+
+    with collect_warnings() as said:
+        got = config({"usage.weight": None, "thresholds": {"cpu": None},
+                      "estimator": {"request_ratio": None, "be_cpu": None}})
+    assert got == UsageConfig()
+    assert sorted(m.split("'")[3] for m in said) == [
+        "estimator.be_cpu", "estimator.request_ratio", "thresholds.cpu", "usage.weight"]
+
+
 def test_negative_weights_keep_defaults() -> None:
     """TestUsageWeightsKeepDefaultWhenNegative."""
     got = config({"usage.weight": -1, "cpu.weight": -1, "memory.weight": -1})

@@ -616,8 +616,11 @@ def render(report: dict[str, Any]) -> str:
 
 def _render_placement(placement: dict[str, Any]) -> list[str]:
     def parts(score: dict[str, Any]) -> str:
-        shown = ", ".join(f"{plugin} {value:g}" for plugin, value in score["plugins"].items()
-                          if value is not None)
+        # A plugin that could not score the node (null) made Volcano drop the node's
+        # other scores: say so, or the parts would not add up to the total.
+        shown = ", ".join(f"{plugin} {value:g}" if value is not None
+                          else f"{plugin} could not score it: 0 in all"
+                          for plugin, value in score["plugins"].items())
         return f"{score['total']:g}" + (f" ({shown})" if shown else "")
 
     chosen = placement["chosen"]

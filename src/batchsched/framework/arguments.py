@@ -6,7 +6,8 @@ fall back to the default when a value is missing or cannot be read as the type a
 for: ``get_int`` takes an integer only (``"10"`` and ``10.0`` are not, as
 ``GetInt``), ``get_float`` a number (``GetFloat64``), ``get_bool`` a boolean or a
 string Go's ``ParseBool`` reads.
-A value that is present but cannot be read is not an error (Volcano's fallback is
+A value that is present but cannot be read (a key written without a value, YAML's
+null, included: Volcano warns about it too) is not an error (Volcano's fallback is
 kept) but is logged as a warning on the ``batchsched`` logger, naming the owner
 (the plugin or action, when the caller passes ``owner=``), the argument and the
 value; :func:`warn_unreadable` words it for checks a getter cannot make.
@@ -54,6 +55,8 @@ _UNIT_NANOSECONDS = {
     "h": 3_600_000_000_000,
 }
 _DIGITS = "0123456789"
+#: A key absent from the arguments (a YAML null is present: Volcano warns about it).
+_MISSING: Any = object()
 _LIMIT = 1 << 63
 
 
@@ -209,6 +212,10 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
     """
     who = f"{kind} {owner!r}" if owner else "arguments"
     shown = "no value" if fallback is None else repr(fallback)
+    if value is None:  # the key written without a value (YAML null)
+        log.warning("%s: argument %r has no value (%s expected); using %s instead", who,
+                    key, expected, shown)
+        return
     log.warning("%s: argument %r = %r is not %s; using %s instead", who, key, value,
                 expected, shown)
 
@@ -351,8 +358,8 @@ class Arguments(Mapping[str, Any]):
 
     def get_int(self, key: str, default: int, *, owner: str = "") -> int:
         """A YAML integer (Volcano's ``GetInt``: ``"10"`` or ``10.0`` is not one)."""
-        value = self._values.get(key)
-        if value is None:
+        value = self._values.get(key, _MISSING)
+        if value is _MISSING:
             return default
         # yaml.v2 reads an integer past int64 as a uint64 (or a float64 below it), which
         # GetInt's assertion to int refuses.
@@ -364,8 +371,8 @@ class Arguments(Mapping[str, Any]):
     def get_float(self, key: str, default: float, *, owner: str = "") -> float:
         """A YAML number (Volcano's ``GetFloat64``: a float or an integer, not a
         string)."""
-        value = self._values.get(key)
-        if value is None:
+        value = self._values.get(key, _MISSING)
+        if value is _MISSING:
             return default
         # An integer of 2**63 or more is yaml.v2's uint64, neither float64 nor int.
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
@@ -378,8 +385,8 @@ class Arguments(Mapping[str, Any]):
         """A YAML boolean or a string Go's ``strconv.ParseBool`` reads, as Volcano's
         ``Arguments.GetBool`` reads it (``1``, ``t``, ``T``, ``TRUE``, ``true``,
         ``True`` and their false forms; anything else keeps the default, logged)."""
-        value = self._values.get(key)
-        if value is None:
+        value = self._values.get(key, _MISSING)
+        if value is _MISSING:
             return default
         if isinstance(value, bool):
             return value
@@ -394,8 +401,8 @@ class Arguments(Mapping[str, Any]):
     def get_str(self, key: str, default: str = "", *, owner: str = "") -> str:
         """A string; ``default`` when missing or not a string (a number or a boolean
         written without quotes is logged), as Volcano's ``GetString``."""
-        value = self._values.get(key)
-        if value is None:
+        value = self._values.get(key, _MISSING)
+        if value is _MISSING:
             return default
         if isinstance(value, str):
             return value
@@ -407,8 +414,8 @@ class Arguments(Mapping[str, Any]):
     ) -> float | None:
         """A Go duration string in seconds; ``default`` when missing or unreadable (a
         value that is not a Go duration string is logged)."""
-        value = self._values.get(key)
-        if value is None:
+        value = self._values.get(key, _MISSING)
+        if value is _MISSING:
             return default
         if isinstance(value, str):
             try:

@@ -40,7 +40,8 @@ the reference a vectorised implementation is checked against.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -50,7 +51,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import FitStatusCode
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, warn_unreadable
 from batchsched.framework.arguments import decode_int as _int
 from batchsched.framework.session import Session
 from batchsched.kube.go_strconv import int64
@@ -73,6 +74,8 @@ __all__ = [
 ]
 
 PLUGIN_NAME = "resource-strategy-fit"
+
+log = logging.getLogger("batchsched")
 MOST_ALLOCATED = "MostAllocated"
 LEAST_ALLOCATED = "LeastAllocated"
 DEFAULT_WEIGHT = 10
@@ -269,7 +272,28 @@ def _field(obj: Mapping[str, Any], name: str) -> Any:
 def _valid_pattern(key: str) -> bool:
     if "*" not in key:
         return True
-    return key != "*" and key.endswith("*") and key.count("*") == 1
+    if key == "*":
+        # Volcano's words (it logs them too).
+        log.warning("plugin %r: argument 'resources.*': a single asterisk '*' is not "
+                    "supported as default strategy; use specific resource patterns like "
+                    "'cloudml.gpu/*'; pattern ignored", PLUGIN_NAME)
+        return False
+    if key.endswith("*") and key.count("*") == 1:
+        return True
+    log.warning("plugin %r: argument 'resources.%s': invalid wildcard pattern: only a "
+                "single trailing asterisk is supported (e.g. 'cloudml.gpu/*'); pattern "
+                "ignored", PLUGIN_NAME, key)
+    return False
+
+
+def _warn_unread(raw: Mapping[Any, Any], path: str, fields: Iterable[str]) -> None:
+    """Log the keys of block ``path`` that name none of its ``fields`` (in any case, as
+    mapstructure matches them): Volcano drops them silently, a typo included."""
+    known = {field.lower() for field in fields}
+    unread = [f"{path}.{key}" for key in raw if str(key).lower() not in known]
+    if unread:
+        Arguments(dict.fromkeys(unread)).warn_unknown(
+            PLUGIN_NAME, [f"{path}.{field}" for field in fields])
 
 
 def read_strategies(arguments: Arguments) -> dict[str, ResourceStrategy]:
@@ -282,16 +306,23 @@ def read_strategies(arguments: Arguments) -> dict[str, ResourceStrategy]:
         name = _name(key, "resources")
         path = f"resources.{name}"
         spec = _mapping(value, path)
+        _warn_unread(spec, path, ("type", "weight"))
         kind = _field(spec, "type")
         kind = _str(kind, f"{path}.type") if kind is not None else ""
         weight = _field(spec, "weight")
         weight = _int(weight, f"{path}.weight") if weight is not None else 0
         if not _valid_pattern(name):
             continue
-        out[name] = ResourceStrategy(
-            kind if kind in (MOST_ALLOCATED, LEAST_ALLOCATED) else LEAST_ALLOCATED,
-            weight if weight > 0 else 1,
-        )
+        if kind not in (MOST_ALLOCATED, LEAST_ALLOCATED):
+            if kind:  # unset is LeastAllocated by design; anything else is a slip
+                warn_unreadable(PLUGIN_NAME, f"{path}.type", kind,
+                                f"{LEAST_ALLOCATED} or {MOST_ALLOCATED}", LEAST_ALLOCATED)
+            kind = LEAST_ALLOCATED
+        if weight <= 0:
+            if _field(spec, "weight") is not None:
+                warn_unreadable(PLUGIN_NAME, f"{path}.weight", weight, "above 0", 1)
+            weight = 1
+        out[name] = ResourceStrategy(kind, weight)
     return out
 
 
@@ -306,6 +337,7 @@ def _names(text: str) -> list[str]:
 
 def read_sra(arguments: Arguments) -> SraConfig:
     raw = _mapping(arguments.get("sra"), "sra")
+    _warn_unread(raw, "sra", ("enable", "resources", "weight", "resourceWeight"))
     enable = _field(raw, "enable")
     enabled = _bool(enable, "sra.enable") if enable is not None else False
     names = _field(raw, "resources")
@@ -322,7 +354,10 @@ def read_sra(arguments: Arguments) -> SraConfig:
     weight_sum = 0
     for name in listed:
         w = weights.get(name, 1)
-        resources[name] = w if w >= 0 else 1
+        if w < 0:
+            warn_unreadable(PLUGIN_NAME, f"sra.resourceWeight.{name}", w, "at least 0", 1)
+            w = 1
+        resources[name] = w
         weight_sum = int64(weight_sum + resources[name])  # Go's int
     return SraConfig(weight, resources, weight_sum)
 
@@ -330,6 +365,7 @@ def read_sra(arguments: Arguments) -> SraConfig:
 def read_proportional(arguments: Arguments) -> dict[str, tuple[float, float]] | None:
     """None unless ``proportional.enable`` is true."""
     raw = _mapping(arguments.get("proportional"), "proportional")
+    _warn_unread(raw, "proportional", ("enable", "resources", "resourceProportion"))
     enable = _field(raw, "enable")
     enabled = _bool(enable, "proportional.enable") if enable is not None else False
     names = _field(raw, "resources")
@@ -347,7 +383,11 @@ def read_proportional(arguments: Arguments) -> dict[str, tuple[float, float]] | 
         pair = []
         for part in ("cpu", "memory"):
             rate = rates_raw.get(f"{name}.{part}", 1.0)
-            pair.append(rate if rate >= 0 else 1.0)
+            if rate < 0:
+                warn_unreadable(PLUGIN_NAME, f"proportional.resourceProportion.{name}.{part}",
+                                rate, "at least 0", 1.0)
+                rate = 1.0
+            pair.append(rate)
         rates[name] = (pair[0], pair[1])
     return rates
 
@@ -384,10 +424,14 @@ class ResourceStrategyFitPlugin:
         weight = arguments.get("resourceStrategyFitWeight")
         if weight is not None:
             weight = _int(weight, "resourceStrategyFitWeight")
+            if weight < 0:
+                warn_unreadable(PLUGIN_NAME, "resourceStrategyFitWeight", weight,
+                                "at least 0", DEFAULT_WEIGHT)
+                weight = DEFAULT_WEIGHT
         else:
             # Go's Get[int] decodes a key written without a value as 0 (the part off).
-            weight = 0 if "resourceStrategyFitWeight" in arguments else -1
-        self.weight = weight if weight >= 0 else DEFAULT_WEIGHT
+            weight = 0 if "resourceStrategyFitWeight" in arguments else DEFAULT_WEIGHT
+        self.weight = weight
         self.strategies = read_strategies(arguments)
         self.sra = read_sra(arguments)
         self.proportional = read_proportional(arguments)

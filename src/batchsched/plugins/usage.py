@@ -424,7 +424,7 @@ def _range(low: float, high: float | None) -> str:
 class _Reader:
     """Reads one level of the plugin's arguments, with Volcano's strict types: an integer
     argument takes a YAML integer only, a number a YAML integer or float (no strings,
-    no booleans)."""
+    no booleans, no null: a key written without a value is refused, and logged)."""
 
     def __init__(self, values: Mapping[str, Any], prefix: str = "") -> None:
         self.values = values
@@ -435,9 +435,9 @@ class _Reader:
 
     def integer(self, key: str, default: int, low: int, high: int | None = None) -> int:
         """An integer from ``low`` to ``high`` (no bound when None)."""
-        found = self.values.get(key)
-        if found is None:
+        if key not in self.values:
             return default
+        found = self.values[key]
         if isinstance(found, bool) or not isinstance(found, int) or not in_int64(found):
             # Past int64 yaml.v2 reads a uint64 (or a float64), which Go's int refuses.
             self._warn(key, found, "an unquoted integer", default)
@@ -449,9 +449,9 @@ class _Reader:
 
     def number(self, key: str, default: float, low: float, high: float | None = None) -> float:
         """A number from ``low`` to ``high`` (no bound when None); NaN is out of range."""
-        found = self.values.get(key)
-        if found is None:
+        if key not in self.values:
             return default
+        found = self.values[key]
         if isinstance(found, bool) or not isinstance(found, (int, float)) or (
                 isinstance(found, int) and found >= 2**63):  # yaml.v2's uint64
             self._warn(key, found, "an unquoted number", default)
@@ -466,9 +466,9 @@ class _Reader:
         """A quantity string converted with ``convert``, or an integer counted in the
         unit (Volcano reads ``be_cpu: 500`` as 500 millicores and ``be_mem: 200`` as
         200 MiB); negative amounts keep the default."""
-        found = self.values.get(key)
-        if found is None:
+        if key not in self.values:
             return default
+        found = self.values[key]
         shown_default = _shown(default, unit)
         # Past int64 yaml.v2 reads a uint64 (or a float64), which Volcano's `case int`
         # does not take: the default stays, as for any other value it cannot read.
@@ -493,9 +493,9 @@ class _Reader:
         """The nested mapping ``key`` whose keys are those of ``defaults`` (None when
         absent, or not a mapping with string keys: Volcano then ignores the whole
         section); other keys are logged."""
-        found = self.values.get(key)
-        if found is None:
+        if key not in self.values:
             return None
+        found = self.values[key]
         if not isinstance(found, Mapping) or not all(isinstance(k, str) for k in found):
             self._warn(key, found, "a mapping with string keys", dict(defaults))
             return None
