@@ -20,7 +20,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
 from batchsched.errors import ScenarioError
 from batchsched.kube.affinity import parse_label_selector
-from batchsched.scenario import parse_scenario
+from batchsched.scenario import parse_scenario, run_scenario
 
 
 def nodes(*names: str, labels: dict[str, dict[str, str]] | None = None) -> list[NodeInfo]:
@@ -192,9 +192,10 @@ def scenario(hyper_nodes: Any, topology: Any = None) -> Any:
         "exactMatch": {"name": "n1"}, "regexMatch": {"pattern": "n"}}}]}], None,
      "exactly one of exactMatch, regexMatch or labelMatch"),
     ([{"name": "s0", "tier": 1, "members": [{"type": "Node", "selector": {
-        "regexMatch": {"pattern": "("}}}]}], None, "is not a regular expression"),
+        "regexMatch": {"pattern": "("}}}]}], None, "invalid: unmatched parentheses"),
     ([{"name": "s0", "tier": 1, "members": [{"type": "Node", "selector": {
-        "regexMatch": {"pattern": "(?=n)"}}}]}], None, "not a regular expression Go"),
+        "regexMatch": {"pattern": r"\p{Greek}"}}}]}], None,
+     "Unicode scripts .* are not supported here"),
     ([{"name": "s0", "tier": 1, "members": [{"type": "HyperNode", "selector": {
         "exactMatch": {"name": "s1"}}}]},
       {"name": "s1", "tier": 2, "members": [{"type": "HyperNode", "selector": {
@@ -224,11 +225,24 @@ def test_the_cache_refuses_a_malformed_hypernode_with_its_own_errors() -> None:
 
     assert issubclass(TopologyError, BatchSchedError)
     cache = MemoryCache()
-    with pytest.raises(SchedulingError, match="hypernode r: a member's regex is no pattern"):
+    with pytest.raises(SchedulingError, match=r"hypernode r: members\[0\] pattern '\(' is "
+                       "invalid: unmatched parentheses"):
         cache.set_hyper_node(HyperNode("r", 1, (HyperNodeMember("Node", regex="("),)))
+    with pytest.raises(SchedulingError, match=r"hypernode u: a member's pattern: .* Unicode"):
+        cache.set_hyper_node(HyperNode("u", 1, (HyperNodeMember("Node", regex=r"\p{Han}"),)))
     with pytest.raises(SchedulingError, match="hypernode t: TypeError"):
         cache.set_hyper_node(HyperNode("t", "x", ()))  # type: ignore[arg-type]
     assert cache.hyper_nodes == {}
+
+
+def test_the_cache_keeps_a_pattern_go_refuses_and_the_member_selects_no_node() -> None:
+    from batchsched.cache.memory import MemoryCache
+
+    refused = HyperNodeMember("Node", regex="n(?=1)")
+    cache = MemoryCache()
+    cache.set_hyper_node(HyperNode("r", 1, (refused, HyperNodeMember("Node", exact="n2"))))
+    assert "r" in cache.hyper_nodes
+    assert refused.nodes({"n1": {}, "n2": {}}) == set()
 
 
 def test_label_and_regex_members_follow_node_changes_between_builds() -> None:
@@ -245,3 +259,29 @@ def test_label_and_regex_members_follow_node_changes_between_builds() -> None:
     assert build_topology(specs, cluster).real_nodes["a"] == {"n1", "n2"}
     cluster.append(nodes("x2")[0])
     assert build_topology(specs, cluster).real_nodes["b"] == {"x1", "x2"}
+
+
+@pytest.mark.parametrize("selector", [
+    {"regexMatch": {"pattern": "n(?=1)"}},
+    {"labelMatch": {"matchExpressions": [{"key": "rack", "operator": "In", "values": []}]}},
+])
+def test_a_member_volcano_cannot_read_selects_no_node_and_is_said(selector: Any) -> None:
+    """The API server stores a pattern Go's regexp refuses (Volcano's admission policy
+    only counts brackets) and a label requirement it does not check; Volcano's
+    GetMembers logs the error and the member selects nothing. The rest schedules."""
+    scenario = parse_scenario({
+        "version": 1, "config": {"actions": "allocate", "tiers": [{"plugins": [
+            {"name": "gang"}, {"name": "predicates"}, {"name": "network-topology-aware"}]}]},
+        "queues": [{"name": "q"}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 1, "pods": 10}, "labels": {"rack": "a"}},
+                  {"name": "n2", "allocatable": {"cpu": 2, "pods": 10}}],
+        "hyperNodes": [
+            {"name": "bad", "tier": 1, "members": [{"type": "Node", "selector": selector}]},
+            {"name": "good", "tier": 1, "members": [
+                {"type": "Node", "selector": {"exactMatch": {"name": "n2"}}}]}],
+        "jobs": [{"name": "j", "queue": "q", "minMember": 1,
+                  "networkTopology": {"mode": "hard", "highestTierAllowed": 1}}],
+        "tasks": [{"name": "t", "job": "j", "requests": {"cpu": 2}}],
+    })
+    assert any("the member selects no node" in warning for warning in scenario.warnings)
+    assert run_scenario(scenario).binds == {"default/t": "n2"}

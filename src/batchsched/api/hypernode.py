@@ -23,7 +23,7 @@ it is declared (:class:`TopologyError`), as Volcano's webhook would have wished.
 from __future__ import annotations
 
 import functools
-import re
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -31,7 +31,8 @@ import attrs
 
 from batchsched.errors import BatchSchedError
 from batchsched.kube.affinity import LabelSelector
-from batchsched.kube.cel.re2 import python_pattern
+from batchsched.kube.cel.re2 import Re2Error
+from batchsched.kube.cel.re2_search import Re2Search
 
 if TYPE_CHECKING:
     from batchsched.api.node import NodeInfo
@@ -46,7 +47,10 @@ __all__ = [
     "Topology",
     "TopologyError",
     "build_topology",
+    "unmatched_brackets",
 ]
+
+log = logging.getLogger("batchsched")
 
 #: Volcano's ``framework.ClusterTopHyperNode``: the virtual root every session adds.
 CLUSTER_TOP = "<cluster-top-hypernode>"
@@ -66,15 +70,31 @@ class HyperNodeMember:
     exact: str = ""
     regex: str = ""
     labels: LabelSelector | None = None
+    #: Why Volcano cannot read the member's selector, which the API server stored (a
+    #: label requirement it refuses): the member then selects no node, as Volcano's
+    #: ``GetMembers`` logs and returns nothing. Empty: readable.
+    unreadable: str = ""
 
     def nodes(self, all_nodes: Mapping[str, Mapping[str, str]]) -> set[str]:
         """The node names a ``Node`` member selects (``GetMembers``): an exact name
         counts even when no such node exists; a regular expression is searched
-        (unanchored) in every node name; an empty label selector selects nothing."""
+        (unanchored) in every node name; an empty label selector selects nothing, and
+        so does a pattern Go's regexp refuses or a selector Volcano cannot read."""
+        if self.unreadable:
+            return set()
         if self.exact:
             return {self.exact}
         if self.regex:
-            pattern = _go_regexp(self.regex)
+            try:
+                pattern = _go_regexp(self.regex)
+            except Re2Error as exc:
+                if not exc.supported:
+                    raise  # Go reads it; selecting nothing would decide otherwise
+                if self.regex not in _REFUSED_PATTERNS:
+                    _REFUSED_PATTERNS.add(self.regex)
+                    log.warning("hypernode member pattern %r: Go's regexp refuses it (%s): "
+                                "the member selects no node", self.regex, exc)
+                return set()
             return {name for name in all_nodes if pattern.search(name)}
         if self.labels is None or not self.labels.requirements:
             return set()
@@ -82,12 +102,26 @@ class HyperNodeMember:
         return {name for name, labels in all_nodes.items() if selector.matches(labels)}
 
 
+def unmatched_brackets(pattern: str) -> str:
+    """What Volcano's HyperNode admission policy finds unmatched in a member pattern
+    (it counts each kind of bracket, escaped or not), or ``""``."""
+    for opening, closing, name in (("(", ")", "parentheses"), ("[", "]", "square brackets"),
+                                   ("{", "}", "curly braces")):
+        if opening in pattern and pattern.count(opening) != pattern.count(closing):
+            return name
+    return ""
+
+
+#: Member patterns Go refuses, said once per process (sessions resolve them again).
+_REFUSED_PATTERNS: set[str] = set()
+
+
 @functools.lru_cache(maxsize=256)
-def _go_regexp(pattern: str) -> re.Pattern[str]:
+def _go_regexp(pattern: str) -> Re2Search:
     """Go's ``regexp.Compile`` of a member pattern (RE2 syntax, read as RE2 reads it:
-    ``[[:digit:]]`` is a class); :class:`~batchsched.kube.cel.re2.Re2Error` for a
-    pattern Go refuses."""
-    return re.compile(python_pattern(pattern))
+    ``[[:digit:]]`` is a class, and searched in linear time);
+    :class:`~batchsched.kube.cel.re2.Re2Error` for a pattern Go refuses."""
+    return Re2Search(pattern)
 
 
 @attrs.frozen

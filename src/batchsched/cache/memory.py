@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,7 +29,12 @@ from batchsched.api.cluster import (
     ResourceQuota,
 )
 from batchsched.api.gpushare import drop_gpu_index
-from batchsched.api.hypernode import HyperNode, TopologyError, build_topology
+from batchsched.api.hypernode import (
+    HyperNode,
+    TopologyError,
+    build_topology,
+    unmatched_brackets,
+)
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import locks_released_by
@@ -42,6 +46,7 @@ from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
 from batchsched.api.vgpu import drop_device_annotations
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
+from batchsched.kube.cel.re2 import Re2Error
 from batchsched.kube.dra.claims import (
     check_reservations,
     claim_keys,
@@ -645,13 +650,20 @@ class MemoryCache:
         :class:`~batchsched.api.hypernode.TopologyError` and changes nothing."""
         proposed = dict(self.hyper_nodes)
         proposed[hyper_node.name] = hyper_node
+        for i, member in enumerate(getattr(hyper_node, "members", ())):
+            unmatched = unmatched_brackets(getattr(member, "regex", "") or "")
+            if unmatched:
+                # Volcano's admission policy refuses it; a pattern Go's regexp refuses
+                # for another reason is stored, and selects no node.
+                raise SchedulingError(f"hypernode {hyper_node.name}: members[{i}] pattern "
+                                      f"{member.regex!r} is invalid: unmatched {unmatched}")
         try:
             build_topology(tuple(proposed.values()), ())
         except TopologyError:
             raise
-        except re.error as exc:
-            raise SchedulingError(f"hypernode {hyper_node.name}: a member's regex is no "
-                                  f"pattern: {exc}") from exc
+        except Re2Error as exc:
+            raise SchedulingError(f"hypernode {hyper_node.name}: a member's pattern: "
+                                  f"{exc}") from exc
         except (TypeError, ValueError, AttributeError) as exc:  # a tier that is no number...
             raise SchedulingError(f"hypernode {hyper_node.name}: {type(exc).__name__}: "
                                   f"{exc}") from exc

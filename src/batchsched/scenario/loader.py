@@ -47,6 +47,7 @@ from batchsched.api.hypernode import (
     NetworkTopology,
     TopologyError,
     build_topology,
+    unmatched_brackets,
 )
 from batchsched.api.job import (
     REQUESTED_RUNTIME_ANNOTATION,
@@ -111,7 +112,8 @@ from batchsched.kube.affinity import (
     parse_affinity,
     parse_label_selector,
 )
-from batchsched.kube.cel.re2 import Re2Error, python_pattern
+from batchsched.kube.cel.re2 import Re2Error
+from batchsched.kube.cel.re2_search import Re2Search
 from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
@@ -868,7 +870,13 @@ class _Parser:
         where = f"{path}.selector.{field}"
         if field == "labelMatch":
             try:
-                labels = parse_label_selector(value, where)
+                labels = parse_label_selector(value, where, unvalidated=True)
+            except UnparsableSelectorError as exc:
+                # The API server stores it; Volcano logs that it cannot read it, and the
+                # member selects no node (GetMembers).
+                self.warnings.append(f"{self.source}: {exc.path}: {exc.problem}; Volcano "
+                                     "cannot read this selector: the member selects no node")
+                return HyperNodeMember(kind, unreadable=f"{exc.path}: {exc.problem}")
             except AffinityError as exc:
                 raise self.fail(exc.path, exc.problem) from None
             return HyperNodeMember(kind, labels=labels)
@@ -880,11 +888,21 @@ class _Parser:
             raise self.fail(f"{where}.{key}", "must be a non-empty string")
         if field == "exactMatch":
             return HyperNodeMember(kind, exact=text)
+        unmatched = unmatched_brackets(text)
+        if unmatched:
+            # Volcano's admission policy refuses it: the API server never stores it.
+            raise self.fail(f"{where}.{key}", f"{text!r}: invalid: unmatched {unmatched}")
         try:
-            re.compile(python_pattern(text))
-        except (Re2Error, re.error) as exc:
-            raise self.fail(f"{where}.{key}", f"{text!r} is not a regular expression Go's "
-                            f"regexp accepts: {exc}") from None
+            Re2Search(text)
+        except Re2Error as exc:
+            if not exc.supported:
+                raise self.fail(f"{where}.{key}", f"{text!r}: {exc}") from None
+            # The API server stores it; Volcano logs that Go's regexp refuses it, and
+            # the member selects no node (GetMembers).
+            problem = f"{text!r} is not a regular expression Go's regexp accepts: {exc}"
+            self.warnings.append(f"{self.source}: {where}.{key}: {problem}; the member "
+                                 "selects no node")
+            return HyperNodeMember(kind, regex=text, unreadable=f"{where}.{key}: {problem}")
         return HyperNodeMember(kind, regex=text)
 
     def config_maps(self, raw: Any) -> dict[str, dict[str, str]]:

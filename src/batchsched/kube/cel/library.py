@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
 from batchsched.errors import QuantityError
-from batchsched.kube.cel.re2 import Re2Error, python_pattern
+from batchsched.kube.cel.re2 import Re2Error
+from batchsched.kube.cel.re2_search import Re2Search
 from batchsched.kube.cel.values import (
     INT_MAX,
     INT_MIN,
@@ -112,11 +112,12 @@ def _to_bytes(value: Any) -> bytes:
 
 
 @functools.lru_cache(maxsize=256)
-def _pattern(pattern: str) -> re.Pattern[str]:
-    """An RE2 pattern (cel-go's ``matches`` uses Go's ``regexp``), read as RE2 reads it."""
+def _pattern(pattern: str) -> Re2Search:
+    """An RE2 pattern (cel-go's ``matches`` uses Go's ``regexp``), read as RE2 reads it
+    and searched in linear time."""
     try:
-        return re.compile(python_pattern(pattern))
-    except (Re2Error, re.error) as exc:
+        return Re2Search(pattern)
+    except Re2Error as exc:
         raise CelEvaluationError(f"invalid regular expression {pattern!r}: {exc}") from None
 
 
@@ -295,7 +296,7 @@ def _join(target: Any, separator: str = "") -> str:
 def _matches(target: Any, pattern: Any) -> bool:
     if type(target) is not str or type(pattern) is not str:
         raise overload("matches", target, pattern)
-    return _pattern(pattern).search(target) is not None
+    return _pattern(pattern).search(target)
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {

@@ -9,19 +9,29 @@ is Python's ``\\Z``, a ``{`` that does not open a repetition RE2 knows (``{n}``,
 flags set within a pattern hold to the end of their group, ``(?<name>...)`` names a
 group, and the ASCII classes (``[[:alpha:]]``) are ranges. Syntax RE2 refuses and
 Python accepts (lookaround, backreferences, atomic groups, possessive quantifiers,
-``\\Z``) is an error here too; so are Unicode classes (``\\pL``), which Python's
-``re`` lacks.
+``\\Z``) is an error here too. Unicode general categories (``\\pL``,
+``\\p{Lu}``, ``\\PN``) are written out as ranges from Python's Unicode tables;
+Unicode scripts (``\\p{Greek}``) are not read (:class:`Re2Error` with ``supported``
+false). Ungreedy mode (``(?U)``) changes which match is found, not whether one is,
+and is dropped.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 
 __all__ = ["Re2Error", "python_pattern"]
 
 
 class Re2Error(ValueError):
-    """The pattern is not one RE2 accepts."""
+    """The pattern is not one RE2 accepts, or (``supported`` false) one RE2 accepts
+    that this reading does not."""
+
+    def __init__(self, message: str, *, supported: bool = True) -> None:
+        super().__init__(message)
+        self.supported = supported
 
 
 #: The Perl classes and RE2's ASCII classes (``[[:alpha:]]``), as code-point ranges.
@@ -153,6 +163,10 @@ class _Translation:
             return end + 2
         if escaped in _CLASSES_OUTSIDE:
             out.append(_CLASSES_OUTSIDE[escaped])
+        elif escaped in "pP":
+            ranges, end = _unicode_class(pattern, i)
+            out.append(f"[{_body(ranges)}]")
+            return end
         elif escaped == "b":
             out.append(_BOUNDARY)
         elif escaped == "B":
@@ -189,6 +203,10 @@ class _Translation:
                 if pattern[i + 1] in _CLASSES_INSIDE:
                     out.append(_CLASSES_INSIDE[pattern[i + 1]])
                     i += 2
+                    continue
+                if pattern[i + 1] in "pP":
+                    unicode_ranges, i = _unicode_class(pattern, i)
+                    out.append(_body(unicode_ranges))
                     continue
                 text, i = _character_escape(pattern, i)
                 out.append(text)
@@ -231,10 +249,13 @@ class _Translation:
         setting = _FLAG_GROUP.match(pattern, i)
         if setting is None:
             raise Re2Error(f"invalid or unsupported Perl syntax: {pattern[i:i + 4]}")
-        flags = setting[1]
-        if "U" in flags:
-            raise Re2Error("ungreedy mode (?U) is not supported here")
-        turned_on, _, turned_off = flags.partition("-")
+        # Ungreedy mode (U) changes which match is found, never whether one is: the
+        # texts matched stay the same without it.
+        turned_on, dash, turned_off = setting[1].partition("-")
+        if dash and not turned_off:
+            raise Re2Error(f"invalid or unsupported Perl syntax: {pattern[i:setting.end()]}")
+        turned_on, turned_off = turned_on.replace("U", ""), turned_off.replace("U", "")
+        flags = f"{turned_on}-{turned_off}" if turned_off else turned_on
         multiline = self.multiline[-1]
         if "m" in turned_on:
             multiline = True
@@ -283,6 +304,64 @@ class _Translation:
         self.out.append(match[0])
         _no_possessive(self.pattern, match.end())
         return match.end()
+
+
+def _unicode_class(pattern: str, i: int) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The ranges of the Unicode class escape at ``pattern[i]`` (``\\pL``,
+    ``\\p{Lu}``, ``\\P{N}``, ``\\p{^L}``) and where the pattern goes on. General
+    categories and ``Any`` are read (from Python's Unicode tables); scripts
+    (``\\p{Greek}``) are refused, as not supported here."""
+    negated = pattern[i + 1] == "P"
+    at = i + 2
+    if at >= len(pattern):
+        raise Re2Error(f"invalid character class range: {pattern[i:]}")
+    if pattern[at] == "{":
+        end = pattern.find("}", at)
+        if end == -1:
+            raise Re2Error(f"invalid character class range: {pattern[i:]}")
+        name, at = pattern[at + 1:end], end + 1
+        if name.startswith("^"):
+            negated, name = not negated, name[1:]
+    else:
+        name, at = pattern[at], at + 1
+    ranges = _category_ranges(name)
+    if ranges is None:
+        # Python has no script table: a name that is no category may be a script.
+        raise Re2Error(f"\\p{{{name}}} is no general category (such as L or Lu) nor Any; "
+                       "Unicode scripts (Greek, Han...) are not supported here",
+                       supported=False)
+    return (_complement(ranges) if negated else ranges), at
+
+
+
+
+@functools.cache
+def _category_table() -> dict[str, tuple[tuple[int, int], ...]]:
+    """Code-point ranges per two-letter general category (unassigned left out)."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    category, start = "", 0
+    for code in range(_MAX_RUNE + 2):
+        current = unicodedata.category(chr(code)) if code <= _MAX_RUNE else ""
+        if current != category:
+            if category and category != "Cn":
+                found.setdefault(category, []).append((start, code - 1))
+            category, start = current, code
+    return {name: tuple(ranges) for name, ranges in found.items()}
+
+
+@functools.cache
+def _category_ranges(name: str) -> tuple[tuple[int, int], ...] | None:
+    """Go's ``unicode.Categories[name]`` as ranges (``L`` is every ``L*``), ``Any``
+    everything; None for a name that is no category."""
+    if name == "Any":
+        return ((0, _MAX_RUNE),)
+    table = _category_table()
+    if len(name) == 1:
+        parts = [ranges for category, ranges in table.items() if category[0] == name]
+        if not parts:
+            return None
+        return tuple(sorted(r for ranges in parts for r in ranges))
+    return table.get(name)
 
 
 def _character_escape(pattern: str, i: int) -> tuple[str, int]:
