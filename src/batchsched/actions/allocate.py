@@ -61,6 +61,7 @@ from batchsched.api.sub_job import SubJobInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PodGroupPhase, TaskStatus
 from batchsched.errors import SchedulingError
+from batchsched.framework.network_topology import contains_network_topology
 from batchsched.framework.statement import Statement
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ class _AllocateRun:
         enqueue_configured = "enqueue" in ssn.configuration.actions
         queues = ssn.queues
         pending = TaskStatus.PENDING
+        hyper_nodes_ready = ssn.hyper_nodes_ready
         # Each queue's jobs, in the order found: queued at once below (the same order
         # as pushing them one by one, for less).
         found: dict[str, list[JobInfo]] = {}
@@ -131,6 +133,8 @@ class _AllocateRun:
             queue = queues.get(job.queue)
             if queue is None:
                 continue
+            if not hyper_nodes_ready and contains_network_topology(job):
+                continue  # Volcano: "hyperNodes are not ready for scheduling"
             for task in job.tasks_in(pending).values():
                 if not task.resreq.is_empty() and not task.externally_gated:
                     break

@@ -16,8 +16,10 @@ Where Volcano's result depends on Go map order (the order of a hypernode's nodes
 siblings, a node found in two lowest-tier hypernodes), batchsched takes the session's
 node order and hypernode names in ascending order. Volcano builds its tree
 incrementally and, on a cycle or a hypernode claimed by two parents, stops
-scheduling topology jobs until it is fixed; batchsched refuses such a cluster when
-it is declared (:class:`TopologyError`), as Volcano's webhook would have wished.
+scheduling topology jobs until it is fixed; so does a session here
+(``Session.hyper_nodes_ready``), and a live cache keeps such updates as Volcano's
+does. A scenario, which declares its whole cluster at once, is refused instead
+(:class:`TopologyError`).
 """
 
 from __future__ import annotations

@@ -645,9 +645,16 @@ class MemoryCache:
 
     @_locked
     def set_hyper_node(self, hyper_node: HyperNode) -> None:
-        """Add or replace a hypernode (network topology). A change that would make the
-        hypernodes no tree (a cycle, a hypernode with two parents) raises
-        :class:`~batchsched.api.hypernode.TopologyError` and changes nothing."""
+        """Add or replace a hypernode (network topology).
+
+        A change that makes the hypernodes no tree (a cycle, a hypernode with two
+        parents) is kept, with a warning, as Volcano's cache keeps it: updates arrive
+        in any order (a leaf moved between spines is claimed by its new parent before
+        its old one lets go), and until the tree is whole again sessions place no job
+        with a network topology (:attr:`Session.hyper_nodes_ready`). A member pattern
+        whose brackets do not pair up (Volcano's admission policy refuses it) or that
+        uses RE2 syntax not supported here raises :class:`SchedulingError` and
+        changes nothing."""
         proposed = dict(self.hyper_nodes)
         proposed[hyper_node.name] = hyper_node
         for i, member in enumerate(getattr(hyper_node, "members", ())):
@@ -658,15 +665,20 @@ class MemoryCache:
                 raise SchedulingError(f"hypernode {hyper_node.name}: members[{i}] pattern "
                                       f"{member.regex!r} is invalid: unmatched {unmatched}")
         try:
-            build_topology(tuple(proposed.values()), ())
+            build_topology((hyper_node,), ())  # the object itself: its tier, its patterns
         except TopologyError:
-            raise
+            pass  # a tree fault: judged with the others below
         except Re2Error as exc:
             raise SchedulingError(f"hypernode {hyper_node.name}: a member's pattern: "
                                   f"{exc}") from exc
         except (TypeError, ValueError, AttributeError) as exc:  # a tier that is no number...
             raise SchedulingError(f"hypernode {hyper_node.name}: {type(exc).__name__}: "
                                   f"{exc}") from exc
+        try:
+            build_topology(tuple(proposed.values()), ())
+        except TopologyError as exc:
+            log.warning("hypernode %s: %s; jobs with a network topology wait until the "
+                        "hypernodes form a tree", hyper_node.name, exc)
         self.hyper_nodes = proposed
 
     @_locked

@@ -26,8 +26,16 @@ from batchsched.api.job import JobInfo
 from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
 from batchsched.api.types import ALLOCATED_STATUSES
 
-__all__ = ["open_network_topologies", "session_topology_of", "sub_job_session_topology",
-           "touches_topology"]
+__all__ = ["contains_network_topology", "open_network_topologies", "session_topology_of",
+           "sub_job_session_topology", "touches_topology"]
+
+
+def contains_network_topology(job: JobInfo) -> bool:
+    """Volcano's ``ContainsNetworkTopology``: the pod group or one of its sub-group
+    policies asks for a network topology."""
+    podgroup = job.podgroup
+    return podgroup.network_topology is not None or any(
+        policy.network_topology is not None for policy in podgroup.sub_group_policies)
 
 
 def touches_topology(job: JobInfo) -> bool:

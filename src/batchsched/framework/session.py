@@ -31,7 +31,13 @@ from batchsched.api.cluster import ClusterInfo
 from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
 from batchsched.api.dra_usage import device_resources, new_claim_devices
 from batchsched.api.fit import ALL_NODES_UNAVAILABLE, FitError
-from batchsched.api.hypernode import HyperNode, NetworkTopology, Topology, build_topology
+from batchsched.api.hypernode import (
+    HyperNode,
+    NetworkTopology,
+    Topology,
+    TopologyError,
+    build_topology,
+)
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.priority_queue import PriorityQueue
@@ -138,6 +144,8 @@ class Session:
             snapshot.config_maps)
         self.now = snapshot.now if snapshot.now is not None else time.time()
         self.hyper_nodes: tuple[HyperNode, ...] = snapshot.hyper_nodes
+        #: Why the hypernodes form no tree ("" when they do; see :attr:`topology`).
+        self.hyper_nodes_unready = ""
         #: The Dynamic Resource Allocation objects (read-only; the predicates plugin
         #: keeps what the session allocates beside them).
         self.dra: DraObjects = snapshot.dra
@@ -254,8 +262,28 @@ class Session:
     @functools.cached_property
     def topology(self) -> Topology:
         """The hypernode tree (Volcano's ``ssn.HyperNodes``, ``RealNodesList``,
-        ``HyperNodesTiers``...), its virtual root included; built when first read."""
-        return build_topology(self.hyper_nodes, self.node_list)
+        ``HyperNodesTiers``...), its virtual root included; built when first read.
+
+        Hypernodes that form no tree (a cycle, a hypernode two parents claim: a host
+        cache may hold them while its updates arrive) give the virtual root alone, and
+        :attr:`hyper_nodes_ready` is false: as in Volcano, jobs with a network
+        topology are not placed until the tree is whole, and the others are."""
+        try:
+            return build_topology(self.hyper_nodes, self.node_list)
+        except TopologyError as exc:
+            self.hyper_nodes_unready = str(exc)
+            log.warning("session %s: %s; jobs with a network topology wait until the "
+                        "hypernodes form a tree", self.uid, exc)
+            return build_topology((), self.node_list)
+
+    @property
+    def hyper_nodes_ready(self) -> bool:
+        """Volcano's ``HyperNodesReadyToSchedule``: whether the hypernodes form a tree
+        (see :attr:`topology`)."""
+        if not self.hyper_nodes:
+            return True
+        self.topology  # noqa: B018 - building the tree is what finds out
+        return not self.hyper_nodes_unready
 
     def _nominated_tasks(self) -> list[TaskInfo]:
         """The tasks with a nominated node, job by job. A cache that hands out the same
