@@ -374,3 +374,25 @@ tasks:
     chosen = report["tasks"][0]["placement"]["chosen"]
     assert chosen["total"] == 0 and chosen["plugins"] == {"tdm": None, "nodegroup": 100.0}
     assert "scored 0 (tdm could not score it: 0 in all, nodegroup 100)" in render(report)
+
+
+def test_a_smaller_request_never_asks_a_fraction_of_a_device() -> None:
+    """Kubernetes takes an extended resource whole, and Volcano reads a fraction of a
+    device count as none: a vGPU count of 1 stays 1, device memory shrinks whole."""
+    from batchsched.explain.counterfactuals import with_smaller_requests
+
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+config: {actions: allocate, tiers: [{plugins: [{name: gang}]}]}
+queues: [{name: default}]
+nodes: [{name: n1, allocatable: {cpu: 4, pods: 10}}]
+jobs: [{name: a, minMember: 1}]
+tasks:
+- {name: a0, job: a, requests: {cpu: 1, volcano.sh/vgpu-number: 1,
+                                volcano.sh/vgpu-memory: 20001, nvidia.com/gpu: 600m}}
+"""))
+    (task,) = with_smaller_requests(scenario, "default/a", 0.75).tasks
+    assert task.resreq.milli_cpu == 750
+    assert task.resreq.get("volcano.sh/vgpu-number") == 1000
+    assert task.resreq.get("volcano.sh/vgpu-memory") == 15000 * 1000
+    assert task.resreq.get("nvidia.com/gpu") == 450  # asked in milli-GPUs: stays so

@@ -109,14 +109,23 @@ def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
 def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenario:
     """The scenario with the job's pending requests times ``factor`` (pods kept), each
     amount rounded up as a scenario's quantity is read (whole milli-units, whole
-    bytes): the requests a changed file can hold."""
+    bytes): the requests a changed file can hold. An extended resource asked in whole
+    units (a device count, device memory) stays whole, rounded down, and is kept as
+    asked where that would be none: a pod cannot ask a fraction of a device."""
     def smaller(request: Resource) -> Resource:
         scaled = request.clone().multi(factor)
         # Rounded to a millionth first: 1000m x 0.3 is 300m, not 301m.
         scaled.milli_cpu = math.ceil(round(scaled.milli_cpu, 6))
         scaled.memory = math.ceil(round(scaled.memory, 6))
         for name, amount in scaled.scalars.items():
-            scaled.scalars[name] = float(math.ceil(round(amount, 6)))
+            original = request.scalars[name]
+            if original % 1000:  # asked in fractions (milli-GPUs): scaled in milli-units
+                scaled.scalars[name] = float(math.ceil(round(amount, 6)))
+                continue
+            # Asked whole (devices, MiB of device memory): Kubernetes takes an extended
+            # resource whole only, and Volcano reads a fraction of a device count as 0.
+            whole = math.floor(round(amount / 1000, 6)) * 1000.0
+            scaled.scalars[name] = whole if whole > 0 else original
         if request.has(PODS):
             scaled.set(PODS, request.get(PODS))
         return scaled
@@ -221,10 +230,16 @@ def _more_nodes(scenario: Scenario, works: Callable[[Scenario], bool],
 
 def _smaller_requests(scenario: Scenario, job: str,
                       works: Callable[[Scenario], bool]) -> dict[str, Any] | None:
+    whole = any(amount and not amount % 1000
+                for task in scenario.tasks
+                if task.job == job and task.status is TaskStatus.PENDING
+                for name, amount in task.resreq.scalars.items() if name != PODS)
+    note = " (device counts and other extended resources in whole units, none below one)"
     for factor in _FACTORS:
         if works(with_smaller_requests(scenario, job, factor)):
             return {"kind": "smallerRequests", "factor": factor,
-                    "text": f"the job's pending requests times {factor}"}
+                    "text": f"the job's pending requests times {factor}"
+                            + (note if whole else "")}
     return None
 
 
