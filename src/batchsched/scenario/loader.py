@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import attrs
 import yaml
 
+from batchsched.api.ascend_annotations import decode_devices, read_register
 from batchsched.api.cluster import (
     SYSTEM_PRIORITY_CLASSES,
     ClusterInfo,
@@ -39,6 +40,8 @@ from batchsched.api.cluster import (
     PriorityClass,
     ResourceQuota,
 )
+from batchsched.api.devices import gpu_ask
+from batchsched.api.gpushare import GPU_INDEX_ANNOTATION, UNHEALTHY_ANNOTATION, gpu_index
 from batchsched.api.hypernode import (
     HARD,
     SOFT,
@@ -118,7 +121,7 @@ from batchsched.kube.dra.claims import instantiate_templates
 from batchsched.kube.dra.documents import parse_dra_documents, parse_pod_claims
 from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
-from batchsched.kube.go_strconv import quote
+from batchsched.kube.go_strconv import parse_int, quote
 from batchsched.kube.go_yaml import GoYamlLoader, check_aliasing
 from batchsched.kube.host_ports import PROTOCOLS, HostPort
 from batchsched.kube.pod_view import (
@@ -1102,6 +1105,7 @@ class _Parser:
             self.warnings.append(
                 f"{self.source}: {path}.annotations.{NODE_REGISTER_ANNOTATION}: {problem}; "
                 "the node has no vGPUs (as in Volcano)")
+        self.warn_node_devices(annotations, path)
         return NodeInfo.create(
             name, allocatable, capacity=capacity,
             labels=self.string_map(obj.get("labels"), f"{path}.labels"),
@@ -1521,6 +1525,7 @@ class _Parser:
                 f"{self.source}: {path}.annotations.{ASSIGNED_IDS_ANNOTATION}: "
                 f"{', '.join(map(repr, unreadable))} name no device (UUID,type,memory,cores "
                 "with whole numbers); skipped, as Volcano skips them")
+        self.warn_task_devices(annotations, path)
         # Volcano reads a pod's task spec from its volcano.sh/task-spec annotation,
         # or label; ``role`` is this format's shorthand for it.
         role = self.typed(obj, "role", str, "", path)
@@ -1567,6 +1572,10 @@ class _Parser:
         if parsed_affinity is not None:
             # What sessions read from it (the task's labels are a copy of ``labels``).
             task.affinity_read = (task.affinity, task.labels, parsed_affinity)
+        if task.node_name and GPU_INDEX_ANNOTATION in annotations and gpu_ask(
+                requests, strict=False) is not None:
+            # The GPUs a placed pod holds, where a host writes TaskInfo.gpu_devices.
+            task.gpu_devices = tuple(gpu_index(annotations) or ())
         if obj.get("startTime") is not None:
             if not task.node_name:
                 raise self.fail(f"{path}.startTime", "only a task on a node has a start time")
@@ -1580,6 +1589,43 @@ class _Parser:
             task.scheduling_condition = (self.typed(condition, "reason", str, "", where),
                                          self.typed(condition, "message", str, "", where))
         return task
+
+    def warn_node_devices(self, annotations: Mapping[str, str], path: str) -> None:
+        """Say which device annotations of a node Volcano cannot read (it logs them and
+        goes on): an Ascend register it cannot decode, an unhealthy GPU id no number."""
+        for key, text in annotations.items():
+            if key.startswith(_ASCEND_REGISTER_PREFIX):
+                try:
+                    read_register(text)
+                except ValueError as exc:
+                    self.warnings.append(
+                        f"{self.source}: {path}.annotations.{key}: {exc}; the node has no "
+                        f"{key[len(_ASCEND_REGISTER_PREFIX):]} cards (as in Volcano)")
+        unhealthy = annotations.get(UNHEALTHY_ANNOTATION)
+        refused = [part for part in (unhealthy.split(",") if unhealthy is not None else ())
+                   if not parse_int(part, 64)[1]]
+        if refused:
+            self.warnings.append(
+                f"{self.source}: {path}.annotations.{UNHEALTHY_ANNOTATION}: "
+                f"{', '.join(map(repr, refused))} name no card (comma-separated whole "
+                "numbers); skipped, as Volcano skips them")
+
+    def warn_task_devices(self, annotations: Mapping[str, str], path: str) -> None:
+        """Say which device annotations of a pod Volcano cannot read: the pod is then
+        counted on none of the cards they name, which another pod may be given."""
+        for key, text in annotations.items():
+            if key.startswith("hami.io/") and key.endswith(_ASCEND_ALLOCATED_SUFFIX):
+                try:
+                    decode_devices(text)
+                except ValueError as exc:
+                    self.warnings.append(
+                        f"{self.source}: {path}.annotations.{key}: {exc}; the pod is "
+                        "counted on none of its cards (as in Volcano)")
+        if GPU_INDEX_ANNOTATION in annotations and gpu_index(annotations) is None:
+            self.warnings.append(
+                f"{self.source}: {path}.annotations.{GPU_INDEX_ANNOTATION}: "
+                f"{annotations[GPU_INDEX_ANNOTATION]!r} is not comma-separated card "
+                "numbers; the pod is counted on no card (as in Volcano)")
 
     def _nonzero_request(self, obj: Mapping[str, Any], path: str) -> tuple[int, int] | None:
         """``nonZeroRequests``: the cpu and memory kube-scheduler's resource scores
@@ -1850,6 +1896,11 @@ def _is_str(value: Any) -> bool:
 
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+#: HAMi's Ascend annotations: a node's cards of a type, and the cards a pod holds.
+_ASCEND_REGISTER_PREFIX = "hami.io/node-register-"
+_ASCEND_ALLOCATED_SUFFIX = "-devices-allocated"
 
 
 def _is_number(value: Any) -> bool:
