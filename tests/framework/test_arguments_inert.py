@@ -121,3 +121,14 @@ def test_an_argument_written_without_a_value_keeps_the_default_and_is_said(
         assert getattr(arguments, getter)("absent", default, owner="demo") == default
     assert len(said) == 1
     assert said[0].startswith("plugin 'demo': argument 'weight' has no value")
+
+
+def test_an_unreadable_value_is_said_once_per_process(caplog: pytest.LogCaptureFixture) -> None:
+    """A plugin is built for every session (thousands in a replay): its unreadable
+    argument is said the first time, not at every session."""
+    arguments_module._WARNED_UNREADABLE.clear()
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        for _ in range(3):
+            Arguments({"seed": "abc"}).get_int("seed", 0, owner="gpu-random")
+        Arguments({"seed": "abd"}).get_int("seed", 0, owner="gpu-random")
+    assert [r.getMessage().split(" = ")[1][:5] for r in caplog.records] == ["'abc'", "'abd'"]

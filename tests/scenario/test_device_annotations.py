@@ -24,8 +24,9 @@ nodes:
 - name: atlas-a
   allocatable: {cpu: 8, pods: 10, huawei.com/Ascend310P: 4}
   annotations:
-    hami.io/node-register-Ascend310P: '[{"id":"a0","count":"4","devmem":21527,"devcore":8,"type":"Ascend310P","health":true}]'
-""")
+    hami.io/node-register-Ascend310P: 'REGISTER'
+""".replace("REGISTER", '[{"id":"a0","count":"4","devmem":21527,"devcore":8,'
+                          '"type":"Ascend310P","health":true}]'))
     (warning,) = scenario.warnings
     assert "nodes[0] (atlas-a).annotations.hami.io/node-register-Ascend310P" in warning
     assert "the node has no Ascend310P cards" in warning
@@ -58,7 +59,9 @@ config:
   actions: "enqueue, allocate"
   tiers:
   - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: deviceshare, arguments: {deviceshare.GPUSharingEnable: true}}]
+  - plugins:
+    - {name: predicates}
+    - {name: deviceshare, arguments: {deviceshare.GPUSharingEnable: true}}
 queues: [{name: default}]
 nodes:
 - {name: n1, allocatable: {cpu: 32, memory: 128Gi, nvidia.com/gpu: 2, pods: 110}}

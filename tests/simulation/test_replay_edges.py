@@ -179,13 +179,37 @@ def test_the_workload_s_loader_warnings_are_printed(capsys: pytest.CaptureFixtur
 def test_sessions_at_one_instant_are_bounded(monkeypatch: pytest.MonkeyPatch,
                                              caplog: pytest.LogCaptureFixture) -> None:
     """Evictions coming back Pending at once may evict again without the clock moving:
-    after MAX_SESSIONS_PER_INSTANT sessions the replay goes on to the next event."""
+    after MAX_SESSIONS_PER_INSTANT sessions since the last arrival or completion the
+    replay goes on to the next event (here b's arrival at t=5 evicts, and the session
+    the evictions ask for is the one too many)."""
     monkeypatch.setattr(engine, "MAX_SESSIONS_PER_INSTANT", 1)
-    scenario = load_scenario(DATA / "horizon.yaml")
+    scenario = load_scenario(DATA / "period-evictions-undoing.yaml")
     simulator = engine.Simulator(workload_from(scenario), scenario.configuration)
     timeline = simulator.run()
     assert timeline.finished_count >= 1
     assert "without the clock moving" in caplog.text
+
+
+def test_many_jobs_arriving_at_one_instant_are_no_eviction_loop(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Each arrival opens a session; the guard counts only the sessions since the last
+    arrival or completion, so every job of a crowd arriving at once starts at once."""
+    from batchsched.api import JobInfo, NodeInfo, PodGroup, Resource, TaskInfo
+    from batchsched.simulation.workload import Workload, WorkloadJob
+
+    monkeypatch.setattr(engine, "MAX_SESSIONS_PER_INSTANT", 3)
+
+    def one_cpu(name: str) -> WorkloadJob:
+        task = TaskInfo.create("default", f"{name}-0", f"default/{name}",
+                               Resource.from_mapping({"cpu": 1}))
+        return WorkloadJob(JobInfo.from_podgroup(PodGroup(name, min_member=1), tasks=[task]),
+                           0.0, {task.uid: 100.0})
+
+    node = NodeInfo.create("n1", Resource.from_mapping({"cpu": 10, "pods": 10}))
+    jobs = tuple(one_cpu(f"j{k}") for k in range(8))
+    timeline = engine.Simulator(Workload(name="crowd", nodes=(node,), jobs=jobs)).run()
+    assert {record.start for record in timeline.jobs.values()} == {0.0}
+    assert "without the clock moving" not in caplog.text
 
 
 def test_ticks_asked_for_by_evictions_alone_are_bounded(monkeypatch: pytest.MonkeyPatch,
@@ -342,3 +366,21 @@ def test_a_wake_up_that_starts_a_task_for_ever_keeps_the_clock() -> None:
     timeline = simulator.run()
     assert (timeline.jobs["default/b"].start, timeline.end) == (40.0, 40.0)
     assert timeline.unfinished == ["default/b"]
+
+
+def test_the_text_summary_counts_the_jobs_the_horizon_came_before(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """b and c arrive at t=10; a horizon at 5 comes before them: the summary says so
+    rather than counting 3 jobs of which only 1 is anywhere."""
+    assert main(["simulate", str(DATA / "horizon.yaml"), "--until", "5",
+                 "--no-progress"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("(3 jobs, 0 finished, 1 unfinished, 0 never started, "
+                          "2 not arrived by the horizon)")
+
+
+def test_a_sampled_arrival_order_without_an_arrived_load_is_refused(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(DATA / "horizon.yaml"), "--arrival-order", "sampled",
+                 "--no-progress"]) == 2
+    assert "--arrival-order sampled applies with --arrived-load" in capsys.readouterr().err

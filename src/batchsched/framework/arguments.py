@@ -10,7 +10,8 @@ A value that is present but cannot be read (a key written without a value, YAML'
 null, included: Volcano warns about it too) is not an error (Volcano's fallback is
 kept) but is logged as a warning on the ``batchsched`` logger, naming the owner
 (the plugin or action, when the caller passes ``owner=``), the argument and the
-value; :func:`warn_unreadable` words it for checks a getter cannot make.
+value, once per process for each value (a plugin is built for every session);
+:func:`warn_unreadable` words it for checks a getter cannot make.
 :meth:`Arguments.warn_unknown` reports arguments a plugin does not read at all.
 
 >>> args = Arguments({"binpack.weight": 10, "enabled": "true", "ratio": 1.5})
@@ -211,6 +212,10 @@ def warn_unreadable(owner: str, key: str, value: object, expected: str, fallback
     'two' is not an integer; using 0 instead``.
     """
     who = f"{kind} {owner!r}" if owner else "arguments"
+    said = (who, key, repr(value), expected)
+    if said in _WARNED_UNREADABLE:
+        return  # a plugin is built for every session: once per process is enough
+    _WARNED_UNREADABLE.add(said)
     shown = "no value" if fallback is None else repr(fallback)
     if value is None:  # the key written without a value (YAML null)
         log.warning("%s: argument %r has no value (%s expected); using %s instead", who,
@@ -256,6 +261,8 @@ def warned_once() -> set[Any]:
 #: :meth:`Arguments.warn_inert`, and each plugin's unread arguments
 #: (:meth:`Arguments.warn_unknown`).
 _WARNED_INERT: set[tuple[str, str]] = warned_once()
+#: The unreadable values already said (:func:`warn_unreadable`), once per process.
+_WARNED_UNREADABLE: set[tuple[str, str, str, str]] = warned_once()
 
 
 class _Collecting(logging.Filter):

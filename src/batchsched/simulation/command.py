@@ -103,6 +103,10 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     if arrived_load is not None and suffix != ".csv":
         raise WorkloadError("--arrived-load applies to GPU pod traces (.csv)",
                             source=Path(path).name)
+    if arrival_order != "trace" and arrived_load is None:
+        raise WorkloadError(f"--arrival-order {arrival_order} applies with --arrived-load "
+                            "(the pods then arrive in that order, at no time of their own)",
+                            source=Path(path).name)
     configuration: SchedulerConfiguration | None = None
     if suffix == ".csv":
         if nodes is None:

@@ -57,8 +57,9 @@ MAX_SCHEDULE_PERIOD = 1e12
 
 log = logging.getLogger("batchsched")
 
-#: Sessions at one instant after which the replay moves on to the next event (a
-#: guard against evictions that undo each other without the clock moving).
+#: Sessions at one instant since the last arrival or completion after which the replay
+#: moves on to the next event (a guard against evictions that undo each other without
+#: the clock moving).
 MAX_SESSIONS_PER_INSTANT = 1000
 
 #: Wake-up sessions in a row, with no arrival, completion or eviction left to come,
@@ -260,6 +261,11 @@ class Simulator:
                 cut = True
                 break
             self.cache.now = max(self.now, at)
+            if kind in (_ARRIVAL, _COMPLETION):
+                # A change from outside the sessions: the sessions at this instant
+                # count afresh (the guard below is against evictions undoing each
+                # other, not against many jobs arriving at once).
+                self._instant = (self.now, 0)
             if kind == _ARRIVAL:
                 self._arrive(payload)
                 self._eviction_ticks = 0
@@ -477,7 +483,8 @@ class Simulator:
             self._instant = (self.now, 0)
         if self._instant[1] >= MAX_SESSIONS_PER_INSTANT:
             # Evictions that come back Pending at once may evict again, and again,
-            # without the clock moving: the instant is over; the next event goes on.
+            # without the clock moving or a job arriving or ending: the instant is
+            # over; the next event goes on.
             if not self._looped:
                 log.warning("batchsched: %s: %d sessions at t=%g without the clock moving "
                             "(evictions undoing each other); no more at this instant",

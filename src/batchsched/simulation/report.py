@@ -78,13 +78,21 @@ def _unfinished(metrics: dict[str, Any]) -> str:
     return f"{count} unfinished, " if count else ""
 
 
+def _not_arrived(data: dict[str, Any]) -> str:
+    """The jobs a horizon (``--until``) came before: in none of the other counts."""
+    metrics = data["metrics"]
+    rest = data["jobs"] - metrics["finishedJobs"] - metrics.get("unfinished", 0) \
+        - metrics["neverStarted"]
+    return f", {rest} not arrived by the horizon" if rest > 0 else ""
+
+
 def text_summary(data: dict[str, Any]) -> str:
     """A few readable lines of a report."""
     metrics = data["metrics"]
     lines = [
         f"workload          {data['workload']} ({data['jobs']} jobs, "
         f"{metrics['finishedJobs']} finished, {_unfinished(metrics)}"
-        f"{metrics['neverStarted']} never started)",
+        f"{metrics['neverStarted']} never started{_not_arrived(data)})",
         f"simulated         {data['simulatedSeconds']:.0f} s in {data['sessions']} sessions",
         f"bounded slowdown  {_shown(metrics['averageBoundedSlowdown'], '.2f')} (average)",
         f"wait              {_shown(metrics['averageWait'], '.1f', ' s')} (average)",
