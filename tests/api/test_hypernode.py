@@ -336,3 +336,59 @@ def test_a_member_volcano_cannot_read_selects_no_node_and_is_said(selector: Any)
     })
     assert any("the member selects no node" in warning for warning in scenario.warnings)
     assert run_scenario(scenario).binds == {"default/t": "n2"}
+
+
+def test_a_broken_tree_leaves_a_running_job_s_hypernode_as_it_was() -> None:
+    """Volcano's OpenSession neither drops nor recovers allocated hypernodes while the
+    tree is not ready: a tier-1 job running in s0 is still held to s0 afterwards."""
+    from batchsched import JobInfo, MemoryCache, PodGroup, Resource, Session, TaskInfo
+    from batchsched.api.types import TaskStatus
+    from batchsched.conf import configuration_from_text
+
+    cache = MemoryCache()
+    for name in ("n0", "n1", "n2", "n3"):
+        cache.add_node(NodeInfo.create(name, Resource.from_mapping({"cpu": 4, "pods": 10})))
+    for spec in (hn("s0", 1, node_names=("n0", "n1")), hn("s1", 1, node_names=("n2", "n3")),
+                 hn("p0", 2, children=("s0",)), hn("p1", 2, children=("s1",))):
+        cache.set_hyper_node(spec)
+    job = JobInfo.from_podgroup(PodGroup("j", "ns", min_member=1,
+                                         network_topology=NetworkTopology("hard", 1)))
+    job.add_task(TaskInfo.create("ns", "j-0", job.uid, Resource.from_mapping({"cpu": 1}),
+                                 status=TaskStatus.RUNNING, node_name="n0"))
+    cache.add_job(job)
+    configuration = configuration_from_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - {name: gang}\n  - {name: predicates}\n"
+        "  - {name: network-topology-aware}\n")
+
+    def held() -> str:
+        session = Session.open(cache, configuration)
+        hyper_node = session.jobs["ns/j"].allocated_hyper_node
+        session.close()
+        return hyper_node
+
+    assert held() == "s0"
+    cache.set_hyper_node(hn("p1", 2, children=("s1", "s0")))  # s0 claimed twice for now
+    assert held() == "s0"
+    cache.set_hyper_node(hn("p0", 2, node_names=("spare",)))
+    assert held() == "s0"
+
+
+def test_a_sub_group_topology_no_task_falls_under_holds_nothing_back() -> None:
+    """Volcano's ContainsNetworkTopology looks at the job's sub-jobs: a policy whose
+    selector takes no task makes none, so a broken tree does not hold the job."""
+    from batchsched import JobInfo, MemoryCache, PodGroup, Resource, TaskInfo
+    from batchsched.api.sub_job import SubGroupPolicy
+
+    cache = MemoryCache()
+    cache.add_node(NodeInfo.create("n0", Resource.from_mapping({"cpu": 4, "pods": 10})))
+    for spec in (hn("s0", 1, node_names=("n0",)), hn("p0", 2, children=("s0",)),
+                 hn("p1", 2, children=("s0",))):
+        cache.set_hyper_node(spec)
+    policy = SubGroupPolicy("workers", network_topology=NetworkTopology("hard", 1),
+                            label_selector=parse_label_selector(
+                                {"matchLabels": {"role": "worker"}}, "p"))
+    job = JobInfo.from_podgroup(PodGroup("j", "ns", min_member=1, sub_group_policies=(policy,)))
+    job.add_task(TaskInfo.create("ns", "j-0", job.uid, Resource.from_mapping({"cpu": 1}),
+                                 labels={"role": "ps"}))
+    cache.add_job(job)
+    assert _placed(cache) == {"ns/j"}

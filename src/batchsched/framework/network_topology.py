@@ -26,27 +26,31 @@ from batchsched.api.job import JobInfo
 from batchsched.api.sub_job import SubJobInfo, sub_jobs_of
 from batchsched.api.types import ALLOCATED_STATUSES
 
-__all__ = ["contains_network_topology", "open_network_topologies", "session_topology_of",
-           "sub_job_session_topology", "touches_topology"]
+__all__ = ["asks_network_topology", "contains_network_topology", "open_network_topologies",
+           "session_topology_of", "sub_job_session_topology", "touches_topology"]
 
 
-def contains_network_topology(job: JobInfo) -> bool:
-    """Volcano's ``ContainsNetworkTopology``: the pod group or one of its sub-group
-    policies asks for a network topology."""
+def asks_network_topology(job: JobInfo) -> bool:
+    """The pod group, or one of its sub-group policies, names a network topology."""
     podgroup = job.podgroup
     return podgroup.network_topology is not None or any(
         policy.network_topology is not None for policy in podgroup.sub_group_policies)
 
 
+def contains_network_topology(job: JobInfo) -> bool:
+    """Volcano's ``ContainsNetworkTopology``: the pod group asks for a network topology,
+    or one of its sub-jobs does (a sub-group policy that some task falls under)."""
+    if job.podgroup.network_topology is not None:
+        return True
+    return asks_network_topology(job) and any(
+        sub_job.policy_topology is not None for sub_job in sub_jobs_of(job).values())
+
+
 def touches_topology(job: JobInfo) -> bool:
     """Whether a session without hypernodes must still open the job's topology: it
     has one (or a sub-group policy has), or holds a reading or hypernodes from before."""
-    podgroup = job.podgroup
-    if (podgroup.network_topology is not None or job.network_topology is not None
-            or job.allocated_hyper_node or job.sub_job_hyper_nodes):
-        return True
-    policies = podgroup.sub_group_policies
-    return bool(policies) and any(p.network_topology is not None for p in policies)
+    return bool(job.network_topology is not None or job.allocated_hyper_node
+                or job.sub_job_hyper_nodes or asks_network_topology(job))
 
 
 def _translated(spec: NetworkTopology, topology: Topology) -> NetworkTopology:
@@ -76,13 +80,17 @@ def sub_job_session_topology(spec: NetworkTopology, job_spec: NetworkTopology | 
     return spec
 
 
-def open_network_topologies(jobs: Iterable[JobInfo], topology: Topology) -> None:
-    """Set each job's session topology and check or recover its allocated hypernodes."""
+def open_network_topologies(jobs: Iterable[JobInfo], topology: Topology, *,
+                            ready: bool = True) -> None:
+    """Set each job's session topology and, when the hypernodes are ``ready`` (they
+    form a tree), check or recover its allocated hypernodes: a broken tree says
+    nothing about where a job lies (Volcano's ``OpenSession`` skips both then)."""
     for job in jobs:
         spec = job.podgroup.network_topology
         job.network_topology = None if spec is None else session_topology_of(spec, topology)
-        has_topology = spec is not None or any(
-            policy.network_topology is not None for policy in job.podgroup.sub_group_policies)
+        if not ready:
+            continue
+        has_topology = asks_network_topology(job)
         if not (job.allocated_hyper_node or job.sub_job_hyper_nodes or has_topology):
             continue
         sub_jobs = sub_jobs_of(job)

@@ -339,7 +339,8 @@ class Session:
                                  operation="snapshot") from exc
         ssn = cls(snapshot, configuration, cache=cache, registry=registry)
         if ssn.hyper_nodes or any(map(touches_topology, ssn.jobs.values())):
-            open_network_topologies(ssn.jobs.values(), ssn.topology)
+            open_network_topologies(ssn.jobs.values(), ssn.topology,
+                                    ready=ssn.hyper_nodes_ready)
         ssn.recorder = recorder
         ssn.metrics = metrics
         ssn.plugins = _create_plugins(configuration, registry)
