@@ -396,3 +396,20 @@ tasks:
     assert task.resreq.get("volcano.sh/vgpu-number") == 1000
     assert task.resreq.get("volcano.sh/vgpu-memory") == 15000 * 1000
     assert task.resreq.get("nvidia.com/gpu") == 450  # asked in milli-GPUs: stays so
+
+
+def test_a_smaller_request_of_native_resources_says_nothing_of_devices() -> None:
+    from batchsched.explain.counterfactuals import with_smaller_requests
+
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+config: {actions: allocate, tiers: [{plugins: [{name: gang}]}]}
+queues: [{name: default}]
+nodes: [{name: n1, allocatable: {cpu: 1, pods: 10, ephemeral-storage: 10Gi}}]
+jobs: [{name: a, minMember: 1}]
+tasks: [{name: a0, job: a, requests: {cpu: 2, ephemeral-storage: 3}}]
+"""))
+    (task,) = with_smaller_requests(scenario, "default/a", 0.5).tasks
+    assert task.resreq.get("ephemeral-storage") == 1500  # 1.5 bytes is no device count
+    texts = [change["text"] for change in counterfactuals(scenario, job="default/a")]
+    assert "the job's pending requests times 0.5" in texts

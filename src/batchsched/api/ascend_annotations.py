@@ -15,11 +15,13 @@ from batchsched.kube.go_json import ANY, Int, MapOf, Ptr, SliceOf, Struct, decod
 from batchsched.kube.go_strconv import parse_int
 
 __all__ = [
+    "ALLOCATED_SUFFIX",
     "ASSIGNED_NODE_ANNOTATION",
     "ASSIGNED_TIME_ANNOTATION",
     "BIND_PHASE_ANNOTATION",
     "BIND_TIME_ANNOTATION",
     "PREDICATE_TIME_ANNOTATION",
+    "REGISTER_PREFIX",
     "allocated_annotation",
     "assigned_vnpus",
     "decode_devices",
@@ -39,9 +41,15 @@ BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
 PREDICATE_TIME_ANNOTATION = "predicate-time"
 
 
+#: What the annotations of :func:`register_annotation` and :func:`allocated_annotation`
+#: start and end with, around the card type.
+REGISTER_PREFIX = "hami.io/node-register-"
+ALLOCATED_SUFFIX = "-devices-allocated"
+
+
 def register_annotation(common_word: str) -> str:
     """The node annotation a device plugin registers its cards of a type in."""
-    return f"hami.io/node-register-{common_word}"
+    return f"{REGISTER_PREFIX}{common_word}"
 
 
 def to_allocate_annotation(common_word: str) -> str:
@@ -50,7 +58,7 @@ def to_allocate_annotation(common_word: str) -> str:
 
 def allocated_annotation(common_word: str) -> str:
     """The task annotation naming the cards it holds (``id,type,memory,cores:``)."""
-    return f"hami.io/{common_word}-devices-allocated"
+    return f"hami.io/{common_word}{ALLOCATED_SUFFIX}"
 
 
 def runtime_annotation(common_word: str) -> str:

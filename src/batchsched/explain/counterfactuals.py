@@ -106,6 +106,11 @@ def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
     return attrs.evolve(scenario, nodes=scenario.nodes + extra)
 
 
+def _extended(name: str) -> bool:
+    """An extended resource (``vendor.example/thing``): Kubernetes takes it whole."""
+    return "/" in name
+
+
 def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenario:
     """The scenario with the job's pending requests times ``factor`` (pods kept), each
     amount rounded up as a scenario's quantity is read (whole milli-units, whole
@@ -119,7 +124,9 @@ def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenar
         scaled.memory = math.ceil(round(scaled.memory, 6))
         for name, amount in scaled.scalars.items():
             original = request.scalars[name]
-            if original % 1000:  # asked in fractions (milli-GPUs): scaled in milli-units
+            if original % 1000 or not _extended(name):
+                # Asked in fractions (milli-GPUs), or a native resource (bytes of
+                # ephemeral storage, hugepages): scaled in milli-units.
                 scaled.scalars[name] = float(math.ceil(round(amount, 6)))
                 continue
             # Asked whole (devices, MiB of device memory): Kubernetes takes an extended
@@ -233,7 +240,7 @@ def _smaller_requests(scenario: Scenario, job: str,
     whole = any(amount and not amount % 1000
                 for task in scenario.tasks
                 if task.job == job and task.status is TaskStatus.PENDING
-                for name, amount in task.resreq.scalars.items() if name != PODS)
+                for name, amount in task.resreq.scalars.items() if _extended(name))
     note = " (device counts and other extended resources in whole units, none below one)"
     for factor in _FACTORS:
         if works(with_smaller_requests(scenario, job, factor)):

@@ -32,7 +32,12 @@ from typing import Any, TypeVar
 import attrs
 import yaml
 
-from batchsched.api.ascend_annotations import decode_devices, read_register
+from batchsched.api.ascend_annotations import (
+    ALLOCATED_SUFFIX,
+    REGISTER_PREFIX,
+    decode_devices,
+    read_register,
+)
 from batchsched.api.cluster import (
     SYSTEM_PRIORITY_CLASSES,
     ClusterInfo,
@@ -1594,13 +1599,13 @@ class _Parser:
         """Say which device annotations of a node Volcano cannot read (it logs them and
         goes on): an Ascend register it cannot decode, an unhealthy GPU id no number."""
         for key, text in annotations.items():
-            if key.startswith(_ASCEND_REGISTER_PREFIX):
+            if key.startswith(REGISTER_PREFIX):
                 try:
                     read_register(text)
                 except ValueError as exc:
                     self.warnings.append(
                         f"{self.source}: {path}.annotations.{key}: {exc}; the node has no "
-                        f"{key[len(_ASCEND_REGISTER_PREFIX):]} cards (as in Volcano)")
+                        f"{key[len(REGISTER_PREFIX):]} cards (as in Volcano)")
         unhealthy = annotations.get(UNHEALTHY_ANNOTATION)
         refused = [part for part in (unhealthy.split(",") if unhealthy is not None else ())
                    if not parse_int(part, 64)[1]]
@@ -1614,7 +1619,7 @@ class _Parser:
         """Say which device annotations of a pod Volcano cannot read: the pod is then
         counted on none of the cards they name, which another pod may be given."""
         for key, text in annotations.items():
-            if key.startswith("hami.io/") and key.endswith(_ASCEND_ALLOCATED_SUFFIX):
+            if key.startswith("hami.io/") and key.endswith(ALLOCATED_SUFFIX):
                 try:
                     decode_devices(text)
                 except ValueError as exc:
@@ -1896,11 +1901,6 @@ def _is_str(value: Any) -> bool:
 
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-#: HAMi's Ascend annotations: a node's cards of a type, and the cards a pod holds.
-_ASCEND_REGISTER_PREFIX = "hami.io/node-register-"
-_ASCEND_ALLOCATED_SUFFIX = "-devices-allocated"
 
 
 def _is_number(value: Any) -> bool:

@@ -13,7 +13,10 @@ Python accepts (lookaround, backreferences, atomic groups, possessive quantifier
 ``\\p{Lu}``, ``\\PN``) are written out as ranges from Python's Unicode tables;
 Unicode scripts (``\\p{Greek}``) are not read (:class:`Re2Error` with ``supported``
 false). Ungreedy mode (``(?U)``) changes which match is found, not whether one is,
-and is dropped.
+and is dropped. A negated class is written negated (``\\W`` as ``[^...]``), so that
+a case-insensitive reading folds it before negating it, as RE2 does; within brackets
+(``[\\W\\d]``, ``[[:^upper:]]``) it is written as its complement, which under
+``(?i)`` differs from RE2 on letters that have a case.
 """
 
 from __future__ import annotations
@@ -70,13 +73,15 @@ def _body(ranges: tuple[tuple[int, int], ...]) -> str:
 
 
 _WORD = "[0-9A-Za-z_]"
+# A negated class is written negated, not as its complement: under (?i) RE2 folds the
+# class first and then negates it.
 _CLASSES_OUTSIDE = {**{name: f"[{_body(ranges)}]" for name, ranges in _PERL.items()},
-                    **{name.upper(): f"[{_body(_complement(ranges))}]"
-                       for name, ranges in _PERL.items()}}
+                    **{name.upper(): f"[^{_body(ranges)}]" for name, ranges in _PERL.items()}}
 _CLASSES_INSIDE = {**{name: _body(ranges) for name, ranges in _PERL.items()},
                    **{name.upper(): _body(_complement(ranges)) for name, ranges in _PERL.items()}}
-_BOUNDARY = f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
-_NOT_BOUNDARY = f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"
+# ASCII whatever (?i) says (Python would fold the Kelvin sign into [A-Za-z]).
+_BOUNDARY = f"(?-i:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))"
+_NOT_BOUNDARY = f"(?-i:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"
 _REPEAT = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
 _FLAG_GROUP = re.compile(r"\(\?([imsU]*(?:-[imsU]*)?)([:)])")
 #: RE2's largest repetition count.
@@ -164,8 +169,8 @@ class _Translation:
         if escaped in _CLASSES_OUTSIDE:
             out.append(_CLASSES_OUTSIDE[escaped])
         elif escaped in "pP":
-            ranges, end = _unicode_class(pattern, i)
-            out.append(f"[{_body(ranges)}]")
+            ranges, negated, end = _unicode_class(pattern, i)
+            out.append(f"[{'^' if negated else ''}{_body(ranges)}]")
             return end
         elif escaped == "b":
             out.append(_BOUNDARY)
@@ -205,8 +210,9 @@ class _Translation:
                     i += 2
                     continue
                 if pattern[i + 1] in "pP":
-                    unicode_ranges, i = _unicode_class(pattern, i)
-                    out.append(_body(unicode_ranges))
+                    unicode_ranges, negated, i = _unicode_class(pattern, i)
+                    out.append(_body(_complement(unicode_ranges) if negated
+                                     else unicode_ranges))
                     continue
                 text, i = _character_escape(pattern, i)
                 out.append(text)
@@ -306,9 +312,10 @@ class _Translation:
         return match.end()
 
 
-def _unicode_class(pattern: str, i: int) -> tuple[tuple[tuple[int, int], ...], int]:
+def _unicode_class(pattern: str, i: int) -> tuple[tuple[tuple[int, int], ...], bool, int]:
     """The ranges of the Unicode class escape at ``pattern[i]`` (``\\pL``,
-    ``\\p{Lu}``, ``\\P{N}``, ``\\p{^L}``) and where the pattern goes on. General
+    ``\\p{Lu}``, ``\\P{N}``, ``\\p{^L}``), whether it is negated, and where the
+    pattern goes on. General
     categories and ``Any`` are read (from Python's Unicode tables); scripts
     (``\\p{Greek}``) are refused, as not supported here."""
     negated = pattern[i + 1] == "P"
@@ -330,7 +337,7 @@ def _unicode_class(pattern: str, i: int) -> tuple[tuple[tuple[int, int], ...], i
         raise Re2Error(f"\\p{{{name}}} is no general category (such as L or Lu) nor Any; "
                        "Unicode scripts (Greek, Han...) are not supported here",
                        supported=False)
-    return (_complement(ranges) if negated else ranges), at
+    return ranges, negated, at
 
 
 

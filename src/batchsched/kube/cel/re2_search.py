@@ -21,6 +21,7 @@ and its groups, is not asked.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import sys
 from collections.abc import Callable, Iterable
@@ -50,9 +51,8 @@ _DOTALL = _sre.SRE_FLAG_DOTALL
 # Instructions: (CHAR, test), (SPLIT, a, b), (JUMP, a), (AT, where), (LOOK, step, test,
 # wanted), (MATCH,).
 _CHAR, _SPLIT, _JUMP, _AT, _LOOK, _MATCH = range(6)
-# Zero-width positions (AT): start of text, start of line, end of text, end of line,
-# Python's end of text (before a final newline too).
-_TEXT_START, _LINE_START, _TEXT_END, _LINE_END, _END_OR_FINAL_NEWLINE = range(5)
+# Zero-width positions (AT): start of text, start of line, end of text, end of line.
+_TEXT_START, _LINE_START, _TEXT_END, _LINE_END = range(4)
 
 CharTest = Callable[[str], bool]
 
@@ -65,47 +65,60 @@ class Re2Search:
         self.pattern = pattern
         try:
             parsed: Any = _sre_parse.parse(python_pattern(pattern))
+            builder = _Builder()
+            builder.sequence(parsed, parsed.state.flags)
         except Re2Error:
             raise
+        except RecursionError:
+            raise Re2Error("the pattern nests too deeply for this reading",
+                           supported=False) from None
         except Exception as exc:  # re.error and the like: RE2 refuses these too
             raise Re2Error(str(exc)) from None
-        builder = _Builder()
-        builder.sequence(parsed, parsed.state.flags)
         builder.emit((_MATCH,))
         self._program = builder.program
         self._contextual = builder.contextual
         self._start = frozenset({0})
+        #: Whether every match starts at the start of the text (``^...`` without m):
+        #: then no thread starts later, and the search ends when none is left.
+        self._anchored = _anchored(builder.program)
         self._closures: dict[Any, tuple[tuple[int, ...], bool]] = {}
         self._steps: dict[tuple[tuple[int, ...], str], frozenset[int]] = {}
+        #: Texts already answered (node names come back at every session).
+        self._answers: dict[str, bool] = {}
 
     def search(self, text: str) -> bool:
         """Whether the pattern matches somewhere in ``text`` (Go's ``MatchString``)."""
+        answer = self._answers.get(text)
+        if answer is None:
+            if len(self._answers) >= _MAX_KEPT:
+                self._answers.clear()
+            answer = self._answers[text] = self._search(text)
+        return answer
+
+    def _search(self, text: str) -> bool:
         program, closures, steps = self._program, self._closures, self._steps
-        if len(closures) > _MAX_KEPT or len(steps) > _MAX_KEPT:
-            closures.clear()
-            steps.clear()
         start, contextual = self._start, self._contextual
+        restart: frozenset[int] = frozenset() if self._anchored else start
         states: frozenset[int] = start
         last = len(text)
         for at in range(last + 1):
+            if len(closures) >= _MAX_KEPT or len(steps) >= _MAX_KEPT:
+                closures.clear()  # bounded within one long text too
+                steps.clear()
             after = text[at] if at < last else None
-            if contextual:
-                before = text[at - 1] if at else None
-                key: Any = (states, before, after, at == last - 1)
-            else:
-                key = states
+            key: Any = (states, text[at - 1] if at else None, after) if contextual else states
             found = closures.get(key)
             if found is None:
                 found = closures[key] = _closure(program, states, text, at)
             waiting, matched = found
             if matched:
                 return True
-            if after is None:
+            if after is None or (not waiting and not restart):
                 return False
             step = (waiting, after)
             following = steps.get(step)
             if following is None:
-                following = start.union(pc + 1 for pc in waiting if program[pc][1](after))
+                following = restart.union(pc + 1 for pc in waiting if program[pc][1](after))
                 steps[step] = following
             states = following
         return False  # pragma: no cover - the loop returns at the end of the text
@@ -138,7 +151,7 @@ def _closure(program: list[tuple[Any, ...]], states: frozenset[int], text: str,
         elif op == _JUMP:
             stack.append(instruction[1])
         elif op == _AT:
-            if _at(instruction[1], before, after, at == len(text) - 1):
+            if _at(instruction[1], before, after):
                 stack.append(pc + 1)
         elif op == _LOOK:
             seen_char = before if instruction[1] < 0 else after
@@ -149,16 +162,39 @@ def _closure(program: list[tuple[Any, ...]], states: frozenset[int], text: str,
     return tuple(sorted(waiting)), False
 
 
-def _at(where: int, before: str | None, after: str | None, final: bool) -> bool:
+def _at(where: int, before: str | None, after: str | None) -> bool:
     if where == _TEXT_START:
         return before is None
     if where == _LINE_START:
         return before is None or before == "\n"
     if where == _TEXT_END:
         return after is None
-    if where == _LINE_END:
-        return after is None or after == "\n"
-    return after is None or (after == "\n" and final)
+    return after is None or after == "\n"
+
+
+def _anchored(program: list[tuple[Any, ...]]) -> bool:
+    """Whether every way from the first instruction meets the start-of-text test
+    before it reads a character or matches."""
+    seen: set[int] = set()
+    stack = [0]
+    while stack:
+        pc = stack.pop()
+        if pc in seen:
+            continue
+        seen.add(pc)
+        instruction = program[pc]
+        op = instruction[0]
+        if op == _SPLIT:
+            stack.extend(instruction[1:])
+        elif op == _JUMP:
+            stack.append(instruction[1])
+        elif op == _AT and instruction[1] == _TEXT_START:
+            continue
+        elif op == _AT:
+            stack.append(pc + 1)  # another zero-width test: the start may still follow
+        else:
+            return False
+    return True
 
 
 class _Builder:
@@ -203,8 +239,9 @@ class _Builder:
                                                       _sre.ANY, _sre.IN):
                 raise Re2Error("invalid or unsupported Perl syntax: lookaround")
             self.contextual = True
-            self.emit((_LOOK, step, _char_test(tests[0][0], tests[0][1], flags),
-                       op == _sre.ASSERT))
+            # The translation writes only \b and \B so: ASCII, whatever (?i) says.
+            self.emit((_LOOK, step, _char_test(tests[0][0], tests[0][1],
+                                               flags & ~_IGNORECASE), op == _sre.ASSERT))
         else:
             raise Re2Error(f"invalid or unsupported syntax: {op}")
 
@@ -244,16 +281,17 @@ def _position(code: Any, flags: int) -> int:
         return _LINE_START if multiline else _TEXT_START
     if code == _sre.AT_BEGINNING_STRING:
         return _TEXT_START
-    if code == _sre.AT_END:
-        return _LINE_END if multiline else _END_OR_FINAL_NEWLINE
+    if code == _sre.AT_END and multiline:  # the translation writes $ as \Z or (?m:$)
+        return _LINE_END
     if code == _sre.AT_END_STRING:
         return _TEXT_END
     raise Re2Error(f"invalid or unsupported syntax: {code}")
 
 
 def _char_test(op: Any, argument: Any, flags: int) -> CharTest:
-    """What one character must be, under the flags in force (Python's reading of
-    ``i`` and ``s``)."""
+    """What one character must be, under the flags in force: ``s`` lets ``.`` take a
+    newline; ``i`` takes a character when one of its case-folding orbit (Go's
+    ``SimpleFold``: K, k and the Kelvin sign are one orbit) would be taken."""
     folded = bool(flags & _IGNORECASE)
     if op == _sre.ANY:
         if flags & _DOTALL:
@@ -261,13 +299,12 @@ def _char_test(op: Any, argument: Any, flags: int) -> CharTest:
         return lambda char: char != "\n"
     if op in (_sre.LITERAL, _sre.NOT_LITERAL):
         wanted = chr(argument)
-        variants = _variants(wanted) if folded else {wanted}
         if not folded:
-            return variants.__contains__ if op == _sre.LITERAL else wanted.__ne__
-        # Case folding is no function: the Kelvin sign's lower case is k, k's upper K.
+            return wanted.__eq__ if op == _sre.LITERAL else wanted.__ne__
+        key = _fold_key(wanted)
         if op == _sre.LITERAL:
-            return lambda char: not variants.isdisjoint(_variants(char))
-        return lambda char: variants.isdisjoint(_variants(char))
+            return lambda char: _fold_key(char) == key
+        return lambda char: _fold_key(char) != key
     negated = False
     singles: set[str] = set()
     ranges: list[tuple[int, int]] = []
@@ -280,37 +317,48 @@ def _char_test(op: Any, argument: Any, flags: int) -> CharTest:
             ranges.append(value)
         else:  # the translation writes every class out as ranges
             raise Re2Error(f"invalid or unsupported syntax in a class: {member}")
-    if folded:
-        singles = {variant for single in singles for variant in _variants(single)}
-
     ranges.sort()
     lows = [low for low, _ in ranges]
     # The highest end of the ranges so far: ranges may overlap or nest, and the last
     # range starting at or below a code covers it if any does within this reach.
     reach = list(itertools.accumulate((high for _, high in ranges), max))
 
-    def inside(char: str) -> bool:
-        for candidate in _variants(char) if folded else (char,):
-            if candidate in singles:
-                return True
-            index = bisect.bisect_right(lows, ord(candidate)) - 1
-            if index >= 0 and ord(candidate) <= reach[index]:
-                return True
-        return False
+    def holds(char: str) -> bool:
+        if char in singles:
+            return True
+        index = bisect.bisect_right(lows, ord(char)) - 1
+        return index >= 0 and ord(char) <= reach[index]
 
+    # Folded before it is negated, as Go's parser folds a class and then negates it.
+    inside = (lambda char: any(map(holds, _orbit(char)))) if folded else holds
     if negated:
         return lambda char: not inside(char)
     return inside
 
 
-def _variants(char: str) -> set[str]:
-    """The characters a case-insensitive test takes for ``char``: itself and its one-
-    character lower and upper cases (``K``, ``k`` and the Kelvin sign are one)."""
-    found = {char}
-    for other in (char.lower(), char.upper()):
-        if len(other) == 1:
-            found.add(other)
-            for again in (other.lower(), other.upper()):
-                if len(again) == 1:
-                    found.add(again)
-    return found
+def _fold_key(char: str) -> str:
+    """The character Unicode's simple case folding maps ``char`` to (Python's tables:
+    its case fold where that is one character, else its lower case)."""
+    folded = char.casefold()
+    if len(folded) == 1:
+        return folded
+    lower = char.lower()
+    return lower if len(lower) == 1 else char
+
+
+@functools.cache
+def _orbits() -> dict[str, frozenset[str]]:
+    """Every character whose case folds to another, grouped by what it folds to (built
+    once, on the first case-insensitive pattern)."""
+    groups: dict[str, set[str]] = {}
+    for code in range(0x110000):
+        char = chr(code)
+        key = _fold_key(char)
+        if key != char:
+            groups.setdefault(key, {key}).add(char)
+    return {key: frozenset(group) for key, group in groups.items()}
+
+
+def _orbit(char: str) -> frozenset[str]:
+    """The characters that fold as ``char`` does (itself alone when none other does)."""
+    return _orbits().get(_fold_key(char)) or frozenset((char,))
