@@ -1411,3 +1411,69 @@ def test_a_normalized_score_that_is_no_number_fails_that_pod_naming_the_plugin()
     result = s.run(0.0)[0]
     assert result.status.code == Code.ERROR and result.status.plugin == "S"
     assert "normalized the score of node n0 to 'high', not a number" in result.status.message
+
+
+def _recreated(c: MemoryCache, name: str, cpu: int, created: float) -> None:
+    """The host's informer: the pod deleted, and a new pod of its name created."""
+    old = c.snapshot().jobs[f"default/j-{name}"].tasks[f"default/{name}"]
+    c.delete_task(old)
+    new = parse_scenario({
+        "version": 1, "config": {"actions": ""},
+        "jobs": [{"name": f"j-{name}", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": name, "job": f"j-{name}", "requests": {"cpu": cpu},
+                   "createdAt": created}],
+    }, source="<test>").build_cache().jobs[f"default/j-{name}"].tasks[f"default/{name}"]
+    c.add_task(new)
+
+
+def test_a_pod_created_again_while_it_waits_at_permit_is_a_new_pod() -> None:
+    """kube gives the new pod a new UID: the old one is rejected and unreserved, and
+    the new one (3 cpu on a 2-cpu node) is scheduled from scratch, not bound on the
+    old one's reservation."""
+    calls: list[str] = []
+
+    class Hold:
+        def name(self) -> str:
+            return "Hold"
+
+        def reserve(self, state: CycleState, pod: Any, node: str) -> Status:
+            calls.append(f"reserve {pod.resreq.milli_cpu:g}")
+            return Status()
+
+        def unreserve(self, state: CycleState, pod: Any, node: str) -> None:
+            calls.append("unreserve")
+
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            return Status(Code.WAIT), 60.0
+
+    c = cache({"n0": 2}, [("w", 1, 0)])
+    s = scheduler(c, plugins=[("Hold", Hold())],
+                  filter=["NodeResourcesFit"], reserve=["Hold"], permit=["Hold"])
+    (waiting,) = s.run(0.0)
+    assert waiting.status.code == Code.WAIT
+    _recreated(c, "w", 3, created=5.0)
+    (result,) = s.run(6.0)
+    assert result.status.code == Code.UNSCHEDULABLE and result.node is None
+    assert calls == ["reserve 1000", "unreserve"]
+    assert s.assumed == {} and bound(c) == {}
+    assert c.nodes["n0"].used.milli_cpu == 0
+
+
+def test_a_pod_created_again_while_queued_starts_afresh_in_the_active_queue() -> None:
+    c = cache({"n0": 2}, [("p", 4, 0)])
+    s = scheduler(c, filter=["NodeResourcesFit"])
+    (failed,) = s.run(0.0)
+    assert failed.status.code == Code.UNSCHEDULABLE
+    _recreated(c, "p", 1, created=20.0)
+    s.run(30.0)
+    assert bound(c) == {"default/p": "n0"}
+
+
+def test_a_queue_given_to_the_scheduler_is_the_queue_it_uses() -> None:
+    """An empty queue has a length of 0 (falsy): it must still be the one used, with
+    the profile's QueueSort unless it was built with an order of its own."""
+    queue = SchedulingQueue(initial_backoff=5.0, pop_from_backoff=False)
+    c = cache({"n0": 2}, [("a", 1, 0)])
+    s = PodScheduler(c, Framework(registry(), profile()), queue=queue)
+    assert s.queue is queue
+    assert queue.less is not None and queue.initial_backoff == 5.0

@@ -98,6 +98,10 @@ class SchedulingQueue:
         self.delete(pod.uid)
         self.active[pod.uid] = QueuedPod(pod, since=now)
 
+    def queued(self, uid: str) -> QueuedPod | None:
+        """The pod's entry, in whichever sub-queue it is (None: not queued)."""
+        return self.active.get(uid) or self.backoff.get(uid) or self.unschedulable.get(uid)
+
     def delete(self, uid: str) -> None:
         for queue in (self.active, self.backoff, self.unschedulable):
             queue.pop(uid, None)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Callable, Mapping
 
 import attrs
@@ -48,7 +49,7 @@ from batchsched.kubesched.framework import (
     Framework,
     check_percentage_of_nodes_to_score,
 )
-from batchsched.kubesched.queue import QueuedPod, SchedulingQueue
+from batchsched.kubesched.queue import QueuedPod, SchedulingQueue, default_less
 from batchsched.kubesched.status import Code, Status
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler", "fit_error_message",
@@ -110,7 +111,11 @@ class PodScheduler:
                 framework.waiting_pods = waiting
         default = self.frameworks.get(DEFAULT_SCHEDULER_NAME) or next(
             iter(self.frameworks.values()))
-        self.queue = queue or SchedulingQueue(default.queue_sort_less())
+        # An empty queue is falsy (it has a length): test for None.
+        self.queue = queue if queue is not None else SchedulingQueue(default.queue_sort_less())
+        if self.queue.less is default_less:
+            # A queue built without an order of its own takes the profile's QueueSort.
+            self.queue.less = default.queue_sort_less() or default_less
         self._queue_sort = default.queue_sort_name()
         if self.queue.admit is None:
             self.queue.admit = self._admitted
@@ -170,11 +175,12 @@ class PodScheduler:
         for uid, assumed in list(self.assumed.items()):
             task = _task(view, assumed.pod)
             node = view.nodes.get(assumed.node)
-            if task is None or node is None:
-                # Deleted (or its node gone) while assumed: kube-scheduler rejects it if
-                # it waits at Permit, and its plugins unreserve what they reserved; a
-                # rejected waiting pod frees its node, which moves the pods that could
-                # not be placed (kube's AssignedPodDelete).
+            if task is None or node is None or not _same_pod(task, assumed.pod):
+                # Deleted (or its node gone, or the pod deleted and created again under
+                # its name: another pod, kube's new UID) while assumed: kube-scheduler
+                # rejects it if it waits at Permit, and its plugins unreserve what they
+                # reserved; a rejected waiting pod frees its node, which moves the pods
+                # that could not be placed (kube's AssignedPodDelete).
                 was_waiting = assumed.framework.waiting_pods.remove(uid)
                 self._unreserve(assumed)
                 self._forget(uid)
@@ -205,6 +211,12 @@ class PodScheduler:
                 if task.status != TaskStatus.PENDING or task.node_name \
                         or task.uid in self.assumed:
                     continue
+                known = self.queue.queued(task.uid)
+                if known is not None and not _same_pod(known.pod, task):
+                    # Deleted and created again since it was queued: a new pod, queued
+                    # afresh (kube's new UID), without the old one's attempts.
+                    self.queue.delete(task.uid)
+                    self.attempts.pop(task.uid, None)
                 queued = gated.get(task.uid)
                 if task.uid in self.queue and (queued is None or not queued.gated):
                     continue
@@ -649,6 +661,15 @@ def _guarded(point: Callable[[], Status]) -> Status:
         status = Status.error(str(exc))
         plugin = getattr(exc, "plugin", "")  # a PluginError names its plugin
         return status.with_plugin(plugin) if isinstance(plugin, str) and plugin else status
+
+
+def _same_pod(one: TaskInfo, other: TaskInfo) -> bool:
+    """Whether two objects of one pod name are the same pod, not one deleted and created
+    again: the same creation time (an unknown one, NaN, is no other) and pod uid."""
+    if one.order_uid != other.order_uid:
+        return False
+    return one.creation_time == other.creation_time or (
+        math.isnan(one.creation_time) and math.isnan(other.creation_time))
 
 
 def _task(view: ClusterInfo, pod: TaskInfo) -> TaskInfo | None:
