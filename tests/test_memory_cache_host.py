@@ -755,3 +755,90 @@ def test_a_bind_after_a_pod_group_update_goes_through() -> None:
     cache.add_job(gang("g", 2, 2))
     Scheduler(cache).run_once()
     assert sorted(b.task for b in cache.binds) == ["ns/g-0", "ns/g-1"]
+
+
+def test_deleting_a_pod_as_another_existing_job_s_is_refused_and_changes_nothing() -> None:
+    """The pod named with a job that exists but does not hold it: refused, as with a
+    job that does not exist; before, the pod left its node and stayed in its job."""
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("a", 1, 1))
+    cache.add_job(gang("b", 1, 1, cpu=2))
+    Scheduler(cache).run_once()
+    stranger = TaskInfo.create("ns", "a-0", "ns/b", Resource.from_mapping({"cpu": 1}))
+    with pytest.raises(SchedulingError, match="job 'ns/b' does not hold it; job ns/a does"):
+        cache.delete_task(stranger)
+    assert "ns/a-0" in cache.nodes["n1"].tasks and "ns/a-0" in cache.jobs["ns/a"].tasks
+    assert used_cpu(cache, "n1") == 3000
+
+
+def test_a_foreign_pod_leaves_the_node_the_cache_has_it_on() -> None:
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    dns = TaskInfo.create("kube-system", "dns", "", Resource.from_mapping({"cpu": 3}),
+                          status=TaskStatus.RUNNING, node_name="n1")
+    cache.add_foreign_pod(dns)
+    cache.delete_task(TaskInfo.create("kube-system", "dns", "", Resource.from_mapping({})))
+    assert used_cpu(cache, "n1") == 0 and not cache.nodes["n1"].tasks
+    cache.add_foreign_pod(dns)  # its id is free again
+
+
+def test_a_pod_group_updated_through_delete_job_and_add_job_keeps_its_nominations() -> None:
+    cache = MemoryCache(now=0.0)
+    cache.add_node(node("n1"))
+    cache.add_job(gang("g", 1, 1))
+    (task,) = cache.jobs["ns/g"].tasks.values()
+    cache.nominate(task, "n1")
+    job = cache.jobs["ns/g"]
+    cache.delete_job("ns/g")
+    cache.add_job(job)
+    assert cache.nominations == {"ns/g-0": "n1"}
+    cache.delete_job("ns/g")
+    cache.snapshot()  # a job deleted for good: its nominations are not kept for later
+    cache.add_job(job)
+    assert cache.nominations == {}
+
+
+def test_a_bind_on_gpus_taken_since_the_snapshot_is_refused() -> None:
+    """The host is told the GPUs the session chose: they must still be free, not
+    swapped for others behind the host's back."""
+    told: dict[str, tuple[int, ...]] = {}
+
+    def binder(task: TaskInfo, node_name: str) -> bool:
+        told[task.uid] = task.gpu_devices
+        return True
+
+    class Host(MemoryCache):
+        meanwhile: Any = None
+
+        def snapshot(self) -> ClusterInfo:
+            taken = super().snapshot()
+            if self.meanwhile is not None:
+                self.meanwhile()
+                self.meanwhile = None
+            return taken
+
+    cache = Host(now=0.0, binder=binder)
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping(
+        {"cpu": 8, "memory": "8Gi", "pods": 10, "nvidia.com/gpu": 2})))
+    running = JobInfo.from_podgroup(PodGroup("a", "ns", min_member=1))
+    running.add_task(TaskInfo.create("ns", "a-0", running.uid, Resource.from_mapping(
+        {"cpu": 1, "nvidia.com/gpu": 1}), status=TaskStatus.RUNNING, node_name="n1",
+        gpu_devices=(1,)))
+    cache.add_job(running)
+    waiting = JobInfo.from_podgroup(PodGroup("t", "ns", min_member=1))
+    waiting.add_task(TaskInfo.create("ns", "t-0", waiting.uid, Resource.from_mapping(
+        {"cpu": 1, "nvidia.com/gpu": 1})))
+    cache.add_job(waiting)
+
+    def gpu_0_taken() -> None:
+        cache.task_ended("ns/a", "ns/a-0")
+        cache.add_foreign_pod(TaskInfo.create(
+            "other", "b", "", Resource.from_mapping({"cpu": 1, "nvidia.com/gpu": 1}),
+            status=TaskStatus.RUNNING, node_name="n1", gpu_devices=(0,)))
+
+    cache.meanwhile = gpu_0_taken
+    Scheduler(cache).run_once()
+    assert told == {} and cache.binds == []
+    Scheduler(cache).run_once()  # the next cycle decides again, on GPU 1
+    assert told == {"ns/t-0": (1,)}

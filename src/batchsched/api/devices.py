@@ -44,6 +44,7 @@ __all__ = [
     "gpu_ask",
     "gpu_milli_asked",
     "gpu_tag",
+    "serves",
     "trunc_div",
 ]
 
@@ -126,6 +127,14 @@ def fits_devices(free: Sequence[int], ask: GpuAsk) -> bool:
     if ask.whole:
         return sum(1 for left in free if left == GPU_MILLI) >= ask.count
     return any(left >= ask.milli for left in free)
+
+
+def serves(free: Sequence[float], chosen: Sequence[int], ask: GpuAsk) -> bool:
+    """Whether the devices ``chosen`` (distinct indexes, as many as asked) can take the
+    ask from what each has ``free``."""
+    need = GPU_MILLI if ask.whole else ask.milli
+    return (len(chosen) == ask.count and len(set(chosen)) == len(chosen)
+            and all(0 <= index < len(free) and free[index] >= need for index in chosen))
 
 
 def best_fit_devices(free: Sequence[int], ask: GpuAsk) -> tuple[int, ...] | None:

@@ -23,7 +23,7 @@ import attrs
 
 from batchsched.api._copying import field_copier
 from batchsched.api.ascend import AscendDevices
-from batchsched.api.devices import GPU_MILLI, best_fit_devices, device_count, gpu_ask
+from batchsched.api.devices import GPU_MILLI, best_fit_devices, device_count, gpu_ask, serves
 from batchsched.api.gpushare import GpuShareDevices, memory_asked, number_asked
 from batchsched.api.numa import NumaTopology
 from batchsched.api.resource import PODS, Resource
@@ -393,9 +393,7 @@ class NodeInfo:
         if free is None or ask is None:
             return ()
         chosen: tuple[int, ...] | None = held.gpu_devices
-        if not chosen or len(chosen) != ask.count or not all(
-                0 <= index < len(free) and free[index] >= (GPU_MILLI if ask.whole else ask.milli)
-                for index in chosen) or len(set(chosen)) != len(chosen):
+        if not chosen or not serves(free, chosen, ask):
             chosen = best_fit_devices(free, ask)
         if chosen is None:
             return ()

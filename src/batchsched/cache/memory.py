@@ -28,6 +28,7 @@ from batchsched.api.cluster import (
     PriorityClass,
     ResourceQuota,
 )
+from batchsched.api.devices import gpu_ask, serves
 from batchsched.api.gpushare import drop_gpu_index
 from batchsched.api.hypernode import (
     HyperNode,
@@ -193,6 +194,9 @@ class MemoryCache:
         #: Preemptor task uid -> the node its victims were evicted on (the latest); an
         #: entry goes when the task is bound, ends, is recreated or deleted.
         self.nominations: dict[str, str] = {}
+        #: The nominations of the pods of jobs deleted since the last snapshot: a job
+        #: added again (a pod group update) takes back those its pods still name.
+        self._nominations_left: dict[str, str] = {}
         self.events: list[RecordedEvent] = []
         self.keep_events = keep_events
         self._lock = threading.RLock()
@@ -345,6 +349,12 @@ class MemoryCache:
             self._note_added(task)
             self._make_claims(task)
             self._place(task)
+            left = self._nominations_left.pop(task.uid, None)
+            if left is not None and left == task.nominated_node \
+                    and task.status is TaskStatus.PENDING:
+                # A pod group updated through delete_job and add_job keeps its pods'
+                # nominations, as the pods keep their nominatedNodeName.
+                self.nominations[task.uid] = left
 
     @_locked
     def delete_job(self, uid: str) -> None:
@@ -358,7 +368,9 @@ class MemoryCache:
             self._deleted_since_snapshot[task.uid] = task.creation_time
             self._release_numa(task.uid)
             self._release_claims(task)
-            self.nominations.pop(task.uid, None)
+            nominated = self.nominations.pop(task.uid, None)
+            if nominated is not None:
+                self._nominations_left[task.uid] = nominated
             node = self.nodes.get(task.node_name)
             if node is not None:
                 node.remove_task(task)
@@ -409,20 +421,18 @@ class MemoryCache:
         _check_type(task, TaskInfo, "task")
         job = self.jobs.get(task.job) if task.job else None
         mine = job.tasks.get(task.uid) if job is not None else None
-        node = self.nodes.get(mine.node_name if mine is not None else task.node_name)
-        if job is None and node is not None:
-            held = node.tasks.get(task.uid)
-            owner = self.jobs.get(held.job) if held is not None and held.job else None
-            if owner is not None and task.uid in owner.tasks:
-                raise SchedulingError(f"task {task.uid}: job {task.job!r} does not hold it; "
-                                      f"job {owner.uid} does (delete it as that job's)")
-        if job is not None:
-            job.delete_task(mine if mine is not None else task)
-            self._deleted_since_snapshot[task.uid] = (mine or task).creation_time
-        if job is not None and self._pod_owners.get(task.uid) == job.uid:
-            del self._pod_owners[task.uid]
-        elif job is None:
-            self._foreign_pods.pop(task.uid, None)
+        owner = self.jobs.get(self._pod_owners.get(task.uid, ""))
+        if mine is None and owner is not None and task.uid in owner.tasks:
+            raise SchedulingError(f"task {task.uid}: job {task.job!r} does not hold it; "
+                                  f"job {owner.uid} does (delete it as that job's)")
+        # The node the cache has the pod on, whatever the object given says.
+        node = self.nodes.get(mine.node_name if mine is not None
+                              else self._foreign_pods.get(task.uid, task.node_name))
+        if job is not None and mine is not None:
+            job.delete_task(mine)
+            self._deleted_since_snapshot[task.uid] = mine.creation_time
+            self._pod_owners.pop(task.uid, None)
+        self._foreign_pods.pop(task.uid, None)
         self.nominations.pop(task.uid, None)
         self._release_numa(task.uid)
         self._release_claims(mine if mine is not None else task)
@@ -625,6 +635,7 @@ class MemoryCache:
         self._handed_out = handed_out
         self._deleted_since_snapshot = {}
         self._replaced_since_snapshot = set()
+        self._nominations_left = {}
         not_ready: list[NodeInfo] = []
         return ClusterInfo(
             nodes=self._node_twins_of_ready(not_ready),
@@ -886,6 +897,13 @@ class MemoryCache:
                                   f"{mine.node_name or 'no node'} already")
         # The node may have filled up since the snapshot (another pod, a node update).
         check_bind_room(task, node_name, node.idle)
+        ask = gpu_ask(task.resreq, strict=False) if task.gpu_devices else None
+        if ask is not None and node.gpu_free is not None and not serves(
+                node.gpu_free, task.gpu_devices, ask):
+            # The host is told these GPUs: they must still be free here, not swapped.
+            raise SchedulingError(f"task {mine.uid}: node {node_name}'s GPUs "
+                                  f"{list(task.gpu_devices)} are not free for it any more "
+                                  f"(free milli per GPU: {node.gpu_free})")
         held = node.tasks.get(mine.uid)
         if held is not None and held is not mine:
             # Another pod of that id is there (a foreign pod, another job's): placing
