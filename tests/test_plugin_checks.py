@@ -39,3 +39,49 @@ def test_a_broken_ordering_is_reported() -> None:
     registry.register(Provider(), name="broken")
     with pytest.raises(AssertionError, match="job_order is not antisymmetric"):
         check_plugin("always-first", registry=registry)
+
+
+@pytest.mark.parametrize("change", ["node-labels", "task-priority", "job-min-available",
+                                    "queue-weight", "node-allocatable"])
+def test_a_predicate_that_changes_what_sessions_read_is_reported(change: str) -> None:
+    """A predicate that lowers a gang's minimum (and so binds part of it) or relabels a
+    node is no read-only answer, whatever it leaves of the resource figures."""
+    from typing import Any
+
+    from batchsched.plugin import PluginSpec, hookimpl
+
+    changes: dict[str, Any] = {
+        "node-labels": lambda ssn, task, node: setattr(node, "labels", {**node.labels,
+                                                                       "x": "1"}),
+        "task-priority": lambda ssn, task, node: setattr(task, "priority", task.priority + 1),
+        "job-min-available": lambda ssn, task, node: setattr(ssn.jobs[task.job],
+                                                             "min_available", 0),
+        "queue-weight": lambda ssn, task, node: setattr(
+            ssn.queues[ssn.jobs[task.job].queue], "weight", 7),
+        "node-allocatable": lambda ssn, task, node: node.allocatable.add(node.allocatable),
+    }
+
+    class Meddling:
+        name = "meddling"
+
+        def __init__(self, arguments: object) -> None: ...
+
+        def on_session_open(self, ssn: Any) -> None:
+            def predicate(task: Any, node: Any) -> None:
+                changes[change](ssn, task, node)
+
+            ssn.add_predicate_fn(self.name, predicate)
+
+        def on_session_close(self, ssn: object) -> None: ...
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("meddling", Meddling)]
+
+    registry = Registry(autoload=False)
+    registry.register(Provider(), name="meddling")
+    (read_only,) = [check for check in plugin_checks("meddling", registry=registry)
+                    if check.name == "read_only"]
+    with pytest.raises(AssertionError):
+        read_only()

@@ -334,3 +334,36 @@ def test_the_builder_s_expect_takes_snake_case_and_refuses_unknown_keys() -> Non
                                            "x-teamNote": "kept"}
     with pytest.raises(TypeError, match=r"ScenarioBuilder\.expect: unknown key 'bind_cuont'"):
         scenario.expect(bind_cuont=0)
+
+
+def test_simulate_takes_its_plugins_from_the_registry_given() -> None:
+    """A plugin registered in a Registry, not packaged: ``simulate(registry=...)``
+    replays with it as ``run(registry=...)`` runs with it."""
+    from batchsched.framework.registry import Registry
+    from batchsched.plugin import PluginSpec, hookimpl
+    from batchsched.testing import simulate
+
+    class FewestTasks:
+        name = "fewest-tasks"
+
+        def __init__(self, arguments: Any) -> None:
+            pass
+
+        def on_session_open(self, ssn: Any) -> None:
+            ssn.add_node_order_fn(self.name, lambda task, node: -len(node.tasks))
+
+        def on_session_close(self, ssn: Any) -> None:
+            pass
+
+    class Distribution:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("fewest-tasks", FewestTasks)]
+
+    registry = Registry(autoload=False)
+    registry.register(Distribution(), name="mine")
+    config = {"actions": "enqueue, allocate",
+              "tiers": [{"plugins": [{"name": "gang"}, {"name": "fewest-tasks"}]}]}
+    builder = (ScenarioBuilder(config=config).node("n1", cpu=2)
+               .job("a", min_member=1, submit=0).task("a0", job="a", cpu=1, run_time=10))
+    assert simulate(builder, registry=registry).jobs["default/a"].start == 0.0

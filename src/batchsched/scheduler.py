@@ -146,9 +146,9 @@ class Scheduler:
       all) keeps the last good configuration; :attr:`status` says why;
     * :meth:`run` survives every failed cycle: it logs it and waits
       ``min(max_backoff, period * 2**consecutive_failures)`` before the next (with
-      ``period`` 0, cycles back to back, the backoff starts from 0.1 s: failures do
-      not spin); it ends only when ``stop`` says so (or on KeyboardInterrupt /
-      SystemExit).
+      ``period`` 0, cycles back to back, 0.1 s stands for the period, the first wait
+      0.2 s: failures do not spin); it ends only when ``stop`` says so (or on
+      KeyboardInterrupt / SystemExit).
 
     With ``metrics`` (:class:`~batchsched.metrics.Metrics`), every cycle records
     its latency, its actions' and plugins' latencies, binds, evictions and queue

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -26,6 +27,9 @@ from batchsched.api.sharding import NodeShard
 from batchsched.conf import SchedulerConfiguration
 from batchsched.errors import WorkloadError
 from batchsched.kube.dra.scheduling import DraObjects
+
+if TYPE_CHECKING:
+    from batchsched.framework.registry import Registry
 
 __all__ = ["MOST_SECONDS", "RESTART_GANG", "RESTART_TASK", "Skipped", "Workload", "WorkloadJob",
            "created_in_listed_order"]
@@ -148,16 +152,17 @@ class Workload:
             total.add(node.allocatable)
         return total
 
-    def without_oversized(self, configuration: SchedulerConfiguration | None = None
-                          ) -> Workload:
+    def without_oversized(self, configuration: SchedulerConfiguration | None = None, *,
+                          registry: Registry | None = None) -> Workload:
         """The workload less the jobs that could never start on this cluster: a task
         larger than every node, a gang larger than the whole cluster, or a gang of
         alike tasks that fit fewer times than its minimum on the empty cluster's nodes
         (three tasks of 2.5 cpu on two nodes of 4). With the configuration the replay
         runs, the resources its plugins account for themselves (Ascend card memory,
-        say: ``hidden_resources``) are not compared."""
-        hidden = self.hidden_resources(configuration) if configuration is not None \
-            else frozenset()
+        say: ``hidden_resources``) are not compared; ``registry`` holds its plugins
+        (the default registry when None)."""
+        hidden = self.hidden_resources(configuration, registry=registry) \
+            if configuration is not None else frozenset()
         nodes = tuple(_without(node, hidden) for node in self.nodes) if hidden else self.nodes
         capacity = Resource()
         for node in nodes:
@@ -182,15 +187,17 @@ class Workload:
         return attrs.evolve(self, jobs=tuple(kept), skipped=tuple(skipped), start=start)
 
 
-    def hidden_resources(self, configuration: SchedulerConfiguration) -> frozenset[str]:
-        """What the configured plugins hide in a session on this cluster, empty (no
-        plugin is opened: ``Session.resources_hidden``)."""
+    def hidden_resources(self, configuration: SchedulerConfiguration, *,
+                         registry: Registry | None = None) -> frozenset[str]:
+        """What the configured plugins (of ``registry``, the default one when None)
+        hide in a session on this cluster, empty (no plugin is opened:
+        ``Session.resources_hidden``)."""
         from batchsched.framework.session import Session
 
         cluster = ClusterInfo(nodes={node.name: node for node in self.nodes},
                               queues={queue.name: queue for queue in self.queues},
                               config_maps=dict(self.config_maps), dra=self.dra)
-        return Session.resources_hidden(cluster, configuration)
+        return Session.resources_hidden(cluster, configuration, registry=registry)
 
 
 def _without(node: NodeInfo, hidden: frozenset[str]) -> NodeInfo:

@@ -281,7 +281,7 @@ def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
         warnings.warn(warning, stacklevel=2)
     # As ``batchsched simulate`` replays it: a job that could never start on the cluster
     # is left out, with a warning naming it (the command says it on stderr).
-    workload = workload_from(built).without_oversized(built.configuration)
+    workload = workload_from(built).without_oversized(built.configuration, registry=registry)
     for skipped in workload.skipped:
         if skipped.oversized:
             warnings.warn(f"{skipped.job} skipped: {skipped.reason}", stacklevel=2)

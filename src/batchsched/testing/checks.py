@@ -128,17 +128,33 @@ def _open(plugin: str, arguments: Arguments, registry: Registry, seed: int) -> S
 
 
 def _state(ssn: Session) -> Any:
+    """What a session's readers see of its jobs, tasks, nodes and queues, comparable:
+    a predicate or a score that changes any of it is no read-only answer."""
+    def amounts(resource: Any) -> Any:
+        return None if resource is None else sorted(resource.to_dict().items())
+
+    def texts(mapping: Any) -> Any:
+        return sorted(dict(mapping).items())
+
     jobs = sorted(
-        (uid, sorted((t.uid, t.status, t.node_name) for t in job.tasks.values()),
-         job.allocated.to_dict(), str(job.podgroup.phase))
+        (uid, job.queue, job.priority, job.min_available, texts(job.task_min_available),
+         str(job.podgroup.phase), amounts(job.allocated),
+         sorted((t.uid, str(t.status), t.node_name, t.priority, amounts(t.resreq),
+                 texts(t.labels), texts(t.annotations)) for t in job.tasks.values()))
         for uid, job in ssn.jobs.items()
     )
     nodes = sorted(
-        (n.name, n.idle.to_dict(), n.used.to_dict(), n.releasing.to_dict(), n.pipelined.to_dict(),
-         sorted(n.tasks))
+        (n.name, amounts(n.allocatable), amounts(n.idle), amounts(n.used),
+         amounts(n.releasing), amounts(n.pipelined), sorted(n.tasks), texts(n.labels),
+         texts(n.annotations), repr(n.taints), n.unschedulable)
         for n in ssn.nodes.values()
     )
-    return jobs, nodes
+    queues = sorted(
+        (q.name, q.weight, q.priority, str(q.state), q.reclaimable, amounts(q.capability),
+         amounts(q.deserved), amounts(q.guarantee))
+        for q in ssn.queues.values()
+    )
+    return jobs, nodes, queues
 
 
 def _answers(ssn: Session) -> Any:
