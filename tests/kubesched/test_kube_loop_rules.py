@@ -1477,3 +1477,55 @@ def test_a_queue_given_to_the_scheduler_is_the_queue_it_uses() -> None:
     s = PodScheduler(c, Framework(registry(), profile()), queue=queue)
     assert s.queue is queue
     assert queue.less is not None and queue.initial_backoff == 5.0
+
+
+def test_a_pod_created_again_while_assumed_starts_without_the_old_attempts() -> None:
+    class Refuse:
+        def name(self) -> str:
+            return "Refuse"
+
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            return Status(Code.WAIT), 60.0
+
+    c = cache({"n0": 2}, [("w", 1, 0)])
+    s = scheduler(c, plugins=[("Refuse", Refuse())], filter=["NodeResourcesFit"],
+                  permit=["Refuse"])
+    s.attempts["default/w"] = 3  # three earlier failures of the old pod
+    s.run(0.0)
+    _recreated(c, "w", 3, created=5.0)
+    s.run(6.0)
+    assert s.attempts["default/w"] == 1
+
+
+def test_a_waiting_pod_binds_on_the_gpus_its_refreshed_view_gives_it() -> None:
+    """Pod a waits at Permit on GPU 0; another scheduler's pod takes GPU 0 meanwhile.
+    The next run's view holds a on GPU 1, and that is what its bind names."""
+    from batchsched.api.task import TaskInfo
+    from batchsched.api.types import TaskStatus
+
+    class Hold:
+        def name(self) -> str:
+            return "Hold"
+
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            return Status(Code.WAIT), 60.0
+
+    c = parse_scenario({
+        "version": 1, "config": {"actions": ""},
+        "nodes": [{"name": "n0", "allocatable": {"cpu": 8, "memory": "4Gi", "pods": 10,
+                                                 "nvidia.com/gpu": 2}}],
+        "jobs": [{"name": "j-a", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": "a", "job": "j-a", "requests": {"cpu": 1, "nvidia.com/gpu": 1}}],
+    }, source="<test>").build_cache()
+    s = scheduler(c, plugins=[("Hold", Hold())], filter=["NodeResourcesFit"],
+                  permit=["Hold"])
+    s.run(0.0)
+    assert s.assumed["default/a"].pod.gpu_devices == (0,)
+    c.add_foreign_pod(TaskInfo.create("other", "f", "", Resource.from_mapping(
+        {"cpu": 1, "nvidia.com/gpu": 1}), status=TaskStatus.RUNNING, node_name="n0",
+        gpu_devices=(0,)))
+    for waiting in list(s.frameworks["default-scheduler"].waiting_pods):
+        waiting.allow("Hold")
+    (result,) = s.run(1.0)
+    assert result.status.code == Code.SUCCESS
+    assert c.jobs["default/j-a"].tasks["default/a"].gpu_devices == (1,)

@@ -384,3 +384,87 @@ def test_a_sampled_arrival_order_without_an_arrived_load_is_refused(
     assert main(["simulate", str(DATA / "horizon.yaml"), "--arrival-order", "sampled",
                  "--no-progress"]) == 2
     assert "--arrival-order sampled applies with --arrived-load" in capsys.readouterr().err
+
+
+def test_a_run_of_no_time_restarted_by_an_eviction_loop_does_not_keep_it_going(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Each session binds gang g or evicts its y; g restarts whole, so x (a run of no
+    time) starts and completes again at the same instant every cycle. That completion
+    began at this instant: it is no change from outside, and the guard still trips."""
+    from batchsched import (
+        ActionSpec,
+        JobInfo,
+        NodeInfo,
+        PodGroup,
+        Resource,
+        Statement,
+        TaskInfo,
+        TaskStatus,
+        hookimpl,
+    )
+    from batchsched.conf import configuration_from_text
+    from batchsched.framework.registry import Registry
+    from batchsched.simulation.workload import Workload, WorkloadJob
+
+    class FirstFit:
+        name = "first-fit"
+
+        def initialize(self) -> None: ...
+
+        def uninitialize(self) -> None: ...
+
+        def execute(self, ssn: Any) -> None:
+            for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+                statement = Statement(ssn)
+                for task in sorted(job.tasks_in(TaskStatus.PENDING).values(),
+                                   key=lambda t: t.uid):
+                    node = next((n for n in ssn.node_list
+                                 if task.init_resreq.less_equal(n.idle)), None)
+                    if node is not None:
+                        statement.allocate(task, node)
+                if ssn.job_ready(job):
+                    statement.commit()
+                else:
+                    statement.discard()
+
+    class Kicker:
+        name = "kicker"
+
+        def initialize(self) -> None: ...
+
+        def uninitialize(self) -> None: ...
+
+        def execute(self, ssn: Any) -> None:
+            job = ssn.jobs.get("default/g")
+            y = job.tasks.get("default/y") if job is not None else None
+            if y is not None and y.status in (TaskStatus.BOUND, TaskStatus.RUNNING):
+                statement = Statement(ssn)
+                statement.evict(y, "kick")
+                statement.commit()
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_actions(self) -> list[ActionSpec]:
+            return [ActionSpec("first-fit", FirstFit), ActionSpec("kicker", Kicker)]
+
+    monkeypatch.setattr(engine, "MAX_SESSIONS_PER_INSTANT", 20)
+    registry = Registry(autoload=False)
+    registry.register(Provider(), name="loop")
+    x = TaskInfo.create("default", "x", "default/g", Resource.from_mapping({"cpu": 1}))
+    y = TaskInfo.create("default", "y", "default/g", Resource.from_mapping({"cpu": 1}))
+    gang = WorkloadJob(JobInfo.from_podgroup(PodGroup("g", min_member=2), tasks=[x, y]), 0.0,
+                       {x.uid: 0.0, y.uid: 100.0})
+    big = TaskInfo.create("default", "w0", "default/w", Resource.from_mapping({"cpu": 8}))
+    waits = WorkloadJob(JobInfo.from_podgroup(PodGroup("w", min_member=1), tasks=[big]), 0.0,
+                        {big.uid: 1.0})
+    node = NodeInfo.create("n1", Resource.from_mapping({"cpu": 4, "pods": 10}))
+    def runaway(simulator: Any) -> None:  # fail, rather than loop for ever, if it regresses
+        assert simulator.sessions < 500, "the guard did not trip"
+
+    simulator = engine.Simulator(Workload(name="loop", nodes=(node,), jobs=(gang, waits)),
+                                 configuration_from_text('actions: "first-fit, kicker"\n'
+                                                         "tiers: []\n"), registry=registry,
+                                 observe=runaway)
+    simulator.run()
+    assert simulator.sessions < 100
+    assert "sessions at t=0 without the clock moving" in caplog.text

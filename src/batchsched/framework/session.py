@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
-from batchsched.api.devices import GPU_MILLI, best_fit_devices, gpu_ask
+from batchsched.api.devices import best_fit_devices, gpu_ask, serves
 from batchsched.api.dra_usage import device_resources, new_claim_devices
 from batchsched.api.fit import ALL_NODES_UNAVAILABLE, FitError
 from batchsched.api.hypernode import (
@@ -1608,10 +1608,8 @@ class Session:
                     if answer is None:
                         continue
                     chosen = tuple(answer)
-                    need = GPU_MILLI if ask.whole else ask.milli
-                    if (len(chosen) != ask.count or len(set(chosen)) != len(chosen)
-                            or not all(isinstance(i, int) and 0 <= i < len(free)
-                                       and free[i] >= need for i in chosen)):
+                    if not (all(isinstance(i, int) for i in chosen)
+                            and serves(free, chosen, ask)):
                         raise combine.plugin_failed("device_select", blame.plugin, ValueError(
                             f"answered GPUs {answer!r} of node {node.name} for task "
                             f"{task.uid}, which cannot serve its {ask.count} x {ask.milli}m"))

@@ -185,11 +185,15 @@ class PodScheduler:
                 self._unreserve(assumed)
                 self._forget(uid)
                 self._in_flight.pop(uid, None)
+                self.attempts.pop(uid, None)  # a pod created again starts afresh
                 if was_waiting is not None:
                     self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete")
                 continue
             if not task.node_name:
                 _place(view, task, node)
+                # The devices it holds in this view (its first ones may have gone to
+                # another pod since): the ones its bind will name.
+                assumed.pod.gpu_devices = task.gpu_devices
         self.view = view
         for framework in self.frameworks.values():
             framework.cluster = view

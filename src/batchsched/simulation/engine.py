@@ -261,12 +261,11 @@ class Simulator:
                 cut = True
                 break
             self.cache.now = max(self.now, at)
-            if kind in (_ARRIVAL, _COMPLETION):
-                # A change from outside the sessions: the sessions at this instant
-                # count afresh (the guard below is against evictions undoing each
-                # other, not against many jobs arriving at once).
-                self._instant = (self.now, 0)
             if kind == _ARRIVAL:
+                # A change from outside the sessions: the sessions at this instant
+                # count afresh (the guard in _schedule is against evictions undoing
+                # each other, not against many jobs arriving at once).
+                self._instant = (self.now, 0)
                 self._arrive(payload)
                 self._eviction_ticks = 0
                 to_arrive -= 1
@@ -274,8 +273,13 @@ class Simulator:
                         and self._events[0][1] == _ARRIVAL):
                     continue  # every job arriving at this instant is there first
             elif kind == _COMPLETION:
-                if not self._complete(*payload):
+                uid, generation, tasks, scheduled_at = payload
+                if not self._complete(uid, generation, tasks):
                     continue  # a run that an eviction already ended
+                if scheduled_at < self.now:
+                    # A run that began before this instant: no loop of this instant
+                    # (a run of no time, restarted by it, would be).
+                    self._instant = (self.now, 0)
                 self._eviction_ticks = 0
             elif kind == _EVICTED:
                 self._evicted(payload)
@@ -472,7 +476,8 @@ class Simulator:
             ends.setdefault(start + self._jobs[uid].run_times[task], []).append(task)
         for end, tasks in sorted(ends.items()):
             if end != math.inf:
-                self._push(end, _COMPLETION, (uid, running.generation, tuple(sorted(tasks))))
+                self._push(end, _COMPLETION,
+                           (uid, running.generation, tuple(sorted(tasks)), self.now))
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -533,7 +538,7 @@ class Simulator:
             self.timeline.placed(uid, task, now, self.cache)
         for end, ending in sorted(ends.items()):
             if end != math.inf:  # a task that never ends (a GPU packing experiment)
-                self._push(end, _COMPLETION, (uid, running.generation, tuple(ending)))
+                self._push(end, _COMPLETION, (uid, running.generation, tuple(ending), now))
         job = self.cache.jobs[uid]
         if job.tasks_in(TaskStatus.PENDING):
             self._waiting.add(uid)
