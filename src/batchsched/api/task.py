@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "TransactionContext",
     "parse_bool",
     "revocable_zone_of",
+    "same_creation_time",
     "task_spec_of",
 ]
 
@@ -294,6 +296,12 @@ class TaskInfo:
     def __repr__(self) -> str:
         node = f" on {self.node_name}" if self.node_name else ""
         return f"<Task {self.uid} {self.status}{node}>"
+
+
+def same_creation_time(one: float, other: float) -> bool:
+    """Whether two creation times are one: a pod of a name deleted and created again
+    has another. NaN (an unknown creation time) is no other time than NaN."""
+    return one == other or (math.isnan(one) and math.isnan(other))
 
 
 def revocable_zone_of(annotations: Mapping[str, str]) -> str:

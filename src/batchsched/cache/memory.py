@@ -42,7 +42,7 @@ from batchsched.api.node_lock import locks_released_by
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.sharding import NodeShard, nodes_in_shard
-from batchsched.api.task import TaskInfo
+from batchsched.api.task import TaskInfo, same_creation_time
 from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
 from batchsched.api.vgpu import drop_device_annotations
 from batchsched.errors import SchedulingError
@@ -592,9 +592,7 @@ class MemoryCache:
 
     def _note_added(self, task: TaskInfo) -> None:
         deleted = self._deleted_since_snapshot.get(task.uid)
-        # NaN (an unknown creation time) is no other time than NaN.
-        if deleted is not None and deleted != task.creation_time and not (
-                math.isnan(deleted) and math.isnan(task.creation_time)):
+        if deleted is not None and not same_creation_time(deleted, task.creation_time):
             self._replaced_since_snapshot.add(task.uid)
 
     def _place(self, task: TaskInfo) -> None:

@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from collections.abc import Callable, Mapping
 
 import attrs
 
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.node import NodeInfo
-from batchsched.api.task import TaskInfo
+from batchsched.api.task import TaskInfo, same_creation_time
 from batchsched.api.types import TaskStatus
 from batchsched.cache.protocol import Cache
 from batchsched.errors import ConfigError, PluginError
@@ -670,10 +669,8 @@ def _guarded(point: Callable[[], Status]) -> Status:
 def _same_pod(one: TaskInfo, other: TaskInfo) -> bool:
     """Whether two objects of one pod name are the same pod, not one deleted and created
     again: the same creation time (an unknown one, NaN, is no other) and pod uid."""
-    if one.order_uid != other.order_uid:
-        return False
-    return one.creation_time == other.creation_time or (
-        math.isnan(one.creation_time) and math.isnan(other.creation_time))
+    return one.order_uid == other.order_uid and same_creation_time(one.creation_time,
+                                                                   other.creation_time)
 
 
 def _task(view: ClusterInfo, pod: TaskInfo) -> TaskInfo | None:
