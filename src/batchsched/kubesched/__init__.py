@@ -19,6 +19,7 @@ module                                    holds
 :mod:`~batchsched.kubesched.cycle_state`  CycleState (per cycle, cloneable)
 :mod:`~batchsched.kubesched.registry`     the plugin registry (Register, Unregister, Merge)
 :mod:`~batchsched.kubesched.framework`    profiles, the framework's run rules, waiting pods
+:mod:`~batchsched.kubesched.events`       cluster events and queueing hints
 :mod:`~batchsched.kubesched.queue`        the scheduling queue (active, backoff,
                                           unschedulable)
 :mod:`~batchsched.kubesched.scheduler`    the per-pod scheduling and binding cycles
@@ -35,6 +36,12 @@ from batchsched.kubesched.cycle_state import (
     StateData,
     StateNotFoundError,
 )
+from batchsched.kubesched.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
 from batchsched.kubesched.framework import (
     MAX_NODE_SCORE,
     Framework,
@@ -50,6 +57,9 @@ from batchsched.kubesched.status import Code, Status
 __all__ = [
     "MAX_NODE_SCORE",
     "PODS_TO_ACTIVATE_KEY",
+    "ActionType",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
     "CycleResult",
     "CycleState",
@@ -59,6 +69,7 @@ __all__ = [
     "PodScheduler",
     "PodsToActivate",
     "Profile",
+    "QueueingHint",
     "Registry",
     "SchedulingQueue",
     "StateData",

@@ -27,6 +27,14 @@ from batchsched.errors import ConfigError
 from batchsched.kube.pod_view import kube_int, nonzero_request
 from batchsched.kube.quota import is_extended_resource
 from batchsched.kubesched.cycle_state import CycleState
+from batchsched.kubesched.events import (
+    NODE,
+    POD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
 from batchsched.kubesched.framework import MAX_NODE_SCORE, PluginRef, Profile
 from batchsched.kubesched.queue import default_less
 from batchsched.kubesched.registry import KubePluginSpec
@@ -47,6 +55,19 @@ class SchedulingGates:
         return Status.unschedulable(
             f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]",
             plugin=self.name, unresolvable=True)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Only the pod's own gates going may let it in."""
+        return [ClusterEventWithHint(
+            ClusterEvent(POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
+            _same_pod)]
+
+
+def _same_pod(pod: TaskInfo, old: Any, new: Any) -> QueueingHint:
+    changed = new if new is not None else old
+    if isinstance(changed, TaskInfo) and changed.uid != pod.uid:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
 
 
 class PrioritySort:
@@ -114,6 +135,63 @@ class NodeResourcesFit:
         if not is_extended_resource(name):
             return False
         return name in self.ignored or name.partition("/")[0] in self.ignored_groups
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """kube's, with queueing hints on: a pod deleted or scaled down, a node added or
+        its allocatable changed."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                self.after_pod_event),
+            ClusterEventWithHint(
+                ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                self.after_node_change),
+        ]
+
+    @staticmethod
+    def after_pod_event(pod: TaskInfo, old: Any, new: Any) -> QueueingHint:
+        """kube's ``isSchedulableAfterPodEvent``: a pod that held a node deleted, or
+        the pod itself or a placed pod asking less of something this pod asks."""
+        if new is None:
+            placed = isinstance(old, TaskInfo) and bool(old.node_name)
+            return QueueingHint.QUEUE if placed else QueueingHint.QUEUE_SKIP
+        if not (isinstance(old, TaskInfo) and isinstance(new, TaskInfo)):
+            return QueueingHint.QUEUE
+        if new.uid == pod.uid:
+            return QueueingHint.QUEUE
+        if not new.node_name:
+            return QueueingHint.QUEUE_SKIP
+        for name, _ in _asked(pod):
+            if old.init_resreq.get(name) > new.init_resreq.get(name):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def after_node_change(pod: TaskInfo, old: Any, new: Any) -> QueueingHint:
+        """kube's ``isSchedulableAfterNodeChange``: a node the pod fits when empty,
+        added, or with more of something the pod asks (or room for more pods)."""
+        if not isinstance(new, NodeInfo):
+            return QueueingHint.QUEUE
+        allocatable = new.allocatable
+        if allocatable.get(PODS) < 1 or any(amount > allocatable.get(name) + _TOLERANCE
+                                            for name, amount in _asked(pod)):
+            return QueueingHint.QUEUE_SKIP
+        if not isinstance(old, NodeInfo):
+            return QueueingHint.QUEUE
+        before = old.allocatable
+        if allocatable.get(PODS) > before.get(PODS):
+            return QueueingHint.QUEUE
+        grew = any(allocatable.get(name) > before.get(name) for name, _ in _asked(pod))
+        return QueueingHint.QUEUE if grew else QueueingHint.QUEUE_SKIP
+
+
+def _asked(pod: TaskInfo) -> list[tuple[str, float]]:
+    """The resources the pod asks a positive amount of (the implicit pod aside)."""
+    request = pod.init_resreq
+    asked = [(name, request.get(name)) for name in (CPU, MEMORY, EPHEMERAL_STORAGE)]
+    asked += [(name, amount) for name, amount in request.scalars.items()
+              if name not in (PODS, EPHEMERAL_STORAGE)]
+    return [(name, amount) for name, amount in asked if amount > 0]
 
 
 class NodeResourcesLeastAllocated:

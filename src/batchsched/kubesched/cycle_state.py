@@ -61,6 +61,9 @@ class CycleState:
         self.pre_filter_nodes: frozenset[str] | None = None
         #: The PreFilter plugins that named nodes, sorted (what kube's messages cite).
         self.pre_filter_node_plugins: tuple[str, ...] = ()
+        #: The PreFilter plugins that turned the pod down (kube's diagnosis
+        #: ``UnschedulablePlugins``: what the pod's queueing hints are asked of).
+        self.pre_filter_rejectors: tuple[str, ...] = ()
 
     def read(self, key: str) -> StateData:
         with self._lock:
@@ -88,6 +91,7 @@ class CycleState:
         twin.skip_score_plugins = set(self.skip_score_plugins)
         twin.pre_filter_nodes = self.pre_filter_nodes
         twin.pre_filter_node_plugins = self.pre_filter_node_plugins
+        twin.pre_filter_rejectors = self.pre_filter_rejectors
         return twin
 
     def __contains__(self, key: object) -> bool:

@@ -40,6 +40,7 @@ from batchsched.errors import ConfigError, PluginError
 from batchsched.framework.arguments import format_duration_ns
 from batchsched.kube.go_strconv import quote
 from batchsched.kubesched.cycle_state import CycleState
+from batchsched.kubesched.events import Registration, registrations_of
 from batchsched.kubesched.registry import Registry
 from batchsched.kubesched.status import Code, Status
 
@@ -76,6 +77,10 @@ _ERROR_WORDING = {
 }
 
 #: Extension point (profile key, kube-scheduler's spelling) -> the method a plugin defines.
+#: The points whose plugins can turn a pod down: they say which events may undo it
+#: (kube's ``EnqueueExtensions``, asked of the plugins of these points only).
+_REJECTING_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
+
 EXTENSION_POINTS: dict[str, str] = {
     "preEnqueue": "pre_enqueue",
     "queueSort": "less",
@@ -307,6 +312,15 @@ class Framework:
                 if point == "score":
                     self.weights[ref.name] = ref.weight or 1
             self.points[point] = chosen
+        #: The events each plugin that can turn a pod down registered, with their
+        #: queueing hints (:mod:`batchsched.kubesched.events`), in profile order.
+        self.registrations: list[Registration] = []
+        seen: set[str] = set()
+        for point in _REJECTING_POINTS:
+            for name, plugin in self.points.get(point, ()):
+                if name not in seen:
+                    seen.add(name)
+                    self.registrations.extend(registrations_of(name, plugin))
         if len(self.points.get("queueSort", ())) > 1:
             raise PluginError("only one queueSort plugin may be enabled", point="queueSort")
         total = 0
@@ -388,10 +402,12 @@ class Framework:
         (None: all), intersected over the plugins into ``state.pre_filter_nodes``."""
         state.pre_filter_nodes = None
         state.pre_filter_node_plugins = ()
+        state.pre_filter_rejectors = ()
         # A plain Unschedulable lets the other PreFilter plugins run (preemption may
         # still help, and they may find the pod unresolvable): kubernetes#119770. The
         # last such answer is the one returned, as kube's ``returnStatus``.
         rejected: Status | None = None
+        rejectors: list[str] = []
         for name, plugin in self.plugins_at("preFilter"):
             answer = self._call(name, "preFilter", plugin.pre_filter, state, pod)
             nodes: Any = None
@@ -408,9 +424,11 @@ class Framework:
                 continue
             if not status.is_success():
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    state.pre_filter_rejectors = (*rejectors, name)
                     return status.with_plugin(name)
                 if status.is_rejected():
                     rejected = status.with_plugin(name)
+                    rejectors.append(name)
                     continue
                 return self._as_error(name, "preFilter", status)
             if nodes is not None:
@@ -424,7 +442,9 @@ class Framework:
                     message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1
                                else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] "
                                     "simultaneously")
+                    state.pre_filter_rejectors = names
                     return Status.unschedulable(message, plugin=name, unresolvable=True)
+        state.pre_filter_rejectors = tuple(rejectors)
         return rejected or Status.success()
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: TaskInfo, added: TaskInfo,

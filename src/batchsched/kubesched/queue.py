@@ -12,7 +12,12 @@
   failed waits in a backoff of its own (kube's ``podErrorBackoffQ``);
 * **unschedulable**: pods that failed and wait for a cluster event that may
   help (:meth:`SchedulingQueue.move_all_to_active_or_backoff`), or for
-  ``unschedulable_timeout`` seconds at most.
+  ``unschedulable_timeout`` seconds at most. With queueing hints (``hints``, which
+  :class:`~batchsched.kubesched.scheduler.PodScheduler` sets from its profiles), an
+  event moves only the pods whose rejecting plugins registered it and whose hints
+  say it may help (:mod:`batchsched.kubesched.events`); an event received while a
+  pod was being scheduled counts for it when it fails. Without hints, every event
+  moves every unschedulable pod.
 
 With ``pop_from_backoff`` (kube-scheduler's ``SchedulerPopFromBackoffQ``, on by
 default since kube 1.33), backoff ends are truncated to whole seconds (kube's
@@ -35,6 +40,13 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from batchsched.api.task import TaskInfo
+from batchsched.kubesched.events import (
+    ClusterEvent,
+    QueueingHints,
+    Strategy,
+    _Received,
+    event_named,
+)
 
 __all__ = ["QueuedPod", "SchedulingQueue", "default_less"]
 
@@ -63,6 +75,9 @@ class QueuedPod:
     error: bool = False
     #: The scheduling cycle the pod was last popped in (kube's ``podSchedulingCycle``).
     cycle: int = 0
+    #: The plugins that rejected it last (kube's ``UnschedulablePlugins``): the
+    #: queueing hints of these decide which events move it.
+    unschedulable_plugins: frozenset[str] = frozenset()
 
 
 class SchedulingQueue:
@@ -86,6 +101,12 @@ class SchedulingQueue:
         #: the last cluster event moved the unschedulable pods (``moveRequestCycle``).
         self.scheduling_cycle = 0
         self.move_request_cycle = -1
+        #: The profiles' queueing hints; None: every event moves every pod.
+        self.hints: QueueingHints | None = None
+        #: Pods popped and not yet back or done, by the cycle they were popped in
+        #: (kube's in-flight pods), and the events received meanwhile.
+        self.in_flight: dict[str, int] = {}
+        self._received: list[_Received] = []
 
     def __contains__(self, uid: object) -> bool:
         return uid in self.active or uid in self.backoff or uid in self.unschedulable
@@ -111,15 +132,27 @@ class SchedulingQueue:
         return min(seconds, self.max_backoff)
 
     def add_unschedulable(self, pod: TaskInfo, now: float, *, attempts: int,
-                          cycle: int | None = None) -> None:
-        """A pod that failed its cycle: it waits for an event (or the timeout). When
-        an event moved the unschedulable pods while this one was being scheduled
-        (popped in ``cycle``, or waiting at Permit since), it may have helped: the pod
-        goes to backoff while its backoff runs, else to active, as kube's
-        ``AddUnschedulableIfNotPresent`` requeues a pod in flight."""
+                          cycle: int | None = None, plugins: Iterable[str] = ()) -> None:
+        """A pod that failed its cycle, turned down by ``plugins``: it waits for an
+        event (or the timeout). When an event that may help it came while it was being
+        scheduled (popped in ``cycle``, or waiting at Permit since), the pod goes to
+        backoff while its backoff runs, else to active, as kube's
+        ``AddUnschedulableIfNotPresent`` requeues a pod in flight. Without hints any
+        event counts; with hints, one its rejecting plugins' hints queue it for, and a
+        pod no plugin rejected is always requeued."""
         self.delete(pod.uid)
-        queued = QueuedPod(pod, attempts, now, now + self.backoff_seconds(attempts))
-        if cycle is not None and self.move_request_cycle >= cycle:
+        queued = QueuedPod(pod, attempts, now, now + self.backoff_seconds(attempts),
+                           unschedulable_plugins=frozenset(plugins))
+        received = [entry for entry in self._received
+                    if cycle is not None and entry.cycle >= cycle]
+        self.done(pod.uid)
+        if self.hints is not None:
+            strategy = self.hints.strategy_in_flight(pod, queued.unschedulable_plugins,
+                                                     received)
+            helped = strategy is Strategy.AFTER_BACKOFF
+        else:
+            helped = cycle is not None and self.move_request_cycle >= cycle
+        if helped:
             to_backoff = self.backing_off(queued, now)
             if (not to_backoff or self.pop_from_backoff) and not self._admitted(queued):
                 self.unschedulable[pod.uid] = queued
@@ -152,6 +185,7 @@ class SchedulingQueue:
         ``pop_from_backoff``, PreEnqueue is asked on the way in (kube's
         ``moveToBackoffQ``): a pod it refuses is gated instead."""
         self.delete(pod.uid)
+        self.done(pod.uid)
         queued = QueuedPod(pod, attempts, now, now + self.backoff_seconds(attempts), error=True)
         if self.pop_from_backoff and not self._admitted(queued):
             self.unschedulable[pod.uid] = queued
@@ -176,18 +210,32 @@ class SchedulingQueue:
             return False
         return math.floor(queued.ready_at) >= math.floor(now)
 
-    def move_all_to_active_or_backoff(self, now: float, event: str = "", *,
-                                      exclude: str = "") -> int:
-        """A cluster event that may make pods schedulable (a node added, a pod
-        deleted, ...): every unschedulable pod (but ``exclude``, the pod whose failure
-        caused the event) goes to backoff while its backoff runs, else to active.
-        Returns how many moved. A pod being scheduled meanwhile (popped, or waiting at
-        Permit) is requeued as if it had been among them when it fails
-        (:meth:`add_unschedulable`)."""
+    def move_all_to_active_or_backoff(self, now: float, event: str | ClusterEvent = "", *,
+                                      exclude: str = "", old: object = None,
+                                      new: object = None) -> int:
+        """A cluster event that may make pods schedulable (``NodeAdd``,
+        ``AssignedPodDelete``, ...: :func:`~batchsched.kubesched.events.event_named`;
+        ``old`` and ``new`` are the objects it changed, which hints look at): the
+        unschedulable pods it may help (all of them without hints; but ``exclude``, the
+        pod whose failure caused the event) go to backoff while their backoff runs,
+        else to active. Returns how many moved. A pod being scheduled meanwhile
+        (popped, or waiting at Permit) is requeued as if it had been among them when
+        it fails (:meth:`add_unschedulable`). An event no plugin registered moves
+        nothing and is not kept."""
+        incoming = event_named(event)
+        hints = self.hints
+        if hints is not None and not hints.interested(incoming):
+            return 0
         self.move_request_cycle = self.scheduling_cycle
+        if hints is not None and self.in_flight:
+            self._received.append(_Received(self.scheduling_cycle, incoming, old, new))
         moved = 0
         for uid, queued in list(self.unschedulable.items()):
             if uid == exclude:
+                continue
+            if hints is not None and not queued.gated and hints.strategy(
+                    queued.pod, queued.unschedulable_plugins, incoming, old,
+                    new) is Strategy.SKIP:
                 continue
             # A gated pod is not backing off (kube's isPodBackingoff); without
             # pop_from_backoff, kube asks PreEnqueue when the backoff ends.
@@ -256,7 +304,19 @@ class SchedulingQueue:
     def _popped(self, queued: QueuedPod) -> QueuedPod:
         self.scheduling_cycle += 1
         queued.cycle = self.scheduling_cycle
+        self.in_flight[queued.pod.uid] = queued.cycle
         return queued
+
+    def done(self, uid: str) -> None:
+        """The pod is no longer being scheduled (bound, requeued or dropped: kube's
+        ``Done``); the events no pod in flight can see any more are let go."""
+        if self.in_flight.pop(uid, None) is None:
+            return
+        if not self.in_flight:
+            self._received.clear()
+        elif self._received:
+            oldest = min(self.in_flight.values())
+            self._received = [entry for entry in self._received if entry.cycle >= oldest]
 
     def _compare(self, left: QueuedPod, right: QueuedPod) -> int:
         """The active order: the profile's ``less``, then when queued, creation, uid.

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -44,6 +44,7 @@ from batchsched.api.types import TaskStatus
 from batchsched.cache.protocol import Cache
 from batchsched.errors import ConfigError, PluginError
 from batchsched.kubesched.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
+from batchsched.kubesched.events import QueueingHints
 from batchsched.kubesched.framework import (
     Framework,
     check_percentage_of_nodes_to_score,
@@ -81,11 +82,15 @@ class PodScheduler:
 
     def __init__(self, cache: Cache, frameworks: Framework | Mapping[str, Framework], *,
                  queue: SchedulingQueue | None = None,
-                 percentage_of_nodes_to_score: int = 0) -> None:
+                 percentage_of_nodes_to_score: int = 0,
+                 queueing_hints: bool = True) -> None:
         """``percentage_of_nodes_to_score`` is kube-scheduler's global setting (a
         profile's own wins): once that share of the nodes passed the filters, filtering
         stops; 0 (the default) is kube's adaptive share, 50% less a point per 125
-        nodes, at least 5%; clusters under 100 nodes are always filtered whole."""
+        nodes, at least 5%; clusters under 100 nodes are always filtered whole.
+        ``queueing_hints`` (kube's ``SchedulerQueueingHints``, on by default) gives
+        the queue the profiles' queueing hints (:mod:`batchsched.kubesched.events`),
+        unless it has its own; off, every event moves every unschedulable pod."""
         self.percentage_of_nodes_to_score = check_percentage_of_nodes_to_score(
             percentage_of_nodes_to_score, source="PodScheduler",
             key="percentage_of_nodes_to_score")
@@ -118,6 +123,10 @@ class PodScheduler:
         self._queue_sort = default.queue_sort_name()
         if self.queue.admit is None:
             self.queue.admit = self._admitted
+        if queueing_hints and self.queue.hints is None:
+            self.queue.hints = QueueingHints(
+                {name: framework.registrations for name, framework in self.frameworks.items()},
+                profile_of=lambda pod: pod.scheduler_name or DEFAULT_SCHEDULER_NAME)
         self.assumed: dict[str, _Assumed] = {}
         #: Node -> the pending pods nominated to it, not assumed (kube's nominator).
         self._nominees: dict[str, dict[str, TaskInfo]] = {}
@@ -148,6 +157,7 @@ class PodScheduler:
             # The queue may hold the pod as an earlier view had it: take today's.
             pod = _task(self.view, queued.pod)
             if pod is None or pod.node_name or pod.status != TaskStatus.PENDING:
+                self.queue.done(queued.pod.uid)
                 continue  # deleted, or bound meanwhile
             # In flight until it binds or fails: an event meanwhile requeues it on failure.
             self._in_flight[pod.uid] = queued.cycle
@@ -182,11 +192,14 @@ class PodScheduler:
                 # that could not be placed (kube's AssignedPodDelete).
                 was_waiting = assumed.framework.waiting_pods.remove(uid)
                 self._unreserve(assumed)
+                gone = _placed_copy(assumed)
                 self._forget(uid)
                 self._in_flight.pop(uid, None)
+                self.queue.done(uid)
                 self.attempts.pop(uid, None)  # a pod created again starts afresh
                 if was_waiting is not None:
-                    self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete")
+                    self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete",
+                                                             old=gone)
                 continue
             if not task.node_name:
                 _place(view, task, node)
@@ -320,10 +333,15 @@ class PodScheduler:
                 return self._failed(pod, error, now)  # the cycle ends: no PostFilter
         if not feasible:
             pre_filter = None if status.is_success() else status.message
+            # kube's diagnosis: the PreFilter plugins that turned the pod down, or the
+            # Filter plugins that turned down a node.
+            rejectors = set(state.pre_filter_rejectors) if not status.is_success() else {
+                verdict.plugin for verdict in statuses.values() if verdict.plugin}
             if not framework.plugins_at("postFilter"):
                 # kube fails the pod with clearNominatedNode when nothing could preempt.
                 return self._failed(pod, Status.unschedulable(
-                    fit_error_message(len(nodes), statuses, pre_filter)), now)
+                    fit_error_message(len(nodes), statuses, pre_filter)), now,
+                    rejectors=rejectors)
             try:
                 nominated, post = framework.run_post_filter(state, pod, statuses)
             except PluginError as exc:
@@ -336,7 +354,8 @@ class PodScheduler:
                                         post_filter=post.message)
             # The PostFilter's nomination, if it made one ("" clears the pod's); else
             # the pod's nomination stays.
-            return self._failed(pod, Status.unschedulable(message), now, nominating=nominated)
+            return self._failed(pod, Status.unschedulable(message), now, nominating=nominated,
+                                rejectors=rejectors)
         if len(feasible) == 1 or not scoring:
             return feasible[0]
         status = framework.run_pre_score(state, pod, feasible)
@@ -485,6 +504,7 @@ class PodScheduler:
                         self._bind(waiting.pod.uid, now)
                         continue
                     self._unreserve(assumed)
+                    gone = _placed_copy(assumed)
                     self._forget(waiting.pod.uid)
                     decision = waiting.decision
                     if not decision.is_rejected():
@@ -492,7 +512,7 @@ class PodScheduler:
                             f"waiting on permit for pod: {decision.message}",
                             plugin=decision.plugin)
                     self._binding_failed(waiting.pod, _on_one_node(decision, assumed.node),
-                                         now)
+                                         now, gone=gone)
 
     def _bind(self, uid: str, now: float) -> CycleResult:
         assumed = self.assumed[uid]
@@ -505,11 +525,13 @@ class PodScheduler:
             # kube-scheduler's handleBindingCycleError: unreserve, forget, requeue. A
             # PreBind or Bind failure is no fit error: the pod backs off and retries.
             self._unreserve(assumed)
+            gone = _placed_copy(assumed)
             self._forget(uid)
-            return self._binding_failed(pod, status, now, backoff=True)
+            return self._binding_failed(pod, status, now, backoff=True, gone=gone)
         del self.assumed[uid]
         self.attempts.pop(uid, None)
         self._in_flight.pop(uid, None)
+        self.queue.done(uid)
         framework.run_post_bind(state, pod, node)
         self._activate(state)  # the binding cycle succeeded
         return self._record(pod, node, Status.success())
@@ -552,21 +574,28 @@ class PodScheduler:
         task.gpu_devices = ()
 
     def _binding_failed(self, pod: TaskInfo, status: Status, now: float, *,
-                        backoff: bool = False) -> CycleResult:
+                        gone: TaskInfo, backoff: bool = False) -> CycleResult:
         """A failed binding cycle: the pod is requeued (to backoff with ``backoff``),
         and its node is free again, an event that may let the other unschedulable pods
-        in (kube-scheduler's ``AssignedPodDelete``)."""
+        in (kube-scheduler's ``AssignedPodDelete`` of ``gone``, the pod as it was
+        assumed)."""
         result = self._failed(pod, status, now, backoff=backoff)
         # After the pod's own requeue, and not the pod itself: it stays unschedulable.
-        self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete", exclude=pod.uid)
+        self.queue.move_all_to_active_or_backoff(now, "AssignedPodDelete", exclude=pod.uid,
+                                                 old=gone)
         return result
 
     def _failed(self, pod: TaskInfo, status: Status, now: float, *,
-                nominating: str | None = "", backoff: bool = False) -> CycleResult:
+                nominating: str | None = "", backoff: bool = False,
+                rejectors: Iterable[str] | None = None) -> CycleResult:
         """The pod failed its cycle: requeued, and its nomination set to ``nominating``
         (kube-scheduler's ``handleSchedulingFailure``). By default that is "": kube
         fails a pod with ``clearNominatedNode`` on every path but a PostFilter's,
-        whose nomination (None: none) is passed instead."""
+        whose nomination (None: none) is passed instead. ``rejectors`` are the plugins
+        that turned it down (by default the status's own plugin, if it rejected): the
+        events their queueing hints accept move it back."""
+        if rejectors is None:
+            rejectors = (status.plugin,) if status.is_rejected() and status.plugin else ()
         if nominating is not None and (nominating or pod.nominated_node):
             self._nominate(pod, nominating)
         attempts = self.attempts[pod.uid] = self.attempts.get(pod.uid, 0) + 1
@@ -574,7 +603,8 @@ class PodScheduler:
         if backoff or status.code == Code.ERROR:
             self.queue.add_backoff(pod, now, attempts=attempts)
         else:
-            self.queue.add_unschedulable(pod, now, attempts=attempts, cycle=cycle)
+            self.queue.add_unschedulable(pod, now, attempts=attempts, cycle=cycle,
+                                         plugins=rejectors)
         return self._record(pod, nominating or None, status)
 
     def _record(self, pod: TaskInfo, node: str | None, status: Status) -> CycleResult:
@@ -671,6 +701,14 @@ def _same_pod(one: TaskInfo, other: TaskInfo) -> bool:
     again: the same creation time (an unknown one, NaN, is no other) and pod uid."""
     return one.order_uid == other.order_uid and same_creation_time(one.creation_time,
                                                                    other.creation_time)
+
+
+def _placed_copy(assumed: _Assumed) -> TaskInfo:
+    """The assumed pod as it stood on its node (what an ``AssignedPodDelete`` event
+    carries once it is forgotten)."""
+    placed = assumed.pod.clone()
+    placed.node_name = assumed.node
+    return placed
 
 
 def _task(view: ClusterInfo, pod: TaskInfo) -> TaskInfo | None:

@@ -1,0 +1,224 @@
+"""kube-scheduler's queueing hints in PodScheduler's queue: an event moves an
+unschedulable pod only when a plugin that turned it down registered the event and
+its hint says the change may help; an event received while the pod was being
+scheduled counts when it fails. Each test failed before the queue read the hints
+(every event moved every pod)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import Resource
+from batchsched.cache.memory import MemoryCache
+from batchsched.errors import PluginError
+from batchsched.kubesched import (
+    CycleState,
+    Framework,
+    PluginRef,
+    PodScheduler,
+    Profile,
+    Registry,
+    Status,
+)
+from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS, NodeResourcesFit
+from batchsched.kubesched.events import (
+    NODE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    event_named,
+    matches,
+)
+from batchsched.scenario import parse_scenario
+
+
+def cache(nodes: dict[str, int], pods: list[tuple[str, int]]) -> MemoryCache:
+    """``nodes``: name -> cpus; ``pods``: (name, cpus), each its own job."""
+    doc = {
+        "version": 1, "name": "hints", "config": {"actions": ""},
+        "nodes": [{"name": n, "allocatable": {"cpu": c, "memory": "4Gi", "pods": 10}}
+                  for n, c in nodes.items()],
+        "jobs": [{"name": f"j-{name}", "minMember": 1, "phase": "Inqueue"} for name, _ in pods],
+        "tasks": [{"name": name, "job": f"j-{name}", "requests": {"cpu": cpu}}
+                  for name, cpu in pods],
+    }
+    return parse_scenario(doc, source="<test>").build_cache()
+
+
+def scheduler(c: MemoryCache, *, filters: tuple[str, ...] = ("NodeResourcesFit",),
+              plugins: dict[str, Any] | None = None, hints: bool = True) -> PodScheduler:
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    for name, plugin in (plugins or {}).items():
+        factories[name] = _returning(plugin)
+    profile = Profile("default-scheduler", {
+        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
+        "filter": tuple(PluginRef(name) for name in filters)})
+    return PodScheduler(c, Framework(Registry(factories), profile), queueing_hints=hints)
+
+
+def _returning(plugin: Any) -> Any:
+    def build(args: Any, handle: Any) -> Any:
+        return plugin
+    return build
+
+
+def node(name: str, cpus: int) -> NodeInfo:
+    return NodeInfo.create(name, Resource.from_mapping(
+        {"cpu": cpus, "memory": "4Gi", "pods": 10}))
+
+
+def placed(c: MemoryCache, uid: str, on: str) -> Any:
+    pod = next(task for job in c.snapshot().jobs.values() for task in job.tasks.values()
+               if task.uid == uid).clone()
+    pod.node_name = on
+    return pod
+
+
+def test_an_event_no_rejecting_plugin_registered_moves_nothing() -> None:
+    c = cache({"n0": 1}, [("big", 4)])
+    s = scheduler(c)
+    s.run(0.0)
+    assert "default/big" in s.queue.unschedulable
+    # NodeResourcesFit registers node additions and allocatable changes, not labels.
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeUpdateNodeLabel") == 0
+    assert "default/big" in s.queue.unschedulable
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeAdd") == 1
+
+
+def test_a_node_added_moves_only_the_pods_it_could_hold() -> None:
+    c = cache({"n0": 1}, [("big", 4), ("huge", 16)])
+    s = scheduler(c)
+    s.run(0.0)
+    new = node("n1", 8)
+    c.add_node(new)
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeAdd", new=new) == 1
+    assert "default/huge" in s.queue.unschedulable
+    s.run(20.0)
+    assert {b.task: b.node for b in c.binds} == {"default/big": "n1"}
+
+
+def test_a_node_whose_allocatable_did_not_grow_moves_nothing() -> None:
+    c = cache({"n0": 2}, [("big", 4)])
+    s = scheduler(c)
+    s.run(0.0)
+    same, more = node("n0", 2), node("n0", 4)
+    assert s.queue.move_all_to_active_or_backoff(
+        5.0, "NodeUpdateNodeAllocatable", old=same, new=same) == 0
+    assert s.queue.move_all_to_active_or_backoff(
+        5.0, "NodeUpdateNodeAllocatable", old=same, new=more) == 1
+
+
+def test_only_a_placed_pod_deleted_moves_pods_turned_down_for_room() -> None:
+    c = cache({"n0": 1}, [("big", 4), ("other", 1)])
+    s = scheduler(c)
+    s.run(0.0)
+    waiting = placed(c, "default/big", "")
+    assert s.queue.move_all_to_active_or_backoff(5.0, "AssignedPodDelete", old=waiting) == 0
+    gone = placed(c, "default/other", "n0")
+    assert s.queue.move_all_to_active_or_backoff(5.0, "AssignedPodDelete", old=gone) == 1
+
+
+class Picky:
+    """Turns every pod down; what it registers is set per test."""
+
+    def __init__(self, events: list[Any] | None) -> None:
+        if events is not None:
+            self.events_to_register = lambda: events
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        return Status.unschedulable("no")
+
+
+def test_a_plugin_that_registers_nothing_waits_for_the_timeout() -> None:
+    c = cache({"n0": 4}, [("p", 1)])
+    s = scheduler(c, filters=("Picky",), plugins={"Picky": Picky([])})
+    s.run(0.0)
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeAdd") == 0
+    assert s.queue.move_all_to_active_or_backoff(5.0, "") == 1  # the wildcard moves all
+
+
+def test_a_plugin_without_events_to_register_is_retried_on_every_event() -> None:
+    c = cache({"n0": 4}, [("p", 1)])
+    s = scheduler(c, filters=("Picky",), plugins={"Picky": Picky(None)})
+    s.run(0.0)
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeUpdateNodeLabel") == 1
+
+
+def test_a_hint_that_raises_queues_the_pod() -> None:
+    def broken(pod: Any, old: Any, new: Any) -> QueueingHint:
+        raise RuntimeError("boom")
+
+    c = cache({"n0": 4}, [("p", 1)])
+    events = [ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD), broken)]
+    s = scheduler(c, filters=("Picky",), plugins={"Picky": Picky(events)})
+    s.run(0.0)
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeAdd", new=node("n1", 1)) == 1
+
+
+def test_without_hints_every_event_moves_every_pod() -> None:
+    c = cache({"n0": 1}, [("big", 4)])
+    s = scheduler(c, hints=False)
+    s.run(0.0)
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeUpdateNodeLabel") == 1
+
+
+class Freeing:
+    """A filter that deletes a placed pod's node room while the pod is in flight: it
+    reports an event to the queue, then turns the pod down."""
+
+    def __init__(self, queue_of: Any, event: str, old: Any) -> None:
+        self.queue_of, self.event, self.old = queue_of, event, old
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return NodeResourcesFit().events_to_register()
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        self.queue_of().move_all_to_active_or_backoff(1.0, self.event, old=self.old)
+        return Status.unschedulable("Insufficient cpu")
+
+
+@pytest.mark.parametrize(("event", "on", "requeued"), [
+    ("AssignedPodDelete", "n0", True),   # a placed pod went: it may help
+    ("AssignedPodDelete", "", False),    # an unplaced pod went: it cannot
+    ("NodeUpdateNodeLabel", "n0", False),  # nothing the plugin registered
+])
+def test_an_event_while_in_flight_counts_when_the_pod_fails(
+        event: str, on: str, requeued: bool) -> None:
+    c = cache({"n0": 4}, [("p", 1), ("other", 1)])
+    holder: list[PodScheduler] = []
+    freeing = Freeing(lambda: holder[0].queue, event, placed(c, "default/other", on))
+    s = scheduler(c, filters=("Freeing",), plugins={"Freeing": freeing})
+    holder.append(s)
+    s.run(1.0, max_pods=1)
+    first = s.results[0].pod
+    queue = s.queue
+    assert (first in queue.unschedulable) is not requeued
+    assert (first in queue.backoff or first in queue.active) is requeued
+    assert queue.in_flight == {}
+
+
+def test_event_labels_are_kube_s_and_a_typo_is_named() -> None:
+    assert event_named("NodeAdd") == ClusterEvent(NODE, ActionType.ADD)
+    assert event_named("AssignedPodDelete").name == "AssignedPodDelete"
+    assert event_named("").is_wildcard()
+    assert matches(ClusterEvent("Pod", ActionType.DELETE), event_named("AssignedPodDelete"))
+    assert not matches(ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL), event_named("NodeUpdate"))
+    assert matches(ClusterEvent(NODE, ActionType.UPDATE), event_named("NodeUpdateNodeLabel"))
+    with pytest.raises(ValueError, match="'NodeAdded' is no cluster event"):
+        event_named("NodeAdded")
+
+
+def test_a_plugin_whose_events_to_register_raises_is_named() -> None:
+    class Bad(Picky):
+        def events_to_register(self) -> list[Any]:
+            raise RuntimeError("boom")
+
+    with pytest.raises(PluginError, match="'Bad' raised at eventsToRegister"):
+        scheduler(cache({"n0": 1}, []), filters=("Bad",), plugins={"Bad": Bad(None)})
+    with pytest.raises(PluginError, match="registered 'node', not a ClusterEventWithHint"):
+        scheduler(cache({"n0": 1}, []), filters=("Picky",),
+                  plugins={"Picky": Picky(["node"])})
