@@ -50,13 +50,15 @@ def cache(nodes: dict[str, int], pods: list[tuple[str, int]]) -> MemoryCache:
 
 
 def scheduler(c: MemoryCache, *, filters: tuple[str, ...] = ("NodeResourcesFit",),
-              plugins: dict[str, Any] | None = None, hints: bool = True) -> PodScheduler:
+              plugins: dict[str, Any] | None = None, hints: bool = True,
+              pre_filters: tuple[str, ...] = ()) -> PodScheduler:
     factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
     for name, plugin in (plugins or {}).items():
         factories[name] = _returning(plugin)
     profile = Profile("default-scheduler", {
         "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
-        "filter": tuple(PluginRef(name) for name in filters)})
+        "filter": tuple(PluginRef(name) for name in filters),
+        "preFilter": tuple(PluginRef(name) for name in pre_filters)})
     return PodScheduler(c, Framework(Registry(factories), profile), queueing_hints=hints)
 
 
@@ -222,3 +224,92 @@ def test_a_plugin_whose_events_to_register_raises_is_named() -> None:
     with pytest.raises(PluginError, match="registered 'node', not a ClusterEventWithHint"):
         scheduler(cache({"n0": 1}, []), filters=("Picky",),
                   plugins={"Picky": Picky(["node"])})
+
+
+class Zone:
+    """A PreFilter narrowing the nodes to ``allowed``; a node label change may help."""
+
+    def __init__(self, allowed: set[str]) -> None:
+        self.allowed = allowed
+
+    def pre_filter(self, state: CycleState, pod: Any) -> tuple[set[str], Status]:
+        return set(self.allowed), Status.success()
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL))]
+
+
+class Refusing:
+    def pre_filter(self, state: CycleState, pod: Any) -> Status:
+        return Status.unschedulable("no")
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return []
+
+
+def test_the_prefilter_plugins_that_narrowed_the_nodes_are_among_the_rejectors() -> None:
+    c = cache({"n0": 1, "n1": 8}, [("big", 4)])
+    s = scheduler(c, pre_filters=("Zone",), plugins={"Zone": Zone({"n0"})})
+    s.run(0.0)
+    assert s.queue.unschedulable["default/big"].unschedulable_plugins == {
+        "Zone", "NodeResourcesFit"}
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeUpdateNodeLabel") == 1
+    c = cache({"n0": 8}, [("p", 1)])
+    s = scheduler(c, pre_filters=("Zone", "Refusing"),
+                  plugins={"Zone": Zone({"n0"}), "Refusing": Refusing()})
+    s.run(0.0)
+    assert s.queue.unschedulable["default/p"].unschedulable_plugins == {"Zone", "Refusing"}
+
+
+def test_a_pod_no_plugin_turned_down_waits_out_an_error_backoff() -> None:
+    c = cache({"n0": 1}, [("p", 1)])
+    s = scheduler(c)
+    pod = next(t for job in c.snapshot().jobs.values() for t in job.tasks.values())
+    s.queue.add_unschedulable(pod, 0.0, attempts=1, plugins=())
+    assert s.queue.backoff["default/p"].error  # never popped before its backoff ends
+    assert s.queue.pop(0.5) is None
+
+
+def test_a_pod_activated_while_in_flight_is_requeued_when_it_fails() -> None:
+    c = cache({"n0": 1}, [("a", 1), ("b", 1)])
+    s = scheduler(c)
+    queue = s.queue
+    pods = {t.name: t for job in c.snapshot().jobs.values() for t in job.tasks.values()}
+    for pod in pods.values():
+        queue.add(pod, 0.0)
+    first, second = queue.pop(0.0), queue.pop(0.0)
+    assert first is not None and second is not None
+    queue.activate([first.pod.uid])
+    queue.add_unschedulable(first.pod, 1.0, attempts=1, cycle=first.cycle,
+                            plugins=("NodeResourcesFit",))
+    queue.add_unschedulable(second.pod, 1.0, attempts=1, cycle=second.cycle,
+                            plugins=("NodeResourcesFit",))
+    assert first.pod.uid in queue.backoff  # the activation was for it
+    assert second.pod.uid in queue.unschedulable  # and for it only
+    assert queue.in_flight == {}
+
+
+def test_fit_queues_a_pod_for_a_deletion_it_cannot_read() -> None:
+    pod = next(t for job in cache({"n0": 1}, [("p", 1)]).snapshot().jobs.values()
+               for t in job.tasks.values())
+    assert NodeResourcesFit.after_pod_event(pod, {"nodeName": "n0"}, None) \
+        is QueueingHint.QUEUE
+
+
+def test_a_registration_of_no_cluster_event_is_named_when_the_profile_is_built() -> None:
+    with pytest.raises(PluginError, match="registered ClusterEventWithHint"):
+        scheduler(cache({"n0": 1}, []), filters=("Picky",),
+                  plugins={"Picky": Picky([ClusterEventWithHint("NodeAdd")])})  # type: ignore[arg-type]
+
+
+def test_a_pod_no_profile_schedules_any_more_is_no_longer_in_flight() -> None:
+    c = cache({"n0": 1}, [("big", 4)])
+    s = scheduler(c)
+    s._refresh_view(0.0)
+    pod = next(t for job in c.snapshot().jobs.values() for t in job.tasks.values())
+    s.queue.add(pod, 0.0)
+    popped = s.queue.pop(0.0)
+    assert popped is not None
+    popped.pod.scheduler_name = "gone"
+    s.schedule_one(popped.pod, 0.0)
+    assert s.queue.in_flight == {}

@@ -153,8 +153,9 @@ class NodeResourcesFit:
         """kube's ``isSchedulableAfterPodEvent``: a pod that held a node deleted, or
         the pod itself or a placed pod asking less of something this pod asks."""
         if new is None:
-            placed = isinstance(old, TaskInfo) and bool(old.node_name)
-            return QueueingHint.QUEUE if placed else QueueingHint.QUEUE_SKIP
+            if not isinstance(old, TaskInfo):
+                return QueueingHint.QUEUE  # unreadable: never strand the pod
+            return QueueingHint.QUEUE if old.node_name else QueueingHint.QUEUE_SKIP
         if not (isinstance(old, TaskInfo) and isinstance(new, TaskInfo)):
             return QueueingHint.QUEUE
         if new.uid == pod.uid:

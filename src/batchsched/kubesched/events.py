@@ -37,6 +37,7 @@ from batchsched.errors import PluginError
 
 __all__ = [
     "ASSIGNED_POD",
+    "FORCE_ACTIVATE",
     "NODE",
     "POD",
     "UNSCHEDULABLE_POD",
@@ -124,10 +125,12 @@ class ClusterEvent:
 
 
 WILDCARD_EVENT = ClusterEvent(WILDCARD, ActionType.ALL, "WildCard")
+#: A plugin's request to retry one pod now (``new`` names it): for that pod only.
+FORCE_ACTIVATE = ClusterEvent(WILDCARD, ActionType.ALL, "ForceActivate")
 _SPECIAL = {"": WILDCARD_EVENT, "WildCard": WILDCARD_EVENT,
             "UnschedulableTimeout": ClusterEvent(WILDCARD, ActionType.ALL,
                                                  "UnschedulableTimeout"),
-            "ForceActivate": ClusterEvent(WILDCARD, ActionType.ALL, "ForceActivate")}
+            "ForceActivate": FORCE_ACTIVATE}
 
 
 def event_named(label: str | ClusterEvent) -> ClusterEvent:
@@ -207,10 +210,14 @@ def registrations_of(name: str, plugin: Any) -> list[Registration]:
     out: list[Registration] = []
     for item in given:
         entry = ClusterEventWithHint(item) if isinstance(item, ClusterEvent) else item
+        event = getattr(entry, "event", None)
         if not isinstance(entry, ClusterEventWithHint) or not (
-                entry.hint is None or callable(entry.hint)):
+                entry.hint is None or callable(entry.hint)) or not (
+                isinstance(event, ClusterEvent) and isinstance(event.resource, str)
+                and isinstance(event.action, ActionType)):
             raise PluginError(f"kube plugin {name!r} registered {entry!r}, not a "
-                              "ClusterEventWithHint", plugin=name, point="eventsToRegister")
+                              "ClusterEventWithHint of a ClusterEvent(resource, ActionType)",
+                              plugin=name, point="eventsToRegister")
         out.append(Registration(name, entry.event, entry.hint))
     return out
 
@@ -257,7 +264,13 @@ class QueueingHints:
         answers anything but a :class:`QueueingHint`, queues: the pod must not be
         stranded; it is logged)."""
         rejected_by = frozenset(rejectors)
-        if not rejected_by or event.is_wildcard():
+        if event.is_wildcard():
+            # A wildcard event naming a pod (a forced activation) is for that pod only.
+            target = new.uid if isinstance(new, TaskInfo) else new
+            if isinstance(target, str) and target != pod.uid:
+                return Strategy.SKIP
+            return Strategy.AFTER_BACKOFF
+        if not rejected_by:
             return Strategy.AFTER_BACKOFF
         found = self.by_profile.get(self.profile_of(pod))
         if found is None:

@@ -407,7 +407,6 @@ class Framework:
         # still help, and they may find the pod unresolvable): kubernetes#119770. The
         # last such answer is the one returned, as kube's ``returnStatus``.
         rejected: Status | None = None
-        rejectors: list[str] = []
         for name, plugin in self.plugins_at("preFilter"):
             answer = self._call(name, "preFilter", plugin.pre_filter, state, pod)
             nodes: Any = None
@@ -424,11 +423,10 @@ class Framework:
                 continue
             if not status.is_success():
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    state.pre_filter_rejectors = (*rejectors, name)
+                    state.pre_filter_rejectors = (name,)
                     return status.with_plugin(name)
                 if status.is_rejected():
                     rejected = status.with_plugin(name)
-                    rejectors.append(name)
                     continue
                 return self._as_error(name, "preFilter", status)
             if nodes is not None:
@@ -444,7 +442,10 @@ class Framework:
                                     "simultaneously")
                     state.pre_filter_rejectors = names
                     return Status.unschedulable(message, plugin=name, unresolvable=True)
-        state.pre_filter_rejectors = tuple(rejectors)
+        # kube's diagnosis: the plugins that narrowed the nodes, and the last that
+        # turned the pod down.
+        state.pre_filter_rejectors = state.pre_filter_node_plugins + (
+            (rejected.plugin,) if rejected is not None else ())
         return rejected or Status.success()
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: TaskInfo, added: TaskInfo,

@@ -41,6 +41,7 @@ import attrs
 
 from batchsched.api.task import TaskInfo
 from batchsched.kubesched.events import (
+    FORCE_ACTIVATE,
     ClusterEvent,
     QueueingHints,
     Strategy,
@@ -146,6 +147,11 @@ class SchedulingQueue:
         received = [entry for entry in self._received
                     if cycle is not None and entry.cycle >= cycle]
         self.done(pod.uid)
+        if self.hints is not None and not queued.unschedulable_plugins:
+            # No plugin turned it down (kube counts a consecutive error): no event is
+            # awaited, and it waits its backoff out before it is tried again.
+            self.add_backoff(pod, now, attempts=attempts)
+            return
         if self.hints is not None:
             strategy = self.hints.strategy_in_flight(pod, queued.unschedulable_plugins,
                                                      received)
@@ -249,10 +255,16 @@ class SchedulingQueue:
 
     def activate(self, uids: Iterable[str]) -> None:
         """Move these pods, if they wait unschedulable or in backoff, to active (a
-        gated pod only once PreEnqueue admits it): kube-scheduler's ``Activate``."""
+        gated pod only once PreEnqueue admits it): kube-scheduler's ``Activate``. A pod
+        being scheduled meanwhile is requeued when it fails, as an event that may help
+        it only (kube's ``ForceActivate`` of an in-flight pod)."""
         for uid in uids:
             queued = self.backoff.get(uid) or self.unschedulable.get(uid)
             if queued is None:
+                if uid in self.in_flight:
+                    self._received.append(_Received(self.scheduling_cycle, FORCE_ACTIVATE,
+                                                    None, uid))
+                    self.move_request_cycle = self.scheduling_cycle
                 continue
             if not self._admitted(queued):
                 self._gate(queued)

@@ -269,6 +269,8 @@ class PodScheduler:
         assert self.view is not None, "run() prepares the cluster view"
         framework = self.framework_for(pod)
         if framework is None:
+            self._in_flight.pop(pod.uid, None)
+            self.queue.done(pod.uid)
             return self._record(pod, None, Status.error("no profile schedules this pod"))
         state = CycleState()
         state.write(PODS_TO_ACTIVATE_KEY, PodsToActivate())
@@ -335,8 +337,9 @@ class PodScheduler:
             pre_filter = None if status.is_success() else status.message
             # kube's diagnosis: the PreFilter plugins that turned the pod down, or the
             # Filter plugins that turned down a node.
-            rejectors = set(state.pre_filter_rejectors) if not status.is_success() else {
-                verdict.plugin for verdict in statuses.values() if verdict.plugin}
+            rejectors = set(state.pre_filter_rejectors)
+            if status.is_success():
+                rejectors |= {verdict.plugin for verdict in statuses.values() if verdict.plugin}
             if not framework.plugins_at("postFilter"):
                 # kube fails the pod with clearNominatedNode when nothing could preempt.
                 return self._failed(pod, Status.unschedulable(
