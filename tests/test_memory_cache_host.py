@@ -584,7 +584,9 @@ def _bad_job(field: str, value: Any) -> JobInfo:
 @pytest.mark.parametrize(("call", "message"), [
     (lambda c: c.add_node(NodeInfo.create("n2", Resource.from_mapping({"cpu": 1}),
                                           taints=("gpu=true:NoSchedule",))),  # type: ignore[arg-type]
-     r"node n2: taints\[0\] is 'gpu=true:NoSchedule', not a Taint"),
+     # The remedy names a constructor that exists (there is no Taint.parse).
+     r"node n2: taints\[0\] is 'gpu=true:NoSchedule', not a Taint "
+     r"\(batchsched\.kube\.taints\.Taint\(key, value, effect\)\)"),
     (lambda c: c.add_node(NodeInfo.create("n2", Resource.from_mapping({"cpu": 1}),
                                           labels={"zone": 1})),  # type: ignore[dict-item]
      "node n2: labels is .* not a mapping of text to text"),

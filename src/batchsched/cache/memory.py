@@ -248,7 +248,8 @@ class MemoryCache:
         for i, taint in enumerate(node.taints):
             if not isinstance(taint, Taint):
                 raise SchedulingError(f"node {node.name}: taints[{i}] is {taint!r}, not a "
-                                      "Taint (Taint.parse reads 'key=value:Effect')")
+                                      "Taint (batchsched.kube.taints.Taint(key, value, "
+                                      "effect))")
         for field, texts in (("labels", node.labels), ("annotations", node.annotations)):
             _check_texts(f"node {node.name}", field, texts)
         old = self.nodes.get(node.name)
