@@ -260,3 +260,19 @@ def test_pods_created_at_the_same_time_start_in_trace_order(tmp_path: Path) -> N
                      "--output", "json", "--no-progress"]) == 0
     starts = {job["job"]: job["start"] for job in json.loads(out.getvalue())["perJob"]}
     assert starts == {"openb/first": 0, "openb/zeta": 100, "openb/alpha": 200}
+
+
+def test_arrived_load_counts_from_the_window_s_first_pod(tmp_path: Path) -> None:
+    """--first-job K with --arrived-load: the replay starts at pod K and the load is
+    counted from there (it was counted from pod 0 and the window cut afterwards)."""
+    from batchsched.simulation.command import load_workload
+
+    (tmp_path / "nodes.csv").write_text(NODES)
+    (tmp_path / "pods.csv").write_text(PODS)
+    # 3 GPUs; pod-1 asks half of one, pod-2 two: 2.5 >= 0.8 x 3.
+    workload, _ = load_workload(tmp_path / "pods.csv", tmp_path / "nodes.csv",
+                                arrived_load=0.8, first=1)
+    assert [job.prototype.name for job in workload.jobs] == ["pod-1", "pod-2"]
+    workload, _ = load_workload(tmp_path / "pods.csv", tmp_path / "nodes.csv",
+                                arrived_load=0.3, first=3)
+    assert [job.prototype.name for job in workload.jobs] == ["pod-3"]

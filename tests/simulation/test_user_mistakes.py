@@ -256,3 +256,13 @@ def test_the_loader_s_warnings_are_said_once_whatever_the_replays(tmp_path: Path
     other = write(tmp_path, "sjf.yaml", STRICT.format(policy="sjf"))
     _, _, err = compare(str(workload), "--config", str(config), "--config", str(other))
     assert err.count("queue 'typo' does not exist") == 1
+
+
+@pytest.mark.parametrize("workers", ["0", "-3"])
+def test_no_worker_processes_are_refused(tmp_path: Path, workers: str) -> None:
+    trace, config = trace_and_config(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["compare", str(trace), "--config", str(config), "--workers", workers])
+    assert (code, out.getvalue()) == (2, "")
+    assert err.getvalue().startswith(f"batchsched: error: --workers {workers}:")

@@ -202,8 +202,9 @@ def _gpu_share(gpus: int, milli: int, source: str, line: int) -> int:
 
 def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str | None = None,
                      arrived_load: float | None = None, seed: int = 0,
-                     arrival_order: str = "trace") -> Workload:
-    """The pods of an ``openb_pod_list_*.csv`` file as a workload on ``nodes``."""
+                     arrival_order: str = "trace", first: int = 0) -> Workload:
+    """The pods of an ``openb_pod_list_*.csv`` file as a workload on ``nodes``. With
+    ``arrived_load`` in trace order, pods arrive from position ``first`` on."""
     if arrival_order not in ARRIVAL_ORDERS:
         raise ValueError(f"arrival_order must be one of {ARRIVAL_ORDERS}, not {arrival_order!r}")
     file = Path(path)
@@ -247,9 +248,12 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
         created_in_listed_order(jobs)
         return Workload(name=source, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
     if arrival_order == "trace":
+        if first > len(pods) or (first and first == len(pods)):
+            raise WorkloadError(f"the window starts at job {first}, past the trace's "
+                                f"{len(pods)} pods", source=source)
         jobs = []
         arrived = 0.0
-        for pod in pods:
+        for pod in pods[first:]:
             if arrived >= arrived_load * capacity:
                 break
             jobs.append(pod.job(submit=float(len(jobs)), run=math.inf, created=len(jobs)))

@@ -112,8 +112,12 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         if nodes is None:
             raise WorkloadError("a pod trace needs its nodes: --cluster openb_node_list_*.csv",
                                 source=Path(path).name)
+        # Arrivals in trace order count the load from the window's first pod: the
+        # window is where the replay starts.
+        skipped = first if arrived_load is not None and arrival_order == "trace" else 0
         workload = alibaba_workload(path, nodes, arrived_load=arrived_load, seed=seed,
-                                    arrival_order=arrival_order)
+                                    arrival_order=arrival_order, first=skipped)
+        first -= skipped
     elif suffix == ".swf":
         workload = swf_workload(path, nodes=nodes, first=first, count=count)
         first, count = 0, None  # already applied

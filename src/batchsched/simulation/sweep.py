@@ -84,6 +84,8 @@ def replay(spec: Replay) -> dict[str, Any]:
 def sweep(specs: Sequence[Replay], *, workers: int = 1, dask_address: str | None = None,
           run_one: Callable[[Replay], dict[str, Any]] = replay) -> list[dict[str, Any]]:
     """The metrics of every replay, in order, computed in parallel."""
+    if workers < 1:
+        raise BatchSchedError(f"--workers {workers}: at least one process runs the replays")
     if dask_address is not None:
         try:
             from distributed import Client
