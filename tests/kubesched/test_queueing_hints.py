@@ -313,3 +313,63 @@ def test_a_pod_no_profile_schedules_any_more_is_no_longer_in_flight() -> None:
     popped.pod.scheduler_name = "gone"
     s.schedule_one(popped.pod, 0.0)
     assert s.queue.in_flight == {}
+
+
+# -- the changes between runs, reported as kube's informers report them -----------------
+
+def _task(c: MemoryCache, uid: str) -> Any:
+    return next(t for job in c.snapshot().jobs.values() for t in job.tasks.values()
+                if t.uid == uid)
+
+
+def test_a_node_added_between_runs_moves_the_pods_it_can_hold() -> None:
+    c = cache({"n0": 1}, [("big", 4), ("huge", 16)])
+    s = scheduler(c)
+    s.run(0.0)
+    c.add_node(node("n1", 8))  # the host reports nothing
+    s.run(20.0)
+    assert {b.task: b.node for b in c.binds} == {"default/big": "n1"}
+    assert "default/huge" in s.queue.unschedulable
+
+
+def test_a_pod_gone_from_its_node_between_runs_makes_room() -> None:
+    c = cache({"n0": 2}, [("first", 2), ("next", 2)])
+    s = scheduler(c)
+    s.run(0.0)
+    assert [b.task for b in c.binds] == ["default/first"]
+    c.delete_task(_task(c, "default/first"))
+    s.run(20.0)
+    assert [b.task for b in c.binds] == ["default/first", "default/next"]
+
+
+def test_a_node_label_change_reaches_a_plugin_that_registered_it() -> None:
+    class Labelled:
+        def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+            if node.labels.get("ready-for") == "p":
+                return Status.success()
+            return Status.unschedulable("not labelled")
+
+        def events_to_register(self) -> list[ClusterEventWithHint]:
+            return [ClusterEventWithHint(ClusterEvent(NODE, ActionType.UPDATE_NODE_LABEL))]
+
+    c = cache({"n0": 2}, [("p", 1)])
+    s = scheduler(c, filters=("Labelled",), plugins={"Labelled": Labelled()})
+    s.run(0.0)
+    relabelled = node("n0", 2)
+    relabelled.labels["ready-for"] = "p"
+    c.add_node(relabelled)
+    s.run(20.0)
+    assert [b.task for b in c.binds] == ["default/p"]
+
+
+def test_without_cluster_events_only_the_host_s_reports_move_pods() -> None:
+    c = cache({"n0": 1}, [("big", 4)])
+    framework = scheduler(c).frameworks["default-scheduler"]
+    s = PodScheduler(c, framework, cluster_events=False)
+    s.run(0.0)
+    c.add_node(node("n1", 8))
+    s.run(20.0)
+    assert c.binds == []
+    s.queue.move_all_to_active_or_backoff(20.0, "NodeAdd", new=node("n1", 8))
+    s.run(40.0)
+    assert [b.task for b in c.binds] == ["default/big"]

@@ -20,6 +20,7 @@ module                                    holds
 :mod:`~batchsched.kubesched.registry`     the plugin registry (Register, Unregister, Merge)
 :mod:`~batchsched.kubesched.framework`    profiles, the framework's run rules, waiting pods
 :mod:`~batchsched.kubesched.events`       cluster events and queueing hints
+:mod:`~batchsched.kubesched.informer`     the changes between two snapshots, as events
 :mod:`~batchsched.kubesched.queue`        the scheduling queue (active, backoff,
                                           unschedulable)
 :mod:`~batchsched.kubesched.scheduler`    the per-pod scheduling and binding cycles

@@ -49,6 +49,7 @@ from batchsched.kubesched.framework import (
     Framework,
     check_percentage_of_nodes_to_score,
 )
+from batchsched.kubesched.informer import cluster_changes
 from batchsched.kubesched.queue import QueuedPod, SchedulingQueue, default_less
 from batchsched.kubesched.status import Code, Status
 
@@ -83,14 +84,19 @@ class PodScheduler:
     def __init__(self, cache: Cache, frameworks: Framework | Mapping[str, Framework], *,
                  queue: SchedulingQueue | None = None,
                  percentage_of_nodes_to_score: int = 0,
-                 queueing_hints: bool = True) -> None:
+                 queueing_hints: bool = True, cluster_events: bool = True) -> None:
         """``percentage_of_nodes_to_score`` is kube-scheduler's global setting (a
         profile's own wins): once that share of the nodes passed the filters, filtering
         stops; 0 (the default) is kube's adaptive share, 50% less a point per 125
         nodes, at least 5%; clusters under 100 nodes are always filtered whole.
         ``queueing_hints`` (kube's ``SchedulerQueueingHints``, on by default) gives
         the queue the profiles' queueing hints (:mod:`batchsched.kubesched.events`),
-        unless it has its own; off, every event moves every unschedulable pod."""
+        unless it has its own; off, every event moves every unschedulable pod.
+        ``cluster_events`` reports what changed from one run's snapshot to the next
+        to the queue (nodes added, updated or deleted, pods placed or gone), as kube's
+        informers do (:mod:`batchsched.kubesched.informer`); off, only the events the
+        host reports itself move pods."""
+        self.cluster_events = cluster_events
         self.percentage_of_nodes_to_score = check_percentage_of_nodes_to_score(
             percentage_of_nodes_to_score, source="PodScheduler",
             key="percentage_of_nodes_to_score")
@@ -206,6 +212,10 @@ class PodScheduler:
                 # The devices it holds in this view (its first ones may have gone to
                 # another pod since): the ones its bind will name.
                 assumed.pod.gpu_devices = task.gpu_devices
+        if self.cluster_events and self.view is not None:
+            for change in cluster_changes(self.view, view):
+                self.queue.move_all_to_active_or_backoff(now, change.event, old=change.old,
+                                                         new=change.new)
         self.view = view
         for framework in self.frameworks.values():
             framework.cluster = view
