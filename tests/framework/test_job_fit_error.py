@@ -53,3 +53,32 @@ def test_after_the_close_every_answer_is_worked_out_afresh() -> None:
     job.nodes_fit_errors = {"ns/other": next(iter(job.nodes_fit_errors.values()))}
     assert ssn.job_fit_error(job) == job.fit_error()
     assert ssn.job_fit_error(job) != before
+
+
+def test_jobs_of_the_same_counts_share_one_message_and_others_get_their_own() -> None:
+    """The message kept per shape (the status counts, minAvailable, readiness) is the one
+    worked out afresh, for each shape, whichever job asked first."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from batchsched.api.types import TaskStatus
+
+    statuses = st.sampled_from([TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
+                                TaskStatus.PIPELINED, TaskStatus.SUCCEEDED])
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(statuses, max_size=6), st.integers(0, 4))
+    def check(kinds: list[TaskStatus], minimum: int) -> None:
+        jobs = []
+        for copy in range(2):
+            job = JobInfo.from_podgroup(PodGroup(f"j{copy}", "ns", min_member=minimum))
+            for i, status in enumerate(kinds):
+                task = TaskInfo.create("ns", f"j{copy}-{i}", job.uid,
+                                       Resource.from_mapping({"cpu": 1}))
+                task.status = status
+                job.add_task(task)
+            jobs.append(job)
+        for job in jobs:
+            assert job.fit_error() == job._fit_error()
+
+    check()

@@ -56,6 +56,9 @@ _SUCCEEDED = TaskStatus.SUCCEEDED
 _READY_STATUSES = ALLOCATED_STATUSES | {_SUCCEEDED}
 #: ``str(status)``, worked out once (the enum's ``__str__`` is comparatively slow).
 _STATUS_NAMES = {status: str(status) for status in TaskStatus}
+#: Fit error messages by the counts they depend on (see JobInfo.fit_error), bounded.
+_FIT_ERRORS_BY_SHAPE: dict[tuple[object, ...], str] = {}
+_MAX_SHAPES = 4096
 _VALID_STATUSES = _READY_STATUSES | {_PIPELINED, _PENDING}
 
 
@@ -560,6 +563,25 @@ class JobInfo:
 
     def fit_error(self) -> str:
         """Volcano's ``JobInfo.FitError`` summary (the message of gang's condition)."""
+        pending = self.task_status_index.get(_PENDING)
+        if self.job_fit_errors or self.nodes_fit_errors or (pending and any(
+                task.last_transaction is not None for task in pending.values())):
+            return self._fit_error()
+        # The common case (no fit error, no pending task tried) depends on the counts
+        # alone, and many jobs share them (every waiting job of a queue): one message
+        # per shape.
+        shape = (tuple([(status, len(tasks)) for status, tasks
+                        in self.task_status_index.items()]),
+                 self.min_available, self.is_ready())
+        message = _FIT_ERRORS_BY_SHAPE.get(shape)
+        if message is None:
+            message = self._fit_error()
+            if len(_FIT_ERRORS_BY_SHAPE) >= _MAX_SHAPES:
+                _FIT_ERRORS_BY_SHAPE.clear()
+            _FIT_ERRORS_BY_SHAPE[shape] = message
+        return message
+
+    def _fit_error(self) -> str:
         # One entry per status (each has its own name, so no two entries merge), then
         # minAvailable: the histogram's entries written out directly.
         counts = [f"{len(tasks)} {_STATUS_NAMES[status]}"
