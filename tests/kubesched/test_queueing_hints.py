@@ -12,6 +12,7 @@ import pytest
 
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
+from batchsched.api.types import TaskStatus
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import PluginError
 from batchsched.kubesched import (
@@ -373,3 +374,45 @@ def test_without_cluster_events_only_the_host_s_reports_move_pods() -> None:
     s.queue.move_all_to_active_or_backoff(20.0, "NodeAdd", new=node("n1", 8))
     s.run(40.0)
     assert [b.task for b in c.binds] == ["default/big"]
+
+
+def test_a_node_that_gains_a_resource_is_an_allocatable_update() -> None:
+    from batchsched.kubesched.informer import cluster_changes
+
+    c = cache({"n0": 1}, [])
+    before = c.snapshot()
+    gpu = NodeInfo.create("n0", Resource.from_mapping(
+        {"cpu": 1, "memory": "4Gi", "pods": 10, "nvidia.com/gpu": 1}))
+    c.add_node(gpu)
+    assert [change.event for change in cluster_changes(before, c.snapshot())] == [
+        "NodeUpdateNodeAllocatable"]
+
+
+def test_a_pod_created_again_elsewhere_under_its_name_is_a_delete_and_an_add() -> None:
+    from batchsched.kubesched.informer import cluster_changes
+
+    c = cache({"n0": 4, "n1": 4}, [("f", 2)])
+    c.bind(_task(c, "default/f"), "n0")
+    before = c.snapshot()
+    again = _task(c, "default/f").clone()
+    c.delete_task(_task(c, "default/f"))
+    again.creation_time += 10.0
+    again.node_name = ""
+    again.status = TaskStatus.PENDING
+    c.add_task(again)
+    c.bind(_task(c, "default/f"), "n1")
+    changes = [(change.event, getattr(change.old or change.new, "node_name", ""))
+               for change in cluster_changes(before, c.snapshot())]
+    assert ("AssignedPodDelete", "n0") in changes and ("AssignedPodAdd", "n1") in changes
+
+
+def test_the_pods_of_a_node_that_left_the_snapshot_are_not_deleted_pods() -> None:
+    from batchsched.kubesched.informer import cluster_changes
+
+    c = cache({"n0": 4, "n1": 4}, [("g", 2)])
+    c.bind(_task(c, "default/g"), "n1")
+    before = c.snapshot()
+    after = c.snapshot()
+    del after.nodes["n1"]  # a host whose snapshot drops a node that is not Ready
+    after.not_ready_nodes = {}
+    assert [change.event for change in cluster_changes(before, after)] == ["NodeDelete"]

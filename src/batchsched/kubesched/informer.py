@@ -16,7 +16,9 @@ after, which the queueing hints read (:mod:`batchsched.kubesched.events`):
   flag), ``NodeUpdateNodeAnnotation``;
 * a pod on a node in the old snapshot and on none in the new (deleted, finished,
   or evicted): ``AssignedPodDelete``; a pod on a node in the new one only (bound by
-  another scheduler, say): ``AssignedPodAdd``.
+  another scheduler, say): ``AssignedPodAdd``; a pod deleted and created again under
+  its name, or on another node: both. The pods of a node that left the snapshot
+  (or came into it) are the node's event, not pod events.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import attrs
 
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.node import NodeInfo
-from batchsched.api.task import TaskInfo
+from batchsched.api.task import TaskInfo, same_creation_time
 
 __all__ = ["Change", "cluster_changes"]
 
@@ -43,27 +45,41 @@ class Change:
 
 def cluster_changes(before: ClusterInfo, after: ClusterInfo) -> list[Change]:
     """The changes from ``before`` to ``after``: nodes first, then pods, each in the
-    snapshots' order (see the module docstring)."""
+    snapshots' order (see the module docstring). A node object handed out again
+    unchanged (an incremental snapshot's) is passed over, with its pods: the cost is
+    that of what changed."""
     changes: list[Change] = []
     for name, node in after.nodes.items():
         old = before.nodes.get(name)
         if old is None:
             changes.append(Change("NodeAdd", None, node))
-        else:
+        elif old is not node:
             changes.extend(Change(event, old, node) for event in _node_updates(old, node))
     changes.extend(Change("NodeDelete", node, None)
                    for name, node in before.nodes.items() if name not in after.nodes)
-    placed_before = dict(_placed(before))
-    placed_after = dict(_placed(after))
-    changes.extend(Change("AssignedPodDelete", task, None)
-                   for uid, task in placed_before.items() if uid not in placed_after)
-    changes.extend(Change("AssignedPodAdd", None, task)
-                   for uid, task in placed_after.items() if uid not in placed_before)
+    nodes_before = _all_nodes(before)
+    nodes_after = _all_nodes(after)
+    placed_before = _placed_on_changed(nodes_before, nodes_after)
+    placed_after = _placed_on_changed(nodes_after, nodes_before)
+    for uid, task in placed_before.items():
+        now = placed_after.get(uid)
+        if now is not None and _same_placement(task, now):
+            continue
+        if now is None and task.node_name not in nodes_after:
+            continue  # its node left the snapshot: the node's own event says so
+        changes.append(Change("AssignedPodDelete", task, None))
+    for uid, task in placed_after.items():
+        then = placed_before.get(uid)
+        if then is not None and _same_placement(then, task):
+            continue
+        if then is None and task.node_name not in nodes_before:
+            continue  # its node came into the snapshot with it
+        changes.append(Change("AssignedPodAdd", None, task))
     return changes
 
 
 def _node_updates(old: NodeInfo, new: NodeInfo) -> Iterator[str]:
-    if not old.allocatable.equal(new.allocatable):
+    if old.allocatable != new.allocatable:
         yield "NodeUpdateNodeAllocatable"
     if old.labels != new.labels:
         yield "NodeUpdateNodeLabel"
@@ -73,8 +89,25 @@ def _node_updates(old: NodeInfo, new: NodeInfo) -> Iterator[str]:
         yield "NodeUpdateNodeAnnotation"
 
 
-def _placed(cluster: ClusterInfo) -> Iterator[tuple[str, TaskInfo]]:
-    # A node that stopped being Ready still holds its pods: they are not deleted.
-    for nodes in (cluster.nodes, cluster.not_ready_nodes):
-        for node in nodes.values():
-            yield from node.tasks.items()
+def _all_nodes(cluster: ClusterInfo) -> dict[str, NodeInfo]:
+    # A node that stopped being Ready still holds its pods: they are not deleted. (A
+    # host's snapshot may have no such list.)
+    not_ready: dict[str, NodeInfo] = getattr(cluster, "not_ready_nodes", None) or {}
+    return {**not_ready, **cluster.nodes}
+
+
+def _placed_on_changed(nodes: dict[str, NodeInfo],
+                       others: dict[str, NodeInfo]) -> dict[str, TaskInfo]:
+    """The pods on the nodes that are not the very object the other snapshot has."""
+    placed: dict[str, TaskInfo] = {}
+    for name, node in nodes.items():
+        if others.get(name) is not node:
+            placed.update(node.tasks)
+    return placed
+
+
+def _same_placement(one: TaskInfo, other: TaskInfo) -> bool:
+    """The same pod on the same node (a pod deleted and created again under its name
+    is another: its creation time or order differs)."""
+    return (one.node_name == other.node_name and one.order_uid == other.order_uid
+            and same_creation_time(one.creation_time, other.creation_time))
