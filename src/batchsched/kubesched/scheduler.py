@@ -20,7 +20,10 @@ call of :meth:`PodScheduler.run` at time ``now``:
 
 A pod that fails goes to the queue's unschedulable pods (or to backoff after an
 error: a plugin's error status, or a plugin raising, fails that pod only) and is
-tried again after an event or its timeout. Every failure unreserves what was
+tried again after an event that may help it (with queueing hints, one a plugin that
+turned it down registered) or its timeout. The events are what changed in the
+cluster since the last run's snapshot (:mod:`~batchsched.kubesched.informer`), the
+scheduler's own (a failed binding cycle frees its node), and any the host reports. Every failure unreserves what was
 reserved, so no pod is left assumed without a decision; a binding cycle that fails
 (Permit rejection or timeout, PreBind, Bind) frees its node, an event that moves
 the unschedulable pods back (kube-scheduler's ``AssignedPodDelete``). A pod that
