@@ -416,3 +416,40 @@ def test_the_pods_of_a_node_that_left_the_snapshot_are_not_deleted_pods() -> Non
     del after.nodes["n1"]  # a host whose snapshot drops a node that is not Ready
     after.not_ready_nodes = {}
     assert [change.event for change in cluster_changes(before, after)] == ["NodeDelete"]
+
+
+# -- where a pod stands, and what may move it ------------------------------------------
+
+def test_where_says_which_plugins_turned_a_pod_down_and_what_it_waits_for() -> None:
+    c = cache({"n0": 1}, [("big", 4)])
+    s = scheduler(c)
+    s.run(0.0)
+    wait = s.where("default/big")
+    assert wait is not None
+    assert (wait.state, wait.attempts, wait.rejected_by) == (
+        "unschedulable", 1, ("NodeResourcesFit",))
+    assert wait.awaits == ("Pod{Delete,UpdatePodScaleDown}",
+                           "Node{Add,UpdateNodeAllocatable}")
+    assert wait.retry_by == 300.0
+    assert str(wait) == (
+        "default/big: unschedulable after 1 attempt(s), turned down by NodeResourcesFit; "
+        "waits for Pod{Delete,UpdatePodScaleDown} or Node{Add,UpdateNodeAllocatable}; "
+        "tried again by t=300")
+    assert s.where("default/nobody") is None
+
+
+def test_where_names_the_plugins_a_pod_waiting_at_permit_waits_for() -> None:
+    class Waiting:
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            return Status.wait(), 30.0
+
+    c = cache({"n0": 2}, [("p", 1)])
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    factories["Waiting"] = _returning(Waiting())
+    profile = Profile("default-scheduler", {
+        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
+        "permit": (PluginRef("Waiting"),)})
+    s = PodScheduler(c, Framework(Registry(factories), profile))
+    s.run(5.0)
+    assert str(s.where("default/p")) == (
+        "default/p: waiting at permit on n0, for Waiting to allow it; times out at t=35")

@@ -115,10 +115,16 @@ class ClusterEvent:
 
     @property
     def name(self) -> str:
-        """kube's ``Label()``: the label given, else the resource then the action."""
+        """kube's ``Label()``: the label given, else the resource then the action (an
+        event of several actions names each: ``Node{Add,UpdateNodeAllocatable}``)."""
         if self.label:
             return self.label
-        return self.resource + _ACTION_NAMES.get(self.action, str(int(self.action)))
+        known = _ACTION_NAMES.get(self.action)
+        if known is not None:
+            return self.resource + known
+        parts = [name for action, name in _ACTION_NAMES.items()
+                 if action not in (ActionType.UPDATE, ActionType.ALL) and action & self.action]
+        return f"{self.resource}{{{','.join(parts)}}}"
 
     def is_wildcard(self) -> bool:
         return self.resource == WILDCARD and self.action == ActionType.ALL
@@ -255,6 +261,19 @@ class QueueingHints:
             return True
         return any(matches(entry.event, event)
                    for found in self.by_profile.values() for entry in found)
+
+    def awaited(self, pod: TaskInfo, rejectors: Iterable[str]) -> tuple[str, ...]:
+        """The events the pod's rejecting plugins registered (their names; ``*`` for a
+        plugin retried on any event), in profile order: what may move it."""
+        rejected_by = frozenset(rejectors)
+        if not rejected_by:
+            return ("*",)
+        found = self.by_profile.get(self.profile_of(pod), ())
+        names: dict[str, None] = {}
+        for entry in found:
+            if entry.plugin in rejected_by:
+                names["*" if entry.event.is_wildcard() else entry.event.name] = None
+        return tuple(names)
 
     def strategy(self, pod: TaskInfo, rejectors: Iterable[str], event: ClusterEvent,
                  old: Any = None, new: Any = None) -> Strategy:

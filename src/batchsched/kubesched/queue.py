@@ -49,7 +49,7 @@ from batchsched.kubesched.events import (
     event_named,
 )
 
-__all__ = ["QueuedPod", "SchedulingQueue", "default_less"]
+__all__ = ["PodWait", "QueuedPod", "SchedulingQueue", "default_less"]
 
 Less = Callable[[TaskInfo, TaskInfo], bool]
 
@@ -79,6 +79,45 @@ class QueuedPod:
     #: The plugins that rejected it last (kube's ``UnschedulablePlugins``): the
     #: queueing hints of these decide which events move it.
     unschedulable_plugins: frozenset[str] = frozenset()
+
+
+@attrs.frozen
+class PodWait:
+    """Where a queued pod stands and what may move it (:meth:`SchedulingQueue.where`)."""
+
+    pod: str
+    #: ``active``, ``backoff``, ``unschedulable`` or ``gated`` (PreEnqueue keeps it out).
+    state: str
+    attempts: int
+    #: The plugins that turned it down last (empty: none did, or not tried yet).
+    rejected_by: tuple[str, ...]
+    #: The events that may move it (what its rejecting plugins registered; ``*``: any);
+    #: for a pod waiting at Permit, the plugins still to allow it.
+    awaits: tuple[str, ...]
+    #: When it is tried again at the latest (its backoff's end, or the unschedulable
+    #: timeout; for a pod waiting at Permit, its first deadline; None: a gated pod,
+    #: which waits for its gates).
+    retry_by: float | None
+    #: The node a pod waiting at Permit is assumed on.
+    node: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.pod}: {self.state}"
+        if self.attempts:
+            text += f" after {self.attempts} attempt(s)"
+        if self.rejected_by:
+            text += f", turned down by {', '.join(self.rejected_by)}"
+        if self.state == "waiting at permit":
+            text += f" on {self.node}, for {', '.join(self.awaits)} to allow it"
+        if self.state == "unschedulable":
+            events = "any event" if "*" in self.awaits else " or ".join(self.awaits) \
+                or "no event"
+            text += f"; waits for {events}"
+        if self.retry_by is not None and self.state == "waiting at permit":
+            text += f"; times out at t={self.retry_by:g}"
+        elif self.retry_by is not None:
+            text += f"; tried again by t={self.retry_by:g}"
+        return text
 
 
 class SchedulingQueue:
@@ -123,6 +162,27 @@ class SchedulingQueue:
     def queued(self, uid: str) -> QueuedPod | None:
         """The pod's entry, in whichever sub-queue it is (None: not queued)."""
         return self.active.get(uid) or self.backoff.get(uid) or self.unschedulable.get(uid)
+
+    def where(self, uid: str) -> PodWait | None:
+        """Where the pod stands in the queue and what may move it (None: not queued)."""
+        queued = self.queued(uid)
+        if queued is None:
+            return None
+        rejected_by = tuple(sorted(queued.unschedulable_plugins))
+        if uid in self.active:
+            state, retry_by = "active", queued.since
+        elif uid in self.backoff:
+            state, retry_by = "backoff", queued.ready_at
+        elif queued.gated:
+            state, retry_by = "gated", None
+        else:
+            # Strictly after the timeout (kube's flushUnschedulablePodsLeftover).
+            state, retry_by = "unschedulable", queued.since + self.unschedulable_timeout
+        if self.hints is None:
+            awaits: tuple[str, ...] = ("*",)
+        else:
+            awaits = self.hints.awaited(queued.pod, queued.unschedulable_plugins)
+        return PodWait(uid, state, queued.attempts, rejected_by, awaits, retry_by)
 
     def delete(self, uid: str) -> None:
         for queue in (self.active, self.backoff, self.unschedulable):

@@ -23,10 +23,12 @@ error: a plugin's error status, or a plugin raising, fails that pod only) and is
 tried again after an event that may help it (with queueing hints, one a plugin that
 turned it down registered) or its timeout. The events are what changed in the
 cluster since the last run's snapshot (:mod:`~batchsched.kubesched.informer`), the
-scheduler's own (a failed binding cycle frees its node), and any the host reports. Every failure unreserves what was
-reserved, so no pod is left assumed without a decision; a binding cycle that fails
-(Permit rejection or timeout, PreBind, Bind) frees its node, an event that moves
-the unschedulable pods back (kube-scheduler's ``AssignedPodDelete``). A pod that
+scheduler's own (a failed binding cycle frees its node), and any the host reports.
+Every failure unreserves what was reserved, so no pod is left assumed without a
+decision; a binding cycle that fails (Permit rejection or timeout, PreBind, Bind)
+frees its node, an event that moves the unschedulable pods back (kube-scheduler's
+``AssignedPodDelete``). :meth:`PodScheduler.where` says where a pod stands and
+what may move it. A pod that
 PreEnqueue keeps out (a scheduling gate) is asked again at every run and whenever
 it would move to active. A node a PostFilter plugin nominates is handed to the
 cache (``nominate``), as kube-scheduler records ``nominatedNodeName``.
@@ -53,7 +55,7 @@ from batchsched.kubesched.framework import (
     check_percentage_of_nodes_to_score,
 )
 from batchsched.kubesched.informer import cluster_changes
-from batchsched.kubesched.queue import QueuedPod, SchedulingQueue, default_less
+from batchsched.kubesched.queue import PodWait, QueuedPod, SchedulingQueue, default_less
 from batchsched.kubesched.status import Code, Status
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "CycleResult", "PodScheduler", "fit_error_message",
@@ -145,6 +147,18 @@ class PodScheduler:
         self._in_flight: dict[str, int] = {}
         self.view: ClusterInfo | None = None
         self.results: list[CycleResult] = []
+
+    def where(self, uid: str) -> PodWait | None:
+        """Where a pod of this scheduler stands and what may move it: waiting at Permit
+        (for the plugins still to allow it, by its first deadline), or in the queue
+        (:meth:`SchedulingQueue.where`); None: neither (bound, say)."""
+        assumed = self.assumed.get(uid)
+        waiting = assumed.framework.waiting_pods.get(uid) if assumed is not None else None
+        if assumed is not None and waiting is not None:
+            return PodWait(uid, "waiting at permit", self.attempts.get(uid, 0), (),
+                           tuple(sorted(waiting.pending)),
+                           min(waiting.pending.values(), default=None), assumed.node)
+        return self.queue.where(uid)
 
     def framework_for(self, pod: TaskInfo) -> Framework | None:
         return self.frameworks.get(pod.scheduler_name or DEFAULT_SCHEDULER_NAME)
