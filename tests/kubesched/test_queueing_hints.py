@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
+from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import PluginError
@@ -23,6 +25,8 @@ from batchsched.kubesched import (
     Profile,
     Registry,
     Status,
+    default_profile,
+    from_entry_points,
 )
 from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS, NodeResourcesFit
 from batchsched.kubesched.events import (
@@ -453,3 +457,20 @@ def test_where_names_the_plugins_a_pod_waiting_at_permit_waits_for() -> None:
     s.run(5.0)
     assert str(s.where("default/p")) == (
         "default/p: waiting at permit on n0, for Waiting to allow it; times out at t=35")
+
+
+def test_a_pod_deleted_while_queued_leaves_the_queue() -> None:
+    """Gated pods were never popped, so a deleted one stayed queued forever."""
+    c = cache({"n0": 4}, [])
+    for i in range(3):
+        pg = PodGroup(f"j{i}", min_member=1)
+        c.add_job(JobInfo.from_podgroup(pg, tasks=[TaskInfo.create(
+            "default", f"p{i}", pg.uid, Resource.from_mapping({"cpu": 1}),
+            scheduling_gates=("wait",))]))
+    s = PodScheduler(c, Framework(from_entry_points(), default_profile()))
+    s.run(0.0)
+    assert len(s.queue) == 3
+    for i in range(3):
+        c.delete_job(f"default/j{i}")
+    s.run(10.0)
+    assert len(s.queue) == 0 and s.attempts == {}

@@ -249,11 +249,13 @@ class PodScheduler:
     def _enqueue_pending(self, now: float) -> None:
         assert self.view is not None
         gated = self.queue.unschedulable
+        pending: set[str] = set()
         for job in self.view.jobs.values():
             for task in job.tasks.values():
                 if task.status != TaskStatus.PENDING or task.node_name \
                         or task.uid in self.assumed:
                     continue
+                pending.add(task.uid)
                 known = self.queue.queued(task.uid)
                 if known is not None and not _same_pod(known.pod, task):
                     # Deleted and created again since it was queued: a new pod, queued
@@ -277,6 +279,12 @@ class PodScheduler:
                         self.queue.add(task, now)
                 elif queued is None:
                     self.queue.add_gated(task, now)
+        # A queued pod the cluster no longer has pending (deleted, or bound by another
+        # scheduler) leaves the queue, as kube's queue drops a deleted or assigned pod.
+        for sub_queue in (self.queue.active, self.queue.backoff, self.queue.unschedulable):
+            for uid in [uid for uid in sub_queue if uid not in pending]:
+                self.queue.delete(uid)
+                self.attempts.pop(uid, None)
 
     def _admitted(self, pod: TaskInfo) -> bool:
         """PreEnqueue: may the pod join the active queue? (A plugin raising keeps it out,
