@@ -82,3 +82,24 @@ def test_jobs_of_the_same_counts_share_one_message_and_others_get_their_own() ->
             assert job.fit_error() == job._fit_error()
 
     check()
+
+
+def test_the_origin_reason_does_not_depend_on_the_order_tasks_were_added_in() -> None:
+    """A long-lived cache re-adds a pod created again at the end of its job's tasks; a
+    fresh cache holding the same state must give the same message (it named whichever
+    task came first in the job's insertion order)."""
+    messages = []
+    for order in (("t0", "t1"), ("t1", "t0")):
+        cache = MemoryCache(now=1.0, keep_events=True)
+        cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 2, "pods": 10})))
+        job = JobInfo.from_podgroup(PodGroup("j", "ns", min_member=1))
+        for name in order:
+            job.add_task(TaskInfo.create("ns", name, job.uid, Resource.from_mapping({"cpu": 8}),
+                                         creation_time=1.0))
+        cache.add_job(job)
+        ssn = Session.open(cache, CONF)
+        run_actions(ssn)
+        ssn.close()
+        messages.append(ssn.job_fit_error(ssn.jobs["ns/j"]))
+    assert "Origin reason is t0" in messages[0]
+    assert messages[0] == messages[1]

@@ -612,9 +612,12 @@ class JobInfo:
         if self.job_fit_errors:
             message += ". Origin reason is: " + self.job_fit_errors
         elif self.nodes_fit_errors:
-            for task in self.tasks.values():
-                errs = self.nodes_fit_errors.get(task.uid)
-                if errs is not None:
+            # Volcano names the first of a Go map (any); here the first task whose fit
+            # errors were recorded, which the session's task order gives, whatever
+            # order the job's tasks were added in.
+            for uid, errs in self.nodes_fit_errors.items():
+                task = self.tasks.get(uid)
+                if task is not None:
                     message += f". Origin reason is {task.name}: {errs}"
                     break
         return message
