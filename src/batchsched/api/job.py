@@ -616,9 +616,9 @@ class JobInfo:
             # errors were recorded, which the session's task order gives, whatever
             # order the job's tasks were added in.
             for uid, errs in self.nodes_fit_errors.items():
-                task = self.tasks.get(uid)
-                if task is not None:
-                    message += f". Origin reason is {task.name}: {errs}"
+                origin = self.tasks.get(uid)
+                if origin is not None:
+                    message += f". Origin reason is {origin.name}: {errs}"
                     break
         return message
 
