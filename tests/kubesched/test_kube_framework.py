@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batchsched.api import NodeInfo, Resource
+from batchsched.api import NodeInfo, Resource, TaskInfo
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import ConfigError, PluginError
 from batchsched.framework.registry import Registry as BatchschedRegistry
@@ -126,23 +126,17 @@ def test_an_incomplete_gang_times_out_and_gives_back_its_reservations(
     assert cache.binds == []
     assert any("timeout" in result.status.message for result in expired)
     # The timed-out members gave their nodes back and wait again; freeing the nodes
-    # moved the third member back to the active queue (kube-scheduler's
-    # AssignedPodDelete event), and it now waits at Permit on a node of its own.
+    # moved the third member (NodeResourcesFit turned it down, and registers a pod
+    # deleted: kube-scheduler's AssignedPodDelete) back to the active queue, and it
+    # now waits at Permit on a node of its own. Coscheduling, which turned the first
+    # two down, registers only a pod added (as scheduler-plugins' does): they stay.
     queue = scheduler.queue
     waiting = scheduler.frameworks["default-scheduler"].waiting_pods
     assert scheduler.view is not None
     placed = sum(len(node.tasks) for node in scheduler.view.nodes.values())
-    if not pop_from_backoff:
-        assert {"default/p0", "default/p1"} <= set(queue.unschedulable) | set(queue.backoff)
-        assert set(scheduler.assumed) == {"default/p2"} == {pod.pod.uid for pod in waiting}
-        assert placed == 1
-        return
-    # kube 1.33's SchedulerPopFromBackoffQ: with nothing active left, the member the
-    # event moved to backoff is tried at once, and waits at Permit on the other node.
-    assert set(scheduler.assumed) == {pod.pod.uid for pod in waiting}
-    assert len(scheduler.assumed) == 2 and "default/p2" in scheduler.assumed
-    assert len({"default/p0", "default/p1"} & set(queue.unschedulable)) == 1
-    assert placed == 2
+    assert {"default/p0", "default/p1"} <= set(queue.unschedulable)
+    assert set(scheduler.assumed) == {"default/p2"} == {pod.pod.uid for pod in waiting}
+    assert placed == 1
 
 
 def test_a_bind_the_host_fails_is_an_error_that_unreserves_and_requeues(
@@ -422,3 +416,18 @@ def test_a_kube_score_error_in_a_session_leaves_the_task_without_a_node() -> Non
     }
     decisions = run_scenario(parse_scenario(doc, source="<test>"), registry=registry)
     assert decisions.binds == {}
+
+
+def test_a_gang_short_of_members_is_retried_when_one_arrives(kube_registry: Registry) -> None:
+    """Coscheduling registers a pod of its group added; the loop reports a new pending
+    pod (kube's UnscheduledPodAdd), so the waiting members are tried again at once
+    instead of after the unschedulable timeout."""
+    cache = gang_cache(nodes=2, members=1, minimum=2)
+    scheduler = gang_scheduler(kube_registry, cache)
+    scheduler.run(now=0.0)
+    assert "default/p0" in scheduler.queue.unschedulable
+    job = cache.jobs["default/pg"]
+    cache.add_task(TaskInfo.create("default", "p1", job.uid,
+                                   Resource.from_mapping({"cpu": 2})))
+    scheduler.run(now=20.0)
+    assert sorted(bind.task for bind in cache.binds) == ["default/p0", "default/p1"]

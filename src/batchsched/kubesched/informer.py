@@ -18,7 +18,9 @@ after, which the queueing hints read (:mod:`batchsched.kubesched.events`):
   or evicted): ``AssignedPodDelete``; a pod on a node in the new one only (bound by
   another scheduler, say): ``AssignedPodAdd``; a pod deleted and created again under
   its name, or on another node: both. The pods of a node that left the snapshot
-  (or came into it) are the node's event, not pod events.
+  (or came into it) are the node's event, not pod events;
+* a pod pending in the new snapshot only (a new pod, or one created again):
+  ``UnschedulablePodAdd`` (a gang plugin waiting for its members registers it).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import attrs
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo, same_creation_time
+from batchsched.api.types import TaskStatus
 
 __all__ = ["Change", "cluster_changes"]
 
@@ -75,7 +78,27 @@ def cluster_changes(before: ClusterInfo, after: ClusterInfo) -> list[Change]:
         if then is None and task.node_name not in nodes_before:
             continue  # its node came into the snapshot with it
         changes.append(Change("AssignedPodAdd", None, task))
+    changes.extend(Change("UnschedulablePodAdd", None, task)
+                   for task in _new_pending(before, after))
     return changes
+
+
+def _new_pending(before: ClusterInfo, after: ClusterInfo) -> Iterator[TaskInfo]:
+    """The pending pods of ``after`` that ``before`` did not have pending (new pods, or
+    created again): kube's ``UnscheduledPodAdd``, which a gang plugin waiting for its
+    members registers. A job object handed out again unchanged is passed over."""
+    for uid, job in after.jobs.items():
+        old_job = before.jobs.get(uid)
+        if old_job is job:
+            continue
+        old_tasks = old_job.tasks if old_job is not None else {}
+        for task in job.tasks_in(TaskStatus.PENDING).values():
+            if task.node_name:
+                continue
+            then = old_tasks.get(task.uid)
+            if then is None or then.order_uid != task.order_uid \
+                    or not same_creation_time(then.creation_time, task.creation_time):
+                yield task
 
 
 def _node_updates(old: NodeInfo, new: NodeInfo) -> Iterator[str]:

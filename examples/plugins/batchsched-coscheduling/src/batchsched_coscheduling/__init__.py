@@ -6,7 +6,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from batchsched.api.task import TaskInfo
-from batchsched.kubesched import CycleState, KubePluginSpec, Status
+from batchsched.kubesched import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    KubePluginSpec,
+    QueueingHint,
+    Status,
+)
 from batchsched.plugin import hookimpl
 
 __all__ = ["Coscheduling", "batchsched_register_kube_plugins"]
@@ -42,6 +50,18 @@ class Coscheduling:
                 f"pod group {group.uid} has {len(group.tasks)} pods, fewer than its "
                 f"minMember {group.min_available}", plugin=NAME, unresolvable=True)
         return Status.success()
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """As scheduler-plugins' Coscheduling: a pod added (a group short of members
+        may be complete now), with a hint that reads it: a pod of another group
+        cannot help."""
+        return [ClusterEventWithHint(ClusterEvent("Pod", ActionType.ADD), self._same_group)]
+
+    @staticmethod
+    def _same_group(pod: TaskInfo, old: Any, new: Any) -> QueueingHint:
+        if isinstance(new, TaskInfo) and new.job != pod.job:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
 
     def reserve(self, state: CycleState, pod: TaskInfo, node_name: str) -> Status:
         return Status.success()
