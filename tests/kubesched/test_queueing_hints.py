@@ -438,7 +438,7 @@ def test_where_says_which_plugins_turned_a_pod_down_and_what_it_waits_for() -> N
     assert str(wait) == (
         "default/big: unschedulable after 1 attempt(s), turned down by NodeResourcesFit; "
         "waits for Pod{Delete,UpdatePodScaleDown} or Node{Add,UpdateNodeAllocatable}; "
-        "tried again by t=300")
+        "tried again once t is past 300")
     assert s.where("default/nobody") is None
 
 
@@ -474,3 +474,47 @@ def test_a_pod_deleted_while_queued_leaves_the_queue() -> None:
         c.delete_job(f"default/j{i}")
     s.run(10.0)
     assert len(s.queue) == 0 and s.attempts == {}
+
+
+def _add_pod(c: MemoryCache, name: str, cpu: float, **fields: Any) -> TaskInfo:
+    pg = PodGroup(f"j-{name}", min_member=1)
+    task = TaskInfo.create("default", name, pg.uid, Resource.from_mapping({"cpu": cpu}),
+                           **fields)
+    c.add_job(JobInfo.from_podgroup(pg, tasks=[task]))
+    return task
+
+
+@pytest.mark.parametrize(("scheduler_name", "reported"), [("", True), ("volcano", False)])
+def test_only_a_pod_of_the_scheduler_s_own_newly_pending_is_an_event(
+        scheduler_name: str, reported: bool) -> None:
+    from batchsched.kubesched.informer import cluster_changes
+
+    c = cache({"n0": 4}, [("p", 1)])
+    s = scheduler(c)
+    before = c.snapshot()
+    _add_pod(c, "newcomer", 1, scheduler_name=scheduler_name)
+    changes = cluster_changes(before, c.snapshot(),
+                              owned=lambda pod: s.framework_for(pod) is not None)
+    assert ([change.event for change in changes] == ["UnschedulablePodAdd"]) is reported
+
+
+def test_a_nominated_pending_pod_deleted_frees_its_room_for_lower_priority_pods() -> None:
+    c = cache({"n0": 4}, [])
+    high = _add_pod(c, "high", 4, priority=100, scheduling_gates=("wait",))
+    c.nominate(c.jobs["default/j-high"].tasks[high.uid], "n0")
+    _add_pod(c, "low", 2, priority=0)
+    s = PodScheduler(c, Framework(from_entry_points(), default_profile()))
+    s.run(0.0)
+    assert "default/low" in s.queue.unschedulable
+    c.delete_task(c.jobs["default/j-high"].tasks[high.uid])
+    s.run(1.0)
+    assert [b.task for b in c.binds] == ["default/low"]
+
+
+def test_where_gives_the_end_of_a_backoff_by_whole_seconds() -> None:
+    c = cache({"n0": 1}, [("p", 1)])
+    s = scheduler(c)
+    pod = next(t for job in c.snapshot().jobs.values() for t in job.tasks.values())
+    s.queue.add_backoff(pod, 0.5, attempts=1)  # ready at 1.5: past its window at 2
+    wait = s.queue.where("default/p")
+    assert wait is not None and wait.retry_by == 2.0

@@ -155,7 +155,9 @@ class NodeResourcesFit:
         if new is None:
             if not isinstance(old, TaskInfo):
                 return QueueingHint.QUEUE  # unreadable: never strand the pod
-            return QueueingHint.QUEUE if old.node_name else QueueingHint.QUEUE_SKIP
+            # A pod that held a node, or room a preemption freed for it.
+            held = old.node_name or old.nominated_node
+            return QueueingHint.QUEUE if held else QueueingHint.QUEUE_SKIP
         if not (isinstance(old, TaskInfo) and isinstance(new, TaskInfo)):
             return QueueingHint.QUEUE
         if new.uid == pod.uid:

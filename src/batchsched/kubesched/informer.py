@@ -19,13 +19,16 @@ after, which the queueing hints read (:mod:`batchsched.kubesched.events`):
   another scheduler, say): ``AssignedPodAdd``; a pod deleted and created again under
   its name, or on another node: both. The pods of a node that left the snapshot
   (or came into it) are the node's event, not pod events;
-* a pod pending in the new snapshot only (a new pod, or one created again):
-  ``UnschedulablePodAdd`` (a gang plugin waiting for its members registers it).
+* a pod of the scheduler's pending in the new snapshot only (a new pod, or one
+  created again): ``UnschedulablePodAdd`` (a gang plugin waiting for its members
+  registers it); one pending and nominated to a node in the old snapshot only
+  (deleted): ``AssignedPodDelete``, for the pods of its priority or lower, as the
+  room a preemption freed for it is free.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -46,11 +49,13 @@ class Change:
     new: NodeInfo | TaskInfo | None
 
 
-def cluster_changes(before: ClusterInfo, after: ClusterInfo) -> list[Change]:
+def cluster_changes(before: ClusterInfo, after: ClusterInfo, *,
+                    owned: Callable[[TaskInfo], bool] | None = None) -> list[Change]:
     """The changes from ``before`` to ``after``: nodes first, then pods, each in the
     snapshots' order (see the module docstring). A node object handed out again
     unchanged (an incremental snapshot's) is passed over, with its pods: the cost is
-    that of what changed."""
+    that of what changed. ``owned`` says which pending pods are the scheduler's own:
+    only these are events while pending (kube's ``responsibleForPod``)."""
     changes: list[Change] = []
     for name, node in after.nodes.items():
         old = before.nodes.get(name)
@@ -78,22 +83,30 @@ def cluster_changes(before: ClusterInfo, after: ClusterInfo) -> list[Change]:
         if then is None and task.node_name not in nodes_before:
             continue  # its node came into the snapshot with it
         changes.append(Change("AssignedPodAdd", None, task))
+    mine = owned or (lambda task: True)
+    # A pending pod nominated to a node, deleted: the room a preemption freed for it
+    # is free (kube's deletePodFromSchedulingQueue reports AssignedPodDelete).
+    changes.extend(Change("AssignedPodDelete", task, None)
+                   for task in _new_pending(after, before, placed_after)
+                   if task.nominated_node and mine(task))
     changes.extend(Change("UnschedulablePodAdd", None, task)
-                   for task in _new_pending(before, after))
+                   for task in _new_pending(before, after, placed_before) if mine(task))
     return changes
 
 
-def _new_pending(before: ClusterInfo, after: ClusterInfo) -> Iterator[TaskInfo]:
+def _new_pending(before: ClusterInfo, after: ClusterInfo,
+                 placed: dict[str, TaskInfo]) -> Iterator[TaskInfo]:
     """The pending pods of ``after`` that ``before`` did not have pending (new pods, or
-    created again): kube's ``UnscheduledPodAdd``, which a gang plugin waiting for its
-    members registers. A job object handed out again unchanged is passed over."""
+    created again), but for those ``placed`` holds (bound since): kube's
+    ``UnscheduledPodAdd``, which a gang plugin waiting for its members registers. A
+    job object handed out again unchanged is passed over."""
     for uid, job in after.jobs.items():
         old_job = before.jobs.get(uid)
         if old_job is job:
             continue
         old_tasks = old_job.tasks if old_job is not None else {}
         for task in job.tasks_in(TaskStatus.PENDING).values():
-            if task.node_name:
+            if task.node_name or task.uid in placed:
                 continue
             then = old_tasks.get(task.uid)
             if then is None or then.order_uid != task.order_uid \

@@ -94,9 +94,9 @@ class PodWait:
     #: The events that may move it (what its rejecting plugins registered; ``*``: any);
     #: for a pod waiting at Permit, the plugins still to allow it.
     awaits: tuple[str, ...]
-    #: When it is tried again at the latest (its backoff's end, or the unschedulable
-    #: timeout; for a pod waiting at Permit, its first deadline; None: a gated pod,
-    #: which waits for its gates).
+    #: When it is tried again at the latest (its backoff's end; an unschedulable pod:
+    #: the end of its timeout, which the clock must pass; for a pod waiting at Permit,
+    #: its first deadline; None: a gated pod, which waits for its gates).
     retry_by: float | None
     #: The node a pod waiting at Permit is assumed on.
     node: str = ""
@@ -115,6 +115,8 @@ class PodWait:
             text += f"; waits for {events}"
         if self.retry_by is not None and self.state == "waiting at permit":
             text += f"; times out at t={self.retry_by:g}"
+        elif self.retry_by is not None and self.state == "unschedulable":
+            text += f"; tried again once t is past {self.retry_by:g}"
         elif self.retry_by is not None:
             text += f"; tried again by t={self.retry_by:g}"
         return text
@@ -172,7 +174,10 @@ class SchedulingQueue:
         if uid in self.active:
             state, retry_by = "active", queued.since
         elif uid in self.backoff:
-            state, retry_by = "backoff", queued.ready_at
+            # With pop_from_backoff a backoff ends once the clock is past its window
+            # (the whole second it ends in).
+            end = math.floor(queued.ready_at) + 1 if self.pop_from_backoff else queued.ready_at
+            state, retry_by = "backoff", float(end)
         elif queued.gated:
             state, retry_by = "gated", None
         else:
@@ -278,7 +283,9 @@ class SchedulingQueue:
 
     def move_all_to_active_or_backoff(self, now: float, event: str | ClusterEvent = "", *,
                                       exclude: str = "", old: object = None,
-                                      new: object = None) -> int:
+                                      new: object = None,
+                                      pre_check: Callable[[TaskInfo], bool] | None = None,
+                                      ) -> int:
         """A cluster event that may make pods schedulable (``NodeAdd``,
         ``AssignedPodDelete``, ...: :func:`~batchsched.kubesched.events.event_named`;
         ``old`` and ``new`` are the objects it changed, which hints look at): the
@@ -287,7 +294,8 @@ class SchedulingQueue:
         else to active. Returns how many moved. A pod being scheduled meanwhile
         (popped, or waiting at Permit) is requeued as if it had been among them when
         it fails (:meth:`add_unschedulable`). An event no plugin registered moves
-        nothing and is not kept."""
+        nothing and is not kept. ``pre_check`` narrows the pods it may move (kube's
+        ``PreEnqueueCheck``)."""
         incoming = event_named(event)
         hints = self.hints
         if hints is not None and not hints.interested(incoming):
@@ -297,7 +305,7 @@ class SchedulingQueue:
             self._received.append(_Received(self.scheduling_cycle, incoming, old, new))
         moved = 0
         for uid, queued in list(self.unschedulable.items()):
-            if uid == exclude:
+            if uid == exclude or (pre_check is not None and not pre_check(queued.pod)):
                 continue
             if hints is not None and not queued.gated and hints.strategy(
                     queued.pod, queued.unschedulable_plugins, incoming, old,

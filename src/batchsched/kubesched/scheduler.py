@@ -230,9 +230,15 @@ class PodScheduler:
                 # another pod since): the ones its bind will name.
                 assumed.pod.gpu_devices = task.gpu_devices
         if self.cluster_events and self.view is not None:
-            for change in cluster_changes(self.view, view):
+            for change in cluster_changes(self.view, view,
+                                          owned=lambda pod: self.framework_for(pod) is not None):
+                pre_check = None
+                if isinstance(change.old, TaskInfo) and not change.old.node_name:
+                    # A nominated pod deleted frees room for pods of its priority or
+                    # lower only (kube's getLEPriorityPreCheck).
+                    pre_check = _priority_at_most(change.old.pod_priority)
                 self.queue.move_all_to_active_or_backoff(now, change.event, old=change.old,
-                                                         new=change.new)
+                                                         new=change.new, pre_check=pre_check)
         self.view = view
         for framework in self.frameworks.values():
             framework.cluster = view
@@ -739,6 +745,10 @@ def _same_pod(one: TaskInfo, other: TaskInfo) -> bool:
     again: the same creation time (an unknown one, NaN, is no other) and pod uid."""
     return one.order_uid == other.order_uid and same_creation_time(one.creation_time,
                                                                    other.creation_time)
+
+
+def _priority_at_most(top: int) -> Callable[[TaskInfo], bool]:
+    return lambda pod: pod.pod_priority <= top
 
 
 def _placed_copy(assumed: _Assumed) -> TaskInfo:

@@ -7,11 +7,13 @@ from typing import Any
 
 from batchsched.api.task import TaskInfo
 from batchsched.kubesched import (
+    PODS_TO_ACTIVATE_KEY,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
     KubePluginSpec,
+    PodsToActivate,
     QueueingHint,
     Status,
 )
@@ -78,6 +80,13 @@ class Coscheduling:
             return Status.success(), 0.0
         assumed = sum(1 for task in group.tasks.values() if task.node_name)
         if assumed < group.min_available:
+            # The siblings that wait in the queue are tried now (scheduler-plugins'
+            # ActivateSiblings): the gang completes while this pod holds its node.
+            activate = state.read(PODS_TO_ACTIVATE_KEY)
+            if isinstance(activate, PodsToActivate):
+                for task in group.tasks.values():
+                    if task.uid != pod.uid and not task.node_name:
+                        activate.pods[task.uid] = task
             return Status.wait(f"{assumed}/{group.min_available} of pod group {group.uid} "
                                "assumed", plugin=NAME), self.timeout
         for waiting in self.handle.waiting_pods:
