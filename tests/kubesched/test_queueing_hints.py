@@ -518,3 +518,17 @@ def test_where_gives_the_end_of_a_backoff_by_whole_seconds() -> None:
     s.queue.add_backoff(pod, 0.5, attempts=1)  # ready at 1.5: past its window at 2
     wait = s.queue.where("default/p")
     assert wait is not None and wait.retry_by == 2.0
+
+
+def test_a_pod_created_again_after_its_namesake_was_deleted_starts_afresh() -> None:
+    """The attempts of a deleted pod were kept (and grew for ever over many pods): a
+    pod created again under its name inherited them, and their longer backoff."""
+    c = cache({"n0": 1}, [("p", 4)])
+    s = scheduler(c)
+    for now in (0.0, 20.0, 40.0):
+        s.queue.move_all_to_active_or_backoff(now, "")
+        s.run(now)
+    assert s.attempts == {"default/p": 3}
+    c.delete_job("default/j-p")
+    s.run(60.0)
+    assert s.attempts == {}

@@ -290,7 +290,10 @@ class PodScheduler:
         for sub_queue in (self.queue.active, self.queue.backoff, self.queue.unschedulable):
             for uid in [uid for uid in sub_queue if uid not in pending]:
                 self.queue.delete(uid)
-                self.attempts.pop(uid, None)
+        # Nor are its attempts kept: a pod created again under its name starts afresh.
+        for uid in [uid for uid in self.attempts
+                    if uid not in pending and uid not in self.assumed]:
+            del self.attempts[uid]
 
     def _admitted(self, pod: TaskInfo) -> bool:
         """PreEnqueue: may the pod join the active queue? (A plugin raising keeps it out,
