@@ -532,3 +532,27 @@ def test_a_pod_created_again_after_its_namesake_was_deleted_starts_afresh() -> N
     c.delete_job("default/j-p")
     s.run(60.0)
     assert s.attempts == {}
+
+
+def test_a_pod_waiting_at_permit_stays_assumed_when_its_node_stops_being_ready() -> None:
+    """Only a node deleted forgets the pods assumed on it; a NotReady one is still the
+    cache's (kube keeps the pod assumed)."""
+    class Waiting:
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            return Status.wait(), 600.0
+
+    c = cache({"n0": 2}, [("p", 1)])
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    factories["Waiting"] = _returning(Waiting())
+    profile = Profile("default-scheduler", {
+        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
+        "permit": (PluginRef("Waiting"),)})
+    s = PodScheduler(c, Framework(Registry(factories), profile))
+    s.run(0.0)
+    c.add_node(NodeInfo.create("n0", Resource.from_mapping(
+        {"cpu": 2, "memory": "4Gi", "pods": 10}), ready=False))
+    s.run(1.0)
+    assert set(s.assumed) == {"default/p"} and len(s.queue) == 0
+    c.delete_node("n0")
+    s.run(2.0)
+    assert s.assumed == {}

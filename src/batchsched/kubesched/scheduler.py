@@ -206,7 +206,10 @@ class PodScheduler:
         view: ClusterInfo = self.cache.snapshot()
         for uid, assumed in list(self.assumed.items()):
             task = _task(view, assumed.pod)
-            node = view.nodes.get(assumed.node)
+            # A node that stopped being Ready is still the cache's: the pod assumed on
+            # it stays assumed (kube keeps it), only a node deleted forgets it.
+            not_ready: dict[str, NodeInfo] = getattr(view, "not_ready_nodes", None) or {}
+            node = view.nodes.get(assumed.node) or not_ready.get(assumed.node)
             if task is None or node is None or not _same_pod(task, assumed.pod):
                 # Deleted (or its node gone, or the pod deleted and created again under
                 # its name: another pod, kube's new UID) while assumed: kube-scheduler
