@@ -556,3 +556,34 @@ def test_a_pod_waiting_at_permit_stays_assumed_when_its_node_stops_being_ready()
     c.delete_node("n0")
     s.run(2.0)
     assert s.assumed == {}
+
+
+def test_a_pod_given_up_on_a_node_not_ready_leaves_no_stale_event_behind() -> None:
+    """Forgetting it took it off the Ready nodes only: the next run saw it leave the
+    NotReady node and reported a pod deleted though nothing had changed."""
+    class WaitBriefly:
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            return Status.wait(), 5.0
+
+    c = cache({"n0": 2}, [("p", 1)])
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    factories["WaitBriefly"] = _returning(WaitBriefly())
+    profile = Profile("default-scheduler", {
+        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
+        "permit": (PluginRef("WaitBriefly"),)})
+    s = PodScheduler(c, Framework(Registry(factories), profile))
+    s.run(0.0)
+    c.add_node(NodeInfo.create("n0", Resource.from_mapping(
+        {"cpu": 2, "memory": "4Gi", "pods": 10}), ready=False))
+    s.run(1.0)
+    s.run(6.0)  # the wait timed out: the pod is given up
+    seen: list[str] = []
+    move = s.queue.move_all_to_active_or_backoff
+
+    def spy(now: float, event: Any = "", **given: Any) -> int:
+        seen.append(str(event))
+        return move(now, event, **given)
+
+    s.queue.move_all_to_active_or_backoff = spy  # type: ignore[method-assign]
+    s.run(7.0)  # nothing changed in the cache since
+    assert seen == []

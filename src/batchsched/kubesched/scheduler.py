@@ -208,8 +208,7 @@ class PodScheduler:
             task = _task(view, assumed.pod)
             # A node that stopped being Ready is still the cache's: the pod assumed on
             # it stays assumed (kube keeps it), only a node deleted forgets it.
-            not_ready: dict[str, NodeInfo] = getattr(view, "not_ready_nodes", None) or {}
-            node = view.nodes.get(assumed.node) or not_ready.get(assumed.node)
+            node = _view_node(view, assumed.node)
             if task is None or node is None or not _same_pod(task, assumed.pod):
                 # Deleted (or its node gone, or the pod deleted and created again under
                 # its name: another pod, kube's new UID) while assumed: kube-scheduler
@@ -614,9 +613,9 @@ class PodScheduler:
         if assumed is None or self.view is None:
             return
         task = _task(self.view, assumed.pod) or assumed.pod
-        node = self.view.nodes.get(assumed.node)
+        node = _view_node(self.view, assumed.node)
         job = self.view.jobs.get(task.job)
-        if node is not None:
+        if node is not None and task.uid in node.tasks:
             node.remove_task(task)
         if job is not None and task.uid in job.tasks:
             job.update_task_status(task, TaskStatus.PENDING)
@@ -751,6 +750,16 @@ def _same_pod(one: TaskInfo, other: TaskInfo) -> bool:
     again: the same creation time (an unknown one, NaN, is no other) and pod uid."""
     return one.order_uid == other.order_uid and same_creation_time(one.creation_time,
                                                                    other.creation_time)
+
+
+def _view_node(view: ClusterInfo, name: str) -> NodeInfo | None:
+    """The view's node of that name, Ready or not (a host's snapshot may have no list
+    of the others)."""
+    node = view.nodes.get(name)
+    if node is None:
+        not_ready: dict[str, NodeInfo] = getattr(view, "not_ready_nodes", None) or {}
+        node = not_ready.get(name)
+    return node
 
 
 def _priority_at_most(top: int) -> Callable[[TaskInfo], bool]:
