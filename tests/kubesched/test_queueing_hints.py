@@ -587,3 +587,33 @@ def test_a_pod_given_up_on_a_node_not_ready_leaves_no_stale_event_behind() -> No
     s.queue.move_all_to_active_or_backoff = spy  # type: ignore[method-assign]
     s.run(7.0)  # nothing changed in the cache since
     assert seen == []
+
+
+def test_a_nominated_pod_deleted_while_waiting_at_permit_is_one_event() -> None:
+    """kube reports such a pod's deletion once; it was reported a second time, as a
+    nominated pending pod deleted (forgetting it had made it pending in the old view)."""
+    class Waiting:
+        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+            return Status.wait(), 60.0
+
+    c = cache({"n0": 2}, [("p", 1)])
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    factories["Waiting"] = _returning(Waiting())
+    profile = Profile("default-scheduler", {
+        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
+        "permit": (PluginRef("Waiting"),)})
+    s = PodScheduler(c, Framework(Registry(factories), profile))
+    s.run(0.0)
+    c.nominate(c.jobs["default/j-p"].tasks["default/p"], "n0")
+    s.run(0.5)
+    seen: list[str] = []
+    move = s.queue.move_all_to_active_or_backoff
+
+    def spy(now: float, event: Any = "", **given: Any) -> int:
+        seen.append(str(event))
+        return move(now, event, **given)
+
+    s.queue.move_all_to_active_or_backoff = spy  # type: ignore[method-assign]
+    c.delete_job("default/j-p")
+    s.run(1.0)
+    assert seen == ["AssignedPodDelete"]

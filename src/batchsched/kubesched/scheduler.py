@@ -204,6 +204,7 @@ class PodScheduler:
 
     def _refresh_view(self, now: float) -> None:
         view: ClusterInfo = self.cache.snapshot()
+        forgotten: set[str] = set()
         for uid, assumed in list(self.assumed.items()):
             task = _task(view, assumed.pod)
             # A node that stopped being Ready is still the cache's: the pod assumed on
@@ -219,6 +220,7 @@ class PodScheduler:
                 self._unreserve(assumed)
                 gone = _placed_copy(assumed)
                 self._forget(uid)
+                forgotten.add(uid)
                 self._in_flight.pop(uid, None)
                 self.queue.done(uid)
                 self.attempts.pop(uid, None)  # a pod created again starts afresh
@@ -232,8 +234,11 @@ class PodScheduler:
                 # another pod since): the ones its bind will name.
                 assumed.pod.gpu_devices = task.gpu_devices
         if self.cluster_events and self.view is not None:
-            for change in cluster_changes(self.view, view,
-                                          owned=lambda pod: self.framework_for(pod) is not None):
+            # A pod forgotten just now was reported as it left its node (once: the
+            # old view has it pending again).
+            for change in cluster_changes(
+                    self.view, view, owned=lambda pod: pod.uid not in forgotten
+                    and self.framework_for(pod) is not None):
                 pre_check = None
                 if isinstance(change.old, TaskInfo) and not change.old.node_name:
                     # A nominated pod deleted frees room for pods of its priority or
