@@ -617,3 +617,10 @@ def test_a_nominated_pod_deleted_while_waiting_at_permit_is_one_event() -> None:
     c.delete_job("default/j-p")
     s.run(1.0)
     assert seen == ["AssignedPodDelete"]
+
+
+def test_where_writes_a_wall_clock_time_in_full() -> None:
+    c = cache({"n0": 1}, [("big", 4)])
+    s = scheduler(c)
+    s.run(1718000000.5)
+    assert str(s.where("default/big")).endswith("tried again once t is past 1718000300.5")

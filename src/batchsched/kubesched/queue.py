@@ -114,12 +114,17 @@ class PodWait:
                 or "no event"
             text += f"; waits for {events}"
         if self.retry_by is not None and self.state == "waiting at permit":
-            text += f"; times out at t={self.retry_by:g}"
+            text += f"; times out at t={_time(self.retry_by)}"
         elif self.retry_by is not None and self.state == "unschedulable":
-            text += f"; tried again once t is past {self.retry_by:g}"
+            text += f"; tried again once t is past {_time(self.retry_by)}"
         elif self.retry_by is not None:
-            text += f"; tried again by t={self.retry_by:g}"
+            text += f"; tried again by t={_time(self.retry_by)}"
         return text
+
+
+def _time(seconds: float) -> str:
+    """A time as written in full (a wall clock's seconds too), to the microsecond."""
+    return f"{seconds:.6f}".rstrip("0").rstrip(".")
 
 
 class SchedulingQueue:
