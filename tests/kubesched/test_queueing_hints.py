@@ -78,6 +78,39 @@ def node(name: str, cpus: int) -> NodeInfo:
         {"cpu": cpus, "memory": "4Gi", "pods": 10}))
 
 
+class _Waiting:
+    """A Permit plugin that makes every pod wait ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
+        return Status.wait(), self.seconds
+
+
+def waiting_scheduler(c: MemoryCache, seconds: float) -> PodScheduler:
+    """A scheduler whose one Permit plugin, ``Waiting``, makes every pod wait."""
+    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
+    factories["Waiting"] = _returning(_Waiting(seconds))
+    profile = Profile("default-scheduler", {
+        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
+        "permit": (PluginRef("Waiting"),)})
+    return PodScheduler(c, Framework(Registry(factories), profile))
+
+
+def reported_events(s: PodScheduler) -> list[str]:
+    """The events reported to the scheduler's queue from now on, as they come."""
+    seen: list[str] = []
+    move = s.queue.move_all_to_active_or_backoff
+
+    def spy(now: float, event: Any = "", **given: Any) -> int:
+        seen.append(str(event))
+        return move(now, event, **given)
+
+    s.queue.move_all_to_active_or_backoff = spy  # type: ignore[method-assign]
+    return seen
+
+
 def placed(c: MemoryCache, uid: str, on: str) -> Any:
     pod = next(task for job in c.snapshot().jobs.values() for task in job.tasks.values()
                if task.uid == uid).clone()
@@ -443,17 +476,8 @@ def test_where_says_which_plugins_turned_a_pod_down_and_what_it_waits_for() -> N
 
 
 def test_where_names_the_plugins_a_pod_waiting_at_permit_waits_for() -> None:
-    class Waiting:
-        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
-            return Status.wait(), 30.0
-
     c = cache({"n0": 2}, [("p", 1)])
-    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
-    factories["Waiting"] = _returning(Waiting())
-    profile = Profile("default-scheduler", {
-        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
-        "permit": (PluginRef("Waiting"),)})
-    s = PodScheduler(c, Framework(Registry(factories), profile))
+    s = waiting_scheduler(c, 30.0)
     s.run(5.0)
     assert str(s.where("default/p")) == (
         "default/p: waiting at permit on n0, for Waiting to allow it; times out at t=35")
@@ -537,17 +561,8 @@ def test_a_pod_created_again_after_its_namesake_was_deleted_starts_afresh() -> N
 def test_a_pod_waiting_at_permit_stays_assumed_when_its_node_stops_being_ready() -> None:
     """Only a node deleted forgets the pods assumed on it; a NotReady one is still the
     cache's (kube keeps the pod assumed)."""
-    class Waiting:
-        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
-            return Status.wait(), 600.0
-
     c = cache({"n0": 2}, [("p", 1)])
-    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
-    factories["Waiting"] = _returning(Waiting())
-    profile = Profile("default-scheduler", {
-        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
-        "permit": (PluginRef("Waiting"),)})
-    s = PodScheduler(c, Framework(Registry(factories), profile))
+    s = waiting_scheduler(c, 600.0)
     s.run(0.0)
     c.add_node(NodeInfo.create("n0", Resource.from_mapping(
         {"cpu": 2, "memory": "4Gi", "pods": 10}), ready=False))
@@ -561,30 +576,14 @@ def test_a_pod_waiting_at_permit_stays_assumed_when_its_node_stops_being_ready()
 def test_a_pod_given_up_on_a_node_not_ready_leaves_no_stale_event_behind() -> None:
     """Forgetting it took it off the Ready nodes only: the next run saw it leave the
     NotReady node and reported a pod deleted though nothing had changed."""
-    class WaitBriefly:
-        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
-            return Status.wait(), 5.0
-
     c = cache({"n0": 2}, [("p", 1)])
-    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
-    factories["WaitBriefly"] = _returning(WaitBriefly())
-    profile = Profile("default-scheduler", {
-        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
-        "permit": (PluginRef("WaitBriefly"),)})
-    s = PodScheduler(c, Framework(Registry(factories), profile))
+    s = waiting_scheduler(c, 5.0)
     s.run(0.0)
     c.add_node(NodeInfo.create("n0", Resource.from_mapping(
         {"cpu": 2, "memory": "4Gi", "pods": 10}), ready=False))
     s.run(1.0)
     s.run(6.0)  # the wait timed out: the pod is given up
-    seen: list[str] = []
-    move = s.queue.move_all_to_active_or_backoff
-
-    def spy(now: float, event: Any = "", **given: Any) -> int:
-        seen.append(str(event))
-        return move(now, event, **given)
-
-    s.queue.move_all_to_active_or_backoff = spy  # type: ignore[method-assign]
+    seen = reported_events(s)
     s.run(7.0)  # nothing changed in the cache since
     assert seen == []
 
@@ -592,28 +591,12 @@ def test_a_pod_given_up_on_a_node_not_ready_leaves_no_stale_event_behind() -> No
 def test_a_nominated_pod_deleted_while_waiting_at_permit_is_one_event() -> None:
     """kube reports such a pod's deletion once; it was reported a second time, as a
     nominated pending pod deleted (forgetting it had made it pending in the old view)."""
-    class Waiting:
-        def permit(self, state: CycleState, pod: Any, node: str) -> tuple[Status, float]:
-            return Status.wait(), 60.0
-
     c = cache({"n0": 2}, [("p", 1)])
-    factories = {spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS}
-    factories["Waiting"] = _returning(Waiting())
-    profile = Profile("default-scheduler", {
-        "queueSort": (PluginRef("PrioritySort"),), "bind": (PluginRef("DefaultBinder"),),
-        "permit": (PluginRef("Waiting"),)})
-    s = PodScheduler(c, Framework(Registry(factories), profile))
+    s = waiting_scheduler(c, 60.0)
     s.run(0.0)
     c.nominate(c.jobs["default/j-p"].tasks["default/p"], "n0")
     s.run(0.5)
-    seen: list[str] = []
-    move = s.queue.move_all_to_active_or_backoff
-
-    def spy(now: float, event: Any = "", **given: Any) -> int:
-        seen.append(str(event))
-        return move(now, event, **given)
-
-    s.queue.move_all_to_active_or_backoff = spy  # type: ignore[method-assign]
+    seen = reported_events(s)
     c.delete_job("default/j-p")
     s.run(1.0)
     assert seen == ["AssignedPodDelete"]
