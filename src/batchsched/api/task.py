@@ -30,6 +30,7 @@ __all__ = [
     "parse_bool",
     "revocable_zone_of",
     "same_creation_time",
+    "same_pod",
     "task_spec_of",
 ]
 
@@ -302,6 +303,13 @@ def same_creation_time(one: float, other: float) -> bool:
     """Whether two creation times are one: a pod of a name deleted and created again
     has another. NaN (an unknown creation time) is no other time than NaN."""
     return one == other or (math.isnan(one) and math.isnan(other))
+
+
+def same_pod(one: TaskInfo, other: TaskInfo) -> bool:
+    """Whether two objects of one pod name are the same pod, not one deleted and created
+    again: the same creation time (an unknown one, NaN, is no other) and pod uid."""
+    return one.order_uid == other.order_uid and same_creation_time(one.creation_time,
+                                                                   other.creation_time)
 
 
 def revocable_zone_of(annotations: Mapping[str, str]) -> str:

@@ -34,7 +34,7 @@ import attrs
 
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.node import NodeInfo
-from batchsched.api.task import TaskInfo, same_creation_time
+from batchsched.api.task import TaskInfo, same_pod
 from batchsched.api.types import TaskStatus
 
 __all__ = ["Change", "cluster_changes"]
@@ -109,8 +109,7 @@ def _new_pending(before: ClusterInfo, after: ClusterInfo,
             if task.node_name or task.uid in placed:
                 continue
             then = old_tasks.get(task.uid)
-            if then is None or then.order_uid != task.order_uid \
-                    or not same_creation_time(then.creation_time, task.creation_time):
+            if then is None or not same_pod(then, task):
                 yield task
 
 
@@ -145,5 +144,4 @@ def _placed_on_changed(nodes: dict[str, NodeInfo],
 def _same_placement(one: TaskInfo, other: TaskInfo) -> bool:
     """The same pod on the same node (a pod deleted and created again under its name
     is another: its creation time or order differs)."""
-    return (one.node_name == other.node_name and one.order_uid == other.order_uid
-            and same_creation_time(one.creation_time, other.creation_time))
+    return one.node_name == other.node_name and same_pod(one, other)

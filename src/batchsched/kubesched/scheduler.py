@@ -44,7 +44,7 @@ import attrs
 
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.node import NodeInfo
-from batchsched.api.task import TaskInfo, same_creation_time
+from batchsched.api.task import TaskInfo, same_pod
 from batchsched.api.types import TaskStatus
 from batchsched.cache.protocol import Cache
 from batchsched.errors import ConfigError, PluginError
@@ -210,7 +210,7 @@ class PodScheduler:
             # A node that stopped being Ready is still the cache's: the pod assumed on
             # it stays assumed (kube keeps it), only a node deleted forgets it.
             node = _view_node(view, assumed.node)
-            if task is None or node is None or not _same_pod(task, assumed.pod):
+            if task is None or node is None or not same_pod(task, assumed.pod):
                 # Deleted (or its node gone, or the pod deleted and created again under
                 # its name: another pod, kube's new UID) while assumed: kube-scheduler
                 # rejects it if it waits at Permit, and its plugins unreserve what they
@@ -270,7 +270,7 @@ class PodScheduler:
                     continue
                 pending.add(task.uid)
                 known = self.queue.queued(task.uid)
-                if known is not None and not _same_pod(known.pod, task):
+                if known is not None and not same_pod(known.pod, task):
                     # Deleted and created again since it was queued: a new pod, queued
                     # afresh (kube's new UID), without the old one's attempts.
                     self.queue.delete(task.uid)
@@ -748,13 +748,6 @@ def _guarded(point: Callable[[], Status]) -> Status:
         status = Status.error(str(exc))
         plugin = getattr(exc, "plugin", "")  # a PluginError names its plugin
         return status.with_plugin(plugin) if isinstance(plugin, str) and plugin else status
-
-
-def _same_pod(one: TaskInfo, other: TaskInfo) -> bool:
-    """Whether two objects of one pod name are the same pod, not one deleted and created
-    again: the same creation time (an unknown one, NaN, is no other) and pod uid."""
-    return one.order_uid == other.order_uid and same_creation_time(one.creation_time,
-                                                                   other.creation_time)
 
 
 def _view_node(view: ClusterInfo, name: str) -> NodeInfo | None:
