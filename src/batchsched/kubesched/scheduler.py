@@ -142,9 +142,6 @@ class PodScheduler:
         #: Node -> the pending pods nominated to it, not assumed (kube's nominator).
         self._nominees: dict[str, dict[str, TaskInfo]] = {}
         self.attempts: dict[str, int] = {}
-        #: Pod -> the scheduling cycle it was popped in, while it is being scheduled or
-        #: waits at Permit (kube's in-flight pods).
-        self._in_flight: dict[str, int] = {}
         self.view: ClusterInfo | None = None
         self.results: list[CycleResult] = []
 
@@ -182,8 +179,8 @@ class PodScheduler:
             if pod is None or pod.node_name or pod.status != TaskStatus.PENDING:
                 self.queue.done(queued.pod.uid)
                 continue  # deleted, or bound meanwhile
-            # In flight until it binds or fails: an event meanwhile requeues it on failure.
-            self._in_flight[pod.uid] = queued.cycle
+            # In flight (the queue's ``in_flight``) until it binds or fails: an event
+            # meanwhile requeues it on failure.
             self.schedule_one(pod, now)
             scheduled += 1
         self.settle_waiting(now)
@@ -221,7 +218,6 @@ class PodScheduler:
                 gone = _placed_copy(assumed)
                 self._forget(uid)
                 forgotten.add(uid)
-                self._in_flight.pop(uid, None)
                 self.queue.done(uid)
                 self.attempts.pop(uid, None)  # a pod created again starts afresh
                 if was_waiting is not None:
@@ -320,7 +316,6 @@ class PodScheduler:
         assert self.view is not None, "run() prepares the cluster view"
         framework = self.framework_for(pod)
         if framework is None:
-            self._in_flight.pop(pod.uid, None)
             self.queue.done(pod.uid)
             return self._record(pod, None, Status.error("no profile schedules this pod"))
         state = CycleState()
@@ -584,7 +579,6 @@ class PodScheduler:
             return self._binding_failed(pod, status, now, backoff=True, gone=gone)
         del self.assumed[uid]
         self.attempts.pop(uid, None)
-        self._in_flight.pop(uid, None)
         self.queue.done(uid)
         framework.run_post_bind(state, pod, node)
         self._activate(state)  # the binding cycle succeeded
@@ -653,7 +647,7 @@ class PodScheduler:
         if nominating is not None and (nominating or pod.nominated_node):
             self._nominate(pod, nominating)
         attempts = self.attempts[pod.uid] = self.attempts.get(pod.uid, 0) + 1
-        cycle = self._in_flight.pop(pod.uid, None)
+        cycle = self.queue.in_flight.get(pod.uid)
         if backoff or status.code == Code.ERROR:
             self.queue.add_backoff(pod, now, attempts=attempts)
         else:
