@@ -200,19 +200,12 @@ class Registration:
     hint: HintFn | None = None
 
 
-def registrations_of(name: str, plugin: Any) -> list[Registration]:
-    """What a plugin registers (``events_to_register()``); a plugin without the method
-    is interested in every event. A method that raises or answers anything but
-    events is a :class:`PluginError` naming the plugin."""
-    register = getattr(plugin, "events_to_register", None)
-    if register is None:
+def registrations_of(name: str, given: Iterable[Any] | None) -> list[Registration]:
+    """What a plugin registered (the answer of its ``events_to_register()``; None: it
+    has none, and is interested in every event). Anything but events is a
+    :class:`PluginError` naming the plugin."""
+    if given is None:
         return [Registration(name, WILDCARD_EVENT)]
-    try:
-        given = list(register())
-    except Exception as exc:
-        raise PluginError(f"kube plugin {name!r} raised at eventsToRegister: "
-                          f"{type(exc).__name__}: {exc}", plugin=name,
-                          point="eventsToRegister") from exc
     out: list[Registration] = []
     for item in given:
         entry = ClusterEventWithHint(item) if isinstance(item, ClusterEvent) else item

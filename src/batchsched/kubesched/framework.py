@@ -320,7 +320,10 @@ class Framework:
             for name, plugin in self.points.get(point, ()):
                 if name not in seen:
                     seen.add(name)
-                    self.registrations.extend(registrations_of(name, plugin))
+                    register = getattr(plugin, "events_to_register", None)
+                    given = None if register is None else self._call(
+                        name, "eventsToRegister", lambda ask=register: list(ask()))
+                    self.registrations.extend(registrations_of(name, given))
         if len(self.points.get("queueSort", ())) > 1:
             raise PluginError("only one queueSort plugin may be enabled", point="queueSort")
         total = 0
