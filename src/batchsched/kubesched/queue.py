@@ -210,24 +210,23 @@ class SchedulingQueue:
         backoff while its backoff runs, else to active, as kube's
         ``AddUnschedulableIfNotPresent`` requeues a pod in flight. Without hints any
         event counts; with hints, one its rejecting plugins' hints queue it for, and a
-        pod no plugin rejected is always requeued."""
-        self.delete(pod.uid)
-        queued = QueuedPod(pod, attempts, now, now + self.backoff_seconds(attempts),
-                           unschedulable_plugins=frozenset(plugins))
-        received = [entry for entry in self._received
-                    if cycle is not None and entry.cycle >= cycle]
-        self.done(pod.uid)
-        if self.hints is not None and not queued.unschedulable_plugins:
-            # No plugin turned it down (kube counts a consecutive error): no event is
-            # awaited, and it waits its backoff out before it is tried again.
+        pod no plugin rejected waits out an error backoff (kube counts a consecutive
+        error: no event is awaited)."""
+        rejected_by = frozenset(plugins)
+        if self.hints is not None and not rejected_by:
             self.add_backoff(pod, now, attempts=attempts)
             return
+        self.delete(pod.uid)
+        queued = QueuedPod(pod, attempts, now, now + self.backoff_seconds(attempts),
+                           unschedulable_plugins=rejected_by)
         if self.hints is not None:
-            strategy = self.hints.strategy_in_flight(pod, queued.unschedulable_plugins,
-                                                     received)
-            helped = strategy is Strategy.AFTER_BACKOFF
+            received = [entry for entry in self._received
+                        if cycle is not None and entry.cycle >= cycle]
+            helped = self.hints.strategy_in_flight(
+                pod, rejected_by, received) is Strategy.AFTER_BACKOFF
         else:
             helped = cycle is not None and self.move_request_cycle >= cycle
+        self.done(pod.uid)
         if helped:
             to_backoff = self.backing_off(queued, now)
             if (not to_backoff or self.pop_from_backoff) and not self._admitted(queued):
