@@ -37,7 +37,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo, same_pod
 from batchsched.api.types import TaskStatus
 
-__all__ = ["Change", "cluster_changes"]
+__all__ = ["Change", "cluster_changes", "not_ready_nodes"]
 
 
 @attrs.frozen
@@ -124,11 +124,16 @@ def _node_updates(old: NodeInfo, new: NodeInfo) -> Iterator[str]:
         yield "NodeUpdateNodeAnnotation"
 
 
+def not_ready_nodes(cluster: ClusterInfo) -> dict[str, NodeInfo]:
+    """The snapshot's nodes that are not Ready (a host's snapshot may have no such
+    list: none)."""
+    nodes: dict[str, NodeInfo] = getattr(cluster, "not_ready_nodes", None) or {}
+    return nodes
+
+
 def _all_nodes(cluster: ClusterInfo) -> dict[str, NodeInfo]:
-    # A node that stopped being Ready still holds its pods: they are not deleted. (A
-    # host's snapshot may have no such list.)
-    not_ready: dict[str, NodeInfo] = getattr(cluster, "not_ready_nodes", None) or {}
-    return {**not_ready, **cluster.nodes}
+    # A node that stopped being Ready still holds its pods: they are not deleted.
+    return {**not_ready_nodes(cluster), **cluster.nodes}
 
 
 def _placed_on_changed(nodes: dict[str, NodeInfo],

@@ -54,7 +54,7 @@ from batchsched.kubesched.framework import (
     Framework,
     check_percentage_of_nodes_to_score,
 )
-from batchsched.kubesched.informer import cluster_changes
+from batchsched.kubesched.informer import cluster_changes, not_ready_nodes
 from batchsched.kubesched.queue import PodWait, QueuedPod, SchedulingQueue, default_less
 from batchsched.kubesched.status import Code, Status
 
@@ -745,13 +745,8 @@ def _guarded(point: Callable[[], Status]) -> Status:
 
 
 def _view_node(view: ClusterInfo, name: str) -> NodeInfo | None:
-    """The view's node of that name, Ready or not (a host's snapshot may have no list
-    of the others)."""
-    node = view.nodes.get(name)
-    if node is None:
-        not_ready: dict[str, NodeInfo] = getattr(view, "not_ready_nodes", None) or {}
-        node = not_ready.get(name)
-    return node
+    """The view's node of that name, Ready or not."""
+    return view.nodes.get(name) or not_ready_nodes(view).get(name)
 
 
 def _priority_at_most(top: int) -> Callable[[TaskInfo], bool]:
