@@ -73,9 +73,9 @@ def _returning(plugin: Any) -> Any:
     return build
 
 
-def node(name: str, cpus: int) -> NodeInfo:
+def node(name: str, cpus: int, *, ready: bool = True) -> NodeInfo:
     return NodeInfo.create(name, Resource.from_mapping(
-        {"cpu": cpus, "memory": "4Gi", "pods": 10}))
+        {"cpu": cpus, "memory": "4Gi", "pods": 10}), ready=ready)
 
 
 class _Waiting:
@@ -564,8 +564,7 @@ def test_a_pod_waiting_at_permit_stays_assumed_when_its_node_stops_being_ready()
     c = cache({"n0": 2}, [("p", 1)])
     s = waiting_scheduler(c, 600.0)
     s.run(0.0)
-    c.add_node(NodeInfo.create("n0", Resource.from_mapping(
-        {"cpu": 2, "memory": "4Gi", "pods": 10}), ready=False))
+    c.add_node(node("n0", 2, ready=False))
     s.run(1.0)
     assert set(s.assumed) == {"default/p"} and len(s.queue) == 0
     c.delete_node("n0")
@@ -579,8 +578,7 @@ def test_a_pod_given_up_on_a_node_not_ready_leaves_no_stale_event_behind() -> No
     c = cache({"n0": 2}, [("p", 1)])
     s = waiting_scheduler(c, 5.0)
     s.run(0.0)
-    c.add_node(NodeInfo.create("n0", Resource.from_mapping(
-        {"cpu": 2, "memory": "4Gi", "pods": 10}), ready=False))
+    c.add_node(node("n0", 2, ready=False))
     s.run(1.0)
     s.run(6.0)  # the wait timed out: the pod is given up
     seen = reported_events(s)
