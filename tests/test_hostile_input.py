@@ -116,7 +116,8 @@ def test_an_action_or_plugin_refusing_its_arguments_names_the_file_and_the_field
     assert _refused(scenario,
                     "version: 1\nconfig: {actions: 'allocate, preempt', tiers: [{plugins: "
                     "[{name: gang}]}], configurations: [{name: preempt, arguments: "
-                    "{topologyAwarePreemptWorkerNum: -1}}]}\nnodes: []\n").endswith(
+                    "{enableTopologyAwarePreemption: true, "
+                    "topologyAwarePreemptWorkerNum: -1}}]}\nnodes: []\n").endswith(
         "args.yaml: config.configurations[0].arguments.topologyAwarePreemptWorkerNum: "
         "action 'preempt': must not be negative, got -1")
     assert "args.yaml: config.tiers[0].plugins[1].arguments: plugin 'wfp3': wfp3.waitingTime" \

@@ -312,7 +312,20 @@ def test_arguments_volcano_would_panic_on_are_reported_by_name(
         arguments: dict[str, Any], named: str) -> None:
     # A negative WaitGroup count, a slice of negative length: Volcano's preempt panics.
     with pytest.raises(ConfigError, match=named):
-        PreemptAction(Arguments(arguments))
+        PreemptAction(Arguments({**arguments, "enableTopologyAwarePreemption": True}))
+
+
+@pytest.mark.parametrize("arguments", [
+    {"topologyAwarePreemptWorkerNum": -1},
+    {"maxCandidateNodesAbsolute": -1},
+    {"minCandidateNodesAbsolute": -1, "minCandidateNodesPercentage": -5},
+])
+def test_topology_aware_knobs_are_not_read_while_that_path_is_off(
+        arguments: dict[str, Any]) -> None:
+    # Volcano reads them only on the topology-aware path (preempt.go's preempt picks
+    # normalPreempt otherwise): a configuration with leftover tuning values runs.
+    action = PreemptAction(Arguments(arguments))
+    assert not action.topology_aware
 
 
 @pytest.mark.parametrize("value", ["ten", "20", 20.0, True])

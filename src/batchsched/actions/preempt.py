@@ -128,9 +128,10 @@ class PreemptAction:
         same but for 0, with which Volcano's dry run examines no node.
 
     An argument that is no integer keeps its default (logged), as Volcano's
-    ``GetInt``; values with which Volcano's preempt would panic (a negative worker
-    count, a negative candidate count) are a :class:`~batchsched.errors.ConfigError`
-    naming the argument.
+    ``GetInt``; with topology-aware preemption on, values with which Volcano's preempt
+    would panic (a negative worker count, a negative candidate count) are a
+    :class:`~batchsched.errors.ConfigError` naming the argument (with it off, Volcano
+    never reads them, and neither does this action).
     """
 
     name = "preempt"
@@ -150,8 +151,14 @@ class PreemptAction:
             "enableTopologyAwarePreemption", PREDICATE_ERROR_CACHE_KEY,
             "minCandidateNodesPercentage", "minCandidateNodesAbsolute",
             "maxCandidateNodesAbsolute", "topologyAwarePreemptWorkerNum"], kind="action")
+        if self.topology_aware:
+            self._refuse_what_volcano_panics_on()
+
+    def _refuse_what_volcano_panics_on(self) -> None:
+        """The topology-aware path hands the worker count to a WaitGroup and the
+        candidate count to a slice's length: below 0 Volcano panics. Only that path
+        reads them, so they are checked only when it is on."""
         where = f"configurations[{self.name}].arguments"
-        # Volcano hands these to a WaitGroup and a slice's length: below 0 it panics.
         if self.workers < 0:
             raise ConfigError(f"must not be negative, got {self.workers}",
                               key=f"{where}.topologyAwarePreemptWorkerNum")

@@ -136,6 +136,12 @@ class JobInfo:
     Change a task's status only through :meth:`update_task_status` (the Statement
     does), so that ``task_status_index``, ``allocated`` and ``total_request``
     stay exact. :meth:`check_invariants` verifies them.
+
+    Build one with :meth:`from_podgroup`, which reads ``min_available``,
+    ``task_min_available``, the creation time and the annotations from the pod
+    group, as Volcano's ``SetPodGroup`` does. These fields are the job's own
+    afterwards: a pod group edited later (a new ``min_member``) changes the job only
+    through a new :meth:`from_podgroup`, as a pod group update replaces Volcano's.
     """
 
     uid: str
