@@ -221,23 +221,78 @@ def test_deallocate_handlers_see_the_node_the_task_leaves() -> None:
 
 
 def test_a_handler_raising_during_discard_keeps_the_rest_undoable() -> None:
-    ssn, _ = open_session()
+    ssn, share = open_session()
     before = fingerprint(ssn)
     stmt = Statement(ssn)
     tasks = [ssn.jobs["ns/pg0"].tasks[f"ns/j0-t{i}"] for i in (1, 2)]
-    for task in tasks:
-        stmt.allocate(task, "n1")
     fail = {"armed": True}
 
     def flaky(event: Event) -> None:
         if fail.pop("armed", False):
             raise RuntimeError("transient")
     ssn.add_event_handler(EventHandler(deallocate=flaky, plugin="flaky"))
+    after = Share()  # a plugin whose handlers come after the failing one
+    ssn.add_event_handler(after.handler())
+    for task in tasks:
+        stmt.allocate(task, "n1")
     with pytest.raises(PluginError, match="flaky"):
         stmt.discard()
     assert len(stmt) == 1  # the first task was undone, the second is still there
+    # The undo stands: the plugins before and after the failing one saw it.
+    assert (share.placed, after.placed) == (1, 1)
     stmt.discard()
     assert fingerprint(ssn) == before
+    assert (share.placed, after.placed) == (0, 0)
+
+
+def _failing_undo(ssn: Session) -> tuple[Share, Share, dict[str, bool]]:
+    """A counter, a handler whose events raise once armed, and a counter after it."""
+    first, last = Share(), Share()
+    ssn.add_event_handler(first.handler())
+    armed = {"on": False}
+
+    def broken(event: Event) -> None:
+        if armed["on"]:
+            raise RuntimeError("broken handler")
+    ssn.add_event_handler(EventHandler(allocate=broken, deallocate=broken, plugin="broken"))
+    ssn.add_event_handler(last.handler())
+    return first, last, armed
+
+
+def test_open_statements_are_undone_whole_even_when_every_undo_raises() -> None:
+    ssn = Session.open(cluster(), EMPTY, registry=REGISTRY)
+    before = fingerprint(ssn)
+    first, last, armed = _failing_undo(ssn)
+    stmt = Statement(ssn)
+    for i in (1, 2):
+        stmt.allocate(ssn.jobs["ns/pg0"].tasks[f"ns/j0-t{i}"], "n1")
+    stmt.evict(ssn.jobs["ns/pg1"].tasks["ns/j1-t0"], "test")
+    armed["on"] = True
+    ssn.discard_open_statements()  # what a session does after an action raised
+    assert not stmt.operations
+    assert fingerprint(ssn) == before
+    assert (first.placed, last.placed) == (0, 0)
+
+
+def test_a_refused_bind_is_undone_for_every_plugin_even_when_one_raises() -> None:
+    ssn = Session.open(cluster(), EMPTY, registry=REGISTRY)
+    first, last, armed = _failing_undo(ssn)
+
+    class Refusing:
+        def bind(self, task: TaskInfo, node: str) -> bool:
+            return False
+
+        def record_event(self, event: object) -> None:
+            pass
+    ssn.cache = Refusing()  # type: ignore[assignment]
+    stmt = Statement(ssn)
+    task = ssn.jobs["ns/pg0"].tasks["ns/j0-t1"]
+    stmt.allocate(task, "n1")
+    armed["on"] = True
+    with pytest.raises(PluginError, match="plugin 'broken' raised in deallocate event"):
+        stmt.commit()
+    assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
+    assert (first.placed, last.placed) == (0, 0)
 
 
 class _FailingSecondBind:

@@ -1728,13 +1728,13 @@ class Session:
         to what the committed decisions made it, and closing it reports no placement
         that was never bound. An undo that raises is logged and the rest go on."""
         for statement in reversed(self._statements):
-            if not statement.operations:
-                continue
-            try:
-                statement.discard()
-            except Exception as exc:  # the error being handled matters more
-                log.warning("batchsched: undoing an open statement after a failure "
-                            "raised %s: %s", type(exc).__name__, exc)
+            # discard stops at an undo that raised (that one done): go on with the rest.
+            while statement.operations:
+                try:
+                    statement.discard()
+                except Exception as exc:  # the error being handled matters more
+                    log.warning("batchsched: undoing an open statement after a failure "
+                                "raised %s: %s", type(exc).__name__, exc)
         self._statements.clear()
 
     def _fire_allocate(self, task: TaskInfo, unplace: Callable[[], None] | None = None) -> None:
@@ -1751,25 +1751,47 @@ class Session:
     def _fire_deallocate(self, task: TaskInfo) -> None:
         self._fire(task, allocate=False)
 
+    def _fire_undone(self, task: TaskInfo, *, allocate: bool) -> None:
+        """The event of an undo that stands whatever the handlers do (a statement
+        reverting an operation, a gang's bind taken back): every handler sees it,
+        the ones after a failing handler too, so that no plugin keeps counting what
+        was undone; the first failure is raised once all have seen it."""
+        self._fire(task, allocate=allocate, refusals_ignored=allocate, stands=True)
+
     def _fire(self, task: TaskInfo, *, allocate: bool, refusals_ignored: bool = False,
-              unplace: Callable[[], None] | None = None) -> None:
+              unplace: Callable[[], None] | None = None, stands: bool = False) -> None:
         """Hand the event to every handler. A refused allocation (SchedulingError) is
         Volcano's event error: the handlers after the refusing one still see the
         allocation, and then every handler sees it undone (Volcano's ``unallocate``
         calls every deallocate function, the refusing plugin's too, the task Pending
         and off its node by then: ``unplace``) before the first refusal is raised. A
         handler that fails otherwise stops the event: the handlers before it see it
-        undone."""
+        undone; unless the change ``stands`` whatever they do (:meth:`_fire_undone`)."""
         event = Event(task)
         handlers = self.event_handlers
         refused: SchedulingError | None = None
+        failed: Exception | None = None
         for position, handler in enumerate(handlers):
             fn = handler.allocate if allocate else handler.deallocate
             if fn is None:
                 continue
             try:
                 fn(event)
-            except SchedulingError as refusal:
+            except Exception as exc:
+                if stands:
+                    if failed is None and not (refusals_ignored
+                                               and isinstance(exc, SchedulingError)):
+                        point = "allocate event" if allocate else "deallocate event"
+                        plugin = handler.plugin or "<handler>"
+                        failed = (combine.plugin_failed(point, plugin, exc)
+                                  if isinstance(exc, SchedulingError)
+                                  else combine.blamed(point, plugin, exc))
+                    continue
+                if not isinstance(exc, SchedulingError):
+                    self._undo_seen(task, allocate, handlers[:position])
+                    point = "allocate event" if allocate else "deallocate event"
+                    raise combine.blamed(point, handler.plugin or "<handler>", exc)  # noqa: B904
+                refusal = exc
                 if refusals_ignored:
                     continue
                 if not allocate:
@@ -1782,10 +1804,8 @@ class Session:
                                                     task.node_name, str(refusal))
                 if refused is None:
                     refused = refusal
-            except Exception as exc:
-                self._undo_seen(task, allocate, handlers[:position])
-                point = "allocate event" if allocate else "deallocate event"
-                raise combine.blamed(point, handler.plugin or "<handler>", exc)  # noqa: B904
+        if failed is not None:
+            raise failed
         if refused is not None:
             if unplace is not None:
                 unplace()

@@ -197,7 +197,7 @@ class Statement:
             if node is not None:
                 node.update_task(task)
             if fire:
-                ssn._fire_allocate_refusals_ignored(task)
+                ssn._fire_undone(task, allocate=True)
             return
         if node is not None:
             node.remove_task(task)
@@ -205,7 +205,7 @@ class Statement:
         try:
             if fire:
                 # Handlers still see the node the task is leaving, as in Volcano.
-                ssn._fire_deallocate(task)
+                ssn._fire_undone(task, allocate=False)
         finally:
             self._restore_fields(op)
 
@@ -221,9 +221,9 @@ class Statement:
     def discard(self) -> None:
         """Undo every operation, last first.
 
-        If an event handler raises, the operation being undone is reverted anyway, the
-        ones not yet undone stay in the statement (a second ``discard`` finishes the
-        job), and the error propagates.
+        If an event handler raises, the operation being undone is reverted anyway (and
+        every other handler sees it undone), the ones not yet undone stay in the
+        statement (a second ``discard`` finishes the job), and the error propagates.
         """
         while self.operations:
             op = self.operations.pop()
@@ -357,7 +357,7 @@ class Statement:
             if node is not None:
                 node.update_task(task)
             try:
-                ssn._fire_deallocate(task)  # as an eviction does
+                ssn._fire_undone(task, allocate=False)  # as an eviction does
             except Exception as exc:
                 raised.append(exc)
         return kept
