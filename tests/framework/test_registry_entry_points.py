@@ -179,6 +179,34 @@ def test_a_hook_returning_something_else_than_specs_skips_its_distribution(site:
     assert "tp-wrongitem" in message and "expected PluginSpec" in message
 
 
+def test_a_distribution_whose_plugin_hook_raises_registers_none_of_its_actions(
+        site: Path) -> None:
+    """Skipped whole: its actions without its plugins would fail later, far from the
+    cause (as an explicit register refuses the whole module)."""
+    distribution(site, "tp-halfraise", {"plugins": "tp_halfraise"}, {})
+    (site / "tp_halfraise.py").write_text(
+        "from batchsched.plugin import ActionSpec, hookimpl\n\n\n"
+        "class Act:\n    name = 'half-action'\n\n    def execute(self, ssn):\n"
+        "        pass\n\n\n"
+        "@hookimpl\ndef batchsched_register_plugins():\n    raise RuntimeError('boom')\n\n\n"
+        "@hookimpl\ndef batchsched_register_actions():\n"
+        "    return [ActionSpec(name='half-action', factory=Act)]\n")
+    registry = Registry(autoload=True)
+    assert "half-action" not in registry.actions and "allocate" in registry.actions
+    (key, message), = registry.broken
+    assert key == "tp-halfraise:plugins" and "RuntimeError: boom" in message
+
+
+def test_a_distribution_with_an_entry_point_that_fails_skips_its_others(site: Path) -> None:
+    distribution(site, "tp-twoparts", {"good": "tp_twoparts_good", "bad": "tp_not_there"},
+                 {"tp_twoparts_good": "twoparts-plugin"})
+    distribution(site, "tp-other", {"plugins": "tp_other"}, {"tp_other": "other-plugin"})
+    registry = Registry(autoload=True)
+    assert "twoparts-plugin" not in registry.plugins
+    assert "other-plugin" in registry.plugins and "gang" in registry.plugins
+    assert [key for key, _ in registry.broken] == ["tp-twoparts:bad"]
+
+
 @pytest.mark.parametrize("hook", ["clash", "wrong item"])
 def test_a_refused_register_leaves_the_registry_as_it_was(hook: str) -> None:
     """register() raising must not leave the refused object behind: the next good

@@ -75,6 +75,9 @@ class Registry:
         self._noted: dict[tuple[str, str], str] = {}
         self._warned: set[tuple[str, str]] = set()
         self._origin: dict[str, tuple[str, str]] = {}
+        #: A third-party distribution's entry points (registrant -> distribution): one
+        #: that fails skips the distribution's others too.
+        self._third_party: dict[str, str] = {}
         self.plugins: dict[str, Registered] = {}
         self.actions: dict[str, Registered] = {}
         if autoload is None:
@@ -99,6 +102,8 @@ class Registry:
             key = ep.name if dist_name == DISTRIBUTION else f"{dist_name}:{ep.name}"
             if self.manager.has_plugin(key):
                 continue  # the same distribution seen twice on the path
+            if dist_name != DISTRIBUTION:
+                self._third_party[key] = dist_name
             try:
                 module = ep.load()
             except Exception as exc:
@@ -223,15 +228,17 @@ class Registry:
         plugins: dict[str, Registered] = {}
         actions: dict[str, Registered] = {}
         failures: list[tuple[str, str]] = []
+        produced_by: list[tuple[Any, dict[str, Registered], list[Any]]] = []
+        # What fails is skipped whole: a third-party distribution, else a registrant.
+        unit = self._third_party.get
+        failed = {unit(key, key) for key, _ in self._unloadable}
         for hook, table in (
             (self.manager.hook.batchsched_register_plugins, plugins),
             (self.manager.hook.batchsched_register_actions, actions),
         ):
             for impl in reversed(hook.get_hookimpls()):
-                dist, version = self._origin.get(impl.plugin_name, ("<unknown>", ""))
-                module = getattr(impl.plugin, "__name__", type(impl.plugin).__name__)
+                dist = self._origin.get(impl.plugin_name, ("<unknown>", ""))[0]
                 who = impl.plugin_name if not impl.plugin_name.isdigit() else repr(impl.plugin)
-                kind = "plugin" if table is plugins else "action"
                 expected = PluginSpec if table is plugins else ActionSpec
                 try:
                     produced: Any = impl.function()
@@ -244,22 +251,30 @@ class Registry:
                             raise TypeError(f"{hook.name} returned {spec!r} in its list; "
                                             f"expected {expected.__name__}")
                 except Exception as exc:
-                    # The distribution's hook is skipped whole: a half-registered
-                    # distribution would fail later, far from its cause.
                     message = f"{who} ({dist}): {type(exc).__name__}: {exc}"
                     failures.append((impl.plugin_name, message))
+                    failed.add(unit(impl.plugin_name, impl.plugin_name))
                     if (impl.plugin_name, message) not in self._warned:
                         self._warned.add((impl.plugin_name, message))
                         log.warning("batchsched: registration hook failed: %s", message)
                     continue
-                for spec in specs:
-                    if spec.name in table:
-                        other = table[spec.name]
-                        raise PluginError(
-                            f"{kind} name {spec.name!r} is claimed twice: by {other.distribution} "
-                            f"({other.module}) and by {dist} ({module})", plugin=spec.name,
-                        )
-                    table[spec.name] = Registered(spec, dist, version, module)
+                produced_by.append((impl, table, specs))
+        for impl, table, specs in produced_by:
+            if unit(impl.plugin_name, impl.plugin_name) in failed:
+                # Half registered (its actions without its plugins, say), a
+                # distribution would fail later, far from its cause.
+                continue
+            dist, version = self._origin.get(impl.plugin_name, ("<unknown>", ""))
+            module = getattr(impl.plugin, "__name__", type(impl.plugin).__name__)
+            kind = "plugin" if table is plugins else "action"
+            for spec in specs:
+                if spec.name in table:
+                    other = table[spec.name]
+                    raise PluginError(
+                        f"{kind} name {spec.name!r} is claimed twice: by {other.distribution} "
+                        f"({other.module}) and by {dist} ({module})", plugin=spec.name,
+                    )
+                table[spec.name] = Registered(spec, dist, version, module)
         self.plugins = plugins
         self.actions = actions
         # A registrant taken out since its hook failed is broken no more.
