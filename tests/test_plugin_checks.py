@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from batchsched.builtin import PLUGINS
@@ -46,7 +48,6 @@ def test_a_broken_ordering_is_reported() -> None:
 def test_a_predicate_that_changes_what_sessions_read_is_reported(change: str) -> None:
     """A predicate that lowers a gang's minimum (and so binds part of it) or relabels a
     node is no read-only answer, whatever it leaves of the resource figures."""
-    from typing import Any
 
     from batchsched.plugin import PluginSpec, hookimpl
 
@@ -85,3 +86,37 @@ def test_a_predicate_that_changes_what_sessions_read_is_reported(change: str) ->
                     if check.name == "read_only"]
     with pytest.raises(AssertionError):
         read_only()
+
+
+def test_a_column_form_that_disagrees_with_its_scalar_function_is_reported() -> None:
+    import numpy as np
+
+    from batchsched import columnar
+    from batchsched.api.fit import FitError
+    from batchsched.plugin import PluginSpec, hookimpl
+
+    class Lenient:
+        """Its scalar predicate refuses node n0; its column form lets every node pass."""
+
+        name = "lenient-columns"
+
+        def __init__(self, arguments: object) -> None: ...
+
+        def on_session_open(self, ssn: Any) -> None:
+            ssn.add_predicate_fn(self.name, lambda task, node: FitError.of(
+                task.namespace, task.name, node.name, "not n0") if node.name == "n0" else None)
+            columnar.add_predicate_fn(ssn, self.name, lambda task, columns: np.ones(
+                len(columns), dtype=np.bool_))
+
+        def on_session_close(self, ssn: object) -> None: ...
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("lenient-columns", Lenient)]
+
+    registry = Registry(autoload=False)
+    registry.register(Provider(), name="lenient")
+    with pytest.raises(AssertionError, match="the column form of predicate answers 'passes' "
+                                             r"for .* on n0, its scalar function 'fails'"):
+        check_plugin("lenient-columns", registry=registry)

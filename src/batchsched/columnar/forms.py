@@ -253,6 +253,7 @@ def predicate_mask(
             answer = fn(task, columns)
             if answer is None:
                 continue
+            _check_mask(blame.plugin, answer, len(columns))
             if isinstance(answer, tuple):
                 ok, harmless = answer
                 if undecided is None:
@@ -274,6 +275,48 @@ def predicate_mask(
     if failed is not None:
         return ~failed
     return passes
+
+
+def _is_mask(answer: object, size: int) -> bool:
+    return (isinstance(answer, np.ndarray) and answer.dtype == np.bool_
+            and answer.shape == (size,))
+
+
+def _check_mask(plugin: str, answer: object, size: int) -> None:
+    """A vector predicate answers None, a bool array of one entry per node, or a pair
+    of them (passes, harmless): anything else is the plugin's error, named here
+    rather than by what it breaks later (a length-1 array would even broadcast)."""
+    if _is_mask(answer, size) or (isinstance(answer, tuple) and len(answer) == 2
+                                  and all(_is_mask(part, size) for part in answer)):
+        return
+    raise PluginError(
+        f"plugin {plugin!r}: a vector predicate must return None, a bool array of one "
+        f"entry per node ({size}) or a pair of them, not {_described(answer)}",
+        plugin=plugin, point="vector predicate")
+
+
+def _check_scores(plugin: str, point: str, scores: object,
+                  shape: int | tuple[int, int]) -> None:
+    """A vector score answers a number for every candidate, or an array of numbers
+    of the candidates' shape."""
+    if isinstance(scores, float | int) and not isinstance(scores, bool):
+        return
+    expected = (shape,) if isinstance(shape, int) else shape
+    if (isinstance(scores, np.ndarray) and scores.dtype.kind in "iuf"
+            and scores.shape == expected):
+        return
+    raise PluginError(
+        f"plugin {plugin!r}: a {point} must return a number or an array of numbers of "
+        f"shape {expected} (one per candidate), not {_described(scores)}",
+        plugin=plugin, point=point)
+
+
+def _described(answer: object) -> str:
+    if isinstance(answer, np.ndarray):
+        return f"an array of {answer.dtype} of shape {answer.shape}"
+    if isinstance(answer, tuple):
+        return f"a tuple of {len(answer)}: ({', '.join(_described(a) for a in answer)})"
+    return repr(answer) if len(repr(answer)) <= 60 else type(answer).__name__
 
 
 class _Sum:
@@ -314,7 +357,9 @@ def node_order_scores(
     total = _Sum(len(candidates))
     with Blame("vector node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            total.add(fn(task, columns, candidates))
+            score = fn(task, columns, candidates)
+            _check_scores(blame.plugin, "vector node order", score, total.shape)
+            total.add(score)
     scores = total.result()
     if math.isnan(float(scores.sum())):
         scores[np.isnan(scores)] = 0.0
@@ -328,7 +373,9 @@ def batch_node_order_scores(
     total = _Sum(len(candidates))
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            total.add(_no_nan(blame.plugin, fn(task, columns, candidates)))
+            score = fn(task, columns, candidates)
+            _check_scores(blame.plugin, "vector batch node order", score, total.shape)
+            total.add(_no_nan(blame.plugin, score))
     return total.result()
 
 
@@ -354,14 +401,18 @@ def many_scores(
     total = _Sum(shape)
     with Blame("vector node order") as blame:
         for blame.plugin, fn in orders:
-            total.add(fn(tasks, columns, candidates))
+            score = fn(tasks, columns, candidates)
+            _check_scores(blame.plugin, "vector node order", score, shape)
+            total.add(score)
     scores = total.result()
     if math.isnan(float(scores.sum())):
         scores[np.isnan(scores)] = 0.0
     batch = _Sum(shape)
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in batches:
-            batch.add(_no_nan(blame.plugin, fn(tasks, columns, candidates)))
+            score = fn(tasks, columns, candidates)
+            _check_scores(blame.plugin, "vector batch node order", score, shape)
+            batch.add(_no_nan(blame.plugin, score))
     scores += batch.result()
     return scores
 

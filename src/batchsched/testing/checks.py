@@ -16,7 +16,9 @@ verifies properties every plugin must have whatever it decides:
 * its predicates and scores do not change the session's state;
 * it decides the same way twice on the same input (no hidden randomness);
 * a second session on the same cluster sees the same answers (nothing leaks
-  from one session to the next).
+  from one session to the next);
+* its column forms (:mod:`batchsched.columnar.forms`), if it registers any, give
+  exactly its scalar functions' answers on every node.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import numpy as np
 
+from batchsched.actions.node_search import ALLOCATE_FAILING_CODES
 from batchsched.api.cluster import ClusterInfo, PriorityClass
 from batchsched.api.fit import FitError
 from batchsched.api.job import JobInfo, PodGroup
@@ -37,6 +41,9 @@ from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import PodGroupPhase, TaskStatus
+from batchsched.columnar import forms
+from batchsched.columnar.forms import VectorFallback
+from batchsched.columnar.node_columns import Candidates, NodeColumns
 from batchsched.conf import PluginOption, SchedulerConfiguration, Tier
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.registry import Registry, default_registry
@@ -242,6 +249,75 @@ def _check_votes_and_scores(ssn: Session, plugin: str) -> None:
                         f"{plugin}: batch_node_order gave {value!r} for {task.uid} on {name}")
 
 
+def _check_column_forms(ssn: Session, plugin: str) -> None:
+    variants = {point: forms.registered(ssn, point).get(plugin) for point in forms.VECTOR_POINTS}
+    if not any(variants.values()):
+        return
+    columns = NodeColumns.of(ssn)
+    columns.sync()
+    nodes = list(columns.nodes)
+    everyone = Candidates(np.arange(len(nodes)))
+    tasks = [t for job in sorted(ssn.jobs.values(), key=lambda j: j.uid)
+             for t in sorted(job.tasks.values(), key=lambda t: t.uid)][:12]
+    for task in tasks:
+        for point, variant in variants.items():
+            if variant is None:
+                continue
+            try:
+                answer = (variant(task, columns) if point == "predicate"
+                          else variant(task, columns, everyone))
+            except VectorFallback:
+                continue  # the scalar path answers for this task: nothing to compare
+            scalar = ssn.registered(point).get(plugin)
+            for i, node in enumerate(nodes):
+                expected = _scalar_says(ssn, point, scalar, task, node, nodes=nodes)
+                if expected == "harmless" and not isinstance(answer, tuple):
+                    expected = "passes"  # a plain mask: a harmless error passes
+                got = _column_says(point, answer, i)
+                assert expected == got, (
+                    f"{plugin}: the column form of {point} answers {got!r} for {task.uid} on "
+                    f"{node.name}, its scalar function {expected!r}")
+
+
+def _scalar_says(ssn: Session, point: str, scalar: Any, task: TaskInfo, node: NodeInfo, *,
+                 nodes: list[NodeInfo]) -> Any:
+    """A scalar function's answer for one node, in the terms of :func:`_column_says`."""
+    if point == "predicate":
+        err: FitError | None = None
+        if scalar is not None:
+            with ssn.for_report():
+                try:
+                    err = scalar(task, node)
+                except FitError as raised:
+                    err = raised
+        if err is None:
+            return "passes"
+        fails = any(status.code in ALLOCATE_FAILING_CODES for status in err.statuses)
+        return "fails" if fails else "harmless"
+    if scalar is None:
+        return 0.0
+    if point == "node_order":
+        try:
+            return float(scalar(task, node))
+        except FitError:
+            return None  # no score, a column form's NaN
+    return float((scalar(task, nodes) or {}).get(node.name, 0.0))
+
+
+def _column_says(point: str, answer: Any, i: int) -> Any:
+    """A column form's answer for node ``i``: "passes", "harmless" or "fails" for a
+    predicate; a float, or None for NaN (no score), for a score."""
+    if point == "predicate":
+        if answer is None:
+            return "passes"
+        if isinstance(answer, tuple):
+            ok, harmless = answer
+            return "passes" if ok[i] else "harmless" if harmless[i] else "fails"
+        return "passes" if answer[i] else "fails"
+    value = float(answer) if isinstance(answer, (int, float)) else float(answer[i])
+    return None if math.isnan(value) else value  # to the last bit otherwise
+
+
 def plugin_checks(
     plugin: str, *, arguments: Arguments | dict[str, Any] | None = None,
     registry: Registry | None = None,
@@ -281,10 +357,15 @@ def plugin_checks(
             assert _answers(again) == first, (
                 f"{plugin}: a session after a closed one answered differently")
 
+    def column_forms_agree() -> None:
+        for seed in SEEDS:
+            _check_column_forms(_open(plugin, args, reg, seed), plugin)
+
     return [PluginCheck(plugin, name, run) for name, run in (
         ("orderings", orderings), ("votes_and_scores", votes_and_scores),
         ("read_only", read_only), ("deterministic", deterministic),
-        ("no_leak_between_sessions", no_leak_between_sessions))]
+        ("no_leak_between_sessions", no_leak_between_sessions),
+        ("column_forms_agree", column_forms_agree))]
 
 
 def check_plugin(plugin: str, *, arguments: Arguments | dict[str, Any] | None = None,
