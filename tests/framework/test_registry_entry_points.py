@@ -207,6 +207,19 @@ def test_a_distribution_with_an_entry_point_that_fails_skips_its_others(site: Pa
     assert [key for key, _ in registry.broken] == ["tp-twoparts:bad"]
 
 
+def test_a_hook_not_marked_hookimpl_is_refused_not_silently_ignored(site: Path) -> None:
+    distribution(site, "tp-nodeco", {"plugins": "tp_nodeco"}, {})
+    (site / "tp_nodeco.py").write_text(
+        "from batchsched.plugin import PluginSpec\n\n\n"
+        "def batchsched_register_plugins():  # @hookimpl forgotten\n    return []\n")
+    registry = Registry(autoload=True)
+    (key, message), = registry.broken
+    assert key == "tp-nodeco:plugins"
+    assert "batchsched_register_plugins not marked @hookimpl" in message
+    with pytest.raises(PluginError, match="not marked @hookimpl"):
+        Registry(autoload=False).register(sys.modules["tp_nodeco"], name="by-hand")
+
+
 @pytest.mark.parametrize("hook", ["clash", "wrong item"])
 def test_a_refused_register_leaves_the_registry_as_it_was(hook: str) -> None:
     """register() raising must not leave the refused object behind: the next good

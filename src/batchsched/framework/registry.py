@@ -149,6 +149,13 @@ class Registry:
             raise PluginError(f"could not register {name or obj!r}: {why}") from exc
         if registered is None:
             raise PluginError(f"could not register {name or obj!r} (blocked or duplicate)")
+        unmarked = self._unmarked_hooks(obj)
+        if unmarked:
+            # pluggy takes only marked functions: these would never be called.
+            self.manager.unregister(obj)
+            raise PluginError(f"could not register {name or obj!r}: "
+                              f"{', '.join(unmarked)} not marked @hookimpl "
+                              "(batchsched.plugin.hookimpl): never called")
         self._origin[registered] = (distribution, version)
         if refresh:
             try:
@@ -161,6 +168,15 @@ class Registry:
                 # What a program registers itself must not go missing in a log line.
                 self._forget(obj, registered)
                 raise PluginError(f"could not register {name or obj!r}: {'; '.join(mine)}")
+
+    def _unmarked_hooks(self, obj: object) -> list[str]:
+        """The functions of ``obj`` named like a hook of batchsched that pluggy did
+        not take as implementations (no ``@hookimpl``)."""
+        taken = {caller.name for caller in self.manager.get_hookcallers(obj) or ()}
+        return sorted(
+            name for name in dir(hookspecs)
+            if name.startswith("batchsched_") and name not in taken
+            and callable(getattr(obj, name, None)))
 
     def _forget(self, obj: object, registered: str) -> None:
         """Undo a registration that refresh refused."""
