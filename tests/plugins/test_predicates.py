@@ -646,6 +646,7 @@ def test_without_its_pre_predicate_a_task_fails_with_volcano_s_error_unless_repo
 
 @pytest.mark.parametrize("arguments", [
     {"volumebinding.weight": "x"}, {"volumebinding.bindTimeoutSeconds": "600s"},
+    {"volumebinding.bindTimeoutSeconds": -1},  # kube's volumebinding.New refuses it
     {"dynamicresources.filterTimeoutSeconds": "abc"}])
 def test_arguments_volcano_stops_on_are_refused(arguments: dict[str, Any]) -> None:
     # Volcano reads them with framework.Get[int], which exits on a value that is no
@@ -664,6 +665,11 @@ def test_volcano_s_volume_binding_arguments_are_read_not_unknown(
                                 "volumebinding.bindTimeoutSeconds": 600,
                                 "dynamicresources.filterTimeoutSeconds": 2.5}))
     assert "ignoring" not in caplog.text
+    # Volcano keeps its default for a negative DRA timeout, and reads no volume
+    # binding argument with volume binding off.
+    PredicatesPlugin(Arguments({"dynamicresources.filterTimeoutSeconds": -5,
+                                "predicate.VolumeBindingEnable": False,
+                                "volumebinding.bindTimeoutSeconds": -1}))
 
 
 def test_topology_spread_leaves_out_a_pod_being_deleted_whatever_its_phase() -> None:

@@ -429,7 +429,11 @@ class PredicatesPlugin:
             keys += [VOLUME_BINDING_WEIGHT, VOLUME_BINDING_TIMEOUT]
         for key in keys:
             if arguments.get(key) is not None:
-                decode_int(arguments.get(key), key)
+                value = decode_int(arguments.get(key), key)
+                if key == VOLUME_BINDING_TIMEOUT and value < 0:
+                    # kube's volumebinding.New validates its arguments; Volcano exits.
+                    raise ValueError(f"argument {key}: invalid BindTimeoutSeconds, should "
+                                     f"not be a negative value, got {value}")
         arguments.warn_inert(self.name, {
             "predicate.NodeVolumeLimitsEnable": no_volumes,
             "predicate.VolumeZoneEnable": no_volumes,
