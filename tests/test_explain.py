@@ -413,3 +413,40 @@ tasks: [{name: a0, job: a, requests: {cpu: 2, ephemeral-storage: 3}}]
     assert task.resreq.get("ephemeral-storage") == 1500  # 1.5 bytes is no device count
     texts = [change["text"] for change in counterfactuals(scenario, job="default/a")]
     assert "the job's pending requests times 0.5" in texts
+
+
+PODLESS = """
+version: 1
+name: Volcano Jobs whose pods do not exist yet (created once the pod group is admitted)
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: gang}]
+  - plugins: [{name: predicates}, {name: proportion}]
+queues:
+- {name: small, capability: {cpu: 4, memory: 8Gi}}
+nodes:
+- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
+jobs:
+- {name: big, queue: small, minMember: 2, minResources: {cpu: 6, memory: 1Gi}}
+- {name: fits, queue: small, minMember: 2, minResources: {cpu: 2, memory: 1Gi}}
+"""
+
+
+def test_a_pod_group_without_pods_starts_as_far_as_a_session_goes_when_admitted() -> None:
+    scenario = scenario_of(PODLESS)
+    report = explain(scenario, job="default/big")
+    changes = counterfactuals(scenario, job="default/big", quota=report["quota"])
+    assert [c["text"] for c in changes] == [
+        "its pod group's minResources times 0.5", "queue small's capability raised by cpu 2"]
+    admitted = explain(scenario, job="default/fits")
+    admitted["counterfactuals"] = counterfactuals(scenario, job="default/fits")
+    assert admitted["counterfactuals"] == []
+    assert "admitted: it waits for its controller to create its pods" in render(admitted)
+
+
+def test_a_task_of_a_pod_group_not_admitted_names_the_refusal() -> None:
+    scenario = scenario_of(QUOTA.replace("phase: Inqueue}", "minResources: {cpu: 2}}"))
+    report = explain(scenario, task="default/big-0")
+    assert report["verdict"] == ("pending: its pod group is not admitted: proportion said "
+                                 "reject at job_enqueueable")

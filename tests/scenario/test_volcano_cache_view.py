@@ -224,6 +224,17 @@ def test_explaining_a_pod_of_no_job_says_so() -> None:
         explain(scenario, task="monitoring/prometheus-0")
 
 
+def test_explaining_a_placed_pod_of_a_missing_pod_group_names_the_pod_group(
+        tmp_path: Path) -> None:
+    from batchsched.explain import explain
+
+    path = _dump(tmp_path, _node("n1"), _queue("default"),
+                 _pod("lost-0", "ml", group="lost", node="n1", cpu="1"))
+    with pytest.raises(ScenarioError, match="is in no job: its PodGroup ml/lost does not "
+                                            "exist"):
+        explain(load_kubectl_dump(path), task="ml/lost-0")
+
+
 def test_queue_status_quantities_are_written_in_kubernetes_canonical_form() -> None:
     """Volcano writes a queue's allocated resources with ConvertRes2ResList (cpu and
     scalars as milli DecimalSI, memory as BinarySI, pods as a count), which Kubernetes

@@ -177,3 +177,15 @@ def test_a_prediction_replays_the_cluster_as_a_replay_would(name: str, job: str,
                                                              wait: float) -> None:
     path = Path(__file__).parent / "data" / "predict" / f"{name}.yaml"
     assert predict_start(load_scenario(path), job)["waitSeconds"] == wait
+
+
+def test_a_pod_group_without_pods_has_no_start_to_predict() -> None:
+    # A Volcano Job's controller creates the pods once the pod group is admitted: before,
+    # nothing says what they ask, and the job has not "already started".
+    scenario = parse_scenario(yaml.safe_load(CLUSTER.replace(
+        "- {name: wide, minMember: 2, phase: Inqueue, createdAt: 900}",
+        "- {name: wide, minMember: 2, phase: Inqueue, createdAt: 900}\n"
+        "- {name: podless, minMember: 2, minResources: {cpu: 2}}")))
+    prediction = predict_start(scenario, "default/podless")
+    assert (prediction["expectedStart"], prediction["waitSeconds"]) == (None, None)
+    assert prediction["text"].startswith("unknown: it has no pods yet")

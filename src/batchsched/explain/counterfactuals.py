@@ -30,7 +30,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import TaskStatus
+from batchsched.api.types import PodGroupPhase, TaskStatus
 from batchsched.errors import ScenarioError
 from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
@@ -53,7 +53,9 @@ _NOT_STARTED = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
 def starts(scenario: Scenario, job: str, task: str | None = None,
            registry: Registry | None = None) -> bool:
     """Whether, in one session on ``scenario``, the job starts (its gang is ready and no
-    task that asks for resources is left pending) or, for ``task``, that task is placed."""
+    task that asks for resources is left pending) or, for ``task``, that task is placed.
+    A job with no pods yet (a Volcano Job's, whose controller creates them once its pod
+    group is admitted) starts as far as a session can take it when it is admitted."""
     # The cache run_scenario uses: the scenario's faults (bind failures) happen here too.
     cache = ScenarioCache(scenario.to_cluster(), scenario.bind_failures)
     ssn = Session.open(cache, scenario.configuration, registry=registry)
@@ -69,6 +71,8 @@ def starts(scenario: Scenario, job: str, task: str | None = None,
     if task is not None:
         placed = target.tasks.get(task)
         return placed is not None and placed.status not in _NOT_STARTED
+    if not target.tasks:
+        return target.podgroup.phase is not PodGroupPhase.PENDING
     return (target.ready_task_num() >= max(target.min_available, 1)
             and not target.tasks_in(TaskStatus.PIPELINED)
             and not target.tasks_in(TaskStatus.ALLOCATED)
@@ -242,11 +246,13 @@ def _smaller_requests(scenario: Scenario, job: str,
                 if task.job == job and task.status is TaskStatus.PENDING
                 for name, amount in task.resreq.scalars.items() if _extended(name))
     note = " (device counts and other extended resources in whole units, none below one)"
+    # A job with no pods yet is weighed by its pod group's minResources alone.
+    what = ("the job's pending requests" if any(task.job == job for task in scenario.tasks)
+            else "its pod group's minResources")
     for factor in _FACTORS:
         if works(with_smaller_requests(scenario, job, factor)):
             return {"kind": "smallerRequests", "factor": factor,
-                    "text": f"the job's pending requests times {factor}"
-                            + (note if whole else "")}
+                    "text": f"{what} times {factor}" + (note if whole else "")}
     return None
 
 

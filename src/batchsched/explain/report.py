@@ -39,6 +39,7 @@ from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
 from batchsched.framework.statement import BIND_FAILURE_PREFIX
 from batchsched.kube.quantity import canonical_quantity
+from batchsched.scenario.kubectl import GROUP_NAME
 from batchsched.scenario.loader import Scenario
 from batchsched.scenario.runner import ScenarioCache
 from batchsched.scheduler import run_actions
@@ -70,14 +71,18 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     if (job is None) == (task is None):
         raise ScenarioError("explain one job or one task", source=scenario.source)
     if task is not None:
-        owner = next((t.job for t in scenario.tasks if t.uid == task), None)
-        if owner is None:
+        pod = next((t for t in scenario.tasks if t.uid == task), None)
+        if pod is None:
             raise ScenarioError(f"no task {task!r}", source=scenario.source, path="tasks")
-        if not owner:
-            raise ScenarioError(f"task {task!r} is in no job: a pod no pod group holds (another "
-                                "scheduler's), which no session schedules; it only holds its "
-                                "node", source=scenario.source, path="tasks")
-        job = owner
+        if not pod.job:
+            group = pod.annotations.get(GROUP_NAME)
+            why = (f"its PodGroup {pod.namespace}/{group} does not exist (Volcano's snapshot "
+                   "leaves such a job out)" if group else
+                   "a pod no pod group holds (another scheduler's)")
+            raise ScenarioError(f"task {task!r} is in no job: {why}, which no session "
+                                "schedules; it only holds its node", source=scenario.source,
+                                path="tasks")
+        job = pod.job
     assert job is not None
     if job not in {j.uid for j in scenario.jobs}:
         raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
@@ -363,6 +368,14 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
     # The host refused these binds (a fault, a node gone): the task is pending again.
     bind_failures = {e.object: e.message for e in ssn.events if e.reason == "FailedScheduling"
                      and e.message.startswith(BIND_FAILURE_PREFIX) and e.object in job.tasks}
+    # Tasks of a pod group left Pending wait for its admission first (enqueue's votes
+    # are about the job, not its tasks).
+    not_admitted = ""
+    if job.podgroup.phase is PodGroupPhase.PENDING:
+        votes = [f"{a.plugin} said {a.answer} at {a.point}"
+                 for a in recorder.last_answers(job.uid) if _refuses(a.point, a.answer)]
+        not_admitted = "its pod group is not admitted" + (
+            f": {'; '.join(votes)}" if votes else "")
     tasks = []
     for uid, task in sorted(job.tasks.items()):
         entry: dict[str, Any] = {"task": uid, "status": str(task.status)}
@@ -395,7 +408,7 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
             refusals = [f"{a.plugin} said {a.answer} at {a.point}"
                         for a in recorder.last_answers(uid) if _refuses(a.point, a.answer)]
             entry["reason"] = (bind_failures.get(uid) or "; ".join(refusals)
-                               or job.job_fit_errors or _NOT_TRIED)
+                               or job.job_fit_errors or not_admitted or _NOT_TRIED)
         tasks.append(entry)
     # What decides is each plugin's last answer (a later round may have said yes); of
     # the answers about the queue, those given by the job's last turn (a queue full
@@ -606,6 +619,10 @@ def render(report: dict[str, Any]) -> str:
             lines.append("  it does not wait to start: nothing to change")
         elif outcome.startswith("pipelined"):
             lines.append("  it starts once the room it waits for is free: nothing to change")
+        elif outcome.startswith("nothing to place: the pod group has no pods"):
+            # No change applies to pods that do not exist: it was or is now admitted.
+            lines.append("  admitted: it waits for its controller to create its pods, "
+                         "nothing to change")
         elif "not tried:" in outcome:
             lines.append("  no change of the cluster or the quotas applies: no action of "
                          "the configuration places what waits")

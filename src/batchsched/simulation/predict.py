@@ -22,7 +22,7 @@ import math
 import time
 from typing import Any
 
-from batchsched.api.types import TaskStatus
+from batchsched.api.types import PodGroupPhase, TaskStatus
 from batchsched.errors import ScenarioError
 from batchsched.framework.registry import Registry
 from batchsched.scenario.loader import Scenario
@@ -67,6 +67,15 @@ def predict_start(scenario: Scenario, job: str, *, task: str | None = None,
     if task is not None and task not in {t.uid for t in own}:
         raise ScenarioError(f"no task {task!r} in job {job!r}", source=scenario.source,
                             path="tasks")
+    if not own:
+        # A Volcano Job's controller creates its pods once its pod group is admitted:
+        # until then nothing says what they will ask, so no replay can place them.
+        admitted = owner.podgroup.phase is not PodGroupPhase.PENDING
+        return {"job": job, "now": now, "expectedStart": None, "waitSeconds": None,
+                "unknownRunTimes": 0,
+                "text": "unknown: it has no pods yet (a Volcano Job's controller creates "
+                        "them once its pod group is admitted"
+                        + (", as it is)" if admitted else ")")}
     pending = {t.uid for t in own if t.status is TaskStatus.PENDING}
     if (task is None and not pending) or (task is not None and task not in pending):
         # Nothing of it waits: it has started (or run) already.
