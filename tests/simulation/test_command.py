@@ -402,3 +402,26 @@ def test_the_exit_status_survives_a_reader_that_went_away(tmp_path: Path) -> Non
         err = process.stderr.read().decode()
     assert process.wait() == 2
     assert "skipped" in err and "Traceback" not in err and "Exception" not in err
+
+
+def test_a_workload_s_jobs_run_in_the_queues_of_the_cluster_file(tmp_path: Path) -> None:
+    """The cluster file's queues are the cluster's: the workload need not declare them
+    too (a job of a queue neither has is still left out, with a warning)."""
+    cluster = write(tmp_path, "cluster.yaml", "version: 1\n"
+                    "queues: [{name: q1, weight: 1}, {name: q2, weight: 3}]\n"
+                    "nodes: [{name: c1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}]\n")
+    workload = write(tmp_path, "w.yaml", "version: 1\njobs:\n"
+                     "- {name: a, queue: q1, minMember: 1, createdAt: 0}\n"
+                     "- {name: b, queue: q2, minMember: 1, createdAt: 5}\n"
+                     "- {name: c, queue: q3, minMember: 1, createdAt: 5}\n"
+                     "tasks:\n"
+                     "- {name: a1, job: a, requests: {cpu: 4}, "
+                     "annotations: {batchsched.io/run-time: '10'}}\n"
+                     "- {name: b1, job: b, requests: {cpu: 4}, "
+                     "annotations: {batchsched.io/run-time: '10'}}\n"
+                     "- {name: c1, job: c, requests: {cpu: 4}, "
+                     "annotations: {batchsched.io/run-time: '10'}}\n")
+    code, out, err = simulate(str(workload), "--cluster", str(cluster), "--output", "json")
+    assert code == 0
+    assert json.loads(out)["metrics"]["finishedJobs"] == 2
+    assert err.count("warning") == 1 and "queue 'q3' does not exist" in err

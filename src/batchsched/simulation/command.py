@@ -123,9 +123,14 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         first, count = 0, None  # already applied
     elif suffix in (".yaml", ".yml", ".json"):
         scenario = load_scenario(path, config_required=False)
+        # With a cluster file its queues decide: the file's own need not declare them.
+        known = None if queues is None else _known_queue_names(queues)
+        found_there = tuple(f"{scenario.source}: job {job.uid}: queue {job.queue!r} does not "
+                            for job in scenario.jobs if known is not None and job.queue in known)
         for warning in scenario.warnings:  # a job of a missing queue is left out, say
-            print(f"batchsched: warning: {warning}", file=sys.stderr)
-        workload = workload_from(scenario)
+            if not warning.startswith(found_there):
+                print(f"batchsched: warning: {warning}", file=sys.stderr)
+        workload = workload_from(scenario, queues=known)
         if scenario.configuration_given:
             configuration = scenario.configuration
         if nodes is not None:
@@ -141,12 +146,17 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     return workload.window(first, count), configuration
 
 
+def _known_queue_names(queues: Iterable[QueueInfo]) -> set[str]:
+    """The queues of a cluster file, and those the cache makes (``default``, ``root``)."""
+    return {queue.name for queue in queues} | {"default", ROOT_QUEUE}
+
+
 def _in_known_queues(jobs: tuple[WorkloadJob, ...], queues: Iterable[QueueInfo],
                      source: str) -> tuple[WorkloadJob, ...]:
     """The jobs whose queue the cluster file has (or the cache makes: ``default`` and
     ``root``); the others are left out with a warning, as a scenario's loader leaves a
     job of a missing queue out."""
-    known = {queue.name for queue in queues} | {"default", ROOT_QUEUE}
+    known = _known_queue_names(queues)
     kept = []
     for job in jobs:
         if job.prototype.queue in known:

@@ -20,6 +20,7 @@ Tasks must be Pending and on no node (they arrive with their job).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from batchsched.api.job import JobInfo
@@ -63,8 +64,10 @@ def restart_rule(job: JobInfo, where: str, source: str) -> str:
     return restart
 
 
-def workload_from(scenario: Scenario) -> Workload:
-    """The workload a loaded scenario describes (see the module docstring)."""
+def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) -> Workload:
+    """The workload a loaded scenario describes (see the module docstring): its jobs
+    whose queue exists, in the scenario's queues or in ``queues`` if given (the
+    queues of the cluster it replays on)."""
     source = scenario.source
     if scenario.wall_clock_times:
         raise WorkloadError(f"{scenario.wall_clock_times[0]}: a time relative to now, and the "
@@ -82,10 +85,10 @@ def workload_from(scenario: Scenario) -> Workload:
                                 "run_time=SECONDS) writes it)", source=source)
         tasks_by_job.setdefault(task.job, []).append(task)
     jobs = []
-    queues = {queue.name for queue in scenario.queues}
+    known = {queue.name for queue in scenario.queues} if queues is None else set(queues)
     for index, job in enumerate(scenario.jobs):
         where = f"jobs[{index}] ({job.uid})"
-        if job.queue not in queues:
+        if job.queue not in known:
             continue  # left out, as the session leaves it out (the loader said so)
         restart = restart_rule(job, where, source)
         prototype = job.clone()
