@@ -130,7 +130,10 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         for warning in scenario.warnings:  # a job of a missing queue is left out, say
             if not warning.startswith(found_there):
                 print(f"batchsched: warning: {warning}", file=sys.stderr)
-        workload = workload_from(scenario, queues=known)
+        # The jobs of a queue only the workload has are named below, as the cluster
+        # lacks it.
+        workload = workload_from(scenario, queues=None if known is None else (
+            known | {queue.name for queue in scenario.queues}))
         if scenario.configuration_given:
             configuration = scenario.configuration
         if nodes is not None:
