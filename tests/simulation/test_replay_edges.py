@@ -226,6 +226,19 @@ def test_ticks_asked_for_by_evictions_alone_are_bounded(monkeypatch: pytest.Monk
     assert "ticks in a row asked for by evictions alone" in caplog.text
 
 
+def test_gangs_restarting_each_other_for_ever_stop_the_replay(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Each cycle moves the clock (a member completes), so neither guard above fires:
+    after MAX_RESTARTS_WITHOUT_PROGRESS runs lost since a job last finished the replay
+    stops, and the jobs left are unfinished (the CLI exits 2 naming them)."""
+    monkeypatch.setattr(engine, "MAX_RESTARTS_WITHOUT_PROGRESS", 40)
+    scenario = load_scenario(DATA / "restarts-back-and-forth.yaml")
+    timeline = engine.Simulator(workload_from(scenario), scenario.configuration).run()
+    assert timeline.finished_count == 0
+    assert sum(record.restarts for record in timeline.jobs.values()) == 40
+    assert "40 runs lost to evictions since a job last finished" in caplog.text
+
+
 def test_a_job_built_in_code_is_created_when_it_arrives() -> None:
     # A prototype that leaves its creation time unset is created at its submit time:
     # job order (creation time, then uid) is then first come, first served, and the
