@@ -844,3 +844,23 @@ def test_a_bind_on_gpus_taken_since_the_snapshot_is_refused() -> None:
     assert told == {} and cache.binds == []
     Scheduler(cache).run_once()  # the next cycle decides again, on GPU 1
     assert told == {"ns/t-0": (1,)}
+
+
+def test_a_node_added_back_after_delete_node_comes_back_empty() -> None:
+    """The host adds back the node object it gave before: the pods delete_node returned
+    to Pending are not on it any more (they were ghosts, and the pod could never be
+    placed again)."""
+    cache = MemoryCache(now=0.0)
+    node = NodeInfo.create("n1", Resource.from_mapping({"cpu": 4, "memory": "8Gi",
+                                                         "pods": 10}))
+    cache.add_node(node)
+    job = JobInfo.from_podgroup(PodGroup("a", "ns", min_member=1))
+    job.add_task(TaskInfo.create("ns", "a-0", job.uid, Resource.from_mapping({"cpu": 2}),
+                                 status=TaskStatus.RUNNING, node_name="n1"))
+    cache.add_job(job)
+    cache.delete_node("n1")
+    assert not node.tasks and node.used.milli_cpu == 0
+    cache.add_node(node)
+    Scheduler(cache).run_once()
+    assert [(bind.task, bind.node) for bind in cache.binds] == [("ns/a-0", "n1")]
+    cache.nodes["n1"].check_invariants()

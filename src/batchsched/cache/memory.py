@@ -263,11 +263,14 @@ class MemoryCache:
     def delete_node(self, name: str) -> None:
         """Remove a node; its tasks return to Pending in their jobs, as new pods (see
         :meth:`task_recreated`: one that was being deleted is no more, a new pod
-        replaces it)."""
+        replaces it), and the node object holds none of them any more."""
         node = self.nodes.pop(name, None)
         if node is None:
             return
-        for uid in list(node.tasks):
+        for uid, held in list(node.tasks.items()):
+            # Off the node object too: a host adding the same object back when the node
+            # returns brings an empty node, not the pods now Pending elsewhere.
+            node.remove_task(held)
             self._numa_held.pop(uid, None)  # the node and its topology are gone
             job = self.jobs.get(self._pod_owners.get(uid, ""))
             if job is None or uid not in job.tasks:  # a foreign pod, or a stale owner
