@@ -864,3 +864,19 @@ def test_a_node_added_back_after_delete_node_comes_back_empty() -> None:
     Scheduler(cache).run_once()
     assert [(bind.task, bind.node) for bind in cache.binds] == [("ns/a-0", "n1")]
     cache.nodes["n1"].check_invariants()
+
+
+@pytest.mark.parametrize(("status", "message"), [
+    ("Succeeded", "status is 'Succeeded', not a TaskStatus"),
+    (TaskStatus.RUNNING, "Running is not a completed status"),
+])
+def test_task_ended_with_a_status_that_is_no_ending_names_it(status: Any, message: str) -> None:
+    cache = MemoryCache(now=0.0)
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 4, "pods": 10})))
+    job = JobInfo.from_podgroup(PodGroup("a", "ns", min_member=1))
+    job.add_task(TaskInfo.create("ns", "a-0", job.uid, Resource.from_mapping({"cpu": 2}),
+                                 status=TaskStatus.RUNNING, node_name="n1"))
+    cache.add_job(job)
+    with pytest.raises(SchedulingError, match=f"task ns/a-0: {message}"):
+        cache.task_ended("ns/a", "ns/a-0", status)
+    assert cache.jobs["ns/a"].tasks["ns/a-0"].status is TaskStatus.RUNNING

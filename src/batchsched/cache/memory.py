@@ -472,6 +472,9 @@ class MemoryCache:
     ) -> None:
         """The task's pod ended with ``status`` (a completed status): its node is freed;
         the task stays in its job with its final status."""
+        if not isinstance(status, TaskStatus):
+            raise SchedulingError(f"task {task_uid}: status is {status!r}, not a TaskStatus "
+                                  "(TaskStatus.SUCCEEDED or TaskStatus.FAILED)")
         if status not in COMPLETED_STATUSES:
             raise SchedulingError(f"task {task_uid}: {status} is not a completed status")
         job, task = self._task(job_uid, task_uid)
