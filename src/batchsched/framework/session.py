@@ -1755,43 +1755,46 @@ class Session:
         """The event of an undo that stands whatever the handlers do (a statement
         reverting an operation, a gang's bind taken back): every handler sees it,
         the ones after a failing handler too, so that no plugin keeps counting what
-        was undone; the first failure is raised once all have seen it."""
-        self._fire(task, allocate=allocate, refusals_ignored=allocate, stands=True)
+        was undone; the first failure is raised once all have seen it. An allocation
+        given back is not refused (Volcano's ``unevict`` reads no event error)."""
+        event = Event(task)
+        point = "allocate event" if allocate else "deallocate event"
+        failed: Exception | None = None
+        for handler in self.event_handlers:
+            fn = handler.allocate if allocate else handler.deallocate
+            if fn is None:
+                continue
+            try:
+                fn(event)
+            except SchedulingError as refusal:
+                if not allocate and failed is None:
+                    failed = combine.plugin_failed(point, handler.plugin or "<handler>",
+                                                   refusal)
+            except Exception as exc:
+                if failed is None:
+                    failed = combine.blamed(point, handler.plugin or "<handler>", exc)
+        if failed is not None:
+            raise failed
 
     def _fire(self, task: TaskInfo, *, allocate: bool, refusals_ignored: bool = False,
-              unplace: Callable[[], None] | None = None, stands: bool = False) -> None:
+              unplace: Callable[[], None] | None = None) -> None:
         """Hand the event to every handler. A refused allocation (SchedulingError) is
         Volcano's event error: the handlers after the refusing one still see the
         allocation, and then every handler sees it undone (Volcano's ``unallocate``
         calls every deallocate function, the refusing plugin's too, the task Pending
         and off its node by then: ``unplace``) before the first refusal is raised. A
         handler that fails otherwise stops the event: the handlers before it see it
-        undone; unless the change ``stands`` whatever they do (:meth:`_fire_undone`)."""
+        undone (an undo that stands whatever they do is :meth:`_fire_undone`'s)."""
         event = Event(task)
         handlers = self.event_handlers
         refused: SchedulingError | None = None
-        failed: Exception | None = None
         for position, handler in enumerate(handlers):
             fn = handler.allocate if allocate else handler.deallocate
             if fn is None:
                 continue
             try:
                 fn(event)
-            except Exception as exc:
-                if stands:
-                    if failed is None and not (refusals_ignored
-                                               and isinstance(exc, SchedulingError)):
-                        point = "allocate event" if allocate else "deallocate event"
-                        plugin = handler.plugin or "<handler>"
-                        failed = (combine.plugin_failed(point, plugin, exc)
-                                  if isinstance(exc, SchedulingError)
-                                  else combine.blamed(point, plugin, exc))
-                    continue
-                if not isinstance(exc, SchedulingError):
-                    self._undo_seen(task, allocate, handlers[:position])
-                    point = "allocate event" if allocate else "deallocate event"
-                    raise combine.blamed(point, handler.plugin or "<handler>", exc)  # noqa: B904
-                refusal = exc
+            except SchedulingError as refusal:
                 if refusals_ignored:
                     continue
                 if not allocate:
@@ -1804,8 +1807,10 @@ class Session:
                                                     task.node_name, str(refusal))
                 if refused is None:
                     refused = refusal
-        if failed is not None:
-            raise failed
+            except Exception as exc:
+                self._undo_seen(task, allocate, handlers[:position])
+                point = "allocate event" if allocate else "deallocate event"
+                raise combine.blamed(point, handler.plugin or "<handler>", exc)  # noqa: B904
         if refused is not None:
             if unplace is not None:
                 unplace()
