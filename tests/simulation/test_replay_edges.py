@@ -229,14 +229,45 @@ def test_ticks_asked_for_by_evictions_alone_are_bounded(monkeypatch: pytest.Monk
 def test_gangs_restarting_each_other_for_ever_stop_the_replay(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """Each cycle moves the clock (a member completes), so neither guard above fires:
-    after MAX_RESTARTS_WITHOUT_PROGRESS runs lost since a job last finished the replay
+    once a job lost MAX_RESTARTS_WITHOUT_PROGRESS runs while no job finished the replay
     stops, and the jobs left are unfinished (the CLI exits 2 naming them)."""
-    monkeypatch.setattr(engine, "MAX_RESTARTS_WITHOUT_PROGRESS", 40)
+    monkeypatch.setattr(engine, "MAX_RESTARTS_WITHOUT_PROGRESS", 20)
     scenario = load_scenario(DATA / "restarts-back-and-forth.yaml")
     timeline = engine.Simulator(workload_from(scenario), scenario.configuration).run()
     assert timeline.finished_count == 0
-    assert sum(record.restarts for record in timeline.jobs.values()) == 40
-    assert "40 runs lost to evictions since a job last finished" in caplog.text
+    assert max(record.restarts for record in timeline.jobs.values()) == 20
+    assert "lost 20 runs to evictions while no job finished" in caplog.text
+
+
+def test_one_preemption_of_many_jobs_is_no_loop(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    """Many victims at once, each job losing one run, is no job losing runs over and
+    over: the replay goes on and every job finishes."""
+    monkeypatch.setattr(engine, "MAX_RESTARTS_WITHOUT_PROGRESS", 2)
+    lows = range(8)
+    text = "\n".join([
+        "version: 1", "config:", '  actions: "enqueue, allocate, preempt"', "  tiers:",
+        "  - plugins: [{name: priority}, {name: gang}, {name: conformance}]",
+        "  - plugins: [{name: drf}, {name: predicates}, {name: nodeorder}]",
+        "priorityClasses: [{name: low, value: 1}, {name: high, value: 100}]",
+        "nodes: [{name: n0, allocatable: {cpu: 16, memory: 16Gi, pods: 40}}]", "jobs:",
+        *(f"- {{name: low{i}, minMember: 1, priorityClassName: low}}" for i in lows),
+        "- {name: high, minMember: 1, priorityClassName: high, createdAt: 100}", "tasks:",
+        *(f"- {{name: l{s}{i}, job: low{i}, priorityClassName: low, requests: {{cpu: 1, "
+          "memory: 1Gi}, annotations: {batchsched.io/run-time: '1000'}}"
+          for i in lows for s in "ab"),
+        "- {name: h0, job: high, priorityClassName: high, requests: {cpu: 8, memory: 8Gi}, "
+        "annotations: {batchsched.io/run-time: '10'}}", ""])
+    scenario = load_scenario(write_text(tmp_path / "one-preemption.yaml", text))
+    timeline = engine.Simulator(workload_from(scenario), scenario.configuration).run()
+    assert timeline.finished_count == 9
+    assert [record.restarts for uid, record in sorted(timeline.jobs.items())
+            if uid != "default/high"] == [1] * 8
+
+
+def write_text(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def test_a_job_built_in_code_is_created_when_it_arrives() -> None:

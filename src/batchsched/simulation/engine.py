@@ -63,11 +63,11 @@ log = logging.getLogger("batchsched")
 #: the clock moving).
 MAX_SESSIONS_PER_INSTANT = 1000
 
-#: Runs lost to evictions (gang restarts, victims run again) since a job last finished,
-#: after which the replay stops: jobs that take their room back from each other for
-#: ever (each restart ending a member, the clock moving) would never let it end. The
-#: jobs still there are reported unfinished.
-MAX_RESTARTS_WITHOUT_PROGRESS = 1000
+#: Runs one job may lose to evictions (gang restarts, victims run again) while no job
+#: finishes, after which the replay stops: jobs that take their room back from each
+#: other for ever (each restart ending a member, the clock moving) would never let it
+#: end. The jobs still there are reported unfinished.
+MAX_RESTARTS_WITHOUT_PROGRESS = 100
 
 #: Wake-up sessions in a row, with no arrival, completion or eviction left to come,
 #: after which plugins' wake-ups (``Session.wake_up_at``) are no longer honoured: a
@@ -215,8 +215,8 @@ class Simulator:
         #: at a time, which the guard per instant does not see.
         self._eviction_ticks = 0
         self._looped_ticks = False
-        #: Runs lost since a job last finished (``MAX_RESTARTS_WITHOUT_PROGRESS``).
-        self._runs_lost = 0
+        #: Runs each job lost since a job last finished (``MAX_RESTARTS_WITHOUT_PROGRESS``).
+        self._runs_lost: dict[str, int] = {}
         #: The wake-ups queued (event times).
         self._wakes: set[float] = set()
         #: Wake-up sessions in a row with nothing else to come, and the clock when the
@@ -292,11 +292,14 @@ class Simulator:
                 self._eviction_ticks = 0
             elif kind == _EVICTED:
                 self._evicted(payload)
-                if self._runs_lost >= MAX_RESTARTS_WITHOUT_PROGRESS:
-                    log.warning("batchsched: %s: %d runs lost to evictions since a job last "
-                                "finished, at t=%g (jobs taking their room back from each "
-                                "other); the replay stops, the jobs left unfinished",
-                                self.workload.name, MAX_RESTARTS_WITHOUT_PROGRESS, self.now)
+                looping = [uid for uid, lost in self._runs_lost.items()
+                           if lost >= MAX_RESTARTS_WITHOUT_PROGRESS]
+                if looping:
+                    log.warning("batchsched: %s: job %s lost %d runs to evictions while no "
+                                "job finished, at t=%g (jobs taking their room back from "
+                                "each other); the replay stops, the jobs left unfinished",
+                                self.workload.name, looping[0],
+                                MAX_RESTARTS_WITHOUT_PROGRESS, self.now)
                     break
             if self.schedule_period is None:
                 self._schedule()
@@ -417,7 +420,7 @@ class Simulator:
             del self._running[uid]
             self.cache.delete_job(uid)
             self.timeline.finished(uid, self.now)
-            self._runs_lost = 0
+            self._runs_lost.clear()
             if self.progress is not None:
                 self.progress(self.timeline.finished_count, len(self.workload.jobs))
 
@@ -440,7 +443,7 @@ class Simulator:
         # already restarted the gang).
         for uid in dict.fromkeys(uid for uid, task in victims if self._in_run(uid, task)):
             self.timeline.evicted(uid, self.now)
-            self._runs_lost += 1
+            self._runs_lost[uid] = self._runs_lost.get(uid, 0) + 1
         for uid, task in victims:
             if uid not in restart_whole:
                 self._recreate(uid, task)
