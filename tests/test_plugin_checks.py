@@ -120,3 +120,41 @@ def test_a_column_form_that_disagrees_with_its_scalar_function_is_reported() -> 
     with pytest.raises(AssertionError, match="the column form of predicate answers 'passes' "
                                              r"for .* on n0, its scalar function 'fails'"):
         check_plugin("lenient-columns", registry=registry)
+
+
+def test_a_plain_mask_passing_a_node_its_scalar_predicate_stops_at_is_reported() -> None:
+    """A harmless error stops the chain of predicates (the next plugin's is not asked):
+    a plain mask's True says the scalar function returns None, so it disagrees (the
+    pair ``(passes, harmless)`` says it)."""
+    import numpy as np
+
+    from batchsched import columnar
+    from batchsched.api.fit import FitError, FitStatus
+    from batchsched.api.types import FitStatusCode
+    from batchsched.plugin import PluginSpec, hookimpl
+
+    class Soft:
+        name = "soft-columns"
+
+        def __init__(self, arguments: object) -> None: ...
+
+        def on_session_open(self, ssn: Any) -> None:
+            ssn.add_predicate_fn(self.name, lambda task, node: FitError(
+                task.namespace, task.name, node.name,
+                [FitStatus(FitStatusCode.SUCCESS,
+                           "soft")]) if node.name == "n0" else None)
+            columnar.add_predicate_fn(ssn, self.name, lambda task, columns: np.ones(
+                len(columns), dtype=np.bool_))
+
+        def on_session_close(self, ssn: object) -> None: ...
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("soft-columns", Soft)]
+
+    registry = Registry(autoload=False)
+    registry.register(Provider(), name="soft")
+    with pytest.raises(AssertionError, match=r"answers 'passes' for .* on n0, its scalar "
+                                             r"function 'harmless'"):
+        check_plugin("soft-columns", registry=registry)

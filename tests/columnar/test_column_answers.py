@@ -83,3 +83,11 @@ def test_well_formed_column_answers_place_the_task(monkeypatch: pytest.MonkeyPat
     prefer_n3 = lambda t, c, cand: np.zeros(len(cand), dtype=np.int64)  # noqa: E731
     assert run(_scenario(), registry=_registry(only_n3, prefer_n3)).binds == {
         "default/t": "n3"}
+
+
+@pytest.mark.parametrize("flat", [np.int64(2), np.float32(2.0), 2, 2.0])
+def test_a_numpy_number_is_a_score_for_every_candidate(
+        flat: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BATCHSCHED_FAST_PATH", "1")
+    assert run(_scenario(), registry=_registry(_everywhere, lambda t, c, cand: flat)).binds == {
+        "default/t": "n0"}

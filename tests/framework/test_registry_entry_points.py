@@ -207,6 +207,19 @@ def test_a_distribution_with_an_entry_point_that_fails_skips_its_others(site: Pa
     assert [key for key, _ in registry.broken] == ["tp-twoparts:bad"]
 
 
+def test_a_hand_registration_named_like_a_broken_distribution_registers(site: Path) -> None:
+    distribution(site, "acme", {"plugins": "tp_acme_not_there"}, {})
+    registry = Registry(autoload=True)
+    assert [key for key, _ in registry.broken] == ["acme:plugins"]
+
+    class Mine:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("mine", lambda arguments: object())]
+    registry.register(Mine(), name="acme")
+    assert "mine" in registry.plugins
+
+
 def test_a_hook_not_marked_hookimpl_is_refused_not_silently_ignored(site: Path) -> None:
     distribution(site, "tp-nodeco", {"plugins": "tp_nodeco"}, {})
     (site / "tp_nodeco.py").write_text(

@@ -405,3 +405,21 @@ def test_the_handlers_undoing_a_refused_allocation_see_the_task_pending_off_its_
         Statement(ssn).allocate(task, "n1")
     assert seen == [("Pending", "n1", False)]
     assert (task.status, task.node_name) == (TaskStatus.PENDING, "")
+
+
+def test_a_refused_placement_is_undone_for_every_plugin_even_when_one_raises() -> None:
+    ssn = Session.open(cluster(), EMPTY, registry=REGISTRY)
+
+    def refuse(event: Event) -> None:
+        raise SchedulingError("no")
+
+    def broken(event: Event) -> None:
+        raise KeyError(event.task.uid)
+    ssn.add_event_handler(EventHandler(allocate=refuse, plugin="veto"))
+    ssn.add_event_handler(EventHandler(allocate=lambda event: None, deallocate=broken,
+                                       plugin="counter"))
+    last = Share()  # after the failing handler: it saw the placement, it must see it undone
+    ssn.add_event_handler(last.handler())
+    with pytest.raises(PluginError, match="plugin 'counter' raised in deallocate event"):
+        Statement(ssn).allocate(ssn.jobs["ns/pg0"].tasks["ns/j0-t1"], "n1")
+    assert last.placed == 0

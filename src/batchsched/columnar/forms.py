@@ -295,16 +295,17 @@ def _check_mask(plugin: str, answer: object, size: int) -> None:
         plugin=plugin, point="vector predicate")
 
 
-def _check_scores(plugin: str, point: str, scores: object,
-                  shape: int | tuple[int, int]) -> None:
-    """A vector score answers a number for every candidate, or an array of numbers
-    of the candidates' shape."""
-    if isinstance(scores, float | int) and not isinstance(scores, bool):
-        return
+def _checked_scores(plugin: str, point: str, scores: object,
+                    shape: int | tuple[int, int]) -> Any:
+    """A vector score's answer: a number for every candidate (a numpy number read as
+    a float), or an array of numbers of the candidates' shape."""
+    if isinstance(scores, float | int | np.integer | np.floating) and not isinstance(
+            scores, bool | np.bool_):
+        return scores if type(scores) in (float, int) else float(scores)
     expected = (shape,) if isinstance(shape, int) else shape
     if (isinstance(scores, np.ndarray) and scores.dtype.kind in "iuf"
             and scores.shape == expected):
-        return
+        return scores
     raise PluginError(
         f"plugin {plugin!r}: a {point} must return a number or an array of numbers of "
         f"shape {expected} (one per candidate), not {_described(scores)}",
@@ -357,9 +358,8 @@ def node_order_scores(
     total = _Sum(len(candidates))
     with Blame("vector node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            score = fn(task, columns, candidates)
-            _check_scores(blame.plugin, "vector node order", score, total.shape)
-            total.add(score)
+            total.add(_checked_scores(blame.plugin, "vector node order",
+                                      fn(task, columns, candidates), total.shape))
     scores = total.result()
     if math.isnan(float(scores.sum())):
         scores[np.isnan(scores)] = 0.0
@@ -373,9 +373,9 @@ def batch_node_order_scores(
     total = _Sum(len(candidates))
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            score = fn(task, columns, candidates)
-            _check_scores(blame.plugin, "vector batch node order", score, total.shape)
-            total.add(_no_nan(blame.plugin, score))
+            total.add(_no_nan(blame.plugin, _checked_scores(
+                blame.plugin, "vector batch node order", fn(task, columns, candidates),
+                total.shape)))
     return total.result()
 
 
@@ -401,18 +401,17 @@ def many_scores(
     total = _Sum(shape)
     with Blame("vector node order") as blame:
         for blame.plugin, fn in orders:
-            score = fn(tasks, columns, candidates)
-            _check_scores(blame.plugin, "vector node order", score, shape)
-            total.add(score)
+            total.add(_checked_scores(blame.plugin, "vector node order",
+                                      fn(tasks, columns, candidates), shape))
     scores = total.result()
     if math.isnan(float(scores.sum())):
         scores[np.isnan(scores)] = 0.0
     batch = _Sum(shape)
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in batches:
-            score = fn(tasks, columns, candidates)
-            _check_scores(blame.plugin, "vector batch node order", score, shape)
-            batch.add(_no_nan(blame.plugin, score))
+            batch.add(_no_nan(blame.plugin, _checked_scores(
+                blame.plugin, "vector batch node order", fn(tasks, columns, candidates),
+                shape)))
     scores += batch.result()
     return scores
 

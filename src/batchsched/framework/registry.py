@@ -246,8 +246,11 @@ class Registry:
         failures: list[tuple[str, str]] = []
         produced_by: list[tuple[Any, dict[str, Registered], list[Any]]] = []
         # What fails is skipped whole: a third-party distribution, else a registrant.
-        unit = self._third_party.get
-        failed = {unit(key, key) for key, _ in self._unloadable}
+        def unit(registrant: str) -> tuple[str, str]:
+            dist = self._third_party.get(registrant)
+            return ("distribution", dist) if dist is not None else ("registrant", registrant)
+
+        failed = {unit(key) for key, _ in self._unloadable}
         for hook, table in (
             (self.manager.hook.batchsched_register_plugins, plugins),
             (self.manager.hook.batchsched_register_actions, actions),
@@ -269,14 +272,14 @@ class Registry:
                 except Exception as exc:
                     message = f"{who} ({dist}): {type(exc).__name__}: {exc}"
                     failures.append((impl.plugin_name, message))
-                    failed.add(unit(impl.plugin_name, impl.plugin_name))
+                    failed.add(unit(impl.plugin_name))
                     if (impl.plugin_name, message) not in self._warned:
                         self._warned.add((impl.plugin_name, message))
                         log.warning("batchsched: registration hook failed: %s", message)
                     continue
                 produced_by.append((impl, table, specs))
         for impl, table, specs in produced_by:
-            if unit(impl.plugin_name, impl.plugin_name) in failed:
+            if unit(impl.plugin_name) in failed:
                 # Half registered (its actions without its plugins, say), a
                 # distribution would fail later, far from its cause.
                 continue

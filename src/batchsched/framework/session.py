@@ -1814,18 +1814,9 @@ class Session:
         if refused is not None:
             if unplace is not None:
                 unplace()
-            undo = Event(task)
-            for handler in handlers:
-                if handler.deallocate is not None:
-                    try:
-                        handler.deallocate(undo)
-                    except Exception as exc:
-                        # Its own error is the cause (the refusal is in the context); a
-                        # deallocation cannot be refused.
-                        plugin = handler.plugin or "<handler>"
-                        raise (combine.plugin_failed("deallocate event", plugin, exc)  # noqa: B904
-                               if isinstance(exc, SchedulingError)
-                               else combine.blamed("deallocate event", plugin, exc))
+            # The placement is undone whatever the handlers do: a failing one's own
+            # error is raised (the refusal in its context), all having seen the undo.
+            self._fire_undone(task, allocate=False)
             raise refused
 
     @staticmethod
