@@ -408,3 +408,23 @@ def test_a_device_node_selector_kube_cannot_parse_fails_the_allocation_too() -> 
     assert decisions.binds == {}
     assert any("failed to perform node selection for device gpu-0 in slice rack-gpus"
                in event["message"] for event in decisions.events)
+
+
+def test_a_generated_claim_another_pod_reserves_outlives_its_owner() -> None:
+    """kube's garbage collector deletes a pod's generated claim with the pod, and the
+    claim's finalizer keeps it (allocated) while another pod still reserves it."""
+    doc = document([pod("p1", [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]),
+                    pod("q1", [{"name": "gpu", "resourceClaimName": "p1-gpu"}])])
+    doc["resourceSlices"][0]["devices"] = [{"name": "gpu-0"}]
+    scenario = parse_scenario(doc)
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert sorted(b.task for b in cache.binds) == ["default/p1", "default/q1"]
+    for job, task in (("default/pg-p1", "default/p1"), ("default/pg-q1", "default/q1")):
+        cache.task_started(job, task, at=0.0)
+    cache.task_ended("default/pg-p1", "default/p1")
+    claim = cache.resource_claims["default/p1-gpu"]
+    assert (claim.allocation is not None, claim.reserved_for, claim.deleting) == (
+        True, ("default/q1",), True)
+    cache.task_ended("default/pg-q1", "default/q1")
+    assert "default/p1-gpu" not in cache.resource_claims

@@ -107,15 +107,21 @@ def reserve_claims(pod_uid: str, keys: Sequence[str],
 def release_claims(pod_uid: str, keys: Sequence[str],
                    claims: MutableMapping[str, ResourceClaim]) -> None:
     """The pod no longer uses its claims: off their reservations, deallocated when no
-    pod is left, deleted when made for the pod."""
+    pod is left, deleted when made for the pod. A claim made for the pod that other
+    pods still reserve is only marked for deletion (kube's garbage collector deletes
+    it, its finalizer keeps it while reserved): it stays allocated to them, takes no
+    new pod, and goes with the last of them."""
     for key in keys:
         claim = claims.get(key)
         if claim is None:
             continue
-        if claim.owner == pod_uid:
-            del claims[key]
-            continue
         reserved = tuple(uid for uid in claim.reserved_for if uid != pod_uid)
+        if claim.owner == pod_uid or (claim.deleting and not reserved):
+            if not reserved:
+                del claims[key]
+            else:
+                claims[key] = attrs.evolve(claim, reserved_for=reserved, deleting=True)
+            continue
         if reserved == claim.reserved_for:
             continue
         claims[key] = attrs.evolve(claim, reserved_for=reserved,
