@@ -880,3 +880,27 @@ def test_task_ended_with_a_status_that_is_no_ending_names_it(status: Any, messag
     with pytest.raises(SchedulingError, match=f"task ns/a-0: {message}"):
         cache.task_ended("ns/a", "ns/a-0", status)
     assert cache.jobs["ns/a"].tasks["ns/a-0"].status is TaskStatus.RUNNING
+
+
+def test_update_pod_group_keeps_the_pods_and_changes_what_the_job_reads() -> None:
+    import attrs
+
+    cache = MemoryCache(now=0.0)
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 4, "pods": 10})))
+    job = JobInfo.from_podgroup(PodGroup("a", "ns", min_member=1))
+    for i, status in enumerate((TaskStatus.RUNNING, TaskStatus.PENDING, TaskStatus.PENDING)):
+        job.add_task(TaskInfo.create("ns", f"a-{i}", job.uid, Resource.from_mapping({"cpu": 1}),
+                                     status=status, node_name="n1" if i == 0 else ""))
+    cache.add_job(job)
+    cache.update_pod_group(attrs.evolve(job.podgroup, min_member=3,
+                                        annotations={"volcano.sh/preemptable": "true"}))
+    held = cache.jobs["ns/a"]
+    assert (held.min_available, held.preemptable) == (3, True)
+    assert held.tasks["ns/a-0"].node_name == "n1" and "ns/a-0" in cache.nodes["n1"].tasks
+    ssn = Scheduler(cache).run_once()
+    assert ssn.jobs["ns/a"].min_available == 3  # the session reads the new minimum
+    with pytest.raises(SchedulingError, match=r"podgroup\.min_member is -1"):
+        cache.update_pod_group(attrs.evolve(job.podgroup, min_member=-1))
+    with pytest.raises(SchedulingError, match="pod group ns/b: the cache holds no such job"):
+        cache.update_pod_group(PodGroup("b", "ns"))
+    assert cache.jobs["ns/a"].min_available == 3

@@ -141,7 +141,8 @@ class JobInfo:
     ``task_min_available``, the creation time and the annotations from the pod
     group, as Volcano's ``SetPodGroup`` does. These fields are the job's own
     afterwards: a pod group edited later (a new ``min_member``) changes the job only
-    through a new :meth:`from_podgroup`, as a pod group update replaces Volcano's.
+    through a new :meth:`from_podgroup` (``MemoryCache.update_pod_group`` does it for
+    a job a cache holds), as a pod group update replaces Volcano's.
     """
 
     uid: str

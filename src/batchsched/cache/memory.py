@@ -36,7 +36,7 @@ from batchsched.api.hypernode import (
     build_topology,
     unmatched_brackets,
 )
-from batchsched.api.job import JobInfo
+from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.node import NodeInfo
 from batchsched.api.node_lock import locks_released_by
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo
@@ -314,9 +314,10 @@ class MemoryCache:
         """Add a job and place its already-placed tasks on their nodes.
 
         Raises :class:`~batchsched.errors.SchedulingError` naming the job, task and
-        field if the cache holds a job of that uid already (an update goes through
-        :meth:`add_task`, :meth:`task_started`... or :meth:`delete_job` first, which
-        gives its pods' nodes, claims and CPUs back), or a task is malformed, belongs
+        field if the cache holds a job of that uid already (a pod group update goes
+        through :meth:`update_pod_group`, a pod's through :meth:`add_task`,
+        :meth:`task_started`...; :meth:`delete_job` gives its pods' nodes, claims and
+        CPUs back), or a task is malformed, belongs
         to another job or names a missing node; the cache is then unchanged.
         """
         _check_type(job, JobInfo, "job")
@@ -324,16 +325,10 @@ class MemoryCache:
             raise SchedulingError(f"job {job.uid}: the cache holds it already (delete_job "
                                   "it first: its pods leave their nodes and give their "
                                   "claims back)")
-        if not _is_int(job.podgroup.min_member) or job.podgroup.min_member < 0:
-            raise SchedulingError(f"job {job.uid}: podgroup.min_member is "
-                                  f"{job.podgroup.min_member!r}, not a whole number >= 0")
+        _check_pod_group(job.uid, job.podgroup)
         if not _is_number(job.creation_time):
             raise SchedulingError(f"job {job.uid}: creation_time is {job.creation_time!r}, "
                                   "not seconds (a number)")
-        _check_resource(f"job {job.uid}", "podgroup.min_resources",
-                        job.podgroup.min_resources)
-        for field in ("annotations", "labels"):
-            _check_texts(f"job {job.uid}", f"podgroup.{field}", getattr(job.podgroup, field))
         for counts, field in ((job.task_min_available, "task_min_available"),
                               (job.podgroup.min_task_member, "podgroup.min_task_member")):
             if not isinstance(counts, Mapping) or not all(
@@ -359,6 +354,35 @@ class MemoryCache:
                 # A pod group updated through delete_job and add_job keeps its pods'
                 # nominations, as the pods keep their nominatedNodeName.
                 self.nominations[task.uid] = left
+
+    @_locked
+    def update_pod_group(self, podgroup: PodGroup) -> None:
+        """Replace a job's pod group (Volcano's cache ``UpdatePodGroup``): its pods stay
+        as they are, on their nodes with their claims and nominations; what the job
+        reads from its pod group (``min_member``, ``min_task_member``, queue, creation
+        time, annotations such as preemptable, status) follows the new one. A job the
+        cache does not hold, or a malformed pod group, is refused (SchedulingError)
+        and changes nothing."""
+        _check_type(podgroup, PodGroup, "pod group")
+        job = self.jobs.get(podgroup.uid)
+        if job is None:
+            raise SchedulingError(f"pod group {podgroup.uid}: the cache holds no such job "
+                                  "(add_job adds one)")
+        _check_pod_group(job.uid, podgroup)
+        counts = podgroup.min_task_member
+        if not isinstance(counts, Mapping) or not all(
+                isinstance(role, str) and _is_int(count) and count >= 0
+                for role, count in counts.items()):
+            raise SchedulingError(f"job {job.uid}: podgroup.min_task_member is {counts!r}, "
+                                  "not a mapping of role to a whole number >= 0")
+        if not _is_number(podgroup.creation_time):
+            raise SchedulingError(f"job {job.uid}: podgroup.creation_time is "
+                                  f"{podgroup.creation_time!r}, not seconds (a number)")
+        fresh = JobInfo.from_podgroup(podgroup, priority=job.priority)
+        for field in _FIELDS_FROM_POD_GROUP:
+            setattr(job, field, getattr(fresh, field))
+        job.mutations += 1  # a session's copy of it is stale
+        self._job_twins.pop(job.uid, None)
 
     @_locked
     def delete_job(self, uid: str) -> None:
@@ -1110,6 +1134,21 @@ class MemoryCache:
     def record_event(self, event: RecordedEvent) -> None:
         if self.keep_events:
             self.events.append(event)
+
+
+#: What :meth:`JobInfo.from_podgroup` reads from a pod group.
+_FIELDS_FROM_POD_GROUP = ("name", "namespace", "queue", "podgroup", "min_available",
+                          "task_min_available", "creation_time", "preemptable",
+                          "waiting_time", "requested_runtime", "processors")
+
+
+def _check_pod_group(job: str, podgroup: PodGroup) -> None:
+    if not _is_int(podgroup.min_member) or podgroup.min_member < 0:
+        raise SchedulingError(f"job {job}: podgroup.min_member is {podgroup.min_member!r}, "
+                              "not a whole number >= 0")
+    _check_resource(f"job {job}", "podgroup.min_resources", podgroup.min_resources)
+    for field in ("annotations", "labels"):
+        _check_texts(f"job {job}", f"podgroup.{field}", getattr(podgroup, field))
 
 
 def _is_int(value: object) -> bool:
