@@ -195,6 +195,11 @@ def test_more_than_32_devices_is_an_error() -> None:
     ({"name": "c", "requests": [exactly()], "constraints": [{"requests": ["x"],
                                                            "matchAttribute": "a/b"}]},
      "resourceClaim.constraints[0].requests[0]"),
+    # validateFullyQualifiedName: an attribute without its domain.
+    ({"name": "c", "requests": [exactly()], "constraints": [{"matchAttribute": "numa"}]},
+     "resourceClaim.constraints[0].matchAttribute"),
+    ({"name": "c", "requests": [exactly()], "constraints": [{"distinctAttribute": "/numa"}]},
+     "resourceClaim.constraints[0].distinctAttribute"),
 ])
 def test_claims_the_api_server_would_refuse(document: dict[str, Any], path: str) -> None:
     with pytest.raises(DraObjectError) as raised:

@@ -424,6 +424,12 @@ def _constraints(raw: Any, path: str, requests: Sequence[DeviceRequest]
         if bool(match) == bool(distinct):
             raise DraObjectError(where, "exactly one of matchAttribute, distinctAttribute "
                                  "must be set")
+        for field, attribute in (("matchAttribute", match), ("distinctAttribute", distinct)):
+            domain, slash, name = (attribute or "").partition("/")
+            if attribute and not (slash and domain and name):
+                # The API server's validateFullyQualifiedName.
+                raise DraObjectError(f"{where}.{field}", f"{attribute!r} must include a "
+                                     "domain (a fully qualified name: domain/name)")
         out.append(DeviceConstraint(listed, match, distinct))
     return tuple(out)
 
