@@ -241,3 +241,21 @@ def test_a_negative_string_offset_is_out_of_range(text: str) -> None:
 ])
 def test_semver_identifiers_follow_blang_semver(text: str, valid: bool) -> None:
     assert run(f'isSemver("{text}")', {}) is valid
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("""strings.quote('single-quote with "double quote"')""",
+     '"single-quote with \\"double quote\\""'),
+    ('strings.quote("two escape sequences \\\\a\\\\n")', '"two escape sequences \\\\a\\\\n"'),
+    ("strings.quote(device.driver) == '\"gpu.example.com\"'", True),
+])
+def test_strings_quote_of_the_strings_extension_version_kubernetes_uses(
+        text: str, expected: Any) -> None:
+    assert run(text) == expected
+
+
+def test_string_reverse_is_not_in_kubernetes_strings_extension() -> None:
+    # Kubernetes' CEL environment has the strings extension at version 2; reverse()
+    # comes with version 3.
+    with pytest.raises((CelSyntaxError, CelEvaluationError)):
+        run("device.driver.reverse() == 'x'")

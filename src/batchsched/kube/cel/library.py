@@ -129,6 +129,20 @@ def _string_method(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return apply
 
 
+#: cel-go's quote: CEL's escape sequences written out, the rest as it is.
+_QUOTED = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+           "\t": "\\t", "\v": "\\v", "\\": "\\\\", '"': '\\"'}
+
+
+def _quote(text: str) -> str:
+    """``strings.quote`` (the strings extension, version 1, which Kubernetes' CEL
+    environment has): the text in double quotes, escapes written out; a lone
+    surrogate (no valid rune) becomes U+FFFD."""
+    body = "".join(_QUOTED.get(c, "\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c)
+                   for c in text)
+    return f'"{body}"'
+
+
 def _quantity(text: Any) -> Quantity:
     if type(text) is not str:
         raise overload("quantity", text)
@@ -312,6 +326,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "isQuantity": _is_quantity,
     "semver": _semver,
     "isSemver": _is_semver,
+    "strings.quote": _string_method("strings.quote", _quote),
 }
 
 METHODS: dict[str, Callable[..., Any]] = {
@@ -332,7 +347,6 @@ METHODS: dict[str, Callable[..., Any]] = {
         "" if i == len(s) else _out_of_range(i))),
     "substring": _string_method("substring", lambda s, start, end=None: _substring(
         s, start, len(s) if end is None else end)),
-    "reverse": _string_method("reverse", lambda s: s[::-1]),
     "replace": _string_method("replace", _replace),
     "join": _join,
     "compareTo": _compare_to,

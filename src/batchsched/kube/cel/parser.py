@@ -355,6 +355,14 @@ class Parser:
                 self.take()
                 self.expect("(")
                 return self.bind_macro(position)
+            if (value == "strings" and self.peek()[:2] == ("op", ".")
+                    and self.tokens[self.at + 1][1] == "quote"
+                    and (self.declared is None or "strings" not in self.declared)):
+                # The strings extension's one namespaced function (version 1).
+                self.take()
+                self.take()
+                self.expect("(")
+                return self.call("strings.quote", position)
             if self.accept("("):
                 return self.call(value, position)
             name = value
