@@ -904,3 +904,14 @@ def test_update_pod_group_keeps_the_pods_and_changes_what_the_job_reads() -> Non
     with pytest.raises(SchedulingError, match="pod group ns/b: the cache holds no such job"):
         cache.update_pod_group(PodGroup("b", "ns"))
     assert cache.jobs["ns/a"].min_available == 3
+
+
+@pytest.mark.parametrize(("setter", "what"), [
+    ("set_device_class", "device class"), ("set_resource_slice", "resource slice"),
+    ("set_resource_claim", "resource claim"),
+    ("set_claim_template", "resource claim template")])
+def test_a_dra_object_given_as_a_document_is_refused_by_name(setter: str, what: str) -> None:
+    # The objects are built with batchsched.kube.dra.documents.parse_*.
+    cache = MemoryCache(now=0.0)
+    with pytest.raises(SchedulingError, match=f"^{what}: .* is not a "):
+        getattr(cache, setter)({"metadata": {"name": "x"}})

@@ -746,6 +746,7 @@ class MemoryCache:
     @_locked
     def set_device_class(self, device_class: DeviceClass) -> None:
         """Add or replace a device class (``resource.k8s.io/v1`` DeviceClass)."""
+        _check_type(device_class, DeviceClass, "device class")
         self.device_classes[device_class.name] = device_class
 
     @_locked
@@ -755,6 +756,7 @@ class MemoryCache:
     @_locked
     def set_resource_slice(self, resource_slice: ResourceSlice) -> None:
         """Add or replace a resource slice (by name): a driver's devices."""
+        _check_type(resource_slice, ResourceSlice, "resource slice")
         self.resource_slices[resource_slice.name] = resource_slice
 
     @_locked
@@ -764,6 +766,7 @@ class MemoryCache:
     @_locked
     def set_resource_claim(self, claim: ResourceClaim) -> None:
         """Add or replace a resource claim (by ``namespace/name``)."""
+        _check_type(claim, ResourceClaim, "resource claim")
         self.resource_claims[claim.key] = claim
 
     @_locked
@@ -775,6 +778,7 @@ class MemoryCache:
         """Add or replace a resource claim template. Pods naming it that have no claim
         from it yet get one now (the claim controller retries until the template
         exists), and so do pods added later."""
+        _check_type(template, ResourceClaimTemplate, "resource claim template")
         self.claim_templates[template.key] = template
         namespace, _, name = template.key.partition("/")
         for job in self.jobs.values():
