@@ -94,6 +94,35 @@ def test_check_searches_a_folder_for_scenario_files_not_folders(
     assert capsys.readouterr().out.splitlines() == [f"ok    {folder / 'one.yaml'}"]
 
 
+def test_check_names_each_file_as_its_argument_names_it(
+        scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "one.yaml").write_text(scenario.read_text())
+    assert main(["check", "./s.yaml", "./suite"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["ok    ./s.yaml", "ok    ./suite/one.yaml"]
+
+
+def test_check_reports_a_folder_without_scenarios_among_others(
+        scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["check", str(scenario), str(tmp_path / "empty")]) == 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"ERROR {tmp_path / 'empty'}: no scenario found (no .yaml, .yml or " \
+                     ".json file)"
+    assert out[1] == f"ok    {scenario}"
+
+
+def test_check_debug_shows_the_traceback_of_bad_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("cpu: 1, memory: 1Gi", "cpu: 1Qi, memory: 1Gi"))
+    assert main(["check", "--debug", str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" in captured.err and captured.out.startswith(f"ERROR {bad}: ")
+
+
 def test_check_says_bad_input_in_the_scenario_s_one_line(
         scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
@@ -120,6 +149,7 @@ def test_check_shows_the_loader_s_warnings(
     ("{pipelined: {c1/pg1: n1}}", "expect.pipelined"),
     ("{binds: {c1/p1: [n1]}}", "expect.binds"),
     ("{x-nodeBindCounts: {n1: many}}", "expect.x-nodeBindCounts"),
+    ("{evictCount: }", "expect.evictCount"),  # a count given as nothing can never pass
 ])
 def test_a_malformed_expectation_is_bad_input_naming_its_field(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], expect: str, field: str) -> None:

@@ -31,6 +31,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO, cast
 
 from batchsched._version import __version__
@@ -291,10 +292,24 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     and the tally go to stderr."""
     from batchsched.scenario import check_scenario, load_scenario, scenario_files
 
-    files = scenario_files(*args.paths)
+    # Each file as the arguments name it (a folder's, under the folder as given), so
+    # that a tool finds the lines of the paths it passed.
+    files: list[str] = []
+    empty: list[str] = []
+    for raw in args.paths:
+        found = scenario_files(raw)
+        if Path(raw).is_dir():
+            files.extend(os.path.join(raw, str(path.relative_to(raw))) for path in found)
+            if not found:
+                empty.append(raw)
+        else:
+            files.append(raw)
     if not files:
         raise BatchSchedError(f"no scenario found in {', '.join(args.paths)}")
     failed = errored = 0
+    for folder in empty:
+        errored += 1
+        out.write(f"ERROR {folder}: no scenario found (no .yaml, .yml or .json file)\n")
     for path in files:
         try:
             scenario = load_scenario(path)
@@ -302,6 +317,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
                 print(f"batchsched: warning: {warning}", file=sys.stderr)
             result = check_scenario(scenario)
         except BatchSchedError as exc:
+            if getattr(args, "debug", False):
+                traceback.print_exc(file=sys.stderr)
             errored += 1
             message = _one_line(str(exc))
             # The error names its file already (as it does for run).
@@ -314,8 +331,9 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
             failed += 1
             out.write(f"FAIL  {path}: "
                       f"{'; '.join(_one_line(d) for d in result.differences)}\n")
-    passed = len(files) - failed - errored
-    print(f"check: {passed} passed, {failed} failed, {errored} errored of {len(files)}",
+    checked = len(files) + len(empty)
+    passed = checked - failed - errored
+    print(f"check: {passed} passed, {failed} failed, {errored} errored of {checked}",
           file=sys.stderr)
     if errored:
         return EXIT_BAD_INPUT

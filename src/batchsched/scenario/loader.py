@@ -1956,9 +1956,11 @@ _EXPECT_SHAPES: dict[str, Callable[[Any], bool]] = {
 def misshapen_expectation(expect: Mapping[str, Any]) -> str | None:
     """The first key of ``expect`` whose value has not the shape the scenario format
     gives it (a map of job ids to phases, a count...), or None. A key given empty
-    (``binds:``) expects nothing there; below it, nothing is no value to compare with."""
+    (``binds:``) expects nothing there; below it, nothing is no value to compare with,
+    and neither is it for a count (``evictCount:``)."""
     for key, check in _EXPECT_SHAPES.items():
-        if key in expect and expect[key] is not None and not check(expect[key]):
+        if key in expect and (expect[key] is not None or check is _is_count) \
+                and not check(expect[key]):
             return key
     return None
 
