@@ -367,3 +367,61 @@ def test_simulate_takes_its_plugins_from_the_registry_given() -> None:
     builder = (ScenarioBuilder(config=config).node("n1", cpu=2)
                .job("a", min_member=1, submit=0).task("a0", job="a", cpu=1, run_time=10))
     assert simulate(builder, registry=registry).jobs["default/a"].start == 0.0
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda b: b.node("n1", cpu=64, allocatable={"nvidia.com/gpu": 1}),
+     "build_node: allocatable and cpu both given"),
+    (lambda b: b.task("t", job="j", cpu=8, requests={"nvidia.com/gpu": 1}),
+     "build_task: requests and cpu both given"),
+    (lambda b: b.job("j", submit=0, createdAt=5), "build_job: createdAt and submit both given"),
+    (lambda b: b.job("j", min_member=2, minMember=3),
+     "build_job: minMember and min_member both given"),
+])
+def test_a_keyword_and_the_format_field_meaning_the_same_are_refused(
+        build: Any, message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        build(ScenarioBuilder())
+
+
+def test_a_field_given_in_the_format_alone_is_taken() -> None:
+    builder = ScenarioBuilder().node("n1", allocatable={"cpu": 2, "pods": 5})
+    assert builder.document["nodes"][0]["allocatable"] == {"cpu": 2, "pods": 5}
+
+
+@pytest.mark.parametrize(("expect", "message"), [
+    ({"task_status_counts": {"default/trian": {"Pending": 0}}}, "no job 'default/trian'"),
+    ({"task_status_counts": {"default/train": {"Pendng": 0}}}, "not a task status"),
+    ({"task_status_counts": {"train": {"Pending": 0}}}, "a job id is namespace/name"),
+    ({"pod_group_phases": {"default/train": "Runing"}}, "is not a pod group phase"),
+])
+def test_assert_decisions_refuses_a_job_or_status_that_does_not_exist(
+        expect: dict[str, Any], message: str) -> None:
+    decisions = run(ScenarioBuilder().node("n1", cpu=2, memory="4Gi")
+                    .job("train", min_member=1).task("t0", job="train", cpu=1, memory="1Gi"))
+    with pytest.raises(TypeError, match=message):
+        assert_decisions(decisions, **expect)
+
+
+@pytest.mark.parametrize("expect", [
+    {"pipelined": {"default/online": {"default/o0": "n1"}}}, {"binds": "n1"},
+    {"bind_count": "2"}])
+def test_builder_expect_refuses_what_no_scenario_file_could_hold(expect: dict[str, Any]) -> None:
+    with pytest.raises(TypeError, match="has the wrong shape for a scenario file's expect"):
+        ScenarioBuilder().expect(**expect)
+
+
+def test_simulate_says_a_plugin_s_warning_at_every_replay() -> None:
+    from batchsched.testing import simulate
+
+    config = {"actions": "enqueue, allocate", "tiers": [{"plugins": [
+        {"name": "gang"}, {"name": "binpack", "arguments": {"binpack.wieght": 2}}]}]}
+
+    def replay() -> list[str]:
+        with pytest.warns(UserWarning) as said:
+            simulate(ScenarioBuilder(config=config).node("n1", cpu=2, memory="4Gi")
+                     .job("a", min_member=1, submit=0)
+                     .task("a0", job="a", cpu=1, memory="1Gi", run_time=10))
+        return [str(warning.message) for warning in said]
+    assert any("binpack.wieght" in text for text in replay())
+    assert any("binpack.wieght" in text for text in replay())  # not said once per process

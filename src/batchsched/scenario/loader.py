@@ -25,7 +25,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -1814,23 +1814,9 @@ class _Parser:
         wrong = misshapen_expectation(obj)
         if wrong is not None:
             raise self.fail(f"expect.{wrong}", f"has the wrong shape: {obj[wrong]!r}")
-        # A key checked only where present would let a typo pass: a job or a status
-        # that does not exist is bad input.
-        for key in ("podGroupPhases", "taskStatusCounts", "x-jobBindCounts"):
-            for uid in obj.get(key) or {}:
-                if uid not in jobs:
-                    hint = "" if "/" in uid else " (a job id is namespace/name)"
-                    raise self.fail(f"expect.{key}.{uid}", f"no job {uid!r}{hint}")
-        for uid, counts in (obj.get("taskStatusCounts") or {}).items():
-            for status in counts or {}:
-                if status not in _STATUS_NAMES:
-                    raise self.fail(f"expect.taskStatusCounts.{uid}.{status}",
-                                    f"not a task status (known: {', '.join(_STATUS_NAMES)})")
-        for uid, phase in (obj.get("podGroupPhases") or {}).items():
-            if phase not in _POD_GROUP_PHASES:
-                raise self.fail(f"expect.podGroupPhases.{uid}",
-                                f"{phase!r} is not a pod group phase (known: "
-                                f"{', '.join(_POD_GROUP_PHASES)})")
+        unknown = unknown_in_expectation(obj, jobs)
+        if unknown is not None:
+            raise self.fail(f"expect.{unknown[0]}", unknown[1])
         return dict(obj)
 
 
@@ -1951,6 +1937,28 @@ _EXPECT_SHAPES: dict[str, Callable[[Any], bool]] = {
     "x-nodeBindCounts": _map_of(_is_count),
     "x-jobBindCounts": _map_of(lambda v: _is_count(v) or _list_of(_is_count)(v)),
 }
+
+
+def unknown_in_expectation(expect: Mapping[str, Any],
+                           jobs: Collection[str]) -> tuple[str, str] | None:
+    """The first job, task status or pod group phase ``expect`` names that does not
+    exist, as (its path under ``expect``, why), or None: a key checked only where
+    present would let a typo pass (a job misspelt expecting 0 Pending tasks)."""
+    for key in ("podGroupPhases", "taskStatusCounts", "x-jobBindCounts"):
+        for uid in expect.get(key) or {}:
+            if uid not in jobs:
+                hint = "" if "/" in uid else " (a job id is namespace/name)"
+                return f"{key}.{uid}", f"no job {uid!r}{hint}"
+    for uid, counts in (expect.get("taskStatusCounts") or {}).items():
+        for status in counts or {}:
+            if status not in _STATUS_NAMES:
+                return (f"taskStatusCounts.{uid}.{status}",
+                        f"not a task status (known: {', '.join(_STATUS_NAMES)})")
+    for uid, phase in (expect.get("podGroupPhases") or {}).items():
+        if phase not in _POD_GROUP_PHASES:
+            return (f"podGroupPhases.{uid}", f"{phase!r} is not a pod group phase (known: "
+                    f"{', '.join(_POD_GROUP_PHASES)})")
+    return None
 
 
 def misshapen_expectation(expect: Mapping[str, Any]) -> str | None:

@@ -70,8 +70,21 @@ def _resources(cpu: object = None, memory: object = None, pods: object = None,
 
 def build_node(name: str, *, cpu: object = None, memory: object = None, pods: object = 110,
                scalars: Mapping[str, object] | None = None, **fields: Any) -> dict[str, Any]:
-    """A node entry (Volcano's ``BuildNode``); ``pods`` defaults to 110 like a kubelet."""
+    """A node entry (Volcano's ``BuildNode``); ``pods`` defaults to 110 like a kubelet.
+    An ``allocatable`` given whole is taken as it is, and with ``cpu``, ``memory`` or
+    ``scalars`` too is a TypeError (one would drop the other)."""
+    if "allocatable" in fields:
+        _refuse_both("build_node", "allocatable", cpu=cpu, memory=memory, scalars=scalars)
+        return {"name": name, **fields}
     return {"name": name, "allocatable": _resources(cpu, memory, pods, scalars), **fields}
+
+
+def _refuse_both(owner: str, field: str, **keywords: object) -> None:
+    """A TypeError when the format's ``field`` and a keyword meaning the same are given."""
+    given = [name for name, value in keywords.items() if value is not None]
+    if given:
+        raise TypeError(f"{owner}: {field} and {', '.join(given)} both given (one would "
+                        f"replace the other): give one")
 
 
 def _annotate(entry: dict[str, Any], **values: object) -> None:
@@ -91,6 +104,8 @@ def build_task(name: str, *, job: str, namespace: str = "default", cpu: object =
     ``run_time`` (seconds or a Go duration) is how long the task runs in a simulation
     (the ``batchsched.io/run-time`` annotation).
     """
+    if "requests" in fields:
+        _refuse_both("build_task", "requests", cpu=cpu, memory=memory, scalars=scalars)
     entry: dict[str, Any] = {"name": name, "namespace": namespace, "job": job}
     requests = _resources(cpu, memory, None, scalars)
     if requests:
@@ -112,6 +127,10 @@ def build_job(name: str, *, namespace: str = "default", queue: str = "default",
     ``requested_runtime`` its time limit and ``restart`` (``gang`` or ``task``) what an
     eviction restarts (the ``batchsched.io/...`` annotations).
     """
+    if "createdAt" in fields:
+        _refuse_both("build_job", "createdAt", submit=submit)
+    if "minMember" in fields:
+        _refuse_both("build_job", "minMember", min_member=min_member or None)
     entry: dict[str, Any] = {"name": name, "namespace": namespace, "queue": queue,
                              "minMember": min_member, **fields}
     if submit is not None:
@@ -180,9 +199,16 @@ class ScenarioBuilder:
         not check them: assert with :func:`assert_decisions`. A key given again
         replaces its earlier value; the other keys stay. snake_case is taken too, as
         :func:`assert_decisions` takes it; a key ``expect`` does not know is a TypeError."""
-        self.document.setdefault("expect", {}).update(
-            {_expect_key(key, "ScenarioBuilder.expect", extensions=True): value
-             for key, value in expect.items()})
+        from batchsched.scenario.loader import misshapen_expectation
+
+        given = {_expect_key(key, "ScenarioBuilder.expect", extensions=True): value
+                 for key, value in expect.items()}
+        wrong = misshapen_expectation(given)
+        if wrong is not None:
+            # The file's shapes (pipelined: job -> nodes), or no file runs.
+            raise TypeError(f"ScenarioBuilder.expect: {wrong} has the wrong shape for a "
+                            f"scenario file's expect: {given[wrong]!r}")
+        self.document.setdefault("expect", {}).update(given)
         return self
 
     def to_yaml(self) -> str:
@@ -285,8 +311,16 @@ def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
     for skipped in workload.skipped:
         if skipped.oversized:
             warnings.warn(f"{skipped.job} skipped: {skipped.reason}", stacklevel=2)
-    simulator = Simulator(workload, built.configuration, registry=registry, **options)
-    return simulator.run()
+    # As run(): what plugins say they will not honour is said at every replay.
+    said: list[str] = []
+    try:
+        with collect_warnings() as said:
+            timeline = Simulator(workload, built.configuration, registry=registry,
+                                 **options).run()
+    finally:
+        for warning in said:
+            warnings.warn(warning, stacklevel=2)
+    return timeline
 
 
 def _expect_key(key: str, owner: str, *, extensions: bool = False) -> str:
@@ -316,7 +350,7 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     ``expect`` does not know, or a value not of its shape (a node name where a list of
     them is wanted, text where a count is), is a TypeError naming it (a typo must not
     pass unchecked)."""
-    from batchsched.scenario.loader import misshapen_expectation
+    from batchsched.scenario.loader import misshapen_expectation, unknown_in_expectation
 
     wanted = {_expect_key(key, "assert_decisions"): value for key, value in expect.items()}
     # The decisions' own shape of pipelined tasks (job -> task -> node) is taken too.
@@ -326,6 +360,9 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
         # As the scenario format's expect: "n1" is no list of nodes, "1" no count.
         raise TypeError(f"assert_decisions: {wrong} has the wrong shape: {wanted[wrong]!r}")
     got = decisions.to_json()
+    unknown = unknown_in_expectation(wanted, set(got.get("podGroupPhases") or {}))
+    if unknown is not None:
+        raise TypeError(f"assert_decisions: {unknown[0]}: {unknown[1]}")
     whole = wanted.get("pipelined")
     if whole is not None and (whole == {} or _task_nodes(whole)):
         del wanted["pipelined"]
