@@ -915,3 +915,37 @@ def test_a_dra_object_given_as_a_document_is_refused_by_name(setter: str, what: 
     cache = MemoryCache(now=0.0)
     with pytest.raises(SchedulingError, match=f"^{what}: .* is not a "):
         getattr(cache, setter)({"metadata": {"name": "x"}})
+
+
+def test_a_session_open_across_update_pod_group_writes_no_stale_status() -> None:
+    import attrs
+
+    from batchsched.api.types import PodGroupPhase
+    from batchsched.framework.session import Session
+
+    cache = MemoryCache(now=0.0)
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 4, "pods": 10})))
+    job = JobInfo.from_podgroup(PodGroup("a", "ns", min_member=1))
+    job.add_task(TaskInfo.create("ns", "a-0", job.uid, Resource.from_mapping({"cpu": 1}),
+                                 status=TaskStatus.RUNNING, node_name="n1"))
+    cache.add_job(job)
+    scheduler = Scheduler(cache)
+    scheduler.run_once()
+    assert cache.jobs["ns/a"].podgroup.phase is PodGroupPhase.RUNNING
+    ssn = Session.open(cache, scheduler.configuration, registry=scheduler.registry)
+    cache.update_pod_group(attrs.evolve(cache.jobs["ns/a"].podgroup, min_member=5,
+                                        phase=PodGroupPhase.PENDING, running=0))
+    ssn.close()  # Volcano's write conflicts on the pod group's new version
+    assert (cache.jobs["ns/a"].podgroup.phase, cache.jobs["ns/a"].podgroup.running) == (
+        PodGroupPhase.PENDING, 0)
+
+
+def test_set_dra_objects_refuses_a_wrong_object_before_setting_any() -> None:
+    from batchsched.kube.dra.documents import parse_device_class
+    from batchsched.kube.dra.scheduling import DraObjects
+
+    cache = MemoryCache(now=0.0)
+    gpu = parse_device_class({"name": "gpu", "selectors": []})
+    with pytest.raises(SchedulingError, match=r"resource slice: .* is not a ResourceSlice"):
+        cache.set_dra_objects(DraObjects({"gpu": gpu}, ({"name": "s1"},), {}, {}))  # type: ignore[arg-type]
+    assert not cache.device_classes and not cache.resource_slices

@@ -158,3 +158,32 @@ def test_a_plain_mask_passing_a_node_its_scalar_predicate_stops_at_is_reported()
     with pytest.raises(AssertionError, match=r"answers 'passes' for .* on n0, its scalar "
                                              r"function 'harmless'"):
         check_plugin("soft-columns", registry=registry)
+
+
+def test_a_column_form_answering_what_the_fast_path_refuses_is_reported() -> None:
+    import numpy as np
+
+    from batchsched import columnar
+    from batchsched.plugin import PluginSpec, hookimpl
+
+    class ZeroD:
+        name = "zero-d"
+
+        def __init__(self, arguments: object) -> None: ...
+
+        def on_session_open(self, ssn: Any) -> None:
+            ssn.add_node_order_fn(self.name, lambda task, node: 2.0)
+            columnar.add_node_order_fn(ssn, self.name,
+                                       lambda task, columns, candidates: np.array(2.0))
+
+        def on_session_close(self, ssn: object) -> None: ...
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec("zero-d", ZeroD)]
+
+    registry = Registry(autoload=False)
+    registry.register(Provider(), name="zero-d")
+    with pytest.raises(AssertionError, match=r"a vector node order must return a number"):
+        check_plugin("zero-d", registry=registry)

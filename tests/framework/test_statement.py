@@ -420,6 +420,9 @@ def test_a_refused_placement_is_undone_for_every_plugin_even_when_one_raises() -
                                        plugin="counter"))
     last = Share()  # after the failing handler: it saw the placement, it must see it undone
     ssn.add_event_handler(last.handler())
-    with pytest.raises(PluginError, match="plugin 'counter' raised in deallocate event"):
+    with pytest.raises(PluginError, match="plugin 'counter' raised in deallocate event") as err:
         Statement(ssn).allocate(ssn.jobs["ns/pg0"].tasks["ns/j0-t1"], "n1")
     assert last.placed == 0
+    # Why the placement was undone is in the error's context.
+    assert isinstance(err.value.__context__, SchedulingError)
+    assert str(err.value.__context__) == "no"

@@ -259,3 +259,11 @@ def test_string_reverse_is_not_in_kubernetes_strings_extension() -> None:
     # comes with version 3.
     with pytest.raises((CelSyntaxError, CelEvaluationError)):
         run("device.driver.reverse() == 'x'")
+
+
+@pytest.mark.parametrize("text", [
+    '[{"quote": "a"}].exists(strings, strings.quote == "a")',
+    'cel.bind(strings, {"quote": "a"}, strings.quote == "a")',
+])
+def test_a_variable_named_strings_is_still_a_variable(text: str) -> None:
+    assert run(text) is True

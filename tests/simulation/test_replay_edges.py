@@ -237,6 +237,11 @@ def test_gangs_restarting_each_other_for_ever_stop_the_replay(
     assert timeline.finished_count == 0
     assert max(record.restarts for record in timeline.jobs.values()) == 20
     assert "lost 20 runs to evictions while no job finished" in caplog.text
+    # With a horizon too: stopped there, not cut by it (the jobs are unfinished).
+    until = engine.Simulator(workload_from(scenario), scenario.configuration,
+                             until=1e6).run()
+    assert (until.cut, until.unfinished) == (False, ["default/high", "default/low"])
+    assert until.end < 1e6
 
 
 def test_one_preemption_of_many_jobs_is_no_loop(monkeypatch: pytest.MonkeyPatch,

@@ -216,6 +216,8 @@ class MemoryCache:
         #: it was (a pod group updated through delete_job and add_job) is the same pod.
         self._deleted_since_snapshot: dict[str, float] = {}
         self._replaced_since_snapshot: set[str] = set()
+        #: Jobs whose pod group was replaced since the snapshot (update_pod_group).
+        self._status_stale: set[str] = set()
         #: Task uid -> (node name, the NUMA ids the numa-aware plugin assigned it there):
         #: out of that node's topology until the task leaves the node.
         self._numa_held: dict[str, tuple[str, Mapping[str, frozenset[int]]]] = {}
@@ -383,6 +385,9 @@ class MemoryCache:
             setattr(job, field, getattr(fresh, field))
         job.mutations += 1  # a session's copy of it is stale
         self._job_twins.pop(job.uid, None)
+        # A session opened before writes no status over it (Volcano's update of the
+        # pod group conflicts on the new resourceVersion).
+        self._status_stale.add(job.uid)
 
     @_locked
     def delete_job(self, uid: str) -> None:
@@ -664,6 +669,7 @@ class MemoryCache:
         self._handed_out = handed_out
         self._deleted_since_snapshot = {}
         self._replaced_since_snapshot = set()
+        self._status_stale = set()
         self._nominations_left = {}
         not_ready: list[NodeInfo] = []
         return ClusterInfo(
@@ -797,7 +803,16 @@ class MemoryCache:
 
     @_locked
     def set_dra_objects(self, objects: DraObjects) -> None:
-        """Set a cluster's device classes, slices, claims and claim templates at once."""
+        """Set a cluster's device classes, slices, claims and claim templates at once;
+        one that is no such object is refused before any is set."""
+        for value, kind, what in (
+                *((v, DeviceClass, "device class") for v in objects.device_classes.values()),
+                *((v, ResourceSlice, "resource slice") for v in objects.resource_slices),
+                *((v, ResourceClaim, "resource claim")
+                  for v in objects.resource_claims.values()),
+                *((v, ResourceClaimTemplate, "resource claim template")
+                  for v in objects.claim_templates.values())):
+            _check_type(value, kind, what)
         for device_class in objects.device_classes.values():
             self.set_device_class(device_class)
         for resource_slice in objects.resource_slices:
@@ -1113,7 +1128,8 @@ class MemoryCache:
     def _keep_job_status(self, job: JobInfo) -> None:
         mine = self.jobs.get(job.uid)
         handed = self._handed_out.get(job.uid)
-        if mine is None or (handed is not None and handed is not mine):
+        if mine is None or job.uid in self._status_stale or (
+                handed is not None and handed is not mine):
             return  # gone, or replaced since the snapshot: the write is stale
         theirs = job.podgroup
         podgroup = mine.podgroup

@@ -77,6 +77,8 @@ __all__ = [
     "add_preempt_predicate_fn",
     "add_template_fn",
     "batch_node_order_scores",
+    "check_mask",
+    "checked_scores",
     "many_scores",
     "many_tiers",
     "node_order_scores",
@@ -253,7 +255,7 @@ def predicate_mask(
             answer = fn(task, columns)
             if answer is None:
                 continue
-            _check_mask(blame.plugin, answer, len(columns))
+            check_mask(blame.plugin, answer, len(columns))
             if isinstance(answer, tuple):
                 ok, harmless = answer
                 if undecided is None:
@@ -282,7 +284,7 @@ def _is_mask(answer: object, size: int) -> bool:
             and answer.shape == (size,))
 
 
-def _check_mask(plugin: str, answer: object, size: int) -> None:
+def check_mask(plugin: str, answer: object, size: int) -> None:
     """A vector predicate answers None, a bool array of one entry per node, or a pair
     of them (passes, harmless): anything else is the plugin's error, named here
     rather than by what it breaks later (a length-1 array would even broadcast)."""
@@ -295,7 +297,7 @@ def _check_mask(plugin: str, answer: object, size: int) -> None:
         plugin=plugin, point="vector predicate")
 
 
-def _checked_scores(plugin: str, point: str, scores: object,
+def checked_scores(plugin: str, point: str, scores: object,
                     shape: int | tuple[int, int]) -> Any:
     """A vector score's answer: a number for every candidate (a numpy number read as
     a float), or an array of numbers of the candidates' shape."""
@@ -358,7 +360,7 @@ def node_order_scores(
     total = _Sum(len(candidates))
     with Blame("vector node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            total.add(_checked_scores(blame.plugin, "vector node order",
+            total.add(checked_scores(blame.plugin, "vector node order",
                                       fn(task, columns, candidates), total.shape))
     scores = total.result()
     if math.isnan(float(scores.sum())):
@@ -373,7 +375,7 @@ def batch_node_order_scores(
     total = _Sum(len(candidates))
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in _flat(tiers):
-            total.add(_no_nan(blame.plugin, _checked_scores(
+            total.add(_no_nan(blame.plugin, checked_scores(
                 blame.plugin, "vector batch node order", fn(task, columns, candidates),
                 total.shape)))
     return total.result()
@@ -401,7 +403,7 @@ def many_scores(
     total = _Sum(shape)
     with Blame("vector node order") as blame:
         for blame.plugin, fn in orders:
-            total.add(_checked_scores(blame.plugin, "vector node order",
+            total.add(checked_scores(blame.plugin, "vector node order",
                                       fn(tasks, columns, candidates), shape))
     scores = total.result()
     if math.isnan(float(scores.sum())):
@@ -409,7 +411,7 @@ def many_scores(
     batch = _Sum(shape)
     with Blame("vector batch node order") as blame:
         for blame.plugin, fn in batches:
-            batch.add(_no_nan(blame.plugin, _checked_scores(
+            batch.add(_no_nan(blame.plugin, checked_scores(
                 blame.plugin, "vector batch node order", fn(tasks, columns, candidates),
                 shape)))
     scores += batch.result()

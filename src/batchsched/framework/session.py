@@ -1816,8 +1816,11 @@ class Session:
                 unplace()
             # The placement is undone whatever the handlers do: a failing one's own
             # error is raised (the refusal in its context), all having seen the undo.
-            self._fire_undone(task, allocate=False)
-            raise refused
+            try:
+                raise refused
+            except SchedulingError:
+                self._fire_undone(task, allocate=False)
+                raise
 
     @staticmethod
     def _undo_seen(task: TaskInfo, allocate: bool, seen: list[EventHandler]) -> None:

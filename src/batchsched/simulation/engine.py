@@ -217,6 +217,8 @@ class Simulator:
         self._looped_ticks = False
         #: Runs each job lost since a job last finished (``MAX_RESTARTS_WITHOUT_PROGRESS``).
         self._runs_lost: dict[str, int] = {}
+        #: Whether the replay stopped there (the jobs left unfinished, not cut by ``until``).
+        self.stopped_looping = False
         #: The wake-ups queued (event times).
         self._wakes: set[float] = set()
         #: Wake-up sessions in a row with nothing else to come, and the clock when the
@@ -300,6 +302,7 @@ class Simulator:
                                 "each other); the replay stops, the jobs left unfinished",
                                 self.workload.name, looping[0],
                                 MAX_RESTARTS_WITHOUT_PROGRESS, self.now)
+                    self.stopped_looping = True
                     break
             if self.schedule_period is None:
                 self._schedule()
@@ -312,7 +315,8 @@ class Simulator:
             if not to_arrive and not self._tick_due:
                 # Every job arrived and the sessions since have placed what they could.
                 self.timeline.last_arrival_scheduled()
-        if not cut and self.until is not None and (self._running or self._waiting):
+        if (not cut and not self.stopped_looping and self.until is not None
+                and (self._running or self._waiting)):
             # No event is left, yet pods run on (a pod that never ends) or wait: the
             # clock runs to the horizon, as when an event lies past it.
             self.cache.now = max(self.now, self.until)

@@ -45,6 +45,7 @@ from batchsched.columnar import forms
 from batchsched.columnar.forms import VectorFallback
 from batchsched.columnar.node_columns import Candidates, NodeColumns
 from batchsched.conf import PluginOption, SchedulerConfiguration, Tier
+from batchsched.errors import PluginError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.registry import Registry, default_registry
 from batchsched.framework.session import Session
@@ -268,6 +269,15 @@ def _check_column_forms(ssn: Session, plugin: str) -> None:
                           else variant(task, columns, everyone))
             except VectorFallback:
                 continue  # the scalar path answers for this task: nothing to compare
+            # What the fast path refuses, the check reports.
+            try:
+                if point != "predicate":
+                    answer = forms.checked_scores(plugin, f"vector {point.replace('_', ' ')}",
+                                                  answer, len(nodes))
+                elif answer is not None:
+                    forms.check_mask(plugin, answer, len(nodes))
+            except PluginError as malformed:
+                raise AssertionError(f"{plugin}: {malformed}") from None
             scalar = ssn.registered(point).get(plugin)
             for i, node in enumerate(nodes):
                 # A plain mask cannot say "harmless" (an error that stops the chain of
@@ -314,7 +324,7 @@ def _column_says(point: str, answer: Any, i: int) -> Any:
             ok, harmless = answer
             return "passes" if ok[i] else "harmless" if harmless[i] else "fails"
         return "passes" if answer[i] else "fails"
-    value = float(answer) if np.ndim(answer) == 0 else float(answer[i])
+    value = float(answer) if isinstance(answer, (int, float)) else float(answer[i])
     return None if math.isnan(value) else value  # to the last bit otherwise
 
 

@@ -357,6 +357,8 @@ class Parser:
                 return self.bind_macro(position)
             if (value == "strings" and self.peek()[:2] == ("op", ".")
                     and self.tokens[self.at + 1][1] == "quote"
+                    and self.tokens[self.at + 2][:2] == ("op", "(")
+                    and "strings" not in self.bound
                     and (self.declared is None or "strings" not in self.declared)):
                 # The strings extension's one namespaced function (version 1).
                 self.take()
