@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
+from batchsched import columnar
+from batchsched.api.fit import FitError, FitStatus
+from batchsched.api.types import FitStatusCode
 from batchsched.builtin import PLUGINS
 from batchsched.framework.registry import Registry
+from batchsched.plugin import PluginSpec, hookimpl
 from batchsched.testing.checks import PluginCheck, check_plugin, plugin_checks
 
 REGISTRY = Registry(autoload=False)
@@ -19,9 +24,19 @@ def test_builtin_plugin(check: PluginCheck) -> None:
     check()
 
 
-def test_a_broken_ordering_is_reported() -> None:
-    from batchsched.plugin import PluginSpec, hookimpl
+def _registry_with(plugin: Any) -> Registry:
+    """A registry holding the built-ins and ``plugin`` (a class with a ``name``)."""
+    class Provider:
+        @hookimpl
+        def batchsched_register_plugins(self) -> list[PluginSpec]:
+            return [PluginSpec(plugin.name, plugin)]
 
+    registry = Registry(autoload=False)
+    registry.register(Provider(), name=plugin.name)
+    return registry
+
+
+def test_a_broken_ordering_is_reported() -> None:
     class Always:
         name = "always-first"
 
@@ -32,13 +47,7 @@ def test_a_broken_ordering_is_reported() -> None:
 
         def on_session_close(self, ssn: object) -> None: ...
 
-    class Provider:
-        @hookimpl
-        def batchsched_register_plugins(self) -> list[PluginSpec]:
-            return [PluginSpec("always-first", Always)]
-
-    registry = Registry(autoload=False)
-    registry.register(Provider(), name="broken")
+    registry = _registry_with(Always)
     with pytest.raises(AssertionError, match="job_order is not antisymmetric"):
         check_plugin("always-first", registry=registry)
 
@@ -48,8 +57,6 @@ def test_a_broken_ordering_is_reported() -> None:
 def test_a_predicate_that_changes_what_sessions_read_is_reported(change: str) -> None:
     """A predicate that lowers a gang's minimum (and so binds part of it) or relabels a
     node is no read-only answer, whatever it leaves of the resource figures."""
-
-    from batchsched.plugin import PluginSpec, hookimpl
 
     changes: dict[str, Any] = {
         "node-labels": lambda ssn, task, node: setattr(node, "labels", {**node.labels,
@@ -75,13 +82,7 @@ def test_a_predicate_that_changes_what_sessions_read_is_reported(change: str) ->
 
         def on_session_close(self, ssn: object) -> None: ...
 
-    class Provider:
-        @hookimpl
-        def batchsched_register_plugins(self) -> list[PluginSpec]:
-            return [PluginSpec("meddling", Meddling)]
-
-    registry = Registry(autoload=False)
-    registry.register(Provider(), name="meddling")
+    registry = _registry_with(Meddling)
     (read_only,) = [check for check in plugin_checks("meddling", registry=registry)
                     if check.name == "read_only"]
     with pytest.raises(AssertionError):
@@ -89,12 +90,6 @@ def test_a_predicate_that_changes_what_sessions_read_is_reported(change: str) ->
 
 
 def test_a_column_form_that_disagrees_with_its_scalar_function_is_reported() -> None:
-    import numpy as np
-
-    from batchsched import columnar
-    from batchsched.api.fit import FitError
-    from batchsched.plugin import PluginSpec, hookimpl
-
     class Lenient:
         """Its scalar predicate refuses node n0; its column form lets every node pass."""
 
@@ -110,13 +105,7 @@ def test_a_column_form_that_disagrees_with_its_scalar_function_is_reported() -> 
 
         def on_session_close(self, ssn: object) -> None: ...
 
-    class Provider:
-        @hookimpl
-        def batchsched_register_plugins(self) -> list[PluginSpec]:
-            return [PluginSpec("lenient-columns", Lenient)]
-
-    registry = Registry(autoload=False)
-    registry.register(Provider(), name="lenient")
+    registry = _registry_with(Lenient)
     with pytest.raises(AssertionError, match="the column form of predicate answers 'passes' "
                                              r"for .* on n0, its scalar function 'fails'"):
         check_plugin("lenient-columns", registry=registry)
@@ -126,13 +115,6 @@ def test_a_plain_mask_passing_a_node_its_scalar_predicate_stops_at_is_reported()
     """A harmless error stops the chain of predicates (the next plugin's is not asked):
     a plain mask's True says the scalar function returns None, so it disagrees (the
     pair ``(passes, harmless)`` says it)."""
-    import numpy as np
-
-    from batchsched import columnar
-    from batchsched.api.fit import FitError, FitStatus
-    from batchsched.api.types import FitStatusCode
-    from batchsched.plugin import PluginSpec, hookimpl
-
     class Soft:
         name = "soft-columns"
 
@@ -148,24 +130,13 @@ def test_a_plain_mask_passing_a_node_its_scalar_predicate_stops_at_is_reported()
 
         def on_session_close(self, ssn: object) -> None: ...
 
-    class Provider:
-        @hookimpl
-        def batchsched_register_plugins(self) -> list[PluginSpec]:
-            return [PluginSpec("soft-columns", Soft)]
-
-    registry = Registry(autoload=False)
-    registry.register(Provider(), name="soft")
+    registry = _registry_with(Soft)
     with pytest.raises(AssertionError, match=r"answers 'passes' for .* on n0, its scalar "
                                              r"function 'harmless'"):
         check_plugin("soft-columns", registry=registry)
 
 
 def test_a_column_form_answering_what_the_fast_path_refuses_is_reported() -> None:
-    import numpy as np
-
-    from batchsched import columnar
-    from batchsched.plugin import PluginSpec, hookimpl
-
     class ZeroD:
         name = "zero-d"
 
@@ -178,12 +149,6 @@ def test_a_column_form_answering_what_the_fast_path_refuses_is_reported() -> Non
 
         def on_session_close(self, ssn: object) -> None: ...
 
-    class Provider:
-        @hookimpl
-        def batchsched_register_plugins(self) -> list[PluginSpec]:
-            return [PluginSpec("zero-d", ZeroD)]
-
-    registry = Registry(autoload=False)
-    registry.register(Provider(), name="zero-d")
+    registry = _registry_with(ZeroD)
     with pytest.raises(AssertionError, match=r"a vector node order must return a number"):
         check_plugin("zero-d", registry=registry)
