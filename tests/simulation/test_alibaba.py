@@ -242,6 +242,58 @@ def test_shares_of_one_gpu_without_deviceshare_are_said_to_be_pooled(tmp_path: P
     assert "shares of one GPU but the configuration has no deviceshare" in err.getvalue()
 
 
+def _simulate_err(tmp_path: Path, pods: str, config: str, *args: str) -> tuple[int, str]:
+    nodes = write(tmp_path, "nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,16384,2,T4\n")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["simulate", str(write(tmp_path, "pods.csv", pods)), "--cluster", str(nodes),
+                     "--config", str(write(tmp_path, "c.yaml", config)), "--no-progress",
+                     *args])
+    return code, err.getvalue()
+
+
+def test_deviceshare_without_its_gpu_switch_pools_shares_and_says_so(tmp_path: Path) -> None:
+    pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n" + "".join(
+        f"p{k},1000,1024,1,600\n" for k in range(3))
+    config = ('actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}, '
+              "{name: deviceshare%s}, {name: gpu-packing}]\n")
+    code, err = _simulate_err(tmp_path, pods, config % "")
+    assert code == 0 and "no deviceshare with GPUSharingEnable or GPUNumberEnable" in err
+    _, err = _simulate_err(
+        tmp_path, pods, config % ", arguments: {deviceshare.GPUSharingEnable: true}")
+    assert "pooled" not in err
+
+
+def test_gpu_models_asked_without_predicates_are_said_not_kept_to(tmp_path: Path) -> None:
+    pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np1,1000,1024,1,1000,V100M32\n"
+    config = ('actions: "enqueue, allocate"\ntiers:\n- plugins: [{name: gang}, '
+              "{name: deviceshare, arguments: {deviceshare.GPUNumberEnable: true}}%s]\n")
+    _, err = _simulate_err(tmp_path, pods, config % "")
+    assert "pods ask GPU models (gpu_spec) but the configuration has no predicates" in err
+    _, err = _simulate_err(tmp_path, pods, config % ", {name: predicates}")
+    assert "gpu_spec" not in err
+
+
+def test_sampled_arrivals_take_no_window(tmp_path: Path) -> None:
+    code, err = _simulate_err(tmp_path, PODS, 'actions: "enqueue, allocate"\n',
+                              "--arrived-load", "1", "--arrival-order", "sampled",
+                              "--first-job", "1")
+    assert code == 2 and "--arrival-order sampled draws pods from the whole trace" in err
+
+
+def test_arrived_load_on_a_cluster_without_gpus_is_refused() -> None:
+    nodes = alibaba_nodes("nodes.csv", text="sn,cpu_milli,memory_mib,gpu,model\nn1,8000,16384,0,\n")
+    with pytest.raises(WorkloadError, match="--arrived-load counts in the cluster's GPUs"):
+        alibaba_workload("pods.csv", nodes, text=PODS, arrived_load=1.0)
+
+
+def test_a_column_named_twice_is_named() -> None:
+    with pytest.raises(WorkloadError, match=r"pods.csv:1: column 'cpu_milli' named twice"):
+        alibaba_workload("pods.csv", alibaba_nodes("nodes.csv", text=NODES),
+                         text="name,cpu_milli,memory_mib,num_gpu,gpu_milli,cpu_milli\n"
+                              "p1,1000,1024,1,1000,9999\n")
+
+
 def test_pods_created_at_the_same_time_start_in_trace_order(tmp_path: Path) -> None:
     # FCFS is submit time, then trace order: zeta, listed first, goes before alpha.
     nodes = write(tmp_path, "nodes.csv",

@@ -85,6 +85,9 @@ def _rows(
         raise WorkloadError(f"cannot read: {exc}", source=source) from exc
     reader = csv.reader(content.splitlines())
     header = tuple(next(reader, ()))
+    twice = [name for index, name in enumerate(header) if name in header[:index]]
+    if twice:
+        raise WorkloadError(f"column {twice[0]!r} named twice", source=source, line=1)
     unknown = [name for name in header if name not in columns]
     missing = [name for name in (columns if required is None else required)
                if name not in header]
@@ -210,6 +213,10 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
     file = Path(path)
     source = file.name
     capacity = sum(node.allocatable.get(GPU) for node in nodes)  # milli
+    if arrived_load is not None and not capacity:
+        # The load is counted in the cluster's GPUs: none would stop arrivals at once.
+        raise WorkloadError("--arrived-load counts in the cluster's GPUs, and its nodes "
+                            "have none", source=source)
     pods: list[_Pod] = []
     first_line: dict[str, int] = {}
     for line, row in _rows(file, _POD_COLUMNS, text, _REQUIRED_POD_COLUMNS):
@@ -289,15 +296,32 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
 
 def pooled_shares_warning(workload: Workload,
                           configuration: SchedulerConfiguration) -> str | None:
-    """The warning for a workload asking shares of one GPU replayed without deviceshare:
-    without it ``nvidia.com/gpu`` is a plain resource, so shares are pooled across a
-    node's GPUs (two pods of 600 milli share a node's two GPUs) instead of placed GPU
-    by GPU. None when there is nothing to say."""
-    if configuration.plugin_option("deviceshare") is not None:
-        return None
-    if not any(Resource.from_mapping({GPU: kind["gpu"]}).get(GPU) % GPU_MILLI
-               for kind in workload.pod_mix):
-        return None
-    return (f"batchsched: warning: {workload.name}: pods ask shares of one GPU but the "
-            "configuration has no deviceshare: their shares are pooled across each node's "
-            "GPUs, not placed GPU by GPU")
+    """The warnings for a GPU trace replayed by a configuration that does not do what
+    the trace asks, joined by lines, or None:
+
+    * shares of one GPU without deviceshare's GPU model (``deviceshare`` with
+      ``GPUSharingEnable`` or ``GPUNumberEnable``): ``nvidia.com/gpu`` is then a plain
+      resource, so shares are pooled across a node's GPUs (two pods of 600 milli share
+      a node's two GPUs) instead of placed GPU by GPU;
+    * GPU models asked (``gpu_spec``, a required node affinity) without ``predicates``,
+      which alone reads node affinity: the model is not kept to.
+    """
+    from batchsched.plugins.deviceshare import NUMBER_KEY, SHARING_KEY
+
+    said: list[str] = []
+    option = configuration.plugin_option("deviceshare")
+    per_gpu = option is not None and (
+        option.arguments.get_bool(SHARING_KEY, False, owner="deviceshare")
+        or option.arguments.get_bool(NUMBER_KEY, False, owner="deviceshare"))
+    if not per_gpu and any(Resource.from_mapping({GPU: kind["gpu"]}).get(GPU) % GPU_MILLI
+                           for kind in workload.pod_mix):
+        said.append(f"batchsched: warning: {workload.name}: pods ask shares of one GPU but "
+                    "the configuration has no deviceshare with GPUSharingEnable or "
+                    "GPUNumberEnable: their shares are pooled across each node's GPUs, not "
+                    "placed GPU by GPU")
+    if workload.pod_mix and configuration.plugin_option("predicates") is None and any(
+            task.affinity for job in workload.jobs for task in job.prototype.tasks.values()):
+        said.append(f"batchsched: warning: {workload.name}: pods ask GPU models (gpu_spec) "
+                    "but the configuration has no predicates, which reads node affinity: "
+                    "the models are not kept to")
+    return "\n".join(said) or None

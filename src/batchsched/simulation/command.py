@@ -103,6 +103,12 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     if arrived_load is not None and suffix != ".csv":
         raise WorkloadError("--arrived-load applies to GPU pod traces (.csv)",
                             source=Path(path).name)
+    if arrival_order == "sampled" and first:
+        # Sampled pods are drawn from the whole trace until the load: a window of them
+        # would arrive below it.
+        raise WorkloadError("--arrival-order sampled draws pods from the whole trace: it "
+                            "takes no --first-job (or compare --windows)",
+                            source=Path(path).name)
     if arrival_order != "trace" and arrived_load is None:
         raise WorkloadError(f"--arrival-order {arrival_order} applies with --arrived-load "
                             "(the pods then arrive in that order, at no time of their own)",
