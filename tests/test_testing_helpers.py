@@ -425,3 +425,9 @@ def test_simulate_says_a_plugin_s_warning_at_every_replay() -> None:
         return [str(warning.message) for warning in said]
     assert any("binpack.wieght" in text for text in replay())
     assert any("binpack.wieght" in text for text in replay())  # not said once per process
+
+
+def test_assert_decisions_of_something_else_than_decisions_says_what_it_takes() -> None:
+    with pytest.raises(TypeError, match="decisions must be the Decisions run\\(\\) returns, "
+                                        "not dict"):
+        assert_decisions({"binds": {}}, binds={})  # type: ignore[arg-type]

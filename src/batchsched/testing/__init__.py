@@ -352,6 +352,10 @@ def assert_decisions(decisions: Decisions, **expect: Any) -> None:
     pass unchecked)."""
     from batchsched.scenario.loader import misshapen_expectation, unknown_in_expectation
 
+    if not isinstance(decisions, Decisions):
+        raise TypeError(f"assert_decisions: decisions must be the Decisions run() returns, "
+                        f"not {type(decisions).__name__} (a run's JSON compares with "
+                        "batchsched.scenario.compare_decisions)")
     wanted = {_expect_key(key, "assert_decisions"): value for key, value in expect.items()}
     # The decisions' own shape of pipelined tasks (job -> task -> node) is taken too.
     wrong = misshapen_expectation({key: value for key, value in wanted.items()
