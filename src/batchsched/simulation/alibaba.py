@@ -55,7 +55,7 @@ from batchsched.errors import WorkloadError
 from batchsched.simulation.workload import Workload, WorkloadJob, created_in_listed_order
 
 __all__ = ["ARRIVAL_ORDERS", "GPU", "GPU_MILLI_ANNOTATION", "MODEL_LABEL", "alibaba_nodes",
-           "alibaba_workload", "pooled_shares_warning"]
+           "alibaba_workload", "gpu_trace_warnings"]
 
 MODEL_LABEL = "alibabacloud.com/gpu-model"
 GPU_MILLI_ANNOTATION = "batchsched.io/gpu-milli"
@@ -294,7 +294,7 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
     return Workload(name=source, nodes=tuple(shuffled), jobs=tuple(jobs), pod_mix=pod_mix)
 
 
-def pooled_shares_warning(workload: Workload,
+def gpu_trace_warnings(workload: Workload,
                           configuration: SchedulerConfiguration) -> str | None:
     """The warnings for a GPU trace replayed by a configuration that does not do what
     the trace asks, joined by lines, or None:

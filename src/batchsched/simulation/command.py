@@ -36,7 +36,7 @@ from batchsched.conf import (
 )
 from batchsched.errors import WorkloadError
 from batchsched.framework.arguments import Arguments
-from batchsched.simulation.alibaba import pooled_shares_warning
+from batchsched.simulation.alibaba import gpu_trace_warnings
 from batchsched.simulation.engine import Progress, Simulator
 from batchsched.simulation.report import report, text_summary, write_report
 from batchsched.simulation.workload import Workload, WorkloadJob
@@ -239,9 +239,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     workload = workload.without_oversized(configuration)
     for skipped in workload.skipped:
         err.write(f"{skipped.origin}: job {skipped.job} skipped: {skipped.reason}\n")
-    pooled = pooled_shares_warning(workload, configuration)
-    if pooled is not None:
-        err.write(pooled + "\n")
+    warned = gpu_trace_warnings(workload, configuration)
+    if warned is not None:
+        err.write(warned + "\n")
     configuration = with_workload_hints(configuration, workload, seed=args.seed)
     progress, bar = _progress_bar(not args.no_progress, len(workload.jobs))
     try:

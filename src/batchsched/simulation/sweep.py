@@ -49,7 +49,7 @@ def replay(spec: Replay) -> dict[str, Any]:
     """Run one replay and return its metrics (a top-level function: it is shipped to
     worker processes and dask workers)."""
     from batchsched.conf import default_configuration, load_configuration
-    from batchsched.simulation.alibaba import pooled_shares_warning
+    from batchsched.simulation.alibaba import gpu_trace_warnings
     from batchsched.simulation.command import load_workload, with_workload_hints
     from batchsched.simulation.engine import Simulator
 
@@ -64,9 +64,9 @@ def replay(spec: Replay) -> dict[str, Any]:
     configuration = (load_configuration(spec.config) if spec.config
                      else own or default_configuration())
     workload = workload.without_oversized(configuration)
-    pooled = pooled_shares_warning(workload, configuration)
-    if pooled is not None:
-        said.write(pooled + "\n")
+    warned = gpu_trace_warnings(workload, configuration)
+    if warned is not None:
+        said.write(warned + "\n")
     # What simulate gives the plugins from the run (the seed, the trace's pod mix):
     # a replay of a sweep decides as the same simulate would.
     configuration = with_workload_hints(configuration, workload, seed=spec.seed)
