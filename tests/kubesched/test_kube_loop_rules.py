@@ -751,7 +751,7 @@ def test_a_failing_add_pod_is_an_error() -> None:
     results = s.run(0.0)
     lo = [r for r in results if r.pod == "default/lo"]
     assert lo and lo[0].status.code.name == "ERROR"
-    assert "running AddPod on PreFilter plugin 'Company'" in lo[0].status.message
+    assert 'running AddPod on PreFilter plugin "Company"' in lo[0].status.message
 
 
 def test_a_failed_binding_clears_the_pod_s_nomination() -> None:

@@ -199,11 +199,20 @@ def test_a_hint_that_raises_queues_the_pod() -> None:
     assert s.queue.move_all_to_active_or_backoff(5.0, "NodeAdd", new=node("n1", 1)) == 1
 
 
-def test_without_hints_every_event_moves_every_pod() -> None:
+@pytest.mark.parametrize(("hints", "moved"), [(True, 0), (False, 1)])
+def test_without_hint_functions_the_registered_events_still_choose(
+        hints: bool, moved: int) -> None:
+    # kube with SchedulerQueueingHints off: its hint map holds the registered events
+    # with hints that always queue (buildQueueingHintMap), so an event no rejector
+    # registered moves nothing, and a registered one moves the pod unasked.
     c = cache({"n0": 1}, [("big", 4)])
-    s = scheduler(c, hints=False)
+    s = scheduler(c, hints=hints)
     s.run(0.0)
-    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeUpdateNodeLabel") == 1
+    assert s.view is not None
+    node = s.view.nodes["n0"]
+    assert s.queue.move_all_to_active_or_backoff(5.0, "NodeUpdateNodeLabel") == 0
+    assert s.queue.move_all_to_active_or_backoff(
+        5.0, "NodeUpdateNodeAllocatable", old=node, new=node) == moved
 
 
 class Freeing:
@@ -239,6 +248,25 @@ def test_an_event_while_in_flight_counts_when_the_pod_fails(
     assert (first in queue.unschedulable) is not requeued
     assert (first in queue.backoff or first in queue.active) is requeued
     assert queue.in_flight == {}
+
+
+@pytest.mark.parametrize(("event", "on", "requeued"), [
+    ("AssignedPodDelete", "n0", True),
+    ("AssignedPodDelete", "", True),     # no hint asked: any registered event counts
+    ("NodeUpdateNodeLabel", "n0", False),  # no plugin registered it: no move request
+])
+def test_without_hint_functions_a_registered_event_while_in_flight_counts(
+        event: str, on: str, requeued: bool) -> None:
+    # kube's addUnschedulableWithoutQueueingHint: a move request received since the
+    # pod was popped sends it to backoff, whichever plugins turned it down.
+    c = cache({"n0": 4}, [("p", 1), ("other", 1)])
+    holder: list[PodScheduler] = []
+    freeing = Freeing(lambda: holder[0].queue, event, placed(c, "default/other", on))
+    s = scheduler(c, filters=("Freeing",), plugins={"Freeing": freeing}, hints=False)
+    holder.append(s)
+    s.run(1.0, max_pods=1)
+    first = s.results[0].pod
+    assert (first in s.queue.unschedulable) is not requeued
 
 
 def test_event_labels_are_kube_s_and_a_typo_is_named() -> None:
@@ -465,13 +493,15 @@ def test_where_says_which_plugins_turned_a_pod_down_and_what_it_waits_for() -> N
     assert wait is not None
     assert (wait.state, wait.attempts, wait.rejected_by) == (
         "unschedulable", 1, ("NodeResourcesFit",))
+    # NodeUpdateNodeTaint: kube registers it for every plugin that registers a node
+    # added and not it (buildQueueingHintMap, kubernetes#109437).
     assert wait.awaits == ("Pod{Delete,UpdatePodScaleDown}",
-                           "Node{Add,UpdateNodeAllocatable}")
+                           "Node{Add,UpdateNodeAllocatable}", "NodeUpdateNodeTaint")
     assert wait.retry_by == 300.0
     assert str(wait) == (
         "default/big: unschedulable after 1 attempt(s), turned down by NodeResourcesFit; "
-        "waits for Pod{Delete,UpdatePodScaleDown} or Node{Add,UpdateNodeAllocatable}; "
-        "tried again once t is past 300")
+        "waits for Pod{Delete,UpdatePodScaleDown} or Node{Add,UpdateNodeAllocatable} "
+        "or NodeUpdateNodeTaint; tried again once t is past 300")
     assert s.where("default/nobody") is None
 
 

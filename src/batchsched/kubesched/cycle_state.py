@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol, runtime_checkable
 
-from batchsched.errors import SchedulingError
+from batchsched.errors import PluginError, SchedulingError
 
 __all__ = ["PODS_TO_ACTIVATE_KEY", "CycleState", "PodsToActivate", "StateData",
            "StateNotFoundError"]
@@ -83,10 +83,17 @@ class CycleState:
             self._storage.pop(key, None)
 
     def clone(self) -> CycleState:
-        """A state whose entries are the entries' own clones."""
+        """A state whose entries are the entries' own clones; an entry whose
+        ``clone()`` raises is a :class:`~batchsched.errors.PluginError` naming its key
+        (the pod being scheduled fails, not the scheduler)."""
         twin = CycleState()
         with self._lock:
-            twin._storage = {key: data.clone() for key, data in self._storage.items()}
+            for key, data in self._storage.items():
+                try:
+                    twin._storage[key] = data.clone()
+                except Exception as exc:
+                    raise PluginError(f"cycle state {key!r}: {type(data).__name__}.clone() "
+                                      f"raised {type(exc).__name__}: {exc}") from exc
         twin.skip_filter_plugins = set(self.skip_filter_plugins)
         twin.skip_score_plugins = set(self.skip_score_plugins)
         twin.pre_filter_nodes = self.pre_filter_nodes

@@ -203,7 +203,11 @@ class Registration:
 def registrations_of(name: str, given: Iterable[Any] | None) -> list[Registration]:
     """What a plugin registered (the answer of its ``events_to_register()``; None: it
     has none, and is interested in every event). Anything but events is a
-    :class:`PluginError` naming the plugin."""
+    :class:`PluginError` naming the plugin.
+
+    As kube's ``buildQueueingHintMap``, a plugin that registers a node added and not a
+    node's taints updated is registered for the latter too, without a hint (a node
+    that was not Ready is untainted, not added: kubernetes#109437)."""
     if given is None:
         return [Registration(name, WILDCARD_EVENT)]
     out: list[Registration] = []
@@ -218,6 +222,10 @@ def registrations_of(name: str, given: Iterable[Any] | None) -> list[Registratio
                               "ClusterEventWithHint of a ClusterEvent(resource, ActionType)",
                               plugin=name, point="eventsToRegister")
         out.append(Registration(name, entry.event, entry.hint))
+    on_nodes = [entry.event.action for entry in out if entry.event.resource == NODE]
+    if any(action & ActionType.ADD for action in on_nodes) and not any(
+            action & ActionType.UPDATE_NODE_TAINT for action in on_nodes):
+        out.append(Registration(name, ClusterEvent(NODE, ActionType.UPDATE_NODE_TAINT)))
     return out
 
 
@@ -240,12 +248,19 @@ class _Received:
 
 class QueueingHints:
     """The queueing hint maps of a scheduler's profiles (kube's
-    ``QueueingHintMapPerProfile``), and kube's ``isPodWorthRequeuing``."""
+    ``QueueingHintMapPerProfile``), and kube's ``isPodWorthRequeuing``.
+
+    With ``hint_functions=False`` (kube with ``SchedulerQueueingHints`` off) the events
+    registered still decide which pods an event may move, but no hint is asked (each
+    answers Queue), and an event received while a pod was in flight counts for it
+    whatever the event (kube's ``moveRequestCycle``)."""
 
     def __init__(self, by_profile: Mapping[str, Sequence[Registration]],
-                 profile_of: Callable[[TaskInfo], str]) -> None:
+                 profile_of: Callable[[TaskInfo], str], *,
+                 hint_functions: bool = True) -> None:
         self.by_profile = {name: tuple(found) for name, found in by_profile.items()}
         self.profile_of = profile_of
+        self.hint_functions = hint_functions
 
     def interested(self, event: ClusterEvent) -> bool:
         """Whether any plugin of any profile registered the event (kube's
@@ -291,7 +306,7 @@ class QueueingHints:
         for entry in found:
             if entry.plugin not in rejected_by or not matches(entry.event, event):
                 continue
-            if entry.hint is None or not described:
+            if entry.hint is None or not described or not self.hint_functions:
                 return Strategy.AFTER_BACKOFF
             try:
                 hint = entry.hint(pod, old, new)

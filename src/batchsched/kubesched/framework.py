@@ -222,6 +222,17 @@ def _mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:
     return value
 
 
+def _with_text_reasons(name: str, point: str, status: Status) -> Status:
+    """``status`` if its reasons are texts (what the queue shows and the messages
+    join), else a :class:`PluginError` naming the plugin (``Status.error(exc)`` takes
+    an exception; a status built field by field may hold anything)."""
+    reasons = status.reasons
+    if not isinstance(reasons, tuple) or not all(isinstance(r, str) for r in reasons):
+        raise PluginError(f"kube plugin {name!r} answered a Status whose reasons are "
+                          f"{reasons!r} at {point}, not texts", plugin=name, point=point)
+    return status
+
+
 @attrs.define
 class WaitingPod:
     """A pod parked at Permit: the plugins still to allow it, each with a deadline."""
@@ -361,7 +372,7 @@ class Framework:
         if not isinstance(status, Status):
             raise PluginError(f"kube plugin {name!r} answered {status!r} at {point}, "
                               "not a Status", plugin=name, point=point)
-        return status
+        return _with_text_reasons(name, point, status)
 
     @staticmethod
     def _as_error(name: str, point: str, status: Status) -> Status:
@@ -501,6 +512,7 @@ class Framework:
                                   "not (nominated node or None, Status)", plugin=name,
                                   point="postFilter")
             nominated, status = answer
+            _with_text_reasons(name, "postFilter", status)
             if status.is_success():
                 return nominated, status
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -544,6 +556,7 @@ class Framework:
                     raise PluginError(f"kube plugin {name!r} answered {answer!r} at score, "
                                       "not (score, Status)", plugin=name, point="score")
                 score, status = answer
+                _with_text_reasons(name, "score", status)
                 if not status.is_success():
                     raise ScoreError(f"running Score plugins: plugin {quote(name)} failed "
                                      f"with: {status.message}", plugin=name, point="score")
@@ -558,6 +571,12 @@ class Framework:
                 if not status.is_success():
                     raise ScoreError(f"running Normalize on Score plugins: plugin {quote(name)} "
                                      f"failed with: {status.message}", plugin=name, point="score")
+                if scores.keys() != totals.keys():
+                    # kube hands NormalizeScore a list it may only rescale in place.
+                    odd = sorted(map(repr, scores.keys() ^ totals.keys()))
+                    raise PluginError(f"kube plugin {name!r} normalized the scores to other "
+                                      f"nodes than those scored ({', '.join(odd)})",
+                                      plugin=name, point="score")
             weight = self.weights[name]
             for node_name, score in scores.items():
                 if not isinstance(score, (int, float)) or isinstance(score, bool) \
@@ -608,7 +627,7 @@ class Framework:
                     and isinstance(answer[0], Status)):
                 raise PluginError(f"kube plugin {name!r} answered {answer!r} at permit, not "
                                   "(Status, timeout seconds)", plugin=name, point="permit")
-            status: Status = answer[0]
+            status: Status = _with_text_reasons(name, "permit", answer[0])
             timeout = answer[1]
             if status.is_wait():
                 if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) \

@@ -16,8 +16,11 @@
   :class:`~batchsched.kubesched.scheduler.PodScheduler` sets from its profiles), an
   event moves only the pods whose rejecting plugins registered it and whose hints
   say it may help (:mod:`batchsched.kubesched.events`); an event received while a
-  pod was being scheduled counts for it when it fails. Without hints, every event
-  moves every unschedulable pod.
+  pod was being scheduled counts for it when it fails. With hints whose functions
+  are off (kube's ``SchedulerQueueingHints`` off), the events registered still choose
+  the pods, every hint answers Queue, and any event received while a pod was in
+  flight counts for it. Without hints (a queue of no profile), every event moves
+  every unschedulable pod.
 
 With ``pop_from_backoff`` (kube-scheduler's ``SchedulerPopFromBackoffQ``, on by
 default since kube 1.33), backoff ends are truncated to whole seconds (kube's
@@ -209,9 +212,10 @@ class SchedulingQueue:
         scheduled (popped in ``cycle``, or waiting at Permit since), the pod goes to
         backoff while its backoff runs, else to active, as kube's
         ``AddUnschedulableIfNotPresent`` requeues a pod in flight. Without hints any
-        event counts; with hints, one its rejecting plugins' hints queue it for, and a
-        pod no plugin rejected waits out an error backoff (kube counts a consecutive
-        error: no event is awaited)."""
+        event counts (and with hints whose functions are off, any event some plugin
+        registered); with hints, one its rejecting plugins' hints queue it for; with
+        hints, a pod no plugin rejected waits out an error backoff (kube counts a
+        consecutive error: no event is awaited)."""
         rejected_by = frozenset(plugins)
         if self.hints is not None and not rejected_by:
             self.add_backoff(pod, now, attempts=attempts)
@@ -219,7 +223,7 @@ class SchedulingQueue:
         self.delete(pod.uid)
         queued = QueuedPod(pod, attempts, now, now + self.backoff_seconds(attempts),
                            unschedulable_plugins=rejected_by)
-        if self.hints is not None:
+        if self.hints is not None and self.hints.hint_functions:
             received = [entry for entry in self._received
                         if cycle is not None and entry.cycle >= cycle]
             helped = self.hints.strategy_in_flight(
@@ -305,7 +309,7 @@ class SchedulingQueue:
         if hints is not None and not hints.interested(incoming):
             return 0
         self.move_request_cycle = self.scheduling_cycle
-        if hints is not None and self.in_flight:
+        if hints is not None and hints.hint_functions and self.in_flight:
             self._received.append(_Received(self.scheduling_cycle, incoming, old, new))
         moved = 0
         for uid, queued in list(self.unschedulable.items()):

@@ -47,7 +47,8 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo, same_pod
 from batchsched.api.types import TaskStatus
 from batchsched.cache.protocol import Cache
-from batchsched.errors import ConfigError, PluginError
+from batchsched.errors import BatchSchedError, CacheError, ConfigError, PluginError
+from batchsched.kube.go_strconv import quote
 from batchsched.kubesched.cycle_state import PODS_TO_ACTIVATE_KEY, CycleState, PodsToActivate
 from batchsched.kubesched.events import QueueingHints
 from batchsched.kubesched.framework import (
@@ -94,9 +95,10 @@ class PodScheduler:
         profile's own wins): once that share of the nodes passed the filters, filtering
         stops; 0 (the default) is kube's adaptive share, 50% less a point per 125
         nodes, at least 5%; clusters under 100 nodes are always filtered whole.
-        ``queueing_hints`` (kube's ``SchedulerQueueingHints``, on by default) gives
-        the queue the profiles' queueing hints (:mod:`batchsched.kubesched.events`),
-        unless it has its own; off, every event moves every unschedulable pod.
+        The queue gets the profiles' queueing hints (:mod:`batchsched.kubesched.events`)
+        unless it has its own: an event moves the pods whose rejecting plugins
+        registered it. ``queueing_hints`` (kube's ``SchedulerQueueingHints``, on by
+        default) asks their hint functions too; off, each answers Queue.
         ``cluster_events`` reports what changed from one run's snapshot to the next
         to the queue (nodes added, updated or deleted, pods placed or gone), as kube's
         informers do (:mod:`batchsched.kubesched.informer`); off, only the events the
@@ -111,6 +113,10 @@ class PodScheduler:
         self.cache = cache
         if isinstance(frameworks, Framework):
             frameworks = {frameworks.profile.scheduler_name: frameworks}
+        if not isinstance(frameworks, Mapping):
+            raise ConfigError(f"must be a Framework or a mapping of scheduler names to "
+                              f"Frameworks, not {type(frameworks).__name__}",
+                              source="PodScheduler", key="frameworks")
         self.frameworks = dict(frameworks)
         _check_profiles(self.frameworks)
         # One map of waiting pods for every profile, as kube-scheduler hands every
@@ -134,14 +140,19 @@ class PodScheduler:
         self._queue_sort = default.queue_sort_name()
         if self.queue.admit is None:
             self.queue.admit = self._admitted
-        if queueing_hints and self.queue.hints is None:
+        if self.queue.hints is None:
             self.queue.hints = QueueingHints(
                 {name: framework.registrations for name, framework in self.frameworks.items()},
-                profile_of=lambda pod: pod.scheduler_name or DEFAULT_SCHEDULER_NAME)
+                profile_of=lambda pod: pod.scheduler_name or DEFAULT_SCHEDULER_NAME,
+                hint_functions=queueing_hints)
         self.assumed: dict[str, _Assumed] = {}
         #: Node -> the pending pods nominated to it, not assumed (kube's nominator).
         self._nominees: dict[str, dict[str, TaskInfo]] = {}
         self.attempts: dict[str, int] = {}
+        # The pods bound since the last view (uid -> the pod and its node): the host's
+        # next snapshot shows them bound, which kube's informer reports as an
+        # AssignedPodAdd, though the view had them assumed there already.
+        self._bound_since_view: dict[str, tuple[TaskInfo, str]] = {}
         self.view: ClusterInfo | None = None
         self.results: list[CycleResult] = []
 
@@ -200,7 +211,13 @@ class PodScheduler:
                               point="queueSort") from exc
 
     def _refresh_view(self, now: float) -> None:
-        view: ClusterInfo = self.cache.snapshot()
+        try:
+            view: ClusterInfo = self.cache.snapshot()
+        except BatchSchedError:
+            raise
+        except Exception as exc:
+            raise CacheError(f"the cache's snapshot raised {type(exc).__name__}: {exc}",
+                             operation="snapshot") from exc
         forgotten: set[str] = set()
         for uid, assumed in list(self.assumed.items()):
             task = _task(view, assumed.pod)
@@ -229,7 +246,13 @@ class PodScheduler:
                 # The devices it holds in this view (its first ones may have gone to
                 # another pod since): the ones its bind will name.
                 assumed.pod.gpu_devices = task.gpu_devices
+        bound, self._bound_since_view = self._bound_since_view, {}
         if self.cluster_events and self.view is not None:
+            for pod, node_name in bound.values():
+                task = _task(view, pod)
+                # Bound elsewhere or gone meanwhile: the changes below tell it.
+                if task is not None and task.node_name == node_name and same_pod(task, pod):
+                    self.queue.move_all_to_active_or_backoff(now, "AssignedPodAdd", new=task)
             # A pod forgotten just now was reported as it left its node (once: the
             # old view has it pending again).
             for change in cluster_changes(
@@ -479,7 +502,7 @@ class PodScheduler:
             added = _guarded(functools.partial(framework.run_pre_filter_add_pod,
                                                with_them, pod, placed, node_with_them))
             if not added.is_success():
-                return Status.error(f"running AddPod on PreFilter plugin {added.plugin!r}: "
+                return Status.error(f"running AddPod on PreFilter plugin {quote(added.plugin)}: "
                                     f"{added.message}", plugin=added.plugin)
         verdict = framework.run_filter(with_them, pod, node_with_them)
         if not verdict.is_success():
@@ -578,6 +601,7 @@ class PodScheduler:
             self._forget(uid)
             return self._binding_failed(pod, status, now, backoff=True, gone=gone)
         del self.assumed[uid]
+        self._bound_since_view[uid] = (pod, node)
         self.attempts.pop(uid, None)
         self.queue.done(uid)
         framework.run_post_bind(state, pod, node)
@@ -702,11 +726,23 @@ def num_feasible_nodes_to_find(percentage: int, nodes: int) -> int:
 
 
 def _check_profiles(frameworks: Mapping[str, Framework]) -> None:
-    """What kube-scheduler refuses in a set of profiles: one without exactly one
-    QueueSort plugin or without a Bind plugin (its ``NewFramework``), and profiles
-    that sort the queue differently (they share one queue)."""
+    """What kube-scheduler refuses in a set of profiles: none at all, one without
+    exactly one QueueSort plugin or without a Bind plugin (its ``NewFramework``), and
+    profiles that sort the queue differently (they share one queue). Each is found
+    under its scheduler name (kube's profile map)."""
+    if not frameworks:
+        raise ConfigError("at least one profile is required", source="PodScheduler",
+                          key="frameworks")
     sorts = set()
     for name, framework in frameworks.items():
+        if not isinstance(framework, Framework):
+            raise ConfigError(f"must be a Framework, not {type(framework).__name__}",
+                              source="PodScheduler", key=f"frameworks[{name!r}]")
+        if framework.profile.scheduler_name != name:
+            raise ConfigError(f"the profile's scheduler name is "
+                              f"{framework.profile.scheduler_name!r}: a pod names it in "
+                              "its schedulerName", source="PodScheduler",
+                              key=f"frameworks[{name!r}]")
         count = len(framework.plugins_at("queueSort"))
         if count != 1:
             raise ConfigError(f"only one queue sort plugin required for profile with scheduler "

@@ -29,8 +29,9 @@ class Status:
         return _SUCCESS
 
     @classmethod
-    def error(cls, reason: str, *, plugin: str = "") -> Status:
-        return cls(Code.ERROR, (reason,), plugin)
+    def error(cls, reason: str | BaseException, *, plugin: str = "") -> Status:
+        """An error; given an exception, its message (kube's ``AsStatus(err)``)."""
+        return cls(Code.ERROR, (str(reason),), plugin)
 
     @classmethod
     def unschedulable(cls, reason: str, *, plugin: str = "", unresolvable: bool = False
@@ -60,7 +61,10 @@ class Status:
         return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
     def with_plugin(self, plugin: str) -> Status:
-        return self if self.plugin else attrs.evolve(self, plugin=plugin)
+        """The status as given by ``plugin``: the framework names the plugin it ran,
+        whatever name the status carried (kube's ``SetPlugin``; a plugin may hand on
+        another's status, and the hints asked are then its own)."""
+        return self if self.plugin == plugin else attrs.evolve(self, plugin=plugin)
 
     @property
     def message(self) -> str:
