@@ -125,7 +125,16 @@ def test_wake_ups_that_change_nothing_stop_and_leave_the_clock(
     assert report["neverStarted"] == ["default/j"]
     assert (report["simulatedSeconds"], report["metrics"]["makespan"]) == (25, 25)
     assert report["sessions"] == 3 + 3  # two arrivals, k's end; three wake-ups, not a fourth
-    assert "changed nothing, and nothing else is to come; no more wake-ups" in caplog.text
+    assert "at tdm's wake-ups changed nothing, and nothing else is to come; no more of " \
+           "its wake-ups" in caplog.text
+
+
+def test_one_plugin_s_idle_wake_ups_leave_another_s_deadline(
+        capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    code, report, _ = simulate(capsys, "sla-behind-idle-rescheduling")
+    assert code == 0
+    assert job(report, "big")["start"] == 36000
+    assert "at rescheduling's wake-ups changed nothing" in caplog.text
 
 
 def test_a_job_without_created_at_is_submitted_at_0(

@@ -33,7 +33,7 @@ import itertools
 import logging
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -69,9 +69,11 @@ MAX_SESSIONS_PER_INSTANT = 1000
 #: end. The jobs still there are reported unfinished.
 MAX_RESTARTS_WITHOUT_PROGRESS = 100
 
-#: Wake-up sessions in a row, with no arrival, completion or eviction left to come,
-#: after which plugins' wake-ups (``Session.wake_up_at``) are no longer honoured: a
-#: job that never fits would otherwise be tried at every window or interval for ever.
+#: Wake-up sessions in a row that one plugin asked for, with no arrival, completion or
+#: eviction left to come, after which that plugin's wake-ups (``Session.wake_up_at``)
+#: are no longer honoured: a job that never fits would otherwise be tried at every
+#: window or interval for ever. The other plugins' still are (a deadline of sla's
+#: comes after a hundred of rescheduling's intervals).
 MAX_IDLE_WAKE_UPS = 100
 
 _ARRIVAL, _EVICTED, _COMPLETION, _TICK, _WAKE = 0, 1, 2, 3, 4
@@ -219,13 +221,18 @@ class Simulator:
         self._runs_lost: dict[str, int] = {}
         #: Whether the replay stopped there (the jobs left unfinished, not cut by ``until``).
         self.stopped_looping = False
-        #: The wake-ups queued (event times).
-        self._wakes: set[float] = set()
+        #: The wake-ups queued (event time -> the plugins that asked for it).
+        self._wakes: dict[float, set[str]] = {}
+        #: The last session's wake-ups (plugin -> instant), asked again when a plugin's
+        #: are given up.
+        self._last_wake_ups: dict[str, float] = {}
         #: Wake-up sessions in a row with nothing else to come, and the clock when the
         #: run of them began (what they changed: nothing, or they would not be in a row).
         self._idle_wakes = 0
         self._quiet_since = 0.0
-        self._wakes_spent = False
+        #: The same, per plugin that asked; the plugins whose wake-ups are given up.
+        self._idle_wakes_of: dict[str, int] = {}
+        self._wakes_spent: set[str] = set()
         self.sessions = 0
 
     # -- the clock ----------------------------------------------------------------------
@@ -251,7 +258,9 @@ class Simulator:
         while self._events:
             at, kind, _, payload = heapq.heappop(self._events)
             if kind < _TICK:
-                self._idle_wakes = 0  # something happens: the wake-ups count afresh
+                # Something happens: the wake-ups count afresh.
+                self._idle_wakes = 0
+                self._idle_wakes_of.clear()
             if kind == _TICK and not self._waiting:
                 # Nothing to schedule: a tick does not move the clock (after the last
                 # job ended, the clock stops there, not at the next tick).
@@ -260,12 +269,12 @@ class Simulator:
                     self.timeline.last_arrival_scheduled()
                 continue
             if kind == _WAKE:
-                self._wakes.discard(at)
-                if not self._waiting or self._wakes_spent or at == self._instant[0]:
-                    # Nothing waits, wake-ups were given up, or a session already ran at
-                    # this instant (and asked again if it needed to).
+                askers = self._wakes.pop(at, set()) - self._wakes_spent
+                if not self._waiting or not askers or at == self._instant[0]:
+                    # Nothing waits, the plugins' wake-ups were given up, or a session
+                    # already ran at this instant (and asked again if it needed to).
                     continue
-                self._wake_session(at)
+                self._wake_session(at, askers)
                 continue
             if self.until is not None and at > self.until:
                 self.cache.now = max(self.now, self.until)  # the clock runs to the horizon
@@ -326,46 +335,67 @@ class Simulator:
         self.timeline.close(end, self._waiting, cut=cut)
         return self.timeline
 
-    def _wake_session(self, at: float) -> None:
-        """The session a plugin's wake-up asked for. One that changes nothing (binds,
-        evicts, takes back nothing) with nothing else to come counts toward
-        ``MAX_IDLE_WAKE_UPS``, after which no wake-up is honoured any more."""
+    def _wake_session(self, at: float, askers: set[str]) -> None:
+        """The session the plugins ``askers`` asked for. One that changes nothing
+        (binds, evicts, takes back nothing) with nothing else to come counts toward
+        ``MAX_IDLE_WAKE_UPS`` for each of them, after which their wake-ups are no
+        longer honoured (the others' still are)."""
         before = self.now
         moves = self._moves()
         self.cache.now = max(self.now, at)
         self._schedule()
         if self._moves() != moves or any(event[1] < _TICK for event in self._events):
             self._idle_wakes = 0
+            self._idle_wakes_of.clear()
             return
         if self._idle_wakes == 0:
             self._quiet_since = before
         self._idle_wakes += 1
-        if self._idle_wakes >= MAX_IDLE_WAKE_UPS and not self._wakes_spent:
-            log.warning("batchsched: %s: %d sessions in a row at plugins' wake-ups changed "
-                        "nothing, and nothing else is to come; no more wake-ups",
-                        self.workload.name, MAX_IDLE_WAKE_UPS)
-            self._wakes_spent = True
+        spent = []
+        for plugin in sorted(askers):
+            self._idle_wakes_of[plugin] = self._idle_wakes_of.get(plugin, 0) + 1
+            if self._idle_wakes_of[plugin] >= MAX_IDLE_WAKE_UPS:
+                spent.append(plugin)
+        if spent:
+            for plugin in spent:
+                log.warning("batchsched: %s: %d sessions in a row at %s's wake-ups changed "
+                            "nothing, and nothing else is to come; no more of its wake-ups",
+                            self.workload.name, MAX_IDLE_WAKE_UPS, plugin)
+            self._wakes_spent.update(spent)
+            # The session asked for its earliest wake-up, which may be one given up
+            # now: the other plugins' are asked again.
+            self._ask_wake_up(self._last_wake_ups)
 
     def _moves(self) -> tuple[int, int, int]:
         """How many binds, evictions and unbinds the cache has seen."""
         cache = self.cache
         return len(cache.binds), len(cache.evictions), len(cache.unbinds)
 
-    def _ask_wake_up(self, at: float | None) -> None:
-        """Queue a session at ``at``, when a plugin's answers change with time alone
-        (``Session.wake_up_at``): at that instant, or with a period at the first tick
-        from it on (strictly after now: the session of this instant ran)."""
-        if at is None or self._wakes_spent:
+    def _ask_wake_up(self, wake_ups: Mapping[str, float]) -> None:
+        """Queue a session at the earliest of the plugins' wake-ups (plugin -> instant
+        its answers change with time alone, ``Session.wake_up_at``) but those given
+        up: at that instant, or with a period at the first tick from it on (strictly
+        after now: the session of this instant ran). The session then asks again."""
+        self._last_wake_ups = dict(wake_ups)
+        honoured = {plugin: at for plugin, at in wake_ups.items()
+                    if plugin not in self._wakes_spent}
+        if not honoured:
             return
+        earliest = min(honoured.values())
+        askers = {plugin for plugin, at in honoured.items() if at == earliest}
+        at = earliest
         if self.schedule_period is not None:
             at = first_multiple_from(at, self.schedule_period)
             if at <= self.now:
                 at = next_multiple(self.now, self.schedule_period)
+            # Every wake-up that falls on the same tick is that tick's.
+            askers = {plugin for plugin, when in honoured.items()
+                      if first_multiple_from(when, self.schedule_period) <= at}
         if at <= self.now or (self.until is not None and at > self.until):
             return
         if at not in self._wakes:
-            self._wakes.add(at)
             self._push(at, _WAKE, None)
+        self._wakes.setdefault(at, set()).update(askers)
 
     def _tick_for(self, kind: int) -> bool:
         """Whether the change just taken asks for a tick. Evictions alone do, up to
@@ -524,7 +554,7 @@ class Simulator:
         self.controllers.refresh(self.cache.jobs.values())
         ssn = self.scheduler.run_once()
         self.sessions += 1
-        self._ask_wake_up(ssn.next_wake_up)
+        self._ask_wake_up(ssn.wake_ups)
         self._start_bound_tasks()
         self._take_unbinds()
         self._take_evictions()
