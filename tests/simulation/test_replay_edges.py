@@ -145,6 +145,14 @@ def test_a_job_without_created_at_is_submitted_at_0(
     assert report["metrics"]["makespan"] == 110
 
 
+def test_a_job_without_created_at_is_submitted_at_the_file_s_now(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = simulate(capsys, "no-created-at-with-now")
+    assert code == 0
+    assert job(report, "b")["submit"] - job(report, "a")["submit"] == 3600
+    assert report["metrics"]["makespan"] == 3660
+
+
 def test_a_gang_evicted_whole_loses_one_run(capsys: pytest.CaptureFixture[str]) -> None:
     _, report, _ = simulate(capsys, "whole-gang-evicted")
     assert job(report, "batch")["restarts"] == 1

@@ -3,7 +3,8 @@
 Every field keeps its scenario meaning (docs/scenario-format.md); three
 annotations add time:
 
-* a job's ``createdAt`` is its submit time (it arrives then); jobs submitted at
+* a job's ``createdAt`` is its submit time (it arrives then; without it, at the
+  file's ``now``, or at 0 when the file gives none); jobs submitted at
   the same time were created in file order (each a few ulps after the one before:
   the job orders that fall back to the creation time keep trace order, as the
   simulation contract's FCFS does, instead of the job ids');
@@ -85,6 +86,7 @@ def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) ->
                                 "run_time=SECONDS) writes it)", source=source)
         tasks_by_job.setdefault(task.job, []).append(task)
     jobs = []
+    unset = scenario.now if scenario.now is not None else 0.0
     known = {queue.name for queue in scenario.queues} if queues is None else set(queues)
     for index, job in enumerate(scenario.jobs):
         where = f"jobs[{index}] ({job.uid})"
@@ -92,18 +94,19 @@ def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) ->
             continue  # left out, as the session leaves it out (the loader said so)
         restart = restart_rule(job, where, source)
         prototype = job.clone()
-        # A job without createdAt is submitted at 0 (the loader's Go zero time is a
-        # session's reading of "never set"; a workload's clock starts at its first
-        # submission): its times are left unset, for arrive() to fill in.
+        # A job without createdAt is submitted at the file's `now`, else at 0 (the
+        # loader's Go zero time is a session's reading of "never set"; a workload's
+        # clock starts at its first submission): its times are left unset, for
+        # arrive() to fill in.
         if prototype.creation_time == GO_ZERO_TIME:
-            prototype.creation_time = 0.0
+            prototype.creation_time = unset
         if prototype.podgroup.creation_time == GO_ZERO_TIME:
-            prototype.podgroup.creation_time = 0.0
+            prototype.podgroup.creation_time = unset
         run_times: dict[str, float] = {}
         for task in tasks_by_job.get(job.uid, []):
             copy = task.clone()
             if copy.creation_time == GO_ZERO_TIME:
-                copy.creation_time = 0.0
+                copy.creation_time = unset
             prototype.add_task(copy)
             run_times[task.uid] = seconds_of(task.annotations[RUN_TIME_ANNOTATION],
                                            f"task {task.uid}: {RUN_TIME_ANNOTATION}", source)
