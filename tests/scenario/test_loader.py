@@ -86,6 +86,14 @@ BAD_INPUTS = [
      "jobs[0] (c1/pg1).createdAt: is too large to be a time"),
     ("minMember: 1}", "minMember: 1, createdAt: .nan}", "jobs[0] (c1/pg1).createdAt: nan is not"),
     ("name: base", "name: base\nnow: -90s", "now: '-90s': the session clock cannot be relative"),
+    # Found by an audit of the time plugins: an empty `now` read as relative, a time
+    # in milliseconds accepted (tdm then failed on the year 55971).
+    ("name: base", 'name: base\nnow: ""',
+     "now: '' is not a time (RFC 3339 or seconds since the epoch)"),
+    ("name: base", "name: base\nnow: 1704110400000",
+     "now: 1704110400000 is no time of the years 1 to 9999 in seconds since the epoch"),
+    ("minMember: 1}", "minMember: 1, createdAt: 1704110400000}",
+     "jobs[0] (c1/pg1).createdAt: 1704110400000 is no time of the years 1 to 9999"),
     ("memory: 1Gi}}\n", 'memory: "1e99999999"}}\n',
      'tasks[0] (c1/p1).requests.memory: "1e99999999" is out of range'),
     ("memory: 1Gi}}\n", "memory: " + "1" * 5000 + "}}\n",
@@ -175,6 +183,12 @@ def test_times_yaml_leaves_unread_are_numbers_as_in_json(tmp_path: Path) -> None
                                    .replace("minMember: 1}", "minMember: 1, createdAt: 1e9}")))
     assert scenario.now == 1.7e9
     assert scenario.jobs[0].creation_time == 1e9
+
+
+def test_an_unquoted_yaml_date_is_its_midnight_in_utc(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, BASE.replace("name: base",
+                                                          "name: base\nnow: 2024-01-02")))
+    assert scenario.now == 1704153600.0  # as "2024-01-02" quoted
 
 
 def test_a_byte_order_mark_is_not_part_of_a_json_scenario(tmp_path: Path) -> None:

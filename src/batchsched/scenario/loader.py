@@ -607,27 +607,33 @@ class _Parser:
             if value.tzinfo is None:
                 value = value.replace(tzinfo=dt.timezone.utc)
             return float(value.timestamp())
+        if isinstance(value, dt.date):
+            # An unquoted YAML date: its midnight in UTC, as the same date quoted.
+            return float(dt.datetime(value.year, value.month, value.day,
+                                     tzinfo=dt.timezone.utc).timestamp())
         if isinstance(value, str):
             text = value.strip()
             if _NUMBER.fullmatch(text):
                 return self.finite_time(float(text), path)
-            if text[:1] in "+-" and not _looks_like_date(text):
-                if not relative:
-                    raise self.fail(path, f"{value!r}: the session clock cannot be relative "
-                                          "to itself (RFC 3339 or seconds since the epoch)")
+            if text.startswith(("+", "-")) and not _looks_like_date(text):
                 try:
-                    seconds = self.now + parse_duration(text)
+                    offset = parse_duration(text)
                 except ValueError:
                     pass
                 else:
+                    if not relative:
+                        raise self.fail(path, f"{value!r}: the session clock cannot be "
+                                              "relative to itself (RFC 3339 or seconds since "
+                                              "the epoch)")
                     if not self.now_given:
                         self.wall_clock_times.append(path)
-                    return seconds
+                    return self.finite_time(self.now + offset, path)
             try:
                 parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
             except ValueError:
-                raise self.fail(path, f"{value!r} is not a time (RFC 3339, seconds since "
-                                      "the epoch, or a signed duration like \"-90s\")") from None
+                forms = ("RFC 3339, seconds since the epoch, or a signed duration like "
+                         "\"-90s\"" if relative else "RFC 3339 or seconds since the epoch")
+                raise self.fail(path, f"{value!r} is not a time ({forms})") from None
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=dt.timezone.utc)
             return parsed.timestamp()
@@ -640,6 +646,11 @@ class _Parser:
             raise self.fail(path, "is too large to be a time") from None
         if not math.isfinite(seconds):
             raise self.fail(path, f"{value!r} is not a time")
+        if not _FIRST_SECOND <= seconds <= _LAST_SECOND:
+            # Kubernetes' times are years 1 to 9999 (RFC 3339); a time in milliseconds
+            # lands far past them.
+            raise self.fail(path, f"{value!r} is no time of the years 1 to 9999 in seconds "
+                                  "since the epoch (milliseconds?)")
         return seconds
 
     def enum(self, obj: Mapping[str, Any], key: str, choices: Mapping[str, T], default: T,
@@ -1883,6 +1894,12 @@ def _derived_nonzero_request(raw: Any, requests: Resource, raw_init: Any,
 
 def _is_str(value: Any) -> bool:
     return isinstance(value, str)
+
+
+#: The first and last whole seconds of RFC 3339 (0001-01-01T00:00:00Z, Go's zero time,
+#: and 9999-12-31T23:59:59Z), in seconds since the epoch.
+_FIRST_SECOND = -62135596800.0
+_LAST_SECOND = 253402300799.0
 
 
 def _is_count(value: Any) -> bool:
