@@ -949,3 +949,21 @@ def test_set_dra_objects_refuses_a_wrong_object_before_setting_any() -> None:
     with pytest.raises(SchedulingError, match=r"resource slice: .* is not a ResourceSlice"):
         cache.set_dra_objects(DraObjects({"gpu": gpu}, ({"name": "s1"},), {}, {}))  # type: ignore[arg-type]
     assert not cache.device_classes and not cache.resource_slices
+
+
+def test_the_root_queue_and_a_parent_queue_cannot_be_deleted() -> None:
+    # Volcano's admission webhook refuses both; the hierarchical plugins refused the
+    # whole tree afterwards (a root missing, children of a missing parent).
+    cache = MemoryCache()
+    cache.add_queue(QueueInfo("team", parent="root"))
+    cache.add_queue(QueueInfo("dev", parent="team"))
+    with pytest.raises(SchedulingError, match="queue root: the root queue cannot be deleted"):
+        cache.delete_queue("root")
+    with pytest.raises(SchedulingError, match="queue team: cannot be deleted while it has "
+                                              "child queues: dev"):
+        cache.delete_queue("team")
+    assert {"root", "team", "dev"} <= set(cache.queues)
+    cache.delete_queue("dev")
+    cache.delete_queue("team")
+    cache.delete_queue("nothing")
+    assert "team" not in cache.queues and "root" in cache.queues

@@ -185,6 +185,7 @@ def test_quota_counts_are_milli_units() -> None:
 @pytest.mark.parametrize("text", [
     '{"A": 3', "[1, 2]", '{"A": "3"}', '{"A": -1}', '{"A": 1.5}', '{"A": true}',
     '{"A|B": 1}', '{"": 1}', '{"A": 1, "A": 2}', '{"A": NaN}',
+    '{"A": 1' + "0" * 400 + "}",  # raised OverflowError out of the session
 ])
 def test_malformed_quota_is_refused_with_a_reason(text: str) -> None:
     with pytest.raises(CardAnnotationError):

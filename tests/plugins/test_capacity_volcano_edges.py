@@ -1,11 +1,12 @@
 """capacity's hierarchy where Volcano's code decides something unusual: parents in a
-cycle hang off no root (nothing else is refused), and quota names ``NewResource``
-does not count are not quotas."""
+cycle hang off no root (nothing else is refused, unless a job sits in the cycle), and
+quota names ``NewResource`` does not count are not quotas."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 
 from batchsched.scenario import parse_scenario, run_scenario
@@ -46,6 +47,27 @@ tasks:
 - {name: t1, job: j1, requests: {cpu: 1}}
 - {name: t2, job: j2, requests: {cpu: 1}}
 """) == {"default/t1": "n1"}  # c hangs under the cycle: no root, no capability
+
+
+def test_a_job_in_a_queue_of_a_cycle_is_in_a_queue_with_children(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Volcano records each queue of the cycle as the next one's child: the job's queue
+    # is no leaf, and the whole tree is refused (q1's job too).
+    assert binds("""
+queues:
+- {name: root}
+- {name: q1}
+- {name: a, parent: b}
+- {name: b, parent: a}
+jobs:
+- {name: j1, queue: q1, minMember: 1, minResources: {cpu: 1}}
+- {name: ja, queue: a, minMember: 1, minResources: {cpu: 1}}
+tasks:
+- {name: t1, job: j1, requests: {cpu: 1}}
+- {name: ta, job: ja, requests: {cpu: 1}}
+""") == {}
+    assert "queue 'a' of job default/ja is not a leaf queue (its parents form a cycle)" \
+        in caplog.text
 
 
 def test_a_queue_that_is_its_own_parent_hangs_off_no_root() -> None:

@@ -299,6 +299,18 @@ class MemoryCache:
 
     @_locked
     def delete_queue(self, name: str) -> None:
+        """Delete a queue (a name the cache does not hold is nothing to do). The root
+        queue, and a queue that other queues name as their parent, are refused
+        (SchedulingError), as Volcano's admission webhook refuses deleting them: a
+        tree without its root, or with children of a missing parent, is refused
+        whole by the hierarchical plugins."""
+        if name == ROOT_QUEUE:
+            raise SchedulingError(f"queue {ROOT_QUEUE}: the root queue cannot be deleted")
+        children = sorted(queue.name for queue in self.queues.values()
+                          if queue.parent == name and queue.name != name)
+        if children:
+            raise SchedulingError(f"queue {name}: cannot be deleted while it has child "
+                                  f"queues: {', '.join(children)}")
         self.queues.pop(name, None)
 
     @_locked

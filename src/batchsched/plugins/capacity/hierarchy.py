@@ -171,7 +171,11 @@ def build_hierarchy(
         if attr is None:
             continue
         if attr.children:
-            raise HierarchyError(f"queue {job.queue!r} of job {job.uid} is not a leaf queue")
+            # A queue of a parent cycle counts the next one round as its child, as
+            # Volcano's walk records them.
+            cycle = " (its parents form a cycle)" if job.queue in attr.ancestors else ""
+            raise HierarchyError(
+                f"queue {job.queue!r} of job {job.uid} is not a leaf queue{cycle}")
         delta = attr.usage.add_job(job)
         for ancestor in attr.ancestors:
             out[ancestor].usage.merge(delta)

@@ -67,6 +67,8 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 #: Card counts are held in milli-units, like every scalar resource.
 MILLI = 1000.0
+#: The largest count a quota or request may give (Go's int64).
+_MOST_CARDS = 2**63 - 1
 
 _PRODUCT_LABEL = re.compile(r"^((.+?)/(\w+))\.product$")
 _MPS_NAME = re.compile(r"^.+/mps-\d+g\*1/\d+$")
@@ -289,6 +291,9 @@ def parse_card_counts(text: str, *, alternatives: bool) -> dict[str, float]:
                 )
         if isinstance(count, bool) or not isinstance(count, (int, float)):
             raise CardAnnotationError(f"card {name!r}: count {count!r} is not a number")
+        if isinstance(count, int) and count > _MOST_CARDS:
+            # Past Go's int64 (and past a float: the count would not even compare).
+            raise CardAnnotationError(f"card {name!r}: count {count} is out of range")
         if not math.isfinite(count) or count < 0 or count != int(count):
             raise CardAnnotationError(
                 f"card {name!r}: count {count!r} is not a whole non-negative number"
