@@ -273,6 +273,16 @@ def test_a_resource_name_volcano_does_not_count_is_left_out_with_a_warning() -> 
                 "example.com/gpu); left out") in scenario.warnings
 
 
+def test_a_queue_quota_on_a_name_volcano_does_not_count_is_warned_of() -> None:
+    # It was dropped silently: the queue looked bounded and was not.
+    doc = yaml.safe_load(BASE)
+    doc["queues"][0]["capability"] = {"cpu": 4, "gpu": 2}
+    scenario = parse_scenario(doc, source="s.yaml")
+    assert ("s.yaml: queues[0] (q1).capability.gpu: not a resource name Volcano counts "
+            "(no pod can ask for it; an extended resource is qualified, such as "
+            "example.com/gpu): it bounds nothing") in scenario.warnings
+
+
 def test_unknown_priority_class_gives_zero_with_a_warning() -> None:
     doc = yaml.safe_load(BASE.replace("minMember: 1}", "minMember: 1, priorityClassName: gold}"))
     scenario = parse_scenario(doc)

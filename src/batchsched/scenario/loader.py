@@ -983,8 +983,13 @@ class _Parser:
                 if obj.get(field) is None:
                     resources[field] = None
                     continue
-                resources[field] = self.resources(obj[field], f"{path}.{field}")
+                quota = resources[field] = self.resources(obj[field], f"{path}.{field}")
                 defined[field] = frozenset(self.mapping(obj[field], f"{path}.{field}"))
+                self.warnings.extend(
+                    f"{self.source}: {path}.{field}.{name}: not a resource name Volcano "
+                    "counts (no pod can ask for it; an extended resource is qualified, "
+                    "such as example.com/gpu): it bounds nothing"
+                    for name in quota.scalars if not counted_by_volcano(name))
             weight = self.typed(obj, "weight", int, 1, path)
             if not 0 <= weight <= 65535:
                 # The API server takes 1 to 65535; 0 stays readable, as Volcano's own
