@@ -450,3 +450,15 @@ def test_a_task_of_a_pod_group_not_admitted_names_the_refusal() -> None:
     report = explain(scenario, task="default/big-0")
     assert report["verdict"] == ("pending: its pod group is not admitted: proportion said "
                                  "reject at job_enqueueable")
+
+
+def test_a_ceiling_that_refuses_nothing_at_the_job_s_stage_is_said_so() -> None:
+    # proportion checks capability at admission only: shown for an admitted job, it
+    # read as a limit that fits or is short.
+    path = Path(__file__).parent / "conformance" / "volcano" / "actions" / \
+        "allocate-04-two-jobs-one-node.yaml"
+    text = render(explain(load_scenario(path), job="c1/pg1"))
+    assert ("quota proportion c1 capability cpu 2, memory 4G, pods 10: allocated cpu 1, "
+            "memory 1G, pods 1 + request cpu 1, memory 1G, pods 1, fits (proportion does "
+            "not refuse by it here)") in text
+    assert "short by cpu 1\n" in text  # deserved refuses at placement: no aside

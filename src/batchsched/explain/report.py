@@ -596,8 +596,12 @@ def render(report: dict[str, Any]) -> str:
         used = ", ".join(f"{k} {v}" for k, v in q["allocated"].items()) or "nothing"
         asked = ", ".join(f"{k} {v}" for k, v in q["request"].items()) or "nothing"
         limit = ", ".join(f"{k} {v}" for k, v in q["limit"].items())
+        # A ceiling the plugin does not refuse by at the job's stage (capacity's
+        # deserved, which reclaim protects) is shown, and said to be no limit here.
+        aside = "" if q.get("gates", True) else f" ({q['plugin']} does not refuse by it here)"
         lines.append(f"  quota {q['plugin']} {q['queue']} {q['ceiling']} {limit}: allocated "
-                     f"{used} + request {asked}" + (f", short by {short}" if short else ", fits"))
+                     f"{used} + request {asked}" + (f", short by {short}" if short else ", fits")
+                     + aside)
     for c in report.get("conditions", []):
         message = f": {c['message']}" if c["message"] else ""
         lines.append(f"  condition {c['type']}={c['status']}{message}")
