@@ -292,6 +292,28 @@ def test_the_memory_cache_keeps_handed_over_cpus_until_the_task_leaves() -> None
     assert cache.snapshot().nodes["n1"].numa_topology == topology
 
 
+def test_a_node_update_keeps_the_cpus_handed_over() -> None:
+    """The host refreshes the node (a new label) with its exporter's topology, which
+    does not report the CPUs just handed out yet: they stay taken (Volcano subtracts
+    its unassigned NUMA pods at every snapshot); they were handed out twice."""
+    doc = scenario([numa_node("n1")], [task("p1"), task("p2")])
+    cache = parse_scenario(doc, source="<test>").build_cache()
+    configuration = parse_scenario(doc, source="<test>").configuration
+    ssn = Session.open(cache, configuration, registry=registry())
+    run_actions(ssn)
+    ssn.close()
+    fresh = parse_scenario(doc, source="<test>").nodes[0]
+    fresh.labels = {**fresh.labels, "refreshed": "yes"}
+    cache.add_node(fresh)
+    topology = cache.nodes["n1"].numa_topology
+    assert topology is not None and topology.resources["cpu"].allocatable == frozenset()
+    cache.task_started("c1/pg1", "c1/p1")
+    cache.task_ended("c1/pg1", "c1/p1")  # and a task that leaves still gives them back
+    topology = cache.nodes["n1"].numa_topology
+    assert topology is not None
+    assert topology.resources["cpu"].allocatable in (parse_cpuset("0-3"), parse_cpuset("4-7"))
+
+
 def test_a_cache_that_fails_to_take_the_hand_over_is_recorded(
         caplog: pytest.LogCaptureFixture) -> None:
     doc = scenario([numa_node("n1")], [task("p1")])

@@ -238,8 +238,9 @@ class MemoryCache:
     @_locked
     def add_node(self, node: NodeInfo) -> None:
         """Add a node, or update one (new labels, taints, figures, readiness): a node
-        of the same name keeps its pods, counted again on the new node, as Volcano's
-        cache updates a node in place. A negative, NaN or infinite allocatable or
+        of the same name keeps its pods, counted again on the new node, and the NUMA
+        ids assigned to them (:meth:`add_unassigned_numa_pods`) stay taken on its
+        topology, as Volcano's cache updates a node in place. A negative, NaN or infinite allocatable or
         capacity is refused (SchedulingError naming the node and the field)."""
         _check_type(node, NodeInfo, "node")
         for field, amounts in (("allocatable", node.allocatable), ("capacity", node.capacity)):
@@ -259,6 +260,13 @@ class MemoryCache:
             for held in old.tasks.values():
                 if held.uid not in node.tasks:
                     node.add_task(held)
+            if node.numa_topology is not None:
+                # The CPUs assigned to its pods stay taken on the new topology too (an
+                # exporter's that caught up has them taken already: taking is idempotent),
+                # as Volcano subtracts its unassigned NUMA pods at every snapshot.
+                for uid, (name, sets) in self._numa_held.items():
+                    if name == node.name and uid in node.tasks:
+                        node.numa_topology = node.numa_topology.allocate(sets)
         self.nodes[node.name] = node
 
     @_locked
