@@ -186,6 +186,40 @@ def test_pod_level_requests_replace_the_containers_cpu_and_memory(tmp_path: Path
     assert task.resreq.get("example.com/foo") == 1000
 
 
+def _numatopology(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def test_a_node_s_numatopology_is_its_numa_topology(tmp_path: Path) -> None:
+    """Volcano's NUMA exporter writes one per node, under the node's name; it was
+    skipped, and a pod with a NUMA policy then fitted no imported node."""
+    document = _one_pod_dump({"containers": [{"name": "a", "resources": {
+        "requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}}]})
+    document["items"].append(_numatopology(
+        "n1", policies={"CPUManagerPolicy": "static", "TopologyManagerPolicy": "best-effort"},
+        numares={"cpu": {"allocatable": "0-3", "capacity": 4}},
+        cpuDetail={str(i): {"numa": i // 2, "socket": 0, "core": i} for i in range(4)},
+        podAllocations=[{"name": "other", "namespace": "ns"}]))
+    document["items"].append(_numatopology("gone", numares={}))
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    topology = scenario.nodes[0].numa_topology
+    assert topology is not None and topology.resources["cpu"].allocatable == frozenset(range(4))
+    assert topology.topology_manager_policy == "best-effort"
+    assert not any("skipped" in w for w in scenario.warnings)
+    assert any("Numatopology gone: no Node of that name in the dump: not read" in w
+               for w in scenario.warnings)
+
+
+def test_a_malformed_numatopology_is_named(tmp_path: Path) -> None:
+    document = _one_pod_dump({})
+    document["items"].append(_numatopology(
+        "n1", cpuDetail={"0": {"numa": -1}}, numares={"cpu": {"allocatable": "0"}}))
+    with pytest.raises(ScenarioError, match=r"Node n1: \(its Numatopology's\) "
+                                            r"spec\.cpuDetail\.0\.numa: must not be negative"):
+        load_kubectl_dump(write(tmp_path, document))
+
+
 def test_a_pod_s_own_pod_group_asks_the_pod_s_quota_usage(tmp_path: Path) -> None:
     """Volcano's PodGroup controller writes the pod's quota usage as minResources
     (CalTaskRequests): quotas on requests.cpu, pods or a GPU then hold it back."""

@@ -240,8 +240,9 @@ class MemoryCache:
         """Add a node, or update one (new labels, taints, figures, readiness): a node
         of the same name keeps its pods, counted again on the new node, and the NUMA
         ids assigned to them (:meth:`add_unassigned_numa_pods`) stay taken on its
-        topology, as Volcano's cache updates a node in place. A negative, NaN or infinite allocatable or
-        capacity is refused (SchedulingError naming the node and the field)."""
+        topology, as Volcano's cache updates a node in place. A negative, NaN or
+        infinite allocatable or capacity is refused (SchedulingError naming the node
+        and the field)."""
         _check_type(node, NodeInfo, "node")
         for field, amounts in (("allocatable", node.allocatable), ("capacity", node.capacity)):
             wrong = amounts.unmeasurable()

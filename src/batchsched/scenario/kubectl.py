@@ -65,7 +65,10 @@ NETWORK_TOPOLOGY_HIGHEST_TIER = "volcano.sh/network-topology-highest-tier"
 _NOISE_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 _READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget",
                "ResourceQuota", "HyperNode", "DeviceClass", "ResourceSlice", "ResourceClaim",
-               "ResourceClaimTemplate", "NodeShard")
+               "ResourceClaimTemplate", "NodeShard", "Numatopology")
+#: The parts of a Numatopology's spec a node's ``numaTopology`` reads (``podAllocations``,
+#: the exporter's record of the pods it placed, is not read: the scenario's pods are).
+_NUMA_SPEC_KEYS = ("policies", "resReserved", "numares", "cpuDetail")
 _COMPLETED = frozenset({"Succeeded", "Failed"})
 #: The pod-group conditions Volcano's scheduler writes (others are not its own).
 _POD_GROUP_CONDITIONS = frozenset({"Unschedulable", "Scheduled"})
@@ -492,6 +495,8 @@ class _Converter:
                 raise self.fail(item.who, "metadata.name", "a node of that name is in the dump "
                                 "already")
             self.nodes[item.name] = self.node(item)
+        for item in by_kind["Numatopology"]:
+            self.numa_topology(item)
         for item in by_kind["PodGroup"]:
             if (item.namespace, item.name) in self.jobs:
                 raise self.fail(item.who, "metadata.name", "a PodGroup of that name is in "
@@ -667,6 +672,20 @@ class _Converter:
             # keeps pods off through the taints the node controller gives it.
             "images": images,
         })
+
+    def numa_topology(self, item: _Item) -> None:
+        """A ``Numatopology`` (``nodeinfo.volcano.sh/v1alpha1``, named after its node, as
+        Volcano's NUMA exporter writes it): its spec is the node's ``numaTopology``."""
+        node = self.nodes.get(item.name)
+        if node is None:
+            self.warn(item.who, "no Node of that name in the dump: not read")
+            return
+        if "numaTopology" in node:
+            raise self.fail(item.who, "metadata.name", "a Numatopology of that name is in the "
+                            "dump already")
+        spec = self.mapping(item.obj.get("spec"), item.who, "spec")
+        node["numaTopology"] = {key: spec[key] for key in _NUMA_SPEC_KEYS
+                                if spec.get(key) is not None}
 
     def podgroup(self, item: _Item) -> dict[str, Any]:
         spec, status = self.parts(item)
@@ -1201,7 +1220,7 @@ _PREFIX = {"tasks": "spec.", "jobs": "spec.", "queues": "spec.", "pdbs": "spec."
 _K8S_FIELDS = {
     "nodes": {"allocatable": "status.allocatable", "capacity": "status.capacity",
               "taints": "spec.taints", "unschedulable": "spec.unschedulable",
-              "images": "status.images"},
+              "images": "status.images", "numaTopology": "(its Numatopology's) spec"},
     "tasks": {"job": f"metadata.annotations.{GROUP_NAME}", "node": "spec.nodeName",
               "role": f"metadata.annotations.{TASK_SPEC_KEY} (or label)", "phase": "status.phase",
               "deleting": "metadata.deletionTimestamp", "startTime": "status.startTime",
