@@ -4,8 +4,10 @@ are refused, nominations do not outlive their pods."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import attrs
 import pytest
 import yaml
 
@@ -967,3 +969,62 @@ def test_the_root_queue_and_a_parent_queue_cannot_be_deleted() -> None:
     cache.delete_queue("team")
     cache.delete_queue("nothing")
     assert "team" not in cache.queues and "root" in cache.queues
+
+
+def _job(name: str, **podgroup: Any) -> JobInfo:
+    return JobInfo.from_podgroup(PodGroup(name, "default", min_member=1, **podgroup), tasks=[
+        TaskInfo.create("default", f"{name}-0", f"default/{name}", Resource(1000, 2**30))])
+
+
+def _changed(obj: Any, field: str, value: Any) -> Any:
+    """``obj`` (a job: its one task) with ``field`` set afterwards, as a host may."""
+    target = next(iter(obj.tasks.values())) if isinstance(obj, JobInfo) else obj
+    setattr(target, field, value)
+    return obj
+
+
+@pytest.mark.parametrize(("bad", "words"), [
+    # What a Kubernetes client hands over for a missing list (None) or a timestamp
+    # (a datetime): each went in and then failed every later cycle, for every job.
+    (lambda c: c.add_job(_job("x", conditions=None)),
+     "job default/x: podgroup.conditions is None, not a tuple"),
+    (lambda c: c.add_job(_job("x", conditions=[{"type": "Scheduled"}])),
+     "job default/x: podgroup.conditions[0] is {'type': 'Scheduled'}, not a PodGroupCondition"),
+    (lambda c: c.add_job(_job("x", sub_group_policies=None)),
+     "job default/x: podgroup.sub_group_policies is None, not a tuple"),
+    (lambda c: c.add_job(_job("x", network_topology={"mode": "hard"})),
+     "job default/x: podgroup.network_topology is {'mode': 'hard'}, not a NetworkTopology"),
+    (lambda c: c.update_pod_group(PodGroup("a", "default", conditions=None)),  # type: ignore[arg-type]
+     "job default/a: podgroup.conditions is None"),
+    (lambda c: c.add_queue(QueueInfo("q", creation_time=None)),  # type: ignore[arg-type]
+     "queue q: creation_time is None, not seconds"),
+    (lambda c: c.add_job(JobInfo.from_podgroup(PodGroup("x", "default"), tasks=[
+        TaskInfo.create("default", "x-0", "default/x", Resource(1000, 2**30), images=None)])),
+     "task default/x-0: images is None, not a tuple"),
+    (lambda c: c.add_job(_changed(_job("x"), "resreq", {"cpu": 1})),
+     "task default/x-0: resreq is {'cpu': 1}, not a Resource"),
+    (lambda c: c.add_node(attrs.evolve(NodeInfo.create("n9", Resource(1000, 2**30)),
+                                       taints=None)),
+     "node n9: taints is None, not a tuple"),
+    (lambda c: c.add_node(_changed(NodeInfo.create("n9", Resource(1000, 2**30)),
+                                   "allocatable", {"cpu": 1})),
+     "node n9: allocatable is {'cpu': 1}, not a Resource"),
+    (lambda c: c.set_scheduling_gates("default/a", "default/a-0", None),
+     "task default/a-0: scheduling gates None are not a list of gate names"),
+    (lambda c: c.set_hyper_node({"name": "h"}), "hypernode: {'name': 'h'} is not a HyperNode"),
+    (lambda c: c.set_node_shard({"name": "s"}), "node shard: {'name': 's'} is not a NodeShard"),
+    (lambda c: c.delete_job(["default/a"]), "job uid: ['default/a'] is not a str"),
+])
+def test_what_would_fail_every_later_cycle_is_refused_at_the_door(
+        bad: Any, words: str) -> None:
+    cache = MemoryCache()
+    cache.add_node(NodeInfo.create("n1", Resource(4000, 4 * 2**30, {"pods": 10})))
+    cache.add_job(_job("a"))
+    before = (dict(cache.jobs), dict(cache.queues), dict(cache.nodes),
+              dict(cache.hyper_nodes), dict(cache.node_shards))
+    with pytest.raises(SchedulingError, match=re.escape(words)):
+        bad(cache)
+    assert (dict(cache.jobs), dict(cache.queues), dict(cache.nodes),
+            dict(cache.hyper_nodes), dict(cache.node_shards)) == before
+    Scheduler(cache).run_once()
+    assert {b.task for b in cache.binds} == {"default/a-0"}

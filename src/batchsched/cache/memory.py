@@ -32,6 +32,7 @@ from batchsched.api.devices import gpu_ask, serves
 from batchsched.api.gpushare import drop_gpu_index
 from batchsched.api.hypernode import (
     HyperNode,
+    NetworkTopology,
     TopologyError,
     build_topology,
     unmatched_brackets,
@@ -42,8 +43,9 @@ from batchsched.api.node_lock import locks_released_by
 from batchsched.api.queue import ROOT_QUEUE, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.sharding import NodeShard, nodes_in_shard
+from batchsched.api.sub_job import SubGroupPolicy
 from batchsched.api.task import TaskInfo, same_creation_time
-from batchsched.api.types import COMPLETED_STATUSES, TaskStatus
+from batchsched.api.types import COMPLETED_STATUSES, PodGroupCondition, TaskStatus
 from batchsched.api.vgpu import drop_device_annotations
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
@@ -245,15 +247,15 @@ class MemoryCache:
         and the field)."""
         _check_type(node, NodeInfo, "node")
         for field, amounts in (("allocatable", node.allocatable), ("capacity", node.capacity)):
+            if not isinstance(amounts, Resource):
+                raise SchedulingError(f"node {node.name}: {field} is {amounts!r}, not a "
+                                      "Resource (Resource.from_mapping reads {'cpu': ...})")
             wrong = amounts.unmeasurable()
             if wrong is not None:
                 raise SchedulingError(f"node {node.name}: {field}.{wrong[0]} is {wrong[1]}, "
                                       "not an amount >= 0")
-        for i, taint in enumerate(node.taints):
-            if not isinstance(taint, Taint):
-                raise SchedulingError(f"node {node.name}: taints[{i}] is {taint!r}, not a "
-                                      "Taint (batchsched.kube.taints.Taint(key, value, "
-                                      "effect))")
+        _check_entries(f"node {node.name}", "taints", node.taints, Taint,
+                       "a Taint (batchsched.kube.taints.Taint(key, value, effect))")
         for field, texts in (("labels", node.labels), ("annotations", node.annotations)):
             _check_texts(f"node {node.name}", field, texts)
         old = self.nodes.get(node.name)
@@ -304,6 +306,9 @@ class MemoryCache:
         for field in ("capability", "deserved", "guarantee"):
             _check_resource(owner, field, getattr(queue, field))
         _check_texts(owner, "annotations", queue.annotations)
+        if not _is_number(queue.creation_time):
+            raise SchedulingError(f"{owner}: creation_time is {queue.creation_time!r}, not "
+                                  "seconds (a number)")
         self.queues[queue.name] = queue
 
     @_locked
@@ -412,6 +417,7 @@ class MemoryCache:
 
     @_locked
     def delete_job(self, uid: str) -> None:
+        _check_type(uid, str, "job uid")
         self._job_twins.pop(uid, None)
         job = self.jobs.pop(uid, None)
         if job is None:
@@ -602,6 +608,9 @@ class MemoryCache:
             raise SchedulingError(f"task {task.uid}: status {task.status!r} is not a "
                                   "TaskStatus (TaskStatus.parse reads its name)")
         for field, request in (("resreq", task.resreq), ("init_resreq", task.init_resreq)):
+            if not isinstance(request, Resource):
+                raise SchedulingError(f"task {task.uid}: {field} is {request!r}, not a "
+                                      "Resource (Resource.from_mapping reads {'cpu': ...})")
             wrong = request.unmeasurable()
             if wrong is not None:
                 raise SchedulingError(f"task {task.uid}: {field}.{wrong[0]} is {wrong[1]}, "
@@ -621,17 +630,10 @@ class MemoryCache:
             _check_texts(owner, field, getattr(task, field))
         for field, kinds, named in (("tolerations", Toleration, "a Toleration"),
                                     ("topology_spread", SpreadConstraint, "a SpreadConstraint"),
-                                    ("host_ports", (int, HostPort), "a port number or HostPort")):
-            entries = getattr(task, field)
-            if not isinstance(entries, (tuple, list)):
-                raise SchedulingError(f"{owner}: {field} is {entries!r}, not a tuple")
-            for i, entry in enumerate(entries):
-                if not isinstance(entry, kinds) or isinstance(entry, bool):
-                    raise SchedulingError(f"{owner}: {field}[{i}] is {entry!r}, not {named}")
-        for i, claim in enumerate(task.resource_claims):
-            if not isinstance(claim, PodClaim):
-                raise SchedulingError(f"task {task.uid}: resource_claims[{i}] is {claim!r}, "
-                                      "not a PodClaim")
+                                    ("host_ports", (int, HostPort), "a port number or HostPort"),
+                                    ("images", str, "an image name"),
+                                    ("resource_claims", PodClaim, "a PodClaim")):
+            _check_entries(owner, field, getattr(task, field), kinds, named)
         if task.node_name and task.status not in COMPLETED_STATUSES:
             node = self.nodes.get(task.node_name)
             if node is None:
@@ -722,6 +724,7 @@ class MemoryCache:
         whose brackets do not pair up (Volcano's admission policy refuses it) or that
         uses RE2 syntax not supported here raises :class:`SchedulingError` and
         changes nothing."""
+        _check_type(hyper_node, HyperNode, "hypernode")
         proposed = dict(self.hyper_nodes)
         proposed[hyper_node.name] = hyper_node
         for i, member in enumerate(getattr(hyper_node, "members", ())):
@@ -751,6 +754,7 @@ class MemoryCache:
     @_locked
     def set_node_shard(self, shard: NodeShard) -> None:
         """Add or replace a ``NodeShard`` (by name): the next snapshot's sessions see it."""
+        _check_type(shard, NodeShard, "node shard")
         self.node_shards[shard.name] = shard
         self.gone_shard_nodes.pop(shard.name, None)
 
@@ -1049,6 +1053,9 @@ class MemoryCache:
         task = job.tasks.get(task_uid) if job is not None else None
         if job is None or task is None:
             raise SchedulingError(f"task {task_uid} of job {job_uid} is not in the cache")
+        if isinstance(gates, str) or not isinstance(gates, Iterable):
+            raise SchedulingError(f"task {task_uid}: scheduling gates {gates!r} are not a "
+                                  "list of gate names")
         kept = tuple(gates)
         added = [gate for gate in kept if gate not in task.scheduling_gates]
         if added:
@@ -1184,12 +1191,32 @@ _FIELDS_FROM_POD_GROUP = ("name", "namespace", "queue", "podgroup", "min_availab
 
 
 def _check_pod_group(job: str, podgroup: PodGroup) -> None:
+    owner = f"job {job}"
     if not _is_int(podgroup.min_member) or podgroup.min_member < 0:
-        raise SchedulingError(f"job {job}: podgroup.min_member is {podgroup.min_member!r}, "
+        raise SchedulingError(f"{owner}: podgroup.min_member is {podgroup.min_member!r}, "
                               "not a whole number >= 0")
-    _check_resource(f"job {job}", "podgroup.min_resources", podgroup.min_resources)
+    _check_resource(owner, "podgroup.min_resources", podgroup.min_resources)
     for field in ("annotations", "labels"):
-        _check_texts(f"job {job}", f"podgroup.{field}", getattr(podgroup, field))
+        _check_texts(owner, f"podgroup.{field}", getattr(podgroup, field))
+    # Every session copies and reads these: a wrong type would fail each of them.
+    _check_entries(owner, "podgroup.conditions", podgroup.conditions, PodGroupCondition,
+                   "a PodGroupCondition")
+    _check_entries(owner, "podgroup.sub_group_policies", podgroup.sub_group_policies,
+                   SubGroupPolicy, "a SubGroupPolicy")
+    if podgroup.network_topology is not None and not isinstance(podgroup.network_topology,
+                                                                NetworkTopology):
+        raise SchedulingError(f"{owner}: podgroup.network_topology is "
+                              f"{podgroup.network_topology!r}, not a NetworkTopology or None")
+
+
+def _check_entries(owner: str, field: str, entries: object, kinds: type | tuple[type, ...],
+                   named: str) -> None:
+    """``entries`` is a tuple or list of ``kinds``."""
+    if not isinstance(entries, (tuple, list)):
+        raise SchedulingError(f"{owner}: {field} is {entries!r}, not a tuple")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, kinds) or isinstance(entry, bool):
+            raise SchedulingError(f"{owner}: {field}[{i}] is {entry!r}, not {named}")
 
 
 def _is_int(value: object) -> bool:
