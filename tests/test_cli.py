@@ -85,6 +85,42 @@ def test_check_passes_and_fails(scenario: Path, tmp_path: Path,
     assert "1 passed, 1 failed" in err
 
 
+def test_the_run_s_json_pasted_into_expect_checks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every key of ``run --output json`` is one ``expect`` checks (docs/cli.md);
+    queueStatus and events were refused as unknown keys."""
+    import yaml
+
+    doc = yaml.safe_load(GOOD.replace('config: {actions: ""}',
+                                      'config: {actions: "enqueue, allocate"}'))
+    del doc["expect"]
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["run", str(path), "--output", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["queueStatus"] and got["events"]
+    doc["expect"] = got
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["check", str(path)]) == 0
+    capsys.readouterr()
+    # Quantities compare as quantities; a count, an event or a queue that differs is named.
+    doc["expect"] = {"queueStatus": {"default": {"allocated": {"memory": "1024Mi"},
+                                                 "podGroups": {"Running": 1}},
+                                     "nosuch": {}},
+                     "events": [{**got["events"][0], "reason": "Other"}]}
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "queueStatus: default podGroups Running expected 1, got 0" in out
+    assert "queueStatus: no queue 'nosuch' in the session" in out
+    assert "allocated memory" not in out
+    assert "events: expected but not recorded" in out
+    doc["expect"] = {"events": [{"object": "c1/pg1"}]}
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["check", str(path)]) == 2
+    assert "expect.events: has the wrong shape" in capsys.readouterr().out
+
+
 def test_check_searches_a_folder_for_scenario_files_not_folders(
         scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "suite"

@@ -6,6 +6,8 @@ import collections
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from batchsched.kube.quantity import parse_quantity
+
 __all__ = ["compare_decisions"]
 
 SCORE_TOLERANCE = 1e-6
@@ -110,6 +112,17 @@ def compare_decisions(
                 if have_job.get(status, 0) != n:
                     diffs.append(f"taskStatusCounts: {job} {status} expected {n}, "
                                  f"got {have_job.get(status, 0)}")
+    if "queueStatus" in expect:
+        diffs.extend(_queue_status_differences(expect["queueStatus"] or {},
+                                               got.get("queueStatus") or {}))
+    if "events" in expect:
+        want_events = collections.Counter(_event_key(e) for e in expect["events"] or [])
+        have_events = collections.Counter(_event_key(e) for e in got.get("events") or [])
+        if want_events != have_events:
+            unrecorded = sorted((want_events - have_events).elements())
+            unexpected = sorted((have_events - want_events).elements())
+            diffs.append(f"events: expected but not recorded {unrecorded}; recorded but not "
+                         f"expected {unexpected}")
     if "scores" in expect:
         have = got.get("scores") or {}
         for task, nodes in (expect["scores"] or {}).items():
@@ -117,4 +130,35 @@ def compare_decisions(
                 value = (have.get(task) or {}).get(node)
                 if value is None or abs(float(value) - float(score)) > SCORE_TOLERANCE:
                     diffs.append(f"scores: {task} on {node} expected {score}, got {value}")
+    return diffs
+
+
+def _event_key(event: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    return (event["object"], event["type"], event["reason"], event["message"])
+
+
+def _queue_status_differences(want: Mapping[str, Any], have: Mapping[str, Any]) -> list[str]:
+    """Each queue's listed resources (compared as quantities: ``1Gi`` is ``1024Mi``)
+    and listed pod-group counts, as ``podGroupPhases`` and ``taskStatusCounts`` compare
+    what they list."""
+    diffs = []
+    for queue, status in want.items():
+        if queue not in have:
+            diffs.append(f"queueStatus: no queue {queue!r} in the session")
+            continue
+        have_status = have[queue]
+        have_allocated = have_status.get("allocated") or {}
+        for name, amount in ((status or {}).get("allocated") or {}).items():
+            got_amount = have_allocated.get(name, "0")
+            if parse_quantity(amount) != parse_quantity(got_amount):
+                diffs.append(f"queueStatus: {queue} allocated {name} expected {amount}, "
+                             f"got {got_amount}")
+        have_groups = have_status.get("podGroups") or {}
+        for phase, count in ((status or {}).get("podGroups") or {}).items():
+            if phase not in have_groups:
+                diffs.append(f"queueStatus: {queue} podGroups: {phase!r} is not a pod group "
+                             f"phase (known: {', '.join(have_groups)})")
+            elif have_groups[phase] != count:
+                diffs.append(f"queueStatus: {queue} podGroups {phase} expected {count}, "
+                             f"got {have_groups[phase]}")
     return diffs

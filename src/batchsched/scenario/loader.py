@@ -113,6 +113,7 @@ from batchsched.conf import (
 )
 from batchsched.errors import ConfigError, QuantityError, ScenarioError
 from batchsched.framework.arguments import parse_duration
+from batchsched.framework.events import EVENT_FIELDS
 from batchsched.kube.affinity import (
     AffinityError,
     Requirement,
@@ -134,7 +135,7 @@ from batchsched.kube.pod_view import (
     DEFAULT_MILLI_CPU_REQUEST,
     kube_int,
 )
-from batchsched.kube.quantity import canonical_text
+from batchsched.kube.quantity import canonical_text, parse_quantity
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import (
     SpreadConstraint,
@@ -154,7 +155,7 @@ _TOP_KEYS = {"version", "name", "description", "config", "priorityClasses", "que
 EXPECT_KEYS = frozenset({
     "binds", "bindCount", "evicted", "evictCount", "pipelined", "podGroupPhases",
     "taskStatusCounts", "scores", "bindFailures", "nominated", "gpuDevices", "vgpuDevices",
-    "vnpuDevices", "claimAllocations"})
+    "vnpuDevices", "claimAllocations", "queueStatus", "events"})
 
 
 @attrs.frozen
@@ -1941,6 +1942,29 @@ def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, list) and all(check(item) for item in value)
 
 
+def _is_quantity(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return False
+    try:
+        parse_quantity(value)
+    except QuantityError:
+        return False
+    return True
+
+
+def _is_queue_status(value: Any) -> bool:
+    """A queue's status as ``--output json`` writes it: ``allocated`` quantities and
+    ``podGroups`` counts by phase, either left out."""
+    return isinstance(value, Mapping) and set(value) <= {"allocated", "podGroups"} and (
+        value.get("allocated") is None or _map_of(_is_quantity)(value["allocated"])) and (
+        value.get("podGroups") is None or _map_of(_is_count)(value["podGroups"]))
+
+
+def _is_event(value: Any) -> bool:
+    """An event as ``--output json`` writes it: its object, type, reason and message."""
+    return isinstance(value, Mapping) and set(value) == set(EVENT_FIELDS) and all(
+        isinstance(value[key], str) for key in EVENT_FIELDS)
+
 _EXPECT_SHAPES: dict[str, Callable[[Any], bool]] = {
     "binds": _map_of(_is_str),
     "bindCount": _is_count,
@@ -1956,6 +1980,8 @@ _EXPECT_SHAPES: dict[str, Callable[[Any], bool]] = {
     "vgpuDevices": _map_of(_list_of(_list_of(_is_mapping))),
     "vnpuDevices": _map_of(_list_of(_is_mapping)),
     "claimAllocations": _map_of(_list_of(_is_mapping)),
+    "queueStatus": _map_of(_is_queue_status),
+    "events": _list_of(_is_event),
     "x-nodeBindCounts": _map_of(_is_count),
     "x-jobBindCounts": _map_of(lambda v: _is_count(v) or _list_of(_is_count)(v)),
 }
