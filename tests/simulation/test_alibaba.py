@@ -160,6 +160,15 @@ def test_an_unknown_column_is_named() -> None:
         alibaba_nodes("nodes.csv", text=NODES.replace("gpu,model", "gpus,model"))
 
 
+def test_a_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # A spreadsheet's export: the mark was read as part of the first column's name.
+    path = tmp_path / "nodes.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + NODES.encode())
+    read = [(n.name, n.allocatable.to_dict(), n.labels) for n in alibaba_nodes(path)]
+    assert read == [(n.name, n.allocatable.to_dict(), n.labels)
+                    for n in alibaba_nodes("nodes.csv", text=NODES)]
+
+
 def test_simulate_reports_the_gpu_allocation_ratio(tmp_path: Path) -> None:
     nodes, pods = write(tmp_path, "n.csv", NODES), write(tmp_path, "p.csv", PODS)
     out = io.StringIO()

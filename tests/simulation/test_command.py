@@ -56,8 +56,18 @@ def test_a_malformed_trace_is_one_line_naming_file_and_line(tmp_path: Path) -> N
     trace = write(tmp_path, "bad.swf", HEADER.format(nodes=2, procs=2) + "1 0 -1 ten 1\n")
     code, out, err = simulate(str(trace))
     assert (code, out) == (2, "")
-    assert err.strip().splitlines() == ["batchsched: error: bad.swf:4: a job line has 18 fields, "
-                                        "this one 5"]
+    # The file as given (its base name alone may be another file's).
+    assert err.strip().splitlines() == [f"batchsched: error: {trace}:4: a job line has 18 "
+                                        "fields, this one 5"]
+
+
+def test_a_trace_with_a_byte_order_mark_replays(tmp_path: Path) -> None:
+    # Its first line (a comment) was read as a job line.
+    trace = write(tmp_path, "bom.swf", "\ufeff" + HEADER.format(nodes=2, procs=2)
+                  + swf_line(1, 0, 10, 1) + "\n")
+    code, out, err = simulate(str(trace), "--output", "json")
+    assert (code, err) == (0, "")
+    assert [job["job"] for job in json.loads(out)["perJob"]] == ["swf/job-1"]
 
 
 def test_a_job_larger_than_the_cluster_is_reported_skipped_and_exit_is_2(tmp_path: Path) -> None:
@@ -178,7 +188,7 @@ def test_compare_reports_a_job_larger_than_the_cluster_as_simulate_does(tmp_path
     _, _, simulated = simulate(str(trace), "--config", str(fcfs))
     assert code == 2 and "averageBoundedSlowdown" in out  # the table all the same
     assert err == simulated  # one line, however many configurations left it out
-    assert err.startswith("big.swf:5: job swf/job-2 skipped:")
+    assert err.startswith(f"{trace}:5: job swf/job-2 skipped:")
 
 
 def test_compare_names_the_files_as_given_as_simulate_does(

@@ -78,9 +78,11 @@ def _rows(
     path: Path, columns: tuple[str, ...], text: str | None,
     required: tuple[str, ...] | None = None,
 ) -> Iterator[tuple[int, dict[str, str]]]:
-    source = path.name
+    source = str(path)  # as given: a base name may be another file's
     try:
-        content = text if text is not None else path.read_text(encoding="utf-8")
+        # A byte-order mark (a spreadsheet's export) is no part of the first column.
+        content = (text if text is not None else path.read_text(encoding="utf-8-sig")
+                   ).removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkloadError(f"cannot read: {exc}", source=source) from exc
     reader = csv.reader(content.splitlines())
@@ -130,19 +132,20 @@ def _int(row: dict[str, str], column: str, source: str, line: int, *, default: i
 def alibaba_nodes(path: str | Path, *, text: str | None = None) -> tuple[NodeInfo, ...]:
     """The nodes of an ``openb_node_list_*.csv`` file."""
     file = Path(path)
+    source = str(path)
     nodes = []
     first_line: dict[str, int] = {}
     for line, row in _rows(file, _NODE_COLUMNS, text):
         if not row["sn"]:
-            raise WorkloadError("column sn: a node needs a name", source=file.name, line=line)
+            raise WorkloadError("column sn: a node needs a name", source=source, line=line)
         seen = first_line.setdefault(row["sn"], line)
         if seen != line:
             raise WorkloadError(f"column sn: node {row['sn']!r} again (first on line {seen})",
-                                source=file.name, line=line)
+                                source=source, line=line)
         allocatable = Resource.from_mapping({
-            "cpu": f"{_int(row, 'cpu_milli', file.name, line)}m",
-            "memory": _int(row, "memory_mib", file.name, line) * _MIB,
-            GPU: _int(row, "gpu", file.name, line),
+            "cpu": f"{_int(row, 'cpu_milli', source, line)}m",
+            "memory": _int(row, "memory_mib", source, line) * _MIB,
+            GPU: _int(row, "gpu", source, line),
             "pods": 110,
         })
         nodes.append(NodeInfo.create(row["sn"], allocatable,
@@ -211,7 +214,7 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
     if arrival_order not in ARRIVAL_ORDERS:
         raise ValueError(f"arrival_order must be one of {ARRIVAL_ORDERS}, not {arrival_order!r}")
     file = Path(path)
-    source = file.name
+    source = str(path)
     capacity = sum(node.allocatable.get(GPU) for node in nodes)  # milli
     if arrived_load is not None and not capacity:
         # The load is counted in the cluster's GPUs: none would stop arrivals at once.
@@ -253,7 +256,7 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
                 for pod in pods]
         jobs.sort(key=lambda job: job.submit)
         created_in_listed_order(jobs)
-        return Workload(name=source, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
+        return Workload(name=file.name, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
     if arrival_order == "trace":
         if first > len(pods) or (first and first == len(pods)):
             raise WorkloadError(f"the window starts at job {first}, past the trace's "
@@ -265,7 +268,7 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
                 break
             jobs.append(pod.job(submit=float(len(jobs)), run=math.inf, created=len(jobs)))
             arrived += pod.gpu
-        return Workload(name=source, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
+        return Workload(name=file.name, nodes=nodes, jobs=tuple(jobs), pod_mix=pod_mix)
     if arrived_load > MOST_SAMPLED_LOAD:
         raise WorkloadError(f"--arrived-load {arrived_load:g}: sampled arrivals stop at "
                             f"{MOST_SAMPLED_LOAD:g} times the cluster's GPUs", source=source)
@@ -291,7 +294,7 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
         arrived += pod.gpu
     shuffled = list(nodes)
     rng.shuffle(shuffled)
-    return Workload(name=source, nodes=tuple(shuffled), jobs=tuple(jobs), pod_mix=pod_mix)
+    return Workload(name=file.name, nodes=tuple(shuffled), jobs=tuple(jobs), pod_mix=pod_mix)
 
 
 def gpu_trace_warnings(workload: Workload,

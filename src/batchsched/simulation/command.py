@@ -102,22 +102,22 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         nodes, queues = scenario.nodes, scenario.queues
     if arrived_load is not None and suffix != ".csv":
         raise WorkloadError("--arrived-load applies to GPU pod traces (.csv)",
-                            source=Path(path).name)
+                            source=str(path))
     if arrival_order == "sampled" and first:
         # Sampled pods are drawn from the whole trace until the load: a window of them
         # would arrive below it.
         raise WorkloadError("--arrival-order sampled draws pods from the whole trace: it "
                             "takes no --first-job (or compare --windows)",
-                            source=Path(path).name)
+                            source=str(path))
     if arrival_order != "trace" and arrived_load is None:
         raise WorkloadError(f"--arrival-order {arrival_order} applies with --arrived-load "
                             "(the pods then arrive in that order, at no time of their own)",
-                            source=Path(path).name)
+                            source=str(path))
     configuration: SchedulerConfiguration | None = None
     if suffix == ".csv":
         if nodes is None:
             raise WorkloadError("a pod trace needs its nodes: --cluster openb_node_list_*.csv",
-                                source=Path(path).name)
+                                source=str(path))
         # Arrivals in trace order count the load from the window's first pod: the
         # window is where the replay starts.
         skipped = first if arrived_load is not None and arrival_order == "trace" else 0
@@ -146,10 +146,10 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
             workload = attrs.evolve(workload, nodes=nodes)
     else:
         raise WorkloadError(f"unknown workload kind {suffix or '(no extension)'!r}: "
-                            "expected .swf, .csv, .yaml, .yml or .json", source=Path(path).name)
+                            "expected .swf, .csv, .yaml, .yml or .json", source=str(path))
     if queues:
         workload = attrs.evolve(workload, queues=tuple(queues),
-                                jobs=_in_known_queues(workload.jobs, queues, Path(path).name))
+                                jobs=_in_known_queues(workload.jobs, queues, str(path)))
     # The report names the workload by its file, whatever its kind.
     workload = attrs.evolve(workload, name=Path(path).name)
     return workload.window(first, count), configuration
@@ -221,7 +221,7 @@ def _progress_bar(enabled: bool, total: int) -> tuple[Progress | None, Any]:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Carry out ``batchsched simulate`` (errors propagate as BatchSchedError)."""
-    source = Path(args.workload).name
+    source = str(args.workload)
     if args.first_job < 0 or (args.jobs is not None and args.jobs < 0):
         raise WorkloadError("--first-job and --jobs must not be negative", source=source)
     check_arrived_load(args.arrived_load, source)

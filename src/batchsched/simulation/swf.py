@@ -132,7 +132,7 @@ class _Read:
 
 
 def _read(path: str | Path, text: str | None) -> _Read:
-    source = Path(path).name
+    source = str(path)  # as given: a base name may be another file's
     if text is None:
         try:
             # Bytes that are not UTF-8 are kept (as surrogates): a comment may hold
@@ -140,6 +140,7 @@ def _read(path: str | Path, text: str | None) -> _Read:
             text = Path(path).read_bytes().decode("utf-8", errors="surrogateescape")
         except OSError as exc:
             raise WorkloadError(f"cannot read: {exc.strerror}", source=source) from exc
+    text = text.removeprefix("\ufeff")  # a byte-order mark, as editors may write one
     header: dict[str, str] = {}
     header_lines: dict[str, int] = {}
     jobs: list[SwfJob] = []
@@ -220,7 +221,7 @@ def swf_workload(path: str | Path, *, text: str | None = None,
     :meth:`Workload.window` does; every line is still checked, but only the
     window's jobs are built (a trace holds far more jobs than one replay takes).
     """
-    source = Path(path).name
+    source = str(path)
     read = _read(path, text)
     jobs, header = read.jobs, read.header
     if first < 0 or (count is not None and count < 0):
@@ -297,5 +298,5 @@ def swf_workload(path: str | Path, *, text: str | None = None,
             run_times={task.uid: float(job.run_time) for task in tasks},
             origin=f"{source}:{job.line}",
         ))
-    return Workload(name=source, nodes=cluster, jobs=tuple(workload_jobs),
+    return Workload(name=Path(path).name, nodes=cluster, jobs=tuple(workload_jobs),
                     skipped=tuple(dropped))
