@@ -95,3 +95,35 @@ jobs:
 tasks:
 - {name: t1, job: j1, requests: {cpu: 1, memory: 1Gi}}
 """) == {"default/t1": "n1"}
+
+
+def test_a_tree_that_does_not_add_up_is_logged_and_scheduled(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Volcano's checkHierarchicalQueue logs these three and goes on; they were silent.
+    from batchsched.plugins.capacity import hierarchy
+
+    monkeypatch.setattr(hierarchy, "_SAID", set())
+    assert binds("""
+queues:
+- {name: root}
+- {name: p, capability: {cpu: 2}, deserved: {cpu: 1}, guarantee: {cpu: 1}}
+- {name: c, parent: p, capability: {cpu: 8}, deserved: {cpu: 6}, guarantee: {cpu: 3}}
+jobs:
+- {name: j, queue: c, minMember: 1, minResources: {cpu: 1}}
+tasks:
+- {name: t, job: j, requests: {cpu: 1}}
+""") == {"default/t": "n1"}
+    assert ("capacity: child queue c capability (cpu 8) exceeds parent queue p capability "
+            "(cpu 2) on cpu") in caplog.text
+    assert "sum of child queue deserved (cpu 6) exceeds parent queue p deserved (cpu 1)" \
+        in caplog.text
+    assert "sum of child queue guarantees (cpu 3) exceeds parent queue p guarantee (cpu 1)" \
+        in caplog.text
+    caplog.clear()
+    binds("""
+queues:
+- {name: root}
+- {name: p, capability: {cpu: 2}, deserved: {cpu: 1}, guarantee: {cpu: 1}}
+- {name: c, parent: p, capability: {cpu: 8}, deserved: {cpu: 6}, guarantee: {cpu: 3}}
+""")
+    assert "exceeds" not in caplog.text  # once per process: a replay opens many sessions

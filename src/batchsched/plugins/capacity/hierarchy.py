@@ -17,11 +17,15 @@ the sums of its children's; its capability is unbounded unless set. The tree is
 ``root`` is missing, or a job sits in a queue that has
 children.
 
-Determinism: children are visited (and summed) in name order.
+Determinism: children are visited (and summed) in name order. As Volcano's
+``checkHierarchicalQueue``, a child capability above its parent's and children's
+deserved or guarantees summing above their parent's are logged (once per process),
+not refused.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 import attrs
@@ -38,7 +42,7 @@ from batchsched.api.queue_accounting import (
     spec_resource,
     spec_written,
 )
-from batchsched.api.resource import DimensionDefault, Resource
+from batchsched.api.resource import DimensionDefault, Resource, format_quantity
 from batchsched.plugins.capacity.devices import DeviceQuota
 
 __all__ = [
@@ -53,6 +57,7 @@ __all__ = [
 
 ROOT = ROOT_QUEUE
 _INFINITY = DimensionDefault.INFINITY
+log = logging.getLogger("batchsched")
 #: Volcano's ``math.MaxInt64`` given to every scalar of the root's unbounded capability.
 _MAX_SCALAR = float(2**63 - 1)
 
@@ -229,14 +234,57 @@ def _settle(parent: CapacityQueue) -> None:
             child.capability.memory = parent.capability.memory
         for name, amount in parent.capability.scalars.items():
             child.capability.scalars.setdefault(name, amount)
+        over = _greater_on(child.capability, parent.capability)
+        if over:
+            _say(f"capacity: child queue {child.name} capability ({_shown(child.capability)}) "
+                 f"exceeds parent queue {parent.name} capability "
+                 f"({_shown(parent.capability)}) on {', '.join(over)}; the child's "
+                 "effective capability is limited by the parent")
     if parent.name == ROOT:
         parent.guarantee = guarantees
         parent.deserved = deserved
+    # Volcano's checkHierarchicalQueue logs these and goes on (they only skew shares).
+    for what, total, own in (("deserved", deserved, parent.deserved),
+                             ("guarantees", guarantees, parent.guarantee)):
+        if own.less_partly(total):
+            _say(f"capacity: sum of child queue {what} ({_shown(total)}) exceeds parent "
+                 f"queue {parent.name} {what.rstrip('s')} ({_shown(own)})")
     for child in children:
         child.real_capability = exceeded_part(parent.real_capability, guarantees).add(
             child.guarantee).min_dimension(child.capability, _INFINITY)
     for child in children:
         _settle(child)
+
+
+def _greater_on(child: Resource, parent: Resource) -> list[str]:
+    """The dimensions where ``child`` is above ``parent`` (a scalar the parent does not
+    name is unbounded there: Volcano's ``GreaterPartly`` with ``Infinity``)."""
+    over = [name for name, mine, theirs in (("cpu", child.milli_cpu, parent.milli_cpu),
+                                             ("memory", child.memory, parent.memory))
+            if mine > theirs]
+    over.extend(name for name, amount in sorted(child.scalars.items())
+                if name in parent.scalars and amount > parent.scalars[name])
+    return over
+
+
+#: What the hierarchy checks said, once per process each: every session checks the
+#: tree again, and a replay opens thousands of them.
+_SAID: set[str] = set()
+_MOST_SAID = 1024
+
+
+def _shown(resource: Resource) -> str:
+    """``cpu 2, memory 4Gi``, an unbounded dimension (an unset capability) left out."""
+    return ", ".join(f"{name} {format_quantity(name, amount)}"
+                     for name, amount in resource.to_dict().items()
+                     if amount < _MAX_SCALAR) or "nothing"
+
+
+def _say(message: str) -> None:
+    if message in _SAID or len(_SAID) >= _MOST_SAID:
+        return
+    _SAID.add(message)
+    log.error("%s", message)
 
 
 # -- tree geometry --------------------------------------------------------------------
