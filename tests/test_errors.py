@@ -52,7 +52,7 @@ def test_a_sweep_in_worker_processes_raises_what_one_process_raises(tmp_path: Pa
             sweep(specs, workers=workers)
         errors.append(caught.value)
     assert str(errors[0]) == str(errors[1])
-    assert (errors[1].source, errors[1].line) == ("t.swf", 4)
+    assert (errors[1].source, errors[1].line) == (str(trace), 4)  # the file as given
 
 
 def test_obvious_api_misuse_is_named() -> None:

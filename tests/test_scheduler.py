@@ -234,6 +234,34 @@ def test_an_action_s_quantity_error_is_blamed_on_the_action() -> None:
     assert (raised.value.plugin, raised.value.point) == ("parsing", "execute")
 
 
+class Misplacing(Exploding):
+    def execute(self, ssn: Session) -> None:
+        from batchsched.framework import Statement
+
+        task = next(t for job in ssn.jobs.values() for t in job.tasks.values())
+        Statement(ssn).allocate(task, "no-such-node")  # a refusal the action lets escape
+
+
+def test_a_refusal_an_action_lets_escape_is_blamed_on_the_action() -> None:
+    # It read "cannot allocate task ...: no node ..." with no action named.
+    from batchsched.errors import PluginError, SchedulingError
+
+    class Provider:
+        @hookimpl
+        def batchsched_register_actions(self) -> list[ActionSpec]:
+            return [ActionSpec("misplacing", Misplacing)]
+
+    reg = registry()
+    reg.register(Provider(), name="misplacing")
+    scheduler = Scheduler(cluster(), configuration_from_text('actions: "misplacing"'),
+                          registry=reg)
+    with pytest.raises(PluginError, match="action 'misplacing' raised: SchedulingError: "
+                                          "cannot allocate task") as raised:
+        scheduler.run_once()
+    assert (raised.value.plugin, raised.value.point) == ("misplacing", "execute")
+    assert isinstance(raised.value.__cause__, SchedulingError)
+
+
 def test_a_malformed_task_is_refused_at_the_door_and_changes_nothing() -> None:
     from batchsched.errors import SchedulingError
 

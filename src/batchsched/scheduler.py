@@ -19,7 +19,13 @@ import attrs
 from batchsched.api.queue_accounting import dominant_share
 from batchsched.cache.protocol import Cache
 from batchsched.conf import SchedulerConfiguration, default_configuration, load_configuration
-from batchsched.errors import BatchSchedError, ConfigError, PluginError, SchedulingError
+from batchsched.errors import (
+    BatchSchedError,
+    CacheError,
+    ConfigError,
+    PluginError,
+    SchedulingError,
+)
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.combine import passes_through
 from batchsched.framework.registry import Registry, default_registry
@@ -65,6 +71,12 @@ def _create_action(registry: Registry, configuration: SchedulerConfiguration, na
         raise configuration.refused_arguments(exc, action=name) from exc.__cause__
 
 
+#: Errors that name their source whatever raised them: a plugin (PluginError), the
+#: host (CacheError), a configuration (ConfigError). A refusal (SchedulingError) an
+#: action lets escape is the action's failure, and is named as its own.
+_NAMED_ALREADY = (PluginError, CacheError, ConfigError)
+
+
 def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
     """Run the configuration's actions on an open session, in order.
 
@@ -89,7 +101,8 @@ def run_actions(ssn: Session, actions: Mapping[str, Any] | None = None) -> None:
             action.uninitialize()
         except Exception as exc:
             ssn.discard_open_statements()
-            if passes_through(exc):
+            if isinstance(exc, _NAMED_ALREADY) or (passes_through(exc)
+                                                   and not isinstance(exc, SchedulingError)):
                 raise
             fault = ssn.order_key_fault(exc) if isinstance(exc, TypeError) else None
             if fault is not None:

@@ -133,6 +133,25 @@ def test_unknown_node_or_job_is_a_clear_error_and_changes_nothing() -> None:
     assert fingerprint(ssn) == before
 
 
+def test_evicting_a_task_that_holds_no_node_is_refused_and_changes_nothing() -> None:
+    # An action evicting twice (or a Pending task) gave the task's resources back to
+    # every plugin again: drf's and proportion's shares went below what was held.
+    ssn, share = open_session()
+    stmt = Statement(ssn)
+    running = ssn.jobs["ns/pg0"].tasks["ns/j0-t0"]
+    stmt.evict(running, "first")
+    after_one = fingerprint(ssn)
+    with pytest.raises(SchedulingError, match="cannot evict task ns/j0-t0: it is Releasing "
+                                              "on node n0, not holding its node"):
+        stmt.evict(running, "again")
+    pending = ssn.jobs["ns/pg0"].tasks["ns/j0-t1"]
+    with pytest.raises(SchedulingError, match="cannot evict task ns/j0-t1: it is Pending on "
+                                              "no node"):
+        stmt.evict(pending, "never placed")
+    assert fingerprint(ssn) == after_one
+    assert share.placed == -1 and len(stmt.operations) == 1
+
+
 def test_a_raising_event_handler_undoes_the_operation() -> None:
     ssn, share = open_session()
     before = fingerprint(ssn)

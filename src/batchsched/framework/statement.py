@@ -23,7 +23,7 @@ import attrs
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo, TransactionContext
-from batchsched.api.types import TaskStatus
+from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
 from batchsched.errors import SchedulingError
 
 if TYPE_CHECKING:
@@ -106,9 +106,21 @@ class Statement:
             self.ssn._pipelined_after_evictions.append(task)
 
     def evict(self, task: TaskInfo, reason: str = "") -> None:
-        """Mark a running task Releasing; its node keeps it until the eviction completes."""
+        """Mark a running task Releasing; its node keeps it until the eviction completes.
+
+        A task that holds no node (Pending, Pipelined) or is Releasing already (evicted
+        before, in this statement or by the cache) is a
+        :class:`~batchsched.errors.SchedulingError`, nothing changed: evicting it again
+        would give its resources back to every plugin twice. (Volcano's ``Evict`` has no
+        such guard; its actions never ask it.)"""
         ssn = self.ssn
         job = self._job_of(task)
+        if task.status not in ALLOCATED_STATUSES or not task.node_name:
+            raise SchedulingError(f"cannot evict task {task.uid}: it is {task.status}"
+                                  + (f" on node {task.node_name}" if task.node_name
+                                     else " on no node")
+                                  + ", not holding its node (Bound, Binding, Running or "
+                                    "Allocated)")
         node = ssn.nodes.get(task.node_name)
         before = task.transaction
         job.update_task_status(task, TaskStatus.RELEASING)
