@@ -462,3 +462,16 @@ def test_a_ceiling_that_refuses_nothing_at_the_job_s_stage_is_said_so() -> None:
             "memory 1G, pods 1 + request cpu 1, memory 1G, pods 1, fits (proportion does "
             "not refuse by it here)") in text
     assert "short by cpu 1\n" in text  # deserved refuses at placement: no aside
+
+
+def test_a_node_chosen_over_a_better_scored_one_is_not_called_the_best() -> None:
+    # An action of one's own (first fit) may take a node scored below a runner-up.
+    from batchsched.explain.report import _render_placement
+
+    placement = {"chosen": {"node": "n1", "total": 426.0, "plugins": {"nodeorder": 426.0}},
+                 "runnersUp": [{"node": "n2", "total": 441.0, "plugins": {"nodeorder": 441.0}}],
+                 "feasibleNodes": 2}
+    assert _render_placement(placement)[0] == (
+        "      scored 426 (nodeorder 426), chosen by the action of 2 feasible node(s)")
+    placement["runnersUp"][0]["total"] = 400.0
+    assert "best of 2 feasible node(s)" in _render_placement(placement)[0]

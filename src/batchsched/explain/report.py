@@ -645,7 +645,10 @@ def _render_placement(placement: dict[str, Any]) -> list[str]:
         return f"{score['total']:g}" + (f" ({shown})" if shown else "")
 
     chosen = placement["chosen"]
-    lines = [f"      scored {parts(chosen)}, best of {placement['feasibleNodes']} feasible "
-             "node(s)"]
+    # An action of one's own may not take the best-scored node (first fit, say).
+    best = all(s["total"] <= chosen["total"] for s in placement["runnersUp"])
+    lines = [f"      scored {parts(chosen)}, "
+             + ("best" if best else "chosen by the action") + " of "
+             f"{placement['feasibleNodes']} feasible node(s)"]
     lines.extend(f"      runner-up {s['node']}: {parts(s)}" for s in placement["runnersUp"])
     return lines
