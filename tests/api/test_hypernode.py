@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 import pytest
+import yaml
 
 from batchsched.api.hypernode import (
     CLUSTER_TOP,
@@ -73,6 +74,21 @@ def test_two_parents_are_refused() -> None:
              hn("s2", 3, children=("s0",))]
     with pytest.raises(TopologyError, match="already has a parent 's1'"):
         build_topology(specs, nodes("node-0"))
+
+
+def test_a_partial_tree_leaves_out_the_links_that_break_it() -> None:
+    """What a session keeps while a live cache's tree is broken, as Volcano's cache
+    keeps the tree it had: the first parent keeps its child, the link closing a cycle
+    goes; the rest of the tree stands (it was thrown away whole)."""
+    specs = [hn("s0", 1, node_names=("node-0",)), hn("s1", 1, node_names=("node-1",)),
+             hn("p1", 2, children=("s0", "s1")), hn("p2", 2, children=("s0",)),
+             hn("x", 3, children=("y",)), hn("y", 4, children=("x",))]
+    topology = build_topology(specs, nodes("node-0", "node-1"), partial=True)
+    assert topology.parent["s0"] == "p1" and topology.parent["s1"] == "p1"
+    assert topology.real_nodes["p1"] == {"node-0", "node-1"}
+    assert topology.real_nodes["p2"] == frozenset()
+    assert CLUSTER_TOP in (topology.parent["x"], topology.parent["y"])  # the cycle is cut
+    assert topology.ancestors("s0") == ["s0", "p1", CLUSTER_TOP]
 
 
 def test_ancestors_and_lowest_common_ancestor() -> None:
@@ -268,6 +284,44 @@ def test_a_host_snapshot_with_a_hypernode_cycle_places_the_jobs_without_topology
     cache = _topology_cluster()
     cache.__class__ = CyclicHost
     assert _placed(cache) == {"ns/plain"}
+
+
+def test_a_broken_live_tree_still_scores_on_its_intact_part() -> None:
+    # Volcano's cache keeps the tree it had: a job without a network topology is
+    # scored on it (the hypernode binpack prefers the fuller leaf); the session
+    # threw the whole tree away.
+    from batchsched import Scheduler
+    from batchsched.scenario import parse_scenario
+
+    doc = yaml.safe_load("""
+version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: network-topology-aware, arguments: {weight: 10}}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}
+- {name: n2, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}
+- {name: n3, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}
+- {name: n4, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}
+hyperNodes:
+- {name: a, tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: "^n[12]$"}}}]}
+- {name: b, tier: 1, members: [{type: Node, selector: {regexMatch: {pattern: "^n[34]$"}}}]}
+- {name: spine1, tier: 2, members: [{type: HyperNode, selector: {exactMatch: {name: a}}},
+                                    {type: HyperNode, selector: {exactMatch: {name: b}}}]}
+jobs:
+- {name: busy, minMember: 1, phase: Running}
+- {name: plain, minMember: 1, phase: Inqueue}
+tasks:
+- {name: busy-0, job: busy, node: n3, phase: Running, requests: {cpu: 2, memory: 1Gi}}
+- {name: plain-0, job: plain, requests: {cpu: 1, memory: 1Gi}}
+""")
+    scenario = parse_scenario(doc, source="<test>")
+    cache = scenario.build_cache()
+    cache.set_hyper_node(HyperNode("spine2", 2, (HyperNodeMember("HyperNode", exact="a"),)))
+    Scheduler(cache, scenario.configuration).run_once()
+    assert [(b.task, b.node) for b in cache.binds] == [("default/plain-0", "n3")]
 
 
 def test_the_cache_refuses_a_malformed_hypernode_with_its_own_errors() -> None:

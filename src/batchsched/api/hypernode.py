@@ -15,11 +15,11 @@ node and adopting every parentless hypernode.
 Where Volcano's result depends on Go map order (the order of a hypernode's nodes,
 siblings, a node found in two lowest-tier hypernodes), batchsched takes the session's
 node order and hypernode names in ascending order. Volcano builds its tree
-incrementally and, on a cycle or a hypernode claimed by two parents, stops
-scheduling topology jobs until it is fixed; so does a session here
-(``Session.hyper_nodes_ready``), and a live cache keeps such updates as Volcano's
-does. A scenario, which declares its whole cluster at once, is refused instead
-(:class:`TopologyError`).
+incrementally and, on a cycle or a hypernode claimed by two parents, keeps the tree
+it had and stops allocating topology jobs until it is fixed; so does a session here
+(``Session.hyper_nodes_ready``; its tree is ``build_topology(..., partial=True)``), and
+a live cache keeps such updates as Volcano's does. A scenario, which declares its
+whole cluster at once, is refused instead (:class:`TopologyError`).
 """
 
 from __future__ import annotations
@@ -240,13 +240,20 @@ class Topology:
         return sum(1 for node in node_names if node and node in nodes)
 
 
-def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[NodeInfo]) -> Topology:
+def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[NodeInfo], *,
+                   partial: bool = False) -> Topology:
     """The session's tree from the cluster's hypernodes and the session's nodes.
 
     Volcano resolves member selectors against every node, Ready or not, and keeps
     the session's among them; selecting among the session's nodes gives the same
     sets. A hypernode named as a child but not declared is kept as Volcano's
     placeholder (tier 0, no nodes, in no tier).
+
+    Hypernodes that form no tree raise :class:`TopologyError`; with ``partial`` the
+    tree is built without the links that break it instead, as Volcano's cache keeps
+    the tree it had: a hypernode a second parent claims stays its first parent's (in
+    the order given: the older object first), and the link that closes a cycle is
+    left out.
     """
     all_nodes = {node.name: node.labels for node in session_nodes}
     specs = {h.name: h for h in hyper_nodes}
@@ -255,6 +262,8 @@ def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[Nod
         for child in spec.children():
             held = parent.get(child)
             if held is not None and held != spec.name:
+                if partial:
+                    continue
                 raise TopologyError(f"hypernode {child!r} already has a parent {held!r}, and "
                                     f"cannot set another parent {spec.name!r}")
             parent[child] = spec.name
@@ -266,12 +275,15 @@ def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[Nod
         current = parent.get(name, "")
         while current:
             if current in seen:
+                if partial:
+                    del parent[seen[-1]]  # the link that closes the cycle
+                    break
                 raise TopologyError(f"cyclic dependency detected: hypernode {current!r} is "
                                     f"its own ancestor ({' -> '.join([*seen, current])})")
             seen.append(current)
             current = parent.get(current, "")
 
-    real = _resolved(hyper_nodes, session_nodes, all_nodes, specs, tiers_of)
+    real = _resolved(hyper_nodes, session_nodes, all_nodes, specs, tiers_of, parent=parent)
     by_tier: dict[int, list[str]] = {}
     for name, spec in specs.items():
         by_tier.setdefault(spec.tier, []).append(name)
@@ -318,8 +330,10 @@ _LAST_RESOLVED: list[tuple[object, dict[str, set[str]]]] = []
 
 def _resolved(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[NodeInfo],
               all_nodes: Mapping[str, Mapping[str, str]], specs: Mapping[str, HyperNode],
-              tiers_of: Mapping[str, int]) -> dict[str, set[str]]:
-    """Each hypernode's nodes: its Node members' plus its children's."""
+              tiers_of: Mapping[str, int], *, parent: Mapping[str, str]
+              ) -> dict[str, set[str]]:
+    """Each hypernode's nodes: its Node members' plus its children's (those ``parent``
+    links to it: a partial tree leaves some members out)."""
     selective = any(m.regex or m.labels is not None for h in hyper_nodes for m in h.members)
     key: object = None
     if selective:
@@ -341,7 +355,7 @@ def _resolved(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[NodeInfo
             for member in spec.members:
                 if member.kind == "Node":
                     found |= member.nodes(all_nodes)
-                elif member.exact:
+                elif member.exact and parent.get(member.exact) == name:
                     found |= resolve(member.exact)
         real[name] = found
         return found

@@ -719,8 +719,9 @@ class MemoryCache:
         A change that makes the hypernodes no tree (a cycle, a hypernode with two
         parents) is kept, with a warning, as Volcano's cache keeps it: updates arrive
         in any order (a leaf moved between spines is claimed by its new parent before
-        its old one lets go), and until the tree is whole again sessions place no job
-        with a network topology (:attr:`Session.hyper_nodes_ready`). A member pattern
+        its old one lets go), and until the tree is whole again allocate places no job
+        with a network topology (:attr:`Session.hyper_nodes_ready`; sessions see the
+        tree without the links that break it). A member pattern
         whose brackets do not pair up (Volcano's admission policy refuses it) or that
         uses RE2 syntax not supported here raises :class:`SchedulingError` and
         changes nothing."""

@@ -265,16 +265,18 @@ class Session:
         ``HyperNodesTiers``...), its virtual root included; built when first read.
 
         Hypernodes that form no tree (a cycle, a hypernode two parents claim: a host
-        cache may hold them while its updates arrive) give the virtual root alone, and
-        :attr:`hyper_nodes_ready` is false: as in Volcano, jobs with a network
-        topology are not placed until the tree is whole, and the others are."""
+        cache may hold them while its updates arrive) give the tree without the links
+        that break it (as Volcano's cache keeps the tree it had), and
+        :attr:`hyper_nodes_ready` is false: as in Volcano, allocate places no job with
+        a network topology until the tree is whole, and places the others (scored on
+        the tree as it is)."""
         try:
             return build_topology(self.hyper_nodes, self.node_list)
         except TopologyError as exc:
             self.hyper_nodes_unready = str(exc)
-            log.warning("session %s: %s; jobs with a network topology wait until the "
-                        "hypernodes form a tree", self.uid, exc)
-            return build_topology((), self.node_list)
+            log.warning("session %s: %s; allocate places no job with a network topology "
+                        "until the hypernodes form a tree", self.uid, exc)
+            return build_topology(self.hyper_nodes, self.node_list, partial=True)
 
     @property
     def hyper_nodes_ready(self) -> bool:
