@@ -229,8 +229,12 @@ def test_a_job_no_hypernode_takes_is_explained_by_its_topology() -> None:
     with contextlib.redirect_stdout(out):
         assert main(["explain", str(path), "--job", "c1/pg1", "--output", "json"]) == 0
     report = json.loads(out.getvalue())
-    assert {"plugin": "allocate", "text": "hard network topology up to tier 1: the job is "
-            "ready or pipelined in none of the hypernodes tried (s0, s1)"} in report["notes"]
+    # Each hypernode is passed over for the pending tasks' requests before any task is
+    # tried: said so (it read "ready or pipelined in none", every task "not tried").
+    assert {"plugin": "allocate", "text": "hard network topology up to tier 1: within the "
+            "hypernodes tried (s0, s1), none has room for the requests of a sub-group's "
+            "pending tasks, all of them (idle or future idle, as at session open): no task "
+            "was tried"} in report["notes"]
 
 
 def test_a_device_quota_gap_names_the_device_class() -> None:

@@ -234,6 +234,7 @@ def _search_for_job(
     ssn = run.ssn
     held = {uid: job.sub_job_hyper_node(uid) for uid in worksheet.tasks}
     gradients = ssn.hyper_node_gradient(job, CLUSTER_TOP, ALLOCATE)
+    tried_any: list[bool] = []  # whether a sub-job had a hypernode to try its tasks in
     for gradient in gradients:
         tried: dict[str, _Tried] = {}
         for hyper_node in gradient:
@@ -247,7 +248,8 @@ def _search_for_job(
             while left.sub_jobs:
                 sub_job = left.sub_jobs.pop()
                 outcome = _search_for_sub_job(run, queue, job, sub_job,
-                                              tasks=left.tasks[sub_job.uid], within=hyper_node)
+                                              tasks=left.tasks[sub_job.uid], within=hyper_node,
+                                              attempted=tried_any)
                 if outcome is None or not outcome[0].operations:
                     continue  # dropped from this dry run
                 stmt, sub_score = outcome
@@ -275,11 +277,13 @@ def _search_for_job(
         worksheet.adopt(chosen.worksheet)
         return replayed, best
     if ssn.recorder is not None:
-        ssn.recorder.note(job.uid, "allocate", _why_no_hyper_node(ssn, job, gradients))
+        ssn.recorder.note(job.uid, "allocate",
+                          _why_no_hyper_node(ssn, job, gradients, tasks_tried=bool(tried_any)))
     return None
 
 
-def _why_no_hyper_node(ssn: Session, job: JobInfo, gradients: list[list[str]]) -> str:
+def _why_no_hyper_node(ssn: Session, job: JobInfo, gradients: list[list[str]], *,
+                       tasks_tried: bool) -> str:
     """What an explanation says of a job no hypernode took."""
     spec = job.network_topology
     limit = (f"{spec.mode} network topology up to tier {spec.highest_tier_allowed}"
@@ -289,16 +293,25 @@ def _why_no_hyper_node(ssn: Session, job: JobInfo, gradients: list[list[str]]) -
         return (f"{limit}: no hypernode of an allowed tier has room for the job's minimum "
                 "(idle or future idle, as at session open)")
     shown = ", ".join(tried[:8]) + (f" and {len(tried) - 8} more" if len(tried) > 8 else "")
+    if not tasks_tried:
+        # The sub-jobs' own gradients passed over every hypernode within those: no task
+        # was tried anywhere.
+        return (f"{limit}: within the hypernodes tried ({shown}), none has room for the "
+                "requests of a sub-group's pending tasks, all of them (idle or future idle, "
+                "as at session open): no task was tried")
     return f"{limit}: the job is ready or pipelined in none of the hypernodes tried ({shown})"
 
 
 def _search_for_sub_job(
     run: _AllocateRun, queue: QueueInfo, job: JobInfo, sub_job: SubJobInfo, *,
-    tasks: PriorityQueue[TaskInfo], within: str,
+    tasks: PriorityQueue[TaskInfo], within: str, attempted: list[bool] | None = None,
 ) -> tuple[Statement, float] | None:
+    """``attempted`` gets an entry when a hypernode is tried (for the explanation)."""
     ssn = run.ssn
     topology = ssn.topology
     for gradient in ssn.sub_job_hyper_node_gradient(sub_job, within, ALLOCATE):
+        if gradient and attempted is not None and not attempted:
+            attempted.append(True)
         tried: dict[str, tuple[list[Operation], PriorityQueue[TaskInfo],
                                dict[str, TransactionContext | None]]] = {}
         for hyper_node in gradient:
