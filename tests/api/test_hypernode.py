@@ -324,6 +324,16 @@ tasks:
     assert [(b.task, b.node) for b in cache.binds] == [("default/plain-0", "n3")]
 
 
+def test_the_cache_refuses_a_hypernode_named_as_the_virtual_root() -> None:
+    from batchsched.cache.memory import MemoryCache
+    from batchsched.errors import SchedulingError
+
+    cache = MemoryCache()
+    with pytest.raises(SchedulingError, match="the name of Volcano's virtual root"):
+        cache.set_hyper_node(hn(CLUSTER_TOP, 1, node_names=("n0",)))
+    assert not cache.hyper_nodes
+
+
 def test_the_cache_refuses_a_malformed_hypernode_with_its_own_errors() -> None:
     from batchsched.cache.memory import MemoryCache
     from batchsched.errors import BatchSchedError, SchedulingError

@@ -86,6 +86,10 @@ BAD_INPUTS = [
      "jobs[0] (c1/pg1).createdAt: is too large to be a time"),
     ("minMember: 1}", "minMember: 1, createdAt: .nan}", "jobs[0] (c1/pg1).createdAt: nan is not"),
     ("name: base", "name: base\nnow: -90s", "now: '-90s': the session clock cannot be relative"),
+    # Volcano's virtual root's name: the hypernode became its own child, silently.
+    ("name: base", "name: base\nhyperNodes: [{name: <cluster-top-hypernode>, tier: 1, "
+     "members: [{type: Node, selector: {exactMatch: {name: n1}}}]}]",
+     "hyperNodes[0].name: '<cluster-top-hypernode>' is the name of Volcano's virtual root"),
     # Found by an audit of the time plugins: an empty `now` read as relative, a time
     # in milliseconds accepted (tdm then failed on the year 55971).
     ("name: base", 'name: base\nnow: ""',

@@ -31,6 +31,7 @@ from batchsched.api.cluster import (
 from batchsched.api.devices import gpu_ask, serves
 from batchsched.api.gpushare import drop_gpu_index
 from batchsched.api.hypernode import (
+    CLUSTER_TOP,
     HyperNode,
     NetworkTopology,
     TopologyError,
@@ -726,6 +727,9 @@ class MemoryCache:
         uses RE2 syntax not supported here raises :class:`SchedulingError` and
         changes nothing."""
         _check_type(hyper_node, HyperNode, "hypernode")
+        if hyper_node.name == CLUSTER_TOP:
+            raise SchedulingError(f"hypernode {hyper_node.name}: the name of Volcano's virtual "
+                                  "root of the tree (and no Kubernetes object name)")
         proposed = dict(self.hyper_nodes)
         proposed[hyper_node.name] = hyper_node
         for i, member in enumerate(getattr(hyper_node, "members", ())):

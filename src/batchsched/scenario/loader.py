@@ -48,6 +48,7 @@ from batchsched.api.cluster import (
 from batchsched.api.devices import gpu_ask
 from batchsched.api.gpushare import GPU_INDEX_ANNOTATION, UNHEALTHY_ANNOTATION, gpu_index
 from batchsched.api.hypernode import (
+    CLUSTER_TOP,
     HARD,
     SOFT,
     HyperNode,
@@ -836,6 +837,9 @@ class _Parser:
             obj = self.mapping(item, path)
             name = self.name(obj, path)
             self.keys(obj, {"name", "tier", "tierName", "members"}, path)
+            if name == CLUSTER_TOP:
+                raise self.fail(f"{path}.name", f"{name!r} is the name of Volcano's virtual "
+                                "root of the hypernode tree (and no Kubernetes object name)")
             self.unique(out, name, path, "hypernode")
             tier = obj.get("tier")
             if not isinstance(tier, int) or isinstance(tier, bool) or tier < 0:
