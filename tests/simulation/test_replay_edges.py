@@ -153,6 +153,25 @@ def test_a_job_without_created_at_is_submitted_at_the_file_s_now(
     assert report["metrics"]["makespan"] == 3660
 
 
+def test_a_pod_without_created_at_is_created_when_its_job_arrives(tmp_path: Path) -> None:
+    """Not at the file's now: that put it after a sibling created after its job, and
+    flipped the pods' order."""
+    path = tmp_path / "pods.yaml"
+    path.write_text("""version: 1
+now: 1000
+config: {actions: allocate, tiers: [{plugins: [{name: gang}]}]}
+nodes: [{name: n1, allocatable: {cpu: 4, memory: 4Gi, pods: 10}}]
+jobs: [{name: j, minMember: 1, createdAt: 10}]
+tasks:
+- {name: late, job: j, createdAt: 20, requests: {cpu: 1}, annotations: {batchsched.io/run-time: "5"}}
+- {name: early, job: j, requests: {cpu: 1}, annotations: {batchsched.io/run-time: "5"}}
+""")
+    (job,) = workload_from(load_scenario(path)).jobs
+    arrived = job.arrive()
+    assert {t.name: t.creation_time for t in arrived.tasks.values()} == {"late": 20.0,
+                                                                        "early": 10.0}
+
+
 def test_a_gang_evicted_whole_loses_one_run(capsys: pytest.CaptureFixture[str]) -> None:
     _, report, _ = simulate(capsys, "whole-gang-evicted")
     assert job(report, "batch")["restarts"] == 1

@@ -106,7 +106,7 @@ def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) ->
         for task in tasks_by_job.get(job.uid, []):
             copy = task.clone()
             if copy.creation_time == GO_ZERO_TIME:
-                copy.creation_time = unset
+                copy.creation_time = 0.0  # created when its job arrives (arrive())
             prototype.add_task(copy)
             run_times[task.uid] = seconds_of(task.annotations[RUN_TIME_ANNOTATION],
                                            f"task {task.uid}: {RUN_TIME_ANNOTATION}", source)
