@@ -157,6 +157,21 @@ def test_a_status_whose_reasons_are_not_texts_is_the_plugin_s_error() -> None:
     assert not s.queue.in_flight
 
 
+class RefusesWithAList:
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        if node.name == "n0":
+            return Status(Status.error("x").code.UNSCHEDULABLE,
+                          ["node(s) too small", "really"])  # type: ignore[arg-type]
+        return Status.success()
+
+
+def test_a_status_with_a_list_of_reasons_is_taken() -> None:
+    c = cache({"n0": 4, "n1": 4}, [("a", 1, 0)])
+    s = scheduler(c, {"F": RefusesWithAList()}, filter=["F"])
+    s.run(0.0)
+    assert bound(c) == {"default/a": "n1"}
+
+
 # -- the plugin a status names ----------------------------------------------------------
 
 

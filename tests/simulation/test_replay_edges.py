@@ -163,7 +163,8 @@ config: {actions: allocate, tiers: [{plugins: [{name: gang}]}]}
 nodes: [{name: n1, allocatable: {cpu: 4, memory: 4Gi, pods: 10}}]
 jobs: [{name: j, minMember: 1, createdAt: 10}]
 tasks:
-- {name: late, job: j, createdAt: 20, requests: {cpu: 1}, annotations: {batchsched.io/run-time: "5"}}
+- {name: late, job: j, createdAt: 20, requests: {cpu: 1},
+   annotations: {batchsched.io/run-time: "5"}}
 - {name: early, job: j, requests: {cpu: 1}, annotations: {batchsched.io/run-time: "5"}}
 """)
     (job,) = workload_from(load_scenario(path)).jobs

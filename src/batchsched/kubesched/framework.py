@@ -227,10 +227,11 @@ def _with_text_reasons(name: str, point: str, status: Status) -> Status:
     join), else a :class:`PluginError` naming the plugin (``Status.error(exc)`` takes
     an exception; a status built field by field may hold anything)."""
     reasons = status.reasons
-    if not isinstance(reasons, tuple) or not all(isinstance(r, str) for r in reasons):
+    if not isinstance(reasons, (tuple, list)) or not all(isinstance(r, str) for r in reasons):
         raise PluginError(f"kube plugin {name!r} answered a Status whose reasons are "
                           f"{reasons!r} at {point}, not texts", plugin=name, point=point)
-    return status
+    # A list (Go's []string) is taken as the tuple the class holds.
+    return status if isinstance(reasons, tuple) else attrs.evolve(status, reasons=tuple(reasons))
 
 
 @attrs.define
