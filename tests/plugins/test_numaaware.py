@@ -314,6 +314,31 @@ def test_a_node_update_keeps_the_cpus_handed_over() -> None:
     assert topology.resources["cpu"].allocatable in (parse_cpuset("0-3"), parse_cpuset("4-7"))
 
 
+@pytest.mark.parametrize(("reported", "free"), [
+    (["c1/p1", "c1/p2"], "0-1"),     # every pod reported: the exporter's figures stand
+    (["c1/p1"], ""),                 # one still unreported: every hand-over stays taken
+])
+def test_the_hand_over_ends_once_the_exporter_reports_every_pod(
+        reported: list[str], free: str) -> None:
+    """Volcano's RefreshNumaSchedulerInfoByCrd: the kubelet may choose other CPUs than
+    the scheduler (here it left 0-1 free); once the exporter's podAllocations names
+    every pod handed CPUs, its topology is trusted (the CPUs were taken twice)."""
+    doc = scenario([numa_node("n1")], [task("p1"), task("p2")])
+    cache = parse_scenario(doc, source="<test>").build_cache()
+    configuration = parse_scenario(doc, source="<test>").configuration
+    ssn = Session.open(cache, configuration, registry=registry())
+    run_actions(ssn)
+    ssn.close()
+    exporter = numa_node("n1", free="0-1")
+    exporter["numaTopology"]["podAllocations"] = [
+        {"namespace": uid.split("/")[0], "name": uid.split("/")[1]} for uid in reported]
+    cache.add_node(parse_scenario(scenario([exporter], []), source="<test>").nodes[0])
+    topology = cache.nodes["n1"].numa_topology
+    assert topology is not None
+    assert topology.resources["cpu"].allocatable == (parse_cpuset(free) if free
+                                                     else frozenset())
+
+
 def test_a_cache_that_fails_to_take_the_hand_over_is_recorded(
         caplog: pytest.LogCaptureFixture) -> None:
     doc = scenario([numa_node("n1")], [task("p1")])

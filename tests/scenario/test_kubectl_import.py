@@ -206,6 +206,7 @@ def test_a_node_s_numatopology_is_its_numa_topology(tmp_path: Path) -> None:
     topology = scenario.nodes[0].numa_topology
     assert topology is not None and topology.resources["cpu"].allocatable == frozenset(range(4))
     assert topology.topology_manager_policy == "best-effort"
+    assert topology.reports("no-such-uid", "ns/other")  # podAllocations, by name
     assert not any("skipped" in w for w in scenario.warnings)
     assert any("Numatopology gone: no Node of that name in the dump: not read" in w
                for w in scenario.warnings)

@@ -210,6 +210,15 @@ class NumaTopology:
     #: What the kubelet reserves, in batchsched's units (cpu in millicores, memory in
     #: bytes, others in milli-units), by resource name (read-only).
     res_reserved: Mapping[str, float] = attrs.field(factory=dict, converter=_quantities)
+    #: The pods the node's exporter reports it assigned NUMA ids to (its Numatopology's
+    #: ``podAllocations``): their uids, and their ``namespace/name``.
+    assigned_pod_uids: frozenset[str] = frozenset()
+    assigned_pod_names: frozenset[str] = frozenset()
+
+    def reports(self, pod_uid: str, pod_name: str) -> bool:
+        """Whether the exporter reports the pod (by uid, or by ``namespace/name``: it
+        reads one or the other; Volcano's ``CheckNumaPodAssigned``)."""
+        return pod_uid in self.assigned_pod_uids or pod_name in self.assigned_pod_names
 
     def __attrs_post_init__(self) -> None:
         cpu = self.resources.get("cpu")

@@ -243,7 +243,8 @@ class MemoryCache:
         """Add a node, or update one (new labels, taints, figures, readiness): a node
         of the same name keeps its pods, counted again on the new node, and the NUMA
         ids assigned to them (:meth:`add_unassigned_numa_pods`) stay taken on its
-        topology, as Volcano's cache updates a node in place. A negative, NaN or
+        topology until its exporter reports each of those pods (``podAllocations``),
+        as Volcano's cache updates a node in place. A negative, NaN or
         infinite allocatable or capacity is refused (SchedulingError naming the node
         and the field)."""
         _check_type(node, NodeInfo, "node")
@@ -264,13 +265,7 @@ class MemoryCache:
             for held in old.tasks.values():
                 if held.uid not in node.tasks:
                     node.add_task(held)
-            if node.numa_topology is not None:
-                # The CPUs assigned to its pods stay taken on the new topology too (an
-                # exporter's that caught up has them taken already: taking is idempotent),
-                # as Volcano subtracts its unassigned NUMA pods at every snapshot.
-                for uid, (name, sets) in self._numa_held.items():
-                    if name == node.name and uid in node.tasks:
-                        node.numa_topology = node.numa_topology.allocate(sets)
+            self._hold_numa_on(node)
         self.nodes[node.name] = node
 
     @_locked
@@ -1137,6 +1132,24 @@ class MemoryCache:
                 node.numa_topology = node.numa_topology.allocate(sets)
                 node.mutations += 1  # later snapshots must copy the node again
                 self._numa_held[task_uid] = (node_name, sets)
+
+    def _hold_numa_on(self, node: NodeInfo) -> None:
+        """A node's new topology (its exporter's): the NUMA ids handed over to its pods
+        stay taken on it until the exporter reports every one of those pods, then the
+        exporter's figures are trusted (the kubelet may have chosen other ids), as
+        Volcano's ``RefreshNumaSchedulerInfoByCrd`` does."""
+        topology = node.numa_topology
+        held = {uid: sets for uid, (name, sets) in self._numa_held.items()
+                if name == node.name and uid in node.tasks}
+        if topology is None or not held:
+            return
+        if all(topology.reports(node.tasks[uid].order_uid, uid) for uid in held):
+            for uid in held:
+                del self._numa_held[uid]
+            return
+        for sets in held.values():
+            topology = topology.allocate(sets)
+        node.numa_topology = topology
 
     def _release_numa(self, task_uid: str) -> None:
         held = self._numa_held.pop(task_uid, None)

@@ -66,9 +66,8 @@ _NOISE_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuratio
 _READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget",
                "ResourceQuota", "HyperNode", "DeviceClass", "ResourceSlice", "ResourceClaim",
                "ResourceClaimTemplate", "NodeShard", "Numatopology")
-#: The parts of a Numatopology's spec a node's ``numaTopology`` reads (``podAllocations``,
-#: the exporter's record of the pods it placed, is not read: the scenario's pods are).
-_NUMA_SPEC_KEYS = ("policies", "resReserved", "numares", "cpuDetail")
+#: The parts of a Numatopology's spec a node's ``numaTopology`` reads.
+_NUMA_SPEC_KEYS = ("policies", "resReserved", "numares", "cpuDetail", "podAllocations")
 _COMPLETED = frozenset({"Succeeded", "Failed"})
 #: The pod-group conditions Volcano's scheduler writes (others are not its own).
 _POD_GROUP_CONDITIONS = frozenset({"Unschedulable", "Scheduled"})

@@ -1182,7 +1182,8 @@ class _Parser:
         if raw is None:
             return None
         obj = self.mapping(raw, path)
-        self.keys(obj, {"policies", "resReserved", "numares", "cpuDetail"}, path)
+        self.keys(obj, {"policies", "resReserved", "numares", "cpuDetail", "podAllocations"},
+                  path)
         policies = self.mapping(obj.get("policies"), f"{path}.policies")
         self.keys(policies, set(_NUMA_POLICIES), f"{path}.policies")
         chosen = {name: self.enum(policies, name, {c: c for c in choices}, "",
@@ -1201,8 +1202,31 @@ class _Parser:
             reserved = {}
         cpus = self.numa_cpus(obj.get("cpuDetail"), f"{path}.cpuDetail")
         resources = self.numa_resources(obj.get("numares"), f"{path}.numares", cpus)
+        uids, names = self.numa_pod_allocations(obj.get("podAllocations"),
+                                                f"{path}.podAllocations")
         return NumaTopology(cpus, resources, chosen[CPU_MANAGER_POLICY],
-                            chosen[TOPOLOGY_MANAGER_POLICY], reserved)
+                            chosen[TOPOLOGY_MANAGER_POLICY], reserved,
+                            assigned_pod_uids=uids, assigned_pod_names=names)
+
+    def numa_pod_allocations(self, raw: Any, path: str
+                             ) -> tuple[frozenset[str], frozenset[str]]:
+        """``podAllocations: [{uid, name, namespace, containerAllocations}]``: the pods
+        the exporter reports (their uids, and their ``namespace/name``; what each
+        container holds is not read)."""
+        uids: set[str] = set()
+        names: set[str] = set()
+        for i, item in self.items(raw, path):
+            entry_path = f"{path}[{i}]"
+            entry = self.mapping(item, entry_path)
+            self.keys(entry, {"uid", "name", "namespace", "containerAllocations"}, entry_path)
+            uid = self.typed(entry, "uid", str, "", entry_path)
+            name = self.typed(entry, "name", str, "", entry_path)
+            namespace = self.typed(entry, "namespace", str, "", entry_path)
+            if uid:
+                uids.add(uid)
+            if name:
+                names.add(f"{namespace}/{name}")
+        return frozenset(uids), frozenset(names)
 
     def numa_cpus(self, raw: Any, path: str) -> CpuDetails:
         """``cpuDetail: {CPU ID: {numa: N, socket: S, core: C}}`` (an id left out is 0)."""
