@@ -253,7 +253,9 @@ class QueueingHints:
     With ``hint_functions=False`` (kube with ``SchedulerQueueingHints`` off) the events
     registered still decide which pods an event may move, but no hint is asked (each
     answers Queue), and an event received while a pod was in flight counts for it
-    whatever the event (kube's ``moveRequestCycle``)."""
+    whatever the event (kube's ``moveRequestCycle``). kube's pre-filters of that mode
+    (``AssignedPodAdded``'s affinity match, ``preCheckForNode``) are not kept: more
+    pods are retried."""
 
     def __init__(self, by_profile: Mapping[str, Sequence[Registration]],
                  profile_of: Callable[[TaskInfo], str], *,
