@@ -1028,3 +1028,20 @@ def test_what_would_fail_every_later_cycle_is_refused_at_the_door(
             dict(cache.hyper_nodes), dict(cache.node_shards)) == before
     Scheduler(cache).run_once()
     assert {b.task for b in cache.binds} == {"default/a-0"}
+
+
+def test_the_door_checks_take_what_always_worked() -> None:
+    """numpy numbers for a queue's creation time, sets of images and taints: accepted
+    before the checks came, accepted after."""
+    import numpy as np
+
+    from batchsched.kube.taints import Taint
+
+    cache = MemoryCache()
+    cache.add_queue(QueueInfo("q", creation_time=np.int64(1_700_000_000)))  # type: ignore[arg-type]
+    node = NodeInfo.create("n1", Resource(4000, 4 * 2**30, {"pods": 10}))
+    node.taints = frozenset({Taint("k", "v", "NoSchedule")})  # type: ignore[assignment]
+    cache.add_node(node)
+    job = _changed(_job("x"), "images", frozenset({"nginx:1.25"}))
+    cache.add_job(job)
+    assert "default/x" in cache.jobs and "q" in cache.queues and "n1" in cache.nodes

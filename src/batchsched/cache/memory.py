@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import numbers
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -257,7 +258,8 @@ class MemoryCache:
                 raise SchedulingError(f"node {node.name}: {field}.{wrong[0]} is {wrong[1]}, "
                                       "not an amount >= 0")
         _check_entries(f"node {node.name}", "taints", node.taints, Taint,
-                       "a Taint (batchsched.kube.taints.Taint(key, value, effect))")
+                       "a Taint (batchsched.kube.taints.Taint(key, value, effect))",
+                       unordered=True)
         for field, texts in (("labels", node.labels), ("annotations", node.annotations)):
             _check_texts(f"node {node.name}", field, texts)
         old = self.nodes.get(node.name)
@@ -629,7 +631,9 @@ class MemoryCache:
                                     ("host_ports", (int, HostPort), "a port number or HostPort"),
                                     ("images", str, "an image name"),
                                     ("resource_claims", PodClaim, "a PodClaim")):
-            _check_entries(owner, field, getattr(task, field), kinds, named)
+            # Images and claims were always read as any collection of them.
+            _check_entries(owner, field, getattr(task, field), kinds, named,
+                           unordered=field in ("images", "resource_claims"))
         if task.node_name and task.status not in COMPLETED_STATUSES:
             node = self.nodes.get(task.node_name)
             if node is None:
@@ -1228,10 +1232,12 @@ def _check_pod_group(job: str, podgroup: PodGroup) -> None:
 
 
 def _check_entries(owner: str, field: str, entries: object, kinds: type | tuple[type, ...],
-                   named: str) -> None:
-    """``entries`` is a tuple or list of ``kinds``."""
-    if not isinstance(entries, (tuple, list)):
+                   named: str, *, unordered: bool = False) -> None:
+    """``entries`` is a tuple or list of ``kinds`` (or, ``unordered``, a set too)."""
+    holders: tuple[type, ...] = (tuple, list, set, frozenset) if unordered else (tuple, list)
+    if not isinstance(entries, holders):
         raise SchedulingError(f"{owner}: {field} is {entries!r}, not a tuple")
+    assert isinstance(entries, Iterable)
     for i, entry in enumerate(entries):
         if not isinstance(entry, kinds) or isinstance(entry, bool):
             raise SchedulingError(f"{owner}: {field}[{i}] is {entry!r}, not {named}")
@@ -1243,8 +1249,8 @@ def _is_int(value: object) -> bool:
 
 def _is_number(value: object) -> bool:
     """A number of seconds (NaN included: a pod's unknown creation time orders as
-    Volcano's zero time does)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    Volcano's zero time does; numpy's numbers too)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _check_texts(owner: str, field: str, texts: object) -> None:
