@@ -102,7 +102,10 @@ WHERE = "s.yaml: nodes[0] (n1).numaTopology"
 MALFORMED = {
     "not a mapping": (_set("", 5), "", "must be a mapping, not a number"),
     "unknown key": (_set("numaRes", {}), ".numaRes", "unknown key (known: cpuDetail, "
-                                                     "numares, policies, resReserved)"),
+                                                     "numares, podAllocations, policies, "
+                                                     "resReserved)"),
+    "unknown pod allocation key": (_set("podAllocations", [{"pod": "x"}]),
+                                   ".podAllocations[0].pod", "unknown key"),
     "unknown policy": (_set("policies.MemoryManagerPolicy", "static"),
                        ".policies.MemoryManagerPolicy", "unknown key"),
     "bad topology policy": (_set("policies.TopologyManagerPolicy", "single"),
