@@ -121,6 +121,36 @@ def test_the_run_s_json_pasted_into_expect_checks(
     assert "expect.events: has the wrong shape" in capsys.readouterr().out
 
 
+def test_pipelined_as_run_writes_it_checks(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # run writes job -> task -> node; expect took job -> nodes only.
+    import shutil
+
+    source = ROOT / "tests" / "conformance" / "volcano" / "actions"
+    found = None
+    for path in sorted(source.glob("*.yaml")):
+        assert main(["run", str(path), "--output", "json"]) in (0, 1)
+        got = json.loads(capsys.readouterr().out)
+        if got["pipelined"]:
+            found = path, got
+            break
+    assert found is not None
+    path, got = found
+    copy = tmp_path / "pipelined.yaml"
+    shutil.copy(path, copy)
+    import yaml
+
+    doc = yaml.safe_load(copy.read_text())
+    doc["expect"] = {"pipelined": got["pipelined"]}
+    copy.write_text(yaml.safe_dump(doc))
+    assert main(["check", str(copy)]) == 0
+    capsys.readouterr()
+    job, tasks = next(iter(got["pipelined"].items()))
+    doc["expect"] = {"pipelined": {job: {task: "elsewhere" for task in tasks}}}
+    copy.write_text(yaml.safe_dump(doc))
+    assert main(["check", str(copy)]) == 1
+
+
 def test_check_searches_a_folder_for_scenario_files_not_folders(
         scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "suite"

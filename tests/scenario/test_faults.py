@@ -53,6 +53,20 @@ def test_a_refused_bind_leaves_the_others_when_the_gang_still_holds() -> None:
     assert got["bindFailures"] == ["default/gang-1"]
 
 
+def test_a_refused_bind_that_leaves_a_role_short_takes_back_the_others() -> None:
+    """minMember holds (two workers bound) but the master's role minimum does not:
+    gang's readiness fails, so the workers are taken back (they stayed bound)."""
+    text = GANG.replace("{name: gang, minMember: MIN, phase: Inqueue}",
+                        "{name: gang, minMember: 2, phase: Inqueue, "
+                        "minTaskMember: {master: 1, worker: 1}}")
+    text = text.replace("- {name: gang-0, job: gang,", "- {name: gang-0, job: gang, role: worker,")
+    text = text.replace("- {name: gang-1, job: gang,", "- {name: gang-1, job: gang, role: worker,")
+    text = text.replace("- {name: gang-2, job: gang,", "- {name: gang-2, job: gang, role: master,")
+    got = decide(text.replace("bindFailures: [default/gang-1]", "bindFailures: [default/gang-2]"))
+    assert got["binds"] == {}
+    assert got["bindFailures"] == ["default/gang-2"]
+
+
 #: One high-priority task preempts a low-priority one on a full node.
 PREEMPTION_FILE = Path(__file__).parent / "data" / "one-preemption.yaml"
 

@@ -306,9 +306,10 @@ class Statement:
             del operations[:handed_over]
         for uid in sorted(failed_jobs):
             job = ssn.jobs[uid]
-            # Below minMember, whatever the plugins say, and the job did not ask to keep
-            # what was bound.
-            if not job.is_ready() and bind_failure_policy(ssn, job) == ROLLBACK_GANG:
+            # Below minMember or a role's minTaskMember (gang's readiness), whatever the
+            # plugins say, and the job did not ask to keep what was bound.
+            ready = job.is_ready() and job.check_task_ready()
+            if not ready and bind_failure_policy(ssn, job) == ROLLBACK_GANG:
                 committed = self._roll_back_binds(uid, committed, raised)
         ssn._statement_committed(committed)
         if raised:

@@ -1998,7 +1998,9 @@ _EXPECT_SHAPES: dict[str, Callable[[Any], bool]] = {
     "bindCount": _is_count,
     "evicted": _list_of(_is_str),
     "evictCount": _is_count,
-    "pipelined": _map_of(_list_of(_is_str)),
+    # job -> the nodes its pipelined tasks may be on, or (as --output json writes it)
+    # job -> task -> node, compared exactly.
+    "pipelined": _map_of(lambda v: _list_of(_is_str)(v) or _map_of(_is_str)(v)),
     "podGroupPhases": _map_of(_is_str),
     "taskStatusCounts": _map_of(_map_of(_is_count)),
     "scores": _map_of(_map_of(_is_score)),
