@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import ScenarioError
@@ -112,10 +113,17 @@ def test_sessions_on_reused_objects_see_each_nomination_and_its_end() -> None:
     object; a nomination, and the bind that ends it, still show in the next one."""
     from batchsched.framework.session import Session
 
-    scenario = parse_scenario(two_queues(None), source="<test>")
+    doc = two_queues(None)
+    # A victim leaving n1: the nomination waits for its room (one waiting for nothing
+    # is cleared at close).
+    doc["jobs"].append({"name": "vj", "queue": "q1", "minMember": 1, "phase": "Running"})
+    doc["tasks"].append({"name": "victim", "job": "vj", "node": "n1", "phase": "Running",
+                         "requests": {"cpu": 1}})
+    scenario = parse_scenario(doc, source="<test>")
     cache = scenario.build_cache()
     assert isinstance(cache, MemoryCache)
     cache.incremental_snapshots = True
+    assert cache.evict(cache.jobs["default/vj"].tasks["default/victim"], "preempted")
 
     def nominees() -> dict[str, list[str]]:
         ssn = Session.open(cache, scenario.configuration)
@@ -126,6 +134,7 @@ def test_sessions_on_reused_objects_see_each_nomination_and_its_end() -> None:
     cache.nominate(cache.jobs["default/pj"].tasks["default/p"], "n1")
     assert nominees() == {"n1": ["default/p"]}
     assert nominees() == {"n1": ["default/p"]}  # the same objects, handed out again
+    cache.delete_task(cache.jobs["default/vj"].tasks["default/victim"])  # it left
     cache.bind(cache.jobs["default/pj"].tasks["default/p"], "n1")
     assert nominees() == {}
 
@@ -178,3 +187,32 @@ def test_the_nominated_node_goes_through_the_node_choice(name: str) -> None:
 
     result = check_scenario(load_scenario(Path(__file__).parent / "data" / "nominated" / name))
     assert result.passed, "\n".join(result.differences)
+
+
+def test_nominees_that_cannot_all_fit_and_wait_for_nothing_lose_their_nominations() -> None:
+    """Two equal-priority pods nominated to an empty node that holds one of them: each
+    keeps room for the other, so neither fits. Nothing is leaving the node for them,
+    so the nominations are cleared at close (kube's preemption clears a nomination
+    when it finds no victims), and the next cycle places one; they stalled for ever."""
+    doc = yaml.safe_load("""
+version: 1
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+nodes: [{name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}]
+jobs:
+- {name: a, minMember: 1, phase: Inqueue}
+- {name: b, minMember: 1, phase: Inqueue}
+tasks:
+- {name: a0, job: a, requests: {cpu: 2}, nominatedNodeName: n1}
+- {name: b0, job: b, requests: {cpu: 3}, nominatedNodeName: n1}
+""")
+    scenario = parse_scenario(doc, source="<test>")
+    cache = scenario.build_cache()
+    scheduler = Scheduler(cache, scenario.configuration)
+    scheduler.run_once()
+    assert cache.binds == [] and cache.nominations == {}
+    scheduler.run_once()
+    assert len(cache.binds) == 1

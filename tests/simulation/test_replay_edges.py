@@ -173,6 +173,15 @@ tasks:
                                                                         "early": 10.0}
 
 
+def test_nominees_that_cannot_all_fit_do_not_stall_the_replay(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, err = simulate(capsys, "preempt-nominees-stall")
+    assert (code, err) == (0, "")
+    assert report["neverStarted"] == [] and len(report["perJob"]) == 17
+    # The clock stops at the last event that happened, not at a cancelled run's end.
+    assert report["simulatedSeconds"] == report["metrics"]["makespan"]
+
+
 def test_a_gang_evicted_whole_loses_one_run(capsys: pytest.CaptureFixture[str]) -> None:
     _, report, _ = simulate(capsys, "whole-gang-evicted")
     assert job(report, "batch")["restarts"] == 1

@@ -98,6 +98,15 @@ _PHASE_COUNTERS = {PodGroupPhase.PENDING: "pending", PodGroupPhase.INQUEUE: "inq
 Fn = Callable[..., Any]
 
 
+def _room_on_its_way(node: NodeInfo, nominee: TaskInfo) -> bool:
+    """Whether a pod of lower priority than ``nominee`` that the scheduler preempted is
+    still leaving ``node`` (the room a nomination waits for)."""
+    priority = nominee.pod_priority
+    return any(task.preempted_by_scheduler
+               and (task.status is TaskStatus.RELEASING or task.deleting)
+               and task.pod_priority < priority for task in node.tasks.values())
+
+
 def _sum_allocatable(nodes: Sequence[NodeInfo]) -> Resource:
     """The nodes' allocatable resources added up, node after node (Resource.add's
     float operations inlined: a replay opens a session on every event)."""
@@ -1903,6 +1912,15 @@ class Session:
                     and task.node_name in self._evicted_on):
                 nominations[task.uid] = (task, task.node_name,
                                          task.node_name != task.nominated_node)
+        # A nominee still waiting whose node frees nothing for it any more is no
+        # nominee (kube's preemption clears the nomination when it finds no victims):
+        # else nominees that cannot all fit would keep each other's room for ever.
+        for tasks in self.nominees.values():
+            for task in tasks:
+                if (task.uid not in nominations and task.status is TaskStatus.PENDING
+                        and not task.node_name and task.job in self.jobs
+                        and not _room_on_its_way(self.nodes[task.nominated_node], task)):
+                    nominations[task.uid] = (task, "", True)
         return nominations
 
     def _nominate(self, task: TaskInfo, node_name: str) -> None:

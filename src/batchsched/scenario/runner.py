@@ -205,7 +205,10 @@ class ScenarioCache:
         self.claim_allocations.pop(task.uid, None)
 
     def nominate(self, task: TaskInfo, node_name: str) -> None:
-        self.nominated[task.uid] = node_name
+        if node_name:
+            self.nominated[task.uid] = node_name
+        else:
+            self.nominated.pop(task.uid, None)  # cleared
 
     def evict(self, task: TaskInfo, reason: str) -> bool:
         self.evictions.append(Eviction(task.uid, reason))

@@ -257,6 +257,10 @@ class Simulator:
         cut = False
         while self._events:
             at, kind, _, payload = heapq.heappop(self._events)
+            if kind == _COMPLETION and self._stale(payload):
+                # The end of a run an eviction already ended: nothing happens, and the
+                # clock does not move to it.
+                continue
             if kind < _TICK:
                 # Something happens: the wake-ups count afresh.
                 self._idle_wakes = 0
@@ -432,6 +436,11 @@ class Simulator:
             self._run(uid, placed)
         elif job.tasks_in(TaskStatus.PENDING):
             self._waiting.add(uid)
+
+    def _stale(self, completion: tuple[Any, ...]) -> bool:
+        """Whether a completion event ends a run that is over already (evicted)."""
+        running = self._running.get(completion[0])
+        return running is None or running.generation != completion[1]
 
     def _complete(self, uid: str, generation: int, tasks: tuple[str, ...]) -> bool:
         running = self._running.get(uid)

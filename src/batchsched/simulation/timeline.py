@@ -268,7 +268,9 @@ class Timeline:
         return [*(f"{source}: job {uid} never started: the replay ended with it waiting, "
                   "and the averages leave it out" for uid in self.never_started),
                 *(f"{source}: job {uid} did not finish: the replay ended with a task of it "
-                  "never placed, and the averages leave it out" for uid in self.unfinished)]
+                  + ("waiting again after an eviction" if self.jobs[uid].restarts
+                     else "never placed") + ", and the averages leave it out"
+                  for uid in self.unfinished)]
 
     def queue_shares(self) -> dict[str, float]:
         """Each queue's time-averaged share of the cluster's cpu: every queue some job
