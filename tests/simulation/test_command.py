@@ -435,3 +435,12 @@ def test_a_workload_s_jobs_run_in_the_queues_of_the_cluster_file(tmp_path: Path)
     assert code == 0
     assert json.loads(out)["metrics"]["finishedJobs"] == 2
     assert err.count("warning") == 1 and "queue 'q3' does not exist" in err
+
+
+def test_a_horizon_of_zero_lists_every_queue_at_zero(tmp_path: Path) -> None:
+    # queueShare came back empty: the docs list every queue some job was submitted to.
+    trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join([
+        swf_line(1, 0, 10, 1), swf_line(2, 5, 10, 1)]) + "\n")
+    code, out, _ = simulate(str(trace), "--until", "0", "--output", "json")
+    metrics = json.loads(out)["metrics"]
+    assert (metrics["queueShare"], metrics["jainFairness"]) == ({"default": 0.0}, 1.0)

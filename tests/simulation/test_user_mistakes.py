@@ -162,6 +162,29 @@ def test_a_workload_built_in_code_that_a_scenario_could_not_say_is_refused(
         Simulator(workload())
 
 
+def test_a_job_of_a_queue_the_workload_does_not_declare_is_refused() -> None:
+    # It was replayed waiting for ever, its queue counted in the fairness.
+    workload = workload_of()
+    (job,) = workload.jobs
+    job.prototype.queue = "tpyo"
+    with pytest.raises(WorkloadError, match="job default/a: queue 'tpyo' is not one of the "
+                                            "workload's queues"):
+        Simulator(workload)
+
+
+@pytest.mark.parametrize(("given", "options", "error", "message"), [
+    (ScenarioBuilder, {}, TypeError,
+     "a replay takes a batchsched.simulation.Workload, not ScenarioBuilder "
+     r"\(batchsched.testing.simulate takes a ScenarioBuilder\)"),
+    (workload_of, {"until": "10"}, WorkloadError, "until must be a number of seconds"),
+    (workload_of, {"schedule_period": "10"}, WorkloadError, "the schedule period must be"),
+])
+def test_the_replay_s_own_arguments_of_the_wrong_kind_are_named(
+        given: Any, options: dict[str, Any], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        Simulator(given(), **options)
+
+
 def test_a_task_of_two_jobs_in_a_workload_built_in_code_is_refused() -> None:
     from batchsched.api import JobInfo, PodGroup
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import attrs
 
+from batchsched.api.queue import ROOT_QUEUE
 from batchsched.api.types import TaskStatus
 from batchsched.cache.memory import MemoryCache
 from batchsched.conf import SchedulerConfiguration
@@ -154,16 +155,22 @@ class Simulator:
         settle_arrivals: bool = False,
         snapshot_statuses: bool = False,
     ) -> None:
-        if schedule_period is not None and not (
-                0 < schedule_period <= MAX_SCHEDULE_PERIOD):  # NaN fails both tests
+        if not isinstance(workload, Workload):
+            hint = (" (batchsched.testing.simulate takes a ScenarioBuilder)"
+                    if type(workload).__name__ == "ScenarioBuilder" else "")
+            raise TypeError(f"a replay takes a batchsched.simulation.Workload, not "
+                            f"{type(workload).__name__}{hint}")
+        if schedule_period is not None and (not _is_seconds(schedule_period) or not (
+                0 < schedule_period <= MAX_SCHEDULE_PERIOD)):  # NaN fails both tests
             raise WorkloadError(f"the schedule period must be a positive number of "
-                                f"seconds up to {MAX_SCHEDULE_PERIOD:g}, not {schedule_period}",
+                                f"seconds up to {MAX_SCHEDULE_PERIOD:g}, not {schedule_period!r}",
                                 source=workload.name)
-        if until is not None and not 0 <= until <= MOST_SECONDS:  # NaN fails it too
+        if until is not None and (not _is_seconds(until)
+                                  or not 0 <= until <= MOST_SECONDS):  # NaN fails it too
             # A horizon beyond the clock's range (infinity) would become the report's
             # simulated time, which JSON cannot hold.
             raise WorkloadError(f"until must be a number of seconds from 0 to "
-                                f"{MOST_SECONDS:.0e}, not {until}", source=workload.name)
+                                f"{MOST_SECONDS:.0e}, not {until!r}", source=workload.name)
         check_workload(workload)
         self.workload = workload
         self._ran = False
@@ -643,7 +650,10 @@ def check_workload(workload: Workload) -> None:
     """Raise WorkloadError naming the job, task or node a replay cannot take as it is:
     a run time missing, for a task not the job's, or no number of seconds >= 0; a
     submit time that is none; a restart rule that is neither gang nor task; a job, a
-    task or a node given twice (the scenario loader refuses these too)."""
+    task or a node given twice (the scenario loader refuses these too); a job of a
+    queue the workload does not declare (the scenario loader leaves such a job out,
+    with a warning: one built in code is refused)."""
+    queues = {queue.name for queue in workload.queues} | {"default", ROOT_QUEUE}
     nodes: set[str] = set()
     for node in workload.nodes:
         if node.name in nodes:
@@ -667,6 +677,10 @@ def check_workload(workload: Workload) -> None:
                                 "one of its tasks", source=where)
         if job.uid in jobs:
             raise WorkloadError(f"job {job.uid}: given twice", source=where)
+        if job.prototype.queue not in queues:
+            raise WorkloadError(f"job {job.uid}: queue {job.prototype.queue!r} is not one of "
+                                f"the workload's queues ({', '.join(sorted(queues))})",
+                                source=where)
         jobs.add(job.uid)
         for task in job.prototype.tasks:
             other = owners.get(task)

@@ -278,9 +278,10 @@ class Timeline:
         nobody asked anything of is no part of the fairness)."""
         makespan = self.makespan_end - self.start
         capacity = self.capacity.get(CPU)
-        if makespan <= 0 or capacity <= 0:
-            return {}
         queues = {*(record.queue for record in self.jobs.values()), *self._held_seconds}
+        if makespan <= 0 or capacity <= 0:
+            # No time (a horizon of 0) or no cpu: every queue held nothing.
+            return dict.fromkeys(sorted(queues), 0.0)
         return {queue: self._held_seconds.get(queue, {}).get(CPU, 0.0) / (capacity * makespan)
                 for queue in sorted(queues)}
 
