@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -213,14 +214,39 @@ def failing_loop_pauses(period: float, max_backoff: float, cycles: int) -> tuple
     cache = FaultyHost(random.Random(1), rate=1.0)
     add_nodes(cache)
     scheduler = Scheduler(cache, None, registry=registry())
-    pauses: list[float] = []
+    pauses: dict[int, float] = {}
 
-    def stop() -> bool:
-        pauses.append(scheduler.status.pause)
-        return len(pauses) > cycles
+    def stop() -> bool:  # asked at every cycle and during its pauses
+        done = scheduler.status.cycles
+        if done:
+            pauses[done] = scheduler.status.pause
+        return done >= cycles
 
     scheduler.run(period=period, stop=stop, max_backoff=max_backoff)
-    return scheduler, pauses[1:]
+    return scheduler, [pauses[cycle] for cycle in sorted(pauses)]
+
+
+def test_a_host_down_for_hours_does_not_end_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2 ** 1024 failures in a row overflowed the backoff: run() raised OverflowError.
+    import batchsched.scheduler as loop
+
+    monkeypatch.setattr(loop, "_STOP_POLL", 0.0)
+    scheduler, pauses = failing_loop_pauses(0.0001, 0.0001, 1100)
+    assert scheduler.status.consecutive_failures == 1100 and pauses[-1] == 0.0001
+
+
+def test_a_callable_stop_ends_a_long_pause_at_once() -> None:
+    scheduler = Scheduler(FaultyHost(random.Random(1), rate=1.0), None, registry=registry())
+    asked = [0.0]
+
+    def stop() -> bool:
+        if not asked[0] and scheduler.status.cycles:
+            asked[0] = time.monotonic()
+        return bool(asked[0]) and time.monotonic() - asked[0] > 0.1
+
+    began = time.monotonic()
+    scheduler.run(period=30.0, stop=stop, max_backoff=60.0)
+    assert time.monotonic() - began < 5.0  # not the 60 s pause
 
 
 def test_run_survives_failed_cycles_with_a_capped_backoff() -> None:

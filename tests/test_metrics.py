@@ -143,3 +143,38 @@ def test_a_capacity_queue_without_deserved_has_a_share_of_one() -> None:
     metrics = Metrics()
     Scheduler(scenario.build_cache(), scenario.configuration, metrics=metrics).run_once()
     assert metrics.value("queue_share", queue_name="q1") == 1.0
+
+
+
+def test_a_scrape_while_the_loop_observes_is_consistent() -> None:
+    """exposition() read the histograms after letting go of the lock: an observation
+    half done meanwhile (another thread's, between its updates of the count and the
+    buckets) showed a +Inf bucket other than the bucket counts. Here the lock lets
+    such a half observation in as soon as it is released."""
+    import re
+    import threading
+
+    from batchsched.metrics import Metrics
+
+    metrics = Metrics()
+    metrics.observe("e2e_scheduling_latency_milliseconds", 3.0)
+    real = metrics._lock
+
+    class LetsAHalfObservationIn:
+        def __enter__(self) -> None:
+            real.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            real.release()
+            for histogram in metrics._histograms.values():
+                histogram.count += 1  # the count moved on, the buckets not yet
+
+    metrics._lock = LetsAHalfObservationIn()  # type: ignore[assignment]
+    text = metrics.exposition()
+    inf = re.search(r'_bucket\{le="\+Inf"\} (\d+)', text)
+    finite = re.findall(r'_bucket\{le="[0-9.e+]+"\} (\d+)', text)
+    count = re.search(r"_count (\d+)", text)
+    assert inf is not None and count is not None and finite
+    # One observation of 3 ms: within the largest finite bucket, +Inf and the count.
+    assert (finite[-1], inf.group(1), count.group(1)) == ("1", "1", "1")
+    assert isinstance(real, type(threading.Lock()))

@@ -302,3 +302,64 @@ def test_an_action_keeps_the_arguments_a_reload_leaves_out(tmp_path: Path) -> No
     os.utime(path, (time.time() + 10, time.time() + 10))
     scheduler.run_once()
     assert scheduler.status.reloads == 2 and scheduler._actions["preempt"] is preempt
+
+
+def _edit(path: Path, text: str | bytes, seconds: float) -> None:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    os.utime(path, (time.time() + seconds, time.time() + seconds))
+
+
+def test_an_action_dropped_by_a_reload_and_restored_is_the_same_instance(
+        tmp_path: Path) -> None:
+    # Volcano keeps one instance per action for the process: strict-allocate's held
+    # head (what it remembers) was lost, and a later job overtook it.
+    path = tmp_path / "sched.conf"
+    conf = ("actions: strict-allocate\nconfigurations:\n- name: strict-allocate\n"
+            "  arguments: {holdBlockedHead: true}\n")
+    path.write_text(conf)
+    scheduler = Scheduler(cluster(), path, registry=registry())
+    first = scheduler._actions["strict-allocate"]
+    _edit(path, "actions: allocate\n", 5)
+    scheduler.run_once()
+    _edit(path, conf, 10)
+    scheduler.run_once()
+    assert scheduler.status.reloads == 2 and scheduler._actions["strict-allocate"] is first
+
+
+def test_a_plugin_that_cannot_be_built_is_refused_when_the_scheduler_is(
+        tmp_path: Path) -> None:
+    # It was accepted, and every cycle failed; a reload refused the same file.
+    from batchsched.errors import PluginError
+
+    path = tmp_path / "sched.conf"
+    path.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n"
+                    "    arguments: {volumebinding.bindTimeoutSeconds: -1}\n")
+    with pytest.raises(PluginError, match=r"sched.conf: tiers\[0\].plugins\[0\].arguments"):
+        Scheduler(cluster(), path, registry=registry())
+
+
+def test_a_refused_reload_names_the_file_and_the_argument_s_place(tmp_path: Path) -> None:
+    path = tmp_path / "sched.conf"
+    path.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n")
+    scheduler = Scheduler(cluster(), path, registry=registry())
+    _edit(path, "actions: allocate\ntiers:\n- plugins:\n  - name: predicates\n"
+                "    arguments: {volumebinding.bindTimeoutSeconds: -1}\n", 5)
+    scheduler.run_once()
+    assert scheduler.status.reload_error.startswith(
+        f"{path}: tiers[0].plugins[0].arguments")
+    _edit(path, "actions: easy-backfill\nconfigurations:\n- name: easy-backfill\n"
+                "  arguments: {candidateOrder: bogus}\n", 10)
+    scheduler.run_once()
+    assert scheduler.status.reload_error.startswith(
+        f"{path}: configurations[0].arguments.candidateOrder")
+
+
+def test_a_utf16_configuration_is_read_as_volcano_reads_it(tmp_path: Path) -> None:
+    from batchsched.conf import load_configuration
+
+    path = tmp_path / "utf16.conf"
+    path.write_bytes("actions: \"enqueue, allocate\"\n".encode("utf-16"))
+    assert load_configuration(path).actions == ("enqueue", "allocate")

@@ -459,7 +459,10 @@ def load_configuration(source: str | Path) -> SchedulerConfiguration:
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from exc
     try:
-        text = data.decode("utf-8")
+        # yaml.v2 reads a UTF-16 file by its byte-order mark (a UTF-8 one is dropped
+        # later); anything else is UTF-8.
+        text = data.decode("utf-16") if data[:2] in (b"\xff\xfe", b"\xfe\xff") \
+            else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
                           source=str(path)) from exc

@@ -156,9 +156,7 @@ class Metrics:
 
     def exposition(self) -> str:
         """Every metric in Prometheus' text exposition format (version 0.0.4)."""
-        with self._lock:
-            histograms = sorted(self._histograms.items())
-            values = sorted(self._values.items())
+        histograms, values = self.samples()  # one consistent copy, under the lock
         lines: list[str] = []
         described: set[str] = set()
 
@@ -171,14 +169,14 @@ class Metrics:
                 lines.append(f"# TYPE {full} {kind}")
             return full
 
-        for (name, labels), histogram in histograms:
+        for name, labels, buckets, count, total in histograms:
             full = describe(name)
-            for bound, count in zip(histogram.bounds, histogram.counts, strict=True):
-                lines.append(f"{full}_bucket{_format(labels, le=_number(bound))} {count}")
-            lines.append(f"{full}_bucket{_format(labels, le='+Inf')} {histogram.count}")
-            lines.append(f"{full}_sum{_format(labels)} {_number(histogram.total)}")
-            lines.append(f"{full}_count{_format(labels)} {histogram.count}")
-        for (name, labels), value in values:
+            for bound, in_bucket in buckets:
+                lines.append(f"{full}_bucket{_format(labels, le=_number(bound))} {in_bucket}")
+            lines.append(f"{full}_bucket{_format(labels, le='+Inf')} {count}")
+            lines.append(f"{full}_sum{_format(labels)} {_number(total)}")
+            lines.append(f"{full}_count{_format(labels)} {count}")
+        for name, labels, value in values:
             full = describe(name)
             lines.append(f"{full}{_format(labels)} {_number(value)}")
         return "\n".join(lines) + "\n"

@@ -53,13 +53,19 @@ def check_builds(configuration: SchedulerConfiguration, registry: Registry | Non
     and the argument's place, raised here rather than when a session opens (``conf
     validate`` and ``compare`` check a configuration so, before any run)."""
     registry = registry or default_registry()
+    _check_plugins_build(configuration, registry)
+    create_actions(configuration, registry)
+
+
+def _check_plugins_build(configuration: SchedulerConfiguration, registry: Registry) -> None:
+    """Build every plugin the configuration names once; one that cannot be built is a
+    PluginError naming the file and the plugin's place."""
     for t, tier in enumerate(configuration.tiers):
         for p, option in enumerate(tier.plugins):
             try:
                 registry.create_plugin(option.name, option.arguments)
             except PluginError as exc:
                 raise configuration.refused_arguments(exc, place=(t, p)) from exc.__cause__
-    create_actions(configuration, registry)
 
 
 def _create_action(registry: Registry, configuration: SchedulerConfiguration, name: str
@@ -202,7 +208,14 @@ class Scheduler:
         if not self.configuration.actions:
             log.warning("batchsched: %s names no action: the scheduler decides nothing",
                         self.configuration.source)
+        # A plugin whose arguments are refused is refused now, as a reload refuses it,
+        # not at every cycle.
+        _check_plugins_build(self.configuration, self.registry)
         self._actions = create_actions(self.configuration, self.registry)
+        #: Actions a reload dropped, with their arguments: restored with the same
+        #: arguments, an action is the same instance (Volcano keeps one per action for
+        #: the process's life), with what it remembers.
+        self._retired_actions: dict[str, tuple[Any, dict[str, Any]]] = {}
         #: Each action's arguments as its instance holds them: Volcano keeps one instance
         #: of each action for the scheduler's life and each cycle reads into it only the
         #: keys the configuration gives, so a key a reload drops keeps its value.
@@ -221,11 +234,18 @@ class Scheduler:
         for name in configuration.actions:
             arguments = {**kept.get(name, {}), **configuration.action_arguments(name)}
             previous = self._actions.get(name)
+            retired = self._retired_actions.get(name)
             if previous is not None and arguments == self._action_arguments.get(name):
                 actions[name] = previous
+            elif previous is None and retired is not None and arguments == retired[1]:
+                actions[name] = retired[0]
             else:
-                actions[name] = self.registry.create_action(
-                    name, Arguments(arguments, kind="action"))
+                try:
+                    actions[name] = self.registry.create_action(
+                        name, Arguments(arguments, kind="action"))
+                except PluginError as exc:
+                    raise configuration.refused_arguments(exc, action=name) \
+                        from exc.__cause__
             kept[name] = arguments
         return actions, kept
 
@@ -237,9 +257,7 @@ class Scheduler:
                               source=configuration.source)
         # Every plugin is built once, as a session would: one that cannot be (its
         # arguments refused, its constructor raising) keeps the last good configuration.
-        for tier in configuration.tiers:
-            for option in tier.plugins:
-                self.registry.create_plugin(option.name, option.arguments)
+        _check_plugins_build(configuration, self.registry)
 
     def _reload_if_changed(self) -> None:
         if self._path is None:
@@ -256,6 +274,9 @@ class Scheduler:
             self.status.reload_error = str(exc)
             log.error("batchsched: keeping the previous configuration: %s", exc)
             return
+        for name, action in self._actions.items():
+            if name not in actions:
+                self._retired_actions[name] = (action, self._action_arguments[name])
         self.configuration, self._actions = configuration, actions
         self._action_arguments = arguments
         self.status.reloads += 1
@@ -347,17 +368,28 @@ class Scheduler:
                 # fresh snapshot, later when the failures repeat.
                 log.exception("batchsched: scheduling cycle failed")
                 base = period if period > 0 else _ZERO_PERIOD_BACKOFF
-                wait = min(max_backoff, base * 2 ** self.status.consecutive_failures)
+                # The exponent is capped: 2.0 ** 1024 overflows, and a host down for
+                # hours must not end the loop.
+                doublings = min(self.status.consecutive_failures, _MOST_DOUBLINGS)
+                wait = min(max_backoff, base * 2.0 ** doublings)
             delay = max(0.0, wait - (time.monotonic() - started))
             self.status.pause, self.status.next_delay = wait, delay
             if isinstance(stop, threading.Event):
                 stop.wait(delay)
-            elif delay:
-                time.sleep(delay)
+            else:
+                # A callable is asked again every so often: stopping waits no pause out.
+                ends = time.monotonic() + delay
+                while delay > 0 and not stopped():
+                    time.sleep(min(delay, _STOP_POLL))
+                    delay = ends - time.monotonic()
 
 
 #: The first backoff of a loop with no pause between cycles (``run(period=0)``).
 _ZERO_PERIOD_BACKOFF = 0.1
+#: Doublings of the backoff counted at most (far past any ``max_backoff``).
+_MOST_DOUBLINGS = 60
+#: How often a callable ``stop`` is asked during a pause, in seconds.
+_STOP_POLL = 0.05
 
 
 def _record_queue_shares(ssn: Session, metrics: Metrics) -> None:

@@ -441,6 +441,6 @@ def test_a_horizon_of_zero_lists_every_queue_at_zero(tmp_path: Path) -> None:
     # queueShare came back empty: the docs list every queue some job was submitted to.
     trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + "\n".join([
         swf_line(1, 0, 10, 1), swf_line(2, 5, 10, 1)]) + "\n")
-    code, out, _ = simulate(str(trace), "--until", "0", "--output", "json")
+    _, out, _ = simulate(str(trace), "--until", "0", "--output", "json")
     metrics = json.loads(out)["metrics"]
     assert (metrics["queueShare"], metrics["jainFairness"]) == ({"default": 0.0}, 1.0)
