@@ -216,3 +216,17 @@ tasks:
     assert cache.binds == [] and cache.nominations == {}
     scheduler.run_once()
     assert len(cache.binds) == 1
+
+
+def test_soft_sharded_scores_are_those_allocate_ranks_by() -> None:
+    """Sharded soft, allocate ranks the shard's nodes as a group of their own (Volcano's
+    prioritizeNodes): the batch scores --scores reports are normalised over that
+    group too (over every node, they ranked n2 first while allocate chose n1)."""
+    from pathlib import Path
+
+    from batchsched.scenario import load_scenario
+    from batchsched.scenario.compare import compare_decisions
+
+    scenario = load_scenario(Path(__file__).parent / "data" / "soft-shard-scores.yaml")
+    decisions = run_scenario(scenario)
+    assert not compare_decisions(scenario.expect, decisions.to_json())

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from batchsched.actions.node_search import hard_shard_of
+from batchsched.actions.node_search import hard_shard_of, shard_groups
 from batchsched.api.ascend import assigned_vnpus
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.fit import FitError
@@ -113,8 +113,12 @@ def session_scores(ssn: Session) -> dict[str, dict[str, float]]:
                     continue  # left out of the report (the format's rule)
             try:
                 # Over every node the predicates pass, the failing one included: the
-                # batch scores allocate ranks by (Volcano's PrioritizeNodes).
-                batch = ssn.batch_node_order(task, candidates)
+                # batch scores allocate ranks by (Volcano's PrioritizeNodes). Sharded
+                # soft, allocate ranks the shard's nodes, then the others, each group
+                # on its own: so are their batch scores.
+                batch: dict[str, float] = {}
+                for group in shard_groups(ssn, candidates):
+                    batch.update(ssn.batch_node_order(task, group))
             except NodeOrderError:
                 out[task.uid] = {}  # no scores, as Volcano's PrioritizeNodes on an error
                 continue
