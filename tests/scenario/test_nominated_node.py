@@ -213,7 +213,9 @@ tasks:
     cache = scenario.build_cache()
     scheduler = Scheduler(cache, scenario.configuration)
     scheduler.run_once()
-    assert cache.binds == [] and cache.nominations == {}
+    assert cache.binds == []
+    assert [t.nominated_node for job in cache.jobs.values() for t in job.tasks.values()] \
+        == ["", ""]
     scheduler.run_once()
     assert len(cache.binds) == 1
 
@@ -230,3 +232,28 @@ def test_soft_sharded_scores_are_those_allocate_ranks_by() -> None:
     scenario = load_scenario(Path(__file__).parent / "data" / "soft-shard-scores.yaml")
     decisions = run_scenario(scenario)
     assert not compare_decisions(scenario.expect, decisions.to_json())
+
+
+def test_a_nomination_no_preemption_was_tried_for_stands() -> None:
+    """Only a preemption tried in vain clears a nomination (kube's rule): without the
+    preempt action in the cycle, the nominee keeps its node (it was cleared)."""
+    doc = yaml.safe_load("""
+version: 1
+config:
+  actions: "enqueue, allocate, backfill"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+nodes: [{name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}]
+jobs:
+- {name: a, minMember: 1, phase: Inqueue}
+- {name: b, minMember: 1, phase: Inqueue}
+tasks:
+- {name: a0, job: a, requests: {cpu: 2}, nominatedNodeName: n1}
+- {name: b0, job: b, requests: {cpu: 3}, nominatedNodeName: n1}
+""")
+    scenario = parse_scenario(doc, source="<test>")
+    cache = scenario.build_cache()
+    Scheduler(cache, scenario.configuration).run_once()
+    assert [t.nominated_node for job in cache.jobs.values() for t in job.tasks.values()] \
+        == ["n1", "n1"]

@@ -243,6 +243,7 @@ class PreemptAction:
         predicates: NodePredicates,
     ) -> bool:
         """Try to make room for ``preemptor``; True when it was pipelined somewhere."""
+        ssn.note_preemption_tried(preemptor)
         if preemptor.never_preempts or not _eligible_by_nomination(ssn, preemptor):
             return False
         if ssn.pre_predicate(preemptor) is not None:

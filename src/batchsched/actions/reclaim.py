@@ -127,6 +127,7 @@ class ReclaimAction:
         self, ssn: Session, stmt: Statement, task: TaskInfo, job: JobInfo,
         room: EvictionRoom | None,
     ) -> None:
+        ssn.note_preemption_tried(task)
         predicates = NodePredicates(ssn, cache_errors=self.cache_predicate_errors)
 
         def reclaimee(held: TaskInfo) -> bool:

@@ -32,7 +32,9 @@ class Cache(Protocol):
     A cache may also offer ``unbind(task, reason)`` (take back a bind it accepted,
     when a failed bind left the task's gang below its minimum; without it the
     session evicts) and ``nominate(task, node_name)`` (a preemptor was pipelined
-    on a node where its victims were evicted: kube-scheduler's nominated node).
+    on a node where its victims were evicted: kube-scheduler's nominated node; an
+    empty ``node_name`` clears a nomination a preemption then found nothing for,
+    nothing leaving the node for the task any more).
 
     A cache may also offer ``annotate_node(node_name, key, value)``: a plugin writes
     an annotation on a node at once, whatever becomes of the statement (deviceshare's

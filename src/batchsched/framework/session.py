@@ -242,6 +242,10 @@ class Session:
         self._hidden_requests: dict[str, dict[str, float]] = {}
         self._raw_min_resources: dict[str, Resource] = {}
         self._raw_queue_quotas: dict[tuple[str, str], Resource] = {}
+        #: The tasks a preemption (preempt, reclaim) was tried for in this session: a
+        #: nominee among them left waiting, with nothing leaving its node for it, loses
+        #: its nomination at close (:meth:`note_preemption_tried`).
+        self._preemption_tried: set[str] = set()
         #: Tasks pipelined after evictions in this session (candidates for a nominated
         #: node at close, their statement committed or not).
         self._pipelined_after_evictions: list[TaskInfo] = []
@@ -514,7 +518,7 @@ class Session:
         statuses: dict[str, QueueStatus] = {}
         if failure is None:
             try:
-                self._nominations = self._nominations_at_close()
+                self._nominations = self._nominations_at_close(clear=True)
                 self._set_pod_group_statuses()
                 statuses = self._queue_statuses()
             except Exception as exc:
@@ -1894,7 +1898,8 @@ class Session:
             if task.job not in refused:
                 self._nominate(task, node_name)
 
-    def _nominations_at_close(self) -> dict[str, tuple[TaskInfo, str, bool]]:
+    def _nominations_at_close(self, *, clear: bool = False
+                              ) -> dict[str, tuple[TaskInfo, str, bool]]:
         """Volcano's nominated nodes, by task uid (``RecordJobStatusEvent``, for every
         job whatever its phase), each with whether it differs from the task's nominated
         node as the session opened (read before any is handed to the cache, which may
@@ -1912,16 +1917,25 @@ class Session:
                     and task.node_name in self._evicted_on):
                 nominations[task.uid] = (task, task.node_name,
                                          task.node_name != task.nominated_node)
-        # A nominee still waiting whose node frees nothing for it any more is no
-        # nominee (kube's preemption clears the nomination when it finds no victims):
-        # else nominees that cannot all fit would keep each other's room for ever.
-        for tasks in self.nominees.values():
-            for task in tasks:
-                if (task.uid not in nominations and task.status is TaskStatus.PENDING
-                        and not task.node_name and task.job in self.jobs
-                        and not _room_on_its_way(self.nodes[task.nominated_node], task)):
-                    nominations[task.uid] = (task, "", True)
+        if clear and getattr(self.cache, "nominate", None) is not None:
+            # A nominee a preemption was tried for in vain, still waiting, whose node
+            # frees nothing for it any more, is no nominee (kube's preemption clears the
+            # nomination when it finds no victims): else nominees that cannot all fit
+            # would keep each other's room for ever.
+            for tasks in self.nominees.values():
+                for task in tasks:
+                    if (task.uid in self._preemption_tried and task.uid not in nominations
+                            and task.status is TaskStatus.PENDING and not task.node_name
+                            and task.job in self.jobs
+                            and not _room_on_its_way(self.nodes[task.nominated_node], task)):
+                        nominations[task.uid] = (task, "", True)
         return nominations
+
+    def note_preemption_tried(self, task: TaskInfo) -> None:
+        """A preemption was tried for ``task`` in this session (preempt and reclaim say
+        so): if it is left waiting on a nomination nothing frees room for, the
+        nomination is cleared at close, as kube-scheduler's preemption clears it."""
+        self._preemption_tried.add(task.uid)
 
     def _nominate(self, task: TaskInfo, node_name: str) -> None:
         """Tell the cache the node a preemptor's victims were evicted on (kube's
