@@ -272,6 +272,34 @@ def test_a_leaf_moved_between_spines_in_either_order_converges() -> None:
     assert _placed(cache) == {"ns/plain", "ns/ranked"}
 
 
+def test_a_leaf_claimed_anew_by_an_older_spine_stays_with_its_parent() -> None:
+    """Volcano refuses the new claim while the leaf has its parent: in the session's
+    partial tree the leaf stays under s1, though s2 was created first (it moved to s2,
+    the first object in the cache)."""
+    from batchsched.framework.session import Session
+
+    cache = _topology_cluster()
+    cache.set_hyper_node(hn("s2", 2, node_names=("spare",)))
+    cache.set_hyper_node(hn("leaf", 1, node_names=("n0",)))
+    cache.set_hyper_node(hn("s1", 2, children=("leaf",)))
+    cache.set_hyper_node(hn("s2", 2, children=("leaf",)))  # claimed before s1 lets go
+    ssn = Session.open(cache, parse_scenario(yaml.safe_load(
+        "version: 1\nconfig: {actions: allocate}"), source="<t>").configuration)
+    try:
+        assert ssn.topology.parent["leaf"] == "s1" and not ssn.hyper_nodes_ready
+    finally:
+        ssn.close()
+
+
+def test_a_partial_tree_leaves_out_the_cycle_s_newest_link() -> None:
+    # A claims B, then B claims C, then C claims A (closing the cycle): C's claim goes.
+    specs = [hn("A", 3, children=("B",)), hn("B", 2, children=("C",)),
+             hn("C", 1, children=("A",), node_names=("node-0",))]
+    topology = build_topology(specs, nodes("node-0"), partial=True)
+    assert (topology.parent["A"], topology.parent["B"], topology.parent["C"]) == (
+        CLUSTER_TOP, "A", "B")
+
+
 def test_a_host_snapshot_with_a_hypernode_cycle_places_the_jobs_without_topology() -> None:
     from batchsched import MemoryCache
 

@@ -251,9 +251,10 @@ def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[Nod
 
     Hypernodes that form no tree raise :class:`TopologyError`; with ``partial`` the
     tree is built without the links that break it instead, as Volcano's cache keeps
-    the tree it had: a hypernode a second parent claims stays its first parent's (in
-    the order given: the older object first), and the link that closes a cycle is
-    left out.
+    the tree it had, given the hypernodes in the order of their claims (as
+    ``MemoryCache`` keeps them: one that claims a child anew goes last): a hypernode
+    a second parent claims stays with the first, and of the links of a cycle the one
+    claimed last is left out.
     """
     all_nodes = {node.name: node.labels for node in session_nodes}
     specs = {h.name: h for h in hyper_nodes}
@@ -270,13 +271,17 @@ def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[Nod
     tiers_of = {name: spec.tier for name, spec in specs.items()}
     for child in parent:
         tiers_of.setdefault(child, 0)  # a placeholder: named by a parent, not declared
+    claimed_at = {spec.name: i for i, spec in enumerate(hyper_nodes)}
     for name in tiers_of:
         seen = [name]
         current = parent.get(name, "")
         while current:
             if current in seen:
                 if partial:
-                    del parent[seen[-1]]  # the link that closes the cycle
+                    # The cycle's link claimed last (its parent the latest) goes.
+                    cycle = seen[seen.index(current):]
+                    newest = max(cycle, key=lambda child: claimed_at.get(parent[child], -1))
+                    del parent[newest]
                     break
                 raise TopologyError(f"cyclic dependency detected: hypernode {current!r} is "
                                     f"its own ancestor ({' -> '.join([*seen, current])})")

@@ -730,6 +730,11 @@ class MemoryCache:
             raise SchedulingError(f"hypernode {hyper_node.name}: the name of Volcano's virtual "
                                   "root of the tree (and no Kubernetes object name)")
         proposed = dict(self.hyper_nodes)
+        old = proposed.get(hyper_node.name)
+        if old is None or set(hyper_node.children()) - set(old.children()):
+            # The hypernodes are kept in the order of their claims: one that claims a
+            # child anew goes last (a partial tree gives a child to its older claim).
+            proposed.pop(hyper_node.name, None)
         proposed[hyper_node.name] = hyper_node
         for i, member in enumerate(getattr(hyper_node, "members", ())):
             unmatched = unmatched_brackets(getattr(member, "regex", "") or "")
