@@ -67,6 +67,35 @@ def test_a_refused_bind_that_leaves_a_role_short_takes_back_the_others() -> None
     assert got["bindFailures"] == ["default/gang-2"]
 
 
+def test_a_refused_bind_that_leaves_a_sub_group_short_takes_back_the_others() -> None:
+    """minMember holds (three bound) but the policy's two sub-groups of two do not:
+    gang's readiness fails, so the others are taken back (they stayed bound)."""
+    text = """
+version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: nodeorder}]
+nodes:
+- {name: n1, allocatable: {cpu: 8, memory: 8Gi, pods: 10}}
+jobs:
+- name: g
+  minMember: 2
+  phase: Inqueue
+  subGroupPolicy:
+  - {name: w, matchLabelKeys: [part], subGroupSize: 2, minSubGroups: 2}
+tasks:
+- {name: g-0, job: g, labels: {part: "0"}, requests: {cpu: 1}}
+- {name: g-1, job: g, labels: {part: "0"}, requests: {cpu: 1}}
+- {name: g-2, job: g, labels: {part: "1"}, requests: {cpu: 1}}
+- {name: g-3, job: g, labels: {part: "1"}, requests: {cpu: 1}}
+faults: {bindFailures: [default/g-1]}
+"""
+    got = decide(text)
+    assert got["binds"] == {} and got["bindFailures"] == ["default/g-1"]
+
+
 #: One high-priority task preempts a low-priority one on a full node.
 PREEMPTION_FILE = Path(__file__).parent / "data" / "one-preemption.yaml"
 

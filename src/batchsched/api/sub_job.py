@@ -31,8 +31,8 @@ from batchsched.kube.go_strconv import parse_int
 if TYPE_CHECKING:
     from batchsched.api.job import JobInfo
 
-__all__ = ["SubGroupPolicy", "SubJobInfo", "check_sub_jobs", "min_sub_jobs", "sub_job_of",
-           "sub_job_uid", "sub_jobs_of"]
+__all__ = ["SubGroupPolicy", "SubJobInfo", "check_sub_jobs", "gang_ready", "min_sub_jobs",
+           "sub_job_of", "sub_job_uid", "sub_jobs_of"]
 
 _READY = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
 _MAX_ID_BYTES = 128
@@ -227,3 +227,10 @@ def check_sub_jobs(job: JobInfo, condition: str) -> bool:
         if counts.get(gid, 0) < minimum:
             return False
     return True
+
+
+def gang_ready(job: JobInfo) -> bool:
+    """The gang's readiness (the gang plugin's job-ready answer): enough tasks hold
+    resources overall (``minMember``), per role (``minTaskMember``) and per sub-group
+    policy (``minSubGroups``)."""
+    return job.check_task_ready() and check_sub_jobs(job, "ready") and job.is_ready()

@@ -22,6 +22,7 @@ import attrs
 
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
+from batchsched.api.sub_job import gang_ready
 from batchsched.api.task import TaskInfo, TransactionContext
 from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
 from batchsched.errors import SchedulingError
@@ -306,10 +307,10 @@ class Statement:
             del operations[:handed_over]
         for uid in sorted(failed_jobs):
             job = ssn.jobs[uid]
-            # Below minMember or a role's minTaskMember (gang's readiness), whatever the
-            # plugins say, and the job did not ask to keep what was bound.
-            ready = job.is_ready() and job.check_task_ready()
-            if not ready and bind_failure_policy(ssn, job) == ROLLBACK_GANG:
+            # Below minMember, a role's minTaskMember or a sub-group policy's minimum
+            # (the gang's readiness), whatever the plugins say, and the job did not ask
+            # to keep what was bound.
+            if not gang_ready(job) and bind_failure_policy(ssn, job) == ROLLBACK_GANG:
                 committed = self._roll_back_binds(uid, committed, raised)
         ssn._statement_committed(committed)
         if raised:

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from batchsched.api.job import JobInfo
-from batchsched.api.sub_job import SubJobInfo, check_sub_jobs
+from batchsched.api.sub_job import SubJobInfo, check_sub_jobs, gang_ready
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import (
     ALLOCATED_STATUSES,
@@ -261,7 +261,7 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
 
 def job_ready(job: JobInfo) -> bool:
     """Enough tasks hold resources, overall, per role and per sub-group policy."""
-    return job.check_task_ready() and check_sub_jobs(job, "ready") and job.is_ready()
+    return gang_ready(job)
 
 
 def job_pipelined(job: JobInfo) -> Vote:
