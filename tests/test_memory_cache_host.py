@@ -1040,8 +1040,12 @@ def test_the_door_checks_take_what_always_worked() -> None:
     cache = MemoryCache()
     cache.add_queue(QueueInfo("q", creation_time=np.int64(1_700_000_000)))  # type: ignore[arg-type]
     node = NodeInfo.create("n1", Resource(4000, 4 * 2**30, {"pods": 10}))
-    node.taints = frozenset({Taint("k", "v", "NoSchedule")})  # type: ignore[assignment]
+    node.taints = frozenset({Taint("k", "v", "NoSchedule"),  # type: ignore[assignment]
+                             Taint("a", "v", "NoSchedule")})
     cache.add_node(node)
-    job = _changed(_job("x"), "images", frozenset({"nginx:1.25"}))
+    job = _changed(_job("x"), "images", frozenset({"nginx:1.25", "busybox"}))
     cache.add_job(job)
     assert "default/x" in cache.jobs and "q" in cache.queues and "n1" in cache.nodes
+    # Kept in a fixed order, whatever the hash seed: messages name the first taint.
+    assert [t.key for t in cache.nodes["n1"].taints] == ["a", "k"]
+    assert cache.jobs["default/x"].tasks["default/x-0"].images == ("busybox", "nginx:1.25")

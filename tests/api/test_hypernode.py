@@ -359,6 +359,8 @@ def test_the_cache_refuses_a_hypernode_named_as_the_virtual_root() -> None:
     cache = MemoryCache()
     with pytest.raises(SchedulingError, match="the name of Volcano's virtual root"):
         cache.set_hyper_node(hn(CLUSTER_TOP, 1, node_names=("n0",)))
+    with pytest.raises(SchedulingError, match="the name of Volcano's virtual root"):
+        cache.set_hyper_node(hn("s1", 2, children=(CLUSTER_TOP,)))
     assert not cache.hyper_nodes
 
 

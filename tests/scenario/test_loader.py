@@ -90,6 +90,10 @@ BAD_INPUTS = [
     ("name: base", "name: base\nhyperNodes: [{name: <cluster-top-hypernode>, tier: 1, "
      "members: [{type: Node, selector: {exactMatch: {name: n1}}}]}]",
      "hyperNodes[0].name: '<cluster-top-hypernode>' is the name of Volcano's virtual root"),
+    ("name: base", "name: base\nhyperNodes: [{name: s1, tier: 2, members: [{type: HyperNode, "
+     "selector: {exactMatch: {name: <cluster-top-hypernode>}}}]}]",
+     "hyperNodes[0].members[0].selector.exactMatch.name: '<cluster-top-hypernode>' is the "
+     "name of Volcano's virtual root"),
     # Found by an audit of the time plugins: an empty `now` read as relative, a time
     # in milliseconds accepted (tdm then failed on the year 55971).
     ("name: base", 'name: base\nnow: ""',

@@ -260,6 +260,10 @@ class MemoryCache:
         _check_entries(f"node {node.name}", "taints", node.taints, Taint,
                        "a Taint (batchsched.kube.taints.Taint(key, value, effect))",
                        unordered=True)
+        if isinstance(node.taints, (set, frozenset)):
+            # In a fixed order: the first untolerated taint is the one messages name.
+            node.taints = tuple(sorted(node.taints,
+                                       key=lambda t: (t.key, t.value, t.effect)))
         for field, texts in (("labels", node.labels), ("annotations", node.annotations)):
             _check_texts(f"node {node.name}", field, texts)
         old = self.nodes.get(node.name)
@@ -631,9 +635,14 @@ class MemoryCache:
                                     ("host_ports", (int, HostPort), "a port number or HostPort"),
                                     ("images", str, "an image name"),
                                     ("resource_claims", PodClaim, "a PodClaim")):
-            # Images and claims were always read as any collection of them.
+            # Images and claims were always read as any collection of them (a set is
+            # put in a fixed order: claims are allocated in it).
             _check_entries(owner, field, getattr(task, field), kinds, named,
                            unordered=field in ("images", "resource_claims"))
+        if isinstance(task.images, (set, frozenset)):
+            task.images = tuple(sorted(task.images))
+        if isinstance(task.resource_claims, (set, frozenset)):
+            task.resource_claims = tuple(sorted(task.resource_claims, key=lambda c: c.name))
         if task.node_name and task.status not in COMPLETED_STATUSES:
             node = self.nodes.get(task.node_name)
             if node is None:
@@ -726,9 +735,10 @@ class MemoryCache:
         uses RE2 syntax not supported here raises :class:`SchedulingError` and
         changes nothing."""
         _check_type(hyper_node, HyperNode, "hypernode")
-        if hyper_node.name == CLUSTER_TOP:
-            raise SchedulingError(f"hypernode {hyper_node.name}: the name of Volcano's virtual "
-                                  "root of the tree (and no Kubernetes object name)")
+        if hyper_node.name == CLUSTER_TOP or CLUSTER_TOP in hyper_node.children():
+            raise SchedulingError(f"hypernode {hyper_node.name}: {CLUSTER_TOP} is the name of "
+                                  "Volcano's virtual root of the tree (and no Kubernetes "
+                                  "object name)")
         proposed = dict(self.hyper_nodes)
         old = proposed.get(hyper_node.name)
         if old is None or set(hyper_node.children()) - set(old.children()):

@@ -513,7 +513,7 @@ class Framework:
                                   "not (nominated node or None, Status)", plugin=name,
                                   point="postFilter")
             nominated, status = answer
-            _with_text_reasons(name, "postFilter", status)
+            status = _with_text_reasons(name, "postFilter", status)
             if status.is_success():
                 return nominated, status
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -557,7 +557,7 @@ class Framework:
                     raise PluginError(f"kube plugin {name!r} answered {answer!r} at score, "
                                       "not (score, Status)", plugin=name, point="score")
                 score, status = answer
-                _with_text_reasons(name, "score", status)
+                status = _with_text_reasons(name, "score", status)
                 if not status.is_success():
                     raise ScoreError(f"running Score plugins: plugin {quote(name)} failed "
                                      f"with: {status.message}", plugin=name, point="score")

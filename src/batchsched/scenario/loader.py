@@ -846,6 +846,11 @@ class _Parser:
                 raise self.fail(f"{path}.tier", f"must be a non-negative integer, not {tier!r}")
             members = [self.hyper_node_member(member, f"{path}.members[{j}]")
                        for j, member in self.items(obj.get("members"), f"{path}.members")]
+            for j, member in enumerate(members):
+                if member.exact == CLUSTER_TOP:
+                    raise self.fail(f"{path}.members[{j}].selector.exactMatch.name",
+                                    f"{CLUSTER_TOP!r} is the name of Volcano's virtual root "
+                                    "of the hypernode tree (and no Kubernetes object name)")
             if not members:
                 raise self.fail(f"{path}.members", "must have at least one member")
             out[name] = HyperNode(name, tier, tuple(members),
