@@ -444,3 +444,25 @@ def test_a_horizon_of_zero_lists_every_queue_at_zero(tmp_path: Path) -> None:
     _, out, _ = simulate(str(trace), "--until", "0", "--output", "json")
     metrics = json.loads(out)["metrics"]
     assert (metrics["queueShare"], metrics["jainFairness"]) == ({"default": 0.0}, 1.0)
+
+
+def test_a_cluster_file_brings_the_objects_that_describe_its_nodes(tmp_path: Path) -> None:
+    # Its nodeShards were dropped: sharded hard, nothing was ever placed.
+    workload = write(tmp_path, "work.yaml", """version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers: [{plugins: [{name: priority}, {name: gang}, {name: predicates}]}]
+  sharding: {mode: hard, name: mine}
+nodes: [{name: n1, allocatable: {cpu: 4, memory: 4Gi, pods: 10}}]
+jobs: [{name: j1, minMember: 1, createdAt: 0}]
+tasks: [{name: a, job: j1, requests: {cpu: 1}, annotations: {batchsched.io/run-time: "60"}}]
+""")
+    cluster = write(tmp_path, "cluster.yaml", """version: 1
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 4Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 4, memory: 4Gi, pods: 10}}
+nodeShards: [{name: mine, nodesDesired: [n2]}]
+""")
+    code, out, err = simulate(str(workload), "--cluster", str(cluster), "--output", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["neverStarted"] == []

@@ -95,11 +95,17 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     suffix = Path(path).suffix.lower()
     nodes: tuple[NodeInfo, ...] | None = None
     queues: tuple[QueueInfo, ...] | None = None
+    cluster_objects: dict[str, Any] = {}
     if cluster is not None and Path(cluster).suffix.lower() == ".csv":
         nodes = alibaba_nodes(cluster)
     elif cluster is not None:
         scenario = load_scenario(cluster, config_required=False)  # its nodes and queues
         nodes, queues = scenario.nodes, scenario.queues
+        # And the objects that describe its nodes: each kind the file gives replaces
+        # the workload's (hypernodes, node shards, ConfigMaps, DRA objects).
+        cluster_objects = {field: value for field, value in (
+            ("hyper_nodes", scenario.hyper_nodes), ("node_shards", scenario.node_shards),
+            ("config_maps", scenario.config_maps), ("dra", scenario.dra)) if value}
     if arrived_load is not None and suffix != ".csv":
         raise WorkloadError("--arrived-load applies to GPU pod traces (.csv)",
                             source=str(path))
@@ -150,6 +156,8 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     if queues:
         workload = attrs.evolve(workload, queues=tuple(queues),
                                 jobs=_in_known_queues(workload.jobs, queues, str(path)))
+    if cluster_objects:
+        workload = attrs.evolve(workload, **cluster_objects)
     # The report names the workload by its file, whatever its kind.
     workload = attrs.evolve(workload, name=Path(path).name)
     return workload.window(first, count), configuration
