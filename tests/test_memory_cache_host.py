@@ -23,6 +23,7 @@ from batchsched import (
 )
 from batchsched.api.cluster import ClusterInfo, PriorityClass
 from batchsched.api.queue import QueueInfo
+from batchsched.api.sharding import NodeShard
 from batchsched.api.types import PodGroupPhase
 from batchsched.errors import SchedulingError
 from batchsched.framework.session import Session
@@ -1013,6 +1014,8 @@ def _changed(obj: Any, field: str, value: Any) -> Any:
      "task default/a-0: scheduling gates None are not a list of gate names"),
     (lambda c: c.set_hyper_node({"name": "h"}), "hypernode: {'name': 'h'} is not a HyperNode"),
     (lambda c: c.set_node_shard({"name": "s"}), "node shard: {'name': 's'} is not a NodeShard"),
+    (lambda c: c.set_node_shard(NodeShard("mine", "n1")),  # type: ignore[arg-type]
+     "node shard mine: nodes_desired is 'n1', not a tuple"),
     (lambda c: c.delete_job(["default/a"]), "job uid: ['default/a'] is not a str"),
 ])
 def test_what_would_fail_every_later_cycle_is_refused_at_the_door(

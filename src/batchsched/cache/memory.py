@@ -774,6 +774,10 @@ class MemoryCache:
     def set_node_shard(self, shard: NodeShard) -> None:
         """Add or replace a ``NodeShard`` (by name): the next snapshot's sessions see it."""
         _check_type(shard, NodeShard, "node shard")
+        for field in ("nodes_desired", "nodes_in_use"):
+            # A name alone would be read letter by letter.
+            _check_entries(f"node shard {shard.name}", field, getattr(shard, field), str,
+                           "a node name", unordered=True)
         self.node_shards[shard.name] = shard
         self.gone_shard_nodes.pop(shard.name, None)
 
