@@ -257,3 +257,16 @@ tasks:
     Scheduler(cache, scenario.configuration).run_once()
     assert [t.nominated_node for job in cache.jobs.values() for t in job.tasks.values()] \
         == ["n1", "n1"]
+
+
+def test_asking_for_scores_changes_no_decision() -> None:
+    from pathlib import Path
+
+    from batchsched.scenario import load_scenario
+
+    path = Path(__file__).parent / "data" / "scores-with-predicate-cache.yaml"
+    plain = run_scenario(load_scenario(path), scores=False).to_json()
+    scored = run_scenario(load_scenario(path), scores=True).to_json()
+    assert scored.pop("scores") == {"default/a": {"n2": 398.0},
+                                    "default/z": {"n1": 463.0, "n2": 398.0}}
+    assert scored == plain and plain["binds"] == {"default/z": "n1", "default/a": "n1"}

@@ -657,7 +657,10 @@ class PredicatesPlugin:
         self, task: TaskInfo, pod: PodInfo, node: NodeInfo, state: _TaskState
     ) -> tuple[list[FitStatus], bool]:
         template = task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
-        if not self.cache_enable or not template:
+        reporting = self._ssn is not None and self._ssn.reporting
+        if not self.cache_enable or not template or reporting:
+            # A report (scores, explanations) neither reads nor fills the equivalence
+            # cache: its verdicts would be the decisions' first, in another order.
             return self._stable_filters(pod, node, state)
         known = self._cache.setdefault(node.name, {})
         if template not in known:
