@@ -74,7 +74,8 @@ BAD_INPUTS = [
      "tasks[0] (c1/p1).hostPorts[0].port: None is not a port"),
     ("tasks:\n", "tasks: {p1: 1}\nunused:\n", "(top level).unused: unknown key"),
     ("requests: {cpu: 1", "tolerations: [{key: k, operator: Maybe}], requests: {cpu: 1",
-     "tasks[0] (c1/p1).tolerations[0].operator: 'Maybe' is not one of Equal, Exists"),
+     "tasks[0] (c1/p1).tolerations[0].operator: 'Maybe' is not one of Equal, Exists "
+     "(or empty)"),  # the empty choice was printed as a trailing ", "
     ("{name: n1, allocatable", "{name: n1, taints: [{value: v}], allocatable",
      "nodes[0] (n1).taints[0].key: is required"),
     # Found by an audit of the format's contract: each crashed, hung or passed silently.
@@ -86,6 +87,18 @@ BAD_INPUTS = [
      "jobs[0] (c1/pg1).createdAt: is too large to be a time"),
     ("minMember: 1}", "minMember: 1, createdAt: .nan}", "jobs[0] (c1/pg1).createdAt: nan is not"),
     ("name: base", "name: base\nnow: -90s", "now: '-90s': the session clock cannot be relative"),
+    # Label names Kubernetes validates in affinity terms and spread constraints: the
+    # term matched nothing, and the task failed at run time instead.
+    ("requests: {cpu: 1", "affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuring"
+     "Execution: [{topologyKey: 'a b', labelSelector: {matchLabels: {app: x}}}]}}, "
+     "requests: {cpu: 1", "topologyKey: 'a b' is not a valid label name"),
+    ("requests: {cpu: 1", "affinity: {podAntiAffinity: {requiredDuringSchedulingIgnored"
+     "DuringExecution: [{topologyKey: zone, labelSelector: {matchLabels: {app: x}}, "
+     "matchLabelKeys: ['a b']}]}}, requests: {cpu: 1",
+     "matchLabelKeys[0]: 'a b' is not a valid label name"),
+    ("requests: {cpu: 1", "topologySpreadConstraints: [{maxSkew: 1, topologyKey: 'a b', "
+     "whenUnsatisfiable: DoNotSchedule}], requests: {cpu: 1",
+     "topologyKey: 'a b' is not a valid label name"),
     # Volcano's virtual root's name: the hypernode became its own child, silently.
     ("name: base", "name: base\nhyperNodes: [{name: <cluster-top-hypernode>, tier: 1, "
      "members: [{type: Node, selector: {exactMatch: {name: n1}}}]}]",

@@ -566,6 +566,8 @@ def _pod_affinity_term(raw: Any, path: str, owner_labels: Mapping[str, str]) -> 
     topology_key = obj.get("topologyKey")
     if not isinstance(topology_key, str) or not topology_key:
         raise AffinityError(f"{path}.topologyKey", "is required")
+    if not is_qualified_name(topology_key):  # the API server validates it so
+        raise AffinityError(f"{path}.topologyKey", f"{topology_key!r} is not a valid label name")
     selector = (parse_label_selector(obj["labelSelector"], f"{path}.labelSelector")
                 if obj.get("labelSelector") is not None else None)
     # matchLabelKeys / mismatchLabelKeys copy the owner's label values into the
@@ -577,6 +579,8 @@ def _pod_affinity_term(raw: Any, path: str, owner_labels: Mapping[str, str]) -> 
         for i, raw_key in enumerate(_sequence(obj.get(field), f"{path}.{field}")):
             key = _text(raw_key, f"{path}.{field}[{i}]")
             # What the API server refuses in a pod.
+            if not is_qualified_name(key):
+                raise AffinityError(f"{path}.{field}[{i}]", f"{key!r} is not a valid label name")
             if selector is None:
                 raise AffinityError(f"{path}.{field}", "may only be set with a labelSelector")
             if key in selected:

@@ -56,6 +56,7 @@ from batchsched.kube.affinity import (
     node_selector_matches,
     parse_label_selector,
 )
+from batchsched.kube.names import is_qualified_name
 from batchsched.kube.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -205,6 +206,8 @@ def _constraint(raw: Any, path: str, owner_labels: Mapping[str, str]) -> SpreadC
     key = raw.get("topologyKey")
     if not isinstance(key, str) or not key:
         raise TopologySpreadError(f"{path}.topologyKey", "is required")
+    if not is_qualified_name(key):  # the API server validates it so
+        raise TopologySpreadError(f"{path}.topologyKey", f"{key!r} is not a valid label name")
     when = _choice(raw, "whenUnsatisfiable", path, _WHEN, None)
     min_domains = 1
     if raw.get("minDomains") is not None:
@@ -231,6 +234,9 @@ def _constraint(raw: Any, path: str, owner_labels: Mapping[str, str]) -> SpreadC
         for i, label in enumerate(keys):
             if not isinstance(label, str) or not label:
                 raise TopologySpreadError(f"{path}.matchLabelKeys[{i}]", "must be a label key")
+            if not is_qualified_name(label):
+                raise TopologySpreadError(f"{path}.matchLabelKeys[{i}]",
+                                          f"{label!r} is not a valid label name")
             if label in selected:
                 raise TopologySpreadError(f"{path}.matchLabelKeys[{i}]",
                                           f"{label!r} is also a key of the labelSelector")

@@ -662,8 +662,10 @@ class _Parser:
         value = obj[key]
         # Only strings name a choice (a list or mapping is not even hashable).
         if not isinstance(value, str) or value not in choices:
+            named = [choice for choice in choices if choice]
+            empty = " (or empty)" if "" in choices else ""
             raise self.fail(f"{path}.{key}",
-                            f"{value!r} is not one of {', '.join(choices)}")
+                            f"{value!r} is not one of {', '.join(named)}{empty}")
         return choices[value]
 
     # -- the document ----------------------------------------------------------------
