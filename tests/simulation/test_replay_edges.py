@@ -182,6 +182,19 @@ def test_nominees_that_cannot_all_fit_do_not_stall_the_replay(
     assert report["simulatedSeconds"] == report["metrics"]["makespan"]
 
 
+@pytest.mark.parametrize(("name", "starts"), [
+    ("node-lock-released", {"default/j1": 0, "default/j2": 100, "default/j3": 101}),
+    ("node-lock-expires", {"default/j1": 1714564981}),
+])
+def test_a_node_lock_that_ends_opens_a_session(
+        capsys: pytest.CaptureFixture[str], name: str, starts: dict[str, float]) -> None:
+    # deviceshare asked for no session when a lock it refused would end: a job waited
+    # for the next unrelated event, or for ever.
+    code, report, _ = simulate(capsys, name)
+    assert code == 0
+    assert {j["job"]: j["start"] for j in report["perJob"]} == starts
+
+
 def test_a_gang_evicted_whole_loses_one_run(capsys: pytest.CaptureFixture[str]) -> None:
     _, report, _ = simulate(capsys, "whole-gang-evicted")
     assert job(report, "batch")["restarts"] == 1

@@ -254,7 +254,7 @@ class DeviceSharePlugin:
         self.sharing = sharing or number
         self.number_mode = number
         # Volcano's GPU sharing mode locks the node for a pod it places; its number
-        # mode does not.
+        # mode only for a pod that asks volcano.sh/gpu-memory too (gpushare's Allocate).
         self.sharing_locks = sharing
         self.node_lock = arguments.get_bool(NODE_LOCK_KEY, False, owner=PLUGIN_NAME)
         self.policy = arguments.get_str(POLICY_KEY, "", owner=PLUGIN_NAME)
@@ -268,9 +268,10 @@ class DeviceSharePlugin:
         self.config_map_namespace = arguments.get_str(
             CM_NAMESPACE_KEY, DEFAULT_CONFIG_MAP_NAMESPACE, owner=PLUGIN_NAME)
         inert = dict(_INERT)
-        if not (self.vgpu or self.ascend or self.sharing_locks):
+        if not (self.vgpu or self.ascend or self.sharing):
             inert[NODE_LOCK_KEY] = ("it locks nodes for vGPUs, Ascend vNPUs or GPU sharing "
-                                    f"({SHARING_KEY}; not {NUMBER_KEY})")
+                                    f"({SHARING_KEY}, or {NUMBER_KEY} for a pod asking "
+                                    "volcano.sh/gpu-memory too)")
         if not self.vgpu:
             inert.update(_INERT_WITHOUT_VGPU if not self.ascend
                          else {EXCLUSIVE_RULES_KEY: _INERT_WITHOUT_VGPU[EXCLUSIVE_RULES_KEY]})

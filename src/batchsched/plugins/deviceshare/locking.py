@@ -12,8 +12,15 @@ it binds the pod, as the node's device plugin does when it gives the pod its dev
 
 from __future__ import annotations
 
+import math
+
 from batchsched.api.node import NodeInfo
-from batchsched.api.node_lock import NodeLockError, take_node_lock
+from batchsched.api.node_lock import (
+    LOCK_EXPIRY_SECONDS,
+    NodeLockError,
+    lock_time,
+    take_node_lock,
+)
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import TaskStatus
 from batchsched.errors import CacheError, SchedulingError
@@ -21,6 +28,9 @@ from batchsched.framework.arguments import log
 from batchsched.framework.session import Session
 
 __all__ = ["PLACED_NOW", "lock_node"]
+
+#: The plugin whose wake-ups these are.
+PLUGIN = "deviceshare"
 
 #: What a task a statement places is; an eviction undone fires the allocate handlers
 #: too, with the task back in its former status.
@@ -32,9 +42,11 @@ def lock_node(ssn: Session, task: TaskInfo, node: NodeInfo, name: str, *,
     """Take the node's lock ``name`` for ``task`` (Volcano's ``LockNode``), or raise
     SchedulingError with Volcano's words, ``refusal`` followed by why (the lock is held,
     its time is unreadable, or the cache could not write it)."""
+    taken_now: set[tuple[str, str]] = ssn.extra.setdefault(_TAKEN_KEY, set())
     try:
         value = take_node_lock(node.name, node.annotations, name, ssn.now)
     except NodeLockError as exc:
+        _wake_when_free(ssn, node, name, taken_here=(node.name, name) in taken_now)
         raise SchedulingError(f"task {task.uid}: {refusal} {exc}") from None
     annotate = getattr(ssn.cache, "annotate_node", None)
     try:
@@ -52,4 +64,30 @@ def lock_node(ssn: Session, task: TaskInfo, node: NodeInfo, name: str, *,
     # Once written (a lock the cache refused is no lock). A new mapping: the node's
     # annotations may be shared with the cache's copy.
     node.annotations = {**node.annotations, name: value}
+    taken_now.add((node.name, name))
+
+
+#: Where a session keeps the locks deviceshare took in it (node name, lock name).
+_TAKEN_KEY = "deviceshare.locks_taken"
+
+
+def _wake_when_free(ssn: Session, node: NodeInfo, name: str, *, taken_here: bool) -> None:
+    """Tell a host that opens sessions on events only (the simulator) when the refusal
+    may end, as Volcano's periodic sessions would find: a lock this session took goes
+    at its pod's bind (right after the session: the next period's session), any other
+    once it is five minutes old."""
+    if taken_here:
+        ssn.wake_up_at(PLUGIN, ssn.now + _PERIOD)
+        return
+    try:
+        taken = lock_time(node.annotations[name])
+    except (KeyError, ValueError):
+        return  # unreadable: it never expires
+    # Lock times are whole seconds; the lock is free once strictly older.
+    ssn.wake_up_at(PLUGIN, math.floor(taken + LOCK_EXPIRY_SECONDS) + _PERIOD)
+
+
+#: The session after one, on a host that runs one every period (Volcano's default
+#: ``--schedule-period``).
+_PERIOD = 1.0
 
