@@ -96,9 +96,10 @@ BAD_INPUTS = [
      "DuringExecution: [{topologyKey: zone, labelSelector: {matchLabels: {app: x}}, "
      "matchLabelKeys: ['a b']}]}}, requests: {cpu: 1",
      "matchLabelKeys[0]: 'a b' is not a valid label name"),
-    ("requests: {cpu: 1", "topologySpreadConstraints: [{maxSkew: 1, topologyKey: 'a b', "
-     "whenUnsatisfiable: DoNotSchedule}], requests: {cpu: 1",
-     "topologyKey: 'a b' is not a valid label name"),
+    ("requests: {cpu: 1", "topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, "
+     "whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: x}}, "
+     "matchLabelKeys: ['a b']}], requests: {cpu: 1",
+     "matchLabelKeys[0]: 'a b' is not a valid label name"),
     # Volcano's virtual root's name: the hypernode became its own child, silently.
     ("name: base", "name: base\nhyperNodes: [{name: <cluster-top-hypernode>, tier: 1, "
      "members: [{type: Node, selector: {exactMatch: {name: n1}}}]}]",
@@ -204,6 +205,14 @@ def test_times_yaml_leaves_unread_are_numbers_as_in_json(tmp_path: Path) -> None
                                    .replace("minMember: 1}", "minMember: 1, createdAt: 1e9}")))
     assert scenario.now == 1.7e9
     assert scenario.jobs[0].creation_time == 1e9
+
+
+def test_a_spread_constraint_s_topology_key_need_not_be_a_label_name() -> None:
+    # The API server only asks that it be given (ValidateTopologyKey).
+    doc = yaml.safe_load(BASE)
+    doc["tasks"][0]["topologySpreadConstraints"] = [
+        {"maxSkew": 1, "topologyKey": "Example.com/rack", "whenUnsatisfiable": "ScheduleAnyway"}]
+    parse_scenario(doc, source="s.yaml")
 
 
 def test_an_unquoted_yaml_date_is_its_midnight_in_utc(tmp_path: Path) -> None:

@@ -234,9 +234,10 @@ def test_soft_sharded_scores_are_those_allocate_ranks_by() -> None:
     assert not compare_decisions(scenario.expect, decisions.to_json())
 
 
-def test_a_nomination_no_preemption_was_tried_for_stands() -> None:
-    """Only a preemption tried in vain clears a nomination (kube's rule): without the
-    preempt action in the cycle, the nominee keeps its node (it was cleared)."""
+def test_without_preemption_nominees_that_block_each_other_are_cleared_too() -> None:
+    """No action of the cycle preempts (Volcano's default actions; a reload that
+    dropped preempt): nothing would renew nor clear the nominations, so two that keep
+    each other's room lose them at close, and the next cycle places one."""
     doc = yaml.safe_load("""
 version: 1
 config:
@@ -249,14 +250,29 @@ jobs:
 - {name: a, minMember: 1, phase: Inqueue}
 - {name: b, minMember: 1, phase: Inqueue}
 tasks:
-- {name: a0, job: a, requests: {cpu: 2}, nominatedNodeName: n1}
+- {name: a0, job: a, requests: {cpu: 3}, nominatedNodeName: n1}
 - {name: b0, job: b, requests: {cpu: 3}, nominatedNodeName: n1}
 """)
     scenario = parse_scenario(doc, source="<test>")
     cache = scenario.build_cache()
+    scheduler = Scheduler(cache, scenario.configuration)
+    scheduler.run_once()
+    assert cache.binds == []
+    scheduler.run_once()
+    assert len(cache.binds) == 1
+
+
+def test_a_nominee_whose_room_is_on_its_way_keeps_its_nomination() -> None:
+    doc = two_queues("n1")
+    doc["config"]["actions"] = "allocate, preempt"
+    doc["jobs"].append({"name": "vj", "queue": "q1", "minMember": 1, "phase": "Running"})
+    doc["tasks"].append({"name": "victim", "job": "vj", "node": "n1", "phase": "Running",
+                         "requests": {"cpu": 2}})
+    scenario = parse_scenario(doc, source="<test>")
+    cache = scenario.build_cache()
+    assert cache.evict(cache.jobs["default/vj"].tasks["default/victim"], "preempted")
     Scheduler(cache, scenario.configuration).run_once()
-    assert [t.nominated_node for job in cache.jobs.values() for t in job.tasks.values()] \
-        == ["n1", "n1"]
+    assert cache.jobs["default/pj"].tasks["default/p"].nominated_node == "n1"
 
 
 def test_asking_for_scores_changes_no_decision() -> None:

@@ -466,3 +466,13 @@ nodeShards: [{name: mine, nodesDesired: [n2]}]
     code, out, err = simulate(str(workload), "--cluster", str(cluster), "--output", "json")
     assert (code, err) == (0, "")
     assert json.loads(out)["neverStarted"] == []
+
+
+def test_a_cluster_file_s_devices_serve_the_workload_s_claim_templates() -> None:
+    # The cluster file's DRA objects replaced the workload's whole, templates included:
+    # its pods' claims could never be made.
+    data = Path(__file__).parent / "data" / "dra-split"
+    code, out, err = simulate(str(data / "workload.yaml"), "--cluster",
+                              str(data / "cluster.yaml"), "--output", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["neverStarted"] == []

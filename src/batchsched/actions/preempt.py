@@ -243,8 +243,10 @@ class PreemptAction:
         predicates: NodePredicates,
     ) -> bool:
         """Try to make room for ``preemptor``; True when it was pipelined somewhere."""
+        if preemptor.never_preempts:
+            return False  # kube's preemption never runs for it: its nomination stands
         ssn.note_preemption_tried(preemptor)
-        if preemptor.never_preempts or not _eligible_by_nomination(ssn, preemptor):
+        if not _eligible_by_nomination(ssn, preemptor):
             return False
         if ssn.pre_predicate(preemptor) is not None:
             return False

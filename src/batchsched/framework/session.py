@@ -1918,13 +1918,16 @@ class Session:
                 nominations[task.uid] = (task, task.node_name,
                                          task.node_name != task.nominated_node)
         if clear and getattr(self.cache, "nominate", None) is not None:
-            # A nominee a preemption was tried for in vain, still waiting, whose node
-            # frees nothing for it any more, is no nominee (kube's preemption clears the
-            # nomination when it finds no victims): else nominees that cannot all fit
-            # would keep each other's room for ever.
+            # A nominee a preemption was tried for in vain (or any, when no action of
+            # the session preempts: nothing would renew nor clear it), still waiting,
+            # whose node frees nothing for it any more, is no nominee (kube's preemption
+            # clears the nomination when it finds no victims): else nominees that cannot
+            # all fit would keep each other's room for ever.
+            preempting = bool({"preempt", "reclaim"} & set(self.configuration.actions))
             for tasks in self.nominees.values():
                 for task in tasks:
-                    if (task.uid in self._preemption_tried and task.uid not in nominations
+                    if ((task.uid in self._preemption_tried or not preempting)
+                            and task.uid not in nominations
                             and task.status is TaskStatus.PENDING and not task.node_name
                             and task.job in self.jobs
                             and not _room_on_its_way(self.nodes[task.nominated_node], task)):

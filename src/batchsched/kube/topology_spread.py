@@ -206,8 +206,6 @@ def _constraint(raw: Any, path: str, owner_labels: Mapping[str, str]) -> SpreadC
     key = raw.get("topologyKey")
     if not isinstance(key, str) or not key:
         raise TopologySpreadError(f"{path}.topologyKey", "is required")
-    if not is_qualified_name(key):  # the API server validates it so
-        raise TopologySpreadError(f"{path}.topologyKey", f"{key!r} is not a valid label name")
     when = _choice(raw, "whenUnsatisfiable", path, _WHEN, None)
     min_domains = 1
     if raw.get("minDomains") is not None:

@@ -36,6 +36,7 @@ from batchsched.conf import (
 )
 from batchsched.errors import WorkloadError
 from batchsched.framework.arguments import Arguments
+from batchsched.kube.dra.scheduling import DraObjects
 from batchsched.simulation.alibaba import gpu_trace_warnings
 from batchsched.simulation.engine import Progress, Simulator
 from batchsched.simulation.report import report, text_summary, write_report
@@ -96,6 +97,7 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     nodes: tuple[NodeInfo, ...] | None = None
     queues: tuple[QueueInfo, ...] | None = None
     cluster_objects: dict[str, Any] = {}
+    cluster_dra: DraObjects | None = None
     if cluster is not None and Path(cluster).suffix.lower() == ".csv":
         nodes = alibaba_nodes(cluster)
     elif cluster is not None:
@@ -105,7 +107,8 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         # the workload's (hypernodes, node shards, ConfigMaps, DRA objects).
         cluster_objects = {field: value for field, value in (
             ("hyper_nodes", scenario.hyper_nodes), ("node_shards", scenario.node_shards),
-            ("config_maps", scenario.config_maps), ("dra", scenario.dra)) if value}
+            ("config_maps", scenario.config_maps)) if value}
+        cluster_dra = scenario.dra
     if arrived_load is not None and suffix != ".csv":
         raise WorkloadError("--arrived-load applies to GPU pod traces (.csv)",
                             source=str(path))
@@ -158,6 +161,16 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
                                 jobs=_in_known_queues(workload.jobs, queues, str(path)))
     if cluster_objects:
         workload = attrs.evolve(workload, **cluster_objects)
+    if cluster_dra is not None and cluster_dra:
+        # Device classes and slices describe the cluster; claims and claim templates
+        # are the workload's pods' (the cluster file's are added, the workload's win).
+        own = workload.dra
+        workload = attrs.evolve(workload, dra=attrs.evolve(
+            own,
+            device_classes=cluster_dra.device_classes or own.device_classes,
+            resource_slices=cluster_dra.resource_slices or own.resource_slices,
+            resource_claims={**cluster_dra.resource_claims, **own.resource_claims},
+            claim_templates={**cluster_dra.claim_templates, **own.claim_templates}))
     # The report names the workload by its file, whatever its kind.
     workload = attrs.evolve(workload, name=Path(path).name)
     return workload.window(first, count), configuration
