@@ -114,3 +114,22 @@ def test_clone_is_independent(a: Resource) -> None:
     twin = a.clone()
     twin.add(Resource(1, 1, {"x": 1}))
     assert not twin.equal(a) or a.milli_cpu > 1e15
+
+
+@pytest.mark.parametrize("amount", ["-0.5m", "-1n", "-0.5", "-100u"])
+def test_a_negative_amount_that_rounds_to_zero_is_still_refused(amount: str) -> None:
+    # It was read as 0: the sign was checked after rounding up.
+    with pytest.raises(QuantityError, match="negative"):
+        Resource.from_mapping({"cpu": amount})
+
+
+def test_a_quantity_of_many_digits_is_read_as_kubernetes_reads_it() -> None:
+    # Python reads at most 4300 digits at once: a ValueError and a traceback before.
+    assert Resource.from_mapping({"cpu": "0." + "0" * 4400 + "1"}).milli_cpu == 1
+
+
+def test_the_infinite_resource_is_volcano_s() -> None:
+    # math.inf made it no less-or-equal to itself, and inf - inf NaN.
+    unbounded = Resource.infinite()
+    assert unbounded.less_equal(unbounded)
+    assert (unbounded - unbounded).is_empty()

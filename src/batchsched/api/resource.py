@@ -27,10 +27,11 @@ from __future__ import annotations
 import enum
 import functools
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from batchsched.errors import QuantityError
-from batchsched.kube.quantity import canonical_quantity, milli_value, value
+from batchsched.kube.quantity import canonical_quantity, milli_value, parse_quantity, value
 
 __all__ = [
     "CPU",
@@ -111,8 +112,10 @@ class Resource:
 
     @classmethod
     def infinite(cls) -> Resource:
-        """Volcano's ``InfiniteResource``: unbounded cpu and memory, no scalars."""
-        return cls(math.inf, math.inf)
+        """Volcano's ``InfiniteResource``: cpu and memory at the largest float (Go's
+        ``math.MaxFloat64``: it compares equal to itself, and less it is 0), no
+        scalars."""
+        return cls(sys.float_info.max, sys.float_info.max)
 
     def clone(self) -> Resource:
         res = Resource.__new__(Resource)
@@ -466,6 +469,9 @@ class Resource:
 
 
 def _amount_uncached(raw: object, whole: bool) -> float:
+    if parse_quantity(raw) < 0:
+        # Before rounding up: "-0.5m" would read as 0 (Kubernetes refuses it).
+        raise QuantityError(raw, "negative")
     try:
         return float(value(raw) if whole else milli_value(raw))
     except OverflowError:

@@ -61,7 +61,7 @@ def parse_quantity(raw: object) -> Fraction:
     match = _QUANTITY.fullmatch(raw)
     if match is None:
         raise QuantityError(raw)
-    number = Fraction(match["number"])
+    number = _exact(match["number"], raw)
     if match["sign"] == "-":
         number = -number
     if match["exp"] is not None:
@@ -74,6 +74,32 @@ def parse_quantity(raw: object) -> Fraction:
     if suffix in _BINARY:
         return number * _BINARY[suffix]
     return number * _DECIMAL[suffix]
+
+
+def _exact(number: str, raw: str) -> Fraction:
+    """``digits[.digits]`` exactly, however many digits (Python reads at most 4300 in
+    one go; Kubernetes scans any number of them)."""
+    whole, _, fraction = number.partition(".")
+    if len(whole) + len(fraction) > _MOST_DIGITS:
+        raise QuantityError(raw, "too many digits")
+    value = Fraction(_digits(whole) if whole else 0)
+    if fraction:
+        value += Fraction(_digits(fraction), 10 ** len(fraction))
+    return value
+
+
+def _digits(text: str) -> int:
+    value = 0
+    for start in range(0, len(text), _CHUNK):
+        chunk = text[start:start + _CHUNK]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return value
+
+
+#: Digits a quantity may have at most (far past any amount; bounds the work), and
+#: how many are read at a time.
+_MOST_DIGITS = 100_000
+_CHUNK = 4000
 
 
 def milli_value(raw: object) -> int:
