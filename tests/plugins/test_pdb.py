@@ -210,6 +210,8 @@ now: "2024-01-01T00:10:00Z"
     ("[w1]", 0),                                   # no time: on its way out
     ('{w1: "2024-01-01T00:09:00Z"}', 0),          # a minute ago: not healthy
     ('{w1: "2024-01-01T00:05:00Z"}', 1),          # past DeletionTimeout: healthy again
+    ('{w1: "-1m"}', 0),                            # a time relative to now (refused before)
+    ('{w1: "-5m"}', 1),
 ])
 def test_a_budget_does_not_count_pods_it_recorded_as_disrupted_lately(
         disrupted: str, allowed: int) -> None:

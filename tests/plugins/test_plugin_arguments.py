@@ -13,7 +13,9 @@ from batchsched.plugins.capacity import CapacityPlugin
 from batchsched.plugins.deviceshare import DeviceSharePlugin
 from batchsched.plugins.drf import DrfPlugin
 from batchsched.plugins.nodegroup import NodeGroupPlugin
+from batchsched.plugins.nodeorder import NodeOrderPlugin
 from batchsched.plugins.overcommit import DEFAULT_OVERCOMMIT_FACTOR, OvercommitPlugin
+from batchsched.plugins.predicates import PredicatesPlugin
 from batchsched.plugins.proportion import ProportionPlugin
 from batchsched.plugins.sla import SlaPlugin
 
@@ -47,6 +49,14 @@ from batchsched.plugins.sla import SlaPlugin
      "string; using 'volcano-vgpu-device-config'"),
     (BinpackPlugin, {"binpack.resources": True}, None,
      "plugin 'binpack': argument 'binpack.resources' = True is not a string; using ''"),
+    # These three said "arguments" instead of the plugin's name.
+    (BinpackPlugin, {"binpack.weight": "10"}, None,
+     "plugin 'binpack': argument 'binpack.weight' = '10' is not an integer; using 1"),
+    (NodeOrderPlugin, {"leastrequested.weight": "2"}, None,
+     "plugin 'nodeorder': argument 'leastrequested.weight' = '2' is not an integer"),
+    (PredicatesPlugin, {"predicate.NodeAffinityEnable": "maybe"}, None,
+     "plugin 'predicates': argument 'predicate.NodeAffinityEnable' = 'maybe' is not true or "
+     "false; using True"),
     (CapacityPlugin, {"ancestorReclaimLevl": 2}, ("ancestor_reclaim_level", 0),
      "plugin 'capacity': ignoring argument(s) 'ancestorReclaimLevl' "
      "(it reads: ancestorReclaimLevel, "),

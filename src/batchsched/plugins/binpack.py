@@ -108,15 +108,15 @@ def final_multiplier(plugin_weight: int) -> float:
 
 def read_weights(arguments: Arguments) -> tuple[int, dict[str, int]]:
     """(``binpack.weight``, per-resource weights) from the plugin arguments."""
-    plugin_weight = arguments.get_int("binpack.weight", 1)
+    plugin_weight = arguments.get_int("binpack.weight", 1, owner=PLUGIN_NAME)
     weights: dict[str, int] = {}
     for raw in arguments.get_str("binpack.resources", "", owner="binpack").split(","):
         name = trim_space(raw)
         if name:
-            weight = arguments.get_int(f"binpack.resources.{name}", 1)
+            weight = arguments.get_int(f"binpack.resources.{name}", 1, owner=PLUGIN_NAME)
             weights[name] = weight if weight >= 0 else 1
-    cpu = arguments.get_int("binpack.cpu", 1)
-    memory = arguments.get_int("binpack.memory", 1)
+    cpu = arguments.get_int("binpack.cpu", 1, owner=PLUGIN_NAME)
+    memory = arguments.get_int("binpack.memory", 1, owner=PLUGIN_NAME)
     weights[CPU] = cpu if cpu >= 0 else 1
     weights[MEMORY] = memory if memory >= 0 else 1
     return plugin_weight, weights

@@ -282,7 +282,7 @@ class NodeOrderPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        self.weights = {key: arguments.get_int(key, default)
+        self.weights = {key: arguments.get_int(key, default, owner=PLUGIN_NAME)
                         for key, default in WEIGHT_ARGUMENTS.items()}
         arguments.warn_unknown(self.name, WEIGHT_ARGUMENTS)
         self.least_weight = self.weights["leastrequested.weight"]

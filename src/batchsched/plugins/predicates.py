@@ -363,8 +363,8 @@ def _read_rates(arguments: Arguments) -> ProportionalRates:
         name = trim_space(raw)
         if not name:
             continue
-        cpu = arguments.get_float(f"predicate.resources.{name}.cpu", 1.0)
-        memory = arguments.get_float(f"predicate.resources.{name}.memory", 1.0)
+        cpu = arguments.get_float(f"predicate.resources.{name}.cpu", 1.0, owner=PLUGIN_NAME)
+        memory = arguments.get_float(f"predicate.resources.{name}.memory", 1.0, owner=PLUGIN_NAME)
         rates[name] = (cpu if cpu >= 0 else 1.0, memory if memory >= 0 else 1.0)
     return rates
 
@@ -404,18 +404,24 @@ class PredicatesPlugin:
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        self.node_affinity_enable = arguments.get_bool("predicate.NodeAffinityEnable", True)
-        self.node_ports_enable = arguments.get_bool("predicate.NodePortsEnable", True)
-        self.taint_toleration_enable = arguments.get_bool("predicate.TaintTolerationEnable", True)
-        self.pod_affinity_enable = arguments.get_bool("predicate.PodAffinityEnable", True)
+        self.node_affinity_enable = arguments.get_bool(
+            "predicate.NodeAffinityEnable", True, owner=PLUGIN_NAME)
+        self.node_ports_enable = arguments.get_bool(
+            "predicate.NodePortsEnable", True, owner=PLUGIN_NAME)
+        self.taint_toleration_enable = arguments.get_bool(
+            "predicate.TaintTolerationEnable", True, owner=PLUGIN_NAME)
+        self.pod_affinity_enable = arguments.get_bool(
+            "predicate.PodAffinityEnable", True, owner=PLUGIN_NAME)
         # Accepted for compatibility (but topology spread): nothing in the model has
         # volumes, zones or claims.
         self.node_volume_limits_enable = arguments.get_bool(
-            "predicate.NodeVolumeLimitsEnable", True)
-        self.volume_zone_enable = arguments.get_bool("predicate.VolumeZoneEnable", True)
+            "predicate.NodeVolumeLimitsEnable", True, owner=PLUGIN_NAME)
+        self.volume_zone_enable = arguments.get_bool(
+            "predicate.VolumeZoneEnable", True, owner=PLUGIN_NAME)
         self.pod_topology_spread_enable = arguments.get_bool(
-            "predicate.PodTopologySpreadEnable", True)
-        self.volume_binding_enable = arguments.get_bool("predicate.VolumeBindingEnable", True)
+            "predicate.PodTopologySpreadEnable", True, owner=PLUGIN_NAME)
+        self.volume_binding_enable = arguments.get_bool(
+            "predicate.VolumeBindingEnable", True, owner=PLUGIN_NAME)
         no_volumes = "the scenario model has no volumes, persistent volume claims or CSI drivers"
         arguments.warn_cannot_turn_off(self.name, {
             # Volcano no longer reads it: its feature gate decides, on since Kubernetes 1.34.
@@ -443,8 +449,9 @@ class PredicatesPlugin:
             "predicate.GPUNumberEnable": "read from deviceshare (deviceshare.GPUNumberEnable)",
         })
         arguments.warn_unknown(self.name, _READ_ARGUMENTS, prefixes=["predicate.resources."])
-        self.cache_enable = arguments.get_bool("predicate.CacheEnable", False)
-        self.proportional_enable = arguments.get_bool("predicate.ProportionalEnable", False)
+        self.cache_enable = arguments.get_bool("predicate.CacheEnable", False, owner=PLUGIN_NAME)
+        self.proportional_enable = arguments.get_bool(
+            "predicate.ProportionalEnable", False, owner=PLUGIN_NAME)
         self.proportional: ProportionalRates = _read_rates(arguments)
         self._view: KubeView | None = None
         self._ssn: Session | None = None

@@ -1757,7 +1757,7 @@ class _Parser:
             return self.disrupted_pods(raw, path)
         return frozenset(
             str(name) for name, when in raw.items()
-            if self.time_value(when, f"{path}.{name}", relative=False)
+            if self.time_value(when, f"{path}.{name}")  # "-30s" reads against now
             + PDB_DELETION_TIMEOUT > self.now)
 
     def pdbs(self, raw: Any, tasks: list[TaskInfo]) -> list[PodDisruptionBudget]:
