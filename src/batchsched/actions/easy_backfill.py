@@ -34,6 +34,7 @@ simulator (DIR-LAB/deep-batch-scheduler) backfills with them and
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -48,7 +49,7 @@ from batchsched.actions.strict_allocate import (
 )
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
-from batchsched.api.types import ALLOCATED_STATUSES
+from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
 from batchsched.errors import ConfigError
 from batchsched.framework.arguments import Arguments
 
@@ -136,10 +137,11 @@ def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]
 
     The free total (idle plus releasing) grows as running tasks end at their
     start plus their job's requested run time; the reserved start is the first
-    such end at which the head's pending request fits the total (now, if it
-    already does). ``(inf, None)`` when that never happens.
+    such end at which what the head needs to start (:func:`gang_request`) fits the
+    total (now, if it already does), and the extra is what is free then (every task
+    ending at that moment freed) beyond it. ``(inf, None)`` when that never happens.
     """
-    need = pending_request(head)
+    need = gang_request(ssn, head)
     free = cluster_free(ssn)
     if need.less_equal(free):
         return ssn.now, free.sub_unchecked(need)
@@ -158,8 +160,31 @@ def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]
                 start = task.start_time if task.start_time is not None else now
                 ends.append((start + requested, task.resreq))
     ends.sort(key=lambda item: item[0])
-    for end, released in ends:
+    for i, (end, released) in enumerate(ends):
         free.add(released)
         if need.less_equal(free):
+            # Every task ending at that same moment is free then too (a gang's tasks
+            # end together): the extra counts them all.
+            for later, also in ends[i + 1:]:
+                if later != end:
+                    break
+                free.add(also)
             return end, free.sub_unchecked(need)
     return math.inf, None
+
+
+def gang_request(ssn: Session, head: JobInfo) -> Resource:
+    """What the head needs to start: its pending tasks' requests, or, for a job that
+    starts with part of them (``minMember`` below its tasks), the requests of the
+    pending tasks it still needs, the first in task order."""
+    pending = list(head.tasks_in(TaskStatus.PENDING).values())
+    missing = head.min_available - head.ready_task_num()
+    if head.min_available >= len(head.tasks) or missing >= len(pending):
+        return pending_request(head)
+    need = Resource()
+    if missing <= 0:
+        return need
+    pending.sort(key=functools.cmp_to_key(ssn.task_order_total))
+    for task in pending[:missing]:
+        need.add(task.resreq)
+    return need
