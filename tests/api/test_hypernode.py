@@ -291,6 +291,25 @@ def test_a_leaf_claimed_anew_by_an_older_spine_stays_with_its_parent() -> None:
         ssn.close()
 
 
+def test_a_parent_updated_with_another_child_keeps_the_child_it_holds() -> None:
+    """P holds C; Q claims C too (refused: the tree is partial); P is then updated to
+    claim D as well. C stays with P (it went to Q: P had moved behind it)."""
+    from batchsched.framework.session import Session
+
+    cache = _topology_cluster()
+    cache.set_hyper_node(hn("C", 1, node_names=("n0",)))
+    cache.set_hyper_node(hn("D", 1, node_names=("n1",)))
+    cache.set_hyper_node(hn("P", 2, children=("C",)))
+    cache.set_hyper_node(hn("Q", 2, children=("C",)))
+    cache.set_hyper_node(hn("P", 2, children=("C", "D")))
+    ssn = Session.open(cache, parse_scenario(yaml.safe_load(
+        "version: 1\nconfig: {actions: allocate}"), source="<t>").configuration)
+    try:
+        assert ssn.topology.parent["C"] == "P" and ssn.topology.parent["D"] == "P"
+    finally:
+        ssn.close()
+
+
 def test_a_partial_tree_leaves_out_the_cycle_s_newest_link() -> None:
     # A claims B, then B claims C, then C claims A (closing the cycle): C's claim goes.
     specs = [hn("A", 3, children=("B",)), hn("B", 2, children=("C",)),

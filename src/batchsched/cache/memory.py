@@ -741,11 +741,13 @@ class MemoryCache:
                                   "object name)")
         proposed = dict(self.hyper_nodes)
         old = proposed.get(hyper_node.name)
-        if old is None or set(hyper_node.children()) - set(old.children()):
-            # The hypernodes are kept in the order of their claims: one that claims a
-            # child anew goes last (a partial tree gives a child to its older claim).
-            proposed.pop(hyper_node.name, None)
         proposed[hyper_node.name] = hyper_node
+        if old is not None and _breaks_tree_anew(proposed, old, hyper_node):
+            # The hypernodes are kept in the order of their claims: one whose new claims
+            # break the tree goes last (a partial tree gives a child to its older
+            # claimant, and of a cycle drops the link claimed last).
+            del proposed[hyper_node.name]
+            proposed[hyper_node.name] = hyper_node
         for i, member in enumerate(getattr(hyper_node, "members", ())):
             unmatched = unmatched_brackets(getattr(member, "regex", "") or "")
             if unmatched:
@@ -1229,6 +1231,27 @@ class MemoryCache:
 _FIELDS_FROM_POD_GROUP = ("name", "namespace", "queue", "podgroup", "min_available",
                           "task_min_available", "creation_time", "preemptable",
                           "waiting_time", "requested_runtime", "processors")
+
+
+def _breaks_tree_anew(hyper_nodes: dict[str, HyperNode], old: HyperNode,
+                      new: HyperNode) -> bool:
+    """Whether ``new``'s claims that ``old`` did not make turn the hypernodes into no
+    tree (a child another holds, a cycle) where they were one without them."""
+    added = set(new.children()) - set(old.children())
+    if not added or _forms_tree(hyper_nodes.values()):
+        return False
+    kept = attrs.evolve(new, members=tuple(
+        member for member in new.members if member.exact not in added
+        or member.kind != "HyperNode"))
+    return _forms_tree({**hyper_nodes, new.name: kept}.values())
+
+
+def _forms_tree(hyper_nodes: Iterable[HyperNode]) -> bool:
+    try:
+        build_topology(tuple(hyper_nodes), ())
+    except TopologyError:
+        return False
+    return True
 
 
 def _check_pod_group(job: str, podgroup: PodGroup) -> None:
