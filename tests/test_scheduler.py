@@ -363,3 +363,10 @@ def test_a_utf16_configuration_is_read_as_volcano_reads_it(tmp_path: Path) -> No
     path = tmp_path / "utf16.conf"
     path.write_bytes("actions: \"enqueue, allocate\"\n".encode("utf-16"))
     assert load_configuration(path).actions == ("enqueue", "allocate")
+    # Volcano trims the file's bytes first: the mark keeps an indented first line
+    # indented, and a big-endian file's last newline trimmed splits a character.
+    path.write_bytes(b"\xff\xfe" + "  actions: allocate\n  tiers: []\n".encode("utf-16-le"))
+    assert load_configuration(path).actions == ("allocate",)
+    path.write_bytes(b"\xfe\xff" + "actions: allocate\n".encode("utf-16-be"))
+    with pytest.raises(ConfigError, match="incomplete UTF-16 character"):
+        load_configuration(path)

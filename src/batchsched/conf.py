@@ -459,10 +459,18 @@ def load_configuration(source: str | Path) -> SchedulerConfiguration:
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", source=str(path)) from exc
     try:
-        # yaml.v2 reads a UTF-16 file by its byte-order mark (a UTF-8 one is dropped
-        # later); anything else is UTF-8.
-        text = data.decode("utf-16") if data[:2] in (b"\xff\xfe", b"\xfe\xff") \
-            else data.decode("utf-8")
+        if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            # yaml.v2 reads a UTF-16 file by its byte-order mark, after Volcano's
+            # strings.TrimSpace on the file's bytes: the mark keeps the start (an
+            # indented first line stays indented), and a trimmed end may split a
+            # character.
+            trimmed = data.rstrip(b" \t\n\r\x0b\x0c")
+            if len(trimmed) % 2:
+                raise ConfigError("yaml: incomplete UTF-16 character (as Volcano reads the "
+                                  "file once its bytes are trimmed)", source=str(path))
+            text = trimmed.decode("utf-16-le" if data[:2] == b"\xff\xfe" else "utf-16-be")
+        else:
+            text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
                           source=str(path)) from exc
