@@ -345,3 +345,13 @@ tasks:
     doc["tasks"][1]["requests"] = {"cpu": 4}
     got = predicates(open_session(doc), "limit/pending")["n1"]
     assert reasons(got) == [(UU, REASON_LIMIT_EXCEEDED)]
+
+
+def test_an_invalid_limits_annotation_is_logged_naming_the_queue() -> None:
+    # Volcano logs it at session open; the only sign was each node's refusal.
+    from batchsched.framework.arguments import collect_warnings
+
+    with collect_warnings() as said:
+        _limit_session('{"group1": {"cpu": "2 cores"}}')
+    assert any("nodegroup: queue q has invalid volcano.sh/nodegroup-resource-limits "
+               "annotation: \"2 cores\" is not a quantity" in line for line in said)

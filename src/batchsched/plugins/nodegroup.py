@@ -38,6 +38,7 @@ The annotation reads ``{"group1": {"cpu": "3", "memory": "8Gi"}}``.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from json.decoder import py_scanstring  # type: ignore[attr-defined]
 from json.scanner import py_make_scanner  # type: ignore[attr-defined]
@@ -52,7 +53,7 @@ from batchsched.api.resource_names import counted_by_volcano
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import ALLOCATED_STATUSES, FitStatusCode
 from batchsched.errors import QuantityError
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, warned_once
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
 
@@ -124,35 +125,50 @@ Limits = dict[str, tuple[Resource, frozenset[str]]]
 
 
 def _parse_limits(queue: QueueInfo) -> tuple[Limits | None, bool]:
-    """(group -> (limit, named resources), invalid?) from the queue's annotation."""
+    """(group -> (limit, named resources), invalid?) from the queue's annotation; an
+    invalid one is logged (once per queue and value), as Volcano logs it."""
     raw = queue.annotations.get(RESOURCE_LIMITS_ANNOTATION, "")
     if not raw:
         return None, False
     try:
-        document = _LIMITS_DECODER.decode(raw)
-        if document is None:
-            return {}, False  # Go decodes a null map: no group is limited
-        if not isinstance(document, dict):
-            return None, True
-        limits: Limits = {}
-        for group, resources in document.items():
-            if resources is None:
-                # Go decodes a null ResourceList: no resource limited in the group.
-                limits[str(group)] = (Resource(), frozenset())
-                continue
-            if not isinstance(resources, dict):
-                return None, True
-            limit = Resource()
-            for name, raw_amount in resources.items():
-                amount = _limit_amount(str(name), raw_amount)
-                # Volcano's NewResource keeps only the names it counts: a limit on
-                # another is 0 against 0 used, whatever its amount.
-                if amount and counted_by_volcano(str(name)):
-                    limit.set(str(name), amount)
-            limits[str(group)] = (limit, frozenset(str(k) for k in resources))
-        return limits, False
-    except (ValueError, QuantityError):
+        return _read_limits(raw), False
+    except (ValueError, QuantityError) as exc:
+        if (queue.name, raw) not in _WARNED and len(_WARNED) < 1024:
+            _WARNED.add((queue.name, raw))
+            log.warning("nodegroup: queue %s has invalid %s annotation: %s", queue.name,
+                        RESOURCE_LIMITS_ANNOTATION, exc)
         return None, True
+
+
+log = logging.getLogger("batchsched")
+#: The (queue, annotation) pairs already logged as invalid.
+_WARNED: set[tuple[str, str]] = warned_once()
+
+
+def _read_limits(raw: str) -> Limits:
+    """The limits the annotation gives; ValueError (or QuantityError) saying why not."""
+    document = _LIMITS_DECODER.decode(raw)
+    if document is None:
+        return {}  # Go decodes a null map: no group is limited
+    if not isinstance(document, dict):
+        raise ValueError(f"not a JSON object of node group to resources: {raw!r}")
+    limits: Limits = {}
+    for group, resources in document.items():
+        if resources is None:
+            # Go decodes a null ResourceList: no resource limited in the group.
+            limits[str(group)] = (Resource(), frozenset())
+            continue
+        if not isinstance(resources, dict):
+            raise ValueError(f"group {group!r}: {resources!r} is not a resource list")
+        limit = Resource()
+        for name, raw_amount in resources.items():
+            amount = _limit_amount(str(name), raw_amount)
+            # Volcano's NewResource keeps only the names it counts: a limit on
+            # another is 0 against 0 used, whatever its amount.
+            if amount and counted_by_volcano(str(name)):
+                limit.set(str(name), amount)
+        limits[str(group)] = (limit, frozenset(str(k) for k in resources))
+    return limits
 
 
 class _EscapedText(str):
