@@ -479,3 +479,108 @@ def test_a_node_chosen_over_a_better_scored_one_is_not_called_the_best() -> None
         "      scored 426 (nodeorder 426), chosen by the action of 2 feasible node(s)")
     placement["runnersUp"][0]["total"] = 400.0
     assert "best of 2 feasible node(s)" in _render_placement(placement)[0]
+
+
+def test_a_smaller_request_keeps_a_quota_count_of_objects() -> None:
+    """``count/pods`` in a pod group's minResources counts pods: scaling the requests
+    keeps the pods, so it stays as asked (halving it asked half a pod)."""
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+config: {actions: "enqueue, allocate", tiers: [{plugins: [{name: gang}]}]}
+queues: [{name: default}]
+nodes: [{name: n1, allocatable: {cpu: 4, pods: 10}}]
+jobs: [{name: a, minMember: 2, minResources: {cpu: 8, count/pods: 2}}]
+tasks:
+- {name: a0, job: a, requests: {cpu: 4}}
+- {name: a1, job: a, requests: {cpu: 4}}
+"""))
+    (job,) = with_smaller_requests(scenario, "default/a", 0.5).jobs
+    minimum = job.podgroup.min_resources
+    assert minimum is not None
+    assert minimum.milli_cpu == 4000
+    assert minimum.get("count/pods") == 2000
+
+
+NUMA_FULL = """
+version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: numa-aware}]
+nodes:
+- name: n1
+  allocatable: {cpu: 4, memory: 8Gi, pods: 110}
+  numaTopology:
+    policies: {CPUManagerPolicy: static, TopologyManagerPolicy: single-numa-node}
+    numares: {cpu: {allocatable: "", capacity: 4}}
+    cpuDetail:
+      0: {numa: 0, socket: 0, core: 0}
+      1: {numa: 0, socket: 0, core: 1}
+      2: {numa: 1, socket: 1, core: 2}
+      3: {numa: 1, socket: 1, core: 3}
+jobs:
+- {name: old, minMember: 1}
+- {name: web, minMember: 1}
+tasks:
+- {name: old-0, job: old, node: n1, phase: Running, requests: {cpu: 4, memory: 1Gi}}
+- {name: web-0, job: web, requests: {cpu: 2, memory: 1Gi},
+   annotations: {volcano.sh/numa-topology-policy: single-numa-node}}
+"""
+
+
+def test_a_node_added_like_a_numa_node_has_every_cpu_free() -> None:
+    """n1's exporter reports no free CPU (old-0 holds them all): a node added like it
+    reports its own CPUs free, so one more node starts web (the copy of n1's report
+    took none)."""
+    changes = counterfactuals(parse_scenario(yaml.safe_load(NUMA_FULL)), job="default/web")
+    assert {"kind": "moreNodes", "like": "n1", "count": 1} in [
+        {k: c[k] for k in ("kind", "like", "count")} for c in changes
+        if c["kind"] == "moreNodes"], changes
+
+
+HYPER = """
+version: 1
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: gang}]
+  - plugins: [{name: predicates}, {name: network-topology-aware}]
+nodes:
+- {name: a1, allocatable: {cpu: 4, pods: 10}}
+- {name: b1, allocatable: {cpu: 4, pods: 10}}
+- {name: b2, allocatable: {cpu: 4, pods: 10}}
+hyperNodes:
+- name: rack-a
+  tier: 1
+  members: [{type: Node, selector: {exactMatch: {name: a1}}}]
+- name: rack-b
+  tier: 1
+  members:
+  - {type: Node, selector: {exactMatch: {name: b1}}}
+  - {type: Node, selector: {exactMatch: {name: b2}}}
+jobs:
+- {name: busy, minMember: 2}
+- name: train
+  minMember: 2
+  networkTopology: {mode: hard, highestTierAllowed: 1}
+tasks:
+- {name: busy-0, job: busy, node: b1, phase: Running, requests: {cpu: 4}}
+- {name: busy-1, job: busy, node: b2, phase: Running, requests: {cpu: 4}}
+- {name: train-0, job: train, requests: {cpu: 4}}
+- {name: train-1, job: train, requests: {cpu: 4}}
+"""
+
+
+def test_a_node_added_like_one_in_a_hypernode_lies_beside_it() -> None:
+    """train must stay in one rack: one more node in rack-a (beside a1) starts it, and
+    the added node joins rack-a (a node of no rack would never do)."""
+    scenario = parse_scenario(yaml.safe_load(HYPER))
+    changes = counterfactuals(scenario, job="default/train")
+    more = [c for c in changes if c["kind"] == "moreNodes"]
+    assert more and more[0]["like"] == "a1" and more[0]["count"] == 1, changes
+    grown = with_nodes(scenario, scenario.nodes[0], 1)
+    rack_a = next(h for h in grown.hyper_nodes if h.name == "rack-a")
+    assert [m.exact for m in rack_a.members] == ["a1", "a1-extra-0"]
+    rack_b = next(h for h in grown.hyper_nodes if h.name == "rack-b")
+    assert [m.exact for m in rack_b.members] == ["b1", "b2"]

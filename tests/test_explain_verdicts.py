@@ -829,3 +829,26 @@ def test_a_job_running_before_the_session_is_not_held_back_by_its_closed_queue()
     report = explain(scenario, job="default/run")
     assert report["verdict"] == "nothing to place: no task is pending (2 Running)"
     assert report["decidedBy"] == []
+
+
+PARTLY_RUNNING = """
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+jobs:
+- {name: w, minMember: 1, phase: Running}
+tasks:
+- {name: w-0, job: w, node: n1, phase: Running, requests: {cpu: 4}}
+- {name: w-1, job: w, requests: {cpu: 4}}
+"""
+
+
+def test_a_placed_task_explained_on_its_own_was_decided_by_no_refusal() -> None:
+    """w-1 is refused for room; w-0 runs: its own report names no plugin that decided
+    against it (decidedBy is empty for what is placed), its job's verdict kept apart."""
+    scenario = scenario_of(PARTLY_RUNNING)
+    job = explain(scenario, job="default/w")
+    assert job["decidedBy"]
+    placed = explain(scenario, task="default/w-0")
+    assert placed["verdict"] == "placed on n1 (Running)"
+    assert placed["decidedBy"] == []
+    assert explain(scenario, task="default/w-1")["decidedBy"] == job["decidedBy"]

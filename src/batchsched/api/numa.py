@@ -215,6 +215,15 @@ class NumaTopology:
     assigned_pod_uids: frozenset[str] = frozenset()
     assigned_pod_names: frozenset[str] = frozenset()
 
+    def fresh(self) -> NumaTopology:
+        """The topology as a node just added would report it: every CPU (and every id
+        of the other resources) free, no pod reported."""
+        resources = {name: attrs.evolve(resource, allocatable=(
+            self.cpu_detail.cpus() if name == "cpu" else frozenset(range(resource.capacity))))
+            for name, resource in self.resources.items()}
+        return attrs.evolve(self, resources=resources, assigned_pod_uids=frozenset(),
+                            assigned_pod_names=frozenset())
+
     def reports(self, pod_uid: str, pod_name: str) -> bool:
         """Whether the exporter reports the pod (by uid, or by ``namespace/name``: it
         reads one or the other; Volcano's ``CheckNumaPodAssigned``)."""

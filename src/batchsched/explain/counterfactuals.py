@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from batchsched.api.hypernode import CLUSTER_TOP, HyperNode, HyperNodeMember, build_topology
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.queue import QueueInfo
@@ -104,10 +105,53 @@ def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
                         capacity=template.capacity,
                         labels=labels(f"{template.name}-extra-{k}"),
                         annotations=dict(template.annotations), taints=template.taints,
-                        numa_topology=template.numa_topology)
+                        numa_topology=template.numa_topology.fresh()
+                        if template.numa_topology is not None else None)
         for k in range(count)
     )
-    return attrs.evolve(scenario, nodes=scenario.nodes + extra)
+    return attrs.evolve(scenario, nodes=scenario.nodes + extra,
+                        hyper_nodes=_beside(scenario, template, [n.name for n in extra]))
+
+
+def _beside(scenario: Scenario, template: NodeInfo,
+            names: list[str]) -> tuple[HyperNode, ...]:
+    """The hypernodes with the new nodes put where the template lies: every hypernode
+    one of whose node members selects the template selects the new nodes too (a node
+    added to the same rack), by exact name where no member selects it already."""
+    if not scenario.hyper_nodes:
+        return scenario.hyper_nodes
+    node_labels = {node.name: node.labels for node in scenario.nodes}
+    out = []
+    for hyper_node in scenario.hyper_nodes:
+        node_members = [m for m in hyper_node.members if m.kind == "Node"]
+        if not any(template.name in m.nodes(node_labels) for m in node_members):
+            out.append(hyper_node)
+            continue
+        with_new = {**node_labels, **{name: template.labels for name in names}}
+        missing = [name for name in names
+                   if not any(name in m.nodes(with_new) for m in node_members)]
+        out.append(attrs.evolve(hyper_node, members=hyper_node.members + tuple(
+            HyperNodeMember(kind="Node", exact=name) for name in missing)))
+    return tuple(out)
+
+
+def _hyper_node_membership(scenario: Scenario) -> dict[str, frozenset[str]]:
+    """Node name -> the hypernodes it lies in (nodes of different hypernodes are no one
+    shape: a node added like one lies where its name takes it)."""
+    if not scenario.hyper_nodes:
+        return {}
+    topology = build_topology(scenario.hyper_nodes, scenario.nodes, partial=True)
+    out: dict[str, set[str]] = {}
+    for hyper_node, nodes in topology.real_nodes.items():
+        if hyper_node == CLUSTER_TOP:
+            continue
+        for name in nodes:
+            out.setdefault(name, set()).add(hyper_node)
+    return {name: frozenset(found) for name, found in out.items()}
+
+
+#: Quota names that count objects (``count/pods``): no request makes them smaller.
+_QUOTA_COUNT_PREFIX = "count/"
 
 
 def _extended(name: str) -> bool:
@@ -128,6 +172,10 @@ def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenar
         scaled.memory = math.ceil(round(scaled.memory, 6))
         for name, amount in scaled.scalars.items():
             original = request.scalars[name]
+            if name.startswith(_QUOTA_COUNT_PREFIX):
+                # A quota's count of objects (count/pods): the pods are kept.
+                scaled.scalars[name] = original
+                continue
             if original % 1000 or not _extended(name):
                 # Asked in fractions (milli-GPUs), or a native resource (bytes of
                 # ephemeral storage, hugepages): scaled in milli-units.
@@ -219,6 +267,7 @@ def counterfactuals(scenario: Scenario, *, job: str | None = None, task: str | N
 def _more_nodes(scenario: Scenario, works: Callable[[Scenario], bool],
                 max_nodes: int) -> dict[str, Any] | None:
     shapes: dict[tuple[Any, ...], NodeInfo] = {}
+    membership = _hyper_node_membership(scenario)
     for node in scenario.nodes:
         if node.unschedulable or not node.ready:
             continue  # "more nodes like a cordoned one" would be no advice to follow
@@ -226,7 +275,8 @@ def _more_nodes(scenario: Scenario, works: Callable[[Scenario], bool],
         labels = tuple(sorted((k, v) for k, v in node.labels.items()
                               if k not in _NODE_NAME_LABELS))
         key = (tuple(sorted(node.allocatable.to_dict().items())), labels, node.taints,
-               repr(node.numa_topology))
+               repr(node.numa_topology.fresh() if node.numa_topology is not None else None),
+               membership.get(node.name, frozenset()))
         shapes.setdefault(key, node)
     best: dict[str, Any] | None = None
     for template in shapes.values():

@@ -126,6 +126,11 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         report["jobVerdict"] = report["verdict"]
         report["verdict"] = _task_verdict(report["tasks"][0]) if report["tasks"] else \
             "not in the session"
+        if report["tasks"] and "node" in report["tasks"][0] and report["tasks"][0]["status"] \
+                not in (str(TaskStatus.PIPELINED), str(TaskStatus.ALLOCATED)):
+            # Placed (or done): nothing decided against the task itself; its job's
+            # refusals are in jobVerdict.
+            report["decidedBy"] = []
     return report
 
 
