@@ -310,6 +310,71 @@ def test_a_parent_updated_with_another_child_keeps_the_child_it_holds() -> None:
         ssn.close()
 
 
+def _session_parents(cache: Any) -> dict[str, str]:
+    from batchsched.framework.session import Session
+
+    ssn = Session.open(cache, parse_scenario(yaml.safe_load(
+        "version: 1\nconfig: {actions: allocate}"), source="<t>").configuration)
+    try:
+        return dict(ssn.topology.parent)
+    finally:
+        ssn.close()
+
+
+@pytest.mark.parametrize("unrelated_cycle", [False, True])
+def test_a_parent_updated_with_a_child_another_holds_gets_only_what_is_free(
+        unrelated_cycle: bool) -> None:
+    """P holds C, R holds D, Q claims C (refused); P is then updated to claim D too:
+    D stays with R (its older claimant) and C with P, whatever else is broken (with an
+    unrelated cycle X <-> Y the update kept P's place and took D from R)."""
+    cache = _topology_cluster()
+    cache.set_hyper_node(hn("C", 1, node_names=("n0",)))
+    cache.set_hyper_node(hn("D", 1, node_names=("n1",)))
+    cache.set_hyper_node(hn("P", 2, children=("C",)))
+    cache.set_hyper_node(hn("R", 2, children=("D",)))
+    cache.set_hyper_node(hn("Q", 2, children=("C",)))
+    if unrelated_cycle:
+        cache.set_hyper_node(hn("X", 3, children=("Y",)))
+        cache.set_hyper_node(hn("Y", 3, children=("X",)))
+    cache.set_hyper_node(hn("P", 2, children=("C", "D")))
+    parents = _session_parents(cache)
+    assert (parents["C"], parents["D"]) == ("P", "R")
+
+
+def test_a_cycle_closed_before_an_update_keeps_its_own_newest_link_out() -> None:
+    """A claims B, B claims C, C claims A (closing a cycle: C's link is the newest);
+    A is then updated with another child. The cycle still loses C -> A, not A -> B
+    (an updated hypernode's old links keep their age)."""
+    cache = _topology_cluster()
+    cache.set_hyper_node(hn("E", 1, node_names=("n1",)))
+    cache.set_hyper_node(hn("A", 3, children=("B",)))
+    cache.set_hyper_node(hn("B", 2, children=("C",)))
+    cache.set_hyper_node(hn("C", 1, children=("A",), node_names=("n0",)))
+    cache.set_hyper_node(hn("A", 3, children=("B", "E")))
+    parents = _session_parents(cache)
+    assert (parents["A"], parents["B"], parents["C"], parents["E"]) == (
+        CLUSTER_TOP, "A", "B", "A")
+
+
+def test_a_malformed_update_of_a_hypernode_is_refused_by_name() -> None:
+    """Replacing a hypernode with a bad pattern or tier while it claims a child anew:
+    the same SchedulingError as a new one (a raw Re2Error or TypeError escaped)."""
+    from batchsched.cache.memory import MemoryCache
+    from batchsched.errors import SchedulingError
+
+    cache = MemoryCache()
+    cache.set_hyper_node(hn("leaf", 1, node_names=("n0",)))
+    cache.set_hyper_node(hn("s", 2, node_names=("n9",)))
+    bad_pattern = HyperNode("s", 2, (HyperNodeMember("HyperNode", exact="leaf"),
+                                     HyperNodeMember("Node", regex=r"\p{Greek}")))
+    with pytest.raises(SchedulingError, match="hypernode s: a member's pattern"):
+        cache.set_hyper_node(bad_pattern)
+    with pytest.raises(SchedulingError, match="hypernode s: TypeError"):
+        cache.set_hyper_node(HyperNode("s", "2", (  # type: ignore[arg-type]
+            HyperNodeMember("HyperNode", exact="leaf"),)))
+    assert cache.hyper_nodes["s"].children() == []
+
+
 def test_a_partial_tree_leaves_out_the_cycle_s_newest_link() -> None:
     # A claims B, then B claims C, then C claims A (closing the cycle): C's claim goes.
     specs = [hn("A", 3, children=("B",)), hn("B", 2, children=("C",)),

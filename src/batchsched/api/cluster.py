@@ -187,6 +187,10 @@ class ClusterInfo:
     #: The cluster's hypernodes (network topology, :mod:`batchsched.api.hypernode`);
     #: immutable, so shared.
     hyper_nodes: tuple[HyperNode, ...] = ()
+    #: When each hypernode link ``(parent, child)`` was claimed (lower is older), for
+    #: the tree a session builds while the hypernodes form none (see
+    #: :func:`~batchsched.api.hypernode.build_topology`); read-only, so shared.
+    hyper_node_links: Mapping[tuple[str, str], int] = attrs.field(factory=dict)
     #: The Dynamic Resource Allocation objects (device classes, resource slices,
     #: claims, claim templates); immutable, so shared.
     dra: DraObjects = attrs.field(factory=DraObjects)
@@ -211,6 +215,7 @@ class ClusterInfo:
             now=self.now,
             config_maps=dict(self.config_maps),
             hyper_nodes=self.hyper_nodes,
+            hyper_node_links=self.hyper_node_links,
             dra=self.dra,
             not_ready_nodes={n: v.clone() for n, v in self.not_ready_nodes.items()},
             node_shards=self.node_shards,

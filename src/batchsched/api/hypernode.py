@@ -240,8 +240,25 @@ class Topology:
         return sum(1 for node in node_names if node and node in nodes)
 
 
+def _link_order(hyper_nodes: Sequence[HyperNode],
+                link_claims: Mapping[tuple[str, str], int] | None) -> dict[tuple[str, str], int]:
+    """Each ``(parent, child)`` link's rank in claim order: those ``link_claims``
+    names by it, the others after them in hypernode and member order."""
+    known = link_claims or {}
+    later = max(known.values(), default=0) + 1
+    order: dict[tuple[str, str], int] = {}
+    for spec in hyper_nodes:
+        for child in spec.children():
+            link = (spec.name, child)
+            if link not in order:
+                claimed = known.get(link)
+                order[link] = claimed if claimed is not None else later + len(order)
+    return order
+
+
 def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[NodeInfo], *,
-                   partial: bool = False) -> Topology:
+                   partial: bool = False,
+                   link_claims: Mapping[tuple[str, str], int] | None = None) -> Topology:
     """The session's tree from the cluster's hypernodes and the session's nodes.
 
     Volcano resolves member selectors against every node, Ready or not, and keeps
@@ -251,36 +268,37 @@ def build_topology(hyper_nodes: Sequence[HyperNode], session_nodes: Sequence[Nod
 
     Hypernodes that form no tree raise :class:`TopologyError`; with ``partial`` the
     tree is built without the links that break it instead, as Volcano's cache keeps
-    the tree it had, given the hypernodes in the order of their claims (as
-    ``MemoryCache`` keeps them: one that claims a child anew goes last): a hypernode
-    a second parent claims stays with the first, and of the links of a cycle the one
-    claimed last is left out.
+    the tree it had: a hypernode a second parent claims stays with the parent that
+    claimed it first, and of the links of a cycle the one claimed last is left out.
+    When each ``(parent, child)`` link was claimed is ``link_claims`` (lower is
+    older; :class:`~batchsched.cache.MemoryCache` records it); a link it does not
+    name is newer than those it names, and such links are ordered as the hypernodes
+    and their members are.
     """
     all_nodes = {node.name: node.labels for node in session_nodes}
     specs = {h.name: h for h in hyper_nodes}
+    claimed_at = _link_order(hyper_nodes, link_claims)
     parent: dict[str, str] = {}
-    for spec in hyper_nodes:
-        for child in spec.children():
-            held = parent.get(child)
-            if held is not None and held != spec.name:
-                if partial:
-                    continue
-                raise TopologyError(f"hypernode {child!r} already has a parent {held!r}, and "
-                                    f"cannot set another parent {spec.name!r}")
-            parent[child] = spec.name
+    for claimant, child in sorted(claimed_at, key=claimed_at.__getitem__):
+        held = parent.get(child)
+        if held is not None and held != claimant:
+            if partial:
+                continue
+            raise TopologyError(f"hypernode {child!r} already has a parent {held!r}, and "
+                                f"cannot set another parent {claimant!r}")
+        parent[child] = claimant
     tiers_of = {name: spec.tier for name, spec in specs.items()}
     for child in parent:
         tiers_of.setdefault(child, 0)  # a placeholder: named by a parent, not declared
-    claimed_at = {spec.name: i for i, spec in enumerate(hyper_nodes)}
     for name in tiers_of:
         seen = [name]
         current = parent.get(name, "")
         while current:
             if current in seen:
                 if partial:
-                    # The cycle's link claimed last (its parent the latest) goes.
+                    # The cycle's link claimed last goes.
                     cycle = seen[seen.index(current):]
-                    newest = max(cycle, key=lambda child: claimed_at.get(parent[child], -1))
+                    newest = max(cycle, key=lambda child: claimed_at[parent[child], child])
                     del parent[newest]
                     break
                 raise TopologyError(f"cyclic dependency detected: hypernode {current!r} is "

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import math
 import numbers
@@ -180,6 +181,10 @@ class MemoryCache:
         #: ConfigMaps plugins read, ``namespace/name`` -> data (:meth:`set_config_map`).
         self.config_maps: dict[str, Mapping[str, str]] = {}
         self.hyper_nodes: dict[str, HyperNode] = {}
+        #: When each hypernode link (parent, child) was claimed; replaced, never
+        #: changed in place (snapshots share it).
+        self._hyper_node_links: dict[tuple[str, str], int] = {}
+        self._link_claims = itertools.count()
         #: The ``NodeShard`` objects by name (scheduler sharding).
         self.node_shards: dict[str, NodeShard] = {}
         #: Per deleted shard, the nodes its scheduler had then (Volcano keeps using them).
@@ -714,6 +719,7 @@ class MemoryCache:
             now=self.now,
             config_maps=dict(self.config_maps),
             hyper_nodes=tuple(self.hyper_nodes.values()),
+            hyper_node_links=self._hyper_node_links,
             dra=DraObjects(dict(self.device_classes), tuple(self.resource_slices.values()),
                            dict(self.resource_claims), dict(self.claim_templates)),
             not_ready_nodes={node.name: node.clone() for node in not_ready},
@@ -739,15 +745,6 @@ class MemoryCache:
             raise SchedulingError(f"hypernode {hyper_node.name}: {CLUSTER_TOP} is the name of "
                                   "Volcano's virtual root of the tree (and no Kubernetes "
                                   "object name)")
-        proposed = dict(self.hyper_nodes)
-        old = proposed.get(hyper_node.name)
-        proposed[hyper_node.name] = hyper_node
-        if old is not None and _breaks_tree_anew(proposed, old, hyper_node):
-            # The hypernodes are kept in the order of their claims: one whose new claims
-            # break the tree goes last (a partial tree gives a child to its older
-            # claimant, and of a cycle drops the link claimed last).
-            del proposed[hyper_node.name]
-            proposed[hyper_node.name] = hyper_node
         for i, member in enumerate(getattr(hyper_node, "members", ())):
             unmatched = unmatched_brackets(getattr(member, "regex", "") or "")
             if unmatched:
@@ -765,12 +762,26 @@ class MemoryCache:
         except (TypeError, ValueError, AttributeError) as exc:  # a tier that is no number...
             raise SchedulingError(f"hypernode {hyper_node.name}: {type(exc).__name__}: "
                                   f"{exc}") from exc
+        proposed = dict(self.hyper_nodes)
+        old = proposed.get(hyper_node.name)
+        proposed[hyper_node.name] = hyper_node
+        # Each link's claim is kept from when it was made: a partial tree gives a child
+        # to its oldest claimant, and of a cycle drops the link claimed last.
+        links = dict(self._hyper_node_links)
+        before = set(old.children()) if old is not None else set()
+        now = set(hyper_node.children())
+        for child in before - now:
+            links.pop((hyper_node.name, child), None)
+        for child in hyper_node.children():
+            if child not in before and (hyper_node.name, child) not in links:
+                links[hyper_node.name, child] = next(self._link_claims)
         try:
-            build_topology(tuple(proposed.values()), ())
+            build_topology(tuple(proposed.values()), (), link_claims=links)
         except TopologyError as exc:
             log.warning("hypernode %s: %s; jobs with a network topology wait until the "
                         "hypernodes form a tree", hyper_node.name, exc)
         self.hyper_nodes = proposed
+        self._hyper_node_links = links
 
     @_locked
     def set_node_shard(self, shard: NodeShard) -> None:
@@ -795,7 +806,10 @@ class MemoryCache:
     @_locked
     def delete_hyper_node(self, name: str) -> None:
         """Remove a hypernode (its children lose their parent)."""
-        self.hyper_nodes.pop(name, None)
+        gone = self.hyper_nodes.pop(name, None)
+        if gone is not None:
+            self._hyper_node_links = {link: claimed for link, claimed
+                                      in self._hyper_node_links.items() if link[0] != name}
 
     # -- Dynamic Resource Allocation objects -------------------------------------------
 
@@ -1231,27 +1245,6 @@ class MemoryCache:
 _FIELDS_FROM_POD_GROUP = ("name", "namespace", "queue", "podgroup", "min_available",
                           "task_min_available", "creation_time", "preemptable",
                           "waiting_time", "requested_runtime", "processors")
-
-
-def _breaks_tree_anew(hyper_nodes: dict[str, HyperNode], old: HyperNode,
-                      new: HyperNode) -> bool:
-    """Whether ``new``'s claims that ``old`` did not make turn the hypernodes into no
-    tree (a child another holds, a cycle) where they were one without them."""
-    added = set(new.children()) - set(old.children())
-    if not added or _forms_tree(hyper_nodes.values()):
-        return False
-    kept = attrs.evolve(new, members=tuple(
-        member for member in new.members if member.exact not in added
-        or member.kind != "HyperNode"))
-    return _forms_tree({**hyper_nodes, new.name: kept}.values())
-
-
-def _forms_tree(hyper_nodes: Iterable[HyperNode]) -> bool:
-    try:
-        build_topology(tuple(hyper_nodes), ())
-    except TopologyError:
-        return False
-    return True
 
 
 def _check_pod_group(job: str, podgroup: PodGroup) -> None:

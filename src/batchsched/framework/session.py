@@ -153,6 +153,7 @@ class Session:
             snapshot.config_maps)
         self.now = snapshot.now if snapshot.now is not None else time.time()
         self.hyper_nodes: tuple[HyperNode, ...] = snapshot.hyper_nodes
+        self._hyper_node_links = snapshot.hyper_node_links
         #: Why the hypernodes form no tree ("" when they do; see :attr:`topology`).
         self.hyper_nodes_unready = ""
         #: The Dynamic Resource Allocation objects (read-only; the predicates plugin
@@ -289,7 +290,8 @@ class Session:
             self.hyper_nodes_unready = str(exc)
             log.warning("session %s: %s; allocate places no job with a network topology "
                         "until the hypernodes form a tree", self.uid, exc)
-            return build_topology(self.hyper_nodes, self.node_list, partial=True)
+            return build_topology(self.hyper_nodes, self.node_list, partial=True,
+                                  link_claims=self._hyper_node_links)
 
     @property
     def hyper_nodes_ready(self) -> bool:
