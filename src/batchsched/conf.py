@@ -472,6 +472,12 @@ def load_configuration(source: str | Path) -> SchedulerConfiguration:
         else:
             text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if exc.encoding.startswith("utf-16"):
+            unit = data[exc.start:exc.start + 2].hex()
+            named = "UTF-16LE" if exc.encoding.endswith("le") else "UTF-16BE"
+            raise ConfigError(f"not {named} text: "
+                              f"{exc.reason}, code unit 0x{unit} at offset {exc.start}",
+                              source=str(path)) from exc
         raise ConfigError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
                           source=str(path)) from exc
     return require_actions(configuration_from_text(text, source=str(path)))
