@@ -373,6 +373,6 @@ def test_a_utf16_configuration_is_read_as_volcano_reads_it(tmp_path: Path) -> No
     # A lone surrogate is named as UTF-16's, not UTF-8's.
     path.write_bytes(b"\xff\xfe" + "actions: allocate\n# ".encode("utf-16-le") + b"\x00\xd8"
                      + "x: y".encode("utf-16-le"))
-    with pytest.raises(ConfigError, match="not UTF-16LE text: .*surrogate, code unit 0x00d8 "
-                       "at offset 42"):
+    with pytest.raises(ConfigError, match=r"not UTF-16LE text: .*surrogate, code unit 0x00d8 "
+                       r"at offset 42"):
         load_configuration(path)
