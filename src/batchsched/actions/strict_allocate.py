@@ -107,8 +107,6 @@ class _StrictRun(_AllocateRun):
     def run(self) -> None:
         ssn = self.ssn
         done: set[str] = set()
-        if not self.per_queue and not self._held_heads_start(done):
-            return  # a held head blocks every queue: none goes before it
         while self.queues:
             queue = self.queues.pop()
             if ssn.overused(queue):
@@ -135,29 +133,6 @@ class _StrictRun(_AllocateRun):
             else:
                 done.add(job.uid)
             self.queues.push(queue)
-
-    def _held_heads_start(self, done: set[str]) -> bool:
-        """Every queue blocked by one head (the default): a head held from an earlier
-        session is tried before any queue's jobs, whatever the queue order (a job of a
-        queue ordered first would overtake it); False when it still cannot start."""
-        for queue_name, job in list(self.held.items()):
-            queue = self.ssn.queues.get(queue_name)
-            if queue is None or self.ssn.overused(queue):
-                continue  # as its queue would be passed over (the head stays held)
-            del self.held[queue_name]
-            self.tried.append(job)
-            tasks = self.tasks_of(job) if self._may_fit(job) else None
-            if tasks is None or not self.allocate_job(queue, job, tasks):
-                self.blocked[queue_name] = job.uid
-                return False
-            self._free = None
-            if self.has_work(job, tasks):
-                jobs = self.job_heap(queue_name)
-                if jobs is not None:
-                    jobs.push(job)
-            else:
-                done.add(job.uid)
-        return True
 
     def _next_job(self, queue: str, done: set[str]) -> JobInfo | None:
         held = self.held.pop(queue, None)
