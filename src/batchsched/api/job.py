@@ -141,7 +141,7 @@ class JobInfo:
     ``task_min_available``, the creation time and the annotations from the pod
     group, as Volcano's ``SetPodGroup`` does. These fields are the job's own
     afterwards: a pod group edited later (a new ``min_member``) changes the job only
-    through a new :meth:`from_podgroup` (``MemoryCache.update_pod_group`` does it for
+    through :meth:`follow_pod_group` (``MemoryCache.update_pod_group`` calls it for
     a job a cache holds), as a pod group update replaces Volcano's.
     """
 
@@ -214,15 +214,32 @@ class JobInfo:
             task_min_available=podgroup.min_task_member,
             creation_time=podgroup.creation_time,
         )
-        # Each of these reads an annotation (or label): most pod groups have none.
         if podgroup.annotations or podgroup.labels:
-            job.preemptable = _job_preemptable(podgroup)
-            job.waiting_time = _job_waiting_time(podgroup.annotations)
-            job.requested_runtime = requested_runtime_of(podgroup.annotations)
-            job.processors = processors_of(podgroup.annotations)
+            job._read_pod_group_settings()
         for task in tasks:
             job.add_task(task)
         return job
+
+    def follow_pod_group(self, podgroup: PodGroup) -> None:
+        """Read everything the job takes from a new version of its pod group, as
+        :meth:`from_podgroup` does (its tasks stay as they are)."""
+        self.podgroup = podgroup
+        self.name = podgroup.name
+        self.namespace = podgroup.namespace
+        self.queue = podgroup.queue
+        self.min_available = podgroup.min_member
+        self.task_min_available = podgroup.min_task_member
+        self.creation_time = podgroup.creation_time
+        self._read_pod_group_settings()
+
+    def _read_pod_group_settings(self) -> None:
+        # Each of these reads an annotation (or label): most pod groups have none, and
+        # then each is its field's default.
+        podgroup = self.podgroup
+        self.preemptable = _job_preemptable(podgroup)
+        self.waiting_time = _job_waiting_time(podgroup.annotations)
+        self.requested_runtime = requested_runtime_of(podgroup.annotations)
+        self.processors = processors_of(podgroup.annotations)
 
     # -- indexes --------------------------------------------------------------------
 

@@ -364,13 +364,7 @@ class MemoryCache:
         if not _is_number(job.creation_time):
             raise SchedulingError(f"job {job.uid}: creation_time is {job.creation_time!r}, "
                                   "not seconds (a number)")
-        for counts, field in ((job.task_min_available, "task_min_available"),
-                              (job.podgroup.min_task_member, "podgroup.min_task_member")):
-            if not isinstance(counts, Mapping) or not all(
-                    isinstance(role, str) and _is_int(count) and count >= 0
-                    for role, count in counts.items()):
-                raise SchedulingError(f"job {job.uid}: {field} is {counts!r}, not a mapping "
-                                      "of role to a whole number >= 0")
+        _check_role_counts(f"job {job.uid}", "task_min_available", job.task_min_available)
         for task in job.tasks.values():
             if task.job != job.uid:
                 raise SchedulingError(f"task {task.uid}: job is {task.job!r}, not this job's "
@@ -404,18 +398,7 @@ class MemoryCache:
             raise SchedulingError(f"pod group {podgroup.uid}: the cache holds no such job "
                                   "(add_job adds one)")
         _check_pod_group(job.uid, podgroup)
-        counts = podgroup.min_task_member
-        if not isinstance(counts, Mapping) or not all(
-                isinstance(role, str) and _is_int(count) and count >= 0
-                for role, count in counts.items()):
-            raise SchedulingError(f"job {job.uid}: podgroup.min_task_member is {counts!r}, "
-                                  "not a mapping of role to a whole number >= 0")
-        if not _is_number(podgroup.creation_time):
-            raise SchedulingError(f"job {job.uid}: podgroup.creation_time is "
-                                  f"{podgroup.creation_time!r}, not seconds (a number)")
-        fresh = JobInfo.from_podgroup(podgroup, priority=job.priority)
-        for field in _FIELDS_FROM_POD_GROUP:
-            setattr(job, field, getattr(fresh, field))
+        job.follow_pod_group(podgroup)
         job.mutations += 1  # a session's copy of it is stale
         self._job_twins.pop(job.uid, None)
         # A session opened before writes no status over it (Volcano's update of the
@@ -1242,9 +1225,12 @@ class MemoryCache:
 
 
 #: What :meth:`JobInfo.from_podgroup` reads from a pod group.
-_FIELDS_FROM_POD_GROUP = ("name", "namespace", "queue", "podgroup", "min_available",
-                          "task_min_available", "creation_time", "preemptable",
-                          "waiting_time", "requested_runtime", "processors")
+def _check_role_counts(owner: str, field: str, counts: object) -> None:
+    if not isinstance(counts, Mapping) or not all(
+            isinstance(role, str) and _is_int(count) and count >= 0
+            for role, count in counts.items()):
+        raise SchedulingError(f"{owner}: {field} is {counts!r}, not a mapping of role to a "
+                              "whole number >= 0")
 
 
 def _check_pod_group(job: str, podgroup: PodGroup) -> None:
@@ -1253,6 +1239,10 @@ def _check_pod_group(job: str, podgroup: PodGroup) -> None:
         raise SchedulingError(f"{owner}: podgroup.min_member is {podgroup.min_member!r}, "
                               "not a whole number >= 0")
     _check_resource(owner, "podgroup.min_resources", podgroup.min_resources)
+    _check_role_counts(owner, "podgroup.min_task_member", podgroup.min_task_member)
+    if not _is_number(podgroup.creation_time):
+        raise SchedulingError(f"{owner}: podgroup.creation_time is "
+                              f"{podgroup.creation_time!r}, not seconds (a number)")
     for field in ("annotations", "labels"):
         _check_texts(owner, f"podgroup.{field}", getattr(podgroup, field))
     # Every session copies and reads these: a wrong type would fail each of them.
