@@ -584,3 +584,16 @@ def test_a_node_added_like_one_in_a_hypernode_lies_beside_it() -> None:
     assert [m.exact for m in rack_a.members] == ["a1", "a1-extra-0"]
     rack_b = next(h for h in grown.hyper_nodes if h.name == "rack-b")
     assert [m.exact for m in rack_b.members] == ["b1", "b2"]
+
+
+def test_a_node_added_like_a_numa_node_keeps_its_other_resources_as_reported() -> None:
+    """numares may count memory in bytes: a node added like it frees its CPUs only
+    (building every id of 8 GiB ran out of memory)."""
+    doc = yaml.safe_load(NUMA_FULL)
+    doc["nodes"][0]["numaTopology"]["numares"]["memory"] = {"allocatable": "",
+                                                             "capacity": 8589934592}
+    scenario = parse_scenario(doc)
+    (node,) = with_nodes(scenario, scenario.nodes[0], 1).nodes[1:]
+    assert node.numa_topology is not None
+    assert node.numa_topology.resources["cpu"].allocatable == frozenset(range(4))
+    assert node.numa_topology.resources["memory"].allocatable == frozenset()

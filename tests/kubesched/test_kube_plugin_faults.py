@@ -157,6 +157,21 @@ def test_a_status_whose_reasons_are_not_texts_is_the_plugin_s_error() -> None:
     assert not s.queue.in_flight
 
 
+class PreFiltersWithOddReasons:
+    def pre_filter(self, state: CycleState, pod: Any) -> Status:
+        return Status(Status.error("x").code.UNSCHEDULABLE, (ConnectionError("lookup failed"),))
+
+
+def test_a_pre_filter_status_whose_reasons_are_not_texts_fails_the_pod_only() -> None:
+    """As at filter: the pod fails naming the plugin (a TypeError escaped the run)."""
+    c = cache({"n0": 4}, [("a", 1, 0)])
+    s = scheduler(c, {"P": PreFiltersWithOddReasons()}, preFilter=["P"],
+                  filter=["NodeResourcesFit"])
+    (result,) = s.run(0.0)
+    assert result.status.plugin == "P"
+    assert "at preFilter, not texts" in result.status.message
+
+
 class RefusesWithAList:
     def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
         if node.name == "n0":

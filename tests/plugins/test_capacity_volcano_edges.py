@@ -127,3 +127,28 @@ queues:
 - {name: c, parent: p, capability: {cpu: 8}, deserved: {cpu: 6}, guarantee: {cpu: 3}}
 """)
     assert "exceeds" not in caplog.text  # once per process: a replay opens many sessions
+
+
+def test_every_run_of_the_testing_helpers_reports_the_tree_messages() -> None:
+    """``batchsched.testing.run`` says what each run logs whatever ran before it: the
+    hierarchy messages too (they were said once per process, then never again)."""
+    import warnings
+
+    from batchsched.testing import run
+
+    doc: dict[str, Any] = yaml.safe_load(CONFIG + """
+queues:
+- {name: root}
+- {name: p, capability: {cpu: 2}}
+- {name: c, parent: p, capability: {cpu: 3}}
+jobs:
+- {name: j, queue: c, minMember: 1, minResources: {cpu: 1}}
+tasks:
+- {name: t, job: j, requests: {cpu: 1}}
+""")
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run(doc)
+        assert any("child queue c capability (cpu 3) exceeds parent queue p" in str(w.message)
+                   for w in caught), [str(w.message) for w in caught]

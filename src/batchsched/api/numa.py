@@ -216,11 +216,16 @@ class NumaTopology:
     assigned_pod_names: frozenset[str] = frozenset()
 
     def fresh(self) -> NumaTopology:
-        """The topology as a node just added would report it: every CPU (and every id
-        of the other resources) free, no pod reported."""
-        resources = {name: attrs.evolve(resource, allocatable=(
-            self.cpu_detail.cpus() if name == "cpu" else frozenset(range(resource.capacity))))
-            for name, resource in self.resources.items()}
+        """The topology as a node just added would report it: every CPU free, no pod
+        reported. The other resources' ids stay as reported: only CPUs are handed out
+        (Volcano's one hint provider is the CPU manager's), and a count such as
+        memory's bytes is no set of ids to build."""
+        cpu = self.resources.get("cpu")
+        if cpu is None:
+            resources = self.resources
+        else:
+            resources = {**self.resources,
+                         "cpu": attrs.evolve(cpu, allocatable=self.cpu_detail.cpus())}
         return attrs.evolve(self, resources=resources, assigned_pod_uids=frozenset(),
                             assigned_pod_names=frozenset())
 

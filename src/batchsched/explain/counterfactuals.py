@@ -121,13 +121,13 @@ def _beside(scenario: Scenario, template: NodeInfo,
     if not scenario.hyper_nodes:
         return scenario.hyper_nodes
     node_labels = {node.name: node.labels for node in scenario.nodes}
+    with_new = {**node_labels, **{name: template.labels for name in names}}
     out = []
     for hyper_node in scenario.hyper_nodes:
         node_members = [m for m in hyper_node.members if m.kind == "Node"]
         if not any(template.name in m.nodes(node_labels) for m in node_members):
             out.append(hyper_node)
             continue
-        with_new = {**node_labels, **{name: template.labels for name in names}}
         missing = [name for name in names
                    if not any(name in m.nodes(with_new) for m in node_members)]
         out.append(attrs.evolve(hyper_node, members=hyper_node.members + tuple(

@@ -227,6 +227,8 @@ def _with_text_reasons(name: str, point: str, status: Status) -> Status:
     join), else a :class:`PluginError` naming the plugin (``Status.error(exc)`` takes
     an exception; a status built field by field may hold anything)."""
     reasons = status.reasons
+    if not reasons:
+        return status  # most answers (a plain success): nothing to check
     if not isinstance(reasons, (tuple, list)) or not all(isinstance(r, str) for r in reasons):
         raise PluginError(f"kube plugin {name!r} answered a Status whose reasons are "
                           f"{reasons!r} at {point}, not texts", plugin=name, point=point)
@@ -432,7 +434,7 @@ class Framework:
                 raise PluginError(f"kube plugin {name!r} answered {answer!r} at preFilter, "
                                   "not a Status or (node names, Status)", plugin=name,
                                   point="preFilter")
-            status = answer
+            status = _with_text_reasons(name, "preFilter", answer)
             if status.is_skip():
                 state.skip_filter_plugins.add(name)
                 continue

@@ -43,6 +43,7 @@ from batchsched.api.queue_accounting import (
     spec_written,
 )
 from batchsched.api.resource import DimensionDefault, Resource, format_quantity
+from batchsched.framework.arguments import warned_once
 from batchsched.plugins.capacity.devices import DeviceQuota
 
 __all__ = [
@@ -269,7 +270,7 @@ def _greater_on(child: Resource, parent: Resource) -> list[str]:
 
 #: What the hierarchy checks said, once per process each: every session checks the
 #: tree again, and a replay opens thousands of them.
-_SAID: set[str] = set()
+_SAID: set[str] = warned_once()
 _MOST_SAID = 1024
 
 
