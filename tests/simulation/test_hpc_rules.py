@@ -53,3 +53,13 @@ def test_the_reserved_start_is_when_the_head_s_gang_can_start(tmp_path: Path) ->
     # must not be backfilled at 2 (the reservation counted all 5 tasks: 200).
     got = starts(tmp_path, "gang-reserved-start.yaml", EASY)
     assert got["default/c"] >= 100 and got["default/h"] < 200
+
+
+def test_a_head_with_per_role_minimums_reserves_all_its_pending_tasks(
+        tmp_path: Path) -> None:
+    # h's workers come first in task order: at 100 allocate places all four and then
+    # cannot fit the master, so h needs its 6 cpus (b's end, 200). Its first three
+    # tasks (3 cpus) reserved 100 with 2 extra: c was backfilled at 2 and delayed h
+    # until 1002.
+    got = starts(tmp_path, "roles-reserved-start.yaml", EXTRA)
+    assert got["default/h"] == 200 and got["default/c"] >= 200

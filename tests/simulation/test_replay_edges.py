@@ -11,9 +11,10 @@ from typing import Any
 
 import attrs
 import pytest
+import yaml
 
 from batchsched.cli import main
-from batchsched.scenario import load_scenario
+from batchsched.scenario import load_scenario, parse_scenario
 from batchsched.simulation import engine
 from batchsched.simulation.scenario_workload import workload_from
 
@@ -296,6 +297,15 @@ def test_gangs_restarting_each_other_for_ever_stop_the_replay(
     assert timeline.finished_count == 0
     assert max(record.restarts for record in timeline.jobs.values()) == 20
     assert "lost 20 runs to evictions while no job finished" in caplog.text
+    # A job still to arrive is said never to (it was in no count and on no line).
+    caplog.clear()
+    doc = yaml.safe_load((DATA / "restarts-back-and-forth.yaml").read_text())
+    doc["jobs"].append({"name": "late", "minMember": 1, "createdAt": 100000})
+    doc["tasks"].append({"name": "late-0", "job": "late", "requests": {"cpu": 1},
+                         "annotations": {"batchsched.io/run-time": "5"}})
+    late = parse_scenario(doc, source="<late>")
+    engine.Simulator(workload_from(late), late.configuration).run()
+    assert "and 1 job(s) still to arrive never do" in caplog.text
     # With a horizon too: stopped there, not cut by it (the jobs are unfinished).
     until = engine.Simulator(workload_from(scenario), scenario.configuration,
                              until=1e6).run()
@@ -484,7 +494,7 @@ def test_the_text_summary_counts_the_jobs_the_horizon_came_before(
                  "--no-progress"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.endswith("(3 jobs, 0 finished, 1 unfinished, 0 never started, "
-                          "2 not arrived by the horizon)")
+                          "2 not arrived when the replay ended)")
 
 
 def test_a_sampled_arrival_order_without_an_arrived_load_is_refused(

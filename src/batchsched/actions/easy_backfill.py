@@ -35,6 +35,7 @@ simulator (DIR-LAB/deep-batch-scheduler) backfills with them and
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from typing import TYPE_CHECKING
 
@@ -176,14 +177,24 @@ def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]
 def gang_request(ssn: Session, head: JobInfo) -> Resource:
     """What the head needs to start: its pending tasks' requests, or, for a job that
     starts with part of them (``minMember`` below its tasks), the requests of the
-    pending tasks it still needs, the first in task order."""
-    pending = list(head.tasks_in(TaskStatus.PENDING).values())
+    pending tasks it still needs, the first in task order. A job with per-role
+    minimums (``minTaskMember``) or sub-groups counts all its pending tasks: allocate
+    tries them in order and gives up a role at its first failure, so a smaller sum
+    could let a backfilled job delay the head."""
+    if (head.min_available >= len(head.tasks) or head.task_min_available
+            or head.podgroup.sub_group_policies):
+        return pending_request(head)
     missing = head.min_available - head.ready_task_num()
-    if head.min_available >= len(head.tasks) or missing >= len(pending):
+    pending = head.tasks_in(TaskStatus.PENDING)
+    if missing <= 0 or missing >= len(pending):
+        # Ready in number but waiting all the same (another of allocate's rules holds
+        # it): nothing smaller is known to start it.
         return pending_request(head)
     need = Resource()
-    if missing <= 0:
-        return need
+    for task in heapq.nsmallest(missing, pending.values(),
+                                key=functools.cmp_to_key(ssn.task_order_total)):
+        need.add(task.resreq)
+    return need
     pending.sort(key=functools.cmp_to_key(ssn.task_order_total))
     for task in pending[:missing]:
         need.add(task.resreq)

@@ -317,11 +317,13 @@ class Simulator:
                 looping = [uid for uid, lost in self._runs_lost.items()
                            if lost >= MAX_RESTARTS_WITHOUT_PROGRESS]
                 if looping:
+                    later = (f", and {to_arrive} job(s) still to arrive never do"
+                             if to_arrive else "")
                     log.warning("batchsched: %s: job %s lost %d runs to evictions while no "
                                 "job finished, at t=%g (jobs taking their room back from "
-                                "each other); the replay stops, the jobs left unfinished",
+                                "each other); the replay stops, the jobs left unfinished%s",
                                 self.workload.name, looping[0],
-                                MAX_RESTARTS_WITHOUT_PROGRESS, self.now)
+                                MAX_RESTARTS_WITHOUT_PROGRESS, self.now, later)
                     self.stopped_looping = True
                     break
             if self.schedule_period is None:

@@ -79,11 +79,12 @@ def _unfinished(metrics: dict[str, Any]) -> str:
 
 
 def _not_arrived(data: dict[str, Any]) -> str:
-    """The jobs a horizon (``--until``) came before: in none of the other counts."""
+    """The jobs the replay ended before (a horizon, ``--until``, or a replay stopped
+    by jobs restarting each other): in none of the other counts."""
     metrics = data["metrics"]
     rest = data["jobs"] - metrics["finishedJobs"] - metrics.get("unfinished", 0) \
         - metrics["neverStarted"]
-    return f", {rest} not arrived by the horizon" if rest > 0 else ""
+    return f", {rest} not arrived when the replay ended" if rest > 0 else ""
 
 
 def text_summary(data: dict[str, Any]) -> str:
