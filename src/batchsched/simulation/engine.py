@@ -304,9 +304,8 @@ class Simulator:
                         and self._events[0][1] == _ARRIVAL):
                     continue  # every job arriving at this instant is there first
             elif kind == _COMPLETION:
-                uid, generation, tasks, scheduled_at = payload
-                if not self._complete(uid, generation, tasks):
-                    continue  # a run that an eviction already ended
+                uid, _, tasks, scheduled_at = payload
+                self._complete(uid, tasks)
                 if scheduled_at < self.now:
                     # A run that began before this instant: no loop of this instant
                     # (a run of no time, restarted by it, would be).
@@ -451,15 +450,13 @@ class Simulator:
         running = self._running.get(completion[0])
         return running is None or running.generation != completion[1]
 
-    def _complete(self, uid: str, generation: int, tasks: tuple[str, ...]) -> bool:
-        running = self._running.get(uid)
-        if running is None or running.generation != generation:
-            return False
+    def _complete(self, uid: str, tasks: tuple[str, ...]) -> None:
+        """The end of a run's tasks (the loop skipped the stale ones, :meth:`_stale`)."""
+        running = self._running[uid]
         for task in tasks:
             if task in running.tasks:  # not ended already by an eviction at its end
                 self._end(uid, running, task)
         self._finish_if_done(uid)
-        return True
 
     def _end(self, uid: str, running: _Running, task: str) -> None:
         self.cache.task_ended(uid, task)
