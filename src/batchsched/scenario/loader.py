@@ -711,10 +711,7 @@ class _Parser:
         kept_jobs = {uid: job for uid, job in jobs.items() if job.queue in queues}
         for uid, job in jobs.items():
             if uid not in kept_jobs:
-                self.warnings.append(
-                    f"{self.source}: job {uid}: queue {job.queue!r} does not exist; the job "
-                    "is left out of the session (as Volcano does)"
-                )
+                self.warnings.append(missing_queue_warning(self.source, uid, job.queue))
         return Scenario(
             name=self.text(doc, "name", "") or Path(self.source).stem,
             description=self.text(doc, "description", ""),
@@ -2022,6 +2019,12 @@ _EXPECT_SHAPES: dict[str, Callable[[Any], bool]] = {
     "x-nodeBindCounts": _map_of(_is_count),
     "x-jobBindCounts": _map_of(lambda v: _is_count(v) or _list_of(_is_count)(v)),
 }
+
+
+def missing_queue_warning(source: str, job: str, queue: str) -> str:
+    """What loading says of a job whose queue the scenario does not declare."""
+    return (f"{source}: job {job}: queue {queue!r} does not exist; the job is left out of "
+            "the session (as Volcano does)")
 
 
 def unknown_in_expectation(expect: Mapping[str, Any],

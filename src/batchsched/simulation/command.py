@@ -88,7 +88,7 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     ``openb_node_list_*.csv``), and the configuration the file carries (batchsched's
     own format has one). ``first`` and ``count`` keep a window of its jobs
     (:meth:`Workload.window`)."""
-    from batchsched.scenario.loader import load_scenario
+    from batchsched.scenario.loader import load_scenario, missing_queue_warning
     from batchsched.simulation.alibaba import alibaba_nodes, alibaba_workload
     from batchsched.simulation.scenario_workload import workload_from
     from batchsched.simulation.swf import swf_workload
@@ -140,10 +140,10 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         scenario = load_scenario(path, config_required=False)
         # With a cluster file its queues decide: the file's own need not declare them.
         known = None if queues is None else _known_queue_names(queues)
-        found_there = tuple(f"{scenario.source}: job {job.uid}: queue {job.queue!r} does not "
-                            for job in scenario.jobs if known is not None and job.queue in known)
+        found_there = {missing_queue_warning(scenario.source, job.uid, job.queue)
+                       for job in scenario.jobs if known is not None and job.queue in known}
         for warning in scenario.warnings:  # a job of a missing queue is left out, say
-            if not warning.startswith(found_there):
+            if warning not in found_there:
                 print(f"batchsched: warning: {warning}", file=sys.stderr)
         # The jobs of a queue only the workload has are named below, as the cluster
         # lacks it.
