@@ -31,7 +31,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from batchsched.errors import QuantityError
-from batchsched.kube.quantity import canonical_quantity, milli_value, parse_quantity, value
+from batchsched.kube.quantity import canonical_quantity, parse_quantity
 
 __all__ = [
     "CPU",
@@ -105,8 +105,6 @@ class Resource:
             except QuantityError as exc:
                 why = f": {exc.reason}" if exc.reason else ""
                 raise QuantityError(raw, f"resource {name}{why}") from exc
-            if amount < 0:
-                raise QuantityError(raw, f"resource {name} is negative")
             res.set(name, amount)
         return res
 
@@ -469,11 +467,13 @@ class Resource:
 
 
 def _amount_uncached(raw: object, whole: bool) -> float:
-    if parse_quantity(raw) < 0:
+    exact = parse_quantity(raw)
+    if exact < 0:
         # Before rounding up: "-0.5m" would read as 0 (Kubernetes refuses it).
         raise QuantityError(raw, "negative")
     try:
-        return float(value(raw) if whole else milli_value(raw))
+        # Rounded up, as Kubernetes' Value and MilliValue.
+        return float(math.ceil(exact) if whole else math.ceil(exact * 1000))
     except OverflowError:
         raise QuantityError(raw, "too large") from None
 
