@@ -663,9 +663,10 @@ class PredicatesPlugin:
     def _stable_filters_cached(
         self, task: TaskInfo, pod: PodInfo, node: NodeInfo, state: _TaskState
     ) -> tuple[list[FitStatus], bool]:
+        if not self.cache_enable:
+            return self._stable_filters(pod, node, state)
         template = task.annotations.get(TEMPLATE_UID_ANNOTATION, "")
-        reporting = self._ssn is not None and self._ssn.reporting
-        if not self.cache_enable or not template or reporting:
+        if not template or (self._ssn is not None and self._ssn.reporting):
             # A report (scores, explanations) neither reads nor fills the equivalence
             # cache: its verdicts would be the decisions' first, in another order.
             return self._stable_filters(pod, node, state)
