@@ -597,3 +597,11 @@ def test_a_node_added_like_a_numa_node_keeps_its_other_resources_as_reported() -
     assert node.numa_topology is not None
     assert node.numa_topology.resources["cpu"].allocatable == frozenset(range(4))
     assert node.numa_topology.resources["memory"].allocatable == frozenset()
+
+
+def test_a_pod_group_without_pods_in_a_closed_queue_names_the_queue() -> None:
+    doc = yaml.safe_load(PODLESS)
+    doc["queues"][0]["state"] = "Closed"
+    report = explain(parse_scenario(doc, source="<test>"), job="default/fits")
+    assert report["verdict"].startswith("queue small is Closed: ")
+    assert report["decidedBy"][0] == "queue"

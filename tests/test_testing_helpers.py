@@ -390,7 +390,8 @@ def test_a_field_given_in_the_format_alone_is_taken() -> None:
 
 
 @pytest.mark.parametrize(("expect", "message"), [
-    ({"task_status_counts": {"default/trian": {"Pending": 0}}}, "no job 'default/trian'"),
+    ({"task_status_counts": {"default/trian": {"Pending": 0}}},
+     "no job 'default/trian' in these decisions \\(a job whose queue does not exist"),
     ({"task_status_counts": {"default/train": {"Pendng": 0}}}, "not a task status"),
     ({"task_status_counts": {"train": {"Pending": 0}}}, "a job id is namespace/name"),
     ({"pod_group_phases": {"default/train": "Runing"}}, "is not a pod group phase"),

@@ -113,7 +113,7 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
                          pending_at_open=pending_at_open)
     queue = ssn.queues.get(target.queue)
     if queue is not None and not queue.is_open and report["verdict"] != "placed" \
-            and pending_at_open:
+            and (pending_at_open or not target.tasks):
         # The plugins that refuse say no, not why: a queue that is not Open admits and
         # places nothing.
         report["verdict"] = f"queue {queue.name} is {queue.state.value}: {report['verdict']}"
