@@ -43,6 +43,7 @@ from batchsched.kube.go_yaml import load_first_document
 from batchsched.kube.quantity import parse_quantity
 from batchsched.kube.quota import REQUESTS_PREFIX, is_extended_resource, pod_quota_usage
 from batchsched.scenario.loader import (
+    NUMA_TOPOLOGY_KEYS,
     Scenario,
     load_scenario,
     parse_scenario,
@@ -66,8 +67,6 @@ _NOISE_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuratio
 _READ_KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "PodDisruptionBudget",
                "ResourceQuota", "HyperNode", "DeviceClass", "ResourceSlice", "ResourceClaim",
                "ResourceClaimTemplate", "NodeShard", "Numatopology")
-#: The parts of a Numatopology's spec a node's ``numaTopology`` reads.
-_NUMA_SPEC_KEYS = ("policies", "resReserved", "numares", "cpuDetail", "podAllocations")
 _COMPLETED = frozenset({"Succeeded", "Failed"})
 #: The pod-group conditions Volcano's scheduler writes (others are not its own).
 _POD_GROUP_CONDITIONS = frozenset({"Unschedulable", "Scheduled"})
@@ -683,7 +682,7 @@ class _Converter:
             raise self.fail(item.who, "metadata.name", "a Numatopology of that name is in the "
                             "dump already")
         spec = self.mapping(item.obj.get("spec"), item.who, "spec")
-        node["numaTopology"] = {key: spec[key] for key in _NUMA_SPEC_KEYS
+        node["numaTopology"] = {key: spec[key] for key in NUMA_TOPOLOGY_KEYS
                                 if spec.get(key) is not None}
 
     def podgroup(self, item: _Item) -> dict[str, Any]:

@@ -1186,8 +1186,7 @@ class _Parser:
         if raw is None:
             return None
         obj = self.mapping(raw, path)
-        self.keys(obj, {"policies", "resReserved", "numares", "cpuDetail", "podAllocations"},
-                  path)
+        self.keys(obj, set(NUMA_TOPOLOGY_KEYS), path)
         policies = self.mapping(obj.get("policies"), f"{path}.policies")
         self.keys(policies, set(_NUMA_POLICIES), f"{path}.policies")
         chosen = {name: self.enum(policies, name, {c: c for c in choices}, "",
@@ -1870,9 +1869,11 @@ class _Parser:
 
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-#: The kubelet's policies a ``numaTopology`` may name, by policy name.
 #: What Volcano's ParseResourceList takes in a Numatopology's resReserved.
 _RESERVABLE = frozenset({"cpu", "memory", "ephemeral-storage"})
+#: The keys of a node's ``numaTopology``: the parts of a Numatopology's spec read.
+NUMA_TOPOLOGY_KEYS = ("policies", "resReserved", "numares", "cpuDetail", "podAllocations")
+#: The kubelet's policies a ``numaTopology`` may name, by policy name.
 _NUMA_POLICIES = {
     CPU_MANAGER_POLICY: ("none", "static"),
     TOPOLOGY_MANAGER_POLICY: ("none", "best-effort", "restricted", "single-numa-node"),
