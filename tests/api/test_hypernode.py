@@ -9,6 +9,8 @@ from typing import Any
 import attrs
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from batchsched.api.hypernode import (
     CLUSTER_TOP,
@@ -570,3 +572,71 @@ def test_a_sub_group_topology_no_task_falls_under_holds_nothing_back() -> None:
                                  labels={"role": "ps"}))
     cache.add_job(job)
     assert _placed(cache) == {"ns/j"}
+
+
+_NAMES = ("a", "b", "c", "d", "e")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(_NAMES),
+              st.lists(st.sampled_from(_NAMES), max_size=3, unique=True)),
+    st.tuples(st.just("delete"), st.sampled_from(_NAMES), st.just([]))), max_size=12))
+def test_a_cache_s_hypernodes_always_give_a_tree_and_the_oldest_claim_wins(
+        updates: list[tuple[str, str, list[str]]]) -> None:
+    """Whatever updates arrive: the session's tree has no cycle; it is the whole tree
+    when the hypernodes form one; and a child two parents claim, outside any cycle,
+    is under the one whose claim is the oldest still standing."""
+    from batchsched.cache.memory import MemoryCache
+
+    cache = MemoryCache()
+    claimed: dict[tuple[str, str], int] = {}
+    for step, (kind, name, children) in enumerate(updates):
+        if kind == "delete":
+            cache.delete_hyper_node(name)
+            claimed = {link: at for link, at in claimed.items() if link[0] != name}
+            continue
+        kept = [c for c in children if c != name]
+        cache.set_hyper_node(hn(name, 1, node_names=(f"{name}-node",), children=tuple(kept)))
+        claimed = {link: at for link, at in claimed.items()
+                   if link[0] != name or link[1] in kept}
+        for child in kept:
+            claimed.setdefault((name, child), step)
+    specs = tuple(cache.hyper_nodes.values())
+    links = cache.snapshot().hyper_node_links
+    partial = build_topology(specs, (), partial=True, link_claims=links)
+    for start in partial.parent:
+        seen, current = set(), start
+        while current:
+            assert current not in seen
+            seen.add(current)
+            current = partial.parent.get(current, "")
+    try:
+        whole = build_topology(specs, ())
+    except TopologyError:
+        pass
+    else:
+        assert whole.parent == partial.parent
+    claimants: dict[str, list[tuple[int, str]]] = {}
+    for (parent, child), at in claimed.items():
+        claimants.setdefault(child, []).append((at, parent))
+    in_cycles = {child for child, parent in claimed if _in_a_cycle(claimed, child)}
+    for child, found in claimants.items():
+        if len(found) > 1 and child not in in_cycles and not any(
+                parent in in_cycles for _, parent in found):
+            assert partial.parent[child] == min(found)[1]
+
+
+def _in_a_cycle(claimed: dict[tuple[str, str], int], start: str) -> bool:
+    graph: dict[str, set[str]] = {}
+    for parent, child in claimed:
+        graph.setdefault(child, set()).add(parent)
+    stack, seen = [start], set()
+    while stack:
+        for up in graph.get(stack.pop(), ()):
+            if up == start:
+                return True
+            if up not in seen:
+                seen.add(up)
+                stack.append(up)
+    return False
