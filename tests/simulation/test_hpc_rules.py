@@ -10,6 +10,8 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from batchsched.cli import main
 
 DATA = Path(__file__).parent / "data" / "hpc"
@@ -63,3 +65,22 @@ def test_a_head_with_per_role_minimums_reserves_all_its_pending_tasks(
     # until 1002.
     got = starts(tmp_path, "roles-reserved-start.yaml", EXTRA)
     assert got["default/h"] == 200 and got["default/c"] >= 200
+
+
+def test_a_held_head_stays_held_while_another_queue_blocks(tmp_path: Path) -> None:
+    # The hold went to qb's B when B blocked first at 50: qa's order was read again
+    # and A2 (arriving at 60, shorter) started at 100 before A.
+    hold_sjf = ('actions: "strict-allocate"\ntiers: [{plugins: [{name: gang}, {name: sjf}]},'
+                ' {plugins: [{name: proportion}]}]\nconfigurations: [{name: strict-allocate, '
+                'arguments: {holdBlockedHead: true}}]\n')
+    got = starts(tmp_path, "hold-across-queues.yaml", hold_sjf)
+    assert got["default/A"] == 100 and got["default/A2"] > 100
+
+
+@pytest.mark.parametrize("config", [EASY, EXTRA])
+def test_a_head_that_never_starts_by_the_estimates_is_delayed_by_no_candidate(
+        tmp_path: Path, config: str) -> None:
+    # C states no requested time: it never ends "before" a never reserved start, and
+    # waited for X's end at 100.
+    got = starts(tmp_path, "reserved-start-never.yaml", config)
+    assert got["default/C"] == 2

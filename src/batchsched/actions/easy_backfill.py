@@ -16,8 +16,10 @@ the same gang statement and node choice as allocate, if it fits now and either
   reserved start beyond what the head needs (each such job takes its share of
   the extra).
 
-So a backfilled job never delays the head, provided requested times are not
-exceeded.
+So a backfilled job never delays the head it is backfilled behind, provided
+requested times are not exceeded (with ``blockPerQueue``, another queue's blocked
+head is not reserved for). A head that never starts by these estimates is
+delayed by none: every candidate that fits now is backfilled.
 
 Arguments (``configurations: - name: easy-backfill``):
 
@@ -110,7 +112,10 @@ class EasyBackfillAction(SelectorAction):
         for job in candidates:
             requested = job.requested_runtime
             end = math.inf if requested is None else now + requested
-            ends_in_time = end < shadow if self.strict_shadow else end <= shadow
+            # A head that never starts by the estimates (a running task without a
+            # requested time) is delayed by none: every candidate that fits goes.
+            ends_in_time = (end < shadow or shadow == math.inf) if self.strict_shadow \
+                else end <= shadow
             need: Resource | None = None
             if not ends_in_time:
                 if not self.extra_nodes or extra is None:

@@ -18,9 +18,10 @@ Arguments (``configurations: - name: strict-allocate``):
 
 * ``holdBlockedHead`` (default false): a job that blocked its queue stays the
   queue's head in later sessions until it starts, even if a job that the order
-  puts before it arrives meanwhile (queues still take their turns in queue
-  order). RLScheduler's reference simulator works this way (it picks a head once
-  and waits for it); batchsched's own rule re-reads the order at every session.
+  puts before it arrives meanwhile, and while a job of another queue blocks
+  first (queues still take their turns in queue order). RLScheduler's reference
+  simulator works this way (it picks a head once and waits for it); batchsched's
+  own rule re-reads the order at every session.
 * ``blockPerQueue`` (default false): a blocked job blocks its own queue only.
 * ``predicateErrorCacheEnable``, as for allocate.
 """
@@ -78,7 +79,10 @@ class StrictAllocateAction(AllocateAction):
                          per_queue=self.block_per_queue)
         run.run()
         if self.hold_blocked_head:
-            self.held = dict(run.blocked)
+            # A queue whose turn did not come (a job of another queue blocked first)
+            # keeps its held head.
+            self.held = {**{queue: job.uid for queue, job in run.held.items()},
+                         **run.blocked}
         ssn.extra[BLOCKED_KEY] = dict(run.blocked)
         ssn.extra[PER_QUEUE_KEY] = self.block_per_queue
 
