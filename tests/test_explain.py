@@ -414,7 +414,8 @@ jobs: [{name: a, minMember: 1}]
 tasks: [{name: a0, job: a, requests: {cpu: 2, ephemeral-storage: 3}}]
 """))
     (task,) = with_smaller_requests(scenario, "default/a", 0.5).tasks
-    assert task.resreq.get("ephemeral-storage") == 1500  # 1.5 bytes is no device count
+    # Whole bytes, rounded up, as a file asks them (1.5 bytes fitted where 2 do not).
+    assert task.resreq.get("ephemeral-storage") == 2000
     texts = [change["text"] for change in counterfactuals(scenario, job="default/a")]
     assert "the job's pending requests times 0.5" in texts
 
@@ -605,3 +606,35 @@ def test_a_pod_group_without_pods_in_a_closed_queue_names_the_queue() -> None:
     report = explain(parse_scenario(doc, source="<test>"), job="default/fits")
     assert report["verdict"].startswith("queue small is Closed: ")
     assert report["decidedBy"][0] == "queue"
+
+
+def test_a_smaller_device_count_is_one_device_at_least() -> None:
+    """2 GPUs times 1/4 is half a GPU: one, as the text says ("none below one"; the
+    count asked was kept, 2)."""
+    scenario = parse_scenario(yaml.safe_load("""
+version: 1
+config: {actions: allocate, tiers: [{plugins: [{name: gang}]}]}
+queues: [{name: default}]
+nodes: [{name: n1, allocatable: {cpu: 4, pods: 10, nvidia.com/gpu: 4}}]
+jobs: [{name: a, minMember: 1}]
+tasks: [{name: a0, job: a, requests: {cpu: 1, nvidia.com/gpu: 2}}]
+"""))
+    (task,) = with_smaller_requests(scenario, "default/a", 0.25).tasks
+    assert task.resreq.get("nvidia.com/gpu") == 1000
+
+
+def test_a_node_added_beside_one_a_hostname_selector_picks_joins_by_its_name() -> None:
+    """rack0 selects its nodes by hostname: the new host is no n1, so it joins rack0 by
+    exact name (it joined no rack, and the session that checked the proposal saw
+    another topology than the one proposed)."""
+    doc = yaml.safe_load(HYPER)
+    doc["nodes"][0]["labels"] = {"kubernetes.io/hostname": "a1"}
+    doc["hyperNodes"][0]["members"] = [{"type": "Node", "selector": {"labelMatch": {
+        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                              "values": ["a1"]}]}}}]
+    scenario = parse_scenario(doc)
+    grown = with_nodes(scenario, scenario.nodes[0], 1)
+    rack_a = next(h for h in grown.hyper_nodes if h.name == "rack-a")
+    assert [m.exact for m in rack_a.members] == ["", "a1-extra-0"]
+    more = [c for c in counterfactuals(scenario, job="default/train") if c["kind"] == "moreNodes"]
+    assert more and more[0]["like"] == "a1", more

@@ -110,26 +110,27 @@ def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
         for k in range(count)
     )
     return attrs.evolve(scenario, nodes=scenario.nodes + extra,
-                        hyper_nodes=_beside(scenario, template, [n.name for n in extra]))
+                        hyper_nodes=_beside(scenario, template, extra))
 
 
 def _beside(scenario: Scenario, template: NodeInfo,
-            names: list[str]) -> tuple[HyperNode, ...]:
+            added: tuple[NodeInfo, ...]) -> tuple[HyperNode, ...]:
     """The hypernodes with the new nodes put where the template lies: every hypernode
     one of whose node members selects the template selects the new nodes too (a node
-    added to the same rack), by exact name where no member selects it already."""
+    added to the same rack), by exact name where no member selects it already (by its
+    own name and labels: a member selecting hostnames does not select a new host)."""
     if not scenario.hyper_nodes:
         return scenario.hyper_nodes
     node_labels = {node.name: node.labels for node in scenario.nodes}
-    with_new = {**node_labels, **{name: template.labels for name in names}}
+    with_new = {**node_labels, **{node.name: node.labels for node in added}}
     out = []
     for hyper_node in scenario.hyper_nodes:
         node_members = [m for m in hyper_node.members if m.kind == "Node"]
         if not any(template.name in m.nodes(node_labels) for m in node_members):
             out.append(hyper_node)
             continue
-        missing = [name for name in names
-                   if not any(name in m.nodes(with_new) for m in node_members)]
+        missing = [node.name for node in added
+                   if not any(node.name in m.nodes(with_new) for m in node_members)]
         out.append(attrs.evolve(hyper_node, members=hyper_node.members + tuple(
             HyperNodeMember(kind="Node", exact=name) for name in missing)))
     return tuple(out)
@@ -176,15 +177,19 @@ def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenar
                 # A quota's count of objects (count/pods): the pods are kept.
                 scaled.scalars[name] = original
                 continue
-            if original % 1000 or not _extended(name):
-                # Asked in fractions (milli-GPUs), or a native resource (bytes of
-                # ephemeral storage, hugepages): scaled in milli-units.
+            if original % 1000:
+                # Asked in fractions (milli-GPUs): scaled in milli-units.
                 scaled.scalars[name] = float(math.ceil(round(amount, 6)))
                 continue
+            if not _extended(name):
+                # A native resource asked whole (bytes of ephemeral storage, hugepages):
+                # rounded up to whole units, as a file would ask it.
+                scaled.scalars[name] = math.ceil(round(amount / 1000, 6)) * 1000.0
+                continue
             # Asked whole (devices, MiB of device memory): Kubernetes takes an extended
-            # resource whole only, and Volcano reads a fraction of a device count as 0.
-            whole = math.floor(round(amount / 1000, 6)) * 1000.0
-            scaled.scalars[name] = whole if whole > 0 else original
+            # resource whole only, and Volcano reads a fraction of a device count as 0:
+            # rounded down, and one at least.
+            scaled.scalars[name] = max(math.floor(round(amount / 1000, 6)), 1) * 1000.0
         if request.has(PODS):
             scaled.set(PODS, request.get(PODS))
         return scaled
