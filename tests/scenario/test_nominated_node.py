@@ -262,3 +262,38 @@ def test_asking_for_scores_changes_no_decision() -> None:
     assert scored.pop("scores") == {"default/a": {"n2": 398.0},
                                     "default/z": {"n1": 463.0, "n2": 398.0}}
     assert scored == plain and plain["binds"] == {"default/z": "n1", "default/a": "n1"}
+
+
+def test_a_nominee_whose_node_is_deleted_loses_its_nomination_and_preempts_again() -> None:
+    """hi preempted on n1 and was nominated there; n1 is deleted and n2 comes with a
+    low job. Preempt never takes a preemptor nominated to a node missing from the
+    session (Volcano's taskEligibleToPreempt), so hi starved for good: the nomination
+    is cleared at close, and hi preempts on n2."""
+    doc = yaml.safe_load("""
+version: 1
+config:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+priorityClasses: [{name: low, value: 10}, {name: high, value: 1000}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 64Gi, pods: 110}}
+- {name: n2, allocatable: {cpu: 4, memory: 64Gi, pods: 110}}
+jobs:
+- {name: low2, minMember: 1, priorityClassName: low, phase: Running}
+- {name: hi, minMember: 1, priorityClassName: high, phase: Inqueue}
+tasks:
+- {name: low2-0, job: low2, node: n2, phase: Running, requests: {cpu: 2, memory: 1Gi}}
+- {name: low2-1, job: low2, node: n2, phase: Running, requests: {cpu: 2, memory: 1Gi}}
+- {name: hi-0, job: hi, requests: {cpu: 2, memory: 1Gi}, nominatedNodeName: n1}
+""")
+    scenario = parse_scenario(doc, source="<test>")
+    cache = scenario.build_cache()
+    cache.delete_node("n1")
+    scheduler = Scheduler(cache, scenario.configuration)
+    scheduler.run_once()
+    (hi,) = cache.jobs["default/hi"].tasks.values()
+    assert hi.nominated_node == "" and cache.nominations.get("default/hi-0", "") == ""
+    scheduler.run_once()
+    assert len(cache.evictions) == 1 and cache.evictions[0].task.startswith("default/low2-")

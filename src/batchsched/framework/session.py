@@ -184,9 +184,14 @@ class Session:
         self.reuses_objects: bool = bool(getattr(cache, "incremental_snapshots", False))
         #: Pending tasks nominated to a node of the session, by node name.
         self.nominees: dict[str, list[TaskInfo]] = {}
+        #: Tasks nominated to a node the cluster no longer has (deleted): their
+        #: nomination is cleared at close.
+        self._nominated_to_gone_nodes: list[TaskInfo] = []
         for task in self._nominated_tasks():
             if task.nominated_node in self.nodes:
                 self.nominees.setdefault(task.nominated_node, []).append(task)
+            elif task.nominated_node not in self.not_ready_nodes:
+                self._nominated_to_gone_nodes.append(task)
         #: Keeps what plugins answer, for explanations (see batchsched.framework.recording).
         self.recorder: Recorder | None = None
         #: True while answers are asked for a report (scenario scores, explanations,
@@ -1934,6 +1939,13 @@ class Session:
                             and task.job in self.jobs
                             and not _room_on_its_way(self.nodes[task.nominated_node], task)):
                         nominations[task.uid] = (task, "", True)
+            # A node deleted since its nominee was nominated keeps nothing for it, and
+            # preempt never takes a preemptor nominated to a node missing from the
+            # session (Volcano's taskEligibleToPreempt): it would starve for good.
+            for task in self._nominated_to_gone_nodes:
+                if (task.uid not in nominations and task.status is TaskStatus.PENDING
+                        and not task.node_name and task.job in self.jobs):
+                    nominations[task.uid] = (task, "", True)
         return nominations
 
     def note_preemption_tried(self, task: TaskInfo) -> None:
