@@ -221,6 +221,15 @@ def test_compare_refuses_a_negative_window_in_one_line(tmp_path: Path) -> None:
         assert err == "batchsched: error: w.swf: --windows and --jobs must not be negative\n"
 
 
+def test_compare_refuses_a_window_given_twice(tmp_path: Path) -> None:
+    # It was counted twice in the mean.
+    workload = write(tmp_path, "w.swf", HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 5, 1))
+    config = write(tmp_path, "fcfs.yaml", STRICT.format(policy="priority"))
+    code, out, err = compare(str(workload), "--config", str(config), "--windows", "0,0")
+    assert (code, out) == (2, "")
+    assert err == "batchsched: error: --windows '0,0': position(s) 0 given twice\n"
+
+
 def test_compare_labels_configurations_of_one_name_by_their_paths(tmp_path: Path) -> None:
     trace = write(tmp_path, "t.swf", HEADER.format(nodes=2, procs=2) + swf_line(1, 0, 5, 1))
     (tmp_path / "a").mkdir()
@@ -416,7 +425,7 @@ def test_the_exit_status_survives_a_reader_that_went_away(tmp_path: Path) -> Non
 
 def test_a_workload_s_jobs_run_in_the_queues_of_the_cluster_file(tmp_path: Path) -> None:
     """The cluster file's queues are the cluster's: the workload need not declare them
-    too (a job of a queue neither has is still left out, with a warning)."""
+    too (a job of a queue neither has is left out, listed as skipped, exit 2)."""
     cluster = write(tmp_path, "cluster.yaml", "version: 1\n"
                     "queues: [{name: q1, weight: 1}, {name: q2, weight: 3}]\n"
                     "nodes: [{name: c1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}]\n")
@@ -432,9 +441,11 @@ def test_a_workload_s_jobs_run_in_the_queues_of_the_cluster_file(tmp_path: Path)
                      "- {name: c1, job: c, requests: {cpu: 4}, "
                      "annotations: {batchsched.io/run-time: '10'}}\n")
     code, out, err = simulate(str(workload), "--cluster", str(cluster), "--output", "json")
-    assert code == 0
-    assert json.loads(out)["metrics"]["finishedJobs"] == 2
-    assert err.count("warning") == 1 and "queue 'q3' does not exist" in err
+    assert code == 2
+    data = json.loads(out)
+    assert data["metrics"]["finishedJobs"] == 2
+    assert [s["job"] for s in data["skipped"]] == ["default/c"]
+    assert err.count("queue 'q3' does not exist") == 1 and "warning" not in err
 
 
 def test_a_horizon_of_zero_lists_every_queue_at_zero(tmp_path: Path) -> None:

@@ -237,6 +237,10 @@ def test_a_gang_that_can_never_be_packed_is_reported_as_too_large(tmp_path: Path
 def test_a_workload_job_whose_queue_does_not_exist_is_left_out(tmp_path: Path) -> None:
     path = workload(tmp_path, [{"name": "ok", "submit": 0, "run": 100},
                                {"name": "lost", "submit": 0, "run": 100, "queue": "nosuch"}])
-    code, data, _ = simulate(str(path))
-    assert code == 0 and data is not None
+    # It could never start: listed as skipped, one line on stderr, exit 2 (it was
+    # in no list of the report, and the replay exited 0).
+    code, data, err = simulate(str(path))
+    assert code == 2 and data is not None
     assert data["jobs"] == 1 and data["metrics"]["neverStarted"] == 0
+    assert [s["job"] for s in data["skipped"]] == ["default/lost"]
+    assert "queue 'nosuch' does not exist" in err

@@ -65,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="replay this many jobs (default: all from K on)")
     parser.add_argument("--until", type=float, default=None, metavar="SECONDS",
-                        help="stop the clock this many simulated seconds after the first arrival")
+                        help="stop the clock this many simulated seconds after its "
+                             "start (the first job's submit time)")
     parser.add_argument("--arrived-load", type=float, default=None, metavar="F",
                         help="GPU traces: stop arrivals at F x the cluster's GPUs")
     parser.add_argument("--arrival-order", choices=("trace", "sampled"), default="trace",
@@ -140,13 +141,13 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         scenario = load_scenario(path, config_required=False)
         # With a cluster file its queues decide: the file's own need not declare them.
         known = None if queues is None else _known_queue_names(queues)
-        found_there = {missing_queue_warning(scenario.source, job.uid, job.queue)
-                       for job in scenario.jobs if known is not None and job.queue in known}
-        for warning in scenario.warnings:  # a job of a missing queue is left out, say
-            if warning not in found_there:
+        # A job of a queue neither declares is listed as skipped (below): the loader's
+        # warning of it would say it twice.
+        missing_queue = {missing_queue_warning(scenario.source, job.uid, job.queue)
+                         for job in scenario.jobs}
+        for warning in scenario.warnings:
+            if warning not in missing_queue:
                 print(f"batchsched: warning: {warning}", file=sys.stderr)
-        # The jobs of a queue only the workload has are named below, as the cluster
-        # lacks it.
         workload = workload_from(scenario, queues=None if known is None else (
             known | {queue.name for queue in scenario.queues}))
         if scenario.configuration_given:

@@ -123,7 +123,8 @@ def next_multiple(now: float, period: float) -> float:
 class Simulator:
     """Replays ``workload`` under ``configuration`` (see the module docstring).
 
-    ``until`` stops the clock (simulated seconds after the first arrival);
+    ``until`` stops the clock (simulated seconds after its start, the first job's
+    submit time);
     ``progress(done, total)`` is called as jobs finish; ``observe(simulator)``
     after every session, once its binds started and its evictions were taken (a
     platform test asserts on ``simulator.cache`` and ``simulator.now`` there).

@@ -142,7 +142,7 @@ def write_report(data: dict[str, Any], directory: str | Path) -> list[Path]:
 
     usage = data["utilizationOverTime"]
     if usage:
-        plot("utilization.png", "cluster use over time", "hours since the first arrival",
+        plot("utilization.png", "cluster use over time", "hours since the clock's start",
              "allocated cpu (cores)",
              lambda ax: ax.step([t / 3600 for t, _ in usage], [c for _, c in usage],
                                 where="post"))

@@ -33,6 +33,7 @@ from batchsched.scenario.loader import Scenario, load_scenario
 from batchsched.simulation.workload import (
     RESTART_GANG,
     RESTART_TASK,
+    Skipped,
     Workload,
     WorkloadJob,
     created_in_listed_order,
@@ -86,12 +87,17 @@ def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) ->
                                 "run_time=SECONDS) writes it)", source=source)
         tasks_by_job.setdefault(task.job, []).append(task)
     jobs = []
+    skipped: list[Skipped] = []
     unset = scenario.now if scenario.now is not None else 0.0
     known = {queue.name for queue in scenario.queues} if queues is None else set(queues)
     for index, job in enumerate(scenario.jobs):
         where = f"jobs[{index}] ({job.uid})"
         if job.queue not in known:
-            continue  # left out, as the session leaves it out (the loader said so)
+            # Left out, as a session leaves it out: it could never start.
+            skipped.append(Skipped(job.uid, f"{source}: {where}",
+                                   f"queue {job.queue!r} does not exist (a session leaves "
+                                   "its jobs out, as Volcano does)", oversized=True))
+            continue
         restart = restart_rule(job, where, source)
         prototype = job.clone()
         # A job without createdAt is submitted at the file's `now`, else at 0 (the
@@ -121,7 +127,8 @@ def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) ->
                     config_maps=scenario.config_maps,
                     hyper_nodes=scenario.hyper_nodes, node_shards=scenario.node_shards,
                     dra=scenario.dra,
-                    pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas)
+                    pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas,
+                    skipped=tuple(skipped))
 
 
 def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:

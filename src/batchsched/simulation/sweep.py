@@ -127,9 +127,15 @@ def _windows(text: str | None) -> list[int]:
     if not text:
         return [0]
     try:
-        return [int(part) for part in text.split(",")]
+        windows = [int(part) for part in text.split(",")]
     except ValueError:
         raise BatchSchedError(f"--windows {text!r}: expected positions such as 0,1024") from None
+    twice = sorted({first for first in windows if windows.count(first) > 1})
+    if twice:
+        # The mean would count that window twice.
+        raise BatchSchedError(f"--windows {text!r}: position(s) {', '.join(map(str, twice))} "
+                              "given twice")
+    return windows
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int:

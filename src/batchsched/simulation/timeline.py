@@ -8,7 +8,8 @@ scheduling literature's:
 * bounded slowdown = max(1, (wait + run) / max(run, 10)), run being the job's
   real run time (the longest task's);
 * utilisation = allocated cpu integrated over time / (cluster cpu x makespan),
-  makespan being the first arrival to the last end; per resource as well;
+  makespan being the clock's start (the first submit time) to the last end; per
+  resource as well;
 * per-queue share = the queue's time-averaged share of the cluster's cpu;
   Jain's fairness index over the queues' shares divided by their weights.
 """

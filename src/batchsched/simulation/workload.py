@@ -93,8 +93,8 @@ class Skipped:
     job: str
     origin: str
     reason: str
-    #: True when the job could never start on the cluster (as opposed to a trace
-    #: line the format says to drop).
+    #: True when the job could never start on the cluster (larger than it, or of a
+    #: queue it does not have), as opposed to a trace line the format says to drop.
     oversized: bool = False
 
 

@@ -298,16 +298,22 @@ def simulate(scenario: ScenarioBuilder | Mapping[str, Any], *,
         )
         assert timeline.jobs["default/b"].start == 60.0
     """
+    from batchsched.scenario.loader import missing_queue_warning
     from batchsched.simulation import Simulator
     from batchsched.simulation.scenario_workload import workload_from
 
     document = scenario.document if isinstance(scenario, ScenarioBuilder) else scenario
     built = parse_scenario(document, source="<built scenario>")
-    for warning in built.warnings:  # a job of a missing queue is left out, say
-        warnings.warn(warning, stacklevel=2)
     # As ``batchsched simulate`` replays it: a job that could never start on the cluster
-    # is left out, with a warning naming it (the command says it on stderr).
+    # (larger than it, of a queue it does not have) is left out, with a warning naming
+    # it (the command says it on stderr); the loader's warning of the latter would say
+    # it twice.
     workload = workload_from(built).without_oversized(built.configuration, registry=registry)
+    missing_queue = {missing_queue_warning(built.source, job.uid, job.queue)
+                     for job in built.jobs}
+    for warning in built.warnings:
+        if warning not in missing_queue:
+            warnings.warn(warning, stacklevel=2)
     for skipped in workload.skipped:
         if skipped.oversized:
             warnings.warn(f"{skipped.job} skipped: {skipped.reason}", stacklevel=2)
