@@ -9,6 +9,11 @@
 * ``NodeResourcesLeastAllocated`` (score): kube's LeastAllocated strategy, the
   weighted mean of ``(allocatable - requested) x 100 / allocatable`` over cpu and
   memory (kube's non-zero requests) or the ``resources`` configured;
+* ``NodeUnschedulable`` (filter): a cordoned node takes only a pod tolerating
+  ``node.kubernetes.io/unschedulable:NoSchedule``;
+* ``TaintToleration`` (filter, score): a node's ``NoSchedule`` and ``NoExecute``
+  taints repel a pod without a matching toleration; the score counts the
+  ``PreferNoSchedule`` taints the pod does not tolerate, fewer being better;
 * ``DefaultBinder`` (bind): the host cache's ``bind``.
 
 :func:`default_profile` enables them as kube-scheduler's default profile does.
@@ -26,6 +31,16 @@ from batchsched.api.task import TaskInfo
 from batchsched.errors import ConfigError
 from batchsched.kube.pod_view import kube_int, nonzero_request
 from batchsched.kube.quota import is_extended_resource
+from batchsched.kube.scores import default_normalize
+from batchsched.kube.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    UNSCHEDULABLE_TAINT_KEY,
+    Taint,
+    count_intolerable_taints,
+    find_untolerated_taint,
+    tolerations_tolerate,
+)
 from batchsched.kubesched.cycle_state import CycleState
 from batchsched.kubesched.events import (
     NODE,
@@ -278,6 +293,92 @@ class NodeResourcesLeastAllocated:
         return cpu, memory
 
 
+class NodeUnschedulable:
+    """kube-scheduler's ``NodeUnschedulable`` filter."""
+
+    name = "NodeUnschedulable"
+
+    def filter(self, state: CycleState, pod: TaskInfo, node: NodeInfo) -> Status:
+        if node.unschedulable and not tolerations_tolerate(pod.tolerations, _CORDONED):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                          ("node(s) were unschedulable",), self.name)
+        return Status.success()
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """kube's: a node added, or its taints changed (cordoning is one), that now
+        takes the pod."""
+        return [ClusterEventWithHint(
+            ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+            self.after_node_change)]
+
+    @staticmethod
+    def after_node_change(pod: TaskInfo, old: Any, new: Any) -> QueueingHint:
+        if not isinstance(new, NodeInfo):
+            return QueueingHint.QUEUE
+        if not new.unschedulable or tolerations_tolerate(pod.tolerations, _CORDONED):
+            was_taken = isinstance(old, NodeInfo) and not old.unschedulable
+            return QueueingHint.QUEUE_SKIP if was_taken else QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+
+class TaintToleration:
+    """kube-scheduler's ``TaintToleration``: the filter refuses a node with a
+    ``NoSchedule`` or ``NoExecute`` taint the pod does not tolerate
+    (``node(s) had untolerated taint {key: value}``, the first in the node's order);
+    the score is the number of ``PreferNoSchedule`` taints the pod's tolerations
+    (those of no effect or ``PreferNoSchedule``) do not tolerate, normalised so that
+    fewer is better (kube's ``DefaultNormalizeScore(100, reverse)``)."""
+
+    name = "TaintToleration"
+
+    def filter(self, state: CycleState, pod: TaskInfo, node: NodeInfo) -> Status:
+        taint = find_untolerated_taint(node.taints, pod.tolerations, _REPELLING)
+        if taint is None:
+            return Status.success()
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                      (f"node(s) had untolerated taint {taint}",), self.name)
+
+    def score(self, state: CycleState, pod: TaskInfo, node: NodeInfo) -> tuple[int, Status]:
+        return count_intolerable_taints(node.taints, pod.tolerations), Status.success()
+
+    def normalize_score(self, state: CycleState, pod: TaskInfo,
+                        scores: dict[str, int]) -> Status:
+        names = list(scores)
+        for name, score in zip(names, default_normalize([scores[n] for n in names],
+                                                         reverse=True), strict=True):
+            scores[name] = score
+        return Status.success()
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """kube's: a node added or its taints changed, and the pod's own tolerations
+        updated."""
+        return [
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                                 self.after_node_change),
+            ClusterEventWithHint(ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATIONS),
+                                 _same_pod),
+        ]
+
+    @staticmethod
+    def after_node_change(pod: TaskInfo, old: Any, new: Any) -> QueueingHint:
+        """kube's ``isSchedulableAfterNodeChange``: the node's taints are tolerated now,
+        and were not before (or the node is new)."""
+        if not isinstance(new, NodeInfo):
+            return QueueingHint.QUEUE
+        if find_untolerated_taint(new.taints, pod.tolerations, _REPELLING) is not None:
+            return QueueingHint.QUEUE_SKIP
+        if isinstance(old, NodeInfo) and find_untolerated_taint(
+                old.taints, pod.tolerations, _REPELLING) is None:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+
+#: The taint a cordoned node is read as carrying (kube's NodeUnschedulable).
+_CORDONED = Taint(UNSCHEDULABLE_TAINT_KEY, "", NO_SCHEDULE)
+#: The taint effects that keep pods off a node.
+_REPELLING = frozenset({NO_SCHEDULE, NO_EXECUTE})
+
+
 class DefaultBinder:
     name = "DefaultBinder"
 
@@ -335,6 +436,10 @@ BUILTIN_KUBE_PLUGINS = (
                    "requests fit idle resources"),
     KubePluginSpec("NodeResourcesLeastAllocated", _configured(NodeResourcesLeastAllocated),
                    "prefer the least allocated nodes"),
+    KubePluginSpec("NodeUnschedulable", _plain(NodeUnschedulable),
+                   "cordoned nodes take only pods tolerating it"),
+    KubePluginSpec("TaintToleration", _plain(TaintToleration),
+                   "taints repel pods that do not tolerate them"),
     KubePluginSpec("DefaultBinder", lambda arguments, handle: DefaultBinder(handle),
                    "bind through the host cache"),
 )
@@ -345,7 +450,8 @@ def default_profile(scheduler_name: str = "default-scheduler") -> Profile:
     return Profile(scheduler_name, {
         "preEnqueue": (PluginRef("SchedulingGates"),),
         "queueSort": (PluginRef("PrioritySort"),),
-        "filter": (PluginRef("NodeResourcesFit"),),
-        "score": (PluginRef("NodeResourcesLeastAllocated", 1),),
+        "filter": (PluginRef("NodeUnschedulable"), PluginRef("NodeResourcesFit"),
+                   PluginRef("TaintToleration")),
+        "score": (PluginRef("TaintToleration", 3), PluginRef("NodeResourcesLeastAllocated", 1)),
         "bind": (PluginRef("DefaultBinder"),),
     })

@@ -111,6 +111,7 @@ from batchsched.errors import NodeOrderError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 from batchsched.kube.pod_view import GPU, KubeView, NodeView, PodInfo, kube_int
+from batchsched.kube.scores import MAX_NODE_SCORE, default_normalize
 from batchsched.kube.taints import Toleration, count_intolerable_taints
 from batchsched.kube.topology_spread import SpreadConstraint, spread_scores
 from batchsched.plugins.predicates import spread_placements
@@ -131,7 +132,6 @@ __all__ = [
 ]
 
 PLUGIN_NAME = "nodeorder"
-MAX_NODE_SCORE = 100
 LEAST_ALLOCATED_WEIGHTS = (50, 50)
 MOST_ALLOCATED_WEIGHTS = (1, 1)
 MIB = 1024 * 1024
@@ -236,15 +236,6 @@ def balance_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
             squares = squares + (fraction - mean) * (fraction - mean)
         std = math.sqrt(squares / len(fractions))
     return int((1 - std) * MAX_NODE_SCORE)
-
-
-def default_normalize(scores: Sequence[int], *, reverse: bool) -> list[int]:
-    """kube-scheduler's ``DefaultNormalizeScore(100, reverse)``."""
-    top = max([0, *scores])
-    if top == 0:
-        return [MAX_NODE_SCORE if reverse else s for s in scores]
-    out = [MAX_NODE_SCORE * s // top for s in scores]
-    return [MAX_NODE_SCORE - s for s in out] if reverse else out
 
 
 def inter_pod_affinity_normalize(scores: Sequence[int]) -> list[int]:
