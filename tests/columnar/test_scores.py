@@ -101,7 +101,7 @@ def test_balanced_allocation(data: tuple[list[int], np.ndarray, np.ndarray]) -> 
 
 
 @settings(max_examples=200, deadline=None)
-@given(raw=st.lists(st.integers(0, 500), min_size=1, max_size=20), reverse=st.booleans())
+@given(raw=st.lists(st.integers(-500, 500), min_size=1, max_size=20), reverse=st.booleans())
 def test_normalizations(raw: list[int], reverse: bool) -> None:
     scores = np.array(raw, dtype=np.int64)
     assert default_normalize_vector(scores, reverse=reverse).tolist() == default_normalize(
@@ -109,6 +109,12 @@ def test_normalizations(raw: list[int], reverse: bool) -> None:
     shifted = [v - 250 for v in raw]
     assert inter_pod_affinity_normalize_vector(
         np.array(shifted, dtype=np.int64)).tolist() == inter_pod_affinity_normalize(shifted)
+
+
+def test_a_negative_score_is_divided_as_go_divides() -> None:
+    """Go's integer division rounds toward zero: -100/3 is -33, not -34."""
+    assert default_normalize([-1, 3], reverse=False) == [-33, 100]
+    assert default_normalize_vector(np.array([-1, 3]), reverse=False).tolist() == [-33, 100]
 
 
 @settings(max_examples=300, deadline=None)

@@ -172,6 +172,25 @@ def test_a_pre_filter_status_whose_reasons_are_not_texts_fails_the_pod_only() ->
     assert "at preFilter, not texts" in result.status.message
 
 
+class NoneReasons:
+    def pre_filter(self, state: CycleState, pod: Any) -> Status:
+        return Status(Status.error("x").code.UNSCHEDULABLE, None)  # type: ignore[arg-type]
+
+    def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
+        return Status(Status.error("x").code.UNSCHEDULABLE, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("point", ["preFilter", "filter"])
+def test_reasons_that_are_none_fail_the_pod_naming_the_plugin(point: str) -> None:
+    """An empty answer that is no tuple (None) is checked too (a TypeError escaped)."""
+    c = cache({"n0": 4}, [("a", 1, 0)])
+    points: dict[str, Any] = {"filter": ["NodeResourcesFit"], point: ["N"]}
+    s = scheduler(c, {"N": NoneReasons()}, **points)
+    (result,) = s.run(0.0)
+    assert result.status.plugin == "N"
+    assert f"whose reasons are None at {point}, not texts" in result.status.message
+
+
 class RefusesWithAList:
     def filter(self, state: CycleState, pod: Any, node: Any) -> Status:
         if node.name == "n0":

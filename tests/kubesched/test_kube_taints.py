@@ -8,7 +8,11 @@ from typing import Any
 from batchsched.cache.memory import MemoryCache
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kubesched import Framework, PodScheduler, default_profile
-from batchsched.kubesched.builtin_plugins import BUILTIN_KUBE_PLUGINS, TaintToleration
+from batchsched.kubesched.builtin_plugins import (
+    BUILTIN_KUBE_PLUGINS,
+    NodeUnschedulable,
+    TaintToleration,
+)
 from batchsched.kubesched.events import QueueingHint
 from batchsched.kubesched.registry import Registry
 from batchsched.scenario import parse_scenario
@@ -70,3 +74,45 @@ def test_a_node_whose_taint_goes_moves_the_pod_back() -> None:
     assert plugin.after_node_change(pod, old, new) is QueueingHint.QUEUE_SKIP
     pod.tolerations = (Toleration("b", "Exists"),)
     assert plugin.after_node_change(pod, old, new) is QueueingHint.QUEUE
+
+
+def test_a_taint_refuses_before_the_resources_are_counted() -> None:
+    """kube's filter order: TaintToleration before NodeResourcesFit, so a tainted node
+    too small for the pod is refused for its taint (unresolvable), not for room."""
+    tainted = {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}
+    assert placed(cache({"n0": tainted}, {"requests": {"cpu": 8}})) == (
+        None, "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}.")
+
+
+def test_a_pod_turned_down_by_a_cordon_comes_back_when_it_tolerates_it() -> None:
+    c = cache({"n0": {"unschedulable": True}})
+    registry = Registry({spec.name: spec.factory for spec in BUILTIN_KUBE_PLUGINS})
+    s = PodScheduler(c, Framework(registry, default_profile()))
+    s.run(0.0)
+    old = s.queue.unschedulable["default/p"].pod
+    unrelated = old.clone()
+    unrelated.tolerations = (Toleration("other", "Exists", "", "NoSchedule"),)
+    assert s.queue.move_all_to_active_or_backoff(
+        100.0, "UnschedulablePodUpdatePodToleration", old=old, new=unrelated) == 0
+    new = old.clone()
+    new.tolerations = (Toleration("node.kubernetes.io/unschedulable", "Exists", "",
+                                  "NoSchedule"),)
+    assert s.queue.move_all_to_active_or_backoff(
+        100.0, "UnschedulablePodUpdatePodToleration", old=old, new=new) == 1
+
+
+def test_a_cordoned_node_added_or_updated_moves_no_pod() -> None:
+    """kube's hint reads the node alone: uncordoned, or added schedulable."""
+    c = cache({"n0": {"unschedulable": True}})
+    pod = next(iter(c.jobs["default/j"].tasks.values()))
+    pod.tolerations = (Toleration("node.kubernetes.io/unschedulable", "Exists", "",
+                                  "NoSchedule"),)
+    cordoned = c.nodes["n0"]
+    open_node = cordoned.clone()
+    open_node.unschedulable = False
+    hint = NodeUnschedulable.after_node_change
+    assert hint(pod, None, cordoned) is QueueingHint.QUEUE_SKIP
+    assert hint(pod, cordoned, cordoned) is QueueingHint.QUEUE_SKIP
+    assert hint(pod, open_node, open_node) is QueueingHint.QUEUE_SKIP
+    assert hint(pod, cordoned, open_node) is QueueingHint.QUEUE
+    assert hint(pod, None, open_node) is QueueingHint.QUEUE

@@ -225,7 +225,9 @@ def default_normalize_vector(scores: IntArray, *, reverse: bool) -> IntArray:
             return np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64)
         same: IntArray = scores.copy()
         return same
-    out: IntArray = MAX_NODE_SCORE * scores // top
+    # Go's integer division rounds toward zero (a negative score rounds up).
+    scaled = MAX_NODE_SCORE * scores
+    out: IntArray = np.where(scaled < 0, -(-scaled // top), scaled // top)
     if reverse:
         out = MAX_NODE_SCORE - out
     return out

@@ -305,19 +305,35 @@ class NodeUnschedulable:
         return Status.success()
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """kube's: a node added, or its taints changed (cordoning is one), that now
-        takes the pod."""
-        return [ClusterEventWithHint(
-            ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-            self.after_node_change)]
+        """kube's: a node added, or its taints changed (cordoning is one), and the
+        pod's own tolerations updated."""
+        return [
+            ClusterEventWithHint(ClusterEvent(NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                                 self.after_node_change),
+            ClusterEventWithHint(ClusterEvent(POD, ActionType.UPDATE_POD_TOLERATIONS),
+                                 self.after_toleration_change),
+        ]
 
     @staticmethod
     def after_node_change(pod: TaskInfo, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, NodeInfo):
+        """kube's ``isSchedulableAfterNodeChange``: a node uncordoned, or added
+        schedulable. The pod's tolerations are not read: a pod this plugin turned
+        down did not tolerate the cordon (its own toleration update has a hint of its
+        own)."""
+        if not isinstance(new, NodeInfo) or not (old is None or isinstance(old, NodeInfo)):
             return QueueingHint.QUEUE
-        if not new.unschedulable or tolerations_tolerate(pod.tolerations, _CORDONED):
-            was_taken = isinstance(old, NodeInfo) and not old.unschedulable
-            return QueueingHint.QUEUE_SKIP if was_taken else QueueingHint.QUEUE
+        if not new.unschedulable and (old is None or old.unschedulable):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    @staticmethod
+    def after_toleration_change(pod: TaskInfo, old: Any, new: Any) -> QueueingHint:
+        """kube's ``isSchedulableAfterPodTolerationChange``: the pod itself now
+        tolerates the cordon."""
+        if not isinstance(new, TaskInfo):
+            return QueueingHint.QUEUE
+        if new.uid == pod.uid and tolerations_tolerate(new.tolerations, _CORDONED):
+            return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
 
@@ -450,8 +466,10 @@ def default_profile(scheduler_name: str = "default-scheduler") -> Profile:
     return Profile(scheduler_name, {
         "preEnqueue": (PluginRef("SchedulingGates"),),
         "queueSort": (PluginRef("PrioritySort"),),
-        "filter": (PluginRef("NodeUnschedulable"), PluginRef("NodeResourcesFit"),
-                   PluginRef("TaintToleration")),
+        # kube's order: the first filter to refuse a node names the reason and the
+        # plugin whose events may bring the pod back.
+        "filter": (PluginRef("NodeUnschedulable"), PluginRef("TaintToleration"),
+                   PluginRef("NodeResourcesFit")),
         "score": (PluginRef("TaintToleration", 3), PluginRef("NodeResourcesLeastAllocated", 1)),
         "bind": (PluginRef("DefaultBinder"),),
     })

@@ -227,7 +227,7 @@ def _with_text_reasons(name: str, point: str, status: Status) -> Status:
     join), else a :class:`PluginError` naming the plugin (``Status.error(exc)`` takes
     an exception; a status built field by field may hold anything)."""
     reasons = status.reasons
-    if not reasons:
+    if type(reasons) is tuple and not reasons:
         return status  # most answers (a plain success): nothing to check
     if not isinstance(reasons, (tuple, list)) or not all(isinstance(r, str) for r in reasons):
         raise PluginError(f"kube plugin {name!r} answered a Status whose reasons are "
