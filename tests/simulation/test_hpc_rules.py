@@ -67,6 +67,18 @@ def test_a_head_with_per_role_minimums_reserves_all_its_pending_tasks(
     assert got["default/h"] == 200 and got["default/c"] >= 200
 
 
+@pytest.mark.parametrize("config", [EASY, EXTRA])
+def test_a_role_head_whose_pending_tasks_never_fit_at_once_is_still_reserved_for(
+        tmp_path: Path, config: str) -> None:
+    # The reservation summed h's seven pending cpus: more than the node, so h was read
+    # as never starting and c was backfilled at 2, holding h back until 1002. Walking
+    # h's tasks as allocate does, h starts at 100 (all its tasks have started by 150,
+    # as without backfilling).
+    got = starts(tmp_path, "roles-minimum-fits.yaml", config)
+    assert got == starts(tmp_path, "roles-minimum-fits.yaml", STRICT)
+    assert got["default/h"] == 150 and got["default/c"] >= 150
+
+
 def test_a_held_head_stays_held_while_another_queue_blocks(tmp_path: Path) -> None:
     # The hold went to qb's B when B blocked first at 50: qa's order was read again
     # and A2 (arriving at 60, shorter) started at 100 before A.

@@ -2,14 +2,15 @@
 
 Run it after :mod:`~batchsched.actions.strict_allocate`. For the blocked head
 (each queue's, with strict-allocate's ``blockPerQueue``), the head's **reserved
-start** (shadow time) is the
-earliest time at which, as the running tasks end, enough resources will be
-free in total for the head's whole gang: each running task is expected to end
-at its start (now, for one placed in this session or whose start is unknown)
-plus its job's requested run time (``batchsched.io/requested-runtime``; a task
-without one is not expected to end). A later job (of any queue whose share is
-not used up; of the head's queue with ``blockPerQueue``) then starts now, through
-the same gang statement and node choice as allocate, if it fits now and either
+start** (shadow time) is the earliest time at which, as the running tasks end,
+enough resources will be free in total for what starts the head's gang (for a
+job with per-role minimums, what allocate would take walking its tasks in task
+order against that total): each running task is expected to end at its start
+(now, for one placed in this session or whose start is unknown) plus its job's
+requested run time (``batchsched.io/requested-runtime``; a task without one is
+not expected to end). A later job (of any queue whose share is not used up; of
+the head's queue with ``blockPerQueue``) then starts now, through the same gang
+statement and node choice as allocate, if it fits now and either
 
 * its requested run ends before the reserved start, or
 * (with ``extraNodes``) it uses only the **extra** resources: those free at the
@@ -50,6 +51,7 @@ from batchsched.actions.strict_allocate import (
     gang_may_fit,
     pending_request,
 )
+from batchsched.api.fit import FitErrors
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import Resource
 from batchsched.api.types import ALLOCATED_STATUSES, TaskStatus
@@ -149,8 +151,9 @@ def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]
     """
     need = gang_request(ssn, head)
     free = cluster_free(ssn)
-    if need.less_equal(free):
-        return ssn.now, free.sub_unchecked(need)
+    taken = need if need is not None else start_request(ssn, head, free)
+    if taken is not None and taken.less_equal(free):
+        return ssn.now, free.sub_unchecked(taken)
     ends: list[tuple[float, Resource]] = []
     now = ssn.now
     for job in ssn.jobs.values():
@@ -168,26 +171,23 @@ def reserved_start(ssn: Session, head: JobInfo) -> tuple[float, Resource | None]
     ends.sort(key=lambda item: item[0])
     for i, (end, released) in enumerate(ends):
         free.add(released)
-        if need.less_equal(free):
-            # Every task ending at that same moment is free then too (a gang's tasks
-            # end together): the extra counts them all.
-            for later, also in ends[i + 1:]:
-                if later != end:
-                    break
-                free.add(also)
-            return end, free.sub_unchecked(need)
+        if i + 1 < len(ends) and ends[i + 1][0] == end:
+            continue  # the tasks ending at the same moment are free together
+        taken = need if need is not None else start_request(ssn, head, free)
+        if taken is not None and taken.less_equal(free):
+            return end, free.sub_unchecked(taken)
     return math.inf, None
 
 
-def gang_request(ssn: Session, head: JobInfo) -> Resource:
+def gang_request(ssn: Session, head: JobInfo) -> Resource | None:
     """What the head needs to start: its pending tasks' requests, or, for a job that
     starts with part of them (``minMember`` below its tasks), the requests of the
-    pending tasks it still needs, the first in task order. A job with per-role
-    minimums (``minTaskMember``) or sub-groups counts all its pending tasks: allocate
-    tries them in order and gives up a role at its first failure, so a smaller sum
-    could let a backfilled job delay the head."""
-    if (head.min_available >= len(head.tasks) or head.task_min_available
-            or head.podgroup.sub_group_policies):
+    pending tasks it still needs, the first in task order. None for a job with
+    per-role minimums (``minTaskMember``) or sub-groups: what starts it depends on
+    what is free (see :func:`start_request`)."""
+    if head.task_min_available or head.podgroup.sub_group_policies:
+        return None
+    if head.min_available >= len(head.tasks):
         return pending_request(head)
     missing = head.min_available - head.ready_task_num()
     pending = head.tasks_in(TaskStatus.PENDING)
@@ -200,7 +200,31 @@ def gang_request(ssn: Session, head: JobInfo) -> Resource:
                                 key=functools.cmp_to_key(ssn.task_order_total)):
         need.add(task.resreq)
     return need
-    pending.sort(key=functools.cmp_to_key(ssn.task_order_total))
-    for task in pending[:missing]:
-        need.add(task.resreq)
-    return need
+
+
+def start_request(ssn: Session, head: JobInfo, free: Resource) -> Resource | None:
+    """What allocate would take to start the head with ``free`` in total, or None if
+    it would not start it: its pending tasks in task order, each taken while it fits
+    what is left, a failed task's role given up (or the walk ended, as allocate
+    ends it), until the gang plugins find the job ready. The walk is made on a copy
+    of the job, so that a role's tasks beyond its minimum use up what another role
+    needs exactly as allocate's do."""
+    job = head.clone()
+    left = free.clone()
+    taken = Resource()
+    pending = sorted(job.tasks_in(TaskStatus.PENDING).values(),
+                     key=functools.cmp_to_key(ssn.task_order_total))
+    for task in pending:
+        if job.task_has_fit_errors(task):
+            continue
+        if task.resreq.less_equal(left):
+            left.sub_unchecked(task.resreq)
+            taken.add(task.resreq)
+            job.update_task_status(task, TaskStatus.ALLOCATED)
+            if ssn.job_ready(job):
+                return taken
+            continue
+        job.nodes_fit_errors[task.uid] = FitErrors()
+        if not job.need_continue_allocating():
+            break
+    return taken if ssn.job_ready(job) else None
