@@ -424,9 +424,10 @@ def test_with_a_schedule_period_the_clock_stops_at_the_last_end(
     assert report["simulatedSeconds"] == report["metrics"]["makespan"]
 
 
-def test_a_job_of_a_queue_the_cluster_file_lacks_is_left_out_with_a_warning(
+def test_a_queue_only_the_workload_declares_serves_its_jobs_on_a_cluster_file(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """As the workload's own loader leaves out a job of a missing queue."""
+    """The replay has the cluster file's queues and the workload's own besides (the
+    job was left out with a warning only, exit 0: in no list of the report)."""
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text("version: 1\nconfig: {actions: allocate}\n"
                        "queues: [{name: other, weight: 1}]\nnodes:\n"
@@ -440,10 +441,41 @@ def test_a_job_of_a_queue_the_cluster_file_lacks_is_left_out_with_a_warning(
     code = main(["simulate", str(workload), "--cluster", str(cluster), "--output", "json",
                  "--no-progress"])
     out, err = capsys.readouterr()
-    assert code == 0
-    assert "job default/c: queue 'research' does not exist in the cluster" in err
     report = json.loads(out)
-    assert report["jobs"] == 2 and report["metrics"]["neverStarted"] == 0
+    assert code == 0 and "research" not in err
+    assert report["jobs"] == 3 and report["skipped"] == []
+    assert report["metrics"]["finishedJobs"] == 3
+
+
+def test_a_job_of_an_undeclared_queue_keeps_its_place_in_the_trace(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Skipped as an oversized job is: after the window is cut (its position counts;
+    outside the window it is no error) and the clock starting at its submit time."""
+    workload = tmp_path / "workload.yaml"
+    workload.write_text(
+        "version: 1\nqueues: [{name: qa, weight: 1}]\n"
+        "nodes: [{name: n1, allocatable: {cpu: 1, pods: 10}}]\njobs:\n"
+        "- {name: lost, queue: nosuch, minMember: 1, createdAt: 0}\n"
+        "- {name: a, queue: qa, minMember: 1, createdAt: 100}\n"
+        "- {name: b, queue: qa, minMember: 1, createdAt: 110}\ntasks:\n"
+        + "".join(f"- {{name: {j}-0, job: {j}, requests: {{cpu: 1}}, annotations: "
+                  f"{{batchsched.io/run-time: '100'}}}}\n" for j in ("lost", "a", "b")),
+        encoding="utf-8")
+
+    def replay(*options: str) -> tuple[int, dict[str, Any]]:
+        code = main(["simulate", str(workload), "--output", "json", "--no-progress",
+                     *options])
+        return code, json.loads(capsys.readouterr().out)
+
+    code, report = replay()
+    assert code == 2 and [s["job"] for s in report["skipped"]] == ["default/lost"]
+    assert report["metrics"]["makespan"] == 300  # from 0, the skipped job's submit time
+    code, report = replay("--until", "50")
+    assert code == 2 and report["simulatedSeconds"] == 50
+    assert [job["start"] for job in report["perJob"]] == [None, None]  # not arrived
+    code, report = replay("--first-job", "1", "--jobs", "1")
+    assert code == 0 and [j["job"] for j in report["perJob"]] == ["default/a"]
+    assert report["skipped"] == []
 
 
 @pytest.mark.parametrize(("now", "period", "tick"), [

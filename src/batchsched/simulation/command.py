@@ -20,14 +20,13 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
 
 from batchsched.api.node import NodeInfo
-from batchsched.api.queue import ROOT_QUEUE, QueueInfo
+from batchsched.api.queue import QueueInfo
 from batchsched.conf import (
     SchedulerConfiguration,
     Tier,
@@ -40,7 +39,7 @@ from batchsched.kube.dra.scheduling import DraObjects
 from batchsched.simulation.alibaba import gpu_trace_warnings
 from batchsched.simulation.engine import Progress, Simulator
 from batchsched.simulation.report import report, text_summary, write_report
-from batchsched.simulation.workload import Workload, WorkloadJob
+from batchsched.simulation.workload import Workload
 
 __all__ = ["add_arguments", "load_workload", "run"]
 
@@ -139,17 +138,18 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         first, count = 0, None  # already applied
     elif suffix in (".yaml", ".yml", ".json"):
         scenario = load_scenario(path, config_required=False)
-        # With a cluster file its queues decide: the file's own need not declare them.
-        known = None if queues is None else _known_queue_names(queues)
-        # A job of a queue neither declares is listed as skipped (below): the loader's
-        # warning of it would say it twice.
+        # A job of a queue neither file declares is listed as skipped (by
+        # without_oversized): the loader's warning of it would say it twice.
         missing_queue = {missing_queue_warning(scenario.source, job.uid, job.queue)
                          for job in scenario.jobs}
         for warning in scenario.warnings:
             if warning not in missing_queue:
                 print(f"batchsched: warning: {warning}", file=sys.stderr)
-        workload = workload_from(scenario, queues=None if known is None else (
-            known | {queue.name for queue in scenario.queues}))
+        workload = workload_from(scenario)
+        if queues is not None:
+            # The cluster file's queues, and the workload's own that it does not have.
+            mine = {queue.name for queue in queues}
+            queues = (*queues, *(queue for queue in workload.queues if queue.name not in mine))
         if scenario.configuration_given:
             configuration = scenario.configuration
         if nodes is not None:
@@ -158,8 +158,7 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         raise WorkloadError(f"unknown workload kind {suffix or '(no extension)'!r}: "
                             "expected .swf, .csv, .yaml, .yml or .json", source=str(path))
     if queues:
-        workload = attrs.evolve(workload, queues=tuple(queues),
-                                jobs=_in_known_queues(workload.jobs, queues, str(path)))
+        workload = attrs.evolve(workload, queues=tuple(queues))
     if cluster_objects:
         workload = attrs.evolve(workload, **cluster_objects)
     if cluster_dra is not None and cluster_dra:
@@ -175,28 +174,6 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
     # The report names the workload by its file, whatever its kind.
     workload = attrs.evolve(workload, name=Path(path).name)
     return workload.window(first, count), configuration
-
-
-def _known_queue_names(queues: Iterable[QueueInfo]) -> set[str]:
-    """The queues of a cluster file, and those the cache makes (``default``, ``root``)."""
-    return {queue.name for queue in queues} | {"default", ROOT_QUEUE}
-
-
-def _in_known_queues(jobs: tuple[WorkloadJob, ...], queues: Iterable[QueueInfo],
-                     source: str) -> tuple[WorkloadJob, ...]:
-    """The jobs whose queue the cluster file has (or the cache makes: ``default`` and
-    ``root``); the others are left out with a warning, as a scenario's loader leaves a
-    job of a missing queue out."""
-    known = _known_queue_names(queues)
-    kept = []
-    for job in jobs:
-        if job.prototype.queue in known:
-            kept.append(job)
-        else:
-            print(f"batchsched: warning: {source}: job {job.uid}: queue "
-                  f"{job.prototype.queue!r} does not exist in the cluster; the job is left "
-                  "out of the replay", file=sys.stderr)
-    return tuple(kept)
 
 
 #: Plugin arguments the simulator fills from the run when the configuration leaves

@@ -21,7 +21,6 @@ Tasks must be Pending and on no node (they arrive with their job).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 from batchsched.api.job import JobInfo
@@ -33,7 +32,6 @@ from batchsched.scenario.loader import Scenario, load_scenario
 from batchsched.simulation.workload import (
     RESTART_GANG,
     RESTART_TASK,
-    Skipped,
     Workload,
     WorkloadJob,
     created_in_listed_order,
@@ -66,10 +64,10 @@ def restart_rule(job: JobInfo, where: str, source: str) -> str:
     return restart
 
 
-def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) -> Workload:
-    """The workload a loaded scenario describes (see the module docstring): its jobs
-    whose queue exists, in the scenario's queues or in ``queues`` if given (the
-    queues of the cluster it replays on)."""
+def workload_from(scenario: Scenario) -> Workload:
+    """The workload a loaded scenario describes (see the module docstring). A job
+    of a queue the scenario does not declare is kept: :meth:`Workload.without_oversized`
+    (which the commands call) lists it as skipped, at its place in the trace."""
     source = scenario.source
     if scenario.wall_clock_times:
         raise WorkloadError(f"{scenario.wall_clock_times[0]}: a time relative to now, and the "
@@ -87,17 +85,9 @@ def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) ->
                                 "run_time=SECONDS) writes it)", source=source)
         tasks_by_job.setdefault(task.job, []).append(task)
     jobs = []
-    skipped: list[Skipped] = []
     unset = scenario.now if scenario.now is not None else 0.0
-    known = {queue.name for queue in scenario.queues} if queues is None else set(queues)
     for index, job in enumerate(scenario.jobs):
         where = f"jobs[{index}] ({job.uid})"
-        if job.queue not in known:
-            # Left out, as a session leaves it out: it could never start.
-            skipped.append(Skipped(job.uid, f"{source}: {where}",
-                                   f"queue {job.queue!r} does not exist (a session leaves "
-                                   "its jobs out, as Volcano does)", oversized=True))
-            continue
         restart = restart_rule(job, where, source)
         prototype = job.clone()
         # A job without createdAt is submitted at the file's `now`, else at 0 (the
@@ -127,8 +117,7 @@ def workload_from(scenario: Scenario, *, queues: Iterable[str] | None = None) ->
                     config_maps=scenario.config_maps,
                     hyper_nodes=scenario.hyper_nodes, node_shards=scenario.node_shards,
                     dra=scenario.dra,
-                    pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas,
-                    skipped=tuple(skipped))
+                    pdbs=scenario.pdbs, resource_quotas=scenario.resource_quotas)
 
 
 def scenario_workload(path: str | Path) -> tuple[Workload, Scenario]:

@@ -21,7 +21,7 @@ from batchsched.api.cluster import ClusterInfo, PodDisruptionBudget, PriorityCla
 from batchsched.api.hypernode import HyperNode
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
-from batchsched.api.queue import QueueInfo
+from batchsched.api.queue import ROOT_QUEUE, QueueInfo
 from batchsched.api.resource import Resource
 from batchsched.api.sharding import NodeShard
 from batchsched.conf import SchedulerConfiguration
@@ -154,7 +154,8 @@ class Workload:
 
     def without_oversized(self, configuration: SchedulerConfiguration | None = None, *,
                           registry: Registry | None = None) -> Workload:
-        """The workload less the jobs that could never start on this cluster: a task
+        """The workload less the jobs that could never start on this cluster: a job of
+        a queue it does not have (``default`` and ``root`` always exist), a task
         larger than every node, a gang larger than the whole cluster, or a gang of
         alike tasks that fit fewer times than its minimum on the empty cluster's nodes
         (three tasks of 2.5 cpu on two nodes of 4). With the configuration the replay
@@ -171,8 +172,15 @@ class Workload:
         kinds = Counter(_figures(node.allocatable) for node in nodes)
         kept: list[WorkloadJob] = []
         skipped = list(self.skipped)
+        queues = {queue.name for queue in self.queues} | {"default", ROOT_QUEUE}
         for job in self.jobs:
             prototype = job.prototype
+            if prototype.queue not in queues:
+                # Left out, as a session leaves it out: it could never start.
+                skipped.append(Skipped(job.uid, job.origin,
+                                       f"queue {prototype.queue!r} does not exist (a session "
+                                       "leaves its jobs out, as Volcano does)", oversized=True))
+                continue
             if hidden:
                 prototype = prototype.clone()
                 prototype.hide_resources(hidden)
