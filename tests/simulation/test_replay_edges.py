@@ -618,3 +618,23 @@ def test_a_run_of_no_time_restarted_by_an_eviction_loop_does_not_keep_it_going(
     simulator.run()
     assert simulator.sessions < 100
     assert "sessions at t=0 without the clock moving" in caplog.text
+
+
+@pytest.mark.parametrize("caller_froze", [False, True])
+def test_a_replay_leaves_the_garbage_collector_as_it_found_it(caller_froze: bool) -> None:
+    """The replay keeps full collections off the objects alive before it, and thaws
+    them after; objects the caller froze stay frozen."""
+    import gc
+
+    scenario = load_scenario(DATA / "missing-queue.yaml")
+    workload = workload_from(scenario)
+    mine = [object() for _ in range(10)]
+    if caller_froze:
+        gc.freeze()
+    before = gc.get_freeze_count()
+    try:
+        engine.Simulator(workload.without_oversized(), scenario.configuration).run()
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.unfreeze()
+    assert mine
