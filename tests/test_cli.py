@@ -450,3 +450,15 @@ def test_the_cli_guide_shows_the_quickstart_s_real_output(
     shown = json.loads(guide[start:guide.index("\n```", start)])
     assert main(["run", str(root / "examples" / "quickstart.yaml"), "--output", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == shown
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs a device that is always full")
+@pytest.mark.parametrize("command", [["run", "examples/cluster.yaml", "--output", "json"],
+                                     ["plugins"]])
+def test_output_that_cannot_be_written_is_one_error_line(command: list[str]) -> None:
+    """A full disk under standard output: exit 2 and one line, not a traceback."""
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        proc = subprocess.run([sys.executable, "-m", "batchsched", *command], stdout=full,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == "batchsched: error: cannot write the output: No space left on device\n"

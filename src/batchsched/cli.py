@@ -163,7 +163,8 @@ def _command(args: argparse.Namespace, out: TextIO, *, process_ends: bool) -> in
 class _ReaderMayLeave(io.TextIOBase):
     """Standard output whose reader may go away (``batchsched simulate ... | head``):
     what is written after is dropped, and the command runs on to its own exit status
-    (a job skipped is still exit 2)."""
+    (a job skipped is still exit 2). Any other write failure (a full disk) ends the
+    command with an error line and exit 2."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -175,6 +176,8 @@ class _ReaderMayLeave(io.TextIOBase):
                 self._stream.write(text)
             except BrokenPipeError:
                 self._leave()
+            except OSError as exc:
+                raise self._failed(exc) from exc
         return len(text)
 
     def flush(self) -> None:
@@ -183,6 +186,14 @@ class _ReaderMayLeave(io.TextIOBase):
                 self._stream.flush()
             except BrokenPipeError:
                 self._leave()
+            except OSError as exc:
+                raise self._failed(exc) from exc
+
+    def _failed(self, exc: OSError) -> BatchSchedError:
+        """A write that failed for another reason (a full disk): one error line, exit
+        2, instead of a traceback; nothing more is written there."""
+        self._leave()
+        return BatchSchedError(f"cannot write the output: {exc.strerror or exc}")
 
     def isatty(self) -> bool:
         return self._stream.isatty()
