@@ -52,6 +52,7 @@ from batchsched.api.types import COMPLETED_STATUSES, PodGroupCondition, TaskStat
 from batchsched.api.vgpu import drop_device_annotations
 from batchsched.errors import SchedulingError
 from batchsched.framework.events import RecordedEvent
+from batchsched.kube.affinity import AffinityError
 from batchsched.kube.cel.re2 import Re2Error
 from batchsched.kube.dra.claims import (
     check_reservations,
@@ -69,6 +70,7 @@ from batchsched.kube.dra.objects import (
 )
 from batchsched.kube.dra.scheduling import DraObjects
 from batchsched.kube.host_ports import HostPort
+from batchsched.kube.pod_view import task_affinity
 from batchsched.kube.taints import Taint, Toleration
 from batchsched.kube.topology_spread import SpreadConstraint
 
@@ -591,13 +593,12 @@ class MemoryCache:
 
     def _check(self, task: TaskInfo) -> None:
         """Refuse at the door what would otherwise break every later session."""
-        from batchsched.kube.affinity import AffinityError
-        from batchsched.kube.pod_view import task_affinity
-
         if not isinstance(task.status, TaskStatus):
             raise SchedulingError(f"task {task.uid}: status {task.status!r} is not a "
                                   "TaskStatus (TaskStatus.parse reads its name)")
         for field, request in (("resreq", task.resreq), ("init_resreq", task.init_resreq)):
+            if field == "init_resreq" and request is task.resreq:
+                break  # one vector for both (most tasks): checked already
             if not isinstance(request, Resource):
                 raise SchedulingError(f"task {task.uid}: {field} is {request!r}, not a "
                                       "Resource (Resource.from_mapping reads {'cpu': ...})")
@@ -605,10 +606,11 @@ class MemoryCache:
             if wrong is not None:
                 raise SchedulingError(f"task {task.uid}: {field}.{wrong[0]} is {wrong[1]}, "
                                       "not an amount >= 0")
-        try:
-            task_affinity(task)
-        except AffinityError as exc:
-            raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
+        if task.affinity is not None:
+            try:
+                task_affinity(task)
+            except AffinityError as exc:
+                raise SchedulingError(f"task {task.uid}: affinity.{exc}") from exc
         if not _is_int(task.priority):
             raise SchedulingError(f"task {task.uid}: priority is {task.priority!r}, not a "
                                   "whole number")
@@ -617,15 +619,16 @@ class MemoryCache:
                                   "not seconds (a number)")
         owner = f"task {task.uid}"
         for field in ("node_selector", "labels", "annotations"):
-            _check_texts(owner, field, getattr(task, field))
-        for field, kinds, named in (("tolerations", Toleration, "a Toleration"),
-                                    ("topology_spread", SpreadConstraint, "a SpreadConstraint"),
-                                    ("host_ports", (int, HostPort), "a port number or HostPort"),
-                                    ("images", str, "an image name"),
-                                    ("resource_claims", PodClaim, "a PodClaim")):
+            texts = getattr(task, field)
+            if texts or type(texts) not in _EMPTY_MAPPINGS:  # none (most tasks) is fine
+                _check_texts(owner, field, texts)
+        for field, kinds, named in _ENTRY_FIELDS:
+            entries = getattr(task, field)
+            if entries == () and type(entries) is tuple:
+                continue  # none (most tasks)
             # Images and claims were always read as any collection of them (a set is
             # put in a fixed order: claims are allocated in it).
-            _check_entries(owner, field, getattr(task, field), kinds, named,
+            _check_entries(owner, field, entries, kinds, named,
                            unordered=field in ("images", "resource_claims"))
         if isinstance(task.images, (set, frozenset)):
             task.images = tuple(sorted(task.images))
@@ -1256,6 +1259,18 @@ def _check_pod_group(job: str, podgroup: PodGroup) -> None:
                               f"{podgroup.network_topology!r}, not a NetworkTopology or None")
 
 
+#: The mapping types an empty node selector, labels or annotations come as.
+_EMPTY_MAPPINGS = (dict, MappingProxyType)
+#: A task's fields that list entries of one kind, each with the kind and its name.
+_ENTRY_FIELDS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("tolerations", Toleration, "a Toleration"),
+    ("topology_spread", SpreadConstraint, "a SpreadConstraint"),
+    ("host_ports", (int, HostPort), "a port number or HostPort"),
+    ("images", str, "an image name"),
+    ("resource_claims", PodClaim, "a PodClaim"),
+)
+
+
 def _check_entries(owner: str, field: str, entries: object, kinds: type | tuple[type, ...],
                    named: str, *, unordered: bool = False) -> None:
     """``entries`` is a tuple or list of ``kinds`` (or, ``unordered``, a set too)."""
@@ -1275,6 +1290,8 @@ def _is_int(value: object) -> bool:
 def _is_number(value: object) -> bool:
     """A number of seconds (NaN included: a pod's unknown creation time orders as
     Volcano's zero time does; numpy's numbers too)."""
+    if type(value) is float:
+        return True  # most times: no abstract class to ask
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
