@@ -19,6 +19,7 @@ proposed only if that session starts the job (or places the task). Kinds:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -54,7 +55,8 @@ _NOT_STARTED = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED)
 def starts(scenario: Scenario, job: str, task: str | None = None,
            registry: Registry | None = None) -> bool:
     """Whether, in one session on ``scenario``, the job starts (its gang is ready and no
-    task that asks for resources is left pending) or, for ``task``, that task is placed.
+    task that asks for resources is left pending, but for pods waiting for their
+    scheduling gates) or, for ``task``, that task is placed.
     A job with no pods yet (a Volcano Job's, whose controller creates them once its pod
     group is admitted) starts as far as a session can take it when it is admitted."""
     # The cache run_scenario uses: the scenario's faults (bind failures) happen here too.
@@ -74,10 +76,12 @@ def starts(scenario: Scenario, job: str, task: str | None = None,
         return placed is not None and placed.status not in _NOT_STARTED
     if not target.tasks:
         return target.podgroup.phase is not PodGroupPhase.PENDING
+    # A gated pod waits for its gates whatever changes: no change can place it.
     return (target.ready_task_num() >= max(target.min_available, 1)
             and not target.tasks_in(TaskStatus.PIPELINED)
             and not target.tasks_in(TaskStatus.ALLOCATED)
-            and not any(not t.resreq.is_empty()
+            and not any(not t.resreq.is_empty() and not t.scheduling_gated
+                        and not t.externally_gated
                         for t in target.tasks_in(TaskStatus.PENDING).values()))
 
 
@@ -100,14 +104,19 @@ def with_nodes(scenario: Scenario, template: NodeInfo, count: int) -> Scenario:
                 own[key] = name
         return own
 
+    taken = {node.name for node in scenario.nodes}
+    # A node of a name the cluster has would replace it, not be added.
+    names = list(itertools.islice(
+        (name for name in (f"{template.name}-extra-{k}" for k in itertools.count())
+         if name not in taken), count))
     extra = tuple(
-        NodeInfo.create(f"{template.name}-extra-{k}", template.allocatable,
+        NodeInfo.create(name, template.allocatable,
                         capacity=template.capacity,
-                        labels=labels(f"{template.name}-extra-{k}"),
+                        labels=labels(name),
                         annotations=dict(template.annotations), taints=template.taints,
                         numa_topology=template.numa_topology.fresh()
                         if template.numa_topology is not None else None)
-        for k in range(count)
+        for name in names
     )
     return attrs.evolve(scenario, nodes=scenario.nodes + extra,
                         hyper_nodes=_beside(scenario, template, extra))
@@ -188,8 +197,9 @@ def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenar
                 continue
             # Asked whole (devices, MiB of device memory): Kubernetes takes an extended
             # resource whole only, and Volcano reads a fraction of a device count as 0:
-            # rounded down, and one at least.
-            scaled.scalars[name] = max(math.floor(round(amount / 1000, 6)), 1) * 1000.0
+            # rounded down, and one at least (none stays none).
+            scaled.scalars[name] = (max(math.floor(round(amount / 1000, 6)), 1) * 1000.0
+                                    if original else 0.0)
         if request.has(PODS):
             scaled.set(PODS, request.get(PODS))
         return scaled
@@ -201,7 +211,10 @@ def with_smaller_requests(scenario: Scenario, job: str, factor: float) -> Scenar
 
     tasks = tuple(
         attrs.evolve(task, resreq=smaller(task.resreq), init_resreq=smaller(task.init_resreq),
-                     nonzero_request=smaller_nonzero(task.nonzero_request))
+                     nonzero_request=smaller_nonzero(task.nonzero_request),
+                     # What its app containers ask (NUMA and device plugins read it).
+                     container_requests=None if task.container_requests is None
+                     else smaller(task.container_requests))
         if task.job == job and task.status is TaskStatus.PENDING else task
         for task in scenario.tasks
     )
@@ -279,9 +292,11 @@ def _more_nodes(scenario: Scenario, works: Callable[[Scenario], bool],
         # The labels that name the host do not make a shape: with_nodes renames them.
         labels = tuple(sorted((k, v) for k, v in node.labels.items()
                               if k not in _NODE_NAME_LABELS))
+        # Annotations by name (a device plugin's registration names each node's own
+        # cards, but a mode switch such as hami-vnpu-core makes another kind of node).
         key = (tuple(sorted(node.allocatable.to_dict().items())), labels, node.taints,
                repr(node.numa_topology.fresh() if node.numa_topology is not None else None),
-               membership.get(node.name, frozenset()))
+               membership.get(node.name, frozenset()), tuple(sorted(node.annotations)))
         shapes.setdefault(key, node)
     best: dict[str, Any] | None = None
     for template in shapes.values():

@@ -32,7 +32,12 @@ from batchsched.api.dra_usage import device_resources, new_claim_devices
 from batchsched.api.job import JobInfo
 from batchsched.api.resource import PODS, Resource
 from batchsched.api.task import TaskInfo
-from batchsched.api.types import ALLOCATED_STATUSES, PodGroupPhase, TaskStatus
+from batchsched.api.types import (
+    ALLOCATED_STATUSES,
+    COMPLETED_STATUSES,
+    PodGroupPhase,
+    TaskStatus,
+)
 from batchsched.errors import ScenarioError
 from batchsched.framework.recording import NodeScore, Placement, QueueQuota, Recorder
 from batchsched.framework.registry import Registry
@@ -112,8 +117,11 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     report = _job_report(ssn, recorder, target, phase_before, quota,
                          pending_at_open=pending_at_open)
     queue = ssn.queues.get(target.queue)
+    # A pod group with no pods yet counts only if it waits for admission (an admitted
+    # one waits for its controller, whatever the queue's state now).
     if queue is not None and not queue.is_open and report["verdict"] != "placed" \
-            and (pending_at_open or not target.tasks):
+            and (pending_at_open or (not target.tasks
+                                     and phase_before == PodGroupPhase.PENDING.value)):
         # The plugins that refuse say no, not why: a queue that is not Open admits and
         # places nothing.
         report["verdict"] = f"queue {queue.name} is {queue.state.value}: {report['verdict']}"
@@ -126,12 +134,19 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         report["jobVerdict"] = report["verdict"]
         report["verdict"] = _task_verdict(report["tasks"][0]) if report["tasks"] else \
             "not in the session"
-        if report["tasks"] and "node" in report["tasks"][0] and report["tasks"][0]["status"] \
-                not in (str(TaskStatus.PIPELINED), str(TaskStatus.ALLOCATED)):
+        entry = report["tasks"][0] if report["tasks"] else None
+        if entry is not None and (entry["status"] in _DONE or ("node" in entry
+                                  and entry["status"] not in _HELD_NOT_STARTED)):
             # Placed (or done): nothing decided against the task itself; its job's
             # refusals are in jobVerdict.
             report["decidedBy"] = []
     return report
+
+
+#: A task's statuses (as reports write them) that ended it: nothing to place.
+_DONE = frozenset(str(status) for status in COMPLETED_STATUSES)
+#: Statuses of a task on a node that the session has not started yet.
+_HELD_NOT_STARTED = frozenset({str(TaskStatus.PIPELINED), str(TaskStatus.ALLOCATED)})
 
 
 class _AdmissionRecorder(Recorder):
@@ -197,6 +212,8 @@ def _task_verdict(entry: dict[str, Any]) -> str:
         return f"placed on {entry['node']} ({status})"
     if status == str(TaskStatus.PENDING):
         return f"pending: {entry.get('reason', 'not tried in this session')}"
+    if status in _DONE:
+        return f"finished ({status})"  # on no node (a pod whose node is gone)
     return str(status)
 
 
