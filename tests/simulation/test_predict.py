@@ -189,3 +189,40 @@ def test_a_pod_group_without_pods_has_no_start_to_predict() -> None:
     prediction = predict_start(scenario, "default/podless")
     assert (prediction["expectedStart"], prediction["waitSeconds"]) == (None, None)
     assert prediction["text"].startswith("unknown: it has no pods yet")
+
+
+NUMA_HELD = """
+version: 1
+now: 0
+config:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}]
+  - plugins: [{name: predicates}, {name: numa-aware}]
+nodes:
+- name: n1
+  allocatable: {cpu: 4, memory: 8Gi, pods: 110}
+  numaTopology:
+    policies: {CPUManagerPolicy: static, TopologyManagerPolicy: single-numa-node}
+    numares: {cpu: {allocatable: "", capacity: 4}}
+    cpuDetail: {0: {numa: 0, socket: 0, core: 0}, 1: {numa: 0, socket: 0, core: 1},
+                2: {numa: 1, socket: 1, core: 2}, 3: {numa: 1, socket: 1, core: 3}}
+    podAllocations: [{namespace: default, name: old-0}, {namespace: default, name: old-1}]
+jobs: [{name: old, minMember: 1}, {name: web, minMember: 1}]
+tasks:
+- {name: old-0, job: old, node: n1, phase: Running, requests: {cpu: 2, memory: 1Gi},
+   annotations: {batchsched.io/run-time: 10m}}
+- {name: old-1, job: old, node: n1, phase: Running, requests: {cpu: 2, memory: 1Gi},
+   annotations: {batchsched.io/run-time: RUN}}
+- {name: web-0, job: web, requests: {cpu: 2, memory: 1Gi},
+   annotations: {volcano.sh/numa-topology-policy: single-numa-node}}
+"""
+
+
+@pytest.mark.parametrize(("second", "wait"), [("10m", 600.0), ("20m", 1200.0)])
+def test_cpus_the_exporter_reports_held_are_free_once_its_pods_are_gone(
+        second: str, wait: float) -> None:
+    """The exporter does not say which CPUs each pod holds: they are free once no pod
+    it reports runs on the node (they were never given back: 'not within 30 days')."""
+    got = predict_start(scenario(NUMA_HELD.replace("RUN", second)), "default/web")
+    assert got["waitSeconds"] == wait

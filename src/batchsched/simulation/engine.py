@@ -483,9 +483,28 @@ class Simulator:
         self._finish_if_done(uid)
 
     def _end(self, uid: str, running: _Running, task: str) -> None:
+        gone = self.cache.jobs[uid].tasks[task]
+        on, pod, name = gone.node_name, gone.order_uid, gone.uid
         self.cache.task_ended(uid, task)
+        self._exporter_sees_gone(on, pod, name)
         running.tasks.discard(task)
         self.timeline.released(uid, task, self.now, self.cache)
+
+    def _exporter_sees_gone(self, node_name: str, pod_uid: str, pod_name: str) -> None:
+        """A pod that left its node: the node's NUMA exporter, if it reported the pod
+        (``podAllocations``, a cluster's state replayed forward), reports its CPUs free
+        once no pod it reports runs there (it does not say which CPUs each pod holds:
+        until the last one leaves, they stay taken). CPUs the replay's own sessions
+        handed out are the cache's to give back, as it does."""
+        node = self.cache.nodes.get(node_name)
+        topology = node.numa_topology if node is not None else None
+        if (node is None or topology is None or not topology.reports(pod_uid, pod_name)
+                or any(topology.reports(held.order_uid, held.uid)
+                       for held in node.tasks.values())):
+            return
+        reported = node.clone()
+        reported.numa_topology = topology.fresh()
+        self.cache.add_node(reported)
 
     def _finish_if_done(self, uid: str) -> None:
         job = self.cache.jobs[uid]
@@ -555,7 +574,10 @@ class Simulator:
             running.tasks.discard(task)
             running.generation += 1  # the completions scheduled for this run are void
             self._reschedule(uid, running)
+        gone = self.cache.jobs[uid].tasks[task]
+        on, pod, name = gone.node_name, gone.order_uid, gone.uid
         self.cache.task_recreated(uid, task)
+        self._exporter_sees_gone(on, pod, name)
         self.timeline.released(uid, task, self.now, self.cache)
         self._waiting.add(uid)
 
