@@ -624,7 +624,7 @@ class MemoryCache:
                 _check_texts(owner, field, texts)
         for field, kinds, named in _ENTRY_FIELDS:
             entries = getattr(task, field)
-            if entries == () and type(entries) is tuple:
+            if type(entries) is tuple and not entries:
                 continue  # none (most tasks)
             # Images and claims were always read as any collection of them (a set is
             # put in a fixed order: claims are allocated in it).
