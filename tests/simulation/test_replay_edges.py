@@ -226,7 +226,7 @@ def test_the_clock_runs_to_the_horizon(capsys: pytest.CaptureFixture[str]) -> No
 def test_a_schedule_period_that_is_no_positive_number_is_bad_input(
         capsys: pytest.CaptureFixture[str], period: str) -> None:
     code, _, err = simulate(capsys, "horizon", "--schedule-period", period)
-    assert code == 2 and "schedule period must be a positive number" in err
+    assert code == 2 and "--schedule-period must be a positive number" in err
     assert "Traceback" not in err
 
 

@@ -37,9 +37,9 @@ from batchsched.errors import WorkloadError
 from batchsched.framework.arguments import Arguments
 from batchsched.kube.dra.scheduling import DraObjects
 from batchsched.simulation.alibaba import gpu_trace_warnings
-from batchsched.simulation.engine import Progress, Simulator
+from batchsched.simulation.engine import MAX_SCHEDULE_PERIOD, Progress, Simulator
 from batchsched.simulation.report import report, text_summary, write_report
-from batchsched.simulation.workload import Workload
+from batchsched.simulation.workload import MOST_SECONDS, Workload
 
 __all__ = ["add_arguments", "load_workload", "run"]
 
@@ -223,6 +223,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     source = str(args.workload)
     if args.first_job < 0 or (args.jobs is not None and args.jobs < 0):
         raise WorkloadError("--first-job and --jobs must not be negative", source=source)
+    # The replay's own checks, said of the options before the workload is read.
+    if args.until is not None and not 0 <= args.until <= MOST_SECONDS:  # NaN fails it
+        raise WorkloadError(f"--until must be a number of seconds from 0 to "
+                            f"{MOST_SECONDS:g}, not {args.until:g}", source=source)
+    if args.schedule_period is not None and not 0 < args.schedule_period <= MAX_SCHEDULE_PERIOD:
+        raise WorkloadError(f"--schedule-period must be a positive number of seconds up to "
+                            f"{MAX_SCHEDULE_PERIOD:g}, not {args.schedule_period:g}",
+                            source=source)
     check_arrived_load(args.arrived_load, source)
     if args.report and Path(args.report).exists() and not Path(args.report).is_dir():
         # Refused before the replay, which may take long, rather than after it.
