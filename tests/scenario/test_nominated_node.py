@@ -8,6 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
+from batchsched.api.cluster import PriorityClass
+from batchsched.api.job import JobInfo, PodGroup
+from batchsched.api.node import NodeInfo
+from batchsched.api.resource import Resource
+from batchsched.api.task import TaskInfo
+from batchsched.api.types import TaskStatus
 from batchsched.cache.memory import MemoryCache
 from batchsched.errors import ScenarioError
 from batchsched.scenario import parse_scenario, run_scenario
@@ -297,3 +303,74 @@ tasks:
     assert hi.nominated_node == "" and cache.nominations.get("default/hi-0", "") == ""
     scheduler.run_once()
     assert len(cache.evictions) == 1 and cache.evictions[0].task.startswith("default/low2-")
+
+
+HELPER_CONF = """
+  actions: "enqueue, allocate, preempt, reclaim, backfill"
+  tiers:
+  - plugins: [{name: priority}, {name: gang}, {name: conformance}]
+  - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}]
+"""
+
+
+def test_a_nominee_of_a_deleted_node_placed_elsewhere_loses_the_nomination() -> None:
+    """hi-0 is pipelined on n2 (a victim still leaving it): its nomination to the
+    deleted n1 was kept, as only a nominee left pending was cleared."""
+    cache = MemoryCache(now=1000.0)
+    cache.add_priority_class(PriorityClass("low", 10))
+    cache.add_priority_class(PriorityClass("high", 1000))
+    for name in ("n1", "n2"):
+        cache.add_node(NodeInfo.create(name, Resource.from_mapping(
+            {"cpu": 2, "memory": "4Gi", "pods": 10})))
+
+    def job(name: str, priority_class: str, priority: int, node: str = "") -> None:
+        owner = JobInfo.from_podgroup(PodGroup(name, "ns", min_member=1,
+                                               priority_class_name=priority_class),
+                                      priority=priority)
+        task = TaskInfo.create("ns", f"{name}-0", owner.uid,
+                               Resource.from_mapping({"cpu": 2, "memory": "1Gi"}),
+                               priority=priority, priority_class_name=priority_class)
+        if node:
+            task.status, task.node_name = TaskStatus.RUNNING, node
+        owner.add_task(task)
+        cache.add_job(owner)
+
+    job("low", "low", 10, "n2")
+    job("hi", "high", 1000)
+    cache.evict(cache.jobs["ns/low"].tasks["ns/low-0"], "preempt")  # still leaving n2
+    cache.nominate(cache.jobs["ns/hi"].tasks["ns/hi-0"], "n1")
+    cache.delete_node("n1")
+    conf = yaml.safe_load("x:" + HELPER_CONF.replace("reclaim, backfill", "reclaim"))["x"]
+    Scheduler(cache, parse_scenario({"version": 1, "config": conf},
+                                    source="<test>").configuration).run_once()
+    assert cache.nominations == {}
+
+
+def test_a_nominee_no_eviction_action_takes_on_does_not_keep_its_room_for_ever() -> None:
+    """hi's minimum is met by hi-0, so preempt and reclaim never try hi-1: its room on
+    n1 (3 cpu, 2 free, nothing leaving) was kept in every session, and mid-0, which
+    fits n1, never started."""
+    doc = yaml.safe_load("""
+version: 1
+config:""" + HELPER_CONF + """
+priorityClasses: [{name: mid, value: 100}, {name: high, value: 1000}, {name: top, value: 2000}]
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}}
+- {name: n2, allocatable: {cpu: 2, memory: 8Gi, pods: 10}}
+jobs:
+- {name: top, minMember: 1, priorityClassName: top, phase: Running}
+- {name: hi, minMember: 1, priorityClassName: high, phase: Running}
+- {name: mid, minMember: 1, priorityClassName: mid, phase: Inqueue}
+tasks:
+- {name: top-0, job: top, node: n1, phase: Running, requests: {cpu: 2, memory: 1Gi}}
+- {name: hi-0, job: hi, node: n2, phase: Running, requests: {cpu: 2, memory: 1Gi}}
+- {name: hi-1, job: hi, requests: {cpu: 3, memory: 1Gi}, nominatedNodeName: n1}
+- {name: mid-0, job: mid, requests: {cpu: 2, memory: 1Gi}}
+""")
+    scenario = parse_scenario(doc, source="<test>")
+    cache = scenario.build_cache()
+    scheduler = Scheduler(cache, scenario.configuration)
+    for _ in range(3):
+        scheduler.run_once()
+    assert cache.nominations == {}
+    assert [bind.task for bind in cache.binds] == ["default/mid-0"]

@@ -98,6 +98,10 @@ _PHASE_COUNTERS = {PodGroupPhase.PENDING: "pending", PodGroupPhase.INQUEUE: "inq
 Fn = Callable[..., Any]
 
 
+#: A session's statuses of a task its cache still holds Pending (not bound).
+_NOT_BOUND = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED})
+
+
 def _room_on_its_way(node: NodeInfo, nominee: TaskInfo) -> bool:
     """Whether a pod of lower priority than ``nominee`` that the scheduler preempted is
     still leaving ``node`` (the room a nomination waits for)."""
@@ -1930,23 +1934,40 @@ class Session:
             # whose node frees nothing for it any more, is no nominee (kube's preemption
             # clears the nomination when it finds no victims): else nominees that cannot
             # all fit would keep each other's room for ever.
+            # So is the nominee of a job preempt and reclaim do not take on (not
+            # starving, not valid, not admitted): none of them would ever try it.
             preempting = bool({"preempt", "reclaim"} & set(self.configuration.actions))
             for tasks in self.nominees.values():
                 for task in tasks:
-                    if ((task.uid in self._preemption_tried or not preempting)
-                            and task.uid not in nominations
+                    if (task.uid not in nominations
                             and task.status is TaskStatus.PENDING and not task.node_name
                             and task.job in self.jobs
+                            and (task.uid in self._preemption_tried or not preempting
+                                 or (not task.never_preempts
+                                     and not self._takes_part_in_evictions(
+                                         self.jobs[task.job])))
                             and not _room_on_its_way(self.nodes[task.nominated_node], task)):
                         nominations[task.uid] = (task, "", True)
             # A node deleted since its nominee was nominated keeps nothing for it, and
             # preempt never takes a preemptor nominated to a node missing from the
-            # session (Volcano's taskEligibleToPreempt): it would starve for good.
+            # session (Volcano's taskEligibleToPreempt): it would starve for good. A
+            # nominee placed elsewhere by this session (pipelined, or allocated by a
+            # statement) is no nominee of the gone node either.
             for task in self._nominated_to_gone_nodes:
-                if (task.uid not in nominations and task.status is TaskStatus.PENDING
-                        and not task.node_name and task.job in self.jobs):
+                if (task.uid not in nominations and task.status in _NOT_BOUND
+                        and task.job in self.jobs):
                     nominations[task.uid] = (task, "", True)
         return nominations
+
+    def _takes_part_in_evictions(self, job: JobInfo) -> bool:
+        """Whether preempt and reclaim take the job on as a preemptor's: admitted,
+        valid and starving (what they ask before anything else)."""
+        if job.is_pending():
+            return False
+        verdict = self.job_valid(job)
+        if verdict is not None and not verdict.passed:
+            return False
+        return self.job_starving(job)
 
     def note_preemption_tried(self, task: TaskInfo) -> None:
         """A preemption was tried for ``task`` in this session (preempt and reclaim say
