@@ -191,6 +191,8 @@ class Session:
         #: Tasks nominated to a node the cluster no longer has (deleted): their
         #: nomination is cleared at close.
         self._nominated_to_gone_nodes: list[TaskInfo] = []
+        #: The nominees' jobs preempt and reclaim take on, as the session closes.
+        self._nominee_jobs_taking_part: set[str] = set()
         for task in self._nominated_tasks():
             if task.nominated_node in self.nodes:
                 self.nominees.setdefault(task.nominated_node, []).append(task)
@@ -525,7 +527,18 @@ class Session:
         # out before anything is handed over. A failure in either hands over only the
         # nominations of the evictions that went through, so that the next session
         # does not evict for the same preemptor again, and is raised.
-        failure = self._close_plugins()
+        # Asked of the plugins while they are open (their close may forget what the
+        # answers read); a plugin failing there fails the close after every plugin
+        # closed, as a failing close does.
+        asked: Exception | None = None
+        try:
+            self._nominee_jobs_taking_part = {
+                task.job for tasks in self.nominees.values() for task in tasks
+                if task.job in self.jobs
+                and self._takes_part_in_evictions(self.jobs[task.job])}
+        except Exception as exc:
+            asked = exc
+        failure = self._close_plugins() or asked
         statuses: dict[str, QueueStatus] = {}
         if failure is None:
             try:
@@ -1944,8 +1957,7 @@ class Session:
                             and task.job in self.jobs
                             and (task.uid in self._preemption_tried or not preempting
                                  or (not task.never_preempts
-                                     and not self._takes_part_in_evictions(
-                                         self.jobs[task.job])))
+                                     and task.job not in self._nominee_jobs_taking_part))
                             and not _room_on_its_way(self.nodes[task.nominated_node], task)):
                         nominations[task.uid] = (task, "", True)
             # A node deleted since its nominee was nominated keeps nothing for it, and
