@@ -26,6 +26,7 @@ from batchsched.plugins.nodegroup import (
     REASON_LIMIT_EXCEEDED,
     REASON_LIMIT_INVALID,
     REASON_UNSATISFIED,
+    _read_limits,
     group_allowed,
     group_score,
 )
@@ -232,7 +233,23 @@ LIMIT_CASES = {
     # NewResource drops a name Volcano does not count: its limit is 0 against 0 used.
     "13 a negative limit on an uncounted resource limits nothing": (
         json.dumps({"group1": {"foo": "-1", "count/pods": "-1"}}), False, PASS, PASS),
+    # Go decodes every value of a key given twice and keeps the last.
+    "14 a malformed first value of a key given twice is invalid": (
+        '{"group1": {"cpu": "abc", "cpu": "3"}}', False,
+        [(UU, REASON_LIMIT_INVALID)], [(UU, REASON_LIMIT_INVALID)]),
+    "15 of a key given twice the last value is the limit": (
+        '{"group1": {"cpu": "3", "cpu": "1"}}', False, [(UU, REASON_LIMIT_EXCEEDED)], PASS),
+    "16 a group given twice is limited by its last list": (
+        '{"group1": {"cpu": "1"}, "group1": {"cpu": "3"}}', False, PASS, PASS),
 }
+
+
+def test_an_unquoted_limit_is_read_from_its_text() -> None:
+    """Quantity.UnmarshalJSON reads a JSON number's text: a hair above 1 (more digits
+    than a float holds) rounds up to 1001m, where the float read 1000m."""
+    limits = _read_limits('{"g": {"cpu": 1.0000000000000001, "memory": 1e3}}')
+    assert limits["g"][0].milli_cpu == 1001
+    assert limits["g"][0].memory == 1000
 
 
 @pytest.mark.parametrize("case", list(LIMIT_CASES))

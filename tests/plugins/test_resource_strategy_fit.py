@@ -161,6 +161,16 @@ def test_a_pod_s_own_weights_name_resources_exactly() -> None:
     assert got == {"n1": 0.0, "n2": 0.0}
 
 
+def test_a_pod_weight_given_twice_is_read_twice_as_go_reads_it() -> None:
+    """Go decodes both values of the key: a string first is an error (no score at
+    all), though the last, kept, is a number."""
+    twice = _pod_weighted('{"cpu": "2", "cpu": 1}')
+    assert _scores({"resourceStrategyFitWeight": 1}, twice) == {"n1": 0.0, "n2": 0.0}
+    last = _pod_weighted('{"cpu": 5, "cpu": 1}')
+    assert _scores({"resourceStrategyFitWeight": 1}, last) == pytest.approx(
+        {"n1": 50.0, "n2": 25.0})
+
+
 def test_a_null_weight_in_the_pod_annotation_is_zero() -> None:
     """Go's json.Unmarshal leaves a null at the zero weight, without an error."""
     got = _scores({"resourceStrategyFitWeight": 1}, _pod_weighted('{"cpu": 1, "memory": null}'))

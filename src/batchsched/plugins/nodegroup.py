@@ -150,24 +150,27 @@ def _read_limits(raw: str) -> Limits:
     document = _LIMITS_DECODER.decode(raw)
     if document is None:
         return {}  # Go decodes a null map: no group is limited
-    if not isinstance(document, dict):
+    if not isinstance(document, _Pairs):
         raise ValueError(f"not a JSON object of node group to resources: {raw!r}")
     limits: Limits = {}
-    for group, resources in document.items():
+    # Go decodes every value of a key given twice (a malformed one fails the whole
+    # annotation) and keeps the last.
+    for group, resources in document:
         if resources is None:
             # Go decodes a null ResourceList: no resource limited in the group.
             limits[str(group)] = (Resource(), frozenset())
             continue
-        if not isinstance(resources, dict):
+        if not isinstance(resources, _Pairs):
             raise ValueError(f"group {group!r}: {resources!r} is not a resource list")
+        amounts = {str(name): _limit_amount(str(name), raw_amount)
+                   for name, raw_amount in resources}
         limit = Resource()
-        for name, raw_amount in resources.items():
-            amount = _limit_amount(str(name), raw_amount)
+        for name, amount in amounts.items():
             # Volcano's NewResource keeps only the names it counts: a limit on
             # another is 0 against 0 used, whatever its amount.
-            if amount and counted_by_volcano(str(name)):
-                limit.set(str(name), amount)
-        limits[str(group)] = (limit, frozenset(str(k) for k in resources))
+            if amount and counted_by_volcano(name):
+                limit.set(name, amount)
+        limits[str(group)] = (limit, frozenset(amounts))
     return limits
 
 
@@ -184,11 +187,24 @@ def _scan_string(text: str, end: int, strict: bool = True) -> tuple[str, int]:
     return value, after
 
 
+class _Pairs(list[tuple[str, object]]):
+    """A JSON object as its key-value pairs, in order, a key given twice kept twice."""
+
+
+class _NumberText(str):
+    """A JSON number, as written (Go's ``Quantity.UnmarshalJSON`` reads its text)."""
+
+    __slots__ = ()
+
+
 def _limits_decoder() -> json.JSONDecoder:
     """A JSON decoder that marks the strings written with escapes: Go's
     ``Quantity.UnmarshalJSON`` parses the text between the quotes as it is written,
-    so ``"\\u0033"`` is no quantity there, though it decodes to ``"3"``."""
-    decoder = json.JSONDecoder()
+    so ``"\\u0033"`` is no quantity there, though it decodes to ``"3"``; a number's
+    text is kept too (``1.0000000000000001`` is more than a float holds), and an
+    object's pairs, duplicates included."""
+    decoder = json.JSONDecoder(object_pairs_hook=_Pairs, parse_float=_NumberText,
+                               parse_int=_NumberText)
     decoder.parse_string = _scan_string  # type: ignore[attr-defined]
     decoder.scan_once = py_make_scanner(decoder)  # type: ignore[attr-defined]
     return decoder

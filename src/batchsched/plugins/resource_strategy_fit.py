@@ -39,7 +39,6 @@ the reference a vectorised implementation is checked against.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -54,6 +53,7 @@ from batchsched.api.types import FitStatusCode
 from batchsched.framework.arguments import Arguments, warn_unreadable
 from batchsched.framework.arguments import decode_int as _int
 from batchsched.framework.session import Session
+from batchsched.kube.go_json import GoJsonError, Int, MapOf, decode
 from batchsched.kube.go_strconv import int64
 from batchsched.kube.go_strings import trim_space
 
@@ -398,20 +398,19 @@ def _pod_level(task: TaskInfo) -> tuple[str, dict[str, int] | None] | None:
     if not kind:
         return None
     text = task.annotations.get(SCORING_WEIGHT_ANNOTATION, "")
-    try:
-        raw = json.loads(text) if text else None
-    except ValueError:
-        raw = None
     # Go's json.Unmarshal into map[ResourceName]int: a null is the zero weight, and
-    # anything but an integer of int64 (a fraction, a string, a boolean) an error.
-    if not isinstance(raw, dict) or not all(
-        v is None or (type(v) is int and _INT64_MIN <= v <= _INT64_MAX) for v in raw.values()
-    ):
+    # anything but an integer of int64 (a fraction, a string, a boolean) an error,
+    # in every value of a key given twice (the last is kept).
+    try:
+        weights = decode(text, _WEIGHTS, what=SCORING_WEIGHT_ANNOTATION) if text else None
+    except GoJsonError:
         return kind, None
-    return kind, {str(k): 0 if v is None else int(v) for k, v in raw.items()}
+    if weights is None:
+        return kind, None
+    return kind, dict(weights)
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_WEIGHTS = MapOf(Int(64))
 
 
 class ResourceStrategyFitPlugin:
