@@ -638,3 +638,45 @@ def test_a_replay_leaves_the_garbage_collector_as_it_found_it(caller_froze: bool
     finally:
         gc.unfreeze()
     assert mine
+
+
+def test_a_cluster_file_without_a_default_queue_keeps_the_workload_s(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The cluster file's implicit default queue replaced the workload's declared one
+    (its 1-cpu capability was lost: b started at 0 beside a)."""
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "version: 1\nconfig:\n  actions: \"enqueue, allocate\"\n  tiers:\n"
+        "  - plugins: [{name: gang}]\n  - plugins: [{name: predicates}, {name: proportion}]\n"
+        "queues: [{name: default, capability: {cpu: 1}}]\n"
+        "nodes: [{name: n1, allocatable: {cpu: 4, memory: 4Gi, pods: 10}}]\njobs:\n"
+        "- {name: a, minMember: 1, createdAt: 0}\n- {name: b, minMember: 1, createdAt: 0}\n"
+        "tasks:\n"
+        "- {name: a1, job: a, requests: {cpu: 1}, annotations: {batchsched.io/run-time: '10'}}\n"
+        "- {name: b1, job: b, requests: {cpu: 1}, annotations: {batchsched.io/run-time: '10'}}\n",
+        encoding="utf-8")
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("version: 1\nnodes: [{name: n1, allocatable: {cpu: 4, memory: 4Gi, "
+                       "pods: 10}}]\n", encoding="utf-8")
+    makespans = []
+    for options in ([], ["--cluster", str(cluster)]):
+        assert main(["simulate", str(workload), "--output", "json", "--no-progress",
+                     *options]) == 0
+        makespans.append(json.loads(capsys.readouterr().out)["metrics"]["makespan"])
+    assert makespans == [20, 20]
+
+
+def test_a_run_time_past_the_clock_s_range_is_refused_outside_the_window(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """As an SWF trace's every line is checked: b is out of the window, still refused."""
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "version: 1\nnodes: [{name: n1, allocatable: {cpu: 2, memory: 2Gi, pods: 10}}]\n"
+        "jobs:\n- {name: a, minMember: 1, createdAt: 0}\n- {name: b, minMember: 1, "
+        "createdAt: 10}\ntasks:\n"
+        "- {name: a1, job: a, requests: {cpu: 1}, annotations: {batchsched.io/run-time: '10'}}\n"
+        "- {name: b1, job: b, requests: {cpu: 1}, annotations: {batchsched.io/run-time: "
+        "'2e15'}}\n", encoding="utf-8")
+    assert main(["simulate", str(workload), "--jobs", "1", "--no-progress"]) == 2
+    assert "task default/b1: batchsched.io/run-time: 2e+15 is more seconds than a replay " \
+           "counts exactly" in capsys.readouterr().err

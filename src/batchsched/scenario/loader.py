@@ -196,6 +196,10 @@ class Scenario:
     #: Whether the file gives its ``config`` (else ``configuration`` is the default:
     #: only a file read with ``config_required=False`` may leave it out).
     configuration_given: bool = True
+    #: The queues of ``queues`` the file does not declare (``default`` and ``root``,
+    #: which every cluster has): a workload's own declaration of them wins over a
+    #: ``--cluster`` file's that did not declare them.
+    implicit_queues: frozenset[str] = frozenset()
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
         """The snapshot a session opens on: Ready nodes with their placed tasks, and the
@@ -696,6 +700,8 @@ class _Parser:
 
         classes = self.priority_classes(doc.get("priorityClasses"))
         queues = self.queues(doc.get("queues"))
+        declared = {item.get("name") for item in doc.get("queues") or ()
+                    if isinstance(item, Mapping)}
         nodes = self.nodes(doc.get("nodes"))
         jobs = self.jobs(doc.get("jobs"), classes, queues)
         tasks = self.tasks(doc.get("tasks"), classes, jobs, nodes)
@@ -735,6 +741,7 @@ class _Parser:
             dra=dra,
             wall_clock_times=tuple(self.wall_clock_times),
             configuration_given=configuration_given,
+            implicit_queues=frozenset(queues) - declared,
         )
 
     def dra_objects(self, doc: Mapping[str, Any]) -> DraObjects:

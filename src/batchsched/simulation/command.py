@@ -102,7 +102,11 @@ def load_workload(path: str | Path, cluster: str | Path | None = None, *,
         nodes = alibaba_nodes(cluster)
     elif cluster is not None:
         scenario = load_scenario(cluster, config_required=False)  # its nodes and queues
-        nodes, queues = scenario.nodes, scenario.queues
+        # The queues it declares (the default and root queues it did not declare give
+        # way to the workload's own).
+        nodes = scenario.nodes
+        queues = tuple(queue for queue in scenario.queues
+                       if queue.name not in scenario.implicit_queues)
         # And the objects that describe its nodes: each kind the file gives replaces
         # the workload's (hypernodes, node shards, ConfigMaps, DRA objects).
         cluster_objects = {field: value for field, value in (

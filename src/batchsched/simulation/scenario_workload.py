@@ -21,6 +21,7 @@ Tasks must be Pending and on no node (they arrive with their job).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from batchsched.api.job import JobInfo
@@ -30,6 +31,7 @@ from batchsched.errors import WorkloadError
 from batchsched.framework.arguments import parse_seconds
 from batchsched.scenario.loader import Scenario, load_scenario
 from batchsched.simulation.workload import (
+    MOST_SECONDS,
     RESTART_GANG,
     RESTART_TASK,
     Workload,
@@ -104,8 +106,14 @@ def workload_from(scenario: Scenario) -> Workload:
             if copy.creation_time == GO_ZERO_TIME:
                 copy.creation_time = 0.0  # created when its job arrives (arrive())
             prototype.add_task(copy)
-            run_times[task.uid] = seconds_of(task.annotations[RUN_TIME_ANNOTATION],
-                                           f"task {task.uid}: {RUN_TIME_ANNOTATION}", source)
+            what = f"task {task.uid}: {RUN_TIME_ANNOTATION}"
+            seconds = run_times[task.uid] = seconds_of(task.annotations[RUN_TIME_ANNOTATION],
+                                                       what, source)
+            if MOST_SECONDS < seconds < math.inf:
+                # Every job's, as an SWF trace's every line: not only the replayed ones.
+                raise WorkloadError(f"{what}: {seconds:g} is more seconds than a replay "
+                                    f"counts exactly (at most {MOST_SECONDS:.0e})",
+                                    source=source)
         if not run_times:
             continue  # a pod group without pods never asks for anything
         jobs.append(WorkloadJob(prototype=prototype, submit=prototype.creation_time,
