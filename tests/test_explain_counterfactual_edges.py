@@ -9,6 +9,14 @@ from batchsched.explain import counterfactuals, explain, render
 from batchsched.scenario import Scenario, parse_scenario, run_scenario
 
 
+def with_config(second_tier: str) -> str:
+    """A scenario's head: enqueue and allocate, priority and gang, then predicates and
+    ``second_tier``'s plugins."""
+    return ('version: 1\nconfig:\n  actions: "enqueue, allocate"\n  tiers:\n'
+            '  - plugins: [{name: priority}, {name: gang}]\n'
+            f'  - plugins: [{{name: predicates}}, {second_tier}]\n')
+
+
 def scenario_of(text: str) -> Scenario:
     return parse_scenario(yaml.safe_load(text), source="test.yaml")
 
@@ -17,13 +25,7 @@ def texts(scenario: Scenario, job: str) -> list[str]:
     return [change["text"] for change in counterfactuals(scenario, job=job, max_nodes=4)]
 
 
-NUMA_INIT = """
-version: 1
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: numa-aware}]
+NUMA_INIT = with_config("{name: numa-aware}") + """
 nodes:
 - name: n1
   allocatable: {cpu: 4, memory: 8Gi, pods: 110}
@@ -46,13 +48,7 @@ def test_smaller_requests_scale_what_the_app_containers_ask() -> None:
                                                             "default/web")
 
 
-ZERO_GPU = """
-version: 1
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: proportion}]
+ZERO_GPU = with_config("{name: proportion}") + """
 nodes: [{name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}]
 jobs: [{name: web, minMember: 2}]
 tasks:
@@ -67,13 +63,7 @@ def test_a_device_asked_as_none_stays_none_when_requests_are_scaled() -> None:
                                                             "default/web")
 
 
-NAME_TAKEN = """
-version: 1
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: nodeorder}]
+NAME_TAKEN = with_config("{name: nodeorder}") + """
 nodes:
 - {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}
 - {name: n1-extra-0, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}
@@ -91,14 +81,8 @@ def test_an_added_node_never_takes_the_name_of_a_node_the_cluster_has() -> None:
     assert "2 more node(s) like n1" in texts(scenario_of(NAME_TAKEN), "default/web")
 
 
-VNPU_MODES = """
-version: 1
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates},
-              {name: deviceshare, arguments: {deviceshare.AscendHAMiVNPUEnable: true}}]
+VNPU_MODES = with_config(
+    "{name: deviceshare, arguments: {deviceshare.AscendHAMiVNPUEnable: true}}") + """
 nodes:
 - name: atlas-b
   allocatable: {cpu: 8, memory: 32Gi, pods: 110, huawei.com/Ascend310P: 4}
@@ -125,13 +109,7 @@ def test_nodes_whose_annotations_name_other_switches_are_other_shapes() -> None:
                                                   "default/inference")
 
 
-GATED = """
-version: 1
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: proportion}]
+GATED = with_config("{name: proportion}") + """
 nodes: [{name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}]
 jobs: [{name: busy, minMember: 1, phase: Running}, {name: web, minMember: 1}]
 tasks:
@@ -169,13 +147,7 @@ def test_an_admitted_pod_group_without_pods_is_not_blamed_on_its_closed_queue() 
     assert report["decidedBy"] == []
 
 
-FINISHED_NOWHERE = """
-version: 1
-config:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{name: priority}, {name: gang}]
-  - plugins: [{name: predicates}, {name: proportion}]
+FINISHED_NOWHERE = with_config("{name: proportion}") + """
 nodes: [{name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}]
 jobs: [{name: web, minMember: 1}]
 tasks:
