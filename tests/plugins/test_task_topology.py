@@ -324,6 +324,20 @@ def test_the_weight_scales_the_score() -> None:
     assert decisions.binds == {"default/ps-0": "n2", "default/ps-1": "n1"}
 
 
+def test_a_weight_past_int64_wraps_the_score_as_go_does() -> None:
+    """Volcano multiplies the score and the weight as Go ints (``score * p.weight``):
+    2 * 2**62 wraps to -2**63, so every node opens at the lowest score; after ps-0 is
+    placed, ps-1 scores 1 * 2**62 beside it (positive) and wraps on the other node, and
+    goes beside it, anti-affinity notwithstanding."""
+    tasks = [{"name": f"{role}-{i}", "role": role} for role in ("ps", "worker") for i in (0, 1)]
+    annotations = {AFFINITY_ANNOTATION: "ps,worker", ANTI_AFFINITY_ANNOTATION: "ps"}
+    plugins = [{"name": PLUGIN, "arguments": {"task-topology.weight": 2**62}}]
+    decisions = run(scenario(tasks, annotations, plugins=plugins), scores=True)
+    assert decisions.scores is not None
+    assert decisions.scores["default/ps-0"] == {"n1": -(2.0**63) * 50, "n2": -(2.0**63) * 50}
+    assert decisions.binds["default/ps-1"] == decisions.binds["default/ps-0"]
+
+
 def test_tasks_in_buckets_go_first() -> None:
     tasks = [{"name": "a-evaluator", "role": "evaluator"}, {"name": "z-ps", "role": "ps"}]
     annotations = {ANTI_AFFINITY_ANNOTATION: "ps"}

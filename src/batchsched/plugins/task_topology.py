@@ -79,6 +79,7 @@ from batchsched.api.task import TASK_SPEC_KEY, TaskInfo
 from batchsched.framework.arguments import Arguments, warned_once
 from batchsched.framework.events import Event, EventHandler
 from batchsched.framework.session import Session
+from batchsched.kube.go_strconv import int64
 
 __all__ = [
     "AFFINITY_ANNOTATION",
@@ -486,7 +487,7 @@ class TaskTopologyPlugin:
             return 0.0
         bucket = manager.bucket_of(task)
         score = 0 if bucket is None else manager.bucket_score(task, bucket, node, room)
-        scaled = float(score * self.weight)
+        scaled = float(int64(score * self.weight))  # Go multiplies two ints
         if manager.largest_bucket:
             scaled = scaled * MAX_NODE_SCORE / manager.largest_bucket
         return scaled
