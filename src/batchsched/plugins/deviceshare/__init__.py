@@ -693,7 +693,8 @@ class _VgpuSession:
                                   f"serve it: {fit.reason}")
         ids = encode_pod_devices(fit.devices)
         if self.node_lock:
-            # Volcano locks once the devices fit, before it counts them.
+            # Volcano locks once the devices fit, and a refusal leaves them counted on
+            # its ledger for the session; here they go back (docs/conformance.md).
             try:
                 self._lock(task, node)
             except SchedulingError:
