@@ -186,6 +186,23 @@ def test_pod_level_requests_replace_the_containers_cpu_and_memory(tmp_path: Path
     assert task.resreq.get("example.com/foo") == 1000
 
 
+def test_a_pod_level_limit_nothing_requests_is_the_pod_s_request(tmp_path: Path) -> None:
+    """The API server's defaultPodRequests: a pod-level limit of a resource that no
+    container and not the pod level requests becomes the pod-level request (a
+    hand-written dump has not been through it); an image without ``sizeBytes`` (omitted
+    when 0) is an image of 0 bytes."""
+    document = _one_pod_dump({
+        "resources": {"limits": {"cpu": "3", "memory": "1Gi"}},
+        "containers": [{"name": "a", "image": "i",
+                        "resources": {"requests": {"memory": "64Mi"}}}]})
+    document["items"][0]["status"]["images"] = [{"names": ["i"]}]
+    scenario = load_kubectl_dump(write(tmp_path, document))
+    task = scenario.tasks[0]
+    assert task.resreq.milli_cpu == 3000  # from the limit: no container asks cpu
+    assert task.resreq.memory == 64 * 2**20  # a container asks memory: its figure stands
+    assert scenario.nodes[0].images == {"i": 0}
+
+
 def _numatopology(name: str, **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "nodeinfo.volcano.sh/v1alpha1", "kind": "Numatopology",
             "metadata": {"name": name}, "spec": spec}
@@ -530,6 +547,14 @@ BAD_DUMPS: list[tuple[str, Callable[[dict[str, Any]], None] | str, str]] = [
         "apiVersion": "topology.volcano.sh/v1alpha1", "kind": "HyperNode",
         "metadata": {"name": "s0"}, "spec": {"tier": "one", "members": []}}),
      "dump.json: HyperNode s0: spec.tier: must be a non-negative integer"),
+    ("a container status's allocation", lambda d: item(d, "Pod", "eval-0")["status"].update(
+        containerStatuses=[{"name": "eval", "resources": {"requests": {"cpu": "1"}},
+                            "allocatedResources": {"cpu": "bad"}}]),
+     "dump.json: Pod team-a/eval-0: status.containerStatuses[0].allocatedResources.cpu: "
+     '"bad" is not a quantity'),
+    ("an image size", lambda d: item(d, "Node", "node-1")["status"]["images"][1].update(
+        sizeBytes=-5), "dump.json: Node node-1: status.images[1].sizeBytes: must be a size in "
+     "bytes (a whole number >= 0), not -5"),
     ("a PodGroup twice", lambda d: d["items"].append(copy.deepcopy(item(d, "PodGroup", "eval"))),
      "dump.json: PodGroup team-a/eval: metadata.name: a PodGroup of that name is in the dump "
      "already"),

@@ -235,6 +235,28 @@ def test_explaining_a_placed_pod_of_a_missing_pod_group_names_the_pod_group(
         explain(load_kubectl_dump(path), task="ml/lost-0")
 
 
+def test_explaining_a_pod_the_dump_leaves_out_says_why(tmp_path: Path) -> None:
+    """A pending pod of a missing PodGroup, or one another scheduler is to place, is in
+    no session: asked about, the answer is why (not "no task", which reads as a typo)."""
+    from batchsched.explain import explain
+
+    path = _dump(tmp_path, _node("n1"), _queue("default"),
+                 _pod("orphan-0", "ml", group="missing", cpu="1"),
+                 _pod("web-0", "web", scheduler="default-scheduler", cpu="1"))
+    scenario = load_kubectl_dump(path)
+    with pytest.raises(ScenarioError, match="task 'ml/orphan-0' is in no session: its "
+                                            "PodGroup ml/missing does not exist"):
+        explain(scenario, task="ml/orphan-0")
+    with pytest.raises(ScenarioError, match="task 'web/web-0' is in no session: it waits "
+                                            "for scheduler 'default-scheduler'"):
+        explain(scenario, task="web/web-0")
+    with pytest.raises(ScenarioError, match=r"no job 'ml/missing': no PodGroup ml/missing "
+                                            r"in the cluster.*\(ml/orphan-0\)"):
+        explain(scenario, job="ml/missing")
+    with pytest.raises(ScenarioError, match=r"no task 'ml/typo'$"):
+        explain(scenario, task="ml/typo")
+
+
 def test_queue_status_quantities_are_written_in_kubernetes_canonical_form() -> None:
     """Volcano writes a queue's allocated resources with ConvertRes2ResList (cpu and
     scalars as milli DecimalSI, memory as BinarySI, pods as a count), which Kubernetes

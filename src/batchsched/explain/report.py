@@ -44,7 +44,7 @@ from batchsched.framework.registry import Registry
 from batchsched.framework.session import Session
 from batchsched.framework.statement import BIND_FAILURE_PREFIX
 from batchsched.kube.quantity import canonical_quantity
-from batchsched.scenario.kubectl import GROUP_NAME
+from batchsched.scenario.kubectl import GROUP_NAME, missing_pod_group
 from batchsched.scenario.loader import Scenario
 from batchsched.scenario.runner import ScenarioCache
 from batchsched.scheduler import run_actions
@@ -78,6 +78,10 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
     if task is not None:
         pod = next((t for t in scenario.tasks if t.uid == task), None)
         if pod is None:
+            why = scenario.left_out_pods.get(task)
+            if why is not None:
+                raise ScenarioError(f"task {task!r} is in no session: {why}",
+                                    source=scenario.source, path="tasks")
             raise ScenarioError(f"no task {task!r}", source=scenario.source, path="tasks")
         if not pod.job:
             group = pod.annotations.get(GROUP_NAME)
@@ -90,6 +94,12 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         job = pod.job
     assert job is not None
     if job not in {j.uid for j in scenario.jobs}:
+        why = missing_pod_group(job)
+        pods = sorted(uid for uid, reason in scenario.left_out_pods.items() if reason == why)
+        if pods:
+            raise ScenarioError(f"no job {job!r}: no PodGroup {job} in the cluster, and "
+                                f"Volcano leaves its pods unscheduled ({', '.join(pods)})",
+                                source=scenario.source, path="jobs")
         raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
     watched = [t.uid for t in scenario.tasks if t.job == job]
     recorder = _AdmissionRecorder(job, watch=watched)

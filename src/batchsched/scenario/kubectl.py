@@ -22,6 +22,7 @@ import re
 from collections.abc import Collection, Mapping
 from fractions import Fraction
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -50,7 +51,7 @@ from batchsched.scenario.loader import (
 )
 
 __all__ = ["import_kubectl_dump", "is_kubectl_dump", "load_kubectl_dump", "load_scenario_or_dump",
-           "scenario_document_from_kubectl", "scenario_yaml"]
+           "missing_pod_group", "scenario_document_from_kubectl", "scenario_yaml"]
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
@@ -385,6 +386,11 @@ def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if v is not None and v not in ({}, [])}
 
 
+def missing_pod_group(group: str) -> str:
+    """Why a pending or finished pod of a PodGroup the dump lacks is left out."""
+    return f"its PodGroup {group} does not exist, and Volcano leaves such a pod unscheduled"
+
+
 class _Converter:
     def __init__(self, source: str, scheduler_names: Collection[str]) -> None:
         self.source = source
@@ -404,6 +410,8 @@ class _Converter:
         #: read for a pod without a group: (kind, namespace, name) of a pod's owner
         #: (ReplicaSet, DaemonSet, StatefulSet, Job), ("Namespace", "", name).
         self.owner_annotations: dict[tuple[str, str, str], dict[str, str]] = {}
+        #: ``namespace/name`` of each pod left out of the scenario -> why.
+        self.left_out_pods: dict[str, str] = {}
 
     def fail(self, who: str, field: str, message: str) -> ScenarioError:
         return ScenarioError(message, source=self.source,
@@ -411,6 +419,12 @@ class _Converter:
 
     def warn(self, who: str, message: str) -> None:
         self.warnings.append(f"{self.source}: {who}: {message}")
+
+    def leave_out(self, who: str, uid: str, why: str) -> None:
+        """Leave a pod out of the scenario, with a warning and ``why`` kept for the
+        questions asked about it (:attr:`Scenario.left_out_pods`)."""
+        self.left_out_pods[uid] = why
+        self.warn(who, f"left out: {why}")
 
     # -- typed field access ------------------------------------------------------
 
@@ -609,7 +623,8 @@ class _Converter:
             scenario = attrs.evolve(scenario, configuration=attrs.evolve(
                 scenario.configuration, source=source, location=location))
         return attrs.evolve(scenario, warnings=(
-            *self.warnings, *map(self.renamed_warning, scenario.warnings)))
+            *self.warnings, *map(self.renamed_warning, scenario.warnings)),
+            left_out_pods=MappingProxyType(dict(self.left_out_pods)))
 
     def renamed_warning(self, warning: str) -> str:
         """A loader warning (``SOURCE: PATH: problem``) renamed as errors are."""
@@ -653,8 +668,14 @@ class _Converter:
         images = {}
         for i, image in enumerate(self.seq(status.get("images"), who, "status.images")):
             entry = self.mapping(image, who, f"status.images[{i}]")
+            size = entry.get("sizeBytes")
+            if size is None:
+                size = 0  # sizeBytes is omitted when empty (omitempty)
+            if type(size) is not int or size < 0:
+                raise self.fail(who, f"status.images[{i}].sizeBytes",
+                                f"must be a size in bytes (a whole number >= 0), not {size!r}")
             for name in self.seq(entry.get("names"), who, f"status.images[{i}].names"):
-                images[str(name)] = entry.get("sizeBytes")
+                images[str(name)] = size
         taints = []
         for i, raw in enumerate(self.seq(spec.get("taints"), who, "spec.taints")):
             taint = self.mapping(raw, who, f"spec.taints[{i}]")  # timeAdded is not read
@@ -861,12 +882,13 @@ class _Converter:
         resized_init = self.container_statuses(status, "initContainerStatuses", who)
         infeasible = _resize_infeasible(status)
         total: Quantities = {}
+        asked: set[str] = set()  # what some container requests (non-missing figures aside)
         for i, raw in enumerate(self.seq(spec.get("containers"), who, "spec.containers")):
             field = f"spec.containers[{i}]"
             container = self.entry(raw, who, field)
             own = self.container_requests(container, who, field)
-            own = self.resized(own, resized, container, infeasible=infeasible, who=who,
-                               field=field)
+            own = self.resized(own, resized, container, infeasible=infeasible, who=who)
+            asked.update(own)
             if non_missing:
                 own = {**_NON_MISSING, **own}
             _add(total, _rounded(own))
@@ -880,7 +902,8 @@ class _Converter:
             sidecar = container.get("restartPolicy") == "Always"  # keeps running
             if sidecar:
                 own = self.resized(own, resized_init, container, infeasible=infeasible,
-                                   who=who, field=field)
+                                   who=who)
+            asked.update(own)
             if non_missing:
                 own = {**_NON_MISSING, **own}
             if sidecar:
@@ -892,7 +915,7 @@ class _Converter:
                 init[name] = max(init.get(name, Fraction(0)), amount)
         overhead = _rounded(self.quantities(spec.get("overhead"), who, "spec.overhead"))
         _add(total, sidecars)
-        pod_level = self.pod_level_requests(spec, who)
+        pod_level = self.pod_level_requests(spec, who, asked)
         for name, amount in pod_level.items():
             total[name] = amount
             if name in init:
@@ -941,34 +964,45 @@ class _Converter:
         return {name: amount + overhead.get(name, Fraction(0))
                 for name, amount in total.items()}
 
-    def pod_level_requests(self, spec: Mapping[str, Any], who: str) -> Quantities:
+    def pod_level_requests(self, spec: Mapping[str, Any], who: str,
+                           asked: Collection[str] = ()) -> Quantities:
         """The pod-level requests (``spec.resources``; Kubernetes' PodLevelResources) of
         the resources it supports (cpu, memory, ``hugepages-*``:
-        ``IsSupportedPodLevelResource``), which replace the containers' sum when set."""
+        ``IsSupportedPodLevelResource``), which replace the containers' sum when set.
+
+        A pod-level limit of a resource that neither the pod level nor any container
+        (``asked``) requests is its request, as the API server defaults it
+        (``defaultPodRequests``; a dump from a cluster has it already)."""
         resources = self.mapping(spec.get("resources"), who, "spec.resources")
         requests = self.quantities(resources.get("requests"), who, "spec.resources.requests")
+        limits = self.quantities(resources.get("limits"), who, "spec.resources.limits")
+        for name, amount in limits.items():
+            if name not in requests and name not in asked:
+                requests[name] = amount
         return _rounded({name: amount for name, amount in requests.items()
                          if name in ("cpu", "memory") or name.startswith("hugepages-")})
 
     def container_statuses(self, status: Mapping[str, Any], key: str, who: str
-                           ) -> dict[str, Mapping[str, Any]]:
-        """The container statuses that report resources, by container name."""
-        out: dict[str, Mapping[str, Any]] = {}
+                           ) -> dict[str, tuple[str, Mapping[str, Any]]]:
+        """The container statuses that report resources, by container name: each with
+        its place in the pod (``status.containerStatuses[i]``)."""
+        out: dict[str, tuple[str, Mapping[str, Any]]] = {}
         for i, raw in enumerate(self.seq(status.get(key), who, f"status.{key}")):
-            entry = self.mapping(raw, who, f"status.{key}[{i}]")
+            where = f"status.{key}[{i}]"
+            entry = self.mapping(raw, who, where)
             if entry.get("resources") is not None:
-                out[self.text(entry.get("name"), who, f"status.{key}[{i}].name")] = entry
+                out[self.text(entry.get("name"), who, f"{where}.name")] = (where, entry)
         return out
 
-    def resized(self, own: Quantities, statuses: Mapping[str, Mapping[str, Any]],
-                container: Any, *, infeasible: bool, who: str, field: str) -> Quantities:
+    def resized(self, own: Quantities, statuses: Mapping[str, tuple[str, Mapping[str, Any]]],
+                container: Any, *, infeasible: bool, who: str) -> Quantities:
         """A container's requests under in-place resize (Volcano's
         ``determineContainerReqs``): the largest of the spec's (unless the resize is
         infeasible), the status' and the allocated resources."""
-        entry = statuses.get(str(container.get("name")))
-        if entry is None:
+        found = statuses.get(str(container.get("name")))
+        if found is None:
             return own
-        where = f"{field} status"
+        where, entry = found
         reported = self.quantities(
             self.mapping(entry.get("resources"), who, f"{where}.resources").get("requests"),
             who, f"{where}.resources.requests")
@@ -1005,9 +1039,11 @@ class _Converter:
                               "spec.schedulerName") or "default-scheduler"
         requests, init = self.pod_requests(spec, status, who)
         ours = scheduler in self.scheduler_names
+        uid = f"{namespace}/{name}"
         if not ours and not node:
-            self.warn(who, f"left out: it waits for scheduler {scheduler!r}, and Volcano "
-                      f"schedules only its own pods ({', '.join(sorted(self.scheduler_names))})")
+            self.leave_out(who, uid, f"it waits for scheduler {scheduler!r}, and Volcano "
+                           "schedules only its own pods "
+                           f"({', '.join(sorted(self.scheduler_names))})")
             return None
         fields = self.meta(item)
         group = fields["annotations"].get(GROUP_NAME)
@@ -1015,6 +1051,8 @@ class _Converter:
                 not group or (namespace, group) not in self.podgroups):
             # No node holds it and no job counts it: Volcano does nothing with it. One
             # of an existing pod group still counts in its job (a finished task).
+            self.left_out_pods[uid] = (f"it is {phase}, a pod of scheduler {scheduler!r} "
+                                       "that no pod group counts")
             return None
         # A placed pod that no pod group holds only holds its node in Volcano's cache:
         # another scheduler's pod (no PodGroup is ever made for it), or one whose
@@ -1022,8 +1060,7 @@ class _Converter:
         foreign = not group and not ours
         if group and (namespace, group) not in self.podgroups:
             if not node or phase in _COMPLETED:
-                self.warn(who, f"left out: its PodGroup {namespace}/{group} does not exist, "
-                          "and Volcano leaves such a pod unscheduled")
+                self.leave_out(who, uid, missing_pod_group(f"{namespace}/{group}"))
                 return None
             self.warn(who, f"its PodGroup {namespace}/{group} does not exist; the pod holds "
                       f"its place on {node}, in no job (Volcano's snapshot leaves such a "

@@ -200,6 +200,10 @@ class Scenario:
     #: which every cluster has): a workload's own declaration of them wins over a
     #: ``--cluster`` file's that did not declare them.
     implicit_queues: frozenset[str] = frozenset()
+    #: Pods of a cluster dump the conversion left out (``namespace/name`` -> why: another
+    #: scheduler's, or of a PodGroup the dump does not have), for the questions asked
+    #: about them (``batchsched explain``). Empty for a scenario file.
+    left_out_pods: Mapping[str, str] = attrs.field(factory=dict)
 
     def to_cluster(self, *, copy: bool = True) -> ClusterInfo:
         """The snapshot a session opens on: Ready nodes with their placed tasks, and the
@@ -1117,8 +1121,9 @@ class _Parser:
             taints.append(Taint(taint["key"], self.text(taint, "value", tpath), effect))
         images = {}
         for img, size in self.mapping(obj.get("images"), f"{path}.images").items():
-            if not isinstance(size, int) or isinstance(size, bool):
-                raise self.fail(f"{path}.images.{img}", "must be a size in bytes")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise self.fail(f"{path}.images.{img}",
+                                f"must be a size in bytes (a whole number >= 0), not {size!r}")
             images[str(img)] = size
         annotations = self.string_map(obj.get("annotations"), f"{path}.annotations")
         extra = self.oversubscription(annotations, f"{path}.annotations")
