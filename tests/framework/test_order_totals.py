@@ -18,7 +18,7 @@ from batchsched.api.queue_accounting import dominant_share, share
 from batchsched.api.resource import PODS
 from batchsched.errors import PluginError
 from batchsched.framework import Session
-from batchsched.framework.session import _compare_task_default_total, compare_task_default
+from batchsched.framework.session_plugins import _compare_task_default_total, compare_task_default
 from batchsched.plugins.proportion import QueueAttr, _fits
 
 
