@@ -3,6 +3,7 @@ the configuration file is reloaded when it changes."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -302,6 +303,26 @@ def test_an_action_keeps_the_arguments_a_reload_leaves_out(tmp_path: Path) -> No
     os.utime(path, (time.time() + 10, time.time() + 10))
     scheduler.run_once()
     assert scheduler.status.reloads == 2 and scheduler._actions["preempt"] is preempt
+
+
+def test_a_reload_s_unreadable_action_argument_leaves_the_value_read_before(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Volcano's getters do not write an action's field when they cannot read the value:
+    the action (one for the process) keeps what it read before the reload, not its
+    default; and the warning names the action and the value kept."""
+    path = tmp_path / "sched.conf"
+    path.write_text("actions: preempt\nconfigurations:\n- name: preempt\n  arguments: "
+                    "{enableTopologyAwarePreemption: true, predicateErrorCacheEnable: false}\n")
+    scheduler = Scheduler(cluster(), path, registry=registry())
+    _edit(path, "actions: preempt\nconfigurations:\n- name: preempt\n  arguments: "
+          "{enableTopologyAwarePreemption: maybe, predicateErrorCacheEnable: 2}\n", 5)
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        scheduler.run_once()
+    preempt = scheduler._actions["preempt"]
+    assert scheduler.status.reloads == 1
+    assert preempt.topology_aware and not preempt.cache_predicate_errors
+    assert ("action 'preempt': argument 'enableTopologyAwarePreemption' = 'maybe' is not "
+            "true or false; using True instead") in caplog.text
 
 
 def _edit(path: Path, text: str | bytes, seconds: float) -> None:

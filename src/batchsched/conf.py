@@ -333,8 +333,10 @@ def parse_configuration(
                           "trailing or doubled comma): Volcano refuses such a file "
                           "(failed to find Action \"\")", source=source, key="actions")
     tiers = []
-    for t, raw_tier in enumerate(_list(document.get("tiers"), source, "tiers")):
+    for t, entry in enumerate(_list(document.get("tiers"), source, "tiers")):
         key = f"tiers[{t}]"
+        # yaml.v2 reads a null entry as an empty Tier, as {}.
+        raw_tier = {} if entry is None else entry
         if not isinstance(raw_tier, Mapping):
             raise ConfigError("must be a mapping with 'plugins'", source=source, key=key)
         for k in raw_tier:

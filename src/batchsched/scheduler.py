@@ -215,39 +215,49 @@ class Scheduler:
         #: Actions a reload dropped, with their arguments: restored with the same
         #: arguments, an action is the same instance (Volcano keeps one per action for
         #: the process's life), with what it remembers.
-        self._retired_actions: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self._retired_actions: dict[str, tuple[Any, dict[str, Any], Arguments]] = {}
         #: Each action's arguments as its instance holds them: Volcano keeps one instance
         #: of each action for the scheduler's life and each cycle reads into it only the
         #: keys the configuration gives, so a key a reload drops keeps its value.
         self._action_arguments: dict[str, dict[str, Any]] = {
             name: dict(self.configuration.action_arguments(name))
             for name in self.configuration.actions}
+        #: The Arguments each action was built from: a value a reload gives that its
+        #: getter cannot read leaves the reading of these (Volcano's getter does not
+        #: write the field).
+        self._action_readings: dict[str, Arguments] = {
+            name: self.configuration.action_arguments(name)
+            for name in self.configuration.actions}
 
     def _actions_after_reload(
         self, configuration: SchedulerConfiguration
-    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """The actions of a reloaded configuration and their arguments: an action that
-        ran before keeps the arguments the new file leaves out (and its instance, with
-        what it remembers, when its arguments did not change)."""
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Arguments]]:
+        """The actions of a reloaded configuration, their arguments and what each was
+        built from: an action that ran before keeps the arguments the new file leaves
+        out (and its instance, with what it remembers, when its arguments did not
+        change), and the value it read before where the new one cannot be read."""
         kept = dict(self._action_arguments)
         actions: dict[str, Any] = {}
+        readings: dict[str, Arguments] = {}
         for name in configuration.actions:
             arguments = {**kept.get(name, {}), **configuration.action_arguments(name)}
             previous = self._actions.get(name)
             retired = self._retired_actions.get(name)
             if previous is not None and arguments == self._action_arguments.get(name):
-                actions[name] = previous
+                actions[name], readings[name] = previous, self._action_readings[name]
             elif previous is None and retired is not None and arguments == retired[1]:
-                actions[name] = retired[0]
+                actions[name], readings[name] = retired[0], retired[2]
             else:
+                before = self._action_readings.get(name) if previous is not None else (
+                    retired[2] if retired is not None else None)
+                readings[name] = Arguments(arguments, kind="action", previous=before)
                 try:
-                    actions[name] = self.registry.create_action(
-                        name, Arguments(arguments, kind="action"))
+                    actions[name] = self.registry.create_action(name, readings[name])
                 except PluginError as exc:
                     raise configuration.refused_arguments(exc, action=name) \
                         from exc.__cause__
             kept[name] = arguments
-        return actions, kept
+        return actions, kept, readings
 
     def _check_edit(self, configuration: SchedulerConfiguration) -> None:
         configuration.validate(self.registry)
@@ -269,16 +279,17 @@ class Scheduler:
         try:
             configuration = load_configuration(self._path)
             self._check_edit(configuration)
-            actions, arguments = self._actions_after_reload(configuration)
+            actions, arguments, readings = self._actions_after_reload(configuration)
         except BatchSchedError as exc:
             self.status.reload_error = str(exc)
             log.error("batchsched: keeping the previous configuration: %s", exc)
             return
         for name, action in self._actions.items():
             if name not in actions:
-                self._retired_actions[name] = (action, self._action_arguments[name])
+                self._retired_actions[name] = (action, self._action_arguments[name],
+                                               self._action_readings[name])
         self.configuration, self._actions = configuration, actions
-        self._action_arguments = arguments
+        self._action_arguments, self._action_readings = arguments, readings
         self.status.reloads += 1
         self.status.reload_error = ""
         log.info("batchsched: configuration reloaded from %s", self._path)

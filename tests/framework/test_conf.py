@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,55 @@ def test_a_map_field_given_twice_is_merged_as_yaml_v2_merges_it() -> None:
     assert binpack.arguments.get("binpack.weight") == 5
     assert binpack.arguments.get("binpack.cpu") == 3
     assert conf.metrics == {"type": "prometheus", "interval": "30s"}
+
+
+def test_a_key_given_twice_inside_an_argument_keeps_its_last_value() -> None:
+    """A mapping inside an argument's value is a fresh interface{} map in yaml.v2: a
+    key given twice there keeps its last value (only a struct's map fields merge)."""
+    conf = configuration_from_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: resource-strategy-fit\n"
+        "    arguments:\n      resources:\n        cpu: {type: LeastAllocated, weight: 100}\n"
+        "      resources:\n        memory: {type: MostAllocated, weight: 1}\n"
+        "configurations:\n- name: allocate\n  arguments: {a: {p: 1}, a: {q: 2}}\n")
+    option = conf.plugin_option("resource-strategy-fit")
+    assert option is not None
+    assert option.arguments["resources"] == {"memory": {"type": "MostAllocated", "weight": 1}}
+    assert dict(conf.action_arguments("allocate")) == {"a": {"q": 2}}
+
+
+def test_merge_keys_merge_where_they_stand_as_yaml_v2_merges_them() -> None:
+    """yaml.v2 merges a ``<<`` in document order: a merge after a key overrides it; of a
+    sequence of merged mappings the first wins."""
+    conf = configuration_from_text(
+        "actions: allocate\ntiers:\n- plugins:\n"
+        "  - name: predicates\n    enablePredicate: true\n    <<: {enablePredicate: false}\n"
+        "  - name: binpack\n    <<: {enableNodeOrder: false}\n    enableNodeOrder: true\n"
+        "  - name: gang\n    <<: [{enableJobOrder: false}, {enableJobOrder: true}]\n")
+    flags = {option.name: option.flags for option in conf.tiers[0].plugins}
+    assert flags == {"predicates": {"enablePredicate": False},
+                     "binpack": {"enableNodeOrder": True}, "gang": {"enableJobOrder": False}}
+
+
+def test_tagged_scalars_are_read_or_refused_as_yaml_v2_reads_them() -> None:
+    conf = configuration_from_text(
+        "actions: enqueue\ntiers:\n- plugins:\n  - name: gang\n    enableJobOrder: !!bool n\n"
+        "  - name: overcommit\n    arguments: {overcommit-factor: !!float 2, x: !!str 12}\n")
+    assert conf.tiers[0].plugins[0].flags == {"enableJobOrder": False}
+    arguments = conf.tiers[0].plugins[1].arguments
+    assert arguments["overcommit-factor"] == 2.0 and type(arguments["overcommit-factor"]) is float
+    assert arguments["x"] == "12"
+    for written, message in (("!!int 1:30", "cannot decode !!str `1:30` as a !!int"),
+                             ("!!float 1.5x", "cannot decode !!str `1.5x` as a !!float"),
+                             ("!!null foo", "cannot decode !!str `foo` as a !!null"),
+                             ("!!bool 1", "cannot decode !!int `1` as a !!bool")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            configuration_from_text("actions: enqueue\ntiers:\n- plugins:\n"
+                                    f"  - name: overcommit\n    arguments: {{f: {written}}}\n")
+
+
+def test_a_null_tier_is_an_empty_tier() -> None:
+    conf = configuration_from_text("actions: allocate\ntiers:\n-\n- plugins:\n  - name: gang\n")
+    assert [len(tier.plugins) for tier in conf.tiers] == [0, 1]
 
 
 @pytest.mark.parametrize("text", ["? [a]\n: 1\nactions: allocate\n",

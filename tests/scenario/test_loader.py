@@ -476,6 +476,35 @@ def test_a_scenario_s_config_block_is_read_as_volcano_reads_its_file(tmp_path: P
     assert decisions.pod_group_phases == {"ns/big": "Inqueue"}  # 4 cpus x 1.5 hold 5
 
 
+def test_a_config_block_s_merge_keys_and_tags_are_yaml_v2_s(tmp_path: Path) -> None:
+    """The config block is read by yaml.v2's rules alone: a merge after a flag turns it
+    off (PyYAML let the explicit key win), and a tagged ``!!bool y`` is true (PyYAML
+    raised a KeyError from its constructor)."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""version: 1
+name: merge in config
+config:
+  actions: "allocate"
+  tiers:
+  - plugins:
+    - name: predicates
+      enablePredicate: true
+      <<: {enablePredicate: false}
+    - name: gang
+      enableJobOrder: !!bool y
+nodes:
+- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}, labels: {disk: hdd}}
+jobs:
+- {name: j, minMember: 1, phase: Inqueue}
+tasks:
+- {name: p, job: j, requests: {cpu: 1}, nodeSelector: {disk: ssd}}
+""")
+    scenario = load_scenario(path)
+    assert [o.flags for o in scenario.configuration.tiers[0].plugins] == [
+        {"enablePredicate": False}, {"enableJobOrder": True}]
+    assert run_scenario(scenario).binds == {"default/p": "n1"}  # no predicate asked
+
+
 def test_the_system_priority_classes_exist_without_being_given() -> None:
     # The API server creates them in every cluster: a pod naming one has its value.
     document = {

@@ -74,8 +74,8 @@ class EasyBackfillAction(SelectorAction):
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         super().__init__(arguments)
-        self.extra_nodes = self.arguments.get_bool("extraNodes", False)
-        self.strict_shadow = self.arguments.get_bool("strictShadow", True)
+        self.extra_nodes = self.arguments.get_bool("extraNodes", False, owner=self.name)
+        self.strict_shadow = self.arguments.get_bool("strictShadow", True, owner=self.name)
         self.candidate_order = self.arguments.get_str("candidateOrder", "policy",
                                                       owner="easy-backfill")
         if self.candidate_order not in _ORDERS:

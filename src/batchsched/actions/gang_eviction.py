@@ -605,7 +605,7 @@ class GangEvictionAction:
         """For each queue in queue order, each starving job in job order: find victims
         and a placement in a statement committed only if the job is then pipelined."""
         cache_errors = ssn.configuration.action_arguments("allocate").get_bool(
-            PREDICATE_ERROR_CACHE_KEY, True)
+            PREDICATE_ERROR_CACHE_KEY, True, owner="allocate")
         queues, starving, _ = queues_and_starving_jobs(ssn)
 
         while queues:

@@ -138,8 +138,10 @@ class PreemptAction:
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         args = arguments if arguments is not None else Arguments()
-        self.topology_aware = args.get_bool("enableTopologyAwarePreemption", False)
-        self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        self.topology_aware = args.get_bool("enableTopologyAwarePreemption", False,
+                                            owner=self.name)
+        self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True,
+                                                    owner=self.name)
         #: During an execution, the nodes' eviction bound (see ``nodes_to_visit``).
         self._room: EvictionRoom | None = None
         read = functools.partial(args.get_int, owner=self.name)

@@ -75,7 +75,8 @@ class ReclaimAction:
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         args = arguments if arguments is not None else Arguments()
-        self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        self.cache_predicate_errors = args.get_bool(PREDICATE_ERROR_CACHE_KEY, True,
+                                                    owner=self.name)
         args.warn_unknown(self.name, [PREDICATE_ERROR_CACHE_KEY], kind="action")
 
     def initialize(self) -> None:

@@ -32,7 +32,8 @@ class SelectorAction:
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         self.arguments = arguments if arguments is not None else Arguments()
-        self.error_cache_enabled = self.arguments.get_bool(PREDICATE_ERROR_CACHE_KEY, True)
+        self.error_cache_enabled = self.arguments.get_bool(PREDICATE_ERROR_CACHE_KEY, True,
+                                                        owner=self.name)
         self.arguments.warn_unknown(self.name, [PREDICATE_ERROR_CACHE_KEY, *self.arguments_read],
                                     kind="action")
         # Read through the class so that a plain function set there is not bound as a

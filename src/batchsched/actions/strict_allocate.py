@@ -68,8 +68,8 @@ class StrictAllocateAction(AllocateAction):
 
     def __init__(self, arguments: Arguments | None = None) -> None:
         super().__init__(arguments)
-        self.hold_blocked_head = self.arguments.get_bool("holdBlockedHead", False)
-        self.block_per_queue = self.arguments.get_bool("blockPerQueue", False)
+        self.hold_blocked_head = self.arguments.get_bool("holdBlockedHead", False, owner=self.name)
+        self.block_per_queue = self.arguments.get_bool("blockPerQueue", False, owner=self.name)
         #: Queue name -> the job holding its head (kept across sessions).
         self.held: dict[str, str] = {}
 

@@ -344,12 +344,27 @@ class Arguments(Mapping[str, Any]):
     are made with ``kind="action"``).
     """
 
-    __slots__ = ("_values", "kind")
+    __slots__ = ("_values", "kind", "previous")
 
     def __init__(self, values: Mapping[str, Any] | None = None, *,
-                 kind: str = "plugin") -> None:
+                 kind: str = "plugin", previous: Arguments | None = None) -> None:
         self._values: dict[str, Any] = dict(values or {})
         self.kind = kind
+        #: The arguments this object replaces (an action's, across a configuration
+        #: reload): a value present here that a getter cannot read leaves the previous
+        #: reading in place, as Volcano's getters leave the field of an action that
+        #: lives for the whole process; without one, the default.
+        self.previous = previous
+
+    def _unreadable(self, getter: str, key: str, value: object, expected: str, *,
+                    default: Any, owner: str) -> Any:
+        """What a getter gives for a value it cannot read, said once: the previous
+        arguments' reading of ``key`` when they have it, else ``default``."""
+        if self.previous is not None and key in self.previous:
+            with collect_warnings():  # said when it was read
+                default = getattr(self.previous, getter)(key, default, owner=owner)
+        warn_unreadable(owner, key, value, expected, default, kind=self.kind)
+        return default
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -372,8 +387,9 @@ class Arguments(Mapping[str, Any]):
         # GetInt's assertion to int refuses.
         if isinstance(value, int) and not isinstance(value, bool) and in_int64(value):
             return value
-        warn_unreadable(owner, key, value, "an integer", default, kind=self.kind)
-        return default
+        result: int = self._unreadable("get_int", key, value, "an integer",
+                                       default=default, owner=owner)
+        return result
 
     def get_float(self, key: str, default: float, *, owner: str = "") -> float:
         """A YAML number (Volcano's ``GetFloat64``: a float or an integer, not a
@@ -385,8 +401,9 @@ class Arguments(Mapping[str, Any]):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
                 isinstance(value, int) and value >= 2**63):
             return float(value)
-        warn_unreadable(owner, key, value, "a number", default, kind=self.kind)
-        return default
+        result: float = self._unreadable("get_float", key, value, "a number",
+                                         default=default, owner=owner)
+        return result
 
     def get_bool(self, key: str, default: bool, *, owner: str = "") -> bool:
         """A YAML boolean or a string Go's ``strconv.ParseBool`` reads, as Volcano's
@@ -402,8 +419,9 @@ class Arguments(Mapping[str, Any]):
                 return True
             if value in _GO_FALSE:
                 return False
-        warn_unreadable(owner, key, value, "true or false", default, kind=self.kind)
-        return default
+        result: bool = self._unreadable("get_bool", key, value, "true or false",
+                                        default=default, owner=owner)
+        return result
 
     def get_str(self, key: str, default: str = "", *, owner: str = "") -> str:
         """A string; ``default`` when missing or not a string (a number or a boolean
@@ -413,8 +431,9 @@ class Arguments(Mapping[str, Any]):
             return default
         if isinstance(value, str):
             return value
-        warn_unreadable(owner, key, value, "a string", default, kind=self.kind)
-        return default
+        result: str = self._unreadable("get_str", key, value, "a string",
+                                       default=default, owner=owner)
+        return result
 
     def get_duration(
         self, key: str, default: float | None = None, *, owner: str = ""
@@ -429,9 +448,10 @@ class Arguments(Mapping[str, Any]):
                 return parse_duration(value)
             except ValueError:
                 pass
-        warn_unreadable(owner, key, value, "a Go duration such as \"1h30m\"", default,
-                        kind=self.kind)
-        return default
+        result: float | None = self._unreadable(
+            "get_duration", key, value, "a Go duration such as \"1h30m\"", default=default,
+            owner=owner)
+        return result
 
     def warn_inert(self, owner: str, switches: Mapping[str, str]) -> list[str]:
         """Log, once per process and switch, each of ``switches`` (argument -> why it

@@ -141,13 +141,58 @@ class GoYamlLoader(yaml.SafeLoader):
 
     yaml_implicit_resolvers: dict[Any, Any] = {}
 
+    #: The ids of the mapping nodes yaml.v2 decodes into a struct (see
+    #: :meth:`construct_document`).
+    _structs: frozenset[int] = frozenset()
+
+    def construct_document(self, node: Any) -> Any:
+        """The document, its configuration's structs known first: yaml.v2 decodes a
+        scheduler configuration's root, its tiers, their plugins and its configurations
+        into structs, whose map fields (``metrics``, a plugin's or an action's
+        ``arguments``) a key given twice fills twice; a mapping it decodes into
+        ``interface{}`` (an argument's value) keeps a repeated key's last value."""
+        self._structs = frozenset(map(id, self._configuration_structs(node)))
+        return super().construct_document(node)
+
+    def _configuration_structs(self, root: Any) -> list[yaml.MappingNode]:
+        if not isinstance(root, yaml.MappingNode):
+            return []
+        structs = [root]
+        self.flatten_mapping(root)
+        for key, value in root.value:
+            if not (isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.SequenceNode)
+                    and key.value in ("tiers", "configurations")):
+                continue
+            for entry in value.value:
+                if not isinstance(entry, yaml.MappingNode):
+                    continue
+                self.flatten_mapping(entry)
+                if key.value == "configurations":
+                    structs.append(entry)
+                    continue
+                for field, plugins in entry.value:  # a tier: its plugins
+                    if (isinstance(field, yaml.ScalarNode) and field.value == "plugins"
+                            and isinstance(plugins, yaml.SequenceNode)):
+                        for plugin in plugins.value:
+                            if isinstance(plugin, yaml.MappingNode):
+                                self.flatten_mapping(plugin)
+                                structs.append(plugin)
+        return structs
+
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        # Only a scalar whose tag was resolved (not written, as in ``!!str 123``).
-        if isinstance(node, yaml.ScalarNode) and node.style is None and \
-                getattr(node, "implicit_tag", False):
-            value = resolve(node.value)[1]
-            return GoScalar("" if value is None else node.value, value)
+        if isinstance(node, yaml.ScalarNode):
+            if node.style is None and getattr(node, "implicit_tag", False):
+                value = resolve(node.value)[1]
+                return GoScalar("" if value is None else node.value, value)
+            if node.tag in _RESOLVABLE and node.tag != _STR:
+                return _tagged(node)
         return super().construct_object(node, deep=deep)
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        """yaml.v2's merge keys: each ``<<`` merges where it stands, so a key after it
+        overrides what it merged and a merge overrides the keys before it; of a
+        sequence of mappings, the earlier ones win. (PyYAML lets every explicit key win.)"""
+        node.value = _merged_in_order(node)
 
     def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
         """PyYAML's, remembering whether the tag was resolved (no tag written)."""
@@ -170,7 +215,9 @@ class GoYamlLoader(yaml.SafeLoader):
                 None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
         self.flatten_mapping(node)
         mapping: dict[Any, Any] = {}
-        for key_node, value_node in _repeated_mappings_merged(node.value):
+        pairs = _repeated_mappings_merged(node.value) if id(node) in self._structs \
+            else node.value
+        for key_node, value_node in pairs:
             if isinstance(key_node, yaml.ScalarNode):
                 key = self.construct_object(key_node, deep=deep)
                 if not isinstance(key, GoScalar):
@@ -196,9 +243,55 @@ class GoYamlLoader(yaml.SafeLoader):
         return tag
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+_STR = "tag:yaml.org,2002:str"
+#: yaml.v2's resolvableTag: a scalar written with one of these is resolved, and must
+#: resolve to it (a timestamp is kept as its text here).
+_RESOLVABLE = {_STR, _BOOL, _INT, _FLOAT, _NULL, "tag:yaml.org,2002:timestamp"}
+
+
+def _tagged(node: yaml.ScalarNode) -> Any:
+    """A scalar written with a tag (``!!bool y``), as yaml.v2's ``resolve`` reads it: the
+    text resolved as a plain scalar would be, which must be of the tag written (an
+    integer may be read as a float); else the file is refused, as yaml.v2 refuses it."""
+    tag = node.tag
+    if tag == "tag:yaml.org,2002:timestamp":
+        return node.value
+    got, value = resolve(node.value) if node.value else (_NULL, None)
+    if got == tag:
+        return value
+    if tag == _FLOAT and got == _INT:
+        return float(value)  # type: ignore[arg-type]
+    short = {_BOOL: "!!bool", _INT: "!!int", _FLOAT: "!!float", _NULL: "!!null",
+             _STR: "!!str"}
+    raise yaml.constructor.ConstructorError(
+        None, None, f"cannot decode {short.get(got, got)} `{node.value}` as a "
+        f"{short.get(tag, tag)}", node.start_mark)
+
+
+def _merged_in_order(node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node]]:
+    """The pairs of ``node`` with each merge key replaced by what it merges, in place."""
+    out: list[tuple[yaml.Node, yaml.Node]] = []
+    for key_node, value_node in node.value:
+        if key_node.tag != _MERGE:
+            out.append((key_node, value_node))
+            continue
+        merged = value_node.value if isinstance(value_node, yaml.SequenceNode) \
+            else [value_node]
+        # yaml.v2 merges a sequence's mappings last first: the earlier ones win.
+        for part in reversed(merged):
+            if not isinstance(part, yaml.MappingNode):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    "map merge requires map or sequence of maps as the value",
+                    part.start_mark)
+            out.extend(_merged_in_order(part))
+    return out
+
+
 def _repeated_mappings_merged(pairs: list[tuple[yaml.Node, yaml.Node]]
                               ) -> list[tuple[yaml.Node, yaml.Node]]:
-    """A mapping's pairs with a key given twice whose values are both mappings made
+    """A struct's pairs with a key given twice whose values are both mappings made
     one, its entries in order (a later one wins): yaml.v2 decodes a repeated map field
     of a struct (a plugin's ``arguments``, ``metrics``) into the map it already made.
     A key repeated with a scalar or sequence keeps its last value, as yaml.v2 does."""

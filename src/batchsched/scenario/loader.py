@@ -357,12 +357,19 @@ class _ScenarioYamlLoader(yaml.SafeLoader):
         return node
 
     def construct_document(self, node: yaml.Node) -> Any:
+        # The config block is read first, by yaml.v2's rules alone (its merge keys and
+        # tagged scalars too): PyYAML's reading of the rest never sees it.
+        configs: list[Any] = []
+        if isinstance(node, yaml.MappingNode):
+            for i, (key_node, value_node) in enumerate(node.value):
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value == "config":
+                    configs.append(_as_volcano_reads_it(value_node))
+                    node.value[i] = (key_node, yaml.ScalarNode(
+                        "tag:yaml.org,2002:null", "", value_node.start_mark,
+                        value_node.end_mark))
         document = super().construct_document(node)
-        if isinstance(node, yaml.MappingNode) and isinstance(document, dict):
-            for key_node, value_node in node.value:
-                if isinstance(key_node, yaml.ScalarNode) and key_node.value == "config" \
-                        and "config" in document:
-                    document["config"] = _as_volcano_reads_it(value_node)
+        if configs and isinstance(document, dict) and "config" in document:
+            document["config"] = configs[-1]
         return document
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
