@@ -156,6 +156,31 @@ def test_a_prioritize_that_fails_leaves_the_task_without_a_node_and_the_session_
         assert [verb for verb, _ in Extender.calls][-1] == "close"
 
 
+def test_preempt_scores_a_lone_candidate_node_and_a_failing_prioritize_tries_none(
+        server: str) -> None:
+    """Volcano's preempt asks PrioritizeNodes whatever the number of candidate nodes
+    (only allocate and backfill skip scoring one node): with one node, the extender's
+    failing prioritize leaves no node to try, and nobody is evicted."""
+    doc = {
+        "version": 1, "name": "preempt one node",
+        "config": {"actions": "enqueue, allocate, preempt", "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+            {"plugins": [{"name": "predicates"}, {"name": "extender", "arguments": {
+                "extender.urlPrefix": server, "extender.prioritizeVerb": "prio-error"}}]}]},
+        "priorityClasses": [{"name": "high", "value": 1000}, {"name": "low", "value": 10}],
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "8Gi", "pods": 20}}],
+        "jobs": [{"name": "low", "minMember": 1, "phase": "Running", "priorityClassName": "low"},
+                 {"name": "high", "minMember": 1, "phase": "Inqueue",
+                  "priorityClassName": "high"}],
+        "tasks": [{"name": f"l{i}", "job": "low", "node": "n1", "phase": "Running",
+                   "priorityClassName": "low", "requests": {"cpu": 2}} for i in (1, 2)]
+        + [{"name": "h1", "job": "high", "priorityClassName": "high", "requests": {"cpu": 2}}],
+    }
+    decisions = run_scenario(parse_scenario(doc, source="<test>"))
+    assert decisions.evicted == [] and decisions.pipelined == {}
+    assert "prio-error" in [verb for verb, _ in Extender.calls]
+
+
 @pytest.mark.parametrize(("verb", "passes"), [
     ("pred-caps", False),      # Go matches JSON keys ignoring case: "Status" refuses
     ("pred-201", False),       # only 200 is an answer

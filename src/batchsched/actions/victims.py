@@ -295,9 +295,10 @@ def score_nodes(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list
     node-order plus batch node-order functions; a node-order function that fails a
     node scores it 0 there, as Volcano does), highest first; equal scores keep
     their order in ``nodes`` (Volcano's ``SortNodes`` walks a Go map of score
-    buckets)."""
-    if len(nodes) < 2:
-        return list(nodes)
+    buckets). A single node is scored too, as Volcano's preempt scores it: a batch
+    node-order function that fails (an extender's prioritize) leaves no node to try."""
+    if not nodes:
+        return []
     ranked_nodes = vector_ranked_nodes(ssn, task, nodes)
     if ranked_nodes is not None:
         return ranked_nodes
