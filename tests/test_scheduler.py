@@ -323,6 +323,14 @@ def test_a_reload_s_unreadable_action_argument_leaves_the_value_read_before(
     assert preempt.topology_aware and not preempt.cache_predicate_errors
     assert ("action 'preempt': argument 'enableTopologyAwarePreemption' = 'maybe' is not "
             "true or false; using True instead") in caplog.text
+    for i in range(600):  # unreadable again and again: still the value read first
+        _edit(path, "actions: preempt\nconfigurations:\n- name: preempt\n  arguments: "
+              "{enableTopologyAwarePreemption: maybe, maxCandidateNodesAbsolute: "
+              f"{100 + i}}}\n", 10 + i)
+        scheduler.run_once()
+    preempt = scheduler._actions["preempt"]
+    assert scheduler.status.reloads == 601 and not scheduler.status.reload_error
+    assert preempt.topology_aware and preempt.max_candidate_nodes_absolute == 699
 
 
 def _edit(path: Path, text: str | bytes, seconds: float) -> None:

@@ -216,6 +216,48 @@ def test_tagged_scalars_are_read_or_refused_as_yaml_v2_reads_them() -> None:
                                     f"  - name: overcommit\n    arguments: {{f: {written}}}\n")
 
 
+def test_tagged_scalars_keep_their_text_where_go_reads_text() -> None:
+    """yaml.v2 puts a scalar's text in a string field whatever its tag, resolves a
+    tagged key in an interface{} map, decodes !!binary from base64, refuses a
+    !!timestamp that is none and a !!float past int64, and reads a local tag's text."""
+    conf = configuration_from_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: !!bool y\n"
+        "  - name: binpack\n    arguments:\n      bin: !!binary bnZpZGlhLmNvbS9ncHU=\n"
+        "      nested: {!!int 6: b, ? !!bool y : c}\n      own: !custom text\n"
+        "metrics: {a: !!bool y, b: !!float 3, c: !!int 010}\n")
+    assert [option.name for option in conf.tiers[0].plugins] == ["y", "binpack"]
+    arguments = conf.tiers[0].plugins[1].arguments
+    assert arguments["bin"] == "nvidia.com/gpu"
+    assert arguments["nested"] == {6: "b", True: "c"}
+    assert arguments["own"] == "text"
+    assert conf.metrics == {"a": "y", "b": "3", "c": "010"}
+    for written, message in (("!!timestamp foo", "cannot decode !!str `foo` as a !!timestamp"),
+                             ("!!float 18446744073709551615", "as a !!float"),
+                             ("!!binary 'no base64!'",
+                              "!!binary value contains invalid base64 data")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            configuration_from_text("actions: enqueue\ntiers:\n- plugins:\n"
+                                    f"  - name: overcommit\n    arguments: {{f: {written}}}\n")
+
+
+def test_a_null_between_two_arguments_blocks_starts_them_anew() -> None:
+    """yaml.v2 sets a map field given as null to nil: the block after it is a new map."""
+    conf = configuration_from_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: binpack\n"
+        "    arguments: {a: 1}\n    arguments:\n    arguments: {b: 2}\n")
+    assert dict(conf.tiers[0].plugins[0].arguments) == {"b": 2}
+
+
+def test_a_configmap_whose_configuration_is_a_mapping_merges_its_plugin_arguments() -> None:
+    from batchsched.kube.go_yaml import load_first_document, resolved
+
+    document = load_first_document(
+        "data:\n  volcano-scheduler.conf: {actions: allocate, tiers: [{plugins: [{name: binpack,"
+        " arguments: {binpack.cpu: 5}, arguments: {binpack.memory: 3}}]}]}\n")
+    plugin = document["data"]["volcano-scheduler.conf"]["tiers"][0]["plugins"][0]
+    assert resolved(plugin["arguments"]) == {"binpack.cpu": 5, "binpack.memory": 3}
+
+
 def test_a_null_tier_is_an_empty_tier() -> None:
     conf = configuration_from_text("actions: allocate\ntiers:\n-\n- plugins:\n  - name: gang\n")
     assert [len(tier.plugins) for tier in conf.tiers] == [0, 1]

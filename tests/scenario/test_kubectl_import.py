@@ -192,14 +192,17 @@ def test_a_pod_level_limit_nothing_requests_is_the_pod_s_request(tmp_path: Path)
     hand-written dump has not been through it); an image without ``sizeBytes`` (omitted
     when 0) is an image of 0 bytes."""
     document = _one_pod_dump({
-        "resources": {"limits": {"cpu": "3", "memory": "1Gi"}},
-        "containers": [{"name": "a", "image": "i",
-                        "resources": {"requests": {"memory": "64Mi"}}}]})
+        "resources": {"limits": {"cpu": "3", "memory": "1Gi", "hugepages-2Mi": "200Mi"}},
+        "containers": [{"name": "a", "image": "i", "resources": {
+            "requests": {"memory": "64Mi", "hugepages-2Mi": "100Mi"},
+            "limits": {"hugepages-2Mi": "100Mi"}}}]})
     document["items"][0]["status"]["images"] = [{"names": ["i"]}]
     scenario = load_kubectl_dump(write(tmp_path, document))
     task = scenario.tasks[0]
     assert task.resreq.milli_cpu == 3000  # from the limit: no container asks cpu
     assert task.resreq.memory == 64 * 2**20  # a container asks memory: its figure stands
+    # Hugepages are not overcommitted: the pod-level limit is the request regardless.
+    assert task.resreq.get("hugepages-2Mi") == 200 * 2**20 * 1000
     assert scenario.nodes[0].images == {"i": 0}
 
 

@@ -505,6 +505,34 @@ tasks:
     assert run_scenario(scenario).binds == {"default/p": "n1"}  # no predicate asked
 
 
+@pytest.mark.parametrize("head", [
+    # An anchor of the file merged into a plugin of the config block: read by yaml.v2's
+    # rules there, and by PyYAML's where the file declares it.
+    "x-base: &base {enablePredicate: true}\nx-pred: &pred {<<: *base, name: predicates, "
+    "enablePredicate: false}\nconfig: {actions: allocate, tiers: [{plugins: [*pred, "
+    "{name: gang}]}]}\n",
+    # The config block brought by the file's own merge key.
+    "<<: {config: {actions: allocate, tiers: [{plugins: [{name: predicates, "
+    "enablePredicate: n}, {name: gang}]}]}}\n",
+])
+def test_a_config_block_through_anchors_and_merges_reads_as_volcano_reads_it(
+        tmp_path: Path, head: str) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("version: 1\nname: anchors\n" + head + (
+        "nodes:\n- {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 10}, "
+        "labels: {disk: hdd}}\njobs:\n- {name: j, minMember: 1, phase: Inqueue}\n"
+        "tasks:\n- {name: p, job: j, requests: {cpu: 1}, nodeSelector: {disk: ssd}}\n"))
+    assert run_scenario(load_scenario(path)).binds == {"default/p": "n1"}
+
+
+def test_a_key_given_twice_in_the_config_block_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("version: 1\nname: twice\nconfig:\n  actions: allocate\n"
+                    "  actions: \"enqueue, allocate\"\n")
+    with pytest.raises(ScenarioError, match="line 5: found duplicate key 'actions'"):
+        load_scenario(path)
+
+
 def test_the_system_priority_classes_exist_without_being_given() -> None:
     # The API server creates them in every cluster: a pod naming one has its value.
     document = {

@@ -240,10 +240,16 @@ def test_explaining_a_pod_the_dump_leaves_out_says_why(tmp_path: Path) -> None:
     no session: asked about, the answer is why (not "no task", which reads as a typo)."""
     from batchsched.explain import explain
 
+    done = _pod("orphan-1", "ml", group="missing", cpu="1")
+    done["status"]["phase"] = "Succeeded"
     path = _dump(tmp_path, _node("n1"), _queue("default"),
-                 _pod("orphan-0", "ml", group="missing", cpu="1"),
+                 _pod("orphan-0", "ml", group="missing", cpu="1"), done,
                  _pod("web-0", "web", scheduler="default-scheduler", cpu="1"))
     scenario = load_kubectl_dump(path)
+    with pytest.raises(ScenarioError, match="task 'ml/orphan-1' is in no session: its "
+                                            "PodGroup ml/missing does not exist, and it is "
+                                            "Succeeded: no job counts it"):
+        explain(scenario, task="ml/orphan-1")
     with pytest.raises(ScenarioError, match="task 'ml/orphan-0' is in no session: its "
                                             "PodGroup ml/missing does not exist"):
         explain(scenario, task="ml/orphan-0")
@@ -251,7 +257,7 @@ def test_explaining_a_pod_the_dump_leaves_out_says_why(tmp_path: Path) -> None:
                                             "for scheduler 'default-scheduler'"):
         explain(scenario, task="web/web-0")
     with pytest.raises(ScenarioError, match=r"no job 'ml/missing': no PodGroup ml/missing "
-                                            r"in the cluster.*\(ml/orphan-0\)"):
+                                            r"in the cluster.*wait for it.*\(ml/orphan-0\)$"):
         explain(scenario, job="ml/missing")
     with pytest.raises(ScenarioError, match=r"no task 'ml/typo'$"):
         explain(scenario, task="ml/typo")

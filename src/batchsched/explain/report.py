@@ -98,7 +98,8 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
         pods = sorted(uid for uid, reason in scenario.left_out_pods.items() if reason == why)
         if pods:
             raise ScenarioError(f"no job {job!r}: no PodGroup {job} in the cluster, and "
-                                f"Volcano leaves its pods unscheduled ({', '.join(pods)})",
+                                "Volcano leaves the pods that wait for it unscheduled "
+                                f"({', '.join(pods)})",
                                 source=scenario.source, path="jobs")
         raise ScenarioError(f"no job {job!r}", source=scenario.source, path="jobs")
     watched = [t.uid for t in scenario.tasks if t.job == job]

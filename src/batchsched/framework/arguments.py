@@ -344,26 +344,33 @@ class Arguments(Mapping[str, Any]):
     are made with ``kind="action"``).
     """
 
-    __slots__ = ("_values", "kind", "previous")
+    __slots__ = ("_before", "_read", "_values", "kind")
 
     def __init__(self, values: Mapping[str, Any] | None = None, *,
                  kind: str = "plugin", previous: Arguments | None = None) -> None:
         self._values: dict[str, Any] = dict(values or {})
         self.kind = kind
-        #: The arguments this object replaces (an action's, across a configuration
-        #: reload): a value present here that a getter cannot read leaves the previous
-        #: reading in place, as Volcano's getters leave the field of an action that
-        #: lives for the whole process; without one, the default.
-        self.previous = previous
+        #: What the getters gave for each key present (a fallback included).
+        self._read: dict[str, Any] = {}
+        #: What the getters of ``previous`` gave: the arguments this object replaces (an
+        #: action's, across a configuration reload). A value present here that a getter
+        #: cannot read leaves that reading in place, as Volcano's getters leave the
+        #: field of an action that lives for the whole process; without it, the
+        #: default. (Only what they gave is kept: no chain of earlier arguments.)
+        self._before: Mapping[str, Any] = previous._read if previous is not None else {}
 
-    def _unreadable(self, getter: str, key: str, value: object, expected: str, *,
-                    default: Any, owner: str) -> Any:
+    def _readable(self, key: str, value: Any) -> Any:
+        self._read[key] = value
+        return value
+
+    def _unreadable(self, key: str, value: object, expected: str, *, default: Any,
+                    owner: str) -> Any:
         """What a getter gives for a value it cannot read, said once: the previous
         arguments' reading of ``key`` when they have it, else ``default``."""
-        if self.previous is not None and key in self.previous:
-            with collect_warnings():  # said when it was read
-                default = getattr(self.previous, getter)(key, default, owner=owner)
+        if key in self._before:
+            default = self._before[key]
         warn_unreadable(owner, key, value, expected, default, kind=self.kind)
+        self._read[key] = default
         return default
 
     def __getitem__(self, key: str) -> Any:
@@ -386,9 +393,9 @@ class Arguments(Mapping[str, Any]):
         # yaml.v2 reads an integer past int64 as a uint64 (or a float64 below it), which
         # GetInt's assertion to int refuses.
         if isinstance(value, int) and not isinstance(value, bool) and in_int64(value):
-            return value
-        result: int = self._unreadable("get_int", key, value, "an integer",
-                                       default=default, owner=owner)
+            return int(self._readable(key, value))
+        result: int = self._unreadable(key, value, "an integer", default=default,
+                                       owner=owner)
         return result
 
     def get_float(self, key: str, default: float, *, owner: str = "") -> float:
@@ -400,9 +407,9 @@ class Arguments(Mapping[str, Any]):
         # An integer of 2**63 or more is yaml.v2's uint64, neither float64 nor int.
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
                 isinstance(value, int) and value >= 2**63):
-            return float(value)
-        result: float = self._unreadable("get_float", key, value, "a number",
-                                         default=default, owner=owner)
+            return float(self._readable(key, float(value)))
+        result: float = self._unreadable(key, value, "a number", default=default,
+                                         owner=owner)
         return result
 
     def get_bool(self, key: str, default: bool, *, owner: str = "") -> bool:
@@ -413,14 +420,11 @@ class Arguments(Mapping[str, Any]):
         if value is _MISSING:
             return default
         if isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            if value in _GO_TRUE:
-                return True
-            if value in _GO_FALSE:
-                return False
-        result: bool = self._unreadable("get_bool", key, value, "true or false",
-                                        default=default, owner=owner)
+            return bool(self._readable(key, value))
+        if isinstance(value, str) and (value in _GO_TRUE or value in _GO_FALSE):
+            return bool(self._readable(key, value in _GO_TRUE))
+        result: bool = self._unreadable(key, value, "true or false", default=default,
+                                        owner=owner)
         return result
 
     def get_str(self, key: str, default: str = "", *, owner: str = "") -> str:
@@ -430,9 +434,9 @@ class Arguments(Mapping[str, Any]):
         if value is _MISSING:
             return default
         if isinstance(value, str):
-            return value
-        result: str = self._unreadable("get_str", key, value, "a string",
-                                       default=default, owner=owner)
+            return str(self._readable(key, value))
+        result: str = self._unreadable(key, value, "a string", default=default,
+                                       owner=owner)
         return result
 
     def get_duration(
@@ -445,12 +449,11 @@ class Arguments(Mapping[str, Any]):
             return default
         if isinstance(value, str):
             try:
-                return parse_duration(value)
+                return float(self._readable(key, parse_duration(value)))
             except ValueError:
                 pass
         result: float | None = self._unreadable(
-            "get_duration", key, value, "a Go duration such as \"1h30m\"", default=default,
-            owner=owner)
+            key, value, "a Go duration such as \"1h30m\"", default=default, owner=owner)
         return result
 
     def warn_inert(self, owner: str, switches: Mapping[str, str]) -> list[str]:

@@ -14,6 +14,8 @@ value where into ``interface{}`` (a mapping nested inside an argument's value, w
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from typing import Any
@@ -150,33 +152,59 @@ class GoYamlLoader(yaml.SafeLoader):
         scheduler configuration's root, its tiers, their plugins and its configurations
         into structs, whose map fields (``metrics``, a plugin's or an action's
         ``arguments``) a key given twice fills twice; a mapping it decodes into
-        ``interface{}`` (an argument's value) keeps a repeated key's last value."""
-        self._structs = frozenset(map(id, self._configuration_structs(node)))
+        ``interface{}`` (an argument's value) keeps a repeated key's last value. A
+        ConfigMap whose configuration is a mapping (not text) has it under ``data``."""
+        self._pairs_of: dict[int, list[tuple[yaml.Node, yaml.Node]]] = {}
+        root = self._configuration_root(node)
+        self._structs = frozenset(map(id, self._configuration_structs(root)))
         return super().construct_document(node)
+
+    def pairs(self, node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node]]:
+        """yaml.v2's pairs of a mapping: each merge key ``<<`` replaced by what it merges,
+        where it stands, so a key after it overrides what it merged and a merge
+        overrides the keys before it; of a sequence of mappings, the earlier ones win.
+        (PyYAML lets every explicit key win.) The node itself is left as it is: it may
+        be read elsewhere by other rules (a scenario's anchors)."""
+        cache: dict[int, list[tuple[yaml.Node, yaml.Node]]] = self.__dict__.setdefault(
+            "_pairs_of", {})
+        found = cache.get(id(node))
+        if found is None:
+            found = cache[id(node)] = _merged_in_order(node)
+        return found
+
+    def _configuration_root(self, node: Any) -> Any:
+        if not isinstance(node, yaml.MappingNode):
+            return node
+        for key, value in self.pairs(node):
+            if isinstance(key, yaml.ScalarNode) and key.value == "data" \
+                    and isinstance(value, yaml.MappingNode):
+                node = value
+                break
+        for key, value in self.pairs(node):
+            if isinstance(key, yaml.ScalarNode) and key.value == "volcano-scheduler.conf" \
+                    and isinstance(value, yaml.MappingNode):
+                return value
+        return node
 
     def _configuration_structs(self, root: Any) -> list[yaml.MappingNode]:
         if not isinstance(root, yaml.MappingNode):
             return []
         structs = [root]
-        self.flatten_mapping(root)
-        for key, value in root.value:
+        for key, value in self.pairs(root):
             if not (isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.SequenceNode)
                     and key.value in ("tiers", "configurations")):
                 continue
             for entry in value.value:
                 if not isinstance(entry, yaml.MappingNode):
                     continue
-                self.flatten_mapping(entry)
                 if key.value == "configurations":
                     structs.append(entry)
                     continue
-                for field, plugins in entry.value:  # a tier: its plugins
+                for field, plugins in self.pairs(entry):  # a tier: its plugins
                     if (isinstance(field, yaml.ScalarNode) and field.value == "plugins"
                             and isinstance(plugins, yaml.SequenceNode)):
-                        for plugin in plugins.value:
-                            if isinstance(plugin, yaml.MappingNode):
-                                self.flatten_mapping(plugin)
-                                structs.append(plugin)
+                        structs.extend(plugin for plugin in plugins.value
+                                       if isinstance(plugin, yaml.MappingNode))
         return structs
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
@@ -184,15 +212,10 @@ class GoYamlLoader(yaml.SafeLoader):
             if node.style is None and getattr(node, "implicit_tag", False):
                 value = resolve(node.value)[1]
                 return GoScalar("" if value is None else node.value, value)
-            if node.tag in _RESOLVABLE and node.tag != _STR:
+            if node.tag != _STR and (node.tag in _RESOLVABLE or node.tag == _BINARY
+                                     or not node.tag.startswith(_YAML_TAGS)):
                 return _tagged(node)
         return super().construct_object(node, deep=deep)
-
-    def flatten_mapping(self, node: yaml.MappingNode) -> None:
-        """yaml.v2's merge keys: each ``<<`` merges where it stands, so a key after it
-        overrides what it merged and a merge overrides the keys before it; of a
-        sequence of mappings, the earlier ones win. (PyYAML lets every explicit key win.)"""
-        node.value = _merged_in_order(node)
 
     def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
         """PyYAML's, remembering whether the tag was resolved (no tag written)."""
@@ -213,10 +236,10 @@ class GoYamlLoader(yaml.SafeLoader):
         if not isinstance(node, yaml.MappingNode):
             raise yaml.constructor.ConstructorError(
                 None, None, f"expected a mapping node, but found {node.id}", node.start_mark)
-        self.flatten_mapping(node)
         mapping: dict[Any, Any] = {}
-        pairs = _repeated_mappings_merged(node.value) if id(node) in self._structs \
-            else node.value
+        pairs = self.pairs(node)
+        if id(node) in self._structs:
+            pairs = _repeated_mappings_merged(pairs)
         for key_node, value_node in pairs:
             if isinstance(key_node, yaml.ScalarNode):
                 key = self.construct_object(key_node, deep=deep)
@@ -245,27 +268,52 @@ class GoYamlLoader(yaml.SafeLoader):
 
 _MERGE = "tag:yaml.org,2002:merge"
 _STR = "tag:yaml.org,2002:str"
+_BINARY = "tag:yaml.org,2002:binary"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_YAML_TAGS = "tag:yaml.org,2002:"
 #: yaml.v2's resolvableTag: a scalar written with one of these is resolved, and must
 #: resolve to it (a timestamp is kept as its text here).
-_RESOLVABLE = {_STR, _BOOL, _INT, _FLOAT, _NULL, "tag:yaml.org,2002:timestamp"}
+_RESOLVABLE = {_STR, _BOOL, _INT, _FLOAT, _NULL, _TIMESTAMP}
+#: The texts yaml.v2's parseTimestamp reads: a date, with a time after "T", "t" or
+#: a space (then fractional seconds and a zone).
+_TIMESTAMP_TEXT = re.compile(
+    r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+    r"(?:[Tt ][0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})?)?")
 
 
-def _tagged(node: yaml.ScalarNode) -> Any:
-    """A scalar written with a tag (``!!bool y``), as yaml.v2's ``resolve`` reads it: the
-    text resolved as a plain scalar would be, which must be of the tag written (an
-    integer may be read as a float); else the file is refused, as yaml.v2 refuses it."""
-    tag = node.tag
-    if tag == "tag:yaml.org,2002:timestamp":
-        return node.value
-    got, value = resolve(node.value) if node.value else (_NULL, None)
-    if got == tag:
-        return value
-    if tag == _FLOAT and got == _INT:
-        return float(value)  # type: ignore[arg-type]
+def _tagged(node: yaml.ScalarNode) -> GoScalar:
+    """A scalar written with a tag (``!!bool y``), as yaml.v2's ``resolve`` reads it: its
+    text (what a string field takes) and the text resolved as a plain scalar would be,
+    which must be of the tag written (an integer within int64 may be read as a float);
+    else the file is refused, as yaml.v2 refuses it. ``!!binary`` is base64 for its
+    text; a tag yaml.v2 does not resolve (``!custom``) leaves the text as it is."""
+    tag, text = node.tag, node.value
+    if tag == _BINARY:
+        try:
+            decoded = base64.b64decode(text.replace("\n", "").replace("\r", ""),
+                                       validate=True).decode("utf-8", "surrogateescape")
+        except (binascii.Error, ValueError):
+            raise yaml.constructor.ConstructorError(
+                None, None, "!!binary value contains invalid base64 data",
+                node.start_mark) from None
+        return GoScalar(decoded, decoded)
+    if tag not in _RESOLVABLE:
+        return GoScalar(text, text)
+    if tag == _TIMESTAMP:
+        if _TIMESTAMP_TEXT.fullmatch(text):
+            return GoScalar(text, text)  # a configuration has no use for its time
+        got, value = resolve(text) if text else (_NULL, None)
+    else:
+        got, value = resolve(text) if text else (_NULL, None)
+        if got == tag:
+            return GoScalar("" if value is None else text, value)
+        if tag == _FLOAT and got == _INT and isinstance(value, int) \
+                and -_INT64 <= value < _INT64:
+            return GoScalar(text, float(value))
     short = {_BOOL: "!!bool", _INT: "!!int", _FLOAT: "!!float", _NULL: "!!null",
-             _STR: "!!str"}
+             _STR: "!!str", _TIMESTAMP: "!!timestamp"}
     raise yaml.constructor.ConstructorError(
-        None, None, f"cannot decode {short.get(got, got)} `{node.value}` as a "
+        None, None, f"cannot decode {short.get(got, got)} `{text}` as a "
         f"{short.get(tag, tag)}", node.start_mark)
 
 
@@ -298,6 +346,11 @@ def _repeated_mappings_merged(pairs: list[tuple[yaml.Node, yaml.Node]]
     out: list[tuple[yaml.Node, yaml.Node]] = []
     first: dict[str, int] = {}
     for key_node, value_node in pairs:
+        if isinstance(key_node, yaml.ScalarNode) and not isinstance(value_node,
+                                                                    yaml.MappingNode):
+            # A null (or any other value) sets the field anew: a mapping after it makes
+            # a fresh map.
+            first.pop(key_node.value, None)
         if isinstance(key_node, yaml.ScalarNode) and isinstance(value_node, yaml.MappingNode):
             index = first.get(key_node.value)
             earlier = out[index][1] if index is not None else None

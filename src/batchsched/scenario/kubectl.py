@@ -387,7 +387,7 @@ def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def missing_pod_group(group: str) -> str:
-    """Why a pending or finished pod of a PodGroup the dump lacks is left out."""
+    """Why a pod that waits for a PodGroup the dump lacks is left out."""
     return f"its PodGroup {group} does not exist, and Volcano leaves such a pod unscheduled"
 
 
@@ -970,14 +970,16 @@ class _Converter:
         the resources it supports (cpu, memory, ``hugepages-*``:
         ``IsSupportedPodLevelResource``), which replace the containers' sum when set.
 
-        A pod-level limit of a resource that neither the pod level nor any container
-        (``asked``) requests is its request, as the API server defaults it
-        (``defaultPodRequests``; a dump from a cluster has it already)."""
+        A pod-level limit is the request of its resource when the pod level requests
+        none, as the API server defaults it (``defaultPodRequests``; a dump from a
+        cluster has it already), unless a container (``asked``) requests cpu or memory:
+        those default to the containers' total, which they are anyway. Hugepages are
+        not overcommitted: their limit is their request whatever the containers ask."""
         resources = self.mapping(spec.get("resources"), who, "spec.resources")
         requests = self.quantities(resources.get("requests"), who, "spec.resources.requests")
         limits = self.quantities(resources.get("limits"), who, "spec.resources.limits")
         for name, amount in limits.items():
-            if name not in requests and name not in asked:
+            if name not in requests and not (name in ("cpu", "memory") and name in asked):
                 requests[name] = amount
         return _rounded({name: amount for name, amount in requests.items()
                          if name in ("cpu", "memory") or name.startswith("hugepages-")})
@@ -1060,7 +1062,10 @@ class _Converter:
         foreign = not group and not ours
         if group and (namespace, group) not in self.podgroups:
             if not node or phase in _COMPLETED:
-                self.leave_out(who, uid, missing_pod_group(f"{namespace}/{group}"))
+                self.leave_out(who, uid, missing_pod_group(f"{namespace}/{group}") if
+                               phase not in _COMPLETED else
+                               f"its PodGroup {namespace}/{group} does not exist, and it "
+                               f"is {phase}: no job counts it")
                 return None
             self.warn(who, f"its PodGroup {namespace}/{group} does not exist; the pod holds "
                       f"its place on {node}, in no job (Volcano's snapshot leaves such a "

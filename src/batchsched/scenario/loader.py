@@ -130,6 +130,7 @@ from batchsched.kube.dra.objects import DraObjectError, PodClaim
 from batchsched.kube.dra.scheduling import DraObjects
 from batchsched.kube.go_strconv import parse_int, quote
 from batchsched.kube.go_yaml import GoYamlLoader, check_aliasing
+from batchsched.kube.go_yaml import resolve as go_resolve
 from batchsched.kube.host_ports import PROTOCOLS, HostPort
 from batchsched.kube.pod_view import (
     DEFAULT_MEMORY_REQUEST,
@@ -358,19 +359,23 @@ class _ScenarioYamlLoader(yaml.SafeLoader):
 
     def construct_document(self, node: yaml.Node) -> Any:
         # The config block is read first, by yaml.v2's rules alone (its merge keys and
-        # tagged scalars too): PyYAML's reading of the rest never sees it.
-        configs: list[Any] = []
-        if isinstance(node, yaml.MappingNode):
-            for i, (key_node, value_node) in enumerate(node.value):
-                if isinstance(key_node, yaml.ScalarNode) and key_node.value == "config":
-                    configs.append(_as_volcano_reads_it(value_node))
-                    node.value[i] = (key_node, yaml.ScalarNode(
-                        "tag:yaml.org,2002:null", "", value_node.start_mark,
-                        value_node.end_mark))
+        # tagged scalars too): PyYAML's reading of the rest never sees it. A key given
+        # twice in it is refused, as anywhere in the file.
+        config = _config_node(node) if isinstance(node, yaml.MappingNode) else None
+        read: Any = None
+        if config is not None:
+            _refuse_repeated_keys(config)
+            read = _as_volcano_reads_it(config)
+            self._config_id = id(config)
         document = super().construct_document(node)
-        if configs and isinstance(document, dict) and "config" in document:
-            document["config"] = configs[-1]
+        if config is not None and isinstance(document, dict) and "config" in document:
+            document["config"] = read
         return document
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if id(node) == getattr(self, "_config_id", None):
+            return None  # read by construct_document, by yaml.v2's rules
+        return super().construct_object(node, deep=deep)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[tuple[type, Any]] = set()
@@ -386,6 +391,56 @@ class _ScenarioYamlLoader(yaml.SafeLoader):
                     f"found duplicate key {key!r}", key_node.start_mark)
             seen.add((type(key), key))
         return super().construct_mapping(node, deep=deep)
+
+
+def _config_node(root: yaml.MappingNode) -> yaml.Node | None:
+    """The value node of the document's ``config`` key as PyYAML reads the document:
+    the last one given, else one a merge key brings (the later merge winning, and of a
+    merged sequence the earlier mapping)."""
+    explicit: list[yaml.Node] = [value for key, value in root.value
+                                 if isinstance(key, yaml.ScalarNode) and key.value == "config"
+                                 and key.tag != "tag:yaml.org,2002:merge"]
+    if explicit:
+        return explicit[-1]
+    found: yaml.Node | None = None
+    for key, value in root.value:
+        if key.tag != "tag:yaml.org,2002:merge":
+            continue
+        merged = value.value if isinstance(value, yaml.SequenceNode) else [value]
+        for part in reversed(merged):
+            if isinstance(part, yaml.MappingNode):
+                found = _config_node(part) or found
+    return found
+
+
+def _refuse_repeated_keys(root: yaml.Node) -> None:
+    """Refuse a key given twice in a mapping of ``root`` (merge keys aside): keys
+    compared as yaml.v2 resolves them (``1`` and ``01`` are one key)."""
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        seen: set[tuple[type, Any]] = set()
+        for key_node, value_node in node.value:
+            stack.append(value_node)
+            if not isinstance(key_node, yaml.ScalarNode) or \
+                    key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key: Any = key_node.value
+            if getattr(key_node, "implicit_tag", False) and key_node.style is None:
+                key = go_resolve(key_node.value)[1]
+            if (type(key), key) in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r}", key_node.start_mark)
+            seen.add((type(key), key))
 
 
 def _as_volcano_reads_it(node: yaml.Node) -> Any:
