@@ -46,7 +46,7 @@ def test_nodes_and_pods_read_as_the_trace_says() -> None:
     # pod-1 asks half of one T4: a share of 500 milli.
     assert task.affinity is not None and task.resreq.get(GPU) == 500.0
     assert [dict(kind) for kind in workload.pod_mix] == [
-        {"cpu": "1000m", "gpu": "500m", "weight": 1},
+        {"cpu": "1000m", "gpu": "500m", "weight": 1, "model": "T4"},
         {"cpu": "1000m", "gpu": "1000m", "weight": 2},
         {"cpu": "1000m", "gpu": "2000m", "weight": 1}]
 
@@ -226,6 +226,7 @@ def test_the_clock_runs_to_the_horizon_while_a_pod_never_ends() -> None:
     ("p1,1000,1024,1,1000,0,50,100", "deletion_time: 50 is before the pod was scheduled (100)"),
     ("p1,1000,1024,1,1000,20,10,", "deletion_time: 10 is before the pod was created (20)"),
     (",1000,1024,1,1000,0,10,", "name: a pod needs a name"),
+    ("p1,1000,1024,1,1000,50,100,10", "scheduled_time: 10 is before the pod was created (50)"),
 ])
 def test_a_pod_row_no_pod_could_have_is_refused_naming_its_line(pods: str, problem: str) -> None:
     nodes = alibaba_nodes("nodes.csv", text=NODES)
@@ -337,3 +338,57 @@ def test_arrived_load_counts_from_the_window_s_first_pod(tmp_path: Path) -> None
     workload, _ = load_workload(tmp_path / "pods.csv", tmp_path / "nodes.csv",
                                 arrived_load=0.3, first=3)
     assert [job.prototype.name for job in workload.jobs] == ["pod-3"]
+
+
+FGD_CONFIG = ('actions: "allocate"\nnodesToFind: {percentageOfNodesToFind: 100}\ntiers:\n'
+              '- plugins:\n  - name: predicates\n  - name: deviceshare\n'
+              '    arguments: {deviceshare.GPUSharingEnable: true}\n  - name: fgd\n')
+
+
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_fgd_counts_a_node_of_another_model_as_fragment_for_a_model_s_pods(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: str) -> None:
+    """The paper's typical pods carry their GPU models (gpu_spec): for the nine pods that
+    take only model A, node-b's free GPU is all fragment, so the first pod (any model)
+    goes there and leaves A for them (it went to node-a, the first of equals)."""
+    monkeypatch.setenv("BATCHSCHED_FAST_PATH", fast)
+    nodes = write(tmp_path, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+                  "node-a,32000,65536,1,A\nnode-b,32000,65536,1,B\n")
+    header = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,"
+              "deletion_time,scheduled_time\n")
+    rows = "y,1000,1024,1,500,,0,1000,0\n" + "".join(
+        f"x{i},1000,1024,1,500,A,100,1000,100\n" for i in range(1, 10))
+    pods = write(tmp_path, "p.csv", header + rows)
+    config = write(tmp_path, "c.yaml", FGD_CONFIG)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["simulate", str(pods), "--cluster", str(nodes), "--config", str(config),
+              "--output", "json", "--no-progress"])
+    jobs = {job["job"]: job for job in json.loads(out.getvalue())["perJob"]}
+    assert jobs["openb/y"]["start"] == 0.0 and jobs["openb/x1"]["start"] == 100.0
+    assert jobs["openb/x2"]["start"] == 100.0  # both halves of node-a's GPU for model A
+
+
+def test_typical_pods_keep_their_models_and_a_node_s_model_decides_access() -> None:
+    from batchsched.plugins.fgd import PodType, fragmentation, typical_pods
+
+    kept = typical_pods({(1000.0, 500, 1, "A"): 9.0, (1000.0, 500, 1, ""): 1.0}, 1.0)
+    assert [(pod.model, pod.share) for pod in kept] == [("A", 0.9), ("", 0.1)]
+    only_a = (PodType(1000, 500, 1, 1.0, "A|C"),)
+    assert fragmentation(4000, [1000], only_a, "B") == 1000  # no access: all of it
+    assert fragmentation(4000, [1000], only_a, "C") == 0
+
+
+def test_nan_and_cpu_only_gpu_specs_ask_no_model_and_nodes_hold_1001_pods() -> None:
+    """pandas reads "nan" as no value (the paper's simulator fills it with ""), a model
+    is written only for pods asking GPUs, and every node has room for 1001 pods."""
+    nodes = alibaba_nodes("nodes.csv", text="sn,cpu_milli,memory_mib,gpu,model\n"
+                                             "n1,128000,16384,1,nan\n")
+    assert nodes[0].labels[MODEL_LABEL] == "none" and nodes[0].allocatable.get("pods") == 1001
+    header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+    workload = alibaba_workload("pods.csv", nodes,
+                                text=header + "p1,1000,1024,1,500,NaN\np2,1000,1024,0,0,T4\n")
+    for job in workload.jobs:
+        (task,) = job.prototype.tasks.values()
+        assert task.affinity is None
+    assert all("model" not in kind for kind in workload.pod_mix)

@@ -34,6 +34,8 @@ __all__ = [
     "GPU",
     "GPU_INDEX_ANNOTATION",
     "GPU_MILLI",
+    "GPU_MODELS_ANNOTATION",
+    "GPU_MODEL_LABEL",
     "MAX_DEVICES",
     "MAX_NODE_CPU",
     "MAX_NODE_GPU",
@@ -55,6 +57,11 @@ GPU = "nvidia.com/gpu"
 DEVICE_SIMULATE_KEY = "deviceshare.simulate-predicate"
 #: What one GPU offers, in milli.
 GPU_MILLI = 1000
+#: A node's GPU model (a label), and the models a pod's GPUs may be (an annotation,
+#: ``|``-separated; none: any), as the FGD paper's simulator names them on nodes and
+#: pods of Alibaba's GPU trace.
+GPU_MODEL_LABEL = "alibabacloud.com/gpu-model"
+GPU_MODELS_ANNOTATION = "alibabacloud.com/gpu-card-model"
 
 
 @attrs.frozen

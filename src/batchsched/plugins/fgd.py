@@ -5,8 +5,9 @@ could not use there. The workload to come is a list of *typical pods*, each a
 (cpu, GPU milli per device, GPU count) type with its share of the pods. For
 one type ``t`` on a node with ``G`` GPU milli free:
 
-* a CPU-only type, or a type the node cannot host (fewer than ``count``
-  devices with ``milli`` free, or less idle cpu than ``t`` asks): all ``G``;
+* a CPU-only type, a type whose GPU models exclude the node's, or a type the
+  node cannot host (fewer than ``count`` devices with ``milli`` free, or less idle
+  cpu than ``t`` asks): all ``G``;
 * else the free milli of the devices too small for ``t`` (free < ``milli``).
 
 ``F(node) = sum(share(t) x fragmentation(node, t))``. A task scores a node by
@@ -18,11 +19,14 @@ tasks are tried as the default placement (lowest-indexed free GPUs). This is
 the paper's simulator's definition (hkust-adsl/kubernetes-scheduler-simulator).
 
 Typical pods: the ``fgd.typicalPods`` argument, a list of ``{cpu, gpu,
-weight}`` (``gpu`` as a task would ask it: ``"460m"`` is a share, ``2`` two
-whole GPUs, absent or 0 CPU-only), else the session's own tasks. Either way the
-most frequent types covering 95% of the pods are kept (``fgd.coverage``), most
-frequent first (larger cpu, then GPU milli, then count, first among equals), and
-their shares normalised. ``batchsched simulate`` hands a GPU trace's own pod mix
+weight, model}`` (``gpu`` as a task would ask it: ``"460m"`` is a share, ``2`` two
+whole GPUs, absent or 0 CPU-only; ``model`` the GPU models the type may use,
+``|``-separated, absent for any), else the session's own tasks (their models from
+the ``alibabacloud.com/gpu-card-model`` annotation, a node's from its
+``alibabacloud.com/gpu-model`` label). Either way the most frequent types covering
+95% of the pods are kept (``fgd.coverage``), most frequent first (larger cpu, then
+GPU milli, then count, then model, first among equals), and their shares
+normalised. ``batchsched simulate`` hands a GPU trace's own pod mix
 to ``fgd`` when the configuration gives none, as the paper does.
 
 The scalar functions are the reference; the column form scores every candidate
@@ -41,17 +45,25 @@ import attrs
 import numpy as np
 
 from batchsched import columnar
-from batchsched.api.devices import GPU_MILLI, GpuAsk, best_fit_devices, gpu_ask
+from batchsched.api.devices import (
+    GPU_MILLI,
+    GPU_MODEL_LABEL,
+    GPU_MODELS_ANNOTATION,
+    GpuAsk,
+    best_fit_devices,
+    gpu_ask,
+)
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
 from batchsched.api.task import TaskInfo
 from batchsched.columnar.gpu_columns import GpuColumns, IntArray
-from batchsched.columnar.node_columns import Candidates, FloatArray
+from batchsched.columnar.node_columns import BoolArray, Candidates, FloatArray
 from batchsched.errors import ConfigError, SchedulingError
 from batchsched.framework.arguments import Arguments
 from batchsched.framework.session import Session
 
-__all__ = ["PodType", "fgd_choice", "fragmentation", "parse_typical_pods", "typical_pods"]
+__all__ = ["PodType", "fgd_choice", "fragmentation", "node_model", "parse_typical_pods",
+           "typical_pods"]
 
 PLUGIN_NAME = "fgd"
 DEFAULT_COVERAGE = 0.95
@@ -65,37 +77,55 @@ class PodType:
     milli: int  # per device; 0 for CPU-only
     count: int  # devices; 0 for CPU-only
     share: float = 1.0
+    #: The GPU models the type may use, ``|``-separated ("": any).
+    model: str = ""
 
     @property
     def need(self) -> int:
         return self.milli
 
+    def accepts(self, node_model: str) -> bool:
+        """Whether the type may use a node's GPUs of ``node_model`` (the paper's
+        simulator's ``IsNodeAccessibleToPodByType``)."""
+        models = [name for name in self.model.split("|") if name]
+        return not models or node_model in models
 
-def _key(task: TaskInfo) -> tuple[float, int, int]:
+
+#: A task kind: (cpu, milli per device, devices, GPU models).
+TypeKey = tuple[float, int, int, str]
+
+
+def _key(task: TaskInfo) -> TypeKey:
     ask = gpu_ask(task.resreq, strict=False)
     if ask is None:
-        return (task.resreq.milli_cpu, 0, 0)
-    return (task.resreq.milli_cpu, ask.milli, ask.count)
+        return (task.resreq.milli_cpu, 0, 0, "")
+    return (task.resreq.milli_cpu, ask.milli, ask.count,
+            task.annotations.get(GPU_MODELS_ANNOTATION, ""))
 
 
-def typical_pods(counts: Mapping[tuple[float, int, int], float],
+def typical_pods(counts: Mapping[TypeKey, float] | Mapping[tuple[float, int, int], float],
                  coverage: float = DEFAULT_COVERAGE) -> tuple[PodType, ...]:
-    """The most frequent (cpu, milli, count) types covering ``coverage`` of the pods,
-    with normalised shares."""
+    """The most frequent (cpu, milli, count, model) types covering ``coverage`` of the
+    pods, with normalised shares (a key without its model accepts any)."""
     total = sum(counts.values())
     if total <= 0:
         return ()
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], -item[0][0], -item[0][1],
-                                                      -item[0][2]))
-    kept: list[tuple[tuple[float, int, int], float]] = []
+    keyed: dict[TypeKey, float] = {}
+    for kind, count in counts.items():
+        full: TypeKey = (kind[0], kind[1], kind[2], kind[3] if len(kind) > 3 else "")
+        keyed[full] = keyed.get(full, 0.0) + count
+    # Most frequent first, then the larger kind (the paper's reversed sort); a stable
+    # sort keeps the first of equals first.
+    ranked = sorted(keyed.items(), key=lambda item: (item[1], *item[0]), reverse=True)
+    kept: list[tuple[TypeKey, float]] = []
     covered = 0.0
     for key, count in ranked:
         kept.append((key, count))
         covered += count
         if covered >= coverage * total:
             break
-    return tuple(PodType(cpu, milli, count_, weight / covered)
-                 for (cpu, milli, count_), weight in kept)
+    return tuple(PodType(cpu, milli, count_, weight / covered, model)
+                 for (cpu, milli, count_, model), weight in kept)
 
 
 def typical_pods_of(tasks: Iterable[TaskInfo], coverage: float = DEFAULT_COVERAGE
@@ -104,16 +134,20 @@ def typical_pods_of(tasks: Iterable[TaskInfo], coverage: float = DEFAULT_COVERAG
     return typical_pods(Counter(_key(task) for task in tasks), coverage)
 
 
-def parse_typical_pods(raw: Any, *, owner: str = PLUGIN_NAME
-                       ) -> dict[tuple[float, int, int], float]:
+def parse_typical_pods(raw: Any, *, owner: str = PLUGIN_NAME) -> dict[TypeKey, float]:
     """The ``fgd.typicalPods`` argument as type counts (ConfigError naming the entry)."""
     if not isinstance(raw, list):
-        raise ConfigError("must be a list of {cpu, gpu, weight}", key=f"{owner}.typicalPods")
-    counts: dict[tuple[float, int, int], float] = {}
+        raise ConfigError("must be a list of {cpu, gpu, weight, model}",
+                          key=f"{owner}.typicalPods")
+    counts: dict[TypeKey, float] = {}
     for i, entry in enumerate(raw):
         where = f"{owner}.typicalPods[{i}]"
         if not isinstance(entry, Mapping) or "cpu" not in entry:
-            raise ConfigError("must be a mapping with cpu (and gpu, weight)", key=where)
+            raise ConfigError("must be a mapping with cpu (and gpu, weight, model)", key=where)
+        model = entry.get("model", "") or ""
+        if not isinstance(model, str):
+            raise ConfigError(f"model must be GPU model names separated by '|', not "
+                              f"{model!r}", key=f"{where}.model")
         try:
             request = Resource.from_mapping({"cpu": entry["cpu"],
                                              "nvidia.com/gpu": entry.get("gpu", 0) or 0})
@@ -121,18 +155,19 @@ def parse_typical_pods(raw: Any, *, owner: str = PLUGIN_NAME
             ask = gpu_ask(request)
         except (ValueError, TypeError, SchedulingError) as exc:
             raise ConfigError(str(exc), key=where) from None
-        key = (request.milli_cpu, 0, 0) if ask is None else (request.milli_cpu, ask.milli,
-                                                             ask.count)
+        key: TypeKey = (request.milli_cpu, 0, 0, "") if ask is None else (
+            request.milli_cpu, ask.milli, ask.count, model)
         counts[key] = counts.get(key, 0.0) + weight
     return counts
 
 
-def fragmentation(cpu_left: float, free: Sequence[int], types: Sequence[PodType]) -> float:
-    """``F(node)`` (see the module docstring)."""
+def fragmentation(cpu_left: float, free: Sequence[int], types: Sequence[PodType],
+                  node_model: str = "") -> float:
+    """``F(node)`` (see the module docstring); ``node_model``: its GPUs' model."""
     everything = sum(free)
     total = 0.0
     for pod in types:
-        if pod.count == 0:
+        if pod.count == 0 or not pod.accepts(node_model):
             amount = everything
         elif cpu_left >= pod.cpu and sum(1 for left in free if left >= pod.milli) >= pod.count:
             amount = sum(left for left in free if left < pod.milli)
@@ -161,36 +196,45 @@ def fgd_choice(task: TaskInfo, node: NodeInfo, types: Sequence[PodType]
     """The reference: the task's FGD score on the node and the devices it would take."""
     free = list(node.gpu_free or ())
     cpu_left = node.idle.milli_cpu
+    model = node_model(node)
     ask = gpu_ask(task.resreq, strict=False)
-    before = fragmentation(cpu_left, free, types)
+    before = fragmentation(cpu_left, free, types, model)
     after_cpu = cpu_left - task.resreq.milli_cpu
     if ask is None or ask.whole:
         chosen = _default_devices(free, ask)
         for index in chosen:
             free[index] -= GPU_MILLI
-        return _score(before - fragmentation(after_cpu, free, types)), chosen
+        return _score(before - fragmentation(after_cpu, free, types, model)), chosen
     best: tuple[int, tuple[int, ...]] | None = None
     for index, left in enumerate(free):
         if left < ask.milli:
             continue
         free[index] -= ask.milli
-        score = _score(before - fragmentation(after_cpu, free, types))
+        score = _score(before - fragmentation(after_cpu, free, types, model))
         free[index] += ask.milli
         if best is None or score > best[0]:
             best = (score, (index,))
     return best if best is not None else (0, ())
 
 
-def _fragmentation_rows(cpu_left: FloatArray, free: IntArray,
-                        types: Sequence[PodType]) -> FloatArray:
-    """:func:`fragmentation` of many nodes (rows), with the same float operations."""
+def node_model(node: NodeInfo) -> str:
+    """The model of a node's GPUs (its ``alibabacloud.com/gpu-model`` label)."""
+    return node.labels.get(GPU_MODEL_LABEL, "")
+
+
+def _fragmentation_rows(cpu_left: FloatArray, free: IntArray, types: Sequence[PodType],
+                        access: Sequence[BoolArray | None]) -> FloatArray:
+    """:func:`fragmentation` of many nodes (rows), with the same float operations;
+    ``access``: for each type, which rows' GPU model it accepts (None: every row)."""
     everything = free.sum(axis=1)
     total = np.zeros(len(free))
-    for pod in types:
+    for pod, accepted in zip(types, access, strict=True):
         if pod.count == 0:
             amount = everything
         else:
             hosts = (cpu_left >= pod.cpu) & ((free >= pod.milli).sum(axis=1) >= pod.count)
+            if accepted is not None:
+                hosts &= accepted
             amount = np.where(hosts, (free * (free < pod.milli)).sum(axis=1), everything)
         total += pod.share * amount
     return total
@@ -211,7 +255,9 @@ class FgdPlugin:
         self.types: tuple[PodType, ...] = ()
         arguments.warn_unknown(PLUGIN_NAME, ["fgd.weight", "fgd.coverage", "fgd.typicalPods"])
         # Per task kind: scores and devices of every node, and the row versions they hold for.
-        self._kept: dict[tuple[float, int, int], tuple[FloatArray, IntArray, IntArray]] = {}
+        self._kept: dict[TypeKey, tuple[FloatArray, IntArray, IntArray]] = {}
+        # Per typical pod with GPU models: which of the columns' nodes it accepts.
+        self._access: tuple[BoolArray | None, ...] | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         if self.weight == 0:
@@ -219,6 +265,7 @@ class FgdPlugin:
         self.types = self.given if self.given is not None else typical_pods_of(
             (task for job in ssn.jobs.values() for task in job.tasks.values()), self.coverage)
         self._kept = {}
+        self._access = None
         ssn.add_node_order_fn(self.name, self.score)
         ssn.add_device_select_fn(self.name, self.devices)
         columnar.add_node_order_fn(ssn, self.name,
@@ -254,11 +301,24 @@ class FgdPlugin:
         result: FloatArray = scores[rows] * self.weight
         return result
 
+    def _accepted(self, gpus: GpuColumns) -> tuple[BoolArray | None, ...]:
+        """For each typical pod, which of the columns' nodes it accepts (None: all)."""
+        if self._access is None or any(
+                accepted is not None and len(accepted) != len(gpus.nodes)
+                for accepted in self._access):
+            models = [node_model(node) for node in gpus.nodes]
+            self._access = tuple(
+                None if not pod.model else np.array([pod.accepts(m) for m in models], dtype=bool)
+                for pod in self.types)
+        return self._access
+
     def _scores_of_rows(self, task: TaskInfo, gpus: GpuColumns, rows: IntArray) -> FloatArray:
         types = self.types
         free = gpus.free[rows]
         cpu_left = gpus.cpu_left[rows]
-        before = _fragmentation_rows(cpu_left, free, types)
+        access = [None if accepted is None else accepted[rows]
+                  for accepted in self._accepted(gpus)]
+        before = _fragmentation_rows(cpu_left, free, types, access)
         after_cpu = cpu_left - task.resreq.milli_cpu
         ask = gpu_ask(task.resreq, strict=False)
         if ask is None or ask.whole:
@@ -269,7 +329,7 @@ class FgdPlugin:
                 enough = whole.sum(axis=1) >= ask.count
                 taken = whole & (np.cumsum(whole, axis=1) <= ask.count) & enough[:, None]
                 after[taken] = 0
-            drops = (before - _fragmentation_rows(after_cpu, after, types)).tolist()
+            drops = (before - _fragmentation_rows(after_cpu, after, types, access)).tolist()
             return np.array([_score(drop) for drop in drops], dtype=np.float64)
         best = np.full(len(rows), -1.0)
         for device in range(free.shape[1]):
@@ -278,7 +338,7 @@ class FgdPlugin:
                 continue
             after = free.copy()
             after[:, device] -= ask.milli
-            drops = (before - _fragmentation_rows(after_cpu, after, types)).tolist()
+            drops = (before - _fragmentation_rows(after_cpu, after, types, access)).tolist()
             scores = np.array([_score(drop) for drop in drops], dtype=np.float64)
             best = np.where(fits & (scores > best), scores, best)
         result: FloatArray = np.maximum(best, 0.0)

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import attrs
 
-from batchsched.api.devices import GPU, GPU_MILLI
+from batchsched.api.devices import GPU, GPU_MILLI, GPU_MODEL_LABEL, GPU_MODELS_ANNOTATION
 from batchsched.api.job import JobInfo, PodGroup
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import Resource
@@ -57,7 +57,7 @@ from batchsched.simulation.workload import Workload, WorkloadJob, created_in_lis
 __all__ = ["ARRIVAL_ORDERS", "GPU", "GPU_MILLI_ANNOTATION", "MODEL_LABEL", "alibaba_nodes",
            "alibaba_workload", "gpu_trace_warnings"]
 
-MODEL_LABEL = "alibabacloud.com/gpu-model"
+MODEL_LABEL = GPU_MODEL_LABEL
 GPU_MILLI_ANNOTATION = "batchsched.io/gpu-milli"
 NAMESPACE = "openb"
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
@@ -146,11 +146,19 @@ def alibaba_nodes(path: str | Path, *, text: str | None = None) -> tuple[NodeInf
             "cpu": f"{_int(row, 'cpu_milli', source, line)}m",
             "memory": _int(row, "memory_mib", source, line) * _MIB,
             GPU: _int(row, "gpu", source, line),
-            "pods": 110,
+            # The paper's simulator gives every node room for 1001 pods.
+            "pods": 1001,
         })
+        model = _text(row["model"])
         nodes.append(NodeInfo.create(row["sn"], allocatable,
-                                     labels={MODEL_LABEL: row["model"] or "none"}))
+                                     labels={MODEL_LABEL: model or "none"}))
     return tuple(nodes)
+
+
+def _text(value: str | None) -> str:
+    """A text column as pandas reads it for the paper's simulator: ``nan`` (any case)
+    is no value."""
+    return "" if value is None or value.strip().lower() == "nan" else value
 
 
 def _affinity(spec: str) -> dict[str, object] | None:
@@ -181,8 +189,11 @@ class _Pod:
                                           GPU: f"{self.gpu}m"})
         podgroup = PodGroup(name=self.name, namespace=NAMESPACE, min_member=1,
                             creation_time=float(created))
+        annotations = {GPU_MILLI_ANNOTATION: str(self.gpu_milli)}
+        if self.spec:
+            annotations[GPU_MODELS_ANNOTATION] = self.spec
         task = TaskInfo.create(NAMESPACE, self.name, podgroup.uid, requests,
-                               annotations={GPU_MILLI_ANNOTATION: str(self.gpu_milli)},
+                               annotations=annotations,
                                affinity=_affinity(self.spec), creation_time=float(created))
         return WorkloadJob(prototype=JobInfo.from_podgroup(podgroup, tasks=[task]),
                            submit=submit, run_times={task.uid: run}, origin=self.origin)
@@ -236,6 +247,9 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
         # Without a deletion time the pod runs to the end of the replay.
         deleted = _int(row, "deletion_time", source, line, default=-1)
         scheduled = _int(row, "scheduled_time", source, line, default=created)
+        if scheduled < created:
+            raise WorkloadError(f"column scheduled_time: {scheduled} is before the pod was "
+                                f"created ({created})", source=source, line=line)
         if deleted >= 0 and deleted < max(created, scheduled):
             raise WorkloadError(f"column deletion_time: {deleted} is before the pod was "
                                 f"{'scheduled' if scheduled > created else 'created'} "
@@ -244,12 +258,14 @@ def alibaba_workload(path: str | Path, nodes: tuple[NodeInfo, ...], *, text: str
             name=row["name"], cpu=_int(row, "cpu_milli", source, line),
             memory=_int(row, "memory_mib", source, line) * _MIB,
             gpu=gpus * share, gpu_milli=share,
-            spec=row.get("gpu_spec") or "", created=created,
+            # A model only for a pod asking GPUs (the paper's simulator writes it then).
+            spec=_text(row.get("gpu_spec")) if gpus else "", created=created,
             run=max(deleted - scheduled, 0) if deleted >= 0 else -1,
             origin=f"{source}:{line}"))
-    mix = Counter((pod.cpu, pod.gpu) for pod in pods)
-    pod_mix = tuple({"cpu": f"{cpu}m", "gpu": f"{gpu}m", "weight": count}
-                    for (cpu, gpu), count in sorted(mix.items()))
+    mix = Counter((pod.cpu, pod.gpu, pod.spec) for pod in pods)
+    pod_mix = tuple({"cpu": f"{cpu}m", "gpu": f"{gpu}m", "weight": count,
+                     **({"model": spec} if spec else {})}
+                    for (cpu, gpu, spec), count in sorted(mix.items()))
     if arrived_load is None:
         jobs = [pod.job(submit=float(pod.created),
                         run=float(pod.run) if pod.run >= 0 else math.inf, created=pod.created)
