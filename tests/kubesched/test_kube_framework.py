@@ -456,3 +456,36 @@ def test_a_gang_blocked_by_a_pod_binds_once_the_pod_goes(kube_registry: Registry
             if result.node and result.status.is_success():
                 bound[result.pod] = now
     assert bound == {"default/p0": 70, "default/p1": 70}
+
+
+class _NarrowsToN2:
+    def pre_filter(self, state: Any, pod: Any) -> tuple[set[str], Any]:
+        from batchsched.kubesched import Status
+        return {"n2"}, Status.success()
+
+
+class _NarrowingDistribution:
+    @staticmethod
+    @hookimpl
+    def batchsched_register_kube_plugins() -> list[Any]:
+        from batchsched.kubesched import KubePluginSpec
+        return [KubePluginSpec("Narrow", lambda args, handle: _NarrowsToN2())]
+
+
+def test_a_session_s_kube_plugins_word_a_pre_filter_result_as_kube_does() -> None:
+    registry = BatchschedRegistry()
+    registry.manager.register(_NarrowingDistribution())
+    doc = {
+        "version": 1, "name": "a narrowing kube prefilter",
+        "config": {"actions": "allocate", "tiers": [{"plugins": [{"name": "gang"}, {
+            "name": "kube-plugins", "arguments": {"kube.profile": {"plugins": {
+                "preFilter": {"enabled": [{"name": "Narrow"}]}}}}}]}]},
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "4Gi", "pods": 10}}],
+        "jobs": [{"name": "new", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": "n", "job": "new", "requests": {"cpu": 1}}],
+    }
+    decisions = run_scenario(parse_scenario(doc, source="<test>"), registry=registry)
+    assert decisions.binds == {}
+    message = next(event["message"] for event in decisions.events
+                   if event["object"] == "default/n")
+    assert "node(s) didn't satisfy plugin(s) [Narrow]" in message

@@ -1529,3 +1529,63 @@ def test_a_waiting_pod_binds_on_the_gpus_its_refreshed_view_gives_it() -> None:
     (result,) = s.run(1.0)
     assert result.status.code == Code.SUCCESS
     assert c.jobs["default/j-a"].tasks["default/a"].gpu_devices == (1,)
+
+
+class NarrowsToN2:
+    def pre_filter(self, state: CycleState, pod: Any) -> tuple[set[str], Status]:
+        return {"n2"}, Status.success()
+
+
+def test_a_nominated_node_the_pre_filter_result_leaves_out_keeps_its_own_status() -> None:
+    """kube evaluates the nominated node first and SetAbsentNodesStatus fills only the
+    nodes without a status: PostFilter sees n1 refused for room (resolvable by
+    preemption), not as left out by the PreFilter result."""
+    doc = {
+        "version": 1, "name": "nominee", "config": {"actions": ""},
+        "nodes": [{"name": f"n{i}", "allocatable": {"cpu": 1, "memory": "4Gi", "pods": 10}}
+                  for i in (1, 2, 3)],
+        "jobs": [{"name": "j-p", "minMember": 1, "phase": "Inqueue"}],
+        "tasks": [{"name": "p", "job": "j-p", "requests": {"cpu": 2},
+                   "nominatedNodeName": "n1"}],
+    }
+    c = parse_scenario(doc, source="<test>").build_cache()
+    sees = SeesCodesPerNode()
+    s = scheduler(c, plugins=[("Narrow", NarrowsToN2()), ("Sees", sees)],
+                  preFilter=["Narrow"], filter=["NodeResourcesFit"], postFilter=["Sees"])
+    result = s.run(0.0)[0]
+    assert result.status.message.startswith(
+        "0/3 nodes are available: 1 node(s) didn't satisfy plugin(s) [Narrow], 2 Insufficient "
+        "cpu.")
+    assert sees.codes["n3"] == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert sees.codes["n1"] == sees.codes["n2"]  # both refused for room by the filter
+
+
+class TooHigh:
+    def score(self, state: CycleState, pod: Any, node: Any) -> tuple[int, Status]:
+        return 150, Status.success()
+
+
+class Fails:
+    def score(self, state: CycleState, pod: Any, node: Any) -> tuple[int, Status]:
+        return 0, Status.error("boom")
+
+
+def test_a_score_error_is_reported_before_an_earlier_plugin_s_score_out_of_range() -> None:
+    """kube's RunScorePlugins scores with every plugin first, then normalizes, then checks
+    the range: a later plugin's Score error is the one reported."""
+    c = cache({"n1": 2, "n2": 2}, [("p", 1, 0)])
+    s = scheduler(c, plugins=[("Big", TooHigh()), ("Bad", Fails())],
+                  filter=["NodeResourcesFit"], score=["Big", "Bad"])
+    result = s.run(0.0)[0]
+    assert result.status.message == 'running Score plugins: plugin "Bad" failed with: boom'
+
+
+def test_least_allocated_weights_are_kube_s_range() -> None:
+    from batchsched.kubesched.builtin_plugins import NodeResourcesLeastAllocated
+
+    with pytest.raises(ConfigError, match=r"resource weight of cpu not in valid range "
+                                          r"\(0, 100\]: 1000"):
+        NodeResourcesLeastAllocated.from_arguments({"resources": [{"name": "cpu",
+                                                                   "weight": 1000}]})
+    assert NodeResourcesLeastAllocated.from_arguments(
+        {"resources": [{"name": "cpu", "weight": 100}]}) is not None

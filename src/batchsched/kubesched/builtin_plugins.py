@@ -247,9 +247,10 @@ class NodeResourcesLeastAllocated:
             if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
                 raise ConfigError("must be a mapping with a name", key=f"{key}[{i}]")
             weight = entry.get("weight", 1)
-            if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
-                raise ConfigError(f"weight must be a positive integer, not {weight!r}",
-                                  key=f"{key}[{i}].weight")
+            # kube's validateResources: each weight in (0, 100].
+            if isinstance(weight, bool) or not isinstance(weight, int) or not 0 < weight <= 100:
+                raise ConfigError(f"resource weight of {entry['name']} not in valid range "
+                                  f"(0, 100]: {weight!r}", key=f"{key}[{i}].weight")
             resources.append((_resource_name(entry["name"]), weight))
         return cls(tuple(resources))
 

@@ -544,44 +544,34 @@ class Framework:
     def run_score(self, state: CycleState, pod: TaskInfo,
                   nodes: Sequence[NodeInfo]) -> dict[str, int]:
         """Each node's weighted total; a plugin's error or out-of-range score raises
-        :class:`PluginError` naming it."""
+        :class:`PluginError` naming it. In kube-scheduler's three passes
+        (``RunScorePlugins``): every Score on every node (node by node), then every
+        NormalizeScore, then the range check and the weights, so that an error of an
+        earlier pass is the one reported."""
         totals = {node.name: 0 for node in nodes}
-        for name, plugin in self.plugins_at("score"):
-            if name in state.skip_score_plugins:
-                continue
-            scores: dict[str, int] = {}
-            for node in nodes:
-                answer = self._call(name, "score", plugin.score, state, pod, node)
-                if not (isinstance(answer, tuple) and len(answer) == 2
-                        and isinstance(answer[1], Status)
-                        and isinstance(answer[0], (int, float))
-                        and not isinstance(answer[0], bool)):
-                    raise PluginError(f"kube plugin {name!r} answered {answer!r} at score, "
-                                      "not (score, Status)", plugin=name, point="score")
-                score, status = answer
-                status = _with_text_reasons(name, "score", status)
-                if not status.is_success():
-                    raise ScoreError(f"running Score plugins: plugin {quote(name)} failed "
-                                     f"with: {status.message}", plugin=name, point="score")
-                if isinstance(score, float) and not math.isfinite(score):
-                    raise PluginError(f"kube plugin {name!r} answered the score {score} for "
-                                      f"node {node.name}, not an integer", plugin=name,
-                                      point="score")
-                scores[node.name] = int(score)
+        scoring = [(name, plugin) for name, plugin in self.plugins_at("score")
+                   if name not in state.skip_score_plugins]
+        scores: dict[str, dict[str, int]] = {name: {} for name, _ in scoring}
+        for node in nodes:
+            for name, plugin in scoring:
+                scores[name][node.name] = self._score_of(name, plugin, state, pod, node)
+        for name, plugin in scoring:
             normalize = getattr(plugin, "normalize_score", None)
-            if normalize is not None:
-                status = self._status(name, "score", normalize, state, pod, scores)
-                if not status.is_success():
-                    raise ScoreError(f"running Normalize on Score plugins: plugin {quote(name)} "
-                                     f"failed with: {status.message}", plugin=name, point="score")
-                if scores.keys() != totals.keys():
-                    # kube hands NormalizeScore a list it may only rescale in place.
-                    odd = sorted(map(repr, scores.keys() ^ totals.keys()))
-                    raise PluginError(f"kube plugin {name!r} normalized the scores to other "
-                                      f"nodes than those scored ({', '.join(odd)})",
-                                      plugin=name, point="score")
+            if normalize is None:
+                continue
+            status = self._status(name, "score", normalize, state, pod, scores[name])
+            if not status.is_success():
+                raise ScoreError(f"running Normalize on Score plugins: plugin {quote(name)} "
+                                 f"failed with: {status.message}", plugin=name, point="score")
+            if scores[name].keys() != totals.keys():
+                # kube hands NormalizeScore a list it may only rescale in place.
+                odd = sorted(map(repr, scores[name].keys() ^ totals.keys()))
+                raise PluginError(f"kube plugin {name!r} normalized the scores to other "
+                                  f"nodes than those scored ({', '.join(odd)})",
+                                  plugin=name, point="score")
+        for name, _ in scoring:
             weight = self.weights[name]
-            for node_name, score in scores.items():
+            for node_name, score in scores[name].items():
                 if not isinstance(score, (int, float)) or isinstance(score, bool) \
                         or not math.isfinite(score):
                     raise PluginError(f"kube plugin {name!r} normalized the score of node "
@@ -595,6 +585,26 @@ class Framework:
                         plugin=name, point="score")
                 totals[node_name] += score * weight
         return totals
+
+    def _score_of(self, name: str, plugin: Any, state: CycleState, pod: TaskInfo,
+                  node: NodeInfo) -> int:
+        answer = self._call(name, "score", plugin.score, state, pod, node)
+        if not (isinstance(answer, tuple) and len(answer) == 2
+                and isinstance(answer[1], Status)
+                and isinstance(answer[0], (int, float))
+                and not isinstance(answer[0], bool)):
+            raise PluginError(f"kube plugin {name!r} answered {answer!r} at score, "
+                              "not (score, Status)", plugin=name, point="score")
+        score, status = answer
+        status = _with_text_reasons(name, "score", status)
+        if not status.is_success():
+            raise ScoreError(f"running Score plugins: plugin {quote(name)} failed "
+                             f"with: {status.message}", plugin=name, point="score")
+        if isinstance(score, float) and not math.isfinite(score):
+            raise PluginError(f"kube plugin {name!r} answered the score {score} for "
+                              f"node {node.name}, not an integer", plugin=name,
+                              point="score")
+        return int(score)
 
     # -- reserving and permitting ------------------------------------------------------------
 

@@ -396,7 +396,9 @@ class PodScheduler:
                     f"[{' '.join(state.pre_filter_node_plugins)}]", unresolvable=True)
                 for node in nodes:
                     if node.name not in allowed:
-                        statuses[node.name] = outside
+                        # A nominated node refused on its own keeps that status
+                        # (kube's SetAbsentNodesStatus fills only the nodes without one).
+                        statuses.setdefault(node.name, outside)
             error = self._find_feasible(framework, state, pod, candidates, feasible=feasible,
                                         statuses=statuses, total=len(nodes),
                                         scoring=scoring, nominated=nominated_node)

@@ -90,8 +90,9 @@ class KubePluginsPlugin:
         if status.is_success() and state.pre_filter_nodes is not None \
                 and node.name not in state.pre_filter_nodes:
             # Outside the nodes PreFilter left: unresolvable, as kube-scheduler says.
-            status = Status.unschedulable("node(s) didn't satisfy plugin(s) PreFilter result",
-                                          unresolvable=True)
+            status = Status.unschedulable(
+                "node(s) didn't satisfy plugin(s) "
+                f"[{' '.join(state.pre_filter_node_plugins)}]", unresolvable=True)
         if status.is_success():
             status = self.framework.run_filter(state, task, node)
         if status.is_success():
