@@ -405,3 +405,13 @@ def test_a_utf16_configuration_is_read_as_volcano_reads_it(tmp_path: Path) -> No
     with pytest.raises(ConfigError, match=r"not UTF-16LE text: .*surrogate, code unit 0x00d8 "
                        r"at offset 42"):
         load_configuration(path)
+
+
+def test_a_scheduler_given_no_cache_says_so_at_once() -> None:
+    """The arguments swapped (a configuration's path first) failed only at the first
+    cycle, as a snapshot that raised AttributeError."""
+    import batchsched
+
+    with pytest.raises(TypeError, match="first argument is the cache"):
+        Scheduler("examples/volcano-scheduler.conf")  # type: ignore[arg-type]
+    assert batchsched.LoopStatus is type(Scheduler(cluster(), registry=registry()).status)

@@ -435,3 +435,23 @@ def test_assert_decisions_of_something_else_than_decisions_says_what_it_takes() 
     with pytest.raises(TypeError, match="decisions must be the Decisions run\\(\\) returns, "
                                         "not dict"):
         assert_decisions({"binds": {}}, binds={})  # type: ignore[arg-type]
+
+
+def test_the_builder_takes_the_format_s_fields_in_snake_case_too() -> None:
+    """Its own keywords are snake_case (min_member, run_time), as assert_decisions's:
+    the format's other fields are taken either way (priority_class_name was an unknown
+    key of the format)."""
+    import pytest
+
+    from batchsched.testing import Decisions, ScenarioBuilder, run
+
+    builder = (ScenarioBuilder().priority_class("high", 100)
+               .node("n1", cpu=2, memory="1Gi")
+               .job("j0", min_member=1, priority_class_name="high")
+               .task("t0", job="j0", cpu=1, node_selector={}))
+    decisions: Decisions = run(builder)
+    assert decisions.binds == {"default/t0": "n1"}
+    assert builder.document["jobs"][0]["priorityClassName"] == "high"
+    with pytest.raises(TypeError, match="priorityClassName given twice "
+                                        r"\(priority_class_name and priorityClassName\)"):
+        ScenarioBuilder().job("j", priority_class_name="a", priorityClassName="b")

@@ -42,7 +42,7 @@ from batchsched.errors import (
 )
 from batchsched.framework import Arguments, EventHandler, Session, Statement, ValidateResult
 from batchsched.plugin import ActionSpec, PluginSpec, Vote, hookimpl
-from batchsched.scheduler import Scheduler, run_actions
+from batchsched.scheduler import LoopStatus, Scheduler, run_actions
 
 _moved.install()
 
@@ -57,6 +57,7 @@ __all__ = [
     "DryRunError",
     "EventHandler",
     "JobInfo",
+    "LoopStatus",
     "MemoryCache",
     "NodeInfo",
     "PluginError",

@@ -182,6 +182,11 @@ class Scheduler:
         registry: Registry | None = None,
         metrics: Metrics | None = None,
     ) -> None:
+        if not isinstance(cache, Cache):
+            # A path or a configuration given first: say so now, not at every cycle.
+            raise TypeError(f"Scheduler's first argument is the cache (a MemoryCache or "
+                            f"another batchsched.Cache), not {type(cache).__name__} "
+                            f"{cache!r:.60}")
         self.cache = cache
         self.metrics = metrics
         self.registry = registry or default_registry()

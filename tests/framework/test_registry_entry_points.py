@@ -354,3 +354,31 @@ def test_an_unregistered_kube_hook_is_no_longer_named_broken() -> None:
     registry.manager.unregister(failing)
     registry.refresh()
     assert not any(who == "failing-kube" for who, _ in registry.broken)
+
+
+def test_a_name_two_installed_distributions_claim_breaks_only_that_name(site: Path) -> None:
+    """Neither claim is used and both are named broken; everything else works, and a
+    configuration naming the contested plugin fails naming both (one unrelated package
+    conflict used to make every Registry, and so every command, fail)."""
+    from batchsched.conf import configuration_from_text
+    from batchsched.errors import ConfigError
+
+    distribution(site, "tp-first", {"plugins": "tp_first"}, {"tp_first": "same-name"})
+    distribution(site, "tp-second", {"plugins": "tp_second"}, {"tp_second": "same-name"})
+    distribution(site, "tp-gang", {"plugins": "tp_gang"}, {"tp_gang": "gang"})
+    distribution(site, "tp-gang-too", {"plugins": "tp_gang_too"}, {"tp_gang_too": "gang"})
+    registry = Registry(autoload=True)
+    assert "same-name" not in registry.plugins
+    assert registry.plugins["gang"].distribution == "batchsched"  # a built-in keeps it
+    named = " ".join(message for _, message in registry.broken)
+    assert "plugin name 'same-name' is claimed twice" in named
+    assert "tp-first" in named and "tp-second" in named and "tp-gang-too" in named
+    assert not any(who.startswith("batchsched") for who, _ in registry.broken)
+    with pytest.raises(PluginError, match="'same-name' is claimed twice"):
+        registry.create_plugin("same-name")
+    configuration = configuration_from_text(
+        "actions: allocate\ntiers:\n- plugins:\n  - name: same-name\n")
+    with pytest.raises(ConfigError, match="claimed twice"):
+        configuration.validate(registry)
+    configuration_from_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n"
+                            ).validate(registry)

@@ -120,6 +120,25 @@ def test_allocate_changes_the_session_at_once_and_commit_binds() -> None:
     assert not stmt.operations
 
 
+def test_a_closed_session_takes_no_statement_and_an_open_one_commits_nothing() -> None:
+    """Its statuses went to the cache at close: a bind decided on it afterwards would
+    reach the cache after them (it used to bind)."""
+    from batchsched.scenario.runner import ScenarioCache
+
+    cache = ScenarioCache(cluster(), frozenset())
+    ssn = Session.open(cache, SchedulerConfiguration(actions=(), tiers=()),
+                       registry=Registry(autoload=False))
+    task = ssn.jobs["ns/pg0"].tasks["ns/j0-t1"]
+    stmt = Statement(ssn)
+    stmt.allocate(task, "n2")
+    ssn.close()
+    with pytest.raises(SchedulingError, match=r"is closed: a commit on it"):
+        stmt.commit()
+    with pytest.raises(SchedulingError, match=r"is closed: a statement on it"):
+        Statement(ssn)
+    assert cache.binds == []
+
+
 def test_unknown_node_or_job_is_a_clear_error_and_changes_nothing() -> None:
     ssn, _ = open_session()
     before = fingerprint(ssn)

@@ -18,7 +18,12 @@ class Cache(Protocol):
 
     ``snapshot`` returns a ClusterInfo the session may mutate freely (a deep copy);
     ``bind`` and ``evict`` carry out one decision each and return whether it took
-    effect; ``update_job_status`` receives a job whose pod-group phase and
+    effect: False refuses it without a reason (the task or node is gone), and a
+    :class:`~batchsched.errors.SchedulingError` refuses it with one, which the
+    session's ``failed to bind to node`` event then carries (:class:`MemoryCache`
+    raises for a node filled since the snapshot, a task placed since); any other
+    exception is the host failing, kept in the session's ``host_errors``.
+    ``update_job_status`` receives a job whose pod-group phase and
     conditions were updated at session close; ``record_event`` receives events on
     tasks and jobs.
 

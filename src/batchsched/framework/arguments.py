@@ -28,7 +28,7 @@ import logging
 import math
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, overload
 
 from batchsched.kube.go_strconv import in_int64, int64
 
@@ -438,6 +438,13 @@ class Arguments(Mapping[str, Any]):
         result: str = self._unreadable(key, value, "a string", default=default,
                                        owner=owner)
         return result
+
+    @overload
+    def get_duration(self, key: str, default: float, *, owner: str = "") -> float: ...
+
+    @overload
+    def get_duration(self, key: str, default: None = None, *,
+                     owner: str = "") -> float | None: ...
 
     def get_duration(
         self, key: str, default: float | None = None, *, owner: str = ""

@@ -7,8 +7,11 @@ is loaded first and always; the others follow unless
 ``BATCHSCHED_DISABLE_PLUGIN_AUTOLOAD`` is set. The registry imports no
 action or plugin module itself: it knows them only through entry points.
 An entry point that fails to import is reported in :attr:`Registry.broken`
-and skipped; a plugin or action name claimed twice is a
-:class:`~batchsched.errors.PluginError` naming both distributions. Nothing
+and skipped; a plugin or action name two installed distributions claim is used by
+neither (both are named in :attr:`Registry.broken`, and a configuration naming it
+fails with the error naming both; a built-in keeps its name), while a name a
+program's own :meth:`Registry.register` claims again is a
+:class:`~batchsched.errors.PluginError` naming both. Nothing
 is instantiated here: sessions build only the plugins their configuration
 names.
 """
@@ -80,6 +83,9 @@ class Registry:
         self._third_party: dict[str, str] = {}
         self.plugins: dict[str, Registered] = {}
         self.actions: dict[str, Registered] = {}
+        #: Plugin and action names two installed distributions claim (name -> the
+        #: error naming both): neither is used; a configuration naming one fails.
+        self.contested: dict[str, str] = {}
         if autoload is None:
             autoload = not os.environ.get(AUTOLOAD_ENV)
         self._load_entry_points(autoload=autoload)
@@ -278,6 +284,15 @@ class Registry:
                         log.warning("batchsched: registration hook failed: %s", message)
                     continue
                 produced_by.append((impl, table, specs))
+        contested: dict[tuple[str, str], str] = {}
+        claimant: dict[tuple[str, str], str] = {}
+
+        def role(registrant: str) -> str:
+            if registrant in self._third_party:
+                return "installed"
+            builtin = self._origin.get(registrant, ("", ""))[0] == DISTRIBUTION
+            return "builtin" if builtin else "program"
+
         for impl, table, specs in produced_by:
             if unit(impl.plugin_name) in failed:
                 # Half registered (its actions without its plugins, say), a
@@ -287,13 +302,42 @@ class Registry:
             module = getattr(impl.plugin, "__name__", type(impl.plugin).__name__)
             kind = "plugin" if table is plugins else "action"
             for spec in specs:
-                if spec.name in table:
-                    other = table[spec.name]
-                    raise PluginError(
-                        f"{kind} name {spec.name!r} is claimed twice: by {other.distribution} "
-                        f"({other.module}) and by {dist} ({module})", plugin=spec.name,
-                    )
-                table[spec.name] = Registered(spec, dist, version, module)
+                key = (kind, spec.name)
+                other = table.get(spec.name)
+                mine = Registered(spec, dist, version, module)
+                if other is None and key not in contested:
+                    table[spec.name], claimant[key] = mine, impl.plugin_name
+                    continue
+                message = (f"{kind} name {spec.name!r} is claimed twice: by "
+                           f"{other.distribution} ({other.module}) and by {dist} ({module})"
+                           if other is not None else contested[key])
+                roles = {role(impl.plugin_name)} | (
+                    {role(claimant[key])} if other is not None else {"installed"})
+                if "program" in roles:
+                    # What a program registers itself is refused at once.
+                    raise PluginError(message, plugin=spec.name)
+                # Installed distributions: their claims are skipped, named broken (a
+                # built-in keeps its name; two distributions' name is neither's), and
+                # everything else works on.
+                holder = claimant[key] if other is not None else None  # None: contested
+                if role(impl.plugin_name) == "builtin":
+                    losers = [holder] if holder is not None else []
+                elif holder is not None and role(holder) == "builtin":
+                    losers = [impl.plugin_name]
+                else:
+                    losers = [impl.plugin_name, *([holder] if holder is not None else [])]
+                for loser in losers:
+                    failures.append((loser, message))
+                    if (loser, message) not in self._warned:
+                        self._warned.add((loser, message))
+                        log.warning("batchsched: skipping a name claimed twice: %s", message)
+                if role(impl.plugin_name) == "builtin":
+                    table[spec.name], claimant[key] = mine, impl.plugin_name
+                    contested.pop(key, None)
+                elif holder is not None and role(holder) != "builtin":
+                    del table[spec.name]
+                    contested[key] = message
+        self.contested = {name: message for (_, name), message in contested.items()}
         self.plugins = plugins
         self.actions = actions
         # A registrant taken out since its hook failed is broken no more.
@@ -308,7 +352,8 @@ class Registry:
             entry = self.plugins[name]
         except KeyError:
             raise PluginError(
-                f"unknown plugin {name!r} (known: {', '.join(sorted(self.plugins))})",
+                self.contested.get(name)
+                or f"unknown plugin {name!r} (known: {', '.join(sorted(self.plugins))})",
                 plugin=name,
             ) from None
         try:
@@ -324,7 +369,8 @@ class Registry:
             entry = self.actions[name]
         except KeyError:
             raise PluginError(
-                f"unknown action {name!r} (known: {', '.join(sorted(self.actions))})",
+                self.contested.get(name)
+                or f"unknown action {name!r} (known: {', '.join(sorted(self.actions))})",
                 plugin=name,
             ) from None
         factory: Any = entry.spec.factory

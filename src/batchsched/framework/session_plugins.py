@@ -450,10 +450,14 @@ class SessionPlugins:
     # -- orderings ---------------------------------------------------------------------------
 
     def job_order_compare(self, left: JobInfo, right: JobInfo) -> int:
+        """The job order plugins' three-way answer alone (<0: ``left`` first; 0 when no
+        plugin decides): :meth:`job_order_total` adds the session's tie-breaks."""
         return combine.first_nonzero("job_order", self.tiers_for("job_order"), left, right)
 
     def job_order_fn(self, left: JobInfo, right: JobInfo) -> bool:
-        """Whether ``left`` goes before ``right``: plugins, then creation time, then id."""
+        """Whether ``left`` goes before ``right`` (a bool, as Volcano's ``JobOrderFn``;
+        not a comparison for ``cmp_to_key``: use :meth:`job_order_total` or
+        :meth:`sorted_jobs`): plugins, then creation time, then id."""
         result = self.job_order_compare(left, right)
         if result:
             return result < 0
@@ -475,6 +479,8 @@ class SessionPlugins:
         return 0
 
     def queue_order_fn(self, left: QueueInfo, right: QueueInfo) -> bool:
+        """Whether ``left`` goes before ``right`` (a bool, as Volcano's
+        ``QueueOrderFn``: use :meth:`queue_priority_queue` to order queues)."""
         tiers = self._bound.get("queue_order") or self.tiers_for("queue_order")
         result = combine.first_nonzero("queue_order", tiers, left, right)
         if result:
@@ -489,9 +495,12 @@ class SessionPlugins:
         return result < 0 if result else False
 
     def task_compare(self, left: TaskInfo, right: TaskInfo) -> int:
+        """The task order plugins' three-way answer alone (0 when no plugin decides)."""
         return combine.first_nonzero("task_order", self.tiers_for("task_order"), left, right)
 
     def task_order_fn(self, left: TaskInfo, right: TaskInfo) -> bool:
+        """Whether ``left`` goes before ``right`` (a bool, as Volcano's ``TaskOrderFn``:
+        use :meth:`task_order_total` to sort)."""
         result = self.task_compare(left, right)
         if result:
             return result < 0

@@ -75,6 +75,7 @@ class Statement:
     __slots__ = ("operations", "ssn")
 
     def __init__(self, ssn: Session) -> None:
+        _refuse_closed(ssn, "a statement")
         self.ssn = ssn
         self.operations: list[Operation] = []
         ssn._statements.append(self)
@@ -115,6 +116,7 @@ class Statement:
         would give its resources back to every plugin twice. (Volcano's ``Evict`` has no
         such guard; its actions never ask it.)"""
         ssn = self.ssn
+        _refuse_closed(ssn, "an eviction")
         job = self._job_of(task)
         if task.status not in ALLOCATED_STATUSES or not task.node_name:
             raise SchedulingError(f"cannot evict task {task.uid}: it is {task.status}"
@@ -140,6 +142,7 @@ class Statement:
         *, refusals_ignored: bool = False,
     ) -> None:
         ssn = self.ssn
+        _refuse_closed(ssn, "a placement")
         node_info = ssn.nodes.get(node) if isinstance(node, str) else node
         if node_info is None or ssn.nodes.get(node_info.name) is not node_info:
             name = node if isinstance(node, str) else node.name
@@ -269,6 +272,7 @@ class Statement:
         keeps the binds that went through instead; its failed tasks wait for the
         next session (:func:`bind_failure_policy`).
         """
+        _refuse_closed(self.ssn, "a commit")
         ssn = self.ssn
         committed: list[Operation] = []
         operations = self.operations
@@ -416,3 +420,12 @@ def bind_failure_policy(ssn: Session, job: JobInfo) -> str:
                      f"annotation {BIND_FAILURE_POLICY_ANNOTATION}: {value!r} is not one of "
                      f"{', '.join(_POLICIES)}; {ROLLBACK_GANG} applies")
     return ROLLBACK_GANG
+
+
+def _refuse_closed(ssn: Session, what: str) -> None:
+    """A closed session handed its statuses to the cache: nothing decided on it may
+    reach the cache after them."""
+    if ssn._closed:
+        raise SchedulingError(f"session {ssn.uid} is closed: {what} on it would reach the "
+                              "cache after the statuses it handed over; open a new session "
+                              "(Session.open)")

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from batchsched.simulation.timeline import Timeline
 
 __all__ = [
+    "Decisions",
     "ScenarioBuilder",
     "assert_decisions",
     "build_job",
@@ -73,10 +74,27 @@ def build_node(name: str, *, cpu: object = None, memory: object = None, pods: ob
     """A node entry (Volcano's ``BuildNode``); ``pods`` defaults to 110 like a kubelet.
     An ``allocatable`` given whole is taken as it is, and with ``cpu``, ``memory`` or
     ``scalars`` too is a TypeError (one would drop the other)."""
+    fields = _camel_case("build_node", fields)
     if "allocatable" in fields:
         _refuse_both("build_node", "allocatable", cpu=cpu, memory=memory, scalars=scalars)
         return {"name": name, **fields}
     return {"name": name, "allocatable": _resources(cpu, memory, pods, scalars), **fields}
+
+
+def _camel_case(owner: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The format's fields given as keywords, snake_case taken too (``priority_class_name``
+    is ``priorityClassName``), as :func:`assert_decisions` takes it; a field given both
+    ways is a TypeError."""
+    out: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    for key, value in fields.items():
+        head, *rest = key.split("_")
+        camel = head + "".join(part[:1].upper() + part[1:] for part in rest)
+        if camel in out:
+            raise TypeError(f"{owner}: {camel} given twice ({given[camel]} and {key}): "
+                            "give one")
+        out[camel], given[camel] = value, key
+    return out
 
 
 def _refuse_both(owner: str, field: str, **keywords: object) -> None:
@@ -104,6 +122,7 @@ def build_task(name: str, *, job: str, namespace: str = "default", cpu: object =
     ``run_time`` (seconds or a Go duration) is how long the task runs in a simulation
     (the ``batchsched.io/run-time`` annotation).
     """
+    fields = _camel_case("build_task", fields)
     if "requests" in fields:
         _refuse_both("build_task", "requests", cpu=cpu, memory=memory, scalars=scalars)
     entry: dict[str, Any] = {"name": name, "namespace": namespace, "job": job}
@@ -127,6 +146,7 @@ def build_job(name: str, *, namespace: str = "default", queue: str = "default",
     ``requested_runtime`` its time limit and ``restart`` (``gang`` or ``task``) what an
     eviction restarts (the ``batchsched.io/...`` annotations).
     """
+    fields = _camel_case("build_job", fields)
     if "createdAt" in fields:
         _refuse_both("build_job", "createdAt", submit=submit)
     if "minMember" in fields:
@@ -142,7 +162,7 @@ def build_job(name: str, *, namespace: str = "default", queue: str = "default",
 
 def build_queue(name: str, *, weight: int = 1, **fields: Any) -> dict[str, Any]:
     """A queue entry (Volcano's ``BuildQueue``)."""
-    return {"name": name, "weight": weight, **fields}
+    return {"name": name, "weight": weight, **_camel_case("build_queue", fields)}
 
 
 _SINGULAR = {"queues": "queue", "nodes": "node", "jobs": "job", "tasks": "task",
