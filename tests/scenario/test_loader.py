@@ -551,3 +551,16 @@ def test_the_system_priority_classes_exist_without_being_given() -> None:
     assert run_scenario(scenario).binds == {"c1/crit": "n1"}
     classes = {c.name: c.value for c in scenario.priority_classes}
     assert classes["system-cluster-critical"] == 2_000_000_000
+
+
+def test_a_name_that_is_no_string_says_so_and_a_whole_float_count_is_a_count() -> None:
+    base = {"version": 1, "name": "names", "config": {"actions": "allocate"},
+            "nodes": [{"name": 5, "allocatable": {"cpu": 1}}]}
+    with pytest.raises(ScenarioError, match=r"nodes\[0\]\.name: must be a string, not a "
+                                            "number"):
+        parse_scenario(base, source="<test>")
+    counted = {**base, "nodes": [], "expect": {"bindCount": 0.0, "evictCount": 0}}
+    scenario = parse_scenario(counted, source="<test>")
+    assert scenario.expect["bindCount"] == 0
+    with pytest.raises(ScenarioError, match="bindCount"):
+        parse_scenario({**counted, "expect": {"bindCount": 0.5}}, source="<test>")

@@ -547,7 +547,9 @@ class _Parser:
 
     def name(self, obj: Mapping[str, Any], path: str) -> str:
         value = obj.get("name")
-        if not isinstance(value, str) or not value:
+        if value is not None and not isinstance(value, str):
+            raise self.fail(f"{path}.name", f"must be a string, not {_kind(value)}")
+        if not value:
             raise self.fail(f"{path}.name", "a non-empty name is required")
         return value
 
@@ -2016,6 +2018,9 @@ _LAST_SECOND = 253402300799.0
 
 
 def _is_count(value: Any) -> bool:
+    """A whole number >= 0 (``1.0`` too: YAML and JSON writers may spell one so)."""
+    if isinstance(value, float):
+        return value.is_integer() and value >= 0
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
