@@ -445,13 +445,14 @@ def test_the_builder_takes_the_format_s_fields_in_snake_case_too() -> None:
 
     from batchsched.testing import Decisions, ScenarioBuilder, run
 
-    builder = (ScenarioBuilder().priority_class("high", 100)
+    builder = (ScenarioBuilder().priority_class("high", 100, preemption_policy="Never")
                .node("n1", cpu=2, memory="1Gi")
                .job("j0", min_member=1, priority_class_name="high")
                .task("t0", job="j0", cpu=1, node_selector={}))
     decisions: Decisions = run(builder)
     assert decisions.binds == {"default/t0": "n1"}
     assert builder.document["jobs"][0]["priorityClassName"] == "high"
+    assert builder.document["priorityClasses"][0]["preemptionPolicy"] == "Never"
     with pytest.raises(TypeError, match="priorityClassName given twice "
                                         r"\(priority_class_name and priorityClassName\)"):
         ScenarioBuilder().job("j", priority_class_name="a", priorityClassName="b")

@@ -205,7 +205,11 @@ class SchedulerConfiguration:
         own tests do."""
         at = f"{self.location}." if self.location else ""
         known_actions = sorted(registry.actions)
+        contested: dict[tuple[str, str], str] = getattr(registry, "contested", {})
         for i, name in enumerate(self.actions):
+            if ("action", name) in contested:
+                raise ConfigError(contested["action", name], source=self.source,
+                                  key=f"{at}actions[{i}]")
             if name not in registry.actions:
                 raise ConfigError(
                     f"unknown action {name!r}{_did_you_mean(name, known_actions)}"
@@ -225,6 +229,9 @@ class SchedulerConfiguration:
         for t, tier in enumerate(self.tiers):
             for p, option in enumerate(tier.plugins):
                 key = f"{at}tiers[{t}].plugins[{p}].name"
+                if ("plugin", option.name) in contested:
+                    raise ConfigError(contested["plugin", option.name], source=self.source,
+                                      key=key)
                 if option.name not in registry.plugins:
                     raise ConfigError(
                         f"unknown plugin {option.name!r}"
@@ -253,7 +260,7 @@ def _broken(registry: Registry) -> str:
     if not registry.broken:
         return ""
     return "; plugin distributions that failed to load: " + "; ".join(
-        message for _, message in registry.broken)
+        dict.fromkeys(message for _, message in registry.broken))
 
 
 _NODES_TO_FIND_KEYS = {"percentageOfNodesToFind": "percentage", "minNodesToFind": "minimum",

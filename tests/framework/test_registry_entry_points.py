@@ -370,15 +370,61 @@ def test_a_name_two_installed_distributions_claim_breaks_only_that_name(site: Pa
     registry = Registry(autoload=True)
     assert "same-name" not in registry.plugins
     assert registry.plugins["gang"].distribution == "batchsched"  # a built-in keeps it
-    named = " ".join(message for _, message in registry.broken)
-    assert "plugin name 'same-name' is claimed twice" in named
-    assert "tp-first" in named and "tp-second" in named and "tp-gang-too" in named
-    assert not any(who.startswith("batchsched") for who, _ in registry.broken)
-    with pytest.raises(PluginError, match="'same-name' is claimed twice"):
+    broken = dict(registry.broken)
+    claimed = "plugin name 'same-name' is claimed by tp-first and tp-second: none of them"
+    assert broken["tp-first:plugins"].startswith(claimed)
+    assert broken["tp-second:plugins"].startswith(claimed)
+    assert broken["tp-gang-too:plugins"].startswith(
+        "plugin name 'gang' is batchsched's; tp-gang and tp-gang-too claimed it too")
+    assert not any(who.startswith("batchsched") for who in broken)
+    with pytest.raises(PluginError, match=claimed):
         registry.create_plugin("same-name")
+    with pytest.raises(PluginError, match="unknown action 'same-name'"):
+        registry.create_action("same-name")  # a plugin's contest, not an action's
     configuration = configuration_from_text(
         "actions: allocate\ntiers:\n- plugins:\n  - name: same-name\n")
-    with pytest.raises(ConfigError, match="claimed twice"):
+    with pytest.raises(ConfigError, match=r"plugins\[0\]\.name: " + claimed):
         configuration.validate(registry)
     configuration_from_text("actions: allocate\ntiers:\n- plugins:\n  - name: gang\n"
                             ).validate(registry)
+
+
+KUBE_MODULE = """
+from batchsched.kubesched import KubePluginSpec
+from batchsched.plugin import hookimpl
+
+
+class Foo:
+    def __init__(self, args, handle):
+        pass
+
+
+@hookimpl
+def batchsched_register_kube_plugins():
+    return [KubePluginSpec("{name}", Foo), KubePluginSpec("{own}", Foo)]
+"""
+
+
+def test_a_kube_plugin_name_claimed_again_follows_the_same_rule(site: Path) -> None:
+    """A kube plugin name two installed distributions claim is none's, one a built-in
+    holds stays the built-in's, and each distribution's other kube plugins are kept (a
+    kube registry refused the whole set, so every session with kube-plugins failed)."""
+    from batchsched.kubesched import from_entry_points
+    from batchsched.kubesched.builtin_plugins import NodeResourcesFit
+
+    for dist, name, own in (("tp-k1", "Foo", "Own1"), ("tp-k2", "Foo", "Own2"),
+                            ("tp-k3", "NodeResourcesFit", "Own3")):
+        module = dist.replace("-", "_")
+        info = site / f"{module}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[batchsched]\nkube = {module}\n")
+        (site / f"{module}.py").write_text(KUBE_MODULE.format(name=name, own=own))
+    registry = Registry(autoload=True)
+    kube = from_entry_points(registry)
+    assert "Foo" not in set(kube) and {"Own1", "Own2", "Own3"} <= set(kube)
+    built = kube["NodeResourcesFit"]({}, None)
+    assert isinstance(built, NodeResourcesFit)
+    broken = " ".join(message for _, message in registry.broken)
+    assert "kube plugin name 'Foo' is claimed by tp-k1 and tp-k2: none of them" in broken
+    assert "kube plugin name 'NodeResourcesFit' is batchsched's; tp-k3 claimed it" in broken

@@ -561,6 +561,6 @@ def test_a_name_that_is_no_string_says_so_and_a_whole_float_count_is_a_count() -
         parse_scenario(base, source="<test>")
     counted = {**base, "nodes": [], "expect": {"bindCount": 0.0, "evictCount": 0}}
     scenario = parse_scenario(counted, source="<test>")
-    assert scenario.expect["bindCount"] == 0
+    assert scenario.expect["bindCount"] == 0 and type(scenario.expect["bindCount"]) is int
     with pytest.raises(ScenarioError, match="bindCount"):
         parse_scenario({**counted, "expect": {"bindCount": 0.5}}, source="<test>")

@@ -83,9 +83,10 @@ class Registry:
         self._third_party: dict[str, str] = {}
         self.plugins: dict[str, Registered] = {}
         self.actions: dict[str, Registered] = {}
-        #: Plugin and action names two installed distributions claim (name -> the
-        #: error naming both): neither is used; a configuration naming one fails.
-        self.contested: dict[str, str] = {}
+        #: Plugin and action names several installed distributions claim
+        #: (("plugin" or "action", name) -> the error naming them): none is used; a
+        #: configuration naming one fails with that error.
+        self.contested: dict[tuple[str, str], str] = {}
         if autoload is None:
             autoload = not os.environ.get(AUTOLOAD_ENV)
         self._load_entry_points(autoload=autoload)
@@ -284,15 +285,10 @@ class Registry:
                         log.warning("batchsched: registration hook failed: %s", message)
                     continue
                 produced_by.append((impl, table, specs))
-        contested: dict[tuple[str, str], str] = {}
-        claimant: dict[tuple[str, str], str] = {}
-
-        def role(registrant: str) -> str:
-            if registrant in self._third_party:
-                return "installed"
-            builtin = self._origin.get(registrant, ("", ""))[0] == DISTRIBUTION
-            return "builtin" if builtin else "program"
-
+        # Every claim of each (kind, name), in registration order: a name claimed once
+        # is its claimant's; one claimed again is resolved below.
+        claims: dict[tuple[str, str], list[tuple[str, Registered]]] = {}
+        tables = {"plugin": plugins, "action": actions}
         for impl, table, specs in produced_by:
             if unit(impl.plugin_name) in failed:
                 # Half registered (its actions without its plugins, say), a
@@ -302,42 +298,41 @@ class Registry:
             module = getattr(impl.plugin, "__name__", type(impl.plugin).__name__)
             kind = "plugin" if table is plugins else "action"
             for spec in specs:
-                key = (kind, spec.name)
-                other = table.get(spec.name)
-                mine = Registered(spec, dist, version, module)
-                if other is None and key not in contested:
-                    table[spec.name], claimant[key] = mine, impl.plugin_name
-                    continue
-                message = (f"{kind} name {spec.name!r} is claimed twice: by "
-                           f"{other.distribution} ({other.module}) and by {dist} ({module})"
-                           if other is not None else contested[key])
-                roles = {role(impl.plugin_name)} | (
-                    {role(claimant[key])} if other is not None else {"installed"})
-                if "program" in roles:
-                    # What a program registers itself is refused at once.
-                    raise PluginError(message, plugin=spec.name)
-                # Installed distributions: their claims are skipped, named broken (a
-                # built-in keeps its name; two distributions' name is neither's), and
-                # everything else works on.
-                holder = claimant[key] if other is not None else None  # None: contested
-                if role(impl.plugin_name) == "builtin":
-                    losers = [holder] if holder is not None else []
-                elif holder is not None and role(holder) == "builtin":
-                    losers = [impl.plugin_name]
-                else:
-                    losers = [impl.plugin_name, *([holder] if holder is not None else [])]
-                for loser in losers:
-                    failures.append((loser, message))
-                    if (loser, message) not in self._warned:
-                        self._warned.add((loser, message))
-                        log.warning("batchsched: skipping a name claimed twice: %s", message)
-                if role(impl.plugin_name) == "builtin":
-                    table[spec.name], claimant[key] = mine, impl.plugin_name
-                    contested.pop(key, None)
-                elif holder is not None and role(holder) != "builtin":
-                    del table[spec.name]
-                    contested[key] = message
-        self.contested = {name: message for (_, name), message in contested.items()}
+                claims.setdefault((kind, spec.name), []).append(
+                    (impl.plugin_name, Registered(spec, dist, version, module)))
+        contested: dict[tuple[str, str], str] = {}
+        for (kind, name), claimed in claims.items():
+            if len(claimed) == 1:
+                tables[kind][name] = claimed[0][1]
+                continue
+            roles = {registrant: self.role_of(registrant) for registrant, _ in claimed}
+            claimants = [f"{entry.distribution} ({entry.module})" for _, entry in claimed]
+            if "program" in roles.values():
+                # What a program registers itself is refused at once.
+                raise PluginError(f"{kind} name {name!r} is claimed more than once: by "
+                                  f"{_listed(claimants)}", plugin=name)
+            # Installed distributions: their claims are skipped and named broken (a
+            # built-in keeps its name; a name several distributions claim is
+            # none's), and everything else works on.
+            builtin = next((entry for registrant, entry in claimed
+                            if roles[registrant] == "builtin"), None)
+            others = _listed(sorted({entry.distribution for registrant, entry in claimed
+                                     if roles[registrant] == "installed"}))
+            if builtin is not None:
+                tables[kind][name] = builtin
+                message = (f"{kind} name {name!r} is batchsched's; {others} claimed it too: "
+                           "their claim is skipped")
+            else:
+                message = f"{kind} name {name!r} is claimed by {others}: none of them gets it"
+                contested[kind, name] = message
+            for registrant in dict.fromkeys(registrant for registrant, _ in claimed
+                                            if roles[registrant] == "installed"):
+                failures.append((registrant, message))
+                if (registrant, message) not in self._warned:
+                    self._warned.add((registrant, message))
+                    log.warning("batchsched: skipping a name claimed more than once: %s",
+                                message)
+        self.contested = contested
         self.plugins = plugins
         self.actions = actions
         # A registrant taken out since its hook failed is broken no more.
@@ -347,12 +342,20 @@ class Registry:
                        *((who, f"{hook}: {message}")
                          for (who, hook), message in self._noted.items())]
 
+    def role_of(self, registrant: str) -> str:
+        """``installed`` (a distribution's entry point), ``builtin`` or ``program`` (a
+        program's own :meth:`register`)."""
+        if registrant in self._third_party:
+            return "installed"
+        builtin = self._origin.get(registrant, ("", ""))[0] == DISTRIBUTION
+        return "builtin" if builtin else "program"
+
     def create_plugin(self, name: str, arguments: Arguments | None = None) -> Any:
         try:
             entry = self.plugins[name]
         except KeyError:
             raise PluginError(
-                self.contested.get(name)
+                self.contested.get(("plugin", name))
                 or f"unknown plugin {name!r} (known: {', '.join(sorted(self.plugins))})",
                 plugin=name,
             ) from None
@@ -369,7 +372,7 @@ class Registry:
             entry = self.actions[name]
         except KeyError:
             raise PluginError(
-                self.contested.get(name)
+                self.contested.get(("action", name))
                 or f"unknown action {name!r} (known: {', '.join(sorted(self.actions))})",
                 plugin=name,
             ) from None
@@ -425,3 +428,8 @@ def reset_default_registry() -> None:
     """Forget the process-wide registry (after installing a distribution, in tests)."""
     _default.clear()
     importlib.invalidate_caches()
+
+
+def _listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -93,7 +93,7 @@ def kube_plugin_specs(registry: Any | None = None) -> list[KubePluginSpec]:
         from batchsched.framework.registry import default_registry
 
         registry = default_registry()
-    specs: list[KubePluginSpec] = []
+    claims: dict[str, list[tuple[str, KubePluginSpec]]] = {}
     hook = registry.manager.hook.batchsched_register_kube_plugins
     for impl in reversed(hook.get_hookimpls()):
         try:
@@ -109,5 +109,34 @@ def kube_plugin_specs(registry: Any | None = None) -> list[KubePluginSpec]:
             registry.note_broken(impl.plugin_name, "batchsched_register_kube_plugins",
                                  f"({dist}) {type(exc).__name__}: {exc}")
             continue
-        specs.extend(given)
+        for spec in given:
+            claims.setdefault(spec.name, []).append((impl.plugin_name, spec))
+    return _resolved(registry, claims)
+
+
+def _resolved(registry: Any, claims: dict[str, list[tuple[str, KubePluginSpec]]]
+              ) -> list[KubePluginSpec]:
+    """One spec per name, as the batchsched registry resolves plugin names: a name
+    installed distributions claim again is a built-in's if one holds it, else none's,
+    and the distributions are named broken; a program's own claims are left for the
+    kube registry to refuse (it names the name)."""
+    role = getattr(registry, "role_of", None)
+    specs: list[KubePluginSpec] = []
+    for name, claimed in claims.items():
+        roles = {who: role(who) if role is not None else "program" for who, _ in claimed}
+        if len(claimed) == 1 or "program" in roles.values():
+            specs.extend(spec for _, spec in claimed)
+            continue
+        installed = [who for who, _ in claimed if roles[who] == "installed"]
+        dists = sorted({registry.distribution_of(who) for who in installed})
+        listed = dists[0] if len(dists) == 1 else f"{', '.join(dists[:-1])} and {dists[-1]}"
+        builtin = next((spec for who, spec in claimed if roles[who] == "builtin"), None)
+        if builtin is not None:
+            specs.append(builtin)
+            message = (f"kube plugin name {name!r} is batchsched's; {listed} claimed it "
+                       "too: their claim is skipped")
+        else:
+            message = f"kube plugin name {name!r} is claimed by {listed}: none of them gets it"
+        for who in dict.fromkeys(installed):
+            registry.note_broken(who, "batchsched_register_kube_plugins", message)
     return specs

@@ -144,10 +144,12 @@ def parse_typical_pods(raw: Any, *, owner: str = PLUGIN_NAME) -> dict[TypeKey, f
         where = f"{owner}.typicalPods[{i}]"
         if not isinstance(entry, Mapping) or "cpu" not in entry:
             raise ConfigError("must be a mapping with cpu (and gpu, weight, model)", key=where)
-        model = entry.get("model", "") or ""
-        if not isinstance(model, str):
+        model = entry.get("model")
+        if model is not None and not isinstance(model, str):
             raise ConfigError(f"model must be GPU model names separated by '|', not "
                               f"{model!r}", key=f"{where}.model")
+        # One spelling per set of models: blanks around names and empty names dropped.
+        model = "|".join(name.strip() for name in (model or "").split("|") if name.strip())
         try:
             request = Resource.from_mapping({"cpu": entry["cpu"],
                                              "nvidia.com/gpu": entry.get("gpu", 0) or 0})

@@ -1941,7 +1941,9 @@ class _Parser:
         unknown = unknown_in_expectation(obj, jobs)
         if unknown is not None:
             raise self.fail(f"expect.{unknown[0]}", unknown[1])
-        return dict(obj)
+        counts = {key: int(value) for key in ("bindCount", "evictCount")
+                  if isinstance(value := obj.get(key), float)}  # a whole float: its count
+        return {**obj, **counts}
 
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

@@ -211,7 +211,8 @@ class ScenarioBuilder:
         return self._append("tasks", build_task(name, **kw))
 
     def priority_class(self, name: str, value: int, **kw: Any) -> ScenarioBuilder:
-        return self._append("priorityClasses", {"name": name, "value": value, **kw})
+        return self._append("priorityClasses", {"name": name, "value": value,
+                                                **_camel_case("priority_class", kw)})
 
     def expect(self, **expect: Any) -> ScenarioBuilder:
         """Add the scenario format's ``expect`` keys (camelCase) to the document, for the
