@@ -260,6 +260,8 @@ def test_malformed_arguments_are_logged_and_fall_back(caplog: pytest.LogCaptureF
     from batchsched.framework.arguments import Arguments
     from batchsched.plugins.tdm import DEFAULT_EVICT_PERIOD, TdmPlugin
 
+    from batchsched.framework.arguments import collect_warnings
+
     with caplog.at_level("WARNING", logger="batchsched"):
         plugin = TdmPlugin(Arguments({"tdm.evict.period": "soon",
                                       "tdm.revocable-zone.rz1": "9-5", "tdm.typo": 1}))
@@ -267,6 +269,10 @@ def test_malformed_arguments_are_logged_and_fall_back(caplog: pytest.LogCaptureF
     text = caplog.text
     assert "plugin 'tdm': argument 'tdm.evict.period' = 'soon'" in text
     assert "'tdm.revocable-zone.rz1' = '9-5' is not a window" in text
+    with collect_warnings() as said:  # a plugin is built per session: said once
+        for _ in range(3):
+            TdmPlugin(Arguments({"tdm.revocable-zone.rz1": "9-5"}))
+    assert sum("is not a window" in line for line in said) == 1
     assert "ignoring argument(s) 'tdm.typo'" in text
 
 

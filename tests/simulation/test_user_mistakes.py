@@ -289,3 +289,57 @@ def test_no_worker_processes_are_refused(tmp_path: Path, workers: str) -> None:
         code = main(["compare", str(trace), "--config", str(config), "--workers", workers])
     assert (code, out.getvalue()) == (2, "")
     assert err.getvalue().startswith(f"batchsched: error: --workers {workers}:")
+
+
+@pytest.mark.parametrize("behaviour", ["garbage", "silent"])
+def test_a_dask_address_where_no_scheduler_answers_is_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behaviour: str) -> None:
+    """Something else answering (a web server: distributed failed deep inside, with a
+    MemoryError) and a server that never speaks (the client waited forever)."""
+    import threading
+
+    release = threading.Event()
+
+    class Odd:
+        def __init__(self, address: str) -> None:
+            if behaviour == "garbage":
+                raise MemoryError("Unable to allocate 3.07 EiB")
+            release.wait(5)
+
+    monkeypatch.setitem(sys.modules, "distributed", types.SimpleNamespace(Client=Odd))
+    monkeypatch.setattr(sweep_module, "DASK_CONNECT_SECONDS", 0.2)
+    trace, config = trace_and_config(tmp_path)
+    code, out, err = compare(str(trace), "--config", str(config), "--dask", "tcp://odd:1")
+    release.set()
+    assert (code, out) == (2, "")
+    expected = ("not a dask scheduler there (MemoryError" if behaviour == "garbage"
+                else "no dask scheduler answered in 0.2 s")
+    assert err.startswith(f"batchsched: error: --dask tcp://odd:1: {expected}")
+    assert len(err.splitlines()) == 1
+
+
+def _dies(spec: Any) -> dict[str, Any]:
+    import os
+
+    os._exit(1)
+
+
+def test_a_replay_worker_that_dies_is_one_error() -> None:
+    from batchsched.errors import BatchSchedError
+
+    with pytest.raises(BatchSchedError, match="a replay's worker process died"):
+        sweep_module.sweep([object(), object()], workers=2, run_one=_dies)  # type: ignore[list-item]
+
+
+def test_compare_writes_a_figure_no_window_has_as_null_and_n_a(tmp_path: Path) -> None:
+    trace, _ = trace_and_config(tmp_path)
+    enqueue_only = write(tmp_path, "enqueue.yaml", 'actions: "enqueue"\n'
+                         "tiers:\n- plugins: [{name: gang}]\n")
+    code, out, _ = compare(str(trace), "--config", str(enqueue_only), "--output", "json")
+    assert code == 2  # the jobs never started: left out, as simulate says
+    import json
+
+    figures = json.loads(out)["configurations"][str(enqueue_only)]
+    assert figures["averageBoundedSlowdown"] is None and figures["averageWait"] is None
+    _, out, _ = compare(str(trace), "--config", str(enqueue_only))
+    assert "n/a" in out and "nan" not in out

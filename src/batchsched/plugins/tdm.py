@@ -68,7 +68,7 @@ from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES, FitStatusCode, TaskStatus, Vote
 from batchsched.errors import ConfigError
-from batchsched.framework.arguments import Arguments
+from batchsched.framework.arguments import Arguments, warned_once
 from batchsched.framework.session import Session
 from batchsched.kube.go_strconv import parse_int
 from batchsched.kube.go_strings import trim_space
@@ -84,6 +84,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("batchsched")
+#: The unreadable windows already said (key, value), once per process.
+_WARNED_WINDOWS: set[tuple[str, str]] = warned_once()
 
 PLUGIN_NAME = "tdm"
 ZONE_PREFIX = "tdm.revocable-zone."
@@ -273,6 +275,10 @@ class TdmPlugin:
             try:
                 parse_revocable_zone(str(arguments[key]), 0.0)
             except ValueError as exc:
+                said = (key, str(arguments[key]))
+                if said in _WARNED_WINDOWS:
+                    continue  # a plugin is built for every session: once per process
+                _WARNED_WINDOWS.add(said)
                 log.warning("plugin %r: argument %r = %r is not a window \"H:MM-H:MM\" (%s); "
                             "the zone's nodes are never usable", self.name, key,
                             arguments[key], exc)

@@ -16,8 +16,10 @@ import io
 import json
 import os
 import statistics
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -92,17 +94,51 @@ def sweep(specs: Sequence[Replay], *, workers: int = 1, dask_address: str | None
         except ImportError:
             raise BatchSchedError("--dask needs the [dask] extra: pip install "
                                   "'batchsched[dask]'") from None
-        try:
-            client = Client(dask_address)
-        except (OSError, ValueError, TypeError) as exc:  # no scheduler there, or no address
-            raise BatchSchedError(f"--dask {dask_address}: {exc}") from None
+        client = _connected(Client, dask_address)
         with client:
             futures = client.map(run_one, list(specs), pure=False)
             return list(client.gather(futures))
     if workers <= 1 or len(specs) <= 1:
         return [run_one(spec) for spec in specs]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(run_one, specs))
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(run_one, specs))
+    except BrokenProcessPool:
+        raise BatchSchedError(f"a replay's worker process died (killed, or out of memory): "
+                              f"try fewer --workers than {workers}") from None
+
+
+#: How long a dask scheduler has to answer (distributed's own connect timeout is 30 s,
+#: but a server that accepts the connection and never speaks holds the client forever).
+DASK_CONNECT_SECONDS = 60.0
+
+
+def _connected(client_class: Any, address: str) -> Any:
+    """A dask client of the scheduler at ``address``, or a one-line error: nothing
+    there, something else there (a web server answering garbage), or no answer."""
+    outcome: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            outcome["client"] = client_class(address)
+        except BaseException as exc:  # reported below, whatever it is
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=connect, name="dask-connect", daemon=True)
+    thread.start()
+    thread.join(DASK_CONNECT_SECONDS)
+    if thread.is_alive():
+        raise BatchSchedError(f"--dask {address}: no dask scheduler answered in "
+                              f"{DASK_CONNECT_SECONDS:g} s")
+    error = outcome.get("error")
+    if isinstance(error, (KeyboardInterrupt, SystemExit)):
+        raise error
+    if isinstance(error, (OSError, ValueError, TypeError)):  # no scheduler, or no address
+        raise BatchSchedError(f"--dask {address}: {error}") from None
+    if error is not None:
+        raise BatchSchedError(f"--dask {address}: not a dask scheduler there "
+                              f"({type(error).__name__}: {str(error)[:200]})") from None
+    return outcome["client"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -217,13 +253,15 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO | None = None) -> int
             incomplete = True
             if err is not None:
                 err.write(f"{_as_given(line, given)} (--config {config})\n")
-    table: dict[str, dict[str, float]] = {}
+    table: dict[str, dict[str, float | None]] = {}
     for index, config in enumerate(args.config):
         rows = results[index * len(windows):(index + 1) * len(windows)]
         # An average no replay has (none of its jobs finished) is left out of the mean.
-        table[config] = {key: statistics.fmean(values) for key in _SHOWN
-                         if (values := [row[key] for row in rows
-                                        if row.get(key) is not None])}
+        # None (null, n/a in text) when no replay has it, as simulate writes it.
+        table[config] = {key: statistics.fmean(values) if values else None
+                         for key in _SHOWN
+                         for values in ([row[key] for row in rows
+                                         if row.get(key) is not None],)}
         if all("gpuAllocationRatio" in row for row in rows):
             table[config]["gpuAllocationRatio"] = statistics.fmean(
                 row["gpuAllocationRatio"] for row in rows)
@@ -244,7 +282,7 @@ def _labels(configs: Iterable[str]) -> list[str]:
             for stem, config in zip(stems, configs, strict=True)]
 
 
-def _format(table: dict[str, dict[str, float]]) -> str:
+def _format(table: dict[str, dict[str, float | None]]) -> str:
     names = _labels(table)
     keys: list[str] = []
     for row in table.values():
@@ -254,10 +292,14 @@ def _format(table: dict[str, dict[str, float]]) -> str:
     lines = [" " * width + "  " + "  ".join(n.rjust(c) for n, c in zip(names, columns,
                                                                          strict=True))]
     for key in keys:
-        cells: Iterable[str] = (f"{row.get(key, float('nan')):.4g}".rjust(c)
+        cells: Iterable[str] = (_cell(row.get(key)).rjust(c)
                                 for row, c in zip(table.values(), columns, strict=True))
         lines.append(key.ljust(width) + "  " + "  ".join(cells))
     return "\n".join(lines)
+
+
+def _cell(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
 
 
 def _as_given(line: str, given: dict[str | None, str]) -> str:
