@@ -267,3 +267,26 @@ def test_string_reverse_is_not_in_kubernetes_strings_extension() -> None:
 ])
 def test_a_variable_named_strings_is_still_a_variable(text: str) -> None:
     assert run(text) is True
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("type(1) == int", True),
+    ("type(1) == uint", False),
+    ("type(1u) == uint && type('a') == string && type(b'a') == bytes", True),
+    ("type([1]) == list && type({}) == map && type(null) == null_type", True),
+    ("type(type(1)) == type", True),
+    ("-9223372036854775808 == -9223372036854775807 - 1", True),
+    ("size(b'\\xff') == 1 && size(b'\\377') == 1", True),
+    ("b'\\u00ff' == b'\\xc3\\xbf'", True),
+    ("'\\xff' == '\\u00ff'", True),
+])
+def test_type_values_the_smallest_int_and_bytes_escapes_as_cel_go(text: str,
+                                                                   expected: Any) -> None:
+    """cel-go's standard type() and type names, the sign of an int literal read with it
+    (-9223372036854775808 is an int), and an escape in a bytes literal as one octet."""
+    assert compile_expression(text).evaluate({}) is expected
+
+
+def test_the_int64_magnitude_alone_is_out_of_range() -> None:
+    with pytest.raises(CelSyntaxError, match="int literal out of range"):
+        compile_expression("9223372036854775808 > 0")

@@ -17,12 +17,14 @@ from batchsched.kube.cel.values import (
     INT_MIN,
     SEMVER_PATTERN,
     CelEvaluationError,
+    CelType,
     Quantity,
     Semver,
     UInt,
     checked,
     checked_uint,
     overload,
+    type_name,
 )
 from batchsched.kube.go_strconv import format_g, parse_float, parse_int, parse_uint
 from batchsched.kube.quantity import parse_quantity
@@ -322,6 +324,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "bool": _to_bool,
     "bytes": _to_bytes,
     "dyn": lambda value: value,
+    "type": lambda value: CelType(type_name(value)),
     "quantity": _quantity,
     "isQuantity": _is_quantity,
     "semver": _semver,

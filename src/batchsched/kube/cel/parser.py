@@ -6,14 +6,18 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import attrs
+
 from batchsched.kube.cel.library import FUNCTIONS, METHODS
 from batchsched.kube.cel.values import (
     INT_MAX,
     INT_MIN,
     RELATIONS,
+    TYPE_NAMES,
     UINT_MAX,
     CelEvaluationError,
     CelSyntaxError,
+    CelType,
     Node,
     UInt,
     add,
@@ -102,9 +106,22 @@ def _number(raw: str, position: int) -> Any:
         if value > UINT_MAX:
             raise CelSyntaxError(f"Syntax error: uint literal out of range: {raw}")
         return UInt(value)
+    if value == INT_MAX + 1:
+        return _IntMinMagnitude(raw)  # valid only with a minus before it (-2^63)
     if value > INT_MAX:
         raise CelSyntaxError(f"Syntax error: int literal out of range: {raw}")
     return value
+
+
+@attrs.frozen
+class _IntMinMagnitude:
+    """The literal 9223372036854775808: cel-go reads the sign as part of an int
+    literal, so ``-9223372036854775808`` is the smallest int; alone it is out of range."""
+
+    raw: str
+
+    def refused(self) -> CelSyntaxError:
+        return CelSyntaxError(f"Syntax error: int literal out of range: {self.raw}")
 
 
 def _string(raw: str, position: int) -> str | bytes:
@@ -115,15 +132,28 @@ def _string(raw: str, position: int) -> str | bytes:
     body = raw[prefix_end:]
     quote = 3 if body[:3] in ('"""', "'''") else 1
     inner = body[quote:-quote]
+    if "b" in prefix:
+        # In a bytes literal an escape is one octet (cel-go's unescape, isBytes).
+        return inner.encode("utf-8") if "r" in prefix else _unescape_bytes(inner, position)
     if "r" not in prefix:
         inner = _unescape(inner, position)
-    if "b" in prefix:
-        return inner.encode("utf-8")
     return inner
 
 
 def _unescape(text: str, position: int) -> str:
-    out: list[str] = []
+    return "".join(part if isinstance(part, str) else chr(part)
+                   for part in _unescaped(text, position, octets=False))
+
+
+def _unescape_bytes(text: str, position: int) -> bytes:
+    return b"".join(part.encode("utf-8") if isinstance(part, str) else bytes([part])
+                    for part in _unescaped(text, position, octets=True))
+
+
+def _unescaped(text: str, position: int, *, octets: bool) -> list[str | int]:
+    """The characters of a literal's text, each escape a code point (an octet in a
+    bytes literal: ``\\x``, octal; ``\\u`` there as its UTF-8)."""
+    out: list[str | int] = []
     i = 0
     while i < len(text):
         char = text[i]
@@ -140,16 +170,18 @@ def _unescape(text: str, position: int) -> str:
             digits = text[i + 2:i + 2 + width]
             if len(digits) != width or not all(c in "0123456789abcdefABCDEF" for c in digits):
                 raise CelSyntaxError(f"Syntax error: invalid escape (column {position + 1})")
-            out.append(chr(int(digits, 16)))
+            number = int(digits, 16)
+            out.append(number if octets and code == "x" else chr(number))
             i += 2 + width
         elif code and code in "01234567":
             digits = text[i + 1:i + 4]
-            out.append(chr(int(digits, 8)))
+            number = int(digits, 8)
+            out.append(number if octets else chr(number))
             i += 4
         else:
             raise CelSyntaxError(f"Syntax error: invalid escape sequence '\\{code}' "
                                  f"(column {position + 1})")
-    return "".join(out)
+    return out
 
 
 
@@ -259,6 +291,9 @@ class Parser:
             return lambda act: logical_not(operand(act))
         if self.accept("-"):
             kind, value, _ = self.peek()
+            if kind == "literal" and isinstance(value, _IntMinMagnitude):
+                self.take()
+                return self.member(lambda act: INT_MIN)
             if kind == "literal" and type(value) in (int, float) and type(value) is not bool:
                 self.take()
                 literal = -value
@@ -336,6 +371,8 @@ class Parser:
     def primary(self) -> Node:
         kind, value, position = self.take()
         if kind == "literal":
+            if isinstance(value, _IntMinMagnitude):
+                raise value.refused()
             return lambda act: value
         if kind == "op" and value == "(":
             node = self.expression()
@@ -368,6 +405,10 @@ class Parser:
             if self.accept("("):
                 return self.call(value, position)
             name = value
+            if name in TYPE_NAMES and name not in self.bound and (
+                    self.declared is None or name not in self.declared):
+                the_type = CelType(name)
+                return lambda act: the_type
             if (self.declared is not None and name not in self.declared
                     and name not in self.bound):
                 raise CelSyntaxError(f"undeclared reference to '{name}' (in container '')")

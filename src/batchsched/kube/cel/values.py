@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
+import attrs
+
 __all__ = [
     "CelEvaluationError",
     "CelSyntaxError",
@@ -119,9 +121,26 @@ def show(value: Any) -> str:
     return str(value)
 
 
+@attrs.frozen
+class CelType:
+    """A type as a value (``type(x)``, ``int``): equal to the same type only."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+#: The type names an expression may use as values (``type(x) == int``).
+TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map",
+                        "null_type", "type"})
+
+
 def type_name(value: Any) -> str:
     if value is None:
         return "null_type"
+    if isinstance(value, CelType):
+        return "type"
     if type(value) is bool:
         return "bool"
     if type(value) is UInt:
