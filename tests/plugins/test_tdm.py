@@ -257,10 +257,8 @@ def test_a_session_without_a_cache_waits_for_the_evict_period_within_itself() ->
 
 
 def test_malformed_arguments_are_logged_and_fall_back(caplog: pytest.LogCaptureFixture) -> None:
-    from batchsched.framework.arguments import Arguments
+    from batchsched.framework.arguments import Arguments, collect_warnings
     from batchsched.plugins.tdm import DEFAULT_EVICT_PERIOD, TdmPlugin
-
-    from batchsched.framework.arguments import collect_warnings
 
     with caplog.at_level("WARNING", logger="batchsched"):
         plugin = TdmPlugin(Arguments({"tdm.evict.period": "soon",
