@@ -413,7 +413,8 @@ def test_a_kube_plugin_name_claimed_again_follows_the_same_rule(site: Path) -> N
     from batchsched.kubesched.builtin_plugins import NodeResourcesFit
 
     for dist, name, own in (("tp-k1", "Foo", "Own1"), ("tp-k2", "Foo", "Own2"),
-                            ("tp-k3", "NodeResourcesFit", "Own3")):
+                            ("tp-k3", "NodeResourcesFit", "Own3"),
+                            ("tp-k4", "Foo", "PrioritySort")):
         module = dist.replace("-", "_")
         info = site / f"{module}-1.0.dist-info"
         info.mkdir()
@@ -425,6 +426,13 @@ def test_a_kube_plugin_name_claimed_again_follows_the_same_rule(site: Path) -> N
     assert "Foo" not in set(kube) and {"Own1", "Own2", "Own3"} <= set(kube)
     built = kube["NodeResourcesFit"]({}, None)
     assert isinstance(built, NodeResourcesFit)
-    broken = " ".join(message for _, message in registry.broken)
-    assert "kube plugin name 'Foo' is claimed by tp-k1 and tp-k2: none of them" in broken
-    assert "kube plugin name 'NodeResourcesFit' is batchsched's; tp-k3 claimed it" in broken
+    broken = dict(registry.broken)
+    foo = "kube plugin name 'Foo' is claimed by tp-k1, tp-k2 and tp-k4: none of them gets it"
+    assert foo in broken["tp-k1:kube"]
+    assert "kube plugin name 'NodeResourcesFit' is batchsched's; tp-k3 claimed it" in broken[
+        "tp-k3:kube"]
+    # Both of tp-k4's skipped claims are named (one replaced the other).
+    assert foo in broken["tp-k4:kube"] and "'PrioritySort' is batchsched's" in broken[
+        "tp-k4:kube"]
+    with pytest.raises(PluginError, match=foo):
+        kube["Foo"]

@@ -277,7 +277,6 @@ def test_a_variable_named_strings_is_still_a_variable(text: str) -> None:
     ("type(type(1)) == type", True),
     ("-9223372036854775808 == -9223372036854775807 - 1", True),
     ("size(b'\\xff') == 1 && size(b'\\377') == 1", True),
-    ("b'\\u00ff' == b'\\xc3\\xbf'", True),
     ("'\\xff' == '\\u00ff'", True),
 ])
 def test_type_values_the_smallest_int_and_bytes_escapes_as_cel_go(text: str,
@@ -290,3 +289,14 @@ def test_type_values_the_smallest_int_and_bytes_escapes_as_cel_go(text: str,
 def test_the_int64_magnitude_alone_is_out_of_range() -> None:
     with pytest.raises(CelSyntaxError, match="int literal out of range"):
         compile_expression("9223372036854775808 > 0")
+    with pytest.raises(CelSyntaxError, match="unexpected 9223372036854775808"):
+        compile_expression("1 9223372036854775808")
+
+
+@pytest.mark.parametrize("text", ["b'\\477'", "'\\477'", "b'\\0a1'", "b'\\u00ff'",
+                                  "b'\\U000000ff'"])
+def test_escapes_cel_go_refuses_are_syntax_errors(text: str) -> None:
+    """Octal escapes are \\[0-3][0-7][0-7] and a bytes literal takes no \\u or \\U
+    (b'\\477' failed the whole session with a ValueError)."""
+    with pytest.raises(CelSyntaxError):
+        compile_expression(text)

@@ -562,5 +562,10 @@ def test_a_name_that_is_no_string_says_so_and_a_whole_float_count_is_a_count() -
     counted = {**base, "nodes": [], "expect": {"bindCount": 0.0, "evictCount": 0}}
     scenario = parse_scenario(counted, source="<test>")
     assert scenario.expect["bindCount"] == 0 and type(scenario.expect["bindCount"]) is int
+    nested = parse_scenario({**base, "nodes": [], "jobs": [{"name": "j", "minMember": 1}],
+                             "expect": {"taskStatusCounts": {"default/j": {"Pending": 0.0}},
+                                        "x-nodeBindCounts": {"n1": 2.0}}}, source="<test>")
+    assert type(nested.expect["taskStatusCounts"]["default/j"]["Pending"]) is int
+    assert type(nested.expect["x-nodeBindCounts"]["n1"]) is int
     with pytest.raises(ScenarioError, match="bindCount"):
         parse_scenario({**counted, "expect": {"bindCount": 0.5}}, source="<test>")

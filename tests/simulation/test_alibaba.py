@@ -398,10 +398,11 @@ def test_typical_pod_models_are_spelt_one_way_and_must_be_text() -> None:
     from batchsched.errors import ConfigError
     from batchsched.plugins.fgd import parse_typical_pods
 
-    counts = parse_typical_pods([{"cpu": 1, "gpu": "500m", "model": " A100 | V100 "},
+    counts = parse_typical_pods([{"cpu": 1, "gpu": "500m", "model": " V100 | A100 "},
+                                 {"cpu": 1, "gpu": "500m", "model": "A100|V100|A100"},
                                  {"cpu": 1, "gpu": "500m", "model": "|"},
                                  {"cpu": 1, "gpu": "500m"}])
-    assert counts == {(1000.0, 500, 1, "A100|V100"): 1.0, (1000.0, 500, 1, ""): 2.0}
+    assert counts == {(1000.0, 500, 1, "A100|V100"): 2.0, (1000.0, 500, 1, ""): 2.0}
     for odd in (0, False, 5):
         with pytest.raises(ConfigError, match=r"typicalPods\[0\]\.model"):
             parse_typical_pods([{"cpu": 1, "gpu": "500m", "model": odd}])

@@ -300,17 +300,24 @@ def test_a_dask_address_where_no_scheduler_answers_is_one_line(
 
     release = threading.Event()
 
+    closed = threading.Event()
+
     class Odd:
         def __init__(self, address: str) -> None:
             if behaviour == "garbage":
                 raise MemoryError("Unable to allocate 3.07 EiB")
             release.wait(5)
 
+        def close(self) -> None:
+            closed.set()
+
     monkeypatch.setitem(sys.modules, "distributed", types.SimpleNamespace(Client=Odd))
     monkeypatch.setattr(sweep_module, "DASK_CONNECT_SECONDS", 0.2)
     trace, config = trace_and_config(tmp_path)
     code, out, err = compare(str(trace), "--config", str(config), "--dask", "tcp://odd:1")
     release.set()
+    if behaviour == "silent":
+        assert closed.wait(5)  # the client that came too late is closed, not left open
     assert (code, out) == (2, "")
     expected = ("not a dask scheduler there (MemoryError" if behaviour == "garbage"
                 else "no dask scheduler answered in 0.2 s")

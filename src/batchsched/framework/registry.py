@@ -285,7 +285,7 @@ class Registry:
                         log.warning("batchsched: registration hook failed: %s", message)
                     continue
                 produced_by.append((impl, table, specs))
-        # Every claim of each (kind, name), in registration order: a name claimed once
+        # Every claim of each (kind, name), the latest registrant first: a name claimed once
         # is its claimant's; one claimed again is resolved below.
         claims: dict[tuple[str, str], list[tuple[str, Registered]]] = {}
         tables = {"plugin": plugins, "action": actions}
@@ -306,18 +306,22 @@ class Registry:
                 tables[kind][name] = claimed[0][1]
                 continue
             roles = {registrant: self.role_of(registrant) for registrant, _ in claimed}
-            claimants = [f"{entry.distribution} ({entry.module})" for _, entry in claimed]
+            claimants = list(dict.fromkeys(f"{entry.distribution} ({entry.module})"
+                                           for _, entry in claimed))
             if "program" in roles.values():
                 # What a program registers itself is refused at once.
                 raise PluginError(f"{kind} name {name!r} is claimed more than once: by "
-                                  f"{_listed(claimants)}", plugin=name)
+                                  f"{_listed(claimants)}"
+                                  + (" (twice)" if len(claimants) == 1 else ""), plugin=name)
             # Installed distributions: their claims are skipped and named broken (a
             # built-in keeps its name; a name several distributions claim is
             # none's), and everything else works on.
             builtin = next((entry for registrant, entry in claimed
                             if roles[registrant] == "builtin"), None)
-            others = _listed(sorted({entry.distribution for registrant, entry in claimed
-                                     if roles[registrant] == "installed"}))
+            dists = sorted({entry.distribution for registrant, entry in claimed
+                            if roles[registrant] == "installed"})
+            others = f"{dists[0]} (more than once)" if len(dists) == 1 and builtin is None \
+                else _listed(dists)
             if builtin is not None:
                 tables[kind][name] = builtin
                 message = (f"{kind} name {name!r} is batchsched's; {others} claimed it too: "
@@ -328,10 +332,9 @@ class Registry:
             for registrant in dict.fromkeys(registrant for registrant, _ in claimed
                                             if roles[registrant] == "installed"):
                 failures.append((registrant, message))
-                if (registrant, message) not in self._warned:
-                    self._warned.add((registrant, message))
-                    log.warning("batchsched: skipping a name claimed more than once: %s",
-                                message)
+            if ("", message) not in self._warned:  # said once, not once per claimant
+                self._warned.add(("", message))
+                log.warning("batchsched: skipping a name claimed more than once: %s", message)
         self.contested = contested
         self.plugins = plugins
         self.actions = actions

@@ -38,6 +38,8 @@ class Registry(Mapping[str, PluginFactory]):
 
     def __init__(self, factories: Mapping[str, PluginFactory] | None = None) -> None:
         self._factories: dict[str, PluginFactory] = {}
+        #: Names several installed distributions claim (name -> why none has it).
+        self.contested: dict[str, str] = {}
         for name, factory in (factories or {}).items():
             self.register(name, factory)
 
@@ -63,6 +65,8 @@ class Registry(Mapping[str, PluginFactory]):
         try:
             return self._factories[name]
         except KeyError:
+            if name in self.contested:
+                raise PluginError(self.contested[name], plugin=name) from None
             known = ", ".join(sorted(self._factories)) or "none"
             raise PluginError(f"unknown kube plugin {name!r} (known: {known})",
                               plugin=name) from None
@@ -78,12 +82,15 @@ def from_entry_points(registry: Any | None = None) -> Registry:
     """The kube-style plugins every installed distribution provides (the
     ``batchsched_register_kube_plugins`` hook), through the batchsched registry."""
     kube = Registry()
-    for spec in kube_plugin_specs(registry):
+    contested: dict[str, str] = {}
+    for spec in kube_plugin_specs(registry, contested=contested):
         kube.register(spec.name, spec.factory)
+    kube.contested = contested
     return kube
 
 
-def kube_plugin_specs(registry: Any | None = None) -> list[KubePluginSpec]:
+def kube_plugin_specs(registry: Any | None = None, *,
+                      contested: dict[str, str] | None = None) -> list[KubePluginSpec]:
     """The specs of every distribution's ``batchsched_register_kube_plugins`` hook. A
     hook that raises or returns anything but a list of :class:`KubePluginSpec` is
     skipped whole, with a warning, and named in the registry's ``broken`` (as a
@@ -111,17 +118,18 @@ def kube_plugin_specs(registry: Any | None = None) -> list[KubePluginSpec]:
             continue
         for spec in given:
             claims.setdefault(spec.name, []).append((impl.plugin_name, spec))
-    return _resolved(registry, claims)
+    return _resolved(registry, claims, {} if contested is None else contested)
 
 
-def _resolved(registry: Any, claims: dict[str, list[tuple[str, KubePluginSpec]]]
-              ) -> list[KubePluginSpec]:
+def _resolved(registry: Any, claims: dict[str, list[tuple[str, KubePluginSpec]]],
+              contested: dict[str, str]) -> list[KubePluginSpec]:
     """One spec per name, as the batchsched registry resolves plugin names: a name
     installed distributions claim again is a built-in's if one holds it, else none's,
     and the distributions are named broken; a program's own claims are left for the
     kube registry to refuse (it names the name)."""
     role = getattr(registry, "role_of", None)
     specs: list[KubePluginSpec] = []
+    said: dict[str, list[str]] = {}  # registrant -> why its claims were skipped
     for name, claimed in claims.items():
         roles = {who: role(who) if role is not None else "program" for who, _ in claimed}
         if len(claimed) == 1 or "program" in roles.values():
@@ -129,14 +137,19 @@ def _resolved(registry: Any, claims: dict[str, list[tuple[str, KubePluginSpec]]]
             continue
         installed = [who for who, _ in claimed if roles[who] == "installed"]
         dists = sorted({registry.distribution_of(who) for who in installed})
-        listed = dists[0] if len(dists) == 1 else f"{', '.join(dists[:-1])} and {dists[-1]}"
         builtin = next((spec for who, spec in claimed if roles[who] == "builtin"), None)
+        listed = f"{dists[0]} (more than once)" if len(dists) == 1 and builtin is None \
+            else dists[0] if len(dists) == 1 else f"{', '.join(dists[:-1])} and {dists[-1]}"
         if builtin is not None:
             specs.append(builtin)
             message = (f"kube plugin name {name!r} is batchsched's; {listed} claimed it "
                        "too: their claim is skipped")
         else:
             message = f"kube plugin name {name!r} is claimed by {listed}: none of them gets it"
+            contested[name] = message
         for who in dict.fromkeys(installed):
-            registry.note_broken(who, "batchsched_register_kube_plugins", message)
+            said.setdefault(who, []).append(message)
+    for who, messages in said.items():
+        # One note per registrant and hook: all of its skipped claims in it.
+        registry.note_broken(who, "batchsched_register_kube_plugins", "; ".join(messages))
     return specs

@@ -87,7 +87,7 @@ class PodType:
     def accepts(self, node_model: str) -> bool:
         """Whether the type may use a node's GPUs of ``node_model`` (the paper's
         simulator's ``IsNodeAccessibleToPodByType``)."""
-        models = [name for name in self.model.split("|") if name]
+        models = [name.strip() for name in self.model.split("|") if name.strip()]
         return not models or node_model in models
 
 
@@ -100,7 +100,13 @@ def _key(task: TaskInfo) -> TypeKey:
     if ask is None:
         return (task.resreq.milli_cpu, 0, 0, "")
     return (task.resreq.milli_cpu, ask.milli, ask.count,
-            task.annotations.get(GPU_MODELS_ANNOTATION, ""))
+            models_key(task.annotations.get(GPU_MODELS_ANNOTATION, "")))
+
+
+def models_key(text: str) -> str:
+    """One spelling per set of GPU models: names stripped, empty and repeated ones
+    dropped, in order (``" V100 | A100|A100"`` is ``A100|V100``)."""
+    return "|".join(sorted({name.strip() for name in text.split("|") if name.strip()}))
 
 
 def typical_pods(counts: Mapping[TypeKey, float] | Mapping[tuple[float, int, int], float],
@@ -148,8 +154,7 @@ def parse_typical_pods(raw: Any, *, owner: str = PLUGIN_NAME) -> dict[TypeKey, f
         if model is not None and not isinstance(model, str):
             raise ConfigError(f"model must be GPU model names separated by '|', not "
                               f"{model!r}", key=f"{where}.model")
-        # One spelling per set of models: blanks around names and empty names dropped.
-        model = "|".join(name.strip() for name in (model or "").split("|") if name.strip())
+        model = models_key(model or "")
         try:
             request = Resource.from_mapping({"cpu": entry["cpu"],
                                              "nvidia.com/gpu": entry.get("gpu", 0) or 0})

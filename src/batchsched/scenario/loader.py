@@ -1941,9 +1941,8 @@ class _Parser:
         unknown = unknown_in_expectation(obj, jobs)
         if unknown is not None:
             raise self.fail(f"expect.{unknown[0]}", unknown[1])
-        counts = {key: int(value) for key in ("bindCount", "evictCount")
-                  if isinstance(value := obj.get(key), float)}  # a whole float: its count
-        return {**obj, **counts}
+        return {key: _whole_counts(value) if key != "scores" else value
+                for key, value in obj.items()}
 
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -2017,6 +2016,18 @@ def _is_str(value: Any) -> bool:
 #: and 9999-12-31T23:59:59Z), in seconds since the epoch.
 _FIRST_SECOND = -62135596800.0
 _LAST_SECOND = 253402300799.0
+
+
+def _whole_counts(value: Any) -> Any:
+    """``value`` with every whole float (a count written ``3.0``, which the shapes take)
+    as an int: what ``check`` compares and says is then the count."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_counts(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_counts(item) for item in value]
+    return value
 
 
 def _is_count(value: Any) -> bool:

@@ -117,19 +117,29 @@ def _connected(client_class: Any, address: str) -> Any:
     """A dask client of the scheduler at ``address``, or a one-line error: nothing
     there, something else there (a web server answering garbage), or no answer."""
     outcome: dict[str, Any] = {}
+    lock = threading.Lock()
 
     def connect() -> None:
         try:
-            outcome["client"] = client_class(address)
+            client = client_class(address)
         except BaseException as exc:  # reported below, whatever it is
             outcome["error"] = exc
+            return
+        with lock:
+            if outcome.get("abandoned"):
+                with contextlib.suppress(Exception):
+                    client.close()  # too late: no run uses it
+            else:
+                outcome["client"] = client
 
     thread = threading.Thread(target=connect, name="dask-connect", daemon=True)
     thread.start()
     thread.join(DASK_CONNECT_SECONDS)
-    if thread.is_alive():
-        raise BatchSchedError(f"--dask {address}: no dask scheduler answered in "
-                              f"{DASK_CONNECT_SECONDS:g} s")
+    with lock:
+        if "client" not in outcome and "error" not in outcome:
+            outcome["abandoned"] = True
+            raise BatchSchedError(f"--dask {address}: no dask scheduler answered in "
+                                  f"{DASK_CONNECT_SECONDS:g} s")
     error = outcome.get("error")
     if isinstance(error, (KeyboardInterrupt, SystemExit)):
         raise error

@@ -120,6 +120,9 @@ class _IntMinMagnitude:
 
     raw: str
 
+    def __repr__(self) -> str:
+        return self.raw  # as a syntax error names the token
+
     def refused(self) -> CelSyntaxError:
         return CelSyntaxError(f"Syntax error: int literal out of range: {self.raw}")
 
@@ -152,7 +155,7 @@ def _unescape_bytes(text: str, position: int) -> bytes:
 
 def _unescaped(text: str, position: int, *, octets: bool) -> list[str | int]:
     """The characters of a literal's text, each escape a code point (an octet in a
-    bytes literal: ``\\x``, octal; ``\\u`` there as its UTF-8)."""
+    bytes literal, which takes no ``\\u`` or ``\\U``)."""
     out: list[str | int] = []
     i = 0
     while i < len(text):
@@ -165,16 +168,27 @@ def _unescaped(text: str, position: int, *, octets: bool) -> list[str | int]:
         if code in _ESCAPES:
             out.append(_ESCAPES[code])
             i += 2
-        elif code in "xuU":
-            width = {"x": 2, "u": 4, "U": 8}[code]
+        elif code in "xXuU":
+            if octets and code in "uU":
+                # cel-go: no code point escapes in a bytes literal.
+                raise CelSyntaxError(f"Syntax error: invalid escape '\\{code}' in a bytes "
+                                     f"literal (column {position + 1})")
+            width = {"x": 2, "X": 2, "u": 4, "U": 8}[code]
             digits = text[i + 2:i + 2 + width]
             if len(digits) != width or not all(c in "0123456789abcdefABCDEF" for c in digits):
                 raise CelSyntaxError(f"Syntax error: invalid escape (column {position + 1})")
             number = int(digits, 16)
-            out.append(number if octets and code == "x" else chr(number))
+            if not octets and not (number <= 0x10FFFF and not 0xD800 <= number <= 0xDFFF):
+                raise CelSyntaxError(f"Syntax error: invalid code point escape "
+                                     f"(column {position + 1})")
+            out.append(number if octets else chr(number))
             i += 2 + width
-        elif code and code in "01234567":
+        elif code and code in "0123":
+            # CEL's octal escape: \\[0-3][0-7][0-7].
             digits = text[i + 1:i + 4]
+            if len(digits) != 3 or not all(c in "01234567" for c in digits):
+                raise CelSyntaxError(f"Syntax error: invalid octal escape "
+                                     f"(column {position + 1})")
             number = int(digits, 8)
             out.append(number if octets else chr(number))
             i += 4
