@@ -638,3 +638,25 @@ def test_a_node_added_beside_one_a_hostname_selector_picks_joins_by_its_name() -
     assert [m.exact for m in rack_a.members] == ["", "a1-extra-0"]
     more = [c for c in counterfactuals(scenario, job="default/train") if c["kind"] == "moreNodes"]
     assert more and more[0]["like"] == "a1", more
+
+
+def test_a_ceiling_of_zero_is_a_quota_line_and_a_plugin_s_refusal_is_shown() -> None:
+    """A queue whose capability is 0 (another queue guarantees the whole cluster) is short
+    by the request (the line went missing: a ceiling of zeros read as unset), and the
+    text report shows what a refusing plugin said on the job (its figures were in the
+    JSON's events only)."""
+    doc = {
+        "version": 1, "name": "guaranteed away",
+        "config": {"actions": "enqueue", "tiers": [
+            {"plugins": [{"name": "proportion"}, {"name": "gang"}]}]},
+        "nodes": [{"name": "n1", "allocatable": {"cpu": 4, "memory": "4G", "pods": 10}}],
+        "queues": [{"name": "c1"}, {"name": "c2", "guarantee": {"cpu": 4, "memory": "4G"}}],
+        "jobs": [{"name": "pg1", "namespace": "c1", "queue": "c1", "minMember": 1,
+                  "phase": "Pending", "minResources": {"cpu": 1, "memory": "1G"}}],
+    }
+    report = explain(parse_scenario(doc, source="<test>"), job="c1/pg1")
+    (line,) = [q for q in report["quota"] if q["ceiling"] == "capability"]
+    assert line["short"] == {"cpu": "1", "memory": "1G"} and line["limit"]["cpu"] == "0"
+    text = render(report)
+    assert "short by cpu 1, memory 1G" in text
+    assert "event Normal Unschedulable: queue resource quota insufficient" in text

@@ -286,8 +286,8 @@ def _gaps(plugin: str, queue: str, quota: QueueQuota, *, taken: Resource, future
         for dimension, amount in unbounded.to_dict().items():
             if amount < _UNBOUNDED:
                 limit.set(dimension, amount)
-        if limit.is_empty():
-            continue  # an unset (or unbounded) ceiling limits nothing
+        if all(amount >= _UNBOUNDED for amount in unbounded.to_dict().values()):
+            continue  # an unset (or unbounded) ceiling limits nothing; one of 0 does
         # The quota plugins' own test (Volcano's LessEqualWithDimension): a dimension
         # the request asks and the ceiling does not name is a ceiling of 0.
         short = Resource()
@@ -638,6 +638,12 @@ def render(report: dict[str, Any]) -> str:
     for c in report.get("conditions", []):
         message = f": {c['message']}" if c["message"] else ""
         lines.append(f"  condition {c['type']}={c['status']}{message}")
+    for e in report.get("events", []):
+        # What a plugin said on the job (a quota refusal's figures, say); the pods'
+        # FailedScheduling and gang's summary say what the tasks and condition say.
+        if e["reason"] == "FailedScheduling" or "tasks in gang unschedulable" in e["message"]:
+            continue
+        lines.append(f"  event {e['type']} {e['reason']}: {e['message']}")
     prediction = report.get("startPrediction")
     if prediction is not None:
         lines.append(f"  start: {prediction['text']}")
