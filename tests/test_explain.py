@@ -53,9 +53,8 @@ def test_every_unplaced_job_is_explained(path: Path) -> None:
             continue
         assert report["decidedBy"], report
         for who in report["decidedBy"]:
-            assert who in configured | {"predicates", "gang", "queue", "pipelined", "bind",
-                                        "actions"}, \
-                (job, who)
+            assert who in configured | set(scenario.configuration.actions) | {
+                "predicates", "gang", "queue", "pipelined", "bind", "actions"}, (job, who)
 
 
 def test_the_json_report_names_the_refusing_plugin() -> None:
@@ -660,3 +659,26 @@ def test_a_ceiling_of_zero_is_a_quota_line_and_a_plugin_s_refusal_is_shown() -> 
     text = render(report)
     assert "short by cpu 1, memory 1G" in text
     assert "event Normal Unschedulable: queue resource quota insufficient" in text
+
+
+def test_a_job_pipelined_in_part_is_not_said_untried() -> None:
+    """reclaim pipelined one task of a gang of two (the other never preempts): the job
+    was reported "not tried: no action took these tasks on", its pipelined task
+    decided by "actions"."""
+    path = (Path(__file__).parent / "conformance" / "volcano" / "actions"
+            / "reclaim-07-reclaim-succeeds-for-second-task-after-never-task.yaml")
+    scenario = load_scenario(path)
+    report = explain(scenario, job="c1/pg-preemptor")
+    assert report["verdict"].startswith("gang: 0 of minMember 2 placed, 1 pipelined on n1")
+    assert report["decidedBy"] == ["gang"]
+    task = explain(scenario, task="c1/preemptor-task2-preemptable")
+    assert task["verdict"].startswith("pipelined on n1") and task["decidedBy"] == ["pipelined"]
+
+
+def test_a_pod_that_never_preempts_is_explained_by_it() -> None:
+    path = (Path(__file__).parent / "conformance" / "volcano" / "actions"
+            / "preempt-09-no-preempt-when-preemption-policy-never.yaml")
+    report = explain(load_scenario(path), job="c1/pg2")
+    assert report["verdict"] == ("not placed: preempt: its preemptionPolicy is Never: no pod "
+                                 "is evicted for it")
+    assert report["decidedBy"] == ["preempt"]

@@ -246,6 +246,9 @@ class PreemptAction:
     ) -> bool:
         """Try to make room for ``preemptor``; True when it was pipelined somewhere."""
         if preemptor.never_preempts:
+            if ssn.recorder is not None:
+                ssn.recorder.note(preemptor.uid, self.name, "its preemptionPolicy is Never: "
+                                  "no pod is evicted for it")
             return False  # kube's preemption never runs for it: its nomination stands
         ssn.note_preemption_tried(preemptor)
         if not _eligible_by_nomination(ssn, preemptor):

@@ -113,6 +113,9 @@ class ReclaimAction:
         while ssn.job_starving(job) and tasks:
             task = tasks.pop()
             if task.never_preempts:
+                if ssn.recorder is not None:
+                    ssn.recorder.note(task.uid, self.name, "its preemptionPolicy is Never: "
+                                      "no pod is evicted for it")
                 continue
             if not ssn.preemptive(queue, task):
                 continue

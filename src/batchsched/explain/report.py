@@ -151,6 +151,8 @@ def explain(scenario: Scenario, *, job: str | None = None, task: str | None = No
             # Placed (or done): nothing decided against the task itself; its job's
             # refusals are in jobVerdict.
             report["decidedBy"] = []
+        elif entry is not None and entry["status"] == str(TaskStatus.PIPELINED):
+            report["decidedBy"] = ["pipelined"]  # it waits for room being freed
     return report
 
 
@@ -440,8 +442,13 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         elif task.status is TaskStatus.PENDING:
             refusals = [f"{a.plugin} said {a.answer} at {a.point}"
                         for a in recorder.last_answers(uid) if _refuses(a.point, a.answer)]
+            skipped = recorder.notes.get(uid, [])  # an action passed the task over, and why
             entry["reason"] = (bind_failures.get(uid) or "; ".join(refusals)
+                               or "; ".join(dict.fromkeys(f"{action}: {text}"
+                                                          for action, text in skipped))
                                or job.job_fit_errors or not_admitted or _NOT_TRIED)
+            if skipped and not refusals and uid not in bind_failures:
+                entry["skippedBy"] = sorted({action for action, _ in skipped})
         tasks.append(entry)
     # What decides is each plugin's last answer (a later round may have said yes); of
     # the answers about the queue, those given by the job's last turn (a queue full
@@ -513,6 +520,12 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         verdict = ("nothing to place: no task is pending ("
                    + ", ".join(f"{count} {status}" for status, count in left.items()) + ")")
         decided_by = []
+    elif unplaced and not waiting and all("skippedBy" in t for t in unplaced) \
+            and not any(a.point not in _CONSEQUENCES for a in refused):
+        # The actions that could place them passed them over (a pod that never
+        # preempts): gang's "not ready" follows from it.
+        verdict = "not placed: " + "; ".join(sorted({t["reason"] for t in unplaced}))
+        decided_by = sorted({action for t in unplaced for action in t["skippedBy"]})
     elif said_no:
         verdict = f"held back by {', '.join(said_no)}"
         shortages = [f"queue {q['queue']}'s {q['ceiling']} ({q['plugin']}"
@@ -531,6 +544,16 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         reasons = sorted(counts, key=lambda reason: (-counts[reason], reason))
         verdict = "no node fits: " + "; ".join(reasons)
         decided_by = ["predicates"]
+    elif waiting:
+        # Pipelined in part (reclaim or preempt made room for some tasks): short of the
+        # gang's minimum, what is not pipelined says why.
+        nodes = sorted({t.node_name for t in waiting.values()})
+        verdict = (f"gang: {job.ready_task_num()} of minMember {job.min_available} placed, "
+                   f"{len(waiting)} pipelined on {', '.join(nodes)} (room being freed)")
+        if unplaced:
+            verdict += (f"; {len(unplaced)} not placed: "
+                        + "; ".join(sorted({t.get("reason", _NOT_TRIED) for t in unplaced})))
+        decided_by = ["gang"]
     elif gated and len(gated) == len(unplaced):
         verdict = _waiting_for_gates(
             sorted({gate for task in gated for gate in task.scheduling_gates}))
