@@ -682,3 +682,14 @@ def test_a_pod_that_never_preempts_is_explained_by_it() -> None:
     assert report["verdict"] == ("not placed: preempt: its preemptionPolicy is Never: no pod "
                                  "is evicted for it")
     assert report["decidedBy"] == ["preempt"]
+
+
+def test_an_evicted_pod_and_its_preemptor_name_each_other() -> None:
+    path = (Path(__file__).parent / "conformance" / "volcano" / "actions"
+            / "preempt-12-multi-queue-preemptor-tasks-not-overwritten.yaml")
+    scenario = load_scenario(path)
+    victim = explain(scenario, task="c1/q2-preemptee1")
+    assert victim["verdict"] == ("leaving n1 (Releasing): evicted in this session (Pod is "
+                                 "evicted, because of preempt), its room is being freed")
+    preemptor = explain(scenario, task="c1/q2-preemptor1")
+    assert preemptor["verdict"].endswith("(c1/q2-preemptee1 evicted there in this session)")

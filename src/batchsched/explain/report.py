@@ -211,13 +211,16 @@ def _task_verdict(entry: dict[str, Any]) -> str:
     status = entry["status"]
     if "node" in entry:
         if status == str(TaskStatus.PIPELINED):
-            return f"pipelined on {entry['node']}: it waits for room being freed there"
+            freed = (f" ({', '.join(entry['victims'])} evicted there in this session)"
+                     if entry.get("victims") else "")
+            return f"pipelined on {entry['node']}: it waits for room being freed there{freed}"
         if status == str(TaskStatus.ALLOCATED):
             return (f"held on {entry['node']} by its gang's pipelined statement: not bound "
                     "until the gang can start")
         if status == str(TaskStatus.RELEASING):
-            return (f"leaving {entry['node']} (Releasing): evicted or being deleted, its "
-                    "room is being freed")
+            why = (f"evicted in this session ({entry['evicted']})" if "evicted" in entry
+                   else "evicted or being deleted")
+            return f"leaving {entry['node']} (Releasing): {why}, its room is being freed"
         if status in (str(TaskStatus.SUCCEEDED), str(TaskStatus.FAILED)):
             return f"finished on {entry['node']} ({status})"
         if status == str(TaskStatus.UNKNOWN):
@@ -411,11 +414,26 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                  for a in recorder.last_answers(job.uid) if _refuses(a.point, a.answer)]
         not_admitted = "its pod group is not admitted" + (
             f": {'; '.join(votes)}" if votes else "")
+    # The pods this session evicted (a victim's Warning Evict event), and by node: an
+    # evicted pod says so, and a pod pipelined on a node names who leaves it.
+    evicted = {e.object: e.message for e in ssn.events
+               if e.reason == "Evict" and e.type == "Warning"}
+    evicted_on: dict[str, list[str]] = {}
+    if evicted:
+        for other in ssn.jobs.values():
+            for victim in evicted.keys() & other.tasks.keys():
+                node = other.tasks[victim].node_name
+                if node:
+                    evicted_on.setdefault(node, []).append(victim)
     tasks = []
     for uid, task in sorted(job.tasks.items()):
         entry: dict[str, Any] = {"task": uid, "status": str(task.status)}
         if task.node_name:
             entry["node"] = task.node_name
+        if uid in evicted:
+            entry["evicted"] = evicted[uid]
+        elif task.status is TaskStatus.PIPELINED and task.node_name in evicted_on:
+            entry["victims"] = sorted(evicted_on[task.node_name])
         placements = recorder.placements.get(uid)
         if placements and task.node_name:
             entry["placement"] = _placement(placements[-1])
