@@ -693,3 +693,10 @@ def test_an_evicted_pod_and_its_preemptor_name_each_other() -> None:
                                  "evicted, because of preempt), its room is being freed")
     preemptor = explain(scenario, task="c1/q2-preemptor1")
     assert preemptor["verdict"].endswith("(c1/q2-preemptee1 evicted there in this session)")
+
+
+def test_a_pod_named_as_its_job_has_each_answer_once() -> None:
+    path = Path(__file__).parents[1] / "examples" / "dra-gpus.yaml"
+    report = explain(load_scenario(path), task="team/late")
+    answers = [(p["point"], p["plugin"], p["subject"], p["answer"]) for p in report["plugins"]]
+    assert answers and len(answers) == len(set(answers))

@@ -400,7 +400,8 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
     plugins = [
         {"point": a.point, "plugin": a.plugin, "subject": a.subject, "answer": a.answer,
          **({"about": a.about} if a.about else {})}
-        for subject in (job.uid, *sorted(job.tasks), job.queue)
+        # A pod may bear its job's name: each subject once.
+        for subject in dict.fromkeys((job.uid, *sorted(job.tasks), job.queue))
         for a in recorder.about(subject)
     ]
     # The host refused these binds (a fault, a node gone): the task is pending again.
@@ -609,7 +610,8 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         "phase": {"before": phase_before, "after": job.podgroup.phase.value},
         "verdict": verdict, "decidedBy": decided_by,
         "plugins": plugins,
-        "notes": [{"plugin": p, "text": text} for subject in (job.uid, *job.tasks)
+        "notes": [{"plugin": p, "text": text}
+                  for subject in dict.fromkeys((job.uid, *job.tasks))
                   for p, text in recorder.notes.get(subject, [])],
         "tasks": tasks,
         "quota": quota,
