@@ -311,7 +311,7 @@ class Registry:
             if "program" in roles.values():
                 # What a program registers itself is refused at once.
                 raise PluginError(f"{kind} name {name!r} is claimed more than once: by "
-                                  f"{_listed(claimants)}"
+                                  f"{listed_names(claimants)}"
                                   + (" (twice)" if len(claimants) == 1 else ""), plugin=name)
             # Installed distributions: their claims are skipped and named broken (a
             # built-in keeps its name; a name several distributions claim is
@@ -321,7 +321,7 @@ class Registry:
             dists = sorted({entry.distribution for registrant, entry in claimed
                             if roles[registrant] == "installed"})
             others = f"{dists[0]} (more than once)" if len(dists) == 1 and builtin is None \
-                else _listed(dists)
+                else listed_names(dists)
             if builtin is not None:
                 tables[kind][name] = builtin
                 message = (f"{kind} name {name!r} is batchsched's; {others} claimed it too: "
@@ -433,6 +433,6 @@ def reset_default_registry() -> None:
     importlib.invalidate_caches()
 
 
-def _listed(names: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
+def listed_names(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c`` (the claimants of a name, in messages)."""
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from batchsched.errors import PluginError
+from batchsched.framework.registry import listed_names
 
 __all__ = ["KubePluginSpec", "PluginFactory", "Registry", "from_entry_points",
            "kube_plugin_specs"]
@@ -139,7 +140,7 @@ def _resolved(registry: Any, claims: dict[str, list[tuple[str, KubePluginSpec]]]
         dists = sorted({registry.distribution_of(who) for who in installed})
         builtin = next((spec for who, spec in claimed if roles[who] == "builtin"), None)
         listed = f"{dists[0]} (more than once)" if len(dists) == 1 and builtin is None \
-            else dists[0] if len(dists) == 1 else f"{', '.join(dists[:-1])} and {dists[-1]}"
+            else listed_names(dists)
         if builtin is not None:
             specs.append(builtin)
             message = (f"kube plugin name {name!r} is batchsched's; {listed} claimed it "
