@@ -700,3 +700,13 @@ def test_a_pod_named_as_its_job_has_each_answer_once() -> None:
     report = explain(load_scenario(path), task="team/late")
     answers = [(p["point"], p["plugin"], p["subject"], p["answer"]) for p in report["plugins"]]
     assert answers and len(answers) == len(set(answers))
+
+
+def test_a_hard_network_topology_is_named_as_the_bound_of_no_node_fits() -> None:
+    """Only s0's nodes were asked (the job's hard topology holds it there, s1's nodes are
+    empty): the verdict said "no node fits: Insufficient cpu", as if the cluster were full."""
+    path = (Path(__file__).parent / "conformance" / "volcano" / "network-topology"
+            / "allocate-nt-15-hard-rescheduled-cannot-cross.yaml")
+    report = explain(load_scenario(path), job="c1/pg1")
+    assert ("no node fits within hypernode(s) s0 (its network topology keeps it there): "
+            "Insufficient cpu") in report["verdict"]

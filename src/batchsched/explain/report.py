@@ -454,6 +454,8 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                     if status.detail:
                         details[status.explained] = details.get(status.explained, 0) + 1
             entry["nodes"] = dict(sorted(histogram.items()))
+            if getattr(errors, "hyper_node", ""):  # its hard network topology confined it
+                entry["hyperNode"] = errors.hyper_node
             if details:  # what plugins add to reasons Volcano words generically
                 entry["details"] = dict(sorted(details.items()))
         elif task.status is TaskStatus.PENDING and task.scheduling_gated:
@@ -561,7 +563,14 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
                 counts[reason] = counts.get(reason, 0) + count
         # The reason most nodes give first: it is the one to act on.
         reasons = sorted(counts, key=lambda reason: (-counts[reason], reason))
-        verdict = "no node fits: " + "; ".join(reasons)
+        scopes = sorted({t["hyperNode"] for t in unplaced if "hyperNode" in t})
+        if scopes:
+            # Only the nodes of the hypernodes its hard network topology allows were
+            # asked: the tier is the constraint, not the cluster.
+            verdict = (f"no node fits within hypernode(s) {', '.join(scopes)} (its network "
+                       "topology keeps it there): " + "; ".join(reasons))
+        else:
+            verdict = "no node fits: " + "; ".join(reasons)
         decided_by = ["predicates"]
     elif waiting:
         # Pipelined in part (reclaim or preempt made room for some tasks): short of the
