@@ -710,3 +710,13 @@ def test_a_hard_network_topology_is_named_as_the_bound_of_no_node_fits() -> None
     report = explain(load_scenario(path), job="c1/pg1")
     assert ("no node fits within hypernode(s) s0 (its network topology keeps it there): "
             "Insufficient cpu") in report["verdict"]
+
+
+def test_a_job_no_hypernode_has_room_for_is_explained_by_allocate() -> None:
+    """allocate tried no task: no hypernode its hard topology allows has room; the
+    verdict blamed gang (whose "not ready" follows from it)."""
+    path = (Path(__file__).parent / "conformance" / "volcano" / "network-topology"
+            / "allocate-nt-07-hard-cannot-cross-tier.yaml")
+    report = explain(load_scenario(path), job="c1/pg1")
+    assert report["verdict"].startswith("not placed: allocate: hard network topology")
+    assert report["decidedBy"] == ["allocate"]

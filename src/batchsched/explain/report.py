@@ -541,6 +541,14 @@ def _job_report(ssn: Session, recorder: Recorder, job: JobInfo,
         verdict = ("nothing to place: no task is pending ("
                    + ", ".join(f"{count} {status}" for status, count in left.items()) + ")")
         decided_by = []
+    elif (unplaced and not waiting and recorder.notes.get(job.uid)
+          and all(t.get("reason") == _NOT_TRIED for t in unplaced)
+          and not any(a.point not in _CONSEQUENCES for a in refused)):
+        # An action said why it tried none of them (allocate: no hypernode of the
+        # job's hard network topology has room): gang's "not ready" follows from it.
+        said = recorder.notes[job.uid]
+        verdict = "not placed: " + "; ".join(dict.fromkeys(f"{p}: {t}" for p, t in said))
+        decided_by = sorted({p for p, _ in said})
     elif unplaced and not waiting and all("skippedBy" in t for t in unplaced) \
             and not any(a.point not in _CONSEQUENCES for a in refused):
         # The actions that could place them passed them over (a pod that never
