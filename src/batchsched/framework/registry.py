@@ -22,10 +22,10 @@ import importlib
 import inspect
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib import metadata
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import pluggy
@@ -38,6 +38,8 @@ from batchsched.framework.combine import passes_through
 from batchsched.plugin import ActionSpec, PluginSpec
 
 __all__ = ["AUTOLOAD_ENV", "Registered", "Registry", "default_registry"]
+
+_T = TypeVar("_T")
 
 log = logging.getLogger("batchsched")
 
@@ -313,25 +315,12 @@ class Registry:
                 raise PluginError(f"{kind} name {name!r} is claimed more than once: by "
                                   f"{listed_names(claimants)}"
                                   + (" (twice)" if len(claimants) == 1 else ""), plugin=name)
-            # Installed distributions: their claims are skipped and named broken (a
-            # built-in keeps its name; a name several distributions claim is
-            # none's), and everything else works on.
-            builtin = next((entry for registrant, entry in claimed
-                            if roles[registrant] == "builtin"), None)
-            dists = sorted({entry.distribution for registrant, entry in claimed
-                            if roles[registrant] == "installed"})
-            others = f"{dists[0]} (more than once)" if len(dists) == 1 and builtin is None \
-                else listed_names(dists)
-            if builtin is not None:
-                tables[kind][name] = builtin
-                message = (f"{kind} name {name!r} is batchsched's; {others} claimed it too: "
-                           "their claim is skipped")
+            kept, message, losers = self.settle_claims(kind, name, claimed)
+            if kept is not None:
+                tables[kind][name] = kept
             else:
-                message = f"{kind} name {name!r} is claimed by {others}: none of them gets it"
                 contested[kind, name] = message
-            for registrant in dict.fromkeys(registrant for registrant, _ in claimed
-                                            if roles[registrant] == "installed"):
-                failures.append((registrant, message))
+            failures.extend((registrant, message) for registrant in losers)
             if ("", message) not in self._warned:  # said once, not once per claimant
                 self._warned.add(("", message))
                 log.warning("batchsched: skipping a name claimed more than once: %s", message)
@@ -344,6 +333,25 @@ class Registry:
         self.broken = [*self._unloadable, *failures,
                        *((who, f"{hook}: {message}")
                          for (who, hook), message in self._noted.items())]
+
+    def settle_claims(self, kind: str, name: str, claimed: Sequence[tuple[str, _T]]
+                      ) -> tuple[_T | None, str, list[str]]:
+        """A name installed distributions (and perhaps batchsched itself) claim more
+        than once: what keeps it (the built-in's claim; None: no claim, the name is
+        none's), the message naming the claimants, and the registrants whose claims
+        are skipped. Everything else the distributions provide works on."""
+        roles = {registrant: self.role_of(registrant) for registrant, _ in claimed}
+        builtin = next((value for registrant, value in claimed
+                        if roles[registrant] == "builtin"), None)
+        losers = list(dict.fromkeys(registrant for registrant, _ in claimed
+                                    if roles[registrant] == "installed"))
+        dists = sorted({self.distribution_of(registrant) for registrant in losers})
+        if builtin is not None:
+            return builtin, (f"{kind} name {name!r} is batchsched's; {listed_names(dists)} "
+                             "claimed it too: their claim is skipped"), losers
+        claimants = f"{dists[0]} (more than once)" if len(dists) == 1 else listed_names(dists)
+        return None, f"{kind} name {name!r} is claimed by {claimants}: none of them gets it", \
+            losers
 
     def role_of(self, registrant: str) -> str:
         """``installed`` (a distribution's entry point), ``builtin`` or ``program`` (a

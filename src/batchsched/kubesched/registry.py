@@ -15,7 +15,6 @@ from typing import Any
 import attrs
 
 from batchsched.errors import PluginError
-from batchsched.framework.registry import listed_names
 
 __all__ = ["KubePluginSpec", "PluginFactory", "Registry", "from_entry_points",
            "kube_plugin_specs"]
@@ -136,19 +135,12 @@ def _resolved(registry: Any, claims: dict[str, list[tuple[str, KubePluginSpec]]]
         if len(claimed) == 1 or "program" in roles.values():
             specs.extend(spec for _, spec in claimed)
             continue
-        installed = [who for who, _ in claimed if roles[who] == "installed"]
-        dists = sorted({registry.distribution_of(who) for who in installed})
-        builtin = next((spec for who, spec in claimed if roles[who] == "builtin"), None)
-        listed = f"{dists[0]} (more than once)" if len(dists) == 1 and builtin is None \
-            else listed_names(dists)
-        if builtin is not None:
-            specs.append(builtin)
-            message = (f"kube plugin name {name!r} is batchsched's; {listed} claimed it "
-                       "too: their claim is skipped")
+        kept, message, losers = registry.settle_claims("kube plugin", name, claimed)
+        if kept is not None:
+            specs.append(kept)
         else:
-            message = f"kube plugin name {name!r} is claimed by {listed}: none of them gets it"
             contested[name] = message
-        for who in dict.fromkeys(installed):
+        for who in losers:
             said.setdefault(who, []).append(message)
     for who, messages in said.items():
         # One note per registrant and hook: all of its skipped claims in it.
