@@ -4,14 +4,18 @@ is over its memory, cores or sharing count."""
 
 from __future__ import annotations
 
+import logging
 import random
 from pathlib import Path
 
+import pytest
+import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sim_support import replay_document
 
 from batchsched.simulation import Simulator
+from batchsched.simulation.scenario_workload import scenario_workload
 
 CONFIG = {
     "actions": "enqueue, allocate, preempt, backfill",
@@ -74,15 +78,42 @@ def check_instant(sim: Simulator) -> None:
 
 def replay(tmp_path: Path, seed: int, jobs: int) -> list[tuple[str, object, object]]:
     records, _ = replay_document(tmp_path, f"vgpu-{seed}-{jobs}.yaml",
-                                 vgpu_workload(seed, jobs), check_instant)
+                                 vgpu_workload(seed, jobs), check_instant, cycles_stop=True)
     return records
 
 
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), jobs=st.integers(1, 15))
 @example(seed=316, jobs=11)  # a discarded preemption's nomination once stalled the replay
+@example(seed=1125, jobs=9)  # an eviction cycle Volcano makes too (see test below)
 def test_a_vgpu_replay_keeps_every_gpu_within_bounds(tmp_path_factory: object, seed: int,
                                                      jobs: int) -> None:
     tmp_path = tmp_path_factory.mktemp("vgpu")  # type: ignore[attr-defined]
     first = replay(tmp_path, seed, jobs)
     assert replay(tmp_path, seed, jobs) == first  # deterministic
+
+
+def test_a_vgpu_eviction_cycle_stops_the_replay_and_is_reported(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Volcano's cyclic evictions, found by the property above: a high-priority gang
+    (j8, minMember 3, one member asking a GPU of its own with ``spread``) fits n0 only
+    with its three members on the node's two GPUs in one arrangement; preempt evicts a
+    low-priority pod there and pipelines the gang in that arrangement, but allocate's
+    member-by-member GPU choice (binpack) finds no such arrangement in the next session,
+    and the evicted pod's restart takes its place back; preempt then evicts the other
+    low-priority pod, and so on. Volcano decides the same at each session (its allocate
+    keeps no pipelined task across sessions): the simulator reports the cycle and stops
+    instead of looping."""
+    document = vgpu_workload(1125, 9)
+    path = tmp_path / "cycle.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    workload, scenario = scenario_workload(path)
+    simulator = Simulator(workload.without_oversized(scenario.configuration),
+                          scenario.configuration)
+    with caplog.at_level(logging.WARNING, logger="batchsched"):
+        timeline = simulator.run()
+    assert simulator.stopped_looping
+    assert timeline.end == 83
+    assert "default/j8" in timeline.never_started
+    assert any("lost 100 runs to evictions while no job finished, at t=83" in message
+               for message in caplog.messages)
