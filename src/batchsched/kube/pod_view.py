@@ -21,7 +21,6 @@ Kubernetes does: per resource the larger), host ports, parsed affinity, and the
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterator, Mapping
 
 import attrs
@@ -186,7 +185,8 @@ class NodeView:
     gpu: int = 0
     nonzero_milli_cpu: int = 0
     nonzero_memory: int = 0
-    used_ports: Counter[HostPort] = attrs.field(factory=Counter)
+    #: The host ports in use, as a set (kube-scheduler's ``HostPortInfo``): keys only.
+    used_ports: dict[HostPort, int] = attrs.field(factory=dict)
     pods_with_affinity: int = 0
     pods_with_required_anti_affinity: int = 0
 
