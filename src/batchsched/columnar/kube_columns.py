@@ -37,6 +37,7 @@ _EXTRA_KEY = "batchsched.kube_columns"
 #: Amounts below this keep the scores' integer products within int64 and their
 #: float conversions exact; a larger one sends the task to the scalar path.
 LARGE = 2**52
+_NO_FIGURES = (0, 0, 0, 0, 0, 0)
 
 
 def ceil_amounts(amounts: npt.NDArray[np.float64]) -> tuple[IntArray, bool]:
@@ -108,8 +109,7 @@ class KubeColumns:
         self.max_pods: IntArray = np.trunc(np.minimum(pods_row, float(LARGE))).astype(np.int64)
         #: Nodes holding fewer pods than ``max_pods`` (the predicates' pod-count check).
         self.room = np.zeros(width, dtype=np.bool_)
-        for i in range(width):
-            self._refresh(i)
+        self._refresh_all()
         cpu_row, memory_row = columns.allocatable[index[CPU]], columns.allocatable[index[MEMORY]]
         # kube-scheduler's NodeInfo holds the node object's allocatable: without what
         # Volcano's oversubscription annotations add to batchsched's (and Volcano's).
@@ -168,6 +168,25 @@ class KubeColumns:
             self.exact = False
             return
         self._figures[:, i] = figures
+
+    def _refresh_all(self) -> None:
+        """:meth:`_refresh` of every node, in a few passes over the views (a replay
+        builds the mirror at every session: one write per node cost about a
+        microsecond each)."""
+        views = self.view.nodes
+        found = [views.get(name) for name in self.columns.names]
+        figures = [(len(node.pods), node.milli_cpu, node.memory, node.gpu,
+                    node.nonzero_milli_cpu, node.nonzero_memory) if node is not None
+                   else _NO_FIGURES for node in found]
+        if figures and max(map(max, figures)) >= LARGE:
+            for i in range(len(found)):  # some amount too large: node by node
+                self._refresh(i)
+            return
+        if figures:
+            self._figures[:] = np.array(figures, dtype=np.int64).T
+        self.room[:] = self.pods < self.max_pods
+        self.port_nodes = {i for i, node in enumerate(found)
+                           if node is not None and node.used_ports}
 
     def sync(self) -> None:
         """Refresh the nodes the view changed since the last sync."""
