@@ -27,7 +27,7 @@ from batchsched.api.oversubscription import node_oversubscription
 from batchsched.api.resource import CPU, MEMORY, PODS
 from batchsched.columnar.node_columns import IndexArray, NodeColumns
 from batchsched.columnar.scores import FLOAT_DIVISION_LIMIT
-from batchsched.kube.pod_view import GPU, KubeView
+from batchsched.kube.pod_view import GPU, KubeView, NodeView
 
 __all__ = ["KubeColumns", "LabelCodes", "ceil_amounts"]
 
@@ -38,6 +38,13 @@ _EXTRA_KEY = "batchsched.kube_columns"
 #: float conversions exact; a larger one sends the task to the scalar path.
 LARGE = 2**52
 _NO_FIGURES = (0, 0, 0, 0, 0, 0)
+
+
+def _figures_of(node: NodeView) -> tuple[int, int, int, int, int, int]:
+    """A node's row of the figures block: pods, requests (cpu, memory, GPUs), non-zero
+    requests (cpu, memory)."""
+    return (len(node.pods), node.milli_cpu, node.memory, node.gpu,
+            node.nonzero_milli_cpu, node.nonzero_memory)
 
 
 def ceil_amounts(amounts: npt.NDArray[np.float64]) -> tuple[IntArray, bool]:
@@ -162,8 +169,7 @@ class KubeColumns:
             self.port_nodes.add(i)
         else:
             self.port_nodes.discard(i)
-        figures = (len(node.pods), node.milli_cpu, node.memory, node.gpu,
-                   node.nonzero_milli_cpu, node.nonzero_memory)
+        figures = _figures_of(node)
         if max(figures) >= LARGE:
             self.exact = False
             return
@@ -175,9 +181,7 @@ class KubeColumns:
         microsecond each)."""
         views = self.view.nodes
         found = [views.get(name) for name in self.columns.names]
-        figures = [(len(node.pods), node.milli_cpu, node.memory, node.gpu,
-                    node.nonzero_milli_cpu, node.nonzero_memory) if node is not None
-                   else _NO_FIGURES for node in found]
+        figures = [_figures_of(node) if node is not None else _NO_FIGURES for node in found]
         if figures and max(map(max, figures)) >= LARGE:
             for i in range(len(found)):  # some amount too large: node by node
                 self._refresh(i)
