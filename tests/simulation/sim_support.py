@@ -66,6 +66,17 @@ tiers:
 """
 
 
+def document_simulator(tmp_path: Path, name: str, document: dict[str, object],
+                       observe: Callable[[Simulator], None] | None = None) -> Simulator:
+    """A simulator of a scenario workload (written to ``tmp_path / name``), less the
+    jobs that could never start under its configuration."""
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    workload, scenario = scenario_workload(path)
+    return Simulator(workload.without_oversized(scenario.configuration),
+                     scenario.configuration, observe=observe)
+
+
 def replay_document(tmp_path: Path, name: str, document: dict[str, object],
                     observe: Callable[[Simulator], None], *, cycles_stop: bool = False
                     ) -> tuple[list[tuple[str, object, object]], Workload]:
@@ -75,11 +86,8 @@ def replay_document(tmp_path: Path, name: str, document: dict[str, object],
     finishes or is reported as never started; with ``cycles_stop``, unless the replay
     stopped on jobs evicting each other for ever (Volcano's cyclic evictions, which a
     configuration with preempt may reach: the simulator reports them and stops)."""
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(document), encoding="utf-8")
-    workload, scenario = scenario_workload(path)
-    fitting = workload.without_oversized(scenario.configuration)
-    simulator = Simulator(fitting, scenario.configuration, observe=observe)
+    simulator = document_simulator(tmp_path, name, document, observe)
+    fitting = simulator.workload
     timeline = simulator.run()
     if cycles_stop and simulator.stopped_looping:
         # Some job was left behind, and the report says so.

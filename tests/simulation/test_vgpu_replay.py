@@ -9,13 +9,11 @@ import random
 from pathlib import Path
 
 import pytest
-import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from sim_support import replay_document
+from sim_support import document_simulator, replay_document
 
 from batchsched.simulation import Simulator
-from batchsched.simulation.scenario_workload import scenario_workload
 
 CONFIG = {
     "actions": "enqueue, allocate, preempt, backfill",
@@ -104,12 +102,7 @@ def test_a_vgpu_eviction_cycle_stops_the_replay_and_is_reported(
     low-priority pod, and so on. Volcano decides the same at each session (its allocate
     keeps no pipelined task across sessions): the simulator reports the cycle and stops
     instead of looping."""
-    document = vgpu_workload(1125, 9)
-    path = tmp_path / "cycle.yaml"
-    path.write_text(yaml.safe_dump(document), encoding="utf-8")
-    workload, scenario = scenario_workload(path)
-    simulator = Simulator(workload.without_oversized(scenario.configuration),
-                          scenario.configuration)
+    simulator = document_simulator(tmp_path, "cycle.yaml", vgpu_workload(1125, 9))
     with caplog.at_level(logging.WARNING, logger="batchsched"):
         timeline = simulator.run()
     assert simulator.stopped_looping
