@@ -266,6 +266,11 @@ class Session(SessionPlugins):
         self._opened = False
 
     @property
+    def closed(self) -> bool:
+        """Whether the session was closed (or aborted, or disposed of)."""
+        return self._closed
+
+    @property
     def total_resource(self) -> Resource:
         """Every Ready node's allocatable summed (Volcano's ``TotalResource``), added
         up when first read: allocatable does not move within a session, and most

@@ -21,7 +21,9 @@ Kubernetes does: per resource the larger), host ports, parsed affinity, and the
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 import attrs
 
@@ -59,6 +61,8 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 GPU = "nvidia.com/gpu"
 
 _VIEW_KEY = "batchsched.kube_view"
+#: Per cache whose sessions reuse node objects, the view its last session used.
+_carried: weakref.WeakKeyDictionary[Any, KubeView] = weakref.WeakKeyDictionary()
 #: What ``parse_affinity(None)`` gives (immutable, so shared by every task without one).
 _NO_AFFINITY = parse_affinity(None)
 
@@ -235,7 +239,12 @@ class NodeView:
 
 
 class KubeView:
-    """Every session node's :class:`NodeView`, plus the parsed pods, for one session."""
+    """Every session node's :class:`NodeView`, plus the parsed pods, for one session.
+
+    Sessions over a cache that hands out unchanged nodes again (``incremental
+    snapshots``: ``Session.reuses_objects``) share one view, carried from each session
+    to the next (:meth:`carry_over`): a replay's session then rebuilds the views of the
+    nodes that changed, not of every node."""
 
     def __init__(self, nodes: Mapping[str, NodeInfo]) -> None:
         self.nodes: dict[str, NodeView] = {}
@@ -246,14 +255,26 @@ class KubeView:
         self.change_log: list[str] = []
         #: The placed pods by label and by anti-affinity anchor (inter-pod affinity).
         self.placed = PlacedPodIndex()
+        #: Per node, the node object its view was built from and that object's
+        #: mutation count then: while both hold, the view is the node's.
+        self._built: dict[str, tuple[NodeInfo, int]] = {}
+        #: The session the view serves (a carried view: its latest).
+        self._owner: weakref.ReferenceType[Any] | None = None
         for name, node in nodes.items():
-            self.nodes[name] = NodeView(name)
-            for task in node.tasks.values():
-                # Finished tasks hold nothing in Kubernetes' view of a node.
-                if task.status not in COMPLETED_STATUSES:
-                    self.add(task, name)
+            self._build(name, node)
+        self._note_affinity_nodes()
+
+    def _build(self, name: str, node: NodeInfo) -> None:
+        self.nodes[name] = NodeView(name)
+        for task in node.tasks.values():
+            # Finished tasks hold nothing in Kubernetes' view of a node.
+            if task.status not in COMPLETED_STATUSES:
+                self.add(task, name)
+        self._built[name] = (node, node.mutations)
+
+    def _note_affinity_nodes(self) -> None:
         #: The nodes that held a pod with a pod (anti-)affinity section, and those that
-        #: held a pod with required anti-affinity, when the view was built: Volcano's
+        #: held a pod with required anti-affinity, when the session opened: Volcano's
         #: session snapshot (``k8s.NewSnapshot`` at session open) lists them once, so a
         #: pod placed during the session on a node outside these lists is not seen by
         #: the rules of later pods without terms of their own (the existing pods'
@@ -264,14 +285,67 @@ class KubeView:
         self.anti_affinity_nodes_at_open: frozenset[str] = frozenset(
             name for name, view in self.nodes.items() if view.pods_with_required_anti_affinity)
 
+    def carry_over(self, nodes: Mapping[str, NodeInfo]) -> None:
+        """Serve a later session over ``nodes``: a node's view stays when the node is
+        the object it was built from, unchanged since (its ``mutations`` count; the
+        cache hands out the same object for a node that nothing changed, and every
+        placement or eviction of a session changes its node), and is built again
+        otherwise. The result is what a view built afresh over ``nodes`` holds."""
+        self._pods = {}
+        self.change_log = []
+        built = self._built
+        stale = [name for name, node in nodes.items()
+                 if (kept := built.get(name)) is None or kept[0] is not node
+                 or kept[1] != node.mutations]
+        gone = [name for name in self.nodes if name not in nodes]
+        # Every stale node's pods leave first: a pod that moved between two of them is
+        # then placed once.
+        for name in (*gone, *stale):
+            self._clear(name)
+        for name in gone:
+            del self.nodes[name], built[name]
+        for name in stale:
+            self._build(name, nodes[name])
+        if list(self.nodes) != list(nodes):  # nodes came or went: the session's order
+            self.nodes = {name: self.nodes[name] for name in nodes}
+        self._note_affinity_nodes()
+
+    def _clear(self, name: str) -> None:
+        """The node's pods leave the view (its own and the indexes)."""
+        view = self.nodes.get(name)
+        if view is None:
+            return
+        where = self._where
+        for uid, pod in view.pods.items():
+            self.placed.remove(pod)
+            if where.get(uid) == name:
+                del where[uid]
+
     @classmethod
     def of(cls, ssn: object) -> KubeView:
-        """The session's view, created from its nodes on first use."""
+        """The session's view, created from its nodes on first use (or carried over
+        from the cache's previous session, see the class docstring)."""
         extra: dict[str, object] = ssn.extra  # type: ignore[attr-defined]
         view = extra.get(_VIEW_KEY)
         if not isinstance(view, KubeView):
-            view = cls(ssn.nodes)  # type: ignore[attr-defined]
+            view = cls._carried_or_built(ssn)
             extra[_VIEW_KEY] = view
+        return view
+
+    @classmethod
+    def _carried_or_built(cls, ssn: Any) -> KubeView:
+        cache = getattr(ssn, "cache", None)
+        if cache is None or not getattr(ssn, "reuses_objects", False):
+            return cls(ssn.nodes)
+        carried = _carried.get(cache)
+        # A view another open session of the cache still reads is left to it.
+        owner = carried._owner() if carried is not None and carried._owner else None
+        if carried is not None and (owner is None or owner.closed):
+            carried.carry_over(ssn.nodes)
+            view = carried
+        else:
+            view = _carried[cache] = cls(ssn.nodes)
+        view._owner = weakref.ref(ssn)
         return view
 
     def pod(self, task: TaskInfo) -> PodInfo:

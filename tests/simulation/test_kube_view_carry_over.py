@@ -1,0 +1,144 @@
+"""A replay's sessions share one Kubernetes node view, carried from session to session
+(only the nodes that changed are viewed again): at every session it must hold exactly
+what a view built afresh over the session's nodes holds, pods with labels, host ports
+and pod (anti-)affinity placed, preempted and finished included."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sim_support import replay_document
+
+from batchsched.kube.pod_view import KubeView
+from batchsched.simulation import Simulator
+
+CONFIG = {
+    "actions": "enqueue, allocate, preempt, backfill",
+    "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+        {"plugins": [{"name": "predicates"}, {"name": "proportion"}, {"name": "nodeorder"}]},
+    ],
+}
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def kube_workload(seed: int, jobs: int) -> dict[str, object]:
+    """Jobs over time whose pods carry labels, host ports and pod (anti-)affinity, on
+    nodes in two zones."""
+    rng = random.Random(seed)
+    nodes = [{"name": f"n{n}", "labels": {"zone": f"z{n % 2}", HOSTNAME: f"n{n}"},
+              "allocatable": {"cpu": 4, "memory": "16Gi", "pods": 6}} for n in range(4)]
+    job_entries, tasks, submit = [], [], 0
+    for j in range(jobs):
+        submit += rng.choice((0, 1, 5, 30))
+        members = rng.choice((1, 2, 3))
+        app = rng.choice(("web", "db", "batch"))
+        low = rng.random() < 0.6
+        job_entries.append({"name": f"j{j}", "minMember": 1 if low else members,
+                            "createdAt": submit, "priorityClassName": "low" if low else "high"})
+        for t in range(members):
+            task: dict[str, Any] = {
+                "name": f"j{j}-t{t}", "job": f"j{j}", "labels": {"app": app},
+                "priorityClassName": job_entries[-1]["priorityClassName"],
+                "requests": {"cpu": rng.choice((1, 2)), "memory": "2Gi"},
+                "annotations": {"batchsched.io/run-time": str(rng.choice((5, 20, 60)))}}
+            kind = rng.random()
+            if kind < 0.25:
+                task["affinity"] = {"podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": app}},
+                         "topologyKey": HOSTNAME}]}}
+            elif kind < 0.5:
+                task["affinity"] = {"podAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 10, "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": {"app": rng.choice(("web", "db"))}},
+                            "topologyKey": "zone"}}]}}
+            elif kind < 0.6:
+                task["hostPorts"] = [rng.choice((8080, 9090))]
+            tasks.append(task)
+    return {"version": 1, "name": "kube view replay", "config": CONFIG,
+            "priorityClasses": [{"name": "low", "value": 1}, {"name": "high", "value": 100}],
+            "nodes": nodes, "jobs": job_entries, "tasks": tasks}
+
+
+def assert_same_view(carried: KubeView, fresh: KubeView) -> None:
+    assert list(carried.nodes) == list(fresh.nodes)
+    for name, view in fresh.nodes.items():
+        mine = carried.nodes[name]
+        assert mine.pods == view.pods, name
+        assert (mine.milli_cpu, mine.memory, mine.gpu, mine.nonzero_milli_cpu,
+                mine.nonzero_memory, mine.pods_with_affinity,
+                mine.pods_with_required_anti_affinity) == (
+            view.milli_cpu, view.memory, view.gpu, view.nonzero_milli_cpu,
+            view.nonzero_memory, view.pods_with_affinity,
+            view.pods_with_required_anti_affinity), name
+        assert mine.used_ports == view.used_ports, name
+    assert carried._where == fresh._where
+    for index in ("_all", "_by_label"):
+        assert getattr(carried.placed, index) == getattr(fresh.placed, index), index
+    for terms in ("_anti", "_preferred"):
+        mine_terms, fresh_terms = getattr(carried.placed, terms), getattr(fresh.placed, terms)
+        assert mine_terms._by_anchor == fresh_terms._by_anchor, terms
+        assert mine_terms._unanchored == fresh_terms._unanchored, terms
+    assert carried.affinity_nodes_at_open == fresh.affinity_nodes_at_open
+    assert carried.anti_affinity_nodes_at_open == fresh.anti_affinity_nodes_at_open
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), jobs=st.integers(1, 15))
+def test_a_carried_kube_view_equals_a_fresh_one(tmp_path_factory: Any, seed: int,
+                                                jobs: int) -> None:
+    tmp_path: Path = tmp_path_factory.mktemp("kube-view")
+    compared: list[KubeView] = []
+    carried_or_built = KubeView._carried_or_built.__func__  # type: ignore[attr-defined]
+
+    def checked(cls: type[KubeView], ssn: Any) -> KubeView:
+        view: KubeView = carried_or_built(cls, ssn)
+        assert_same_view(view, KubeView(ssn.nodes))
+        compared.append(view)
+        return view
+
+    def check_instant(sim: Simulator) -> None:
+        for node in sim.cache.nodes.values():
+            node.check_invariants()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(KubeView, "_carried_or_built", classmethod(checked))
+        records, _ = replay_document(tmp_path, f"kube-{seed}-{jobs}.yaml",
+                                     kube_workload(seed, jobs), check_instant,
+                                     cycles_stop=True)
+    assert records
+    if len(compared) > 1:
+        assert len({id(view) for view in compared}) < len(compared)  # carried over
+
+
+def test_a_view_an_open_session_reads_is_not_carried_into_another() -> None:
+    """Two sessions open at once on one cache: the second builds a view of its own."""
+    from batchsched.api.node import NodeInfo
+    from batchsched.api.resource import Resource
+    from batchsched.cache.memory import MemoryCache
+    from batchsched.conf import configuration_from_text
+    from batchsched.framework.session import Session
+
+    cache = MemoryCache(incremental_snapshots=True)
+    cache.add_node(NodeInfo.create("n1", Resource.from_mapping({"cpu": 4, "pods": 10})))
+    configuration = configuration_from_text("""
+actions: allocate
+tiers:
+- plugins:
+  - name: predicates
+""")
+    first = Session.open(cache, configuration)
+    second = Session.open(cache, configuration)
+    assert KubeView.of(first) is not KubeView.of(second)
+    second.close()
+    first.close()
+    third = Session.open(cache, configuration)
+    assert KubeView.of(third) in (KubeView.of(first), KubeView.of(second))
+    third.close()
