@@ -1,7 +1,8 @@
-"""A replay's sessions share one Kubernetes node view, carried from session to session
-(only the nodes that changed are viewed again): at every session it must hold exactly
-what a view built afresh over the session's nodes holds, pods with labels, host ports
-and pod (anti-)affinity placed, preempted and finished included."""
+"""A replay's sessions share one Kubernetes node view and one array mirror of it, carried
+from session to session (only the nodes that changed are viewed again): at every
+session each must hold exactly what one built afresh over the session's nodes holds,
+pods with labels, host ports and pod (anti-)affinity placed, preempted and finished
+included."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_support import replay_document
 
+from batchsched.columnar.kube_columns import KubeColumns
 from batchsched.kube.pod_view import KubeView
 from batchsched.simulation import Simulator
 
@@ -116,6 +119,39 @@ def test_a_carried_kube_view_equals_a_fresh_one(tmp_path_factory: Any, seed: int
     assert records
     if len(compared) > 1:
         assert len({id(view) for view in compared}) < len(compared)  # carried over
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), jobs=st.integers(1, 15))
+def test_a_carried_kube_mirror_equals_a_fresh_one(tmp_path_factory: Any, seed: int,
+                                                  jobs: int) -> None:
+    tmp_path: Path = tmp_path_factory.mktemp("kube-columns")
+    compared: list[KubeColumns] = []
+    built = KubeColumns.of.__func__  # type: ignore[attr-defined]
+
+    def checked(cls: type[KubeColumns], ssn: Any) -> KubeColumns:
+        mirror: KubeColumns = built(cls, ssn)
+        mirror.sync()
+        fresh = KubeColumns(mirror.view, mirror.columns)
+        for name in ("_figures", "room", "max_pods", "allocatable"):
+            np.testing.assert_array_equal(getattr(mirror, name), getattr(fresh, name), name)
+        assert mirror.port_nodes == fresh.port_nodes
+        assert (mirror.exact, mirror.cpu_memory_everywhere, mirror.cpu_memory_small) == (
+            fresh.exact, fresh.cpu_memory_everywhere, fresh.cpu_memory_small)
+        for key in ("zone", HOSTNAME):
+            assert mirror.labels(key).values == fresh.labels(key).values
+            np.testing.assert_array_equal(mirror.labels(key).codes, fresh.labels(key).codes)
+        compared.append(mirror)
+        return mirror
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(KubeColumns, "of", classmethod(checked))
+        records, _ = replay_document(tmp_path, f"kube-{seed}-{jobs}.yaml",
+                                     kube_workload(seed, jobs), lambda sim: None,
+                                     cycles_stop=True)
+    assert records
+    if len(compared) > 1:
+        assert len({id(mirror) for mirror in compared}) < len(compared)  # carried over
 
 
 def test_a_view_an_open_session_reads_is_not_carried_into_another() -> None:

@@ -17,12 +17,14 @@ session): per label key, each node's value as an integer code.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from batchsched.api.node import NodeInfo
 from batchsched.api.oversubscription import node_oversubscription
 from batchsched.api.resource import CPU, MEMORY, PODS
 from batchsched.columnar.node_columns import IndexArray, NodeColumns
@@ -34,6 +36,8 @@ __all__ = ["KubeColumns", "LabelCodes", "ceil_amounts"]
 IntArray = npt.NDArray[np.int64]
 
 _EXTRA_KEY = "batchsched.kube_columns"
+#: Per cache whose sessions reuse node objects, the mirror its last session used.
+_carried: weakref.WeakKeyDictionary[Any, KubeColumns] = weakref.WeakKeyDictionary()
 #: Amounts below this keep the scores' integer products within int64 and their
 #: float conversions exact; a larger one sends the task to the scalar path.
 LARGE = 2**52
@@ -98,6 +102,8 @@ class KubeColumns:
         self.view = view
         self.columns = columns
         width = len(columns)
+        #: The node views the rows were last refreshed from (see carry_over).
+        self._views: list[NodeView | None] = [None] * width
         # One block, so that a node's refresh is one write: pods, requests, non-zero.
         self._figures: IntArray = np.zeros((6, width), dtype=np.int64)
         self.pods: IntArray = self._figures[0]
@@ -140,23 +146,66 @@ class KubeColumns:
         self.cpu_memory_small = bool(self.allocatable[:2].max(initial=0) < FLOAT_DIVISION_LIMIT)
         self.exact = self.exact and cpu_exact and memory_exact and gpu_exact
         self._labels: dict[str, LabelCodes] = {}
+        #: What plugins work out from the nodes' static fields (labels, taints,
+        #: allocatable), by a key of their own; kept while the mirror is carried over.
         self.static: dict[Any, Any] = {}
+        #: The node objects the arrays were last made from (see carry_over).
+        self._nodes: list[NodeInfo] = list(columns.nodes)
 
     @classmethod
     def of(cls, ssn: Any) -> KubeColumns:
-        """The session's mirror of its kube view, built on first use."""
+        """The session's mirror of its kube view, built on first use; over a cache whose
+        sessions reuse node objects, carried over from its previous session when the
+        node columns and the view were (:meth:`carry_over`)."""
         extra: dict[str, Any] = ssn.extra
         mirror = extra.get(_EXTRA_KEY)
         columns = NodeColumns.of(ssn)
         view = KubeView.of(ssn)
-        if (not isinstance(mirror, KubeColumns) or mirror.columns is not columns
-                or mirror.view is not view):
+        if (isinstance(mirror, KubeColumns) and mirror.columns is columns
+                and mirror.view is view):
+            return mirror
+        cache = getattr(ssn, "cache", None)
+        reused = cache is not None and getattr(ssn, "reuses_objects", False)
+        carried = _carried.get(cache) if reused else None
+        if (carried is not None and carried.columns is columns and carried.view is view
+                and carried.carry_over()):
+            mirror = carried
+        else:
             mirror = cls(view, columns)
-            extra[_EXTRA_KEY] = mirror
+            if reused:
+                _carried[cache] = mirror
+        extra[_EXTRA_KEY] = mirror
         return mirror
+
+    def carry_over(self) -> bool:
+        """Serve a later session, whose node columns and view were carried over: True
+        when every node that is a new object there is the same node as far as these
+        arrays go (allocatable, labels, annotations, taints), and then the rows of the
+        nodes the view changed are refreshed; False when a fresh mirror is needed."""
+        nodes = self.columns.nodes
+        before = self._nodes
+        if not self.exact or len(nodes) != len(before):
+            return False
+        for node, old in zip(nodes, before, strict=True):
+            if node is not old and (
+                    node.name != old.name or not node.allocatable.equal(old.allocatable)
+                    or node.labels != old.labels or node.annotations != old.annotations
+                    or node.taints != old.taints or node.unschedulable != old.unschedulable):
+                return False
+        self._nodes = list(nodes)
+        # A node viewed again since is a new NodeView (whichever session did it); one
+        # changed in this session so far is in the view's log.
+        views = self.view.nodes
+        for i, (name, seen) in enumerate(zip(self.columns.names, self._views, strict=True)):
+            if views.get(name) is not seen:
+                self._refresh(i)
+        self._seen = 0
+        self.sync()
+        return True
 
     def _refresh(self, i: int) -> None:
         node = self.view.nodes.get(self.columns.names[i])
+        self._views[i] = node
         if node is None:
             self._figures[:, i] = 0
             self.room[i] = self.max_pods[i] > 0
@@ -180,7 +229,7 @@ class KubeColumns:
         builds the mirror at every session: one write per node cost about a
         microsecond each)."""
         views = self.view.nodes
-        found = [views.get(name) for name in self.columns.names]
+        found = self._views = [views.get(name) for name in self.columns.names]
         figures = [_figures_of(node) if node is not None else _NO_FIGURES for node in found]
         if figures and max(map(max, figures)) >= LARGE:
             for i in range(len(found)):  # some amount too large: node by node

@@ -286,7 +286,7 @@ class NodeOrderPlugin:
         self.image_weight = self.weights["imagelocality.weight"]
         self._view: KubeView | None = None
         self._ssn: Session | None = None
-        self._images: dict[str, dict[str, int]] = {}
+        self._images: dict[str, Mapping[str, int]] | None = None
         self._image_spread: Counter[str] = Counter()
         self._kube: KubeColumns | None = None
         self._static: dict[object, Any] = {}
@@ -295,10 +295,7 @@ class NodeOrderPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
         self._view = KubeView.of(ssn)
-        # Node images under the names the node reports (Volcano's cache keeps them as
-        # they are); only the task's image names get their default tag.
-        self._images = {name: dict(node.images) for name, node in ssn.nodes.items()}
-        self._image_spread = Counter(img for images in self._images.values() for img in images)
+        self._images = None  # gathered when a pod with images is first scored
         ssn.add_node_order_fn(self.name, self.node_order)
         ssn.add_batch_node_order_fn(self.name, self.batch_node_order)
         columnar.add_node_order_fn(ssn, self.name, self.vector_node_order,
@@ -311,7 +308,7 @@ class NodeOrderPlugin:
         self._many_requests = TaskSetCache()
 
     def on_session_close(self, ssn: Session) -> None:
-        self._images = {}
+        self._images = None
         self._kube = None
         self._static = {}
         self._many_requests = TaskSetCache()
@@ -329,8 +326,11 @@ class NodeOrderPlugin:
         if self.image_weight == 0:
             return 0.0
         pod = self.view.pod(task)
-        on_node = self._images.get(node.name, {})
-        total_nodes = len(self._images)
+        if not pod.images:
+            return float(image_locality_score(0, 1) * self.image_weight)
+        images = self._node_images()
+        on_node = images.get(node.name, {})
+        total_nodes = len(images)
         image_sum = 0
         for image in pod.images:
             size = on_node.get(normalized_image_name(image))
@@ -339,6 +339,17 @@ class NodeOrderPlugin:
                 image_sum += int(float(size) * spread)
         score = image_locality_score(image_sum, max(len(pod.images), 1))
         return float(score * self.image_weight)
+
+    def _node_images(self) -> dict[str, Mapping[str, int]]:
+        """Each session node's images under the names the node reports (Volcano's cache
+        keeps them as they are; only the task's image names get their default tag),
+        and on how many nodes each image is; gathered once per session."""
+        if self._images is None:
+            assert self._ssn is not None
+            self._images = {name: node.images for name, node in self._ssn.nodes.items()}
+            self._image_spread = Counter(
+                img for images in self._images.values() for img in images)
+        return self._images
 
     # -- over the candidate list -----------------------------------------------------------------
 
