@@ -19,6 +19,7 @@ operations as ``NodeInfo.future_idle``). Every reader calls :meth:`sync` first.
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -101,6 +102,16 @@ _NAMES_KEY = "node-columns.resource-names"
 _carried: weakref.WeakKeyDictionary[Any, NodeColumns] = weakref.WeakKeyDictionary()
 
 
+def _scalar_names(node: NodeInfo) -> frozenset[str]:
+    """The scalar names the node's figures hold (allocatable, idle, used, releasing,
+    pipelined)."""
+    names: set[str] = set()
+    for res in (node.allocatable, node.idle, node.used, node.releasing, node.pipelined):
+        if res.scalars:
+            names.update(res.scalars)
+    return frozenset(names)
+
+
 def _resource_names(job: JobInfo) -> frozenset[str]:
     """The scalar resource names the job's tasks ask for (requests and init requests)."""
     kept = job.memo.get(_NAMES_KEY)
@@ -125,10 +136,13 @@ class NodeColumns:
         self.source: Sequence[NodeInfo] = nodes
         self.names: list[str] = [node.name for node in self.nodes]
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        #: Per row, the scalar names its node's figures hold; and per name, how many
+        #: rows hold it (a carried mirror learns its dimensions from the rows it copies).
+        self._row_names: list[frozenset[str]] = [_scalar_names(node) for node in self.nodes]
+        self._name_rows: Counter[str] = Counter(
+            name for row in self._row_names for name in row)
         names: set[str] = set(extra_dimensions)
-        for node in self.nodes:
-            for res in (node.allocatable, node.idle, node.used, node.releasing, node.pipelined):
-                names.update(res.scalars)
+        names.update(self._name_rows)
         names.difference_update(BASE_DIMENSIONS)
         self.dimensions: list[str] = [*BASE_DIMENSIONS, *sorted(names)]
         self.dimension_index: dict[str, int] = {n: i for i, n in enumerate(self.dimensions)}
@@ -200,30 +214,40 @@ class NodeColumns:
         row whose node object is new, or changed since it was copied, is copied
         again); False when a fresh mirror is needed. The cache hands the session the
         very node objects it handed out before when nothing changed them (incremental
-        snapshots), so most rows stay as they are."""
-        if len(nodes) != len(self.nodes) or any(
-                node.name != name for node, name in zip(nodes, self.names, strict=True)):
+        snapshots), so most rows stay as they are, and only the others are read."""
+        kept, copied, names = self.nodes, self._copied, self.names
+        if len(nodes) != len(kept):
             return False
-        names: set[str] = set(extra_dimensions)
-        for node in nodes:
-            for res in (node.allocatable, node.idle, node.used, node.releasing, node.pipelined):
-                if res.scalars:
-                    names.update(res.scalars)
-        names.difference_update(BASE_DIMENSIONS)
-        if [*BASE_DIMENSIONS, *sorted(names)] != self.dimensions:
+        changed = [i for i, node in enumerate(nodes)
+                   if node is not kept[i] or node.mutations != copied[i]]
+        if any(nodes[i].name != names[i] for i in changed):
+            return False
+        row_names = {i: _scalar_names(nodes[i]) for i in changed}
+        counts = self._name_rows
+        moved = {i: row for i, row in row_names.items() if row != self._row_names[i]}
+        if moved:
+            counts = counts.copy()
+            for i, row in moved.items():
+                counts.subtract(self._row_names[i])
+                counts.update(row)
+            counts = +counts  # names no row holds any more leave
+        wanted = set(extra_dimensions)
+        wanted.update(counts)
+        wanted.difference_update(BASE_DIMENSIONS)
+        if len(wanted) != len(self.dimensions) - len(BASE_DIMENSIONS) or any(
+                name not in self.dimension_index for name in wanted):
             return False  # a fresh mirror has other rows: build it
+        self._name_rows = counts
         self._dirty.clear()
         self.changes = []
         count = len(self.dimensions)
-        changed = False
-        for i, node in enumerate(nodes):
-            if node is self.nodes[i] and node.mutations == self._copied[i]:
-                continue
-            self.nodes[i] = node
+        for i in changed:
+            node = nodes[i]
+            kept[i] = node
+            self._row_names[i] = row_names[i]
             self.allocatable[:, i] = np.zeros(count)
             self._column(self.allocatable, i, node.allocatable)
             self._refresh(i, node)
-            changed = True
         if changed:
             self.everywhere = (self.allocatable != 0).all(axis=1).tolist()
         return True
