@@ -133,3 +133,19 @@ def test_the_infinite_resource_is_volcano_s() -> None:
     unbounded = Resource.infinite()
     assert unbounded.less_equal(unbounded)
     assert (unbounded - unbounded).is_empty()
+
+
+@given(st.lists(st.builds(
+    Resource,
+    st.floats(0, 1e6, allow_nan=False),
+    st.floats(0, 1e12, allow_nan=False),
+    st.dictionaries(st.sampled_from(["nvidia.com/gpu", "pods", "example.com/fpga"]),
+                    st.floats(0, 1e4, allow_nan=False), max_size=2),
+), max_size=6))
+def test_a_sum_is_the_additions_one_after_the_other(parts: list[Resource]) -> None:
+    added = Resource()
+    for part in parts:
+        added.add(part)
+    total = Resource.sum(iter(parts))
+    assert (total.milli_cpu, total.memory, total.scalars) == (
+        added.milli_cpu, added.memory, added.scalars)  # bit for bit, the same names

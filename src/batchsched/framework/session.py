@@ -25,6 +25,7 @@ import logging
 import time
 import uuid
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -105,18 +106,33 @@ def _room_on_its_way(node: NodeInfo, nominee: TaskInfo) -> bool:
                and task.pod_priority < priority for task in node.tasks.values())
 
 
-def _sum_allocatable(nodes: Sequence[NodeInfo]) -> Resource:
-    """The nodes' allocatable resources added up, node after node (Resource.add's
-    float operations inlined: a replay opens a session on every event)."""
-    cpu = memory = 0.0
-    scalars: dict[str, float] = {}
-    for node in nodes:
-        allocatable = node.allocatable
-        cpu += allocatable.milli_cpu
-        memory += allocatable.memory
-        for name, amount in allocatable.scalars.items():
-            scalars[name] = scalars.get(name, 0.0) + amount
-    return Resource(cpu, memory, scalars)
+#: Per cache whose sessions reuse node objects: the allocatable figures of the last
+#: total and the total (a replay's sessions mostly sum the same figures again).
+_carried_totals: weakref.WeakKeyDictionary[Any, tuple[list[Resource], Resource]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _total_allocatable(ssn: Session) -> Resource:
+    """The session's nodes' allocatable summed; carried over from the cache's previous
+    session when every node's allocatable is the same object as then or has the same
+    figures (the same sum, bit for bit), else added up again."""
+    figures = [node.allocatable for node in ssn.node_list]
+    cache = ssn.cache
+    if cache is None or not ssn.reuses_objects:
+        return Resource.sum(figures)
+    kept = _carried_totals.get(cache)
+    if kept is not None and len(kept[0]) == len(figures) and all(
+            new is old or _same_figures(new, old)
+            for new, old in zip(figures, kept[0], strict=True)):
+        total = kept[1]
+    else:
+        total = Resource.sum(figures)
+    _carried_totals[cache] = (figures, total)
+    return total.clone()  # the session's own: a plugin may change it
+
+
+def _same_figures(a: Resource, b: Resource) -> bool:
+    return a.milli_cpu == b.milli_cpu and a.memory == b.memory and a.scalars == b.scalars
 
 
 class Session(SessionPlugins):
@@ -277,7 +293,7 @@ class Session(SessionPlugins):
         sessions of a replay have no plugin that reads it."""
         total = self._total_resource
         if total is None:
-            total = self._total_resource = _sum_allocatable(self.node_list)
+            total = self._total_resource = _total_allocatable(self)
         return total
 
     @total_resource.setter

@@ -59,9 +59,7 @@ class OvercommitPlugin:
         self.inqueue = Resource()
 
     def on_session_open(self, ssn: Session) -> None:
-        used = Resource()
-        for node in ssn.node_list:
-            used.add(node.used)
+        used = Resource.sum(node.used for node in ssn.node_list)
         self.idle = ssn.total_resource.clone().multi(self.factor).sub_unchecked(used)
         self.inqueue = Resource()
         for job in ssn.jobs.values():
