@@ -59,11 +59,11 @@ class OvercommitPlugin:
         self.inqueue = Resource()
 
     def on_session_open(self, ssn: Session) -> None:
-        used = Resource.sum(node.used for node in ssn.node_list)
-        self.idle = ssn.total_resource.clone().multi(self.factor).sub_unchecked(used)
         self.inqueue = Resource()
+        minimums = False
         for job in ssn.jobs.values():
             minimum = job.podgroup.min_resources
+            minimums = minimums or minimum is not None
             # Neither counts what the job's scheduling-gated pods ask (Volcano's
             # DeductSchGatedResources).
             if minimum is not None and job.podgroup.phase == PodGroupPhase.INQUEUE:
@@ -72,6 +72,12 @@ class OvercommitPlugin:
                 self.inqueue.add(deduct_scheduling_gated(job, minimum))
             else:
                 self.inqueue.add(deduct_scheduling_gated(job, running_job_reservation(job)))
+        # What the cluster has left, as the session opens: read only for a job with a
+        # minimum (a session without one, a replay's, say, skips the sum over the nodes).
+        self.idle = Resource()
+        if minimums:
+            used = Resource.sum(node.used for node in ssn.node_list)
+            self.idle = ssn.total_resource.clone().multi(self.factor).sub_unchecked(used)
 
         # The refusal's wording per set of short dimensions (most refusals share one).
         refusals: dict[tuple[str, ...], str] = {}
