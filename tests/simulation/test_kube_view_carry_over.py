@@ -178,3 +178,43 @@ tiers:
     third = Session.open(cache, configuration)
     assert KubeView.of(third) in (KubeView.of(first), KubeView.of(second))
     third.close()
+
+
+def test_a_node_whose_labels_or_allocatable_moved_gets_a_fresh_mirror() -> None:
+    """The arrays of what does not move within a replay (allocatable, label codes) are
+    made again when a node update changed them between two sessions."""
+    from batchsched.api.node import NodeInfo
+    from batchsched.api.resource import Resource
+    from batchsched.cache.memory import MemoryCache
+    from batchsched.conf import configuration_from_text
+    from batchsched.framework.session import Session
+
+    def node(name: str, zone: str, pods: int) -> NodeInfo:
+        return NodeInfo.create(name, Resource.from_mapping({"cpu": 4, "pods": pods}),
+                               labels={"zone": zone})
+
+    configuration = configuration_from_text("""
+actions: allocate
+tiers:
+- plugins:
+  - name: predicates
+""")
+    cache = MemoryCache(incremental_snapshots=True)
+    cache.add_node(node("n1", "a", 10))
+    cache.add_node(node("n2", "a", 10))
+
+    def mirror() -> KubeColumns:
+        ssn = Session.open(cache, configuration)
+        columns = KubeColumns.of(ssn)
+        fresh = KubeColumns(columns.view, columns.columns)
+        np.testing.assert_array_equal(columns.max_pods, fresh.max_pods)
+        np.testing.assert_array_equal(columns.labels("zone").codes, fresh.labels("zone").codes)
+        ssn.close()
+        return columns
+
+    first = mirror()
+    assert mirror() is first  # nothing moved: carried over
+    cache.add_node(node("n2", "b", 10))
+    assert mirror().labels("zone").equal("b").tolist() == [False, True]
+    cache.add_node(node("n1", "a", 3))
+    assert mirror().max_pods.tolist() == [3, 10]

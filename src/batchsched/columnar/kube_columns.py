@@ -188,7 +188,7 @@ class KubeColumns:
             return False
         for node, old in zip(nodes, before, strict=True):
             if node is not old and (
-                    node.name != old.name or not node.allocatable.equal(old.allocatable)
+                    node.name != old.name or node.allocatable != old.allocatable
                     or node.labels != old.labels or node.annotations != old.annotations
                     or node.taints != old.taints or node.unschedulable != old.unschedulable):
                 return False
