@@ -7,6 +7,7 @@ included."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,44 +94,50 @@ def assert_same_view(carried: KubeView, fresh: KubeView) -> None:
     assert carried.anti_affinity_nodes_at_open == fresh.anti_affinity_nodes_at_open
 
 
-@settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 10_000), jobs=st.integers(1, 15))
-def test_a_carried_kube_view_equals_a_fresh_one(tmp_path_factory: Any, seed: int,
-                                                jobs: int) -> None:
-    tmp_path: Path = tmp_path_factory.mktemp("kube-view")
-    compared: list[KubeView] = []
-    carried_or_built = KubeView._carried_or_built.__func__  # type: ignore[attr-defined]
+def replay_checking(tmp_path: Path, seed: int, jobs: int, *, owner: type[Any], method: str,
+                    check: Callable[[Any, Any], None]) -> None:
+    """Replay the workload of ``seed`` with each session's ``owner.method(ssn)`` (a
+    class method handing out carried objects) checked by ``check(obj, ssn)``; at
+    least one object must have been carried over when several sessions asked."""
+    built = getattr(owner, method).__func__
+    handed: list[object] = []
 
-    def checked(cls: type[KubeView], ssn: Any) -> KubeView:
-        view: KubeView = carried_or_built(cls, ssn)
-        assert_same_view(view, KubeView(ssn.nodes))
-        compared.append(view)
-        return view
+    def checked(cls: type[Any], ssn: Any) -> Any:
+        obj = built(cls, ssn)
+        check(obj, ssn)
+        handed.append(obj)
+        return obj
 
     def check_instant(sim: Simulator) -> None:
         for node in sim.cache.nodes.values():
             node.check_invariants()
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(KubeView, "_carried_or_built", classmethod(checked))
+        patch.setattr(owner, method, classmethod(checked))
         records, _ = replay_document(tmp_path, f"kube-{seed}-{jobs}.yaml",
                                      kube_workload(seed, jobs), check_instant,
                                      cycles_stop=True)
     assert records
-    if len(compared) > 1:
-        assert len({id(view) for view in compared}) < len(compared)  # carried over
+    if len(handed) > 1:
+        assert len({id(obj) for obj in handed}) < len(handed)  # carried over
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), jobs=st.integers(1, 15))
+def test_a_carried_kube_view_equals_a_fresh_one(tmp_path_factory: Any, seed: int,
+                                                jobs: int) -> None:
+    def check(view: KubeView, ssn: Any) -> None:
+        assert_same_view(view, KubeView(ssn.nodes))
+
+    replay_checking(tmp_path_factory.mktemp("kube-view"), seed, jobs, owner=KubeView,
+                    method="_carried_or_built", check=check)
 
 
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), jobs=st.integers(1, 15))
 def test_a_carried_kube_mirror_equals_a_fresh_one(tmp_path_factory: Any, seed: int,
                                                   jobs: int) -> None:
-    tmp_path: Path = tmp_path_factory.mktemp("kube-columns")
-    compared: list[KubeColumns] = []
-    built = KubeColumns.of.__func__  # type: ignore[attr-defined]
-
-    def checked(cls: type[KubeColumns], ssn: Any) -> KubeColumns:
-        mirror: KubeColumns = built(cls, ssn)
+    def check(mirror: KubeColumns, ssn: Any) -> None:
         mirror.sync()
         fresh = KubeColumns(mirror.view, mirror.columns)
         for name in ("_figures", "room", "max_pods", "allocatable"):
@@ -141,17 +148,9 @@ def test_a_carried_kube_mirror_equals_a_fresh_one(tmp_path_factory: Any, seed: i
         for key in ("zone", HOSTNAME):
             assert mirror.labels(key).values == fresh.labels(key).values
             np.testing.assert_array_equal(mirror.labels(key).codes, fresh.labels(key).codes)
-        compared.append(mirror)
-        return mirror
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(KubeColumns, "of", classmethod(checked))
-        records, _ = replay_document(tmp_path, f"kube-{seed}-{jobs}.yaml",
-                                     kube_workload(seed, jobs), lambda sim: None,
-                                     cycles_stop=True)
-    assert records
-    if len(compared) > 1:
-        assert len({id(mirror) for mirror in compared}) < len(compared)  # carried over
+    replay_checking(tmp_path_factory.mktemp("kube-columns"), seed, jobs, owner=KubeColumns,
+                    method="of", check=check)
 
 
 def test_a_view_an_open_session_reads_is_not_carried_into_another() -> None:
