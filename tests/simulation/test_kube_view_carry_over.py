@@ -217,3 +217,25 @@ tiers:
     assert mirror().labels("zone").equal("b").tolist() == [False, True]
     cache.add_node(node("n1", "a", 3))
     assert mirror().max_pods.tolist() == [3, 10]
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), jobs=st.integers(5, 20))
+def test_carried_state_decides_as_full_copies(tmp_path_factory: Any, seed: int,
+                                              jobs: int) -> None:
+    """The same replay with sessions on full copies of the cluster (nothing carried
+    over) starts and ends every job at the same instants."""
+    import yaml
+
+    from batchsched.simulation.scenario_workload import scenario_workload
+
+    path = tmp_path_factory.mktemp("kube-decisions") / "workload.yaml"
+    path.write_text(yaml.safe_dump(kube_workload(seed, jobs)), encoding="utf-8")
+    timelines = []
+    for incremental in (True, False):
+        workload, scenario = scenario_workload(path)
+        timeline = Simulator(workload.without_oversized(scenario.configuration),
+                             scenario.configuration,
+                             incremental_snapshots=incremental).run()
+        timelines.append([(r.uid, r.start, r.end) for r in timeline.jobs.values()])
+    assert timelines[0] == timelines[1]
