@@ -198,3 +198,49 @@ def test_a_changed_figure_that_compares_equal_is_not_heard() -> None:
     node.update_task(task)
     assert heard == []
     assert math.copysign(1.0, node.idle.scalars["example.com/fpga"]) == 1.0
+
+
+@given(st.lists(st.tuples(resources(), st.booleans()), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["move", "delete", "add"]),
+                          statuses), max_size=10))
+def test_a_job_s_total_request_is_volcano_s_running_sum(
+    specs: list[tuple[Resource, bool]], steps: list[tuple[int, str, TaskStatus]]
+) -> None:
+    """``total_request`` is, bit for bit, the sum Volcano keeps (its request added at
+    each AddTaskInfo, subtracted at each DeleteTaskInfo, both at a status change),
+    though a job of one task shares that task's request vector; no task's request
+    ever changes. Tasks may share one request vector, as the loader's do."""
+    job = JobInfo.from_podgroup(PodGroup("pg", "ns", min_member=1))
+    expected = Resource()
+    tasks: list[TaskInfo] = []
+    for i, (req, shares_previous) in enumerate(specs):
+        task = TaskInfo.create("ns", f"t{i}", job.uid, req, status=S.PENDING)
+        if shares_previous and tasks:
+            task.resreq = task.init_resreq = tasks[-1].resreq
+        tasks.append(task)
+    asked = [bits(task.resreq) for task in tasks]
+    job.add_task(tasks[0])
+    expected.add(tasks[0].resreq)
+    for i, action, status in steps:
+        task = tasks[i % len(tasks)]
+        if action == "add":
+            if task.uid in job.tasks:
+                continue
+            job.add_task(task)
+            expected.add(task.resreq)
+        elif task.uid not in job.tasks:
+            continue
+        elif action == "delete":
+            job.delete_task(task)
+            expected.sub_unchecked(task.resreq)
+        else:
+            job.update_task_status(task, status)
+            expected.readd(task.resreq)
+        assert bits(job.total_request) == bits(expected)
+        twin = job.clone()
+        assert bits(twin.total_request) == bits(expected)
+        for held in list(twin.tasks.values()):  # the copy's changes stay its own
+            twin.delete_task(held)
+        assert bits(job.total_request) == bits(expected)
+    assert bits(job.total_request) == bits(expected)
+    assert [bits(task.resreq) for task in tasks] == asked

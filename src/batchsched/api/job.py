@@ -129,6 +129,14 @@ class PodGroup:
 _copy_pod_group_fields = field_copier(PodGroup)
 
 
+def _sums_to_itself(request: Resource) -> bool:
+    """Whether ``request`` is, bit for bit, the sum ``Resource().add(request)`` and
+    stays it through a status change's ``(x - r) + r``: every amount finite and no
+    negative zero (0 + -0.0 is 0.0; inf - inf is NaN)."""
+    return all(math.isfinite(amount) and (amount or math.copysign(1.0, amount) > 0.0)
+               for amount in (request.milli_cpu, request.memory, *request.scalars.values()))
+
+
 @attrs.define(eq=False, repr=False)
 class JobInfo:
     """A job (pod group plus its tasks) with indexes kept in step by its mutators.
@@ -175,6 +183,8 @@ class JobInfo:
     tasks: dict[str, TaskInfo] = attrs.field(factory=dict)
     task_status_index: dict[TaskStatus, dict[str, TaskInfo]] = attrs.field(factory=dict)
     allocated: Resource = attrs.field(factory=Resource)
+    #: Every task's request summed (Volcano's ``TotalRequest``). Read-only: the job
+    #: keeps it (a job of one task shares that task's request vector).
     total_request: Resource = attrs.field(factory=Resource)
     nodes_fit_errors: dict[str, FitErrors] = attrs.field(factory=dict)
     job_fit_errors: str = ""
@@ -191,6 +201,10 @@ class JobInfo:
                                                                        default=None)
     _empty_pending_roles: dict[str, int] | None = attrs.field(init=False, default=None)
     _pending_best_effort: int = attrs.field(init=False, default=0)
+    # The request vector ``total_request`` is while the job has one task (the sum of
+    # one request is that request, bit for bit): most jobs of a large cluster wait
+    # with one task, and their totals cost nothing. Copied before any change.
+    _shared_total: Resource | None = attrs.field(init=False, default=None)
     # Tasks in a ready status (gang's job order asks for it at every heap comparison).
     _ready: int = attrs.field(init=False, default=0)
     #: Answers worked out from this object and kept with it (by plugins and actions,
@@ -254,15 +268,28 @@ class JobInfo:
     def add_task(self, task: TaskInfo) -> None:
         """Volcano's ``AddTaskInfo``."""
         self.mutations += 1
+        first = not self.tasks
         self.tasks[task.uid] = task
         index = self.task_status_index.get(task.status)
         if index is None:
             index = self.task_status_index[task.status] = {}
         index[task.uid] = task
-        self.total_request.add(task.resreq)
+        total = self.total_request
+        if (first and not (total.milli_cpu or total.memory or total.scalars)
+                and _sums_to_itself(task.resreq)):
+            self.total_request = self._shared_total = task.resreq
+        else:
+            self._own_total().add(task.resreq)
         if task.status in ALLOCATED_STATUSES:
             self.allocated.add(task.resreq)
         self._count_task(task, 1)
+
+    def _own_total(self) -> Resource:
+        """``total_request``, made the job's own first if it is a task's request."""
+        if self.total_request is self._shared_total:
+            self.total_request = self.total_request.clone()
+        self._shared_total = None
+        return self.total_request
 
     def _count_task(self, task: TaskInfo, step: int) -> None:
         role_counts = self._role_counts
@@ -346,7 +373,7 @@ class JobInfo:
         if held is None:
             return
         self.mutations += 1
-        self.total_request.sub_unchecked(held.resreq)
+        self._own_total().sub_unchecked(held.resreq)
         if held.status in ALLOCATED_STATUSES:
             self.allocated.sub_unchecked(held.resreq)
         index = self.task_status_index.get(held.status)
@@ -386,7 +413,10 @@ class JobInfo:
             index = by_status[status] = {}
         index[uid] = task
         req = task.resreq
-        self.total_request.readd(req)
+        total = self.total_request
+        if total is not self._shared_total:
+            # A shared total is this task's request: (r - r) + r is r, bit for bit.
+            total.readd(req)
         if old in ALLOCATED_STATUSES:
             if status in ALLOCATED_STATUSES:
                 self.allocated.readd(req)
@@ -421,7 +451,8 @@ class JobInfo:
             tasks={},
             task_status_index={},
             allocated=self.allocated.clone(),
-            total_request=self.total_request.clone(),
+            total_request=self.total_request if self.total_request is self._shared_total
+            else self.total_request.clone(),
             nodes_fit_errors={},
             extra=dict(self.extra),
         )
@@ -440,6 +471,8 @@ class JobInfo:
             twin._empty_pending_roles = dict(self._empty_pending_roles)
         twin._pending_best_effort = self._pending_best_effort
         twin._ready = self._ready
+        # Its one task shares the request vector too (TaskInfo.clone).
+        twin._shared_total = self._shared_total
         return twin
 
     # -- counts (seed 000 §4.6) -----------------------------------------------------
