@@ -143,7 +143,10 @@ class MemoryCache:
     It is exact under two rules that the simulator keeps: change the cache's
     objects only through its methods, and let plugins change session objects
     only through statements (as the built-ins do). A copy handed out again is
-    the same object: a caller that keeps snapshots must not turn it on.
+    the same object: a caller that keeps snapshots must not turn it on. Sessions
+    over such a cache also carry what they work out from the nodes (the Kubernetes
+    node view, the node arrays, the allocatable total) from one to the next,
+    reading again only the nodes whose copies are new: open them one at a time.
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
