@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import logging
@@ -118,6 +119,10 @@ def check_bind_room(task: TaskInfo, node_name: str, idle: Resource) -> None:
                               f"task {task.uid}, idle: {idle}, req: {task.resreq}")
 
 
+#: How many snapshots back :meth:`MemoryCache.nodes_renewed_since` can tell.
+_RENEWALS_KEPT = 64
+
+
 class MemoryCache:
     """Nodes, jobs (with their tasks), queues and the rest, held in memory.
 
@@ -219,6 +224,11 @@ class MemoryCache:
         # copy's mutation counts then): a copy both sides left alone is still exact.
         self._node_twins: dict[str, tuple[NodeInfo, NodeInfo, int, int]] = {}
         self._job_twins: dict[str, tuple[JobInfo, JobInfo, int, int]] = {}
+        #: How many snapshots were taken, and for the latest ones (by that count), the
+        #: nodes each handed out a new copy of (:meth:`nodes_renewed_since`).
+        self.snapshot_serial = 0
+        self._renewed: collections.deque[tuple[int, list[str]]] = collections.deque(
+            maxlen=_RENEWALS_KEPT)
         #: The cache's job objects the last snapshot copied, by uid: a session's status
         #: write for a job replaced since (``delete_job`` + ``add_job``) is dropped, as
         #: Volcano's pod-group update fails on the new object's resource version.
@@ -935,13 +945,16 @@ class MemoryCache:
 
     def _node_twins_of_ready(self, not_ready: list[NodeInfo]) -> dict[str, NodeInfo]:
         """Twins of the Ready nodes; the others are appended to ``not_ready``."""
+        self.snapshot_serial += 1
         if not self.incremental_snapshots:
+            self._renewed.clear()  # every copy is new
             not_ready.extend(node for node in self.nodes.values() if not node.ready)
             return {name: node.clone() for name, node in self.nodes.items() if node.ready}
         # _node_twin's test, inlined: a replay takes a snapshot per event, and most
         # of its nodes are handed out again unchanged.
         kept_twins = self._node_twins
         twins: dict[str, NodeInfo] = {}
+        renewed: list[str] = []
         for name, node in self.nodes.items():
             if not node.ready:
                 not_ready.append(node)
@@ -954,7 +967,29 @@ class MemoryCache:
                 twins[name] = twin
             else:
                 twins[name] = self._node_twin(node)
+                renewed.append(name)
+        self._renewed.append((self.snapshot_serial, renewed))
         return twins
+
+    @_locked
+    def nodes_renewed_since(self, serial: int) -> frozenset[str] | None:
+        """With incremental snapshots: the names of the Ready nodes that a snapshot
+        after snapshot number ``serial`` (:attr:`snapshot_serial` then) handed out a
+        new copy of; every other node it handed out is the very object snapshot
+        ``serial`` handed out, unchanged. None when that is not known (snapshots copy
+        everything, or ``serial`` is too far back): read every node.
+
+        What sessions carry from one to the next (the node view, the node arrays, the
+        allocatable total) reads again only these nodes."""
+        renewals = self._renewed
+        if not self.incremental_snapshots or not renewals or serial < renewals[0][0] - 1:
+            return None
+        names: set[str] = set()
+        for taken, renewed in reversed(renewals):
+            if taken <= serial:
+                break
+            names.update(renewed)
+        return frozenset(names)
 
     def _node_twin(self, node: NodeInfo) -> NodeInfo:
         if self.incremental_snapshots:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -149,8 +149,10 @@ class KubeColumns:
         #: What plugins work out from the nodes' static fields (labels, taints,
         #: allocatable), by a key of their own; kept while the mirror is carried over.
         self.static: dict[Any, Any] = {}
-        #: The node objects the arrays were last made from (see carry_over).
+        #: The node objects the arrays were last made from (see carry_over), and the
+        #: number of the cache's snapshot they were brought up to date at.
         self._nodes: list[NodeInfo] = list(columns.nodes)
+        self.serial: int | None = None
 
     @classmethod
     def of(cls, ssn: Any) -> KubeColumns:
@@ -168,25 +170,32 @@ class KubeColumns:
         reused = cache is not None and getattr(ssn, "reuses_objects", False)
         carried = _carried.get(cache) if reused else None
         if (carried is not None and carried.columns is columns and carried.view is view
-                and carried.carry_over()):
+                and carried.carry_over(ssn.nodes_renewed_since(carried.serial))):
             mirror = carried
         else:
             mirror = cls(view, columns)
             if reused:
                 _carried[cache] = mirror
+        mirror.serial = getattr(ssn, "snapshot_serial", None)
         extra[_EXTRA_KEY] = mirror
         return mirror
 
-    def carry_over(self) -> bool:
+    def carry_over(self, renewed: frozenset[str] | None = None) -> bool:
         """Serve a later session, whose node columns and view were carried over: True
         when every node that is a new object there is the same node as far as these
         arrays go (allocatable, labels, annotations, taints), and then the rows of the
-        nodes the view changed are refreshed; False when a fresh mirror is needed."""
+        nodes the view changed are refreshed; False when a fresh mirror is needed. With
+        ``renewed`` (``Session.nodes_renewed_since``) only the nodes it names are read."""
         nodes = self.columns.nodes
         before = self._nodes
         if not self.exact or len(nodes) != len(before):
             return False
-        for node, old in zip(nodes, before, strict=True):
+        positions: Iterable[int] = range(len(nodes))
+        if renewed is not None:
+            index = self.columns.index
+            positions = [index[name] for name in renewed if name in index]
+        for i in positions:
+            node, old = nodes[i], before[i]
             if node is not old and (
                     node.name != old.name or node.allocatable != old.allocatable
                     or node.labels != old.labels or node.annotations != old.annotations
@@ -195,9 +204,9 @@ class KubeColumns:
         self._nodes = list(nodes)
         # A node viewed again since is a new NodeView (whichever session did it); one
         # changed in this session so far is in the view's log.
-        views = self.view.nodes
-        for i, (name, seen) in enumerate(zip(self.columns.names, self._views, strict=True)):
-            if views.get(name) is not seen:
+        views, names, seen = self.view.nodes, self.columns.names, self._views
+        for i in positions:
+            if views.get(names[i]) is not seen[i]:
                 self._refresh(i)
         self._seen = 0
         self.sync()

@@ -18,6 +18,7 @@ operations as ``NodeInfo.future_idle``). Every reader calls :meth:`sync` first.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -100,6 +101,7 @@ _NAMES_KEY = "node-columns.resource-names"
 #: Per cache whose sessions reuse node objects (``Session.reuses_objects``), the last
 #: mirror built, which the next session carries over (:meth:`NodeColumns.carry_over`).
 _carried: weakref.WeakKeyDictionary[Any, NodeColumns] = weakref.WeakKeyDictionary()
+_NAME_OF = operator.attrgetter("name")
 
 
 def _scalar_names(node: NodeInfo) -> frozenset[str]:
@@ -154,6 +156,9 @@ class NodeColumns:
         self.changes: list[int] = []
         #: Per dimension, whether every node has some of it allocatable.
         self.everywhere: list[bool] = []
+        #: The number of the cache's snapshot the rows were last brought up to date
+        #: at, for a carried mirror (``Session.snapshot_serial``); None: unknown.
+        self.serial: int | None = None
         self._build()
 
     # -- construction ---------------------------------------------------------------------
@@ -175,7 +180,8 @@ class NodeColumns:
         cache = getattr(ssn, "cache", None)
         carried = (_carried.get(cache) if cache is not None
                    and getattr(ssn, "reuses_objects", False) else None)
-        if carried is not None and carried.carry_over(ssn.node_list, seen):
+        if carried is not None and carried.carry_over(
+                ssn.node_list, seen, ssn.nodes_renewed_since(carried.serial)):
             columns = carried
         else:
             columns = cls(ssn.node_list, seen)
@@ -183,6 +189,7 @@ class NodeColumns:
                                        and getattr(ssn, "reuses_objects", False)):
                 _carried[cache] = columns
         columns.source = ssn.node_list
+        columns.serial = getattr(ssn, "snapshot_serial", None)
         columns.attach()
         extra[_EXTRA_KEY] = columns
         return columns
@@ -208,20 +215,26 @@ class NodeColumns:
                    in zip(self.dimensions[2:], totals[2:], strict=True) if amount}
         return Resource(totals[0], totals[1], scalars)
 
-    def carry_over(self, nodes: Sequence[NodeInfo], extra_dimensions: Iterable[str]) -> bool:
+    def carry_over(self, nodes: Sequence[NodeInfo], extra_dimensions: Iterable[str],
+                   renewed: frozenset[str] | None = None) -> bool:
         """Serve a later session over ``nodes`` from these arrays: True when its nodes
         are the same names in the same order and its dimensions the same (then every
         row whose node object is new, or changed since it was copied, is copied
         again); False when a fresh mirror is needed. The cache hands the session the
         very node objects it handed out before when nothing changed them (incremental
-        snapshots), so most rows stay as they are, and only the others are read."""
+        snapshots), so most rows stay as they are, and only the others are read; with
+        ``renewed`` (``Session.nodes_renewed_since``), only the nodes it names are."""
         kept, copied, names = self.nodes, self._copied, self.names
         if len(nodes) != len(kept):
             return False
-        changed = [i for i, node in enumerate(nodes)
-                   if node is not kept[i] or node.mutations != copied[i]]
-        if any(nodes[i].name != names[i] for i in changed):
-            return False
+        if renewed is not None and list(map(_NAME_OF, nodes)) == names:
+            index = self.index
+            changed = sorted(index[name] for name in renewed if name in index)
+        else:
+            changed = [i for i, node in enumerate(nodes)
+                       if node is not kept[i] or node.mutations != copied[i]]
+            if any(nodes[i].name != names[i] for i in changed):
+                return False
         row_names = {i: _scalar_names(nodes[i]) for i in changed}
         counts = self._name_rows
         moved = {i: row for i, row in row_names.items() if row != self._row_names[i]}

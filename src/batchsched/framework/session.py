@@ -22,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import operator
 import time
 import uuid
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
@@ -106,29 +107,60 @@ def _room_on_its_way(node: NodeInfo, nominee: TaskInfo) -> bool:
                and task.pod_priority < priority for task in node.tasks.values())
 
 
-#: Per cache whose sessions reuse node objects: the allocatable figures of the last
-#: total and the total (a replay's sessions mostly sum the same figures again).
-_carried_totals: weakref.WeakKeyDictionary[Any, tuple[list[Resource], Resource]] = \
-    weakref.WeakKeyDictionary()
+#: Per cache whose sessions reuse node objects: the last allocatable total, the nodes'
+#: names (with their positions) and figures it summed, and the number of the snapshot
+#: it was summed at (a replay's sessions mostly sum the same figures again).
+class _SummedTotal(NamedTuple):
+    total: Resource
+    names: list[str]
+    positions: dict[str, int]
+    figures: list[Resource]
+    serial: int | None
+
+
+_carried_totals: weakref.WeakKeyDictionary[Any, _SummedTotal] = weakref.WeakKeyDictionary()
 
 
 def _total_allocatable(ssn: Session) -> Resource:
     """The session's nodes' allocatable summed; carried over from the cache's previous
     session when every node's allocatable is the same object as then or has the same
-    figures (the same sum, bit for bit), else added up again."""
-    figures = [node.allocatable for node in ssn.node_list]
+    figures (the same sum, bit for bit), else added up again. Only the nodes with new
+    copies since are compared when the cache can tell which (``nodes_renewed_since``)."""
+    nodes = ssn.node_list
     cache = ssn.cache
     if cache is None or not ssn.reuses_objects:
-        return Resource.sum(figures)
+        return Resource.sum(node.allocatable for node in nodes)
+    names = list(map(_NAME_OF, nodes))
+    figures = list(map(_ALLOCATABLE_OF, nodes))
     kept = _carried_totals.get(cache)
-    if kept is not None and len(kept[0]) == len(figures) and all(
-            new is old or _same_figures(new, old)
-            for new, old in zip(figures, kept[0], strict=True)):
-        total = kept[1]
-    else:
+    total: Resource | None = None
+    positions: dict[str, int] | None = None
+    if kept is not None and kept.names == names:
+        positions = kept.positions
+        # Figures a session changed (the resources it hides) are new objects: summed
+        # in the same session, they are compared one by one.
+        renewed = (ssn.nodes_renewed_since(kept.serial)
+                   if kept.serial != ssn.snapshot_serial else None)
+        before = kept.figures
+        if renewed is None:
+            same = all(new is old or _same_figures(new, old)
+                       for new, old in zip(figures, before, strict=True))
+        else:
+            same = all(_same_figures(figures[positions[name]], before[positions[name]])
+                       for name in renewed if name in positions)
+        if same:
+            total = kept.total
+    if total is None:
         total = Resource.sum(figures)
-    _carried_totals[cache] = (figures, total)
+    if positions is None:
+        positions = {name: i for i, name in enumerate(names)}
+    _carried_totals[cache] = _SummedTotal(total, names, positions, figures,
+                                          ssn.snapshot_serial)
     return total.clone()  # the session's own: a plugin may change it
+
+
+_NAME_OF = operator.attrgetter("name")
+_ALLOCATABLE_OF = operator.attrgetter("allocatable")
 
 
 def _same_figures(a: Resource, b: Resource) -> bool:
@@ -280,6 +312,23 @@ class Session(SessionPlugins):
         self.hidden_resources: frozenset[str] = frozenset()
         self._closed = False
         self._opened = False
+        #: The number of the cache's snapshot this session opened on, when the cache
+        #: hands unchanged nodes out again and counts its snapshots; else None.
+        self.snapshot_serial: int | None = (
+            getattr(cache, "snapshot_serial", None) if self.reuses_objects else None)
+
+    def nodes_renewed_since(self, serial: int | None) -> frozenset[str] | None:
+        """For state carried over from an earlier session of the same cache, brought
+        up to date at that session's :attr:`snapshot_serial`: the names of the nodes
+        whose copies are new since (every other node of this session is the very object
+        that session had, unchanged). None when not known: read every node."""
+        if serial is None or self.snapshot_serial is None:
+            return None
+        renewed = getattr(self.cache, "nodes_renewed_since", None)
+        if renewed is None:
+            return None
+        names: frozenset[str] | None = renewed(serial)
+        return names
 
     @property
     def closed(self) -> bool:

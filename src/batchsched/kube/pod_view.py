@@ -258,8 +258,14 @@ class KubeView:
         #: Per node, the node object its view was built from and that object's
         #: mutation count then: while both hold, the view is the node's.
         self._built: dict[str, tuple[NodeInfo, int]] = {}
-        #: The session the view serves (a carried view: its latest).
+        #: The session the view serves (a carried view: its latest), and the number of
+        #: the cache's snapshot it was last brought up to date at (None: unknown).
         self._owner: weakref.ReferenceType[Any] | None = None
+        self._serial: int | None = None
+        # The nodes whose view holds a pod with a pod (anti-)affinity section, and
+        # those holding one with required anti-affinity (kept as views change).
+        self._with_affinity: set[str] = set()
+        self._with_anti_affinity: set[str] = set()
         for name, node in nodes.items():
             self._build(name, node)
         self._note_affinity_nodes()
@@ -280,24 +286,31 @@ class KubeView:
         #: the rules of later pods without terms of their own (the existing pods'
         #: anti-affinity filter, the placed pods' preferred terms in the score) until
         #: the next session, while pods placed on a listed node are.
-        self.affinity_nodes_at_open: frozenset[str] = frozenset(
-            name for name, view in self.nodes.items() if view.pods_with_affinity)
+        self.affinity_nodes_at_open: frozenset[str] = frozenset(self._with_affinity)
         self.anti_affinity_nodes_at_open: frozenset[str] = frozenset(
-            name for name, view in self.nodes.items() if view.pods_with_required_anti_affinity)
+            self._with_anti_affinity)
 
-    def carry_over(self, nodes: Mapping[str, NodeInfo]) -> None:
+    def carry_over(self, nodes: Mapping[str, NodeInfo],
+                   renewed: frozenset[str] | None = None) -> None:
         """Serve a later session over ``nodes``: a node's view stays when the node is
         the object it was built from, unchanged since (its ``mutations`` count; the
         cache hands out the same object for a node that nothing changed, and every
         placement or eviction of a session changes its node), and is built again
-        otherwise. The result is what a view built afresh over ``nodes`` holds."""
+        otherwise. ``renewed``, when the cache can tell, names the nodes with new
+        objects since the view was last brought up to date (``Session.
+        nodes_renewed_since``): only they are looked at. The result is what a view
+        built afresh over ``nodes`` holds."""
         self._pods = {}
         self.change_log = []
         built = self._built
-        stale = [name for name, node in nodes.items()
-                 if (kept := built.get(name)) is None or kept[0] is not node
-                 or kept[1] != node.mutations]
-        gone = [name for name in self.nodes if name not in nodes]
+        if renewed is not None and list(self.nodes) == list(nodes):
+            stale = [name for name in renewed if name in nodes]
+            gone: list[str] = []
+        else:
+            stale = [name for name, node in nodes.items()
+                     if (kept := built.get(name)) is None or kept[0] is not node
+                     or kept[1] != node.mutations]
+            gone = [name for name in self.nodes if name not in nodes]
         # Every stale node's pods leave first: a pod that moved between two of them is
         # then placed once.
         for name in (*gone, *stale):
@@ -320,6 +333,8 @@ class KubeView:
             self.placed.remove(pod)
             if where.get(uid) == name:
                 del where[uid]
+        self._with_affinity.discard(name)
+        self._with_anti_affinity.discard(name)
 
     @classmethod
     def of(cls, ssn: object) -> KubeView:
@@ -341,11 +356,12 @@ class KubeView:
         # A view another open session of the cache still reads is left to it.
         owner = carried._owner() if carried is not None and carried._owner else None
         if carried is not None and (owner is None or owner.closed):
-            carried.carry_over(ssn.nodes)
+            carried.carry_over(ssn.nodes, ssn.nodes_renewed_since(carried._serial))
             view = carried
         else:
             view = _carried[cache] = cls(ssn.nodes)
         view._owner = weakref.ref(ssn)
+        view._serial = ssn.snapshot_serial
         return view
 
     def pod(self, task: TaskInfo) -> PodInfo:
@@ -386,7 +402,16 @@ class KubeView:
             self._changed(node)
 
     def _changed(self, node: NodeView) -> None:
-        self.change_log.append(node.name)
+        name = node.name
+        self.change_log.append(name)
+        if node.pods_with_affinity:
+            self._with_affinity.add(name)
+        else:
+            self._with_affinity.discard(name)
+        if node.pods_with_required_anti_affinity:
+            self._with_anti_affinity.add(name)
+        else:
+            self._with_anti_affinity.discard(name)
 
     def all_pods(self) -> Iterator[tuple[NodeView, PodInfo]]:
         for node in self.nodes.values():
