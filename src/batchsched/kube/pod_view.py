@@ -11,11 +11,13 @@ placements (pod count, host ports, pod affinity, requested resources); without
 it, nodeorder keeps scoring against the session-open state.
 
 :class:`KubeView` is that shared state, one per session (kept in
-``ssn.extra``). :class:`PodInfo` is a task as the Kubernetes plugins see it:
-one container with the task's requests (the init request folded in as
-Kubernetes does: per resource the larger), host ports, parsed affinity, and the
-"non-zero" requests kube-scheduler uses for spreading (a missing cpu counts
-100m, a missing memory 200Mi; a request of 0 counts as missing here).
+``ssn.extra``; over a cache with incremental snapshots, carried from one session
+to the next and rebuilt only for the nodes with new copies). :class:`PodInfo`
+is a task as the Kubernetes plugins see it: one container with the task's
+requests (the init request folded in as Kubernetes does: per resource the
+larger), host ports, parsed affinity, and the "non-zero" requests kube-scheduler
+uses for spreading (a missing cpu counts 100m, a missing memory 200Mi; a request
+of 0 counts as missing here).
 """
 
 from __future__ import annotations
