@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sim_support import replay_document
 
 from batchsched.columnar.kube_columns import KubeColumns
+from batchsched.columnar.node_columns import NodeColumns
 from batchsched.framework.session import Session
 from batchsched.kube.pod_view import KubeView
 from batchsched.simulation import Simulator
@@ -159,7 +160,8 @@ def test_a_carried_kube_mirror_equals_a_fresh_one(tmp_path_factory: Any, seed: i
 
 
 def test_a_view_an_open_session_reads_is_not_carried_into_another() -> None:
-    """Two sessions open at once on one cache: the second builds a view of its own."""
+    """Two sessions open at once on one cache: the second builds a view and node
+    columns of its own."""
     from batchsched.api.node import NodeInfo
     from batchsched.api.resource import Resource
     from batchsched.cache.memory import MemoryCache
@@ -176,6 +178,7 @@ tiers:
     first = Session.open(cache, configuration)
     second = Session.open(cache, configuration)
     assert KubeView.of(first) is not KubeView.of(second)
+    assert NodeColumns.of(first) is not NodeColumns.of(second)
     second.close()
     first.close()
     third = Session.open(cache, configuration)

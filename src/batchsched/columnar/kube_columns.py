@@ -17,13 +17,13 @@ session): per label key, each node's value as an integer code.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from batchsched._carried import Carried
 from batchsched.api.node import NodeInfo
 from batchsched.api.oversubscription import node_oversubscription
 from batchsched.api.resource import CPU, MEMORY, PODS
@@ -37,7 +37,7 @@ IntArray = npt.NDArray[np.int64]
 
 _EXTRA_KEY = "batchsched.kube_columns"
 #: Per cache whose sessions reuse node objects, the mirror its last session used.
-_carried: weakref.WeakKeyDictionary[Any, KubeColumns] = weakref.WeakKeyDictionary()
+_carried: Carried[KubeColumns] = Carried()
 #: Amounts below this keep the scores' integer products within int64 and their
 #: float conversions exact; a larger one sends the task to the scalar path.
 LARGE = 2**52
@@ -149,10 +149,8 @@ class KubeColumns:
         #: What plugins work out from the nodes' static fields (labels, taints,
         #: allocatable), by a key of their own; kept while the mirror is carried over.
         self.static: dict[Any, Any] = {}
-        #: The node objects the arrays were last made from (see carry_over), and the
-        #: number of the cache's snapshot they were brought up to date at.
+        #: The node objects the arrays were last made from (see carry_over).
         self._nodes: list[NodeInfo] = list(columns.nodes)
-        self.serial: int | None = None
 
     @classmethod
     def of(cls, ssn: Any) -> KubeColumns:
@@ -166,17 +164,10 @@ class KubeColumns:
         if (isinstance(mirror, KubeColumns) and mirror.columns is columns
                 and mirror.view is view):
             return mirror
-        cache = getattr(ssn, "cache", None)
-        reused = cache is not None and getattr(ssn, "reuses_objects", False)
-        carried = _carried.get(cache) if reused else None
-        if (carried is not None and carried.columns is columns and carried.view is view
-                and carried.carry_over(ssn.nodes_renewed_since(carried.serial))):
-            mirror = carried
-        else:
-            mirror = cls(view, columns)
-            if reused:
-                _carried[cache] = mirror
-        mirror.serial = getattr(ssn, "snapshot_serial", None)
+        mirror = _carried.get(
+            ssn, lambda: cls(view, columns),
+            lambda carried, renewed: (carried.columns is columns and carried.view is view
+                                      and carried.carry_over(renewed)))
         extra[_EXTRA_KEY] = mirror
         return mirror
 

@@ -19,7 +19,6 @@ operations as ``NodeInfo.future_idle``). Every reader calls :meth:`sync` first.
 from __future__ import annotations
 
 import operator
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from batchsched._carried import Carried
 from batchsched.api.job import JobInfo
 from batchsched.api.node import NodeInfo
 from batchsched.api.resource import CPU, MEMORY, MIN_RESOURCE, PODS, Resource
@@ -100,7 +100,7 @@ class Candidates:
 _NAMES_KEY = "node-columns.resource-names"
 #: Per cache whose sessions reuse node objects (``Session.reuses_objects``), the last
 #: mirror built, which the next session carries over (:meth:`NodeColumns.carry_over`).
-_carried: weakref.WeakKeyDictionary[Any, NodeColumns] = weakref.WeakKeyDictionary()
+_carried: Carried[NodeColumns] = Carried()
 _NAME_OF = operator.attrgetter("name")
 
 
@@ -156,9 +156,6 @@ class NodeColumns:
         self.changes: list[int] = []
         #: Per dimension, whether every node has some of it allocatable.
         self.everywhere: list[bool] = []
-        #: The number of the cache's snapshot the rows were last brought up to date
-        #: at, for a carried mirror (``Session.snapshot_serial``); None: unknown.
-        self.serial: int | None = None
         self._build()
 
     # -- construction ---------------------------------------------------------------------
@@ -177,19 +174,10 @@ class NodeColumns:
         seen: set[str] = set()
         for job in ssn.jobs.values():
             seen.update(_resource_names(job))
-        cache = getattr(ssn, "cache", None)
-        carried = (_carried.get(cache) if cache is not None
-                   and getattr(ssn, "reuses_objects", False) else None)
-        if carried is not None and carried.carry_over(
-                ssn.node_list, seen, ssn.nodes_renewed_since(carried.serial)):
-            columns = carried
-        else:
-            columns = cls(ssn.node_list, seen)
-            if carried is not None or (cache is not None
-                                       and getattr(ssn, "reuses_objects", False)):
-                _carried[cache] = columns
+        columns = _carried.get(
+            ssn, lambda: cls(ssn.node_list, seen),
+            lambda carried, renewed: carried.carry_over(ssn.node_list, seen, renewed))
         columns.source = ssn.node_list
-        columns.serial = getattr(ssn, "snapshot_serial", None)
         columns.attach()
         extra[_EXTRA_KEY] = columns
         return columns

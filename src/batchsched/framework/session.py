@@ -26,11 +26,11 @@ import operator
 import time
 import uuid
 import warnings
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from batchsched._carried import Carried
 from batchsched._moved import REMOVED_IN
 from batchsched.api.cluster import ClusterInfo
 from batchsched.api.dra_usage import device_resources, new_claim_devices
@@ -107,56 +107,52 @@ def _room_on_its_way(node: NodeInfo, nominee: TaskInfo) -> bool:
                and task.pod_priority < priority for task in node.tasks.values())
 
 
-#: Per cache whose sessions reuse node objects: the last allocatable total, the nodes'
-#: names (with their positions) and figures it summed, and the number of the snapshot
-#: it was summed at (a replay's sessions mostly sum the same figures again).
-class _SummedTotal(NamedTuple):
-    total: Resource
-    names: list[str]
-    positions: dict[str, int]
-    figures: list[Resource]
-    serial: int | None
+class _AllocatableTotal:
+    """Every node's allocatable summed, with the figures it summed (their objects, by
+    position and name), so that a later session over the same nodes can tell it is
+    still the sum: a replay's sessions mostly sum the same figures again."""
 
+    __slots__ = ("figures", "names", "positions", "total")
 
-_carried_totals: weakref.WeakKeyDictionary[Any, _SummedTotal] = weakref.WeakKeyDictionary()
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        self.names: list[str] = list(map(_NAME_OF, nodes))
+        self.figures: list[Resource] = list(map(_ALLOCATABLE_OF, nodes))
+        self.positions = {name: i for i, name in enumerate(self.names)}
+        self.total = Resource.sum(self.figures)
 
-
-def _total_allocatable(ssn: Session) -> Resource:
-    """The session's nodes' allocatable summed; carried over from the cache's previous
-    session when every node's allocatable is the same object as then or has the same
-    figures (the same sum, bit for bit), else added up again. Only the nodes with new
-    copies since are compared when the cache can tell which (``nodes_renewed_since``)."""
-    nodes = ssn.node_list
-    cache = ssn.cache
-    if cache is None or not ssn.reuses_objects:
-        return Resource.sum(node.allocatable for node in nodes)
-    names = list(map(_NAME_OF, nodes))
-    figures = list(map(_ALLOCATABLE_OF, nodes))
-    kept = _carried_totals.get(cache)
-    total: Resource | None = None
-    positions: dict[str, int] | None = None
-    if kept is not None and kept.names == names:
-        positions = kept.positions
-        # Figures a session changed (the resources it hides) are new objects: summed
-        # in the same session, they are compared one by one.
-        renewed = (ssn.nodes_renewed_since(kept.serial)
-                   if kept.serial != ssn.snapshot_serial else None)
-        before = kept.figures
+    def carry_over(self, nodes: Sequence[NodeInfo], renewed: frozenset[str] | None) -> bool:
+        """Whether the total is that of ``nodes``, bit for bit: the same names in the
+        same order, each allocatable the same object as then or the same figures (of
+        the nodes in ``renewed`` only, when the cache says which nodes are new)."""
+        if list(map(_NAME_OF, nodes)) != self.names:
+            return False
+        figures = list(map(_ALLOCATABLE_OF, nodes))
+        before = self.figures
         if renewed is None:
             same = all(new is old or _same_figures(new, old)
                        for new, old in zip(figures, before, strict=True))
         else:
+            positions = self.positions
             same = all(_same_figures(figures[positions[name]], before[positions[name]])
                        for name in renewed if name in positions)
         if same:
-            total = kept.total
-    if total is None:
-        total = Resource.sum(figures)
-    if positions is None:
-        positions = {name: i for i, name in enumerate(names)}
-    _carried_totals[cache] = _SummedTotal(total, names, positions, figures,
-                                          ssn.snapshot_serial)
-    return total.clone()  # the session's own: a plugin may change it
+            self.figures = figures
+        return same
+
+
+#: Per cache whose sessions reuse node objects, the last session's allocatable total.
+_carried_totals: Carried[_AllocatableTotal] = Carried()
+
+
+def _total_allocatable(ssn: Session) -> Resource:
+    """The session's nodes' allocatable summed; over a cache whose sessions reuse node
+    objects, carried over from its previous session when the figures are the same."""
+    nodes = ssn.node_list
+    if not ssn.reuses_objects:
+        return Resource.sum(node.allocatable for node in nodes)
+    summed = _carried_totals.get(ssn, lambda: _AllocatableTotal(nodes),
+                                 lambda kept, renewed: kept.carry_over(nodes, renewed))
+    return summed.total.clone()  # the session's own: a plugin may change it
 
 
 _NAME_OF = operator.attrgetter("name")

@@ -23,12 +23,12 @@ of 0 counts as missing here).
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 
+from batchsched._carried import Carried
 from batchsched.api.node import NodeInfo
 from batchsched.api.task import TaskInfo
 from batchsched.api.types import COMPLETED_STATUSES
@@ -64,7 +64,7 @@ GPU = "nvidia.com/gpu"
 
 _VIEW_KEY = "batchsched.kube_view"
 #: Per cache whose sessions reuse node objects, the view its last session used.
-_carried: weakref.WeakKeyDictionary[Any, KubeView] = weakref.WeakKeyDictionary()
+_carried: Carried[KubeView] = Carried()
 #: What ``parse_affinity(None)`` gives (immutable, so shared by every task without one).
 _NO_AFFINITY = parse_affinity(None)
 
@@ -260,10 +260,6 @@ class KubeView:
         #: Per node, the node object its view was built from and that object's
         #: mutation count then: while both hold, the view is the node's.
         self._built: dict[str, tuple[NodeInfo, int]] = {}
-        #: The session the view serves (a carried view: its latest), and the number of
-        #: the cache's snapshot it was last brought up to date at (None: unknown).
-        self._owner: weakref.ReferenceType[Any] | None = None
-        self._serial: int | None = None
         # The nodes whose view holds a pod with a pod (anti-)affinity section, and
         # those holding one with required anti-affinity (kept as views change).
         self._with_affinity: set[str] = set()
@@ -351,20 +347,11 @@ class KubeView:
 
     @classmethod
     def _carried_or_built(cls, ssn: Any) -> KubeView:
-        cache = getattr(ssn, "cache", None)
-        if cache is None or not getattr(ssn, "reuses_objects", False):
-            return cls(ssn.nodes)
-        carried = _carried.get(cache)
-        # A view another open session of the cache still reads is left to it.
-        owner = carried._owner() if carried is not None and carried._owner else None
-        if carried is not None and (owner is None or owner.closed):
-            carried.carry_over(ssn.nodes, ssn.nodes_renewed_since(carried._serial))
-            view = carried
-        else:
-            view = _carried[cache] = cls(ssn.nodes)
-        view._owner = weakref.ref(ssn)
-        view._serial = ssn.snapshot_serial
-        return view
+        def carry(view: KubeView, renewed: frozenset[str] | None) -> bool:
+            view.carry_over(ssn.nodes, renewed)
+            return True
+
+        return _carried.get(ssn, lambda: cls(ssn.nodes), carry)
 
     def pod(self, task: TaskInfo) -> PodInfo:
         """The task's PodInfo (parsed once per session)."""
